@@ -1,0 +1,21 @@
+"""The lab's kernels: each module holds the kernels, their launch math and a NumPy reference.
+
+Importing a kernel module imports ``numba.cuda``, so the backend (GPU or simulator) must be chosen
+first (``lab.backend.select``); this package itself imports nothing heavy, and :func:`load` imports
+a kernel module on demand.
+"""
+from __future__ import annotations
+
+import difflib
+import importlib
+
+NAMES = ("vecadd", "matvec", "matmul", "softmax", "quantize")
+
+
+def load(name: str):
+    """The KernelSpec of kernel ``name``; KeyError with a did-you-mean for unknown names."""
+    if name not in NAMES:
+        close = difflib.get_close_matches(name, NAMES, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise KeyError(f"unknown kernel {name!r}{hint}; kernels: {', '.join(NAMES)}")
+    return importlib.import_module(f"kernels.{name}").SPEC

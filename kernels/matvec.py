@@ -1,0 +1,138 @@
+"""Matrix-vector product, y = A @ x, from the textbook kernel to a coalesced one.
+
+Source: the seed notebook "PyTorch handling of GPU devices" (``cu_mv_product``, one thread per row);
+CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory"; CUDA C++ Programming Guide,
+"Warp Shuffle Functions".
+
+A is ROWS x COLS, C-contiguous (row-major), x has COLS entries, y has ROWS. Every element of A is
+used once, so the floor is reading A once: ROWS * COLS * itemsize bytes, at copy speed. What
+separates the rungs is only *how* the threads of a warp walk through A.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, float64
+
+from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.warp import SCRATCH, warp_sum
+
+WARP = 32
+
+
+# --- Rung 1: one thread per row (the textbook kernel) -----------------------------------------
+@cuda.jit
+def row_per_thread_kernel(A, x, y):
+    """y[i] = sum_j A[i, j] * x[j]; thread ``i = cuda.grid(1)`` computes row i alone.
+
+    Uncoalesced: at each step j the 32 threads of a warp read A[i..i+31, j], addresses COLS *
+    itemsize bytes apart, so one warp-wide load touches 32 different 32-byte sectors instead of
+    one 128-byte line — up to 8x the DRAM traffic the data needs (4-byte floats).
+    """
+    i = cuda.grid(1)
+    if i < y.shape[0]:
+        acc = A.dtype.type(0)
+        for j in range(A.shape[1]):
+            acc += A[i, j] * x[j]
+        y[i] = acc
+
+
+def row_per_thread_launch(size, threads):
+    """One thread per row: grid = ceil(ROWS / threads) blocks of ``threads`` threads."""
+    rows, _ = size
+    return Launch(grid=(blocks_for(rows, threads),), block=(threads,), threads_needed=rows)
+
+
+# --- Rung 2: one warp per row (coalesced) -----------------------------------------------------
+UNROLL = 4  # independent loads each lane keeps in flight per trip through the loop
+
+
+@cuda.jit
+def warp_per_row_kernel(A, x, y):
+    """y[r] = sum_j A[r, j] * x[j]; warp ``w`` of the grid computes row ``r = w``.
+
+    Lane l of the warp sums A[r, l], A[r, l + 32], A[r, l + 64], ...: at every step the warp reads
+    32 consecutive elements, one fully used 128-byte line (coalesced), so A crosses the memory bus
+    once. Each lane issues UNROLL independent loads per trip so enough bytes are in flight to hide
+    DRAM latency; the 32 partial sums are then added by warp shuffles (``warps.warp_sum``).
+    Block = (threads,), rows per block = threads // 32.
+    """
+    scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_sum
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.grid(1) // WARP
+    cols = A.shape[1]
+    acc = A.dtype.type(0)
+    if row < y.shape[0]:  # no early return: every lane must reach warp_sum
+        step = WARP * UNROLL
+        main = cols - cols % step
+        for j in range(lane, main, step):
+            a0 = A[row, j] * x[j]
+            a1 = A[row, j + WARP] * x[j + WARP]
+            a2 = A[row, j + 2 * WARP] * x[j + 2 * WARP]
+            a3 = A[row, j + 3 * WARP] * x[j + 3 * WARP]
+            acc += (a0 + a1) + (a2 + a3)
+        for j in range(main + lane, cols, WARP):  # the ragged end of the row
+            acc += A[row, j] * x[j]
+    total = warp_sum(acc, scratch)
+    if lane == 0 and row < y.shape[0]:
+        y[row] = total
+
+
+def warp_per_row_launch(size, threads):
+    """One warp per row: threads // 32 rows per block, grid = ceil(ROWS / rows per block)."""
+    rows, _ = size
+    rows_per_block = threads // WARP
+    return Launch(grid=(blocks_for(rows, rows_per_block),), block=(threads,),
+                  threads_needed=rows * WARP)
+
+
+def _prepare(kernel):
+    def prepare(cfg, inputs, outputs):
+        launch = kernel[cfg.grid, cfg.block]
+        A, x = inputs
+        (y,) = outputs
+        return lambda: launch(A, x, y)
+    return prepare
+
+
+# --- Reference, sizes, accounting -------------------------------------------------------------
+def reference(A, x):
+    """NumPy: (A @ x,)."""
+    return (A @ x,)
+
+
+def make_inputs(size, dtype, rng):
+    rows, cols = size
+    return (rng.standard_normal((rows, cols)).astype(dtype), rng.standard_normal(cols).astype(dtype))
+
+
+def tolerance(inputs, ref, dtype):
+    # A sum of COLS products: allow a few ulps of the magnitude sum |A| @ |x| per sqrt(COLS) terms
+    # (random rounding errors add like a random walk), with a floor of 2 ulps for short rows.
+    A, x = inputs
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(x.astype(np.float64))
+    return [4 * np.finfo(dtype).eps * max(np.sqrt(A.shape[1]), 2.0) * magnitude]
+
+
+SPEC = KernelSpec(
+    name="matvec",
+    summary="y = A @ x for a ROWS x COLS row-major matrix",
+    size_help="ROWSxCOLS, e.g. 16384x4096",
+    size_dims=2,
+    default_size=lambda simulator: (48, 80) if simulator else (16384, 4096),
+    in_shapes=lambda size: [size, (size[1],)],
+    make_inputs=make_inputs,
+    out_specs=lambda size, dtype: [((size[0],), np.dtype(dtype))],
+    reference=reference,
+    tolerance=tolerance,
+    bytes_moved=lambda size, dtype: (size[0] * size[1] + size[0] + size[1]) * np.dtype(dtype).itemsize,
+    flops=lambda size: 2 * size[0] * size[1],
+    variants={
+        "row_per_thread": Variant(
+            "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
+            row_per_thread_launch, _prepare(row_per_thread_kernel)),
+        "warp_per_row": Variant(
+            "warp_per_row", "one warp per row; a warp reads 128 contiguous bytes a step (coalesced), "
+            "shuffle reduction", warp_per_row_launch, _prepare(warp_per_row_kernel),
+            warp_multiple=True),
+    },
+)

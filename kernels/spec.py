@@ -1,0 +1,130 @@
+"""What a kernel module declares: its launch math, its variants, and its NumPy reference.
+
+The runner only ever talks to a :class:`KernelSpec`; a kernel module (``kernels/vecadd.py`` …)
+builds one at its bottom, after the kernels it describes. Nothing here imports ``numba.cuda``.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+Size = tuple[int, ...]
+
+
+def poison_value(dtype) -> Any:
+    """What outputs are filled with before a run: NaN for floats, 0xA5-like ints otherwise, so an
+    element the kernel never writes shows up as wrong."""
+    dtype = np.dtype(dtype)
+    return np.nan if dtype.kind == "f" else np.iinfo(dtype).max // 3 * 2 + 1
+
+
+@dataclass(frozen=True)
+class Launch:
+    """A launch configuration: ``kernel[grid, block]`` and how many threads the problem needs.
+
+    grid, block: 1-3 ints each (blocks per grid, threads per block).
+    threads_needed: threads that compute something; the rest of the launched threads idle.
+    """
+
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    threads_needed: int
+    note: str = ""
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def threads_total(self) -> int:
+        return math.prod(self.grid) * self.threads_per_block
+
+    @property
+    def threads_idle(self) -> int:
+        return self.threads_total - self.threads_needed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"grid": list(self.grid), "block": list(self.block),
+                "threads_total": self.threads_total, "threads_needed": self.threads_needed,
+                "threads_idle": self.threads_idle}
+
+
+def blocks_for(n: int, per_block: int) -> int:
+    """Blocks needed to cover ``n`` items at ``per_block`` items a block (ceiling division)."""
+    return (n + per_block - 1) // per_block
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One rung of a kernel's ladder.
+
+    launch(size, threads) -> Launch: the launch math for ``threads`` threads per block.
+    prepare(launch, inputs, outputs) -> callable: allocates any scratch space once and returns a
+      zero-argument function that enqueues the whole computation (one or more launches), so that
+      only the kernels are timed. inputs/outputs are device arrays.
+    warp_multiple: the variant needs whole warps (threads per block a multiple of 32).
+    """
+
+    name: str
+    doc: str
+    launch: Callable[[Size, int], Launch]
+    prepare: Callable[[Launch, Sequence[Any], Sequence[Any]], Callable[[], None]]
+    warp_multiple: bool = False
+    max_threads: int | None = None  # a variant's own limit below the device's, if any
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """Everything the runner needs to run, check and time one problem.
+
+    size_help: how ``--size`` is written (e.g. ``ROWSxCOLS``).
+    default_size(simulator): the size used when none is given (small in the simulator).
+    in_shapes(size) -> shapes of the inputs, in order.
+    make_inputs(size, dtype, rng) -> tuple of host arrays, fresh random values.
+    out_specs(size, dtype) -> list of (shape, dtype) of the outputs.
+    reference(*inputs) -> tuple of outputs, NumPy; the runner calls it on float64 copies of the
+      inputs for the reference and on the inputs themselves for the NumPy contender.
+    tolerance(inputs, ref, dtype) -> per-output absolute tolerances (arrays or floats).
+    bytes_moved(size, dtype), flops(size): the minimum traffic and arithmetic per call.
+    """
+
+    name: str
+    summary: str
+    size_help: str
+    size_dims: int
+    default_size: Callable[[bool], Size]
+    in_shapes: Callable[[Size], list[tuple[int, ...]]]
+    make_inputs: Callable[[Size, np.dtype, np.random.Generator], tuple[np.ndarray, ...]]
+    out_specs: Callable[[Size, np.dtype], list[tuple[tuple[int, ...], np.dtype]]]
+    reference: Callable[..., tuple[np.ndarray, ...]]
+    tolerance: Callable[..., list[Any]]
+    bytes_moved: Callable[[Size, np.dtype], int]
+    flops: Callable[[Size], int]
+    variants: dict[str, Variant] = field(default_factory=dict)
+    dtypes: tuple[str, ...] = ("float32", "float64")
+    square_ok: bool = False  # one number N means N x N (x N)
+
+    def parse_size(self, text: str) -> Size:
+        """Parse ``N`` or ``AxB[xC]`` into ``size_dims`` positive ints; ValueError names the form."""
+        parts = re.split(r"[x×,]", text.strip().lower())
+        try:
+            dims = tuple(int(p) for p in parts)
+        except ValueError:
+            raise ValueError(f"size {text!r} is malformed: write it as {self.size_help}") from None
+        if len(dims) == 1 and self.square_ok:
+            dims = dims * self.size_dims  # one number means square
+        if len(dims) != self.size_dims:
+            raise ValueError(f"size {text!r} is malformed: write it as {self.size_help}")
+        if min(dims) <= 0:
+            raise ValueError(f"size {text!r}: every dimension must be at least 1")
+        return dims
+
+    def footprint_bytes(self, size: Size, dtype: np.dtype) -> int:
+        """Bytes of inputs plus outputs on the device for one contender."""
+        n_in = sum(math.prod(s) for s in self.in_shapes(size)) * np.dtype(dtype).itemsize
+        n_out = sum(math.prod(shape) * np.dtype(dt).itemsize for shape, dt in self.out_specs(size, dtype))
+        return n_in + n_out

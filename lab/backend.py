@@ -1,0 +1,67 @@
+"""Choose where kernels run — a CUDA GPU or Numba's CUDA simulator — before ``numba.cuda`` loads.
+
+Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice
+must be made first. A GPU is detected through the CUDA driver API (``cuInit`` and
+``cuDeviceGetCount`` from ``libcuda``) without importing Numba. Everything that imports
+``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be imported after
+:func:`select`.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+
+from lab.errors import LabError
+
+_SIM_ENV = "NUMBA_ENABLE_CUDASIM"
+
+
+def gpu_count() -> tuple[int, str]:
+    """Number of CUDA devices the driver reports, and why it is 0 when it is."""
+    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+        try:
+            lib = ctypes.CDLL(name)
+            break
+        except OSError:
+            continue
+    else:
+        return 0, "no CUDA driver (libcuda) found"
+    if lib.cuInit(0) != 0:
+        return 0, "the CUDA driver found no usable GPU (cuInit failed)"
+    count = ctypes.c_int(0)
+    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
+        return 0, "the CUDA driver reports no GPU"
+    return count.value, ""
+
+
+def _numba_cuda_loaded() -> bool:
+    return "numba.cuda" in sys.modules
+
+
+def is_simulator() -> bool:
+    """True when Numba runs (or will run) kernels in its CUDA simulator."""
+    return os.environ.get(_SIM_ENV, "0") not in ("", "0")
+
+
+def select(prefer: str = "auto") -> str:
+    """Pick the backend and return "gpu" or "simulator".
+
+    prefer: "auto" (a usable GPU, else the simulator), "gpu" or "sim".
+    Raises LabError when a GPU is demanded but none is usable, or when ``numba.cuda`` was already
+    imported with the other backend (the choice cannot change inside one process).
+    """
+    want_sim = {"sim": True, "gpu": False}.get(prefer)
+    if want_sim is None:  # auto: an explicit NUMBA_ENABLE_CUDASIM=1 wins, else look for a GPU
+        want_sim = is_simulator() or gpu_count()[0] == 0
+    elif not want_sim:
+        n, why = gpu_count()
+        if n == 0:
+            raise LabError(f"--gpu asked for a CUDA GPU, but {why}; use --sim for the CUDA simulator")
+    if _numba_cuda_loaded():
+        if want_sim != is_simulator():
+            have = "simulator" if is_simulator() else "gpu"
+            raise LabError(f"numba.cuda is already loaded with the {have} backend in this process")
+    else:
+        os.environ[_SIM_ENV] = "1" if want_sim else "0"
+    return "simulator" if want_sim else "gpu"

@@ -1,0 +1,68 @@
+"""vecadd and matvec variants against NumPy on fresh random inputs, at awkward sizes."""
+import numpy as np
+import pytest
+
+import kernels
+from tests.conftest import SIMULATOR
+from tests.helpers import run_variant
+
+pytestmark = pytest.mark.gpu
+
+# (size, threads per block): 1 element, sizes that are not multiples of the block, several blocks.
+VECADD_CASES = [((1,), 32), ((37,), 32), ((200,), 64), ((97,), 96)] + ([] if SIMULATOR else [
+    ((1 << 20) + 3, 256), ((5_000_001,), 1024)])
+MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33, 45), 96)] + ([] if SIMULATOR else [
+    ((1000, 4097), 256), ((4099, 1001), 1024), ((16384, 4096), 1024)])
+
+
+@pytest.mark.parametrize("size,threads", VECADD_CASES)
+def test_vecadd(size, threads, rng, simulator):
+    spec = kernels.load("vecadd")
+    ok, err, outs, refs = run_variant(spec, "element_per_thread", size, threads, rng, simulator=simulator)
+    assert ok, f"max abs err {err}"
+
+
+@pytest.mark.parametrize("variant", ["row_per_thread", "warp_per_row"])
+@pytest.mark.parametrize("size,threads", MATVEC_CASES)
+def test_matvec(variant, size, threads, rng, simulator):
+    spec = kernels.load("matvec")
+    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
+    assert ok, f"{variant} at {size}: max abs err {err}"
+
+
+@pytest.mark.parametrize("dtype", [np.float64])
+def test_matvec_float64(dtype, rng, simulator):
+    spec = kernels.load("matvec")
+    for variant in spec.variants:
+        ok, err, *_ = run_variant(spec, variant, (9, 70), 64, rng, dtype=dtype, simulator=simulator)
+        assert ok, f"{variant}: max abs err {err}"
+
+
+def test_unwritten_output_fails_the_check(rng, simulator):
+    """A launch that covers too few threads leaves poisoned (NaN) rows, and the check catches it."""
+    spec = kernels.load("matvec")
+    v = spec.variants["row_per_thread"]
+    from kernels.spec import Launch
+    from lab import contenders as C
+    from lab.runner import check_outputs
+
+    size = (40, 8)
+    inputs = spec.make_inputs(size, np.dtype(np.float32), rng)
+    refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+    short = Launch(grid=(1,), block=(32,), threads_needed=40)  # 32 threads for 40 rows
+    prepared = C.prepare_numba(spec, size, v, short, inputs, simulator)
+    prepared.poison()
+    outs = prepared.read(prepared.call())
+    ok, err, _ = check_outputs(outs, refs, spec.tolerance(inputs, refs, np.dtype(np.float32)))
+    assert not ok and err == np.inf
+    assert np.isnan(outs[0][32:]).all() and np.isfinite(outs[0][:32]).all()
+
+
+def test_launch_math():
+    spec = kernels.load("matvec")
+    cfg = spec.variants["warp_per_row"].launch((16384, 4096), 1024)
+    assert cfg.grid == (512,) and cfg.block == (1024,) and cfg.threads_idle == 0
+    cfg = spec.variants["row_per_thread"].launch((1000, 10), 256)
+    assert cfg.grid == (4,) and cfg.threads_total == 1024 and cfg.threads_idle == 24
+    cfg = kernels.load("vecadd").variants["element_per_thread"].launch((1,), 128)
+    assert cfg.grid == (1,) and cfg.threads_idle == 127
