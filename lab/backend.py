@@ -64,4 +64,7 @@ def select(prefer: str = "auto") -> str:
             raise LabError(f"numba.cuda is already loaded with the {have} backend in this process")
     else:
         os.environ[_SIM_ENV] = "1" if want_sim else "0"
+        # The lab prints each launch configuration itself; Numba's warning for grids smaller than
+        # the SM count would also fire on the timer's 1-thread spin kernel.
+        os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     return "simulator" if want_sim else "gpu"

@@ -44,6 +44,7 @@ def to_json(report: Report) -> dict:
             "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
             "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
             "first_call_ms": r.first_call_ms, "timing": r.measurement.method if r.measurement else None,
+            "timed_calls": len(r.measurement.samples_ms) if r.measurement else 0,
             "gbps": r.gbps, "gflops": r.gflops, "pct_copy_bandwidth": r.pct_copy,
             "pct_peak_fp32": r.pct_peak_flops, "speedup_vs_numpy": r.speedup_vs_numpy,
             "max_abs_err": r.max_abs_err, "rel_err": r.rel_err, "launch": r.launch,

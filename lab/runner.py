@@ -22,6 +22,9 @@ from lab.errors import LabError
 from lab.timing import Measurement, Timer
 
 
+HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
+
+
 @dataclass
 class Options:
     """What the user asked for; ``None`` means the kernel's or the backend's default."""
@@ -199,7 +202,10 @@ def run(opts: Options, backend: str) -> Report:
             if not ok:
                 row.status, row.reason = "FAIL", "output differs from the float64 reference"
                 return row
-            row.measurement = timer.measure(repeats, warmup, row.first_call_ms)
+            n = repeats
+            if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
+                n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
+            row.measurement = timer.measure(n, warmup if n == repeats else 1, row.first_call_ms)
         except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
             row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
         finally:
@@ -240,10 +246,13 @@ def _first_line(e: Exception) -> str:
 
 
 def _numpy_threads() -> str:
-    from threadpoolctl import threadpool_info
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "thread count unknown (threadpoolctl not installed)"
 
     pools = threadpool_info()
-    blas = [f"{p['internal_api']} {p['num_threads']} threads" for p in pools if p.get("user_api") == "blas"]
+    blas = sorted({f"{p['internal_api']} {p['num_threads']} threads" for p in pools if p.get("user_api") == "blas"})
     return ", ".join(blas) if blas else "1 thread (no BLAS thread pool)"
 
 

@@ -10,7 +10,7 @@ pytestmark = pytest.mark.gpu
 
 # (size, threads per block): 1 element, sizes that are not multiples of the block, several blocks.
 VECADD_CASES = [((1,), 32), ((37,), 32), ((200,), 64), ((97,), 96)] + ([] if SIMULATOR else [
-    ((1 << 20) + 3, 256), ((5_000_001,), 1024)])
+    (((1 << 20) + 3,), 256), ((5_000_001,), 1024)])
 MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33, 45), 96)] + ([] if SIMULATOR else [
     ((1000, 4097), 256), ((4099, 1001), 1024), ((16384, 4096), 1024)])
 

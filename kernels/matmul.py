@@ -1,0 +1,399 @@
+"""Matrix multiply, C = A @ B, from one thread per output to register-tiled blocks.
+
+Sources: CUDA C++ Programming Guide, sections "Thread Hierarchy" and "Shared Memory" (the tiled
+MatMul example); the numba-cuda documentation, "Examples: Matrix multiplication" (``fast_matmul``,
+TPB = 16); V. Volkov and J. Demmel, "Benchmarking GPUs to tune dense linear algebra" (SC08:
+register blocking, one thread computing many outputs); S. Boehm, "How to Optimize a CUDA Matmul
+Kernel for cuBLAS-like Performance" (2022: block and thread tiles, transposed A tile, vector shared
+loads); the seed notebook on tensors and MFU (004: a matmul costs 2 * M * N * K FLOPs, MFU =
+achieved FLOP/s / peak FLOP/s).
+
+A is M x K, B is K x N, C is M x N, all C-contiguous (row-major), float32 or float64. One call does
+2 * M * N * K FLOPs and must at least read A and B and write C once: at 4096^3 float32 that is
+137 GFLOP against 201 MB, ~680 FLOPs a byte, far above the ~20 FLOPs a byte an H100 can feed from
+DRAM. So matmul is compute-bound *if* the kernel reuses what it loads; the rungs differ in how many
+FMAs each load feeds (per thread, float32):
+
+  rung            global loads per FMA   shared-memory words per FMA   C elements per thread
+  naive           2                      -                             1
+  shared          2 / 16                 2                             1
+  register_tiled  2 / 128                1 / 4 (in 128-bit loads)      64
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, uint64
+
+from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.warp import SIMULATOR
+
+WARP = 32
+
+
+# --- Rung 1: one thread per output element (the textbook kernel) ------------------------------
+@cuda.jit
+def naive_kernel(A, B, C):
+    """C[i, j] = sum_k A[i, k] * B[k, j]; the thread at grid position (x=j, y=i) computes C[i, j].
+
+    A: (M, K), B: (K, N), C: (M, N), one float dtype, C-contiguous. ``cuda.grid(2)`` returns
+    (x, y) = (column j, row i), so threadIdx.x walks along a row of C: at each step k the 32
+    threads of a warp read B[k, j..j+31] (one coalesced 128-byte line) and all read the same
+    A[i, k] (one broadcast), and their stores to C are one line too. Threads outside C (the ragged
+    last blocks) do nothing.
+
+    Cost: two global loads per FMA. The L1/L2 caches catch most of them (B's line is reused by
+    every row of the block, A's row by every column), but the load units then deliver at most one
+    operand line per FMA instruction, far below the FMA rate. Predicted on an H100 at 4096^3:
+    ~3-5 TFLOP/s (5-8% of FP32 peak).
+    measured on H100: (pending)
+    """
+    j, i = cuda.grid(2)
+    if i < C.shape[0] and j < C.shape[1]:
+        acc = C.dtype.type(0)
+        for k in range(A.shape[1]):
+            acc += A[i, k] * B[k, j]
+        C[i, j] = acc
+
+
+def naive_block(threads: int) -> tuple[int, int]:
+    """Split ``threads`` per block into a 2-D block (x, y): x = min(threads, 32) columns, so a warp
+    spans one row segment of C, and y = threads // x rows (at least 1)."""
+    x = min(threads, WARP)
+    return x, max(1, threads // x)
+
+
+def naive_launch(size, threads):
+    """One thread per C element: block (bx, by) from :func:`naive_block`, grid (ceil(N / bx),
+    ceil(M / by)); grid x walks the columns of C, grid y its rows."""
+    m, n, _ = size
+    bx, by = naive_block(threads)
+    note = "" if bx * by == threads else f"block {bx}x{by} = {bx * by} of the {threads} threads asked"
+    return Launch(grid=(blocks_for(n, bx), blocks_for(m, by)), block=(bx, by), threads_needed=m * n,
+                  note=note)
+
+
+# --- Rung 2: shared-memory tiles (CUDA Programming Guide, "Shared Memory") --------------------
+TPB = 16  # tile edge: a TPB x TPB block of threads computes a TPB x TPB tile of C
+
+
+@cuda.jit
+def shared_kernel(A, B, C):
+    """C = A @ B by TPB x TPB tiles staged in shared memory; the block is fixed at (TPB, TPB).
+
+    A, B, C as in :func:`naive_kernel`. Launch: block (TPB, TPB), grid (ceil(N / TPB),
+    ceil(M / TPB)); thread (tx, ty) of block (bx, by) computes C[by * TPB + ty, bx * TPB + tx].
+    For each K-slab of width TPB the block copies one TPB x TPB tile of A and one of B into shared
+    memory (each thread one element of each, coalesced along rows), waits (``syncthreads``), then
+    every thread takes its TPB products from shared memory.
+
+    Saves over ``naive``: each element fetched from global memory feeds TPB FMAs instead of one, so
+    global loads per FMA drop from 2 to 2 / TPB (16x less L1/L2 traffic). The FMAs now wait on
+    shared memory instead: 2 shared loads per FMA. Bank conflicts: sA[ty, kk] is one word per half
+    warp (a broadcast), sB[kk, tx] 16 consecutive words: none. Tiles that stick out past M, N or
+    K are padded with zeros (a zero adds nothing to a sum), so any size works; the store is
+    guarded. Predicted on an H100 at 4096^3: ~7 TFLOP/s, 1.5-2x naive (the numba-docs TPB = 16
+    kernel measured 6.95 TFLOP/s), capped by the shared-load rate.
+    measured on H100: (pending)
+    """
+    sA = cuda.shared.array((TPB, TPB), C.dtype)
+    sB = cuda.shared.array((TPB, TPB), C.dtype)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    col = cuda.blockIdx.x * TPB + tx
+    row = cuda.blockIdx.y * TPB + ty
+    M, K = A.shape
+    N = B.shape[1]
+    zero = C.dtype.type(0)
+    acc = zero
+    for k0 in range(0, K, TPB):
+        # Zero-padded loads: a tile past the edge contributes 0 to every sum.
+        sA[ty, tx] = A[row, k0 + tx] if row < M and k0 + tx < K else zero
+        sB[ty, tx] = B[k0 + ty, col] if k0 + ty < K and col < N else zero
+        cuda.syncthreads()  # the whole tile is in shared memory before anyone reads it
+        for kk in range(TPB):
+            acc += sA[ty, kk] * sB[kk, tx]
+        cuda.syncthreads()  # everyone is done reading before the next tile overwrites it
+    if row < M and col < N:
+        C[row, col] = acc
+
+
+def shared_launch(size, threads):
+    """Block fixed at (TPB, TPB) = 256 threads whatever ``threads`` is; grid (ceil(N / TPB),
+    ceil(M / TPB))."""
+    m, n, _ = size
+    note = "" if threads == TPB * TPB else (
+        f"block fixed at {TPB}x{TPB} = {TPB * TPB} threads (compile-time tile); --threads {threads} ignored")
+    return Launch(grid=(blocks_for(n, TPB), blocks_for(m, TPB)), block=(TPB, TPB), threads_needed=m * n,
+                  note=note)
+
+
+# --- Rung 3: register tiles (each thread computes an 8 x 8 block of C) ------------------------
+BM = 128  # rows of C per block
+BN = 128  # columns of C per block
+BK = 8  # K-slab staged in shared memory per step (the 8 _mac_k calls below assume 8)
+TM = 8  # rows of C per thread: two groups of 4, HALF_M apart
+TN = 8  # columns of C per thread: two groups of 4, HALF_N apart
+HALF_M = BM // 2
+HALF_N = BN // 2
+TMN = TM * TN  # accumulators per thread
+RT_THREADS = (BM // TM) * (BN // TN)  # 256
+A_PAD = 4  # words of padding per As row: conflict-free transposed stores, rows still 16-byte aligned
+LDA_S = BM + A_PAD  # row length of the transposed A slab in shared memory
+A_SLAB = BK * LDA_S  # words of one A slab buffer
+B_SLAB = BK * BN  # words of one B slab buffer
+A_BUFS = 2 * A_SLAB  # two buffers of each: double buffering
+B_BUFS = 2 * B_SLAB
+A_LOADS = BM * BK // RT_THREADS  # A elements each thread copies per slab (4)
+B_LOADS = BK * BN // RT_THREADS  # B elements each thread copies per slab (4)
+A_ROW_STEP = RT_THREADS // BK  # rows of A between a thread's slab elements (32)
+B_ROW_STEP = RT_THREADS // BN  # rows of B between a thread's slab elements (2)
+# GPU-only compile options (the simulator's cuda.jit and shared.array reject them):
+ALIGN = None if SIMULATOR else 16  # 16-byte aligned shared tiles, so 4 words can load as one LDS.128
+FORCEINLINE = {} if SIMULATOR else {"forceinline": True}  # inline _mac_k into the kernel (NVVM)
+# 256 threads, at least 2 blocks an SM: ptxas must fit a thread in 65536 / 512 = 128 registers.
+LAUNCH_BOUNDS = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 2)}
+LAUNCH_BOUNDS_F64 = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 1)}
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def _mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc):
+    """One k of a thread's 8 x 8 micro-tile: acc[i, j] += A[m_i, k] * B[k, n_j].
+
+    Reads the thread's 8 A values (rows ty4 + {0..3} and 64 + ty4 + {0..3}, from flat offset a_rd
+    of the transposed A slab) and 8 B values (from b_rd) out of shared memory, then does 64 FMAs.
+    The offsets index as uint64: Numba skips its negative-index wraparound for unsigned indices,
+    and without that compare-and-select per load the compiler merges each 4 consecutive words
+    into one LDS.128 (As and Bs are 16-byte aligned, and a_rd, b_rd are multiples of 4).
+    """
+    for i in range(4):
+        a_frag[i] = As[uint64(a_rd + i)]
+        a_frag[4 + i] = As[uint64(a_rd + HALF_M + i)]
+        b_frag[i] = Bs[uint64(b_rd + i)]
+        b_frag[4 + i] = Bs[uint64(b_rd + HALF_N + i)]
+    for i in range(TM):
+        for j in range(TN):
+            acc[i * TN + j] += a_frag[i] * b_frag[j]
+
+
+def _register_tiled(A, B, C):
+    """C = A @ B: a block of 256 threads computes a BM x BN = 128 x 128 tile of C, each thread an
+    8 x 8 micro-tile held in registers. The block is fixed at 256 threads (compile-time tiles).
+
+    A, B, C as in :func:`naive_kernel`. Launch: block (256,), grid (ceil(N / 128), ceil(M / 128)).
+    Thread t (warp w = t // 32, lane l = t % 32) has micro-tile coordinates
+    tx = (w % 2) * 8 + l % 8 and ty = (w // 2) * 4 + l // 8, each 0..15 (a warp covers 8 x 4 of
+    them); it owns the tile's rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and columns
+    tx*4 + {0..3} and 64 + tx*4 + {0..3}. Splitting each thread's 8 rows (columns) into two groups
+    of 4, 64 apart, makes a quarter warp's 16-byte shared reads contiguous (no bank conflict).
+
+    Per K-slab of BK = 8: the block copies the 128 x 8 slab of A and the 8 x 128 slab of B into
+    shared memory, 4 + 4 elements a thread (a warp reads 4 rows x 32 bytes of A, one 128-byte row
+    of B: every 32-byte sector fully used). A is stored transposed, As[k, m], so a thread's 4 rows
+    at one k are 4 consecutive words. Then for each of the 8 k: four 128-bit shared loads (A rows
+    lo/hi, B columns lo/hi) and 64 FMAs into the register accumulators (:func:`_mac_k`).
+
+    Saves over ``shared``: each word read from shared memory feeds 8 FMAs instead of 1 (one LDS.128
+    instruction per 16 FMAs instead of 2 LDS per FMA), and each global load feeds 128 FMAs instead
+    of 16, so the FMA pipe, not the load/store pipe, sets the pace. The slabs are double-buffered:
+    the next slab's global loads go into registers before the current slab's FMAs, so their latency
+    hides behind 512 FMAs, and one ``syncthreads`` a slab suffices. Slabs wholly inside A and B
+    (all but the edges) load without bounds tests.
+
+    Bank conflicts: with rows of 128 words, the transposed A stores of a warp would hit only 4
+    banks (8-way conflict); rows of 132 words (A_PAD = 4) spread them over all 32 banks and keep
+    every row 16-byte aligned for the LDS.128 reads. Any M, N, K: loads past an edge read 0, the
+    stores are guarded. Global loads stay 32-bit: Numba cannot tell the compiler that a row of A
+    or B is 16-byte aligned, so it cannot merge them into 128-bit loads as it does in shared memory.
+
+    Resources (ptxas, sm_90, float32): 128 registers (64 accumulators, 2 x 16 fragment values, 8
+    prefetched slab values, addresses), 0 spills, 16.6 KB shared memory: 2 blocks (16 warps) an SM.
+    Predicted on an H100 SXM (~67 TFLOP/s FP32 peak at 1.98 GHz) at 4096^3: 30-38 TFLOP/s, i.e.
+    0.6-0.75x cuBLAS (51.2 TFLOP/s), 45-57% of peak. Why: in the compiled slab loop 512 of ~650
+    instructions (79%) are FFMAs, which caps the kernel near 79% of peak; 4 warps per scheduler
+    with 64 independent FMAs each hide most of the shared-load latency, but each slab's barrier
+    and the 128-register cap (the compiler recomputes some indices each slab) cost more; 1024
+    blocks over 264 block slots leave a partial last wave (3.9 waves, ~3% lost).
+    measured on H100: (pending)
+    """
+    As = cuda.shared.array(A_BUFS, C.dtype, alignment=ALIGN)  # [buffer][k][m], flat
+    Bs = cuda.shared.array(B_BUFS, C.dtype, alignment=ALIGN)  # [buffer][k][n], flat
+    acc = cuda.local.array(TMN, C.dtype)  # indexed only by unrolled loops: lives in registers
+    a_frag = cuda.local.array(TM, C.dtype)
+    b_frag = cuda.local.array(TN, C.dtype)
+    a_next = cuda.local.array(A_LOADS, C.dtype)
+    b_next = cuda.local.array(B_LOADS, C.dtype)
+
+    M, K = A.shape
+    N = B.shape[1]
+    zero = C.dtype.type(0)
+    # Bit operations, not % and //: Python's floor semantics for negative ints cost extra
+    # instructions, and the mask tells the compiler t < 256. Indices into A, B, As and Bs in the
+    # slab loop are cast to uint64: Numba wraps negative (signed) indices around with a compare
+    # and select per access, which also keeps the compiler from merging loads into LDS.128.
+    t = cuda.threadIdx.x & (RT_THREADS - 1)
+    w = t >> 5
+    lane = t & 31
+    tx4 = (((w & 1) << 3) | (lane & 7)) << 2  # first C column of the thread (0, 4, ..., 60)
+    ty4 = (((w >> 1) << 2) | (lane >> 3)) << 2  # first C row of the thread (0, 4, ..., 60)
+    m0 = cuda.blockIdx.y * BM
+    n0 = cuda.blockIdx.x * BN
+    # Slab copy mapping: A element (m, k) = (t // 8 + 32 i, t % 8), B element (k, n) =
+    # (t // 128 + 2 i, t % 128): a warp reads 4 rows x 8 words of A, one 128-byte row of B.
+    a_m = t >> 3
+    a_k = t & (BK - 1)
+    b_k = t >> 7
+    b_n = t & (BN - 1)
+    a_st = a_k * LDA_S + a_m  # where this thread's first A element goes in a slab buffer
+    b_st = b_k * BN + b_n
+
+    for i in range(TMN):
+        acc[i] = zero
+
+    # Slab 0 straight into buffer 0.
+    for i in range(A_LOADS):
+        r = m0 + a_m + i * A_ROW_STEP
+        As[a_st + i * A_ROW_STEP] = A[r, a_k] if r < M and a_k < K else zero
+    for i in range(B_LOADS):
+        c = n0 + b_n
+        kr = b_k + i * B_ROW_STEP
+        Bs[b_st + i * B_ROW_STEP * BN] = B[kr, c] if kr < K and c < N else zero
+    cuda.syncthreads()
+
+    n_slabs = (K + BK - 1) // BK
+    interior = m0 + BM <= M and n0 + BN <= N
+    for s in range(n_slabs):
+        a_cur = (s & 1) * A_SLAB
+        b_cur = (s & 1) * B_SLAB
+        k_next = (s + 1) * BK
+        more = s + 1 < n_slabs
+        if more:  # issue the next slab's global loads now; they land while we compute
+            if interior and k_next + BK <= K:  # the slab lies wholly inside A and B: no bounds tests
+                for i in range(A_LOADS):
+                    a_next[i] = A[uint64(m0 + a_m + i * A_ROW_STEP), uint64(k_next + a_k)]
+                for i in range(B_LOADS):
+                    b_next[i] = B[uint64(k_next + b_k + i * B_ROW_STEP), uint64(n0 + b_n)]
+            else:  # an edge slab: what lies outside A or B reads as 0
+                for i in range(A_LOADS):
+                    r = m0 + a_m + i * A_ROW_STEP
+                    kc = k_next + a_k
+                    a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < K else zero
+                for i in range(B_LOADS):
+                    c = n0 + b_n
+                    kr = k_next + b_k + i * B_ROW_STEP
+                    b_next[i] = B[uint64(kr), uint64(c)] if kr < K and c < N else zero
+        # The 8 k of the slab, unrolled by hand (Numba has no #pragma unroll): every shared address
+        # is then a base register plus a constant, and there is no loop counter to update.
+        a_rd = a_cur + ty4
+        b_rd = b_cur + tx4
+        _mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + LDA_S, b_rd + BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 2 * LDA_S, b_rd + 2 * BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 3 * LDA_S, b_rd + 3 * BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 4 * LDA_S, b_rd + 4 * BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 5 * LDA_S, b_rd + 5 * BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 6 * LDA_S, b_rd + 6 * BN, a_frag, b_frag, acc)
+        _mac_k(As, Bs, a_rd + 7 * LDA_S, b_rd + 7 * BN, a_frag, b_frag, acc)
+        if more:  # the other buffer was last read before the previous barrier: safe to fill
+            a_nxt = A_SLAB - a_cur
+            b_nxt = B_SLAB - b_cur
+            for i in range(A_LOADS):
+                As[uint64(a_nxt + a_st + i * A_ROW_STEP)] = a_next[i]
+            for i in range(B_LOADS):
+                Bs[uint64(b_nxt + b_st + i * B_ROW_STEP * BN)] = b_next[i]
+        cuda.syncthreads()
+
+    for i in range(TM):
+        r = m0 + ty4 + (i & 3) + (i >> 2) * HALF_M
+        if r < M:
+            for j in range(TN):
+                c = n0 + tx4 + (j & 3) + (j >> 2) * HALF_N
+                if c < N:
+                    C[r, c] = acc[i * TN + j]
+
+
+# float32: 2 blocks an SM. float64: the 64 accumulators alone take 128 registers, so that build
+# asks for 1 block an SM (up to 255 registers a thread) instead of spilling to local memory.
+register_tiled_kernel = cuda.jit(**LAUNCH_BOUNDS)(_register_tiled)
+register_tiled_kernel_f64 = cuda.jit(**LAUNCH_BOUNDS_F64)(_register_tiled)
+
+
+def _threads_with_work(extent, block_edge):
+    """Threads along one axis of the register-tiled grid whose micro-tile holds at least one row
+    (column) inside ``extent``: 16 a full block, ceil(rest / 4) in the last, partial block (a
+    thread's first group of 4 starts at ty*4; its second, 64 further, is inside only if the first is)."""
+    full, rest = divmod(extent, block_edge)
+    per_block = block_edge // TM
+    return full * per_block + min(per_block, blocks_for(rest, 4))
+
+
+def register_tiled_launch(size, threads):
+    """Block fixed at 256 threads (a 16 x 16 grid of 8 x 8 micro-tiles, whatever ``threads`` is);
+    grid (ceil(N / 128), ceil(M / 128))."""
+    m, n, _ = size
+    note = "" if threads == RT_THREADS else (
+        f"block fixed at {RT_THREADS} threads (compile-time 128x128 tile, 8x8 per thread); "
+        f"--threads {threads} ignored")
+    return Launch(grid=(blocks_for(n, BN), blocks_for(m, BM)), block=(RT_THREADS,),
+                  threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note)
+
+
+def _prepare(kernel, kernel_f64=None):
+    """prepare() for the runner: configure the launch once; ``kernel_f64``, if given, runs float64."""
+    def prepare(cfg, inputs, outputs):
+        A, B = inputs
+        k = kernel_f64 if kernel_f64 is not None and A.dtype == np.float64 else kernel
+        launch = k[cfg.grid, cfg.block]  # configure once: keep it out of the timed call
+        (C,) = outputs
+        return lambda: launch(A, B, C)
+    return prepare
+
+
+# --- Reference, sizes, accounting -------------------------------------------------------------
+def reference(A, B):
+    """NumPy: (A @ B,)."""
+    return (A @ B,)
+
+
+def make_inputs(size, dtype, rng):
+    m, n, k = size
+    return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype))
+
+
+def tolerance(inputs, ref, dtype):
+    # A sum of K products: a few ulps of the magnitude |A| @ |B| per sqrt(K) terms (rounding errors
+    # add like a random walk), with a floor of 2 for short sums; as matvec's bound.
+    A, B = inputs
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    return [4 * np.finfo(dtype).eps * max(math.sqrt(A.shape[1]), 2.0) * magnitude]
+
+
+SPEC = KernelSpec(
+    name="matmul",
+    summary="C = A @ B for M x K and K x N row-major matrices",
+    size_help="MxNxK (A is MxK, B is KxN), or N for N x N x N, e.g. 4096",
+    size_dims=3,
+    default_size=lambda simulator: (24, 20, 18) if simulator else (4096, 4096, 4096),
+    in_shapes=lambda size: [(size[0], size[2]), (size[2], size[1])],
+    make_inputs=make_inputs,
+    out_specs=lambda size, dtype: [((size[0], size[1]), np.dtype(dtype))],
+    reference=reference,
+    tolerance=tolerance,
+    bytes_moved=lambda size, dtype: (size[0] * size[2] + size[2] * size[1] + size[0] * size[1])
+    * np.dtype(dtype).itemsize,
+    flops=lambda size: 2 * size[0] * size[1] * size[2],
+    square_ok=True,
+    variants={
+        "naive": Variant(
+            "naive", "one thread per C element; 2 global loads per FMA (coalesced along rows of B and C)",
+            naive_launch, _prepare(naive_kernel)),
+        "shared": Variant(
+            "shared", f"{TPB}x{TPB} shared-memory tiles (block fixed at {TPB * TPB} threads); "
+            f"global loads per FMA / {TPB}", shared_launch, _prepare(shared_kernel)),
+        "register_tiled": Variant(
+            "register_tiled", f"{BM}x{BN} block tile, 8x8 register micro-tile per thread, double-buffered "
+            f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch,
+            _prepare(register_tiled_kernel, register_tiled_kernel_f64)),
+    },
+)

@@ -1,0 +1,529 @@
+"""Row-wise softmax, out[r, j] = exp(x[r, j] - max_r) / sum_k exp(x[r, k] - max_r), from five
+launches to one pass.
+
+Sources: the seed notebook ARENA 2.0 chapter 3 ("Apply kernel fusion ... naive softmax": the five-op
+chain and its read/write count); M. Milakov and N. Gimelshein, "Online normalizer calculation for
+softmax", arXiv:1805.02867 (2018) (the running max and sum, and their merge rule); CUDA C++
+Programming Guide, "Warp Shuffle Functions" and "Synchronization Functions" (the block reductions).
+
+x and out are ROWS x COLS, C-contiguous (row-major), float32 or float64. Subtracting the row max
+first keeps exp from overflowing (softmax does not change when a constant is subtracted from a
+row); an entry of -inf gives exactly 0. A row that is entirely -inf has no softmax (0/0: torch
+returns NaN): ``make_inputs`` never produces one and the result for it is undefined here.
+
+Each element is read once and written once at best, with about five FLOPs on the way (compare,
+subtract, exp, add, multiply), so softmax is bound by memory bandwidth: the floor is
+2 * ROWS * COLS * itemsize bytes, at the device's copy speed. The rungs differ in how many times
+the matrix crosses the memory bus:
+
+    naive   5 launches, 5 reads + 3 writes of the matrix (plus a scratch matrix)
+    fused   1 launch,   1 read + 1 write   (3 reads + 1 write for rows too long for registers)
+    online  1 launch,   1 read + 1 write   (2 reads + 1 write for rows too long for registers)
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import cuda, float64
+
+from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.warp import SCRATCH, warp_max, warp_sum
+
+WARP = 32
+MAX_WARPS = 32  # warps in the largest block (1024 threads): one shared slot each
+UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
+# The longest row a block holds in registers: at most RESIDENT_MAX values a thread, and at most
+# RESIDENT_BYTES of row a block (a quarter of an SM's 256 KiB register file), so the kernel never
+# needs more registers than the block can get. Longer rows take the streaming path.
+RESIDENT_MAX = 32
+RESIDENT_BYTES = 64 * 1024
+
+
+# --- Block-wide reductions (every rung) -----------------------------------------------------------
+# A block reduces in two steps: shuffles inside each warp (warp.py), then one slot per warp in shared
+# memory, a barrier, and a second warp reduction over those slots. Every warp does that second step
+# itself, so each thread gets the result without a second barrier. Blocks are whole warps
+# (warp_multiple=True); a one-warp block skips the shared step.
+
+@cuda.jit(device=True)
+def block_max(value, partial, scratch):
+    """Maximum of ``value`` over the block, returned to every thread.
+
+    partial: shared array of MAX_WARPS slots, used by this call only; scratch: warp.py's.
+    """
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    value = warp_max(value, scratch)
+    if nwarps == 1:  # the same for the whole block, so no thread skips a barrier the others wait at
+        return value
+    if lane == 0:
+        partial[cuda.threadIdx.x // WARP] = value
+    cuda.syncthreads()
+    # lanes past the last warp repeat slot 0: harmless for a maximum
+    value = partial[lane] if lane < nwarps else partial[0]
+    return warp_max(value, scratch)
+
+
+@cuda.jit(device=True)
+def block_sum(value, partial, scratch):
+    """Sum of ``value`` over the block, returned to every thread (same scheme as block_max)."""
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    value = warp_sum(value, scratch)
+    if nwarps == 1:
+        return value
+    if lane == 0:
+        partial[cuda.threadIdx.x // WARP] = value
+    cuda.syncthreads()
+    value = partial[lane] if lane < nwarps else value - value  # 0 in value's dtype
+    return warp_sum(value, scratch)
+
+
+# --- Rung 1: naive, five launches ------------------------------------------------------------------
+# The five ops of the seed's naive_softmax, each its own kernel, each a full trip through memory:
+#   row_max    grid (ROWS,), one block per row      reads x                 writes ROWS
+#   subtract   grid (ROWS, ceil(COLS / threads))    reads x, row_max        writes z (scratch)
+#   exp        grid (ROWS, ceil(COLS / threads))    reads z                 writes z (in place)
+#   row_sum    grid (ROWS,), one block per row      reads z                 writes ROWS
+#   divide     grid (ROWS, ceil(COLS / threads))    reads z, row_sum        writes out
+# In all: 5 reads + 3 writes of the matrix (plus 2 * ROWS), against 1 read + 1 write fused, so at
+# best ~4x slower than a fused kernel, plus four extra launch gaps.
+# The element-wise kernels put the row in grid x (up to 2**31 - 1 blocks) and column blocks in grid y
+# (at most 65535, so COLS <= 65535 * threads), which needs no division to find the row.
+
+@cuda.jit
+def row_max_kernel(x, row_max):
+    """row_max[r] = max_j x[r, j]; block r reduces row r, thread t taking j = t, t + threads, ...
+
+    Consecutive threads read consecutive columns (coalesced); block_max combines the threads.
+    """
+    partial = cuda.shared.array(MAX_WARPS, x.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_max
+    row = cuda.blockIdx.x
+    m = x.dtype.type(-math.inf)
+    for j in range(cuda.threadIdx.x, x.shape[1], cuda.blockDim.x):
+        m = max(m, x[row, j])
+    m = block_max(m, partial, scratch)
+    if cuda.threadIdx.x == 0:
+        row_max[row] = m
+
+
+@cuda.jit
+def subtract_kernel(x, row_max, z):
+    """z[r, j] = x[r, j] - row_max[r]; thread (blockIdx.y * threads + threadIdx.x) of block row r."""
+    row = cuda.blockIdx.x
+    j = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    if j < z.shape[1]:
+        z[row, j] = x[row, j] - row_max[row]
+
+
+@cuda.jit
+def exp_kernel(z):
+    """z[r, j] = exp(z[r, j]) in place (exp(-inf) = 0); same grid as subtract_kernel."""
+    row = cuda.blockIdx.x
+    j = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    if j < z.shape[1]:
+        z[row, j] = math.exp(z[row, j])
+
+
+@cuda.jit
+def row_sum_kernel(z, row_sum):
+    """row_sum[r] = sum_j z[r, j]; one block per row, as row_max_kernel."""
+    partial = cuda.shared.array(MAX_WARPS, z.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)
+    row = cuda.blockIdx.x
+    s = z.dtype.type(0)
+    for j in range(cuda.threadIdx.x, z.shape[1], cuda.blockDim.x):
+        s += z[row, j]
+    s = block_sum(s, partial, scratch)
+    if cuda.threadIdx.x == 0:
+        row_sum[row] = s
+
+
+@cuda.jit
+def divide_kernel(z, row_sum, out):
+    """out[r, j] = z[r, j] / row_sum[r]; same grid as subtract_kernel."""
+    row = cuda.blockIdx.x
+    j = cuda.blockIdx.y * cuda.blockDim.x + cuda.threadIdx.x
+    if j < out.shape[1]:
+        out[row, j] = z[row, j] / row_sum[row]
+
+
+def row_launch(size, threads):
+    """One block of ``threads`` threads per row: grid = (ROWS,). Threads past COLS idle."""
+    rows, cols = size
+    return Launch(grid=(rows,), block=(threads,), threads_needed=rows * min(cols, threads))
+
+
+def naive_launch(size, threads):
+    """The two reductions' launch, grid = (ROWS,); the three element-wise launches use
+    grid = (ROWS, ceil(COLS / threads)), one thread per element."""
+    rows, cols = size
+    cfg = row_launch(size, threads)
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed,
+                  note=f"+ 3 element-wise launches of grid ({rows}, {blocks_for(cols, threads)})")
+
+
+def naive_prepare(cfg, inputs, outputs):
+    (x,), (out,) = inputs, outputs
+    rows, cols = x.shape
+    # Scratch allocated once here, outside the timed call: a ROWS x COLS matrix and two row vectors.
+    z = cuda.device_array((rows, cols), x.dtype)
+    row_max = cuda.device_array(rows, x.dtype)
+    row_sum = cuda.device_array(rows, x.dtype)
+    per_row = (rows,), cfg.block
+    per_elem = (rows, blocks_for(cols, cfg.block[0])), cfg.block
+    k_max, k_sum = row_max_kernel[per_row], row_sum_kernel[per_row]
+    k_sub, k_exp, k_div = subtract_kernel[per_elem], exp_kernel[per_elem], divide_kernel[per_elem]
+
+    def enqueue():
+        k_max(x, row_max)
+        k_sub(x, row_max, z)
+        k_exp(z)
+        k_sum(z, row_sum)
+        k_div(z, row_sum, out)
+    return enqueue
+
+
+# --- Rung 2: fused, one block per row, the row read once --------------------------------------------
+# Saves 4 of the 5 reads, 2 of the 3 writes and 4 launches: the row comes into registers once, the
+# block finds its max and sum there, and each element is written once. Predicted: ~4x the naive
+# rung, near copy bandwidth. Measured on H100: (pending).
+#
+# Thread t of a block of T threads holds x[r, t], x[r, t + T], ..., x[r, t + (K-1) T] in a local
+# array of K values (K = ceil(COLS / T), a compile-time constant of the kernel, so the loops over it
+# unroll and the array lives in registers: no local-memory traffic). Every warp load is 32
+# consecutive elements (coalesced) and a thread has K independent loads in flight.
+
+def _resident_per_thread(cols, threads, itemsize):
+    """K, the values a thread holds when the row fits in registers; None when it does not."""
+    k = blocks_for(cols, threads)
+    return k if k <= RESIDENT_MAX and k * threads * itemsize <= RESIDENT_BYTES else None
+
+
+_FUSED = {}
+
+
+def fused_resident_kernel(per_thread):
+    """The fused kernel for rows of at most ``per_thread * threads`` elements (compiled per K).
+
+    Block r computes row r: load the row into registers (-inf past the end of the row), block_max,
+    e = exp(x - max) kept in the registers, block_sum, out = e * (1 / sum). Two barriers, one exp
+    and 1 read + 1 write per element.
+    """
+    if per_thread in _FUSED:
+        return _FUSED[per_thread]
+    K = per_thread
+
+    @cuda.jit
+    def fused_resident(x, out):
+        vals = cuda.local.array(K, x.dtype)
+        part_max = cuda.shared.array(MAX_WARPS, x.dtype)
+        part_sum = cuda.shared.array(MAX_WARPS, x.dtype)
+        scratch = cuda.shared.array(SCRATCH, float64)
+        row = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        cols = x.shape[1]
+        m = x.dtype.type(-math.inf)
+        for k in range(K):  # K loads issued back to back, then the compares
+            j = t + k * T
+            vals[k] = x[row, j] if j < cols else x.dtype.type(-math.inf)
+        for k in range(K):
+            m = max(m, vals[k])
+        m = block_max(m, part_max, scratch)  # finite: the row has a finite entry
+        s = x.dtype.type(0)
+        for k in range(K):
+            vals[k] = math.exp(vals[k] - m)  # -inf entries and padding become 0
+            s += vals[k]
+        s = block_sum(s, part_sum, scratch)
+        inv = x.dtype.type(1) / s  # one division a thread, then multiplies
+        for k in range(K):
+            j = t + k * T
+            if j < cols:
+                out[row, j] = vals[k] * inv
+
+    _FUSED[per_thread] = fused_resident
+    return fused_resident
+
+
+@cuda.jit
+def fused_streaming_kernel(x, out):
+    """Fused softmax for rows too long to hold: 3 passes over the row in global memory.
+
+    Block r computes row r: pass 1 reads the row for its max, pass 2 reads it again for
+    sum exp(x - max), pass 3 reads it a third time and writes exp(x - max) / sum: 3 reads + 1 write
+    (the second and third reads hit L2 only if the row is still there). Thread t handles
+    j = t, t + T, ..., UNROLL loads in flight per trip (the last trip padded with -inf).
+    """
+    part_max = cuda.shared.array(MAX_WARPS, x.dtype)
+    part_sum = cuda.shared.array(MAX_WARPS, x.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)
+    v = cuda.local.array(UNROLL, x.dtype)
+    row = cuda.blockIdx.x
+    T = cuda.blockDim.x
+    cols = x.shape[1]
+    step = T * UNROLL
+    ninf = x.dtype.type(-math.inf)
+
+    m = ninf
+    for j in range(cuda.threadIdx.x, cols, step):
+        for u in range(UNROLL):
+            v[u] = x[row, j + u * T] if j + u * T < cols else ninf
+        for u in range(UNROLL):
+            m = max(m, v[u])
+    m = block_max(m, part_max, scratch)
+
+    s = x.dtype.type(0)
+    for j in range(cuda.threadIdx.x, cols, step):
+        for u in range(UNROLL):
+            v[u] = x[row, j + u * T] if j + u * T < cols else ninf
+        for u in range(UNROLL):
+            s += math.exp(v[u] - m)
+    inv = x.dtype.type(1) / block_sum(s, part_sum, scratch)
+
+    for j in range(cuda.threadIdx.x, cols, step):
+        for u in range(UNROLL):
+            v[u] = x[row, j + u * T] if j + u * T < cols else ninf
+        for u in range(UNROLL):
+            if j + u * T < cols:
+                out[row, j + u * T] = math.exp(v[u] - m) * inv
+
+
+def _prepare_one_pass(resident_factory, streaming_kernel):
+    def prepare(cfg, inputs, outputs):
+        (x,), (out,) = inputs, outputs
+        k = _resident_per_thread(x.shape[1], cfg.block[0], x.dtype.itemsize)
+        kernel = resident_factory(k) if k else streaming_kernel
+        launch = kernel[cfg.grid, cfg.block]
+        return lambda: launch(x, out)
+    return prepare
+
+
+def one_pass_launch(size, threads):
+    """One block per row, grid = (ROWS,), block = (threads,); the note says which path runs
+    (registers hold K = ceil(COLS / threads) values a thread, or the long-row streaming path)."""
+    cfg = row_launch(size, threads)
+    k = _resident_per_thread(size[1], threads, 4)  # float32; float64 halves the limit
+    path = f"row in registers, {k} values a thread" if k else "row too long for registers: streaming"
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=path)
+
+
+# --- Rung 3: online normalizer, one block-wide merge -------------------------------------------------
+# Milakov & Gimelshein: the pair (m, d) = (running max, sum of exp(x - m)) can be updated one element
+# at a time, d <- d * exp(m_old - m_new) + exp(x - m_new), and two pairs merge by the same rule:
+# M = max(m1, m2), D = d1 exp(m1 - M) + d2 exp(m2 - M). So a block needs ONE reduction of pairs
+# instead of a max and then a sum.
+# For rows in registers this saves one barrier and one block reduction a row over the fused rung
+# (predicted: a few % at short rows, where the reductions weigh most; nothing at long rows).
+# For rows too long to hold it saves one full read of the row: 2 reads + 1 write instead of
+# 3 + 1 (predicted: ~1.3x the fused streaming path). Measured on H100: (pending).
+#
+# Guard: a thread (or warp) that saw only -inf has m = -inf, d = 0, and exp(m - M) with M = -inf too
+# would be exp(-inf + inf) = NaN. d is 0 exactly when m is -inf (a finite x adds exp(0) = 1), so the
+# rescale below skips the exp when d is 0.
+
+@cuda.jit(device=True)
+def rescale(d, m, new_m):
+    """d * exp(m - new_m): a partial sum taken relative to max m, re-expressed relative to new_m
+    (>= m); 0 when d is 0, without computing exp(-inf - -inf)."""
+    return d * math.exp(m - new_m) if d > 0 else d
+
+
+@cuda.jit(device=True)
+def block_merge(m, d, part_m, part_d, scratch):
+    """Merge every thread's (m, d) into the row's (M, D), returned to every thread.
+
+    The pairwise rule applied to a whole warp at once: M = max of the m's (warp_max), then
+    D = sum of d * exp(m - M) (warp_sum); the same again over the warps' pairs in shared memory.
+    One barrier.
+    """
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    big_m = warp_max(m, scratch)
+    big_d = warp_sum(rescale(d, m, big_m), scratch)
+    if nwarps == 1:
+        return big_m, big_d
+    if lane == 0:
+        part_m[cuda.threadIdx.x // WARP] = big_m
+        part_d[cuda.threadIdx.x // WARP] = big_d
+    cuda.syncthreads()
+    if lane < nwarps:
+        m = part_m[lane]
+        d = part_d[lane]
+    else:  # lanes past the last warp: an empty pair (d = 0, m any value)
+        m = part_m[0]
+        d = d - d
+    big_m = warp_max(m, scratch)
+    big_d = warp_sum(rescale(d, m, big_m), scratch)
+    return big_m, big_d
+
+
+_ONLINE = {}
+
+
+def online_resident_kernel(per_thread):
+    """The online kernel for rows of at most ``per_thread * threads`` elements (compiled per K).
+
+    Block r computes row r. Thread t loads its K values (as the fused rung) and forms its own pair:
+    m = max of its values, e_k = exp(x_k - m), d = sum of e_k — in registers, so two passes over
+    them cost no memory traffic and one exp per element (the per-element update would take two).
+    block_merge gives the row's (M, D) after one barrier; then out = e_k * (exp(m - M) / D), one
+    more exp per thread, not per element. 1 read + 1 write.
+    """
+    if per_thread in _ONLINE:
+        return _ONLINE[per_thread]
+    K = per_thread
+
+    @cuda.jit
+    def online_resident(x, out):
+        vals = cuda.local.array(K, x.dtype)
+        part_m = cuda.shared.array(MAX_WARPS, x.dtype)
+        part_d = cuda.shared.array(MAX_WARPS, x.dtype)
+        scratch = cuda.shared.array(SCRATCH, float64)
+        row = cuda.blockIdx.x
+        t = cuda.threadIdx.x
+        T = cuda.blockDim.x
+        cols = x.shape[1]
+        ninf = x.dtype.type(-math.inf)
+        zero = x.dtype.type(0)
+        for k in range(K):
+            j = t + k * T
+            vals[k] = x[row, j] if j < cols else ninf
+        m = ninf
+        for k in range(K):
+            m = max(m, vals[k])
+        # A thread with only -inf (or padding) shifts by 0: exp(-inf - 0) = 0, no NaN.
+        shift = m if m != ninf else zero
+        d = zero
+        for k in range(K):
+            vals[k] = math.exp(vals[k] - shift)
+            d += vals[k]
+        big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+        scale = math.exp(m - big_m) / big_d  # m = -inf: exp gives 0 (big_m is finite)
+        for k in range(K):
+            j = t + k * T
+            if j < cols:
+                out[row, j] = vals[k] * scale
+
+    _ONLINE[per_thread] = online_resident
+    return online_resident
+
+
+@cuda.jit
+def online_streaming_kernel(x, out):
+    """Online softmax for rows too long to hold: 2 reads + 1 write of the row.
+
+    Pass 1: each thread updates its (m, d) element by element over j = t, t + T, ... (UNROLL loads
+    in flight per trip, the last trip padded with -inf), one exp per element: a new max rescales d,
+    any other x adds exp(x - m). block_merge gives the row's (M, D). Pass 2 reads the row again and
+    writes exp(x - M) / D.
+    """
+    part_m = cuda.shared.array(MAX_WARPS, x.dtype)
+    part_d = cuda.shared.array(MAX_WARPS, x.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)
+    v = cuda.local.array(UNROLL, x.dtype)
+    row = cuda.blockIdx.x
+    T = cuda.blockDim.x
+    cols = x.shape[1]
+    step = T * UNROLL
+    ninf = x.dtype.type(-math.inf)
+    one = x.dtype.type(1)
+
+    m = ninf
+    d = x.dtype.type(0)
+    for j in range(cuda.threadIdx.x, cols, step):
+        for u in range(UNROLL):
+            v[u] = x[row, j + u * T] if j + u * T < cols else ninf
+        for u in range(UNROLL):
+            if v[u] > m:  # a new max: rescale what was summed so far (d = 0 while m = -inf)
+                d = rescale(d, m, v[u]) + one
+                m = v[u]
+            elif d > 0:  # d = 0 means m = -inf, so this x is -inf too and adds 0
+                d += math.exp(v[u] - m)
+    big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+
+    inv = one / big_d
+    for j in range(cuda.threadIdx.x, cols, step):
+        for u in range(UNROLL):
+            v[u] = x[row, j + u * T] if j + u * T < cols else ninf
+        for u in range(UNROLL):
+            if j + u * T < cols:
+                out[row, j + u * T] = math.exp(v[u] - big_m) * inv
+
+
+# --- Reference, inputs, tolerance, accounting -------------------------------------------------------
+def reference(x):
+    """NumPy: exp(x - row max) / row sum of that, per row (axis 1)."""
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return (e / e.sum(axis=1, keepdims=True),)
+
+
+def make_inputs(size, dtype, rng):
+    """Random normals in four kinds of rows, shuffled, and a few -inf entries (never a whole row).
+
+    Kinds: N(0, 1); 80 * N(0, 1) (most outputs far below 1, many underflow); 1e4 + N(0, 1) and
+    -1e4 + N(0, 1) (exp without the max subtracted overflows / underflows the whole row).
+    """
+    rows, cols = size
+    x = rng.standard_normal((rows, cols), dtype=np.dtype(dtype))
+    kind = rng.permutation(np.arange(rows) % 4)
+    x[kind == 1] *= 80
+    x[kind == 2] += 1e4
+    x[kind == 3] -= 1e4
+    if cols > 1:
+        n = min(8, rows * cols // 2)
+        x[rng.integers(0, rows, n), rng.integers(0, cols, n)] = -np.inf
+        full = np.isneginf(x).all(axis=1)  # possible when COLS is small: give it back one entry
+        x[full, rng.integers(0, cols)] = rng.standard_normal()
+    return (x,)
+
+
+def tolerance(inputs, ref, dtype):
+    """Relative to each output, plus a floor at the smallest normal number.
+
+    eps * 16 * max(1, log2 COLS): the exp, the sum's rounding (a tree of depth ~log2 COLS) and the
+    division. eps * (max - x): x - max is rounded to a relative eps / 2, an absolute error of
+    (max - x) eps / 2 in the exponent, i.e. that relative error in exp (a fast exp that scales x by
+    log2 e makes as much again). Capped at 128 (beyond, the output underflows), and at -inf entries.
+    """
+    (x,), (out,) = inputs, ref
+    info = np.finfo(dtype)
+    x64 = x.astype(np.float64)
+    gap = np.minimum(x64.max(axis=1, keepdims=True) - x64, 128.0)
+    rel = info.eps * (16 * max(1.0, math.log2(x.shape[1])) + gap)
+    return [rel * np.abs(out) + 4 * float(info.tiny)]
+
+
+SPEC = KernelSpec(
+    name="softmax",
+    summary="row-wise softmax of a ROWS x COLS row-major matrix (numerically stable)",
+    size_help="ROWSxCOLS, e.g. 8192x8192",
+    size_dims=2,
+    default_size=lambda simulator: (6, 70) if simulator else (8192, 8192),
+    in_shapes=lambda size: [size],
+    make_inputs=make_inputs,
+    out_specs=lambda size, dtype: [(size, np.dtype(dtype))],
+    reference=reference,
+    tolerance=tolerance,
+    # The floor: one read of x and one write of out. The naive rung moves ~4x this.
+    bytes_moved=lambda size, dtype: 2 * size[0] * size[1] * np.dtype(dtype).itemsize,
+    # ~5 per element: compare (max), subtract, exp, add (sum), multiply (by 1 / sum).
+    flops=lambda size: 5 * size[0] * size[1],
+    variants={
+        "naive": Variant(
+            "naive", "5 launches (max, subtract, exp, sum, divide): 5 reads + 3 writes of the matrix",
+            naive_launch, naive_prepare, warp_multiple=True),
+        "fused": Variant(
+            "fused", "one block per row, row held in registers: 1 read + 1 write, 2 block reductions "
+            "(long rows: 3 reads + 1 write)",
+            one_pass_launch, _prepare_one_pass(fused_resident_kernel, fused_streaming_kernel),
+            warp_multiple=True),
+        "online": Variant(
+            "online", "online max and sum (Milakov & Gimelshein): 1 block reduction of (max, sum) "
+            "pairs (long rows: 2 reads + 1 write)",
+            one_pass_launch, _prepare_one_pass(online_resident_kernel, online_streaming_kernel),
+            warp_multiple=True),
+    },
+)
