@@ -5,6 +5,7 @@ the seed notebook "PyTorch handling of GPU devices" (``cu_add_vectors``).
 
 Each element is read twice (a, b) and written once (c) and costs one FLOP, so the kernel is bound by
 memory bandwidth: 3 * itemsize bytes per FLOP. The best it can do is run at the device's copy speed.
+Both rungs move the same bytes; the second keeps more of them in flight.
 """
 from __future__ import annotations
 
@@ -32,11 +33,49 @@ def launch(size, threads):
     return Launch(grid=(blocks_for(n, threads),), block=(threads,), threads_needed=n)
 
 
-def prepare(cfg, inputs, outputs):
-    kernel = vecadd_kernel[cfg.grid, cfg.block]  # configure once: keep it out of the timed call
-    a, b = inputs
-    (c,) = outputs
-    return lambda: kernel(a, b, c)
+# --- Rung 2: four elements per thread (more loads in flight) ------------------------------------
+PER_THREAD = 4
+
+
+@cuda.jit
+def vecadd_x4_kernel(a, b, c):
+    """c = a + b with each thread adding 4 elements: block ``k`` covers elements
+    [k*4T, (k+1)*4T) and thread t of it computes t, t+T, t+2T, t+3T (T = threads per block).
+
+    Same bytes as rung 1, but each thread issues 8 independent loads before its first add, so a
+    quarter of the threads keep as many bytes in flight, and the index/guard work is paid once per 4
+    elements. Each of a warp's loads still covers 32 consecutive elements (coalesced).
+    Predicted: from ~91% to ~100% of copy bandwidth. Measured on the H100 at 2^26 float32, 256
+    threads: 0.294 ms (2.74 TB/s) -> 0.266 ms (3.03 TB/s); torch.add 0.268 ms.
+    """
+    t = cuda.blockDim.x
+    i = cuda.blockIdx.x * PER_THREAD * t + cuda.threadIdx.x
+    n = c.shape[0]
+    if i + 3 * t < n:  # the whole chunk is in range: 8 loads, then 4 adds and stores
+        a0, a1, a2, a3 = a[i], a[i + t], a[i + 2 * t], a[i + 3 * t]
+        b0, b1, b2, b3 = b[i], b[i + t], b[i + 2 * t], b[i + 3 * t]
+        c[i], c[i + t], c[i + 2 * t], c[i + 3 * t] = a0 + b0, a1 + b1, a2 + b2, a3 + b3
+    else:  # the last block: guard each element
+        for k in range(PER_THREAD):
+            j = i + k * t
+            if j < n:
+                c[j] = a[j] + b[j]
+
+
+def launch_x4(size, threads):
+    """Four elements per thread: grid = ceil(n / (4 * threads)) blocks of ``threads`` threads."""
+    (n,) = size
+    return Launch(grid=(blocks_for(n, PER_THREAD * threads),), block=(threads,),
+                  threads_needed=blocks_for(n, PER_THREAD))
+
+
+def _prepare(kernel):
+    def prepare(cfg, inputs, outputs):
+        launch = kernel[cfg.grid, cfg.block]  # configure once: keep it out of the timed call
+        a, b = inputs
+        (c,) = outputs
+        return lambda: launch(a, b, c)
+    return prepare
 
 
 def reference(a, b):
@@ -72,6 +111,9 @@ SPEC = KernelSpec(
         "element_per_thread": Variant(
             "element_per_thread",
             "one thread per element, bounds-guarded (CUDA Programming Guide, VecAdd)",
-            launch, prepare),
+            launch, _prepare(vecadd_kernel)),
+        "four_per_thread": Variant(
+            "four_per_thread", "4 elements a thread, 8 loads in flight before the first add",
+            launch_x4, _prepare(vecadd_x4_kernel)),
     },
 )

@@ -11,18 +11,19 @@ pytestmark = pytest.mark.gpu
 # (size, threads per block): 1 element, sizes that are not multiples of the block, several blocks.
 VECADD_CASES = [((1,), 32), ((37,), 32), ((200,), 64), ((97,), 96)] + ([] if SIMULATOR else [
     (((1 << 20) + 3,), 256), ((5_000_001,), 1024)])
-MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33, 45), 96)] + ([] if SIMULATOR else [
-    ((1000, 4097), 256), ((4099, 1001), 1024), ((16384, 4096), 1024)])
+MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33, 45), 96), ((2, 4100), 32)] + ([] if SIMULATOR else [
+    ((1000, 4097), 256), ((4099, 1001), 1024), ((16384, 4096), 1024), ((3, 10000), 64)])
 
 
+@pytest.mark.parametrize("variant", ["element_per_thread", "four_per_thread"])
 @pytest.mark.parametrize("size,threads", VECADD_CASES)
-def test_vecadd(size, threads, rng, simulator):
+def test_vecadd(variant, size, threads, rng, simulator):
     spec = kernels.load("vecadd")
-    ok, err, outs, refs = run_variant(spec, "element_per_thread", size, threads, rng, simulator=simulator)
-    assert ok, f"max abs err {err}"
+    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
+    assert ok, f"{variant} at {size}: max abs err {err}"
 
 
-@pytest.mark.parametrize("variant", ["row_per_thread", "warp_per_row"])
+@pytest.mark.parametrize("variant", ["row_per_thread", "warp_per_row", "warp_per_row_shared_x"])
 @pytest.mark.parametrize("size,threads", MATVEC_CASES)
 def test_matvec(variant, size, threads, rng, simulator):
     spec = kernels.load("matvec")

@@ -1,0 +1,1 @@
+"""Exercise scaffolds (not yet written: see exercises/README.md)."""
