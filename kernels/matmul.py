@@ -43,10 +43,12 @@ def naive_kernel(A, B, C):
     A[i, k] (one broadcast), and their stores to C are one line too. Threads outside C (the ragged
     last blocks) do nothing.
 
-    Cost: two global loads per FMA. The L1/L2 caches catch most of them (B's line is reused by
-    every row of the block, A's row by every column), but the load units then deliver at most one
-    operand line per FMA instruction, far below the FMA rate. Predicted on an H100 at 4096^3:
-    ~3-5 TFLOP/s (5-8% of FP32 peak).
+    Cost: two global loads per FMA. The caches catch most of them (the block's warps read the same
+    B line at each k, a warp's 32 threads the same A word), but an SM issues one warp-wide load a
+    clock (32 load/store lanes) against four warp-wide FMAs (128 FP32 lanes): two loads per FMA
+    cap the kernel at 1/8 of FP32 peak (~8 TFLOP/s on an H100) even if every load hits L1.
+    Predicted on an H100 at 4096^3: ~3-5 TFLOP/s (5-8% of FP32 peak), L1 misses and load
+    latency taking the rest.
     measured on H100: (pending)
     """
     j, i = cuda.grid(2)
@@ -89,12 +91,15 @@ def shared_kernel(A, B, C):
     every thread takes its TPB products from shared memory.
 
     Saves over ``naive``: each element fetched from global memory feeds TPB FMAs instead of one, so
-    global loads per FMA drop from 2 to 2 / TPB (16x less L1/L2 traffic). The FMAs now wait on
-    shared memory instead: 2 shared loads per FMA. Bank conflicts: sA[ty, kk] is one word per half
-    warp (a broadcast), sB[kk, tx] 16 consecutive words: none. Tiles that stick out past M, N or
-    K are padded with zeros (a zero adds nothing to a sum), so any size works; the store is
-    guarded. Predicted on an H100 at 4096^3: ~7 TFLOP/s, 1.5-2x naive (the numba-docs TPB = 16
-    kernel measured 6.95 TFLOP/s), capped by the shared-load rate.
+    global loads per FMA drop from 2 to 2 / TPB (16x less L1/L2 traffic, no cache misses in the
+    inner loop). The FMAs now wait on shared memory instead: 2 shared reads per FMA in the source;
+    the compiler merges the 16 reads of a row of sA into four 128-bit loads, leaving ~1.25 load
+    instructions per FMA, and shared memory serves one warp-wide load a clock against four FMAs:
+    at most ~1/5 of FP32 peak. Bank conflicts: sA[ty, kk] is one word per half warp (a broadcast),
+    sB[kk, tx] 16 consecutive words: none. Tiles that stick out past M, N or K are padded with
+    zeros (a zero adds nothing to a sum), so any size works; the store is guarded.
+    Predicted on an H100 at 4096^3: ~7 TFLOP/s, 1.5-2x naive (the numba-docs TPB = 16 kernel
+    measured 6.95 TFLOP/s), bound by shared-load issue and the two barriers per 16 FMAs.
     measured on H100: (pending)
     """
     sA = cuda.shared.array((TPB, TPB), C.dtype)
@@ -132,7 +137,8 @@ def shared_launch(size, threads):
 # --- Rung 3: register tiles (each thread computes an 8 x 8 block of C) ------------------------
 BM = 128  # rows of C per block
 BN = 128  # columns of C per block
-BK = 8  # K-slab staged in shared memory per step (the 8 _mac_k calls below assume 8)
+BK32 = 16  # K-slab staged in shared memory per step, float32 (A and B, 2 buffers: 8320 words, 33 KB)
+BK64 = 8  # float64: a 16-deep slab would need 66 KB, over the 48 KB of static shared memory
 TM = 8  # rows of C per thread: two groups of 4, HALF_M apart
 TN = 8  # columns of C per thread: two groups of 4, HALF_N apart
 HALF_M = BM // 2
@@ -141,20 +147,24 @@ TMN = TM * TN  # accumulators per thread
 RT_THREADS = (BM // TM) * (BN // TN)  # 256
 A_PAD = 4  # words of padding per As row: conflict-free transposed stores, rows still 16-byte aligned
 LDA_S = BM + A_PAD  # row length of the transposed A slab in shared memory
-A_SLAB = BK * LDA_S  # words of one A slab buffer
-B_SLAB = BK * BN  # words of one B slab buffer
-A_BUFS = 2 * A_SLAB  # two buffers of each: double buffering
-B_BUFS = 2 * B_SLAB
-A_LOADS = BM * BK // RT_THREADS  # A elements each thread copies per slab (4)
-B_LOADS = BK * BN // RT_THREADS  # B elements each thread copies per slab (4)
-A_ROW_STEP = RT_THREADS // BK  # rows of A between a thread's slab elements (32)
+A_KW = 8  # k-columns of A one warp-wide load covers: 4 rows x 8 words, four full 32-byte sectors
+A_ROW_STEP = RT_THREADS // A_KW  # rows of A between a thread's slab elements (32)
+A_ROW_GROUPS = BM // A_ROW_STEP  # steps down the slab's rows (4) before moving 8 columns right
 B_ROW_STEP = RT_THREADS // BN  # rows of B between a thread's slab elements (2)
 # GPU-only compile options (the simulator's cuda.jit and shared.array reject them):
 ALIGN = None if SIMULATOR else 16  # 16-byte aligned shared tiles, so 4 words can load as one LDS.128
-FORCEINLINE = {} if SIMULATOR else {"forceinline": True}  # inline _mac_k into the kernel (NVVM)
-# 256 threads, at least 2 blocks an SM: ptxas must fit a thread in 65536 / 512 = 128 registers.
-LAUNCH_BOUNDS = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 2)}
-LAUNCH_BOUNDS_F64 = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 1)}
+FORCEINLINE = {} if SIMULATOR else {"forceinline": True}  # inline the helpers into the kernel (NVVM)
+# float32: 256 threads and at least 2 blocks an SM, so ptxas fits a thread in 65536 / 512 = 128
+# registers. float64: the 64 accumulators alone take 128 registers; 1 block an SM (<= 255 each).
+LAUNCH_BOUNDS32 = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 2)}
+LAUNCH_BOUNDS64 = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, 1)}
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def _a_slab_offset(i):
+    """Offset in the transposed A slab (As[k, m], rows of LDA_S words) of a thread's slab element
+    i, relative to its element 0: 32 rows of A further per step of i % 4, 8 k further per i // 4."""
+    return (i % A_ROW_GROUPS) * A_ROW_STEP + (i // A_ROW_GROUPS) * A_KW * LDA_S
 
 
 @cuda.jit(device=True, **FORCEINLINE)
@@ -177,146 +187,172 @@ def _mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc):
             acc[i * TN + j] += a_frag[i] * b_frag[j]
 
 
-def _register_tiled(A, B, C):
-    """C = A @ B: a block of 256 threads computes a BM x BN = 128 x 128 tile of C, each thread an
-    8 x 8 micro-tile held in registers. The block is fixed at 256 threads (compile-time tiles).
+def make_register_tiled_kernel(bk: int, launch_bounds: dict):
+    """Compile-time build of the register-tiled kernel for a K-slab of ``bk`` (a multiple of 8).
 
-    A, B, C as in :func:`naive_kernel`. Launch: block (256,), grid (ceil(N / 128), ceil(M / 128)).
-    Thread t (warp w = t // 32, lane l = t % 32) has micro-tile coordinates
-    tx = (w % 2) * 8 + l % 8 and ty = (w // 2) * 4 + l // 8, each 0..15 (a warp covers 8 x 4 of
-    them); it owns the tile's rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and columns
-    tx*4 + {0..3} and 64 + tx*4 + {0..3}. Splitting each thread's 8 rows (columns) into two groups
-    of 4, 64 apart, makes a quarter warp's 16-byte shared reads contiguous (no bank conflict).
-
-    Per K-slab of BK = 8: the block copies the 128 x 8 slab of A and the 8 x 128 slab of B into
-    shared memory, 4 + 4 elements a thread (a warp reads 4 rows x 32 bytes of A, one 128-byte row
-    of B: every 32-byte sector fully used). A is stored transposed, As[k, m], so a thread's 4 rows
-    at one k are 4 consecutive words. Then for each of the 8 k: four 128-bit shared loads (A rows
-    lo/hi, B columns lo/hi) and 64 FMAs into the register accumulators (:func:`_mac_k`).
-
-    Saves over ``shared``: each word read from shared memory feeds 8 FMAs instead of 1 (one LDS.128
-    instruction per 16 FMAs instead of 2 LDS per FMA), and each global load feeds 128 FMAs instead
-    of 16, so the FMA pipe, not the load/store pipe, sets the pace. The slabs are double-buffered:
-    the next slab's global loads go into registers before the current slab's FMAs, so their latency
-    hides behind 512 FMAs, and one ``syncthreads`` a slab suffices. Slabs wholly inside A and B
-    (all but the edges) load without bounds tests.
-
-    Bank conflicts: with rows of 128 words, the transposed A stores of a warp would hit only 4
-    banks (8-way conflict); rows of 132 words (A_PAD = 4) spread them over all 32 banks and keep
-    every row 16-byte aligned for the LDS.128 reads. Any M, N, K: loads past an edge read 0, the
-    stores are guarded. Global loads stay 32-bit: Numba cannot tell the compiler that a row of A
-    or B is 16-byte aligned, so it cannot merge them into 128-bit loads as it does in shared memory.
-
-    Resources (ptxas, sm_90, float32): 128 registers (64 accumulators, 2 x 16 fragment values, 8
-    prefetched slab values, addresses), 0 spills, 16.6 KB shared memory: 2 blocks (16 warps) an SM.
-    Predicted on an H100 SXM (~67 TFLOP/s FP32 peak at 1.98 GHz) at 4096^3: 30-38 TFLOP/s, i.e.
-    0.6-0.75x cuBLAS (51.2 TFLOP/s), 45-57% of peak. Why: in the compiled slab loop 512 of ~650
-    instructions (79%) are FFMAs, which caps the kernel near 79% of peak; 4 warps per scheduler
-    with 64 independent FMAs each hide most of the shared-load latency, but each slab's barrier
-    and the 128-register cap (the compiler recomputes some indices each slab) cost more; 1024
-    blocks over 264 block slots leave a partial last wave (3.9 waves, ~3% lost).
-    measured on H100: (pending)
+    The slab depth sets shared-array sizes, which Numba needs as constants: ``bk`` and the sizes
+    below are frozen into the kernel as closure constants. Module level holds the two builds,
+    :data:`register_tiled_kernel` (float32, bk = 16) and :data:`register_tiled_kernel_f64` (bk = 8).
     """
-    As = cuda.shared.array(A_BUFS, C.dtype, alignment=ALIGN)  # [buffer][k][m], flat
-    Bs = cuda.shared.array(B_BUFS, C.dtype, alignment=ALIGN)  # [buffer][k][n], flat
-    acc = cuda.local.array(TMN, C.dtype)  # indexed only by unrolled loops: lives in registers
-    a_frag = cuda.local.array(TM, C.dtype)
-    b_frag = cuda.local.array(TN, C.dtype)
-    a_next = cuda.local.array(A_LOADS, C.dtype)
-    b_next = cuda.local.array(B_LOADS, C.dtype)
+    if bk % 8:
+        raise ValueError(f"bk={bk}: the slab depth must be a multiple of 8 (_mac_k runs in groups of 8)")
+    a_slab = bk * LDA_S  # words of one A slab buffer
+    b_slab = bk * BN  # words of one B slab buffer
+    a_bufs = 2 * a_slab  # two buffers of each: double buffering
+    b_bufs = 2 * b_slab
+    a_loads = BM * bk // RT_THREADS  # A elements each thread copies per slab (8 at bk = 16)
+    b_loads = bk * BN // RT_THREADS  # B elements each thread copies per slab (8 at bk = 16)
+    groups = bk // 8  # groups of 8 k per slab
 
-    M, K = A.shape
-    N = B.shape[1]
-    zero = C.dtype.type(0)
-    # Bit operations, not % and //: Python's floor semantics for negative ints cost extra
-    # instructions, and the mask tells the compiler t < 256. Indices into A, B, As and Bs in the
-    # slab loop are cast to uint64: Numba wraps negative (signed) indices around with a compare
-    # and select per access, which also keeps the compiler from merging loads into LDS.128.
-    t = cuda.threadIdx.x & (RT_THREADS - 1)
-    w = t >> 5
-    lane = t & 31
-    tx4 = (((w & 1) << 3) | (lane & 7)) << 2  # first C column of the thread (0, 4, ..., 60)
-    ty4 = (((w >> 1) << 2) | (lane >> 3)) << 2  # first C row of the thread (0, 4, ..., 60)
-    m0 = cuda.blockIdx.y * BM
-    n0 = cuda.blockIdx.x * BN
-    # Slab copy mapping: A element (m, k) = (t // 8 + 32 i, t % 8), B element (k, n) =
-    # (t // 128 + 2 i, t % 128): a warp reads 4 rows x 8 words of A, one 128-byte row of B.
-    a_m = t >> 3
-    a_k = t & (BK - 1)
-    b_k = t >> 7
-    b_n = t & (BN - 1)
-    a_st = a_k * LDA_S + a_m  # where this thread's first A element goes in a slab buffer
-    b_st = b_k * BN + b_n
+    @cuda.jit(**launch_bounds)
+    def register_tiled(A, B, C):
+        """C = A @ B: a block of 256 threads computes a BM x BN = 128 x 128 tile of C, each thread
+        an 8 x 8 micro-tile held in registers. The block is fixed at 256 threads (compile-time tiles).
 
-    for i in range(TMN):
-        acc[i] = zero
+        A, B, C as in :func:`naive_kernel`. Launch: block (256,), grid (ceil(N / 128),
+        ceil(M / 128)). Thread t (warp w = t // 32, lane l = t % 32) has micro-tile coordinates
+        tx = (w % 2) * 8 + l % 8 and ty = (w // 2) * 4 + l // 8, each 0..15 (a warp covers 8 x 4 of
+        them); it owns the tile's rows ty*4 + {0..3} and 64 + ty*4 + {0..3} and columns
+        tx*4 + {0..3} and 64 + tx*4 + {0..3}. Splitting each thread's 8 rows (columns) into two
+        groups of 4, 64 apart, makes a quarter warp's 16-byte shared reads contiguous: no bank
+        conflict.
 
-    # Slab 0 straight into buffer 0.
-    for i in range(A_LOADS):
-        r = m0 + a_m + i * A_ROW_STEP
-        As[a_st + i * A_ROW_STEP] = A[r, a_k] if r < M and a_k < K else zero
-    for i in range(B_LOADS):
-        c = n0 + b_n
-        kr = b_k + i * B_ROW_STEP
-        Bs[b_st + i * B_ROW_STEP * BN] = B[kr, c] if kr < K and c < N else zero
-    cuda.syncthreads()
+        Per K-slab of bk (16 in float32): the block copies the 128 x bk slab of A and the bk x 128
+        slab of B into shared memory, bk / 2 + bk / 2 elements a thread (a warp reads 4 rows x 32
+        bytes of A, or one 128-byte row of B: every 32-byte sector fully used). A is stored
+        transposed, As[k, m], so a thread's 4 rows at one k are 4 consecutive words. Then for each
+        k: four 128-bit shared loads (A rows lo/hi, B columns lo/hi) and 64 FMAs into the register
+        accumulators (:func:`_mac_k`).
 
-    n_slabs = (K + BK - 1) // BK
-    interior = m0 + BM <= M and n0 + BN <= N
-    for s in range(n_slabs):
-        a_cur = (s & 1) * A_SLAB
-        b_cur = (s & 1) * B_SLAB
-        k_next = (s + 1) * BK
-        more = s + 1 < n_slabs
-        if more:  # issue the next slab's global loads now; they land while we compute
-            if interior and k_next + BK <= K:  # the slab lies wholly inside A and B: no bounds tests
-                for i in range(A_LOADS):
-                    a_next[i] = A[uint64(m0 + a_m + i * A_ROW_STEP), uint64(k_next + a_k)]
-                for i in range(B_LOADS):
-                    b_next[i] = B[uint64(k_next + b_k + i * B_ROW_STEP), uint64(n0 + b_n)]
-            else:  # an edge slab: what lies outside A or B reads as 0
-                for i in range(A_LOADS):
-                    r = m0 + a_m + i * A_ROW_STEP
-                    kc = k_next + a_k
-                    a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < K else zero
-                for i in range(B_LOADS):
-                    c = n0 + b_n
-                    kr = k_next + b_k + i * B_ROW_STEP
-                    b_next[i] = B[uint64(kr), uint64(c)] if kr < K and c < N else zero
-        # The 8 k of the slab, unrolled by hand (Numba has no #pragma unroll): every shared address
-        # is then a base register plus a constant, and there is no loop counter to update.
-        a_rd = a_cur + ty4
-        b_rd = b_cur + tx4
-        _mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + LDA_S, b_rd + BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 2 * LDA_S, b_rd + 2 * BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 3 * LDA_S, b_rd + 3 * BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 4 * LDA_S, b_rd + 4 * BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 5 * LDA_S, b_rd + 5 * BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 6 * LDA_S, b_rd + 6 * BN, a_frag, b_frag, acc)
-        _mac_k(As, Bs, a_rd + 7 * LDA_S, b_rd + 7 * BN, a_frag, b_frag, acc)
-        if more:  # the other buffer was last read before the previous barrier: safe to fill
-            a_nxt = A_SLAB - a_cur
-            b_nxt = B_SLAB - b_cur
-            for i in range(A_LOADS):
-                As[uint64(a_nxt + a_st + i * A_ROW_STEP)] = a_next[i]
-            for i in range(B_LOADS):
-                Bs[uint64(b_nxt + b_st + i * B_ROW_STEP * BN)] = b_next[i]
+        Saves over ``shared``: shared-memory words read per FMA drop from 2 to 1/4 (each of a
+        thread's 16 words at one k feeds 8 FMAs; one LDS.128 instruction per 16 FMAs), and each
+        element fetched from global memory feeds 128 FMAs instead of 16 (global loads per FMA 2/128
+        instead of 2/16), so the FMA pipe, not the load/store pipe, sets the pace. The slabs are
+        double-buffered: the next slab's global loads go into registers before the current slab's
+        FMAs, so their latency hides behind 1024 FMAs, and one ``syncthreads`` a slab suffices.
+        Slabs wholly inside A and B (all but the edges) load without bounds tests.
+
+        Bank conflicts: with rows of 128 words, a warp's transposed A stores would hit only 4
+        banks (8-way conflict); rows of 132 words (A_PAD = 4) spread them over all 32 banks and
+        keep each row 16-byte aligned for the LDS.128 reads. Any M, N, K: loads past an edge read
+        0, the stores are guarded. Global loads stay 32-bit: Numba cannot tell the compiler that a
+        row of A or B is 16-byte aligned, so it cannot merge them as it does in shared memory.
+
+        Resources (ptxas -v for sm_90, float32): 128 registers (64 accumulators, 2 x 16 fragment
+        values, 16 prefetched slab values, addresses), 0 spills, 33 KB shared memory: 2 blocks
+        (16 warps) an SM. float64 (bk = 8): ~236 registers, 0 spills, 33 KB, 1 block an SM.
+        Predicted on an H100 SXM (~67 TFLOP/s FP32 peak at 1.98 GHz) at 4096^3: 32-40 TFLOP/s,
+        0.6-0.8x cuBLAS (51.2 TFLOP/s), 48-60% of peak. Why: in the compiled slab loop 1024 of
+        ~1265 instructions (81%) are FFMAs, which caps the kernel near 81% of peak; 4 warps per
+        scheduler with 64 independent FMAs each hide most of the shared-load latency, while the
+        barrier each slab, the partial last wave (1024 blocks over 264 block slots: 3.9 waves)
+        and clocks below 1.98 GHz under full FMA load cost the rest.
+        measured on H100: (pending)
+        """
+        As = cuda.shared.array(a_bufs, C.dtype, alignment=ALIGN)  # [buffer][k][m], flat
+        Bs = cuda.shared.array(b_bufs, C.dtype, alignment=ALIGN)  # [buffer][k][n], flat
+        acc = cuda.local.array(TMN, C.dtype)  # indexed only by unrolled loops: lives in registers
+        a_frag = cuda.local.array(TM, C.dtype)
+        b_frag = cuda.local.array(TN, C.dtype)
+        a_next = cuda.local.array(a_loads, C.dtype)
+        b_next = cuda.local.array(b_loads, C.dtype)
+
+        M, K = A.shape
+        N = B.shape[1]
+        zero = C.dtype.type(0)
+        # Bit operations, not % and //: Python's floor semantics for negative ints cost extra
+        # instructions, and the mask tells the compiler t < 256. Indices into A, B, As and Bs in
+        # the slab loop are cast to uint64: Numba wraps negative (signed) indices around with a
+        # compare and select per access, which also keeps the compiler from merging loads.
+        t = cuda.threadIdx.x & (RT_THREADS - 1)
+        w = t >> 5
+        lane = t & 31
+        tx4 = (((w & 1) << 3) | (lane & 7)) << 2  # first C column of the thread (0, 4, ..., 60)
+        ty4 = (((w >> 1) << 2) | (lane >> 3)) << 2  # first C row of the thread (0, 4, ..., 60)
+        m0 = cuda.blockIdx.y * BM
+        n0 = cuda.blockIdx.x * BN
+        # Slab copy, element i of a thread: A (m, k) = (t // 8 + 32 (i % 4), t % 8 + 8 (i // 4)),
+        # B (k, n) = (t // 128 + 2 i, t % 128).
+        a_m = t >> 3
+        a_k = t & (A_KW - 1)
+        b_k = t >> 7
+        b_n = t & (BN - 1)
+        a_st = a_k * LDA_S + a_m  # where the thread's element 0 goes in an A slab buffer
+        b_st = b_k * BN + b_n
+
+        for i in range(TMN):
+            acc[i] = zero
+
+        # Slab 0 straight into buffer 0.
+        for i in range(a_loads):
+            r = m0 + a_m + (i % A_ROW_GROUPS) * A_ROW_STEP
+            kc = a_k + (i // A_ROW_GROUPS) * A_KW
+            As[a_st + _a_slab_offset(i)] = A[r, kc] if r < M and kc < K else zero
+        for i in range(b_loads):
+            c = n0 + b_n
+            kr = b_k + i * B_ROW_STEP
+            Bs[b_st + i * B_ROW_STEP * BN] = B[kr, c] if kr < K and c < N else zero
         cuda.syncthreads()
 
-    for i in range(TM):
-        r = m0 + ty4 + (i & 3) + (i >> 2) * HALF_M
-        if r < M:
-            for j in range(TN):
-                c = n0 + tx4 + (j & 3) + (j >> 2) * HALF_N
-                if c < N:
-                    C[r, c] = acc[i * TN + j]
+        n_slabs = (K + bk - 1) // bk
+        interior = m0 + BM <= M and n0 + BN <= N
+        for s in range(n_slabs):
+            a_cur = (s & 1) * a_slab
+            b_cur = (s & 1) * b_slab
+            k_next = (s + 1) * bk
+            more = s + 1 < n_slabs
+            if more:  # issue the next slab's global loads now; they land while we compute
+                if interior and k_next + bk <= K:  # the slab lies wholly inside A and B: no tests
+                    for i in range(a_loads):
+                        a_next[i] = A[uint64(m0 + a_m + (i % A_ROW_GROUPS) * A_ROW_STEP),
+                                      uint64(k_next + a_k + (i // A_ROW_GROUPS) * A_KW)]
+                    for i in range(b_loads):
+                        b_next[i] = B[uint64(k_next + b_k + i * B_ROW_STEP), uint64(n0 + b_n)]
+                else:  # an edge slab: what lies outside A or B reads as 0
+                    for i in range(a_loads):
+                        r = m0 + a_m + (i % A_ROW_GROUPS) * A_ROW_STEP
+                        kc = k_next + a_k + (i // A_ROW_GROUPS) * A_KW
+                        a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < K else zero
+                    for i in range(b_loads):
+                        c = n0 + b_n
+                        kr = k_next + b_k + i * B_ROW_STEP
+                        b_next[i] = B[uint64(kr), uint64(c)] if kr < K and c < N else zero
+            # The slab's k in groups of 8, unrolled by hand (Numba has no #pragma unroll): every
+            # shared address in a group is a base register plus a constant, no loop counter.
+            for h in range(groups):
+                a_rd = a_cur + ty4 + h * 8 * LDA_S
+                b_rd = b_cur + tx4 + h * 8 * BN
+                _mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + LDA_S, b_rd + BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 2 * LDA_S, b_rd + 2 * BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 3 * LDA_S, b_rd + 3 * BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 4 * LDA_S, b_rd + 4 * BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 5 * LDA_S, b_rd + 5 * BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 6 * LDA_S, b_rd + 6 * BN, a_frag, b_frag, acc)
+                _mac_k(As, Bs, a_rd + 7 * LDA_S, b_rd + 7 * BN, a_frag, b_frag, acc)
+            if more:  # the other buffer was last read before the previous barrier: safe to fill
+                a_nxt = a_slab - a_cur
+                b_nxt = b_slab - b_cur
+                for i in range(a_loads):
+                    As[uint64(a_nxt + a_st + _a_slab_offset(i))] = a_next[i]
+                for i in range(b_loads):
+                    Bs[uint64(b_nxt + b_st + i * B_ROW_STEP * BN)] = b_next[i]
+            cuda.syncthreads()
+
+        # Guarded stores of the 8 x 8 micro-tile (two row groups x two column groups of 4).
+        for i in range(TM):
+            r = m0 + ty4 + (i & 3) + (i >> 2) * HALF_M
+            if r < M:
+                for j in range(TN):
+                    c = n0 + tx4 + (j & 3) + (j >> 2) * HALF_N
+                    if c < N:
+                        C[r, c] = acc[i * TN + j]
+
+    return register_tiled
 
 
-# float32: 2 blocks an SM. float64: the 64 accumulators alone take 128 registers, so that build
-# asks for 1 block an SM (up to 255 registers a thread) instead of spilling to local memory.
-register_tiled_kernel = cuda.jit(**LAUNCH_BOUNDS)(_register_tiled)
-register_tiled_kernel_f64 = cuda.jit(**LAUNCH_BOUNDS_F64)(_register_tiled)
+register_tiled_kernel = make_register_tiled_kernel(BK32, LAUNCH_BOUNDS32)
+register_tiled_kernel_f64 = make_register_tiled_kernel(BK64, LAUNCH_BOUNDS64)
 
 
 def _threads_with_work(extent, block_edge):

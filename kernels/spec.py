@@ -50,7 +50,7 @@ class Launch:
     def as_dict(self) -> dict[str, Any]:
         return {"grid": list(self.grid), "block": list(self.block),
                 "threads_total": self.threads_total, "threads_needed": self.threads_needed,
-                "threads_idle": self.threads_idle}
+                "threads_idle": self.threads_idle, "note": self.note}
 
 
 def blocks_for(n: int, per_block: int) -> int:

@@ -35,7 +35,7 @@ def cli():
 
 @cli.command()
 @click.argument("kernel")
-@click.option("--threads", type=int, default=256, show_default=True, help="Threads per block.")
+@click.option("--threads", type=int, default=None, help="Threads per block (default: 256 on a GPU, 32 in the simulator).")
 @click.option("--size", default=None, help="Problem size: vecadd N; matvec ROWSxCOLS (default: per backend).")
 @click.option("--dtype", default="float32", show_default=True)
 @click.option("--variant", default=None, help="Comma-separated Numba variants (default: all).")

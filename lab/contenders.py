@@ -75,9 +75,48 @@ def _cupy_ops():
         return (cp.matmul(A, x, out=out[0]),)
 
     ops = {"vecadd": [("cupy.add", vecadd)], "matvec": [("cupy.matmul (cuBLAS)", matvec)]}
-    # --- matmul (issue 3) ---
-    # --- softmax (issue 3) ---
-    # --- quantize (issue 3) ---
+    # matmul: cuBLAS SGEMM. CuPy leaves TF32 off unless the environment sets CUPY_TF32=1 (read when
+    # CuPy loads); the label says which, and a TF32 run fails the float32 check, as it should.
+    def matmul(cp, A, B, out):
+        return (cp.matmul(A, B, out=out[0]),)
+
+    import os
+
+    tf32 = os.environ.get("CUPY_TF32", "0") not in ("", "0")
+    ops["matmul"] = [(f"cupy.matmul (cuBLAS, TF32 {'on: CUPY_TF32=1' if tf32 else 'off unless CUPY_TF32=1'})",
+                      matmul)]
+    # softmax: cupyx.scipy.special.softmax takes no out=, so it returns a new array (CuPy runs the
+    # max, subtract-exp, sum and divide as separate kernels).
+    def softmax(cp, x, out):
+        from cupyx.scipy.special import softmax as cupyx_softmax
+
+        return (cupyx_softmax(x, axis=1),)
+
+    ops["softmax"] = [("cupyx.scipy.special.softmax", softmax)]
+    # quantize: x.min() and x.max() are two CuPy reductions (x read twice); a 2-thread kernel turns
+    # them into (scale, zero_point) on the device (float64, the reference's rule), so nothing waits
+    # for the host; one elementwise kernel writes the codes (x / scale + zero_point, clamped, rint =
+    # half to even). 4 launches, 13 bytes an element for float32.
+    quant = {}
+
+    def quantize(cp, x, out):
+        if not quant:
+            quant["params"] = cp.ElementwiseKernel(
+                "T lo, T hi", "T p",
+                "double l = lo, h = hi;"
+                "double s = h > l ? (h - l) / 255.0 : 1.0;"
+                "double z = trunc(fmin(fmax(0.0 - l / s, 0.0), 255.0));"
+                "p = (T)(i == 0 ? s : z)",
+                "lab_quant_params")
+            quant["codes"] = cp.ElementwiseKernel(
+                "T x, raw T p", "uint8 q",
+                "T v = fmin(fmax(x / p[0] + p[1], (T)0), (T)255); q = (unsigned char)rint(v)",
+                "lab_quant_codes")
+        quant["params"](x.min(), x.max(), out[1])
+        quant["codes"](x, out[1], out[0])
+        return out[0], out[1]
+
+    ops["quantize"] = [("cupy min/max + ElementwiseKernel", quantize)]
     return ops
 
 

@@ -20,7 +20,7 @@ SIMULATOR_LIMITS = {"max_threads_per_block": 1024, "warp_size": 32}
 ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without the prefix)
     "sm_count": "MULTIPROCESSOR_COUNT",
     "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
-    "max_threads_per_sm": "MAX_THREADS_PER_MULTI_PROCESSOR",
+    "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
     "warp_size": "WARP_SIZE",
     "max_block_dim_x": "MAX_BLOCK_DIM_X",
     "max_grid_dim_x": "MAX_GRID_DIM_X",

@@ -30,6 +30,7 @@ def to_json(report: Report) -> dict:
         "device": report.device,
         "size": list(report.size),
         "dtype": report.dtype,
+        "threads_per_block": report.threads,
         "seed": report.seed,
         "repeats": report.repeats,
         "warmup": report.warmup,
@@ -59,7 +60,7 @@ def print_json(report: Report) -> None:
 def header_lines(report: Report) -> list[str]:
     d = report.device
     lines = [f"[bold]{report.kernel}[/]: {report.summary} — size {_size(report.size)}, {report.dtype}, "
-             f"seed {report.seed}"]
+             f"--threads {report.threads}, seed {report.seed}"]
     if report.backend == "simulator":
         lines.append("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
     else:
@@ -88,11 +89,11 @@ def print_table(report: Report, console: Console | None = None) -> None:
 
     if report.launches:
         launch = Table(title="launch configuration (Numba)", title_justify="left")
-        for col in ("variant", "grid", "block", "threads launched", "threads needed", "idle threads"):
-            launch.add_column(col, justify="left" if col == "variant" else "right")
+        for col in ("variant", "grid", "block", "threads launched", "threads needed", "idle threads", "note"):
+            launch.add_column(col, justify="left" if col in ("variant", "note") else "right")
         for v, cfg in report.launches.items():
             launch.add_row(v, str(tuple(cfg["grid"])), str(tuple(cfg["block"])), f"{cfg['threads_total']:,}",
-                           f"{cfg['threads_needed']:,}", f"{cfg['threads_idle']:,}")
+                           f"{cfg['threads_needed']:,}", f"{cfg['threads_idle']:,}", escape(cfg.get("note", "")))
         console.print(launch)
 
     table = Table(title="results", title_justify="left")

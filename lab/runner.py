@@ -19,7 +19,7 @@ import numpy as np
 import kernels
 from lab import contenders as C
 from lab.errors import LabError
-from lab.timing import Measurement, Timer
+from lab.timing import SIMULATOR_CLOCK, Measurement, Timer
 
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
@@ -30,7 +30,7 @@ class Options:
     """What the user asked for; ``None`` means the kernel's or the backend's default."""
 
     kernel: str
-    threads: int = 256
+    threads: int | None = None  # default: 256 on a GPU, 32 in the simulator (one simulated warp)
     size: str | None = None
     dtype: str = "float32"
     variants: list[str] | None = None
@@ -77,6 +77,7 @@ class Report:
     warmup: int
     bytes_moved: int
     flops: int
+    threads: int = 0  # threads per block asked for
     launches: dict = field(default_factory=dict)  # variant -> Launch.as_dict()
     rows: list[Row] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -168,7 +169,8 @@ def run(opts: Options, backend: str) -> Report:
     device = describe(simulator)
     variant_names = _pick(opts.variants, spec.variants, f"variant of {spec.name}")
     contender_names = _pick(opts.contenders, C.CONTENDERS, "contender")
-    warnings = _threads_check(opts.threads, device, variant_names, spec)
+    threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
+    warnings = _threads_check(threads, device, variant_names, spec)
     _memory_check(spec, size, dtype, device, simulator)
     repeats = opts.repeats if opts.repeats is not None else (3 if simulator else 50)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
@@ -182,7 +184,7 @@ def run(opts: Options, backend: str) -> Report:
     tols = spec.tolerance(inputs, refs, dtype)
 
     report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
-                    spec.bytes_moved(size, dtype), spec.flops(size), warnings=warnings)
+                    spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
     if not simulator:
         report.copy_bandwidth = measure_copy_bandwidth()
     report.numpy_threads = _numpy_threads()
@@ -217,12 +219,12 @@ def run(opts: Options, backend: str) -> Report:
         if name == "numba":
             for v in variant_names:
                 variant = spec.variants[v]
-                cfg = variant.launch(size, opts.threads)
+                cfg = variant.launch(size, threads)
                 row = Row("numba", v, "ok", launch=cfg.as_dict())
                 report.launches[v] = cfg.as_dict()
-                if variant.warp_multiple and opts.threads % 32:
+                if variant.warp_multiple and threads % 32:
                     row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
-                elif variant.max_threads and opts.threads > variant.max_threads:
+                elif variant.max_threads and threads > variant.max_threads:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
                 else:
                     measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
@@ -262,8 +264,8 @@ def _derive(report: Report) -> None:
     copy = (report.copy_bandwidth or {}).get("gbps")
     peak = report.device.get("peak_fp32_gflops")
     for r in report.rows:
-        if not r.measurement:
-            continue
+        if not r.measurement or r.measurement.method == SIMULATOR_CLOCK:
+            continue  # a simulated kernel's wall clock says nothing about GPU speed
         s = r.measurement.median_ms * 1e-3
         r.gbps = report.bytes_moved / s / 1e9
         r.gflops = report.flops / s / 1e9

@@ -22,9 +22,109 @@ TORCH_OPS = {
     "vecadd": [("torch.add", _vecadd)],
     "matvec": [("torch.mv (cuBLAS)", _matvec)],
 }
-# --- matmul (issue 3): TORCH_OPS["matmul"] = [...] ---
-# --- softmax (issue 3): TORCH_OPS["softmax"] = [...] ---
-# --- quantize (issue 3): TORCH_OPS["quantize"] = [...] ---
+
+
+def _matmul(A, B, out):
+    """``torch.matmul(A, B, out=C)`` on cuBLAS with TF32 off: float32 FMAs like the Numba kernels.
+
+    TF32 (tensor cores, inputs rounded to 10-bit mantissas) is switched off for the call and the
+    previous setting restored after. No TF32 row: every contender is checked against one float32
+    bound (kernels/matmul.py, ``tolerance``); at 4096^3 TF32's typical error is ~0.16 of it but
+    about 1 element in 30,000 exceeds it, so such a row could only FAIL.
+    """
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return (torch.matmul(A, B, out=out[0]),)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+TORCH_OPS["matmul"] = [("torch.matmul (cuBLAS, TF32 off)", _matmul)]
+# --- softmax (issue 3) ---
+def _softmax(x, out):
+    return (torch.softmax(x, 1, out=out[0]),)
+
+
+def _naive_softmax(x):
+    """The seed's ``naive_softmax`` (ARENA 2.0 chapter 3): five ops, five kernels when run eagerly."""
+    x_max = x.max(dim=1)[0]
+    z = x - x_max[:, None]
+    numerator = torch.exp(z)
+    denominator = numerator.sum(dim=1)
+    return numerator / denominator[:, None]
+
+
+_compiled_naive_softmax = None  # compiled once per process, at its first call
+
+
+def _softmax_compiled(x, out):
+    """``torch.compile`` of the naive five-op softmax (Inductor fuses it into generated Triton code).
+
+    Compiled lazily at the first call, so the runner reports the compile as the first call's time;
+    shapes are static (a new shape recompiles). Returns a new tensor (a compiled function has no out=).
+    """
+    global _compiled_naive_softmax
+    if _compiled_naive_softmax is None:
+        _compiled_naive_softmax = torch.compile(_naive_softmax, dynamic=False)
+    return (_compiled_naive_softmax(x),)
+
+
+TORCH_OPS["softmax"] = [("torch.softmax", _softmax), ("torch.compile(naive softmax)", _softmax_compiled)]
+# --- quantize (issue 3) ---
+def _quantize_seed(x, out):
+    """The seed's ``quantize_tensor`` (ARENA 2.0 chapter 3) in torch ops, as written, plus the lab's
+    rule scale = 1.0 for a constant tensor (the seed divides by zero there).
+
+    Its Python branches on 0-dim CUDA tensors (``if initial_zero_point < qmin``, ``int(...)``) copy
+    to the host and wait for the GPU, twice a call: the timer reports host gaps. scale and the zero
+    point are float32 tensor arithmetic here, as in the seed, where the reference uses float64: scale
+    may differ in its last bits (inside the tolerance), and for rare inputs (-min / scale within
+    float32 rounding of an integer, about 1 in 10^5 random tensors) int() lands on the neighbouring
+    zero point, which the check reports as a FAIL: a real difference of float32 parameters.
+    """
+    qmin, qmax = 0.0, 255.0
+    min_val, max_val = x.min(), x.max()
+    scale = torch.where(max_val > min_val, (max_val - min_val) / (qmax - qmin), 1.0)  # no host sync
+    initial_zero_point = qmin - min_val / scale
+    if initial_zero_point < qmin:
+        zero_point = qmin
+    elif initial_zero_point > qmax:
+        zero_point = qmax
+    else:
+        zero_point = initial_zero_point
+    zero_point = int(zero_point)
+    q_x = zero_point + x / scale
+    q_x.clamp_(qmin, qmax).round_()
+    out[0].copy_(q_x)  # the seed's .byte(): whole numbers in [0, 255] convert exactly
+    out[1][0] = scale
+    out[1][1] = zero_point
+    return out
+
+
+def _quantize_aminmax(x, out):
+    """``torch.aminmax``, then ``torch.quantize_per_tensor(x, scale, zero_point, torch.quint8)``.
+
+    quantize_per_tensor takes scale and zero_point as Python numbers, so the min and max are copied
+    to the host (one sync a call); the parameters are then float64 from the exact min and max, the
+    reference's rule. torch computes round(x * float32(1 / scale)) + zero_point, then clamps, rounding
+    half to even: codes can differ from the reference by 1 at .5 boundaries (the tolerance), never
+    more. int_repr() copies the codes out of the quint8 tensor (2 bytes an element more). The op
+    takes float32, so a float64 x is cast first.
+    """
+    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    scale = (hi - lo) / 255.0 if hi > lo else 1.0
+    zero_point = int(min(max(0.0 - lo / scale, 0.0), 255.0))
+    qx = torch.quantize_per_tensor(x.float(), scale, zero_point, torch.quint8)
+    out[1][0] = scale
+    out[1][1] = zero_point
+    return qx.int_repr(), out[1]
+
+
+TORCH_OPS["quantize"] = [
+    ("seed quantize_tensor (torch ops, host syncs)", _quantize_seed),
+    ("torch.aminmax + torch.quantize_per_tensor", _quantize_aminmax),
+]
 
 
 def labels(kernel: str) -> list[str]:
