@@ -11,7 +11,7 @@ separates the rungs is only *how* the threads of a warp walk through A.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float64
+from numba import cuda, float64, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for
 from kernels.warp import SCRATCH, warp_sum
@@ -56,28 +56,36 @@ def warp_per_row_kernel(A, x, y):
     DRAM latency; the 32 partial sums are then added by warp shuffles (``warps.warp_sum``).
     Block = (threads,), rows per block = threads // 32.
 
+    Indices are uint64: with signed indices Numba adds a "negative index counts from the end"
+    check and 64-bit sign handling to every access, which costs more instructions than the FMA.
+
     Saves: the 32 sectors per warp load of rung 1 shrink to 4 (one 128-byte line). Predicted
-    ~20x. Measured on the H100 at 16384x4096 float32, 1024 threads: 2.265 ms (0.119 TB/s) ->
-    0.107 ms (2.51 TB/s), 21x.
+    ~20x. Measured on the H100 at 16384x4096 float32, 1024 threads: 2.264 ms (0.119 TB/s) ->
+    0.098 ms (2.74 TB/s), 23x; torch.mv 0.101 ms. With signed indices the same kernel took
+    0.106 ms (the index checks cost more instructions than the FMAs).
     """
     scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_sum
-    lane = cuda.threadIdx.x % WARP
-    row = cuda.grid(1) // WARP
-    cols = A.shape[1]
+    lane = uint64(cuda.threadIdx.x % WARP)
+    row = uint64(cuda.grid(1) // WARP)
+    cols = uint64(A.shape[1])
     acc = A.dtype.type(0)
-    if row < y.shape[0]:  # no early return: every lane must reach warp_sum
-        step = WARP * UNROLL
+    if row < uint64(y.shape[0]):  # no early return: every lane must reach warp_sum
+        step = uint64(WARP * UNROLL)
         main = cols - cols % step
-        for j in range(lane, main, step):
+        j = lane
+        while j < main:
             a0 = A[row, j] * x[j]
-            a1 = A[row, j + WARP] * x[j + WARP]
-            a2 = A[row, j + 2 * WARP] * x[j + 2 * WARP]
-            a3 = A[row, j + 3 * WARP] * x[j + 3 * WARP]
+            a1 = A[row, j + uint64(WARP)] * x[j + uint64(WARP)]
+            a2 = A[row, j + uint64(2 * WARP)] * x[j + uint64(2 * WARP)]
+            a3 = A[row, j + uint64(3 * WARP)] * x[j + uint64(3 * WARP)]
             acc += (a0 + a1) + (a2 + a3)
-        for j in range(main + lane, cols, WARP):  # the ragged end of the row
+            j += step
+        j = main + lane
+        while j < cols:  # the ragged end of the row
             acc += A[row, j] * x[j]
+            j += uint64(WARP)
     total = warp_sum(acc, scratch)
-    if lane == 0 and row < y.shape[0]:
+    if lane == 0 and row < uint64(y.shape[0]):
         y[row] = total
 
 
@@ -101,34 +109,47 @@ def warp_per_row_shared_x_kernel(A, x, y):
 
     Saves: in rung 2 every warp re-reads all of x through L1/L2, as many load instructions and
     L1 requests as for A itself; here x costs one LDS per product and one global read per block.
+    Costs: two barriers per tile, during which a block's warps issue no loads of A.
     Predicted ~5% (x traffic is on-chip, A still streams from DRAM). Measured on the H100 at
-    16384x4096 float32, 1024 threads: 0.107 ms -> 0.098 ms (2.50 -> 2.74 TB/s); torch.mv 0.101 ms.
+    16384x4096 float32: 0.098 -> 0.097 ms at 1024 threads (noise), 0.097 -> 0.102 ms at 256:
+    L1 already served x well, so staging it buys nothing once rung 2's index math is lean. A
+    lesson in measuring: with signed indices this rung *was* 8% faster than rung 2.
     """
     xs = cuda.shared.array(XTILE, A.dtype)
     scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_sum
-    lane = cuda.threadIdx.x % WARP
-    row = cuda.grid(1) // WARP
-    cols = A.shape[1]
+    t = uint64(cuda.threadIdx.x)
+    lane = t % uint64(WARP)
+    row = uint64(cuda.grid(1) // WARP)
+    rows = uint64(y.shape[0])
+    cols = uint64(A.shape[1])
     acc = A.dtype.type(0)
-    for t0 in range(0, cols, XTILE):
-        width = min(XTILE, cols - t0)
+    t0 = uint64(0)
+    while t0 < cols:
+        width = min(uint64(XTILE), cols - t0)
         cuda.syncthreads()  # every warp is done with the previous tile
-        for j in range(cuda.threadIdx.x, width, cuda.blockDim.x):
+        j = t
+        while j < width:
             xs[j] = x[t0 + j]
+            j += uint64(cuda.blockDim.x)
         cuda.syncthreads()
-        if row < y.shape[0]:
-            step = WARP * UNROLL
+        if row < rows:
+            step = uint64(WARP * UNROLL)
             main = width - width % step
-            for j in range(lane, main, step):
+            j = lane
+            while j < main:
                 a0 = A[row, t0 + j] * xs[j]
-                a1 = A[row, t0 + j + WARP] * xs[j + WARP]
-                a2 = A[row, t0 + j + 2 * WARP] * xs[j + 2 * WARP]
-                a3 = A[row, t0 + j + 3 * WARP] * xs[j + 3 * WARP]
+                a1 = A[row, t0 + j + uint64(WARP)] * xs[j + uint64(WARP)]
+                a2 = A[row, t0 + j + uint64(2 * WARP)] * xs[j + uint64(2 * WARP)]
+                a3 = A[row, t0 + j + uint64(3 * WARP)] * xs[j + uint64(3 * WARP)]
                 acc += (a0 + a1) + (a2 + a3)
-            for j in range(main + lane, width, WARP):
+                j += step
+            j = main + lane
+            while j < width:
                 acc += A[row, t0 + j] * xs[j]
+                j += uint64(WARP)
+        t0 += uint64(XTILE)
     total = warp_sum(acc, scratch)
-    if lane == 0 and row < y.shape[0]:
+    if lane == 0 and row < rows:
         y[row] = total
 
 

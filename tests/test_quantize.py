@@ -52,8 +52,9 @@ def assert_matches(outs, refs, what):
     q_ref, params_ref = refs
     dq = np.abs(q.astype(np.int64) - q_ref.astype(np.int64))
     assert dq.max() <= 1, f"{what}: codes off by {dq.max()}"
-    # off-by-one only at .5 boundaries: a rare event, not a systematic shift
-    assert np.mean(dq) <= 1e-3, f"{what}: {np.mean(dq):.2e} of the codes off by one"
+    # off-by-one only at .5 boundaries: a rare event, not a systematic shift (a count, not a
+    # fraction, so that one unlucky element of a small tensor is not a failure)
+    assert np.count_nonzero(dq) <= 2 + 1e-3 * dq.size, f"{what}: {np.count_nonzero(dq)} codes off by one"
     # the parameters come from the exact min and max in float64: bitwise the reference's
     np.testing.assert_array_equal(params, params_ref.astype(params.dtype), err_msg=what)
 
