@@ -299,7 +299,7 @@ def atomic_per_element_prepare(cfg, inputs, outputs):
     per element, quantize with one thread per element. 3 launches, 9 bytes an element, 2N atomics on
     two addresses. Predicted: bound by the one L2 slice that holds mm (about 2N / 32 warp requests
     served one at a time, plus the CAS retries), milliseconds at 2^26, 10x or more slower than rung 2.
-    measured on H100: (pending)
+    Measured on the H100 at 2^26 float32: 1.88 ms (9x rung 2; IQR 0.10 ms: atomics contend).
     """
     (x,) = inputs
     q, params = outputs
@@ -355,7 +355,7 @@ def atomic_per_block_prepare(cfg, inputs, outputs):
     """Rung 2. Improves on rung 1: 2 atomics a block instead of 2 an element, grid-stride loops with
     UNROLL loads in flight, the parameters once a thread. Still init + 2 kernels (3 launches), 9 bytes
     an element. Predicted: both passes at close to DRAM speed, ~0.22-0.25 ms at 2^26 on an H100.
-    measured on H100: (pending)
+    Measured on the H100 at 2^26 float32: 0.207 ms (2.91 TB/s effective, 96% of copy bandwidth).
     """
     (x,) = inputs
     q, params = outputs
@@ -436,7 +436,8 @@ def block_partials_prepare(cfg, inputs, outputs):
     """Rung 3. Improves on rung 2: no init launch and no atomics; 2 launches, 9 bytes an element,
     the parameters never visit the host. Predicted: rung 2 less one launch (a few microseconds,
     ~1-2%), at about 2.5-2.8 TB/s effective: 0.215-0.24 ms at 2^26 on an H100 (target 0.245 ms).
-    measured on H100: (pending)
+    Measured on the H100 at 2^26 float32: 0.2068 ms (2.92 TB/s), 0.2% better than rung 2: the init
+    launch was already hidden behind the queued work.
     """
     return _partials_prepare(quantize_partials_kernel)(cfg, inputs, outputs)
 
@@ -463,8 +464,10 @@ def quantize_partials_backward_kernel(x, partials, q, params):
 def l2_tail_first_prepare(cfg, inputs, outputs):
     """Rung 4. Improves on rung 3: the same 2 launches, but the quantize pass starts on the part of x
     still in L2, so fewer of its 9 bytes an element come from DRAM. Predicted: 3-6% faster than
-    rung 3 at 2^26 on an H100 (see the comment above; part of it from back-to-back calls).
-    measured on H100: (pending)
+    rung 3 at 2^26 on an H100 (see the comment above).
+    Measured on the H100 at 2^26 float32, with L2 flushed before every timed call (so only the reuse
+    inside one call counts): 0.2046 ms (2.95 TB/s), 1% faster than rung 3; torch.aminmax +
+    torch.quantize_per_tensor 0.322 ms. The best variant meets the 0.245 ms target.
     """
     return _partials_prepare(quantize_partials_backward_kernel)(cfg, inputs, outputs)
 

@@ -176,7 +176,8 @@ def naive_prepare(cfg, inputs, outputs):
     """Rung 1, the baseline: five launches, 5 reads + 3 writes of the matrix = 4x the floor's bytes.
 
     Predicted: at best a quarter of copy bandwidth in bytes_moved terms (~4x slower than a fused
-    kernel), plus four launch gaps that matter for small matrices. Measured on H100: (pending).
+    kernel), plus four launch gaps that matter for small matrices. Measured on the H100 (float32):
+    1.213 ms at 8192x8192 and 1.138 ms at 65536x1024, 6.8x and 6.1x the fused rung.
     """
     (x,), (out,) = inputs, outputs
     rows, cols = x.shape
@@ -231,7 +232,9 @@ def fused_resident_kernel(per_thread):
     Over the naive rung: 2 instead of 8 trips of the matrix through memory and 1 launch instead of 5.
     Predicted: ~4x the naive rung, 75-85% of copy bandwidth (the two barriers a row leave the SM's
     loads idle while a block reduces; two 1024-thread blocks per SM at 32 registers overlap that).
-    Measured on H100: (pending).
+    Measured on the H100 (float32): 0.177 ms at 8192x8192 with 1024 threads (3.03 TB/s, 1.67x
+    torch.softmax's 0.295 ms) and 0.187 ms at 65536x1024 with 256 threads (2.87 TB/s, 1.02x
+    torch.softmax's 0.190 ms): better than predicted, the barriers are well hidden.
     """
     if per_thread in _FUSED:
         return _FUSED[per_thread]
@@ -400,7 +403,9 @@ def online_resident_kernel(per_thread):
 
     Over the fused rung: one barrier and one block reduction a row instead of two, same bytes.
     Predicted: a few % faster at short rows (1024 columns, where a row's reductions weigh most
-    against its 8 KB of traffic), the same at long ones. Measured on H100: (pending).
+    against its 8 KB of traffic), the same at long ones. Measured on the H100 (float32): 0.177 ms at
+    8192x8192 (same as fused) but 0.198 ms at 65536x1024, 6% slower than fused: the extra exp per
+    thread and the two-value merge cost more than the barrier they save. Prediction missed.
     """
     if per_thread in _ONLINE:
         return _ONLINE[per_thread]
@@ -449,7 +454,8 @@ def online_streaming_kernel(x, out):
     writes exp(x - M) / D.
 
     Over fused_streaming_kernel: 3 trips of the row instead of 4. Predicted: ~1.3x faster when the
-    rows miss L2. Measured on H100: (pending).
+    rows miss L2. On the H100 this path is checked for correctness (rows of 33,000-100,000
+    columns) but not yet benchmarked.
     """
     part_m = cuda.shared.array(MAX_WARPS, x.dtype)
     part_d = cuda.shared.array(MAX_WARPS, x.dtype)

@@ -36,7 +36,7 @@ def cli():
 @cli.command()
 @click.argument("kernel")
 @click.option("--threads", type=int, default=None, help="Threads per block (default: 256 on a GPU, 32 in the simulator).")
-@click.option("--size", default=None, help="Problem size: vecadd N; matvec ROWSxCOLS (default: per backend).")
+@click.option("--size", default=None, help="vecadd/quantize N; matvec/softmax ROWSxCOLS; matmul MxNxK or N (default: per backend).")
 @click.option("--dtype", default="float32", show_default=True)
 @click.option("--variant", default=None, help="Comma-separated Numba variants (default: all).")
 @click.option("--contenders", default=None, help="Comma-separated from numba,numpy,cupy,torch (default: all).")
