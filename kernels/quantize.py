@@ -301,12 +301,17 @@ def atomic_per_element_prepare(cfg, inputs, outputs):
     served one at a time, plus the CAS retries), milliseconds at 2^26, 10x or more slower than rung 2.
     Measured on the H100 at 2^26 float32: 1.88 ms (9x rung 2; IQR 0.10 ms: atomics contend).
     """
+    return _init_minmax_quantize(minmax_atomic_kernel, quantize_element_kernel, cfg, inputs, outputs)
+
+
+def _init_minmax_quantize(minmax_kernel, quantize_kernel, cfg, inputs, outputs):
+    """The 3-launch pipeline of rungs 1 and 2: init mm, atomic min/max into mm, quantize."""
     (x,) = inputs
     q, params = outputs
     mm = cuda.device_array(2, x.dtype)  # scratch, allocated once, outside the timed call
     init = init_minmax_kernel[1, 1]
-    minmax = minmax_atomic_kernel[cfg.grid, cfg.block]
-    quantize = quantize_element_kernel[cfg.grid, cfg.block]
+    minmax = minmax_kernel[cfg.grid, cfg.block]
+    quantize = quantize_kernel[cfg.grid, cfg.block]
 
     def enqueue():
         init(mm)
@@ -357,18 +362,7 @@ def atomic_per_block_prepare(cfg, inputs, outputs):
     an element. Predicted: both passes at close to DRAM speed, ~0.22-0.25 ms at 2^26 on an H100.
     Measured on the H100 at 2^26 float32: 0.207 ms (2.91 TB/s effective, 96% of copy bandwidth).
     """
-    (x,) = inputs
-    q, params = outputs
-    mm = cuda.device_array(2, x.dtype)
-    init = init_minmax_kernel[1, 1]
-    minmax = minmax_block_atomic_kernel[cfg.grid, cfg.block]
-    quantize = quantize_grid_kernel[cfg.grid, cfg.block]
-
-    def enqueue():
-        init(mm)
-        minmax(x, mm)
-        quantize(x, mm, q, params)
-    return enqueue
+    return _init_minmax_quantize(minmax_block_atomic_kernel, quantize_grid_kernel, cfg, inputs, outputs)
 
 
 # --- Rung 3: block partials, no atomics, no init ---------------------------------------------------
@@ -668,6 +662,19 @@ def tolerance(inputs, ref, dtype):
     return [1.0, np.array([4 * np.finfo(dtype).eps * params[0], 0.0])]
 
 
+def summarize(inputs, outputs):
+    """The round-trip error of a checked result: max |x - dequantize(quantize(x))| against scale/2
+    and against the true bound for this x (:func:`roundtrip_bound`)."""
+    (x,) = inputs
+    q, params = outputs
+    scale, zero_point = float(params[0]), float(params[1])
+    err = np.abs(x.astype(np.float64) - dequantize_reference(q, params)).max()
+    bound = roundtrip_bound(x, scale, zero_point).max()
+    return [f"round trip: max |x - dequantize(quantize(x))| = {err:.4g}; scale/2 = {scale / 2:.4g}, bound "
+            f"for this x (zero_point truncated and clamped) = {bound:.4g}; scale {scale:.4g}, "
+            f"zero_point {zero_point:.0f}"]
+
+
 SPEC = KernelSpec(
     name="quantize",
     summary="per-tensor uint8 quantization: min/max, then q = round(x / scale + zero_point)",
@@ -679,6 +686,7 @@ SPEC = KernelSpec(
     out_specs=lambda size, dtype: [(size, np.dtype(np.uint8)), ((2,), np.dtype(dtype))],
     reference=reference,
     tolerance=tolerance,
+    summarize=summarize,
     # x read twice (min/max, quantize), q written once; the parameters are noise
     bytes_moved=lambda size, dtype: size[0] * (2 * np.dtype(dtype).itemsize + 1),
     # a compare for the min and one for the max, a multiply and an add for the code

@@ -107,6 +107,9 @@ class KernelSpec:
     variants: dict[str, Variant] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float64")
     square_ok: bool = False  # one number N means N x N (x N)
+    # summarize(inputs, outputs) -> lines the report prints about a checked result (e.g. quantize's
+    # round-trip error); called on the first Numba variant that passed.
+    summarize: Callable[..., list[str]] | None = None
 
     def parse_size(self, text: str) -> Size:
         """Parse ``N`` or ``AxB[xC]`` into ``size_dims`` positive ints; ValueError names the form."""

@@ -41,6 +41,7 @@ def to_json(report: Report) -> dict:
         "copy_bandwidth": report.copy_bandwidth,
         "numpy_threads": report.numpy_threads,
         "warnings": report.warnings,
+        "notes": report.notes,
         "results": [{
             "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
             "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
@@ -119,6 +120,8 @@ def print_table(report: Report, console: Console | None = None) -> None:
     console.print("[dim]first call = compile + load + one run, timed alone and not in the median[/]")
     for n in notes:
         console.print(f"[dim]{n}[/]")
+    for n in report.notes:
+        console.print(escape(n))
 
 
 def print_device(info: dict, console: Console | None = None) -> None:

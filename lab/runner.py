@@ -81,6 +81,7 @@ class Report:
     launches: dict = field(default_factory=dict)  # variant -> Launch.as_dict()
     rows: list[Row] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # from spec.summarize
     copy_bandwidth: dict | None = None
     numpy_threads: str = ""
 
@@ -200,10 +201,13 @@ def run(opts: Options, backend: str) -> Report:
             prepared.poison()
             timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
             row.first_call_ms, outs = timer.first_call()
-            ok, row.max_abs_err, row.rel_err = check_outputs(prepared.read(outs), refs, tols)
+            host_outs = prepared.read(outs)
+            ok, row.max_abs_err, row.rel_err = check_outputs(host_outs, refs, tols)
             if not ok:
                 row.status, row.reason = "FAIL", "output differs from the float64 reference"
                 return row
+            if spec.summarize and row.contender == "numba" and not report.notes:
+                report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
             n = repeats
             if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
                 n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))

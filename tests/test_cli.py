@@ -109,3 +109,15 @@ def test_device_command(capsys):
         assert "simulator" in info["note"]
     else:
         assert info["sm_count"] > 0 and info["peak_bandwidth_gbps"] > 100
+
+
+@pytest.mark.gpu
+def test_quantize_reports_round_trip_error(capsys):
+    import re
+
+    code, out, err = lab(capsys, "run", "quantize", "--size", "300", "--threads", "32", "--repeats", "1",
+                         "--warmup", "0", "--contenders", "numba", "--variant", "block_partials", "--json")
+    assert code == 0, err
+    (note,) = json.loads(out)["notes"]
+    got, half, bound = (float(v) for v in re.findall(r"= ([0-9.e+-]+)", note)[:3])
+    assert 0 < got <= bound * (1 + 1e-6) and half <= bound
