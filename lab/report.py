@@ -114,9 +114,12 @@ def print_table(report: Report, console: Console | None = None) -> None:
         if r.reason:
             notes.append(escape(f"{r.contender} {r.variant}: {r.reason}"))
     console.print(table)
-    methods = sorted({r.measurement.method for r in report.rows if r.measurement})
-    for m in methods:
-        console.print(f"[dim]timing: {m}[/]")
+    by_method: dict[str, list[str]] = {}
+    for r in report.rows:
+        if r.measurement:
+            by_method.setdefault(r.measurement.method, []).append(r.variant if r.contender != "numpy" else "numpy")
+    for m, who in by_method.items():
+        console.print(escape(f"timing ({', '.join(who)}): {m}"), style="dim")
     console.print("[dim]first call = compile + load + one run, timed alone and not in the median[/]")
     for n in notes:
         console.print(f"[dim]{n}[/]")

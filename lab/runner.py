@@ -86,7 +86,7 @@ class Report:
     numpy_threads: str = ""
 
 
-def _threads_check(threads: int, device: dict, variant_names, spec) -> list[str]:
+def _threads_check(threads: int, device: dict) -> list[str]:
     limit = device.get("max_threads_per_block") or 1024
     if threads <= 0 or threads > limit:
         raise LabError(f"--threads {threads}: threads per block must be 1..{limit} on {device['name']}")
@@ -100,19 +100,19 @@ def _threads_check(threads: int, device: dict, variant_names, spec) -> list[str]
 
 
 def _memory_check(spec, size, dtype, device: dict, simulator: bool) -> None:
-    need = spec.footprint_bytes(size, dtype)
-    if simulator:
-        import os
+    """LabError when one contender's inputs + outputs do not fit the device, or the host's copies
+    (native, float64 reference inputs and outputs: ~3x the footprint) do not fit host memory."""
+    import os
 
-        have = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        where = "host memory (simulator)"
-    else:
-        have = device.get("memory_free_bytes") or 0
-        where = f"free device memory on {device['name']}"
-    # The reference and the NumPy contender keep float64 and native copies on the host too.
-    if need > 0.9 * have:
-        raise LabError(f"size {'x'.join(map(str, size))} needs {need / 2**30:.2f} GiB; "
-                       f"{where} is {have / 2**30:.2f} GiB")
+    need = spec.footprint_bytes(size, dtype)
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    checks = [(3 * need, host, "host memory")]
+    if not simulator:
+        checks.insert(0, (need, device.get("memory_free_bytes") or 0, f"free device memory on {device['name']}"))
+    for bytes_needed, have, where in checks:
+        if bytes_needed > 0.9 * have:
+            raise LabError(f"size {'x'.join(map(str, size))} needs {bytes_needed / 2**30:.2f} GiB; "
+                           f"{where} is {have / 2**30:.2f} GiB")
 
 
 def _pick(requested, available, what):
@@ -171,7 +171,7 @@ def run(opts: Options, backend: str) -> Report:
     variant_names = _pick(opts.variants, spec.variants, f"variant of {spec.name}")
     contender_names = _pick(opts.contenders, C.CONTENDERS, "contender")
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
-    warnings = _threads_check(threads, device, variant_names, spec)
+    warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
     repeats = opts.repeats if opts.repeats is not None else (3 if simulator else 50)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
