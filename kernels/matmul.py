@@ -21,12 +21,10 @@ FMAs each load feeds (per thread, float32):
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import cuda, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
 from kernels.warp import SIMULATOR
 
 WARP = 32
@@ -400,11 +398,8 @@ def make_inputs(size, dtype, rng):
 
 
 def tolerance(inputs, ref, dtype):
-    # A sum of K products: a few ulps of the magnitude |A| @ |B| per sqrt(K) terms (rounding errors
-    # add like a random walk), with a floor of 2 for short sums; as matvec's bound.
     A, B = inputs
-    magnitude = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
-    return [4 * np.finfo(dtype).eps * max(math.sqrt(A.shape[1]), 2.0) * magnitude]
+    return [dot_tolerance(A, B, dtype)]
 
 
 SPEC = KernelSpec(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import cuda, float64, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
 from kernels.warp import SCRATCH, warp_sum
 
 WARP = 32
@@ -174,11 +174,8 @@ def make_inputs(size, dtype, rng):
 
 
 def tolerance(inputs, ref, dtype):
-    # A sum of COLS products: allow a few ulps of the magnitude sum |A| @ |x| per sqrt(COLS) terms
-    # (random rounding errors add like a random walk), with a floor of 2 ulps for short rows.
     A, x = inputs
-    magnitude = np.abs(A.astype(np.float64)) @ np.abs(x.astype(np.float64))
-    return [4 * np.finfo(dtype).eps * max(np.sqrt(A.shape[1]), 2.0) * magnitude]
+    return [dot_tolerance(A, x, dtype)]
 
 
 SPEC = KernelSpec(

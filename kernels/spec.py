@@ -22,6 +22,14 @@ def poison_value(dtype) -> Any:
     return np.nan if dtype.kind == "f" else np.iinfo(dtype).max // 3 * 2 + 1
 
 
+def dot_tolerance(A: np.ndarray, B: np.ndarray, dtype) -> np.ndarray:
+    """Absolute tolerance for A @ B computed in ``dtype`` (matvec, matmul): a few ulps of the
+    magnitude |A| @ |B| per sqrt(K) terms (rounding errors of a K-term sum add like a random walk),
+    with a floor of 2 for short sums."""
+    magnitude = np.abs(A.astype(np.float64)) @ np.abs(B.astype(np.float64))
+    return 4 * np.finfo(dtype).eps * max(math.sqrt(A.shape[1]), 2.0) * magnitude
+
+
 @dataclass(frozen=True)
 class Launch:
     """A launch configuration: ``kernel[grid, block]`` and how many threads the problem needs.

@@ -211,7 +211,7 @@ def run(opts: Options, backend: str) -> Report:
             n = repeats
             if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
                 n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
-            row.measurement = timer.measure(n, warmup if n == repeats else 1, row.first_call_ms)
+            row.measurement = timer.measure(n, warmup if n == repeats else 1)
         except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
             row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
         finally:

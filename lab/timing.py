@@ -43,7 +43,6 @@ class Measurement:
     """Per-call times in ms of one callable, and how they were taken."""
 
     samples_ms: list[float]
-    first_call_ms: float
     method: str
     meta: dict = field(default_factory=dict)
 
@@ -78,7 +77,7 @@ class Timer:
         self.sync()
         return (time.perf_counter() - t0) * 1e3, result
 
-    def measure(self, repeats: int, warmup: int, first_call_ms: float = float("nan")) -> Measurement:
+    def measure(self, repeats: int, warmup: int) -> Measurement:
         """Warm up, then time ``repeats`` calls; returns a Measurement of per-call ms."""
         if repeats < 1:
             raise ValueError("repeats must be at least 1")
@@ -92,14 +91,14 @@ class Timer:
         if self.mode == "device":
             samples, covered, spin_ms = _device_samples(self.fn, repeats, enqueue_s)
             method = DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS
-            return Measurement(samples, first_call_ms, method, {"spin_ms": spin_ms})
+            return Measurement(samples, method, {"spin_ms": spin_ms})
         samples = []
         for _ in range(repeats):
             t = time.perf_counter()
             self.fn()
             samples.append((time.perf_counter() - t) * 1e3)
         method = HOST_CLOCK if self.mode == "host" else SIMULATOR_CLOCK
-        return Measurement(samples, first_call_ms, method)
+        return Measurement(samples, method)
 
 
 # --- device timing -----------------------------------------------------------------------------
