@@ -22,7 +22,7 @@ FMAs each load feeds (per thread, float32):
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, uint64
+from kernels.compiler import cuda, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
 from kernels.warp import SIMULATOR

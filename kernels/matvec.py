@@ -11,7 +11,7 @@ separates the rungs is only *how* the threads of a warp walk through A.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, float64, uint64
+from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
 from kernels.warp import SCRATCH, warp_sum

@@ -59,7 +59,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, int64, uint32, uint64
+from kernels.compiler import cuda, float64, int64, uint32, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for
 from kernels.warp import SCRATCH, SIMULATOR, warp_max

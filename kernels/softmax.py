@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import cuda, float64, uint64
+from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for
 from kernels.warp import SCRATCH, warp_max, warp_sum

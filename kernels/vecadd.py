@@ -10,7 +10,7 @@ Both rungs move the same bytes; the second keeps more of them in flight.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda
+from kernels.compiler import cuda
 
 from kernels.spec import KernelSpec, Launch, Variant, blocks_for
 

@@ -9,9 +9,8 @@ returning early.
 """
 from __future__ import annotations
 
-from numba import config, cuda
+from kernels.compiler import SIMULATOR, cuda
 
-SIMULATOR = bool(config.ENABLE_CUDASIM)
 FULL_MASK = 0xFFFFFFFF
 # Shared scratch for the simulator path: one slot a thread of the largest block. On the GPU the
 # shuffle path never touches it, so a single element keeps the kernel's shared-memory use at zero.

@@ -1,47 +1,23 @@
 """Choose where kernels run — a CUDA GPU or Numba's CUDA simulator — before ``numba.cuda`` loads.
 
 Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice
-must be made first. A GPU is detected through the CUDA driver API (``cuInit`` and
-``cuDeviceGetCount`` from ``libcuda``) without importing Numba. Everything that imports
+must be made first. A GPU is detected through the CUDA driver API without importing Numba
+(``kernels.backend.gpu_count``). Everything that imports
 ``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be imported after
 :func:`select`.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
 
+from kernels.backend import SIM_ENV as _SIM_ENV
+from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
 from lab.errors import LabError
-
-_SIM_ENV = "NUMBA_ENABLE_CUDASIM"
-
-
-def gpu_count() -> tuple[int, str]:
-    """Number of CUDA devices the driver reports, and why it is 0 when it is."""
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-            break
-        except OSError:
-            continue
-    else:
-        return 0, "no CUDA driver (libcuda) found"
-    if lib.cuInit(0) != 0:
-        return 0, "the CUDA driver found no usable GPU (cuInit failed)"
-    count = ctypes.c_int(0)
-    if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
-        return 0, "the CUDA driver reports no GPU"
-    return count.value, ""
 
 
 def _numba_cuda_loaded() -> bool:
     return "numba.cuda" in sys.modules
-
-
-def is_simulator() -> bool:
-    """True when Numba runs (or will run) kernels in its CUDA simulator."""
-    return os.environ.get(_SIM_ENV, "0") not in ("", "0")
 
 
 def select(prefer: str = "auto") -> str:
