@@ -60,6 +60,9 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
         report.print_table(result)
     if any(r.status == "FAIL" for r in result.rows):
         sys.exit(1)
+    if not any(r.status in ("ok", "FAIL") for r in result.rows):  # every row skipped: no verdict at all
+        click.echo("error: nothing was checked: every row was skipped (see the reasons above)", err=True)
+        sys.exit(1)
 
 
 @cli.command()

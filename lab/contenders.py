@@ -23,14 +23,17 @@ CONTENDERS = ("numba", "numpy", "cupy", "torch")
 @dataclass
 class Prepared:
     """One contender ready to run: ``call`` enqueues it and returns its outputs (device or host
-    arrays); ``poison`` refills the outputs; ``read`` copies outputs to NumPy; ``sync`` waits."""
+    arrays); ``poison(which=0)`` refills the outputs with ``poison_value(dtype, which)``; ``read``
+    copies outputs to NumPy; ``sync`` waits; ``overrun()`` (Numba only) says what, if anything, was
+    written into the canary region past the end of an output, else None."""
 
     call: Callable[[], Sequence[Any]]
-    poison: Callable[[], None]
+    poison: Callable[..., None]
     read: Callable[[Sequence[Any]], list[np.ndarray]]
     sync: Callable[[], None]
     timer_mode: str  # "device", "host" or "simulator"
     release: Callable[[], None] = lambda: None
+    overrun: Callable[[], str | None] | None = None
 
 
 def installed(module: str) -> bool:
@@ -38,30 +41,65 @@ def installed(module: str) -> bool:
 
 
 # --- Numba ----------------------------------------------------------------------------------------
+CANARY_ROWS = 128  # rows (elements, for 1-D outputs) of canary after each output: a 128-row tile's overhang
+CANARY_MIN = 1024  # at least this many elements (a block of 1024 threads without a bounds guard)
+
+
+def _with_canary(shape, dtype):
+    """A device array of ``shape`` that is the front of a larger one; the rest is the canary that a
+    kernel writing past the end of the output (a missing bounds guard) lands in.
+    Returns (output view, whole buffer)."""
+    from numba import cuda
+
+    shape = tuple(shape)
+    row = int(np.prod(shape[1:], dtype=np.int64)) or 1
+    extra = max(CANARY_ROWS, -(-CANARY_MIN // row))
+    big = cuda.device_array((shape[0] + extra,) + shape[1:], dtype)
+    return big[: shape[0]], big
+
+
 def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepared:
-    """Copy inputs to the device, allocate outputs, and wrap ``variant.prepare``'s launch call."""
+    """Copy inputs to the device, allocate outputs (each followed by a canary region), and wrap
+    ``variant.prepare``'s launch call."""
     from numba import cuda
 
     d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in inputs]
-    outs = [cuda.device_array(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
+    pairs = [_with_canary(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
+    outs = [view for view, _ in pairs]
     enqueue = variant.prepare(launch, d_in, outs)
+    poisoned = {}
 
     def call():
         enqueue()
         return outs
 
-    def poison():
-        for o in outs:
-            o.copy_to_device(np.full(o.shape, poison_value(o.dtype), o.dtype))
+    def poison(which=0):
+        for i, (view, big) in enumerate(pairs):
+            value = poison_value(big.dtype, which)
+            big.copy_to_device(np.full(big.shape, value, big.dtype))
+            poisoned[i] = value
+
+    def overrun():
+        for i, (view, big) in enumerate(pairs):
+            tail = big.copy_to_host()[view.shape[0]:]
+            value = poisoned.get(i)
+            if value is None:
+                continue
+            touched = ~np.isnan(tail) if isinstance(value, float) and np.isnan(value) else tail != value
+            if touched.any():
+                first = int(np.argmax(touched.reshape(-1)))
+                return (f"wrote past the end of output {i} (shape {tuple(view.shape)}): "
+                        f"{int(touched.sum())} elements of the canary after it, the first {first} elements in")
+        return None
 
     return Prepared(call, poison, lambda res: [o.copy_to_host() for o in res], cuda.synchronize,
-                    "simulator" if simulator else "device")
+                    "simulator" if simulator else "device", overrun=overrun)
 
 
 # --- NumPy ----------------------------------------------------------------------------------------
 def prepare_numpy(spec, inputs) -> Prepared:
     """The kernel's NumPy reference run in the input dtype, on the CPU (timed with perf_counter)."""
-    return Prepared(call=lambda: spec.reference(*inputs), poison=lambda: None,
+    return Prepared(call=lambda: spec.reference(*inputs), poison=lambda which=0: None,
                     read=lambda res: [np.asarray(r) for r in res], sync=lambda: None, timer_mode="host")
 
 
@@ -127,9 +165,9 @@ def prepare_cupy(spec, size, label, inputs) -> Prepared:
     d_in = [cp.asarray(a) for a in inputs]
     outs = [cp.empty(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
 
-    def poison():
+    def poison(which=0):
         for o in outs:
-            o.fill(poison_value(o.dtype))
+            o.fill(poison_value(o.dtype, which))
 
     def release():
         d_in.clear(), outs.clear()
