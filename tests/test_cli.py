@@ -121,3 +121,14 @@ def test_quantize_reports_round_trip_error(capsys):
     (note,) = json.loads(out)["notes"]
     got, half, bound = (float(v) for v in re.findall(r"= ([0-9.e+-]+)", note)[:3])
     assert 0 < got <= bound * (1 + 1e-6) and half <= bound
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("args", [["--variant", "", "--contenders", "numba"], ["--contenders", "cupy"]]
+                         + ([["--contenders", "torch"]] if SIMULATOR else []))
+def test_a_run_that_checked_nothing_exits_1(capsys, args):
+    """Every row skipped (no variant, or a contender the backend cannot run): exit 1, not 0."""
+    code, out, err = lab(capsys, "run", "vecadd", "--size", "64", "--threads", "32", "--repeats", "1", *args)
+    if "--contenders" in args and args[-1] == "cupy" and not SIMULATOR:
+        pytest.skip("cupy runs on this GPU machine")
+    assert code == 1 and "nothing was checked" in err

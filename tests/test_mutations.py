@@ -19,10 +19,10 @@ pytestmark = pytest.mark.gpu
 # (size, threads): not a multiple of the block anywhere, several blocks, K >= 64 for the dot products.
 CASES = {
     "vecadd": ((300,), 64),
-    "matvec": ((40, 150), 64),
+    "matvec": ((20, 150), 64),
     "matmul": ((40, 19, 70), 64),
     "softmax": ((8, 70), 32),
-    "quantize": ((1000,), 64),
+    "quantize": ((300,), 64),
 }
 
 
