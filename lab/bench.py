@@ -71,15 +71,29 @@ def resource_report() -> list[str]:
     return lines
 
 
+def _short_methods() -> dict:
+    from lab import timing as T
+
+    return {T.DEVICE_EVENTS: "events, queued (no host gaps)", T.DEVICE_EVENTS_GAPS: "events, HOST GAPS included",
+            T.HOST_CLOCK: "perf_counter (CPU)", T.SIMULATOR_CLOCK: "simulator wall clock"}
+
+
+SHORT_METHOD: dict = {}
+
+
 def table(report) -> list[str]:
+    SHORT_METHOD.update(_short_methods())
     from lab.report import _num
 
-    out = ["| contender | variant | median ms | IQR ms | first call ms | GB/s | GFLOP/s | % copy BW | % FP32 peak | max abs err | check |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    out = ["| contender | variant | median ms | IQR ms | noise | median of | timed by | first call ms | GB/s | "
+           "GFLOP/s | % copy BW | % FP32 peak | max abs err | check |",
+           "|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     for r in report.rows:
         m = r.measurement
+        noise = (f"{m.noise:.1%}" + (" !" if m.noisy else "")) if m else "-"
         out.append(f"| {r.contender} | {r.variant} | {_num(m.median_ms if m else None, '{:.4f}')} | "
-                   f"{_num(m.iqr_ms if m else None, '{:.4f}')} | {_num(r.first_call_ms, '{:.1f}')} | "
+                   f"{_num(m.iqr_ms if m else None, '{:.4f}')} | {noise} | {m.n if m else '-'} | "
+                   f"{SHORT_METHOD.get(m.method, m.method) if m else '-'} | {_num(r.first_call_ms, '{:.1f}')} | "
                    f"{_num(r.gbps, '{:.1f}')} | {_num(r.gflops, '{:.1f}')} | {_num(r.pct_copy, '{:.1f}%')} | "
                    f"{_num(r.pct_peak_flops, '{:.1f}%')} | {_num(r.max_abs_err, '{:.2e}')} | "
                    f"{r.status}{': ' + r.reason if r.reason else ''} |")
@@ -90,7 +104,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
     ap.add_argument("--kernels", default=",".join(STANDARD), help="comma-separated kernels")
-    ap.add_argument("--repeats", type=int, default=50)
+    ap.add_argument("--repeats", type=int, default=None, help="fixed timed calls a row (default: the stop rule)")
     args = ap.parse_args(argv)
     backend = select("auto")
     from lab.device import describe, measure_copy_bandwidth
@@ -105,7 +119,9 @@ def main(argv=None) -> int:
                 + (f", measured copy bandwidth {copy['gbps']:.0f} GB/s, theoretical {dev.get('peak_bandwidth_gbps', 0):.0f} GB/s,"
                    f" FP32 peak {dev.get('peak_fp32_gflops', 0) / 1e3:.1f} TFLOP/s" if copy else ""),
                 f"- backend: {backend}; versions: {versions()}",
-                f"- timing: CUDA events, one pair a call, calls queued behind a spin kernel; median of {args.repeats} calls after 5 warm-up", ""]
+                "- timing: each row says how it was timed (\"timed by\": CUDA events with the calls queued behind a "
+                "blocked GPU, or with host gaps included; perf_counter for the CPU) and of how many calls its median is "
+                "(\"median of\"); noise = IQR / median, ! above 10%", ""]
     best = {}
     for kernel in args.kernels.split(","):
         for size, threads in STANDARD[kernel]:

@@ -42,11 +42,14 @@ def to_json(report: Report) -> dict:
         "numpy_threads": report.numpy_threads,
         "warnings": report.warnings,
         "notes": report.notes,
+        "stop_rule": report.stop_rule,
+        "clocks": report.clocks,
         "results": [{
             "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
             "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
-            "first_call_ms": r.first_call_ms, "timing": r.measurement.method if r.measurement else None,
+            "first_call_ms": r.first_call_ms, "timing": r.measurement.timing if r.measurement else None,
             "timed_calls": len(r.measurement.samples_ms) if r.measurement else 0,
+            "noise": m(r, "noise"), "noisy": m(r, "noisy"), "host_gaps": m(r, "host_gaps"),
             "gbps": r.gbps, "gflops": r.gflops, "pct_copy_bandwidth": r.pct_copy,
             "pct_peak_fp32": r.pct_peak_flops, "speedup_vs_numpy": r.speedup_vs_numpy,
             "max_abs_err": r.max_abs_err, "rel_err": r.rel_err, "launch": r.launch,
@@ -70,8 +73,13 @@ def header_lines(report: Report) -> list[str]:
         lines.append(f"{d['name']} · compute capability {d['compute_capability']} · {d.get('sm_count')} SMs · "
                      f"copy bandwidth {_num(bw.get('gbps'), '{:.0f}')} GB/s measured"
                      + (f" (theoretical peak {peak:.0f} GB/s)" if peak else ""))
+        if report.clocks:
+            from lab.clocks import describe
+
+            lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
     lines.append(f"minimum traffic {report.bytes_moved / 1e6:.1f} MB, {report.flops / 1e6:.1f} MFLOP a call; "
-                 f"{report.repeats} timed calls after {report.warmup} warm-up; NumPy: {report.numpy_threads}")
+                 f"NumPy: {report.numpy_threads}")
+    lines.append(escape(f"timed calls: {report.stop_rule}"))
     return lines
 
 
@@ -98,7 +106,7 @@ def print_table(report: Report, console: Console | None = None) -> None:
         console.print(launch)
 
     table = Table(title="results", title_justify="left")
-    for col in ("contender", "variant", "median ms", "IQR ms", "first call ms", "GB/s", "GFLOP/s",
+    for col in ("contender", "variant", "median ms", "IQR ms", "noise", "calls", "first call ms", "GB/s", "GFLOP/s",
                 "% copy BW", "% FP32 peak", "x NumPy", "max abs err", "check"):
         table.add_column(col, justify="left" if col in ("contender", "variant", "check") else "right")
     notes = []
@@ -106,7 +114,12 @@ def print_table(report: Report, console: Console | None = None) -> None:
         check = {"ok": "[green]ok[/]", "FAIL": "[red]FAIL[/]", "skipped": "[dim]skipped[/]"}[r.status]
         med = r.measurement.median_ms if r.measurement else None
         iqr = r.measurement.iqr_ms if r.measurement else None
-        table.add_row(r.contender, r.variant, _num(med, "{:.4f}"), _num(iqr, "{:.4f}"),
+        noise = "-"
+        if r.measurement:  # IQR / median; over NOISY (10%) the row is flagged
+            noise = f"{r.measurement.noise:.1%}" if r.measurement.noise == r.measurement.noise else "nan"
+            noise = f"[red]{noise} ![/]" if r.measurement.noisy else noise
+        calls = str(r.measurement.n) if r.measurement else "-"
+        table.add_row(r.contender, r.variant, _num(med, "{:.4f}"), _num(iqr, "{:.4f}"), noise, calls,
                       _num(r.first_call_ms, "{:.1f}"), _num(r.gbps, "{:.1f}"), _num(r.gflops, "{:.1f}"),
                       _num(r.pct_copy, "{:.1f}%"), _num(r.pct_peak_flops, "{:.1f}%"),
                       _num(r.speedup_vs_numpy, "{:.2f}x"),
@@ -121,6 +134,10 @@ def print_table(report: Report, console: Console | None = None) -> None:
     for m, who in by_method.items():
         console.print(escape(f"timing ({', '.join(who)}): {m}"), style="dim")
     console.print("[dim]first call = compile + load + one run, timed alone and not in the median[/]")
+    noisy = [f"{r.contender} {r.variant}" for r in report.rows if r.measurement and r.measurement.noisy]
+    if noisy:
+        console.print(escape(f"noise ! = IQR/median above 10%: {', '.join(noisy)}; rerun or read the median with care"),
+                      style="yellow")
     for n in notes:
         console.print(f"[dim]{n}[/]")
     for n in report.notes:

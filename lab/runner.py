@@ -20,7 +20,7 @@ import kernels
 from lab import contenders as C
 from lab.check import check_outputs, check_prepared  # noqa: F401  (check_outputs: the shared check, re-exported)
 from lab.errors import LabError
-from lab.timing import SIMULATOR_CLOCK, Measurement, Timer
+from lab.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
@@ -36,7 +36,7 @@ class Options:
     dtype: str = "float32"
     variants: list[str] | None = None
     contenders: list[str] | None = None
-    repeats: int | None = None
+    repeats: int | None = None  # None: the stop rule (lab.timing.StopRule) on a GPU, 3 in the simulator
     warmup: int | None = None
     seed: int | None = None
 
@@ -74,7 +74,7 @@ class Report:
     size: tuple
     dtype: str
     seed: int
-    repeats: int
+    repeats: int | None  # None: each row's count came from the stop rule (``stop_rule``)
     warmup: int
     bytes_moved: int
     flops: int
@@ -85,6 +85,8 @@ class Report:
     notes: list[str] = field(default_factory=list)  # from spec.summarize
     copy_bandwidth: dict | None = None
     numpy_threads: str = ""
+    stop_rule: str = ""  # how many calls each row timed, in words
+    clocks: dict = field(default_factory=dict)  # {"before": lab.clocks.read(), "after": ...} on a GPU
 
 
 def _threads_check(threads: int, device: dict) -> list[str]:
@@ -147,9 +149,9 @@ def run(opts: Options, backend: str) -> Report:
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
-    repeats = opts.repeats if opts.repeats is not None else (3 if simulator else 50)
+    repeats = opts.repeats if opts.repeats is not None else (3 if simulator else None)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
-    if repeats < 1 or warmup < 0:
+    if (repeats is not None and repeats < 1) or warmup < 0:
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
 
@@ -161,8 +163,16 @@ def run(opts: Options, backend: str) -> Report:
 
     report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
                     spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
+    rule = StopRule(repeats=repeats)
+    report.stop_rule = (f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
+                        f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
+                        f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
+                        f"{rule.time_limit_s:g} s; {warmup} warm-up")
     if not simulator:
+        from lab import clocks
+
         report.copy_bandwidth = measure_copy_bandwidth()
+        report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
 
     def measure(row: Row, prepare) -> Row:
@@ -189,10 +199,13 @@ def run(opts: Options, backend: str) -> Report:
                 return row
             if spec.summarize and row.contender == "numba" and not report.notes:
                 report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
-            n = repeats
+            n, warm = repeats, warmup
             if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
-                n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
-            row.measurement = timer.measure(n, warmup if n == repeats else 1)
+                if repeats is not None:
+                    n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
+                if n != repeats or row.first_call_ms > 10:
+                    warm = min(warmup, 1)
+            row.measurement = timer.measure(n, warm, rule)
         except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
             row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
         finally:
@@ -223,6 +236,11 @@ def run(opts: Options, backend: str) -> Report:
                 prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
                 report.rows.append(measure(Row(name, label, "ok"), prepare))
         gc.collect()
+    if not simulator:
+        report.clocks["after"] = clocks.read()
+        drop = clocks.dropped(report.clocks["before"], report.clocks["after"])
+        if drop:
+            report.warnings.append(drop)
     _derive(report)
     return report
 
