@@ -37,15 +37,18 @@ ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without th
 }
 
 
-def _nvml_clocks() -> dict:
-    """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails."""
+def _nvml_clocks(dev=None) -> dict:
+    """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails.
+    The NVML device is the CUDA device ``dev``, found by PCI bus id (lab.clocks), not by index."""
     try:
         import pynvml
     except ImportError:
         return {}
     try:
+        from lab.clocks import pci_bus_id
+
         pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        h = pynvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id(dev).encode())
         out = {"sm_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1000,
                "memory_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM) * 1000}
         pynvml.nvmlShutdown()
@@ -79,7 +82,7 @@ def describe(simulator: bool) -> dict:
             info[key] = int(getattr(dev, attr))
         except Exception:  # attribute absent in this driver (CUDA 13 dropped some clocks)
             info[key] = None
-    for key, value in _nvml_clocks().items():
+    for key, value in _nvml_clocks(dev).items():
         if not info.get(key):
             info[key] = value
             info.setdefault("clock_source", "NVML")
