@@ -143,15 +143,16 @@ def check_prepared(prepared, refs, tols, out_specs=None, first_call: Callable[[]
         prepared.sync()
         return res
 
+    overrun = getattr(prepared, "overrun", None) or (lambda: None)
     prepared.poison(0)
     outs = prepared.read((first_call or run_once)())
+    message = overrun()  # each run's canary, before the next poison refills it
     second = None
     if any(_is_int(np.asarray(o).dtype) for o in outs):
         prepared.poison(1)
         second = prepared.read(run_once())
+        message = message or overrun()
     verdict = check_outputs(outs, refs, tols, out_specs=out_specs, second=second)
-    overrun = getattr(prepared, "overrun", None)
-    message = overrun() if overrun else None
     if message:
         verdict = Verdict(False, verdict.max_abs_err, verdict.rel_err,
                           message if verdict.ok else f"{verdict.reason}; {message}")

@@ -45,6 +45,17 @@ CANARY_ROWS = 128  # rows (elements, for 1-D outputs) of canary after each outpu
 CANARY_MIN = 1024  # at least this many elements (a block of 1024 threads without a bounds guard)
 
 
+def canary_value(dtype, which: int = 0, salt: float = 1.0):
+    """What the canary after an output holds: a finite, unlikely value for floats, different for
+    each prepared contender (``salt`` in [1, 2)), not the NaN poison: a kernel without a bounds guard
+    that reads past the end of its inputs may read a freed canary of an earlier run and copy it (seen
+    on the H100 with NaN canaries); for integers the poison of run ``which`` (two runs)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return dtype.type((-1.2345678e30 if which == 0 else 3.3333333e29) * salt)
+    return poison_value(dtype, which)
+
+
 def _with_canary(shape, dtype):
     """A device array of ``shape`` that is the front of a larger one; the rest is the canary that a
     kernel writing past the end of the output (a missing bounds guard) lands in.
@@ -67,7 +78,8 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepa
     pairs = [_with_canary(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
     outs = [view for view, _ in pairs]
     enqueue = variant.prepare(launch, d_in, outs)
-    poisoned = {}
+    canaries = {}
+    salt = 1 + float(np.random.default_rng().random())
 
     def call():
         enqueue()
@@ -75,17 +87,17 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepa
 
     def poison(which=0):
         for i, (view, big) in enumerate(pairs):
-            value = poison_value(big.dtype, which)
-            big.copy_to_device(np.full(big.shape, value, big.dtype))
-            poisoned[i] = value
+            canaries[i] = canary_value(big.dtype, which, salt)
+            fill = np.full(big.shape, canaries[i], big.dtype)
+            fill[: view.shape[0]] = poison_value(big.dtype, which)
+            big.copy_to_device(fill)
 
     def overrun():
         for i, (view, big) in enumerate(pairs):
-            tail = big.copy_to_host()[view.shape[0]:]
-            value = poisoned.get(i)
-            if value is None:
+            if i not in canaries:
                 continue
-            touched = ~np.isnan(tail) if isinstance(value, float) and np.isnan(value) else tail != value
+            tail = big.copy_to_host()[view.shape[0]:]
+            touched = tail != canaries[i]  # a NaN written there counts too (NaN != anything)
             if touched.any():
                 first = int(np.argmax(touched.reshape(-1)))
                 return (f"wrote past the end of output {i} (shape {tuple(view.shape)}): "

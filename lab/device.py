@@ -48,7 +48,8 @@ def _nvml_clocks(dev=None) -> dict:
         from lab.clocks import pci_bus_id
 
         pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByPciBusId_v2(pci_bus_id(dev).encode())
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        h = get(pci_bus_id(dev).encode())
         out = {"sm_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1000,
                "memory_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM) * 1000}
         pynvml.nvmlShutdown()

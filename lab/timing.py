@@ -345,7 +345,10 @@ def _device_batch(fn, n: int, enqueue_s: float, flush: bool, hold: str):
         start.record()
         fn()
         end.record()
-    covered = hold != "none" and not starts[0].query()  # still pending: the GPU had not reached call 1
+    if hold == "flag":  # still waiting for the flag: no call has started yet
+        covered = b["status"][0] == 0
+    else:  # still pending: the GPU had not reached call 1 (cuEventQuery; Numba logs NOT_READY)
+        covered = hold == "sleep" and not starts[0].query()
     if hold == "flag":
         b["flag"][0] = 1
     ends[-1].synchronize()

@@ -22,19 +22,28 @@ from kernels import matvec as MV
 from kernels import quantize as Q
 from kernels import softmax as SM
 from kernels import vecadd as VA
-from kernels.compiler import cuda, float32, float64, uint32, uint64
+from kernels.compiler import SIMULATOR, cuda, float32, float64, int32, uint32, uint64
 from kernels.spec import Launch, Variant, blocks_for
 from kernels.warp import SCRATCH, warp_sum
 
-# Veltkamp split: v * (2^13 + 1) - (... - v) keeps the top 11 significant bits of a float32, rounded
-# to nearest: what the tensor cores' TF32 mode does to each float32 input of a product.
+# TF32 keeps 10 of float32's 23 mantissa bits, rounded to nearest (cvt.rna.tf32.f32): what the tensor
+# cores' TF32 mode does to each float32 input of a product. On the GPU: integer arithmetic on the
+# bits (libdevice float_as_int / int_as_float). In the simulator (no libdevice): Veltkamp's split,
+# v * (2^13 + 1) - (... - v), exact in NumPy float32; on the GPU the compiler would contract it into
+# an FMA, which computes the product unrounded and returns v unchanged (tried on the H100).
 TF32_SPLIT = np.float32(8193.0)
 
+if SIMULATOR:
+    @cuda.jit(device=True)
+    def tf32(v):
+        c = v * TF32_SPLIT
+        return c - (c - v)
+else:
+    from numba.cuda import libdevice
 
-@cuda.jit(device=True)
-def tf32(v):
-    c = v * TF32_SPLIT
-    return c - (c - v)
+    @cuda.jit(device=True)
+    def tf32(v):
+        return libdevice.int_as_float(int32((libdevice.float_as_int(v) + 4096) & -8192))
 
 
 def _one(kernel):

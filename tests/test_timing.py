@@ -240,7 +240,8 @@ def test_nvml_clocks_by_pci_bus_id():
 
     pynvml.nvmlInit()
     try:
-        h = pynvml.nvmlDeviceGetHandleByPciBusId_v2(clocks.pci_bus_id().encode())
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        h = get(clocks.pci_bus_id().encode())
         busid = pynvml.nvmlDeviceGetPciInfo(h).busId
         busid = busid.decode() if isinstance(busid, bytes) else busid
     finally:
