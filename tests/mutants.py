@@ -29,8 +29,9 @@ from kernels.warp import SCRATCH, warp_sum
 # TF32 keeps 10 of float32's 23 mantissa bits, rounded to nearest (cvt.rna.tf32.f32): what the tensor
 # cores' TF32 mode does to each float32 input of a product. On the GPU: integer arithmetic on the
 # bits (libdevice float_as_int / int_as_float). In the simulator (no libdevice): Veltkamp's split,
-# v * (2^13 + 1) - (... - v), exact in NumPy float32; on the GPU the compiler would contract it into
-# an FMA, which computes the product unrounded and returns v unchanged (tried on the H100).
+# v * (2^13 + 1) - (... - v), exact in NumPy float32. On the H100 the split returned v unchanged (the
+# mutants passed): compiled, the product is not rounded to float32 (an FMA contraction or a float64
+# constant), so the split must not be used there.
 TF32_SPLIT = np.float32(8193.0)
 
 if SIMULATOR:
