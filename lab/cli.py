@@ -113,7 +113,7 @@ def _kernel_list(names) -> list[str]:
     return list(names) or list(kernels.NAMES)
 
 
-@cli.command()
+@cli.command(short_help="Benchmark all kernels; markdown for docs.")
 @click.argument("kernel_names", nargs=-1, metavar="[KERNEL]...")
 @click.option("--kernels", "kernels_csv", default=None, help="Comma-separated kernels, as the arguments (default: all).")
 @click.option("--out", default=None, help="Write the markdown report to FILE (e.g. docs/benchmarks.md; '-': stdout).")
@@ -155,7 +155,7 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
         sys.exit(1)
 
 
-@cli.command()
+@cli.command(short_help="Run a kernel over threads per block and/or sizes.")
 @click.argument("kernel")
 @click.option("--threads", "threads_csv", default=None, help="Comma-separated threads per block, e.g. 32,64,128,256,512,1024.")
 @click.option("--sizes", default=None, help="Comma-separated sizes, e.g. 1000,4096 or 48x80,96x160 (as lab run --size).")
@@ -193,7 +193,7 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
         sys.exit(1)
 
 
-@cli.command()
+@cli.command(short_help="Place every rung on this GPU's roofline.")
 @click.option("--kernels", "kernels_csv", default=None, help="Comma-separated kernels (default: all).")
 @click.option("--contenders", default=None, help="Comma-separated from numba,cupy,torch (default: all three).")
 @click.option("--repeats", type=click.IntRange(min=1), default=None, help="Timed calls per contender.")
@@ -224,7 +224,7 @@ def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, sim):
     _print(R.table(doc), *([f"[yellow]{doc['note']}[/]"] if doc["note"] else []))
 
 
-@cli.command()
+@cli.command(short_help="torch.profiler table and trace of a kernel.")
 @click.argument("kernel")
 @click.option("--size", default=None, help="As lab run --size (default: per backend).")
 @click.option("--threads", type=int, default=None, help="Threads per block (default: 256 on a GPU, 32 in the simulator).")
@@ -253,7 +253,7 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
         print(n)
 
 
-@cli.command()
+@cli.command(short_help="Speedup and noise between two --json files.")
 @click.argument("a", type=click.Path(dir_okay=False))
 @click.argument("b", type=click.Path(dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
