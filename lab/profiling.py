@@ -17,6 +17,8 @@ thread, not GPU time), and says so; torch contenders need a GPU and are left out
 """
 from __future__ import annotations
 
+import warnings
+
 from lab.errors import LabError
 
 
@@ -101,6 +103,27 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
 
     gpu = not simulator
     activities = [Activity.CPU] + ([Activity.CUDA] if gpu else [])
+    with warnings.catch_warnings():
+        # torch warns that one profiling cycle keeps only its own events: that is what we want.
+        warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
+        prof = _record(torch, torch_profile, record_function, activities, prepared, repeats, gpu)
+        sort_by = "device_time_total" if gpu else "cpu_time_total"
+        table = prof.key_averages().table(sort_by=sort_by, row_limit=row_limit)
+    for _, p in prepared:
+        p.release()
+    notes = [] if gpu else ["CUDA simulator: CPU activity only (torch.profiler records no GPU here); a Numba "
+                            "rung's CPU time is Python simulating every thread, not GPU time"]
+    if trace:
+        prof.export_chrome_trace(trace)
+        notes.append(f"trace written to {trace}: open it in https://ui.perfetto.dev or chrome://tracing")
+    return {"kernel": kernel, "backend": backend, "size": list(shape), "threads": threads, "repeats": repeats,
+            "activities": ["CPU"] + (["CUDA"] if gpu else []), "sort_by": sort_by,
+            "contenders": [n for n, _ in prepared], "skipped": skipped, "table": table, "trace": trace,
+            "notes": notes}
+
+
+def _record(torch, torch_profile, record_function, activities, prepared, repeats, gpu):
+    """One profile: each contender's ``repeats`` calls in a record_function and an NVTX range of its name."""
     with torch_profile(activities=activities) as prof:
         for name, p in prepared:
             if gpu:
@@ -111,15 +134,4 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
                 p.sync()
             if gpu:
                 torch.cuda.nvtx.range_pop()
-    for _, p in prepared:
-        p.release()
-    sort_by = "device_time_total" if gpu else "cpu_time_total"
-    notes = [] if gpu else ["CUDA simulator: CPU activity only (torch.profiler records no GPU here); a Numba "
-                            "rung's CPU time is Python simulating every thread, not GPU time"]
-    if trace:
-        prof.export_chrome_trace(trace)
-        notes.append(f"trace written to {trace}: open it in https://ui.perfetto.dev or chrome://tracing")
-    return {"kernel": kernel, "backend": backend, "size": list(shape), "threads": threads, "repeats": repeats,
-            "activities": ["CPU"] + (["CUDA"] if gpu else []), "sort_by": sort_by,
-            "contenders": [n for n, _ in prepared], "skipped": skipped,
-            "table": prof.key_averages().table(sort_by=sort_by, row_limit=row_limit), "trace": trace, "notes": notes}
+    return prof

@@ -113,13 +113,14 @@ def table(doc: dict):
 
 def plot(doc: dict, path: str) -> None:
     """Write the roofline PNG: log-log FLOP/byte vs GFLOP/s, the memory and FP32 ceilings, one marker
-    per point (circles: Numba rungs, crosses: libraries), one colour per kernel."""
+    per point (one colour per kernel; filled: Numba rungs, hollow: libraries), named in the legend.
+    With no points (the simulator) each kernel's intensity is a dashed line, with the note."""
     import numpy as np
 
     from lab.plot import pyplot
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(9, 6))
+    fig, ax = plt.subplots(figsize=(12, 6.5))
     ais = [k["intensity"] for k in doc["kernels"]] + [p["intensity"] for p in doc["points"]]
     lo, hi = min(ais) / 4, max(ais + [doc["ridge_intensity"] or 0]) * 4
     colours = {k["kernel"]: f"C{i}" for i, k in enumerate(doc["kernels"])}
@@ -127,16 +128,20 @@ def plot(doc: dict, path: str) -> None:
     if bw and peak:
         x = np.geomspace(lo, hi, 200)
         ax.plot(x, np.minimum(peak, x * bw), color="black", lw=2)
-        ax.text(lo * 1.2, lo * 1.2 * bw * 1.15, f"measured copy {bw:.0f} GB/s", rotation=0, fontsize=8)
-        ax.text(hi / 1.2, peak * 1.08, f"FP32 peak {peak / 1e3:.1f} TFLOP/s", ha="right", fontsize=8)
+        ax.text(lo * 1.5, lo * 1.5 * bw / 3, f"measured copy {bw:.0f} GB/s", fontsize=8)
+        ax.text(hi / 1.2, peak * 1.1, f"FP32 peak {peak / 1e3:.1f} TFLOP/s", ha="right", fontsize=8)
         ax.axvline(doc["ridge_intensity"], color="grey", ls=":", lw=1)
+    shapes = "osD^vP*Xhp<>"
+    index: dict[str, int] = {}
     for p in doc["points"]:
-        ax.scatter(p["intensity"], p["gflops"], color=colours.get(p["kernel"], "grey"),
-                   marker="o" if p["contender"] == "numba" else "x", s=40, zorder=3)
-        ax.annotate(p["name"], (p["intensity"], p["gflops"]), fontsize=6,
-                    xytext=(4, -3), textcoords="offset points")
-    for k in doc["kernels"]:
-        ax.axvline(k["intensity"], color=colours[k["kernel"]], ls="--", lw=0.8, alpha=0.6, label=f"{k['kernel']} {k['size']}")
+        i = index[p["kernel"]] = index.get(p["kernel"], -1) + 1
+        c = colours.get(p["kernel"], "grey")
+        ax.scatter(p["intensity"], p["gflops"], s=45, zorder=3, marker=shapes[i % len(shapes)],
+                   facecolors=c if p["contender"] == "numba" else "none", edgecolors=c,
+                   label=f"{p['kernel']}: {p['name']}")
+    if not doc["points"]:
+        for k in doc["kernels"]:
+            ax.axvline(k["intensity"], color=colours[k["kernel"]], ls="--", lw=0.8, label=f"{k['kernel']} {k['size']}")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -144,12 +149,13 @@ def plot(doc: dict, path: str) -> None:
         ax.set_ylim(1, 1e5)
     ax.set_xlabel("arithmetic intensity (FLOP/byte of minimum traffic)")
     ax.set_ylabel("achieved GFLOP/s")
-    ax.set_title(f"roofline: {doc['device']['name']}")
+    sizes = ", ".join(f"{k['kernel']} {k['size']}" for k in doc["kernels"])
+    ax.set_title(f"roofline: {doc['device']['name']}\n{sizes}", fontsize=10)
     if doc["note"]:
         ax.text(0.5, 0.5, doc["note"].replace("; ", ";\n"), transform=ax.transAxes, ha="center", va="center",
                 fontsize=9, bbox={"facecolor": "lightyellow", "alpha": 0.9})
     ax.grid(True, which="both", alpha=0.2)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

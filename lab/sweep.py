@@ -104,15 +104,25 @@ def table(doc: dict):
     from rich.table import Table
 
     sim = doc["backend"] == "simulator"
+    data = rows(doc)
     t = Table(title=f"lab sweep {doc['kernel']}" + (" (CUDA simulator: wall clock, not GPU time)" if sim else ""),
               title_justify="left")
-    for col in ("size", "threads", "contender", "sim ms" if sim else "median ms", "IQR %", "GB/s", "check"):
+    # a column that is the same on every row (one size, or one threads value) goes to the title
+    same = {c for c in ("size", "threads") if len({r[c] for r in data}) == 1 and data}
+    if same:
+        t.title += " — " + ", ".join(f"{c} {data[0][c]}" for c in ("size", "threads") if c in same)
+    cols = [c for c in ("size", "threads", "contender", "sim ms" if sim else "median ms", "IQR %", "GB/s", "check")
+            if c not in same]
+    for col in cols:
         t.add_column(col, justify="left" if col in ("size", "contender", "check") else "right",
                      no_wrap=col == "contender", overflow="fold")
-    for r in rows(doc):
+    for r in data:
         iqr = 100 * r["iqr_ms"] / r["median_ms"] if r["median_ms"] else None
-        t.add_row(r["size"], str(r["threads"]), r["name"], "-" if r["median_ms"] is None else f"{r['median_ms']:.4g}",
-                  "-" if iqr is None else f"{iqr:.0f}", "-" if r["gbps"] is None else f"{r['gbps']:.1f}", r["status"])
+        cells = {"size": r["size"], "threads": str(r["threads"]), "contender": r["name"],
+                 "median": "-" if r["median_ms"] is None else f"{r['median_ms']:.4g}",
+                 "IQR %": "-" if iqr is None else f"{iqr:.0f}", "GB/s": "-" if r["gbps"] is None else f"{r['gbps']:.1f}",
+                 "check": r["status"]}
+        t.add_row(*[cells["median" if c.endswith(" ms") else c] for c in cols])
     return t
 
 
