@@ -257,3 +257,17 @@ def test_compare_nothing_in_common(capsys, tmp_path, run_json):
     other = tmp_path / "other.json"
     other.write_text(json.dumps(fake_gpu_report({("numba", "naive"): 1.0}, kernel="matmul", size=(64, 64, 64))))
     one_line_exit_2(*lab(capsys, "compare", str(run_json), str(other))[::2], "share no")
+
+
+def test_sweep_plot_against_size(tmp_path):
+    from lab import sweep as S
+
+    reps = [fake_gpu_report({("numba", "four_per_thread"): ms, ("torch", "torch.add"): ms * 1.1}, size=(n,))
+            for n, ms in [(1 << 20, 0.01), (1 << 24, 0.08)]]
+    for r in reps:
+        for x in r["results"]:
+            x["gbps"] = r["bytes_moved"] / (x["median_ms"] * 1e-3) / 1e9
+    doc = {"kernel": "vecadd", "backend": "gpu", "threads": [256], "sizes": ["1048576", "16777216"], "reports": reps}
+    assert S.plot(doc, str(tmp_path / "s.png")) == "gbps"
+    assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    assert [r["name"] for r in S.rows(doc)][:2] == ["four_per_thread", "torch.add"]
