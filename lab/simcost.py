@@ -1,0 +1,59 @@
+"""How long Numba's CUDA simulator takes: a rough wall-time model, so a long run can say so first.
+
+The simulator runs every CUDA thread of a block as a Python thread and interprets the kernel line
+by line, so a call costs about
+
+    seconds = sum over launches of  threads launched * per_thread_ms(variant) / 1e3
+              + FLOPs of the problem * PER_FLOP_MS / 1e3
+
+``per_thread_ms`` is the fixed cost of a simulated thread (start, index math, barriers and warp
+shuffles, which the simulator emulates with locks); it differs by rung (a warp-shuffle reduction
+costs ~20x an element-wise thread). ``PER_FLOP_MS`` is the interpreted cost of one multiply or add.
+Both were measured with :func:`measure` (``python -m lab.simcost``) on a 2-core CPU machine at the
+simulator's default sizes and --threads 32; a faster CPU runs proportionally faster. The estimate
+is rough (within ~2-3x), good enough to say "about 3 min" before a run and suggest a smaller --size.
+"""
+from __future__ import annotations
+
+# ms per simulated thread launched, per (kernel, variant); measured by measure() below
+PER_THREAD_MS = {
+    ("vecadd", "element_per_thread"): 0.24,
+    ("vecadd", "four_per_thread"): 0.25,
+    ("matvec", "row_per_thread"): 0.2,
+    ("matvec", "warp_per_row"): 4.3,
+    ("matvec", "warp_per_row_shared_x"): 4.6,
+}
+DEFAULT_PER_THREAD_MS = 1.0  # a rung not measured yet
+PER_FLOP_MS = 0.017
+
+
+def call_seconds(kernel: str, launches: dict[str, int], flops: int) -> float:
+    """Estimated simulator seconds for one call of each variant in ``launches`` (variant -> threads
+    launched), summed."""
+    ms = sum(n * PER_THREAD_MS.get((kernel, v), DEFAULT_PER_THREAD_MS) + flops * PER_FLOP_MS
+             for v, n in launches.items())
+    return ms / 1e3
+
+
+def measure(threads: int = 32) -> dict:
+    """Re-measure PER_THREAD_MS in the simulator (each kernel at its default simulator size):
+    (median call ms - FLOPs * PER_FLOP_MS) / threads launched. Prints one line per rung."""
+    from lab.backend import select
+
+    select("sim")
+    import kernels
+    from lab.runner import Options, run
+
+    out = {}
+    for name in kernels.NAMES:
+        report = run(Options(name, threads=threads, repeats=2, warmup=0, contenders=["numba"]), "simulator")
+        for row in report.rows:
+            if row.measurement and row.launch:
+                per = (row.measurement.median_ms - report.flops * PER_FLOP_MS) / row.launch["threads_total"]
+                out[(name, row.variant)] = round(max(per, 0.01), 3)
+                print(f"    ({name!r}, {row.variant!r}): {out[(name, row.variant)]},", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    measure()
