@@ -68,6 +68,23 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
         sys.exit(1)
 
 
+@cli.command(name="list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list instead of text.")
+@BACKEND
+def list_(as_json, sim):
+    """List the kernels: their rungs (Numba variants), contenders and sizes."""
+    _backend(sim)
+    from lab.catalog import catalog
+
+    info = catalog()
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    from lab.report import print_list
+
+    print_list(info)
+
+
 @cli.command()
 @click.option("--measure", is_flag=True, help="Also measure device-to-device copy bandwidth.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")

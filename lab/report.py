@@ -13,6 +13,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
 from rich.measure import Measurement
+from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
@@ -216,12 +217,11 @@ def result_columns(report: Report) -> list[Col]:
     if report.backend == "simulator":
         return cols + [
             Col("wall time", lambda r: duration(med(r)), 90,
-                explain="wall time: median wall-clock time a call; Numba rows in the CUDA simulator (not a GPU "
-                        "time), NumPy on this CPU"),
+                explain="wall time: median a call, Numba rows simulated (not GPU times), NumPy on this CPU"),
             Col("1st call", lambda r: duration(r.first_call_ms), 40,
-                explain="1st call: compile + load + one run, timed alone and not in the median"),
+                explain="1st call: compile + load + one run"),
             Col("max err", lambda r: _num(r.max_abs_err, "{:.1e}") if r.max_abs_err is not None else None, 60,
-                explain="max err: max |output - float64 reference|"),
+                explain="max err: against float64"),
             Col("GB/s", lambda r: _opt(r.gbps, sig), 10),
             Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:.2f}"), 10),
         ]
@@ -245,7 +245,7 @@ def result_columns(report: Report) -> list[Col]:
         Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:,.2f}" if x < 100 else f"{x:,.0f}"), 70,
             explain="×NumPy: speedup over NumPy on the CPU"),
         Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 45,
-            explain="max err: max |output - float64 reference|"),
+            explain="max err: against float64"),
         Col("1st ms", lambda r: _opt(r.first_call_ms, sig), 30,
             explain="1st ms: first call (compile + load + one run), timed alone and not in the median"),
     ]
@@ -261,11 +261,11 @@ def launch_columns() -> list[Col]:
     get = lambda key, fmt: lambda v: _opt(v[1].get(key), fmt)  # noqa: E731
     return [
         Col("variant", lambda v: v[0], 100, left=True, wrap=True),
-        Col("grid", dims("grid"), 100, explain="grid: blocks (x, y); block: threads per block (x, y)"),
+        Col("grid", dims("grid"), 100, explain="grid: blocks · block: threads a block"),
         Col("block", dims("block"), 100),
-        Col("threads", lambda v: count(v[1]["threads_total"]), 90, explain="threads: launched in all"),
-        Col("needed", lambda v: count(v[1]["threads_needed"]), 40, explain="needed: threads with work"),
-        Col("idle", lambda v: count(v[1]["threads_idle"]), 80, explain="idle: launched minus needed"),
+        Col("threads", lambda v: count(v[1]["threads_total"]), 90, explain="idle = threads launched - needed (threads with work)"),
+        Col("needed", lambda v: count(v[1]["threads_needed"]), 40, ),
+        Col("idle", lambda v: count(v[1]["threads_idle"]), 80, ),
         Col("regs", get("registers", str), 60, explain="regs: registers a thread"),
         Col("smem", get("shared_bytes", lambda b: si(b, "B")), 55, explain="smem: shared memory a block"),
         Col("local", get("local_bytes", lambda b: si(b, "B")), 35, explain="local: local memory a thread"),
@@ -318,6 +318,8 @@ def notes_lines(report: Report) -> list[str]:
         if r.measurement:
             by_method.setdefault(r.measurement.method, []).append(r.variant if r.contender != "numpy" else "numpy")
     for m, who in by_method.items():
+        if m == SIMULATOR_CLOCK:
+            continue  # said under the table ("wall time")
         lines.append(f"[dim]timing ({escape(', '.join(who))}): {escape(m)}[/]")
     for r in report.rows:
         if r.reason and r.status != "skipped":
@@ -450,3 +452,25 @@ def print_device(info: dict, console: Console | None = None) -> None:
         unit = next((u for suffix, u in units.items() if key.endswith(suffix)), "")
         table.add_row(key, f"{value}{unit}" if value is not None else "not reported")
     console.print(table)
+
+
+def print_list(kernels_info: list[dict], out: Console | None = None) -> None:
+    """``lab list``: per kernel its summary, sizes, rungs (one line each) and contenders."""
+    out = out or console()
+    indent = lambda markup, n=2: Padding(Text.from_markup(markup), (0, 0, 0, n), expand=False)  # noqa: E731
+    for k in kernels_info:
+        gpu, sim = ("x".join(map(str, k["default_size"][b])) for b in ("gpu", "simulator"))
+        out.print(f"[bold]{k['name']}[/]: {escape(k['summary'])}")
+        out.print(indent(f"--size {escape(k['size_help'])}; default {gpu} on a GPU, {sim} in the simulator; "
+                         f"--dtype {', '.join(k['dtypes'])}"))
+        out.print(indent("rungs (--variant):"))
+        for i, r in enumerate(k["rungs"], 1):
+            limits = [x for x in ("whole warps" if r["needs_whole_warps"] else "",
+                                  f"<= {r['max_threads']} threads" if r["max_threads"] else "") if x]
+            out.print(indent(f"{i}. [cyan]{r['name']}[/]: {escape(r['summary'])}"
+                             + (f" [dim]({', '.join(limits)})[/]" if limits else ""), 4))
+        out.print(indent("contenders (--contenders):"))
+        for c, labels in k["contenders"].items():
+            if c != "numba":
+                out.print(indent(f"{c}: {escape(', '.join(labels)) if labels else '[dim]not installed[/]'}", 4))
+        out.print()
