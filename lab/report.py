@@ -349,12 +349,15 @@ def print_header(report: Report, out: Console) -> None:
 
 
 def print_body(report: Report, out: Console, wide: bool = False) -> None:
-    width = None
     renderables, under = tables(report, out, wide)
+    target = out
     if wide:  # everything, at its natural width (the terminal may wrap the lines)
-        width = max([out.width] + [Measurement.get(out, out.options, t).maximum for t in renderables])
+        natural = out.options.update_width(10_000)
+        width = max([out.width] + [Measurement.get(out, natural, t).maximum for t in renderables])
+        target = Console(file=out.file, width=width, highlight=False, force_terminal=out.is_terminal,
+                         color_system=out.color_system, no_color=out.no_color)
     for t in renderables:
-        out.print(t, width=width)
+        target.print(t)
     for line in under + notes_lines(report):
         out.print(line)
 
@@ -392,13 +395,13 @@ class LiveProgress:
         self.status = f"{contender} {variant}: {what}"
         self.started = time.perf_counter()
         if self.live:
-            self.live.update(self._render(report))
+            self.live.update(self._render(report), refresh=True)
         elif not self.json:
             self.err.print(f"lab: {self.status} …", highlight=False, soft_wrap=True)
 
     def on_row(self, report: Report, row) -> None:
         if self.live:
-            self.live.update(self._render(report))
+            self.live.update(self._render(report), refresh=True)
 
     def on_done(self, report: Report) -> None:
         self.status = ""

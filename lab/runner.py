@@ -212,7 +212,7 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
         calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
         report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
         if report.estimate_s > SLOW_SIMULATION_S:
-            report.smaller_size = _smaller_size(spec, size, report.estimate_s)
+            report.smaller_size = _smaller_size(spec, size, variant_names, threads, calls)
     emit("start", report)
 
     def measure(row: Row, prepare) -> Row:
@@ -299,14 +299,11 @@ def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> fl
     return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
 
 
-def _smaller_size(spec, size, estimate_s: float, target_s: float = 10.0) -> str:
-    """A --size with every dimension scaled down so the run takes about ``target_s``; the
-    simulator's default when that is not smaller."""
-    shrink = (target_s / estimate_s) ** (1 / len(size))
-    smaller = tuple(max(1, int(d * shrink)) for d in size)
-    default = spec.default_size(True)
-    if math.prod(smaller) >= math.prod(size) or math.prod(default) < math.prod(smaller):
-        smaller = default
+def _smaller_size(spec, size, variant_names, threads: int, calls: int, target_s: float = 10.0) -> str:
+    """A --size, every dimension shrunk by the same factor, that the simulator runs in ~``target_s``."""
+    smaller = size
+    while simulator_seconds(spec, smaller, variant_names, threads, calls) > target_s and max(smaller) > 1:
+        smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
     return "x".join(map(str, smaller))
 
 
