@@ -83,8 +83,8 @@ def sig(x: float) -> str:
 
 
 def count(n: int) -> str:
-    """A thread count: exact up to 99,999, then 3 significant digits (134k, 67.1M)."""
-    if n < 100_000:
+    """A thread count: exact up to 9,999,999, then 3 significant digits (67.1M)."""
+    if n < 10_000_000:
         return f"{n:,}"
     return si(n, "").strip().replace(" ", "").replace("K", "k")
 
@@ -387,7 +387,8 @@ class LiveProgress:
             print_header(report, self.out)
         term = self.err if self.json else self.out
         if term.is_terminal:
-            self.live = Live(self._render(report), console=term, refresh_per_second=8, transient=self.json)
+            self.live = Live(self._render(report), console=term, refresh_per_second=8, transient=self.json,
+                             vertical_overflow="visible")  # never "..." a table taller than the terminal
             self.live.start()
 
     def on_stage(self, report: Report, contender: str, variant: str, stage: str, calls: int | None = None) -> None:

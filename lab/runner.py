@@ -93,7 +93,8 @@ class Report:
 # Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
 # engine never prints; lab.report renders them):
 #   "start"  report header known (seed, device, estimate), no rows yet
-#   "stage"  info: contender, variant, stage ("compile + check" or "time"), calls (timed calls)
+#   "stage"  info: contender, variant, stage ("compile + check", "first call + check" or "time"),
+#            calls (timed calls, with "time")
 #   "row"    info: row, a finished Row (ok, FAIL or skipped), already appended to report.rows
 #   "done"   every row finished and derived numbers (GB/s ...) filled in
 Progress = Callable[..., None]
@@ -224,7 +225,8 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
             return row
         try:
             prepared.poison()
-            emit("stage", report, contender=row.contender, variant=row.variant, stage="compile + check")
+            emit("stage", report, contender=row.contender, variant=row.variant,
+                 stage="compile + check" if row.contender == "numba" else "first call + check")
             timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
             row.first_call_ms, outs = timer.first_call()
             host_outs = prepared.read(outs)
@@ -299,7 +301,7 @@ def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> fl
     return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
 
 
-def _smaller_size(spec, size, variant_names, threads: int, calls: int, target_s: float = 10.0) -> str:
+def _smaller_size(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
     """A --size, every dimension shrunk by the same factor, that the simulator runs in ~``target_s``."""
     smaller = size
     while simulator_seconds(spec, smaller, variant_names, threads, calls) > target_s and max(smaller) > 1:
