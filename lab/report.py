@@ -99,7 +99,7 @@ def duration(ms: float | None) -> str | None:
     if s >= 90:
         return f"{s / 60:.1f} min"
     if s >= 1:
-        return f"{s:.2g} s" if s < 10 else f"{s:.0f} s"
+        return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
     if ms >= 1:
         return f"{ms:.2g} ms" if ms < 10 else f"{ms:.0f} ms"
     if ms >= 0.1:
@@ -134,7 +134,7 @@ def header_lines(report: Report) -> list[str]:
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
     if report.estimate_s is not None and report.estimate_s > 30:
         est = duration(report.estimate_s * 1e3)
-        hint = f"; for a quick look try --size {report.smaller_size}" if report.smaller_size else ""
+        hint = f"; for a quick look try {report.quick_options}" if report.quick_options else ""
         lines.append(f"[yellow]the simulator will take roughly {est} for this run{hint}[/]")
     return lines
 

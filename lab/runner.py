@@ -87,7 +87,7 @@ class Report:
     copy_bandwidth: dict | None = None
     numpy_threads: str = ""
     estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
-    smaller_size: str | None = None  # simulator only: a --size that runs in seconds, when estimate_s is long
+    quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
 
 
 # Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
@@ -213,7 +213,7 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
         calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
         report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
         if report.estimate_s > SLOW_SIMULATION_S:
-            report.smaller_size = _smaller_size(spec, size, variant_names, threads, calls)
+            report.quick_options = quick_options(spec, size, variant_names, threads, calls)
     emit("start", report)
 
     def measure(row: Row, prepare) -> Row:
@@ -301,12 +301,20 @@ def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> fl
     return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
 
 
-def _smaller_size(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
-    """A --size, every dimension shrunk by the same factor, that the simulator runs in ~``target_s``."""
-    smaller = size
-    while simulator_seconds(spec, smaller, variant_names, threads, calls) > target_s and max(smaller) > 1:
-        smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
-    return "x".join(map(str, smaller))
+def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
+    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
+    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
+    def shrink(t):
+        smaller = size
+        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
+            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
+        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
+
+    smaller, quick = shrink(threads)
+    if not quick and threads > 32:
+        smaller, _ = shrink(32)
+        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
+    return f"--size {'x'.join(map(str, smaller))}"
 
 
 def _first_line(e: Exception) -> str:

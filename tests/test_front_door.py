@@ -151,16 +151,19 @@ def test_a_long_simulation_is_announced_with_a_smaller_size():
         run(Options("matvec", threads=32, size="4096x1024"), "simulator", progress=progress)
     rep = seen["report"]
     assert rep.estimate_s > 600 and not rep.rows
-    smaller = tuple(int(d) for d in rep.smaller_size.split("x"))
-    assert smaller[0] * smaller[1] < 4096 * 1024
     line = R.header_lines(rep)[-1]
-    assert "roughly" in line and f"--size {rep.smaller_size}" in line
+    assert "roughly" in line and rep.quick_options in line
+    smaller = tuple(int(d) for d in rep.quick_options.removeprefix("--size ").split("x"))
+    assert smaller[0] * smaller[1] < 4096 * 1024
     # and the suggested size really is quick by the same model
-    from lab.runner import simulator_seconds
+    from lab.runner import quick_options, simulator_seconds
     import kernels
 
     spec = kernels.load("matvec")
     assert simulator_seconds(spec, smaller, list(spec.variants), 32, 5) < 30
+    # blocks of 1024 simulated threads are slow at any size: then --threads 32 is suggested too
+    hint = quick_options(spec, (48, 80), list(spec.variants), 1024, 5)
+    assert hint.startswith("--threads 32 --size ")
 
 
 # --- crashes that were --------------------------------------------------------------------------------
