@@ -151,6 +151,10 @@ class Col:
     left: bool = False
     wrap: bool = False  # text that may wrap onto more lines (never numbers)
     explain: str = ""  # one line under the table, when the column is shown
+    style: Callable[[str], str | None] | None = None  # cell text -> rich style
+
+
+CHECK_STYLE = {"ok": "green", "FAIL": "bold red", "skipped": "dim"}
 
 
 def _table(cols: list[Col], items: list, console: Console, wide: bool, title: str):
@@ -175,7 +179,9 @@ def _table(cols: list[Col], items: list, console: Console, wide: bool, title: st
             t.add_column(c.header, justify="left" if c.left else "right", no_wrap=not c.wrap,
                          overflow="fold", min_width=widths[i])
         for r in range(len(items)):
-            t.add_row(*[escape(cells[i][r]) if cells[i][r] is not None else "-" for i in idx])
+            t.add_row(*[Text("-") if cells[i][r] is None else
+                        Text(cells[i][r], style=(cols[i].style and cols[i].style(cells[i][r])) or "")
+                        for i in idx])
         return t
 
     dropped = []
@@ -203,28 +209,25 @@ def _noise(r) -> float | None:
     return m.iqr_ms / m.median_ms
 
 
-def _simulated(r) -> bool:
-    return bool(r.measurement and r.measurement.method == SIMULATOR_CLOCK)
-
-
 def result_columns(report: Report) -> list[Col]:
     """The results table's columns, most important first."""
     med = lambda r: r.measurement.median_ms if r.measurement else None  # noqa: E731
     check = lambda r: {"ok": "ok", "FAIL": "FAIL", "skipped": "skipped"}[r.status]  # noqa: E731
     cols = [Col("contender", lambda r: r.contender, 100, left=True),
             Col("variant", lambda r: r.variant, 100, left=True, wrap=True),
-            Col("check", check, 100, left=True)]
+            Col("check", check, 100, left=True, style=CHECK_STYLE.get)]
     if report.backend == "simulator":
         return cols + [
             Col("wall time", lambda r: duration(med(r)), 90,
                 explain="wall time: median a call, Numba rows simulated (not GPU times), NumPy on this CPU"),
             Col("1st call", lambda r: duration(r.first_call_ms), 40,
                 explain="1st call: compile + load + one run"),
-            Col("max err", lambda r: _num(r.max_abs_err, "{:.1e}") if r.max_abs_err is not None else None, 60,
+            Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 60,
                 explain="max err: against float64"),
             Col("GB/s", lambda r: _opt(r.gbps, sig), 10),
             Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:.2f}"), 10),
         ]
+    failed = any(r.status == "FAIL" for r in report.rows)  # then the error matters more than speed
     # on a GPU: the roofline-relevant rate first (bytes for memory-bound kernels, FLOPs for matmul)
     peak, copy = report.device.get("peak_fp32_gflops"), (report.copy_bandwidth or {}).get("gbps")
     balance = peak / copy if peak and copy else 10.0  # FLOP per byte where a kernel turns compute-bound
@@ -244,7 +247,7 @@ def result_columns(report: Report) -> list[Col]:
         *(flop_cols + bytes_cols if compute_bound else bytes_cols + flop_cols),
         Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:,.2f}" if x < 100 else f"{x:,.0f}"), 70,
             explain="×NumPy: speedup over NumPy on the CPU"),
-        Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 45,
+        Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 95 if failed else 45,
             explain="max err: against float64"),
         Col("1st ms", lambda r: _opt(r.first_call_ms, sig), 30,
             explain="1st ms: first call (compile + load + one run), timed alone and not in the median"),
