@@ -163,13 +163,11 @@ def _table(cols: list[Col], items: list, console: Console, wide: bool, title: st
     cells = [[c.cell(it) for it in items] for c in cols]
     keep = [i for i, col in enumerate(cells) if any(v is not None for v in col)]
 
-    widths = {}
+    full = {i: max(len(v or "-") for v in cells[i] + [cols[i].header]) for i in keep}
+    widths = dict(full)
     for i in keep:
-        c = cols[i]
-        if c.wrap:  # wraps at spaces, never inside a word
-            widths[i] = max(len(w) for v in cells[i] + [c.header] if v for w in v.split())
-        else:
-            widths[i] = max(len(v or "-") for v in cells[i] + [c.header])
+        if cols[i].wrap:  # may wrap at spaces, never inside a word
+            widths[i] = max(len(w) for v in cells[i] + [cols[i].header] if v for w in v.split())
 
     def build(idx):
         t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
@@ -187,13 +185,15 @@ def _table(cols: list[Col], items: list, console: Console, wide: bool, title: st
     dropped = []
     # the narrowest this table renders without cutting: the widest number or word per column, plus
     # a separator and one space of padding each side between columns
-    narrowest = lambda idx: sum(widths[i] for i in idx) + 3 * (len(idx) - 1)  # noqa: E731
-    while not wide and len(keep) > 1 and narrowest(keep) > console.width:
-        worst = min(keep, key=lambda i: (cols[i].priority, -i))
-        if cols[worst].priority >= 100:
-            break
-        keep.remove(worst)
-        dropped.append(cols[worst].header)
+    narrowest = lambda idx, w: sum(w[i] for i in idx) + 3 * (len(idx) - 1)  # noqa: E731
+    # first drop minor columns (priority < 50) so that names need not wrap, then any below 100
+    for w, limit in ((full, 50), (widths, 100)):
+        while not wide and len(keep) > 1 and narrowest(keep, w) > console.width:
+            worst = min(keep, key=lambda i: (cols[i].priority, -i))
+            if cols[worst].priority >= limit:
+                break
+            keep.remove(worst)
+            dropped.append(cols[worst].header)
     table = build(keep)
     return table, [cols[i] for i in keep], dropped
 
