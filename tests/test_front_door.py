@@ -336,3 +336,15 @@ def test_launch_table_shows_resources_when_present_and_wraps_long_notes():
     _fits(text)
     assert "regs" in text and "75%" in text and "4.1 KB" in text
     assert " ".join(note.split()) in " ".join(text.split())  # wrapped, every word kept
+
+
+def test_a_failing_row_shows_its_error_and_exits_1(monkeypatch):
+    from lab import runner
+
+    real = runner.check_outputs
+    monkeypatch.setattr(runner, "check_outputs", lambda outs, refs, tols: (False,) + real(outs, refs, tols)[1:])
+    code, out, err = lab("run", "vecadd", "--size", "40", "--threads", "32", *TINY)
+    assert code == 1, err
+    _fits(out)
+    assert re.search(r"element_per_thread\s+FAIL", out) and "max err" in out
+    assert "output differs from the float64 reference" in out
