@@ -61,7 +61,11 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=_csv(variant),
                    contenders=_csv(contenders), repeats=repeats, warmup=warmup, seed=seed)
-    result = run_kernel(opts, backend, progress=report.LiveProgress(wide=wide, json=as_json))
+    progress = report.LiveProgress(wide=wide, json=as_json)
+    try:
+        result = run_kernel(opts, backend, progress=progress)
+    finally:
+        progress.close()  # a run stopped by Ctrl-C or an error leaves the terminal as it was
     if as_json:
         report.print_json(result)
     if any(r.status == "FAIL" for r in result.rows):

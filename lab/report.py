@@ -378,6 +378,7 @@ class LiveProgress:
         self.live = None
         self.status = ""
         self.started = time.perf_counter()
+        self.spinner = _Status(self)
 
     def __call__(self, event: str, report: Report, **info) -> None:
         getattr(self, f"on_{event}")(report, **info)
@@ -420,6 +421,11 @@ class LiveProgress:
         elif not self.json:
             print_body(report, self.out, self.wide)
 
+    def close(self) -> None:
+        """Stop the live display if the run ended early (an error or Ctrl-C)."""
+        if self.live and self.live.is_started:
+            self.live.stop()
+
     def _tail(self, report, renderables):
         if self.wide:
             print_body(report, self.out, True)
@@ -433,9 +439,22 @@ class LiveProgress:
         if self.json:
             renderables = []
         if self.status:
-            elapsed = time.perf_counter() - self.started
-            renderables.append(Spinner("dots", Text(f"{self.status} ({elapsed:.0f} s)", style="cyan")))
+            renderables.append(self.spinner)
         return Group(*renderables)
+
+
+class _Status:
+    """The spinner line; its text (what runs, for how long) is recomputed at every refresh."""
+
+    def __init__(self, progress: LiveProgress):
+        self.progress, self.spinner = progress, Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console, options):
+        p = self.progress
+        if not p.status:  # the run is done
+            return
+        self.spinner.update(text=Text(f"{p.status} ({time.perf_counter() - p.started:.0f} s)", style="cyan"))
+        yield self.spinner
 
 
 def print_device(info: dict, console: Console | None = None) -> None:
