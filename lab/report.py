@@ -130,7 +130,7 @@ def header_lines(report: Report) -> list[str]:
         text = ", ".join(f"{k} {v}" for k, v in clocks.items()) if isinstance(clocks, dict) else str(clocks)
         lines.append(f"clocks: {escape(text)}")
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call · "
-                 f"{report.repeats} timed calls after {report.warmup} warm-up")
+                 f"{report.repeats} timed call{'s' if report.repeats != 1 else ''} after {report.warmup} warm-up")
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
     if report.estimate_s is not None and report.estimate_s > 30:
         est = duration(report.estimate_s * 1e3)
