@@ -691,9 +691,15 @@ def summarize(inputs, outputs):
     scale, zero_point = float(params[0]), float(params[1])
     err = np.abs(x.astype(np.float64) - dequantize_reference(q, params)).max()
     bound = roundtrip_bound(x, scale, zero_point).max()
-    return [f"round trip: max |x - dequantize(quantize(x))| = {err:.4g}; scale/2 = {scale / 2:.4g}, bound "
-            f"for this x (zero_point truncated and clamped) = {bound:.4g}; scale {scale:.4g}, "
-            f"zero_point {zero_point:.0f}"]
+    lines = [f"round trip: max |x - dequantize(quantize(x))| = {err:.4g}; scale/2 = {scale / 2:.4g}, bound "
+             f"for this x (zero_point truncated and clamped) = {bound:.4g}; scale {scale:.4g}, "
+             f"zero_point {zero_point:.0f}"]
+    if err > scale / 2:  # expected, not a bug: say why in one line
+        lo_rep, hi_rep = (QMIN - zero_point) * scale, (QMAX - zero_point) * scale
+        lines.append(f"above scale/2 by design: the ARENA notebook's formula truncates zero_point, so the codes "
+                     f"span [{lo_rep:.4g}, {hi_rep:.4g}], not [min, max] = [{float(x.min()):.4g}, "
+                     f"{float(x.max()):.4g}]; values outside are clamped")
+    return lines
 
 
 SPEC = KernelSpec(

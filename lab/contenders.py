@@ -190,19 +190,41 @@ def prepare_cupy(spec, size, label, inputs) -> Prepared:
 
 
 def why_unavailable(contender: str, simulator: bool) -> str | None:
-    """None if the contender can run here, else the reason its row is skipped."""
-    if contender in ("cupy", "torch"):
-        if not installed(contender):
-            extra = "cuda13" if contender == "cupy" else "torch"
-            return f"not installed (pip install 'numba-gpu-lab[{extra}]')"
-        if simulator:
-            return "needs a CUDA GPU; the simulator backend is active"
-        if contender == "torch":
-            import torch
+    """None if the contender can run here, else the reason its row is skipped, with an install hint
+    that fits this machine: none on a machine without a CUDA GPU (CuPy and torch's CUDA ops need one,
+    and ``pip install 'numba-gpu-lab[torch]'`` there would pull GBs of CUDA wheels for nothing)."""
+    if contender not in ("cupy", "torch"):
+        return None
+    from kernels.backend import gpu_count
 
-            if not torch.cuda.is_available():
-                return f"torch {torch.__version__} has no CUDA support here"
+    has_gpu = gpu_count()[0] > 0
+    if not has_gpu:
+        return "needs a CUDA GPU; this machine has none"
+    if not installed(contender):
+        return f"not installed (pip install 'numba-gpu-lab[{_cuda_extra() if contender == 'cupy' else 'torch'}]')"
+    if simulator:
+        return "needs a CUDA GPU; --sim (the CUDA simulator) is active"
+    if contender == "torch":
+        import torch
+
+        if not torch.cuda.is_available():
+            return (f"torch {torch.__version__} has no CUDA support here "
+                    "(install a CUDA build: pip install 'numba-gpu-lab[torch]')")
     return None
+
+
+def _cuda_extra() -> str:
+    """The CuPy extra that matches the CUDA driver: cuda13 or cuda12 (cuDriverGetVersion)."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value // 1000 == 12:
+            return "cuda12"
+    except OSError:
+        pass
+    return "cuda13"
 
 
 def library_labels(contender: str, kernel: str) -> list[str]:

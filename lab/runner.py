@@ -11,8 +11,8 @@ with its error and is never timed.
 from __future__ import annotations
 
 import gc
-import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from lab.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
+SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 
 
 @dataclass
@@ -87,6 +88,18 @@ class Report:
     numpy_threads: str = ""
     stop_rule: str = ""  # how many calls each row timed, in words
     clocks: dict = field(default_factory=dict)  # {"before": lab.clocks.read(), "after": ...} on a GPU
+    estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
+    quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
+
+
+# Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
+# engine never prints; lab.report renders them):
+#   "start"  report header known (seed, device, estimate), no rows yet
+#   "stage"  info: contender, variant, stage ("compile + check", "first call + check" or "time"),
+#            calls (timed calls, with "time")
+#   "row"    info: row, a finished Row (ok, FAIL or skipped), already appended to report.rows
+#   "done"   every row finished and derived numbers (GB/s ...) filled in
+Progress = Callable[..., None]
 
 
 def _threads_check(threads: int, device: dict) -> list[str]:
@@ -127,8 +140,12 @@ def _pick(requested, available, what):
     return list(requested)
 
 
-def run(opts: Options, backend: str) -> Report:
-    """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input."""
+def run(opts: Options, backend: str, progress: Progress | None = None) -> Report:
+    """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
+
+    progress: optional ``progress(event, report, **info)`` callback (events listed above).
+    """
+    emit = progress or (lambda event, report, **info: None)
     from lab.device import describe, measure_copy_bandwidth
 
     simulator = backend == "simulator"
@@ -153,6 +170,8 @@ def run(opts: Options, backend: str) -> Report:
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
     if (repeats is not None and repeats < 1) or warmup < 0:
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    if opts.seed is not None and opts.seed < 0:
+        raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
 
     rng = np.random.default_rng(seed)
@@ -174,6 +193,12 @@ def run(opts: Options, backend: str) -> Report:
         report.copy_bandwidth = measure_copy_bandwidth()
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
+    if simulator:
+        calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
+        report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
+        if report.estimate_s > SLOW_SIMULATION_S:
+            report.quick_options = quick_options(spec, size, variant_names, threads, calls)
+    emit("start", report)
 
     def measure(row: Row, prepare) -> Row:
         """Fill ``row`` from the contender that ``prepare()`` sets up: check, then time."""
@@ -183,6 +208,8 @@ def run(opts: Options, backend: str) -> Report:
             row.status, row.reason = "FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"
             return row
         try:
+            emit("stage", report, contender=row.contender, variant=row.variant,
+                 stage="compile + check" if row.contender == "numba" else "first call + check")
             timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
             first = {}
 
@@ -205,6 +232,7 @@ def run(opts: Options, backend: str) -> Report:
                     n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
                 if n != repeats or row.first_call_ms > 10:
                     warm = min(warmup, 1)
+            emit("stage", report, contender=row.contender, variant=row.variant, stage="time", calls=n)
             row.measurement = timer.measure(n, warm, rule)
         except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
             row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
@@ -212,29 +240,38 @@ def run(opts: Options, backend: str) -> Report:
             prepared.release()
         return row
 
+    def add(row: Row) -> None:
+        report.rows.append(row)
+        emit("row", report, row=row)
+
     for name in contender_names:
         why = C.why_unavailable(name, simulator)
         if name == "numba":
             for v in variant_names:
                 variant = spec.variants[v]
-                cfg = variant.launch(size, threads)
-                row = Row("numba", v, "ok", launch=cfg.as_dict())
-                report.launches[v] = cfg.as_dict()
+                row = Row("numba", v, "ok")
+                # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
                 if variant.warp_multiple and threads % 32:
                     row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
                 elif variant.max_threads and threads > variant.max_threads:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
                 else:
-                    measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
-                report.rows.append(row)
+                    try:
+                        cfg = variant.launch(size, threads)
+                    except Exception as e:  # launch math that cannot serve this input is a row, not a crash
+                        row.status, row.reason = "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}"
+                    else:
+                        row.launch = report.launches[v] = cfg.as_dict()
+                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                add(row)
         elif name == "numpy":
-            report.rows.append(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
+            add(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
         elif why is not None:
-            report.rows.append(Row(name, "-", "skipped", why))
+            add(Row(name, "-", "skipped", why))
         else:
             for label in C.library_labels(name, spec.name):
                 prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
-                report.rows.append(measure(Row(name, label, "ok"), prepare))
+                add(measure(Row(name, label, "ok"), prepare))
         gc.collect()
     if not simulator:
         report.clocks["after"] = clocks.read()
@@ -242,7 +279,40 @@ def run(opts: Options, backend: str) -> Report:
         if drop:
             report.warnings.append(drop)
     _derive(report)
+    emit("done", report)
     return report
+
+
+def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
+    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.simcost)."""
+    from lab import simcost
+
+    launched = {}
+    for v in variant_names:
+        variant = spec.variants[v]
+        if (variant.warp_multiple and threads % 32) or (variant.max_threads and threads > variant.max_threads):
+            continue  # skipped rungs cost nothing
+        try:
+            launched[v] = variant.launch(size, threads).threads_total
+        except Exception:
+            continue
+    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
+
+
+def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
+    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
+    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
+    def shrink(t):
+        smaller = size
+        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
+            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
+        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
+
+    smaller, quick = shrink(threads)
+    if not quick and threads > 32:
+        smaller, _ = shrink(32)
+        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
+    return f"--size {'x'.join(map(str, smaller))}"
 
 
 def _first_line(e: Exception) -> str:

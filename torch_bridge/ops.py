@@ -122,7 +122,7 @@ def _quantize_aminmax(x, out):
 
 
 TORCH_OPS["quantize"] = [
-    ("seed quantize_tensor (torch ops, host syncs)", _quantize_seed),
+    ("ARENA quantize_tensor (torch ops, host syncs)", _quantize_seed),
     ("torch.aminmax + torch.quantize_per_tensor", _quantize_aminmax),
 ]
 
