@@ -50,9 +50,10 @@ def versions() -> str:
 
 def resource_report() -> list[str]:
     """Registers / shared / local memory per compiled Numba kernel (the compiler's resource report)."""
-    from numba.cuda.dispatcher import CUDADispatcher
-
     import kernels
+    from lab.compilers import _dispatchers
+
+    dispatchers = {id(d) for d in _dispatchers()}
 
     lines = ["| kernel | registers/thread | shared B/block | local B/thread | max threads/block |",
              "|---|---:|---:|---:|---:|"]
@@ -61,7 +62,7 @@ def resource_report() -> list[str]:
         if mod is None:
             continue
         for attr, obj in sorted(vars(mod).items()):
-            if isinstance(obj, CUDADispatcher) and obj.overloads and not obj.targetoptions.get("device"):
+            if id(obj) in dispatchers and obj.overloads:
                 for k in obj.overloads.values():
                     try:
                         lines.append(f"| {name}.{attr} | {k.regs_per_thread} | {k.shared_mem_per_block} | "

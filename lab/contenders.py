@@ -40,7 +40,7 @@ def installed(module: str) -> bool:
 # --- Numba ----------------------------------------------------------------------------------------
 def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepared:
     """Copy inputs to the device, allocate outputs, and wrap ``variant.prepare``'s launch call."""
-    from numba import cuda
+    from kernels.compiler import cuda
 
     d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in inputs]
     outs = [cuda.device_array(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import kernels
+from lab import compilers
 from lab import contenders as C
 from lab.errors import LabError
 from lab.timing import SIMULATOR_CLOCK, Measurement, Timer
@@ -58,6 +59,10 @@ class Row:
     pct_copy: float | None = None
     pct_peak_flops: float | None = None
     speedup_vs_numpy: float | None = None
+    compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
+    registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
+    spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
+    local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
 
     @property
     def ok(self) -> bool:
@@ -84,6 +89,7 @@ class Report:
     notes: list[str] = field(default_factory=list)  # from spec.summarize
     copy_bandwidth: dict | None = None
     numpy_threads: str = ""
+    compiler: str = ""  # the compiler of the Numba rows
 
 
 def _threads_check(threads: int, device: dict) -> list[str]:
@@ -189,9 +195,12 @@ def run(opts: Options, backend: str) -> Report:
     if not simulator:
         report.copy_bandwidth = measure_copy_bandwidth()
     report.numpy_threads = _numpy_threads()
+    report.compiler = compilers.current()
+    cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
 
     def measure(row: Row, prepare) -> Row:
         """Fill ``row`` from the contender that ``prepare()`` sets up: check, then time."""
+        before = compilers.compiled_kernels() if row.contender == "numba" else None
         try:
             prepared = prepare()
         except Exception as e:
@@ -201,6 +210,10 @@ def run(opts: Options, backend: str) -> Report:
             prepared.poison()
             timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
             row.first_call_ms, outs = timer.first_call()
+            if before is not None and not simulator:  # the kernels this rung compiled
+                res = compilers.resources(compilers.compiled_kernels() - before, cc)
+                row.registers, row.spill_bytes, row.local_bytes = (
+                    res["registers"], res["spill_bytes"], res["local_bytes"])
             host_outs = prepared.read(outs)
             ok, row.max_abs_err, row.rel_err = check_outputs(host_outs, refs, tols)
             if not ok:
@@ -224,12 +237,14 @@ def run(opts: Options, backend: str) -> Report:
             for v in variant_names:
                 variant = spec.variants[v]
                 cfg = variant.launch(size, threads)
-                row = Row("numba", v, "ok", launch=cfg.as_dict())
+                row = Row("numba", v, "ok", launch=cfg.as_dict(), compiler=report.compiler)
                 report.launches[v] = cfg.as_dict()
                 if variant.warp_multiple and threads % 32:
                     row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
                 elif variant.max_threads and threads > variant.max_threads:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                elif compilers.unsupported(spec.name, v):
+                    row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
                 else:
                     measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
                 report.rows.append(row)

@@ -109,7 +109,7 @@ _MAX_SPIN_US = 2_000_000
 def _spin(us: int) -> None:
     """Enqueue one GPU thread that sleeps ~``us`` microseconds (nanosleep of 1 us, repeated)."""
     global _spin_kernel
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _spin_kernel is None:
         @cuda.jit
@@ -129,7 +129,7 @@ _flush_buffer = None
 def _flush_l2() -> None:
     """Enqueue a kernel that overwrites a buffer of twice the L2 size (evicting the last call's data)."""
     global _flush_kernel, _flush_buffer
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _flush_kernel is None:
         @cuda.jit
@@ -156,7 +156,7 @@ def _device_samples(fn, repeats: int, enqueue_s: float):
     Returns (samples, covered, spin_ms): covered is True when the spin outlasted the host's
     enqueueing of all calls, i.e. the GPU never waited for the host between calls.
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     spin_us = int(min(_MAX_SPIN_US, 2 * enqueue_s * 1e6 * (repeats + 2) + 500))
     for _ in range(3):
