@@ -182,9 +182,10 @@ def resources(kernels: set, cc: tuple[int, int] | None = None) -> dict:
     regs, local, spills, names = [], [], [], []
     for d, sig in kernels:
         names.append(getattr(getattr(d, "py_func", None), "__name__", "?"))
-        for getter, out in (("get_regs_per_thread", regs), ("get_local_mem_per_thread", local)):
-            try:
-                out.append(int(getattr(d, getter)(sig)))
+        for attr, out in (("regs_per_thread", regs), ("local_mem_per_thread", local)):
+            try:  # numba-cuda: the compiled kernel's attribute; numba-cuda-mlir: the dispatcher's getter
+                k = d.overloads.get(sig)
+                out.append(int(getattr(k, attr) if hasattr(k, attr) else getattr(d, f"get_{attr}")(sig)))
             except Exception:
                 pass
         if cc is not None:

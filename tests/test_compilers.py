@@ -49,7 +49,8 @@ def test_select_rejects_a_change_after_kernels_loaded():
     assert compilers.select(COMPILER, SIMULATOR) == COMPILER
 
 
-def test_numba_cuda_rows_name_their_compiler():
+@pytest.mark.gpu
+def test_rows_name_their_compiler_and_resources():
     from lab.runner import Options, run
 
     rep = run(Options("vecadd", size="300", threads=64, repeats=1, warmup=0, contenders=["numba"]),
