@@ -38,7 +38,7 @@ TARGETS = [
 
 
 def versions() -> str:
-    names = ["numba", "numba-cuda", "numpy", "llvmlite", "torch", "cupy-cuda13x", "cupy-cuda12x", "cuda-core", "rich", "click"]
+    names = ["numba", "numba-cuda", "numba_cuda_mlir", "numpy", "llvmlite", "torch", "cupy-cuda13x", "cupy-cuda12x", "cuda-core", "rich", "click"]
     found = []
     for n in names:
         try:
