@@ -91,8 +91,7 @@ def rint(v):
 
 
 if not SIMULATOR:  # the simulator calls the Python function above
-    from numba.cuda import libdevice, types
-    from numba.cuda.extending import overload
+    from kernels.compiler import libdevice, overload, types
 
     @overload(rint, target="cuda")
     def _rint_gpu(v):

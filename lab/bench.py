@@ -45,8 +45,8 @@ TARGETS = [
 
 
 def versions() -> str:
-    names = ["numba", "numba-cuda", "numpy", "llvmlite", "torch", "cupy-cuda13x", "cupy-cuda12x", "cuda-core",
-             "rich", "click"]
+    names = ["numba", "numba-cuda", "numba_cuda_mlir", "numpy", "llvmlite", "torch", "cupy-cuda13x", "cupy-cuda12x",
+             "cuda-core", "rich", "click"]
     found = []
     for n in names:
         try:
@@ -59,9 +59,10 @@ def versions() -> str:
 def resource_report() -> list[dict]:
     """Registers / shared / local memory of every compiled Numba kernel (the compiler's resource
     report; CUDA C++ Programming Guide, "Occupancy Calculator"). One dict a compiled overload."""
-    from numba.cuda.dispatcher import CUDADispatcher
-
     import kernels
+    from lab.compilers import _dispatchers
+
+    dispatchers = {id(d) for d in _dispatchers()}
 
     rows = []
     for name in kernels.NAMES:
@@ -69,7 +70,7 @@ def resource_report() -> list[dict]:
         if mod is None:
             continue
         for attr, obj in sorted(vars(mod).items()):
-            if isinstance(obj, CUDADispatcher) and obj.overloads and not obj.targetoptions.get("device"):
+            if id(obj) in dispatchers and obj.overloads:
                 for k in obj.overloads.values():
                     row = {"kernel": f"{name}.{attr}"}
                     try:

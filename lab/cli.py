@@ -17,12 +17,28 @@ from lab.errors import LabError
 BACKEND = click.option("--sim/--gpu", "sim", default=None,
                        help="Force Numba's CUDA simulator or a GPU (default: a usable GPU, else the simulator).")
 
+# One definition for every command that compiles kernels (lab run, lab bench, lab sweep): attach
+# with @COMPILER and call _compiler(compiler, backend) right after _backend(sim).
+COMPILER = click.option(
+    "--compiler", type=click.Choice(["numba-cuda", "numba-cuda-mlir", "both"]), default=None,
+    help="Compiler of the Numba kernels: numba-cuda (default; also LAB_COMPILER), numba-cuda-mlir "
+         "(GPU only), or both (lab run: each rung once per compiler).")
+
 
 def _backend(sim) -> str:
     return select("auto" if sim is None else ("sim" if sim else "gpu"))
 
 
 DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
+def _compiler(compiler, backend: str, allow_both: bool = False) -> str:
+    """Choose the compiler before anything compiles; LabError (exit 2) when it cannot run here."""
+    from lab import compilers
+
+    if compiler == "both":
+        if not allow_both:
+            raise LabError("--compiler both is only for lab run; choose numba-cuda or numba-cuda-mlir")
+        return "both"
+    return compilers.select(compiler, backend == "simulator")
 
 
 def _csv(value):
@@ -48,14 +64,25 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their rungs, contenders a
               help="Element type of the inputs (quantize writes uint8 codes).")
 @click.option("--variant", default=None, help="Comma-separated Numba variants (default: all).")
 @click.option("--contenders", default=None, help="Comma-separated from numba,numpy,cupy,torch (default: all).")
-@click.option("--repeats", type=int, default=None, help="Timed calls (default: 50 on a GPU, 3 in the simulator).")
+@click.option("--repeats", type=int, default=None, help="Timed calls (default on a GPU: a stop rule, at least 10 calls and 0.25 s, more while noisy; 3 in the simulator).")
 @click.option("--warmup", type=int, default=None, help="Untimed calls before timing (default: 5; 0 in the simulator).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the random inputs (default: fresh, printed).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--wide", is_flag=True, help="Show every column, however wide the terminal.")
 @BACKEND
-def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, sim):
+@COMPILER
+def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, sim, compiler):
     backend = _backend(sim)
+    if _compiler(compiler, backend, allow_both=True) == "both":
+        from lab import report
+        from lab.compiler_compare import run_both
+
+        doc = run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
+                            contenders=contenders, repeats=repeats, warmup=warmup, seed=seed), backend)
+        print(json.dumps(doc, indent=2, default=str)) if as_json else report.print_compare(doc)
+        if any(r["status"] == "FAIL" for r in doc["results"]):
+            sys.exit(1)
+        return
     from lab import report
     from lab.runner import Options, run as run_kernel
 
@@ -97,11 +124,16 @@ def list_(as_json, sim):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @BACKEND
 def device(measure, as_json, sim):
-    """Show the GPU's attributes (or what the simulator reports)."""
+    """Show the GPU's attributes (or what the simulator reports), and which compilers are usable."""
     backend = _backend(sim)
+    _compiler(None, backend)  # LAB_COMPILER from the environment: checked like --compiler
     from lab.device import describe, measure_copy_bandwidth
 
     info = dict(describe(backend == "simulator"))
+    from lab.compilers import compilers_status
+
+    info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
+                         for n, st in compilers_status(backend == "simulator").items()}
     if measure and backend == "gpu":
         info["measured_copy"] = measure_copy_bandwidth()
     elif measure:

@@ -60,7 +60,7 @@ def _with_canary(shape, dtype):
     """A device array of ``shape`` that is the front of a larger one; the rest is the canary that a
     kernel writing past the end of the output (a missing bounds guard) lands in.
     Returns (output view, whole buffer)."""
-    from numba import cuda
+    from kernels.compiler import cuda
 
     shape = tuple(shape)
     row = int(np.prod(shape[1:], dtype=np.int64)) or 1
@@ -72,7 +72,7 @@ def _with_canary(shape, dtype):
 def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepared:
     """Copy inputs to the device, allocate outputs (each followed by a canary region), and wrap
     ``variant.prepare``'s launch call."""
-    from numba import cuda
+    from kernels.compiler import cuda
 
     d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in inputs]
     pairs = [_with_canary(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]

@@ -65,7 +65,7 @@ def describe(simulator: bool) -> dict:
     Units: bytes, kHz, bits; ``peak_bandwidth_gbps`` in GB/s (2 transfers a memory clock over the
     bus, i.e. DDR), ``peak_fp32_gflops`` in GFLOP/s (FMA = 2 FLOPs a lane a clock).
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if simulator:
         dev = cuda.get_current_device()
@@ -105,7 +105,7 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
     Returns {"gbps": median GB/s counting bytes read plus bytes written, "bytes": nbytes,
     "median_ms": ...}. This is the practical ceiling for memory-bound kernels.
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     from lab.timing import Timer
 

@@ -46,6 +46,7 @@ def to_json(report: Report) -> dict:
         "launches": report.launches,
         "copy_bandwidth": report.copy_bandwidth,
         "numpy_threads": report.numpy_threads,
+        "compiler": report.compiler,
         "warnings": report.warnings,
         "notes": report.notes,
         "stop_rule": report.stop_rule,
@@ -59,6 +60,8 @@ def to_json(report: Report) -> dict:
             "gbps": r.gbps, "gflops": r.gflops, "pct_copy_bandwidth": r.pct_copy,
             "pct_peak_fp32": r.pct_peak_flops, "speedup_vs_numpy": r.speedup_vs_numpy,
             "max_abs_err": r.max_abs_err, "rel_err": r.rel_err, "launch": r.launch,
+            "compiler": r.compiler, "registers": r.registers, "spill_bytes": r.spill_bytes,
+            "local_bytes": r.local_bytes,
         } for r in report.rows],
     }
 
@@ -132,6 +135,8 @@ def header_lines(report: Report) -> list[str]:
             from lab.clocks import describe
 
             lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
+    if report.compiler:
+        lines.append(f"compiler of the Numba rows: {report.compiler}")
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
@@ -484,7 +489,7 @@ def print_device(info: dict, console: Console | None = None) -> None:
         elif isinstance(value, int):
             value = f"{value:,}"
         unit = next((u for suffix, u in units.items() if key.endswith(suffix)), "")
-        table.add_row(key, f"{value}{unit}" if value is not None else "not reported")
+        table.add_row(key, escape(f"{value}{unit}") if value is not None else "not reported")
     console.print(table)
 
 
@@ -508,3 +513,48 @@ def print_list(kernels_info: list[dict], out: Console | None = None) -> None:
             if c != "numba":
                 out.print(indent(f"{c}: {escape(', '.join(labels)) if labels else '[dim]not installed[/]'}", 4))
         out.print()
+
+
+def print_compare(doc: dict, console: Console | None = None) -> None:
+    """``lab run KERNEL --compiler both``: one row per Numba rung and compiler (first call, median,
+    registers, spills), then the other contenders once. ``doc`` is lab.compiler_compare.run_both's."""
+    console = console or globals()['console']()
+    sizes = "x".join(map(str, doc["size"]))
+    console.print(f"[bold]{doc['kernel']}[/]: same kernels, two compilers — size {sizes}, {doc['dtype']}, "
+                  f"--threads {doc['threads_per_block']}, seed {doc['seed']}, backend {doc['backend']}")
+    if doc["backend"] == "simulator":
+        console.print("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
+    for name, st in doc["compilers"].items():
+        console.print(escape(f"{name} {st.get('version') or ''}: " + ("usable" if st["usable"] else st["why"])),
+                      style="dim")
+    table = Table(title="compilers (Numba rungs)", title_justify="left")
+    for col in ("variant", "compiler", "first call ms", "median ms", "IQR ms", "GB/s", "GFLOP/s",
+                "registers", "spill B", "max abs err", "check"):
+        table.add_column(col, justify="left" if col in ("variant", "compiler", "check") else "right")
+    notes = []
+    rows = [r for r in doc["results"] if r["contender"] == "numba"]
+    for r in rows:
+        check = {"ok": "[green]ok[/]", "FAIL": "[red]FAIL[/]", "skipped": "[dim]skipped[/]"}[r["status"]]
+        table.add_row(r["variant"], r["compiler"], _num(r["first_call_ms"], "{:.1f}"), _num(r["median_ms"], "{:.4f}"),
+                      _num(r.get("iqr_ms"), "{:.4f}"), _num(r.get("gbps"), "{:.1f}"), _num(r.get("gflops"), "{:.1f}"),
+                      _num(r.get("registers"), "{:d}"), _num(r.get("spill_bytes"), "{:d}"),
+                      _num(r.get("max_abs_err"), "{:.2e}"), check)
+        if r.get("reason"):
+            notes.append(escape(f"{r['variant']} ({r['compiler']}): {r['reason']}"))
+    console.print(table)
+    others = [r for r in doc["results"] if r["contender"] != "numba"]
+    if others:
+        table = Table(title="other contenders (run once)", title_justify="left")
+        for col in ("contender", "variant", "median ms", "GB/s", "check"):
+            table.add_column(col, justify="left" if col in ("contender", "variant", "check") else "right")
+        for r in others:
+            table.add_row(r["contender"], escape(r["variant"]), _num(r["median_ms"], "{:.4f}"),
+                          _num(r.get("gbps"), "{:.1f}"), r["status"])
+            if r.get("reason"):
+                notes.append(escape(f"{r['contender']}: {r['reason']}"))
+    if others:
+        console.print(table)
+    console.print("[dim]first call = compile + load + one run (each compiler in its own process); registers: "
+                  "the most of the rung's kernels; spill B: ptxas spill stores + loads a thread[/]")
+    for n in notes:
+        console.print(f"[dim]{n}[/]")

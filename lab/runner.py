@@ -17,6 +17,7 @@ from typing import Callable
 import numpy as np
 
 import kernels
+from lab import compilers
 from lab import contenders as C
 from lab.check import check_outputs, check_prepared  # noqa: F401  (check_outputs: the shared check, re-exported)
 from lab.errors import LabError
@@ -60,6 +61,10 @@ class Row:
     pct_copy: float | None = None
     pct_peak_flops: float | None = None
     speedup_vs_numpy: float | None = None
+    compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
+    registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
+    spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
+    local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +95,7 @@ class Report:
     clocks: dict = field(default_factory=dict)  # {"before": lab.clocks.read(), "after": ...} on a GPU
     estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
     quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
+    compiler: str = ""  # the compiler of the Numba rows
 
 
 # Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
@@ -193,6 +199,8 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
         report.copy_bandwidth = measure_copy_bandwidth()
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
+    report.compiler = compilers.current()
+    cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
     if simulator:
         calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
         report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
@@ -202,6 +210,7 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
 
     def measure(row: Row, prepare) -> Row:
         """Fill ``row`` from the contender that ``prepare()`` sets up: check, then time."""
+        before = compilers.compiled_kernels() if row.contender == "numba" else None
         try:
             prepared = prepare()
         except Exception as e:
@@ -219,6 +228,10 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
 
             checked = check_prepared(prepared, refs, tols, out_specs, first_call=first_call)
             row.first_call_ms = first.get("ms")
+            if before is not None and not simulator:  # the kernels this rung compiled
+                res = compilers.resources(compilers.compiled_kernels() - before, cc)
+                row.registers, row.spill_bytes, row.local_bytes = (
+                    res["registers"], res["spill_bytes"], res["local_bytes"])
             ok, row.max_abs_err, row.rel_err = checked.verdict
             host_outs = checked.outputs
             if not ok:
@@ -249,12 +262,14 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
         if name == "numba":
             for v in variant_names:
                 variant = spec.variants[v]
-                row = Row("numba", v, "ok")
+                row = Row("numba", v, "ok", compiler=report.compiler)
                 # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
                 if variant.warp_multiple and threads % 32:
                     row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
                 elif variant.max_threads and threads > variant.max_threads:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                elif compilers.unsupported(spec.name, v):
+                    row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
                 else:
                     try:
                         cfg = variant.launch(size, threads)

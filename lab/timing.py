@@ -212,7 +212,7 @@ _blocker = {}  # "kernel", "flag", "status", "works" (bool), "why" (str)
 def _spin(us: int) -> None:
     """Enqueue one GPU thread that sleeps ~``us`` microseconds (nanosleep of 1 us, repeated)."""
     global _spin_kernel
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _spin_kernel is None:
         @cuda.jit
@@ -253,8 +253,11 @@ def blocking_kernel() -> dict:
     """
     if _blocker:
         return _blocker
-    from numba import cuda
+    from kernels.compiler import COMPILER, cuda
 
+    if COMPILER != "numba-cuda":  # the volatile load is a numba-cuda intrinsic (llvmlite inline PTX)
+        _blocker.update(works=False, why=f"no blocking kernel under {COMPILER}; sleeping instead")
+        return _blocker
     try:
         load = _volatile_load()
 
@@ -301,7 +304,7 @@ _flush_buffer = None
 def _flush_l2() -> None:
     """Enqueue a kernel that reads a buffer of twice the L2 size (evicting the last call's data)."""
     global _flush_kernel, _flush_buffer
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _flush_kernel is None:
         @cuda.jit
@@ -332,7 +335,7 @@ def _device_batch(fn, n: int, enqueue_s: float, flush: bool, hold: str):
     """Time ``n`` calls queued behind one hold ("flag": the blocking kernel; "sleep": a spin;
     "none"): returns (samples ms, covered). covered: the GPU was still held when the last call had
     been enqueued, so no call waited for the host."""
-    from numba import cuda
+    from kernels.compiler import cuda
 
     starts = [cuda.event(timing=True) for _ in range(n)]
     ends = [cuda.event(timing=True) for _ in range(n)]
