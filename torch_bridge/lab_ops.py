@@ -31,16 +31,20 @@ takes the fast launch path (torch_bridge.launch.FastKernel): ~a few microseconds
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 from torch.library import custom_op
 
-import kernels
-from kernels.backend import is_simulator
+# The ops launch small grids on purpose for small tensors: no low-occupancy warning for each (as lab does)
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-SIMULATOR = is_simulator()
+import kernels  # noqa: E402
+from kernels.compiler import SIMULATOR  # noqa: E402  # settles the backend first (the simulator when no GPU is usable)
+
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
+_DEVICE = "cpu" if SIMULATOR else "cuda"
 # (GPU rung, simulator rung) per kernel, used when the kernel has no ``auto`` variant
 _RUNGS = {"vecadd": ("element_per_thread", "element_per_thread"), "matvec": ("warp_per_row", "warp_per_row"), "matmul": ("register_tiled", "naive"),
           "softmax": ("fused", "fused"), "quantize": ("block_partials", "block_partials")}
@@ -51,7 +55,7 @@ def _check(op: str, named: dict, dtypes=FLOATS, ndims: dict | None = None) -> to
     """Validate ``named`` (name -> tensor) for op ``op``; returns the common float dtype.
     One-line ValueError naming what was expected and what was got."""
     first_name, first = next(iter(named.items()))
-    want_device = "cpu" if SIMULATOR else "cuda"
+    want_device = _DEVICE
     dtype = None
     for name, t in named.items():
         if not isinstance(t, torch.Tensor):
@@ -122,28 +126,47 @@ def _launch(kernel_fn, grid, block, *tensors) -> None:
 
 
 # --- vecadd -------------------------------------------------------------------------------------------
-_fast_vecadd = {}  # (kernel name) -> FastKernel
 _X4_FROM = 1 << 20  # from this many elements on, the four-per-thread rung (rung 2 is ~10% faster at 2^26)
+_fast = {}  # x4 (bool) -> FastKernel of that rung
+
+
+def _raw_stream(device) -> int:
+    """torch's current cudaStream_t for ``device`` (the private accessor skips a Stream object)."""
+    get = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    return get(device.index) if get else torch.cuda.current_stream(device).cuda_stream
 
 
 def _vecadd_gpu(a, b, c, n):
-    from kernels import vecadd as V
-    from torch_bridge.launch import FastKernel
-
+    """The hot path: one cached parameter block per (n, dtype); write 3 pointers, cuLaunchKernel."""
     x4 = n >= _X4_FROM
-    fk = _fast_vecadd.get(x4)
+    fk = _fast.get(x4)
     if fk is None:
-        fk = _fast_vecadd[x4] = FastKernel(V.vecadd_x4_kernel if x4 else V.vecadd_kernel)
-    cfg = (V.launch_x4 if x4 else V.launch)((n,), THREADS)
-    fk(cfg.grid, cfg.block, torch.cuda.current_stream(a.device).cuda_stream, a, b, c)
+        from kernels import vecadd as V
+        from torch_bridge.launch import FastKernel
+
+        fk = _fast[x4] = FastKernel(V.vecadd_x4_kernel if x4 else V.vecadd_kernel)
+        fk.launch_math = V.launch_x4 if x4 else V.launch
+
+    def config():
+        cfg = fk.launch_math((n,), THREADS)
+        return cfg.grid, cfg.block
+
+    e = fk.entry((n, a.dtype), config, (a, b, c))
+    values, (sa, sb, sc) = e.values, e.data_slots
+    values[sa] = a.data_ptr()
+    values[sb] = b.data_ptr()
+    values[sc] = c.data_ptr()
+    e.launch(_raw_stream(a.device))
 
 
 @custom_op("lab::vecadd", mutates_args=())
 def vecadd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """c = a + b elementwise (same shape, any number of dimensions; flattened for the kernel:
     one thread an element, kernels/vecadd.py)."""
-    _check("vecadd", {"a": a, "b": b})
-    _same_shape("vecadd", a, b)
+    if not (a.dtype == b.dtype and a.shape == b.shape and a.device == b.device and a.dtype in FLOATS
+            and a.device.type == _DEVICE):  # the common case checks cheaply; the rest explains itself
+        _check("vecadd", {"a": a, "b": b})
+        _same_shape("vecadd", a, b)
     a, b = a.contiguous(), b.contiguous()
     c = torch.empty_like(a)
     n = a.numel()

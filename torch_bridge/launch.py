@@ -85,13 +85,15 @@ class FastKernel:
             d = self._local.entries = {}
         return d
 
-    def entry(self, key, grid, block, tensors) -> _Entry:
+    def entry(self, key, config, tensors) -> _Entry:
+        """The cached specialisation for ``key``; on a miss, ``config()`` gives (grid, block) and
+        ``tensors`` the argument types and shapes."""
         entries = self._entries()
         e = entries.get(key)
         if e is None:
             if len(entries) >= self.max_entries:
                 entries.clear()
-            e = entries[key] = self._build(grid, block, tensors)
+            e = entries[key] = self._build(*config(), tensors)
         return e
 
     def _build(self, grid, block, tensors) -> _Entry:
@@ -123,7 +125,7 @@ class FastKernel:
 
     def __call__(self, grid, block, stream, *tensors):
         key = tuple((t.dtype, tuple(t.shape)) for t in tensors) + (tuple(grid), tuple(block))
-        e = self.entry(key, grid, block, tensors)
+        e = self.entry(key, lambda: (grid, block), tensors)
         values = e.values
         for slot, t in zip(e.data_slots, tensors):
             values[slot] = t.data_ptr()
