@@ -138,7 +138,7 @@ def test_bridge_launches_are_ordered_on_torchs_stream(rng):
     torch.cuda.synchronize()
     assert torch.equal(c, new + b)
     torch.testing.assert_close(y, torch.softmax(new2, 1))
-    torch.testing.assert_close(m, (new2.double() @ W.double()).float())
+    torch.testing.assert_close(m, (new2.double() @ W.double()).float(), rtol=1e-5, atol=1e-4)  # K = 300 sums
     assert (back - new2).abs().max().item() <= scale.item()  # quantized the new values
 
 

@@ -178,3 +178,14 @@ def _torch_dtype(dt):
 
 def _numpy_dtype(dt):
     return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def _table() -> dict:
+    """kernel -> [(label, fn)], from the registry (the form tests and older callers use)."""
+    from torch_bridge import registry
+
+    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)]
+            for k in registry.CONTENDERS}
+
+
+TORCH_OPS = _table()
