@@ -181,11 +181,12 @@ def _numpy_dtype(dt):
 
 
 def _table() -> dict:
-    """kernel -> [(label, fn)], from the registry (the form tests and older callers use)."""
+    """kernel -> [(label, fn)] of torch's own ops, from the registry (the form tests and older
+    callers use; without the "numba via torch op" rows, which tests/test_torch_ops.py covers)."""
     from torch_bridge import registry
 
-    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)]
-            for k in registry.CONTENDERS}
+    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)
+                if not label.startswith("numba via")] for k in registry.CONTENDERS}
 
 
 TORCH_OPS = _table()
