@@ -4,7 +4,6 @@ In the simulator the ops run the simulated kernels on CPU tensors (tiny shapes: 
 Python); on a GPU the ``gpu``-marked tests run them on CUDA tensors, on torch's current stream.
 Every check is against torch (float64 where it matters) on fresh random inputs.
 """
-import numpy as np
 import pytest
 
 from tests.conftest import SIMULATOR
