@@ -3,9 +3,9 @@
 A contender turns host inputs into a :class:`Prepared`: a call to time, a way to poison its outputs
 and a way to read them back. CuPy and torch are optional: they are imported only when used, and a
 missing package or a backend they cannot use (the simulator) becomes a "skipped" row with the
-reason, never a crash. Library ops per kernel live in ``CUPY_OPS`` here and in
-``torch_bridge.ops.TORCH_OPS``; the NumPy contender is the kernel's own reference function run in
-the input dtype.
+reason, never a crash. Which library ops each kernel runs against is declared in one place,
+torch_bridge/registry.py (ops in torch_bridge.cupy_ops and torch_bridge.ops); the NumPy
+contender is the kernel's own reference function run in the input dtype.
 """
 from __future__ import annotations
 
@@ -116,64 +116,12 @@ def prepare_numpy(spec, inputs) -> Prepared:
 
 
 # --- CuPy -----------------------------------------------------------------------------------------
-def _cupy_ops():
-    """kernel name -> list of (label, fn(cp, *inputs, out=outputs) -> outputs)."""
-    def vecadd(cp, a, b, out):
-        return (cp.add(a, b, out=out[0]),)
-
-    def matvec(cp, A, x, out):
-        return (cp.matmul(A, x, out=out[0]),)
-
-    ops = {"vecadd": [("cupy.add", vecadd)], "matvec": [("cupy.matmul (cuBLAS)", matvec)]}
-    # matmul: cuBLAS SGEMM. CuPy leaves TF32 off unless the environment sets CUPY_TF32=1 (read when
-    # CuPy loads); the label says which, and a TF32 run fails the float32 check, as it should.
-    def matmul(cp, A, B, out):
-        return (cp.matmul(A, B, out=out[0]),)
-
-    import os
-
-    tf32 = os.environ.get("CUPY_TF32", "0") not in ("", "0")
-    ops["matmul"] = [(f"cupy.matmul (cuBLAS, TF32 {'on: CUPY_TF32=1' if tf32 else 'off unless CUPY_TF32=1'})",
-                      matmul)]
-    # softmax: cupyx.scipy.special.softmax takes no out=, so it returns a new array (CuPy runs the
-    # max, subtract-exp, sum and divide as separate kernels).
-    def softmax(cp, x, out):
-        from cupyx.scipy.special import softmax as cupyx_softmax
-
-        return (cupyx_softmax(x, axis=1),)
-
-    ops["softmax"] = [("cupyx.scipy.special.softmax", softmax)]
-    # quantize: x.min() and x.max() are two CuPy reductions (x read twice); a 2-thread kernel turns
-    # them into (scale, zero_point) on the device (float64, the reference's rule), so nothing waits
-    # for the host; one elementwise kernel writes the codes (x / scale + zero_point, clamped, rint =
-    # half to even). 4 launches, 13 bytes an element for float32.
-    quant = {}
-
-    def quantize(cp, x, out):
-        if not quant:
-            quant["params"] = cp.ElementwiseKernel(
-                "T lo, T hi", "T p",
-                "double l = lo, h = hi;"
-                "double s = h > l ? (h - l) / 255.0 : 1.0;"
-                "double z = trunc(fmin(fmax(0.0 - l / s, 0.0), 255.0));"
-                "p = (T)(i == 0 ? s : z)",
-                "lab_quant_params")
-            quant["codes"] = cp.ElementwiseKernel(
-                "T x, raw T p", "uint8 q",
-                "T v = fmin(fmax(x / p[0] + p[1], (T)0), (T)255); q = (unsigned char)rint(v)",
-                "lab_quant_codes")
-        quant["params"](x.min(), x.max(), out[1])
-        quant["codes"](x, out[1], out[0])
-        return out[0], out[1]
-
-    ops["quantize"] = [("cupy min/max + ElementwiseKernel", quantize)]
-    return ops
-
-
 def prepare_cupy(spec, size, label, inputs) -> Prepared:
     import cupy as cp
 
-    fn = dict(_cupy_ops()[spec.name])[label]
+    from torch_bridge import registry
+
+    fn = registry.function("cupy", spec.name, label)
     d_in = [cp.asarray(a) for a in inputs]
     outs = [cp.empty(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
 
@@ -229,11 +177,9 @@ def _cuda_extra() -> str:
 
 def library_labels(contender: str, kernel: str) -> list[str]:
     """The library ops that contender ``cupy`` or ``torch`` runs for ``kernel``."""
-    if contender == "cupy":
-        return [label for label, _ in _cupy_ops().get(kernel, [])]
-    from torch_bridge.ops import labels
+    from torch_bridge import registry
 
-    return labels(kernel)
+    return registry.labels(contender, kernel)
 
 
 def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:

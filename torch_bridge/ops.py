@@ -1,6 +1,8 @@
 """torch contenders for ``lab run``: per kernel, the library op(s) a student compares against.
 
-Each entry is (label, fn(*inputs, out=outputs) -> outputs); inputs and outputs are CUDA tensors.
+Each is ``fn(*inputs, out=outputs) -> outputs`` on CUDA tensors; which kernel gets which op (and
+its label) is declared in torch_bridge/registry.py. ``lab_op_<kernel>`` runs the lab's own Numba
+kernel through ``torch.ops.lab.<kernel>`` (torch_bridge.lab_ops): the "numba via torch op" row.
 """
 from __future__ import annotations
 
@@ -10,21 +12,15 @@ import torch
 from kernels.spec import poison_value
 
 
-def _vecadd(a, b, out):
+def torch_vecadd(a, b, out):
     return (torch.add(a, b, out=out[0]),)
 
 
-def _matvec(A, x, out):
+def torch_matvec(A, x, out):
     return (torch.mv(A, x, out=out[0]),)
 
 
-TORCH_OPS = {
-    "vecadd": [("torch.add", _vecadd)],
-    "matvec": [("torch.mv (cuBLAS)", _matvec)],
-}
-
-
-def _matmul(A, B, out):
+def torch_matmul(A, B, out):
     """``torch.matmul(A, B, out=C)`` on cuBLAS with TF32 off: float32 FMAs like the Numba kernels.
 
     TF32 (tensor cores, inputs rounded to 10-bit mantissas) is switched off for the call and the
@@ -40,9 +36,8 @@ def _matmul(A, B, out):
         torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-TORCH_OPS["matmul"] = [("torch.matmul (cuBLAS, TF32 off)", _matmul)]
 # --- softmax (issue 3) ---
-def _softmax(x, out):
+def torch_softmax(x, out):
     return (torch.softmax(x, 1, out=out[0]),)
 
 
@@ -58,7 +53,7 @@ def _naive_softmax(x):
 _compiled_naive_softmax = None  # compiled once per process, at its first call
 
 
-def _softmax_compiled(x, out):
+def torch_softmax_compiled(x, out):
     """``torch.compile`` of the naive five-op softmax (Inductor fuses it into generated Triton code).
 
     Compiled lazily at the first call, so the runner reports the compile as the first call's time;
@@ -70,9 +65,8 @@ def _softmax_compiled(x, out):
     return (_compiled_naive_softmax(x),)
 
 
-TORCH_OPS["softmax"] = [("torch.softmax", _softmax), ("torch.compile(naive softmax)", _softmax_compiled)]
 # --- quantize (issue 3) ---
-def _quantize_seed(x, out):
+def torch_quantize_seed(x, out):
     """The seed's ``quantize_tensor`` (ARENA 2.0 chapter 3) in torch ops, as written, plus the lab's
     rule scale = 1.0 for a constant tensor (the seed divides by zero there).
 
@@ -102,7 +96,7 @@ def _quantize_seed(x, out):
     return out
 
 
-def _quantize_aminmax(x, out):
+def torch_quantize_aminmax(x, out):
     """``torch.aminmax``, then ``torch.quantize_per_tensor(x, scale, zero_point, torch.quint8)``.
 
     quantize_per_tensor takes scale and zero_point as Python numbers, so the min and max are copied
@@ -121,19 +115,46 @@ def _quantize_aminmax(x, out):
     return qx.int_repr(), out[1]
 
 
-TORCH_OPS["quantize"] = [
-    ("ARENA quantize_tensor (torch ops, host syncs)", _quantize_seed),
-    ("torch.aminmax + torch.quantize_per_tensor", _quantize_aminmax),
-]
+# --- the lab's own kernels as torch ops (issue 10): what the bridge costs next to a direct launch ---
+def _lab(name):
+    import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)
+
+    return getattr(torch.ops.lab, name)
+
+
+def lab_op_vecadd(a, b, out):
+    return (_lab("vecadd")(a, b),)
+
+
+def lab_op_matvec(A, x, out):
+    return (_lab("matvec")(A, x),)
+
+
+def lab_op_matmul(A, B, out):
+    return (_lab("matmul")(A, B),)
+
+
+def lab_op_softmax(x, out):
+    return (_lab("softmax")(x),)
+
+
+def lab_op_quantize(x, out):
+    """(q, scale, zero_point) -> the spec's outputs (q, [scale, zero_point]): one small stack."""
+    q, scale, zero_point = _lab("quantize")(x)
+    return q, torch.stack([scale, zero_point])
 
 
 def labels(kernel: str) -> list[str]:
-    return [label for label, _ in TORCH_OPS.get(kernel, [])]
+    from torch_bridge import registry
+
+    return registry.labels("torch", kernel)
 
 
 def prepare(kernel: str, label: str, inputs, out_specs):
     """CUDA copies of ``inputs`` and poisonable outputs; returns (call, poison, read, release)."""
-    fn = dict(TORCH_OPS[kernel])[label]
+    from torch_bridge import registry
+
+    fn = registry.function("torch", kernel, label)
     d_in = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in inputs]
     outs = [torch.empty(shape, dtype=_torch_dtype(dt), device="cuda") for shape, dt in out_specs]
     if torch.cuda.current_stream().cuda_stream != 0:
@@ -157,3 +178,15 @@ def _torch_dtype(dt):
 
 def _numpy_dtype(dt):
     return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def _table() -> dict:
+    """kernel -> [(label, fn)] of torch's own ops, from the registry (the form tests and older
+    callers use; without the "numba via torch op" rows, which tests/test_torch_ops.py covers)."""
+    from torch_bridge import registry
+
+    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)
+                if not label.startswith("numba via")] for k in registry.CONTENDERS}
+
+
+TORCH_OPS = _table()

@@ -1,0 +1,187 @@
+"""torch.ops.lab.*: the lab's Numba kernels as torch operators (torch_bridge.lab_ops).
+
+In the simulator the ops run the simulated kernels on CPU tensors (tiny shapes: every thread is
+Python); on a GPU the ``gpu``-marked tests run them on CUDA tensors, on torch's current stream.
+Every check is against torch (float64 where it matters) on fresh random inputs.
+"""
+import pytest
+
+from tests.conftest import SIMULATOR
+
+torch = pytest.importorskip("torch")
+lab_ops = pytest.importorskip("torch_bridge.lab_ops")
+
+GPU = not SIMULATOR and torch.cuda.is_available()
+DEVICE = "cuda" if GPU else "cpu"
+needs_gpu = pytest.mark.skipif(not GPU, reason="needs a CUDA GPU and CUDA torch")
+ops = torch.ops.lab
+
+
+def rand(rng, *shape, dtype=torch.float32):
+    return torch.from_numpy(rng.standard_normal(shape)).to(dtype).to(DEVICE)
+
+
+# --- forward results (simulator on CPU tensors; the GPU set repeats them on CUDA) ------------------------
+def check_forward(rng, dtype, big=False):
+    s = (lambda a, b: (a * 37, b * 13)) if big else (lambda a, b: (a, b))
+    n = 1000 * 1000 + 3 if big else 37  # not a multiple of the block size
+    a, b = rand(rng, n, dtype=dtype), rand(rng, n, dtype=dtype)
+    torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+    r, c = s(5, 7)
+    A, x = rand(rng, r, c, dtype=dtype), rand(rng, c, dtype=dtype)
+    torch.testing.assert_close(ops.matvec(A, x), (A.double() @ x.double()).to(dtype))
+    B = rand(rng, c, 3 * (13 if big else 1), dtype=dtype)
+    torch.testing.assert_close(ops.matmul(A, B), (A.double() @ B.double()).to(dtype))
+    X = rand(rng, *s(3, 40), dtype=dtype) * 10
+    torch.testing.assert_close(ops.softmax(X), torch.softmax(X.double(), 1).to(dtype))
+    q, scale, zp = ops.quantize(X)
+    lo, hi = X.min().double().item(), X.max().double().item()
+    want_scale = (hi - lo) / 255
+    assert q.dtype == torch.uint8 and q.shape == X.shape and scale.dtype == dtype
+    assert scale.item() == pytest.approx(want_scale, rel=1e-6)
+    assert zp.item() == int(min(max(-lo / want_scale, 0), 255))
+    codes = torch.clamp(X.double() / want_scale + zp.double(), 0, 255).round()
+    assert (q.double() - codes).abs().max().item() <= 1
+    back = ops.dequantize(q, scale, zp)
+    assert back.dtype == dtype and back.shape == X.shape
+    torch.testing.assert_close(back, ((q.double() - zp.double()) * scale.double()).to(dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_ops_match_torch(rng, dtype):
+    check_forward(rng, dtype)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_ops_match_torch_on_gpu(rng):
+    check_forward(rng, torch.float32, big=True)
+    check_forward(rng, torch.float64, big=False)
+
+
+# --- tensor hygiene ------------------------------------------------------------------------------------
+def test_non_contiguous_inputs_are_made_contiguous(rng):
+    A = rand(rng, 7, 5).t()  # a transposed view: strides (1, 5)
+    B = rand(rng, 7, 3)
+    assert not A.is_contiguous()
+    torch.testing.assert_close(ops.matmul(A, B), (A.double() @ B.double()).float())
+    a = rand(rng, 40)[::2]
+    b = rand(rng, 20)
+    torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+
+
+def test_bad_inputs_get_one_line_errors(rng):
+    a = rand(rng, 8)
+    with pytest.raises(ValueError, match=r"lab.vecadd: b is torch.float64, expected torch.float32 \(a's dtype\)"):
+        ops.vecadd(a, a.double())
+    with pytest.raises(ValueError, match=r"lab.vecadd: b has shape \(9,\), expected \(8,\)"):
+        ops.vecadd(a, rand(rng, 9))
+    with pytest.raises(ValueError, match=r"lab.matmul: B has 4 rows, expected 3 \(A's columns\)"):
+        ops.matmul(rand(rng, 2, 3), rand(rng, 4, 2))
+    with pytest.raises(ValueError, match=r"lab.softmax: x must be 2-D, got shape \(8,\)"):
+        ops.softmax(a)
+    with pytest.raises(ValueError, match=r"lab.vecadd: a is torch.int64, expected torch.float32 or torch.float64"):
+        ops.vecadd(torch.arange(3, device=DEVICE), torch.arange(3, device=DEVICE))
+    with pytest.raises(ValueError, match=r"lab.quantize: x is empty"):
+        ops.quantize(a[:0])
+    with pytest.raises(ValueError, match=r"lab.dequantize: q is torch.float32, expected torch.uint8"):
+        ops.dequantize(a, a[0], a[1])
+    wrong = "meta" if SIMULATOR else "cpu"
+    with pytest.raises(ValueError, match=rf"lab.vecadd: a is on {wrong}, expected a (cpu|cuda) tensor"):
+        ops.vecadd(a.to(wrong), a.to(wrong))
+    with pytest.raises(ValueError) as e:
+        ops.vecadd(a, a.double())
+    assert "\n" not in str(e.value)
+
+
+def test_no_gradient_ops_refuse_requires_grad(rng):
+    x = rand(rng, 16).requires_grad_()
+    with pytest.raises(RuntimeError, match="lab.quantize: an input requires grad"):
+        ops.quantize(x)
+    q, s, z = ops.quantize(x.detach())
+    with pytest.raises(RuntimeError, match="lab.dequantize: an input requires grad"):
+        ops.dequantize(q, s.requires_grad_(), z)
+
+
+# --- autograd -------------------------------------------------------------------------------------------
+def check_grads(rng, dtype=torch.float64):
+    def pair(*shape):
+        t = rand(rng, *shape, dtype=dtype)
+        return t.clone().requires_grad_(), t.clone().requires_grad_()
+
+    (a, a_ref), (b, b_ref) = pair(11), pair(11)
+    g = rand(rng, 11, dtype=dtype)
+    ops.vecadd(a, b).backward(g)
+    (a_ref + b_ref).backward(g)
+    (A, A_ref), (B, B_ref), (x, x_ref) = pair(5, 7), pair(7, 3), pair(7)
+    g = rand(rng, 5, 3, dtype=dtype)
+    ops.matmul(A, B).backward(g)
+    (A_ref @ B_ref).backward(g)
+    gv = rand(rng, 5, dtype=dtype)
+    ops.matvec(A, x).backward(gv)
+    (A_ref @ x_ref).backward(gv)
+    (X, X_ref) = pair(3, 40)
+    gs = rand(rng, 3, 40, dtype=dtype)
+    ops.softmax(X * 5).backward(gs)
+    torch.softmax(X_ref * 5, 1).backward(gs)
+    for mine, ref in [(a, a_ref), (b, b_ref), (A, A_ref), (B, B_ref), (x, x_ref), (X, X_ref)]:
+        torch.testing.assert_close(mine.grad, ref.grad)
+
+
+def test_autograd_matches_torch(rng):
+    check_grads(rng)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_autograd_matches_torch_on_gpu(rng):
+    check_grads(rng)
+    check_grads(rng, torch.float32)
+
+
+# --- opcheck and torch.compile ---------------------------------------------------------------------------
+def opcheck_cases(rng):
+    X = rand(rng, 3, 40)
+    q, s, z = ops.quantize(X)
+    A, B = rand(rng, 5, 7), rand(rng, 7, 3)
+    return [(ops.vecadd, (rand(rng, 37), rand(rng, 37))), (ops.matvec, (A, rand(rng, 7))),
+            (ops.matmul, (A, B)), (ops.softmax, (X,)), (ops.quantize, (X,)), (ops.dequantize, (q, s, z)),
+            (ops.softmax_backward, (torch.softmax(X, 1), rand(rng, 3, 40)))]
+
+
+def run_opcheck(rng, grad):
+    for op, args in opcheck_cases(rng):
+        if grad and op in (ops.vecadd, ops.matvec, ops.matmul, ops.softmax):
+            args = tuple(a.clone().requires_grad_() for a in args)
+        result = torch.library.opcheck(op, args)
+        assert all(v == "SUCCESS" for v in result.values()), (op, result)
+
+
+def test_opcheck(rng):
+    run_opcheck(rng, grad=False)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_opcheck_on_gpu(rng):
+    run_opcheck(rng, grad=False)
+    run_opcheck(rng, grad=True)
+
+
+def test_compile_fullgraph_traces_the_ops(rng):
+    """torch.compile(fullgraph=True) traces the ops through their fakes (aot_eager: no C compiler
+    needed); the compiled forward and backward match eager."""
+    def f(x, w):
+        return ops.softmax(ops.matmul(x, w)).sum(0)
+
+    x, w = rand(rng, 4, 6, dtype=torch.float64), rand(rng, 6, 5, dtype=torch.float64).requires_grad_()
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    torch._dynamo.reset()
+    y = compiled(x, w)
+    weights = rand(rng, 5, dtype=torch.float64)  # a loss whose gradient is not zero
+    gw, = torch.autograd.grad((y * weights).sum(), w)
+    w2 = w.detach().clone().requires_grad_()
+    y2 = torch.softmax(x @ w2, 1).sum(0)
+    gw2, = torch.autograd.grad((y2 * weights).sum(), w2)
+    torch.testing.assert_close(y, y2)
+    torch.testing.assert_close(gw, gw2)

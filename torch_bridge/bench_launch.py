@@ -1,0 +1,116 @@
+"""Host latency per call of a 1024-element vecadd: Numba direct, the torch bridge, CuPy, torch.
+
+    python -m torch_bridge.bench_launch [--n 1024] [--calls 2000] [--rounds 15]
+
+What is timed: the host time a call takes to return (``time.perf_counter`` around ``--calls``
+back-to-back calls, divided by the calls), the median and the minimum over ``--rounds`` rounds,
+after a warm-up; the GPU is synchronized between rounds, outside the timed loop. At 1024 elements
+the kernel itself takes ~2 us of GPU time, so the host, not the GPU, sets the pace: this is the
+launch overhead a small op pays. Output: a Markdown table for docs/benchmarks.md (GPU only).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import statistics
+import time
+
+
+def measure(fn, calls, rounds, sync):
+    for _ in range(max(50, calls // 10)):
+        fn()
+    sync()
+    per_call = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        per_call.append((time.perf_counter() - t0) / calls * 1e6)
+        sync()
+    return statistics.median(per_call), min(per_call)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1024)
+    parser.add_argument("--calls", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args(argv)
+
+    import numba
+    import numpy as np
+    import torch
+
+    import torch_bridge.lab_ops as L
+    from kernels import vecadd as V
+
+    if L.SIMULATOR:
+        print("the simulator is active: launch overhead needs a GPU")
+        return 2
+    from numba import cuda
+
+    n = args.n
+    rng = np.random.default_rng(0)
+    ha, hb = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    a, b = torch.from_numpy(ha).cuda(), torch.from_numpy(hb).cuda()
+    c = torch.empty_like(a)
+    da, db, dc = cuda.to_device(ha), cuda.to_device(hb), cuda.device_array(n, np.float32)
+    cfg = V.launch((n,), L.THREADS)
+    k = V.vecadd_kernel[cfg.grid, cfg.block]
+    rows = [
+        ("Numba direct, device arrays: kernel[grid, block](da, db, dc)", lambda: k(da, db, dc), cuda.synchronize),
+        ("Numba direct, torch tensors: kernel[grid, block](a, b, c)", lambda: k(a, b, c), cuda.synchronize),
+        ("bridge launch path alone (FastKernel, preallocated c)", lambda: L._vecadd_gpu(a, b, c, n),
+         torch.cuda.synchronize),
+        ("bridge: torch.ops.lab.vecadd(a, b)", lambda: torch.ops.lab.vecadd(a, b), torch.cuda.synchronize),
+    ]
+
+    def inference(fn):
+        def call():
+            with torch.inference_mode():
+                return fn()
+        return call
+
+    rows.append(("bridge under torch.inference_mode() (no autograd key)",
+                 inference(lambda: torch.ops.lab.vecadd(a, b)), torch.cuda.synchronize))
+    try:
+        import cupy as cp
+
+        ca, cb, cc = cp.asarray(ha), cp.asarray(hb), cp.empty(n, cp.float32)
+        sync = cp.cuda.Device().synchronize
+        rows += [("CuPy: cupy.add(a, b, out=c)", lambda: cp.add(ca, cb, out=cc), sync),
+                 ("CuPy: cupy.add(a, b)", lambda: cp.add(ca, cb), sync)]
+        cupy_version = cp.__version__
+    except ImportError:
+        cupy_version = "not installed"
+    rows += [("torch: torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c), torch.cuda.synchronize),
+             ("torch: a + b", lambda: a + b, torch.cuda.synchronize)]
+
+    assert torch.equal(torch.ops.lab.vecadd(a, b), a + b)
+    results = [(label, *measure(fn, args.calls, args.rounds, sync)) for label, fn, sync in rows]
+    cupy_us = next((m for label, m, _ in results if label.startswith("CuPy: cupy.add(a, b)")), None)
+    print(f"Launch overhead, vecadd of {n} float32 elements: host time per call, median (min) of "
+          f"{args.rounds} rounds x {args.calls} calls.  ")
+    print(f"{torch.cuda.get_device_name()}, {datetime.date.today()}, Python {platform.python_version()}, "
+          f"torch {torch.__version__}, numba {numba.__version__}, numba-cuda {_numba_cuda_version()}, "
+          f"CuPy {cupy_version}.\n")
+    print("| call | us per call (median) | min | vs cupy.add(a, b) |")
+    print("|---|---:|---:|---:|")
+    for label, med, lo in results:
+        ratio = f"{med / cupy_us:.2f}x" if cupy_us else "-"
+        print(f"| {label} | {med:.1f} | {lo:.1f} | {ratio} |")
+    return 0
+
+
+def _numba_cuda_version():
+    try:
+        from importlib.metadata import version
+
+        return version("numba-cuda")
+    except Exception:
+        return "?"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,445 @@
+"""The lab's Numba kernels as torch operators: ``torch.ops.lab.<name>``.
+
+    torch.ops.lab.vecadd(a, b)          a + b, same shape (any shape, flattened)   autograd
+    torch.ops.lab.matvec(A, x)          A @ x, A (ROWS, COLS), x (COLS,)           autograd
+    torch.ops.lab.matmul(A, B)          A @ B, A (M, K), B (K, N)                  autograd
+    torch.ops.lab.softmax(x)            softmax over the rows of a 2-D x           autograd (Numba backward)
+    torch.ops.lab.quantize(x)           (q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype
+    torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
+
+Defined with ``torch.library.custom_op`` (vecadd one level down, with ``torch.library.Library``,
+for launch overhead: see its section). Each has a fake implementation (``register_fake``: shapes and
+dtypes without running anything), so ``torch.compile(fullgraph=True)`` traces them; vecadd, matvec,
+matmul and softmax have a backward (``register_autograd``; softmax's is the Numba kernel in
+kernels/softmax_backward.py). ``torch.library.opcheck`` passes for every op (tests/test_torch_ops.py).
+
+Tensor rules (the same for every op, checked in the real and the fake implementation):
+
+* float32 or float64 (quantize's q: uint8); every float input of one op has the same dtype, else
+  ValueError "lab.matmul: B is torch.float64, expected torch.float32 (A's dtype)";
+* all inputs on one device. On a GPU: CUDA tensors (a CPU tensor is a ValueError naming the device:
+  the bridge never copies behind your back). In Numba's CUDA simulator (no GPU): CPU tensors, and
+  the simulated kernel runs on them in place (slow: small tensors only);
+* non-contiguous inputs are made contiguous (one copy, made by the op); outputs are contiguous;
+* inputs that require grad go through autograd; quantize and dequantize, which have no gradient,
+  raise a RuntimeError instead of silently detaching;
+* every launch goes to torch's current stream (torch_bridge.streams).
+
+Which rung runs: the kernel's ``auto`` variant when it has one, else the rung named in ``_RUNGS``
+(on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
+takes the fast launch path (torch_bridge.launch.FastKernel: ~11 µs of host time on the H100, about
+what cupy.add costs); the others launch through Numba's dispatcher (tens of µs: fine for big tensors).
+"""
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+from torch.library import custom_op
+
+# The ops launch small grids on purpose for small tensors: no low-occupancy warning for each (as lab does)
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
+
+import kernels  # noqa: E402
+from kernels.compiler import SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
+
+THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
+FLOATS = (torch.float32, torch.float64)
+_DEVICE = "cpu" if SIMULATOR else "cuda"
+# (GPU rung, simulator rung) per kernel, used when the kernel has no ``auto`` variant
+_RUNGS = {"vecadd": ("element_per_thread", "element_per_thread"), "matvec": ("warp_per_row", "warp_per_row"), "matmul": ("register_tiled", "naive"),
+          "softmax": ("fused", "fused"), "quantize": ("block_partials", "block_partials")}
+
+
+# --- Checks ---------------------------------------------------------------------------------------
+def _check(op: str, named: dict, dtypes=FLOATS, ndims: dict | None = None) -> torch.dtype:
+    """Validate ``named`` (name -> tensor) for op ``op``; returns the common float dtype.
+    One-line ValueError naming what was expected and what was got."""
+    first_name, first = next(iter(named.items()))
+    want_device = _DEVICE
+    dtype = None
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"lab.{op}: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.device.type != want_device:
+            where = ("the simulator runs CPU tensors" if SIMULATOR else
+                     "the lab kernels run on the GPU: move it with .cuda() (no implicit copies)")
+            raise ValueError(f"lab.{op}: {name} is on {t.device}, expected a {want_device} tensor ({where})")
+        if t.device != first.device:
+            raise ValueError(f"lab.{op}: {name} is on {t.device}, expected {first.device} ({first_name}'s device)")
+        if ndims and name in ndims and t.dim() != ndims[name]:
+            raise ValueError(f"lab.{op}: {name} must be {ndims[name]}-D, got shape {tuple(t.shape)}")
+        if t.dtype == torch.uint8 and dtypes is not FLOATS and name == "q":
+            continue
+        if t.dtype not in FLOATS:
+            raise ValueError(f"lab.{op}: {name} is {t.dtype}, expected torch.float32 or torch.float64")
+        if dtype is None:
+            dtype, dname = t.dtype, name
+        elif t.dtype != dtype:
+            raise ValueError(f"lab.{op}: {name} is {t.dtype}, expected {dtype} ({dname}'s dtype)")
+    return dtype
+
+
+def _same_shape(op, a, b, an="a", bn="b"):
+    if a.shape != b.shape:
+        raise ValueError(f"lab.{op}: {bn} has shape {tuple(b.shape)}, expected {tuple(a.shape)} ({an}'s shape)")
+
+
+# --- Running a kernel variant on tensors -------------------------------------------------------------
+def _view(t: torch.Tensor):
+    """A Numba array over ``t``'s memory: a device view on a GPU, a simulator array over the CPU
+    tensor's memory in the simulator (no copy either way)."""
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return FakeCUDAArray(t.detach().numpy())
+    from torch_bridge.interop import to_numba
+
+    return to_numba(t.detach())
+
+
+def _rung(spec) -> str:
+    if "auto" in spec.variants:
+        return "auto"
+    gpu, sim = _RUNGS[spec.name]
+    return sim if SIMULATOR else gpu
+
+
+def _run(kernel: str, size, inputs, outputs, threads: int = THREADS) -> None:
+    """Run ``kernel``'s chosen rung (Variant.launch, Variant.prepare) on tensors, on torch's stream."""
+    from torch_bridge.streams import on_torch_stream
+
+    spec = kernels.load(kernel)
+    variant = spec.variants[_rung(spec)]
+    cfg = variant.launch(tuple(size), threads)
+    with on_torch_stream():
+        variant.prepare(cfg, [_view(t) for t in inputs], [_view(t) for t in outputs])()
+
+
+def _launch(kernel_fn, grid, block, *tensors) -> None:
+    """One launch of a ``@cuda.jit`` kernel on tensors, on torch's current stream."""
+    if SIMULATOR:
+        kernel_fn[grid, block](*[_view(t) for t in tensors])
+        return
+    from torch_bridge.streams import numba_stream
+
+    kernel_fn[grid, block, numba_stream()](*[_view(t) for t in tensors])
+
+
+# --- vecadd -------------------------------------------------------------------------------------------
+_X4_FROM = 1 << 20  # from this many elements on, the four-per-thread rung (rung 2 is ~10% faster at 2^26)
+_fast = {}  # x4 (bool) -> FastKernel of that rung
+
+
+_raw_stream_of = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _raw_stream(index: int) -> int:
+    """torch's current cudaStream_t on device ``index`` (the private accessor skips a Stream object)."""
+    if _raw_stream_of is not None:
+        return _raw_stream_of(index)
+    return torch.cuda.current_stream(index).cuda_stream
+
+
+def _vecadd_gpu(a, b, c, n):
+    """The hot path: one cached parameter block per (n, dtype); write 3 pointers, cuLaunchKernel."""
+    x4 = n >= _X4_FROM
+    fk = _fast.get(x4)
+    if fk is None:
+        from kernels import vecadd as V
+        from torch_bridge.launch import FastKernel
+
+        fk = _fast[x4] = FastKernel(V.vecadd_x4_kernel if x4 else V.vecadd_kernel)
+        fk.launch_math = V.launch_x4 if x4 else V.launch
+
+    def config():
+        cfg = fk.launch_math((n,), THREADS)
+        return cfg.grid, cfg.block
+
+    e = fk.entry((n, a.dtype), config, (a, b, c))
+    values, (sa, sb, sc) = e.values, e.data_slots
+    values[sa] = a.data_ptr()
+    values[sb] = b.data_ptr()
+    values[sc] = c.data_ptr()
+    e.launch(_raw_stream(a.get_device()))
+
+
+# vecadd is the op whose launch overhead the lab measures, so it is registered one level down from
+# custom_op: torch.library.Library.define + impl, with a lean Autograd kernel. custom_op's generic
+# Autograd wrapper (pytree flattening, metadata objects) cost ~20 us a call on the H100 host, more than
+# the launch itself (docs/benchmarks.md); this one checks requires_grad and redispatches. The
+# contract is the same: register_fake, opcheck, torch.compile(fullgraph=True) all work.
+_lib = torch.library.Library("lab", "FRAGMENT")
+_lib.define("vecadd(Tensor a, Tensor b) -> Tensor")
+_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+
+
+def vecadd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """c = a + b elementwise (same shape, any number of dimensions; flattened for the kernel:
+    one thread an element, kernels/vecadd.py). The implementation behind torch.ops.lab.vecadd."""
+    if not (a.dtype == b.dtype and a.shape == b.shape and a.device == b.device and a.dtype in FLOATS
+            and a.device.type == _DEVICE):  # the common case checks cheaply; the rest explains itself
+        _check("vecadd", {"a": a, "b": b})
+        _same_shape("vecadd", a, b)
+    a, b = a.contiguous(), b.contiguous()
+    c = torch.empty_like(a)
+    n = a.numel()
+    if n == 0:
+        return c
+    if SIMULATOR:
+        _run("vecadd", (n,), [a.view(-1), b.view(-1)], [c.view(-1)])
+    else:
+        _vecadd_gpu(a.view(-1), b.view(-1), c.view(-1), n)
+    return c
+
+
+_lib.impl("vecadd", vecadd, "CPU" if SIMULATOR else "CUDA")
+_vecadd_op = torch.ops.lab.vecadd.default
+
+
+@torch.library.register_fake("lab::vecadd", lib=_lib)
+def _(a, b):
+    _check("vecadd", {"a": a, "b": b})
+    _same_shape("vecadd", a, b)
+    return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+class _VecaddGrad(torch.autograd.Function):
+    """d(a + b)/da = d(a + b)/db = identity: the upstream gradient passes to both inputs."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        with torch._C._AutoDispatchBelowAutograd():
+            return _vecadd_op(a, b)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad, grad
+
+
+def _vecadd_autograd(keyset, a, b):
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        return _VecaddGrad.apply(a, b)
+    return _vecadd_op.redispatch(keyset & _AFTER_AUTOGRAD, a, b)
+
+
+_lib.impl("vecadd", _vecadd_autograd, "Autograd", with_keyset=True)
+
+
+# --- matvec ---------------------------------------------------------------------------------------
+def _matvec_check(A, x):
+    _check("matvec", {"A": A, "x": x}, ndims={"A": 2, "x": 1})
+    if A.shape[1] != x.shape[0]:
+        raise ValueError(f"lab.matvec: x has {x.shape[0]} entries, expected {A.shape[1]} (A's columns)")
+
+
+@custom_op("lab::matvec", mutates_args=())
+def matvec(A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """y = A @ x: A (ROWS, COLS), x (COLS,) -> y (ROWS,) (kernels/matvec.py; one warp a row)."""
+    _matvec_check(A, x)
+    A, x = A.contiguous(), x.contiguous()
+    y = torch.empty(A.shape[0], dtype=A.dtype, device=A.device)
+    if A.shape[1] == 0:
+        return y.zero_()
+    if y.numel():
+        _run("matvec", tuple(A.shape), [A, x], [y])
+    return y
+
+
+@matvec.register_fake
+def _(A, x):
+    _matvec_check(A, x)
+    return A.new_empty(A.shape[0])
+
+
+def _matvec_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
+
+
+def _matvec_backward(ctx, grad):
+    """dA = outer(grad, x), dx = A^T @ grad (through lab.matvec)."""
+    A, x = ctx.saved_tensors
+    dA = torch.outer(grad, x) if ctx.needs_input_grad[0] else None
+    dx = torch.ops.lab.matvec(A.t(), grad) if ctx.needs_input_grad[1] else None
+    return dA, dx
+
+
+matvec.register_autograd(_matvec_backward, setup_context=_matvec_setup)
+
+
+# --- matmul ---------------------------------------------------------------------------------------
+def _matmul_check(A, B):
+    _check("matmul", {"A": A, "B": B}, ndims={"A": 2, "B": 2})
+    if A.shape[1] != B.shape[0]:
+        raise ValueError(f"lab.matmul: B has {B.shape[0]} rows, expected {A.shape[1]} (A's columns)")
+
+
+@custom_op("lab::matmul", mutates_args=())
+def matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+    """C = A @ B: A (M, K), B (K, N) -> C (M, N) in float32/64 FMAs (kernels/matmul.py)."""
+    _matmul_check(A, B)
+    A, B = A.contiguous(), B.contiguous()
+    (m, k), n = A.shape, B.shape[1]
+    C = torch.empty((m, n), dtype=A.dtype, device=A.device)
+    if k == 0:
+        return C.zero_()
+    if C.numel():
+        _run("matmul", (m, n, k), [A, B], [C])
+    return C
+
+
+@matmul.register_fake
+def _(A, B):
+    _matmul_check(A, B)
+    return A.new_empty((A.shape[0], B.shape[1]))
+
+
+def _matmul_setup(ctx, inputs, output):
+    A, B = inputs
+    ctx.save_for_backward(A, B)
+
+
+def _matmul_backward(ctx, grad):
+    """dA = grad @ B^T, dB = A^T @ grad, both through lab.matmul."""
+    A, B = ctx.saved_tensors
+    dA = torch.ops.lab.matmul(grad, B.t()) if ctx.needs_input_grad[0] else None
+    dB = torch.ops.lab.matmul(A.t(), grad) if ctx.needs_input_grad[1] else None
+    return dA, dB
+
+
+matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+
+
+# --- softmax --------------------------------------------------------------------------------------
+@custom_op("lab::softmax", mutates_args=())
+def softmax(x: torch.Tensor) -> torch.Tensor:
+    """Softmax over the last dimension of a 2-D x (each row sums to 1; kernels/softmax.py)."""
+    _check("softmax", {"x": x}, ndims={"x": 2})
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    if out.numel():
+        _run("softmax", tuple(x.shape), [x], [out])
+    return out
+
+
+@softmax.register_fake
+def _(x):
+    _check("softmax", {"x": x}, ndims={"x": 2})
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+@custom_op("lab::softmax_backward", mutates_args=())
+def softmax_backward(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """dx = y * (grad - rowsum(grad * y)), y the softmax output (kernels/softmax_backward.py)."""
+    _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
+    _same_shape("softmax_backward", y, grad, "y", "grad")
+    from kernels import softmax_backward as SB
+
+    y, grad = y.contiguous(), grad.contiguous()
+    dx = torch.empty_like(y)
+    if dx.numel():
+        cfg = SB.launch(tuple(y.shape), THREADS)
+        _launch(SB.softmax_backward_kernel, cfg.grid, cfg.block, y, grad, dx)
+    return dx
+
+
+@softmax_backward.register_fake
+def _(y, grad):
+    _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
+    _same_shape("softmax_backward", y, grad, "y", "grad")
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
+def _softmax_setup(ctx, inputs, output):
+    ctx.save_for_backward(output)
+
+
+def _softmax_backward(ctx, grad):
+    (y,) = ctx.saved_tensors
+    return torch.ops.lab.softmax_backward(y, grad)
+
+
+softmax.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+
+
+# --- quantize / dequantize -------------------------------------------------------------------------
+def _quantize_check(x):
+    _check("quantize", {"x": x})
+    if x.numel() == 0:
+        raise ValueError("lab.quantize: x is empty, expected at least 1 element (min and max are undefined)")
+
+
+@custom_op("lab::quantize", mutates_args=())
+def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Per-tensor affine uint8 quantization (kernels/quantize.py's rules): returns
+    (q uint8 of x's shape, scale, zero_point), scale and zero_point 0-d tensors of x's dtype
+    (zero_point holds an integer)."""
+    _quantize_check(x)
+    x = x.contiguous()
+    q = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    params = torch.empty(2, dtype=x.dtype, device=x.device)
+    _run("quantize", (x.numel(),), [x.view(-1)], [q.view(-1), params])
+    return q, params[0].clone(), params[1].clone()  # two outputs may not share memory
+
+
+@quantize.register_fake
+def _(x):
+    _quantize_check(x)
+    return (torch.empty(x.shape, dtype=torch.uint8, device=x.device), x.new_empty(()), x.new_empty(()))
+
+
+def _dequantize_check(q, scale, zero_point):
+    if not isinstance(q, torch.Tensor) or q.dtype != torch.uint8:
+        got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
+        raise ValueError(f"lab.dequantize: q is {got}, expected torch.uint8")
+    _check("dequantize", {"q": q, "scale": scale, "zero_point": zero_point}, dtypes=None)
+    for name, t in (("scale", scale), ("zero_point", zero_point)):
+        if t.numel() != 1:
+            raise ValueError(f"lab.dequantize: {name} must hold 1 value, got shape {tuple(t.shape)}")
+
+
+def _dequantize_kernel():
+    """kernels' dequantize kernel (kernels/quantize.py today; a dequantize module after a split)."""
+    import importlib
+
+    for module in ("kernels.dequantize", "kernels.quantize"):
+        try:
+            return importlib.import_module(module).dequantize_kernel
+        except (ImportError, AttributeError):
+            continue
+    raise ImportError("no dequantize_kernel in kernels.dequantize or kernels.quantize")
+
+
+@custom_op("lab::dequantize", mutates_args=())
+def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
+    """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
+    _dequantize_check(q, scale, zero_point)
+    q = q.contiguous()
+    out = torch.empty(q.shape, dtype=scale.dtype, device=q.device)
+    n = q.numel()
+    if n:
+        params = torch.stack([scale.reshape(()), zero_point.reshape(())])
+        blocks = math.ceil(n / THREADS)
+        _launch(_dequantize_kernel(), (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
+    return out
+
+
+@dequantize.register_fake
+def _(q, scale, zero_point):
+    _dequantize_check(q, scale, zero_point)
+    return torch.empty(q.shape, dtype=scale.dtype, device=q.device)
+
+
+def _no_gradient(op):
+    """setup_context for ops with no gradient: a clear error at the call, not a silent detach."""
+    def setup(ctx, inputs, output):
+        raise RuntimeError(f"lab.{op}: an input requires grad, but {op} has no gradient "
+                           f"(rounding is flat almost everywhere): pass .detach()ed tensors")
+    return setup
+
+
+quantize.register_autograd(lambda ctx, *g: None, setup_context=_no_gradient("quantize"))
+dequantize.register_autograd(lambda ctx, g: None, setup_context=_no_gradient("dequantize"))
+
+OPS = ("vecadd", "matvec", "matmul", "softmax", "quantize", "dequantize")

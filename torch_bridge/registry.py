@@ -1,0 +1,62 @@
+"""One registry of library contenders: for each kernel, the CuPy and torch ops `lab run` times it
+against, declared here and nowhere else.
+
+Kernel modules cannot import torch or CuPy, so they name no contenders; the runner asks this
+registry (through lab.contenders) and knows no kernel by name. Entries are ``(label,
+"module:function")``, imported only when that contender runs, so this module imports neither torch
+nor CuPy. Adding a kernel: its module in kernels/, its tests, and its lines here (plus the op
+functions in torch_bridge.ops / torch_bridge.cupy_ops). A kernel that is also a torch op
+(``torch.ops.lab.<name>``, torch_bridge.lab_ops) gets a torch row "numba via torch op", so the
+bridge's cost shows next to the Numba rungs.
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+CONTENDERS: dict[str, dict[str, list[tuple[str, str]]]] = {
+    "vecadd": {"cupy": [("cupy.add", "torch_bridge.cupy_ops:vecadd")],
+               "torch": [("torch.add", "torch_bridge.ops:torch_vecadd")]},
+    "matvec": {"cupy": [("cupy.matmul (cuBLAS)", "torch_bridge.cupy_ops:matvec")],
+               "torch": [("torch.mv (cuBLAS)", "torch_bridge.ops:torch_matvec")]},
+    "matmul": {"cupy": [("@torch_bridge.cupy_ops:matmul_label", "torch_bridge.cupy_ops:matmul")],
+               "torch": [("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.ops:torch_matmul")]},
+    "softmax": {"cupy": [("cupyx.scipy.special.softmax", "torch_bridge.cupy_ops:softmax")],
+                "torch": [("torch.softmax", "torch_bridge.ops:torch_softmax"),
+                          ("torch.compile(naive softmax)", "torch_bridge.ops:torch_softmax_compiled")]},
+    "quantize": {"cupy": [("cupy min/max + ElementwiseKernel", "torch_bridge.cupy_ops:quantize")],
+                 "torch": [("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.ops:torch_quantize_seed"),
+                           ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.ops:torch_quantize_aminmax")]},
+}
+# Kernels that are torch ops with the same inputs and outputs as their KernelSpec (torch_bridge.lab_ops)
+LAB_OPS = ("vecadd", "matvec", "matmul", "softmax", "quantize")
+LAB_OP_LABEL = "numba via torch op (torch.ops.lab.{})"
+
+
+def _resolve(path: str):
+    module, name = path.split(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _label(text: str) -> str:
+    return _resolve(text[1:])() if text.startswith("@") else text
+
+
+def entries(library: str, kernel: str) -> list[tuple[str, str]]:
+    """(label, "module:function") of ``library``'s contenders for ``kernel`` (empty if none)."""
+    rows = [(_label(label), path) for label, path in CONTENDERS.get(kernel, {}).get(library, [])]
+    if library == "torch" and kernel in LAB_OPS:
+        rows.append((LAB_OP_LABEL.format(kernel), f"torch_bridge.ops:lab_op_{kernel}"))
+    return rows
+
+
+def labels(library: str, kernel: str) -> list[str]:
+    return [label for label, _ in entries(library, kernel)]
+
+
+def function(library: str, kernel: str, label: str) -> Callable:
+    """The op behind ``label``: ``fn(*inputs, out=outputs)`` (CuPy's take ``cp`` first)."""
+    for lab, path in entries(library, kernel):
+        if lab == label:
+            return _resolve(path)
+    raise KeyError(f"no {library} contender {label!r} for {kernel}")
