@@ -232,6 +232,9 @@ def run(opts: Options, backend: str) -> Report:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
                 else:
                     measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                    from lab.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+
+                    report.launches[v].update(launch_usage(spec, v, threads, simulator))
                 report.rows.append(row)
         elif name == "numpy":
             report.rows.append(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
