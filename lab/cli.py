@@ -91,20 +91,20 @@ def device(measure, as_json, sim):
 @click.option("--threads", type=int, default=256, show_default=True, help="Threads per block.")
 @click.option("--arch", default=None, help="sm_XX for waves (default: this GPU's, else sm_90).")
 @click.option("--sms", type=int, default=None, help="SM count for waves (default: this GPU's, else the arch's example GPU).")
+@click.option("--waves/--no-waves", default=True, help="Compute waves (compiles the kernel to read its registers).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--png", "png", default=None, help="Also draw the map to this PNG file (matplotlib).")
 @click.option("--svg", "svg", default=None, help="Also draw the map to this SVG file (matplotlib).")
-def grid(kernel, variant, size, threads, arch, sms, as_json, png, svg):
+def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
     from lab import grid as G
 
-    info = G.describe(kernel, variant, size, threads, arch, sms)
+    info = G.describe(kernel, variant, size, threads, arch, sms, waves)
     for path in (png, svg):
         if path:
             G.plot_map(info, path)
     if as_json:
-        info = {k: v for k, v in info.items()}
         print(json.dumps(info))
     else:
         G.print_grid(info)

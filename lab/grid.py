@@ -160,7 +160,7 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     out["sms_source"] = "argument" if sms else ("this GPU" if gpu else f"{arch.example_gpu} ({arch.name})")
     if waves:
         try:
-            occ = occupancy.kernel_occupancy(kernel, variant, threads, arch.name, "simulator", size_text)
+            occ = occupancy.kernel_occupancy(kernel, variant, threads, arch.name, "simulator")
             per_sm = occ["kernels"][-1]["active_blocks_per_sm"] if len(occ["kernels"]) == 1 else occ["active_blocks_per_sm"]
             out["resident_blocks_per_sm"] = per_sm
             out["waves"] = n_blocks / (out["sms"] * per_sm) if per_sm else None
@@ -195,7 +195,7 @@ def print_grid(d: dict, console=None) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    console = console or Console()
+    console = console or _console()
     console.print(f"[bold]{d['kernel']}[/] / {d['variant']}, size {'x'.join(map(str, d['size']))}: grid "
                   f"{tuple(d['grid'])} x block {tuple(d['block'])} = {d['threads_total']:,} threads launched, "
                   f"{d['threads_needed']:,} needed, [yellow]{d['threads_idle']:,} idle[/]; "
@@ -222,7 +222,7 @@ def print_grid(d: dict, console=None) -> None:
         fr = max(1, -(-block_of.shape[0] // MAX_ROWS))
         fc = max(1, -(-block_of.shape[1] // MAX_COLS))
         rows = [_fold(r, fc) for r in block_of[::fr]] if fr > 1 else [_fold(r, fc) for r in block_of]
-        label = f"1 cell = {fr}x{fc} element(s) (rows x cols)"
+        label = f"1 cell = {fc} element(s) of a row" + (f", every {fr} rows one shown" if fr > 1 else "")
     console.print(f"map of the block that wrote each element ({label}; digit = block id mod 10, "
                   f"[on grey23] . [/] never written, [reverse]![/] written by 2+ threads, * a folded cell mixing blocks):")
     for row in rows:
@@ -268,7 +268,7 @@ def plot_map(d: dict, path: str) -> None:
     masked = np.ma.masked_less(block_of, 0)
     n_blocks = int(max(block_of.max() + 1, 1))
     cmap = ListedColormap(plt.get_cmap("tab20").colors[:max(2, min(20, n_blocks))])
-    cmap.set_bad("#cccccc")
+    cmap = cmap.with_extremes(bad="#cccccc")
     one_d = block_of.shape[0] == 1
     fig, axes = plt.subplots(2 if one_d else 1, 1 if one_d else 2, figsize=(10, 3.2 if one_d else 4.8), dpi=120)
     ax_b, ax_t = axes
@@ -293,3 +293,10 @@ def plot_map(d: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def _console():
+    from rich.console import Console
+
+    probe = Console()  # piped output (CI logs, docs) gets a fixed wide layout, as lab run's
+    return probe if probe.is_terminal else Console(width=160)

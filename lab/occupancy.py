@@ -210,7 +210,7 @@ def print_result(r: dict, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or _console()
     title = f"{r.get('kernel', 'calculator')}{' / ' + r['variant'] if r.get('variant') else ''} on {r['arch']}"
     rows = r.get("kernels") or [r]
     t = Table(title=f"occupancy: {title}", title_justify="left")
@@ -247,7 +247,7 @@ def print_sweep(points: list[dict], current: int, console=None) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = console or Console()
+    console = console or _console()
     t = Table(title="sweep: threads per block", title_justify="left")
     for c in ("threads", "blocks/SM", "warps/SM", "occupancy", "limiter"):
         t.add_column(c, justify="left" if c == "limiter" else "right")
@@ -325,3 +325,10 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool) -> dict:
         return worst or keys
     except Exception:
         return keys
+
+
+def _console():
+    from rich.console import Console
+
+    probe = Console()  # piped output (CI logs, docs) gets a fixed wide layout, as lab run's
+    return probe if probe.is_terminal else Console(width=160)
