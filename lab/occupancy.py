@@ -295,7 +295,7 @@ def _pyplot():
     return plt
 
 
-def launch_usage(spec, variant: str, threads: int, simulator: bool) -> dict:
+def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None) -> dict:
     """The keys ``lab run`` adds to each Numba variant's launch dict: registers, shared_bytes,
     local_bytes (of the variant's lowest-occupancy kernel) and occupancy (0..1).
 
@@ -312,7 +312,8 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool) -> dict:
         cc = _device_cc()
         arch = archs.for_cc(cc)
         worst = None
-        for rec in resources.record_launches(spec, variant, spec.default_size(True), threads):
+        size = size or spec.default_size(True)  # the run's size: some rungs pick a kernel build by size
+        for rec in resources.record_launches(spec, variant, size, threads):
             use = resources.device_resources(rec)
             t = math.prod(rec.block)
             occ = (resources.driver_blocks_per_sm(rec, t, rec.dynamic_shared) * -(-t // 32)

@@ -234,7 +234,7 @@ def run(opts: Options, backend: str) -> Report:
                     measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
                     from lab.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
-                    report.launches[v].update(launch_usage(spec, v, threads, simulator))
+                    report.launches[v].update(launch_usage(spec, v, threads, simulator, size))
                 report.rows.append(row)
         elif name == "numpy":
             report.rows.append(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
