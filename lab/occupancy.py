@@ -232,7 +232,8 @@ def print_result(r: dict, console=None) -> None:
     console.print(t)
     for x in rows:
         name = x.get("kernel_name")
-        console.print(f"{name + ': ' if name and len(rows) > 1 else ''}[bold]{x['limiter']}[/] limit: {x['advice']}")
+        head = "" if x["occupancy"] >= 1 else f"[bold]{x['limiter']}[/] limit: "
+        console.print(f"{name + ': ' if name and len(rows) > 1 else ''}{head}{x['advice']}")
         if x.get("local_bytes"):
             console.print(f"[yellow]{name}: {x['local_bytes']} B of local memory a thread (register spills or "
                           "local arrays): slow off-chip traffic[/]")

@@ -121,5 +121,15 @@ def test_offline_resources_of_a_kernel(capsys):
     main(["occupancy", "matmul", "--variant", "shared", "--arch", "sm_90", "--json"])
     r = json.loads(capsys.readouterr().out)
     # 2 TPB x TPB float32 tiles = 2 * 16 * 16 * 4 = 2048 B of static shared memory at least
-    assert r["shared_bytes"] >= 2048 and 8 <= r["registers"] <= 255 and r["local_bytes"] == 0
-    assert r["threads"] == 256 and r["resources_source"].startswith("numba-cuda PTX + nvJitLink")
+    assert r["shared_bytes"] == 2048 and 8 <= r["registers"] <= 255 and r["local_bytes"] == 0
+    assert r["threads"] == 256 and r["resources_source"].startswith("numba-cuda LTO-IR + nvJitLink")
+
+
+def test_lab_run_launch_dicts_carry_the_resource_keys():
+    """lab run adds registers, shared_bytes, local_bytes and occupancy to each Numba variant's launch
+    dict (None in the simulator, which compiles nothing)."""
+    from lab.runner import Options, run
+
+    report = run(Options(kernel="vecadd", size="100", contenders=["numba"], repeats=1), "simulator")
+    for cfg in report.launches.values():
+        assert {"registers", "shared_bytes", "local_bytes", "occupancy"} <= set(cfg)

@@ -1,6 +1,6 @@
 """On a GPU: the calculator agrees with the driver (cuOccupancyMaxActiveBlocksPerMultiprocessor via
 cuda.core) over block sizes x dynamic shared-memory sizes for every lab kernel, and the offline
-register count (numba-cuda PTX + nvJitLink) agrees with the loaded kernel's at the GPU's arch."""
+register count (numba-cuda LTO-IR + nvJitLink, as numba-cuda links on a GPU) agrees with the loaded kernel's at the GPU's arch."""
 
 import pytest
 
@@ -58,7 +58,7 @@ def test_calculator_agrees_with_the_driver(kernel, variant):
 
 
 def test_offline_registers_match_the_device():
-    """Every lab kernel: numba-cuda PTX + nvJitLink for this GPU's arch (one child process for all)
+    """Every lab kernel: numba-cuda LTO-IR + nvJitLink for this GPU's arch (one child process for all)
     against the driver's attributes of the kernel Numba loaded."""
     arch = _arch()
     if resources.offline_unavailable():
