@@ -136,9 +136,9 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
         raise LabError(f"grid {cfg.grid} is larger than CUDA allows (x <= {arch.max_grid_x}, y and z <= "
                        f"{arch.max_grid_yz})")
     n_out = math.prod(spec.out_specs(size, np.float32)[0][0])
-    if n_out > 4_000_000:
-        raise LabError(f"size {size_text}: {n_out:,} output elements is too many to record one by one in the "
-                       "simulator (at most 4,000,000)")
+    if n_out > MAX_ELEMENTS:
+        raise LabError(f"size {size_text}: {n_out:,} output elements is too many to record in the simulator, which "
+                       f"runs one Python thread per CUDA thread (at most {MAX_ELEMENTS:,}); try a smaller --size")
     block_of, thread_of, writers, launches, _ = record_map(spec, variant, size, threads)
     tpb = cfg.threads_per_block
     warps = -(-tpb // 32)
@@ -184,6 +184,7 @@ def _idle_by_block(cfg, block_of, thread_of) -> dict:
 
 
 # --- Presentation ---------------------------------------------------------------------------------
+MAX_ELEMENTS = 200_000  # ~2 minutes of simulated threads
 PALETTE = ["red", "green", "yellow", "blue", "magenta", "cyan", "bright_red", "bright_green", "bright_yellow",
            "bright_blue", "bright_magenta", "bright_cyan"]
 MAX_COLS = 64
@@ -282,11 +283,15 @@ def plot_map(d: dict, path: str) -> None:
         for ax in axes:
             ax.set_yticks([])
             ax.set_xlabel("output element")
-        starts = range(0, block_of.shape[1], int(np.prod(d["block"])) * max(1, round(
-            block_of.shape[1] / max(1, d["blocks_total"]) / np.prod(d["block"]))))
-        for b, s in enumerate(starts):
-            if b < 40:
-                ax_b.text(s + 2, 0, f"block {b}", fontsize=7, va="center", color="black")
+        row = block_of[0]
+        n, total = row.size, d["threads_total"]
+        if total > n and d["threads_needed"] == n:  # one element a thread: show the idle tail
+            for ax in axes:
+                ax.set_xlim(-0.5, total - 0.5)
+                ax.axvspan(n - 0.5, total - 0.5, facecolor="white", edgecolor="#999999", hatch="///")
+            ax_b.text(n + (total - n) / 2, 0, f"{total - n} idle\nthreads", fontsize=7, ha="center", va="center")
+        for b in np.unique(row[row >= 0])[:40]:  # label each block at the first element it wrote
+            ax_b.text(int(np.argmax(row == b)) + 2, 0, f"block {int(b)}", fontsize=7, va="center")
     fig.suptitle(f"lab grid {d['kernel']} --variant {d['variant']} --size {'x'.join(map(str, d['size']))} "
                  f"--threads {int(np.prod(d['block']))}: grid {tuple(d['grid'])}, {d['threads_total']:,} threads, "
                  f"{d['threads_idle']:,} idle", fontsize=10)

@@ -181,7 +181,9 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     rows = []
     for rec, use in zip(records, usage):
         if "error" in use:
-            raise LabError(f"{rec.label}: offline compile for {arch.name} failed: {use['error']}")
+            hint = ("; the calculator mode (--registers/--shared) still works for it"
+                    if "not supported" in use["error"] else "")
+            raise LabError(f"{rec.label}: offline compile for {arch.name} failed: {use['error']}{hint}")
         t = math.prod(rec.block)
         r = calculate(arch, t, use["registers"], use["shared_bytes"] + rec.dynamic_shared)
         r.update(kernel_name=rec.label, block=list(rec.block), local_bytes=use["local_bytes"],
