@@ -96,6 +96,10 @@ def print_table(report: Report, console: Console | None = None) -> None:
             launch.add_row(v, str(tuple(cfg["grid"])), str(tuple(cfg["block"])), f"{cfg['threads_total']:,}",
                            f"{cfg['threads_needed']:,}", f"{cfg['threads_idle']:,}", escape(cfg.get("note", "")))
         console.print(launch)
+        for v, cfg in report.launches.items():  # issue 8: the compiled kernel's resources (GPU only)
+            if cfg.get("registers") is not None:
+                console.print(f"{v}: {cfg['registers']} registers a thread, {cfg['shared_bytes']} B shared a block, "
+                              f"{cfg['local_bytes']} B local a thread, theoretical occupancy {cfg['occupancy']:.0%}")
 
     table = Table(title="results", title_justify="left")
     for col in ("contender", "variant", "median ms", "IQR ms", "first call ms", "GB/s", "GFLOP/s",
