@@ -133,3 +133,33 @@ def test_lab_run_launch_dicts_carry_the_resource_keys():
     report = run(Options(kernel="vecadd", size="100", contenders=["numba"], repeats=1), "simulator")
     for cfg in report.launches.values():
         assert {"registers", "shared_bytes", "local_bytes", "occupancy"} <= set(cfg)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(arch=st.sampled_from(sorted(archs.ARCHS)), threads=st.integers(1, 1024), regs=st.integers(0, 254),
+       smem=st.integers(0, 99 * 1024))
+def test_calculator_invariants(arch, threads, regs, smem):
+    """Fewer resources never lower occupancy; the warps placed never exceed the SM's slots."""
+    a = archs.get(arch)
+    try:
+        r = calculate(a, threads, regs, smem)
+    except LabError:
+        return
+    assert r["active_warps_per_sm"] <= a.max_warps_per_sm and 0 <= r["occupancy"] <= 1
+    assert r["active_blocks_per_sm"] == min(v for v in r["limits"].values() if v is not None)
+    if _fits(a, threads, regs + 1):
+        assert calculate(a, threads, regs + 1, smem)["active_blocks_per_sm"] <= r["active_blocks_per_sm"]
+    if smem >= 128:
+        assert calculate(a, threads, regs, smem - 128)["active_blocks_per_sm"] >= r["active_blocks_per_sm"]
+
+
+def _fits(a, threads, regs):
+    try:
+        calculate(a, threads, regs, 0)
+        return True
+    except LabError:
+        return False
