@@ -334,6 +334,97 @@ def compare(a, b, as_json):
     _print(K.table(result), "[dim]noise = IQR / median of each; beyond the noise when |B - A| / min(A, B) > noise A + noise B[/]",
            *extra, *[f"[yellow]{n}[/]" for n in result["notes"]])
 
+@cli.command()
+@click.argument("kernel")
+@click.option("--variant", default=None, help="Numba variant (default: the kernel's first rung).")
+@click.option("--size", default=None, help="Problem size as for lab run (default: a small one).")
+@click.option("--threads", type=int, default=256, show_default=True, help="Threads per block.")
+@click.option("--arch", default=None, help="sm_XX for waves (default: this GPU's, else sm_90).")
+@click.option("--sms", type=int, default=None, help="SM count for waves (default: this GPU's, else the arch's example GPU).")
+@click.option("--waves/--no-waves", default=True, help="Compute waves (compiles the kernel to read its registers).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--png", "png", default=None, help="Also draw the map to this PNG file (matplotlib).")
+@click.option("--svg", "svg", default=None, help="Also draw the map to this SVG file (matplotlib).")
+def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
+    """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
+    select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
+    from lab import grid as G
+
+    info = G.describe(kernel, variant, size, threads, arch, sms, waves)
+    for path in (png, svg):
+        if path:
+            G.plot_map(info, path)
+    if as_json:
+        print(json.dumps(info))
+    else:
+        G.print_grid(info)
+        for path in (png, svg):
+            if path:
+                click.echo(f"wrote {path}")
+
+
+@cli.command()
+@click.argument("kernel", required=False)
+@click.option("--variant", default=None, help="Numba variant (default: the kernel's first rung).")
+@click.option("--threads", type=int, default=256, show_default=True, help="Threads per block.")
+@click.option("--arch", default=None, help="sm_XX (default: this GPU's; sm_90 without a GPU).")
+@click.option("--registers", type=int, default=None, help="Calculator mode: registers per thread.")
+@click.option("--shared", type=int, default=None, help="Calculator mode: shared memory per block, bytes (static + dynamic).")
+@click.option("--sweep", is_flag=True, help="Threads per block 32..1024 in steps of 32.")
+@click.option("--png", default=None, help="With --sweep: draw occupancy vs threads per block to this file.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@BACKEND
+def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, sim):
+    """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
+    from lab import archs
+    from lab import occupancy as O
+
+    if kernel is None:
+        if registers is None:
+            raise LabError("give KERNEL, or --arch, --registers and --shared for the calculator")
+        try:
+            a = archs.get(arch or "sm_90")
+        except KeyError as e:
+            raise LabError(e.args[0]) from None
+        result = O.calculate(a, threads, registers, shared or 0)
+    else:
+        if registers is not None or shared is not None:
+            raise LabError("--registers/--shared are for calculator mode (no KERNEL)")
+        result = O.kernel_occupancy(kernel, variant, threads, arch, _backend(sim))
+    points = None
+    if sweep or png:
+        a = archs.get(result["arch"])
+        points = O.sweep(a, result["registers"], result["shared_bytes"])
+        result["sweep"] = [{k: p[k] for k in ("threads", "active_blocks_per_sm", "active_warps_per_sm",
+                                               "occupancy", "limiter")} for p in points]
+        if png:
+            name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
+            O.plot_sweep(points, result["threads"], png,
+                         f"{name} on {a.name}: {result['registers']} registers, {result['shared_bytes']} B shared a block")
+    if as_json:
+        print(json.dumps(result))
+        return
+    O.print_result(result)
+    if points:
+        O.print_sweep(points, result["threads"])
+    if png:
+        click.echo(f"wrote {png}")
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def doctor(as_json):
+    """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
+    from lab import doctor as D
+
+    results = D.run_checks()
+    if as_json:
+        print(json.dumps(D.to_json(results)))
+    else:
+        D.print_results(results)
+    sys.exit(1 if any(r.status == "fail" for r in results) else 0)
+
+
 def main(argv=None) -> None:
     """Entry point: click errors and LabError become one line on stderr and exit code 2."""
     try:

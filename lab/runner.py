@@ -278,6 +278,9 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
                     else:
                         row.launch = report.launches[v] = cfg.as_dict()
                         measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                        from lab.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+
+                        report.launches[v].update(launch_usage(spec, v, threads, simulator, size))
                 add(row)
         elif name == "numpy":
             add(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))

@@ -220,7 +220,13 @@ def _spin(us: int) -> None:
             for _ in range(n):
                 cuda.nanosleep(1000)
 
-        _spin_kernel = spin[1, 1]
+        import warnings
+
+        from numba.core.errors import NumbaPerformanceWarning
+
+        with warnings.catch_warnings():  # one thread on purpose: not the low occupancy it warns of
+            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            _spin_kernel = spin[1, 1]
     _spin_kernel(np.int64(us))
 
 

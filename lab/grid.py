@@ -1,0 +1,307 @@
+"""``lab grid``: how a launch maps threads to output elements, recorded from a real run.
+
+The variant runs once in Numba's CUDA simulator on fresh random inputs. Every store into an output
+array is tagged with the (linear) blockIdx and threadIdx of the simulated thread that made it
+(:func:`record_map`), so the map shows what the kernel did, not what the launch formula says: a
+kernel with a wrong index shows a wrong map, elements never written stay -1, and elements stored by
+more than one thread of one launch are counted. Linear ids: block = bx + gx * (by + gy * bz),
+thread = tx + bdx * (ty + bdy * tz) (CUDA C++ Programming Guide, "Thread Hierarchy").
+
+Waves = blocks / (SMs x resident blocks per SM): how many rounds of blocks the GPU runs (the last,
+partial wave leaves SMs idle). Resident blocks per SM come from :mod:`lab.occupancy` with the
+kernel's registers and shared memory (compiled offline for the arch when no GPU is here).
+Seed example (the seed notebook, "PyTorch handling of GPU devices"): vecadd, N = 5466, 1024 threads
+per block: 6 blocks, 6144 threads, 678 idle.
+"""
+from __future__ import annotations
+
+import math
+import threading
+
+import numpy as np
+
+from lab.errors import LabError
+
+
+def record_map(spec, variant: str, size, threads: int, seed: int = 0):
+    """Run ``variant`` in the simulator; returns (block_of, thread_of, writers, launches, outputs).
+
+    block_of, thread_of: int64 arrays of the first output's shape, the linear block / thread id of
+    the last thread that stored each element, -1 where none did. writers: int array, the most
+    distinct threads that stored an element within one launch (0 = never written, > 1 = a race).
+    launches: [(grid, block)] of each kernel launch.
+    """
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    from lab import resources
+
+    target = {}
+    lock = threading.Lock()
+    launches = []
+
+    def on_outputs(outs):
+        ary = outs[0]._ary
+        target.update(ary=ary, pos=np.arange(ary.size).reshape(ary.shape),
+                      block=np.full(ary.shape, -1, np.int64), thread=np.full(ary.shape, -1, np.int64),
+                      writers=np.zeros(ary.shape, np.int64), seen={})
+
+    def on_launch(kernel, grid, block, dyn, args):
+        launches.append((tuple(grid), tuple(block)))
+        with lock:  # a new launch: counting writers starts again (multi-kernel pipelines rewrite)
+            target["seen"] = {}
+
+    orig = FakeCUDAArray.__setitem__
+
+    def setitem(self, idx, val):
+        ary = target.get("ary")
+        if ary is not None and self._ary is ary:
+            me = threading.current_thread()
+            bidx, tidx = getattr(me, "blockIdx", None), getattr(me, "threadIdx", None)
+            if bidx is not None:
+                gx, gy, _ = me._manager._grid_dim
+                bx, by, _ = me._manager._block_dim
+                b = bidx.x + gx * (bidx.y + gy * bidx.z)
+                t = tidx.x + bx * (tidx.y + by * tidx.z)
+                with lock:
+                    for p in np.atleast_1d(target["pos"][idx]).ravel():
+                        who = target["seen"].setdefault(int(p), set())
+                        who.add((b, t))
+                        flat = np.unravel_index(int(p), ary.shape)
+                        target["block"][flat], target["thread"][flat] = b, t
+                        target["writers"][flat] = max(target["writers"][flat], len(who))
+        return orig(self, idx, val)
+
+    FakeCUDAArray.__setitem__ = setitem
+    try:
+        outs, _ = resources.run_variant(spec, variant, size, threads, seed=seed, on_launch=on_launch,
+                                        on_outputs=on_outputs)
+    finally:
+        FakeCUDAArray.__setitem__ = orig
+    return target["block"], target["thread"], target["writers"], launches, outs
+
+
+def _gpu_sms():
+    """(SM count, (major, minor)) of GPU 0 through the driver API (works beside the simulator), or None."""
+    try:
+        from cuda.bindings import driver as d
+
+        if d.cuInit(0)[0] != d.CUresult.CUDA_SUCCESS:
+            return None
+        err, dev = d.cuDeviceGet(0)
+        A = d.CUdevice_attribute
+        get = lambda a: d.cuDeviceGetAttribute(a, dev)[1]  # noqa: E731
+        return get(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), (
+            get(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR), get(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    except Exception:
+        return None
+
+
+def describe(kernel: str, variant: str | None, size_text: str | None, threads: int, arch_name: str | None = None,
+             sms: int | None = None, waves: bool = True) -> dict:
+    """The ``lab grid --json`` dict (keys of issue 8) plus writers/idle-block details and waves' inputs.
+
+    Raises LabError on an unknown kernel/variant/arch, threads over the limit, or a grid larger than
+    CUDA allows (grid x < 2**31, y and z <= 65535).
+    """
+    import kernels as K
+
+    from lab import archs, occupancy
+
+    try:
+        spec = K.load(kernel)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+    variant = variant or next(iter(spec.variants))
+    if variant not in spec.variants:
+        raise LabError(f"unknown variant {variant!r} of {kernel}; choose from: {', '.join(spec.variants)}")
+    gpu = _gpu_sms()
+    if arch_name is None:
+        arch_name = f"sm_{gpu[1][0]}{gpu[1][1]}" if gpu else "sm_90"
+    try:
+        arch = archs.get(arch_name)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+    if not 1 <= threads <= arch.max_threads_per_block:
+        raise LabError(f"--threads {threads}: threads per block must be 1..{arch.max_threads_per_block}")
+    v = spec.variants[variant]
+    if v.warp_multiple and threads % 32:
+        raise LabError(f"{variant} needs whole warps: --threads must be a multiple of 32")
+    try:
+        size = spec.parse_size(size_text) if size_text else spec.default_size(True)
+    except ValueError as e:
+        raise LabError(str(e)) from None
+    cfg = v.launch(size, threads)
+    grid = tuple(cfg.grid) + (1,) * (3 - len(cfg.grid))
+    if grid[0] > arch.max_grid_x or max(grid[1:]) > arch.max_grid_yz:
+        raise LabError(f"grid {cfg.grid} is larger than CUDA allows (x <= {arch.max_grid_x}, y and z <= "
+                       f"{arch.max_grid_yz})")
+    n_out = math.prod(spec.out_specs(size, np.float32)[0][0])
+    if n_out > MAX_ELEMENTS:
+        raise LabError(f"size {size_text}: {n_out:,} output elements is too many to record in the simulator, which "
+                       f"runs one Python thread per CUDA thread (at most {MAX_ELEMENTS:,}); try a smaller --size")
+    block_of, thread_of, writers, launches, _ = record_map(spec, variant, size, threads)
+    tpb = cfg.threads_per_block
+    warps = -(-tpb // 32)
+    out = {"kernel": spec.name, "variant": variant, "size": list(size), "grid": list(cfg.grid),
+           "block": list(cfg.block), "threads_total": cfg.threads_total, "threads_needed": cfg.threads_needed,
+           "threads_idle": cfg.threads_idle, "warps_per_block": warps, "waves": None,
+           "map": {"shape": list(block_of.shape), "block_of": block_of.tolist(), "thread_of": thread_of.tolist(),
+                   "writers": writers.tolist()}}
+    n_blocks = math.prod(cfg.grid)
+    written_blocks = set(np.unique(block_of[block_of >= 0]).tolist())
+    out["blocks_total"] = n_blocks
+    out["idle_blocks"] = [b for b in range(n_blocks) if b not in written_blocks][:64]
+    out["idle_by_block"] = _idle_by_block(cfg, block_of, thread_of)
+    out["elements_never_written"] = int((writers == 0).sum())
+    out["elements_written_twice"] = int((writers > 1).sum())
+    out["launches"] = [{"grid": list(g), "block": list(b)} for g, b in launches]
+    out["arch"] = arch.name
+    out["sms"] = sms or (gpu[0] if gpu else arch.sms)
+    out["sms_source"] = "argument" if sms else ("this GPU" if gpu else f"{arch.example_gpu} ({arch.name})")
+    if waves:
+        try:
+            occ = occupancy.kernel_occupancy(kernel, variant, threads, arch.name, "simulator")
+            per_sm = occ["kernels"][-1]["active_blocks_per_sm"] if len(occ["kernels"]) == 1 else occ["active_blocks_per_sm"]
+            out["resident_blocks_per_sm"] = per_sm
+            out["waves"] = n_blocks / (out["sms"] * per_sm) if per_sm else None
+            out["waves_note"] = f"{per_sm} resident blocks an SM (limited by {occ['limiter']}, {occ['arch']})"
+        except LabError as e:
+            out["waves_note"] = f"waves unknown: {e}"
+    return out
+
+
+def _idle_by_block(cfg, block_of, thread_of) -> dict:
+    """{block id: idle threads} for blocks where some threads wrote nothing (1 element a thread kernels)."""
+    tpb = cfg.threads_per_block
+    n_blocks = math.prod(cfg.grid)
+    counts = np.zeros(n_blocks, np.int64)
+    ok = block_of >= 0
+    if ok.any():
+        pairs = np.unique(np.stack([block_of[ok], thread_of[ok]]), axis=1)
+        counts = np.bincount(pairs[0], minlength=n_blocks)
+    idle = {int(b): int(tpb - c) for b, c in enumerate(counts) if c < tpb}
+    return dict(list(idle.items())[:64])
+
+
+# --- Presentation ---------------------------------------------------------------------------------
+MAX_ELEMENTS = 200_000  # ~2 minutes of simulated threads
+PALETTE = ["red", "green", "yellow", "blue", "magenta", "cyan", "bright_red", "bright_green", "bright_yellow",
+           "bright_blue", "bright_magenta", "bright_cyan"]
+MAX_COLS = 64
+MAX_ROWS = 24
+
+
+def print_grid(d: dict, console=None) -> None:
+    """Summary lines, then the map: one cell an element (or a folded run of elements), coloured by block."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = console or _console()
+    console.print(f"[bold]{d['kernel']}[/] / {d['variant']}, size {'x'.join(map(str, d['size']))}: grid "
+                  f"{tuple(d['grid'])} x block {tuple(d['block'])} = {d['threads_total']:,} threads launched, "
+                  f"{d['threads_needed']:,} needed, [yellow]{d['threads_idle']:,} idle[/]; "
+                  f"{d['warps_per_block']} warps a block")
+    if d["idle_by_block"]:
+        shown = ", ".join(f"block {b}: {n}" for b, n in list(d["idle_by_block"].items())[:8])
+        console.print(f"threads that wrote nothing: {shown}{' …' if len(d['idle_by_block']) > 8 else ''}")
+    if d.get("waves") is not None:
+        console.print(f"waves: {d['blocks_total']} blocks / ({d['sms']} SMs x {d['resident_blocks_per_sm']} "
+                      f"resident blocks) = {d['waves']:.2f}  [dim]({d['sms_source']}; {d['waves_note']})[/]")
+    elif d.get("waves_note"):
+        console.print(f"[dim]{d['waves_note']}[/]")
+    block_of = np.array(d["map"]["block_of"])
+    thread_of = np.array(d["map"]["thread_of"])
+    block_of = np.where(np.array(d["map"]["writers"]) > 1, -3, block_of)
+    if block_of.ndim == 1:
+        block_of, thread_of = block_of[None, :], thread_of[None, :]
+        per_row = MAX_COLS
+        fold = max(1, -(-block_of.shape[1] // (MAX_COLS * MAX_ROWS)))
+        flat_b = _fold(block_of[0], fold)
+        rows = [flat_b[i:i + per_row] for i in range(0, len(flat_b), per_row)]
+        label = f"1 cell = {fold} element(s), {per_row} cells a row"
+    else:
+        fr = max(1, -(-block_of.shape[0] // MAX_ROWS))
+        fc = max(1, -(-block_of.shape[1] // MAX_COLS))
+        rows = [_fold(r, fc) for r in block_of[::fr]] if fr > 1 else [_fold(r, fc) for r in block_of]
+        label = f"1 cell = {fc} element(s) of a row" + (f", every {fr} rows one shown" if fr > 1 else "")
+    console.print(f"map of the block that wrote each element ({label}; digit = block id mod 10, "
+                  f"[on grey23] . [/] never written, [reverse]![/] written by 2+ threads, * a folded cell mixing blocks):")
+    for row in rows:
+        text = Text()
+        for b in row:
+            if b == -1:
+                text.append(".", style="dim")
+            elif b == -2:
+                text.append("*", style="bold white")
+            elif b == -3:
+                text.append("!", style="reverse red")
+            else:
+                text.append(str(b % 10), style=PALETTE[b % len(PALETTE)])
+        console.print(text)
+    if d["elements_never_written"] or d["elements_written_twice"]:
+        console.print(f"[red]{d['elements_never_written']} element(s) never written, {d['elements_written_twice']} "
+                      "written by more than one thread[/]")
+    else:
+        console.print("[green]every element written exactly once (by one thread per launch)[/]")
+
+
+def _fold(row: np.ndarray, k: int) -> list[int]:
+    """Fold runs of k elements into one cell: the block if all agree, -1 if none written, -2 if mixed."""
+    out = []
+    for i in range(0, len(row), k):
+        chunk = row[i:i + k]
+        u = np.unique(chunk)
+        out.append(int(u[0]) if len(u) == 1 else (-3 if (u == -3).any() else -2 if (u >= 0).any() else -1))
+    return out
+
+
+def plot_map(d: dict, path: str) -> None:
+    """The map as a picture: element (x = column / index, y = row) coloured by block, idle marked."""
+    from lab.occupancy import _pyplot
+
+    plt = _pyplot()
+    from matplotlib.colors import ListedColormap
+
+    block_of = np.array(d["map"]["block_of"], dtype=float)
+    thread_of = np.array(d["map"]["thread_of"], dtype=float)
+    if block_of.ndim == 1:
+        block_of, thread_of = block_of[None, :], thread_of[None, :]
+    masked = np.ma.masked_less(block_of, 0)
+    n_blocks = int(max(block_of.max() + 1, 1))
+    cmap = ListedColormap(plt.get_cmap("tab20").colors[:max(2, min(20, n_blocks))])
+    cmap = cmap.with_extremes(bad="#cccccc")
+    one_d = block_of.shape[0] == 1
+    fig, axes = plt.subplots(2 if one_d else 1, 1 if one_d else 2, figsize=(10, 3.2 if one_d else 4.8), dpi=120)
+    ax_b, ax_t = axes
+    aspect = "auto"
+    ax_b.imshow(np.ma.masked_less(block_of % 20, 0) if n_blocks > 20 else masked, cmap=cmap, aspect=aspect,
+                interpolation="nearest", vmin=0, vmax=cmap.N - 1)
+    ax_b.set_title("blockIdx (linear) of the thread that wrote each element; grey = never written", fontsize=9)
+    ax_t.imshow(np.ma.masked_less(thread_of, 0), cmap="viridis", aspect=aspect, interpolation="nearest")
+    ax_t.set_title("threadIdx (linear) within its block", fontsize=9)
+    if one_d:
+        for ax in axes:
+            ax.set_yticks([])
+            ax.set_xlabel("output element")
+        row = block_of[0]
+        n, total = row.size, d["threads_total"]
+        if total > n and d["threads_needed"] == n:  # one element a thread: show the idle tail
+            for ax in axes:
+                ax.set_xlim(-0.5, total - 0.5)
+                ax.axvspan(n - 0.5, total - 0.5, facecolor="white", edgecolor="#999999", hatch="///")
+            ax_b.text(n + (total - n) / 2, 0, f"{total - n} idle\nthreads", fontsize=7, ha="center", va="center")
+        for b in np.unique(row[row >= 0])[:40]:  # label each block at the first element it wrote
+            ax_b.text(int(np.argmax(row == b)) + 2, 0, f"block {int(b)}", fontsize=7, va="center")
+    fig.suptitle(f"lab grid {d['kernel']} --variant {d['variant']} --size {'x'.join(map(str, d['size']))} "
+                 f"--threads {int(np.prod(d['block']))}: grid {tuple(d['grid'])}, {d['threads_total']:,} threads, "
+                 f"{d['threads_idle']:,} idle", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def _console():
+    from rich.console import Console
+
+    probe = Console()  # piped output (CI logs, docs) gets a fixed wide layout, as lab run's
+    return probe if probe.is_terminal else Console(width=160)

@@ -1,0 +1,124 @@
+"""lab grid: maps recorded from real simulated runs (the seed example, a 2-D kernel, a wrong kernel);
+lab doctor: a healthy environment and deliberately broken ones (monkeypatched probes)."""
+import json
+
+import numpy as np
+import pytest
+
+from lab.cli import main
+from tests.conftest import SIMULATOR
+
+from kernels.compiler import cuda  # noqa: E402  (after conftest chose the backend)
+
+pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the map is recorded in the simulator")
+
+
+@cuda.jit
+def forgot_block(a, c):
+    """A wrong copy kernel: the index forgets blockIdx (should be cuda.grid(1))."""
+    i = cuda.threadIdx.x
+    if i < c.shape[0]:
+        c[i] = a[i]
+
+
+def test_seed_example_vecadd_5466(capsys):
+    """The seed notebook: N = 5466, 1024 threads per block -> 6 blocks, 6144 threads, 678 idle."""
+    main(["grid", "vecadd", "--size", "5466", "--threads", "1024", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert (d["grid"], d["block"], d["threads_total"], d["threads_needed"], d["threads_idle"]) == \
+        ([6], [1024], 6144, 5466, 678)
+    assert d["warps_per_block"] == 32 and d["map"]["shape"] == [5466]
+    i = np.arange(5466)
+    assert d["map"]["block_of"] == (i // 1024).tolist() and d["map"]["thread_of"] == (i % 1024).tolist()
+    assert d["idle_by_block"] == {"5": 678}
+    assert d["elements_never_written"] == 0 and d["elements_written_twice"] == 0
+    if d["waves"] is not None:  # offline registers available: 6 blocks over 132 SMs x 2 blocks
+        assert d["waves"] == pytest.approx(6 / (d["sms"] * d["resident_blocks_per_sm"]))
+
+
+def test_map_of_a_2d_kernel_and_the_four_per_thread_rung():
+    from kernels import load
+    from lab.grid import record_map
+
+    m, n = 24, 20
+    b, t, w, launches, _ = record_map(load("matmul"), "naive", (m, n, 18), 32)
+    rows, cols = np.indices((m, n))
+    assert (b == rows).all() and (t == cols).all() and (w == 1).all()  # block (32, 1): grid y = row
+    assert launches == [((1, 24, 1), (32, 1, 1))]
+    b, t, w, _, _ = record_map(load("vecadd"), "four_per_thread", (300,), 32)
+    i = np.arange(300)
+    assert (b == i // 128).all() and (t == i % 32).all()  # block k covers 4*32 elements, stride 32
+
+
+def test_a_wrong_kernel_shows_a_wrong_map():
+    """A kernel that forgets blockIdx: every block writes elements 0..T-1, the rest stay unwritten."""
+    from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+    from lab.grid import record_map
+
+    def prepare(cfg, inputs, outputs):
+        return lambda: forgot_block[cfg.grid, cfg.block](inputs[0], outputs[0])
+
+    spec = KernelSpec("copy", "", "N", 1, lambda s: (100,), lambda s: [s],
+                      lambda s, d, rng: (rng.standard_normal(s).astype(d),), lambda s, d: [(s, np.dtype(d))],
+                      lambda a: (a,), lambda *a: [0], lambda s, d: 0, lambda s: 0,
+                      {"v": Variant("v", "", lambda s, t: Launch((blocks_for(s[0], t),), (t,), s[0]), prepare)})
+    b, t, w, _, _ = record_map(spec, "v", (100,), 32)
+    assert (b[32:] == -1).all() and (t[:32] == np.arange(32)).all()
+    assert (w[:32] == 4).all() and (w[32:] == 0).all()  # 4 blocks raced on each of the first 32
+
+
+def test_grid_terminal_map_and_png(tmp_path, capsys):
+    png = tmp_path / "m.png"
+    main(["grid", "matmul", "--variant", "shared", "--size", "20x18x8", "--threads", "256", "--no-waves",
+          "--png", str(png)])
+    out = capsys.readouterr().out
+    assert "grid (2, 2) x block (16, 16)" in out and "every element written exactly once" in out
+    assert png.stat().st_size > 5000
+
+
+# --- lab doctor -------------------------------------------------------------------------------------
+from lab import doctor as D  # noqa: E402
+
+
+def test_doctor_healthy_here(capsys):
+    """This environment (CPU, simulator): nothing fails; the tiny kernel really compiles and runs."""
+    with pytest.raises(SystemExit) as e:
+        main(["doctor", "--json"])
+    assert e.value.code == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["status"] in ("ok", "warn") and not [c for c in d["checks"] if c["status"] == "fail"], d
+    status = {c["name"]: c["status"] for c in d["checks"]}
+    assert status["tiny kernel"] == "ok" and status["python"] == "ok" and status["packages"] == "ok"
+
+
+def test_doctor_wrong_numpy(monkeypatch):
+    real = D._version
+    monkeypatch.setattr(D, "_version", lambda d: {"numpy": "2.5.2", "numba-cuda": "0.30.4"}.get(d) or real(d))
+    r = D.check_packages()
+    assert r.status == "fail" and "numpy < 2.5" in r.fix.replace("'numpy<2.5'", "numpy < 2.5")
+
+
+def test_doctor_no_driver(monkeypatch):
+    monkeypatch.setattr(D, "driver_version", lambda: None)
+    monkeypatch.setattr(D, "gpu_count", lambda: (0, "no CUDA driver (libcuda) found"))
+    assert D.check_driver().status == "warn" and D.check_gpus().status == "warn"
+
+
+def test_doctor_cupy_for_the_wrong_cuda_major(monkeypatch, capsys):
+    monkeypatch.setattr(D, "driver_version", lambda: 12080)
+    monkeypatch.setattr(D, "cupy_cuda_major", lambda: 13)
+    r = D.check_cupy()
+    assert r.status == "fail" and "cuda12" in r.fix
+    monkeypatch.setattr(D, "CHECKS", [D.check_python, D.check_cupy])
+    with pytest.raises(SystemExit) as e:
+        main(["doctor"])
+    assert e.value.code == 1
+    assert "fail cupy" in capsys.readouterr().out.replace("  ", " ")
+
+
+def test_doctor_a_crashing_check_is_a_failed_check():
+    def check_boom():
+        raise RuntimeError("boom")
+
+    (r,) = D.run_checks([check_boom])
+    assert r.status == "fail" and "boom" in r.message
