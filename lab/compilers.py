@@ -84,7 +84,7 @@ def doctor_check() -> tuple[bool, str]:
     status = compilers_status()
     parts = [f"{n} {s['version'] or ''}".strip() + (": usable" if s["usable"] else f": {s['why']}")
              for n, s in status.items()]
-    return status[NUMBA_CUDA]["usable"], "compilers: " + "; ".join(parts)
+    return status[NUMBA_CUDA]["usable"], "; ".join(parts)
 
 
 def select(name: str | None, simulator: bool) -> str:

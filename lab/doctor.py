@@ -238,8 +238,16 @@ def check_tiny_kernel() -> Check:
     return Check("tiny kernel", OK, f"a 1000-element add compiled, ran and matched NumPy ({text})")
 
 
-# The checks, in order. A check returns a Check or a list of them. Issue 12 adds its compiler check
-# (which of numba-cuda / numba-cuda-mlir are usable) as one more line here, before check_tiny_kernel.
+def check_compilers() -> Check:
+    """Which of numba-cuda (the default) and numba-cuda-mlir can compile here, and why not."""
+    from lab.compilers import doctor_check
+
+    ok, text = doctor_check()
+    return Check("compilers", OK if ok else FAIL, text,
+                 "" if ok else "pip install -e . (numba-cuda, with numpy<2.5); numba-cuda-mlir: pip install -e '.[mlir]'")
+
+
+# The checks, in order. A check returns a Check or a list of them.
 CHECKS = [
     check_python,
     check_packages,
@@ -249,6 +257,7 @@ CHECKS = [
     check_cupy,
     check_torch,
     check_simulator,
+    check_compilers,
     check_tiny_kernel,
 ]
 
