@@ -30,7 +30,7 @@ def test_status_names_each_compiler_and_why_not():
     assert not mlir["usable"]  # never in the simulator
     assert "not installed" in mlir["why"] or "simulator" in mlir["why"] or "Python" in mlir["why"]
     ok, line = compilers.doctor_check()
-    assert ok and line.startswith("compilers: ") and "numba-cuda-mlir" in line
+    assert ok and line.startswith("numba-cuda ") and "numba-cuda-mlir" in line
 
 
 def test_mlir_with_sim_is_one_line_exit_2(capsys):
