@@ -61,7 +61,7 @@ import math
 import numpy as np
 from kernels.compiler import cuda, float64, int64, uint32, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, blocks_for
+from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for
 from kernels.warp import SCRATCH, SIMULATOR, warp_max
 
 QMIN = 0.0
@@ -675,6 +675,40 @@ def summarize(inputs, outputs):
             f"zero_point {zero_point:.0f}"]
 
 
+def choose(size):
+    """(rung, threads, why) for N elements: l2_tail_first (the best rung at every size measured),
+    at 256 threads; below a full grid (N < GRID_THREADS x UNROLL) 128 threads, so the smaller grid
+    still spreads over more SMs."""
+    (n,) = size
+    if n >= GRID_THREADS * UNROLL:
+        return "l2_tail_first", 256, "a full grid-stride grid"
+    return "l2_tail_first", 128, "small N: smaller blocks over more SMs"
+
+
+RUNGS = {
+    "atomic_per_element": Variant(
+        "atomic_per_element",
+        "init + min/max with 2 same-address atomics an element + quantize, one thread an element; "
+        "3 launches",
+        atomic_per_element_launch, atomic_per_element_prepare),
+    "atomic_per_block": Variant(
+        "atomic_per_block",
+        "grid-stride min/max (8 loads in flight, shuffle reduction), 2 atomics a block; init + "
+        "2 kernels",
+        grid_stride_launch, atomic_per_block_prepare, warp_multiple=True),
+    "block_partials": Variant(
+        "block_partials",
+        "min/max partials per block; each quantize block reduces them itself: 2 launches, "
+        "no atomics, 9 bytes an element",
+        grid_stride_launch, block_partials_prepare, warp_multiple=True),
+    "l2_tail_first": Variant(
+        "l2_tail_first",
+        "block_partials with the quantize pass walking x back to front, so it starts on what "
+        "the min/max pass left in L2",
+        grid_stride_launch, l2_tail_first_prepare, warp_multiple=True),
+}
+
+
 SPEC = KernelSpec(
     name="quantize",
     summary="per-tensor uint8 quantization: min/max, then q = round(x / scale + zero_point)",
@@ -691,26 +725,6 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: size[0] * (2 * np.dtype(dtype).itemsize + 1),
     # a compare for the min and one for the max, a multiply and an add for the code
     flops=lambda size: 4 * size[0],
-    variants={
-        "atomic_per_element": Variant(
-            "atomic_per_element",
-            "init + min/max with 2 same-address atomics an element + quantize, one thread an element; "
-            "3 launches",
-            atomic_per_element_launch, atomic_per_element_prepare),
-        "atomic_per_block": Variant(
-            "atomic_per_block",
-            "grid-stride min/max (8 loads in flight, shuffle reduction), 2 atomics a block; init + "
-            "2 kernels",
-            grid_stride_launch, atomic_per_block_prepare, warp_multiple=True),
-        "block_partials": Variant(
-            "block_partials",
-            "min/max partials per block; each quantize block reduces them itself: 2 launches, "
-            "no atomics, 9 bytes an element",
-            grid_stride_launch, block_partials_prepare, warp_multiple=True),
-        "l2_tail_first": Variant(
-            "l2_tail_first",
-            "block_partials with the quantize pass walking x back to front, so it starts on what "
-            "the min/max pass left in L2",
-            grid_stride_launch, l2_tail_first_prepare, warp_multiple=True),
-    },
+    variants={**RUNGS, "auto": auto_variant(
+        choose, RUNGS, "l2_tail_first at 256 threads, fewer threads for small N (choose())")},
 )

@@ -38,6 +38,7 @@ class Options:
     repeats: int | None = None
     warmup: int | None = None
     seed: int | None = None
+    library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
 
 
 @dataclass
@@ -239,6 +240,8 @@ def run(opts: Options, backend: str) -> Report:
             report.rows.append(Row(name, "-", "skipped", why))
         else:
             for label in C.library_labels(name, spec.name):
+                if opts.library_ops is not None and label not in opts.library_ops:
+                    continue
                 prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
                 report.rows.append(measure(Row(name, label, "ok"), prepare))
         gc.collect()
