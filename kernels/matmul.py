@@ -393,9 +393,11 @@ T_A_LOADS = T_BM * T_BK // T_THREADS  # A elements a thread copies a slab (4)
 T_B_LOADS = T_BK * T_BN // T_THREADS  # B elements a thread copies a slab (4)
 T_A_STEP = T_THREADS // T_BK  # rows of A between a thread's slab elements (16)
 T_B_STEP = T_THREADS // T_BN  # rows of B between a thread's slab elements (4)
+T_A_BUFS = 2 * T_BK * T_LDA  # words of the two A slab buffers (shared-array sizes must be constants)
+T_B_BUFS = 2 * T_BK * T_BN
 
 
-@cuda.jit(**FORCEINLINE)
+@cuda.jit
 def tile64_kernel(A, B, W, kchunk):
     """W[z] = A[:, Kz] @ B[Kz, :] for the K range Kz = [z * kchunk, min(K, (z + 1) * kchunk)) of
     grid z; with one split (z = 0, kchunk >= K) W is C itself, viewed as (1, M, N).
@@ -409,8 +411,8 @@ def tile64_kernel(A, B, W, kchunk):
     segment of B), double-buffered through registers as in register_tiled; then for each k two
     LDS.128 and 16 FMAs. Loads past an edge of A, B or the K range read 0; stores are guarded.
     """
-    As = cuda.shared.array(2 * T_BK * T_LDA, W.dtype, alignment=ALIGN)
-    Bs = cuda.shared.array(2 * T_BK * T_BN, W.dtype, alignment=ALIGN)
+    As = cuda.shared.array(T_A_BUFS, W.dtype, alignment=ALIGN)
+    Bs = cuda.shared.array(T_B_BUFS, W.dtype, alignment=ALIGN)
     acc = cuda.local.array(T_TM * T_TN, W.dtype)
     a_frag = cuda.local.array(T_TM, W.dtype)
     b_frag = cuda.local.array(T_TN, W.dtype)

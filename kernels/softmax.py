@@ -33,8 +33,8 @@ import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, sm_count, split_columns
-from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_sum, group_max, group_sum, warp_max,
-                          warp_sum)
+from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_sum, group_max, group_sum, lanes_for,
+                          warp_max, warp_sum)
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread, by values a
@@ -469,10 +469,7 @@ GROUP_VALUES = 4  # values a lane aims to hold for short rows
 
 def group_width(cols):
     """Lanes per row: the smallest power of two G <= 32 with ceil(COLS / G) <= GROUP_VALUES."""
-    g = 1
-    while g < WARP and g * GROUP_VALUES < cols:
-        g *= 2
-    return g
+    return lanes_for(cols, GROUP_VALUES)
 
 
 _GROUP_ROWS = {}

@@ -26,6 +26,15 @@ FULL_MASK = 0xFFFFFFFF
 # shuffle path never touches it, so a single element keeps the kernel's shared-memory use at zero.
 SCRATCH = 1024 if SIMULATOR else 1
 
+def lanes_for(cols: int, per_lane: int) -> int:
+    """Lanes a row for the row-per-group rungs (matvec group_per_row, softmax group_rows): the
+    smallest power of two G <= 32 with ceil(cols / G) <= per_lane."""
+    g = 1
+    while g < WARP and g * per_lane < cols:
+        g *= 2
+    return g
+
+
 if SIMULATOR:
 
     @cuda.jit(device=True)

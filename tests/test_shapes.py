@@ -19,11 +19,12 @@ def _check(kernel, variant, size, threads, rng, simulator, dtype=np.float32):
     assert ok, f"{kernel} {variant} at {size}, {threads} threads: max abs err {err}"
 
 
-MATVEC = [((1, 1), 32), ((3, 300), 64), ((5, 37), 32)] + ([] if SIMULATOR else [
+MATVEC = [((1, 1), 32), ((3, 300), 64), ((5, 37), 32), ((9, 7), 32)] + ([] if SIMULATOR else [
+    ((100000, 32), 256), ((4099, 65), 128), ((77, 1), 32),
     ((4, 100000), 256), ((16, 262144), 256), ((64, 65536), 1024), ((1000, 4097), 128), ((3, 10001), 64)])
 
 
-@pytest.mark.parametrize("variant", ["split_k", "auto"])
+@pytest.mark.parametrize("variant", ["split_k", "group_per_row", "auto"])
 @pytest.mark.parametrize("size,threads", MATVEC)
 def test_matvec_split_k(variant, size, threads, rng, simulator):
     _check("matvec", variant, size, threads, rng, simulator)
@@ -101,12 +102,12 @@ def test_auto(kernel, size, rng, simulator):
     _check(kernel, "auto", size, 1024, rng, simulator)
 
 
-@pytest.mark.cpu_ok
 def test_auto_choices_and_explicit_threads():
     """The heuristics' documented choices; a named rung keeps the --threads it was given."""
     mv, sm, mm = (kernels.load(k) for k in ("matvec", "softmax", "matmul"))
     assert mv.variants["auto"].launch((4, 100000), 1024).rung == "split_k"
     assert mv.variants["auto"].launch((16384, 4096), 1024).rung == "warp_per_row"
+    assert mv.variants["auto"].launch((100000, 32), 1024).rung == "group_per_row"
     assert mv.variants["auto"].launch((16384, 4096), 1024).block == (256,)
     assert mv.variants["warp_per_row"].launch((16384, 4096), 1024).block == (1024,)  # honoured
     assert sm.variants["auto"].launch((100000, 32), 1024).rung == "group_rows"
@@ -119,7 +120,6 @@ def test_auto_choices_and_explicit_threads():
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
 
 
-@pytest.mark.cpu_ok
 def test_launch_math():
     assert [S.group_width(c) for c in (1, 4, 5, 32, 33, 128, 129, 5000)] == [1, 1, 2, 8, 16, 32, 32, 32]
     cfg = kernels.load("softmax").variants["group_rows"].launch((100000, 32), 128)
