@@ -393,6 +393,7 @@ T_A_LOADS = T_BM * T_BK // T_THREADS  # A elements a thread copies a slab (4)
 T_B_LOADS = T_BK * T_BN // T_THREADS  # B elements a thread copies a slab (4)
 T_A_STEP = T_THREADS // T_BK  # rows of A between a thread's slab elements (16)
 T_B_STEP = T_THREADS // T_BN  # rows of B between a thread's slab elements (4)
+T_ACC = T_TM * T_TN  # accumulators a thread
 T_A_BUFS = 2 * T_BK * T_LDA  # words of the two A slab buffers (shared-array sizes must be constants)
 T_B_BUFS = 2 * T_BK * T_BN
 
@@ -413,7 +414,7 @@ def tile64_kernel(A, B, W, kchunk):
     """
     As = cuda.shared.array(T_A_BUFS, W.dtype, alignment=ALIGN)
     Bs = cuda.shared.array(T_B_BUFS, W.dtype, alignment=ALIGN)
-    acc = cuda.local.array(T_TM * T_TN, W.dtype)
+    acc = cuda.local.array(T_ACC, W.dtype)
     a_frag = cuda.local.array(T_TM, W.dtype)
     b_frag = cuda.local.array(T_TN, W.dtype)
     a_next = cuda.local.array(T_A_LOADS, W.dtype)
