@@ -30,6 +30,11 @@ SHAPES = {
     "matmul": ["64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
                "4096x32x4096", "64x64x65536", "128x128x32768"],
     "quantize": ["1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"],
+    # no torch contender yet (issue 10's registry): Numba rows only
+    "dequantize": ["1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
+                   "20000x4097"],
+    "quantize_per_channel": ["1x1", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
+                             "20000x4097", "262144x64"],
 }
 # The torch op each kernel is measured against (lab.contenders / torch_bridge.ops labels).
 TORCH_OP = {

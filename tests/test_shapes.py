@@ -116,6 +116,7 @@ def test_auto_choices_and_explicit_threads():
     assert sm.variants["fused"].launch((8192, 8192), 64).block == (64,)  # honoured
     assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "register_tiled"
     assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "tile64"
+    assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "split_k"
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
 
