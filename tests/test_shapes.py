@@ -85,11 +85,22 @@ def test_matmul_split_k(size, rng, simulator, monkeypatch):
         _check("matmul", "split_k", (100, 90, 5001), 256, rng, simulator, np.float64)
 
 
+SKINNY = [(5, 130, 70), (40, 33, 50)] if SIMULATOR else [(32, 4096, 4096), (1, 5000, 3001), (17, 1030, 2049),
+                                                         (33, 300, 1000)]
+
+
+@pytest.mark.parametrize("size", SKINNY)
+def test_matmul_skinny_m(size, rng, simulator, monkeypatch):
+    if SIMULATOR:
+        monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # several K ranges at a tiny K
+    _check("matmul", "skinny_m", size, 128, rng, simulator)
+
+
 AUTO = {"vecadd": [(1,), (1001,)], "quantize": [(1,), (999,)], "matvec": [(2, 70)], "softmax": [(5, 33)],
         "matmul": [(9, 10, 11)]}
 AUTO_GPU = {"vecadd": [(1 << 24,)], "quantize": [(1 << 22,)], "matvec": [(4, 100000), (4096, 4096)],
             "softmax": [(100000, 32), (4, 1000000), (4099, 3001)],
-            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048)]}
+            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096)]}
 AUTO_CASES = [(k, s) for k, sizes in (AUTO if SIMULATOR else AUTO_GPU).items() for s in sizes]
 
 
@@ -118,6 +129,7 @@ def test_auto_choices_and_explicit_threads():
     assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "tile64"
     assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "split_k"
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
+    assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "skinny_m"
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
 
 
