@@ -583,6 +583,10 @@ def group_rows_prepare(cfg, inputs, outputs):
     """Rung 4. Saves over fused at short rows: the block reduction and its barrier (now log2(G)
     shuffles), and the idle threads of a block per row. Predicted on the H100: 100,000 x 32 to
     1,000,000 x 128 float32 at 70-90% of copy bandwidth (fused: 2-24% of torch), about torch's speed.
+    Measured on the H100 (float32, 128 threads): 100,000 x 32 0.0106 ms (fused 0.143, torch.softmax
+    0.0173); 1,000,000 x 64 0.168 ms (fused 1.44, torch 0.196; 3.05 TB/s); 262,144 x 128 0.087 ms
+    (fused 0.395, torch 0.094); 65,536 x 1024 0.178 ms (fused 0.187, torch 0.190). At 8192 columns
+    (warp streaming, 2 reads) 0.282 ms against fused's 0.178: auto keeps long rows on fused.
     """
     (x,), (out,) = inputs, outputs
     plan = _group_plan(x.shape[1], x.dtype.itemsize)
@@ -672,7 +676,10 @@ def split_row_launch(size, threads):
 def split_row_prepare(cfg, inputs, outputs):
     """Rung 5. Saves: idle SMs at a few long rows (1 x 10^6: 1 block -> ~528). Costs: a second
     launch and a second read of x (from L2 when it fits). Predicted on the H100 at 4 x 10^6 float32
-    (32 MB, ~11 us at copy speed): ~15-20 us, against ~300 us for one block a row."""
+    (32 MB, ~11 us at copy speed): ~15-20 us, against ~300 us for one block a row.
+    Measured on the H100 (256 threads): 4 x 10^6 0.0279 ms (fused 0.929, torch.softmax 0.467);
+    1 x 1,048,576 0.0152 ms (fused 0.899, torch 0.299); 32 x 65,536 0.0204 ms (fused 0.062, torch
+    0.036)."""
     (x,), (out,) = inputs, outputs
     chunk, splits = split_columns(x.shape[0], x.shape[1], cfg.block[0], UNROLL)
     stats = cuda.device_array((x.shape[0], splits, 2), x.dtype)
