@@ -508,17 +508,24 @@ def split_k_reduce_kernel(W, C):
         C[r, c] = acc
 
 
-SPLIT_MIN_K = 256  # shortest K range a split-K block gets
-SPLIT_BLOCKS_PER_SM = 2  # split-K aims for tiles x splits >= this many blocks an SM
+# Split-K tuning, measured on the H100 (blocks an SM aimed for, shortest K range -> ms):
+# 64 x 64 x 65536: (2, 256) 0.077, (4, 512) 0.062, (8, 512) 0.061; 32 x 4096 x 4096: (2, 256) 0.132,
+# (4, 256) 0.121, (4, 512) 0.114; 128 x 128 x 32768: 0.071 for all but (4, 256) 0.082;
+# 512^3: (2, 256) 0.027, (2, 128) 0.026, any 512: no split, 0.036. Long K wants longer ranges.
+SPLIT_MIN_K = 256  # shortest K range a split-K block gets when K < SPLIT_LONG_K
+SPLIT_LONG_K = 4096  # from this K on, ranges of at least 2 * SPLIT_MIN_K
+SPLIT_BLOCKS_PER_SM = 4  # split-K aims for tiles x splits >= this many blocks an SM
 
 
 def split_k_plan(size, splits_wanted=None):
     """(kchunk, splits) for split-K: enough K ranges that the 64 x 64 tiles times the splits give
-    about 2 blocks an SM, but no range shorter than 256 k (16 slabs); kchunk a multiple of 16."""
+    about SPLIT_BLOCKS_PER_SM blocks an SM, but no range shorter than SPLIT_MIN_K k (twice that
+    from K = SPLIT_LONG_K on: fewer partials to add); kchunk a multiple of 16."""
     m, n, k = size
     tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
     want = splits_wanted or max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
-    splits = max(1, min(want, k // SPLIT_MIN_K))
+    min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
+    splits = max(1, min(want, k // min_k))
     kchunk = blocks_for(blocks_for(k, splits), T_BK) * T_BK
     return kchunk, blocks_for(k, kchunk)
 
@@ -668,7 +675,12 @@ def skinny_m_launch(size, threads):
 def skinny_m_prepare(cfg, inputs, outputs):
     """Rung 6. Saves over split_k at M <= 32: the idle half of each 64-row tile and B's traffic through
     shared memory; B streams straight from DRAM into registers, once. Predicted on the H100 at
-    32 x 4096 x 4096 float32 (B 64 MB, ~22 us at copy speed): ~35-45 us (split_k: 132 us; cuBLAS 44 us)."""
+    32 x 4096 x 4096 float32 (B 64 MB, ~22 us at copy speed): ~35-45 us (split_k: 132 us; cuBLAS 44 us).
+    Measured on the H100: 0.142 ms, slower than split_k (0.133): prediction missed, auto does not
+    pick this rung. ptxas: 126 registers (32 accumulators, addresses), so 4 warps a block and few
+    blocks an SM; the k loop has a run-time trip count, so Numba/NVVM do not unroll it and each
+    thread keeps one 4-byte B load in flight, waiting ~600 ns on DRAM per 32 FMAs: latency-bound at
+    0.45 TB/s. Next: a constant-trip k loop with the loads of 8 k issued first."""
     A, B = inputs
     (C,) = outputs
     m, n = C.shape
@@ -690,7 +702,6 @@ def skinny_m_prepare(cfg, inputs, outputs):
 def choose(size):
     """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations:
 
-    * M <= 32 with N, K >= 1024: skinny_m (a batch of mat-vecs);
     * at least half as many 128 x 128 tiles as SMs: register_tiled (measured on the H100: at 1000 x
       1030 x 517, 72 tiles, 0.078 ms against tile64's 0.085; at 2048^3, 256 tiles, 0.44 against 0.75);
     * else, if 64 x 64 tiles give at least one block an SM, or K is short (< 512): tile64 (1024^3:
@@ -699,8 +710,6 @@ def choose(size):
     """
     m, n, k = size
     sms = sm_count()
-    if m <= SK_M and n >= 1024 and k >= 1024:
-        return "skinny_m", SK_N, f"M = {m} <= {SK_M}, N and K large: B streamed once, 32 rows a thread"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
         return "register_tiled", RT_THREADS, f"{tiles128} tiles of 128 x 128 (at least half the {sms} SMs)"

@@ -557,11 +557,13 @@ def warp_row_streaming_kernel(x, out):
                 out[row, jj] = math.exp(v[u] - big_m) * inv
 
 
-def _group_plan(cols, itemsize):
-    """(K, G) of the register path, or None for the warp streaming path."""
+def _group_plan(cols, itemsize, threads):
+    """(K, G) of the register path, or None for the warp streaming path: the fused rung's register
+    limits, at most RESIDENT_MAX values a lane and RESIDENT_BLOCK a block (K = 32 float32 values a
+    lane take 96 registers: 1024 threads would need 98,304 of the SM's 65,536 and fail to launch)."""
     g = group_width(cols)
     k = blocks_for(cols, g)
-    return (k, g) if k <= RESIDENT_MAX[itemsize] else None
+    return (k, g) if k <= RESIDENT_MAX[itemsize] and k * threads <= RESIDENT_BLOCK[itemsize] else None
 
 
 def group_rows_launch(size, threads):
@@ -569,7 +571,7 @@ def group_rows_launch(size, threads):
     rows, cols = size
     g = group_width(cols)
     per_block = max(1, threads // g)
-    plan32, plan64 = _group_plan(cols, 4), _group_plan(cols, 8)
+    plan32, plan64 = _group_plan(cols, 4, threads), _group_plan(cols, 8, threads)
 
     def path(plan):
         return f"{plan[0]} values a lane in registers" if plan else "warp streaming (2 reads + 1 write)"
@@ -589,7 +591,7 @@ def group_rows_prepare(cfg, inputs, outputs):
     (warp streaming, 2 reads) 0.282 ms against fused's 0.178: auto keeps long rows on fused.
     """
     (x,), (out,) = inputs, outputs
-    plan = _group_plan(x.shape[1], x.dtype.itemsize)
+    plan = _group_plan(x.shape[1], x.dtype.itemsize, cfg.block[0])
     kernel = group_rows_kernel(*plan) if plan else warp_row_streaming_kernel
     launch = kernel[cfg.grid, cfg.block]
     return lambda: launch(x, out)

@@ -129,12 +129,15 @@ def test_auto_choices_and_explicit_threads():
     assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "tile64"
     assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "split_k"
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
-    assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "skinny_m"
+    assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
 
 
 def test_launch_math():
     assert [S.group_width(c) for c in (1, 4, 5, 32, 33, 128, 129, 5000)] == [1, 1, 2, 8, 16, 32, 32, 32]
+    # K = 32 values a lane at 1024 threads would need 96 x 1024 registers: the warp streaming path
+    assert "warp streaming" in kernels.load("softmax").variants["group_rows"].launch((5, 1000), 1024).note
+    assert "32 values a lane" in kernels.load("softmax").variants["group_rows"].launch((5, 1000), 128).note
     cfg = kernels.load("softmax").variants["group_rows"].launch((100000, 32), 128)
     assert cfg.grid == (100000 // 16,) and cfg.threads_needed == 100000 * 8
     chunk, splits = split_columns(4, 100000, 256, 4)
