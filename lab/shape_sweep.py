@@ -235,11 +235,14 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
     ap.add_argument("--kernels", default=",".join(SHAPES), help="comma-separated kernels")
     ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--sim", action="store_true", help="run in the CUDA simulator (tiny shapes only)")
     args = ap.parse_args(argv)
     from lab.backend import select
 
-    backend = select("sim" if args.sim else "auto")
+    backend = select("auto")
+    if backend == "simulator":
+        print("error: the shape sweep times real shapes and needs a CUDA GPU (the simulator would take days)",
+              file=sys.stderr)
+        return 2
     from lab.device import describe
 
     dev = describe(backend == "simulator")
