@@ -9,7 +9,7 @@ from __future__ import annotations
 import difflib
 import importlib
 
-NAMES = ("vecadd", "matvec", "matmul", "softmax", "quantize")
+NAMES = ("vecadd", "matvec", "matmul", "softmax", "quantize", "dequantize", "quantize_per_channel")
 
 
 def load(name: str):

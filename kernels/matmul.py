@@ -24,10 +24,10 @@ from __future__ import annotations
 import numpy as np
 from kernels.compiler import cuda, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
-from kernels.warp import SIMULATOR
-
-WARP = 32
+from kernels.compiler import SIMULATOR
+from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerance,
+                          launch_once, sm_count)
+from kernels.warp import WARP
 
 
 # --- Rung 1: one thread per output element (the textbook kernel) ------------------------------
@@ -375,15 +375,348 @@ def register_tiled_launch(size, threads):
                   threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note)
 
 
-def _prepare(kernel, kernel_f64=None):
-    """prepare() for the runner: configure the launch once; ``kernel_f64``, if given, runs float64."""
-    def prepare(cfg, inputs, outputs):
-        A, B = inputs
-        k = kernel_f64 if kernel_f64 is not None and A.dtype == np.float64 else kernel
-        launch = k[cfg.grid, cfg.block]  # configure once: keep it out of the timed call
-        (C,) = outputs
-        return lambda: launch(A, B, C)
-    return prepare
+# --- Rung 4: a smaller tile (64 x 64, 4 x 4 a thread), and split-K ---------------------------------
+# The 128 x 128 tile pays off only when there are enough tiles: 1024^3 has 64 of them for 132 SMs
+# (2 blocks an SM: 264 slots), so three quarters of the GPU idles. A 64 x 64 tile gives 4x the blocks
+# (256 at 1024^3) at half the reuse (each loaded element feeds 64 FMAs instead of 128; a thread's 16
+# shared words a k feed 16 FMAs, one LDS.128 per 8 FMAs). And when M and N are small but K is long
+# (64 x 64 x 65536: one tile), no tiling fills the GPU: split-K gives each block a range of K
+# (grid z), writes its partial C tile to a workspace (splits x M x N), and a second launch adds them.
+T_BM = 64  # rows of C per block
+T_BN = 64  # columns of C per block
+T_BK = 16  # K-slab in shared memory (float32 and float64: 2 x (16 x 68 + 16 x 64) words, 17 / 34 KB)
+T_TM = 4  # rows of C per thread
+T_TN = 4  # columns of C per thread
+T_THREADS = (T_BM // T_TM) * (T_BN // T_TN)  # 256
+T_LDA = T_BM + A_PAD  # row length of the transposed A slab
+T_A_LOADS = T_BM * T_BK // T_THREADS  # A elements a thread copies a slab (4)
+T_B_LOADS = T_BK * T_BN // T_THREADS  # B elements a thread copies a slab (4)
+T_A_STEP = T_THREADS // T_BK  # rows of A between a thread's slab elements (16)
+T_B_STEP = T_THREADS // T_BN  # rows of B between a thread's slab elements (4)
+T_ACC = T_TM * T_TN  # accumulators a thread
+T_A_BUFS = 2 * T_BK * T_LDA  # words of the two A slab buffers (shared-array sizes must be constants)
+T_B_BUFS = 2 * T_BK * T_BN
+
+
+@cuda.jit
+def tile64_kernel(A, B, W, kchunk):
+    """W[z] = A[:, Kz] @ B[Kz, :] for the K range Kz = [z * kchunk, min(K, (z + 1) * kchunk)) of
+    grid z; with one split (z = 0, kchunk >= K) W is C itself, viewed as (1, M, N).
+
+    A: (M, K), B: (K, N), W: (splits, M, N), one float dtype. Launch: block (256,), grid
+    (ceil(N / 64), ceil(M / 64), splits). Thread t: (ty, tx) = (t // 16, t % 16) owns rows
+    ty*4 + {0..3} and columns tx*4 + {0..3} of the block's 64 x 64 tile, 16 accumulators in
+    registers. Per slab of 16 k: the block copies the 64 x 16 slab of A (transposed, rows padded by
+    4 words: conflict-free 16-byte reads) and the 16 x 64 slab of B into shared memory, 4 + 4
+    elements a thread (a half warp reads 16 consecutive k of a row of A; a warp one 64-word row
+    segment of B), double-buffered through registers as in register_tiled; then for each k two
+    LDS.128 and 16 FMAs. Loads past an edge of A, B or the K range read 0; stores are guarded.
+    """
+    As = cuda.shared.array(T_A_BUFS, W.dtype, alignment=ALIGN)
+    Bs = cuda.shared.array(T_B_BUFS, W.dtype, alignment=ALIGN)
+    acc = cuda.local.array(T_ACC, W.dtype)
+    a_frag = cuda.local.array(T_TM, W.dtype)
+    b_frag = cuda.local.array(T_TN, W.dtype)
+    a_next = cuda.local.array(T_A_LOADS, W.dtype)
+    b_next = cuda.local.array(T_B_LOADS, W.dtype)
+    M, K = A.shape
+    N = B.shape[1]
+    zero = W.dtype.type(0)
+    t = cuda.threadIdx.x & (T_THREADS - 1)
+    tx4 = (t & 15) << 2
+    ty4 = (t >> 4) << 2
+    m0 = cuda.blockIdx.y * T_BM
+    n0 = cuda.blockIdx.x * T_BN
+    k_begin = cuda.blockIdx.z * kchunk
+    k_end = min(K, k_begin + kchunk)
+    a_k = t & (T_BK - 1)
+    a_m = t >> 4
+    b_n = t & (T_BN - 1)
+    b_k = t >> 6
+    for i in range(T_TM * T_TN):
+        acc[i] = zero
+    for i in range(T_A_LOADS):
+        r = m0 + a_m + i * T_A_STEP
+        kc = k_begin + a_k
+        As[a_k * T_LDA + a_m + i * T_A_STEP] = A[r, kc] if r < M and kc < k_end else zero
+    for i in range(T_B_LOADS):
+        kr = k_begin + b_k + i * T_B_STEP
+        c = n0 + b_n
+        Bs[(b_k + i * T_B_STEP) * T_BN + b_n] = B[kr, c] if kr < k_end and c < N else zero
+    cuda.syncthreads()
+    n_slabs = (k_end - k_begin + T_BK - 1) // T_BK
+    interior = m0 + T_BM <= M and n0 + T_BN <= N
+    for s in range(n_slabs):
+        a_cur = (s & 1) * (T_BK * T_LDA)
+        b_cur = (s & 1) * (T_BK * T_BN)
+        k_next = k_begin + (s + 1) * T_BK
+        more = s + 1 < n_slabs
+        if more:
+            if interior and k_next + T_BK <= k_end:
+                for i in range(T_A_LOADS):
+                    a_next[i] = A[uint64(m0 + a_m + i * T_A_STEP), uint64(k_next + a_k)]
+                for i in range(T_B_LOADS):
+                    b_next[i] = B[uint64(k_next + b_k + i * T_B_STEP), uint64(n0 + b_n)]
+            else:
+                for i in range(T_A_LOADS):
+                    r = m0 + a_m + i * T_A_STEP
+                    kc = k_next + a_k
+                    a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < k_end else zero
+                for i in range(T_B_LOADS):
+                    kr = k_next + b_k + i * T_B_STEP
+                    c = n0 + b_n
+                    b_next[i] = B[uint64(kr), uint64(c)] if kr < k_end and c < N else zero
+        for kk in range(T_BK):  # constant trip count: unrolled, shared addresses base + constant
+            a_rd = a_cur + kk * T_LDA + ty4
+            b_rd = b_cur + kk * T_BN + tx4
+            for i in range(T_TM):
+                a_frag[i] = As[uint64(a_rd + i)]
+                b_frag[i] = Bs[uint64(b_rd + i)]
+            for i in range(T_TM):
+                for j in range(T_TN):
+                    acc[i * T_TN + j] += a_frag[i] * b_frag[j]
+        if more:
+            a_nxt = T_BK * T_LDA - a_cur
+            b_nxt = T_BK * T_BN - b_cur
+            for i in range(T_A_LOADS):
+                As[uint64(a_nxt + a_k * T_LDA + a_m + i * T_A_STEP)] = a_next[i]
+            for i in range(T_B_LOADS):
+                Bs[uint64(b_nxt + (b_k + i * T_B_STEP) * T_BN + b_n)] = b_next[i]
+        cuda.syncthreads()
+    z = cuda.blockIdx.z
+    for i in range(T_TM):
+        r = m0 + ty4 + i
+        if r < M:
+            for j in range(T_TN):
+                c = n0 + tx4 + j
+                if c < N:
+                    W[z, r, c] = acc[i * T_TN + j]
+
+
+@cuda.jit
+def split_k_reduce_kernel(W, C):
+    """C[r, c] = sum_z W[z, r, c]; thread ``i = cuda.grid(1)`` does element i of C (row-major):
+    a warp reads 32 consecutive words of each split (coalesced)."""
+    i = cuda.grid(1)
+    N = C.shape[1]
+    if i < C.shape[0] * N:
+        r = i // N
+        c = i - r * N
+        acc = W[0, r, c]
+        for z in range(1, W.shape[0]):
+            acc += W[z, r, c]
+        C[r, c] = acc
+
+
+# Split-K tuning, measured on the H100 (blocks an SM aimed for, shortest K range -> ms):
+# 64 x 64 x 65536: (2, 256) 0.077, (4, 512) 0.062, (8, 512) 0.061; 32 x 4096 x 4096: (2, 256) 0.132,
+# (4, 256) 0.121, (4, 512) 0.114; 128 x 128 x 32768: 0.071 for all but (4, 256) 0.082;
+# 512^3: (2, 256) 0.027, (2, 128) 0.026, any 512: no split, 0.036. Long K wants longer ranges.
+SPLIT_MIN_K = 256  # shortest K range a split-K block gets when K < SPLIT_LONG_K
+SPLIT_LONG_K = 4096  # from this K on, ranges of at least 2 * SPLIT_MIN_K
+SPLIT_BLOCKS_PER_SM = 4  # split-K aims for tiles x splits >= this many blocks an SM
+
+
+def split_k_plan(size, splits_wanted=None):
+    """(kchunk, splits) for split-K: enough K ranges that the 64 x 64 tiles times the splits give
+    about SPLIT_BLOCKS_PER_SM blocks an SM, but no range shorter than SPLIT_MIN_K k (twice that
+    from K = SPLIT_LONG_K on: fewer partials to add); kchunk a multiple of 16."""
+    m, n, k = size
+    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
+    want = splits_wanted or max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
+    min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
+    splits = max(1, min(want, k // min_k))
+    kchunk = blocks_for(blocks_for(k, splits), T_BK) * T_BK
+    return kchunk, blocks_for(k, kchunk)
+
+
+def _tile_launch(size, splits):
+    m, n, _ = size
+    return Launch(grid=(blocks_for(n, T_BN), blocks_for(m, T_BM), splits), block=(T_THREADS,),
+                  threads_needed=min(m * n, blocks_for(m, T_TM) * blocks_for(n, T_TN)) * splits)
+
+
+def tile64_launch(size, threads):
+    """Block fixed at 256 threads; grid (ceil(N / 64), ceil(M / 64), 1)."""
+    cfg = _tile_launch(size, 1)
+    note = "" if threads == T_THREADS else (
+        f"block fixed at {T_THREADS} threads (compile-time 64x64 tile, 4x4 per thread); --threads {threads} ignored")
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note)
+
+
+def tile64_prepare(cfg, inputs, outputs):
+    """Rung 4. Saves over register_tiled at mid sizes: idle SMs (4x the blocks). Costs: half the
+    reuse a loaded element. Predicted on the H100: 1024^3 from ~0.4x cuBLAS (64 blocks) to ~0.6x;
+    at 4096^3 slower than register_tiled (~25-30 TFLOP/s: 1 LDS.128 per 8 FMAs instead of 16).
+    Measured on the H100: 1024^3 0.107 ms (register_tiled 0.129, cuBLAS 0.062: 0.58x); 4096^3
+    5.78 ms, 23.8 TFLOP/s (register_tiled 3.43). ptxas: 64 registers, 16.9 KB shared, 0 spills."""
+    A, B = inputs
+    (C,) = outputs
+    W = C.reshape(1, C.shape[0], C.shape[1])
+    launch = tile64_kernel[cfg.grid, cfg.block]
+    kchunk = A.shape[1]
+    return lambda: launch(A, B, W, kchunk)
+
+
+def split_k_launch(size, threads):
+    """grid (ceil(N / 64), ceil(M / 64), splits) of 256 threads, then the reduction launch."""
+    kchunk, splits = split_k_plan(size)
+    cfg = _tile_launch(size, splits)
+    note = (f"{splits} K ranges of {kchunk}, then a reduction launch over {splits} partial C's" if splits > 1
+            else "1 K range (too few k to split): tile64 alone, no reduction launch")
+    if threads != T_THREADS:
+        note += f"; block fixed at {T_THREADS} threads, --threads {threads} ignored"
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note)
+
+
+def split_k_prepare(cfg, inputs, outputs):
+    """Rung 5: tile64 over K ranges, then a reduction. Saves: idle SMs when M x N has few tiles and
+    K is long (64 x 64 x 65536: 1 block -> 256). Costs: the workspace (splits x M x N, written once
+    and read once) and a second launch. Predicted on the H100: 64 x 64 x 65536 from ~1% of cuBLAS
+    (one block) to its order (cuBLAS splits K too); 32 x 4096 x 4096 from 64 to 256 blocks.
+    Measured on the H100: 64 x 64 x 65536 0.077 ms (tile64 3.87 ms, cuBLAS 0.033: 0.43x);
+    128 x 128 x 32768 0.071 ms (0.58x); 512^3 0.027 ms (tile64 0.037, cuBLAS 0.017); 32 x 4096 x 4096
+    0.132 ms (tile64 0.271, cuBLAS 0.044). Prediction missed by 2-3x: each block's K range is only
+    256 k (16 slabs, each a barrier and a 64 x 64 x 16 step), the partials (splits x M x N: 4 MB
+    at 64 x 64 x 65536) cross memory twice, and the global loads are 4-byte scalars."""
+    A, B = inputs
+    (C,) = outputs
+    m, n = C.shape
+    kchunk, splits = split_k_plan((m, n, A.shape[1]))
+    if splits == 1:
+        return tile64_prepare(cfg, inputs, outputs)
+    W = cuda.device_array((splits, m, n), C.dtype)
+    part = tile64_kernel[cfg.grid, cfg.block]
+    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
+
+    def enqueue():
+        part(A, B, W, kchunk)
+        reduce(W, C)
+    return enqueue
+
+
+# --- Rung 6: skinny M (M <= 32): a column of C per thread, all of A's rows in registers ------------
+# With M = 32 (a batch of 32 vectors times a 4096 x 4096 weight), C = A @ B is a batch of mat-vecs:
+# B (64 MB) must stream from DRAM once, and every tile rung wastes most of its tile (tile64: half of
+# each 64-row tile, and B is re-read per K range only once, but through 4-byte loads of a few
+# warps). Here thread t of a block owns column n = blockIdx.x * 128 + t of C and its 32 sums; per
+# K-slab of 32 the block stages A's 32 x 32 slab in shared memory (every thread reads the same
+# word: a broadcast) and each thread streams its B column, one coalesced load per k feeding 32 FMAs.
+# K is split over grid y (as split_k) so that 32 column blocks become ~4 blocks an SM.
+SK_M = 32  # rows of A the rung handles (at most)
+SK_N = 128  # columns of C a block (threads a block)
+SK_BK = 32  # k a slab
+SK_SLAB = SK_BK * SK_M  # words of the A slab
+
+
+@cuda.jit
+def skinny_m_kernel(A, B, W, kchunk):
+    """W[z, m, n] = sum over k in range z of A[m, k] * B[k, n]; thread t of block (bx, z, g)
+    computes column n = bx * 128 + t for rows m = 32 g .. 32 g + 31 (32 accumulators in registers).
+    Launch: block (128,), grid (ceil(N / 128), splits, ceil(M / 32)); meant for M <= 32 (g = 0),
+    correct for any M (each row group re-reads B)."""
+    As = cuda.shared.array(SK_SLAB, W.dtype, alignment=ALIGN)  # [k][m], 32 x 32
+    acc = cuda.local.array(SK_M, W.dtype)
+    M, K = A.shape
+    N = B.shape[1]
+    zero = W.dtype.type(0)
+    t = cuda.threadIdx.x
+    n = cuda.blockIdx.x * SK_N + t
+    live = n < N
+    k_begin = cuda.blockIdx.y * kchunk
+    k_end = min(K, k_begin + kchunk)
+    m0 = cuda.blockIdx.z * SK_M
+    for m in range(SK_M):
+        acc[m] = zero
+    for k0 in range(k_begin, k_end, SK_BK):
+        cuda.syncthreads()  # everyone is done with the previous slab
+        for i in range(SK_SLAB // SK_N):  # 8 words a thread: A[m, k0 + kk], kk fastest (coalesced)
+            e = i * SK_N + t
+            m = e // SK_BK
+            kk = e - m * SK_BK
+            As[kk * SK_M + m] = A[m0 + m, k0 + kk] if m0 + m < M and k0 + kk < k_end else zero
+        cuda.syncthreads()
+        if live:
+            kmax = min(SK_BK, k_end - k0)
+            for kk in range(kmax):
+                b = B[uint64(k0 + kk), uint64(n)]
+                base = uint64(kk * SK_M)
+                for m in range(SK_M):
+                    acc[m] += As[base + uint64(m)] * b
+    if live:
+        for m in range(SK_M):
+            if m0 + m < M:
+                W[cuda.blockIdx.y, m0 + m, n] = acc[m]
+
+
+def skinny_m_plan(size):
+    """(kchunk, splits): K ranges so that the column blocks times the splits give about 4 blocks an
+    SM, no range shorter than 256 k; kchunk a multiple of 32."""
+    m, n, k = size
+    cols = blocks_for(n, SK_N)
+    splits = max(1, min(blocks_for(4 * sm_count(), cols), k // SPLIT_MIN_K))
+    kchunk = blocks_for(blocks_for(k, splits), SK_BK) * SK_BK
+    return kchunk, blocks_for(k, kchunk)
+
+
+def skinny_m_launch(size, threads):
+    """grid (ceil(N / 128), splits), block (128,); a reduction launch when split. M <= 32 only."""
+    m, n, k = size
+    kchunk, splits = skinny_m_plan(size)
+    note = f"{splits} K ranges of {kchunk}" + (", then a reduction launch" if splits > 1 else "")
+    if m > SK_M:
+        note += f"; M = {m} > {SK_M}: {blocks_for(m, SK_M)} row groups, each re-reading B"
+    if threads != SK_N:
+        note += f"; block fixed at {SK_N} threads, --threads {threads} ignored"
+    return Launch(grid=(blocks_for(n, SK_N), splits, blocks_for(m, SK_M)), block=(SK_N,),
+                  threads_needed=n * splits * blocks_for(m, SK_M), note=note)
+
+
+def skinny_m_prepare(cfg, inputs, outputs):
+    """Rung 6. Saves over split_k at M <= 32: the idle half of each 64-row tile and B's traffic through
+    shared memory; B streams straight from DRAM into registers, once. Predicted on the H100 at
+    32 x 4096 x 4096 float32 (B 64 MB, ~22 us at copy speed): ~35-45 us (split_k: 132 us; cuBLAS 44 us).
+    Measured on the H100: 0.142 ms, slower than split_k (0.133): prediction missed, auto does not
+    pick this rung. ptxas: 126 registers (32 accumulators, addresses), so 4 warps a block and few
+    blocks an SM; the k loop has a run-time trip count, so Numba/NVVM do not unroll it and each
+    thread keeps one 4-byte B load in flight, waiting ~600 ns on DRAM per 32 FMAs: latency-bound at
+    0.45 TB/s. Next: a constant-trip k loop with the loads of 8 k issued first."""
+    A, B = inputs
+    (C,) = outputs
+    m, n = C.shape
+    kchunk, splits = skinny_m_plan((m, n, A.shape[1]))
+    part = skinny_m_kernel[cfg.grid, cfg.block]
+    if splits == 1:
+        W1 = C.reshape(1, m, n)
+        return lambda: part(A, B, W1, kchunk)
+    W = cuda.device_array((splits, m, n), C.dtype)
+    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
+
+    def enqueue():
+        part(A, B, W, kchunk)
+        reduce(W, C)
+    return enqueue
+
+
+# --- auto: the launch heuristic ------------------------------------------------------------------------
+def choose(size):
+    """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations:
+
+    * at least half as many 128 x 128 tiles as SMs: register_tiled (measured on the H100: at 1000 x
+      1030 x 517, 72 tiles, 0.078 ms against tile64's 0.085; at 2048^3, 256 tiles, 0.44 against 0.75);
+    * else, if 64 x 64 tiles give at least one block an SM, or K is short (< 512): tile64 (1024^3:
+      0.107 ms against register_tiled's 0.129);
+    * else split_k (few tiles, long K; 512^3: 0.027 ms against tile64's 0.037).
+    """
+    m, n, k = size
+    sms = sm_count()
+    tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
+    if 2 * tiles128 >= sms:
+        return "register_tiled", RT_THREADS, f"{tiles128} tiles of 128 x 128 (at least half the {sms} SMs)"
+    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
+    if tiles >= sms or k < 512:
+        return "tile64", T_THREADS, f"{tiles} tiles of 64 x 64"
+    return "split_k", T_THREADS, f"only {tiles} tiles of 64 x 64 and K = {k}: split K"
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------
@@ -402,6 +735,29 @@ def tolerance(inputs, ref, dtype):
     return [dot_tolerance(A, B, dtype)]
 
 
+RUNGS = {
+    "naive": Variant(
+        "naive", "one thread per C element; 2 global loads per FMA (coalesced along rows of B and C)",
+        naive_launch, launch_once(naive_kernel)),
+    "shared": Variant(
+        "shared", f"{TPB}x{TPB} shared-memory tiles (block fixed at {TPB * TPB} threads); "
+        f"global loads per FMA / {TPB}", shared_launch, launch_once(shared_kernel)),
+    "register_tiled": Variant(
+        "register_tiled", f"{BM}x{BN} block tile, 8x8 register micro-tile per thread, double-buffered "
+        f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch,
+        launch_once(register_tiled_kernel, register_tiled_kernel_f64)),
+    "tile64": Variant(
+        "tile64", f"{T_BM}x{T_BN} block tile, 4x4 register micro-tile, double-buffered (block fixed at "
+        f"{T_THREADS} threads): 4x the blocks of register_tiled", tile64_launch, tile64_prepare),
+    "split_k": Variant(
+        "split_k", "tile64 over K ranges (grid z), then a reduction launch: for small M x N with long K",
+        split_k_launch, split_k_prepare),
+    "skinny_m": Variant(
+        "skinny_m", "M <= 32: a column of C per thread, 32 sums in registers, B streamed once; split K",
+        skinny_m_launch, skinny_m_prepare),
+}
+
+
 SPEC = KernelSpec(
     name="matmul",
     summary="C = A @ B for M x K and K x N row-major matrices",
@@ -417,16 +773,6 @@ SPEC = KernelSpec(
     * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1] * size[2],
     square_ok=True,
-    variants={
-        "naive": Variant(
-            "naive", "one thread per C element; 2 global loads per FMA (coalesced along rows of B and C)",
-            naive_launch, _prepare(naive_kernel)),
-        "shared": Variant(
-            "shared", f"{TPB}x{TPB} shared-memory tiles (block fixed at {TPB * TPB} threads); "
-            f"global loads per FMA / {TPB}", shared_launch, _prepare(shared_kernel)),
-        "register_tiled": Variant(
-            "register_tiled", f"{BM}x{BN} block tile, 8x8 register micro-tile per thread, double-buffered "
-            f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch,
-            _prepare(register_tiled_kernel, register_tiled_kernel_f64)),
-    },
+    variants={**RUNGS, "auto": auto_variant(
+        choose, RUNGS, "register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())")},
 )

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, blocks_for, dot_tolerance
-from kernels.warp import SCRATCH, warp_sum
-
-WARP = 32
+from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerance,
+                          launch_once, sm_count, split_columns)
+from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
 
 # --- Rung 1: one thread per row (the textbook kernel) -----------------------------------------
@@ -153,13 +152,190 @@ def warp_per_row_shared_x_kernel(A, x, y):
         y[row] = total
 
 
-def _prepare(kernel):
-    def prepare(cfg, inputs, outputs):
-        launch = kernel[cfg.grid, cfg.block]
-        A, x = inputs
-        (y,) = outputs
-        return lambda: launch(A, x, y)
-    return prepare
+# --- Rung 3b: a row per group of G lanes, for short rows --------------------------------------------
+# One warp a row of 32 columns gives each lane one load and then 5 shuffles for a single product.
+# A group of G = COLS / 4 lanes (a power of two, kernels/warp.lanes_for) a row gives each lane ~4
+# loads in flight and log2(G) shuffles; a warp then reads 32 / G rows at once, still whole sectors.
+_GROUP = {}
+
+
+def group_per_row_kernel(width):
+    """y[r] = A[r, :] @ x with G = ``width`` lanes a row (compiled per G): thread i of the grid is
+    lane i % G of row i // G, summing columns lane, lane + G, ... (UNROLL in flight), group_sum."""
+    if width in _GROUP:
+        return _GROUP[width]
+    G = width
+
+    @cuda.jit
+    def group_per_row(A, x, y):
+        scratch = cuda.shared.array(SCRATCH, float64)
+        i = uint64(cuda.grid(1))
+        lane = i % uint64(G)
+        row = i // uint64(G)
+        cols = uint64(A.shape[1])
+        acc = A.dtype.type(0)
+        if row < uint64(y.shape[0]):
+            step = uint64(G * UNROLL)
+            main = cols - cols % step
+            j = lane
+            while j < main:
+                a0 = A[row, j] * x[j]
+                a1 = A[row, j + uint64(G)] * x[j + uint64(G)]
+                a2 = A[row, j + uint64(2 * G)] * x[j + uint64(2 * G)]
+                a3 = A[row, j + uint64(3 * G)] * x[j + uint64(3 * G)]
+                acc += (a0 + a1) + (a2 + a3)
+                j += step
+            j = main + lane
+            while j < cols:
+                acc += A[row, j] * x[j]
+                j += uint64(G)
+        total = group_sum(acc, scratch, G)
+        if lane == 0 and row < uint64(y.shape[0]):
+            y[row] = total
+
+    _GROUP[width] = group_per_row
+    return group_per_row
+
+
+def group_per_row_launch(size, threads):
+    """threads / G rows a block, G = lanes_for(COLS, 4) lanes a row."""
+    rows, cols = size
+    g = lanes_for(cols, UNROLL)
+    return Launch(grid=(blocks_for(rows * g, threads),), block=(threads,), threads_needed=rows * g,
+                  note=f"{g} lanes a row, {threads // g} rows a block")
+
+
+def group_per_row_prepare(cfg, inputs, outputs):
+    """Rung 3b. Saves over warp_per_row at short rows: idle lanes and shuffles (100,000 x 32: one
+    product and 5 shuffles a lane -> 4 products and 3 shuffles). Predicted on the H100 at
+    100,000 x 32 float32 (12.8 MB): from 0.019 ms (warp_per_row) to ~0.010 ms, torch.mv 0.013 ms.
+    Measured on the H100 (256 threads): 0.0090 ms (warp_per_row 0.0196, torch.mv 0.0125); at
+    16384 x 4096 (G = 32, warp_per_row's work at 256 threads) 0.0937 ms against 0.0969."""
+    A, x = inputs
+    (y,) = outputs
+    launch = group_per_row_kernel(lanes_for(A.shape[1], UNROLL))[cfg.grid, cfg.block]
+    return lambda: launch(A, x, y)
+
+
+# --- Rung 4: split-K, several blocks per row, then a reduction ------------------------------------
+# Rungs 2-3 give a row one warp. With a handful of rows (4 rows x 100,000 columns) that is 4 warps on
+# a GPU that holds 132 x 64: the SMs idle and each warp streams 400 KB alone, latency-bound. Split-K
+# cuts each row into chunks, one block per (row, chunk), so every SM gets blocks; each block writes
+# one partial sum, and a second small launch adds a row's partials (deterministic, no atomics).
+SPLIT_BLOCKS_PER_SM = 4  # the split aims for this many blocks on every SM
+
+
+def split_k_chunk(size, threads):
+    """(chunk, splits): columns per block and blocks per row (spec.split_columns: about
+    SPLIT_BLOCKS_PER_SM blocks an SM, no chunk shorter than threads * UNROLL columns)."""
+    return split_columns(size[0], size[1], threads, UNROLL, SPLIT_BLOCKS_PER_SM)
+
+
+@cuda.jit
+def split_k_partial_kernel(A, x, partials, chunk):
+    """partials[r, s] = sum over j in chunk s of A[r, j] * x[j]; block (r, s) = (blockIdx.x,
+    blockIdx.y) computes it, thread t taking j = c0 + t, c0 + t + T, ... (T = threads per block,
+    coalesced, UNROLL loads in flight), then a block_sum. partials: (ROWS, splits), A's dtype."""
+    partial = cuda.shared.array(MAX_WARPS, A.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_sum
+    row = uint64(cuda.blockIdx.x)
+    t = uint64(cuda.threadIdx.x)
+    T = uint64(cuda.blockDim.x)
+    cols = uint64(A.shape[1])
+    c0 = uint64(cuda.blockIdx.y) * uint64(chunk)
+    c1 = min(c0 + uint64(chunk), cols)
+    step = T * uint64(UNROLL)
+    main = c1 - (c1 - c0) % step
+    acc = A.dtype.type(0)
+    j = c0 + t
+    while j < main:
+        a0 = A[row, j] * x[j]
+        a1 = A[row, j + T] * x[j + T]
+        a2 = A[row, j + uint64(2) * T] * x[j + uint64(2) * T]
+        a3 = A[row, j + uint64(3) * T] * x[j + uint64(3) * T]
+        acc += (a0 + a1) + (a2 + a3)
+        j += step
+    while j < c1:  # the ragged end of the chunk
+        acc += A[row, j] * x[j]
+        j += T
+    total = block_sum(acc, partial, scratch)
+    if t == 0:
+        partials[row, cuda.blockIdx.y] = total
+
+
+@cuda.jit
+def split_k_reduce_kernel(partials, y):
+    """y[r] = sum_s partials[r, s]; warp ``w`` of the grid sums row w's partials (lanes strided by
+    32, coalesced), warp_sum. Launch: REDUCE_THREADS a block, one warp a row."""
+    scratch = cuda.shared.array(SCRATCH, float64)
+    lane = cuda.threadIdx.x % WARP
+    row = cuda.grid(1) // WARP
+    acc = partials.dtype.type(0)
+    if row < y.shape[0]:
+        for s in range(lane, partials.shape[1], WARP):
+            acc += partials[row, s]
+    total = warp_sum(acc, scratch)
+    if lane == 0 and row < y.shape[0]:
+        y[row] = total
+
+
+REDUCE_THREADS = 128
+
+
+def split_k_launch(size, threads):
+    """The partial-sum launch: grid (ROWS, splits), block (threads,); then a reduction launch of
+    ceil(ROWS / 4) blocks of 128 threads (the note says so)."""
+    rows, cols = size
+    chunk, splits = split_k_chunk(size, threads)
+    return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
+                  note=f"{splits} blocks a row of {chunk} columns each, then a reduction launch "
+                  f"({blocks_for(rows, REDUCE_THREADS // WARP)} blocks of {REDUCE_THREADS})")
+
+
+def split_k_prepare(cfg, inputs, outputs):
+    """Rung 4: 2 launches. Saves: idle SMs on few, long rows (4 x 100,000: 4 warps -> ~528 blocks).
+    Costs: a second launch and ROWS x splits partials (a few KB).
+    Predicted on the H100: at 4 x 100,000 float32 (1.6 MB, 0.6 us at copy speed) launch-bound, ~5 us
+    for the two launches against ~60 us for warp_per_row (one warp streaming 400 KB); at 16384 x 4096
+    no better than warp_per_row (auto does not pick it there).
+    Measured on the H100 (float32, 256 threads): 4 x 100,000 0.0100 ms (warp_per_row 0.312 ms, 31x;
+    torch.mv 0.0097), 16 x 262,144 0.0168 ms (0.811; torch 0.0144), 64 x 65,536 0.0146 ms (0.204;
+    torch 0.0153), 16384 x 4096 0.098 ms (warp_per_row 0.097): launch-bound as predicted.
+    """
+    A, x = inputs
+    (y,) = outputs
+    rows = A.shape[0]
+    chunk, splits = split_k_chunk(A.shape, cfg.block[0])
+    partials = cuda.device_array((rows, splits), A.dtype)  # scratch, allocated once
+    partial = split_k_partial_kernel[cfg.grid, cfg.block]
+    reduce = split_k_reduce_kernel[blocks_for(rows, REDUCE_THREADS // WARP), REDUCE_THREADS]
+
+    def enqueue():
+        partial(A, x, partials, chunk)
+        reduce(partials, y)
+    return enqueue
+
+
+# --- auto: the launch heuristic -------------------------------------------------------------------
+def choose(size):
+    """(rung, threads, why) for a ROWS x COLS matrix, like cuBLAS's gemv dispatch by shape:
+
+    * few rows (fewer than 8 warps' worth a SM, i.e. ROWS < 8 x SMs) and long rows (COLS >= 2048):
+      split_k at 256 threads: one warp a row would leave most SMs idle;
+    * short rows (COLS < 128): group_per_row at 256 threads (COLS / 4 lanes a row);
+    * otherwise warp_per_row, with the largest block (256, 128 or 64 threads) that still gives every
+      SM at least 2 blocks (a 1024-thread block of 32 rows left SMs idle on 1000-row matrices).
+    """
+    rows, cols = size
+    sms = sm_count()
+    if rows < 8 * sms and cols >= 2048:
+        return "split_k", 256, f"ROWS < 8 x {sms} SMs and COLS >= 2048: several blocks a row"
+    if cols < 4 * WARP:
+        return "group_per_row", 256, f"COLS < 128: {lanes_for(cols, UNROLL)} lanes a row"
+    for t in (256, 128):
+        if blocks_for(rows, t // WARP) >= 2 * sms:
+            return "warp_per_row", t, "one warp a row, at least 2 blocks an SM"
+    return "warp_per_row", 64, "one warp a row, small blocks to spread the rows"
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------
@@ -178,6 +354,25 @@ def tolerance(inputs, ref, dtype):
     return [dot_tolerance(A, x, dtype)]
 
 
+RUNGS = {
+    "row_per_thread": Variant(
+        "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
+        row_per_thread_launch, launch_once(row_per_thread_kernel)),
+    "warp_per_row": Variant(
+        "warp_per_row", "one warp per row; a warp reads 128 contiguous bytes a step (coalesced), "
+        "shuffle reduction", warp_per_row_launch, launch_once(warp_per_row_kernel),
+        warp_multiple=True),
+    "warp_per_row_shared_x": Variant(
+        "warp_per_row_shared_x", "rung 2 with x staged in shared memory once per block",
+        warp_per_row_launch, launch_once(warp_per_row_shared_x_kernel), warp_multiple=True),
+    "group_per_row": Variant(
+        "group_per_row", "a row per group of G <= 32 lanes (G = COLS / 4): for short rows",
+        group_per_row_launch, group_per_row_prepare, warp_multiple=True),
+    "split_k": Variant(
+        "split_k", "several blocks a row (chunks of columns), then a reduction launch: for few long rows",
+        split_k_launch, split_k_prepare, warp_multiple=True),
+}
+
 SPEC = KernelSpec(
     name="matvec",
     summary="y = A @ x for a ROWS x COLS row-major matrix",
@@ -191,16 +386,6 @@ SPEC = KernelSpec(
     tolerance=tolerance,
     bytes_moved=lambda size, dtype: (size[0] * size[1] + size[0] + size[1]) * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],
-    variants={
-        "row_per_thread": Variant(
-            "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
-            row_per_thread_launch, _prepare(row_per_thread_kernel)),
-        "warp_per_row": Variant(
-            "warp_per_row", "one warp per row; a warp reads 128 contiguous bytes a step (coalesced), "
-            "shuffle reduction", warp_per_row_launch, _prepare(warp_per_row_kernel),
-            warp_multiple=True),
-        "warp_per_row_shared_x": Variant(
-            "warp_per_row_shared_x", "rung 2 with x staged in shared memory once per block",
-            warp_per_row_launch, _prepare(warp_per_row_shared_x_kernel), warp_multiple=True),
-    },
+    variants={**RUNGS, "auto": auto_variant(
+        choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())")},
 )

@@ -40,7 +40,7 @@ formula:
 * lo > 0 (all positive): zero_point clamps to 0 and hi' = hi - lo: values above hi - lo come
   back as hi - lo, an error of up to lo. All negative (hi < 0): zero_point clamps to 255, lo' =
   lo - hi, an error of up to |hi|. The seed's formula only suits ranges that contain zero.
-:func:`roundtrip_bound` returns the elementwise bound and the tests check it.
+:func:`kernels.dequantize.roundtrip_bound` returns the elementwise bound and the tests check it.
 
 The per-tensor pipeline reads x twice (min/max, then quantize) and writes one byte an element:
 9 bytes an element for float32, (2 * itemsize + 1) in general; the floor is that traffic at the
@@ -51,8 +51,9 @@ device's copy speed (2^26 floats: 604 MB, 0.21 ms at 2.9 TB/s on an H100). The r
     block_partials      2 launches, no atomics, no init: each quantize block reduces the partials
     l2_tail_first       2 launches; the quantize pass walks x backwards, starting in L2
 
-Per row (per channel) and dequantize are library functions below, with their own kernels and
-references: ``quantize_per_channel``, ``dequantize_per_tensor``, ``dequantize_per_channel``.
+Per row (per channel) quantization, dequantization, their NumPy references, :func:`roundtrip_bound`
+and the library functions (device arrays in and out) live in kernels/dequantize.py, with its own
+kernel spec (``lab run dequantize``); per-channel quantization is ``lab run quantize_per_channel``.
 """
 from __future__ import annotations
 
@@ -61,8 +62,9 @@ import math
 import numpy as np
 from kernels.compiler import cuda, float64, int64, uint32, uint64
 
-from kernels.spec import Bounds, KernelSpec, Launch, Variant, blocks_for
-from kernels.warp import SCRATCH, SIMULATOR, warp_max
+from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for
+from kernels.compiler import SIMULATOR
+from kernels.warp import MAX_WARPS, SCRATCH, block_minmax
 
 QMIN = 0.0
 QMAX = 255.0
@@ -70,8 +72,6 @@ QMAX = 255.0
 # promote every element to float64) and a float64 kernel promotes them exactly.
 QMIN32 = np.float32(QMIN)
 QMAX32 = np.float32(QMAX)
-WARP = 32
-MAX_WARPS = 32  # warps in the largest block (1024 threads): one shared slot each
 UNROLL = 8  # independent loads each thread keeps in flight per trip of a grid-stride loop
 # Grid of the grid-stride rungs: 132 * 1024 threads = half of what an H100's 132 SMs hold (2048
 # each), i.e. 4 blocks of 256 per SM. With 8 loads a thread that is 32 KiB in flight per SM, more
@@ -121,29 +121,6 @@ def quant_code(value, inv_scale, zero_point):
     v = value * inv_scale + zero_point
     v = min(max(v, QMIN32), QMAX32)
     return uint32(rint(v))
-
-
-@cuda.jit(device=True)
-def block_minmax(lo, hi, slot_lo, slot_hi, scratch):
-    """(min of ``lo``, max of ``hi``) over the block, returned to every thread, as float64.
-
-    Shuffles inside each warp, one shared slot per warp, a barrier, then every warp reduces the
-    slots itself (so no second barrier to broadcast). min(a) = -max(-a) exactly (negation never
-    rounds), so warp.py's warp_max does both. slot_lo, slot_hi: shared float64[MAX_WARPS].
-    Every thread must call it (barrier); blocks are whole warps (warp_multiple=True).
-    """
-    lane = cuda.threadIdx.x % WARP
-    nwarps = cuda.blockDim.x // WARP
-    neg_lo = warp_max(-lo, scratch)
-    hi = warp_max(hi, scratch)
-    if lane == 0:
-        slot_lo[cuda.threadIdx.x // WARP] = neg_lo
-        slot_hi[cuda.threadIdx.x // WARP] = hi
-    cuda.syncthreads()
-    # lanes past the last warp repeat slot 0: harmless for a max
-    neg_lo = slot_lo[lane] if lane < nwarps else slot_lo[0]
-    hi = slot_hi[lane] if lane < nwarps else slot_hi[0]
-    return -warp_max(neg_lo, scratch), warp_max(hi, scratch)
 
 
 @cuda.jit(device=True)
@@ -465,58 +442,6 @@ def l2_tail_first_prepare(cfg, inputs, outputs):
     return _partials_prepare(quantize_partials_backward_kernel)(cfg, inputs, outputs)
 
 
-# --- Per row (per channel): one block per row, one launch ------------------------------------------
-@cuda.jit
-def quantize_rows_kernel(x, q, params):
-    """Row r of x (ROWS x COLS) gets its own (scale, zero_point): block ``r`` reduces the row's min
-    and max (thread t reads columns t, t + blockDim, ...: coalesced), computes the parameters,
-    writes params[r] = (scale, zero_point) and quantizes the row (the second read of the row mostly
-    hits L1/L2). Grid = (ROWS,), block = (threads,), whole warps. The rules are the per-tensor ones
-    applied to each row; a constant row gets scale = 1.0.
-    """
-    scratch = cuda.shared.array(SCRATCH, float64)
-    slot_lo = cuda.shared.array(MAX_WARPS, float64)
-    slot_hi = cuda.shared.array(MAX_WARPS, float64)
-    row = cuda.blockIdx.x
-    cols = x.shape[1]
-    lo = x.dtype.type(math.inf)
-    hi = -lo
-    for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
-        lo = min(lo, x[row, j])
-        hi = max(hi, x[row, j])
-    lo, hi = block_minmax(lo, hi, slot_lo, slot_hi, scratch)
-    scale, zero_point = quant_params(lo, hi)
-    if cuda.threadIdx.x == 0:
-        params[row, 0] = scale
-        params[row, 1] = zero_point
-    inv_scale = x.dtype.type(1.0 / scale)
-    zp = x.dtype.type(zero_point)
-    for j in range(cuda.threadIdx.x, cols, cuda.blockDim.x):
-        q[row, j] = quant_code(x[row, j], inv_scale, zp)
-
-
-# --- Dequantize: one thread per element ------------------------------------------------------------
-@cuda.jit
-def dequantize_kernel(q, params, out):
-    """out[i] = (q[i] - zero_point) * scale with (scale, zero_point) = params; thread ``i =
-    cuda.grid(1)`` does element i (the seed's ``scale * (q.float() - zero_point)``, in out's dtype)."""
-    i = cuda.grid(1)
-    if i < out.shape[0]:
-        out[i] = (out.dtype.type(q[i]) - params[1]) * params[0]
-
-
-@cuda.jit
-def dequantize_rows_kernel(q, params, out):
-    """out[r, c] = (q[r, c] - params[r, 1]) * params[r, 0]; thread ``i = cuda.grid(1)`` does the
-    i-th element in row-major order (r = i // COLS, c = i % COLS)."""
-    i = cuda.grid(1)
-    cols = out.shape[1]
-    if i < out.shape[0] * cols:
-        r = i // cols
-        c = i - r * cols
-        out[r, c] = (out.dtype.type(q[r, c]) - params[r, 1]) * params[r, 0]
-
-
 # --- NumPy references --------------------------------------------------------------------------------
 def quantize_params(lo, hi) -> tuple[float, int]:
     """(scale, zero_point) from a tensor's min ``lo`` and max ``hi``, in float64 (the seed's
@@ -548,98 +473,6 @@ def reference(x):
     """
     scale, zero_point = quantize_params(x.min(), x.max())
     return _codes(x, scale, zero_point), np.array([scale, zero_point], dtype=x.dtype)
-
-
-def dequantize_reference(q, params, dtype=np.float64):
-    """NumPy: (q - zero_point) * scale in ``dtype``, with (scale, zero_point) = params."""
-    scale, zero_point = np.asarray(params, dtype)
-    return (q.astype(dtype) - zero_point) * scale
-
-
-def quantize_per_channel_reference(x):
-    """NumPy, per row of a ROWS x COLS x: (q uint8[ROWS, COLS], params [ROWS, 2] in x's dtype)."""
-    q = np.empty(x.shape, np.uint8)
-    params = np.empty((x.shape[0], 2), x.dtype)
-    for r, row in enumerate(x):
-        q[r], params[r] = reference(row)
-    return q, params
-
-
-def dequantize_per_channel_reference(q, params, dtype=np.float64):
-    """NumPy: out[r] = (q[r] - params[r, 1]) * params[r, 0] in ``dtype``."""
-    p = np.asarray(params, dtype)
-    return (q.astype(dtype) - p[:, 1:2]) * p[:, 0:1]
-
-
-def roundtrip_bound(x, scale, zero_point):
-    """Elementwise bound on |x - dequantize(quantize(x))| for the seed's formula, before float
-    rounding: max(scale / 2, lo' - x, x - hi') with lo' = -zero_point * scale and hi' =
-    (255 - zero_point) * scale, the ends of what the codes can represent (module docstring)."""
-    x = np.asarray(x, np.float64)
-    lo_rep = (QMIN - zero_point) * scale
-    hi_rep = (QMAX - zero_point) * scale
-    return np.maximum(scale / 2, np.maximum(lo_rep - x, x - hi_rep))
-
-
-# --- Library functions: device arrays in, device arrays out ---------------------------------------------
-def _device(a):
-    return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
-
-
-def _check_threads(threads):
-    if threads % WARP or not 0 < threads <= 1024:
-        raise ValueError(f"threads={threads}: must be a multiple of {WARP} in 32..1024")
-
-
-def quantize_per_tensor(x, threads=256):
-    """Quantize a 1-D float32/float64 array with one (scale, zero_point); the block_partials rung.
-
-    x: NumPy or device array, N >= 1 elements. Returns device arrays (q uint8[N], params x.dtype[2]
-    = (scale, zero_point)). ValueError for an empty x or threads not a multiple of 32.
-    """
-    _check_threads(threads)
-    x = _device(x)
-    if x.ndim != 1 or x.shape[0] == 0:
-        raise ValueError(f"x must be 1-D and non-empty, got shape {x.shape}")
-    q = cuda.device_array(x.shape, np.uint8)
-    params = cuda.device_array(2, x.dtype)
-    cfg = grid_stride_launch(x.shape, threads)
-    block_partials_prepare(cfg, [x], [q, params])()
-    return q, params
-
-
-def dequantize_per_tensor(q, params, threads=256):
-    """x' = (q - zero_point) * scale: q uint8[N], params (scale, zero_point) as quantize_per_tensor
-    returns them (NumPy or device). Returns a device array of params' dtype, one thread an element."""
-    q, params = _device(q), _device(params)
-    out = cuda.device_array(q.shape, params.dtype)
-    dequantize_kernel[blocks_for(q.shape[0], threads), threads](q, params, out)
-    return out
-
-
-def quantize_per_channel(x, threads=256):
-    """Quantize each row of a ROWS x COLS float32/float64 array with its own (scale, zero_point).
-
-    Returns device arrays (q uint8[ROWS, COLS], params x.dtype[ROWS, 2]); one block per row
-    (quantize_rows_kernel). ValueError for an empty x or threads not a multiple of 32.
-    """
-    _check_threads(threads)
-    x = _device(x)
-    if x.ndim != 2 or min(x.shape) == 0:
-        raise ValueError(f"x must be 2-D and non-empty, got shape {x.shape}")
-    q = cuda.device_array(x.shape, np.uint8)
-    params = cuda.device_array((x.shape[0], 2), x.dtype)
-    quantize_rows_kernel[x.shape[0], threads](x, q, params)
-    return q, params
-
-
-def dequantize_per_channel(q, params, threads=256):
-    """out[r] = (q[r] - params[r, 1]) * params[r, 0]: q uint8[ROWS, COLS], params [ROWS, 2].
-    Returns a device array of params' dtype; one thread an element."""
-    q, params = _device(q), _device(params)
-    out = cuda.device_array(q.shape, params.dtype)
-    dequantize_rows_kernel[blocks_for(q.size, threads), threads](q, params, out)
-    return out
 
 
 # --- Inputs, tolerance, accounting -------------------------------------------------------------------
@@ -685,6 +518,8 @@ def tolerance(inputs, ref, dtype):
 def summarize(inputs, outputs):
     """The round-trip error of a checked result: max |x - dequantize(quantize(x))| against scale/2
     and against the true bound for this x (:func:`roundtrip_bound`)."""
+    from kernels.dequantize import dequantize_reference, roundtrip_bound  # imports this module
+
     (x,) = inputs
     q, params = outputs
     scale, zero_point = float(params[0]), float(params[1])
@@ -699,6 +534,40 @@ def summarize(inputs, outputs):
                      f"span [{lo_rep:.4g}, {hi_rep:.4g}], not [min, max] = [{float(x.min()):.4g}, "
                      f"{float(x.max()):.4g}]; values outside are clamped")
     return lines
+
+
+def choose(size):
+    """(rung, threads, why) for N elements: l2_tail_first (the best rung at every size measured),
+    at 256 threads; below a full grid (N < GRID_THREADS x UNROLL) 128 threads, so the smaller grid
+    still spreads over more SMs."""
+    (n,) = size
+    if n >= GRID_THREADS * UNROLL:
+        return "l2_tail_first", 256, "a full grid-stride grid"
+    return "l2_tail_first", 128, "small N: smaller blocks over more SMs"
+
+
+RUNGS = {
+    "atomic_per_element": Variant(
+        "atomic_per_element",
+        "init + min/max with 2 same-address atomics an element + quantize, one thread an element; "
+        "3 launches",
+        atomic_per_element_launch, atomic_per_element_prepare),
+    "atomic_per_block": Variant(
+        "atomic_per_block",
+        "grid-stride min/max (8 loads in flight, shuffle reduction), 2 atomics a block; init + "
+        "2 kernels",
+        grid_stride_launch, atomic_per_block_prepare, warp_multiple=True),
+    "block_partials": Variant(
+        "block_partials",
+        "min/max partials per block; each quantize block reduces them itself: 2 launches, "
+        "no atomics, 9 bytes an element",
+        grid_stride_launch, block_partials_prepare, warp_multiple=True),
+    "l2_tail_first": Variant(
+        "l2_tail_first",
+        "block_partials with the quantize pass walking x back to front, so it starts on what "
+        "the min/max pass left in L2",
+        grid_stride_launch, l2_tail_first_prepare, warp_multiple=True),
+}
 
 
 SPEC = KernelSpec(
@@ -717,26 +586,6 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: size[0] * (2 * np.dtype(dtype).itemsize + 1),
     # a compare for the min and one for the max, a multiply and an add for the code
     flops=lambda size: 4 * size[0],
-    variants={
-        "atomic_per_element": Variant(
-            "atomic_per_element",
-            "init + min/max with 2 same-address atomics an element + quantize, one thread an element; "
-            "3 launches",
-            atomic_per_element_launch, atomic_per_element_prepare),
-        "atomic_per_block": Variant(
-            "atomic_per_block",
-            "grid-stride min/max (8 loads in flight, shuffle reduction), 2 atomics a block; init + "
-            "2 kernels",
-            grid_stride_launch, atomic_per_block_prepare, warp_multiple=True),
-        "block_partials": Variant(
-            "block_partials",
-            "min/max partials per block; each quantize block reduces them itself: 2 launches, "
-            "no atomics, 9 bytes an element",
-            grid_stride_launch, block_partials_prepare, warp_multiple=True),
-        "l2_tail_first": Variant(
-            "l2_tail_first",
-            "block_partials with the quantize pass walking x back to front, so it starts on what "
-            "the min/max pass left in L2",
-            grid_stride_launch, l2_tail_first_prepare, warp_multiple=True),
-    },
+    variants={**RUNGS, "auto": auto_variant(
+        choose, RUNGS, "l2_tail_first at 256 threads, fewer threads for small N (choose())")},
 )

@@ -89,6 +89,7 @@ class Launch:
     block: tuple[int, ...]
     threads_needed: int
     note: str = ""
+    rung: str = ""  # set by an ``auto`` variant: the rung it chose (its prepare runs that rung)
 
     @property
     def threads_per_block(self) -> int:
@@ -103,14 +104,75 @@ class Launch:
         return self.threads_total - self.threads_needed
 
     def as_dict(self) -> dict[str, Any]:
-        return {"grid": list(self.grid), "block": list(self.block),
-                "threads_total": self.threads_total, "threads_needed": self.threads_needed,
-                "threads_idle": self.threads_idle, "note": self.note}
+        d = {"grid": list(self.grid), "block": list(self.block),
+             "threads_total": self.threads_total, "threads_needed": self.threads_needed,
+             "threads_idle": self.threads_idle, "note": self.note}
+        if self.rung:
+            d["rung"] = self.rung
+        return d
 
 
 def blocks_for(n: int, per_block: int) -> int:
     """Blocks needed to cover ``n`` items at ``per_block`` items a block (ceiling division)."""
     return (n + per_block - 1) // per_block
+
+
+def launch_once(kernel, kernel_f64=None):
+    """The common ``prepare`` of a one-launch rung: configure ``kernel[grid, block]`` once (keeping
+    that out of the timed call) and return a function that launches it on (*inputs, *outputs).
+    ``kernel_f64``, if given, is the build that runs float64 inputs."""
+    def prepare(cfg, inputs, outputs):
+        k = kernel_f64 if kernel_f64 is not None and inputs[0].dtype == np.float64 else kernel
+        launch = k[cfg.grid, cfg.block]
+        args = (*inputs, *outputs)
+        return lambda: launch(*args)
+    return prepare
+
+
+def split_columns(rows: int, cols: int, threads: int, per_thread: int, blocks_per_sm: int = 4):
+    """(chunk, splits) for rungs that cut each row into chunks of columns, one block a chunk
+    (matvec split_k, softmax split_row): enough splits for about ``blocks_per_sm`` blocks on every
+    SM over all ``rows``, but no chunk shorter than one trip of the block (threads * per_thread
+    columns); chunks are whole multiples of 32 columns (128-byte lines in float32)."""
+    splits = max(1, min(blocks_for(blocks_per_sm * sm_count(), rows), blocks_for(cols, threads * per_thread)))
+    chunk = blocks_for(blocks_for(cols, splits), 32) * 32
+    return chunk, blocks_for(cols, chunk)
+
+
+_SM_COUNT = []
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (the launch heuristics size grids by it);
+    132 (an H100 SXM) in the simulator, which reports none."""
+    if not _SM_COUNT:
+        from kernels.compiler import SIMULATOR, cuda
+
+        n = 0
+        if not SIMULATOR:
+            try:
+                n = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+            except Exception:  # no usable device: fall back to the default below
+                n = 0
+        _SM_COUNT.append(n or 132)
+    return _SM_COUNT[0]
+
+
+def auto_variant(choose, rungs: dict, doc: str) -> "Variant":
+    """An ``auto`` variant: ``choose(size) -> (rung name, threads, why)`` picks a rung of ``rungs``
+    and its launch configuration from the shape (and the device, through :func:`sm_count`); the
+    user's ``--threads`` is ignored (the named rungs honour it). The Launch note says what was
+    chosen and why, and ``Launch.rung`` carries the choice to ``prepare``."""
+    def launch(size, threads):
+        name, t, why = choose(size)
+        cfg = rungs[name].launch(size, t)
+        note = f"auto: {name} at {t} threads ({why})" + (f"; {cfg.note}" if cfg.note else "")
+        return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, rung=name)
+
+    def prepare(cfg, inputs, outputs):
+        return rungs[cfg.rung].prepare(cfg, inputs, outputs)
+
+    return Variant("auto", doc, launch, prepare)
 
 
 @dataclass(frozen=True)

@@ -1,31 +1,51 @@
-"""Warp-level sums shared by the reduction kernels (matvec, softmax, quantize).
+"""Warp and block reductions shared by every reduction kernel (matvec, softmax, quantize), and the
+warp size.
 
-On a GPU, ``warp_sum`` is the butterfly of ``shfl_down_sync``: five register exchanges, no shared
-memory and no barrier (CUDA C++ Programming Guide, "Warp Shuffle Functions"). Numba's CUDA simulator
-has no shuffles, so there the same sum goes through a shared-memory scratch row with
-``syncthreads`` between the halving steps. Every thread of the block must call these functions
-(the simulator path holds a barrier), which is why the kernels keep idle threads alive instead of
-returning early.
+Warp level: on a GPU, ``group_sum``/``group_max`` are the butterfly of ``shfl_xor_sync`` over the
+``width`` lanes of a lane group (``width`` a power of two up to 32; log2(width) register exchanges,
+no shared memory, no barrier: CUDA C++ Programming Guide, "Warp Shuffle Functions"); ``warp_sum`` and
+``warp_max`` are the 32-lane case. Numba's CUDA simulator has no shuffles, so there the same sums go
+through a shared-memory scratch row with ``syncthreads`` between the halving steps. Every thread of
+the block must call these functions (the simulator path holds a barrier), which is why the kernels
+keep idle threads alive instead of returning early.
+
+Block level: ``block_sum``, ``block_max`` and ``block_minmax`` reduce in two steps: shuffles inside
+each warp, then one slot per warp in shared memory (``partial``: MAX_WARPS slots, one call's own), a
+barrier, and a second warp reduction over those slots that every warp does itself, so each thread
+gets the result without a second barrier. Blocks are whole warps; a one-warp block skips the shared
+step.
 """
 from __future__ import annotations
 
 from kernels.compiler import SIMULATOR, cuda
 
+WARP = 32  # threads a warp, on every NVIDIA GPU so far
+MAX_WARPS = 32  # warps in the largest block (1024 threads): one shared slot each
 FULL_MASK = 0xFFFFFFFF
 # Shared scratch for the simulator path: one slot a thread of the largest block. On the GPU the
 # shuffle path never touches it, so a single element keeps the kernel's shared-memory use at zero.
 SCRATCH = 1024 if SIMULATOR else 1
 
+def lanes_for(cols: int, per_lane: int) -> int:
+    """Lanes a row for the row-per-group rungs (matvec group_per_row, softmax group_rows): the
+    smallest power of two G <= 32 with ceil(cols / G) <= per_lane."""
+    g = 1
+    while g < WARP and g * per_lane < cols:
+        g *= 2
+    return g
+
+
 if SIMULATOR:
 
     @cuda.jit(device=True)
-    def warp_sum(value, scratch):
-        """Sum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
+    def group_sum(value, scratch, width):
+        """Sum of ``value`` over the calling thread's group of ``width`` lanes (lanes
+        [l - l % width, l - l % width + width)), returned to every lane of the group."""
         t = cuda.threadIdx.x + cuda.threadIdx.y * cuda.blockDim.x
-        lane = t % 32
+        lane = t % width
         scratch[t] = value
         cuda.syncthreads()
-        offset = 16
+        offset = width // 2
         while offset > 0:
             if lane < offset:
                 scratch[t] += scratch[t + offset]
@@ -36,13 +56,13 @@ if SIMULATOR:
         return total
 
     @cuda.jit(device=True)
-    def warp_max(value, scratch):
-        """Maximum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
+    def group_max(value, scratch, width):
+        """Maximum of ``value`` over the calling thread's group of ``width`` lanes."""
         t = cuda.threadIdx.x + cuda.threadIdx.y * cuda.blockDim.x
-        lane = t % 32
+        lane = t % width
         scratch[t] = value
         cuda.syncthreads()
-        offset = 16
+        offset = width // 2
         while offset > 0:
             if lane < offset:
                 scratch[t] = max(scratch[t], scratch[t + offset])
@@ -53,6 +73,40 @@ if SIMULATOR:
         return total
 
 else:
+
+    @cuda.jit(device=True)
+    def group_sum(value, scratch, width):
+        """Sum of ``value`` over the calling thread's group of ``width`` lanes, returned to every
+        lane of the group: xor offsets below ``width`` never leave the group."""
+        offset = width // 2
+        while offset > 0:
+            value += cuda.shfl_xor_sync(FULL_MASK, value, offset)
+            offset //= 2
+        return value
+
+    @cuda.jit(device=True)
+    def group_max(value, scratch, width):
+        """Maximum of ``value`` over the calling thread's group of ``width`` lanes."""
+        offset = width // 2
+        while offset > 0:
+            value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, offset))
+            offset //= 2
+        return value
+
+
+if SIMULATOR:
+
+    @cuda.jit(device=True)
+    def warp_sum(value, scratch):
+        """Sum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
+        return group_sum(value, scratch, WARP)
+
+    @cuda.jit(device=True)
+    def warp_max(value, scratch):
+        """Maximum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
+        return group_max(value, scratch, WARP)
+
+else:  # the five offsets written out: a literal tuple unrolls for certain
 
     @cuda.jit(device=True)
     def warp_sum(value, scratch):
@@ -75,3 +129,58 @@ else:
         value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 2))
         value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 1))
         return value
+
+
+@cuda.jit(device=True)
+def block_max(value, partial, scratch):
+    """Maximum of ``value`` over the block, returned to every thread.
+
+    partial: shared array of MAX_WARPS slots, used by this call only; scratch: the simulator's.
+    """
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    value = warp_max(value, scratch)
+    if nwarps == 1:  # the same for the whole block, so no thread skips a barrier the others wait at
+        return value
+    if lane == 0:
+        partial[cuda.threadIdx.x // WARP] = value
+    cuda.syncthreads()
+    # lanes past the last warp repeat slot 0: harmless for a maximum
+    value = partial[lane] if lane < nwarps else partial[0]
+    return warp_max(value, scratch)
+
+
+@cuda.jit(device=True)
+def block_sum(value, partial, scratch):
+    """Sum of ``value`` over the block, returned to every thread (same scheme as block_max)."""
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    value = warp_sum(value, scratch)
+    if nwarps == 1:
+        return value
+    if lane == 0:
+        partial[cuda.threadIdx.x // WARP] = value
+    cuda.syncthreads()
+    value = partial[lane] if lane < nwarps else value - value  # 0 in value's dtype
+    return warp_sum(value, scratch)
+
+
+@cuda.jit(device=True)
+def block_minmax(lo, hi, slot_lo, slot_hi, scratch):
+    """(min of ``lo``, max of ``hi``) over the block, returned to every thread.
+
+    One barrier for both: min(a) = -max(-a) exactly (negation never rounds), so warp_max does both.
+    slot_lo, slot_hi: shared arrays of MAX_WARPS slots.
+    """
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    neg_lo = warp_max(-lo, scratch)
+    hi = warp_max(hi, scratch)
+    if lane == 0:
+        slot_lo[cuda.threadIdx.x // WARP] = neg_lo
+        slot_hi[cuda.threadIdx.x // WARP] = hi
+    cuda.syncthreads()
+    # lanes past the last warp repeat slot 0: harmless for a max
+    neg_lo = slot_lo[lane] if lane < nwarps else slot_lo[0]
+    hi = slot_hi[lane] if lane < nwarps else slot_hi[0]
+    return -warp_max(neg_lo, scratch), warp_max(hi, scratch)

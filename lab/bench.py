@@ -29,6 +29,8 @@ STANDARD = {
     "matmul": [("4096", 256)],
     "softmax": [("8192x8192", 1024), ("65536x1024", 256)],
     "quantize": [("67108864", 256)],
+    "dequantize": [("4096x16384", 256)],
+    "quantize_per_channel": [("4096x16384", 256)],
 }
 # --quick (and the simulator): each kernel's small simulator size, one simulated warp a block.
 QUICK_THREADS = 32

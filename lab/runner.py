@@ -41,6 +41,7 @@ class Options:
     repeats: int | None = None  # None: the stop rule (lab.timing.StopRule) on a GPU, 3 in the simulator
     warmup: int | None = None
     seed: int | None = None
+    library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
 
 
 @dataclass
@@ -288,6 +289,8 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
             add(Row(name, "-", "skipped", why))
         else:
             for label in C.library_labels(name, spec.name):
+                if opts.library_ops is not None and label not in opts.library_ops:
+                    continue
                 prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
                 add(measure(Row(name, label, "ok"), prepare))
         gc.collect()

@@ -15,7 +15,7 @@ MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33,
     ((1000, 4097), 256), ((4099, 1001), 1024), ((16384, 4096), 1024), ((3, 10000), 64)])
 
 
-@pytest.mark.parametrize("variant", ["element_per_thread", "four_per_thread"])
+@pytest.mark.parametrize("variant", ["element_per_thread", "four_per_thread", "auto"])
 @pytest.mark.parametrize("size,threads", VECADD_CASES)
 def test_vecadd(variant, size, threads, rng, simulator):
     spec = kernels.load("vecadd")
