@@ -94,12 +94,15 @@ def configurations(kernel_names, quick: bool) -> list[tuple[str, str | None, int
 
 
 def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: bool = False,
-              contenders: list[str] | None = None, seed: int | None = None, progress: Progress = quiet) -> dict:
+              contenders: list[str] | None = None, seed: int | None = None, progress: Progress = quiet,
+              shapes: bool = False) -> dict:
     """Run every configuration; return the bench document (JSON-able dict).
 
     Keys: date, backend, device, copy_bandwidth, versions, repeats, quick, reports (a list of
     ``lab.report.to_json`` dicts), errors (configurations that raised LabError), resources.
-    ``quick`` (always in the simulator) uses each kernel's small simulator size.
+    ``quick`` (always in the simulator) uses each kernel's small simulator size. ``shapes`` (a GPU
+    only) adds the public shape sweep (:mod:`lab.shape_sweep`) under ``shape_sweep``: one dict a
+    (kernel, shape), the fields of ``SweepRow``.
     """
     from lab.device import describe, measure_copy_bandwidth
     from lab.errors import LabError
@@ -121,6 +124,15 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
             doc["errors"].append({"kernel": kernel, "size": size, "threads": threads, "error": str(e)})
             continue
         doc["reports"].append(to_json(rep))
+    if shapes and not simulator:
+        from dataclasses import asdict
+
+        from lab import shape_sweep
+
+        total = sum(len(v) for v in shape_sweep.SHAPES.values())
+        done = iter(range(total))
+        rows = shape_sweep.sweep(backend, progress=lambda text: progress(next(done, total), total, f"shape sweep: {text}"))
+        doc["shape_sweep"] = [asdict(r) for r in rows]
     progress(len(configs), len(configs), "done")
     doc["resources"] = resource_report()
     return doc
@@ -249,7 +261,17 @@ def resources_section(doc: dict) -> list[str]:
 
 
 # The markdown report, in order. Another section (e.g. a shape sweep) is one more builder here.
-SECTIONS: list[Callable[[dict], list[str]]] = [header_section, tables_section, targets_section, resources_section]
+def shape_sweep_section(doc: dict) -> list[str]:
+    """The public shape sweep (issue 11), when the document has one (``lab bench`` on a GPU)."""
+    if not doc.get("shape_sweep"):
+        return []
+    from lab.shape_sweep import SweepRow, render
+
+    return render([SweepRow(**r) for r in doc["shape_sweep"]]).splitlines() + [""]
+
+
+SECTIONS: list[Callable[[dict], list[str]]] = [header_section, tables_section, targets_section, shape_sweep_section,
+                                               resources_section]
 
 
 def render_markdown(doc: dict, sections=None) -> str:

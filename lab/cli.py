@@ -180,14 +180,17 @@ def _kernel_list(names) -> list[str]:
 @click.option("--kernels", "kernels_csv", default=None, help="Comma-separated kernels, as the arguments (default: all).")
 @click.option("--out", default=None, help="Write the markdown report to FILE (e.g. docs/benchmarks.md; '-': stdout).")
 @click.option("--quick", is_flag=True, help="Each kernel's small simulator size at 32 threads (always so in the simulator).")
-@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Timed calls per contender (default: 50 on a GPU).")
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Timed calls per contender (default on a GPU: the stop rule).")
 @click.option("--contenders", default=None, help="Comma-separated from numba,numpy,cupy,torch (default: all).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the random inputs (default: fresh, recorded).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench document (every run's --json dict) instead of markdown.")
 @click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Render the markdown from a saved `lab bench --json` file instead of running.")
+@click.option("--shapes/--no-shapes", default=True, show_default=True,
+              help="Add the public shape sweep (tiny, skinny, odd, huge shapes; best rung, auto, torch); GPU only.")
 @BACKEND
-def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_json, from_json, sim):
+@COMPILER
+def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
     """Benchmark every kernel x rung x contender at the standard sizes; markdown for docs/benchmarks.md."""
     from lab import bench as B
 
@@ -198,12 +201,14 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
             raise LabError(f"{from_json}: not a `lab bench --json` document (no 'reports')")
     else:
         backend = _backend(sim)
+        _compiler(compiler, backend)
         names = _kernel_list(list(kernel_names) + (_csv(kernels_csv) or []))
         from lab.progress import bar
 
         with bar("bench") as progress:
             doc = B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=_csv(contenders),
-                              seed=seed, progress=progress)
+                              seed=seed, progress=progress, shapes=shapes and not quick and not kernel_names
+                              and not kernels_csv)
     text = B.render_markdown(doc)
     if out and out != "-":
         with open(out, "w") as f:
@@ -224,7 +229,7 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
 @click.option("--variant", default=None, help="Comma-separated Numba variants (default: all).")
 @click.option("--contenders", default=None, help="Comma-separated from numba,numpy,cupy,torch (default: all).")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True)
-@click.option("--repeats", type=int, default=None, help="Timed calls per configuration (default: 50 on a GPU, 3 in the simulator).")
+@click.option("--repeats", type=int, default=None, help="Timed calls per configuration (default on a GPU: the stop rule; 3 in the simulator).")
 @click.option("--warmup", type=int, default=None, help="Untimed calls before timing.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the random inputs (default: fresh, recorded).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every configuration's lab run --json dict).")
@@ -232,13 +237,16 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
 @click.option("--metric", type=click.Choice(["auto", "ms", "gbps", "gflops"]), default="auto", show_default=True,
               help="What --png plots (auto: GB/s when measured, else ms).")
 @BACKEND
-def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, sim):
+@COMPILER
+def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, sim,
+          compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
     from lab import sweep as S
 
     threads, size_list = S.parse_threads(threads_csv), S.parse_sizes(sizes)
     _needs_plot(png)
     backend = _backend(sim)
+    _compiler(compiler, backend)
     from lab.progress import bar
 
     with bar("sweep") as progress:
