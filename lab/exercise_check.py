@@ -149,10 +149,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
     nd = _ndims(grid)
     try:
-        t = simt.run(kernel, grid, block, args + targs, rng)
-        trace.threaded = t.threaded
-        trace.races, trace.barrier_mismatch = t.races, t.barrier_mismatch
-        trace.oob, trace.global_rmw = t.oob, t.global_rmw
+        simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
         if trace.oob:
             name, idx, shape, who, kind = trace.oob[0]
@@ -277,6 +274,9 @@ def run_case(mod, ex, case, backend, rng, path):
         bad = ~(np.abs(out64 - ref) <= np.broadcast_to(tol, ref.shape))
         if not bad.any():
             continue
+        if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
+            raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
+                         f"written or added to it")
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)")

@@ -294,10 +294,10 @@ def _dims(d):
     return tuple(int(v) for v in d) + (1,) * (3 - len(d))
 
 
-def run(kernel, grid, block, args, rng, uses_barriers=None):
+def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=None):
     """Run a simulator kernel ``kernel[grid, block](*args)`` with tracing; returns a :class:`Trace`.
 
-    args: NumPy arrays (already :func:`traced` by the caller) and scalars. Raises KernelError when a
+    args: NumPy arrays (already :func:`traced` by the caller, reporting to ``trace``) and scalars. Raises KernelError when a
     thread raised (an out-of-bounds access included: see ``Trace.oob``), ValueError on a bad
     launch configuration.
     """
@@ -306,8 +306,8 @@ def run(kernel, grid, block, args, rng, uses_barriers=None):
 
     fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     grid3, block3 = _dims(grid), _dims(block)
-    trace = Trace()
-    lock = threading.RLock()
+    trace = trace if trace is not None else Trace()
+    lock = lock if lock is not None else threading.RLock()
     if uses_barriers is None:
         import inspect
         try:
