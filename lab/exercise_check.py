@@ -24,7 +24,7 @@ import traceback
 
 import numpy as np
 
-GUARD = 256  # poisoned elements before and after each output on a GPU
+GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
 
 
 def verdict(outs, refs, tols):
