@@ -151,7 +151,7 @@ def _run_child(name, path, backend, seed, timeout) -> list[dict]:
     cmd = [sys.executable, "-m", "lab.exercise_check", name, str(path.resolve()), backend, str(seed), progress]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                             start_new_session=True)
-    startup = 120.0  # importing numba (and a GPU context) before the first test starts
+    startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, lines_seen, planned = [], None, time.monotonic(), 0, []
     try:
         while True:
