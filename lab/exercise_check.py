@@ -82,6 +82,11 @@ def _fmt_who(who, nd):
     return f"thread {f(t)} of block {f(b)}"
 
 
+def _fmt_t(t, nd):
+    t = tuple(t)[:nd]
+    return str(t[0]) if nd == 1 else "(" + ", ".join(map(str, t)) + ")"
+
+
 def _fmt_idx(name, idx):
     return f"{name}[{', '.join(map(str, idx))}]"
 
@@ -153,13 +158,21 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     except simt.KernelError as e:
         if trace.oob:
             name, idx, shape, who, kind = trace.oob[0]
+            if min(idx) < 0:
+                advice = "a negative index: check your index arithmetic"
+            elif len(idx) == 2 and idx[1] < shape[0] and idx[0] < shape[1]:
+                advice = "past the end; the index would fit the transposed shape: are row and column swapped?"
+            else:
+                advice = "past the end: guard it, e.g. `if i < n:`"
             raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                         f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                         f"{'a negative index' if min(idx) < 0 else 'past the end'}: "
-                         f"{'guard it, e.g. `if i < n:`' if min(idx) >= 0 else 'check your index arithmetic'}"
-                         ) from None
+                         f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}") from None
+        advice = ""
+        if isinstance(e.error, OverflowError) and "math range" in str(e.error):
+            advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
+        elif isinstance(e.error, OverflowError) and "out of bounds for" in str(e.error):
+            advice = ": the value does not fit the output's dtype (clamp before converting?)"
         raise Failed(f"your kernel raised {_one_line(e.error)} in {_fmt_who(e.who, nd)}"
-                     f"{_where(e.error, path)}") from None
+                     f"{_where(e.error, path)}{advice}") from None
     except ValueError as e:
         raise Failed(f"bad launch configuration: {e}") from None
     writers = [tr._lab_tracker.writer for tr in targs]
@@ -245,8 +258,12 @@ def run_case(mod, ex, case, backend, rng, path):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races:
-            raise Failed(f"race: {trace.races[0]}; add cuda.syncthreads() between writing shared memory "
-                         f"and reading what other threads wrote (and before overwriting it)")
+            who, did, arr, idx, other, other_did = trace.races[0]
+            tnd = _ndims(block)
+            raise Failed(f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}, which thread "
+                         f"{_fmt_t(other, tnd)} of the same block {other_did} with no cuda.syncthreads() between "
+                         f"the two accesses; add one between writing shared memory and reading what other "
+                         f"threads wrote (and before overwriting what they still read)")
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
             raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "

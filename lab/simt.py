@@ -34,7 +34,7 @@ class Trace:
     """What one launch did, for the diagnostics."""
 
     oob: list = field(default_factory=list)       # (array name, index, shape, (block, thread), "read"/"write")
-    races: list = field(default_factory=list)     # human-readable race descriptions (first few)
+    races: list = field(default_factory=list)     # ((block, thread), "read"/"wrote", array, index, other thread, what it did)
     barrier_mismatch: list = field(default_factory=list)  # (block, {barriers passed: thread count})
     global_rmw: list = field(default_factory=list)  # (array name, index, writer a, writer b)
     threaded: bool = False
@@ -108,7 +108,7 @@ class _Tracker:
                 if ep != e:
                     ep, w, rs = e, None, set()
                 if w is not None and w != who[1] and not _in_atomic():
-                    self._race(flat, who, f"read {self.name}{self._idx(flat)}, which thread {w} wrote")
+                    self._race(flat, who, "read", w, "wrote")
                 rs = rs | {who[1]}
                 self.last[flat] = (ep, w, rs)
             elif self.output and not _in_atomic():
@@ -126,9 +126,9 @@ class _Tracker:
                     other = (w is not None and w != who[1]) and w
                     other_r = next((r for r in rs if r != who[1]), None)
                     if other:
-                        self._race(flat, who, f"wrote {self.name}{self._idx(flat)}, which thread {w} also wrote")
+                        self._race(flat, who, "wrote", w, "also wrote")
                     elif other_r is not None:
-                        self._race(flat, who, f"wrote {self.name}{self._idx(flat)}, which thread {other_r} read")
+                        self._race(flat, who, "wrote", other_r, "read")
                 self.last[flat] = (ep, who[1], rs)
             elif self.output:
                 first = self.writer.setdefault(flat, who)
@@ -140,10 +140,11 @@ class _Tracker:
     def _idx(self, flat):
         return list(map(int, np.unravel_index(flat, self.shape))) if self.shape else []
 
-    def _race(self, flat, who, what):
+    def _race(self, flat, who, did, other_thread, other_did):
+        """Record: thread ``who`` (block, thread) ``did`` element ``flat``, which ``other_thread`` of
+        the same block ``other_did`` in the same barrier epoch."""
         if len(self.trace.races) < 3:
-            self.trace.races.append(f"thread {who[1]} of block {who[0]} {what} in the same barrier "
-                                    f"interval (no cuda.syncthreads() between the two accesses)")
+            self.trace.races.append((who, did, self.name, self._idx(flat), other_thread, other_did))
 
 
 _atomic_flag = threading.local()
