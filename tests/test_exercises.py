@@ -206,3 +206,26 @@ def test_new_exercise_scaffolds_and_is_checkable(tmp_path, monkeypatch):
     assert sorted(p.name for p in d.iterdir()) == ["__init__.py", "hidden.py", "meta.py", "scaffold.py",
                                                   "solution.py", "test_visible.py"]
     assert "TODO" in (d / "scaffold.py").read_text()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_visible_example_passes_with_the_solution(tmp_path, monkeypatch, name):
+    """The visible test a student gets runs (and passes) against the reference solution."""
+    import importlib
+    import shutil
+
+    ex = exercises.load(name)
+    shutil.copyfile(ex.solution, tmp_path / f"{name}.py")
+    shutil.copyfile(ex.visible_test, tmp_path / f"test_{name}.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in (name, f"test_{name}"):
+        sys.modules.pop(mod, None)
+    try:
+        t = importlib.import_module(f"test_{name}")
+        tests = [getattr(t, f) for f in dir(t) if f.startswith("test_")]
+        assert tests
+        for f in tests:
+            f()
+    finally:
+        for mod in (name, f"test_{name}"):
+            sys.modules.pop(mod, None)
