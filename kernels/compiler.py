@@ -5,10 +5,18 @@ Every kernel module writes ``from kernels.compiler import cuda, float64, uint64`
 anything compiles:
 
 * numba-cuda (default): ``numba.cuda``, on a GPU or in Numba's CUDA simulator;
-* numba-cuda-mlir (``LAB_COMPILER=numba-cuda-mlir``), numba-cuda's successor (GPU only).
+* numba-cuda-mlir (``LAB_COMPILER=numba-cuda-mlir``), numba-cuda's successor (NVIDIA/numba-cuda
+  issue 902): the same ``@cuda.jit`` source, typed by a vendored Numba front end and lowered through
+  MLIR. GPU only: it has no simulator. When it is chosen nothing here imports ``numba``.
 
-Importing this module first settles the backend (``kernels.backend.choose_default``: the simulator
-when no GPU is usable and nobody chose).
+What the kernels import from here works under both compilers: ``cuda``, the scalar types
+(``float32 ... uint64``: each compiler's own type objects, usable as casts and as shared-array
+dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload`` or its MLIR twin), and
+``types`` (the type module that ``overload`` implementations compare argument types against).
+
+Importing this module with numba-cuda first settles the backend (``kernels.backend.choose_default``:
+the simulator when no GPU is usable and nobody chose). With numba-cuda-mlir a simulator request
+(``NUMBA_ENABLE_CUDASIM=1``) is an ImportError.
 """
 from __future__ import annotations
 
@@ -18,13 +26,41 @@ from kernels.backend import choose_default, is_simulator
 
 COMPILERS = ("numba-cuda", "numba-cuda-mlir")
 COMPILER_ENV = "LAB_COMPILER"
+MLIR = "numba-cuda-mlir"
 
-choose_default()
+# Rungs that do not run under numba-cuda-mlir, and why: (kernel, variant) -> reason. The runner
+# shows them as skipped rows. Checked on an H100 with numba-cuda-mlir 0.6.0 (docs/benchmarks.md).
+UNSUPPORTED: dict[tuple[str, str], str] = {}
+
 COMPILER = os.environ.get(COMPILER_ENV, "numba-cuda") or "numba-cuda"
-SIMULATOR = is_simulator()
 
 if COMPILER == "numba-cuda":
+    choose_default()
+    SIMULATOR = is_simulator()
     from numba import cuda  # noqa: F401
     from numba import float32, float64, int32, int64, uint8, uint32, uint64  # noqa: F401
+    from numba.cuda import types  # noqa: F401
+
+    if SIMULATOR:  # the simulator has no libdevice or typed overloads; kernels take the Python path
+        libdevice = overload = None
+    else:
+        from numba.cuda import libdevice  # noqa: F401
+        from numba.cuda.extending import overload  # noqa: F401
+elif COMPILER == MLIR:
+    if is_simulator():
+        raise ImportError(f"{MLIR} has no CUDA simulator (NUMBA_ENABLE_CUDASIM is set): "
+                          f"use {COMPILER_ENV}=numba-cuda for the simulator")
+    SIMULATOR = False
+    from numba_cuda_mlir import cuda  # noqa: F401
+    from numba_cuda_mlir.cuda import libdevice  # noqa: F401
+    from numba_cuda_mlir import extending as _extending
+    from numba_cuda_mlir.numba_cuda import types  # noqa: F401
+    from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint32, uint64  # noqa: F401
+
+    def overload(func, target="cuda", **kwargs):
+        """numba-cuda's ``overload(func, target="cuda")`` on numba-cuda-mlir, which has one target
+        and wants the typing registry named (its ``extending.typing_registry`` is the installed one)."""
+        kwargs.setdefault("typing_registry", _extending.typing_registry)
+        return _extending.overload(func, **kwargs)
 else:
     raise ImportError(f"{COMPILER_ENV}={COMPILER!r}: choose one of {', '.join(COMPILERS)}")

@@ -57,13 +57,21 @@ else:
     @cuda.jit(device=True)
     def warp_sum(value, scratch):
         """Sum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
-        for offset in (16, 8, 4, 2, 1):
-            value += cuda.shfl_xor_sync(FULL_MASK, value, offset)
+        # Five shuffles written out: numba-cuda unrolls ``for offset in (16, 8, 4, 2, 1)``, but
+        # numba-cuda-mlir 0.6 keeps the tuple in local memory and loops over it (a local load a step).
+        value += cuda.shfl_xor_sync(FULL_MASK, value, 16)
+        value += cuda.shfl_xor_sync(FULL_MASK, value, 8)
+        value += cuda.shfl_xor_sync(FULL_MASK, value, 4)
+        value += cuda.shfl_xor_sync(FULL_MASK, value, 2)
+        value += cuda.shfl_xor_sync(FULL_MASK, value, 1)
         return value
 
     @cuda.jit(device=True)
     def warp_max(value, scratch):
         """Maximum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
-        for offset in (16, 8, 4, 2, 1):
-            value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, offset))
+        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 16))  # unrolled: see warp_sum
+        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 8))
+        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 4))
+        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 2))
+        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 1))
         return value

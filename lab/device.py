@@ -37,15 +37,19 @@ ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without th
 }
 
 
-def _nvml_clocks() -> dict:
-    """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails."""
+def _nvml_clocks(dev=None) -> dict:
+    """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails.
+    The NVML device is the CUDA device ``dev``, found by PCI bus id (lab.clocks), not by index."""
     try:
         import pynvml
     except ImportError:
         return {}
     try:
+        from lab.clocks import pci_bus_id
+
         pynvml.nvmlInit()
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        h = get(pci_bus_id(dev).encode())
         out = {"sm_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1000,
                "memory_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM) * 1000}
         pynvml.nvmlShutdown()
@@ -61,7 +65,7 @@ def describe(simulator: bool) -> dict:
     Units: bytes, kHz, bits; ``peak_bandwidth_gbps`` in GB/s (2 transfers a memory clock over the
     bus, i.e. DDR), ``peak_fp32_gflops`` in GFLOP/s (FMA = 2 FLOPs a lane a clock).
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if simulator:
         dev = cuda.get_current_device()
@@ -79,7 +83,7 @@ def describe(simulator: bool) -> dict:
             info[key] = int(getattr(dev, attr))
         except Exception:  # attribute absent in this driver (CUDA 13 dropped some clocks)
             info[key] = None
-    for key, value in _nvml_clocks().items():
+    for key, value in _nvml_clocks(dev).items():
         if not info.get(key):
             info[key] = value
             info.setdefault("clock_source", "NVML")
@@ -101,7 +105,7 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
     Returns {"gbps": median GB/s counting bytes read plus bytes written, "bytes": nbytes,
     "median_ms": ...}. This is the practical ceiling for memory-bound kernels.
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     from lab.timing import Timer
 

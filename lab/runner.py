@@ -11,18 +11,21 @@ with its error and is never timed.
 from __future__ import annotations
 
 import gc
-import math
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
 import kernels
+from lab import compilers
 from lab import contenders as C
+from lab.check import check_outputs, check_prepared  # noqa: F401  (check_outputs: the shared check, re-exported)
 from lab.errors import LabError
-from lab.timing import SIMULATOR_CLOCK, Measurement, Timer
+from lab.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
+SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 
 
 @dataclass
@@ -35,7 +38,7 @@ class Options:
     dtype: str = "float32"
     variants: list[str] | None = None
     contenders: list[str] | None = None
-    repeats: int | None = None
+    repeats: int | None = None  # None: the stop rule (lab.timing.StopRule) on a GPU, 3 in the simulator
     warmup: int | None = None
     seed: int | None = None
 
@@ -58,6 +61,10 @@ class Row:
     pct_copy: float | None = None
     pct_peak_flops: float | None = None
     speedup_vs_numpy: float | None = None
+    compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
+    registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
+    spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
+    local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
 
     @property
     def ok(self) -> bool:
@@ -73,7 +80,7 @@ class Report:
     size: tuple
     dtype: str
     seed: int
-    repeats: int
+    repeats: int | None  # None: each row's count came from the stop rule (``stop_rule``)
     warmup: int
     bytes_moved: int
     flops: int
@@ -84,6 +91,21 @@ class Report:
     notes: list[str] = field(default_factory=list)  # from spec.summarize
     copy_bandwidth: dict | None = None
     numpy_threads: str = ""
+    stop_rule: str = ""  # how many calls each row timed, in words
+    clocks: dict = field(default_factory=dict)  # {"before": lab.clocks.read(), "after": ...} on a GPU
+    estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
+    quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
+    compiler: str = ""  # the compiler of the Numba rows
+
+
+# Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
+# engine never prints; lab.report renders them):
+#   "start"  report header known (seed, device, estimate), no rows yet
+#   "stage"  info: contender, variant, stage ("compile + check", "first call + check" or "time"),
+#            calls (timed calls, with "time")
+#   "row"    info: row, a finished Row (ok, FAIL or skipped), already appended to report.rows
+#   "done"   every row finished and derived numbers (GB/s ...) filled in
+Progress = Callable[..., None]
 
 
 def _threads_check(threads: int, device: dict) -> list[str]:
@@ -124,35 +146,12 @@ def _pick(requested, available, what):
     return list(requested)
 
 
-def check_outputs(outs, refs, tols):
-    """(ok, max_abs_err, rel_err) of outputs against float64 references and absolute tolerances.
+def run(opts: Options, backend: str, progress: Progress | None = None) -> Report:
+    """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
 
-    A non-finite output where the reference is finite (e.g. a poisoned, never-written element)
-    fails and counts as an infinite error.
+    progress: optional ``progress(event, report, **info)`` callback (events listed above).
     """
-    ok, max_err, num, den = True, 0.0, 0.0, 0.0
-    for out, ref, tol in zip(outs, refs, tols):
-        out = np.asarray(out, dtype=np.float64)
-        ref = np.asarray(ref, dtype=np.float64)
-        if out.shape != ref.shape:
-            return False, math.inf, math.inf
-        finite = np.isfinite(ref)
-        same_nonfinite = np.array_equal(np.isfinite(out), finite) and np.array_equal(out[~finite], ref[~finite])
-        err = np.abs(out - ref)[finite] if finite.any() else np.zeros(0)
-        err = np.where(np.isnan(err), np.inf, err)
-        bound = np.broadcast_to(tol, ref.shape)[finite]
-        ok &= bool(same_nonfinite and np.all(err <= bound))
-        if err.size:
-            max_err = max(max_err, float(err.max()))
-        num += float(np.sum(err ** 2))
-        den += float(np.sum(ref[finite] ** 2))
-        if not same_nonfinite:
-            max_err = math.inf
-    return ok, max_err, (math.sqrt(num / den) if den else math.sqrt(num))
-
-
-def run(opts: Options, backend: str) -> Report:
-    """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input."""
+    emit = progress or (lambda event, report, **info: None)
     from lab.device import describe, measure_copy_bandwidth
 
     simulator = backend == "simulator"
@@ -173,77 +172,162 @@ def run(opts: Options, backend: str) -> Report:
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
-    repeats = opts.repeats if opts.repeats is not None else (3 if simulator else 50)
+    repeats = opts.repeats if opts.repeats is not None else (3 if simulator else None)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
-    if repeats < 1 or warmup < 0:
+    if (repeats is not None and repeats < 1) or warmup < 0:
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    if opts.seed is not None and opts.seed < 0:
+        raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
 
     rng = np.random.default_rng(seed)
     inputs = spec.make_inputs(size, dtype, rng)
     refs = spec.reference(*[a.astype(np.float64) for a in inputs])
     tols = spec.tolerance(inputs, refs, dtype)
+    out_specs = spec.out_specs(size, dtype)
 
     report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
                     spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
+    rule = StopRule(repeats=repeats)
+    report.stop_rule = (f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
+                        f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
+                        f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
+                        f"{rule.time_limit_s:g} s; {warmup} warm-up")
     if not simulator:
+        from lab import clocks
+
         report.copy_bandwidth = measure_copy_bandwidth()
+        report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
+    report.compiler = compilers.current()
+    cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
+    if simulator:
+        calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
+        report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
+        if report.estimate_s > SLOW_SIMULATION_S:
+            report.quick_options = quick_options(spec, size, variant_names, threads, calls)
+    emit("start", report)
 
     def measure(row: Row, prepare) -> Row:
         """Fill ``row`` from the contender that ``prepare()`` sets up: check, then time."""
+        before = compilers.compiled_kernels() if row.contender == "numba" else None
         try:
             prepared = prepare()
         except Exception as e:
             row.status, row.reason = "FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"
             return row
         try:
-            prepared.poison()
+            emit("stage", report, contender=row.contender, variant=row.variant,
+                 stage="compile + check" if row.contender == "numba" else "first call + check")
             timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
-            row.first_call_ms, outs = timer.first_call()
-            host_outs = prepared.read(outs)
-            ok, row.max_abs_err, row.rel_err = check_outputs(host_outs, refs, tols)
+            first = {}
+
+            def first_call():  # the poisoned first call, timed alone (compile + load + run)
+                first["ms"], outs = timer.first_call()
+                return outs
+
+            checked = check_prepared(prepared, refs, tols, out_specs, first_call=first_call)
+            row.first_call_ms = first.get("ms")
+            if before is not None and not simulator:  # the kernels this rung compiled
+                res = compilers.resources(compilers.compiled_kernels() - before, cc)
+                row.registers, row.spill_bytes, row.local_bytes = (
+                    res["registers"], res["spill_bytes"], res["local_bytes"])
+            ok, row.max_abs_err, row.rel_err = checked.verdict
+            host_outs = checked.outputs
             if not ok:
-                row.status, row.reason = "FAIL", "output differs from the float64 reference"
+                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {checked.verdict.reason}"
                 return row
             if spec.summarize and row.contender == "numba" and not report.notes:
                 report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
-            n = repeats
+            n, warm = repeats, warmup
             if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
-                n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
-            row.measurement = timer.measure(n, warmup if n == repeats else 1)
+                if repeats is not None:
+                    n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
+                if n != repeats or row.first_call_ms > 10:
+                    warm = min(warmup, 1)
+            emit("stage", report, contender=row.contender, variant=row.variant, stage="time", calls=n)
+            row.measurement = timer.measure(n, warm, rule)
         except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
             row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
         finally:
             prepared.release()
         return row
 
+    def add(row: Row) -> None:
+        report.rows.append(row)
+        emit("row", report, row=row)
+
     for name in contender_names:
         why = C.why_unavailable(name, simulator)
         if name == "numba":
             for v in variant_names:
                 variant = spec.variants[v]
-                cfg = variant.launch(size, threads)
-                row = Row("numba", v, "ok", launch=cfg.as_dict())
-                report.launches[v] = cfg.as_dict()
+                row = Row("numba", v, "ok", compiler=report.compiler)
+                # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
                 if variant.warp_multiple and threads % 32:
                     row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
                 elif variant.max_threads and threads > variant.max_threads:
                     row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                elif compilers.unsupported(spec.name, v):
+                    row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
                 else:
-                    measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
-                report.rows.append(row)
+                    try:
+                        cfg = variant.launch(size, threads)
+                    except Exception as e:  # launch math that cannot serve this input is a row, not a crash
+                        row.status, row.reason = "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}"
+                    else:
+                        row.launch = report.launches[v] = cfg.as_dict()
+                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                add(row)
         elif name == "numpy":
-            report.rows.append(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
+            add(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
         elif why is not None:
-            report.rows.append(Row(name, "-", "skipped", why))
+            add(Row(name, "-", "skipped", why))
         else:
             for label in C.library_labels(name, spec.name):
                 prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
-                report.rows.append(measure(Row(name, label, "ok"), prepare))
+                add(measure(Row(name, label, "ok"), prepare))
         gc.collect()
+    if not simulator:
+        report.clocks["after"] = clocks.read()
+        drop = clocks.dropped(report.clocks["before"], report.clocks["after"])
+        if drop:
+            report.warnings.append(drop)
     _derive(report)
+    emit("done", report)
     return report
+
+
+def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
+    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.simcost)."""
+    from lab import simcost
+
+    launched = {}
+    for v in variant_names:
+        variant = spec.variants[v]
+        if (variant.warp_multiple and threads % 32) or (variant.max_threads and threads > variant.max_threads):
+            continue  # skipped rungs cost nothing
+        try:
+            launched[v] = variant.launch(size, threads).threads_total
+        except Exception:
+            continue
+    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
+
+
+def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
+    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
+    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
+    def shrink(t):
+        smaller = size
+        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
+            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
+        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
+
+    smaller, quick = shrink(threads)
+    if not quick and threads > 32:
+        smaller, _ = shrink(32)
+        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
+    return f"--size {'x'.join(map(str, smaller))}"
 
 
 def _first_line(e: Exception) -> str:

@@ -4,14 +4,25 @@ GPU work is timed with CUDA events recorded on the stream the work runs on (the 
 stream, which Numba, CuPy and torch all use unless told otherwise), one event pair per call, after
 warm-up; the first call (JIT compile, module load) is timed on its own and kept out of the median.
 
-Why a spin kernel: Numba spends ~46 us on the host to launch one kernel (~94 us with torch tensors
-as arguments), longer than many kernels take to run. If each call is enqueued only when the GPU is
-already idle, an event pair around it measures the host's launch gap, not the kernel. So the timer
-first enqueues a kernel that sleeps on the GPU (``cuda.nanosleep``) for longer than the host needs
-to enqueue every timed call; the calls then run back to back, and each event pair times the device
-work alone. After enqueueing, the timer checks that the spin was still running (its end event not
-yet complete); if not, it retries with a longer spin, and a call that blocks the host (e.g. one
-that copies a result to the host) is reported as "host gaps included".
+Why the calls are queued behind a blocked GPU: Numba spends ~46 us on the host to launch one kernel
+(~94 us with torch tensors as arguments), longer than many kernels take to run. If each call is
+enqueued only when the GPU is already idle, an event pair around it measures the host's launch gap,
+not the kernel. So the timer first launches a one-thread kernel that waits on a flag in mapped
+(page-locked, device-visible) host memory, enqueues a batch of timed calls behind it, and then sets
+the flag: the calls run back to back and each event pair times the device work alone. This is
+nvbench's blocking kernel (NVIDIA/nvbench, ``blocking_kernel.cu``); the kernel reads the flag with a
+volatile load (inline PTX ``ld.volatile``; a plain load could be hoisted out of the loop or served
+from L1) and gives up after a time limit, so a call that waits for the GPU cannot deadlock the host.
+If the blocking kernel does not work on a machine (its self-test times out), the timer falls back to
+a kernel that sleeps (``cuda.nanosleep``) for longer than the host needs to enqueue the batch.
+Either way, after enqueueing the timer checks that the GPU was still held (the first call's start
+event not yet complete); if not (a call that blocks the host, e.g. one that copies a result to the
+host), the samples include host gaps and the method says so.
+
+How many calls: a stop rule like nvbench's (:class:`StopRule`): at least 10 samples and at least
+0.25 s of summed GPU time, and more while the noise (IQR / median) is above 1%, up to a time limit;
+``repeats`` fixes the count instead. Calls are enqueued in batches of at most BATCH_MAX behind one
+blocker, so the launch queue (about a thousand pending launches) never fills, whatever the count.
 
 Why an L2 flush: back-to-back calls on the same buffers find the end of the previous call's data
 in the 50 MB L2 (H100) and run faster than a cold call would. Before each timed call (outside its
@@ -19,28 +30,34 @@ event pair) a kernel *reads* a buffer twice the L2's size, so every call starts 
 of clean, unrelated lines. (A flush that writes, like ``cache.zero_()``, would leave 50 MB of dirty
 lines whose write-back to DRAM is then charged to the timed call.)
 
-Source: CUDA C++ Best Practices Guide, "Using CUDA GPU Timers"; the GPU MODE lecture notes
-(torch.cuda.Event timing) in the seed notebooks.
+Source: CUDA C++ Best Practices Guide, "Using CUDA GPU Timers"; NVIDIA nvbench (stopping criterion,
+blocking kernel); the GPU MODE lecture notes (torch.cuda.Event timing) in the seed notebooks.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
 
-DEVICE_EVENTS = ("CUDA events, one pair a call, calls queued behind a spin kernel (no host launch gaps), "
+DEVICE_EVENTS = ("CUDA events, one pair a call, calls queued behind a blocked GPU (no host launch gaps), "
                  "L2 flushed before each call")
 DEVICE_EVENTS_GAPS = ("CUDA events, one pair a call, L2 flushed before each call; the call blocks the host, "
                       "so host gaps are included")
 HOST_CLOCK = "time.perf_counter around each call"
 SIMULATOR_CLOCK = "CUDA simulator: wall clock of the simulation, not a GPU time"
+NOISY = 0.10  # a row whose noise (IQR / median) exceeds this is flagged in the report
 
 
 @dataclass
 class Measurement:
-    """Per-call times in ms of one callable, and how they were taken."""
+    """Per-call times in ms of one callable, and how they were taken.
+
+    method: one sentence saying how (one of the constants above, plus the stop rule in ``meta``).
+    meta: {"stop": why sampling stopped, "blocker": "flag" or "sleep" (device mode), ...}.
+    """
 
     samples_ms: list[float]
     method: str
@@ -55,6 +72,79 @@ class Measurement:
         q1, q3 = np.percentile(self.samples_ms, [25, 75])
         return float(q3 - q1)
 
+    @property
+    def n(self) -> int:
+        return len(self.samples_ms)
+
+    @property
+    def noise(self) -> float:
+        """IQR / median, the relative spread of the samples (nan for a zero median)."""
+        med = self.median_ms
+        return self.iqr_ms / med if med > 0 else math.nan
+
+    @property
+    def noisy(self) -> bool:
+        """Noise above NOISY (10%; nan counts). Never for simulator rows: their times mean nothing."""
+        return self.method != SIMULATOR_CLOCK and not self.noise <= NOISY
+
+    @property
+    def host_gaps(self) -> bool:
+        return self.method == DEVICE_EVENTS_GAPS
+
+    @property
+    def timing(self) -> str:
+        """The method sentence plus the count: what ``--json`` puts in ``results[].timing``."""
+        return f"median of {self.n}: {self.method}" + (f"; {self.meta['stop']}" if self.meta.get("stop") else "")
+
+
+def noise_of(samples_ms) -> float:
+    q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
+    return float((q3 - q1) / med) if med > 0 else math.inf
+
+
+@dataclass
+class StopRule:
+    """When to stop sampling, like nvbench's stopping criterion.
+
+    Adaptive (``repeats`` None): at least ``min_samples`` samples and ``min_time_s`` of summed
+    measured time; then stop once the noise (IQR / median) is at most ``max_noise``, or when
+    ``time_limit_s`` of wall clock has passed since sampling began (with at least ``min_samples``).
+    Fixed (``repeats`` = N): exactly N samples.
+    """
+
+    repeats: int | None = None
+    min_samples: int = 10
+    min_time_s: float = 0.25
+    max_noise: float = 0.01
+    time_limit_s: float = 3.0
+
+    def done(self, samples_ms, elapsed_s: float) -> str | None:
+        """None to go on, else the reason sampling stops (a short phrase for the method line)."""
+        n = len(samples_ms)
+        if self.repeats is not None:
+            return f"fixed count ({self.repeats})" if n >= self.repeats else None
+        if n < self.min_samples:
+            return None
+        if elapsed_s >= self.time_limit_s:
+            return f"time limit {self.time_limit_s:g} s reached at noise {noise_of(samples_ms):.1%}"
+        if sum(samples_ms) < self.min_time_s * 1e3:
+            return None
+        noise = noise_of(samples_ms)
+        if noise <= self.max_noise:
+            return f"stopped at noise {noise:.1%} <= {self.max_noise:.0%} after >= {self.min_time_s:g} s"
+        return None
+
+    def batch(self, samples_ms, call_ms: float, cap: int) -> int:
+        """How many calls to take next (1..cap): enough for the sample and time minimums, or for
+        the count fixed; while only the noise is missing, a quarter more than taken so far."""
+        n = len(samples_ms)
+        if self.repeats is not None:
+            want = self.repeats - n
+        else:
+            by_time = math.ceil((self.min_time_s * 1e3 - sum(samples_ms)) / max(call_ms, 1e-4))
+            want = max(self.min_samples - n, by_time, n // 4, 1)
+        return int(min(max(want, 1), cap))
+
 
 class Timer:
     """Time ``fn`` (a zero-argument callable that enqueues work).
@@ -62,12 +152,14 @@ class Timer:
     mode: "device" (CUDA events on the default stream), "host" (perf_counter; CPU work such as
     NumPy) or "simulator" (perf_counter, marked as not a GPU time).
     sync: waits for the device (needed for the first call in device mode).
+    flush_l2: read a buffer of twice the L2 size before each timed device call (default True).
     """
 
-    def __init__(self, fn: Callable[[], object], mode: str, sync: Callable[[], None] = lambda: None):
+    def __init__(self, fn: Callable[[], object], mode: str, sync: Callable[[], None] = lambda: None,
+                 flush_l2: bool = True):
         if mode not in ("device", "host", "simulator"):
             raise ValueError(f"unknown timer mode {mode!r}")
-        self.fn, self.mode, self.sync = fn, mode, sync
+        self.fn, self.mode, self.sync, self.flush_l2 = fn, mode, sync, flush_l2
 
     def first_call(self) -> tuple[float, object]:
         """Run fn once, synchronized; returns (wall ms: compile + load + run, fn's result)."""
@@ -77,39 +169,50 @@ class Timer:
         self.sync()
         return (time.perf_counter() - t0) * 1e3, result
 
-    def measure(self, repeats: int, warmup: int) -> Measurement:
-        """Warm up, then time ``repeats`` calls; returns a Measurement of per-call ms."""
-        if repeats < 1:
+    def measure(self, repeats: int | None = None, warmup: int = 5, rule: StopRule | None = None) -> Measurement:
+        """Warm up, then time calls; returns a Measurement of per-call ms.
+
+        repeats: a fixed number of timed calls; None: the adaptive ``rule`` (default StopRule()).
+        """
+        if repeats is not None and repeats < 1:
             raise ValueError("repeats must be at least 1")
+        rule = rule or StopRule()
+        if repeats is not None:
+            rule = StopRule(repeats=repeats, min_samples=rule.min_samples, min_time_s=rule.min_time_s,
+                            max_noise=rule.max_noise, time_limit_s=rule.time_limit_s)
+        device = self.mode == "device"
         t0 = time.perf_counter()
         for _ in range(max(warmup, 1)):
-            if self.mode == "device":
+            if device and self.flush_l2:
                 _flush_l2()
             self.fn()
         enqueue_s = (time.perf_counter() - t0) / max(warmup, 1)
         self.sync()
-        if self.mode == "device":
-            samples, covered, spin_ms = _device_samples(self.fn, repeats, enqueue_s)
-            method = DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS
-            return Measurement(samples, method, {"spin_ms": spin_ms})
-        samples = []
-        for _ in range(repeats):
+        call_ms = (time.perf_counter() - t0) * 1e3 / max(warmup, 1)
+        if device:
+            samples, covered, meta = _device_samples(self.fn, rule, enqueue_s, call_ms, self.flush_l2)
+            return Measurement(samples, DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS, meta)
+        samples, start = [], time.perf_counter()
+        while not (why := rule.done(samples, time.perf_counter() - start)):
             t = time.perf_counter()
             self.fn()
             samples.append((time.perf_counter() - t) * 1e3)
         method = HOST_CLOCK if self.mode == "host" else SIMULATOR_CLOCK
-        return Measurement(samples, method)
+        return Measurement(samples, method, {"stop": why})
 
 
 # --- device timing -----------------------------------------------------------------------------
-_spin_kernel = None
+BATCH_MAX = 64  # timed calls behind one blocker: <= 64 x (flush + 2 events + a few launches) queued
+BLOCK_TIMEOUT_S = 2.0  # the blocking kernel gives up after this long (a call that waits for the GPU)
 _MAX_SPIN_US = 2_000_000
+_spin_kernel = None
+_blocker = {}  # "kernel", "flag", "status", "works" (bool), "why" (str)
 
 
 def _spin(us: int) -> None:
     """Enqueue one GPU thread that sleeps ~``us`` microseconds (nanosleep of 1 us, repeated)."""
     global _spin_kernel
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _spin_kernel is None:
         @cuda.jit
@@ -121,15 +224,87 @@ def _spin(us: int) -> None:
     _spin_kernel(np.int64(us))
 
 
+def _volatile_load():
+    """A device function returning ``arr[0]`` (int32) through ``ld.volatile``: read from memory every
+    time, never hoisted out of a loop nor served from L1 (CUDA has no volatile in Numba)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda.extending import intrinsic
+
+    @intrinsic
+    def volatile_load0(typingctx, arr):
+        sig = types.int32(arr)
+
+        def codegen(context, builder, sig, args):
+            ptr = context.make_array(sig.args[0])(context, builder, args[0]).data
+            asm = ir.InlineAsm(ir.FunctionType(ir.IntType(32), [ptr.type]), "ld.volatile.u32 $0, [$1];",
+                               "=r,l", side_effect=True)
+            return builder.call(asm, [ptr])
+        return sig, codegen
+
+    return volatile_load0
+
+
+def blocking_kernel() -> dict:
+    """The blocking kernel and its mapped flag, self-tested once a process (a GPU is required).
+
+    Returns {"works": bool, "why": str, ...}: works is False (and the timer sleeps instead) when
+    the kernel could not be built or did not see the host's release within BLOCK_TIMEOUT_S.
+    """
+    if _blocker:
+        return _blocker
+    from kernels.compiler import COMPILER, cuda
+
+    if COMPILER != "numba-cuda":  # the volatile load is a numba-cuda intrinsic (llvmlite inline PTX)
+        _blocker.update(works=False, why=f"no blocking kernel under {COMPILER}; sleeping instead")
+        return _blocker
+    try:
+        load = _volatile_load()
+
+        @cuda.jit
+        def block_until_released(flag, status, max_sleeps):
+            """One thread waits (1 us naps) until the host sets flag[0]; status 1 = released,
+            2 = gave up after max_sleeps naps."""
+            if cuda.grid(1) == 0:
+                naps = 0
+                while load(flag) == 0 and naps < max_sleeps:
+                    cuda.nanosleep(1000)
+                    naps += 1
+                status[0] = 1 if naps < max_sleeps else 2
+
+        flag = cuda.mapped_array(1, np.int32)
+        status = cuda.mapped_array(1, np.int32)
+        _blocker.update(kernel=block_until_released[1, 1], flag=flag, status=status)
+        flag[0], status[0] = 1, 0  # first launch pre-released: compiles and loads the kernel
+        _blocker["kernel"](flag, status, np.int64(1000))
+        cuda.synchronize()
+        flag[0], status[0] = 0, 0
+        t0 = time.perf_counter()
+        _blocker["kernel"](flag, status, np.int64(BLOCK_TIMEOUT_S * 1e6))
+        time.sleep(0.005)
+        held = status[0] == 0  # still waiting 5 ms later: it does block
+        flag[0] = 1
+        cuda.synchronize()
+        waited = time.perf_counter() - t0
+        works = held and status[0] == 1
+        _blocker["works"] = works
+        _blocker["why"] = (f"blocking kernel released by the host after {waited * 1e3:.1f} ms" if works else
+                           f"blocking kernel did not work (held: {held}, status {status[0]}); sleeping instead")
+    except Exception as e:  # no inline PTX, no mapped memory...: fall back to the sleep
+        _blocker.clear()
+        _blocker.update(works=False, why=f"blocking kernel unavailable ({type(e).__name__}: {e}); sleeping instead")
+    return _blocker
+
+
 FLUSH_L2 = True
 _flush_kernel = None
 _flush_buffer = None
 
 
 def _flush_l2() -> None:
-    """Enqueue a kernel that overwrites a buffer of twice the L2 size (evicting the last call's data)."""
+    """Enqueue a kernel that reads a buffer of twice the L2 size (evicting the last call's data)."""
     global _flush_kernel, _flush_buffer
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if _flush_kernel is None:
         @cuda.jit
@@ -150,28 +325,63 @@ def _flush_l2() -> None:
         _flush_kernel(*_flush_buffer)
 
 
-def _device_samples(fn, repeats: int, enqueue_s: float):
-    """Per-call device times (ms) of ``repeats`` calls queued behind a spin kernel.
+def _timeout_naps(n: int, enqueue_s: float) -> np.int64:
+    """How long (in 1 us naps) the blocking kernel waits for a batch of ``n`` calls: ten times the
+    host's enqueue time of the batch plus 50 ms, at most BLOCK_TIMEOUT_S."""
+    return np.int64(min(BLOCK_TIMEOUT_S, 10 * enqueue_s * (n + 2) + 0.05) * 1e6)
 
-    Returns (samples, covered, spin_ms): covered is True when the spin outlasted the host's
-    enqueueing of all calls, i.e. the GPU never waited for the host between calls.
-    """
-    from numba import cuda
 
-    spin_us = int(min(_MAX_SPIN_US, 2 * enqueue_s * 1e6 * (repeats + 2) + 500))
-    for _ in range(3):
-        starts = [cuda.event(timing=True) for _ in range(repeats)]
-        ends = [cuda.event(timing=True) for _ in range(repeats)]
-        _spin(spin_us)
-        for start, end in zip(starts, ends):
+def _device_batch(fn, n: int, enqueue_s: float, flush: bool, hold: str):
+    """Time ``n`` calls queued behind one hold ("flag": the blocking kernel; "sleep": a spin;
+    "none"): returns (samples ms, covered). covered: the GPU was still held when the last call had
+    been enqueued, so no call waited for the host."""
+    from kernels.compiler import cuda
+
+    starts = [cuda.event(timing=True) for _ in range(n)]
+    ends = [cuda.event(timing=True) for _ in range(n)]
+    b = _blocker
+    if hold == "flag":
+        b["flag"][0], b["status"][0] = 0, 0
+        b["kernel"](b["flag"], b["status"], _timeout_naps(n, enqueue_s))
+    elif hold == "sleep":
+        _spin(int(min(_MAX_SPIN_US, 2 * enqueue_s * 1e6 * (n + 2) + 500)))
+    for start, end in zip(starts, ends):
+        if flush:
             _flush_l2()
-            start.record()
-            fn()
-            end.record()
-        covered = not starts[0].query()  # still pending: the GPU had not reached the first call
-        ends[-1].synchronize()
-        samples = [cuda.event_elapsed_time(a, b) for a, b in zip(starts, ends)]
-        if covered or spin_us >= _MAX_SPIN_US:
-            break
-        spin_us = min(_MAX_SPIN_US, spin_us * 4)
-    return samples, covered, spin_us / 1e3
+        start.record()
+        fn()
+        end.record()
+    if hold == "flag":  # still waiting for the flag: no call has started yet
+        covered = b["status"][0] == 0
+    else:  # still pending: the GPU had not reached call 1 (cuEventQuery; Numba logs NOT_READY)
+        covered = hold == "sleep" and not starts[0].query()
+    if hold == "flag":
+        b["flag"][0] = 1
+    ends[-1].synchronize()
+    if hold == "flag" and b["status"][0] != 1:
+        covered = False  # the blocker gave up: the calls waited for it, not for each other
+    return [cuda.event_elapsed_time(a, e) for a, e in zip(starts, ends)], covered
+
+
+def _device_samples(fn, rule: StopRule, enqueue_s: float, call_ms: float, flush: bool):
+    """Per-call device times (ms) under ``rule``, in batches of at most BATCH_MAX behind a hold.
+
+    Returns (samples, covered, meta): covered is True when every batch ran with the GPU held
+    while the host enqueued it. A batch that was not covered is retried once with a longer sleep
+    (or, behind the flag, taken as is: the call blocks the host); later batches then skip the hold.
+    """
+    hold = "flag" if blocking_kernel()["works"] else "sleep"
+    samples, covered_all, start = [], True, time.perf_counter()
+    retried = False
+    while not (why := rule.done(samples, time.perf_counter() - start)):
+        n = rule.batch(samples, float(np.median(samples)) if samples else call_ms, BATCH_MAX)
+        batch, covered = _device_batch(fn, n, enqueue_s, flush, hold)
+        if not covered and hold == "sleep" and not retried:  # the host was slower than guessed
+            retried, enqueue_s = True, enqueue_s * 4
+            batch, covered = _device_batch(fn, n, enqueue_s, flush, hold)
+        if not covered:
+            hold = "none"  # the call waits for the GPU: holding it only adds a timeout per batch
+        covered_all &= covered
+        samples += batch
+    meta = {"stop": why, "blocker": _blocker.get("why", ""), "hold": "flag" if _blocker.get("works") else "sleep"}
+    return samples, covered_all, meta

@@ -8,14 +8,22 @@ import os
 import numpy as np
 import pytest
 
+from lab import compilers
 from lab.backend import select
+from lab.errors import LabError
 
 BACKEND = select({"sim": "sim", "gpu": "gpu"}.get(os.environ.get("LAB_TEST_BACKEND", ""), "auto"))
 SIMULATOR = BACKEND == "simulator"
+# The compiler of the kernels under test: LAB_COMPILER (numba-cuda by default; run the gpu tests
+# once per installed compiler, e.g. LAB_COMPILER=numba-cuda-mlir pytest -m gpu).
+try:
+    COMPILER = compilers.select(None, SIMULATOR)
+except LabError as e:
+    raise pytest.UsageError(f"LAB_COMPILER: {e}") from None
 
 
 def pytest_report_header(config):
-    return f"lab backend: {BACKEND}"
+    return f"lab backend: {BACKEND}; compiler: {COMPILER} {compilers.version(COMPILER) or ''}"
 
 
 def pytest_collection_modifyitems(config, items):

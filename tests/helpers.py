@@ -1,8 +1,9 @@
-"""Run a kernel variant the way the runner does: poisoned outputs, float64 reference, tolerances."""
+"""Run a kernel variant the way the runner does: poisoned outputs (two poisons for integer outputs),
+canaries past each output, float64 reference, the spec's tolerances, through ``lab.check``."""
 import numpy as np
 
 from lab import contenders as C
-from lab.runner import check_outputs
+from lab.check import check_prepared
 
 
 def run_variant(spec, variant, size, threads, rng, dtype=np.float32, simulator=True):
@@ -12,7 +13,6 @@ def run_variant(spec, variant, size, threads, rng, dtype=np.float32, simulator=T
     tols = spec.tolerance(inputs, refs, np.dtype(dtype))
     v = spec.variants[variant]
     prepared = C.prepare_numba(spec, size, v, v.launch(size, threads), inputs, simulator)
-    prepared.poison()
-    outs = prepared.read(prepared.call())
-    ok, err, _ = check_outputs(outs, refs, tols)
-    return ok, err, outs, refs
+    checked = check_prepared(prepared, refs, tols, spec.out_specs(size, np.dtype(dtype)))
+    ok, err, _ = checked.verdict
+    return ok, err, checked.outputs, refs

@@ -57,7 +57,7 @@ def test_table_output_names_the_backend(capsys):
     (["run", "matvec", "--size", "4000000x4000000"], "GiB"),
     (["run", "matvec", "--variant", "fast"], "unknown variant"),
     (["run", "matvec", "--contenders", "numba,jax"], "unknown contender"),
-    (["run", "matvec", "--dtype", "int7"], "supports float32, float64"),
+    (["run", "matvec", "--dtype", "int7"], "float32"),
     (["run", "matvec", "--threads", "many"], "not a valid integer"),
     (["run", "matvec", "--repeats", "0"], "--repeats must be >= 1"),
     (["bogus"], "No such command"),
@@ -95,8 +95,13 @@ def test_missing_optional_packages_are_reported(capsys, monkeypatch):
     code, out, err = lab(capsys, "run", "vecadd", "--size", "64", "--threads", "32", "--repeats", "1", "--json")
     assert code == 0, err
     rows = {r["contender"]: r for r in json.loads(out)["results"]}
+    from kernels.backend import gpu_count
+
+    # without a GPU the reason is the GPU, not an install hint (which would pull GBs of CUDA wheels)
+    why = "not installed" if gpu_count()[0] else "needs a CUDA GPU; this machine has none"
     for name in ("cupy", "torch"):
-        assert rows[name]["status"] == "skipped" and "not installed" in rows[name]["reason"]
+        assert rows[name]["status"] == "skipped" and why in rows[name]["reason"]
+        assert gpu_count()[0] or "pip install" not in rows[name]["reason"]
 
 
 @pytest.mark.gpu
@@ -118,6 +123,20 @@ def test_quantize_reports_round_trip_error(capsys):
     code, out, err = lab(capsys, "run", "quantize", "--size", "300", "--threads", "32", "--repeats", "1",
                          "--warmup", "0", "--contenders", "numba", "--variant", "block_partials", "--json")
     assert code == 0, err
-    (note,) = json.loads(out)["notes"]
+    note, *why = json.loads(out)["notes"]
     got, half, bound = (float(v) for v in re.findall(r"= ([0-9.e+-]+)", note)[:3])
     assert 0 < got <= bound * (1 + 1e-6) and half <= bound
+    # an error above scale/2 is explained in one more line (the formula truncates zero_point)
+    assert len(why) == (1 if got > half else 0)
+    assert all("above scale/2 by design" in w and "seed" not in w for w in why)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("args", [["--variant", "", "--contenders", "numba"], ["--contenders", "cupy"]]
+                         + ([["--contenders", "torch"]] if SIMULATOR else []))
+def test_a_run_that_checked_nothing_exits_1(capsys, args):
+    """Every row skipped (no variant, or a contender the backend cannot run): exit 1, not 0."""
+    code, out, err = lab(capsys, "run", "vecadd", "--size", "64", "--threads", "32", "--repeats", "1", *args)
+    if "--contenders" in args and args[-1] == "cupy" and not SIMULATOR:
+        pytest.skip("cupy runs on this GPU machine")
+    assert code == 1 and "nothing was checked" in err

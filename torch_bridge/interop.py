@@ -15,7 +15,7 @@ def to_numba(t: torch.Tensor):
 
     Raises ValueError if ``t`` is not on a CUDA device or requires grad (detach it first).
     """
-    from numba import cuda
+    from kernels.compiler import cuda
 
     if not t.is_cuda:
         raise ValueError(f"tensor is on {t.device}, not a CUDA device")

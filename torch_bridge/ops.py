@@ -122,7 +122,7 @@ def _quantize_aminmax(x, out):
 
 
 TORCH_OPS["quantize"] = [
-    ("seed quantize_tensor (torch ops, host syncs)", _quantize_seed),
+    ("ARENA quantize_tensor (torch ops, host syncs)", _quantize_seed),
     ("torch.aminmax + torch.quantize_per_tensor", _quantize_aminmax),
 ]
 
@@ -139,9 +139,9 @@ def prepare(kernel: str, label: str, inputs, out_specs):
     if torch.cuda.current_stream().cuda_stream != 0:
         raise RuntimeError("torch is not on the default stream; the lab's CUDA events time stream 0")
 
-    def poison():
+    def poison(which=0):
         for o in outs:
-            o.fill_(poison_value(_numpy_dtype(o.dtype)))
+            o.fill_(poison_value(_numpy_dtype(o.dtype), which))
 
     def release():
         d_in.clear(), outs.clear()

@@ -1,0 +1,198 @@
+"""Which compiler turns the lab's ``@cuda.jit`` kernels into GPU code: numba-cuda or numba-cuda-mlir.
+
+numba-cuda (``numba.cuda``) is the default; it is in maintenance mode (NVIDIA/numba-cuda issue 902:
+security and critical fixes only, through the lifetime of CUDA 13). numba-cuda-mlir is its
+successor: the same kernel source, typed by a vendored Numba front end, lowered through MLIR to
+NVVM. It needs a GPU (no simulator) and Python >= 3.11.
+
+Like the backend (``lab.backend.select``), the compiler is chosen once per process, before anything
+compiles: :func:`select` sets ``LAB_COMPILER``, which ``kernels.compiler`` reads at import. Nothing
+here imports either compiler; :func:`compilers_status` only looks for them.
+
+Per-kernel resources (registers, spills) come from each compiler's dispatcher
+(``get_regs_per_thread``, ``get_local_mem_per_thread``) and from ptxas's verbose report of the
+kernel's PTX (through nvJitLink), the same numbers ``ptxas -v`` prints.
+"""
+from __future__ import annotations
+
+import importlib.metadata as md
+import importlib.util
+import os
+import re
+import sys
+
+from kernels.backend import gpu_count
+from lab.errors import LabError
+
+NUMBA_CUDA = "numba-cuda"
+MLIR = "numba-cuda-mlir"
+COMPILERS = (NUMBA_CUDA, MLIR)
+ENV = "LAB_COMPILER"
+INSTALL = {NUMBA_CUDA: "pip install numba-cuda", MLIR: "pip install 'numba-gpu-lab[mlir]'"}
+_MODULE = {NUMBA_CUDA: "numba_cuda", MLIR: "numba_cuda_mlir"}
+_DIST = {NUMBA_CUDA: "numba-cuda", MLIR: "numba_cuda_mlir"}
+
+
+def current() -> str:
+    """The compiler this process uses (``LAB_COMPILER``, default numba-cuda)."""
+    return os.environ.get(ENV, NUMBA_CUDA) or NUMBA_CUDA
+
+
+def version(name: str) -> str | None:
+    """Installed version of compiler ``name``, or None."""
+    try:
+        return md.version(_DIST[name])
+    except md.PackageNotFoundError:
+        mod = sys.modules.get(_MODULE[name])
+        return getattr(mod, "__version__", None)
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(_MODULE[name]) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def compilers_status(simulator: bool | None = None) -> dict[str, dict]:
+    """For each compiler: {"usable": bool, "version": str | None, "why": reason when not usable}.
+
+    simulator: whether the simulator backend is active (None: look for a GPU). numba-cuda runs on a
+    GPU or in the simulator; numba-cuda-mlir needs an installed package, Python >= 3.11 and a GPU.
+    """
+    if simulator is None:
+        n, gpu_why = gpu_count()
+        simulator = n == 0
+    else:
+        gpu_why = "the CUDA simulator backend is active"
+    out = {}
+    for name in COMPILERS:
+        why = ""
+        if not _installed(name):
+            why = f"not installed ({INSTALL[name]})"
+        elif name == MLIR and sys.version_info < (3, 11):
+            why = f"needs Python >= 3.11 (this is {sys.version.split()[0]})"
+        elif name == MLIR and simulator:
+            why = f"needs a CUDA GPU, it has no simulator ({gpu_why})"
+        out[name] = {"usable": not why, "version": version(name), "why": why}
+    return out
+
+
+def doctor_check() -> tuple[bool, str]:
+    """For ``lab doctor``: (ok, one line). ok when the default compiler is usable; the line says
+    which compilers are usable and why the others are not."""
+    status = compilers_status()
+    parts = [f"{n} {s['version'] or ''}".strip() + (": usable" if s["usable"] else f": {s['why']}")
+             for n, s in status.items()]
+    return status[NUMBA_CUDA]["usable"], "compilers: " + "; ".join(parts)
+
+
+def select(name: str | None, simulator: bool) -> str:
+    """Choose the compiler for this process (``None``: ``LAB_COMPILER`` or numba-cuda); returns it.
+
+    Raises LabError (one line, exit code 2) for an unknown name, numba-cuda-mlir with the simulator
+    backend or not installed, or a change after ``kernels.compiler`` was imported with another one.
+    """
+    name = name or current()
+    if name not in COMPILERS:
+        raise LabError(f"--compiler {name}: choose one of {', '.join(COMPILERS)}")
+    if name == MLIR:
+        if simulator:
+            n, why = gpu_count()
+            where = f"needs a CUDA GPU ({why})" if n == 0 else "was asked for with --sim"
+            raise LabError(f"--compiler {MLIR} {where} and has no CUDA simulator: "
+                           f"use --compiler {NUMBA_CUDA} for the simulator")
+        why = compilers_status(simulator=False)[MLIR]["why"]
+        if why:
+            raise LabError(f"--compiler {MLIR}: {why}")
+    loaded = sys.modules.get("kernels.compiler")
+    if loaded is not None and loaded.COMPILER != name:
+        raise LabError(f"kernels were already loaded with {loaded.COMPILER} in this process; "
+                       f"the compiler cannot change to {name}")
+    os.environ[ENV] = name
+    return name
+
+
+def unsupported(kernel: str, variant: str) -> str:
+    """Why rung ``variant`` of ``kernel`` does not run under the current compiler ("" when it does):
+    ``kernels.compiler.UNSUPPORTED`` lists the known incompatibilities of numba-cuda-mlir."""
+    if current() != MLIR:
+        return ""
+    from kernels.compiler import UNSUPPORTED
+
+    why = UNSUPPORTED.get((kernel, variant), "")
+    return f"{MLIR}: {why}" if why else ""
+
+
+# --- Resources of compiled kernels -----------------------------------------------------------------
+def _dispatchers():
+    """Every compiled-kernel dispatcher of the loaded kernel modules (module attributes and the
+    per-size caches that hold factory-built kernels); device functions excluded."""
+    seen = {}
+    for modname, mod in list(sys.modules.items()):
+        if not modname.startswith("kernels.") or mod is None:
+            continue
+        for obj in list(vars(mod).values()):
+            for d in (obj.values() if isinstance(obj, dict) else (obj,)):
+                if hasattr(d, "overloads") and hasattr(d, "get_regs_per_thread") and id(d) not in seen:
+                    if not getattr(d, "targetoptions", {}).get("device"):
+                        seen[id(d)] = d
+    return list(seen.values())
+
+
+def compiled_kernels() -> set:
+    """(dispatcher, signature) of every kernel compiled so far; compare before and after a call."""
+    return {(d, sig) for d in _dispatchers() for sig in list(d.overloads)}
+
+
+_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
+    """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
+    when nvJitLink is not available."""
+    try:
+        from cuda.bindings import nvjitlink
+    except ImportError:
+        return None
+    try:
+        data = ptx.encode() if isinstance(ptx, str) else ptx
+        h = nvjitlink.create(2, [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"])
+        try:
+            nvjitlink.add_data(h, nvjitlink.InputType.PTX, data, len(data), "kernel")
+            nvjitlink.complete(h)
+            n = nvjitlink.get_info_log_size(h)
+            buf = bytearray(n)
+            nvjitlink.get_info_log(h, buf)
+        finally:
+            nvjitlink.destroy(h)
+    except Exception:
+        return None
+    found = _SPILL.findall(buf.decode(errors="replace"))
+    return sum(int(a) + int(b) for a, b in found) if found else None
+
+
+def resources(kernels: set, cc: tuple[int, int] | None = None) -> dict:
+    """Registers a thread (the most of the kernels given), local memory and spill bytes a thread
+    (summed over them) of (dispatcher, signature) pairs, as the compiler reports them.
+
+    Returns {"registers", "local_bytes", "spill_bytes", "kernels"}; a value is None when the
+    compiler cannot say (the simulator, or no nvJitLink for spills).
+    """
+    regs, local, spills, names = [], [], [], []
+    for d, sig in kernels:
+        names.append(getattr(getattr(d, "py_func", None), "__name__", "?"))
+        for attr, out in (("regs_per_thread", regs), ("local_mem_per_thread", local)):
+            try:  # numba-cuda: the compiled kernel's attribute; numba-cuda-mlir: the dispatcher's getter
+                k = d.overloads.get(sig)
+                out.append(int(getattr(k, attr) if hasattr(k, attr) else getattr(d, f"get_{attr}")(sig)))
+            except Exception:
+                pass
+        if cc is not None:
+            try:
+                spills.append(_ptxas_spills(d.inspect_asm(sig), cc))
+            except Exception:
+                spills.append(None)
+    return {"registers": max(regs) if regs else None, "local_bytes": sum(local) if local else None,
+            "spill_bytes": sum(spills) if spills and None not in spills else None,
+            "kernels": sorted(set(names))}

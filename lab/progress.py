@@ -1,0 +1,40 @@
+"""A progress bar on stderr for commands that run many configurations (bench, sweep, roofline).
+
+Library functions take an optional ``progress(done, total, label)`` callback and never print; the
+CLI passes :func:`bar`'s callback. On a terminal it is a rich progress bar (transient: it disappears
+when done, leaving stdout clean); piped (CI logs) it is one plain line a step on stderr.
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Callable, Iterator
+
+Progress = Callable[[int, int, str], None]
+
+
+def quiet(done: int, total: int, label: str) -> None:
+    """The default callback: says nothing."""
+
+
+@contextlib.contextmanager
+def bar(description: str) -> Iterator[Progress]:
+    """Yield a ``progress(done, total, label)`` callback that draws on stderr."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        def line(done, total, label):
+            if done < total:
+                print(f"[{description} {done + 1}/{total}] {label}", file=sys.stderr, flush=True)
+        yield line
+        return
+    with RichProgress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=console,
+                      transient=True) as p:
+        task = p.add_task(description, total=None, label="")
+
+        def update(done, total, label):
+            p.update(task, completed=done, total=total, label=label)
+        yield update

@@ -1,0 +1,95 @@
+"""The compiler choice: numba-cuda or numba-cuda-mlir, chosen once per process, errors as one line."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from lab import compilers
+from lab.cli import main
+from tests.conftest import COMPILER, SIMULATOR
+
+MLIR_STATUS = compilers.compilers_status(SIMULATOR)[compilers.MLIR]
+needs_mlir = pytest.mark.skipif(not MLIR_STATUS["usable"], reason=f"numba-cuda-mlir: {MLIR_STATUS['why']}")
+
+
+def lab(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+        raise SystemExit(0)
+    out, err = capsys.readouterr()
+    return exc.value.code or 0, out, err
+
+
+def test_status_names_each_compiler_and_why_not():
+    status = compilers.compilers_status(simulator=True)
+    assert set(status) == set(compilers.COMPILERS)
+    assert status["numba-cuda"]["usable"] and status["numba-cuda"]["version"]
+    mlir = status["numba-cuda-mlir"]
+    assert not mlir["usable"]  # never in the simulator
+    assert "not installed" in mlir["why"] or "simulator" in mlir["why"] or "Python" in mlir["why"]
+    ok, line = compilers.doctor_check()
+    assert ok and line.startswith("compilers: ") and "numba-cuda-mlir" in line
+
+
+def test_mlir_with_sim_is_one_line_exit_2(capsys):
+    code, out, err = lab(capsys, "run", "vecadd", "--compiler", "numba-cuda-mlir", "--sim")
+    assert code == 2 and out == ""
+    assert err.startswith("error: --compiler numba-cuda-mlir") and "simulator" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_select_rejects_a_change_after_kernels_loaded():
+    import kernels.compiler  # noqa: F401  (loaded with this session's compiler)
+
+    other = next(c for c in compilers.COMPILERS if c != COMPILER)
+    with pytest.raises(compilers.LabError, match="already loaded|simulator|not installed|Python"):
+        compilers.select(other, SIMULATOR)
+    assert compilers.select(COMPILER, SIMULATOR) == COMPILER
+
+
+@pytest.mark.gpu
+def test_rows_name_their_compiler_and_resources():
+    from lab.runner import Options, run
+
+    rep = run(Options("vecadd", size="300", threads=64, repeats=1, warmup=0, contenders=["numba"]),
+              "simulator" if SIMULATOR else "gpu")
+    assert rep.compiler == COMPILER
+    assert all(r.compiler == COMPILER and r.ok for r in rep.rows)
+    if not SIMULATOR:  # the compiler's resource report
+        assert all(r.registers and r.registers > 0 and r.spill_bytes is not None for r in rep.rows)
+
+
+@pytest.mark.gpu
+def test_both_gives_one_row_per_rung_and_compiler():
+    """``--compiler both`` in fresh processes: numba-cuda rows ok; MLIR rows ok on a GPU where it is
+    installed, else skipped with the reason. No numba-cuda import in the MLIR process."""
+    env = dict(os.environ)
+    cmd = [sys.executable, "-m", "lab", "run", "vecadd", "--size", "1000", "--threads", "64", "--repeats", "2",
+           "--warmup", "0", "--contenders", "numba,numpy", "--compiler", "both", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    rows = [r for r in doc["results"] if r["contender"] == "numba"]
+    assert [(r["variant"], r["compiler"]) for r in rows] == [
+        (v, c) for v in ("element_per_thread", "four_per_thread") for c in compilers.COMPILERS]
+    assert [r["contender"] for r in doc["results"] if r["contender"] != "numba"] == ["numpy"]
+    for r in rows:
+        if r["compiler"] == "numba-cuda" or MLIR_STATUS["usable"]:
+            assert r["status"] == "ok" and r["max_abs_err"] < 1e-5 and r["first_call_ms"] > 0
+        else:
+            assert r["status"] == "skipped" and r["reason"] == MLIR_STATUS["why"]
+
+
+@needs_mlir
+@pytest.mark.gpu
+def test_mlir_process_never_imports_numba_cuda():
+    code = ("import os, sys; os.environ['LAB_COMPILER'] = 'numba-cuda-mlir'; "
+            "from lab.runner import Options, run; "
+            "rep = run(Options('vecadd', size='5000', threads=128, repeats=2, contenders=['numba']), 'gpu'); "
+            "assert all(r.ok for r in rep.rows), [(r.variant, r.reason) for r in rep.rows]; "
+            "print(sorted(m for m in sys.modules if m == 'numba' or m.startswith(('numba.', 'numba_cuda.'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

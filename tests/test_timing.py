@@ -1,0 +1,250 @@
+"""The timer, tested: its statistics, labels and stop rule on synthetic samples (no GPU needed), the
+NVML clock reading without NVML, the report's noise flag; and, marked gpu, what only a real GPU can
+show (L2 flush, host-gap detection, 2000 queued calls, run-to-run agreement, the blocking kernel)."""
+import json
+import math
+
+import numpy as np
+import pytest
+from rich.console import Console
+
+from lab import clocks
+from lab import timing as T
+from tests.conftest import SIMULATOR
+
+needs_gpu = pytest.mark.skipif(SIMULATOR, reason="needs a CUDA GPU's events and clocks")
+
+
+# --- Measurement: statistics and labels -------------------------------------------------------------
+def test_measurement_statistics():
+    m = T.Measurement([1.0, 2.0, 3.0, 4.0, 100.0], T.DEVICE_EVENTS)
+    assert m.median_ms == 3.0 and m.iqr_ms == 2.0 and m.n == 5
+    assert m.noise == pytest.approx(2 / 3) and m.noisy
+    quiet = T.Measurement([1.0, 1.001, 0.999, 1.0], T.DEVICE_EVENTS)
+    assert quiet.noise < 0.01 and not quiet.noisy
+    assert math.isnan(T.Measurement([0.0, 0.0], T.HOST_CLOCK).noise)
+
+
+def test_labels():
+    m = T.Measurement([1.0] * 12, T.DEVICE_EVENTS_GAPS, {"stop": "fixed count (12)"})
+    assert m.host_gaps and m.timing.startswith("median of 12: ") and "host gaps" in m.timing
+    assert "fixed count (12)" in m.timing
+    assert not T.Measurement([1.0, 1.0], T.DEVICE_EVENTS).host_gaps
+    sim = T.Measurement([1.0, 5.0, 9.0], T.SIMULATOR_CLOCK)
+    assert sim.noise > T.NOISY and not sim.noisy  # a simulator's wall clock is never flagged
+
+
+# --- the stop rule ------------------------------------------------------------------------------------
+def drive(rule, draw, call_ms, cap=T.BATCH_MAX):
+    """Sample like the timer does, with a fake clock that advances by the samples' time."""
+    samples, elapsed = [], 0.0
+    while not (why := rule.done(samples, elapsed)):
+        n = rule.batch(samples, call_ms, cap)
+        assert 1 <= n <= cap
+        new = [draw() for _ in range(n)]
+        samples += new
+        elapsed += sum(new) / 1e3 + 1e-4 * n  # plus some host time a call
+    return samples, why
+
+
+def test_stop_rule_fixed_count():
+    samples, why = drive(T.StopRule(repeats=2000), lambda: 0.01, 0.01)
+    assert len(samples) == 2000 and "fixed" in why
+
+
+def test_stop_rule_minimums(rng):
+    """Quiet, fast calls: stop once 10 samples and 0.25 s of measured time are in."""
+    samples, why = drive(T.StopRule(), lambda: 0.1 * (1 + 0.001 * rng.standard_normal()), 0.1)
+    assert len(samples) >= 10 and sum(samples) >= 250 and "noise" in why
+    assert sum(samples) < 400  # not far past the minimum time
+    slow, why = drive(T.StopRule(), lambda: 50.0, 50.0)  # 50 ms calls: at least 10 of them
+    assert len(slow) == 10
+
+
+def test_stop_rule_keeps_sampling_while_noisy_until_the_limit(rng):
+    rule = T.StopRule(time_limit_s=1.0)
+    samples, why = drive(rule, lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
+    assert T.noise_of(samples) > 0.01 and "time limit" in why
+    assert sum(samples) / 1e3 >= 0.5  # ran on well past the 0.25 s minimum
+
+
+def test_stop_rule_batches_respect_the_launch_queue_cap():
+    rule = T.StopRule(repeats=2000)
+    assert rule.batch([], 0.01, 64) == 64 and rule.batch([0.01] * 1990, 0.01, 64) == 10
+    assert T.StopRule().batch([], 1e-6, 64) == 64  # tiny calls: many wanted, capped
+
+
+def test_timer_host_mode_counts_and_method():
+    calls = []
+    t = T.Timer(lambda: calls.append(1), "host")
+    m = t.measure(7, 2)
+    assert m.n == 7 and len(calls) == 9 and m.method == T.HOST_CLOCK and "fixed" in m.meta["stop"]
+    m = t.measure(None, 0, T.StopRule(min_time_s=0.0, max_noise=10.0))
+    assert m.n == 10
+    with pytest.raises(ValueError):
+        t.measure(0, 0)
+
+
+# --- clocks ---------------------------------------------------------------------------------------------
+def test_clocks_without_nvml(monkeypatch):
+    import builtins
+
+    real = builtins.__import__
+
+    def no_pynvml(name, *a, **k):
+        if name == "pynvml":
+            raise ImportError("no pynvml")
+        return real(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_pynvml)
+    info = clocks.read("00000000:01:00.0")
+    assert "NVML absent" in info["error"]
+    assert clocks.describe(info).startswith("clocks: NVML absent")
+    assert clocks.dropped(info, info) is None
+
+
+def test_clocks_text_and_drop_warning():
+    before = {"sm_clock_mhz": 1980, "sm_clock_max_mhz": 1980, "throttle": []}
+    after = {"sm_clock_mhz": 1600, "sm_clock_max_mhz": 1980, "throttle": ["software power cap"]}
+    line = clocks.describe(before, after)
+    assert "1980 MHz" in line and "1600 MHz after" in line and "software power cap" in line
+    assert "1980 MHz -> 1600 MHz" in clocks.dropped(before, after)
+    assert clocks.dropped(before, dict(before, sm_clock_mhz=1950)) is None
+    assert clocks.decode_throttle(0x1 | 0x4 | 0x40) == ["software power cap", "hardware thermal slowdown"]
+
+
+# --- the report ------------------------------------------------------------------------------------------
+def _report_with(samples, method):
+    from lab.runner import Report, Row
+
+    rep = Report("vecadd", "c = a + b", "gpu", {"name": "GPU", "compute_capability": "9.0"}, (10,), "float32",
+                 0, None, 5, 120, 10, stop_rule="adaptive", clocks={"before": {"error": "NVML absent"}})
+    rep.rows = [Row("numba", "quiet", "ok", measurement=T.Measurement([1.0, 1.0, 1.001, 0.999], method)),
+                Row("numba", "noisy", "ok", measurement=T.Measurement(samples, method))]
+    return rep
+
+
+def test_report_flags_noise_and_carries_timing_in_json():
+    from lab import report
+
+    rep = _report_with([1.0, 1.5, 2.0, 1.2, 0.9], T.DEVICE_EVENTS)
+    console = Console(record=True, width=220)
+    report.print_table(rep, console)
+    text = console.export_text()
+    assert "noise ! = IQR/median above 10%: numba noisy" in text and "clocks: NVML absent" in text
+    doc = json.loads(json.dumps(report.to_json(rep), default=str))
+    quiet, noisy = doc["results"]
+    assert quiet["noise"] < 0.01 and not quiet["noisy"] and noisy["noisy"]
+    assert noisy["timing"].startswith("median of 5: CUDA events") and doc["stop_rule"] == "adaptive"
+
+
+@pytest.mark.gpu
+def test_lab_run_json_has_timing_and_noise(capsys):
+    from tests.test_cli import lab
+
+    code, out, err = lab(capsys, "run", "vecadd", "--size", "300", "--threads", "64", "--json",
+                         "--contenders", "numba,numpy", *(["--repeats", "2"] if SIMULATOR else []))
+    assert code == 0, err
+    doc = json.loads(out)
+    for r in doc["results"]:
+        assert r["timing"].startswith(f"median of {r['timed_calls']}: ") and r["noise"] >= 0
+    if not SIMULATOR:
+        assert doc["clocks"]["before"] and doc["clocks"]["after"]
+        assert all(r["timed_calls"] >= 10 for r in doc["results"])
+
+
+# --- on the GPU -------------------------------------------------------------------------------------------
+def _vecadd(n):
+    from kernels import vecadd
+    from numba import cuda
+
+    a = cuda.to_device(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    b = cuda.to_device(np.random.default_rng(1).standard_normal(n).astype(np.float32))
+    c = cuda.device_array_like(a)
+    launch = vecadd.vecadd_kernel[(n + 255) // 256, 256]
+    return lambda: launch(a, b, c)
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_blocking_kernel_works():
+    info = T.blocking_kernel()
+    print(info["why"])
+    assert info["works"], info["why"]
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_l2_resident_is_faster_without_the_flush():
+    from numba import cuda
+
+    fn = _vecadd(1 << 20)  # 12 MB: fits the H100's 50 MB L2
+    flushed = T.Timer(fn, "device", cuda.synchronize).measure(200, 5)
+    hot = T.Timer(fn, "device", cuda.synchronize, flush_l2=False).measure(200, 5)
+    print(f"L2-resident vecadd 2^20: {hot.median_ms * 1e3:.1f} us hot, {flushed.median_ms * 1e3:.1f} us flushed")
+    assert hot.median_ms < flushed.median_ms
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_a_call_that_synchronizes_is_reported_with_host_gaps():
+    from numba import cuda
+
+    fn = _vecadd(1 << 16)
+
+    def blocking():
+        fn()
+        cuda.synchronize()
+
+    m = T.Timer(blocking, "device", cuda.synchronize).measure(20, 2)
+    assert m.method == T.DEVICE_EVENTS_GAPS and m.host_gaps
+    assert T.Timer(fn, "device", cuda.synchronize).measure(20, 2).method == T.DEVICE_EVENTS
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_2000_repeats_do_not_overflow_the_launch_queue():
+    import time
+
+    from numba import cuda
+
+    t0 = time.perf_counter()
+    m = T.Timer(_vecadd(1 << 16), "device", cuda.synchronize).measure(2000, 5)
+    print(f"2000 calls in {time.perf_counter() - t0:.2f} s, median {m.median_ms * 1e3:.2f} us, noise {m.noise:.1%}")
+    assert m.n == 2000 and m.method == T.DEVICE_EVENTS  # every batch covered: no host waited on a full queue
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_back_to_back_contenders_agree_with_a_second_run():
+    from numba import cuda
+
+    one, two = _vecadd(1 << 24), _vecadd(1 << 22)
+    first = [T.Timer(f, "device", cuda.synchronize).measure() for f in (one, two)]
+    second = [T.Timer(f, "device", cuda.synchronize).measure() for f in (one, two)]
+    for a, b in zip(first, second):
+        spread = 3 * max(a.iqr_ms, b.iqr_ms) + 0.02 * a.median_ms
+        print(f"median {a.median_ms:.4f} vs {b.median_ms:.4f} ms (n {a.n}, {b.n}; noise {a.noise:.2%}, {b.noise:.2%})")
+        assert abs(a.median_ms - b.median_ms) <= spread
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_nvml_clocks_by_pci_bus_id():
+    info = clocks.read()
+    print(info)
+    if "error" in info:
+        assert "NVML" in info["error"]
+        return
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        h = get(clocks.pci_bus_id().encode())
+        busid = pynvml.nvmlDeviceGetPciInfo(h).busId
+        busid = busid.decode() if isinstance(busid, bytes) else busid
+    finally:
+        pynvml.nvmlShutdown()
+    assert busid.upper().endswith(clocks.pci_bus_id()[-7:])
+    assert 0 < info["sm_clock_mhz"] <= info["sm_clock_max_mhz"] * 1.01
