@@ -27,14 +27,27 @@ import numpy as np
 GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
 
 
-def verdict(outs, refs, tols):
-    """(ok, max_abs_err, rel_err): the lab's one correctness check (``lab.runner.check_outputs``).
+def verdict(outs, refs, tols, out_specs=None, second=None):
+    """(ok, max_abs_err, rel_err): the lab's one correctness check (``lab.runner.check_outputs``,
+    i.e. ``lab.check.check_outputs``: count/shape/dtype, two-poison integers, tolerances or Bounds).
 
     The only call to it in the exercise checker, so a change to the lab's check lands here too.
     """
     from lab.runner import check_outputs
 
-    return check_outputs(outs, refs, tols)
+    return check_outputs(outs, refs, tols, out_specs=out_specs, second=second)
+
+
+def _bad(out64, ref, tol):
+    """Elements outside the tolerance (an absolute bound, or kernels.spec.Bounds), and its text at
+    one element."""
+    if hasattr(tol, "lo") and hasattr(tol, "hi"):
+        lo = np.broadcast_to(np.asarray(tol.lo, np.float64), ref.shape)
+        hi = np.broadcast_to(np.asarray(tol.hi, np.float64), ref.shape)
+        return ~((out64 >= lo) & (out64 <= hi)), lambda i: (f"exactly {lo[i]:.9g} is right" if lo[i] == hi[i]
+                                                          else f"accepted {lo[i]:.9g}..{hi[i]:.9g}")
+    bound = np.broadcast_to(np.asarray(tol, np.float64), ref.shape)
+    return ~(np.abs(out64 - ref) <= bound), lambda i: f"tolerance {bound[i]:.2g}"
 
 
 class Failed(Exception):
@@ -280,7 +293,9 @@ def run_case(mod, ex, case, backend, rng, path):
             unwritten = np.asarray(runs[1][0][k]) != out
         if unwritten.any():
             raise Failed(_unwritten_message(onames[k], unwritten, grid, block))
-    ok, err, _ = verdict(outs, case.refs, case.tols)
+    second = runs[1][0] if len(runs) > 1 else None
+    verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
+    ok, err, _ = verdict_
     if ok:
         return f"ok (max abs error {err:.2g})"
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
@@ -288,7 +303,7 @@ def run_case(mod, ex, case, backend, rng, path):
         ref = np.asarray(ref, dtype=np.float64)
         if out64.shape != ref.shape:
             raise Failed(f"{onames[k]} has shape {out64.shape}, expected {ref.shape}")
-        bad = ~(np.abs(out64 - ref) <= np.broadcast_to(tol, ref.shape))
+        bad, tol_text = _bad(out64, ref, tol)
         if not bad.any():
             continue
         if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
@@ -298,8 +313,9 @@ def run_case(mod, ex, case, backend, rng, path):
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)")
         first = tuple(int(v) for v in np.argwhere(bad)[0])
-        msg = (f"{_fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g} "
-               f"(tolerance {float(np.broadcast_to(tol, ref.shape)[first]):.2g}); "
+        digits = 9 if hasattr(tol, "lo") else 6
+        msg = (f"{_fmt_idx(onames[k], first)} = {out64[first]:.{digits}g}, expected {ref[first]:.{digits}g} "
+               f"({tol_text(first)}); "
                f"{int(bad.sum())} of {ref.size} elements wrong")
         if writers is not None:
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
@@ -313,7 +329,7 @@ def run_case(mod, ex, case, backend, rng, path):
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""))
-    raise Failed("output differs from the float64 reference")
+    raise Failed(f"output differs from the float64 reference: {getattr(verdict_, 'reason', '')}")
 
 
 def _unwritten_message(name, unwritten, grid, block):

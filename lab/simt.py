@@ -204,9 +204,9 @@ def poisoned(shape, dtype, which=0):
         return np.full(shape, np.nan, dtype)
     if dtype.kind == "b":
         return np.zeros(shape, dtype)
-    info = np.iinfo(dtype)
-    value = (info.max // 3 * 2 + 1) if which == 0 else (info.max // 5 + 3)
-    return np.full(shape, value, dtype)
+    from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)
+
+    return np.full(shape, poison_value(dtype, which), dtype)
 
 
 def traced(arr, name, trace, lock, output=False):
