@@ -231,6 +231,10 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
             row.first_call_ms = first.get("ms")
             if before is not None and not simulator:  # the kernels this rung compiled
                 res = compilers.resources(compilers.compiled_kernels() - before, cc)
+                rung = (row.launch or {}).get("rung")  # auto: the rung it chose may have compiled them already
+                chosen = next((r for r in report.rows if r.contender == "numba" and r.variant == rung), None)
+                if res["registers"] is None and chosen is not None:
+                    res = {k: getattr(chosen, k) for k in ("registers", "spill_bytes", "local_bytes")}
                 row.registers, row.spill_bytes, row.local_bytes = (
                     res["registers"], res["spill_bytes"], res["local_bytes"])
             ok, row.max_abs_err, row.rel_err = checked.verdict

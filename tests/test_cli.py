@@ -127,7 +127,8 @@ def test_quantize_reports_round_trip_error(capsys):
     got, half, bound = (float(v) for v in re.findall(r"= ([0-9.e+-]+)", note)[:3])
     assert 0 < got <= bound * (1 + 1e-6) and half <= bound
     # an error above scale/2 is explained in one more line (the formula truncates zero_point)
-    assert len(why) == (1 if got > half else 0)
+    if abs(got - half) > 1e-3 * half:  # the note prints 4 digits: equal-looking values may go either way
+        assert len(why) == (1 if got > half else 0)
     assert all("above scale/2 by design" in w and "seed" not in w for w in why)
 
 

@@ -73,7 +73,7 @@ def test_both_gives_one_row_per_rung_and_compiler():
     doc = json.loads(proc.stdout)
     rows = [r for r in doc["results"] if r["contender"] == "numba"]
     assert [(r["variant"], r["compiler"]) for r in rows] == [
-        (v, c) for v in ("element_per_thread", "four_per_thread") for c in compilers.COMPILERS]
+        (v, c) for v in ("element_per_thread", "four_per_thread", "auto") for c in compilers.COMPILERS]
     assert [r["contender"] for r in doc["results"] if r["contender"] != "numba"] == ["numpy"]
     for r in rows:
         if r["compiler"] == "numba-cuda" or MLIR_STATUS["usable"]:

@@ -64,6 +64,10 @@ def test_offline_registers_match_the_device():
     if resources.offline_unavailable():
         pytest.skip(f"offline compile needs {resources.offline_unavailable()}")
     recs = [r for k, v in VARIANTS for r in _records(k, v)]
+    factory = [f"{r.module}.{r.label}" for r in recs if not r.name]  # built by a function: no global to compile
+    print("not compiled offline (kernels made by a factory function):", factory)
+    recs = [r for r in recs if r.name]
+    assert len(recs) >= 20
     offline = resources.offline_resources(recs, arch.name)
     mismatches = []
     for rec, off in zip(recs, offline):

@@ -1,0 +1,27 @@
+"""quantize: metadata, statement and hints."""
+TITLE = "Affine uint8 quantization (the seed's formula)"
+DIFFICULTY = 2
+PREREQUISITES = ["vecadd", "minmax"]
+MIRRORS = "kernels/quantize.py"
+KERNEL = "quantize_kernel"
+LAUNCH = None
+STATEMENT = """
+quantize: q[i] = round(clamp(x[i] / scale + zero_point, 0, 255)) as uint8, one thread per element.
+scale and zero_point come from min(x) and max(x) (the seed's quantize_tensor, computed for you on the
+host with kernels/quantize.py's quantize_params): scale = (max - min) / 255,
+zero_point = int(clamp(0 - min / scale, 0, 255)).
+
+x float32[n], scale float (python), zero_point int, q uint8[n]. The checker launches
+ceil(n / 64) blocks of 64 threads.
+
+Pitfalls: round to nearest (int() truncates: every code whose fraction is >= .5 comes out one too
+low); clamp before converting (an all-positive tensor has zero_point 0 and codes above 255 that a
+uint8 would wrap); guard i < n. Codes may differ from the float64 reference by 1 only right at a .5
+boundary. (Source: the seed notebook ARENA 2.0, "Quantization from first principles";
+kernels/quantize.py.)
+"""
+HINTS = [
+    "i = cuda.grid(1); if i < q.shape[0]: v = x[i] / scale + zero_point",
+    "Clamp: v = min(max(v, 0.0), 255.0). Then round to nearest: round(v) (or math.floor(v + 0.5)).",
+    "q[i] = round(min(max(x[i] / scale + zero_point, 0.0), 255.0))",
+]

@@ -1,0 +1,15 @@
+"""vecadd: hidden tests."""
+import numpy as np
+
+from exercises import Case, randn
+from kernels.vecadd import tolerance
+
+
+def cases(rng):
+    out = []
+    for n, threads in ((5466, 1024), (1, 1024), (1000, 256), (33, 32)):
+        a, b = randn(rng, n), randn(rng, n, scale=3.0)
+        ref = a.astype(np.float64) + b
+        out.append(Case(f"n={n}, {threads} threads a block", [a, b], [((n,), np.float32)], [ref],
+                        tolerance((a, b), [ref], np.float32), launch_args=(n, threads)))
+    return out

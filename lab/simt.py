@@ -1,0 +1,366 @@
+"""A tracing executor for student kernels in Numba's CUDA simulator: who wrote what, out-of-bounds
+accesses, shared-memory races and barriers that not every thread reaches.
+
+It runs a simulator kernel's Python function (``kernel.py_func``) with Numba's own fake ``cuda``
+module (``numba.cuda.simulator.kernelapi.FakeCUDAModule``: ``cuda.grid``, ``threadIdx``,
+``shared.array`` …), block after block in a shuffled order, with three changes that make bugs show:
+
+* every array argument is a :class:`Traced` ndarray: an index past the end (or a negative one, which
+  NumPy would silently wrap) raises, and each output element remembers the (block, thread) that
+  wrote it first;
+* ``cuda.shared.array`` is fresh and poisoned (NaN / 0xA5…) in each block and traced: a thread that
+  reads a location another thread wrote (or writes one another thread read or wrote) in the same
+  *barrier epoch* (between the same two ``cuda.syncthreads()``) is a race;
+* a kernel without ``syncthreads`` runs its threads one after another in a shuffled order (fast; any
+  order is a legal schedule for such a kernel); a kernel with barriers gets one Python thread per
+  CUDA thread and a barrier that counts the live threads (threads that returned no longer count,
+  as in Numba's simulator). A block whose threads passed different numbers of barriers is flagged:
+  on a GPU that is undefined behaviour and can hang.
+
+Limits (see exercises/README.md): races are found only between accesses that actually happen with
+these inputs; warp-synchronous code (no barrier, relying on lockstep) is flagged as racy; global
+memory is checked only for non-atomic read-modify-writes by several threads.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Trace:
+    """What one launch did, for the diagnostics."""
+
+    oob: list = field(default_factory=list)       # (array name, index, shape, (block, thread), "read"/"write")
+    races: list = field(default_factory=list)     # ((block, thread), "read"/"wrote", array, index, other thread, what it did)
+    barrier_mismatch: list = field(default_factory=list)  # (block, {barriers passed: thread count})
+    global_rmw: list = field(default_factory=list)  # (array name, index, writer a, writer b)
+    threaded: bool = False
+
+
+class _Stop(Exception):
+    """Raised in the other threads of a block once one thread failed."""
+
+
+def _who():
+    t = threading.current_thread()
+    return tuple(t.blockIdx), tuple(t.threadIdx)
+
+
+def _epoch():
+    return getattr(threading.current_thread(), "lab_epoch", 0)
+
+
+class Traced(np.ndarray):
+    """An ndarray that checks scalar indices against its shape and reports accesses to a tracker."""
+
+    def __getitem__(self, idx):
+        tr = getattr(self, "_lab_tracker", None)
+        if tr is not None:
+            flat = tr.index(self, idx, "read")
+            if flat is not None:
+                tr.read(flat)
+        return np.ndarray.__getitem__(self.view(np.ndarray), idx)
+
+    def __setitem__(self, idx, val):
+        tr = getattr(self, "_lab_tracker", None)
+        if tr is not None:
+            flat = tr.index(self, idx, "write")
+            if flat is not None:
+                tr.write(flat)
+        np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
+
+
+class _Tracker:
+    """Per-array bookkeeping; ``shared`` trackers look for races within a barrier epoch."""
+
+    def __init__(self, name, shape, trace: Trace, lock, shared=False, output=False):
+        self.name, self.shape, self.trace, self.lock = name, tuple(shape), trace, lock
+        self.shared, self.output = shared, output
+        self.writer = {}       # flat -> (block, thread) of the first write (outputs)
+        self.readers = {}      # flat -> set of threads that read it (outputs: read-modify-write check)
+        self.last = {}         # shared: flat -> (epoch, writer thread or None, set of reader threads)
+
+    def index(self, arr, idx, kind):
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != len(self.shape) or not all(isinstance(i, (int, np.integer)) for i in idx):
+            return None  # slices and the like: not traced
+        for i, n in zip(idx, self.shape):
+            if i < 0 or i >= n:
+                who = _who()
+                with self.lock:
+                    self.trace.oob.append((self.name, tuple(int(j) for j in idx), self.shape, who, kind))
+                raise IndexError(f"{kind} of {self.name}{list(map(int, idx))} outside its shape {self.shape}")
+        flat = 0
+        for i, n in zip(idx, self.shape):
+            flat = flat * n + int(i)
+        return flat
+
+    def read(self, flat):
+        who = _who()
+        with self.lock:
+            if self.shared:
+                ep, w, rs = self.last.get(flat, (-1, None, set()))
+                e = _epoch()
+                if ep != e:
+                    ep, w, rs = e, None, set()
+                if w is not None and w != who[1] and not _in_atomic():
+                    self._race(flat, who, "read", w, "wrote")
+                rs = rs | {who[1]}
+                self.last[flat] = (ep, w, rs)
+            elif self.output and not _in_atomic():
+                self.readers.setdefault(flat, set()).add(who)
+
+    def write(self, flat):
+        who = _who()
+        with self.lock:
+            if self.shared:
+                ep, w, rs = self.last.get(flat, (-1, None, set()))
+                e = _epoch()
+                if ep != e:
+                    ep, w, rs = e, None, set()
+                if not _in_atomic():
+                    other = (w is not None and w != who[1]) and w
+                    other_r = next((r for r in rs if r != who[1]), None)
+                    if other:
+                        self._race(flat, who, "wrote", w, "also wrote")
+                    elif other_r is not None:
+                        self._race(flat, who, "wrote", other_r, "read")
+                self.last[flat] = (ep, who[1], rs)
+            elif self.output:
+                first = self.writer.setdefault(flat, who)
+                if first != who and not _in_atomic() and (who in self.readers.get(flat, ()) or
+                                                          first in self.readers.get(flat, ())):
+                    if len(self.trace.global_rmw) < 3:
+                        self.trace.global_rmw.append((self.name, self._idx(flat), first, who))
+
+    def _idx(self, flat):
+        return list(map(int, np.unravel_index(flat, self.shape))) if self.shape else []
+
+    def _race(self, flat, who, did, other_thread, other_did):
+        """Record: thread ``who`` (block, thread) ``did`` element ``flat``, which ``other_thread`` of
+        the same block ``other_did`` in the same barrier epoch."""
+        if len(self.trace.races) < 3:
+            self.trace.races.append((who, did, self.name, self._idx(flat), other_thread, other_did))
+
+
+_atomic_flag = threading.local()
+
+
+def _in_atomic():
+    return getattr(_atomic_flag, "on", False)
+
+
+class _Atomic:
+    """Numba's simulated atomics, with the tracker told that these accesses are atomic."""
+
+    def __init__(self, inner):
+        self._inner = inner
+
+    def __getattr__(self, name):
+        fn = getattr(self._inner, name)
+
+        def op(*args, **kwargs):
+            _atomic_flag.on = True
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _atomic_flag.on = False
+        return op
+
+
+class _Shared:
+    """``cuda.shared.array``: one fresh, poisoned, traced array per call site per block."""
+
+    def __init__(self, trace, lock):
+        self.trace, self.lock, self.arrays = trace, lock, {}
+
+    def array(self, shape, dtype, alignment=None):
+        import sys
+        from numba.cuda import types
+        from numba.cuda.np import numpy_support
+
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        f = sys._getframe(1)
+        key = (f.f_code.co_filename, f.f_lineno)
+        with self.lock:
+            arr = self.arrays.get(key)
+            if arr is None:
+                arr = poisoned(shape, dtype).view(Traced)
+                arr._lab_tracker = _Tracker(f"shared array (line {f.f_lineno})", arr.shape, self.trace,
+                                            self.lock, shared=True)
+                self.arrays[key] = arr
+        return arr
+
+
+def poisoned(shape, dtype, which=0):
+    """An array of ``shape`` filled with a poison: NaN for floats; for ints one of two values."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return np.full(shape, np.nan, dtype)
+    if dtype.kind == "b":
+        return np.zeros(shape, dtype)
+    from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)
+
+    return np.full(shape, poison_value(dtype, which), dtype)
+
+
+def traced(arr, name, trace, lock, output=False):
+    """``arr`` as a :class:`Traced` view reporting to ``trace`` (writes go to ``arr``)."""
+    t = arr.view(Traced)
+    t._lab_tracker = _Tracker(name, arr.shape, trace, lock, output=output)
+    return t
+
+
+class _Barrier:
+    """``cuda.syncthreads()`` for one block: waits for every *live* thread of the block."""
+
+    def __init__(self, n):
+        self.cv = threading.Condition()
+        self.live, self.waiting, self.gen, self.abort = n, 0, 0, False
+
+    def wait(self):
+        with self.cv:
+            if self.abort:
+                raise _Stop()
+            self.waiting += 1
+            gen = self.gen
+            if self.waiting >= self.live:
+                self._release()
+            else:
+                while self.gen == gen and not self.abort:
+                    self.cv.wait()
+            if self.abort:
+                raise _Stop()
+
+    def leave(self):
+        with self.cv:
+            self.live -= 1
+            if self.waiting and self.waiting >= self.live:
+                self._release()
+
+    def stop(self):
+        with self.cv:
+            self.abort = True
+            self.cv.notify_all()
+
+    def _release(self):
+        self.waiting = 0
+        self.gen += 1
+        self.cv.notify_all()
+
+
+class _CudaThread(threading.Thread):
+    def __init__(self, fn, args, block_idx, thread_idx, block_dim, barrier, errors):
+        super().__init__(daemon=True)
+        from numba.cuda.simulator.kernelapi import Dim3
+
+        self.fn, self.args, self.barrier, self.errors = fn, args, barrier, errors
+        self.blockIdx, self.threadIdx = Dim3(*block_idx), Dim3(*thread_idx)
+        self.thread_id = thread_idx[0] + block_dim[0] * (thread_idx[1] + block_dim[1] * thread_idx[2])
+        self.lab_epoch = 0
+
+    def syncthreads(self):
+        self.barrier.wait()
+        self.lab_epoch += 1
+
+    def run(self):
+        try:
+            self.fn(*self.args)
+        except _Stop:
+            pass
+        except BaseException as e:  # noqa: BLE001 - reported, with the thread that raised
+            self.errors.append((e, tuple(self.blockIdx), tuple(self.threadIdx)))
+            self.barrier.stop()
+        finally:
+            self.barrier.leave()
+
+
+class KernelError(Exception):
+    """The student's kernel raised; ``who`` is (block, thread)."""
+
+    def __init__(self, error, who):
+        super().__init__(str(error))
+        self.error, self.who = error, who
+
+
+def _dims(d):
+    d = (d,) if isinstance(d, (int, np.integer)) else tuple(d)
+    if not d or len(d) > 3 or not all(isinstance(v, (int, np.integer)) and v >= 1 for v in d):
+        raise ValueError(f"a grid or block must be 1-3 positive ints, got {d!r}")
+    return tuple(int(v) for v in d) + (1,) * (3 - len(d))
+
+
+def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=None):
+    """Run a simulator kernel ``kernel[grid, block](*args)`` with tracing; returns a :class:`Trace`.
+
+    args: NumPy arrays (already :func:`traced` by the caller, reporting to ``trace``) and scalars. Raises KernelError when a
+    thread raised (an out-of-bounds access included: see ``Trace.oob``), ValueError on a bad
+    launch configuration.
+    """
+    from numba.cuda.simulator import kernel as simkernel
+    from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAModule, swapped_cuda_module
+
+    fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
+    grid3, block3 = _dims(grid), _dims(block)
+    trace = trace if trace is not None else Trace()
+    lock = lock if lock is not None else threading.RLock()
+    if uses_barriers is None:
+        import inspect
+        try:
+            uses_barriers = "syncthreads" in inspect.getsource(inspect.getmodule(fn))
+        except (OSError, TypeError):
+            uses_barriers = True
+    trace.threaded = uses_barriers
+    blocks = list(np.ndindex(*grid3[::-1]))
+    rng.shuffle(blocks)
+    me = threading.current_thread()
+    saved = {k: getattr(me, k, None) for k in ("blockIdx", "threadIdx", "thread_id", "lab_epoch")}
+    try:
+        for b in blocks:
+            b = b[::-1]
+            mod = FakeCUDAModule(grid3, block3, 0)
+            mod._shared = _Shared(trace, lock)
+            mod._atomic = _Atomic(mod._atomic)
+            simkernel._kernel_context = mod
+            threads = [t[::-1] for t in np.ndindex(*block3[::-1])]
+            order = rng.permutation(len(threads))
+            with swapped_cuda_module(fn, mod):
+                if not uses_barriers:
+                    me.blockIdx, me.lab_epoch = Dim3(*b), 0
+                    for k in order:
+                        t = threads[k]
+                        me.threadIdx = Dim3(*t)
+                        me.thread_id = t[0] + block3[0] * (t[1] + block3[1] * t[2])
+                        try:
+                            fn(*args)
+                        except Exception as e:  # noqa: BLE001
+                            raise KernelError(e, (b, t)) from None
+                    continue
+                barrier, errors = _Barrier(len(threads)), []
+                ts = [_CudaThread(fn, args, b, threads[k], block3, barrier, errors) for k in order]
+                for t in ts:
+                    t.start()
+                for t in ts:
+                    t.join()
+                if errors:
+                    e, bi, ti = errors[0]
+                    raise KernelError(e, (bi, ti))
+                counts = {}
+                for t in ts:
+                    counts[t.lab_epoch] = counts.get(t.lab_epoch, 0) + 1
+                if len(counts) > 1 and len(trace.barrier_mismatch) < 2:
+                    trace.barrier_mismatch.append((b, counts))
+    finally:
+        simkernel._kernel_context = None
+        for k, v in saved.items():
+            if v is None:
+                if hasattr(me, k):
+                    delattr(me, k)
+            else:
+                setattr(me, k, v)
+    return trace

@@ -1,0 +1,231 @@
+"""Author checks for the exercises: every reference solution passes every hidden test, every
+untouched scaffold fails, and wrong kernels an honest student might write (mutants of the solution)
+are each caught, with the message we expect to diagnose them.
+
+Runs in the simulator in CI; on a GPU the ``gpu``-marked tests run there (race mutants are
+simulator-only: the tracing executor finds them; a GPU may or may not show them).
+"""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import exercises
+from lab.exercise_check import run_all
+
+from tests.conftest import BACKEND
+
+NAMES = exercises.names()
+
+
+def _run(name, path):
+    return run_all(name, str(path), BACKEND, seed=int.from_bytes(os.urandom(4), "little"))
+
+
+def test_the_twelve_in_order():
+    assert exercises.ORDER == ["map_guard", "vecadd", "matrix_add_2d", "strided_index", "matvec_row",
+                               "matvec_coalesced", "block_sum", "dot", "minmax", "tiled_matmul",
+                               "softmax_fused", "quantize"]
+    assert NAMES[:12] == exercises.ORDER
+    for n in NAMES:
+        ex = exercises.load(n)
+        assert ex.hints and ex.statement and 1 <= ex.difficulty <= 5
+        assert ex.scaffold.is_file() and ex.solution.is_file() and ex.visible_test.is_file()
+        assert "TODO" in ex.scaffold.read_text() and "roughly" in ex.scaffold.read_text()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_passes_every_hidden_test(name):
+    results = _run(name, exercises.load(name).solution)
+    assert len(results) >= 3, results
+    assert all(r["passed"] for r in results), results
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", NAMES)
+def test_untouched_scaffold_fails(name):
+    results = _run(name, exercises.load(name).scaffold)
+    assert not all(r["passed"] for r in results), results
+
+
+# (exercise, mutant label, [(old, new) substitutions in solution.py], a phrase the failing message has,
+#  runs on a GPU too)
+MUTANTS = [
+    ("map_guard", "missing guard", [("    if i < out.shape[0]:\n        out[i]", "    out[i]")], "out of bounds", True),
+    ("map_guard", "guard off by one", [("i < out.shape[0]", "i < out.shape[0] - 1")], "never written", True),
+    ("map_guard", "missing block offset", [("i = cuda.grid(1)", "i = cuda.threadIdx.x")], "never written", True),
+    ("vecadd", "missing block offset", [("cuda.blockIdx.x * cuda.blockDim.x + ", "")],
+     "is blockIdx.x * blockDim.x in your index?", True),
+    ("vecadd", "blocks rounded down", [("(n + threads - 1) // threads", "n // threads")], "", True),
+    ("vecadd", "missing guard", [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], "out of bounds", True),
+    ("matrix_add_2d", "swapped indices", [("C[y, x] = A[y, x] + 2 * B[y, x]", "C[x, y] = A[x, y] + 2 * B[x, y]")], "", True),
+    ("matrix_add_2d", "grid axes swapped",
+     [("((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])",
+       "((rows + block[0] - 1) // block[0], (cols + block[1] - 1) // block[1])")], "never written", True),
+    ("strided_index", "strides swapped", [("r * stride0 + c * stride1", "r * stride1 + c * stride0")], "", True),
+    ("strided_index", "offset forgotten", [("offset + r", "r")], "expected", True),
+    ("matvec_row", "A indexed [j, i]", [("A[i, j]", "A[j, i]")], "", True),
+    ("matvec_row", "loop over rows", [("range(A.shape[1])", "range(A.shape[0])")], "", True),
+    ("matvec_coalesced", "missing syncthreads", [("    cuda.syncthreads()  # every lane", "    pass  # every lane")], "race", False),
+    ("matvec_coalesced", "tree drops partials", [("s = WARP // 2", "s = WARP // 4")], "expected", True),
+    ("matvec_coalesced", "early return", [("    t = cuda.threadIdx.x\n", "    t = cuda.threadIdx.x\n    if t >= A.shape[1]:\n        return\n")],
+     "reached the same cuda.syncthreads()", False),
+    ("block_sum", "missing syncthreads in the tree", [("        cuda.syncthreads()  # this level", "        pass  # this level")], "race", False),
+    ("block_sum", "missing syncthreads after the loads", [("    cuda.syncthreads()  # all loads", "    pass  # all loads")], "race", False),
+    ("block_sum", "no padding past the end", [("x[i] if i < x.shape[0] else float32(0.0)", "x[i]")], "out of bounds", True),
+    ("block_sum", "early return", [("    i = cuda.grid(1)\n", "    i = cuda.grid(1)\n    if i >= x.shape[0]:\n        return\n")],
+     "reached the same cuda.syncthreads()", False),
+    ("dot", "non-atomic accumulate", [("cuda.atomic.add(out, 0, cache[0])", "out[0] += cache[0]")], "without an atomic", False),
+    ("dot", "missing syncthreads", [("    cuda.syncthreads()\n    s =", "    s =")], "race", False),
+    ("minmax", "zero instead of the identities", [("lo[t] = math.inf", "lo[t] = 0.0"), ("hi[t] = -math.inf", "hi[t] = 0.0")], "expected", True),
+    ("minmax", "missing syncthreads in the tree", [("        cuda.syncthreads()\n        s //= 2", "        s //= 2")], "race", False),
+    ("tiled_matmul", "missing syncthreads after the loads", [("        cuda.syncthreads()  # the tiles", "        pass  # the tiles")], "race", False),
+    ("tiled_matmul", "missing syncthreads before the next loads", [("        cuda.syncthreads()  # everyone is done", "        pass  # everyone")], "race", False),
+    ("tiled_matmul", "tile count rounded down", [("range((K + TILE - 1) // TILE)", "range(K // TILE)")], "", True),
+    ("tiled_matmul", "launch rounded down", [("((N + TILE - 1) // TILE, (M + TILE - 1) // TILE)", "(N // TILE + 0 * M, max(M // TILE, 1))")], "", True),
+    ("softmax_fused", "no max shift", [("math.exp(x[r, j] - m)", "math.exp(x[r, j])")], "", True),
+    ("softmax_fused", "max read after the sum overwrote it", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")], "race", False),
+    ("quantize", "truncating", [("q[i] = round(min(max(v, 0.0), 255.0))", "q[i] = int(min(max(v, 0.0), 255.0))")], "expected", True),
+    ("quantize", "no clamp", [("q[i] = round(min(max(v, 0.0), 255.0))", "q[i] = min(round(v), 255)")], "", True),
+]
+
+
+def _mutant(tmp_path, name, subs):
+    src = exercises.load(name).solution.read_text()
+    for old, new in subs:
+        assert old in src, f"mutant does not apply to {name}: {old!r}"
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+@pytest.mark.parametrize("name,label,subs,phrase,on_gpu",
+                         [pytest.param(*m, marks=[pytest.mark.gpu] if m[4] else [], id=f"{m[0]}-{m[1]}") for m in MUTANTS])
+def test_mutant_is_caught(tmp_path, name, label, subs, phrase, on_gpu):
+    results = _run(name, _mutant(tmp_path, name, subs))
+    failed = [r for r in results if not r["passed"]]
+    assert failed, f"{name} mutant '{label}' passed every hidden test"
+    if phrase and BACKEND == "simulator":
+        assert any(phrase in r["message"] for r in failed), failed
+    for r in failed:  # never a traceback, never the hidden test's code
+        assert "Traceback" not in r["message"] and "def cases" not in r["message"]
+
+
+def test_every_exercise_has_mutants():
+    assert {m[0] for m in MUTANTS} >= set(exercises.ORDER)
+
+
+# --- The CLI and containment (through the child process) ---------------------------------------------
+def _lab(*args, env=None, cwd=None):
+    e = dict(os.environ, **(env or {}))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    e["PYTHONPATH"] = root + os.pathsep + e.get("PYTHONPATH", "")
+    if BACKEND == "simulator":
+        e["NUMBA_ENABLE_CUDASIM"] = "1"
+    return subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True, env=e,
+                          cwd=cwd, timeout=300)
+
+
+@pytest.mark.gpu
+def test_walkthrough_vecadd(tmp_path):
+    """start, fail, hint, fix, pass — the student's path, through the CLI."""
+    ws = str(tmp_path / "ws")
+    p = _lab("exercise", "start", "vecadd", "--dir", ws)
+    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1].endswith("vecadd.py")
+    assert sorted(os.listdir(ws)) == [".lab-state.json", "test_vecadd.py", "vecadd.py"]  # no hidden tests, no solution
+    p = _lab("exercise", "check", "vecadd", "--dir", ws, "--json")
+    assert p.returncode == 1, p.stderr
+    result = json.loads(p.stdout)
+    assert set(result) >= {"exercise", "passed", "tests"} and result["passed"] is False
+    assert all(set(t) == {"name", "passed", "message"} for t in result["tests"])
+    h1 = _lab("exercise", "hint", "vecadd", "--dir", ws).stdout
+    h2 = _lab("exercise", "hint", "vecadd", "--dir", ws).stdout
+    assert "Hint 1/" in h1 and "Hint 2/" in h2
+    listing = json.loads(_lab("exercise", "list", "--json", "--dir", ws).stdout)
+    assert {r["name"]: r["status"] for r in listing}["vecadd"] == "in progress"
+    assert set(listing[0]) >= {"name", "title", "difficulty", "status"}
+    sol = _lab("exercise", "solution", "vecadd", "--yes")
+    assert sol.returncode == 0 and "def vecadd_kernel" in sol.stdout
+    with open(os.path.join(ws, "vecadd.py"), "w") as f:
+        f.write(sol.stdout)
+    p = _lab("exercise", "check", "vecadd", "--dir", ws)
+    assert p.returncode == 0, p.stdout + p.stderr
+    listing = json.loads(_lab("exercise", "list", "--json", "--dir", ws).stdout)
+    assert {r["name"]: r["status"] for r in listing}["vecadd"] == "passed"
+
+
+@pytest.mark.gpu
+def test_containment_infinite_loop_and_raise(tmp_path):
+    """A kernel that never ends is stopped by the timeout; one that raises is reported; no traceback."""
+    loop = _mutant(tmp_path, "vecadd", [("if i < c.shape[0]:", "while i < c.shape[0]:")])
+    p = _lab("exercise", "check", "vecadd", "--file", str(loop), "--json", "--timeout", "4")
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    tests = json.loads(p.stdout)["tests"]
+    assert "timed out" in tests[0]["message"] and "not run" in tests[-1]["message"]
+    bad = tmp_path / "raises" / "vecadd.py"
+    bad.parent.mkdir()
+    bad.write_text(exercises.load("vecadd").solution.read_text().replace("c[i] = a[i] + b[i]", "c[i] = a[i] + b[i] / undefined_name"))
+    p = _lab("exercise", "check", "vecadd", "--file", str(bad), "--json", "--timeout", "60")
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    assert all(not t["passed"] for t in json.loads(p.stdout)["tests"])
+
+
+def test_bad_input_exit_2(tmp_path):
+    p = _lab("exercise", "check", "no_such_exercise")
+    assert p.returncode == 2 and "unknown exercise" in p.stderr
+    p = _lab("exercise", "check", "vecadd", "--file", str(tmp_path / "missing.py"))
+    assert p.returncode == 2 and "no such file" in p.stderr
+    p = _lab("exercise", "start", "nope", "--dir", str(tmp_path))
+    assert p.returncode == 2
+
+
+def test_syntax_error_is_one_message(tmp_path):
+    f = tmp_path / "map_guard.py"
+    f.write_text("from numba import cuda\n\n@cuda.jit\ndef map_kernel(x, out)\n    pass\n")
+    p = _lab("exercise", "check", "map_guard", "--file", str(f), "--json")
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
+    assert "SyntaxError" in json.loads(p.stdout)["tests"][0]["message"]
+
+
+def test_solution_asks_first(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "lab", "exercise", "solution", "dot"], input="n\n",
+                       capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert p.returncode == 1 and "def dot_kernel" not in p.stdout
+
+
+def test_new_exercise_scaffolds_and_is_checkable(tmp_path, monkeypatch):
+    from lab import exercise as E
+
+    monkeypatch.setattr(exercises, "HERE", tmp_path)
+    d = E.new("triple", "Triple it")
+    assert sorted(p.name for p in d.iterdir()) == ["__init__.py", "hidden.py", "meta.py", "scaffold.py",
+                                                  "solution.py", "test_visible.py"]
+    assert "TODO" in (d / "scaffold.py").read_text()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_visible_example_passes_with_the_solution(tmp_path, monkeypatch, name):
+    """The visible test a student gets runs (and passes) against the reference solution."""
+    import importlib
+    import shutil
+
+    ex = exercises.load(name)
+    shutil.copyfile(ex.solution, tmp_path / f"{name}.py")
+    shutil.copyfile(ex.visible_test, tmp_path / f"test_{name}.py")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for mod in (name, f"test_{name}"):
+        sys.modules.pop(mod, None)
+    try:
+        t = importlib.import_module(f"test_{name}")
+        tests = [getattr(t, f) for f in dir(t) if f.startswith("test_")]
+        assert tests
+        for f in tests:
+            f()
+    finally:
+        for mod in (name, f"test_{name}"):
+            sys.modules.pop(mod, None)
