@@ -326,7 +326,7 @@ def softmax_max_from_zero(x, out):
 
 
 @cuda.jit
-def softmax_sum_off_by_one(x):
+def softmax_sum_off_by_one(x, out):
     r = cuda.grid(1)
     if r < x.shape[0]:
         m = x.dtype.type(-math.inf)
