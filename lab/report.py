@@ -248,7 +248,7 @@ def result_columns(report: Report) -> list[Col]:
     return cols + [
         Col("ms", lambda r: _opt(med(r), sig), 90, explain="ms: median time a call"),
         Col("±%", lambda r: _opt(_noise(r), lambda x: (f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}")
-                                 + (" !" if r.measurement.noisy else "")), 55,
+                                 + (" !" if r.measurement.noisy else "")), 72,
             explain="±%: IQR / median of the timed calls (! above 10%)",
             style=lambda text: "bold red" if text.endswith("!") else None),
         Col("calls", lambda r: str(r.measurement.n) if r.measurement else None, 15,
@@ -309,8 +309,8 @@ def tables(report: Report, console: Console, wide: bool = False, final: bool = T
         out.append(table)
         if final:
             under += [f"[dim]{escape(_explain(shown))}[/]"]
-            under += [f"[dim]{escape(v)}: {escape(cfg['note'])}[/]" for v, cfg in report.launches.items()
-                      if cfg.get("note")]
+            under += [f"[dim]{escape(v)}: {escape(cfg['note'].removeprefix(f'{v}: '))}[/]"
+                      for v, cfg in report.launches.items() if cfg.get("note")]
     rows = [r for r in report.rows if r.contender in ("numba", "numpy") or r.status != "skipped"]
     if rows:
         table, shown, dropped = _table(result_columns(report), rows, console, wide, "results")
