@@ -38,7 +38,7 @@ class Options:
     dtype: str = "float32"
     variants: list[str] | None = None
     contenders: list[str] | None = None
-    repeats: int | None = None  # None: the stop rule (lab.timing.StopRule) on a GPU, 3 in the simulator
+    repeats: int | None = None  # None: the stop rule (lab.timing.StopRule) on a GPU, 2 in the simulator
     warmup: int | None = None
     seed: int | None = None
     library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
@@ -173,7 +173,7 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
-    repeats = opts.repeats if opts.repeats is not None else (3 if simulator else None)
+    repeats = opts.repeats if opts.repeats is not None else (2 if simulator else None)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
     if (repeats is not None and repeats < 1) or warmup < 0:
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
@@ -203,7 +203,7 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
     report.compiler = compilers.current()
     cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
     if simulator:
-        calls = 1 + max(warmup, 1) + repeats  # first call, warm-up (at least 1), timed calls
+        calls = 1 + warmup + repeats  # first call, warm-up (none by default in the simulator), timed calls
         report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
         if report.estimate_s > SLOW_SIMULATION_S:
             report.quick_options = quick_options(spec, size, variant_names, threads, calls)
