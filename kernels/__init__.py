@@ -19,3 +19,13 @@ def load(name: str):
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise KeyError(f"unknown kernel {name!r}{hint}; kernels: {', '.join(NAMES)}")
     return importlib.import_module(f"kernels.{name}").SPEC
+
+
+def load_variant(name: str, variant: str | None = None):
+    """(KernelSpec, variant name) of kernel ``name``: ``variant`` or, when None, its first rung.
+    KeyError (with the choices) for an unknown kernel or variant."""
+    spec = load(name)
+    variant = variant or next(iter(spec.variants))
+    if variant not in spec.variants:
+        raise KeyError(f"unknown variant {variant!r} of {name}; choose from: {', '.join(spec.variants)}")
+    return spec, variant

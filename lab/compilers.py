@@ -151,24 +151,13 @@ _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
     when nvJitLink is not available."""
+    from lab.resources import nvjitlink_log
+
     try:
-        from cuda.bindings import nvjitlink
-    except ImportError:
+        log = nvjitlink_log(ptx.encode() if isinstance(ptx, str) else ptx, f"sm_{cc[0]}{cc[1]}")
+    except Exception:  # no cuda-bindings / nvJitLink here, or the link failed: spills unknown
         return None
-    try:
-        data = ptx.encode() if isinstance(ptx, str) else ptx
-        h = nvjitlink.create(2, [f"-arch=sm_{cc[0]}{cc[1]}", "-verbose"])
-        try:
-            nvjitlink.add_data(h, nvjitlink.InputType.PTX, data, len(data), "kernel")
-            nvjitlink.complete(h)
-            n = nvjitlink.get_info_log_size(h)
-            buf = bytearray(n)
-            nvjitlink.get_info_log(h, buf)
-        finally:
-            nvjitlink.destroy(h)
-    except Exception:
-        return None
-    found = _SPILL.findall(buf.decode(errors="replace"))
+    found = _SPILL.findall(log)
     return sum(int(a) + int(b) for a, b in found) if found else None
 
 

@@ -108,12 +108,9 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     from lab import archs, occupancy
 
     try:
-        spec = K.load(kernel)
+        spec, variant = K.load_variant(kernel, variant)
     except KeyError as e:
         raise LabError(e.args[0]) from None
-    variant = variant or next(iter(spec.variants))
-    if variant not in spec.variants:
-        raise LabError(f"unknown variant {variant!r} of {kernel}; choose from: {', '.join(spec.variants)}")
     gpu = _gpu_sms()
     if arch_name is None:
         arch_name = f"sm_{gpu[1][0]}{gpu[1][1]}" if gpu else "sm_90"

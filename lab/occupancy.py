@@ -155,12 +155,9 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     from lab import archs, resources
 
     try:
-        spec = K.load(kernel)
+        spec, variant = K.load_variant(kernel, variant)
     except KeyError as e:
         raise LabError(e.args[0]) from None
-    variant = variant or next(iter(spec.variants))
-    if variant not in spec.variants:
-        raise LabError(f"unknown variant {variant!r} of {kernel}; choose from: {', '.join(spec.variants)}")
     device_cc = _device_cc() if backend == "gpu" else None
     if arch_name is None:
         arch_name = f"sm_{device_cc[0]}{device_cc[1]}" if device_cc else "sm_90"

@@ -213,13 +213,9 @@ _USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
-def nvjitlink_usage(code: bytes, arch: str, lto: bool) -> dict:
-    """Link one kernel for ``arch`` (``sm_90``) with nvJitLink, verbose, and parse ptxas's report.
-
-    code: LTO-IR (``lto``, what numba-cuda hands the driver by default) or PTX text. Registers and
-    shared bytes from "ptxas info : Used N registers, ..., N bytes smem"; local bytes from "N bytes
-    stack frame" (spilled registers and local arrays live there), as cuFuncGetAttribute reports them.
-    """
+def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
+    """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
+    for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
     from cuda.bindings import nvjitlink
 
     h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
@@ -227,12 +223,21 @@ def nvjitlink_usage(code: bytes, arch: str, lto: bool) -> dict:
         kind = nvjitlink.InputType.LTOIR if lto else nvjitlink.InputType.PTX
         nvjitlink.add_data(h, kind, code, len(code), "kernel")
         nvjitlink.complete(h)
-        n = nvjitlink.get_info_log_size(h)
-        buf = bytearray(n)
+        buf = bytearray(nvjitlink.get_info_log_size(h))
         nvjitlink.get_info_log(h, buf)
     finally:
         nvjitlink.destroy(h)
-    log = buf.decode(errors="replace")
+    return buf.decode(errors="replace")
+
+
+def nvjitlink_usage(code: bytes, arch: str, lto: bool) -> dict:
+    """Link one kernel for ``arch`` (``sm_90``) with nvJitLink, verbose, and parse ptxas's report.
+
+    code: LTO-IR (``lto``, what numba-cuda hands the driver by default) or PTX text. Registers and
+    shared bytes from "ptxas info : Used N registers, ..., N bytes smem"; local bytes from "N bytes
+    stack frame" (spilled registers and local arrays live there), as cuFuncGetAttribute reports them.
+    """
+    log = nvjitlink_log(code, arch, lto)
     used, frame = _USED.search(log), _FRAME.search(log)
     if not used:
         raise RuntimeError(f"nvJitLink log has no resource line: {log[-300:]}")
