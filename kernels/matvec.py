@@ -378,7 +378,7 @@ SPEC = KernelSpec(
     summary="y = A @ x for a ROWS x COLS row-major matrix",
     size_help="ROWSxCOLS, e.g. 16384x4096",
     size_dims=2,
-    default_size=lambda simulator: (48, 80) if simulator else (16384, 4096),
+    default_size=lambda simulator: (12, 100) if simulator else (16384, 4096),
     in_shapes=lambda size: [size, (size[1],)],
     make_inputs=make_inputs,
     out_specs=lambda size, dtype: [((size[0],), np.dtype(dtype))],
