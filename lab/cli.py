@@ -30,6 +30,8 @@ def _backend(sim) -> str:
 
 
 DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
+
+
 def _compiler(compiler, backend: str, allow_both: bool = False) -> str:
     """Choose the compiler before anything compiles; LabError (exit 2) when it cannot run here."""
     from lab import compilers
