@@ -32,6 +32,9 @@ def test_every_kernel_declares_its_contenders():
     from torch_bridge import registry
 
     for name in kernels.NAMES:
+        if name in registry.NO_CONTENDERS:  # said, with the reason, not forgotten
+            assert not registry.labels("cupy", name) and registry.NO_CONTENDERS[name]
+            continue
         for library in ("torch", "cupy"):
             labels = registry.labels(library, name)
             assert labels and len(labels) == len(set(labels)), (name, library)

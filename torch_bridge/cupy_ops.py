@@ -17,6 +17,11 @@ def matvec(cp, A, x, out):
     return (cp.matmul(A, x, out=out[0]),)
 
 
+def dequantize(cp, params, q, out):
+    """Per-row dequantize, (q - zero_point) * scale, as two broadcast elementwise kernels."""
+    return (cp.multiply(q.astype(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
+
+
 def matmul(cp, A, B, out):
     """cuBLAS SGEMM. CuPy leaves TF32 off unless the environment sets CUPY_TF32=1 (read when CuPy
     loads); the label says which, and a TF32 run fails the float32 check, as it should."""

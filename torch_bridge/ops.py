@@ -20,6 +20,12 @@ def torch_matvec(A, x, out):
     return (torch.mv(A, x, out=out[0]),)
 
 
+def torch_dequantize(params, q, out):
+    """Per-row dequantize, (q - zero_point) * scale: a subtract (exact: small integers) and a
+    multiply that rounds once, as the reference does, so torch and NumPy agree to the last bit."""
+    return (torch.mul(q.to(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
+
+
 def torch_matmul(A, B, out):
     """``torch.matmul(A, B, out=C)`` on cuBLAS with TF32 off: float32 FMAs like the Numba kernels.
 

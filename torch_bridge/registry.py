@@ -27,6 +27,13 @@ CONTENDERS: dict[str, dict[str, list[tuple[str, str]]]] = {
     "quantize": {"cupy": [("cupy min/max + ElementwiseKernel", "torch_bridge.cupy_ops:quantize")],
                  "torch": [("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.ops:torch_quantize_seed"),
                            ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.ops:torch_quantize_aminmax")]},
+    "dequantize": {"cupy": [("cupy (q - zero_point) * scale", "torch_bridge.cupy_ops:dequantize")],
+                   "torch": [("torch (q - zero_point) * scale", "torch_bridge.ops:torch_dequantize")]},
+}
+# Kernels with no library contender yet, and why (the registry test holds every kernel to one or the other)
+NO_CONTENDERS = {
+    "quantize_per_channel": "torch.quantize_per_channel and a CuPy twin are not yet checked on a GPU "
+                            "against the strict code check (kernels/quantize.py)",
 }
 # Kernels that are torch ops with the same inputs and outputs as their KernelSpec (torch_bridge.lab_ops)
 LAB_OPS = ("vecadd", "matvec", "matmul", "softmax", "quantize")
