@@ -1,7 +1,8 @@
 """Warp and block reductions shared by every reduction kernel (matvec, softmax, quantize), and the
 warp size.
 
-Warp level: on a GPU, ``group_sum``/``group_max`` are the butterfly of ``shfl_xor_sync`` over the
+Warp level: on a GPU, ``group_sum``/``group_max`` are the butterfly of ``shfl_xor_sync`` (``shfl_xor``
+below: exact for float64 under both compilers) over the
 ``width`` lanes of a lane group (``width`` a power of two up to 32; log2(width) register exchanges,
 no shared memory, no barrier: CUDA C++ Programming Guide, "Warp Shuffle Functions"); ``warp_sum`` and
 ``warp_max`` are the 32-lane case. Numba's CUDA simulator has no shuffles, so there the same sums go
@@ -17,7 +18,7 @@ step.
 """
 from __future__ import annotations
 
-from kernels.compiler import SIMULATOR, cuda
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda
 
 WARP = 32  # threads a warp, on every NVIDIA GPU so far
 MAX_WARPS = 32  # warps in the largest block (1024 threads): one shared slot each
@@ -26,6 +27,7 @@ FULL_MASK = 0xFFFFFFFF
 # shuffle path never touches it, so a single element keeps the kernel's shared-memory use at zero.
 SCRATCH = 1024 if SIMULATOR else 1
 
+
 def lanes_for(cols: int, per_lane: int) -> int:
     """Lanes a row for the row-per-group rungs (matvec group_per_row, softmax group_rows): the
     smallest power of two G <= 32 with ceil(cols / G) <= per_lane."""
@@ -33,6 +35,35 @@ def lanes_for(cols: int, per_lane: int) -> int:
     while g < WARP and g * per_lane < cols:
         g *= 2
     return g
+
+
+if COMPILER == MLIR:
+    from kernels.compiler import libdevice, overload, types
+
+    def shfl_xor(value, offset):
+        """``cuda.shfl_xor_sync(FULL_MASK, value, offset)``, exact for float64 too (typed below)."""
+
+    @overload(shfl_xor, target="cuda")
+    def _shfl_xor_mlir(value, offset):
+        # numba-cuda-mlir 0.6 lowers every float shuffle to one 32-bit SHFL: a float64 is rounded to
+        # float32 on the way (its lowering/cuda.py: "nvvm.shfl.sync only supports i32 or f32"), so a
+        # float64 sum came back with float32 error. Move its two 32-bit halves instead, as numba-cuda
+        # and CUDA C++'s __shfl_xor_sync(double) do: bit-exact, two SHFLs.
+        if value == types.float64:
+            def impl(value, offset):
+                hi = cuda.shfl_xor_sync(FULL_MASK, libdevice.double2hiint(value), offset)
+                lo = cuda.shfl_xor_sync(FULL_MASK, libdevice.double2loint(value), offset)
+                return libdevice.hiloint2double(hi, lo)
+            return impl
+        return lambda value, offset: cuda.shfl_xor_sync(FULL_MASK, value, offset)
+
+elif not SIMULATOR:
+
+    @cuda.jit(device=True)
+    def shfl_xor(value, offset):
+        """``cuda.shfl_xor_sync(FULL_MASK, value, offset)``: numba-cuda moves 64-bit values as two
+        32-bit halves itself."""
+        return cuda.shfl_xor_sync(FULL_MASK, value, offset)
 
 
 if SIMULATOR:
@@ -80,7 +111,7 @@ else:
         lane of the group: xor offsets below ``width`` never leave the group."""
         offset = width // 2
         while offset > 0:
-            value += cuda.shfl_xor_sync(FULL_MASK, value, offset)
+            value += shfl_xor(value, offset)
             offset //= 2
         return value
 
@@ -89,7 +120,7 @@ else:
         """Maximum of ``value`` over the calling thread's group of ``width`` lanes."""
         offset = width // 2
         while offset > 0:
-            value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, offset))
+            value = max(value, shfl_xor(value, offset))
             offset //= 2
         return value
 
@@ -113,21 +144,21 @@ else:  # the five offsets written out: a literal tuple unrolls for certain
         """Sum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
         # Five shuffles written out: numba-cuda unrolls ``for offset in (16, 8, 4, 2, 1)``, but
         # numba-cuda-mlir 0.6 keeps the tuple in local memory and loops over it (a local load a step).
-        value += cuda.shfl_xor_sync(FULL_MASK, value, 16)
-        value += cuda.shfl_xor_sync(FULL_MASK, value, 8)
-        value += cuda.shfl_xor_sync(FULL_MASK, value, 4)
-        value += cuda.shfl_xor_sync(FULL_MASK, value, 2)
-        value += cuda.shfl_xor_sync(FULL_MASK, value, 1)
+        value += shfl_xor(value, 16)
+        value += shfl_xor(value, 8)
+        value += shfl_xor(value, 4)
+        value += shfl_xor(value, 2)
+        value += shfl_xor(value, 1)
         return value
 
     @cuda.jit(device=True)
     def warp_max(value, scratch):
         """Maximum of ``value`` over the 32 lanes of the calling warp, returned to every lane."""
-        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 16))  # unrolled: see warp_sum
-        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 8))
-        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 4))
-        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 2))
-        value = max(value, cuda.shfl_xor_sync(FULL_MASK, value, 1))
+        value = max(value, shfl_xor(value, 16))  # unrolled: see warp_sum
+        value = max(value, shfl_xor(value, 8))
+        value = max(value, shfl_xor(value, 4))
+        value = max(value, shfl_xor(value, 2))
+        value = max(value, shfl_xor(value, 1))
         return value
 
 

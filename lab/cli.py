@@ -6,9 +6,15 @@ modules are imported inside the commands.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import click
+
+# The launch table and `lab occupancy` show each grid and what it leaves idle; Numba's "grid size N
+# will likely result in GPU under-utilization" warning (both compilers read this variable) would
+# only repeat it, once per small launch, between the table rows.
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 from kernels import NAMES
 from lab.backend import select

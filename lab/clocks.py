@@ -23,7 +23,7 @@ DROP = 0.05  # a drop of the SM clock by more than this fraction between before 
 def pci_bus_id(device=None) -> str:
     """NVML's form of the current CUDA device's PCI address: "DDDDDDDD:BB:DD.0" (hex)."""
     if device is None:
-        from numba import cuda
+        from kernels.compiler import cuda
 
         device = cuda.get_current_device()
     return f"{device.PCI_DOMAIN_ID:08X}:{device.PCI_BUS_ID:02X}:{device.PCI_DEVICE_ID:02X}.0"

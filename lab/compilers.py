@@ -146,6 +146,7 @@ def compiled_kernels() -> set:
 
 
 _SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED_LINE = re.compile(r"[Uu]sed \d+ registers")
 
 
 def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
@@ -158,7 +159,11 @@ def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     except Exception:  # no cuda-bindings / nvJitLink here, or the link failed: spills unknown
         return None
     found = _SPILL.findall(log)
-    return sum(int(a) + int(b) for a, b in found) if found else None
+    if found:
+        return sum(int(a) + int(b) for a, b in found)
+    # CUDA 13's nvJitLink logs "used N registers, ..., N bytes lmem" and names spills only when
+    # there are some: a resource line without a spill line means none
+    return 0 if _USED_LINE.search(log) else None
 
 
 def resources(kernels: set, cc: tuple[int, int] | None = None) -> dict:

@@ -198,7 +198,7 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
 
 
 def _device_cc():
-    from numba import cuda
+    from kernels.compiler import cuda
 
     return tuple(cuda.get_current_device().compute_capability)
 

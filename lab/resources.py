@@ -53,13 +53,15 @@ class LaunchRecord:
 
 
 def _argtype(arg):
-    import numba
-
     if hasattr(arg, "shape") and hasattr(arg, "dtype") and getattr(arg, "ndim", 0) > 0:
         ary = getattr(arg, "_ary", None)  # the simulator's FakeCUDAArray
         c = ary.flags.c_contiguous if ary is not None else getattr(arg, "is_c_contiguous", lambda: True)()
         return ("array", np.dtype(arg.dtype).str, int(arg.ndim), "C" if c else "A")
-    return ("scalar", str(numba.typeof(arg)))
+    # Numba's name of the scalar's type (numba.typeof's, without importing numba: numba-cuda-mlir
+    # processes never load it): Python int -> int64, float -> float64, bool -> bool, NumPy scalars by dtype
+    if isinstance(arg, bool):
+        return ("scalar", "bool")
+    return ("scalar", {int: "int64", float: "float64"}.get(type(arg)) or np.dtype(type(arg)).name)
 
 
 def _global_name(kernel) -> tuple[str, str | None]:
@@ -92,10 +94,20 @@ def _resolve(module, name: str):
     return getattr(module, name)
 
 
+def _mlir() -> bool:
+    from kernels.compiler import COMPILER, MLIR
+
+    return COMPILER == MLIR
+
+
+def _dims(d) -> tuple:
+    return tuple(d) if isinstance(d, (tuple, list)) else (d,)
+
+
 @contextlib.contextmanager
 def launch_hook(callback):
     """Call ``callback(kernel, grid, block, dynamic_shared, args)`` before every kernel launch in this
-    process (the simulator's FakeCUDAKernel, or numba-cuda's configured launch)."""
+    process (the simulator's FakeCUDAKernel, numba-cuda's or numba-cuda-mlir's configured launch)."""
     from kernels.backend import is_simulator
 
     if is_simulator():
@@ -109,14 +121,25 @@ def launch_hook(callback):
             if not self._device and not _kernel_context:
                 callback(self, tuple(self.grid_dim), tuple(self.block_dim), self.dynshared_size, args)
             return orig(self, *args)
+    elif _mlir():
+        # numba-cuda-mlir 0.6: kernel[grid, block] returns an _ArgMarshaller holding the configuration
+        from numba_cuda_mlir.descriptor import _ArgMarshaller as cls
+
+        orig = cls.__call__
+
+        def call(self, *args):
+            cfg = self._available_launch_config
+            shared = cfg.get("sharedmem")
+            callback(self._dispatcher, _dims(cfg["grid"]), _dims(cfg["block"]),
+                     shared if isinstance(shared, int) and shared > 0 else 0, args)
+            return orig(self, *args)
     else:
         from numba.cuda.dispatcher import _LaunchConfiguration as cls
 
         orig = cls.__call__
 
         def call(self, *args):
-            dims = lambda d: tuple(d) if isinstance(d, (tuple, list)) else (d,)  # noqa: E731
-            callback(self.dispatcher, dims(self.griddim), dims(self.blockdim), self.sharedmem or 0, args)
+            callback(self.dispatcher, _dims(self.griddim), _dims(self.blockdim), self.sharedmem or 0, args)
             return orig(self, *args)
     cls.__call__ = call
     try:
@@ -131,8 +154,8 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
     on_launch(kernel, grid, block, dynamic_shared, args): called before each launch;
     on_outputs(device_outputs): called with the output arrays before the run.
     """
+    from kernels.compiler import cuda
     from kernels.spec import poison_value
-    from numba import cuda
 
     variant = spec.variants[variant_name]
     rng = np.random.default_rng(seed)
@@ -145,11 +168,10 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
     call = variant.prepare(cfg, d_in, outs)
     import warnings
 
-    from numba.core.errors import NumbaPerformanceWarning
-
     with launch_hook(on_launch or (lambda *a: None)), warnings.catch_warnings():
-        # a small internal run: Numba's low-occupancy warning would be about our size, not the user's
-        warnings.simplefilter("ignore", NumbaPerformanceWarning)
+        # a small internal run: Numba's low-occupancy warning (either compiler's NumbaPerformanceWarning)
+        # would be about our size, not the user's
+        warnings.filterwarnings("ignore", message=".*Grid size")
         call()
     cuda.synchronize()
     return [o.copy_to_host() for o in outs], inputs
@@ -172,14 +194,27 @@ def record_launches(spec, variant_name, size, threads, dtype="float32") -> list[
 
 
 # --- On a GPU: the driver's numbers --------------------------------------------------------------
-def _overload(rec: LaunchRecord):
+def _overload_key(rec: LaunchRecord):
+    """The signature the recorded launch compiled (numba-cuda-mlir keys by its own types: the only
+    overload there, as the lab launches each kernel with one signature a process)."""
     over = rec.kernel.overloads
-    types = tuple(_numba_type(t) for t in rec.argtypes)
-    return over.get(types) or next(iter(over.values()))
+    if not _mlir():
+        types = tuple(_numba_type(t) for t in rec.argtypes)
+        if types in over:
+            return types
+    return next(iter(over))
+
+
+def _overload(rec: LaunchRecord):
+    return rec.kernel.overloads[_overload_key(rec)]
 
 
 def device_resources(rec: LaunchRecord) -> dict:
-    """Registers, static shared and local bytes of the kernel Numba loaded on this GPU."""
+    """Registers, static shared and local bytes of the kernel the compiler loaded on this GPU."""
+    if _mlir():  # the dispatcher's getters (cuFuncGetAttribute of the loaded cubin)
+        d, sig = rec.kernel, _overload_key(rec)
+        return {"registers": int(d.get_regs_per_thread(sig)), "shared_bytes": int(d.get_shared_mem_per_block(sig)),
+                "local_bytes": int(d.get_local_mem_per_thread(sig)), "source": "CUDA driver (cuFuncGetAttribute)"}
     k = _overload(rec)
     return {"registers": int(k.regs_per_thread), "shared_bytes": int(k.shared_mem_per_block),
             "local_bytes": int(k.local_mem_per_thread), "source": "CUDA driver (cuFuncGetAttribute)"}
@@ -209,8 +244,12 @@ def _numba_type(t):
     return getattr(types, t[1])
 
 
-_USED = re.compile(r"ptxas info\s*: Used (\d+) registers(.*)")
+# ptxas's report through nvJitLink, two formats: "ptxas info : Used N registers, ..." plus "N bytes stack
+# frame, N bytes spill stores, N bytes spill loads" (CUDA 12), or one line "info : used N registers,
+# used N barriers, N stack, N bytes smem, ..., N bytes lmem" with spills named only when nonzero (CUDA 13)
+_USED = re.compile(r"info\s*: [Uu]sed (\d+) registers(.*)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_STACK13 = re.compile(r", (\d+) stack,")
 
 
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
@@ -218,7 +257,17 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
     from cuda.bindings import nvjitlink
 
-    h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
+    # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
+    # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills
+    saved = os.environ.get("CUDA_CACHE_DISABLE")
+    os.environ["CUDA_CACHE_DISABLE"] = "1"
+    try:
+        h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
+    finally:
+        if saved is None:
+            os.environ.pop("CUDA_CACHE_DISABLE", None)
+        else:
+            os.environ["CUDA_CACHE_DISABLE"] = saved
     try:
         kind = nvjitlink.InputType.LTOIR if lto else nvjitlink.InputType.PTX
         nvjitlink.add_data(h, kind, code, len(code), "kernel")
@@ -242,8 +291,9 @@ def nvjitlink_usage(code: bytes, arch: str, lto: bool) -> dict:
     if not used:
         raise RuntimeError(f"nvJitLink log has no resource line: {log[-300:]}")
     smem = re.search(r"(\d+) bytes smem", used.group(2))
+    stack = _STACK13.search(used.group(2))
     return {"registers": int(used.group(1)), "shared_bytes": int(smem.group(1)) if smem else 0,
-            "local_bytes": int(frame.group(1)) if frame else 0,
+            "local_bytes": int(frame.group(1)) if frame else int(stack.group(1)) if stack else 0,
             "spill_bytes": int(frame.group(2)) if frame else 0,
             "source": f"numba-cuda {'LTO-IR' if lto else 'PTX'} + nvJitLink -arch={arch}{' -lto' if lto else ''} -verbose"}
 
@@ -289,7 +339,9 @@ def offline_resources(records: list[LaunchRecord], arch: str, timeout: float = 3
     if missing:
         raise LabError(f"kernel {missing[0].module}.? is not a module-level global: it cannot be compiled offline")
     request = {"arch": arch, "kernels": [{"module": r.module, "name": r.name, "argtypes": r.argtypes} for r in records]}
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
+    # numba-cuda compiles offline (numba-cuda-mlir has no offline path here), whatever this process runs
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", LAB_COMPILER="numba-cuda",
+               CUDA_CACHE_DISABLE="1")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run([sys.executable, "-c", "import json,sys; from lab.resources import _child_main; "

@@ -224,10 +224,8 @@ def _spin(us: int) -> None:
 
         import warnings
 
-        from numba.core.errors import NumbaPerformanceWarning
-
         with warnings.catch_warnings():  # one thread on purpose: not the low occupancy it warns of
-            warnings.simplefilter("ignore", NumbaPerformanceWarning)
+            warnings.filterwarnings("ignore", message=".*Grid size")  # either compiler's warning class
             _spin_kernel = spin[1, 1]
     _spin_kernel(np.int64(us))
 

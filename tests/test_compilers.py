@@ -93,3 +93,61 @@ def test_mlir_process_never_imports_numba_cuda():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --- The resource report reads both nvJitLink log formats (CPU: logs given, or a real link) -------
+CUDA12_LOG = ("ptxas info    : Compiling entry function 'k' for 'sm_90'\n"
+              "ptxas info    : Function properties for k\n"
+              "    24 bytes stack frame, 12 bytes spill stores, 8 bytes spill loads\n"
+              "ptxas info    : Used 40 registers, used 1 barriers, 24 bytes stack frame, 3072 bytes smem, 400 bytes cmem[0]\n")
+# What CUDA 13's nvJitLink logged on the H100 for a kernel it had linked before: the linker's summary only
+CUDA13_SUMMARY = ("info    : 8 bytes gmem\ninfo    : Function properties for 'k':\n"
+                  "info    : used 15 registers, used 0 barriers, 16 stack, 1024 bytes smem, 696 bytes cmem[0], 0 bytes lmem\n")
+
+
+@pytest.mark.parametrize("log,spills,usage", [
+    (CUDA12_LOG, 20, {"registers": 40, "shared_bytes": 3072, "local_bytes": 24, "spill_bytes": 12}),
+    (CUDA13_SUMMARY, 0, {"registers": 15, "shared_bytes": 1024, "local_bytes": 16, "spill_bytes": 0}),
+    ("", None, None),
+])
+def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage):
+    from lab import resources
+
+    monkeypatch.setattr(resources, "nvjitlink_log", lambda *a, **k: log)
+    assert compilers._ptxas_spills("// ptx", (9, 0)) == spills  # stores + loads; none named: 0; no log: unknown
+    if usage is None:
+        with pytest.raises(RuntimeError, match="no resource line"):
+            resources.nvjitlink_usage(b"", "sm_90", False)
+    else:
+        got = resources.nvjitlink_usage(b"", "sm_90", False)
+        assert {k: got[k] for k in usage} == usage
+
+
+def test_a_real_link_reports_registers_and_leaves_the_environment_alone():
+    pytest.importorskip("cuda.bindings.nvjitlink")
+    from lab import resources
+
+    ptx = (".version 8.0\n.target sm_90\n.address_size 64\n"
+           ".visible .entry k(.param .u64 p){ .reg .b64 %rd<3>; ld.param.u64 %rd1,[p]; "
+           "cvta.to.global.u64 %rd2,%rd1; st.global.u32 [%rd2],1; ret; }\n")
+    before = os.environ.get("CUDA_CACHE_DISABLE")
+    try:
+        got = resources.nvjitlink_usage(ptx.encode(), "sm_90", False)
+    except Exception as e:  # no libnvJitLink on this machine
+        pytest.skip(f"nvJitLink unavailable: {e}")
+    assert os.environ.get("CUDA_CACHE_DISABLE") == before
+    assert got["registers"] > 0 and got["spill_bytes"] == 0 and got["shared_bytes"] == 0
+    assert compilers._ptxas_spills(ptx, (9, 0)) == 0
+
+
+def test_scalar_argument_names_match_numba_typeof():
+    """lab.resources names a launch's scalar arguments without importing numba (an MLIR process never
+    loads it); the names must be numba.typeof's, which the offline compile turns back into types."""
+    import numpy as np
+    from numba import typeof
+
+    from lab.resources import _argtype
+
+    for v in (3, -2**40, 2.5, True, np.bool_(False), np.float32(1.5), np.float64(2), np.int32(7), np.int64(-1), np.uint32(5),
+              np.uint8(200), np.uint64(2**63)):
+        assert _argtype(v) == ("scalar", str(typeof(v))), v

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import kernels
+from kernels.compiler import COMPILER
 from lab import contenders as C
 from lab.check import check_prepared
 from tests import mutants as M
@@ -75,6 +76,10 @@ def test_quantize_mutants_fail_for_the_right_reason(name, why, rng):
     """The unwritten last code is 171, the first poison: only the second poison exposes it."""
     mutant = next(m for m in M.QUANTIZE if m.name == name)
     ok, reason = verdict("quantize", mutant, rng, M.QUANTIZE_INPUTS.get(name, M.quantize_inputs))
+    if COMPILER == "numba-cuda-mlir" and "InternalCompilerError" in reason:
+        # numba-cuda-mlir 0.6.0 crashes compiling uint32(min(max(v, lo), hi)) in this mutant (and
+        # rejects math.floor of a float32): the mutant cannot run there, so it proves nothing there
+        pytest.xfail(f"numba-cuda-mlir cannot compile the {name} mutant: {reason.splitlines()[0]}")
     assert not ok and why in reason, reason
 
 

@@ -42,7 +42,7 @@ from torch.library import custom_op
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 import kernels  # noqa: E402
-from kernels.compiler import SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
+from kernels.compiler import COMPILER, SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
 
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
@@ -145,6 +145,12 @@ def _raw_stream(index: int) -> int:
 def _vecadd_gpu(a, b, c, n):
     """The hot path: one cached parameter block per (n, dtype); write 3 pointers, cuLaunchKernel."""
     x4 = n >= _X4_FROM
+    if COMPILER != "numba-cuda":  # FastKernel writes numba-cuda's kernel parameter layout; MLIR's differs
+        from kernels import vecadd as V
+
+        cfg = (V.launch_x4 if x4 else V.launch)((n,), THREADS)
+        _launch(V.vecadd_x4_kernel if x4 else V.vecadd_kernel, cfg.grid, cfg.block, a, b, c)
+        return
     fk = _fast.get(x4)
     if fk is None:
         from kernels import vecadd as V

@@ -11,6 +11,9 @@ it (tests/test_torch_ops.py shows it). The bridge launches on torch's current st
   which configure their launches without a stream: inside it, every Numba launch configured for the
   default stream goes to torch's current stream. Numba has no "current stream" context, so the bridge
   adds one by wrapping ``CUDADispatcher.call`` (installed once; outside the context nothing changes).
+  numba-cuda-mlir's launch path has no such seam, so there the block is fenced with events instead:
+  the legacy default stream waits for torch's stream on entry, and torch's stream waits for it on
+  exit (``torch.cuda.Stream.wait_stream``): the same order, with the launches on stream 0.
 
 Source: CUDA C++ Programming Guide, "Streams" (default stream, non-blocking streams); PyTorch docs,
 "CUDA semantics: CUDA streams"; numba-cuda docs, ``cuda.external_stream``.
@@ -34,7 +37,7 @@ def current_stream_handle(device=None) -> int:
 def numba_stream(device=None):
     """torch's current stream as a Numba stream (``cuda.external_stream``), cached by handle;
     the legacy default stream is Numba's 0."""
-    from numba import cuda
+    from kernels.compiler import cuda
 
     handle = current_stream_handle(device)
     if handle == 0:
@@ -76,6 +79,16 @@ def on_torch_stream(device=None):
 
     if is_simulator() or current_stream_handle(device) == 0:
         yield
+        return
+    from kernels.compiler import COMPILER, MLIR
+
+    if COMPILER == MLIR:
+        mine, legacy = torch.cuda.current_stream(device), torch.cuda.default_stream(device)
+        legacy.wait_stream(mine)  # the launches below start after torch's queued work ...
+        try:
+            yield
+        finally:
+            mine.wait_stream(legacy)  # ... and torch's later work starts after them
         return
     _install()
     saved = getattr(_tls, "stream", None)
