@@ -258,7 +258,8 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     from cuda.bindings import nvjitlink
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
-    # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills
+    # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
+    # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
     saved = os.environ.get("CUDA_CACHE_DISABLE")
     os.environ["CUDA_CACHE_DISABLE"] = "1"
     try:
