@@ -261,22 +261,22 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
     # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
     saved = os.environ.get("CUDA_CACHE_DISABLE")
-    os.environ["CUDA_CACHE_DISABLE"] = "1"
+    os.environ["CUDA_CACHE_DISABLE"] = "1"  # for the whole link: the compile happens in complete()
     try:
         h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
+        try:
+            kind = nvjitlink.InputType.LTOIR if lto else nvjitlink.InputType.PTX
+            nvjitlink.add_data(h, kind, code, len(code), "kernel")
+            nvjitlink.complete(h)
+            buf = bytearray(nvjitlink.get_info_log_size(h))
+            nvjitlink.get_info_log(h, buf)
+        finally:
+            nvjitlink.destroy(h)
     finally:
         if saved is None:
             os.environ.pop("CUDA_CACHE_DISABLE", None)
         else:
             os.environ["CUDA_CACHE_DISABLE"] = saved
-    try:
-        kind = nvjitlink.InputType.LTOIR if lto else nvjitlink.InputType.PTX
-        nvjitlink.add_data(h, kind, code, len(code), "kernel")
-        nvjitlink.complete(h)
-        buf = bytearray(nvjitlink.get_info_log_size(h))
-        nvjitlink.get_info_log(h, buf)
-    finally:
-        nvjitlink.destroy(h)
     return buf.decode(errors="replace")
 
 
