@@ -18,7 +18,6 @@ from __future__ import annotations
 import importlib.metadata as md
 import importlib.util
 import os
-import re
 import sys
 
 from kernels.backend import gpu_count
@@ -145,25 +144,24 @@ def compiled_kernels() -> set:
     return {(d, sig) for d in _dispatchers() for sig in list(d.overloads)}
 
 
-_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
-_USED_LINE = re.compile(r"[Uu]sed \d+ registers")
-
-
 def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
     when nvJitLink is not available."""
-    from lab.resources import nvjitlink_log
+    from lab.resources import log_spills, nvjitlink_log
 
     try:
         log = nvjitlink_log(ptx.encode() if isinstance(ptx, str) else ptx, f"sm_{cc[0]}{cc[1]}")
     except Exception:  # no cuda-bindings / nvJitLink here, or the link failed: spills unknown
         return None
-    found = _SPILL.findall(log)
-    if found:
-        return sum(int(a) + int(b) for a, b in found)
-    # CUDA 13's nvJitLink logs "used N registers, ..., N bytes lmem" and names spills only when
-    # there are some: a resource line without a spill line means none
-    return 0 if _USED_LINE.search(log) else None
+    return log_spills(log)
+
+
+def kernel_attr(d, sig, attr: str) -> int:
+    """A compiled kernel's driver attribute (``regs_per_thread``, ``shared_mem_per_block``,
+    ``local_mem_per_thread``): numba-cuda's compiled kernel has it, numba-cuda-mlir's dispatcher has
+    a ``get_<attr>(sig)`` getter. Raises when neither answers."""
+    k = d.overloads.get(sig)
+    return int(getattr(k, attr) if hasattr(k, attr) else getattr(d, f"get_{attr}")(sig))
 
 
 def resources(kernels: set, cc: tuple[int, int] | None = None) -> dict:
@@ -177,9 +175,8 @@ def resources(kernels: set, cc: tuple[int, int] | None = None) -> dict:
     for d, sig in kernels:
         names.append(getattr(getattr(d, "py_func", None), "__name__", "?"))
         for attr, out in (("regs_per_thread", regs), ("local_mem_per_thread", local)):
-            try:  # numba-cuda: the compiled kernel's attribute; numba-cuda-mlir: the dispatcher's getter
-                k = d.overloads.get(sig)
-                out.append(int(getattr(k, attr) if hasattr(k, attr) else getattr(d, f"get_{attr}")(sig)))
+            try:
+                out.append(kernel_attr(d, sig, attr))
             except Exception:
                 pass
         if cc is not None:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab import compilers
 from lab.errors import LabError
 
 EXTRA_HINT = "pip install 'numba-gpu-lab[occupancy]' (numba-cuda[cu13]: NVVM, NVRTC and nvJitLink)"
@@ -95,9 +96,7 @@ def _resolve(module, name: str):
 
 
 def _mlir() -> bool:
-    from kernels.compiler import COMPILER, MLIR
-
-    return COMPILER == MLIR
+    return compilers.current() == compilers.MLIR
 
 
 def _dims(d) -> tuple:
@@ -211,13 +210,11 @@ def _overload(rec: LaunchRecord):
 
 def device_resources(rec: LaunchRecord) -> dict:
     """Registers, static shared and local bytes of the kernel the compiler loaded on this GPU."""
-    if _mlir():  # the dispatcher's getters (cuFuncGetAttribute of the loaded cubin)
-        d, sig = rec.kernel, _overload_key(rec)
-        return {"registers": int(d.get_regs_per_thread(sig)), "shared_bytes": int(d.get_shared_mem_per_block(sig)),
-                "local_bytes": int(d.get_local_mem_per_thread(sig)), "source": "CUDA driver (cuFuncGetAttribute)"}
-    k = _overload(rec)
-    return {"registers": int(k.regs_per_thread), "shared_bytes": int(k.shared_mem_per_block),
-            "local_bytes": int(k.local_mem_per_thread), "source": "CUDA driver (cuFuncGetAttribute)"}
+    d, sig = rec.kernel, _overload_key(rec)
+    return {"registers": compilers.kernel_attr(d, sig, "regs_per_thread"),
+            "shared_bytes": compilers.kernel_attr(d, sig, "shared_mem_per_block"),
+            "local_bytes": compilers.kernel_attr(d, sig, "local_mem_per_thread"),
+            "source": "CUDA driver (cuFuncGetAttribute)"}
 
 
 def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 0) -> int:
@@ -250,6 +247,17 @@ def _numba_type(t):
 _USED = re.compile(r"info\s*: [Uu]sed (\d+) registers(.*)")
 _FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _STACK13 = re.compile(r", (\d+) stack,")
+_SPILLS = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def log_spills(log: str) -> int | None:
+    """Spill stores plus spill loads (bytes a thread), summed over the functions in an nvJitLink
+    ``-verbose`` log; 0 when it has a resource line but names no spills (CUDA 13 names them only
+    when there are some); None when it has no resource line (nothing was reported)."""
+    found = _SPILLS.findall(log)
+    if found:
+        return sum(int(a) + int(b) for a, b in found)
+    return 0 if _USED.search(log) else None
 
 
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
@@ -260,9 +268,9 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
     # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
-    saved = os.environ.get("CUDA_CACHE_DISABLE")
-    os.environ["CUDA_CACHE_DISABLE"] = "1"  # for the whole link: the compile happens in complete()
-    try:
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, CUDA_CACHE_DISABLE="1"):  # for the whole link: complete() compiles
         h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
         try:
             kind = nvjitlink.InputType.LTOIR if lto else nvjitlink.InputType.PTX
@@ -272,11 +280,6 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
             nvjitlink.get_info_log(h, buf)
         finally:
             nvjitlink.destroy(h)
-    finally:
-        if saved is None:
-            os.environ.pop("CUDA_CACHE_DISABLE", None)
-        else:
-            os.environ["CUDA_CACHE_DISABLE"] = saved
     return buf.decode(errors="replace")
 
 
