@@ -27,6 +27,7 @@ from kernels.compiler import cuda, float64, uint64
 
 from kernels.quantize import (QMAX, QMIN, block_partials_prepare, grid_stride_launch, quant_code,
                               quant_params, quantize_params, reference as quantize_reference)
+from kernels.quantize import dequantize_reference, roundtrip_bound  # noqa: F401  (this module's API too)
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
 
@@ -140,12 +141,6 @@ def choose(size):
     return "element_per_thread", 256, "short rows: one thread an element"
 
 
-def dequantize_reference(q, params, dtype=np.float64):
-    """NumPy: (q - zero_point) * scale in ``dtype``, with (scale, zero_point) = params."""
-    scale, zero_point = np.asarray(params, dtype)
-    return (q.astype(dtype) - zero_point) * scale
-
-
 def quantize_per_channel_reference(x):
     """NumPy, per row of a ROWS x COLS x: (q uint8[ROWS, COLS], params [ROWS, 2] in x's dtype)."""
     q = np.empty(x.shape, np.uint8)
@@ -159,16 +154,6 @@ def dequantize_per_channel_reference(q, params, dtype=np.float64):
     """NumPy: out[r] = (q[r] - params[r, 1]) * params[r, 0] in ``dtype``."""
     p = np.asarray(params, dtype)
     return (q.astype(dtype) - p[:, 1:2]) * p[:, 0:1]
-
-
-def roundtrip_bound(x, scale, zero_point):
-    """Elementwise bound on |x - dequantize(quantize(x))| for the seed's formula, before float
-    rounding: max(scale / 2, lo' - x, x - hi') with lo' = -zero_point * scale and hi' =
-    (255 - zero_point) * scale, the ends of what the codes can represent (module docstring)."""
-    x = np.asarray(x, np.float64)
-    lo_rep = (QMIN - zero_point) * scale
-    hi_rep = (QMAX - zero_point) * scale
-    return np.maximum(scale / 2, np.maximum(lo_rep - x, x - hi_rep))
 
 
 # --- Library functions: device arrays in, device arrays out ---------------------------------------------

@@ -40,7 +40,7 @@ formula:
 * lo > 0 (all positive): zero_point clamps to 0 and hi' = hi - lo: values above hi - lo come
   back as hi - lo, an error of up to lo. All negative (hi < 0): zero_point clamps to 255, lo' =
   lo - hi, an error of up to |hi|. The seed's formula only suits ranges that contain zero.
-:func:`kernels.dequantize.roundtrip_bound` returns the elementwise bound and the tests check it.
+:func:`roundtrip_bound` returns the elementwise bound and the tests check it.
 
 The per-tensor pipeline reads x twice (min/max, then quantize) and writes one byte an element:
 9 bytes an element for float32, (2 * itemsize + 1) in general; the floor is that traffic at the
@@ -515,11 +515,25 @@ def tolerance(inputs, ref, dtype):
     return [codes, params_ok]
 
 
+def dequantize_reference(q, params, dtype=np.float64):
+    """NumPy: (q - zero_point) * scale in ``dtype``, with (scale, zero_point) = params."""
+    scale, zero_point = np.asarray(params, dtype)
+    return (q.astype(dtype) - zero_point) * scale
+
+
+def roundtrip_bound(x, scale, zero_point):
+    """Elementwise bound on |x - dequantize(quantize(x))| for the seed's formula, before float
+    rounding: max(scale / 2, lo' - x, x - hi') with lo' = -zero_point * scale and hi' =
+    (255 - zero_point) * scale, the ends of what the codes can represent (module docstring)."""
+    x = np.asarray(x, np.float64)
+    lo_rep = (QMIN - zero_point) * scale
+    hi_rep = (QMAX - zero_point) * scale
+    return np.maximum(scale / 2, np.maximum(lo_rep - x, x - hi_rep))
+
+
 def summarize(inputs, outputs):
     """The round-trip error of a checked result: max |x - dequantize(quantize(x))| against scale/2
     and against the true bound for this x (:func:`roundtrip_bound`)."""
-    from kernels.dequantize import dequantize_reference, roundtrip_bound  # imports this module
-
     (x,) = inputs
     q, params = outputs
     scale, zero_point = float(params[0]), float(params[1])

@@ -19,7 +19,7 @@ def poison_value(dtype, which: int = 0) -> Any:
     """What outputs are filled with before a run, so that an element the kernel never writes shows
     up as wrong: NaN for floats; for integers 0xAB-like (``which=0``: 171 in uint8) or, for the
     second run of the two-poison check (``which=1``), a different value (86 in uint8). Any integer
-    poison is a legal value, which is why integer outputs are run and checked twice (lab.check)."""
+    poison is a legal value, which is why integer outputs are run and checked twice (lab.core.check)."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
         return np.nan

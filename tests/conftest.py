@@ -8,9 +8,9 @@ import os
 import numpy as np
 import pytest
 
-from lab import compilers
-from lab.backend import select
-from lab.errors import LabError
+from lab.core import compilers
+from lab.core.session import select
+from lab.core.errors import LabError
 
 BACKEND = select({"sim": "sim", "gpu": "gpu"}.get(os.environ.get("LAB_TEST_BACKEND", ""), "auto"))
 SIMULATOR = BACKEND == "simulator"

@@ -1,9 +1,9 @@
 """Run a kernel variant the way the runner does: poisoned outputs (two poisons for integer outputs),
-canaries past each output, float64 reference, the spec's tolerances, through ``lab.check``."""
+canaries past each output, float64 reference, the spec's tolerances, through ``lab.core.check``."""
 import numpy as np
 
-from lab import contenders as C
-from lab.check import check_prepared
+from lab.core import contenders as C
+from lab.core.check import check_prepared
 
 
 def run_variant(spec, variant, size, threads, rng, dtype=np.float32, simulator=True):

@@ -1,8 +1,8 @@
 """Wrong kernels an honest student or developer might write, five or more per kernel of the lab.
 
 Each mutant is a :class:`kernels.spec.Variant` (launch math + prepare), so ``tests/test_mutations.py``
-runs it exactly as ``lab run`` runs a rung: ``lab.contenders.prepare_numba`` (outputs poisoned, a
-canary after each) and ``lab.check.check_prepared`` (float64 reference, the spec's tolerances, two
+runs it exactly as ``lab run`` runs a rung: ``lab.core.contenders.prepare_numba`` (outputs poisoned, a
+canary after each) and ``lab.core.check.check_prepared`` (float64 reference, the spec's tolerances, two
 poisons for integer outputs). Every one of them must FAIL that check; every real rung must pass it.
 This file is the regression guard for the check: a change to a tolerance or to the check that lets
 one of these through is a bug.

@@ -1,12 +1,12 @@
-"""The holes of issue 6 in the shared check (lab.check), each with the input that slipped through
+"""The holes of issue 6 in the shared check (lab.core.check), each with the input that slipped through
 before: pure NumPy, no kernel runs here (the kernels' side is tests/test_mutations.py)."""
 import numpy as np
 import pytest
 
 import kernels
 from kernels.spec import Bounds, dot_tolerance, poison_value
-from lab.check import check_outputs
-from lab.runner import check_outputs as runner_check_outputs
+from lab.core.check import check_outputs
+from lab.core.runner import check_outputs as runner_check_outputs
 
 pytestmark = pytest.mark.gpu  # cheap, and the same verdict must hold on the GPU machine
 

@@ -89,7 +89,7 @@ def test_threads_not_multiple_of_warp_warns_and_runs(capsys):
 
 @pytest.mark.gpu
 def test_missing_optional_packages_are_reported(capsys, monkeypatch):
-    from lab import contenders
+    from lab.core import contenders
 
     monkeypatch.setattr(contenders, "installed", lambda module: False)
     code, out, err = lab(capsys, "run", "vecadd", "--size", "64", "--threads", "32", "--repeats", "1", "--json")
@@ -133,7 +133,7 @@ def test_quantize_reports_round_trip_error(capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("args", [["--variant", "", "--contenders", "numba"], ["--contenders", "cupy"]]
+@pytest.mark.parametrize("args", [["--contenders", "cupy"]]
                          + ([["--contenders", "torch"]] if SIMULATOR else []))
 def test_a_run_that_checked_nothing_exits_1(capsys, args):
     """Every row skipped (no variant, or a contender the backend cannot run): exit 1, not 0."""

@@ -31,13 +31,12 @@ def one_line_exit_2(code, err, needle):
 @pytest.fixture(scope="module")
 def run_json(tmp_path_factory):
     """A real ``lab run --json`` file (vecadd, 3 timed calls)."""
-    from lab.report import to_json
-    from lab.runner import Options, run
+    from lab.core.runner import Options, run
 
     rep = run(Options(kernel="vecadd", size="96", threads=32, contenders=["numba", "numpy"],
                       variants=["element_per_thread"], repeats=3), BACKEND)
     path = tmp_path_factory.mktemp("run") / "a.json"
-    path.write_text(json.dumps(to_json(rep), default=str))
+    path.write_text(json.dumps(rep.to_dict(), default=str))
     return path
 
 
@@ -57,7 +56,7 @@ def fake_gpu_report(medians: dict, kernel="vecadd", size=(1 << 26,), iqr=0.001, 
 
 # --- bench -------------------------------------------------------------------------------------------
 def test_bench_markdown_is_rendered_from_the_json_document(capsys, tmp_path):
-    from lab import bench
+    from lab.bench import suite as bench
 
     code, out, err = lab(capsys, "bench", "vecadd", *FAST, "--json")
     assert code == 0, err
@@ -83,18 +82,20 @@ def test_bench_markdown_is_rendered_from_the_json_document(capsys, tmp_path):
 
 
 def test_python_m_lab_bench_is_an_alias(capsys, tmp_path):
-    from lab import bench
+    from lab.bench import suite as bench
 
     doc = {"date": "2026-01-01", "backend": "simulator", "device": {"name": "Numba CUDA simulator",
            "compute_capability": "5.2"}, "versions": "v", "quick": True, "reports": [], "errors": [], "resources": []}
     path = tmp_path / "b.json"
     path.write_text(json.dumps(doc))
-    bench.main(["--from", str(path)])
+    from lab.cli.scripts import bench_alias
+
+    bench_alias(["--from", str(path)])
     assert capsys.readouterr().out.strip() == bench.render_markdown(doc).strip()
 
 
 def test_bench_targets_met_and_missed():
-    from lab import bench
+    from lab.bench import suite as bench
 
     rep = fake_gpu_report({("numba", "four_per_thread"): 0.30, ("torch", "torch.add"): 0.26})
     doc = {"backend": "gpu", "reports": [rep]}
@@ -166,7 +167,7 @@ def test_roofline_in_the_simulator_places_intensities_only(capsys, tmp_path):
 
 
 def test_roofline_places_measured_rows_under_the_ceilings(tmp_path):
-    from lab.roofline import roofline
+    from lab.bench.roofline import roofline
 
     rep = fake_gpu_report({("numba", "element_per_thread"): 0.30, ("torch", "torch.add"): 0.26})
     doc = roofline(BACKEND, ["vecadd"], reports=[rep])
@@ -176,9 +177,9 @@ def test_roofline_places_measured_rows_under_the_ceilings(tmp_path):
     assert p["element_per_thread"]["roof_gflops"] == pytest.approx(roof)
     assert p["element_per_thread"]["pct_of_roof"] == pytest.approx(100 * (2**26 / 0.30e-3 / 1e9) / roof)
     assert p["torch.add"]["bound"] == "memory"
-    from lab.roofline import plot
+    from lab.cli.views.bench import roofline_plot
 
-    plot(doc, str(tmp_path / "r.png"))
+    roofline_plot(doc, str(tmp_path / "r.png"))
     assert (tmp_path / "r.png").stat().st_size > 1000
 
 
@@ -260,7 +261,7 @@ def test_compare_nothing_in_common(capsys, tmp_path, run_json):
 
 
 def test_sweep_plot_against_size(tmp_path):
-    from lab import sweep as S
+    from lab.bench import sweep as S
 
     reps = [fake_gpu_report({("numba", "four_per_thread"): ms, ("torch", "torch.add"): ms * 1.1}, size=(n,))
             for n, ms in [(1 << 20, 0.01), (1 << 24, 0.08)]]
@@ -268,6 +269,8 @@ def test_sweep_plot_against_size(tmp_path):
         for x in r["results"]:
             x["gbps"] = r["bytes_moved"] / (x["median_ms"] * 1e-3) / 1e9
     doc = {"kernel": "vecadd", "backend": "gpu", "threads": [256], "sizes": ["1048576", "16777216"], "reports": reps}
-    assert S.plot(doc, str(tmp_path / "s.png")) == "gbps"
+    from lab.cli.views.bench import sweep_plot
+
+    assert sweep_plot(doc, str(tmp_path / "s.png")) == "gbps"
     assert (tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
     assert [r["name"] for r in S.rows(doc)][:2] == ["four_per_thread", "torch.add"]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from lab import compilers
+from lab.core import compilers
 from lab.cli import main
 from tests.conftest import COMPILER, SIMULATOR
 
@@ -51,7 +51,7 @@ def test_select_rejects_a_change_after_kernels_loaded():
 
 @pytest.mark.gpu
 def test_rows_name_their_compiler_and_resources():
-    from lab.runner import Options, run
+    from lab.core.runner import Options, run
 
     rep = run(Options("vecadd", size="300", threads=64, repeats=1, warmup=0, contenders=["numba"]),
               "simulator" if SIMULATOR else "gpu")
@@ -86,7 +86,7 @@ def test_both_gives_one_row_per_rung_and_compiler():
 @pytest.mark.gpu
 def test_mlir_process_never_imports_numba_cuda():
     code = ("import os, sys; os.environ['LAB_COMPILER'] = 'numba-cuda-mlir'; "
-            "from lab.runner import Options, run; "
+            "from lab.core.runner import Options, run; "
             "rep = run(Options('vecadd', size='5000', threads=128, repeats=2, contenders=['numba']), 'gpu'); "
             "assert all(r.ok for r in rep.rows), [(r.variant, r.reason) for r in rep.rows]; "
             "print(sorted(m for m in sys.modules if m == 'numba' or m.startswith(('numba.', 'numba_cuda.'))))")
@@ -111,28 +111,25 @@ CUDA13_SUMMARY = ("info    : 8 bytes gmem\ninfo    : Function properties for 'k'
     ("", None, None),
 ])
 def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage):
-    from lab import resources
-
-    monkeypatch.setattr(resources, "nvjitlink_log", lambda *a, **k: log)
+    monkeypatch.setattr(compilers, "nvjitlink_log", lambda *a, **k: log)
     assert compilers._ptxas_spills("// ptx", (9, 0)) == spills  # stores + loads; none named: 0; no log: unknown
     if usage is None:
         with pytest.raises(RuntimeError, match="no resource line"):
-            resources.nvjitlink_usage(b"", "sm_90", False)
+            compilers.nvjitlink_usage(b"", "sm_90", False)
     else:
-        got = resources.nvjitlink_usage(b"", "sm_90", False)
+        got = compilers.nvjitlink_usage(b"", "sm_90", False)
         assert {k: got[k] for k in usage} == usage
 
 
 def test_a_real_link_reports_registers_and_leaves_the_environment_alone():
     pytest.importorskip("cuda.bindings.nvjitlink")
-    from lab import resources
 
     ptx = (".version 8.0\n.target sm_90\n.address_size 64\n"
            ".visible .entry k(.param .u64 p){ .reg .b64 %rd<3>; ld.param.u64 %rd1,[p]; "
            "cvta.to.global.u64 %rd2,%rd1; st.global.u32 [%rd2],1; ret; }\n")
     before = os.environ.get("CUDA_CACHE_DISABLE")
     try:
-        got = resources.nvjitlink_usage(ptx.encode(), "sm_90", False)
+        got = compilers.nvjitlink_usage(ptx.encode(), "sm_90", False)
     except Exception as e:  # no libnvJitLink on this machine
         pytest.skip(f"nvJitLink unavailable: {e}")
     assert os.environ.get("CUDA_CACHE_DISABLE") == before
@@ -141,12 +138,12 @@ def test_a_real_link_reports_registers_and_leaves_the_environment_alone():
 
 
 def test_scalar_argument_names_match_numba_typeof():
-    """lab.resources names a launch's scalar arguments without importing numba (an MLIR process never
+    """lab.core.resources names a launch's scalar arguments without importing numba (an MLIR process never
     loads it); the names must be numba.typeof's, which the offline compile turns back into types."""
     import numpy as np
     from numba import typeof
 
-    from lab.resources import _argtype
+    from lab.core.resources import _argtype
 
     for v in (3, -2**40, 2.5, True, np.bool_(False), np.float32(1.5), np.float64(2), np.int32(7), np.int64(-1), np.uint32(5),
               np.uint8(200), np.uint64(2**63)):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kernels
-from lab.runner import Options, run
+from lab.core.runner import Options, run
 from tests.conftest import BACKEND, SIMULATOR
 from tests.helpers import run_variant
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import exercises
-from lab.exercise_check import run_all
+from lab.teach.checker import run_all
 
 from tests.conftest import BACKEND
 
@@ -199,7 +199,7 @@ def test_solution_asks_first(tmp_path):
 
 
 def test_new_exercise_scaffolds_and_is_checkable(tmp_path, monkeypatch):
-    from lab import exercise as E
+    from lab.teach import workspace as E
 
     monkeypatch.setattr(exercises, "HERE", tmp_path)
     d = E.new("triple", "Triple it")

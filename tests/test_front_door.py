@@ -121,7 +121,7 @@ def test_terminal_shows_progress_then_a_table_that_fits_80_columns():
 
 # --- progress events: the engine never prints, the presenter renders ------------------------------
 def test_run_reports_progress_events_in_order(capsys):
-    from lab.runner import Options, run
+    from lab.core.runner import Options, run
 
     events = []
     report = run(Options("vecadd", threads=32, size="50", repeats=1, warmup=0, contenders=["numba", "numpy"]),
@@ -135,8 +135,8 @@ def test_run_reports_progress_events_in_order(capsys):
 
 
 def test_a_long_simulation_is_announced_with_a_smaller_size():
-    from lab import report as R
-    from lab.runner import Options, run
+    from lab.cli.views import report as R
+    from lab.core.runner import Options, run
 
     class Stop(Exception):
         pass
@@ -156,7 +156,7 @@ def test_a_long_simulation_is_announced_with_a_smaller_size():
     smaller = tuple(int(d) for d in rep.quick_options.removeprefix("--size ").split("x"))
     assert smaller[0] * smaller[1] < 4096 * 1024
     # and the suggested size really is quick by the same model
-    from lab.runner import quick_options, simulator_seconds
+    from lab.core.runner import quick_options, simulator_seconds
     import kernels
 
     spec = kernels.load("matvec")
@@ -186,8 +186,8 @@ def test_threads_below_a_warp_skip_warp_rungs(kernel, size, threads):
 def test_negative_seed_is_one_line_exit_2():
     code, out, err = lab("run", "vecadd", "--seed", "-1")
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--seed" in err and "Traceback" not in err
-    from lab.errors import LabError
-    from lab.runner import Options, run
+    from lab.core.errors import LabError
+    from lab.core.runner import Options, run
 
     with pytest.raises(LabError, match="non-negative"):  # the library says so too
         run(Options("vecadd", seed=-1, size="10"), "simulator")
@@ -310,7 +310,7 @@ def test_help_names_kernels_dtypes_and_is_not_cut():
 
 # --- units and layout helpers -----------------------------------------------------------------------------
 def test_units_by_magnitude():
-    from lab.report import count, duration, si, sig
+    from lab.cli.views.report import count, duration, si, sig
 
     assert si(15872, "B") == "15.9 KB" and si(300, "FLOP") == "300 FLOP"
     assert si(7.68e9, "FLOP") == "7.68 GFLOP" and si(2 * 4096**3, "FLOP") == "137 GFLOP"
@@ -323,8 +323,8 @@ def test_launch_table_shows_resources_when_present_and_wraps_long_notes():
     """Issue 8 adds registers, shared/local bytes and occupancy per variant; issue 11 a long note."""
     from rich.console import Console
 
-    from lab import report as R
-    from lab.runner import Options, run
+    from lab.cli.views import report as R
+    from lab.core.runner import Options, run
 
     rep = run(Options("vecadd", threads=32, size="40", repeats=1, warmup=0, contenders=["numba"]), "simulator")
     buf = io.StringIO()
@@ -346,7 +346,7 @@ def test_a_failing_row_shows_its_error_and_exits_1(monkeypatch):
     import dataclasses
 
     import kernels
-    from lab import runner
+    from lab.core import runner
 
     spec = kernels.load("vecadd")  # a reference that is off by one: every Numba row must FAIL
     wrong = dataclasses.replace(spec, reference=lambda a, b: (a + b + 1,), tolerance=lambda i, r, d: [0.0])

@@ -38,7 +38,7 @@ def test_seed_example_vecadd_5466(capsys):
 
 def test_map_of_a_2d_kernel_and_the_four_per_thread_rung():
     from kernels import load
-    from lab.grid import record_map
+    from lab.inspect.grid import record_map
 
     m, n = 24, 20
     b, t, w, launches, _ = record_map(load("matmul"), "naive", (m, n, 18), 32)
@@ -53,7 +53,7 @@ def test_map_of_a_2d_kernel_and_the_four_per_thread_rung():
 def test_a_wrong_kernel_shows_a_wrong_map():
     """A kernel that forgets blockIdx: every block writes elements 0..T-1, the rest stay unwritten."""
     from kernels.spec import KernelSpec, Launch, Variant, blocks_for
-    from lab.grid import record_map
+    from lab.inspect.grid import record_map
 
     def prepare(cfg, inputs, outputs):
         return lambda: forgot_block[cfg.grid, cfg.block](inputs[0], outputs[0])
@@ -77,7 +77,7 @@ def test_grid_terminal_map_and_png(tmp_path, capsys):
 
 
 # --- lab doctor -------------------------------------------------------------------------------------
-from lab import doctor as D  # noqa: E402
+from lab.inspect import doctor as D  # noqa: E402
 
 
 def test_doctor_healthy_here(capsys):

@@ -1,7 +1,7 @@
 """The mutation suite: wrong kernels (tests/mutants.py) must FAIL the check that ``lab run`` uses,
 and every real rung must pass it, on the same inputs. Runs in the simulator (CI) and with -m gpu.
 
-A mutant "fails" the way a contender fails in ``lab run``: ``lab.check.check_prepared`` returns a
+A mutant "fails" the way a contender fails in ``lab run``: ``lab.core.check.check_prepared`` returns a
 verdict that is not ok, or the run raises (the simulator raises IndexError on an out-of-bounds
 access; the runner turns a raising contender into a FAIL row).
 """
@@ -10,8 +10,8 @@ import pytest
 
 import kernels
 from kernels.compiler import COMPILER
-from lab import contenders as C
-from lab.check import check_prepared
+from lab.core import contenders as C
+from lab.core.check import check_prepared
 from tests import mutants as M
 from tests.conftest import SIMULATOR
 

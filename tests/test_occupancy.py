@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from lab import archs
+from lab.inspect import archs
 from lab.cli import main
-from lab.errors import LabError
-from lab.occupancy import calculate, sweep
-from lab.resources import offline_unavailable
+from lab.core.errors import LabError
+from lab.inspect.occupancy import calculate, sweep
+from lab.core.resources import offline_unavailable
 
 # (arch, threads, registers, shared bytes) -> (blocks/SM, warps/SM, limiter). Worked by hand:
 CASES = [
@@ -128,7 +128,7 @@ def test_offline_resources_of_a_kernel(capsys):
 def test_lab_run_launch_dicts_carry_the_resource_keys():
     """lab run adds registers, shared_bytes, local_bytes and occupancy to each Numba variant's launch
     dict (None in the simulator, which compiles nothing)."""
-    from lab.runner import Options, run
+    from lab.core.runner import Options, run
 
     report = run(Options(kernel="vecadd", size="100", contenders=["numba"], repeats=1), "simulator")
     for cfg in report.launches.values():

@@ -8,8 +8,8 @@ import pytest
 import kernels
 from kernels import dequantize as D
 from kernels import quantize as Q
-from lab import contenders as C
-from lab.runner import check_outputs
+from lab.core import contenders as C
+from lab.core.runner import check_outputs
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.gpu
@@ -224,7 +224,7 @@ def test_launch_math():
 @pytest.mark.parametrize("kind", ["normal", "constant", "positive", "negative"])
 def test_torch_contenders_cpu(kind, rng):
     torch = pytest.importorskip("torch")
-    from torch_bridge.ops import TORCH_OPS
+    from torch_bridge.contenders import TORCH_OPS
 
     x = make_x(kind, 3001, rng)
     refs = SPEC.reference(x.astype(np.float64))

@@ -1,10 +1,10 @@
-"""lab.shape_sweep: the sweep runs through the runner (simulator, tiny shapes) and the renderer's
+"""lab.bench.shapes: the sweep runs through the runner (simulator, tiny shapes) and the renderer's
 ratios, geometric means and target verdicts follow from the rows."""
 import math
 
 import pytest
 
-from lab import shape_sweep as S
+from lab.bench import shapes as S
 from tests.conftest import BACKEND, SIMULATOR
 
 

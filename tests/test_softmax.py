@@ -6,8 +6,8 @@ import pytest
 
 import kernels
 from kernels import softmax as S
-from lab import contenders as C
-from lab.runner import check_outputs
+from lab.core import contenders as C
+from lab.core.runner import check_outputs
 from tests.conftest import SIMULATOR
 from tests.helpers import run_variant
 
@@ -179,7 +179,7 @@ def test_launch_math():
 def test_torch_softmax_entry(rng):
     """The torch contender's ops on CPU tensors (their CUDA run is the lead's GPU session)."""
     torch = pytest.importorskip("torch")
-    from torch_bridge.ops import TORCH_OPS
+    from torch_bridge.contenders import TORCH_OPS
 
     x = SPEC.make_inputs((6, 70), np.dtype(np.float32), rng)[0]
     refs = SPEC.reference(x.astype(np.float64))

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from lab import clocks
-from lab import timing as T
+from lab.core import clocks
+from lab.core import timing as T
 from tests.conftest import SIMULATOR
 
 needs_gpu = pytest.mark.skipif(SIMULATOR, reason="needs a CUDA GPU's events and clocks")
@@ -115,7 +115,7 @@ def test_clocks_text_and_drop_warning():
 
 # --- the report ------------------------------------------------------------------------------------------
 def _report_with(samples, method):
-    from lab.runner import Report, Row
+    from lab.core.runner import Report, Row
 
     rep = Report("vecadd", "c = a + b", "gpu", {"name": "GPU", "compute_capability": "9.0"}, (10,), "float32",
                  0, None, 5, 120, 10, stop_rule="adaptive", clocks={"before": {"error": "NVML absent"}})
@@ -125,14 +125,14 @@ def _report_with(samples, method):
 
 
 def test_report_flags_noise_and_carries_timing_in_json():
-    from lab import report
+    from lab.cli.views import report
 
     rep = _report_with([1.0, 1.5, 2.0, 1.2, 0.9], T.DEVICE_EVENTS)
     console = Console(record=True, width=220)
     report.print_table(rep, console)
     text = console.export_text()
     assert "noise ! = IQR/median above 10%: numba noisy" in text and "clocks: NVML absent" in text
-    doc = json.loads(json.dumps(report.to_json(rep), default=str))
+    doc = json.loads(json.dumps(rep.to_dict(), default=str))
     quiet, noisy = doc["results"]
     assert quiet["noise"] < 0.01 and not quiet["noisy"] and noisy["noisy"]
     assert noisy["timing"].startswith("median of 5: CUDA events") and doc["stop_rule"] == "adaptive"

@@ -29,7 +29,7 @@ def test_host_arrays_are_rejected_not_copied():
 def test_every_kernel_declares_its_contenders():
     """The registry covers every kernel, with unique labels, and the bridge row where there is an op."""
     import kernels
-    from torch_bridge import registry
+    from lab.core import registry
 
     for name in kernels.NAMES:
         if name in registry.NO_CONTENDERS:  # said, with the reason, not forgotten

@@ -1,0 +1,91 @@
+"""``lab roofline``: every kernel and rung placed by arithmetic intensity against achieved FLOP/s.
+
+The roofline model (Williams, Waterman, Patterson, "Roofline: an insightful visual performance model
+for multicore architectures", CACM 2009): a kernel that does F FLOPs and must move B bytes has
+arithmetic intensity I = F / B (FLOP/byte). It cannot run faster than min(peak FP32 FLOP/s,
+I x memory bandwidth); the two lines meet at the ridge point I* = peak / bandwidth. Left of the
+ridge a kernel is memory-bound, right of it compute-bound. Here F and B are the spec's minimum
+arithmetic and traffic (``flops``, ``bytes_moved``), the bandwidth is the *measured* device copy
+bandwidth and the peak is the FP32 peak of this GPU (``lab.core.device``), so a point's height over its
+roof is the fraction of what the hardware allows (the seed's strides/MFU notebook calls the compute
+fraction MFU).
+
+In the CUDA simulator there is no GPU: no ceilings and no achieved FLOP/s. The command then runs
+nothing, prints each kernel's arithmetic intensity at its standard GPU size, and a PNG draws the
+intensities on empty axes with that note. Nothing here prints.
+"""
+from __future__ import annotations
+
+from lab.core.errors import LabError
+from lab.bench.compare import row_name
+from lab.cli.views.progress import Progress, quiet
+
+SIM_NOTE = ("CUDA simulator: no GPU, so no copy bandwidth, no FP32 peak and no achieved FLOP/s; "
+            "only each kernel's arithmetic intensity (at its standard GPU size) is meaningful")
+
+
+def _points(rep: dict) -> list[dict]:
+    ai = rep["flops"] / rep["bytes_moved"]
+    out = []
+    for r in rep["results"]:
+        if r["ok"] and r["gflops"] is not None:
+            out.append({"kernel": rep["kernel"], "size": "x".join(map(str, rep["size"])), "contender": r["contender"],
+                        "name": row_name(r), "intensity": ai, "gflops": r["gflops"]})
+    return out
+
+
+def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | None = None,
+             reports: list[dict] | None = None, progress: Progress = quiet) -> dict:
+    """The roofline document (JSON-able).
+
+    kernel_names: default all; contenders: default numba, cupy, torch (GPU contenders); reports:
+    ``lab run --json`` dicts to place instead of running (e.g. from ``lab bench --json``).
+    Returns {"backend", "device", "copy_gbps", "peak_gflops", "ridge_intensity", "note",
+    "kernels": [{"kernel", "size", "intensity"}], "points": [{"kernel", "size", "contender", "name",
+    "intensity" (FLOP/byte), "gflops", "roof_gflops", "pct_of_roof", "bound"}]}.
+    """
+    import numpy as np
+
+    import kernels
+    from lab.bench.suite import STANDARD
+    from lab.core.device import describe, measure_copy_bandwidth
+    from lab.core.runner import Options, run
+
+    simulator = backend == "simulator"
+    names = list(kernel_names or kernels.NAMES)
+    device = describe(simulator)
+    doc = {"backend": backend, "device": device, "copy_gbps": None, "peak_gflops": device.get("peak_fp32_gflops"),
+           "ridge_intensity": None, "note": SIM_NOTE if simulator and not reports else "", "kernels": [], "points": []}
+    for k in names:
+        try:
+            spec = kernels.load(k)
+        except KeyError as e:
+            raise LabError(e.args[0]) from None
+        size = spec.parse_size(STANDARD[k][0][0])
+        doc["kernels"].append({"kernel": k, "size": "x".join(map(str, size)),
+                               "intensity": spec.flops(size) / spec.bytes_moved(size, np.dtype("float32"))})
+    if reports is None and not simulator:
+        reports = []
+        for i, k in enumerate(names):
+            size, threads = STANDARD[k][0]
+            progress(i, len(names), f"{k} {size} --threads {threads}")
+            opts = Options(kernel=k, size=size, threads=threads, repeats=repeats,
+                           contenders=contenders or ["numba", "cupy", "torch"])
+            reports.append(run(opts, backend).to_dict())
+        progress(len(names), len(names), "done")
+    for rep in reports or []:
+        doc["points"] += _points(rep)
+        doc["copy_gbps"] = doc["copy_gbps"] or (rep.get("copy_bandwidth") or {}).get("gbps")
+        doc["peak_gflops"] = doc["peak_gflops"] or rep["device"].get("peak_fp32_gflops")
+    if reports and not doc["points"]:
+        doc["note"] = "no timed GPU rows to place (simulator runs have no achieved FLOP/s)"
+    bw, peak = doc["copy_gbps"], doc["peak_gflops"]
+    if bw and peak:
+        doc["ridge_intensity"] = peak / bw
+        for p in doc["points"]:
+            p["roof_gflops"] = min(peak, p["intensity"] * bw)
+            p["pct_of_roof"] = 100 * p["gflops"] / p["roof_gflops"]
+            p["bound"] = "memory" if p["intensity"] < doc["ridge_intensity"] else "compute"
+    return doc
+
+

@@ -1,0 +1,228 @@
+"""The public shape sweep: every kernel at shapes a user has (tiny, skinny both ways, square, huge,
+odd), its best rung and its ``auto`` rung against the torch op, in one run.
+
+    python -m lab.shape_sweep --out docs/sweep.md         # on a GPU machine
+
+:func:`sweep` runs each (kernel, shape) through :func:`lab.core.runner.run` (so every row is checked
+against the float64 reference before it is timed) and returns one :class:`SweepRow` a shape;
+:func:`render` turns the rows into markdown: per kernel a table (best rung, auto and the rung it
+chose, torch, and their ratios), the geometric mean of torch / auto per kernel and over the
+memory-bound kernels, the worst case, and the issue-11 targets with met / MISSED.
+
+Ratios are speed ratios, torch time / Numba time: above 1 the Numba kernel is faster. The lesson
+rungs that are slow on purpose (SKIP) are left out of the sweep: they are never the best rung.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import dataclass, field
+
+# kernel -> shapes (as ``--size`` text): tiny, skinny both ways, square, huge, odd.
+SHAPES = {
+    "vecadd": ["1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"],
+    "matvec": ["1x1", "4x100000", "16x262144", "64x65536", "1000x1000", "2047x3001", "4096x4096",
+               "16384x4096", "100000x32", "131072x256"],
+    "softmax": ["1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",
+                "8192x8192", "32x65536", "4x1000000", "1x1048576"],
+    "matmul": ["64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
+               "4096x32x4096", "64x64x65536", "128x128x32768"],
+    "quantize": ["1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"],
+    # no torch contender yet (issue 10's registry): Numba rows only
+    "dequantize": ["1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
+                   "20000x4097"],
+    "quantize_per_channel": ["1x1", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
+                             "20000x4097", "262144x64"],
+}
+# The torch op each kernel is measured against (lab.core.contenders / torch_bridge.contenders labels).
+TORCH_OP = {
+    "vecadd": "torch.add",
+    "matvec": "torch.mv (cuBLAS)",
+    "matmul": "torch.matmul (cuBLAS, TF32 off)",
+    "softmax": "torch.softmax",
+    "quantize": "torch.aminmax + torch.quantize_per_tensor",
+}
+# Lesson rungs left out: slow by design (uncoalesced, atomics, 5 launches, no register tiling).
+SKIP = {
+    "matvec": {"row_per_thread"},
+    "matmul": {"naive", "shared"},
+    "softmax": {"naive"},
+    "quantize": {"atomic_per_element", "atomic_per_block"},
+}
+MEMORY_BOUND = ("vecadd", "matvec", "softmax", "quantize")  # the >= 0.8x / geomean >= 1.0x targets
+MATMUL_MIN_FLOPS = 1 << 27  # matmul target: >= 0.6x cuBLAS at every shape with at least this many
+
+
+@dataclass
+class SweepRow:
+    """One (kernel, shape): median ms of each rung, auto's choice, the torch op's median ms."""
+
+    kernel: str
+    size: str
+    flops: int = 0
+    rungs: dict[str, float] = field(default_factory=dict)  # rung -> median ms (timed rungs only)
+    auto_ms: float | None = None
+    auto_rung: str = ""
+    auto_note: str = ""
+    torch_ms: float | None = None
+    failed: list[str] = field(default_factory=list)  # "rung: reason" for FAIL rows
+    error: str = ""  # the whole shape failed (e.g. too big for the device)
+
+    @property
+    def best(self) -> tuple[str, float] | None:
+        """(rung, ms) of the fastest named rung (auto not counted)."""
+        named = {k: v for k, v in self.rungs.items() if k != "auto"}
+        return min(named.items(), key=lambda kv: kv[1]) if named else None
+
+    @property
+    def auto_ratio(self) -> float | None:
+        """torch ms / auto ms (> 1: auto is faster)."""
+        return self.torch_ms / self.auto_ms if self.torch_ms and self.auto_ms else None
+
+    @property
+    def best_ratio(self) -> float | None:
+        b = self.best
+        return self.torch_ms / b[1] if self.torch_ms and b else None
+
+
+@contextlib.contextmanager
+def _copy_bandwidth_once():
+    """The runner measures copy bandwidth on every run (1 GiB of random input); a sweep of ~50 runs
+    measures it once and reuses it."""
+    import lab.core.device as device
+
+    original = device.measure_copy_bandwidth
+    cache = {}
+
+    def once(*args, **kwargs):
+        if "v" not in cache:
+            cache["v"] = original(*args, **kwargs)
+        return cache["v"]
+
+    device.measure_copy_bandwidth = once
+    try:
+        yield
+    finally:
+        device.measure_copy_bandwidth = original
+
+
+def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None = None, repeats: int = 20,
+          warmup: int = 3, progress=None) -> list[SweepRow]:
+    """Run the sweep on ``backend`` ("gpu" or "simulator"); returns a SweepRow per (kernel, shape).
+
+    kernels_: subset of SHAPES' kernels; shapes: kernel -> list of sizes (default SHAPES);
+    progress(text): called before each shape (e.g. to print). Named rungs run at the runner's default
+    threads (256 on a GPU); auto picks its own. A shape that raises LabError becomes a row with
+    ``error`` set; a rung that fails its check is listed in ``failed`` and not timed.
+    """
+    import kernels
+    from lab.core.errors import LabError
+    from lab.core.runner import Options, run
+
+    shapes = shapes or SHAPES
+    rows = []
+    with _copy_bandwidth_once():
+        for name in kernels_ or list(shapes):
+            spec = kernels.load(name)
+            variants = [v for v in spec.variants if v not in SKIP.get(name, set())]
+            op = TORCH_OP.get(name)
+            for size in shapes[name]:
+                if progress:
+                    progress(f"{name} {size}")
+                row = SweepRow(name, size)
+                opts = Options(kernel=name, size=size, variants=variants,
+                               contenders=["numba", "torch"] if op else ["numba"],
+                               library_ops=[op] if op else None, repeats=repeats, warmup=warmup, seed=0)
+                try:
+                    rep = run(opts, backend)
+                except LabError as e:
+                    row.error = str(e)
+                    rows.append(row)
+                    continue
+                row.flops = rep.flops
+                auto = rep.launches.get("auto", {})
+                row.auto_rung, row.auto_note = auto.get("rung", ""), auto.get("note", "")
+                for r in rep.rows:
+                    if r.status == "FAIL":
+                        row.failed.append(f"{r.contender} {r.variant}: {r.reason}")
+                    if not r.measurement:
+                        continue
+                    if r.contender == "numba":
+                        row.rungs[r.variant] = r.measurement.median_ms
+                    elif r.variant == op:
+                        row.torch_ms = r.measurement.median_ms
+                row.auto_ms = row.rungs.get("auto")
+                rows.append(row)
+    return rows
+
+
+def geomean(values) -> float | None:
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _f(x, fmt="{:.4f}"):
+    return "-" if x is None else fmt.format(x)
+
+
+def targets(rows: list[SweepRow]) -> list[tuple[str, str, bool | None]]:
+    """(target, measured, met) for the issue-11 targets; met is None when nothing was measured."""
+    out = []
+    mem = [r for r in rows if r.kernel in MEMORY_BOUND and r.auto_ratio]
+    if mem:
+        worst = min(mem, key=lambda r: r.auto_ratio)
+        out.append(("no memory-bound shape below 0.8x torch (auto)",
+                    f"worst {worst.kernel} {worst.size}: {worst.auto_ratio:.2f}x; "
+                    f"{sum(r.auto_ratio < 0.8 for r in mem)} of {len(mem)} below", worst.auto_ratio >= 0.8))
+        g = geomean(r.auto_ratio for r in mem)
+        out.append(("geometric mean >= 1.0x torch over vecadd, matvec, softmax, quantize (auto)",
+                    f"{g:.2f}x", g >= 1.0))
+    mm = [r for r in rows if r.kernel == "matmul" and r.auto_ratio and r.flops >= MATMUL_MIN_FLOPS]
+    if mm:
+        worst = min(mm, key=lambda r: r.auto_ratio)
+        out.append(("matmul >= 0.6x cuBLAS at every shape >= 2^27 FLOPs (auto)",
+                    f"worst {worst.size}: {worst.auto_ratio:.2f}x", worst.auto_ratio >= 0.6))
+    big = [r for r in rows if r.kernel == "matmul" and r.size == "4096" and r.auto_ratio]
+    if big:
+        out.append(("matmul >= 0.85x cuBLAS at 4096^3 (auto)", f"{big[0].auto_ratio:.2f}x",
+                    big[0].auto_ratio >= 0.85))
+    return out
+
+
+def render(rows: list[SweepRow], title: str = "Shape sweep") -> str:
+    """Markdown: a table per kernel, geometric means, the worst case and the targets."""
+    lines = [f"## {title}", "",
+             "Median ms of the fastest named rung (lesson rungs that are slow on purpose left out), of `auto` "
+             "(and the rung and launch it chose), and of the torch op; ratios are torch ms / Numba ms "
+             "(above 1: Numba faster).", ""]
+    for kernel in dict.fromkeys(r.kernel for r in rows):
+        krows = [r for r in rows if r.kernel == kernel]
+        lines += [f"### {kernel} (vs {TORCH_OP.get(kernel, 'no torch op')})", "",
+                  "| shape | best rung | ms | auto ms | auto chose | torch ms | best / torch | auto / torch |",
+                  "|---|---|---:|---:|---|---:|---:|---:|"]
+        for r in krows:
+            if r.error:
+                lines.append(f"| {r.size} | error: {r.error} | | | | | | |")
+                continue
+            b = r.best
+            chose = (r.auto_note.removeprefix("auto: ") or "-").replace("|", "/")
+            lines.append(f"| {r.size} | {b[0] if b else '-'} | {_f(b[1] if b else None)} | {_f(r.auto_ms)} | "
+                         f"{chose} | {_f(r.torch_ms)} | {_f(r.best_ratio, '{:.2f}x')} | "
+                         f"{_f(r.auto_ratio, '{:.2f}x')} |")
+            for fail in r.failed:
+                lines.append(f"| {r.size} | FAIL {fail} | | | | | | |")
+        ga, gb = geomean(r.auto_ratio for r in krows), geomean(r.best_ratio for r in krows)
+        worst = min((r for r in krows if r.auto_ratio), key=lambda r: r.auto_ratio, default=None)
+        lines += ["", f"Geometric mean, torch / Numba: auto {_f(ga, '{:.2f}x')}, best rung {_f(gb, '{:.2f}x')}; "
+                  f"worst auto: {worst.size + ' ' + _f(worst.auto_ratio, '{:.2f}x') if worst else '-'}.", ""]
+    mem = [r for r in rows if r.kernel in MEMORY_BOUND]
+    lines += [f"Overall (vecadd, matvec, softmax, quantize): geometric mean auto "
+              f"{_f(geomean(r.auto_ratio for r in mem), '{:.2f}x')}, best rung "
+              f"{_f(geomean(r.best_ratio for r in mem), '{:.2f}x')}; all kernels incl. matmul: auto "
+              f"{_f(geomean(r.auto_ratio for r in rows), '{:.2f}x')}.", ""]
+    t = targets(rows)
+    if t:
+        lines += ["| target | measured | verdict |", "|---|---|---|"]
+        lines += [f"| {name} | {measured} | {'met' if met else 'MISSED'} |" for name, measured, met in t]
+        lines.append("")
+    return "\n".join(lines)

@@ -1,0 +1,200 @@
+"""``lab bench``, ``lab sweep``, ``lab roofline``, ``lab profile``, ``lab compare``: thin click
+commands over :mod:`lab.bench`; the tables and plots are :mod:`lab.cli.views.bench`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lab.cli import options as O
+from lab.core.errors import LabError
+
+
+def _print(*renderables) -> None:
+    from lab.cli.views.report import console
+
+    out = console()
+    for r in renderables:
+        out.print(r)
+
+
+@click.command(short_help="Benchmark all kernels; markdown for docs.")
+@click.argument("kernel_names", nargs=-1, metavar="[KERNEL]...")
+@click.option("--kernels", "kernels_csv", default=None, callback=O._not_empty,
+              help="Comma-separated kernels, as the arguments (default: all).")
+@click.option("--out", default=None, help="Write the markdown report to FILE (e.g. docs/benchmarks.md; '-': stdout).")
+@click.option("--quick", is_flag=True, help="Each kernel's small simulator size at 32 threads (always so in the simulator).")
+@O.repeats_option("Timed calls per contender (default on a GPU: the stop rule).")
+@O.CONTENDERS
+@O.SEED
+@click.option("--json", "as_json", is_flag=True, help="Print the bench document (every run's --json dict) instead of markdown.")
+@click.option("--from", "from_json", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="Render the markdown from a saved `lab bench --json` file instead of running.")
+@click.option("--shapes/--no-shapes", default=True, show_default=True,
+              help="Add the public shape sweep (tiny, skinny, odd, huge shapes; best variant, auto, torch); GPU only.")
+@O.BACKEND
+@O.COMPILER
+def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
+    """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
+    from lab.bench import suite as B
+    from lab.core.files import check_writable, write_atomic
+
+    check_writable(out, "report")  # before minutes of benchmarks, not after
+    if from_json:
+        doc = B.load(from_json)
+    else:
+        backend = O.backend(sim)
+        O.compiler(compiler, backend)
+        names = O.kernel_list(list(kernel_names) + (O.csv(kernels_csv) or []))
+        from lab.core.runner import check_contenders
+
+        check_contenders(O.csv(contenders))
+        from lab.cli.views.progress import bar
+
+        with bar("bench") as progress:
+            doc = B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=O.csv(contenders),
+                              seed=seed, progress=progress, shapes=shapes and not quick and not kernel_names
+                              and not kernels_csv)
+    text = B.render_markdown(doc)
+    if out and out != "-":
+        write_atomic(out, text + "\n", "report")
+        click.echo(f"wrote {out} ({len(doc['reports'])} runs)", err=True)
+    if as_json:
+        O.emit_json(doc)
+    elif not out or out == "-":
+        print(text)
+    if any(not r["ok"] and r["status"] == "FAIL" for rep in doc["reports"] for r in rep["results"]):
+        sys.exit(1)
+
+
+@click.command(short_help="Run a kernel over threads per block and/or sizes.")
+@click.argument("kernel")
+@click.option("--threads", "threads_csv", default=None, callback=O._not_empty,
+              help="Comma-separated threads per block, e.g. 32,64,128,256,512,1024.")
+@click.option("--sizes", default=None, callback=O._not_empty,
+              help="Comma-separated sizes, e.g. 1000,4096 or 48x80,96x160 (as lab run --size).")
+@O.VARIANT
+@O.CONTENDERS
+@O.DTYPE
+@click.option("--repeats", type=int, default=None, help="Timed calls per configuration (default on a GPU: the stop rule; none in the simulator).")
+@click.option("--warmup", type=int, default=None, help="Untimed calls before timing.")
+@O.SEED
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every configuration's lab run --json dict).")
+@click.option("--png", default=None, metavar="FILE", help="Plot the metric against threads per block (or size) to FILE (needs matplotlib).")
+@click.option("--metric", type=click.Choice(["auto", "ms", "gbps", "gflops"]), default="auto", show_default=True,
+              help="What --png plots (auto: GB/s when measured, else ms).")
+@O.BACKEND
+@O.COMPILER
+def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, sim,
+          compiler):
+    """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
+    from lab.bench import sweep as S
+    from lab.cli.views import bench as V
+
+    threads, size_list = S.parse_threads(threads_csv), S.parse_sizes(sizes)
+    O.needs_plot(png)
+    backend = O.backend(sim)
+    O.compiler(compiler, backend)
+    from lab.cli.views.progress import bar
+
+    with bar("sweep") as progress:
+        doc = S.sweep(kernel, backend, threads, size_list, variants=O.csv(variant), contenders=O.csv(contenders),
+                      dtype=dtype, repeats=repeats, warmup=warmup, seed=seed, progress=progress)
+    if png:
+        used = V.sweep_plot(doc, png, metric)
+        click.echo(f"wrote {png} ({S.METRICS[used][1]})", err=True)
+    if as_json:
+        O.emit_json(doc)
+    else:
+        _print(V.sweep_table(doc), *[f"[dim]{n}[/]" for n in S.notes(doc)])
+    if any(r["status"] == "FAIL" for r in S.rows(doc)):
+        sys.exit(1)
+
+
+@click.command(short_help="Place every variant on this GPU's roofline.")
+@click.option("--kernels", "kernels_csv", default=None, callback=O._not_empty, help="Comma-separated kernels (default: all).")
+@click.option("--contenders", default=None, callback=O._not_empty, help="Comma-separated from numba,cupy,torch (default: all three).")
+@O.repeats_option("Timed calls per contender.")
+@click.option("--from", "from_json", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="Place the rows of saved lab run/bench/sweep --json files instead of running (repeatable).")
+@click.option("--png", default=None, metavar="FILE", help="Draw the roofline to FILE (needs matplotlib).")
+@O.JSON
+@O.BACKEND
+def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, sim):
+    """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
+    from lab.bench import roofline as R
+    from lab.bench.compare import load_reports
+    from lab.cli.views import bench as V
+
+    O.needs_plot(png)
+    backend = O.backend(sim)
+    names = O.kernel_list(O.csv(kernels_csv) or [])
+    reports = [r for path in from_json for r in load_reports(path)] or None
+    from lab.cli.views.progress import bar
+
+    with bar("roofline") as progress:
+        doc = R.roofline(backend, names, O.csv(contenders), repeats, reports, progress)
+    if png:
+        V.roofline_plot(doc, png)
+        click.echo(f"wrote {png}", err=True)
+    if as_json:
+        O.emit_json(doc)
+        return
+    _print(V.roofline_table(doc), *([f"[yellow]{doc['note']}[/]"] if doc["note"] else []))
+
+
+@click.command(short_help="torch.profiler table and trace of a kernel.")
+@click.argument("kernel")
+@O.SIZE
+@O.threads_option()
+@O.VARIANT
+@click.option("--contenders", default=None, callback=O._not_empty, help="Comma-separated from numba,torch (default: both).")
+@O.DTYPE
+@click.option("--repeats", type=click.IntRange(min=1), default=None, help="Calls per contender inside the profile (default: 20; 1 in the simulator).")
+@O.SEED
+@click.option("--trace", default=None, metavar="FILE", help="Write a Chrome/Perfetto trace (JSON) to FILE.")
+@click.option("--row-limit", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the key_averages table.")
+@O.BACKEND
+def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, sim):
+    """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
+    from lab.core.files import check_writable
+
+    O.kernel_list([kernel])  # an unknown kernel is named before anything about torch
+    check_writable(trace, "trace")
+    backend = O.backend(sim)
+    from lab.bench.profiling import profile as run_profile
+
+    doc = run_profile(kernel, backend, size=size, threads=threads, variants=O.csv(variant),
+                      contenders=O.csv(contenders), dtype=dtype, repeats=repeats, seed=seed, trace=trace,
+                      row_limit=row_limit)
+    print(f"{kernel} {'x'.join(map(str, doc['size']))}, --threads {doc['threads']}, {doc['repeats']} calls each; "
+          f"activities {'+'.join(doc['activities'])}; sorted by {doc['sort_by']}")
+    for name, why in doc["skipped"].items():
+        print(f"skipped {name}: {why}")
+    print(doc["table"])
+    for n in doc["notes"]:
+        print(n)
+
+
+@click.command(short_help="Speedup and noise between two --json files.")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@O.JSON
+def compare(a, b, as_json):
+    """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
+    from lab.bench import compare as K
+    from lab.cli.views import bench as V
+
+    result = K.compare(K.load_reports(a), K.load_reports(b))
+    if not result["rows"]:
+        raise LabError(f"{a} and {b} share no (kernel, contender, variant) row")
+    if as_json:
+        O.emit_json(result)
+        return
+    extra = [f"[dim]only in A: {', '.join(result['only_a'])}[/]"] if result["only_a"] else []
+    extra += [f"[dim]only in B: {', '.join(result['only_b'])}[/]"] if result["only_b"] else []
+    _print(V.compare_table(result), "[dim]noise = IQR / median of each; beyond the noise when |B - A| / min(A, B) > noise A + noise B[/]",
+           *extra, *[f"[yellow]{n}[/]" for n in result["notes"]])
+
+
+COMMANDS = [bench, sweep, roofline, profile, compare]

@@ -1,0 +1,92 @@
+"""``lab exercise list|start|check|hint|solution|new``: thin click commands over :mod:`lab.teach`;
+the output is :mod:`lab.cli.views.exercise`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lab.cli import options as O
+
+
+@click.group()
+def exercise():
+    """Exercises: scaffolds to fill in, hidden tests that catch real GPU bugs, hints, solutions."""
+
+
+DIR = click.option("--dir", "directory", default=None, help="Workspace (default ./lab-exercises or $LAB_EXERCISES_DIR).")
+
+
+@exercise.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON list.")
+@DIR
+def exercise_list(as_json, directory):
+    """Every exercise, in order: name, title, difficulty, status."""
+    from lab.teach import workspace as E
+    from lab.cli.views import exercise as V
+
+    rows = E.listing(directory)
+    O.emit_json(rows) if as_json else V.print_list(rows)
+
+
+@exercise.command("start")
+@click.argument("name")
+@DIR
+def exercise_start(name, directory):
+    """Copy NAME's scaffold (DIR/NAME.py) and visible test; prints the path."""
+    from lab.teach import workspace as E
+    from lab.cli.views import exercise as V
+
+    V.print_started(E.start(name, directory), E.statement(name))
+
+
+@exercise.command("check")
+@click.argument("name")
+@click.option("--file", "file", default=None, help="The file to check (default: DIR/NAME.py).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--timeout", type=float, default=None, help="Seconds per test (default 30 or $LAB_EXERCISE_TIMEOUT).")
+@click.option("--seed", type=int, default=None, help="Seed for the hidden tests' random inputs.")
+@DIR
+@O.BACKEND
+def exercise_check(name, file, as_json, timeout, seed, directory, sim):
+    """Run NAME's hidden tests on your file; exit 0 when all pass, 1 when any fails."""
+    from lab.teach import workspace as E
+    from lab.cli.views import exercise as V
+
+    result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed)
+    O.emit_json(result) if as_json else V.print_check(result)
+    sys.exit(0 if result["passed"] else 1)
+
+
+@exercise.command("hint")
+@click.argument("name")
+@DIR
+def exercise_hint(name, directory):
+    """Show NAME's next hint (remembered in the workspace)."""
+    from lab.teach import workspace as E
+    from lab.cli.views import exercise as V
+
+    V.print_hint(name, *E.hint(name, directory))
+
+
+@exercise.command("solution")
+@click.argument("name")
+@click.option("--yes", is_flag=True, help="Do not ask: print the reference solution.")
+def exercise_solution(name, yes):
+    """Print NAME's reference solution (asks first; changes no file)."""
+    from lab.teach import workspace as E
+
+    E.get(name)
+    if not yes and not click.confirm(f"Show the reference solution of {name}?", default=False, err=True):
+        raise click.exceptions.Abort()
+    click.echo(E.solution(name), nl=False)
+
+
+@exercise.command("new")
+@click.argument("name")
+@click.option("--title", default="TODO title", help="The exercise's title.")
+def exercise_new(name, title):
+    """Scaffold a new exercise exercises/NAME/ for instructors."""
+    from lab.teach import workspace as E
+
+    click.echo(f"created {E.new(name, title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")

@@ -1,0 +1,94 @@
+"""``lab grid``, ``lab occupancy``, ``lab doctor``: thin click commands over :mod:`lab.inspect`;
+the tables and pictures are :mod:`lab.cli.views.inspect`."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from lab.cli import options as O
+
+
+@click.command()
+@click.argument("kernel")
+@click.option("--variant", default=None, callback=O._not_empty, help="Numba variant (default: the kernel's first).")
+@click.option("--size", default=None, callback=O._not_empty, help="Problem size as for lab run (default: a small one).")
+@O.threads_option(256, "Threads per block.")
+@click.option("--arch", default=None, help="sm_XX for waves (default: this GPU's, else sm_90).")
+@click.option("--sms", type=int, default=None, help="SM count for waves (default: this GPU's, else the arch's example GPU).")
+@click.option("--waves/--no-waves", default=True, help="Compute waves (compiles the kernel to read its registers).")
+@O.JSON
+@click.option("--png", "png", default=None, help="Also draw the map to this PNG file (matplotlib).")
+@click.option("--svg", "svg", default=None, help="Also draw the map to this SVG file (matplotlib).")
+def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
+    """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
+    from lab.core.session import select
+
+    O.needs_plot(png, svg)
+    select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
+    from lab.cli.views import inspect as V
+    from lab.inspect import grid as G
+
+    info = G.describe(kernel, variant, size, threads, arch, sms, waves)
+    for path in (png, svg):
+        if path:
+            V.plot_map(info, path)
+    if as_json:
+        O.emit_json(info)
+    else:
+        V.print_grid(info)
+        for path in (png, svg):
+            if path:
+                click.echo(f"wrote {path}")
+
+
+@click.command()
+@click.argument("kernel", required=False)
+@click.option("--variant", default=None, callback=O._not_empty, help="Numba variant (default: the kernel's first).")
+@O.threads_option(256, "Threads per block.")
+@click.option("--arch", default=None, help="sm_XX (default: this GPU's; sm_90 without a GPU).")
+@click.option("--registers", type=int, default=None, help="Calculator mode: registers per thread.")
+@click.option("--shared", type=int, default=None, help="Calculator mode: shared memory per block, bytes (static + dynamic).")
+@click.option("--sweep", is_flag=True, help="Threads per block 32..1024 in steps of 32.")
+@click.option("--png", default=None, help="With --sweep: draw occupancy vs threads per block to this file.")
+@O.JSON
+@O.BACKEND
+def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, sim):
+    """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
+    from lab.cli.views import inspect as V
+    from lab.inspect import occupancy as Occ
+
+    O.needs_plot(png)
+    result = Occ.occupancy(kernel, variant, threads, arch, registers, shared,
+                           None if kernel is None else O.backend(sim), with_sweep=bool(sweep or png))
+    if png:
+        name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
+        V.plot_sweep(result["sweep"], result["threads"], png,
+                     f"{name} on {result['arch']}: {result['registers']} registers, {result['shared_bytes']} B shared a block")
+    if as_json:
+        O.emit_json(result)
+        return
+    V.print_result(result)
+    if result.get("sweep"):
+        V.print_sweep(result["sweep"], result["threads"])
+    if png:
+        click.echo(f"wrote {png}")
+
+
+@click.command()
+@O.JSON
+def doctor(as_json):
+    """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
+    from lab.inspect import doctor as D
+
+    results = D.run_checks()
+    if as_json:
+        O.emit_json(D.to_dict(results))
+    else:
+        from lab.cli.views.inspect import print_results
+
+        print_results(results)
+    sys.exit(1 if any(r.status == "fail" for r in results) else 0)
+
+
+COMMANDS = [grid, occupancy, doctor]

@@ -1,0 +1,111 @@
+"""Options shared by the ``lab`` commands, written once: ``--json``, ``--seed``, ``--threads``,
+``--size``, ``--variant``, ``--dtype``, ``--contenders``, ``--repeats``, ``--warmup``, ``--sim/--gpu``
+and ``--compiler``; and the helpers that turn them into the engine's arguments.
+
+An empty value (``--variant ''``) is bad input: one line naming the option, exit code 2.
+"""
+from __future__ import annotations
+
+import json
+
+import click
+
+from lab.core.errors import LabError
+
+DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
+
+
+def _not_empty(ctx, param, value):
+    if isinstance(value, str) and not value.strip():
+        raise LabError(f"--{param.name.replace('_', '-')} is empty: give a value or leave the option out")
+    return value
+
+
+def _csv_option(name, help_, dest=None):
+    return click.option(name, dest or name.lstrip("-").replace("-", "_"), default=None, callback=_not_empty, help=help_)
+
+
+JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+SEED = click.option("--seed", type=click.IntRange(min=0), default=None,
+                    help="Seed for the random inputs (a non-negative integer; default: fresh, printed).")
+SIZE = click.option("--size", default=None, callback=_not_empty,
+                    help="vecadd/quantize N; matvec/softmax ROWSxCOLS; matmul MxNxK or N (default: per backend).")
+VARIANT = _csv_option("--variant", "Comma-separated Numba variants (default: all).")
+CONTENDERS = _csv_option("--contenders", "Comma-separated from numba,numpy,cupy,torch (default: all installed).")
+DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
+                     help="Element type of the inputs (quantize writes uint8 codes).")
+WARMUP = click.option("--warmup", type=click.IntRange(min=0), default=None,
+                      help="Untimed calls before timing (default: 5 on a GPU; 0 in the simulator).")
+BACKEND = click.option("--sim/--gpu", "sim", default=None,
+                       help="Force Numba's CUDA simulator or a GPU (default: a usable GPU, else the simulator).")
+# every command that compiles kernels; call compiler(value, backend) right after backend(sim)
+COMPILER = click.option(
+    "--compiler", type=click.Choice(["numba-cuda", "numba-cuda-mlir", "both"]), default=None,
+    help="Compiler of the Numba kernels: numba-cuda (default; also LAB_COMPILER), numba-cuda-mlir "
+         "(GPU only), or both (lab run: each variant once per compiler).")
+
+
+def threads_option(default=None, help_="Threads per block (default: 256 on a GPU, 32 in the simulator)."):
+    return click.option("--threads", type=int, default=default, show_default=default is not None, help=help_)
+
+
+def repeats_option(help_="Timed calls (default on a GPU: the stop rule; 1 checked call, none timed, in the simulator)."):
+    return click.option("--repeats", type=click.IntRange(min=1), default=None, help=help_)
+
+
+def backend(sim) -> str:
+    """--sim/--gpu (None: auto) -> "gpu" or "simulator", chosen before numba.cuda loads."""
+    from lab.core.session import select
+
+    return select("auto" if sim is None else ("sim" if sim else "gpu"))
+
+
+def compiler(value, backend_: str, allow_both: bool = False) -> str:
+    """Choose the compiler before anything compiles; LabError (exit 2) when it cannot run here."""
+    from lab.core import compilers
+
+    if value == "both":
+        if not allow_both:
+            raise LabError("--compiler both is only for lab run; choose numba-cuda or numba-cuda-mlir")
+        return "both"
+    return compilers.select(value, backend_ == "simulator")
+
+
+def csv(value) -> list[str] | None:
+    """A comma-separated option as a list (None: the default, all). Empty items are bad input."""
+    if value is None or value == "all":
+        return None
+    items = [v.strip() for v in value.split(",")]
+    if not all(items):
+        raise LabError(f"{value!r}: an empty item in a comma-separated list")
+    return items
+
+
+def kernel_list(names) -> list[str]:
+    """Kernel names checked against the registry (LabError with a suggestion); all when none given."""
+    import kernels
+
+    for n in names:
+        try:
+            kernels.load(n)
+        except KeyError as e:
+            raise LabError(e.args[0]) from None
+    return list(names) or list(kernels.NAMES)
+
+
+def needs_plot(*paths) -> None:
+    """Fail before any work when a picture is asked for and matplotlib is missing, or a path cannot
+    be written (exit 2)."""
+    from lab.core.files import check_writable
+
+    for p in paths:
+        check_writable(p, "picture")
+    if any(paths):
+        from lab.cli.views.plot import pyplot
+
+        pyplot()
+
+
+def emit_json(doc) -> None:
+    """Print a JSON document (a result's ``to_dict()``) as the commands' ``--json`` output."""
+    print(json.dumps(doc, indent=2, default=str))

@@ -1,0 +1,1 @@
+"""Views: rich tables, live progress, matplotlib plots. Only the CLI prints or draws."""

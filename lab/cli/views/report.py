@@ -1,0 +1,515 @@
+"""Present a run: a rich table for people, one JSON object for programs. The only module that prints
+run results (the CLI prints errors)."""
+from __future__ import annotations
+
+import json
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from rich import box
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.measure import Measurement
+from rich.padding import Padding
+from rich.spinner import Spinner
+from rich.table import Table
+from rich.text import Text
+
+from lab.core.runner import Report
+from lab.core.timing import SIMULATOR_CLOCK
+
+
+def _num(x, fmt="{:.3f}"):
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt.format(x)
+
+
+def si(value: float, unit: str) -> str:
+    """``value`` with a decimal prefix chosen by magnitude: si(15872, "B") == "15.9 KB",
+    si(7680, "FLOP") == "7.68 KFLOP", si(3e9, "FLOP") == "3 GFLOP"."""
+    for factor, prefix in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}" if isinstance(value, float) and value != int(value) else f"{int(value)} {unit}"
+
+
+def sig(x: float) -> str:
+    """A positive number with ~3 significant digits and no exponent: 0.0123, 0.456, 4.56, 45.6, 4,560."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    decimals = max(0, min(6, 2 - math.floor(math.log10(abs(x)))))
+    return f"{x:,.{decimals}f}"
+
+
+def count(n: int) -> str:
+    """A thread count: exact up to 9,999,999, then 3 significant digits (67.1M)."""
+    if n < 10_000_000:
+        return f"{n:,}"
+    return si(n, "").strip().replace(" ", "").replace("K", "k")
+
+
+def duration(ms: float | None) -> str | None:
+    """A wall-clock time with its unit: 1.9 µs, 0.45 ms, 27 ms, 4.6 s, 2.5 min, 3.1 h."""
+    if ms is None or (isinstance(ms, float) and math.isnan(ms)):
+        return None
+    s = ms / 1e3
+    if s >= 5400:
+        return f"{s / 3600:.1f} h"
+    if s >= 90:
+        return f"{s / 60:.1f} min"
+    if s >= 1:
+        return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+    if ms >= 1:
+        return f"{ms:.2g} ms" if ms < 10 else f"{ms:.0f} ms"
+    if ms >= 0.1:
+        return f"{ms:.2f} ms"
+    return f"{ms * 1e3:.2g} µs"
+
+
+def _size(size) -> str:
+    return "x".join(map(str, size))
+
+
+# --- the header -----------------------------------------------------------------------------------
+def header_lines(report: Report) -> list[str]:
+    """Printed before anything runs: what, the seed, the backend or device, the work a call."""
+    d = report.device
+    lines = [f"[bold]{report.kernel}[/]: {escape(report.summary)}",
+             f"size {_size(report.size)} · {report.dtype} · --threads {report.threads} · seed {report.seed}"]
+    if report.backend == "simulator":
+        lines.append("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
+    else:
+        bw = report.copy_bandwidth or {}
+        peak = d.get("peak_bandwidth_gbps")
+        lines.append(f"{escape(str(d['name']))} · compute capability {d['compute_capability']} · "
+                     f"{d.get('sm_count')} SMs · copy bandwidth {_num(bw.get('gbps'), '{:,.0f}')} GB/s measured"
+                     + (f" (theoretical peak {peak:,.0f})" if peak else ""))
+        if report.clocks:  # NVML: SM clock, its limit and throttle reasons, before (and after) the run
+            from lab.core.clocks import describe
+
+            lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
+    if report.compiler:
+        lines.append(f"compiler of the Numba rows: {report.compiler}")
+    lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
+    lines.append(escape(f"timed calls: {report.stop_rule}"))
+    lines.append(f"NumPy: {escape(report.numpy_threads)}")
+    if report.estimate_s is not None and report.estimate_s > 30:
+        est = duration(report.estimate_s * 1e3)
+        hint = f"; for a quick look try {report.quick_options}" if report.quick_options else ""
+        lines.append(f"[yellow]the simulator will take roughly {est} for this run{hint}[/]")
+    return lines
+
+
+# --- the tables -----------------------------------------------------------------------------------
+@dataclass
+class Col:
+    """A table column: header, cell text per item (None = empty), and how readily it is dropped to
+    fit the terminal (higher priority stays longer; --wide keeps every column)."""
+
+    header: str
+    cell: Callable[[object], str | None]
+    priority: int = 50
+    left: bool = False
+    wrap: bool = False  # text that may wrap onto more lines (never numbers)
+    explain: str = ""  # one line under the table, when the column is shown
+    style: Callable[[str], str | None] | None = None  # cell text -> rich style
+
+
+CHECK_STYLE = {"ok": "green", "FAIL": "bold red", "skipped": "dim"}
+
+
+def _table(cols: list[Col], items: list, console: Console, wide: bool, title: str):
+    """A rich Table of ``items`` narrow enough for ``console`` (unless ``wide``): columns empty for
+    every item go, then the lowest-priority ones until it fits. Returns (table, shown, dropped)."""
+    cells = [[c.cell(it) for it in items] for c in cols]
+    keep = [i for i, col in enumerate(cells) if any(v is not None for v in col)]
+
+    full = {i: max(len(v or "-") for v in cells[i] + [cols[i].header]) for i in keep}
+    widths = dict(full)
+    for i in keep:
+        if cols[i].wrap:  # may wrap at spaces, never inside a word
+            widths[i] = max(len(w) for v in cells[i] + [cols[i].header] if v for w in v.split())
+
+    def build(idx):
+        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  show_edge=False, title_style="bold")
+        for i in idx:
+            c = cols[i]
+            t.add_column(c.header, justify="left" if c.left else "right", no_wrap=not c.wrap,
+                         overflow="fold", min_width=widths[i])
+        for r in range(len(items)):
+            t.add_row(*[Text("-") if cells[i][r] is None else
+                        Text(cells[i][r], style=(cols[i].style and cols[i].style(cells[i][r])) or "")
+                        for i in idx])
+        return t
+
+    dropped = []
+    # the narrowest this table renders without cutting: the widest number or word per column, plus
+    # a separator and one space of padding each side between columns
+    narrowest = lambda idx, w: sum(w[i] for i in idx) + 3 * (len(idx) - 1)  # noqa: E731
+    # first drop minor columns (priority < 50) so that names need not wrap, then any below 100
+    for w, limit in ((full, 50), (widths, 100)):
+        while not wide and len(keep) > 1 and narrowest(keep, w) > console.width:
+            worst = min(keep, key=lambda i: (cols[i].priority, -i))
+            if cols[worst].priority >= limit:
+                break
+            keep.remove(worst)
+            dropped.append(cols[worst].header)
+    table = build(keep)
+    return table, [cols[i] for i in keep], dropped
+
+
+def _noise(r) -> float | None:
+    """IQR / median of the timed calls (None in the simulator, whose wall clock is no GPU time)."""
+    m = r.measurement
+    if not m or m.method == SIMULATOR_CLOCK or not m.samples_ms or m.median_ms <= 0:
+        return None
+    return m.noise
+
+
+def result_columns(report: Report) -> list[Col]:
+    """The results table's columns, most important first."""
+    med = lambda r: r.measurement.median_ms if r.measurement else None  # noqa: E731
+    check = lambda r: {"ok": "ok", "FAIL": "FAIL", "skipped": "skipped"}[r.status]  # noqa: E731
+    cols = [Col("contender", lambda r: r.contender, 100, left=True),
+            Col("variant", lambda r: r.variant, 100, left=True, wrap=True),
+            Col("check", check, 100, left=True, style=CHECK_STYLE.get)]
+    if report.backend == "simulator":
+        return cols + [
+            Col("wall time", lambda r: duration(med(r)), 90,
+                explain="wall time: median a call, Numba rows simulated (not GPU times), NumPy on this CPU"),
+            Col("1st call", lambda r: duration(r.first_call_ms), 40,
+                explain="1st call: compile + load + one run"),
+            Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 60,
+                explain="max err: against float64"),
+            Col("GB/s", lambda r: _opt(r.gbps, sig), 10),
+            Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:.2f}"), 10),
+        ]
+    failed = any(r.status == "FAIL" for r in report.rows)  # then the error matters more than speed
+    # on a GPU: the roofline-relevant rate first (bytes for memory-bound kernels, FLOPs for matmul)
+    peak, copy = report.device.get("peak_fp32_gflops"), (report.copy_bandwidth or {}).get("gbps")
+    balance = peak / copy if peak and copy else 10.0  # FLOP per byte where a kernel turns compute-bound
+    compute_bound = report.bytes_moved and report.flops / report.bytes_moved > balance
+    bytes_cols = [Col("GB/s", lambda r: _opt(r.gbps, sig), 80 if not compute_bound else 25,
+                      explain="GB/s: minimum traffic / median time"),
+                  Col("%BW", lambda r: _opt(r.pct_copy, lambda x: f"{x:.0f}"), 75 if not compute_bound else 20,
+                      explain="%BW: of the measured copy bandwidth")]
+    flop_cols = [Col("GFLOP/s", lambda r: _opt(r.gflops, sig), 80 if compute_bound else 25,
+                     explain="GFLOP/s: FLOPs a call / median time"),
+                 Col("%FP32", lambda r: _opt(r.pct_peak_flops, lambda x: f"{x:.0f}"), 75 if compute_bound else 20,
+                     explain="%FP32: of the FP32 peak")]
+    return cols + [
+        Col("ms", lambda r: _opt(med(r), sig), 90, explain="ms: median time a call"),
+        Col("±%", lambda r: _opt(_noise(r), lambda x: (f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}")
+                                 + (" !" if r.measurement.noisy else "")), 72,
+            explain="±%: IQR / median of the timed calls (! above 10%)",
+            style=lambda text: "bold red" if text.endswith("!") else None),
+        Col("calls", lambda r: str(r.measurement.n) if r.measurement else None, 15,
+            explain="calls: timed calls the median is of"),
+        *(flop_cols + bytes_cols if compute_bound else bytes_cols + flop_cols),
+        Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:,.2f}" if x < 100 else f"{x:,.0f}"), 70,
+            explain="×NumPy: speedup over NumPy on the CPU"),
+        Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 95 if failed else 45,
+            explain="max err: against float64"),
+        Col("1st ms", lambda r: _opt(r.first_call_ms, sig), 30,
+            explain="1st ms: first call (compile + load + one run), timed alone and not in the median"),
+    ]
+
+
+def _opt(x, fmt):
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else fmt(x)
+
+
+def launch_columns() -> list[Col]:
+    """The launch table: grid and block as AxB, thread counts, and (issue 8) per-thread resources."""
+    dims = lambda key: lambda v: "x".join(map(str, v[1][key]))  # noqa: E731
+    get = lambda key, fmt: lambda v: _opt(v[1].get(key), fmt)  # noqa: E731
+    return [
+        Col("variant", lambda v: v[0], 100, left=True, wrap=True),
+        Col("grid", dims("grid"), 100, explain="grid: blocks · block: threads a block"),
+        Col("block", dims("block"), 100),
+        Col("threads", lambda v: count(v[1]["threads_total"]), 90, explain="idle = threads launched - needed (threads with work)"),
+        Col("needed", lambda v: count(v[1]["threads_needed"]), 40, ),
+        Col("idle", lambda v: count(v[1]["threads_idle"]), 80, ),
+        Col("regs", get("registers", str), 60, explain="regs: registers a thread"),
+        Col("smem", get("shared_bytes", lambda b: si(b, "B")), 55, explain="smem: shared memory a block"),
+        Col("local", get("local_bytes", lambda b: si(b, "B")), 35, explain="local: local memory a thread"),
+        Col("occ", get("occupancy", lambda x: f"{100 * x:.0f}%"), 58, explain="occ: occupancy, resident warps / max"),
+    ]
+
+
+def _explain(cols: list[Col]) -> str:
+    return " · ".join(c.explain for c in cols if c.explain)
+
+
+def _skipped(report: Report) -> list[str]:
+    """One line per reason for skipped rows: rungs that need whole warps, CuPy and torch without a GPU."""
+    by_reason: dict[str, list[str]] = {}
+    for r in report.rows:
+        if r.status == "skipped":
+            name = r.variant if r.contender == "numba" else r.contender
+            reason = r.reason.removeprefix(f"{name} ")
+            by_reason.setdefault(reason, []).append(name)
+    return [f"{', '.join(names)}: skipped, {reason}" for reason, names in by_reason.items()]
+
+
+def tables(report: Report, console: Console, wide: bool = False, final: bool = True):
+    """(renderables, lines under them) of the launch and results tables for the rows so far."""
+    out, under = [], []
+    if report.launches:
+        table, shown, dropped = _table(launch_columns(), list(report.launches.items()), console, wide,
+                                       "launch configuration (Numba)")
+        out.append(table)
+        if final:
+            under += [f"[dim]{escape(_explain(shown))}[/]"]
+            under += [f"[dim]{escape(v)}: {escape(cfg['note'].removeprefix(f'{v}: '))}[/]"
+                      for v, cfg in report.launches.items() if cfg.get("note")]
+    rows = [r for r in report.rows if r.contender in ("numba", "numpy") or r.status != "skipped"]
+    if rows:
+        table, shown, dropped = _table(result_columns(report), rows, console, wide, "results")
+        out.append(table)
+        if final:
+            under.append(f"[dim]{escape(_explain(shown))}[/]")
+            if dropped:
+                under.append(f"[dim]--wide adds: {escape(', '.join(dropped))}[/]")
+    return out, under
+
+
+def notes_lines(report: Report) -> list[str]:
+    """The explanations printed under the tables."""
+    lines = []
+    by_method: dict[str, list[str]] = {}
+    for r in report.rows:
+        if r.measurement:
+            by_method.setdefault(r.measurement.method, []).append(r.variant if r.contender != "numpy" else "numpy")
+    for m, who in by_method.items():
+        if m == SIMULATOR_CLOCK:
+            continue  # said under the table ("wall time")
+        lines.append(f"[dim]timing ({escape(', '.join(who))}): {escape(m)}[/]")
+    noisy = [f"{r.contender} {r.variant}" for r in report.rows if r.measurement and r.measurement.noisy]
+    if noisy:
+        lines.append(f"[yellow]noise ! = IQR/median above 10%: {escape(', '.join(noisy))}; rerun or read the "
+                     f"median with care[/]")
+    for r in report.rows:
+        if r.reason and r.status != "skipped":
+            lines.append(f"[dim]{escape(f'{r.contender} {r.variant}: {r.reason}')}[/]")
+    lines += [f"[dim]{escape(line)}[/]" for line in _skipped(report)]
+    for w in report.warnings:
+        lines.append(f"[yellow]warning:[/] {escape(w)}")
+    lines += [escape(n) for n in report.notes]
+    return lines
+
+
+def console() -> Console:
+    """stdout, at the terminal's width (COLUMNS, or 80 when piped)."""
+    return Console(highlight=False)
+
+
+def print_table(report: Report, out: Console | None = None, wide: bool = False) -> None:
+    """Print a finished run: header, tables, notes (what ``lab run`` shows when no Live display ran)."""
+    out = out or console()
+    print_header(report, out)
+    print_body(report, out, wide)
+
+
+def print_header(report: Report, out: Console) -> None:
+    for line in header_lines(report):
+        out.print(line)
+
+
+def print_body(report: Report, out: Console, wide: bool = False) -> None:
+    renderables, under = tables(report, out, wide)
+    target = out
+    if wide:  # everything, at its natural width (the terminal may wrap the lines)
+        natural = out.options.update_width(10_000)
+        width = max([out.width] + [Measurement.get(out, natural, t).maximum for t in renderables])
+        target = Console(file=out.file, width=width, highlight=False, force_terminal=out.is_terminal,
+                         color_system=out.color_system, no_color=out.no_color)
+    for t in renderables:
+        target.print(t)
+    for line in under + notes_lines(report):
+        out.print(line)
+
+
+class LiveProgress:
+    """The callback for ``runner.run(progress=...)``: prints the header when the run starts; in a
+    terminal a rich Live display shows the tables growing row by row under a spinner line saying what
+    runs now (compile + check, then time); elsewhere (piped) each stage is one line on stderr and the
+    tables print when the run is done. ``json=True`` prints only the progress (on stderr)."""
+
+    def __init__(self, out: Console | None = None, wide: bool = False, json: bool = False):
+        self.out = out or console()
+        self.err = Console(stderr=True, highlight=False)
+        self.wide, self.json = wide, json
+        self.live = None
+        self.status = ""
+        self.started = time.perf_counter()
+        self.spinner = _Status(self)
+
+    def __call__(self, event: str, report: Report, **info) -> None:
+        getattr(self, f"on_{event}")(report, **info)
+
+    def on_start(self, report: Report) -> None:
+        if self.json:
+            if report.estimate_s is not None and report.estimate_s > 30:
+                self.err.print(header_lines(report)[-1])
+        else:
+            print_header(report, self.out)
+        term = self.err if self.json else self.out
+        if term.is_terminal:
+            self.live = Live(self._render(report), console=term, refresh_per_second=8, transient=self.json,
+                             vertical_overflow="visible")  # never "..." a table taller than the terminal
+            self.live.start()
+
+    def on_stage(self, report: Report, contender: str, variant: str, stage: str, calls: int | None = None) -> None:
+        what = f"{stage} ({calls} call{'s' if calls != 1 else ''})" if calls else stage
+        self.status = f"{contender} {variant}: {what}"
+        self.started = time.perf_counter()
+        if self.live:
+            self.live.update(self._render(report), refresh=True)
+        elif not self.json:
+            self.err.print(f"lab: {self.status} …", highlight=False, soft_wrap=True)
+
+    def on_row(self, report: Report, row) -> None:
+        if self.live:
+            self.live.update(self._render(report), refresh=True)
+
+    def on_done(self, report: Report) -> None:
+        self.status = ""
+        if self.live:
+            if self.json:
+                self.live.stop()
+                return
+            renderables, _ = tables(report, self.out, self.wide)
+            self.live.update(Group(*renderables) if not self.wide else Group())
+            self.live.stop()
+            self._tail(report, renderables)
+        elif not self.json:
+            print_body(report, self.out, self.wide)
+
+    def close(self) -> None:
+        """Stop the live display if the run ended early (an error or Ctrl-C)."""
+        if self.live and self.live.is_started:
+            self.live.stop()
+
+    def _tail(self, report, renderables):
+        if self.wide:
+            print_body(report, self.out, True)
+            return
+        _, under = tables(report, self.out, self.wide)
+        for line in under + notes_lines(report):
+            self.out.print(line)
+
+    def _render(self, report: Report):
+        renderables, _ = tables(report, self.err if self.json else self.out, self.wide, final=False)
+        if self.json:
+            renderables = []
+        if self.status:
+            renderables.append(self.spinner)
+        return Group(*renderables)
+
+
+class _Status:
+    """The spinner line; its text (what runs, for how long) is recomputed at every refresh."""
+
+    def __init__(self, progress: LiveProgress):
+        self.progress, self.spinner = progress, Spinner("dots", style="cyan")
+
+    def __rich_console__(self, console, options):
+        p = self.progress
+        if not p.status:  # the run is done
+            return
+        self.spinner.update(text=Text(f"{p.status} ({time.perf_counter() - p.started:.0f} s)", style="cyan"))
+        yield self.spinner
+
+
+def print_device(info: dict, console: Console | None = None) -> None:
+    """``lab device``: one row per attribute, with units."""
+    console = console or Console(highlight=False)
+    if info.get("note"):
+        console.print(f"[yellow]{info['note']}[/]")
+    table = Table(title=info.get("name", "device"), title_justify="left")
+    table.add_column("attribute")
+    table.add_column("value", justify="right")
+    units = {"_bytes": " B", "_khz": " kHz", "_bits": " bits", "_gbps": " GB/s", "_gflops": " GFLOP/s"}
+    for key, value in info.items():
+        if key in ("name", "note"):
+            continue
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}={_num(v, '{:.3f}') if isinstance(v, float) else v}" for k, v in value.items())
+        elif isinstance(value, float):
+            value = f"{value:,.1f}"
+        elif isinstance(value, int):
+            value = f"{value:,}"
+        unit = next((u for suffix, u in units.items() if key.endswith(suffix)), "")
+        table.add_row(key, escape(f"{value}{unit}") if value is not None else "not reported")
+    console.print(table)
+
+
+def print_list(kernels_info: list[dict], out: Console | None = None) -> None:
+    """``lab list``: per kernel its summary, sizes, rungs (one line each) and contenders."""
+    out = out or console()
+    indent = lambda markup, n=2: Padding(Text.from_markup(markup), (0, 0, 0, n), expand=False)  # noqa: E731
+    for k in kernels_info:
+        gpu, sim = ("x".join(map(str, k["default_size"][b])) for b in ("gpu", "simulator"))
+        out.print(f"[bold]{k['name']}[/]: {escape(k['summary'])}")
+        out.print(indent(f"--size {escape(k['size_help'])}; default {gpu} on a GPU, {sim} in the simulator; "
+                         f"--dtype {', '.join(k['dtypes'])}"))
+        out.print(indent("rungs (--variant):"))
+        for i, r in enumerate(k["rungs"], 1):
+            limits = [x for x in ("whole warps" if r["needs_whole_warps"] else "",
+                                  f"<= {r['max_threads']} threads" if r["max_threads"] else "") if x]
+            out.print(indent(f"{i}. [cyan]{r['name']}[/]: {escape(r['summary'])}"
+                             + (f" [dim]({', '.join(limits)})[/]" if limits else ""), 4))
+        out.print(indent("contenders (--contenders):"))
+        for c, labels in k["contenders"].items():
+            if c != "numba":
+                out.print(indent(f"{c}: {escape(', '.join(labels)) if labels else '[dim]not installed[/]'}", 4))
+        out.print()
+
+
+def print_compare(doc: dict, console: Console | None = None) -> None:
+    """``lab run KERNEL --compiler both``: one row per Numba rung and compiler (first call, median,
+    registers, spills), then the other contenders once. ``doc`` is lab.bench.compilers.run_both's."""
+    console = console or globals()['console']()
+    sizes = "x".join(map(str, doc["size"]))
+    console.print(f"[bold]{doc['kernel']}[/]: same kernels, two compilers — size {sizes}, {doc['dtype']}, "
+                  f"--threads {doc['threads_per_block']}, seed {doc['seed']}, backend {doc['backend']}")
+    if doc["backend"] == "simulator":
+        console.print("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
+    for name, st in doc["compilers"].items():
+        console.print(escape(f"{name} {st.get('version') or ''}: " + ("usable" if st["usable"] else st["why"])),
+                      style="dim")
+    table = Table(title="compilers (Numba rungs)", title_justify="left")
+    for col in ("variant", "compiler", "first call ms", "median ms", "IQR ms", "GB/s", "GFLOP/s",
+                "registers", "spill B", "max abs err", "check"):
+        table.add_column(col, justify="left" if col in ("variant", "compiler", "check") else "right")
+    notes = []
+    rows = [r for r in doc["results"] if r["contender"] == "numba"]
+    for r in rows:
+        check = {"ok": "[green]ok[/]", "FAIL": "[red]FAIL[/]", "skipped": "[dim]skipped[/]"}[r["status"]]
+        table.add_row(r["variant"], r["compiler"], _num(r["first_call_ms"], "{:.1f}"), _num(r["median_ms"], "{:.4f}"),
+                      _num(r.get("iqr_ms"), "{:.4f}"), _num(r.get("gbps"), "{:.1f}"), _num(r.get("gflops"), "{:.1f}"),
+                      _num(r.get("registers"), "{:d}"), _num(r.get("spill_bytes"), "{:d}"),
+                      _num(r.get("max_abs_err"), "{:.2e}"), check)
+        if r.get("reason"):
+            notes.append(escape(f"{r['variant']} ({r['compiler']}): {r['reason']}"))
+    console.print(table)
+    others = [r for r in doc["results"] if r["contender"] != "numba"]
+    if others:
+        table = Table(title="other contenders (run once)", title_justify="left")
+        for col in ("contender", "variant", "median ms", "GB/s", "check"):
+            table.add_column(col, justify="left" if col in ("contender", "variant", "check") else "right")
+        for r in others:
+            table.add_row(r["contender"], escape(r["variant"]), _num(r["median_ms"], "{:.4f}"),
+                          _num(r.get("gbps"), "{:.1f}"), r["status"])
+            if r.get("reason"):
+                notes.append(escape(f"{r['contender']}: {r['reason']}"))
+    if others:
+        console.print(table)
+    console.print("[dim]first call = compile + load + one run (each compiler in its own process); registers: "
+                  "the most of the rung's kernels; spill B: ptxas spill stores + loads a thread[/]")
+    for n in notes:
+        console.print(f"[dim]{n}[/]")

@@ -1,0 +1,132 @@
+"""What the GPU is: its attributes, theoretical peaks, and a measured copy bandwidth.
+
+Attributes come from the CUDA driver through Numba (``cuDeviceGetAttribute``; CUDA C++ Programming
+Guide, "Compute Capabilities" and the ``cudaDeviceProp`` reference). Clocks that CUDA 13 no longer
+reports through attributes are read from NVML (nvidia-ml-py) when it is installed.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+# FP32 lanes ("CUDA cores") per SM by compute capability (Programming Guide, "Arithmetic Instructions").
+FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
+                     (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (12, 0): 128}
+
+# The limits Numba's simulator enforces none of; CUDA's limits for every compute capability >= 3.0.
+SIMULATOR_LIMITS = {"max_threads_per_block": 1024, "warp_size": 32}
+
+ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without the prefix)
+    "sm_count": "MULTIPROCESSOR_COUNT",
+    "max_threads_per_block": "MAX_THREADS_PER_BLOCK",
+    "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "warp_size": "WARP_SIZE",
+    "max_block_dim_x": "MAX_BLOCK_DIM_X",
+    "max_grid_dim_x": "MAX_GRID_DIM_X",
+    "registers_per_block": "MAX_REGISTERS_PER_BLOCK",
+    "registers_per_sm": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "shared_memory_per_block": "MAX_SHARED_MEMORY_PER_BLOCK",
+    "shared_memory_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "shared_memory_per_sm": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+    "max_blocks_per_sm": "MAX_BLOCKS_PER_MULTIPROCESSOR",
+    "l2_cache_bytes": "L2_CACHE_SIZE",
+    "memory_clock_khz": "MEMORY_CLOCK_RATE",
+    "memory_bus_width_bits": "GLOBAL_MEMORY_BUS_WIDTH",
+    "sm_clock_khz": "CLOCK_RATE",
+}
+
+
+def _nvml_clocks(dev=None) -> dict:
+    """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails.
+    The NVML device is the CUDA device ``dev``, found by PCI bus id (lab.core.clocks), not by index."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        from lab.core.clocks import pci_bus_id
+
+        pynvml.nvmlInit()
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        h = get(pci_bus_id(dev).encode())
+        out = {"sm_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1000,
+               "memory_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM) * 1000}
+        pynvml.nvmlShutdown()
+        return out
+    except Exception:  # NVML absent or unsupported in this container: attributes only
+        return {}
+
+
+@lru_cache(maxsize=1)
+def describe(simulator: bool) -> dict:
+    """A dict of the current device's attributes and theoretical peaks.
+
+    Units: bytes, kHz, bits; ``peak_bandwidth_gbps`` in GB/s (2 transfers a memory clock over the
+    bus, i.e. DDR), ``peak_fp32_gflops`` in GFLOP/s (FMA = 2 FLOPs a lane a clock).
+    """
+    from kernels.compiler import cuda
+
+    if simulator:
+        dev = cuda.get_current_device()
+        info = {"name": "Numba CUDA simulator", "backend": "simulator",
+                "compute_capability": ".".join(map(str, dev.compute_capability)),
+                "note": "CUDA simulator: correctness only, timings are not meaningful; "
+                        "the limits shown are CUDA's, the simulator reports none of them"}
+        info.update(SIMULATOR_LIMITS)
+        return info
+    dev = cuda.get_current_device()
+    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    info = {"name": name, "backend": "gpu", "compute_capability": "%d.%d" % dev.compute_capability}
+    for key, attr in ATTRIBUTES.items():
+        try:
+            info[key] = int(getattr(dev, attr))
+        except Exception:  # attribute absent in this driver (CUDA 13 dropped some clocks)
+            info[key] = None
+    for key, value in _nvml_clocks(dev).items():
+        if not info.get(key):
+            info[key] = value
+            info.setdefault("clock_source", "NVML")
+    free, total = cuda.current_context().get_memory_info()
+    info["memory_total_bytes"], info["memory_free_bytes"] = int(total), int(free)
+    if info.get("memory_clock_khz") and info.get("memory_bus_width_bits"):
+        info["peak_bandwidth_gbps"] = 2 * info["memory_clock_khz"] * 1e3 * info["memory_bus_width_bits"] / 8 / 1e9
+    lanes = FP32_LANES_PER_SM.get(dev.compute_capability)
+    if lanes and info.get("sm_clock_khz"):
+        info["fp32_lanes_per_sm"] = lanes
+        info["peak_fp32_gflops"] = 2 * lanes * info["sm_count"] * info["sm_clock_khz"] * 1e3 / 1e9
+    return info
+
+
+@lru_cache(maxsize=1)
+def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
+    """Device-to-device copy of ``nbytes``, timed with CUDA events (lab.core.timing).
+
+    Returns {"gbps": median GB/s counting bytes read plus bytes written, "bytes": nbytes,
+    "median_ms": ...}. This is the practical ceiling for memory-bound kernels.
+    """
+    from kernels.compiler import cuda
+
+    from lab.core.timing import Timer
+
+    n = nbytes // 4
+    src = cuda.to_device(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    dst = cuda.device_array_like(src)
+    timer = Timer(lambda: dst.copy_to_device(src), "device", cuda.synchronize)
+    m = timer.measure(repeats=repeats, warmup=3)
+    return {"gbps": 2 * n * 4 / (m.median_ms * 1e-3) / 1e9, "bytes": n * 4, "median_ms": m.median_ms}
+
+
+def device_info(simulator: bool, measure: bool = False) -> dict:
+    """``lab device``: :func:`describe`, which compilers are usable, and (``measure``) the measured
+    copy bandwidth, or why it was not measured."""
+    from lab.core.compilers import compilers_status
+
+    info = dict(describe(simulator))
+    info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
+                         for n, st in compilers_status(simulator).items()}
+    if measure and not simulator:
+        info["measured_copy"] = measure_copy_bandwidth()
+    elif measure:
+        info["measured_copy"] = "not measured: the CUDA simulator has no device memory to time"
+    return info

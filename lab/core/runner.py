@@ -1,0 +1,420 @@
+"""Run one kernel problem across contenders: check each against a float64 reference, then time it.
+
+Data flows one way: KernelSpec (kernels/) -> run() here -> Report of Rows (with Measurements from
+lab.core.timing) -> lab.cli.views.report prints it. The CLI and the tests both call :func:`run`.
+
+For each contender (each Numba variant, NumPy, CuPy, torch): copy the inputs, poison the outputs,
+make the first call (timed alone: compile + load + run), check every output element against the
+float64 reference, and only if that passed, warm up and time ``repeats`` calls. A FAIL row is shown
+with its error and is never timed.
+"""
+from __future__ import annotations
+
+import contextlib
+import gc
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+import kernels
+from lab.core import compilers, resources
+from lab.core import contenders as C
+from lab.core.check import check_outputs, check_prepared  # noqa: F401  (check_outputs: the shared check, re-exported)
+from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
+
+
+HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
+SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
+
+
+@dataclass
+class Options:
+    """What the user asked for; ``None`` means the kernel's or the backend's default."""
+
+    kernel: str
+    threads: int | None = None  # default: 256 on a GPU, 32 in the simulator (one simulated warp)
+    size: str | None = None
+    dtype: str = "float32"
+    variants: list[str] | None = None
+    contenders: list[str] | None = None
+    repeats: int | None = None  # None: the stop rule (lab.core.timing.StopRule) on a GPU, 2 in the simulator
+    warmup: int | None = None
+    seed: int | None = None
+    library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
+
+
+@dataclass
+class Row:
+    """One contender (and variant) of a run."""
+
+    contender: str
+    variant: str
+    status: str  # "ok", "FAIL" or "skipped"
+    reason: str = ""
+    measurement: Measurement | None = None
+    first_call_ms: float | None = None
+    max_abs_err: float | None = None
+    rel_err: float | None = None
+    launch: dict | None = None
+    gbps: float | None = None
+    gflops: float | None = None
+    pct_copy: float | None = None
+    pct_peak_flops: float | None = None
+    speedup_vs_numpy: float | None = None
+    compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
+    registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
+    spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
+    local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass
+class Report:
+    kernel: str
+    summary: str
+    backend: str
+    device: dict
+    size: tuple
+    dtype: str
+    seed: int
+    repeats: int | None  # None: each row's count came from the stop rule (``stop_rule``)
+    warmup: int
+    bytes_moved: int
+    flops: int
+    threads: int = 0  # threads per block asked for
+    launches: dict = field(default_factory=dict)  # variant -> Launch.as_dict()
+    rows: list[Row] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # from spec.summarize
+    copy_bandwidth: dict | None = None
+    numpy_threads: str = ""
+    stop_rule: str = ""  # how many calls each row timed, in words
+    clocks: dict = field(default_factory=dict)  # {"before": lab.core.clocks.read(), "after": ...} on a GPU
+    estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
+    quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
+    compiler: str = ""  # the compiler of the Numba rows
+
+    def to_dict(self) -> dict:
+        """The ``lab run --json`` contract (docs/schemas/run.json): ``schema_version``, kernel, backend,
+        device, size, dtype, launch, results (+ extras)."""
+        first_launch = next(iter(self.launches.values()), None)
+        m = lambda r, attr: getattr(r.measurement, attr) if r.measurement else None  # noqa: E731
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kernel": self.kernel,
+            "backend": self.backend,
+            "device": self.device,
+            "size": list(self.size),
+            "dtype": self.dtype,
+            "threads_per_block": self.threads,
+            "seed": self.seed,
+            "repeats": self.repeats,
+            "warmup": self.warmup,
+            "bytes_moved": self.bytes_moved,
+            "flops": self.flops,
+            "launch": first_launch,
+            "launches": self.launches,
+            "copy_bandwidth": self.copy_bandwidth,
+            "numpy_threads": self.numpy_threads,
+            "compiler": self.compiler,
+            "warnings": self.warnings,
+            "notes": self.notes,
+            "stop_rule": self.stop_rule,
+            "clocks": self.clocks,
+            "results": [{
+                "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
+                "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
+                "first_call_ms": r.first_call_ms, "timing": r.measurement.timing if r.measurement else None,
+                "timed_calls": len(r.measurement.samples_ms) if r.measurement else 0,
+                "noise": m(r, "noise"), "noisy": m(r, "noisy"), "host_gaps": m(r, "host_gaps"),
+                "gbps": r.gbps, "gflops": r.gflops, "pct_copy_bandwidth": r.pct_copy,
+                "pct_peak_fp32": r.pct_peak_flops, "speedup_vs_numpy": r.speedup_vs_numpy,
+                "max_abs_err": r.max_abs_err, "rel_err": r.rel_err, "launch": r.launch,
+                "compiler": r.compiler, "registers": r.registers, "spill_bytes": r.spill_bytes,
+                "local_bytes": r.local_bytes,
+            } for r in self.rows],
+        }
+
+
+# Progress events run() sends to its optional ``progress(event, report, **info)`` callback (the
+# engine never prints; lab.cli.views.report renders them):
+#   "start"  report header known (seed, device, estimate), no rows yet
+#   "stage"  info: contender, variant, stage ("compile + check", "first call + check" or "time"),
+#            calls (timed calls, with "time")
+#   "row"    info: row, a finished Row (ok, FAIL or skipped), already appended to report.rows
+#   "done"   every row finished and derived numbers (GB/s ...) filled in
+Progress = Callable[..., None]
+
+
+def _threads_check(threads: int, device: dict) -> list[str]:
+    limit = device.get("max_threads_per_block") or 1024
+    if threads <= 0 or threads > limit:
+        raise LabError(f"--threads {threads}: threads per block must be 1..{limit} on {device['name']}")
+    warp = device.get("warp_size") or 32
+    warnings = []
+    if threads % warp:
+        wasted = warp - threads % warp
+        warnings.append(f"--threads {threads} is not a multiple of the warp size ({warp}): the last warp "
+                        f"of each block has {wasted} idle lanes")
+    return warnings
+
+
+def _memory_check(spec, size, dtype, device: dict, simulator: bool) -> None:
+    """LabError when one contender's inputs + outputs do not fit the device, or the host's copies
+    (native, float64 reference inputs and outputs: ~3x the footprint) do not fit host memory."""
+    import os
+
+    need = spec.footprint_bytes(size, dtype)
+    host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    checks = [(3 * need, host, "host memory")]
+    if not simulator:
+        checks.insert(0, (need, device.get("memory_free_bytes") or 0, f"free device memory on {device['name']}"))
+    for bytes_needed, have, where in checks:
+        if bytes_needed > 0.9 * have:
+            raise LabError(f"size {'x'.join(map(str, size))} needs {bytes_needed / 2**30:.2f} GiB; "
+                           f"{where} is {have / 2**30:.2f} GiB")
+
+
+def _pick(requested, available, what):
+    if requested is None:
+        return list(available)
+    for name in requested:
+        if name not in available:
+            raise LabError(f"unknown {what} {name!r}; choose from: {', '.join(available)}")
+    return list(requested)
+
+
+def check_contenders(names: list[str] | None) -> list[str]:
+    """The contenders asked for (None: all), each one known; LabError naming the choices otherwise."""
+    return _pick(names, C.CONTENDERS, "contender")
+
+
+def run(opts: Options, backend: str, progress: Progress | None = None) -> Report:
+    """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
+
+    progress: optional ``progress(event, report, **info)`` callback (events listed above).
+    """
+    emit = progress or (lambda event, report, **info: None)
+    from lab.core.device import describe, measure_copy_bandwidth
+
+    simulator = backend == "simulator"
+    try:
+        spec = kernels.load(opts.kernel)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+    if opts.dtype not in spec.dtypes:
+        raise LabError(f"--dtype {opts.dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
+    dtype = np.dtype(opts.dtype)
+    try:
+        size = spec.parse_size(opts.size) if opts.size else spec.default_size(simulator)
+    except ValueError as e:
+        raise LabError(str(e)) from None
+    device = describe(simulator)
+    variant_names = _pick(opts.variants, spec.variants, f"variant of {spec.name}")
+    contender_names = _pick(opts.contenders, C.CONTENDERS, "contender")
+    threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
+    warnings = _threads_check(threads, device)
+    _memory_check(spec, size, dtype, device, simulator)
+    repeats = opts.repeats if opts.repeats is not None else (2 if simulator else None)
+    warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
+    if (repeats is not None and repeats < 1) or warmup < 0:
+        raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    if opts.seed is not None and opts.seed < 0:
+        raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
+    seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+
+    rng = np.random.default_rng(seed)
+    inputs = spec.make_inputs(size, dtype, rng)
+    refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+    tols = spec.tolerance(inputs, refs, dtype)
+    out_specs = spec.out_specs(size, dtype)
+
+    report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
+                    spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
+    rule = StopRule(repeats=repeats)
+    report.stop_rule = (f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
+                        f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
+                        f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
+                        f"{rule.time_limit_s:g} s; {warmup} warm-up")
+    if not simulator:
+        from lab.core import clocks
+
+        report.copy_bandwidth = measure_copy_bandwidth()
+        report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
+    report.numpy_threads = _numpy_threads()
+    report.compiler = compilers.current()
+    cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
+    if simulator:
+        calls = 1 + warmup + repeats  # first call, warm-up (none by default in the simulator), timed calls
+        report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
+        if report.estimate_s > SLOW_SIMULATION_S:
+            report.quick_options = quick_options(spec, size, variant_names, threads, calls)
+    emit("start", report)
+
+    def measure(row: Row, prepare) -> Row:
+        """Fill ``row`` from the contender that ``prepare()`` sets up: check, then time."""
+        launches: list = []  # numba rows on a GPU: the kernels the checked call launched
+        record = row.contender == "numba" and not simulator
+        try:
+            prepared = prepare()
+        except Exception as e:
+            row.status, row.reason = "FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"
+            return row
+        try:
+            emit("stage", report, contender=row.contender, variant=row.variant,
+                 stage="compile + check" if row.contender == "numba" else "first call + check")
+            timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
+            first = {}
+
+            def first_call():  # the poisoned first call, timed alone (compile + load + run)
+                with resources.launched(launches) if record else contextlib.nullcontext():
+                    first["ms"], outs = timer.first_call()
+                return outs
+
+            checked = check_prepared(prepared, refs, tols, out_specs, first_call=first_call)
+            row.first_call_ms = first.get("ms")
+            if record:  # the compiler's report of the kernels this call launched
+                res = compilers.resources(resources.compiled(launches), cc)
+                row.registers, row.spill_bytes, row.local_bytes = (
+                    res["registers"], res["spill_bytes"], res["local_bytes"])
+            ok, row.max_abs_err, row.rel_err = checked.verdict
+            host_outs = checked.outputs
+            if not ok:
+                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {checked.verdict.reason}"
+                return row
+            if spec.summarize and row.contender == "numba" and not report.notes:
+                report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
+            n, warm = repeats, warmup
+            if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
+                if repeats is not None:
+                    n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
+                if n != repeats or row.first_call_ms > 10:
+                    warm = min(warmup, 1)
+            emit("stage", report, contender=row.contender, variant=row.variant, stage="time", calls=n)
+            row.measurement = timer.measure(n, warm, rule)
+        except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
+            row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
+        finally:
+            prepared.release()
+        return row
+
+    def add(row: Row) -> None:
+        report.rows.append(row)
+        emit("row", report, row=row)
+
+    for name in contender_names:
+        why = C.why_unavailable(name, simulator)
+        if name == "numba":
+            for v in variant_names:
+                variant = spec.variants[v]
+                row = Row("numba", v, "ok", compiler=report.compiler)
+                # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
+                if variant.warp_multiple and threads % 32:
+                    row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
+                elif variant.max_threads and threads > variant.max_threads:
+                    row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                elif compilers.unsupported(spec.name, v):
+                    row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
+                else:
+                    try:
+                        cfg = variant.launch(size, threads)
+                    except Exception as e:  # launch math that cannot serve this input is a row, not a crash
+                        row.status, row.reason = "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}"
+                    else:
+                        row.launch = report.launches[v] = cfg.as_dict()
+                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                        from lab.inspect.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+
+                        report.launches[v].update(launch_usage(spec, v, threads, simulator, size))
+                add(row)
+        elif name == "numpy":
+            add(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
+        elif why is not None:
+            add(Row(name, "-", "skipped", why))
+        else:
+            for label in C.library_labels(name, spec.name):
+                if opts.library_ops is not None and label not in opts.library_ops:
+                    continue
+                prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
+                add(measure(Row(name, label, "ok"), prepare))
+        gc.collect()
+    if not simulator:
+        report.clocks["after"] = clocks.read()
+        drop = clocks.dropped(report.clocks["before"], report.clocks["after"])
+        if drop:
+            report.warnings.append(drop)
+    _derive(report)
+    emit("done", report)
+    return report
+
+
+def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
+    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
+    from lab.core import simcost
+
+    launched = {}
+    for v in variant_names:
+        variant = spec.variants[v]
+        if (variant.warp_multiple and threads % 32) or (variant.max_threads and threads > variant.max_threads):
+            continue  # skipped rungs cost nothing
+        try:
+            launched[v] = variant.launch(size, threads).threads_total
+        except Exception:
+            continue
+    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
+
+
+def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
+    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
+    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
+    def shrink(t):
+        smaller = size
+        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
+            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
+        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
+
+    smaller, quick = shrink(threads)
+    if not quick and threads > 32:
+        smaller, _ = shrink(32)
+        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
+    return f"--size {'x'.join(map(str, smaller))}"
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+def _numpy_threads() -> str:
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "thread count unknown (threadpoolctl not installed)"
+
+    pools = threadpool_info()
+    blas = sorted({f"{p['internal_api']} {p['num_threads']} threads" for p in pools if p.get("user_api") == "blas"})
+    return ", ".join(blas) if blas else "1 thread (no BLAS thread pool)"
+
+
+def _derive(report: Report) -> None:
+    """GB/s, GFLOP/s, % of copy bandwidth and of peak FP32, and speedup over NumPy, per timed row."""
+    numpy_ms = next((r.measurement.median_ms for r in report.rows if r.contender == "numpy" and r.measurement), None)
+    copy = (report.copy_bandwidth or {}).get("gbps")
+    peak = report.device.get("peak_fp32_gflops")
+    for r in report.rows:
+        if not r.measurement or r.measurement.method == SIMULATOR_CLOCK:
+            continue  # a simulated kernel's wall clock says nothing about GPU speed
+        s = r.measurement.median_ms * 1e-3
+        r.gbps = report.bytes_moved / s / 1e9
+        r.gflops = report.flops / s / 1e9
+        if copy and r.contender != "numpy":
+            r.pct_copy = 100 * r.gbps / copy
+        if peak and r.contender != "numpy":
+            r.pct_peak_flops = 100 * r.gflops / peak
+        if numpy_ms:
+            r.speedup_vs_numpy = numpy_ms / r.measurement.median_ms

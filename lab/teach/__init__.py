@@ -1,0 +1,1 @@
+"""Teaching: the exercise workspace and the hidden-test checker."""

@@ -1,0 +1,289 @@
+"""``lab exercise``: the student's workspace, the exercise catalogue, and the checker's parent side.
+
+The workspace (default ``./lab-exercises``, ``--dir`` or ``LAB_EXERCISES_DIR``) holds the started
+scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state.json`` (status and
+hints shown, per exercise). Hidden tests and solutions stay inside the installed package.
+
+:func:`check` runs the hidden tests in a child process (:mod:`lab.teach.checker`) and kills it
+when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
+barrier that not all threads reach is reported, never waited for. Nothing here prints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import exercises
+from lab.core.errors import LabError
+
+DEFAULT_DIR = "lab-exercises"
+STATE = ".lab-state.json"
+DEFAULT_TIMEOUT_S = 30.0
+NOT_STARTED, IN_PROGRESS, PASSED = "not started", "in progress", "passed"
+
+
+def workspace(directory=None) -> Path:
+    return Path(directory or os.environ.get("LAB_EXERCISES_DIR") or DEFAULT_DIR)
+
+
+def _state(ws: Path) -> dict:
+    try:
+        return json.loads((ws / STATE).read_text())
+    except (OSError, ValueError):
+        return {"status": {}, "hints": {}}
+
+
+def _save(ws: Path, state: dict) -> None:
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / STATE).write_text(json.dumps(state, indent=1, sort_keys=True))
+
+
+def get(name: str) -> exercises.Exercise:
+    try:
+        return exercises.load(name)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+
+
+def listing(directory=None) -> list[dict]:
+    """[{name, title, difficulty, status, prerequisites, mirrors}] in the order of the path."""
+    st = _state(workspace(directory))["status"]
+    rows = []
+    for n in exercises.names():
+        ex = exercises.load(n)
+        rows.append({"name": n, "title": ex.title, "difficulty": ex.difficulty,
+                     "status": st.get(n, NOT_STARTED), "prerequisites": ex.prerequisites,
+                     "mirrors": ex.mirrors})
+    return rows
+
+
+def start(name: str, directory=None) -> Path:
+    """Copy the scaffold to DIR/NAME.py and the visible test to DIR/test_NAME.py (never hidden tests
+    or solutions); an existing NAME.py is kept. Returns the scaffold's path."""
+    ex = get(name)
+    ws = workspace(directory)
+    ws.mkdir(parents=True, exist_ok=True)
+    dest = ws / f"{name}.py"
+    if not dest.exists():
+        shutil.copyfile(ex.scaffold, dest)
+    if ex.visible_test.exists():
+        shutil.copyfile(ex.visible_test, ws / f"test_{name}.py")
+    state = _state(ws)
+    if state["status"].get(name) != PASSED:
+        state["status"][name] = IN_PROGRESS
+    _save(ws, state)
+    return dest
+
+
+def hint(name: str, directory=None) -> tuple[int, int, str]:
+    """The next hint (remembered in the workspace): (number, of how many, text); the last repeats."""
+    ex = get(name)
+    ws = workspace(directory)
+    state = _state(ws)
+    k = min(state["hints"].get(name, 0) + 1, len(ex.hints))
+    state["hints"][name] = k
+    _save(ws, state)
+    return k, len(ex.hints), ex.hints[k - 1]
+
+
+def solution(name: str) -> str:
+    """The reference solution's source."""
+    return get(name).solution.read_text()
+
+
+def statement(name: str) -> str:
+    return get(name).statement
+
+
+def check(name: str, file=None, directory=None, backend: str = "auto", timeout: float | None = None,
+          seed: int | None = None) -> dict:
+    """Run NAME's hidden tests on ``file`` (default: DIR/NAME.py) in a child process.
+
+    backend: "auto" (a GPU when one is usable, else the simulator), "sim" or "gpu".
+    timeout: seconds per test (default 30, or LAB_EXERCISE_TIMEOUT).
+    Returns {"exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}.
+    LabError for an unknown exercise, a missing file or an unusable backend.
+    """
+    from kernels.backend import gpu_count, is_simulator
+
+    ex = get(name)
+    ws = workspace(directory)
+    path = Path(file) if file else ws / f"{name}.py"
+    if not path.is_file():
+        hint_ = "" if file else f" (start it first: lab exercise start {name})"
+        raise LabError(f"no such file: {path}{hint_}")
+    if backend == "gpu":
+        n, why = gpu_count()
+        if n == 0:
+            raise LabError(f"--gpu asked for a CUDA GPU, but {why}; use --sim for the CUDA simulator")
+        chosen = "gpu"
+    elif backend == "sim" or ("NUMBA_ENABLE_CUDASIM" in os.environ and is_simulator()):
+        chosen = "simulator"
+    else:
+        chosen = "gpu" if gpu_count()[0] else "simulator"
+    timeout = float(timeout or os.environ.get("LAB_EXERCISE_TIMEOUT") or DEFAULT_TIMEOUT_S)
+    seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
+    tests = _run_child(ex.name, path, chosen, seed, timeout)
+    passed = bool(tests) and all(t["passed"] for t in tests)
+    if not file or path.resolve() == (ws / f"{name}.py").resolve():
+        state = _state(ws)
+        if passed or state["status"].get(name) != PASSED:
+            state["status"][name] = PASSED if passed else IN_PROGRESS
+        _save(ws, state)
+    return {"exercise": ex.name, "passed": passed, "tests": tests, "backend": chosen, "seed": seed}
+
+
+def _run_child(name, path, backend, seed, timeout) -> list[dict]:
+    from lab.core.session import child_env
+
+    env = child_env(PYTHONUNBUFFERED="1")
+    fd, progress = tempfile.mkstemp(prefix="lab-check-", suffix=".jsonl")
+    os.close(fd)
+    errf = tempfile.TemporaryFile()
+    cmd = [sys.executable, "-m", "lab.teach.checker", name, str(path.resolve()), backend, str(seed), progress]
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                            start_new_session=True)
+    startup = 60.0  # importing numba (and a GPU context) before the first test starts
+    tests, current, since, lines_seen, planned = [], None, time.monotonic(), 0, []
+    try:
+        while True:
+            done = proc.poll() is not None
+            lines = Path(progress).read_text().splitlines()
+            for line in lines[lines_seen:]:
+                try:
+                    obj = json.loads(line)
+                except ValueError:
+                    break  # a half-written line: read it next time
+                lines_seen += 1
+                if "start" in obj:
+                    current, since = obj["start"], time.monotonic()
+                elif "loaded" in obj:
+                    planned = obj["loaded"]
+                else:
+                    tests.append(obj)
+                    current = None
+            if done:
+                break
+            limit = timeout + (startup if current == "load" or current is None and not tests else 0)
+            if time.monotonic() - since > limit:
+                _kill(proc)
+                what = "loading your file" if current in (None, "load") else "this test"
+                tests.append({"name": current or "load", "passed": False,
+                              "message": f"timed out after {limit:.0f} s while running {what}: an infinite "
+                                         f"loop, or threads waiting at a cuda.syncthreads() that not all "
+                                         f"threads of the block reach? (stopped by the checker)"})
+                break
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            _kill(proc)
+        os.unlink(progress)
+    if current not in (None, "load") and not any(t["name"] == current for t in tests):
+        errf.seek(0)
+        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        tests.append({"name": current, "passed": False,
+                      "message": f"the checker's process died during this test (exit code {proc.returncode})"
+                                 + (f": {last[-1].strip()}" if last else "")})
+    elif not tests:
+        errf.seek(0)
+        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        tests.append({"name": "load", "passed": False,
+                      "message": "the checker could not start" + (f": {last[-1].strip()}" if last else "")})
+    done_names = {t["name"] for t in tests}
+    for n in planned:
+        if n not in done_names:
+            tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
+    errf.close()
+    return tests
+
+
+def _kill(proc):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.wait()
+
+
+# --- Instructors --------------------------------------------------------------------------------------
+_META = '''"""{name}: metadata, statement and hints (shown to students)."""
+TITLE = "{title}"
+DIFFICULTY = 1  # 1 (first steps) .. 5
+PREREQUISITES = ["vecadd"]
+MIRRORS = "kernels/vecadd.py"  # the kernels/ module this exercise mirrors, or "-"
+KERNEL = "{name}_kernel"        # the kernel's name in the student's file
+LAUNCH = None                   # or "launch" when the student writes the launch math too
+STATEMENT = """
+TODO: what to compute (shapes, dtypes), the launch configuration, the pitfalls.
+"""
+HINTS = [
+    "TODO: a first nudge",
+    "TODO: a stronger one",
+    "TODO: almost the answer",
+]
+'''
+
+_HIDDEN = '''"""{name}: the hidden tests (never copied to the student's workspace)."""
+import numpy as np
+
+from exercises import Case, randn
+
+THREADS = 32
+
+
+def cases(rng):
+    """Fresh random inputs; sizes that are not multiples of the block, one element, several blocks."""
+    out = []
+    for n in (1, 45, 3 * THREADS + 7):
+        x = randn(rng, n)
+        ref = 2.0 * x.astype(np.float64)  # TODO: the float64 reference
+        out.append(Case(f"n={{n}}", [x], [((n,), np.float32)], [ref], [1e-6 * (1 + np.abs(ref))],
+                        grid=(n + THREADS - 1) // THREADS, block=THREADS))
+    return out
+'''
+
+_KERNEL = '''"""{name}: TODO one line saying what the kernel computes."""
+from numba import cuda
+
+
+@cuda.jit
+def {name}_kernel(x, out):
+    """out[i] = 2 * x[i]; thread i = cuda.grid(1) computes element i. TODO: describe yours."""
+    i = cuda.grid(1)
+    {body}
+'''
+
+
+def new(name: str, title: str = "TODO title") -> Path:
+    """Scaffold a new exercise exercises/NAME/ (meta, hidden tests, scaffold, solution, visible test)
+    to be filled in by an instructor; LabError if the name is taken or not an identifier."""
+    if not name.isidentifier() or name.startswith("_"):
+        raise LabError(f"exercise name {name!r} must be a Python identifier (letters, digits, _)")
+    d = exercises.HERE / name
+    if d.exists():
+        raise LabError(f"exercise {name!r} already exists at {d}")
+    d.mkdir()
+    (d / "__init__.py").write_text("")
+    (d / "meta.py").write_text(_META.format(name=name, title=title))
+    (d / "hidden.py").write_text(_HIDDEN.format(name=name))
+    (d / "solution.py").write_text(_KERNEL.format(name=name, body="if i < out.shape[0]:\n        out[i] = 2 * x[i]"))
+    (d / "scaffold.py").write_text(_KERNEL.format(name=name, body="# TODO: roughly 2 lines"))
+    (d / "test_visible.py").write_text(
+        f'"""Visible example for {name}: python test_{name}.py"""\n'
+        "import numpy as np\n\n"
+        "from kernels.compiler import cuda  # noqa: F401  (picks the simulator when there is no GPU)\n"
+        f"from {name} import {name}_kernel\n\n\n"
+        "def test_example():\n"
+        "    x = np.arange(1, 6, dtype=np.float32)\n"
+        "    out = np.zeros_like(x)\n"
+        f"    {name}_kernel[1, 32](x, out)\n"
+        "    np.testing.assert_allclose(out, 2 * x)\n\n\n"
+        'if __name__ == "__main__":\n    test_example()\n    print("ok")\n')
+    return d

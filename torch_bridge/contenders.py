@@ -1,0 +1,198 @@
+"""torch contenders for ``lab run``: per kernel, the library op(s) a student compares against.
+
+Each is ``fn(*inputs, out=outputs) -> outputs`` on CUDA tensors; which kernel gets which op (and
+its label) is declared in torch_bridge/registry.py. ``lab_op_<kernel>`` runs the lab's own Numba
+kernel through ``torch.ops.lab.<kernel>`` (torch_bridge.lab_ops): the "numba via torch op" row.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kernels.spec import poison_value
+
+
+def torch_vecadd(a, b, out):
+    return (torch.add(a, b, out=out[0]),)
+
+
+def torch_matvec(A, x, out):
+    return (torch.mv(A, x, out=out[0]),)
+
+
+def torch_dequantize(params, q, out):
+    """Per-row dequantize, (q - zero_point) * scale: a subtract (exact: small integers) and a
+    multiply that rounds once, as the reference does, so torch and NumPy agree to the last bit."""
+    return (torch.mul(q.to(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
+
+
+def torch_matmul(A, B, out):
+    """``torch.matmul(A, B, out=C)`` on cuBLAS with TF32 off: float32 FMAs like the Numba kernels.
+
+    TF32 (tensor cores, inputs rounded to 10-bit mantissas) is switched off for the call and the
+    previous setting restored after. No TF32 row: every contender is checked against one float32
+    bound (kernels/matmul.py, ``tolerance``); at 4096^3 TF32's typical error is ~0.16 of it but
+    about 1 element in 30,000 exceeds it, so such a row could only FAIL.
+    """
+    saved = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return (torch.matmul(A, B, out=out[0]),)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+# --- softmax (issue 3) ---
+def torch_softmax(x, out):
+    return (torch.softmax(x, 1, out=out[0]),)
+
+
+def _naive_softmax(x):
+    """The seed's ``naive_softmax`` (ARENA 2.0 chapter 3): five ops, five kernels when run eagerly."""
+    x_max = x.max(dim=1)[0]
+    z = x - x_max[:, None]
+    numerator = torch.exp(z)
+    denominator = numerator.sum(dim=1)
+    return numerator / denominator[:, None]
+
+
+_compiled_naive_softmax = None  # compiled once per process, at its first call
+
+
+def torch_softmax_compiled(x, out):
+    """``torch.compile`` of the naive five-op softmax (Inductor fuses it into generated Triton code).
+
+    Compiled lazily at the first call, so the runner reports the compile as the first call's time;
+    shapes are static (a new shape recompiles). Returns a new tensor (a compiled function has no out=).
+    """
+    global _compiled_naive_softmax
+    if _compiled_naive_softmax is None:
+        _compiled_naive_softmax = torch.compile(_naive_softmax, dynamic=False)
+    return (_compiled_naive_softmax(x),)
+
+
+# --- quantize (issue 3) ---
+def torch_quantize_seed(x, out):
+    """The seed's ``quantize_tensor`` (ARENA 2.0 chapter 3) in torch ops, as written, plus the lab's
+    rule scale = 1.0 for a constant tensor (the seed divides by zero there).
+
+    Its Python branches on 0-dim CUDA tensors (``if initial_zero_point < qmin``, ``int(...)``) copy
+    to the host and wait for the GPU, twice a call: the timer reports host gaps. scale and the zero
+    point are float32 tensor arithmetic here, as in the seed, where the reference uses float64: scale
+    may differ in its last bits (inside the tolerance), and for rare inputs (-min / scale within
+    float32 rounding of an integer, about 1 in 10^5 random tensors) int() lands on the neighbouring
+    zero point, which the check reports as a FAIL: a real difference of float32 parameters.
+    """
+    qmin, qmax = 0.0, 255.0
+    min_val, max_val = x.min(), x.max()
+    scale = torch.where(max_val > min_val, (max_val - min_val) / (qmax - qmin), 1.0)  # no host sync
+    initial_zero_point = qmin - min_val / scale
+    if initial_zero_point < qmin:
+        zero_point = qmin
+    elif initial_zero_point > qmax:
+        zero_point = qmax
+    else:
+        zero_point = initial_zero_point
+    zero_point = int(zero_point)
+    q_x = zero_point + x / scale
+    q_x.clamp_(qmin, qmax).round_()
+    out[0].copy_(q_x)  # the seed's .byte(): whole numbers in [0, 255] convert exactly
+    out[1][0] = scale
+    out[1][1] = zero_point
+    return out
+
+
+def torch_quantize_aminmax(x, out):
+    """``torch.aminmax``, then ``torch.quantize_per_tensor(x, scale, zero_point, torch.quint8)``.
+
+    quantize_per_tensor takes scale and zero_point as Python numbers, so the min and max are copied
+    to the host (one sync a call); the parameters are then float64 from the exact min and max, the
+    reference's rule. torch computes round(x * float32(1 / scale)) + zero_point, then clamps, rounding
+    half to even: codes can differ from the reference by 1 at .5 boundaries (the tolerance), never
+    more. int_repr() copies the codes out of the quint8 tensor (2 bytes an element more). The op
+    takes float32, so a float64 x is cast first.
+    """
+    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    scale = (hi - lo) / 255.0 if hi > lo else 1.0
+    zero_point = int(min(max(0.0 - lo / scale, 0.0), 255.0))
+    qx = torch.quantize_per_tensor(x.float(), scale, zero_point, torch.quint8)
+    out[1][0] = scale
+    out[1][1] = zero_point
+    return qx.int_repr(), out[1]
+
+
+# --- the lab's own kernels as torch ops (issue 10): what the bridge costs next to a direct launch ---
+def _lab(name):
+    import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)
+
+    return getattr(torch.ops.lab, name)
+
+
+def lab_op_vecadd(a, b, out):
+    return (_lab("vecadd")(a, b),)
+
+
+def lab_op_matvec(A, x, out):
+    return (_lab("matvec")(A, x),)
+
+
+def lab_op_matmul(A, B, out):
+    return (_lab("matmul")(A, B),)
+
+
+def lab_op_softmax(x, out):
+    return (_lab("softmax")(x),)
+
+
+def lab_op_quantize(x, out):
+    """(q, scale, zero_point) -> the spec's outputs (q, [scale, zero_point]): one small stack."""
+    q, scale, zero_point = _lab("quantize")(x)
+    return q, torch.stack([scale, zero_point])
+
+
+def labels(kernel: str) -> list[str]:
+    from lab.core import registry
+
+    return registry.labels("torch", kernel)
+
+
+def prepare(kernel: str, label: str, inputs, out_specs):
+    """CUDA copies of ``inputs`` and poisonable outputs; returns (call, poison, read, release)."""
+    from lab.core import registry
+
+    fn = registry.function("torch", kernel, label)
+    d_in = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in inputs]
+    outs = [torch.empty(shape, dtype=_torch_dtype(dt), device="cuda") for shape, dt in out_specs]
+    if torch.cuda.current_stream().cuda_stream != 0:
+        raise RuntimeError("torch is not on the default stream; the lab's CUDA events time stream 0")
+
+    def poison(which=0):
+        for o in outs:
+            o.fill_(poison_value(_numpy_dtype(o.dtype), which))
+
+    def release():
+        d_in.clear(), outs.clear()
+        torch.cuda.empty_cache()
+
+    return (lambda: fn(*d_in, out=outs), poison,
+            lambda res: [r.cpu().numpy() for r in res], release)
+
+
+def _torch_dtype(dt):
+    return torch.from_numpy(np.empty(0, dtype=dt)).dtype
+
+
+def _numpy_dtype(dt):
+    return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def _table() -> dict:
+    """kernel -> [(label, fn)] of torch's own ops, from the registry (the form tests and older
+    callers use; without the "numba via torch op" rows, which tests/test_torch_ops.py covers)."""
+    from lab.core import registry
+
+    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)
+                if not label.startswith("numba via")] for k in registry.CONTENDERS}
+
+
+TORCH_OPS = _table()
