@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from lab.core.errors import LabError
 from lab.bench.compare import row_name
-from lab.cli.views.progress import Progress, quiet
+from lab.core.runner import Steps, quiet
 
 SIM_NOTE = ("CUDA simulator: no GPU, so no copy bandwidth, no FP32 peak and no achieved FLOP/s; "
             "only each kernel's arithmetic intensity (at its standard GPU size) is meaningful")
@@ -35,7 +35,7 @@ def _points(rep: dict) -> list[dict]:
 
 
 def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | None = None,
-             reports: list[dict] | None = None, progress: Progress = quiet) -> dict:
+             reports: list[dict] | None = None, progress: Steps = quiet) -> dict:
     """The roofline document (JSON-able).
 
     kernel_names: default all; contenders: default numba, cupy, torch (GPU contenders); reports:

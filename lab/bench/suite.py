@@ -20,7 +20,7 @@ import platform
 import sys
 from typing import Callable
 
-from lab.cli.views.progress import Progress, quiet
+from lab.core.runner import Steps, quiet
 
 # kernel -> list of (size, threads): the standard sizes of the issues (GPU).
 STANDARD = {
@@ -110,7 +110,7 @@ def configurations(kernel_names, quick: bool) -> list[tuple[str, str | None, int
 
 
 def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: bool = False,
-              contenders: list[str] | None = None, seed: int | None = None, progress: Progress = quiet,
+              contenders: list[str] | None = None, seed: int | None = None, progress: Steps = quiet,
               shapes: bool = False) -> dict:
     """Run every configuration; return the bench document (JSON-able dict).
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from lab.core.errors import LabError
 from lab.bench.compare import row_name
-from lab.cli.views.progress import Progress, quiet
+from lab.core.runner import Steps, quiet
 
 METRICS = {"ms": ("median_ms", "median time per call (ms)"), "gbps": ("gbps", "achieved GB/s (minimum traffic)"),
            "gflops": ("gflops", "achieved GFLOP/s")}
@@ -46,7 +46,7 @@ def parse_sizes(text: str | None) -> list[str] | None:
 
 def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: list[str] | None = None,
           variants=None, contenders=None, dtype: str = "float32", repeats: int | None = None,
-          warmup: int | None = None, seed: int | None = None, progress: Progress = quiet) -> dict:
+          warmup: int | None = None, seed: int | None = None, progress: Steps = quiet) -> dict:
     """Run ``kernel`` at every (size, threads) pair; return a JSON-able dict.
 
     threads: threads per block to try (None: the backend default); sizes: ``--size`` strings (None:

@@ -148,7 +148,12 @@ class Report:
 #            calls (timed calls, with "time")
 #   "row"    info: row, a finished Row (ok, FAIL or skipped), already appended to report.rows
 #   "done"   every row finished and derived numbers (GB/s ...) filled in
-Progress = Callable[..., None]
+Events = Callable[..., None]  # run()'s progress(event, report, **info): the live table of one run
+Steps = Callable[[int, int, str], None]  # progress(done, total, label): many runs (bench, sweep, roofline)
+
+
+def quiet(done: int, total: int, label: str) -> None:
+    """The default :data:`Steps` callback: says nothing."""
 
 
 def _threads_check(threads: int, device: dict) -> list[str]:
@@ -194,7 +199,7 @@ def check_contenders(names: list[str] | None) -> list[str]:
     return _pick(names, C.CONTENDERS, "contender")
 
 
-def run(opts: Options, backend: str, progress: Progress | None = None) -> Report:
+def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
 
     progress: optional ``progress(event, report, **info)`` callback (events listed above).

@@ -8,17 +8,14 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Callable, Iterator
+from typing import Iterator
 
-Progress = Callable[[int, int, str], None]
+from lab.core.runner import Steps
 
-
-def quiet(done: int, total: int, label: str) -> None:
-    """The default callback: says nothing."""
 
 
 @contextlib.contextmanager
-def bar(description: str) -> Iterator[Progress]:
+def bar(description: str) -> Iterator[Steps]:
     """Yield a ``progress(done, total, label)`` callback that draws on stderr."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn

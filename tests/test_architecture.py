@@ -1,0 +1,95 @@
+"""The layout's rules, enforced: the import-linter contracts in pyproject.toml (cli -> bench |
+inspect | teach -> core; kernels and torch_bridge import nothing from lab; nothing below the CLI
+takes rich, matplotlib or click), no import cycle anywhere (kernels included), at most 8 modules
+directly in lab/, and ctypes in one module at most."""
+import ast
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("lab", "kernels", "torch_bridge", "exercises")
+
+
+def _graph():
+    grimp = pytest.importorskip("grimp")
+    sys.path.insert(0, str(ROOT))
+    try:
+        return grimp.build_graph(*PACKAGES, include_external_packages=False)
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def test_import_linter_contracts_hold():
+    pytest.importorskip("importlinter")
+    from importlinter.application.use_cases import SUCCESS, lint_imports
+    from importlinter.configuration import configure
+
+    configure()
+    sys.path.insert(0, str(ROOT))
+    try:  # prints the contracts' report: broken ones name the offending import chains
+        assert lint_imports(config_filename=str(ROOT / "pyproject.toml")) == SUCCESS, "run lint-imports"
+    finally:
+        sys.path.remove(str(ROOT))
+
+
+def _cycles(adj: dict) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for root in adj:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(adj[root])))]
+        index[root] = low[root] = counter[0]; counter[0] += 1; stack.append(root); on.add(root)
+        while work:
+            v, it = work[-1]
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
+                    work.append((w, iter(sorted(adj[w]))))
+                    break
+                if w in on:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop(); on.discard(w); comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_anywhere():
+    g = _graph()
+    adj = {m: set(g.find_modules_directly_imported_by(m)) for m in g.modules}
+    assert _cycles(adj) == []
+
+
+def test_at_most_eight_modules_directly_in_lab():
+    modules = sorted(p.name for p in (ROOT / "lab").glob("*.py"))
+    assert len(modules) <= 8, modules
+
+
+def test_ctypes_in_one_module_at_most():
+    users = []
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text())):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module] if isinstance(node, ast.ImportFrom) else [])
+                if any(n and n.split(".")[0] == "ctypes" for n in names):
+                    users.append(str(path.relative_to(ROOT)))
+                    break
+    assert len(users) <= 1, users
