@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 
 
 def reports_in(obj) -> list[dict]:
@@ -67,8 +67,8 @@ def _note(notes: list[str], line: str) -> None:
 
 
 def compare(a: list[dict], b: list[dict]) -> dict:
-    """Match rows of run reports ``a`` and ``b``; returns {"rows": [...], "only_a": [...], "only_b": [...],
-    "notes": [...]}.
+    """Match rows of run reports ``a`` and ``b``; returns {"schema_version", "rows": [...], "only_a": [...],
+    "only_b": [...], "notes": [...]}.
 
     Each row: kernel, contender, variant (+ size, threads when split), a_ms, b_ms, speedup (A / B:
     above 1 means B is faster), noise_a, noise_b, beyond_noise (bool, None when either is untimed),
@@ -108,8 +108,8 @@ def compare(a: list[dict], b: list[dict]) -> dict:
                          f"B ran {row['size']} --threads {row['threads']}")
         rows.append(row)
     fmt = lambda k: " ".join(map(str, k))  # noqa: E731
-    return {"rows": rows, "only_a": [fmt(k) for k in ka if k not in kb], "only_b": [fmt(k) for k in kb if k not in ka],
-            "notes": notes}
+    return {"schema_version": SCHEMA_VERSION, "rows": rows, "only_a": [fmt(k) for k in ka if k not in kb],
+            "only_b": [fmt(k) for k in kb if k not in ka], "notes": notes}
 
 
 def row_name(result: dict) -> str:

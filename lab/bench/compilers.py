@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from lab.core import compilers
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.session import child_env
 
 
@@ -94,6 +94,7 @@ def run_both(params: dict, backend: str) -> dict:
     rows.sort(key=lambda r: (variants.index(r["variant"]) if r["variant"] in variants else 99,
                              compilers.COMPILERS.index(r["compiler"])))
     merged = dict(base)
+    merged["schema_version"] = SCHEMA_VERSION
     merged["compiler"] = "both"
     merged["compilers"] = status
     merged["results"] = rows + others

@@ -16,7 +16,7 @@ intensities on empty axes with that note. Nothing here prints.
 """
 from __future__ import annotations
 
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.bench.compare import row_name
 from lab.core.runner import Steps, quiet
 
@@ -40,7 +40,7 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
 
     kernel_names: default all; contenders: default numba, cupy, torch (GPU contenders); reports:
     ``lab run --json`` dicts to place instead of running (e.g. from ``lab bench --json``).
-    Returns {"backend", "device", "copy_gbps", "peak_gflops", "ridge_intensity", "note",
+    Returns {"schema_version", "backend", "device", "copy_gbps", "peak_gflops", "ridge_intensity", "note",
     "kernels": [{"kernel", "size", "intensity"}], "points": [{"kernel", "size", "contender", "name",
     "intensity" (FLOP/byte), "gflops", "roof_gflops", "pct_of_roof", "bound"}]}.
     """
@@ -54,8 +54,9 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
     simulator = backend == "simulator"
     names = list(kernel_names or kernels.NAMES)
     device = describe(simulator)
-    doc = {"backend": backend, "device": device, "copy_gbps": None, "peak_gflops": device.get("peak_fp32_gflops"),
-           "ridge_intensity": None, "note": SIM_NOTE if simulator and not reports else "", "kernels": [], "points": []}
+    doc = {"schema_version": SCHEMA_VERSION, "backend": backend, "device": device, "copy_gbps": None,
+           "peak_gflops": device.get("peak_fp32_gflops"), "ridge_intensity": None,
+           "note": SIM_NOTE if simulator and not reports else "", "kernels": [], "points": []}
     for k in names:
         try:
             spec = kernels.load(k)

@@ -98,6 +98,10 @@ def load(path: str) -> dict:
         raise LabError(f"{path}: not a `lab bench --json` document ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("reports"), list):
         raise LabError(f"{path}: not a `lab bench --json` document (no 'reports' list)")
+    from lab.core.errors import SCHEMA_VERSION
+
+    for d in [doc, *(r for r in doc["reports"] if isinstance(r, dict))]:
+        d.setdefault("schema_version", SCHEMA_VERSION)  # saved before versioning: version 1's keys
     return doc
 
 
@@ -114,22 +118,22 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
               shapes: bool = False) -> dict:
     """Run every configuration; return the bench document (JSON-able dict).
 
-    Keys: date, backend, device, copy_bandwidth, versions, repeats, quick, reports (a list of
+    Keys: schema_version, date, backend, device, copy_bandwidth, versions, repeats, quick, reports (a list of
     ``lab.core.runner.Report.to_dict`` dicts), errors (configurations that raised LabError), resources.
     ``quick`` (always in the simulator) uses each kernel's small simulator size. ``shapes`` (a GPU
     only) adds the public shape sweep (:mod:`lab.bench.shapes`) under ``shape_sweep``: one dict a
     (kernel, shape), the fields of ``SweepRow``.
     """
     from lab.core.device import describe, measure_copy_bandwidth
-    from lab.core.errors import LabError
+    from lab.core.errors import SCHEMA_VERSION, LabError
     from lab.core.runner import Options, run
 
     simulator = backend == "simulator"
     quick = quick or simulator
     configs = configurations(kernel_names, quick)
-    doc = {"date": datetime.date.today().isoformat(), "backend": backend, "device": describe(simulator),
-           "copy_bandwidth": None if simulator else measure_copy_bandwidth(), "versions": versions(),
-           "repeats": repeats, "quick": quick, "reports": [], "errors": []}
+    doc = {"schema_version": SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "backend": backend,
+           "device": describe(simulator), "copy_bandwidth": None if simulator else measure_copy_bandwidth(),
+           "versions": versions(), "repeats": repeats, "quick": quick, "reports": [], "errors": []}
     for i, (kernel, size, threads) in enumerate(configs):
         progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {threads}")
         try:

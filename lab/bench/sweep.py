@@ -9,7 +9,7 @@ Guide, "Execution Configuration Optimizations") or the shape change each rung's 
 """
 from __future__ import annotations
 
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.bench.compare import row_name
 from lab.core.runner import Steps, quiet
 
@@ -51,7 +51,7 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
 
     threads: threads per block to try (None: the backend default); sizes: ``--size`` strings (None:
     the kernel's default). Every value is validated before anything runs (LabError, one line).
-    Returns {"kernel", "backend", "threads", "sizes", "seed", "reports": [lab run --json dicts]};
+    Returns {"schema_version", "kernel", "backend", "threads", "sizes", "seed", "reports": [lab run --json dicts]};
     one seed for all configurations, so every configuration sees the same inputs for a size.
     """
     import numpy as np
@@ -77,7 +77,8 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(str(e)) from None
     seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     configs = [(s, t) for s in (sizes or [None]) for t in (threads or [None])]
-    doc = {"kernel": kernel, "backend": backend, "threads": threads, "sizes": sizes, "seed": seed, "reports": []}
+    doc = {"schema_version": SCHEMA_VERSION, "kernel": kernel, "backend": backend, "threads": threads, "sizes": sizes,
+           "seed": seed, "reports": []}
     for i, (size, t) in enumerate(configs):
         progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {t or 'default'}")
         opts = Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import kernels
 from lab.core import contenders as C
+from lab.core.errors import SCHEMA_VERSION
 
 
 def _labels(contender: str, kernel: str) -> list[str]:
@@ -13,14 +14,16 @@ def _labels(contender: str, kernel: str) -> list[str]:
 
 
 def catalog() -> list[dict]:
-    """One dict per kernel: name, summary, size_help, default sizes (gpu, simulator), dtypes, rungs
-    [{name, summary, needs_whole_warps, max_threads}] and contenders {name: [labels]}.
+    """One dict per kernel: schema_version (a list carries no version of its own: each item does), name,
+    summary, size_help, default sizes (gpu, simulator), dtypes, rungs [{name, summary, needs_whole_warps,
+    max_threads}] and contenders {name: [labels]}.
 
     Imports the kernel modules, so the backend must be chosen first (lab.core.session.select)."""
     out = []
     for name in kernels.NAMES:
         spec = kernels.load(name)
         out.append({
+            "schema_version": SCHEMA_VERSION,
             "name": name,
             "summary": spec.summary,
             "size_help": spec.size_help,

@@ -121,8 +121,9 @@ def device_info(simulator: bool, measure: bool = False) -> dict:
     """``lab device``: :func:`describe`, which compilers are usable, and (``measure``) the measured
     copy bandwidth, or why it was not measured."""
     from lab.core.compilers import compilers_status
+    from lab.core.errors import SCHEMA_VERSION
 
-    info = dict(describe(simulator))
+    info = {"schema_version": SCHEMA_VERSION, **describe(simulator)}
     info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
                          for n, st in compilers_status(simulator).items()}
     if measure and not simulator:

@@ -276,6 +276,8 @@ def run_checks(checks=None) -> list[Check]:
 
 def to_dict(results: list[Check]) -> dict:
     status = FAIL if any(r.status == FAIL for r in results) else WARN if any(r.status == WARN for r in results) else OK
-    return {"status": status, "checks": [asdict(r) for r in results]}
+    from lab.core.errors import SCHEMA_VERSION
+
+    return {"schema_version": SCHEMA_VERSION, "status": status, "checks": [asdict(r) for r in results]}
 
 

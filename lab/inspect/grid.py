@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 
 
 def record_map(spec, variant: str, size, threads: int, seed: int = 0):
@@ -141,9 +141,10 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     block_of, thread_of, writers, launches, _ = record_map(spec, variant, size, threads)
     tpb = cfg.threads_per_block
     warps = -(-tpb // 32)
-    out = {"kernel": spec.name, "variant": variant, "size": list(size), "grid": list(cfg.grid),
-           "block": list(cfg.block), "threads_total": cfg.threads_total, "threads_needed": cfg.threads_needed,
-           "threads_idle": cfg.threads_idle, "warps_per_block": warps, "waves": None,
+    out = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "variant": variant, "size": list(size),
+           "grid": list(cfg.grid), "block": list(cfg.block), "threads_total": cfg.threads_total,
+           "threads_needed": cfg.threads_needed, "threads_idle": cfg.threads_idle, "warps_per_block": warps,
+           "waves": None,
            "map": {"shape": list(block_of.shape), "block_of": block_of.tolist(), "thread_of": thread_of.tolist(),
                    "writers": writers.tolist()}}
     n_blocks = math.prod(cfg.grid)

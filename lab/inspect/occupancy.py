@@ -23,7 +23,7 @@ import math
 
 from lab.inspect import archs
 from lab.inspect.archs import Arch
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 
 LIMITERS = ("warps", "blocks", "registers", "shared_memory")
 UNLIMITED = 10**9
@@ -246,7 +246,8 @@ def occupancy(kernel: str | None, variant: str | None, threads: int, arch_name: 
               registers: int | None, shared: int | None, backend: str | None, with_sweep: bool = False) -> dict:
     """``lab occupancy``: KERNEL's variant on ``arch_name`` (``backend`` "gpu" or "simulator"), or the
     calculator for ``registers``/``shared`` (KERNEL None). ``with_sweep``: adds ``"sweep"``, the occupancy at
-    32..1024 threads per block. Raises LabError on bad input (one line)."""
+    32..1024 threads per block. The ``lab occupancy --json`` dict: ``schema_version`` and the keys of
+    :func:`calculate` or :func:`kernel_occupancy`. Raises LabError on bad input (one line)."""
     if kernel is None:
         if registers is None:
             raise LabError("give KERNEL, or --arch, --registers and --shared for the calculator")
@@ -263,4 +264,4 @@ def occupancy(kernel: str | None, variant: str | None, threads: int, arch_name: 
         points = sweep(archs.get(result["arch"]), result["registers"], result["shared_bytes"])
         result["sweep"] = [{k: p[k] for k in ("threads", "active_blocks_per_sm", "active_warps_per_sm",
                                                "max_warps_per_sm", "occupancy", "limiter")} for p in points]
-    return result
+    return {"schema_version": SCHEMA_VERSION, **result}

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import exercises
-from lab.core.errors import LabError
+from lab.core.errors import SCHEMA_VERSION, LabError
 
 DEFAULT_DIR = "lab-exercises"
 STATE = ".lab-state.json"
@@ -53,12 +53,13 @@ def get(name: str) -> exercises.Exercise:
 
 
 def listing(directory=None) -> list[dict]:
-    """[{name, title, difficulty, status, prerequisites, mirrors}] in the order of the path."""
+    """[{schema_version, name, title, difficulty, status, prerequisites, mirrors}] in the order of the
+    path (a list carries no version of its own: each item does)."""
     st = _state(workspace(directory))["status"]
     rows = []
     for n in exercises.names():
         ex = exercises.load(n)
-        rows.append({"name": n, "title": ex.title, "difficulty": ex.difficulty,
+        rows.append({"schema_version": SCHEMA_VERSION, "name": n, "title": ex.title, "difficulty": ex.difficulty,
                      "status": st.get(n, NOT_STARTED), "prerequisites": ex.prerequisites,
                      "mirrors": ex.mirrors})
     return rows
@@ -108,7 +109,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
 
     backend: "auto" (a GPU when one is usable, else the simulator), "sim" or "gpu".
     timeout: seconds per test (default 30, or LAB_EXERCISE_TIMEOUT).
-    Returns {"exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}.
+    Returns {"schema_version", "exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}.
     LabError for an unknown exercise, a missing file or an unusable backend.
     """
     from kernels.backend import gpu_count, is_simulator
@@ -137,7 +138,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
         if passed or state["status"].get(name) != PASSED:
             state["status"][name] = PASSED if passed else IN_PROGRESS
         _save(ws, state)
-    return {"exercise": ex.name, "passed": passed, "tests": tests, "backend": chosen, "seed": seed}
+    return {"schema_version": SCHEMA_VERSION, "exercise": ex.name, "passed": passed, "tests": tests, "backend": chosen,
+            "seed": seed}
 
 
 def _run_child(name, path, backend, seed, timeout) -> list[dict]:

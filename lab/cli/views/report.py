@@ -435,7 +435,7 @@ def print_device(info: dict, console: Console | None = None) -> None:
     table.add_column("value", justify="right")
     units = {"_bytes": " B", "_khz": " kHz", "_bits": " bits", "_gbps": " GB/s", "_gflops": " GFLOP/s"}
     for key, value in info.items():
-        if key in ("name", "note"):
+        if key in ("name", "note", "schema_version"):
             continue
         if isinstance(value, dict):
             value = ", ".join(f"{k}={_num(v, '{:.3f}') if isinstance(v, float) else v}" for k, v in value.items())
