@@ -193,6 +193,15 @@ class Variant:
     warp_multiple: bool = False
     max_threads: int | None = None  # a variant's own limit below the device's, if any
 
+    def accepts(self, threads: int) -> str | None:
+        """None when this variant runs at ``threads`` threads per block, else why not (the caller
+        names the variant): whole warps for a ``warp_multiple`` variant, at most ``max_threads``."""
+        if self.warp_multiple and threads % 32:
+            return "needs whole warps: --threads must be a multiple of 32"
+        if self.max_threads and threads > self.max_threads:
+            return f"supports at most {self.max_threads} threads per block"
+        return None
+
 
 @dataclass(frozen=True)
 class KernelSpec:

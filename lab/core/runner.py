@@ -314,10 +314,8 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
                 variant = spec.variants[v]
                 row = Row("numba", v, "ok", compiler=report.compiler)
                 # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
-                if variant.warp_multiple and threads % 32:
-                    row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
-                elif variant.max_threads and threads > variant.max_threads:
-                    row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                if variant.accepts(threads):
+                    row.status, row.reason = "skipped", f"{v} {variant.accepts(threads)}"
                 elif compilers.unsupported(spec.name, v):
                     row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
                 else:
@@ -360,7 +358,7 @@ def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> fl
     launched = {}
     for v in variant_names:
         variant = spec.variants[v]
-        if (variant.warp_multiple and threads % 32) or (variant.max_threads and threads > variant.max_threads):
+        if variant.accepts(threads):
             continue  # skipped rungs cost nothing
         try:
             launched[v] = variant.launch(size, threads).threads_total
