@@ -405,18 +405,6 @@ def _dequantize_check(q, scale, zero_point):
             raise ValueError(f"lab.dequantize: {name} must hold 1 value, got shape {tuple(t.shape)}")
 
 
-def _dequantize_kernel():
-    """kernels' dequantize kernel (kernels/quantize.py today; a dequantize module after a split)."""
-    import importlib
-
-    for module in ("kernels.dequantize", "kernels.quantize"):
-        try:
-            return importlib.import_module(module).dequantize_kernel
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError("no dequantize_kernel in kernels.dequantize or kernels.quantize")
-
-
 @custom_op("lab::dequantize", mutates_args=())
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
     """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
@@ -425,9 +413,11 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -
     out = torch.empty(q.shape, dtype=scale.dtype, device=q.device)
     n = q.numel()
     if n:
+        from kernels.dequantize import dequantize_kernel
+
         params = torch.stack([scale.reshape(()), zero_point.reshape(())])
         blocks = math.ceil(n / THREADS)
-        _launch(_dequantize_kernel(), (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
+        _launch(dequantize_kernel, (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
     return out
 
 

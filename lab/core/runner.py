@@ -282,10 +282,10 @@ def run(opts: Options, backend: str, progress: Progress | None = None) -> Report
                 res = compilers.resources(resources.compiled(launches), cc)
                 row.registers, row.spill_bytes, row.local_bytes = (
                     res["registers"], res["spill_bytes"], res["local_bytes"])
-            ok, row.max_abs_err, row.rel_err = checked.verdict
-            host_outs = checked.outputs
-            if not ok:
-                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {checked.verdict.reason}"
+            verdict, host_outs = checked.verdict, checked.outputs
+            row.max_abs_err, row.rel_err = verdict.max_abs_err, verdict.rel_err
+            if not verdict.ok:
+                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {verdict.reason}"
                 return row
             if spec.summarize and row.contender == "numba" and not report.notes:
                 report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
