@@ -113,7 +113,7 @@ def check_outputs(outs: Sequence[Any], refs: Sequence[Any], tols: Sequence[Any],
         if not same_nonfinite:
             max_err = math.inf
     rel = math.sqrt(num / den) if den else math.sqrt(num)
-    return Verdict(bool(ok), float(max_err), float(rel), "" if ok else "; ".join(reasons) or "output differs from the reference")
+    return Verdict(ok, max_err, rel, "" if ok else "; ".join(reasons) or "output differs from the reference")
 
 
 @dataclass
