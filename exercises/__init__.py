@@ -100,6 +100,16 @@ def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):
     return (rng.standard_normal(shape) * scale + offset).astype(dtype)
 
 
+def matvec_case(rng, rows: int, cols: int, **launch) -> Case:
+    """A ROWSxCOLS matvec case: y = A @ x from random float32 A and x, checked against the float64
+    product within ``kernels.spec.dot_tolerance``; ``launch`` is the Case's grid/block."""
+    from kernels.spec import dot_tolerance
+
+    A, x = randn(rng, (rows, cols)), randn(rng, cols)
+    return Case(f"{rows}x{cols}", [A, x], [((rows,), np.float32)], [A.astype(np.float64) @ x.astype(np.float64)],
+                [dot_tolerance(A, x, np.float32)], **launch)
+
+
 def eps_tol(ref, dtype=np.float32, ulps=4):
     """A few ulps of |ref| (elementwise results computed in ``dtype``)."""
     return ulps * np.finfo(dtype).eps * (1.0 + np.abs(np.asarray(ref, dtype=np.float64)))

@@ -6,6 +6,9 @@ come first. A GPU is detected through the CUDA driver API (``cuInit`` and ``cuDe
 Numba. ``lab`` makes the choice explicitly (``lab.core.session.select``, ``--sim/--gpu``); a user who
 imports a kernel module directly gets :func:`choose_default`: the GPU when one is usable, else the
 simulator, with one warning saying so. Nothing here imports Numba.
+
+This is the project's one ctypes module: every call into ``libcuda`` (device count, driver version,
+device names for ``lab doctor``, and the ``cuLaunchKernel`` of ``torch_bridge.launch``) is here.
 """
 from __future__ import annotations
 
@@ -21,15 +24,28 @@ class SimulatorFallback(UserWarning):
     """No usable CUDA GPU: the lab's kernels run in Numba's CUDA simulator."""
 
 
+_LIBCUDA = []
+
+
+def libcuda():
+    """The CUDA driver library (``libcuda``) through ctypes, loaded once; None when there is none.
+    The only place in the project that uses ctypes: the driver calls below are all of it."""
+    if not _LIBCUDA:
+        lib = None
+        for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
+            try:
+                lib = ctypes.CDLL(name)
+                break
+            except OSError:
+                continue
+        _LIBCUDA.append(lib)
+    return _LIBCUDA[0]
+
+
 def gpu_count() -> tuple[int, str]:
     """Number of CUDA devices the driver reports, and why it is 0 when it is."""
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            lib = ctypes.CDLL(name)
-            break
-        except OSError:
-            continue
-    else:
+    lib = libcuda()
+    if lib is None:
         return 0, "no CUDA driver (libcuda) found"
     if lib.cuInit(0) != 0:
         return 0, "the CUDA driver found no usable GPU (cuInit failed)"
@@ -37,6 +53,62 @@ def gpu_count() -> tuple[int, str]:
     if lib.cuDeviceGetCount(ctypes.byref(count)) != 0 or count.value == 0:
         return 0, "the CUDA driver reports no GPU"
     return count.value, ""
+
+
+def driver_version() -> int | None:
+    """The CUDA driver's version as 1000 * major + 10 * minor (cuDriverGetVersion), None without one."""
+    lib = libcuda()
+    if lib is None:
+        return None
+    v = ctypes.c_int(0)
+    return v.value if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value else None
+
+
+def device_name(index: int = 0) -> str | None:
+    """The name of CUDA device ``index`` as the driver reports it (cuDeviceGetName), None without one."""
+    lib = libcuda()
+    if lib is None or lib.cuInit(0) != 0:
+        return None
+    dev = ctypes.c_int(0)
+    buf = ctypes.create_string_buffer(256)
+    if lib.cuDeviceGet(ctypes.byref(dev), index) != 0 or lib.cuDeviceGetName(buf, 256, dev) != 0:
+        return None
+    return buf.value.decode()
+
+
+# --- cuLaunchKernel for torch_bridge.launch.FastKernel (CUDA Driver API, "Execution Control") ---------
+def param_block(layout: list[int]):
+    """(values, pointers): ``layout`` as a ctypes array of int64 (one kernel parameter each, written
+    in place by index before a launch) and the ``void*[]`` array of their addresses, the
+    ``kernelParams`` that cuLaunchKernel reads. Keep ``values`` alive as long as ``pointers``."""
+    n = len(layout)
+    values = (ctypes.c_int64 * n)(*layout)
+    base = ctypes.addressof(values)
+    return values, (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
+
+
+def launcher(handle: int, dims: tuple[int, ...], pointers):
+    """``launch(stream)``: cuLaunchKernel of the ``CUkernel``/``CUfunction`` ``handle`` with ``dims``
+    (grid x, y, z, block x, y, z), no dynamic shared memory, and the parameter block ``pointers``
+    (:func:`param_block`) on ``stream`` (a raw ``cudaStream_t``, 0 = legacy default). Everything is
+    converted once here: a call allocates nothing. RuntimeError with the driver's error name."""
+    lib = libcuda()
+    if lib is None:
+        raise RuntimeError("no CUDA driver (libcuda) found")
+    fn = lib.cuLaunchKernel
+    if fn.argtypes is None:
+        fn.restype = ctypes.c_int
+        fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
+    h = ctypes.c_void_p(handle)
+
+    def launch(stream):
+        err = fn(h, *dims, 0, stream, pointers, None)
+        if err:
+            name = ctypes.c_char_p()
+            lib.cuGetErrorName(err, ctypes.byref(name))
+            raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({err})")
+    return launch
 
 
 def is_simulator() -> bool:

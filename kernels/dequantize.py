@@ -250,7 +250,6 @@ SPEC = KernelSpec(
     name="dequantize",
     summary="x' = (q - zero_point) * scale per row: q uint8 ROWS x COLS, params ROWS x 2",
     size_help="ROWSxCOLS, e.g. 4096x16384 (1xN: one per-tensor (scale, zero_point))",
-    size_dims=2,
     default_size=lambda simulator: (5, 70) if simulator else (4096, 16384),
     in_shapes=lambda size: [(size[0], 2), size],
     make_inputs=make_inputs,

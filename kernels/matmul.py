@@ -25,7 +25,7 @@ import numpy as np
 from kernels.compiler import cuda, uint64
 
 from kernels.compiler import SIMULATOR
-from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerance,
+from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
                           launch_once, sm_count)
 from kernels.warp import WARP
 
@@ -731,11 +731,6 @@ def make_inputs(size, dtype, rng):
     return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype))
 
 
-def tolerance(inputs, ref, dtype):
-    A, B = inputs
-    return [dot_tolerance(A, B, dtype)]
-
-
 RUNGS = {
     "naive": Variant(
         "naive", "one thread per C element; 2 global loads per FMA (coalesced along rows of B and C)",
@@ -763,13 +758,12 @@ SPEC = KernelSpec(
     name="matmul",
     summary="C = A @ B for M x K and K x N row-major matrices",
     size_help="MxNxK (A is MxK, B is KxN), or N for N x N x N, e.g. 4096",
-    size_dims=3,
     default_size=lambda simulator: (24, 20, 18) if simulator else (4096, 4096, 4096),
     in_shapes=lambda size: [(size[0], size[2]), (size[2], size[1])],
     make_inputs=make_inputs,
     out_specs=lambda size, dtype: [((size[0], size[1]), np.dtype(dtype))],
     reference=reference,
-    tolerance=tolerance,
+    tolerance=dot_tolerances,
     bytes_moved=lambda size, dtype: (size[0] * size[2] + size[2] * size[1] + size[0] * size[1])
     * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1] * size[2],

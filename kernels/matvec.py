@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
-from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerance,
+from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
                           launch_once, sm_count, split_columns)
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
@@ -349,11 +349,6 @@ def make_inputs(size, dtype, rng):
     return (rng.standard_normal((rows, cols)).astype(dtype), rng.standard_normal(cols).astype(dtype))
 
 
-def tolerance(inputs, ref, dtype):
-    A, x = inputs
-    return [dot_tolerance(A, x, dtype)]
-
-
 RUNGS = {
     "row_per_thread": Variant(
         "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
@@ -377,13 +372,12 @@ SPEC = KernelSpec(
     name="matvec",
     summary="y = A @ x for a ROWS x COLS row-major matrix",
     size_help="ROWSxCOLS, e.g. 16384x4096",
-    size_dims=2,
     default_size=lambda simulator: (12, 100) if simulator else (16384, 4096),
     in_shapes=lambda size: [size, (size[1],)],
     make_inputs=make_inputs,
     out_specs=lambda size, dtype: [((size[0],), np.dtype(dtype))],
     reference=reference,
-    tolerance=tolerance,
+    tolerance=dot_tolerances,
     bytes_moved=lambda size, dtype: (size[0] * size[1] + size[0] + size[1]) * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(

@@ -588,7 +588,6 @@ SPEC = KernelSpec(
     name="quantize",
     summary="per-tensor uint8 quantization: min/max, then q = round(x / scale + zero_point)",
     size_help="N (elements), e.g. 67108864",
-    size_dims=1,
     default_size=lambda simulator: (1000,) if simulator else (1 << 26,),
     in_shapes=lambda size: [size],
     make_inputs=make_inputs,

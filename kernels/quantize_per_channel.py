@@ -55,7 +55,6 @@ SPEC = KernelSpec(
     name="quantize_per_channel",
     summary="per-row uint8 quantization: each row its own (scale, zero_point)",
     size_help="ROWSxCOLS, e.g. 4096x16384",
-    size_dims=2,
     default_size=lambda simulator: (5, 70) if simulator else (4096, 16384),
     in_shapes=lambda size: [size],
     make_inputs=make_inputs,

@@ -789,7 +789,6 @@ SPEC = KernelSpec(
     name="softmax",
     summary="row-wise softmax of a ROWS x COLS row-major matrix (numerically stable)",
     size_help="ROWSxCOLS, e.g. 8192x8192",
-    size_dims=2,
     default_size=lambda simulator: (6, 70) if simulator else (8192, 8192),
     in_shapes=lambda size: [size],
     make_inputs=make_inputs,

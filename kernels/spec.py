@@ -77,6 +77,13 @@ def dot_tolerance(A: np.ndarray, B: np.ndarray, dtype) -> np.ndarray:
     return DOT_SIGMAS * u * (np.sqrt(walk) + np.sqrt(products)) + 4 * float(np.finfo(dtype).tiny)
 
 
+def dot_tolerances(inputs, ref, dtype) -> list:
+    """The ``tolerance`` of a spec whose one output is the product of its two inputs (matvec's
+    A @ x, matmul's A @ B): :func:`dot_tolerance`."""
+    A, B = inputs
+    return [dot_tolerance(A, B, dtype)]
+
+
 @dataclass(frozen=True)
 class Launch:
     """A launch configuration: ``kernel[grid, block]`` and how many threads the problem needs.
@@ -193,13 +200,23 @@ class Variant:
     warp_multiple: bool = False
     max_threads: int | None = None  # a variant's own limit below the device's, if any
 
+    def accepts(self, threads: int) -> str | None:
+        """None when this variant runs at ``threads`` threads per block, else why not (the caller
+        names the variant): whole warps for a ``warp_multiple`` variant, at most ``max_threads``."""
+        if self.warp_multiple and threads % 32:
+            return "needs whole warps: --threads must be a multiple of 32"
+        if self.max_threads and threads > self.max_threads:
+            return f"supports at most {self.max_threads} threads per block"
+        return None
+
 
 @dataclass(frozen=True)
 class KernelSpec:
     """Everything the runner needs to run, check and time one problem.
 
     size_help: how ``--size`` is written (e.g. ``ROWSxCOLS``).
-    default_size(simulator): the size used when none is given (small in the simulator).
+    default_size(simulator): the size used when none is given (small in the simulator); its length
+      is the number of dimensions a size has (``size_dims``).
     in_shapes(size) -> shapes of the inputs, in order.
     make_inputs(size, dtype, rng) -> tuple of host arrays, fresh random values.
     out_specs(size, dtype) -> list of (shape, dtype) of the outputs.
@@ -212,7 +229,6 @@ class KernelSpec:
     name: str
     summary: str
     size_help: str
-    size_dims: int
     default_size: Callable[[bool], Size]
     in_shapes: Callable[[Size], list[tuple[int, ...]]]
     make_inputs: Callable[[Size, np.dtype, np.random.Generator], tuple[np.ndarray, ...]]
@@ -227,6 +243,11 @@ class KernelSpec:
     # summarize(inputs, outputs) -> lines the report prints about a checked result (e.g. quantize's
     # round-trip error); called on the first Numba variant that passed.
     summarize: Callable[..., list[str]] | None = None
+
+    @property
+    def size_dims(self) -> int:
+        """How many numbers a size has (the length of the default size)."""
+        return len(self.default_size(True))
 
     def parse_size(self, text: str) -> Size:
         """Parse ``N`` or ``AxB[xC]`` into ``size_dims`` positive ints; ValueError names the form."""

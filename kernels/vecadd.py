@@ -113,7 +113,6 @@ SPEC = KernelSpec(
     name="vecadd",
     summary="c = a + b, one thread per element",
     size_help="N (elements), e.g. 67108864",
-    size_dims=1,
     default_size=lambda simulator: (1000,) if simulator else (1 << 26,),
     in_shapes=lambda size: [size, size],
     make_inputs=make_inputs,

@@ -14,5 +14,12 @@ def run_variant(spec, variant, size, threads, rng, dtype=np.float32, simulator=T
     v = spec.variants[variant]
     prepared = C.prepare_numba(spec, size, v, v.launch(size, threads), inputs, simulator)
     checked = check_prepared(prepared, refs, tols, spec.out_specs(size, np.dtype(dtype)))
-    ok, err, _ = checked.verdict
-    return ok, err, checked.outputs, refs
+    return checked.verdict.ok, checked.verdict.max_abs_err, checked.outputs, refs
+
+
+def assert_passes(kernel: str, variant, size, threads, rng, simulator, dtype=np.float32):
+    """:func:`run_variant` of ``kernel``'s ``variant``, asserting that it passes the check."""
+    import kernels
+
+    ok, err, *_ = run_variant(kernels.load(kernel), variant, size, threads, rng, dtype, simulator)
+    assert ok, f"{kernel} {variant} at {size} ({np.dtype(dtype)}): max abs err {err}"

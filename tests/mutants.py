@@ -23,7 +23,7 @@ from kernels import quantize as Q
 from kernels import softmax as SM
 from kernels import vecadd as VA
 from kernels.compiler import SIMULATOR, cuda, float32, float64, int32, uint32, uint64
-from kernels.spec import Launch, Variant, blocks_for
+from kernels.spec import Launch, Variant, blocks_for, launch_once
 from kernels.warp import SCRATCH, warp_sum
 
 # TF32 keeps 10 of float32's 23 mantissa bits, rounded to nearest (cvt.rna.tf32.f32): what the tensor
@@ -45,18 +45,6 @@ else:
     @cuda.jit(device=True)
     def tf32(v):
         return libdevice.int_as_float(int32((libdevice.float_as_int(v) + 4096) & -8192))
-
-
-def _one(kernel):
-    """A Variant whose prepare launches ``kernel[grid, block](*inputs, *outputs)`` once."""
-    def prepare(cfg, inputs, outputs):
-        k = kernel[cfg.grid, cfg.block]
-        return lambda: k(*inputs, *outputs)
-    return prepare
-
-
-def variant(name, doc, launch, prepare, **kw):
-    return Variant(name, doc, launch, prepare, **kw)
 
 
 # --- vecadd --------------------------------------------------------------------------------------
@@ -104,12 +92,12 @@ def vecadd_tf32(a, b, c):
 
 
 VECADD = [
-    variant("no_bounds_guard", "", VA.launch, _one(vecadd_no_guard)),
-    variant("no_block_offset", "", VA.launch, _one(vecadd_no_block_offset)),
-    variant("guard_off_by_one", "", VA.launch, _one(vecadd_off_by_one)),
-    variant("hard_coded_block_32", "", VA.launch, _one(vecadd_block_32)),
-    variant("four_per_thread_no_tail", "", VA.launch_x4, _one(vecadd_x4_no_tail)),
-    variant("tf32_inputs", "", VA.launch, _one(vecadd_tf32)),
+    Variant("no_bounds_guard", "", VA.launch, launch_once(vecadd_no_guard)),
+    Variant("no_block_offset", "", VA.launch, launch_once(vecadd_no_block_offset)),
+    Variant("guard_off_by_one", "", VA.launch, launch_once(vecadd_off_by_one)),
+    Variant("hard_coded_block_32", "", VA.launch, launch_once(vecadd_block_32)),
+    Variant("four_per_thread_no_tail", "", VA.launch_x4, launch_once(vecadd_x4_no_tail)),
+    Variant("tf32_inputs", "", VA.launch, launch_once(vecadd_tf32)),
 ]
 
 
@@ -187,14 +175,14 @@ def matvec_warp_no_block_offset(A, x, y):
 
 
 MATVEC = [
-    variant("no_bounds_guard", "", MV.row_per_thread_launch, _one(matvec_no_guard)),
-    variant("rows_columns_swapped", "", MV.row_per_thread_launch, _one(matvec_swapped)),
-    variant("tf32_inputs", "", MV.row_per_thread_launch, _one(matvec_tf32)),
-    variant("warp_no_ragged_end", "", MV.warp_per_row_launch, _one(matvec_warp_no_ragged_end),
+    Variant("no_bounds_guard", "", MV.row_per_thread_launch, launch_once(matvec_no_guard)),
+    Variant("rows_columns_swapped", "", MV.row_per_thread_launch, launch_once(matvec_swapped)),
+    Variant("tf32_inputs", "", MV.row_per_thread_launch, launch_once(matvec_tf32)),
+    Variant("warp_no_ragged_end", "", MV.warp_per_row_launch, launch_once(matvec_warp_no_ragged_end),
             warp_multiple=True),
-    variant("warp_missing_reduction", "", MV.warp_per_row_launch, _one(matvec_warp_no_reduction),
+    Variant("warp_missing_reduction", "", MV.warp_per_row_launch, launch_once(matvec_warp_no_reduction),
             warp_multiple=True),
-    variant("warp_no_block_offset", "", MV.warp_per_row_launch, _one(matvec_warp_no_block_offset),
+    Variant("warp_no_block_offset", "", MV.warp_per_row_launch, launch_once(matvec_warp_no_block_offset),
             warp_multiple=True),
 ]
 
@@ -290,12 +278,12 @@ def matmul_no_block_offset(A, B, C):
 
 
 MATMUL = [
-    variant("naive_no_column_guard", "", MM.naive_launch, _one(matmul_no_guard)),
-    variant("naive_rows_columns_swapped", "", MM.naive_launch, _one(matmul_swapped)),
-    variant("naive_tf32_inputs", "", MM.naive_launch, _one(matmul_tf32)),
-    variant("shared_tile_count_off_by_one", "", MM.shared_launch, _one(matmul_shared_tile_count)),
-    variant("shared_no_zero_padding", "", MM.shared_launch, _one(matmul_shared_no_padding)),
-    variant("naive_no_block_offset", "", MM.naive_launch, _one(matmul_no_block_offset)),
+    Variant("naive_no_column_guard", "", MM.naive_launch, launch_once(matmul_no_guard)),
+    Variant("naive_rows_columns_swapped", "", MM.naive_launch, launch_once(matmul_swapped)),
+    Variant("naive_tf32_inputs", "", MM.naive_launch, launch_once(matmul_tf32)),
+    Variant("shared_tile_count_off_by_one", "", MM.shared_launch, launch_once(matmul_shared_tile_count)),
+    Variant("shared_no_zero_padding", "", MM.shared_launch, launch_once(matmul_shared_no_padding)),
+    Variant("naive_no_block_offset", "", MM.naive_launch, launch_once(matmul_no_block_offset)),
 ]
 
 
@@ -393,12 +381,12 @@ def _rows_launch(size, threads):
 
 
 SOFTMAX = [
-    variant("no_max_shift", "", _rows_launch, _one(softmax_no_max_shift)),
-    variant("max_starts_at_zero", "", _rows_launch, _one(softmax_max_from_zero)),
-    variant("sum_misses_last_column", "", _rows_launch, _one(softmax_sum_off_by_one)),
-    variant("last_row_unwritten", "", _rows_launch, _one(softmax_last_row_unwritten)),
-    variant("block_no_stride_loop", "", SM.row_launch, _one(softmax_block_no_stride), warp_multiple=True),
-    variant("block_missing_max_reduction", "", SM.row_launch, _one(softmax_block_own_max),
+    Variant("no_max_shift", "", _rows_launch, launch_once(softmax_no_max_shift)),
+    Variant("max_starts_at_zero", "", _rows_launch, launch_once(softmax_max_from_zero)),
+    Variant("sum_misses_last_column", "", _rows_launch, launch_once(softmax_sum_off_by_one)),
+    Variant("last_row_unwritten", "", _rows_launch, launch_once(softmax_last_row_unwritten)),
+    Variant("block_no_stride_loop", "", SM.row_launch, launch_once(softmax_block_no_stride), warp_multiple=True),
+    Variant("block_missing_max_reduction", "", SM.row_launch, launch_once(softmax_block_own_max),
             warp_multiple=True),
 ]
 
@@ -467,15 +455,15 @@ def _pipeline(minmax, quantize):
 
 
 QUANTIZE = [
-    variant("truncating", "", Q.atomic_per_element_launch, _pipeline(Q.minmax_atomic_kernel, quantize_truncating)),
-    variant("always_rounds_up", "", Q.atomic_per_element_launch, _pipeline(Q.minmax_atomic_kernel, quantize_round_up)),
-    variant("last_code_unwritten", "", Q.atomic_per_element_launch,
+    Variant("truncating", "", Q.atomic_per_element_launch, _pipeline(Q.minmax_atomic_kernel, quantize_truncating)),
+    Variant("always_rounds_up", "", Q.atomic_per_element_launch, _pipeline(Q.minmax_atomic_kernel, quantize_round_up)),
+    Variant("last_code_unwritten", "", Q.atomic_per_element_launch,
             _pipeline(Q.minmax_atomic_kernel, quantize_tail_unwritten)),
-    variant("zero_point_rounded", "", Q.atomic_per_element_launch,
+    Variant("zero_point_rounded", "", Q.atomic_per_element_launch,
             _pipeline(Q.minmax_atomic_kernel, quantize_zero_point_rounded)),
-    variant("params_unwritten", "", Q.atomic_per_element_launch,
+    Variant("params_unwritten", "", Q.atomic_per_element_launch,
             _pipeline(Q.minmax_atomic_kernel, quantize_params_unwritten)),
-    variant("minmax_misses_last_element", "", Q.atomic_per_element_launch,
+    Variant("minmax_misses_last_element", "", Q.atomic_per_element_launch,
             _pipeline(minmax_misses_last, Q.quantize_element_kernel)),
 ]
 

@@ -36,8 +36,8 @@ def test_quantize_truncating_or_rounding_up_fails(rng):
     scale, zp = float(params[0]), float(params[1])
     v = np.clip(x.astype(np.float64) / scale + zp, 0, 255)
     for wrong in (np.floor(v), np.ceil(v)):  # passed before: the tolerance was 1 on every code
-        ok, err, _ = check_outputs([wrong.astype(np.uint8), params.astype(F32)], [q, params], tols)
-        assert not ok and err == 1
+        v = check_outputs([wrong.astype(np.uint8), params.astype(F32)], [q, params], tols)
+        assert not v.ok and v.max_abs_err == 1
 
 
 def test_quantize_float32_contenders_pass(rng):

@@ -58,7 +58,7 @@ def test_a_wrong_kernel_shows_a_wrong_map():
     def prepare(cfg, inputs, outputs):
         return lambda: forgot_block[cfg.grid, cfg.block](inputs[0], outputs[0])
 
-    spec = KernelSpec("copy", "", "N", 1, lambda s: (100,), lambda s: [s],
+    spec = KernelSpec("copy", "", "N", lambda s: (100,), lambda s: [s],
                       lambda s, d, rng: (rng.standard_normal(s).astype(d),), lambda s, d: [(s, np.dtype(d))],
                       lambda a: (a,), lambda *a: [0], lambda s, d: 0, lambda s: 0,
                       {"v": Variant("v", "", lambda s, t: Launch((blocks_for(s[0], t),), (t,), s[0]), prepare)})

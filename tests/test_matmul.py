@@ -10,7 +10,7 @@ import pytest
 
 import kernels
 from tests.conftest import SIMULATOR
-from tests.helpers import run_variant
+from tests.helpers import assert_passes
 
 pytestmark = pytest.mark.gpu
 
@@ -27,9 +27,7 @@ REGISTER_TILED_SIM_CASES = [(19, 21, 45), (130, 9, 20), (128, 128, 40)]
 @pytest.mark.parametrize("variant", ["naive", "shared"])
 @pytest.mark.parametrize("size,threads", SMALL_CASES)
 def test_small_sizes(variant, size, threads, rng, simulator):
-    spec = kernels.load("matmul")
-    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
-    assert ok, f"{variant} at {size}: max abs err {err}"
+    assert_passes("matmul", variant, size, threads, rng, simulator)
 
 
 # register_tiled: one 256-thread block per 128 x 128 tile, slabs of 16 (float32) along K.
@@ -37,27 +35,21 @@ def test_small_sizes(variant, size, threads, rng, simulator):
 # block; (128, 128, 40): a full tile, so the second slab loads through the unguarded interior path.
 @pytest.mark.parametrize("size", [(1, 1, 1), (1, 37, 9), (29, 1, 13), (18, 21, 1)] + REGISTER_TILED_SIM_CASES)
 def test_register_tiled_small(size, rng, simulator):
-    spec = kernels.load("matmul")
-    ok, err, outs, refs = run_variant(spec, "register_tiled", size, 256, rng, simulator=simulator)
-    assert ok, f"register_tiled at {size}: max abs err {err}"
+    assert_passes("matmul", "register_tiled", size, 256, rng, simulator)
 
 
 @pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems; the simulator runs one Python thread per CUDA thread")
 @pytest.mark.parametrize("variant", ["naive", "shared", "register_tiled"])
 @pytest.mark.parametrize("size,threads", GPU_CASES)
 def test_large_sizes(variant, size, threads, rng, simulator):
-    spec = kernels.load("matmul")
-    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
-    assert ok, f"{variant} at {size}: max abs err {err}"
+    assert_passes("matmul", variant, size, threads, rng, simulator)
 
 
 @pytest.mark.parametrize("variant", ["naive", "shared", "register_tiled"])
 def test_float64(variant, rng, simulator):
     """float64 inputs run the float64 build (register_tiled: slabs of 8) against a float64 bound."""
-    spec = kernels.load("matmul")
     size = (21, 19, 27) if SIMULATOR else (1000, 1030, 517)
-    ok, err, *_ = run_variant(spec, variant, size, 64, rng, dtype=np.float64, simulator=simulator)
-    assert ok, f"{variant}: max abs err {err}"
+    assert_passes("matmul", variant, size, 64, rng, simulator, np.float64)
 
 
 def test_tolerance_is_float32_tight(rng):

@@ -236,15 +236,8 @@ def test_nvml_clocks_by_pci_bus_id():
     if "error" in info:
         assert "NVML" in info["error"]
         return
-    import pynvml
-
-    pynvml.nvmlInit()
-    try:
-        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
-        h = get(clocks.pci_bus_id().encode())
-        busid = pynvml.nvmlDeviceGetPciInfo(h).busId
-        busid = busid.decode() if isinstance(busid, bytes) else busid
-    finally:
-        pynvml.nvmlShutdown()
+    with clocks.nvml_device() as (nvml, h):
+        busid = nvml.nvmlDeviceGetPciInfo(h).busId
+    busid = busid.decode() if isinstance(busid, bytes) else busid
     assert busid.upper().endswith(clocks.pci_bus_id()[-7:])
     assert 0 < info["sm_clock_mhz"] <= info["sm_clock_max_mhz"] * 1.01

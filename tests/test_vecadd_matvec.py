@@ -4,7 +4,7 @@ import pytest
 
 import kernels
 from tests.conftest import SIMULATOR
-from tests.helpers import run_variant
+from tests.helpers import assert_passes
 
 pytestmark = pytest.mark.gpu
 
@@ -18,25 +18,19 @@ MATVEC_CASES = [((1, 1), 32), ((1, 37), 64), ((5, 1), 32), ((7, 130), 64), ((33,
 @pytest.mark.parametrize("variant", ["element_per_thread", "four_per_thread", "auto"])
 @pytest.mark.parametrize("size,threads", VECADD_CASES)
 def test_vecadd(variant, size, threads, rng, simulator):
-    spec = kernels.load("vecadd")
-    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
-    assert ok, f"{variant} at {size}: max abs err {err}"
+    assert_passes("vecadd", variant, size, threads, rng, simulator)
 
 
 @pytest.mark.parametrize("variant", ["row_per_thread", "warp_per_row", "warp_per_row_shared_x"])
 @pytest.mark.parametrize("size,threads", MATVEC_CASES)
 def test_matvec(variant, size, threads, rng, simulator):
-    spec = kernels.load("matvec")
-    ok, err, outs, refs = run_variant(spec, variant, size, threads, rng, simulator=simulator)
-    assert ok, f"{variant} at {size}: max abs err {err}"
+    assert_passes("matvec", variant, size, threads, rng, simulator)
 
 
 @pytest.mark.parametrize("dtype", [np.float64])
 def test_matvec_float64(dtype, rng, simulator):
-    spec = kernels.load("matvec")
-    for variant in spec.variants:
-        ok, err, *_ = run_variant(spec, variant, (9, 70), 64, rng, dtype=dtype, simulator=simulator)
-        assert ok, f"{variant}: max abs err {err}"
+    for variant in kernels.load("matvec").variants:
+        assert_passes("matvec", variant, (9, 70), 64, rng, simulator, dtype)
 
 
 def test_unwritten_output_fails_the_check(rng, simulator):
@@ -54,8 +48,8 @@ def test_unwritten_output_fails_the_check(rng, simulator):
     prepared = C.prepare_numba(spec, size, v, short, inputs, simulator)
     prepared.poison()
     outs = prepared.read(prepared.call())
-    ok, err, _ = check_outputs(outs, refs, spec.tolerance(inputs, refs, np.dtype(np.float32)))
-    assert not ok and err == np.inf
+    v = check_outputs(outs, refs, spec.tolerance(inputs, refs, np.dtype(np.float32)))
+    assert not v.ok and v.max_abs_err == np.inf
     assert np.isnan(outs[0][32:]).all() and np.isfinite(outs[0][:32]).all()
 
 

@@ -184,15 +184,3 @@ def _torch_dtype(dt):
 
 def _numpy_dtype(dt):
     return torch.empty(0, dtype=dt).numpy().dtype
-
-
-def _table() -> dict:
-    """kernel -> [(label, fn)] of torch's own ops, from the registry (the form tests and older
-    callers use; without the "numba via torch op" rows, which tests/test_torch_ops.py covers)."""
-    from lab.core import registry
-
-    return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)
-                if not label.startswith("numba via")] for k in registry.CONTENDERS}
-
-
-TORCH_OPS = _table()

@@ -233,34 +233,42 @@ def _vecadd_autograd(keyset, a, b):
 _lib.impl("vecadd", _vecadd_autograd, "Autograd", with_keyset=True)
 
 
-# --- matvec ---------------------------------------------------------------------------------------
-def _matvec_check(A, x):
-    _check("matvec", {"A": A, "x": x}, ndims={"A": 2, "x": 1})
-    if A.shape[1] != x.shape[0]:
-        raise ValueError(f"lab.matvec: x has {x.shape[0]} entries, expected {A.shape[1]} (A's columns)")
+# --- matvec and matmul: A @ x, A @ B ----------------------------------------------------------------
+def _product_check(op, A, other, name):
+    """A 2-D ``A`` and ``other`` (matvec's x, 1-D; matmul's B, 2-D) with as many rows as A has columns."""
+    ndim = 1 if op == "matvec" else 2
+    _check(op, {"A": A, name: other}, ndims={"A": 2, name: ndim})
+    if A.shape[1] != other.shape[0]:
+        raise ValueError(f"lab.{op}: {name} has {other.shape[0]} {'entries' if ndim == 1 else 'rows'}, "
+                         f"expected {A.shape[1]} (A's columns)")
+
+
+def _product(op, A, other, out_shape, size):
+    """``A @ other`` through kernel ``op`` at ``size``: contiguous inputs, zeros when A has no column."""
+    A, other = A.contiguous(), other.contiguous()
+    out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
+    if A.shape[1] == 0:
+        return out.zero_()
+    if out.numel():
+        _run(op, size, [A, other], [out])
+    return out
+
+
+def _save_inputs(ctx, inputs, output):
+    ctx.save_for_backward(*inputs)
 
 
 @custom_op("lab::matvec", mutates_args=())
 def matvec(A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """y = A @ x: A (ROWS, COLS), x (COLS,) -> y (ROWS,) (kernels/matvec.py; one warp a row)."""
-    _matvec_check(A, x)
-    A, x = A.contiguous(), x.contiguous()
-    y = torch.empty(A.shape[0], dtype=A.dtype, device=A.device)
-    if A.shape[1] == 0:
-        return y.zero_()
-    if y.numel():
-        _run("matvec", tuple(A.shape), [A, x], [y])
-    return y
+    _product_check("matvec", A, x, "x")
+    return _product("matvec", A, x, A.shape[0], tuple(A.shape))
 
 
 @matvec.register_fake
 def _(A, x):
-    _matvec_check(A, x)
+    _product_check("matvec", A, x, "x")
     return A.new_empty(A.shape[0])
-
-
-def _matvec_setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
 
 
 def _matvec_backward(ctx, grad):
@@ -271,39 +279,21 @@ def _matvec_backward(ctx, grad):
     return dA, dx
 
 
-matvec.register_autograd(_matvec_backward, setup_context=_matvec_setup)
-
-
-# --- matmul ---------------------------------------------------------------------------------------
-def _matmul_check(A, B):
-    _check("matmul", {"A": A, "B": B}, ndims={"A": 2, "B": 2})
-    if A.shape[1] != B.shape[0]:
-        raise ValueError(f"lab.matmul: B has {B.shape[0]} rows, expected {A.shape[1]} (A's columns)")
+matvec.register_autograd(_matvec_backward, setup_context=_save_inputs)
 
 
 @custom_op("lab::matmul", mutates_args=())
 def matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     """C = A @ B: A (M, K), B (K, N) -> C (M, N) in float32/64 FMAs (kernels/matmul.py)."""
-    _matmul_check(A, B)
-    A, B = A.contiguous(), B.contiguous()
+    _product_check("matmul", A, B, "B")
     (m, k), n = A.shape, B.shape[1]
-    C = torch.empty((m, n), dtype=A.dtype, device=A.device)
-    if k == 0:
-        return C.zero_()
-    if C.numel():
-        _run("matmul", (m, n, k), [A, B], [C])
-    return C
+    return _product("matmul", A, B, (m, n), (m, n, k))
 
 
 @matmul.register_fake
 def _(A, B):
-    _matmul_check(A, B)
+    _product_check("matmul", A, B, "B")
     return A.new_empty((A.shape[0], B.shape[1]))
-
-
-def _matmul_setup(ctx, inputs, output):
-    A, B = inputs
-    ctx.save_for_backward(A, B)
 
 
 def _matmul_backward(ctx, grad):
@@ -314,7 +304,7 @@ def _matmul_backward(ctx, grad):
     return dA, dB
 
 
-matmul.register_autograd(_matmul_backward, setup_context=_matmul_setup)
+matmul.register_autograd(_matmul_backward, setup_context=_save_inputs)
 
 
 # --- softmax --------------------------------------------------------------------------------------
@@ -405,18 +395,6 @@ def _dequantize_check(q, scale, zero_point):
             raise ValueError(f"lab.dequantize: {name} must hold 1 value, got shape {tuple(t.shape)}")
 
 
-def _dequantize_kernel():
-    """kernels' dequantize kernel (kernels/quantize.py today; a dequantize module after a split)."""
-    import importlib
-
-    for module in ("kernels.dequantize", "kernels.quantize"):
-        try:
-            return importlib.import_module(module).dequantize_kernel
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError("no dequantize_kernel in kernels.dequantize or kernels.quantize")
-
-
 @custom_op("lab::dequantize", mutates_args=())
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
     """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
@@ -425,9 +403,11 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -
     out = torch.empty(q.shape, dtype=scale.dtype, device=q.device)
     n = q.numel()
     if n:
+        from kernels.dequantize import dequantize_kernel
+
         params = torch.stack([scale.reshape(()), zero_point.reshape(())])
         blocks = math.ceil(n / THREADS)
-        _launch(_dequantize_kernel(), (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
+        _launch(dequantize_kernel, (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
     return out
 
 

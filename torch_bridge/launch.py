@@ -11,32 +11,21 @@ arrays, ~94 us with torch tensors.
 :class:`FastKernel` does each of those once per (dtypes, shapes) and keeps it:
 
 * the specialised overload (``dispatcher.compile(argtypes)``) and its ``CUkernel`` handle;
-* the flattened parameter block (a ctypes array of int64) and the ``void*[]`` array of pointers
-  into it, with the grid and block;
+* the flattened parameter block (an array of int64) and the ``void*[]`` array of pointers
+  into it, with the grid and block (``kernels.backend.param_block``);
 
 so a call writes the tensors' data pointers into the block and calls ``cuLaunchKernel`` from
-``libcuda`` through ctypes on the given stream: no dict parsing, no new Python objects per argument.
+``libcuda`` (``kernels.backend.launcher``) on the given stream: no dict parsing, no new Python objects
+per argument.
 Only arrays with the C-contiguous layout are supported (the bridge makes its inputs contiguous).
 The parameter block is per thread (the driver copies the parameters at launch, so reusing it is
 safe once ``cuLaunchKernel`` returns).
 """
 from __future__ import annotations
 
-import ctypes
 import threading
 
-_libcuda = None
-
-
-def _cuda_driver():
-    global _libcuda
-    if _libcuda is None:
-        lib = ctypes.CDLL("libcuda.so.1")
-        lib.cuLaunchKernel.restype = ctypes.c_int
-        lib.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-        lib.cuGetErrorName.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)]
-        _libcuda = lib
-    return _libcuda
+from kernels.backend import launcher, param_block
 
 
 class _Entry:
@@ -49,20 +38,8 @@ class _Entry:
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
         self.dims = g + b
-        n = len(layout)
-        self.values = (ctypes.c_int64 * n)(*layout)
-        base = ctypes.addressof(self.values)
-        self.pointers = (ctypes.c_void_p * n)(*[base + 8 * i for i in range(n)])
-        lib = _cuda_driver()
-        fn, handle, dims, ptrs = lib.cuLaunchKernel, ctypes.c_void_p(handle), self.dims, self.pointers
-
-        def launch(stream):
-            err = fn(handle, *dims, 0, stream, ptrs, None)
-            if err:
-                name = ctypes.c_char_p()
-                lib.cuGetErrorName(err, ctypes.byref(name))
-                raise RuntimeError(f"cuLaunchKernel failed: {(name.value or b'?').decode()} ({err})")
-        self.launch = launch
+        self.values, self.pointers = param_block(layout)
+        self.launch = launcher(handle, self.dims, self.pointers)
 
 
 class FastKernel:

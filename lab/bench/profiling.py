@@ -83,10 +83,8 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     if "numba" in who:
         for name in variants or spec.variants:
             v = spec.variants[name]
-            if v.warp_multiple and threads % 32:
-                skipped[name] = "needs whole warps: --threads must be a multiple of 32"
-            elif v.max_threads and threads > v.max_threads:
-                skipped[name] = f"supports at most {v.max_threads} threads per block"
+            if v.accepts(threads):
+                skipped[name] = v.accepts(threads)
             else:
                 prepared.append((f"numba {name}", C.prepare_numba(spec, shape, v, v.launch(shape, threads), inputs, simulator)))
     if "torch" in who:

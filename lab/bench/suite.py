@@ -58,30 +58,33 @@ def versions() -> str:
     return f"python {platform.python_version()}; " + ", ".join(found)
 
 
+# resource report column: the compiled kernel's attribute (lab.core.compilers.kernel_attr)
+RESOURCE_ATTRS = {"registers_per_thread": "regs_per_thread", "shared_bytes_per_block": "shared_mem_per_block",
+                  "local_bytes_per_thread": "local_mem_per_thread", "max_threads_per_block": "max_threads_per_block"}
+
+
 def resource_report() -> list[dict]:
     """Registers / shared / local memory of every compiled Numba kernel (the compiler's resource
     report; CUDA C++ Programming Guide, "Occupancy Calculator"). One dict a compiled overload."""
     import kernels
-    from lab.core.compilers import _dispatchers
+    from lab.core.compilers import dispatchers, kernel_attr
 
-    dispatchers = {id(d) for d in _dispatchers()}
-
+    compiled = {id(d) for d in dispatchers()}
     rows = []
     for name in kernels.NAMES:
         mod = sys.modules.get(f"kernels.{name}")
         if mod is None:
             continue
-        for attr, obj in sorted(vars(mod).items()):
-            if id(obj) in dispatchers and obj.overloads:
-                for k in obj.overloads.values():
-                    row = {"kernel": f"{name}.{attr}"}
-                    try:
-                        row.update(registers_per_thread=k.regs_per_thread, shared_bytes_per_block=k.shared_mem_per_block,
-                                   local_bytes_per_thread=k.local_mem_per_thread,
-                                   max_threads_per_block=k.max_threads_per_block)
-                    except Exception as e:  # the simulator (and device functions) have no launch resources
-                        row["error"] = f"n/a ({type(e).__name__})"
-                    rows.append(row)
+        for attr, d in sorted(vars(mod).items()):
+            if id(d) not in compiled:
+                continue
+            for sig in d.overloads:
+                row = {"kernel": f"{name}.{attr}"}
+                try:
+                    row.update({key: kernel_attr(d, sig, a) for key, a in RESOURCE_ATTRS.items()})
+                except Exception as e:  # the simulator (and device functions) have no launch resources
+                    row["error"] = f"n/a ({type(e).__name__})"
+                rows.append(row)
     return rows
 
 

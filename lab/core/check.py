@@ -22,7 +22,7 @@ GPU-Puzzles (one check call a puzzle).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -30,22 +30,19 @@ import numpy as np
 from kernels.spec import Bounds, poison_value  # noqa: F401  (Bounds re-exported for callers)
 
 
-class Verdict(tuple):
-    """(ok, max_abs_err, rel_err), unpacks like the plain tuple ``check_outputs`` always returned;
-    ``reason`` says why a check failed ("" when it passed).
+@dataclass(frozen=True)
+class Verdict:
+    """What :func:`check_outputs` found.
 
-    max_abs_err: largest |out - ref| over finite reference elements (inf for an unwritten element,
-    a NaN, or a wrong count/shape/dtype); rel_err: ||out - ref||_2 / ||ref||_2 over them.
+    ok: every output passed; max_abs_err: largest |out - ref| over finite reference elements (inf
+    for an unwritten element, a NaN, or a wrong count/shape/dtype); rel_err: ||out - ref||_2 /
+    ||ref||_2 over them; reason: why the check failed ("" when it passed).
     """
 
-    def __new__(cls, ok: bool, max_abs_err: float, rel_err: float, reason: str = ""):
-        self = super().__new__(cls, (bool(ok), float(max_abs_err), float(rel_err)))
-        self.reason = reason
-        return self
-
-    ok = property(lambda self: self[0])
-    max_abs_err = property(lambda self: self[1])
-    rel_err = property(lambda self: self[2])
+    ok: bool
+    max_abs_err: float
+    rel_err: float
+    reason: str = ""
 
 
 def _fail(reason: str) -> Verdict:
@@ -154,6 +151,5 @@ def check_prepared(prepared, refs, tols, out_specs=None, first_call: Callable[[]
         message = message or overrun()
     verdict = check_outputs(outs, refs, tols, out_specs=out_specs, second=second)
     if message:
-        verdict = Verdict(False, verdict.max_abs_err, verdict.rel_err,
-                          message if verdict.ok else f"{verdict.reason}; {message}")
+        verdict = replace(verdict, ok=False, reason=message if verdict.ok else f"{verdict.reason}; {message}")
     return Checked(verdict, outs)

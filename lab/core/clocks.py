@@ -11,6 +11,8 @@ nvmlDeviceGetCurrentClocksThrottleReasons, nvmlDeviceGetHandleByPciBusId_v2).
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 # nvmlClocksThrottleReasons bits (nvml.h); GPU idle is not a throttle worth a warning.
 THROTTLE_REASONS = {
     0x2: "applications clocks setting", 0x4: "software power cap", 0x8: "hardware slowdown",
@@ -33,32 +35,39 @@ def decode_throttle(mask: int) -> list[str]:
     return [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
 
 
+@contextmanager
+def nvml_device(device=None, bus_id: str | None = None):
+    """``with nvml_device() as (pynvml, handle):`` NVML initialised, and the handle of the CUDA
+    device ``device`` (default: the current one), or of ``bus_id``, found by PCI bus id; NVML is
+    shut down on exit. ImportError without nvidia-ml-py; NVML's own errors otherwise."""
+    import pynvml
+
+    bus_id = bus_id or pci_bus_id(device)
+    pynvml.nvmlInit()
+    try:
+        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
+        yield pynvml, get(bus_id.encode() if isinstance(bus_id, str) else bus_id)
+    finally:
+        pynvml.nvmlShutdown()
+
+
 def read(bus_id: str | None = None) -> dict:
     """{"sm_clock_mhz", "sm_clock_max_mhz", "mem_clock_mhz", "throttle": [reasons], "bus_id"} of the
     device at ``bus_id`` (default: the current CUDA device), or {"error": why} when NVML is absent
     or cannot answer. Never raises."""
     try:
-        import pynvml
-    except ImportError:
-        return {"error": "NVML absent (pip install nvidia-ml-py, in the cuda12/cuda13 extras)"}
-    try:
-        bus_id = bus_id or pci_bus_id()
-        pynvml.nvmlInit()
-        try:
-            get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
-            h = get(bus_id.encode() if isinstance(bus_id, str) else bus_id)
-            info = {"bus_id": bus_id,
-                    "sm_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_SM)),
-                    "sm_clock_max_mhz": int(pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM)),
-                    "mem_clock_mhz": int(pynvml.nvmlDeviceGetClockInfo(h, pynvml.NVML_CLOCK_MEM))}
+        with nvml_device(bus_id=bus_id) as (nvml, h):
+            info = {"bus_id": bus_id or pci_bus_id(),
+                    "sm_clock_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM)),
+                    "sm_clock_max_mhz": int(nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM)),
+                    "mem_clock_mhz": int(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM))}
             try:
-                mask = int(pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(h))
-                info["throttle"] = decode_throttle(mask)
+                info["throttle"] = decode_throttle(int(nvml.nvmlDeviceGetCurrentClocksThrottleReasons(h)))
             except Exception:  # older drivers / renamed "event reasons": clocks only
                 info["throttle"] = []
             return info
-        finally:
-            pynvml.nvmlShutdown()
+    except ImportError:
+        return {"error": "NVML absent (pip install nvidia-ml-py, in the cuda12/cuda13 extras)"}
     except Exception as e:  # NVML library missing (no driver), no permission, not supported
         return {"error": f"NVML unavailable ({type(e).__name__}: {e})"}
 

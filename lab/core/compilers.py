@@ -188,7 +188,7 @@ def nvjitlink_usage(code: bytes, arch: str, lto: bool) -> dict:
 
 
 # --- Resources of compiled kernels -----------------------------------------------------------------
-def _dispatchers():
+def dispatchers():
     """Every compiled-kernel dispatcher of the loaded kernel modules (module attributes and the
     per-size caches that hold factory-built kernels); device functions excluded."""
     seen = {}

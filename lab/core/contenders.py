@@ -163,16 +163,9 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
 
 def _cuda_extra() -> str:
     """The CuPy extra that matches the CUDA driver: cuda13 or cuda12 (cuDriverGetVersion)."""
-    import ctypes
+    from kernels.backend import driver_version
 
-    try:
-        lib = ctypes.CDLL("libcuda.so.1")
-        version = ctypes.c_int(0)
-        if lib.cuDriverGetVersion(ctypes.byref(version)) == 0 and version.value // 1000 == 12:
-            return "cuda12"
-    except OSError:
-        pass
-    return "cuda13"
+    return "cuda12" if (driver_version() or 0) // 1000 == 12 else "cuda13"
 
 
 def library_labels(contender: str, kernel: str) -> list[str]:

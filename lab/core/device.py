@@ -40,21 +40,13 @@ ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without th
 def _nvml_clocks(dev=None) -> dict:
     """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails.
     The NVML device is the CUDA device ``dev``, found by PCI bus id (lab.core.clocks), not by index."""
-    try:
-        import pynvml
-    except ImportError:
-        return {}
-    try:
-        from lab.core.clocks import pci_bus_id
+    from lab.core.clocks import nvml_device
 
-        pynvml.nvmlInit()
-        get = getattr(pynvml, "nvmlDeviceGetHandleByPciBusId_v2", None) or pynvml.nvmlDeviceGetHandleByPciBusId
-        h = get(pci_bus_id(dev).encode())
-        out = {"sm_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_SM) * 1000,
-               "memory_clock_khz": pynvml.nvmlDeviceGetMaxClockInfo(h, pynvml.NVML_CLOCK_MEM) * 1000}
-        pynvml.nvmlShutdown()
-        return out
-    except Exception:  # NVML absent or unsupported in this container: attributes only
+    try:
+        with nvml_device(dev) as (nvml, h):
+            return {"sm_clock_khz": nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM) * 1000,
+                    "memory_clock_khz": nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_MEM) * 1000}
+    except Exception:  # NVML absent (ImportError) or unsupported in this container: attributes only
         return {}
 
 

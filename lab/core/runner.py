@@ -287,10 +287,10 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
                 res = compilers.resources(resources.compiled(launches), cc)
                 row.registers, row.spill_bytes, row.local_bytes = (
                     res["registers"], res["spill_bytes"], res["local_bytes"])
-            ok, row.max_abs_err, row.rel_err = checked.verdict
-            host_outs = checked.outputs
-            if not ok:
-                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {checked.verdict.reason}"
+            verdict, host_outs = checked.verdict, checked.outputs
+            row.max_abs_err, row.rel_err = verdict.max_abs_err, verdict.rel_err
+            if not verdict.ok:
+                row.status, row.reason = "FAIL", f"output differs from the float64 reference: {verdict.reason}"
                 return row
             if spec.summarize and row.contender == "numba" and not report.notes:
                 report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
@@ -319,10 +319,8 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
                 variant = spec.variants[v]
                 row = Row("numba", v, "ok", compiler=report.compiler)
                 # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
-                if variant.warp_multiple and threads % 32:
-                    row.status, row.reason = "skipped", f"{v} needs whole warps: --threads must be a multiple of 32"
-                elif variant.max_threads and threads > variant.max_threads:
-                    row.status, row.reason = "skipped", f"{v} supports at most {variant.max_threads} threads per block"
+                if variant.accepts(threads):
+                    row.status, row.reason = "skipped", f"{v} {variant.accepts(threads)}"
                 elif compilers.unsupported(spec.name, v):
                     row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
                 else:
@@ -365,7 +363,7 @@ def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> fl
     launched = {}
     for v in variant_names:
         variant = spec.variants[v]
-        if (variant.warp_multiple and threads % 32) or (variant.max_threads and threads > variant.max_threads):
+        if variant.accepts(threads):
             continue  # skipped rungs cost nothing
         try:
             launched[v] = variant.launch(size, threads).threads_total

@@ -20,20 +20,30 @@ def _numba_cuda_loaded() -> bool:
     return "numba.cuda" in sys.modules
 
 
-def select(prefer: str = "auto") -> str:
-    """Pick the backend and return "gpu" or "simulator".
+def choose(prefer: str = "auto") -> str:
+    """Which backend ``prefer`` means here, "gpu" or "simulator", without setting it (the exercise
+    checker sets it in its child process).
 
-    prefer: "auto" (a usable GPU, else the simulator), "gpu" or "sim".
-    Raises LabError when a GPU is demanded but none is usable, or when ``numba.cuda`` was already
-    imported with the other backend (the choice cannot change inside one process).
+    prefer: "auto" (an explicit NUMBA_ENABLE_CUDASIM=1 wins, else a usable GPU, else the
+    simulator), "gpu" or "sim". Raises LabError when a GPU is demanded but none is usable.
     """
     want_sim = {"sim": True, "gpu": False}.get(prefer)
-    if want_sim is None:  # auto: an explicit NUMBA_ENABLE_CUDASIM=1 wins, else look for a GPU
+    if want_sim is None:
         want_sim = is_simulator() or gpu_count()[0] == 0
     elif not want_sim:
         n, why = gpu_count()
         if n == 0:
             raise LabError(f"--gpu asked for a CUDA GPU, but {why}; use --sim for the CUDA simulator")
+    return "simulator" if want_sim else "gpu"
+
+
+def select(prefer: str = "auto") -> str:
+    """Pick the backend for this process (:func:`choose`) and return "gpu" or "simulator".
+
+    Raises LabError when a GPU is demanded but none is usable, or when ``numba.cuda`` was already
+    imported with the other backend (the choice cannot change inside one process).
+    """
+    want_sim = choose(prefer) == "simulator"
     if _numba_cuda_loaded():
         if want_sim != is_simulator():
             have = "simulator" if is_simulator() else "gpu"

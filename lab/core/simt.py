@@ -103,10 +103,7 @@ class _Tracker:
         who = _who()
         with self.lock:
             if self.shared:
-                ep, w, rs = self.last.get(flat, (-1, None, set()))
-                e = _epoch()
-                if ep != e:
-                    ep, w, rs = e, None, set()
+                ep, w, rs = self._this_epoch(flat)
                 if w is not None and w != who[1] and not _in_atomic():
                     self._race(flat, who, "read", w, "wrote")
                 rs = rs | {who[1]}
@@ -118,10 +115,7 @@ class _Tracker:
         who = _who()
         with self.lock:
             if self.shared:
-                ep, w, rs = self.last.get(flat, (-1, None, set()))
-                e = _epoch()
-                if ep != e:
-                    ep, w, rs = e, None, set()
+                ep, w, rs = self._this_epoch(flat)
                 if not _in_atomic():
                     other = (w is not None and w != who[1]) and w
                     other_r = next((r for r in rs if r != who[1]), None)
@@ -136,6 +130,13 @@ class _Tracker:
                                                           first in self.readers.get(flat, ())):
                     if len(self.trace.global_rmw) < 3:
                         self.trace.global_rmw.append((self.name, self._idx(flat), first, who))
+
+    def _this_epoch(self, flat):
+        """(epoch, writer thread or None, reader threads) of shared element ``flat`` in the current
+        barrier epoch: what an earlier epoch saw is forgotten (a barrier orders it)."""
+        ep, w, rs = self.last.get(flat, (-1, None, set()))
+        e = _epoch()
+        return (ep, w, rs) if ep == e else (e, None, set())
 
     def _idx(self, flat):
         return list(map(int, np.unravel_index(flat, self.shape))) if self.shape else []

@@ -3,18 +3,20 @@ ok / warn / fail, a message and the fix. Add a check by writing a function that 
 :class:`Check` and adding it to ``CHECKS`` (one line).
 
 Each check reads the environment through a small probe (``_version``, ``driver_version``,
-``cupy_cuda_major`` ...) so the tests can simulate broken environments by monkeypatching the probe.
+``cupy_cuda_major`` ...) so the tests can simulate broken environments by monkeypatching the probe;
+the CUDA driver's probes (``driver_version``, ``gpu_count``, ``device_name``) are kernels.backend's.
 Nothing here imports ``numba.cuda``: the tiny kernel runs in a child process, so the doctor works
 whatever backend this process would pick, and a crash there is reported, not fatal.
 """
 from __future__ import annotations
 
-import ctypes
 import importlib.metadata
 import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+
+from kernels.backend import device_name, driver_version, gpu_count  # probes: the tests monkeypatch them here
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -33,41 +35,6 @@ def _version(dist: str) -> str | None:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return None
-
-
-def _libcuda():
-    for name in ("libcuda.so.1", "libcuda.so", "nvcuda.dll"):
-        try:
-            return ctypes.CDLL(name)
-        except OSError:
-            continue
-    return None
-
-
-def driver_version() -> int | None:
-    """The CUDA driver's version as 1000 * major + 10 * minor (cuDriverGetVersion), None without one."""
-    lib = _libcuda()
-    if lib is None:
-        return None
-    v = ctypes.c_int(0)
-    return v.value if lib.cuDriverGetVersion(ctypes.byref(v)) == 0 and v.value else None
-
-
-def gpu_count() -> tuple[int, str]:
-    from kernels.backend import gpu_count as count
-
-    return count()
-
-
-def gpu_name() -> str | None:
-    lib = _libcuda()
-    if lib is None or lib.cuInit(0) != 0:
-        return None
-    dev = ctypes.c_int(0)
-    buf = ctypes.create_string_buffer(256)
-    if lib.cuDeviceGet(ctypes.byref(dev), 0) != 0 or lib.cuDeviceGetName(buf, 256, dev) != 0:
-        return None
-    return buf.value.decode()
 
 
 def find_library(lib: str) -> str | None:
@@ -187,7 +154,7 @@ def check_gpus() -> Check:
     if n == 0:
         return Check("gpus", WARN, f"no GPU visible ({why}): the simulator runs the kernels",
                      "check nvidia-smi and CUDA_VISIBLE_DEVICES on a GPU machine")
-    return Check("gpus", OK, f"{n} GPU(s) visible: {gpu_name() or '?'}")
+    return Check("gpus", OK, f"{n} GPU(s) visible: {device_name(0) or '?'}")
 
 
 def check_cupy() -> Check:
@@ -216,7 +183,7 @@ def check_torch() -> Check:
         return Check("torch", WARN, f"torch {info['version']} is a CPU build", "on a GPU machine install a CUDA build of torch")
     if not info["available"]:
         return Check("torch", WARN, f"torch {info['version']} (CUDA {info['cuda']}) sees no GPU")
-    name = gpu_name()
+    name = device_name(0)
     if name and info["device"] != name:
         return Check("torch", FAIL, f"torch sees {info['device']}, the driver's GPU 0 is {name}",
                      "set CUDA_VISIBLE_DEVICES the same for both")

@@ -103,28 +103,11 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     Raises LabError on an unknown kernel/variant/arch, threads over the limit, or a grid larger than
     CUDA allows (grid x < 2**31, y and z <= 65535).
     """
-    import kernels as K
-
-    from lab.inspect import archs
-
     from lab.inspect import occupancy
 
-    try:
-        spec, variant = K.load_variant(kernel, variant)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
     gpu = _gpu_sms()
-    if arch_name is None:
-        arch_name = f"sm_{gpu[1][0]}{gpu[1][1]}" if gpu else "sm_90"
-    try:
-        arch = archs.get(arch_name)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
-    if not 1 <= threads <= arch.max_threads_per_block:
-        raise LabError(f"--threads {threads}: threads per block must be 1..{arch.max_threads_per_block}")
+    spec, variant, arch = occupancy.resolve(kernel, variant, threads, arch_name, gpu[1] if gpu else None)
     v = spec.variants[variant]
-    if v.warp_multiple and threads % 32:
-        raise LabError(f"{variant} needs whole warps: --threads must be a multiple of 32")
     try:
         size = spec.parse_size(size_text) if size_text else spec.default_size(True)
     except ValueError as e:

@@ -141,6 +141,27 @@ def sweep(arch: Arch, registers: int, shared_bytes: int, step: int = 32) -> list
 
 
 # --- A lab kernel's occupancy: its compiled resources + the calculation (+ the driver's answer) -----
+def resolve(kernel: str, variant: str | None, threads: int, arch_name: str | None, cc: tuple | None):
+    """(spec, variant name, Arch) of a ``lab occupancy`` or ``lab grid`` call; ``arch_name`` defaults
+    to the sm_XX of ``cc`` (the GPU's compute capability, None without one), else sm_90. LabError
+    for an unknown kernel, variant or arch, and for threads the arch cannot launch or the variant
+    does not accept (``Variant.accepts``)."""
+    import kernels as K
+
+    from lab.inspect import archs
+
+    try:
+        spec, variant = K.load_variant(kernel, variant)
+        arch = archs.get(arch_name or (f"sm_{cc[0]}{cc[1]}" if cc else "sm_90"))
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+    validate(arch, threads, 0, 0)
+    why = spec.variants[variant].accepts(threads)
+    if why:
+        raise LabError(f"--threads {threads}: {variant} {why}")
+    return spec, variant, arch
+
+
 def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: str | None, backend: str,
                      size: str | None = None) -> dict:
     """Occupancy of every kernel that one run of ``kernel``'s ``variant`` launches with ``threads``
@@ -151,29 +172,10 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     ``arch_name`` (default sm_90) through nvJitLink. The top-level keys are those of
     :func:`calculate` for the variant's lowest-occupancy kernel; ``kernels`` lists each.
     """
-    import kernels as K
-
-    from lab.inspect import archs
-
     from lab.core import resources
 
-    try:
-        spec, variant = K.load_variant(kernel, variant)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
     device_cc = _device_cc() if backend == "gpu" else None
-    if arch_name is None:
-        arch_name = f"sm_{device_cc[0]}{device_cc[1]}" if device_cc else "sm_90"
-    try:
-        arch = archs.get(arch_name)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
-    validate(arch, threads, 0, 0)
-    v = spec.variants[variant]
-    if v.warp_multiple and threads % 32:
-        raise LabError(f"{variant} needs whole warps: --threads must be a multiple of 32")
-    if v.max_threads and threads > v.max_threads:
-        raise LabError(f"--threads {threads}: {variant} supports at most {v.max_threads} threads per block")
+    spec, variant, arch = resolve(kernel, variant, threads, arch_name, device_cc)
     run_size = spec.parse_size(size) if size else spec.default_size(True)
     records = resources.record_launches(spec, variant, run_size, threads)
     on_device = device_cc is not None and device_cc == arch.cc

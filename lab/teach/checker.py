@@ -28,8 +28,9 @@ GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a bl
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
-    """(ok, max_abs_err, rel_err): the lab's one correctness check (``lab.core.runner.check_outputs``,
-    i.e. ``lab.core.check.check_outputs``: count/shape/dtype, two-poison integers, tolerances or Bounds).
+    """A ``lab.core.check.Verdict`` (ok, max_abs_err, rel_err, reason): the lab's one correctness
+    check (``lab.core.runner.check_outputs``, i.e. ``lab.core.check.check_outputs``: count/shape/dtype,
+    two-poison integers, tolerances or Bounds).
 
     The only call to it in the exercise checker, so a change to the lab's check lands here too.
     """
@@ -295,9 +296,8 @@ def run_case(mod, ex, case, backend, rng, path):
             raise Failed(_unwritten_message(onames[k], unwritten, grid, block))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
-    ok, err, _ = verdict_
-    if ok:
-        return f"ok (max abs error {err:.2g})"
+    if verdict_.ok:
+        return f"ok (max abs error {verdict_.max_abs_err:.2g})"
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
         out64 = np.asarray(out, dtype=np.float64)
         ref = np.asarray(ref, dtype=np.float64)
@@ -329,7 +329,7 @@ def run_case(mod, ex, case, backend, rng, path):
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""))
-    raise Failed(f"output differs from the float64 reference: {getattr(verdict_, 'reason', '')}")
+    raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
 
 
 def _unwritten_message(name, unwritten, grid, block):

@@ -112,7 +112,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     Returns {"schema_version", "exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}.
     LabError for an unknown exercise, a missing file or an unusable backend.
     """
-    from kernels.backend import gpu_count, is_simulator
+    from lab.core.session import choose
 
     ex = get(name)
     ws = workspace(directory)
@@ -120,15 +120,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     if not path.is_file():
         hint_ = "" if file else f" (start it first: lab exercise start {name})"
         raise LabError(f"no such file: {path}{hint_}")
-    if backend == "gpu":
-        n, why = gpu_count()
-        if n == 0:
-            raise LabError(f"--gpu asked for a CUDA GPU, but {why}; use --sim for the CUDA simulator")
-        chosen = "gpu"
-    elif backend == "sim" or ("NUMBA_ENABLE_CUDASIM" in os.environ and is_simulator()):
-        chosen = "simulator"
-    else:
-        chosen = "gpu" if gpu_count()[0] else "simulator"
+    chosen = choose(backend)  # the child process selects it (lab.teach.checker.main)
     timeout = float(timeout or os.environ.get("LAB_EXERCISE_TIMEOUT") or DEFAULT_TIMEOUT_S)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     tests = _run_child(ex.name, path, chosen, seed, timeout)
