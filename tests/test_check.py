@@ -6,7 +6,6 @@ import pytest
 import kernels
 from kernels.spec import Bounds, dot_tolerance, poison_value
 from lab.core.check import check_outputs
-from lab.core.runner import check_outputs as runner_check_outputs
 
 pytestmark = pytest.mark.gpu  # cheap, and the same verdict must hold on the GPU machine
 
@@ -17,10 +16,6 @@ def tf32(x):
     """Round float32 to TF32 (10 explicit mantissa bits), to nearest, as cvt.rna.tf32.f32 does."""
     b = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
     return ((b + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
-
-
-def test_runner_name_is_the_shared_check():
-    assert runner_check_outputs is check_outputs
 
 
 # --- quantize: exact codes except near .5 boundaries ------------------------------------------------

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from lab.inspect import archs
+from lab.core import archs
 from lab.cli import main
 from lab.core.errors import LabError
-from lab.inspect.occupancy import calculate, sweep
+from lab.core.occupancy import calculate, sweep
 from lab.core.resources import offline_unavailable
 
 # (arch, threads, registers, shared bytes) -> (blocks/SM, warps/SM, limiter). Worked by hand:

@@ -5,9 +5,9 @@ register count (numba-cuda LTO-IR + nvJitLink, as numba-cuda links on a GPU) agr
 import pytest
 
 import kernels
-from lab.inspect import archs
+from lab.core import archs
 from lab.core import resources
-from lab.inspect.occupancy import calculate
+from lab.core.occupancy import calculate
 from kernels.compiler import COMPILER
 from tests.conftest import SIMULATOR
 
@@ -32,7 +32,7 @@ def _arch():
 
     a = archs.for_cc(tuple(cuda.get_current_device().compute_capability))
     if a is None:
-        pytest.skip("this GPU's compute capability is not in lab.inspect.archs")
+        pytest.skip("this GPU's compute capability is not in lab.core.archs")
     return a
 
 

@@ -9,7 +9,7 @@ import kernels
 from kernels import dequantize as D
 from kernels import quantize as Q
 from lab.core import contenders as C
-from lab.core.runner import check_outputs
+from lab.core.check import check_outputs
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.gpu

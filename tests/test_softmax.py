@@ -7,7 +7,7 @@ import pytest
 import kernels
 from kernels import softmax as S
 from lab.core import contenders as C
-from lab.core.runner import check_outputs
+from lab.core.check import check_outputs
 from tests.conftest import SIMULATOR
 from tests.helpers import run_variant
 

@@ -39,7 +39,7 @@ def test_unwritten_output_fails_the_check(rng, simulator):
     v = spec.variants["row_per_thread"]
     from kernels.spec import Launch
     from lab.core import contenders as C
-    from lab.core.runner import check_outputs
+    from lab.core.check import check_outputs
 
     size = (40, 8)
     inputs = spec.make_inputs(size, np.dtype(np.float32), rng)

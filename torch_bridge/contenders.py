@@ -150,17 +150,9 @@ def lab_op_quantize(x, out):
     return q, torch.stack([scale, zero_point])
 
 
-def labels(kernel: str) -> list[str]:
-    from lab.core import registry
-
-    return registry.labels("torch", kernel)
-
-
-def prepare(kernel: str, label: str, inputs, out_specs):
-    """CUDA copies of ``inputs`` and poisonable outputs; returns (call, poison, read, release)."""
-    from lab.core import registry
-
-    fn = registry.function("torch", kernel, label)
+def prepare(fn, inputs, out_specs):
+    """CUDA copies of ``inputs`` and poisonable outputs for the torch contender function ``fn``
+    (one of this module's, found through lab.core.registry); returns (call, poison, read, release)."""
     d_in = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in inputs]
     outs = [torch.empty(shape, dtype=_torch_dtype(dt), device="cuda") for shape, dt in out_specs]
     if torch.cuda.current_stream().cuda_stream != 0:

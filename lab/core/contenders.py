@@ -4,7 +4,7 @@ A contender turns host inputs into a :class:`Prepared`: a call to time, a way to
 and a way to read them back. CuPy and torch are optional: they are imported only when used, and a
 missing package or a backend they cannot use (the simulator) becomes a "skipped" row with the
 reason, never a crash. Which library ops each kernel runs against is declared in one place,
-torch_bridge/registry.py (ops in lab.core.cupy_ops and torch_bridge.contenders); the NumPy
+lab/core/registry.py (ops in lab.core.cupy_ops and torch_bridge.contenders); the NumPy
 contender is the kernel's own reference function run in the input dtype.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from kernels.spec import poison_value
+from lab.core import registry
 
 CONTENDERS = ("numba", "numpy", "cupy", "torch")
 
@@ -119,8 +120,6 @@ def prepare_numpy(spec, inputs) -> Prepared:
 def prepare_cupy(spec, size, label, inputs) -> Prepared:
     import cupy as cp
 
-    from lab.core import registry
-
     fn = registry.function("cupy", spec.name, label)
     d_in = [cp.asarray(a) for a in inputs]
     outs = [cp.empty(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
@@ -170,8 +169,6 @@ def _cuda_extra() -> str:
 
 def library_labels(contender: str, kernel: str) -> list[str]:
     """The library ops that contender ``cupy`` or ``torch`` runs for ``kernel``."""
-    from lab.core import registry
-
     return registry.labels(contender, kernel)
 
 
@@ -182,5 +179,6 @@ def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
 
     from torch_bridge import contenders as ops
 
-    call, poison, read, release = ops.prepare(spec.name, label, inputs, spec.out_specs(size, inputs[0].dtype))
+    fn = registry.function("torch", spec.name, label)
+    call, poison, read, release = ops.prepare(fn, inputs, spec.out_specs(size, inputs[0].dtype))
     return Prepared(call, poison, read, torch.cuda.synchronize, "device", release)

@@ -20,7 +20,7 @@ import numpy as np
 import kernels
 from lab.core import compilers, resources
 from lab.core import contenders as C
-from lab.core.check import check_outputs, check_prepared  # noqa: F401  (check_outputs: the shared check, re-exported)
+from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
@@ -331,7 +331,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
                     else:
                         row.launch = report.launches[v] = cfg.as_dict()
                         measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
-                        from lab.inspect.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+                        from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
                         report.launches[v].update(launch_usage(spec, v, threads, simulator, size))
                 add(row)

@@ -8,7 +8,7 @@ more than one thread of one launch are counted. Linear ids: block = bx + gx * (b
 thread = tx + bdx * (ty + bdy * tz) (CUDA C++ Programming Guide, "Thread Hierarchy").
 
 Waves = blocks / (SMs x resident blocks per SM): how many rounds of blocks the GPU runs (the last,
-partial wave leaves SMs idle). Resident blocks per SM come from :mod:`lab.inspect.occupancy` with the
+partial wave leaves SMs idle). Resident blocks per SM come from :mod:`lab.core.occupancy` with the
 kernel's registers and shared memory (compiled offline for the arch when no GPU is here).
 Seed example (the seed notebook, "PyTorch handling of GPU devices"): vecadd, N = 5466, 1024 threads
 per block: 6 blocks, 6144 threads, 678 idle.

@@ -34,7 +34,7 @@ def verdict(outs, refs, tols, out_specs=None, second=None):
 
     The only call to it in the exercise checker, so a change to the lab's check lands here too.
     """
-    from lab.core.runner import check_outputs
+    from lab.core.check import check_outputs
 
     return check_outputs(outs, refs, tols, out_specs=out_specs, second=second)
 

@@ -5,7 +5,7 @@ import numpy as np
 
 from lab.cli.views.plot import pyplot
 from lab.inspect.doctor import FAIL, OK, WARN
-from lab.inspect.occupancy import LIMITERS
+from lab.core.occupancy import LIMITERS
 
 
 PALETTE = ["red", "green", "yellow", "blue", "magenta", "cyan", "bright_red", "bright_green", "bright_yellow",
