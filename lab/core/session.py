@@ -1,4 +1,5 @@
-"""Choose where kernels run — a CUDA GPU or Numba's CUDA simulator — before ``numba.cuda`` loads.
+"""The session: where kernels run — a CUDA GPU or Numba's CUDA simulator — and which compiler builds
+them, fixed once per process before ``numba.cuda`` loads (:func:`start` returns a :class:`Session`).
 
 Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice
 must be made first. A GPU is detected through the CUDA driver API without importing Numba
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 
 from kernels.backend import SIM_ENV as _SIM_ENV
 from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
@@ -53,6 +55,33 @@ def select(prefer: str = "auto") -> str:
         # Numba's low-occupancy warning (a grid under 128 blocks) stays on: it teaches something
         # when a student's launch is too small. The timer's 1-thread spin kernel silences it locally.
     return "simulator" if want_sim else "gpu"
+
+
+@dataclass(frozen=True)
+class Session:
+    """What a process fixed once: ``backend`` ("gpu" or "simulator") and ``compiler`` ("numba-cuda",
+    "numba-cuda-mlir", or "both" for ``lab run``'s one-process-per-compiler comparison)."""
+
+    backend: str
+    compiler: str
+
+    @property
+    def simulator(self) -> bool:
+        return self.backend == "simulator"
+
+
+def start(prefer: str = "auto", compiler: str | None = None, allow_both: bool = False) -> Session:
+    """Fix the backend (:func:`select`) and the compiler (:func:`lab.core.compilers.select`) for this
+    process, in that order, before anything compiles. ``compiler``: None means LAB_COMPILER or
+    numba-cuda; "both" only where ``allow_both``. Raises LabError (one line) when either cannot be had."""
+    from lab.core import compilers
+
+    backend = select(prefer)
+    if compiler == "both":
+        if not allow_both:
+            raise LabError("--compiler both is only for lab run; choose numba-cuda or numba-cuda-mlir")
+        return Session(backend, "both")
+    return Session(backend, compilers.select(compiler, backend == "simulator"))
 
 
 def child_env(**overrides: str) -> dict:
