@@ -503,9 +503,16 @@ def group_rows_kernel(per_lane, width):
             m = max(m, vals[k])
         m = group_max(m, scratch, G)
         s = x.dtype.type(0)
-        for k in range(K):
-            vals[k] = math.exp(vals[k] - m)  # -inf entries and padding become 0 (NaN only in dead rows)
-            s += vals[k]
+        if m == ninf:  # a group past the last row, or a row of only -inf: exp(-inf - -inf) is NaN, and
+            # in the simulator the subtraction also warns; NaN without computing it (nothing is
+            # written for dead rows, and an all -inf row's softmax is NaN, as torch's)
+            for k in range(K):
+                vals[k] = x.dtype.type(math.nan)
+            s = x.dtype.type(math.nan)
+        else:  # live rows: unchanged arithmetic
+            for k in range(K):
+                vals[k] = math.exp(vals[k] - m)  # -inf entries and padding become 0
+                s += vals[k]
         inv = x.dtype.type(1) / group_sum(s, scratch, G)
         for k in range(K):
             j = lane + uint64(k * G)
