@@ -98,6 +98,10 @@ def load(path: str) -> dict:
         raise LabError(f"{path}: not a `lab bench --json` document ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("reports"), list):
         raise LabError(f"{path}: not a `lab bench --json` document (no 'reports' list)")
+    from lab.bench.compare import check_report
+
+    for rep in doc["reports"]:
+        check_report(rep, path)
     return doc
 
 
