@@ -25,7 +25,7 @@ import numpy as np
 from kernels.compiler import cuda, uint64
 
 from kernels.compiler import SIMULATOR
-from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
+from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
                           launch_once, sm_count)
 from kernels.warp import WARP
 
@@ -70,7 +70,7 @@ def naive_launch(size, threads):
     ceil(M / by)); grid x walks the columns of C, grid y its rows."""
     m, n, _ = size
     bx, by = naive_block(threads)
-    note = "" if bx * by == threads else f"block {bx}x{by} = {bx * by} of the {threads} threads asked"
+    note = "" if bx * by == threads else f"block {bx}x{by} = {bx * by} of the {plural(threads, 'thread')} asked"
     return Launch(grid=(blocks_for(n, bx), blocks_for(m, by)), block=(bx, by), threads_needed=m * n,
                   note=note)
 
@@ -664,9 +664,9 @@ def skinny_m_launch(size, threads):
     """grid (ceil(N / 128), splits), block (128,); a reduction launch when split. M <= 32 only."""
     m, n, k = size
     kchunk, splits = skinny_m_plan(size)
-    note = f"{splits} K ranges of {kchunk}" + (", then a reduction launch" if splits > 1 else "")
+    note = f"{plural(splits, 'K range')} of {kchunk}" + (", then a reduction launch" if splits > 1 else "")
     if m > SK_M:
-        note += f"; M = {m} > {SK_M}: {blocks_for(m, SK_M)} row groups, each re-reading B"
+        note += f"; M = {m} > {SK_M}: {plural(blocks_for(m, SK_M), 'row group')}, each re-reading B"
     if threads != SK_N:
         note += f"; block fixed at {SK_N} threads, --threads {threads} ignored"
     return Launch(grid=(blocks_for(n, SK_N), splits, blocks_for(m, SK_M)), block=(SK_N,),
@@ -713,11 +713,11 @@ def choose(size):
     sms = sm_count()
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
-        return "register_tiled", RT_THREADS, f"{tiles128} tiles of 128 x 128 (at least half the {sms} SMs)"
+        return "register_tiled", RT_THREADS, f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the {plural(sms, 'SM')})"
     tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
     if tiles >= sms or k < 512:
-        return "tile64", T_THREADS, f"{tiles} tiles of 64 x 64"
-    return "split_k", T_THREADS, f"only {tiles} tiles of 64 x 64 and K = {k}: split K"
+        return "tile64", T_THREADS, f"{plural(tiles, 'tile')} of 64 x 64"
+    return "split_k", T_THREADS, f"only {plural(tiles, 'tile')} of 64 x 64 and K = {k}: split K"
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------

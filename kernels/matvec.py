@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
-from kernels.spec import (KernelSpec, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
+from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
                           launch_once, sm_count, split_columns)
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
@@ -202,7 +202,7 @@ def group_per_row_launch(size, threads):
     rows, cols = size
     g = lanes_for(cols, UNROLL)
     return Launch(grid=(blocks_for(rows * g, threads),), block=(threads,), threads_needed=rows * g,
-                  note=f"{g} lanes a row, {threads // g} rows a block")
+                  note=f"{plural(g, 'lane')} a row, {plural(threads // g, 'row')} a block")
 
 
 def group_per_row_prepare(cfg, inputs, outputs):
@@ -288,8 +288,8 @@ def split_k_launch(size, threads):
     rows, cols = size
     chunk, splits = split_k_chunk(size, threads)
     return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
-                  note=f"{splits} blocks a row of {chunk} columns each, then a reduction launch "
-                  f"({blocks_for(rows, REDUCE_THREADS // WARP)} blocks of {REDUCE_THREADS})")
+                  note=f"{plural(splits, 'block')} a row of {plural(chunk, 'column')} each, then a reduction launch "
+                  f"({plural(blocks_for(rows, REDUCE_THREADS // WARP), 'block')} of {REDUCE_THREADS})")
 
 
 def split_k_prepare(cfg, inputs, outputs):
@@ -329,9 +329,9 @@ def choose(size):
     rows, cols = size
     sms = sm_count()
     if rows < 8 * sms and cols >= 2048:
-        return "split_k", 256, f"ROWS < 8 x {sms} SMs and COLS >= 2048: several blocks a row"
+        return "split_k", 256, f"ROWS < 8 x {plural(sms, 'SM')} and COLS >= 2048: several blocks a row"
     if cols < 4 * WARP:
-        return "group_per_row", 256, f"COLS < 128: {lanes_for(cols, UNROLL)} lanes a row"
+        return "group_per_row", 256, f"COLS < 128: {plural(lanes_for(cols, UNROLL), 'lane')} a row"
     for t in (256, 128):
         if blocks_for(rows, t // WARP) >= 2 * sms:
             return "warp_per_row", t, "one warp a row, at least 2 blocks an SM"

@@ -32,7 +32,7 @@ import math
 import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
-from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, sm_count, split_columns
+from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count, split_columns
 from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_sum, group_max, group_sum, lanes_for,
                           warp_max, warp_sum)
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
@@ -296,7 +296,7 @@ def one_pass_launch(size, threads):
 
     def path(itemsize):
         k = _resident_per_thread(size[1], threads, itemsize)
-        return f"row in registers, {k} values a thread" if k else "streaming (row too long for registers)"
+        return f"row in registers, {plural(k, 'value')} a thread" if k else "streaming (row too long for registers)"
 
     p32, p64 = path(4), path(8)
     note = p32 if p32 == p64 else f"float32: {p32}; float64: {p64}"
@@ -503,9 +503,16 @@ def group_rows_kernel(per_lane, width):
             m = max(m, vals[k])
         m = group_max(m, scratch, G)
         s = x.dtype.type(0)
-        for k in range(K):
-            vals[k] = math.exp(vals[k] - m)  # -inf entries and padding become 0 (NaN only in dead rows)
-            s += vals[k]
+        if m == ninf:  # a group past the last row, or a row of only -inf: exp(-inf - -inf) is NaN, and
+            # in the simulator the subtraction also warns; NaN without computing it (nothing is
+            # written for dead rows, and an all -inf row's softmax is NaN, as torch's)
+            for k in range(K):
+                vals[k] = x.dtype.type(math.nan)
+            s = x.dtype.type(math.nan)
+        else:  # live rows: unchanged arithmetic
+            for k in range(K):
+                vals[k] = math.exp(vals[k] - m)  # -inf entries and padding become 0
+                s += vals[k]
         inv = x.dtype.type(1) / group_sum(s, scratch, G)
         for k in range(K):
             j = lane + uint64(k * G)
@@ -574,11 +581,11 @@ def group_rows_launch(size, threads):
     plan32, plan64 = _group_plan(cols, 4, threads), _group_plan(cols, 8, threads)
 
     def path(plan):
-        return f"{plan[0]} values a lane in registers" if plan else "warp streaming (2 reads + 1 write)"
+        return f"{plural(plan[0], 'value')} a lane in registers" if plan else "warp streaming (2 reads + 1 write)"
 
     note = path(plan32) if plan32 == plan64 else f"float32: {path(plan32)}; float64: {path(plan64)}"
     return Launch(grid=(blocks_for(rows, per_block),), block=(threads,), threads_needed=rows * g,
-                  note=f"{g} lanes a row, {per_block} rows a block; {note}")
+                  note=f"{plural(g, 'lane')} a row, {plural(per_block, 'row')} a block; {note}")
 
 
 def group_rows_prepare(cfg, inputs, outputs):
@@ -672,7 +679,7 @@ def split_row_launch(size, threads):
     rows, cols = size
     chunk, splits = split_columns(rows, cols, threads, UNROLL)
     return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
-                  note=f"{splits} blocks a row of {chunk} columns each; 2 launches")
+                  note=f"{plural(splits, 'block')} a row of {plural(chunk, 'column')} each; 2 launches")
 
 
 def split_row_prepare(cfg, inputs, outputs):
@@ -707,9 +714,9 @@ def choose(size):
     rows, cols = size
     sms = sm_count()
     if cols <= 1024:
-        return "group_rows", 128, f"COLS <= 1024: {group_width(cols)} lanes a row"
+        return "group_rows", 128, f"COLS <= 1024: {plural(group_width(cols), 'lane')} a row"
     if rows < sms and cols >= 16384:
-        return "split_row", 256, f"ROWS < {sms} SMs, long rows: several blocks a row"
+        return "split_row", 256, f"ROWS < {plural(sms, 'SM')}, long rows: several blocks a row"
     t = 128
     while t < 1024 and t * 8 < cols:
         t *= 2

@@ -15,6 +15,14 @@ import numpy as np
 Size = tuple[int, ...]
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``n`` and ``word``, in the plural unless n is 1: plural(1, "block") == "1 block",
+    plural(3, "block") == "3 blocks", plural(2, "matrix", "matrices") == "2 matrices". Numbers keep
+    thousands separators (plural(4096, "row") == "4,096 rows"). For the notes and lines the kernels
+    and lab print (kernels import nothing of lab, so it lives here)."""
+    return f"{n:,} {word if n == 1 else (many or word + 's')}"
+
+
 def poison_value(dtype, which: int = 0) -> Any:
     """What outputs are filled with before a run, so that an element the kernel never writes shows
     up as wrong: NaN for floats; for integers 0xAB-like (``which=0``: 171 in uint8) or, for the

@@ -110,12 +110,15 @@ def torch_quantize_aminmax(x, out):
     reference's rule. torch computes round(x * float32(1 / scale)) + zero_point, then clamps, rounding
     half to even: codes can differ from the reference by 1 at .5 boundaries (the tolerance), never
     more. int_repr() copies the codes out of the quint8 tensor (2 bytes an element more). The op
-    takes float32, so a float64 x is cast first.
+    takes float32, so a float64 x is cast first, and the min and max are the cast's: everything is
+    the function of float32 inputs, which is what the runner checks it against ("float32 inside",
+    lab.core.registry). For a float32 x the cast is x itself (no copy).
     """
-    lo, hi = torch.stack(torch.aminmax(x)).tolist()
+    xf = x.float()
+    lo, hi = torch.stack(torch.aminmax(xf)).tolist()
     scale = (hi - lo) / 255.0 if hi > lo else 1.0
     zero_point = int(min(max(0.0 - lo / scale, 0.0), 255.0))
-    qx = torch.quantize_per_tensor(x.float(), scale, zero_point, torch.quint8)
+    qx = torch.quantize_per_tensor(xf, scale, zero_point, torch.quint8)
     out[1][0] = scale
     out[1][1] = zero_point
     return qx.int_repr(), out[1]

@@ -10,6 +10,7 @@ noise of your machine. Nothing here prints.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 
 from lab.core.errors import SCHEMA_VERSION, LabError
@@ -26,18 +27,60 @@ def reports_in(obj) -> list[dict]:
     return []
 
 
+# what lab compare, lab roofline --from and lab bench --from read of each run and each of its rows
+REPORT_KEYS = {"kernel": str, "backend": str, "device": dict, "size": list, "threads_per_block": int,
+               "flops": (int, float), "bytes_moved": (int, float), "results": list}
+RESULT_KEYS = {"contender": str, "variant": str, "status": str}
+HOW = "write it with lab run/bench/sweep --json"
+
+
+def check_report(rep, path: str) -> None:
+    """LabError naming ``path`` and the first key that ``rep`` lacks (or holds the wrong type of)."""
+    def bad(where, key, want):
+        kind = want.__name__ if isinstance(want, type) else "a number"
+        return LabError(f"{path}: not a lab --json document: {where} has no {key!r} ({kind}); {HOW}")
+
+    if not isinstance(rep, dict):
+        raise LabError(f"{path}: not a lab --json document: a run is a {type(rep).__name__}; {HOW}")
+    for key, want in REPORT_KEYS.items():
+        if not isinstance(rep.get(key), want) or isinstance(rep.get(key), bool):
+            raise bad("a run", key, want)
+    for r in rep["results"]:
+        if not isinstance(r, dict):
+            raise LabError(f"{path}: not a lab --json document: a result of {rep['kernel']} is a "
+                           f"{type(r).__name__}; {HOW}")
+        for key, want in RESULT_KEYS.items():
+            if not isinstance(r.get(key), want):
+                raise bad(f"a result of {rep['kernel']}", key, want)
+
+
+@contextlib.contextmanager
+def reading(*paths: str):
+    """Work on documents read from ``paths``: a key or value they lack (a document written by hand,
+    or by another program) is LabError naming the files, not a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, ZeroDivisionError) as e:
+        raise LabError(f"{', '.join(paths)}: not a complete lab --json document "
+                       f"({type(e).__name__}: {str(e).strip()[:80]}); {HOW}") from None
+
+
 def load_reports(path: str) -> list[dict]:
     """Read ``path``; LabError (one line) when it is missing, not JSON, or holds no run results."""
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             obj = json.load(f)
     except OSError as e:
         raise LabError(f"{path}: cannot read ({e.strerror})") from None
     except json.JSONDecodeError as e:
-        raise LabError(f"{path}: not JSON ({e.msg} at line {e.lineno}); write it with lab run/bench/sweep --json") from None
+        raise LabError(f"{path}: not JSON ({e.msg} at line {e.lineno}); {HOW}") from None
+    except (UnicodeDecodeError, ValueError):
+        raise LabError(f"{path}: not JSON (not UTF-8 text: a binary file?); {HOW}") from None
     reps = reports_in(obj)
     if not reps:
-        raise LabError(f"{path}: no run results in it; write it with lab run/bench/sweep --json")
+        raise LabError(f"{path}: no run results in it; {HOW}")
+    for rep in reps:
+        check_report(rep, path)
     return reps
 
 

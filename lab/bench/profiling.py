@@ -17,6 +17,11 @@ thread, not GPU time), and says so; torch contenders need a GPU and are left out
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import sys
+import tempfile
 import warnings
 
 from lab.core.errors import LabError
@@ -106,23 +111,81 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
         warnings.filterwarnings("ignore", message=".*Profiler clears events.*")
         prof = _record(torch, torch_profile, record_function, activities, prepared, repeats, gpu)
         sort_by = "device_time_total" if gpu else "cpu_time_total"
-        table = prof.key_averages().table(sort_by=sort_by, row_limit=row_limit)
+        averages = prof.key_averages()
+        table = averages.table(sort_by=sort_by, row_limit=row_limit)
+        rows = _rows(averages, sort_by, row_limit, gpu)
     for _, p in prepared:
         p.release()
     notes = [] if gpu else ["CUDA simulator: CPU activity only (torch.profiler records no GPU here); a Numba "
                             "rung's CPU time is Python simulating every thread, not GPU time"]
     if trace:
-        prof.export_chrome_trace(trace)
+        _export_trace(prof, trace)
         notes.append(f"trace written to {trace}: open it in https://ui.perfetto.dev or chrome://tracing")
     return {"kernel": kernel, "backend": backend, "size": list(shape), "threads": threads, "repeats": repeats,
             "activities": ["CPU"] + (["CUDA"] if gpu else []), "sort_by": sort_by,
-            "contenders": [n for n, _ in prepared], "skipped": skipped, "table": table, "trace": trace,
-            "notes": notes}
+            "contenders": [n for n, _ in prepared], "skipped": skipped, "table": table, "rows": rows,
+            "trace": trace, "notes": notes}
+
+
+def _rows(averages, sort_by: str, row_limit: int, gpu: bool) -> list[dict]:
+    """The key_averages rows as data, sorted like the table: name, calls and the times in µs
+    (self and total, CPU; and the device's on a GPU)."""
+    keys = ["self_cpu_time_total", "cpu_time_total"] + (["self_device_time_total", "device_time_total"] if gpu else [])
+    out = []
+    for e in sorted(averages, key=lambda e: getattr(e, sort_by, 0) or 0, reverse=True)[:row_limit]:
+        row = {"name": e.key, "calls": int(e.count)}
+        row.update({k.removesuffix("_total").replace("time", "us"): float(getattr(e, k, 0) or 0) for k in keys})
+        out.append(row)
+    return out
+
+
+def _export_trace(prof, trace: str) -> None:
+    """The Chrome/Perfetto trace, written atomically; LabError when torch wrote nothing (or failed):
+    the caller then never says it was written."""
+    from lab.core.files import atomic_path
+
+    with atomic_path(trace, "trace") as tmp:
+        try:
+            prof.export_chrome_trace(tmp)
+        except Exception as e:  # torch's own failure (its exporter raises RuntimeError and others)
+            raise LabError(f"cannot write trace {trace}: torch.profiler's export failed: "
+                           f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}") from None
+
+
+KINETO_CHATTER = re.compile(r"^(USDT|INFO):\S* \S+ \d+:\d+ \S+\.cpp:\d+\] ")
+
+
+@contextlib.contextmanager
+def _without_kineto_chatter():
+    """torch's profiler library (kineto) writes "USDT:... profiler_start" lines straight to file
+    descriptor 2 in some builds (the CPU wheels): hold fd 2 in a temporary file while the profile
+    runs, then pass on every line but those."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real fd 2 (an embedding host): leave it alone
+        yield
+        return
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            held.seek(0)
+            kept = [line for line in held.read().decode(errors="replace").splitlines(keepends=True)
+                    if not KINETO_CHATTER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 def _record(torch, torch_profile, record_function, activities, prepared, repeats, gpu):
     """One profile: each contender's ``repeats`` calls in a record_function and an NVTX range of its name."""
-    with torch_profile(activities=activities) as prof:
+    with _without_kineto_chatter(), torch_profile(activities=activities) as prof:
         for name, p in prepared:
             if gpu:
                 torch.cuda.nvtx.range_push(name)

@@ -105,6 +105,10 @@ def load(path: str) -> dict:
 
     for d in [doc, *(r for r in doc["reports"] if isinstance(r, dict))]:
         d.setdefault("schema_version", SCHEMA_VERSION)  # saved before versioning: version 1's keys
+    from lab.bench.compare import check_report
+
+    for rep in doc["reports"]:
+        check_report(rep, path)
     return doc
 
 

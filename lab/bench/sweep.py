@@ -58,7 +58,7 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
 
     import kernels
     from lab.core.device import describe
-    from lab.core.runner import Options, run
+    from lab.core.runner import Options, check_contenders, run
 
     if not threads and not sizes:
         raise LabError("lab sweep needs --threads A,B,... and/or --sizes A,B,...")
@@ -66,6 +66,14 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
         spec = kernels.load(kernel)
     except KeyError as e:
         raise LabError(e.args[0]) from None
+    check_contenders(contenders)
+    for v in variants or []:
+        if v not in spec.variants:
+            raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
+    if dtype not in spec.dtypes:
+        raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
+    if (repeats is not None and repeats < 1) or (warmup is not None and warmup < 0):
+        raise LabError("--repeats must be >= 1 and --warmup >= 0")
     limit = describe(backend == "simulator").get("max_threads_per_block") or 1024
     for t in threads or []:
         if not 1 <= t <= limit:

@@ -39,15 +39,31 @@ for command in (run.run, run.list_, run.device, *bench.COMMANDS, *inspect.COMMAN
 
 
 def main(argv=None) -> None:
-    """Entry point: click errors and LabError become one line on stderr and exit code 2."""
+    """Entry point: click errors and LabError become one line on stderr and exit code 2.
+
+    Anything else is a bug of the lab: one line saying so, exit code 3 (``LAB_DEBUG=1`` shows the
+    traceback instead)."""
     try:
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
     except LabError as e:
-        click.echo(f"error: {e}", err=True)
+        click.echo(f"error: {_one_line(e)}", err=True)
         sys.exit(2)
     except click.ClickException as e:
-        click.echo(f"error: {e.format_message()}", err=True)
+        click.echo(f"error: {_one_line(e.format_message())}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(1)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as e:
+        if os.environ.get("LAB_DEBUG"):
+            raise
+        click.echo(f"error: internal error (a bug in the lab, please report it): {type(e).__name__}: "
+                   f"{_one_line(e)} (LAB_DEBUG=1 shows the traceback)", err=True)
+        sys.exit(3)
+
+
+def _one_line(message) -> str:
+    """A message as one line: an error is one line on stderr, whatever the exception carried."""
+    return " ".join(str(message).split()) or "(no message)"

@@ -2,20 +2,20 @@
 commands over :mod:`lab.bench`; the tables and plots are :mod:`lab.cli.views.bench`."""
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
+from rich.markup import escape
 
 from lab.cli import options as O
 from lab.core.errors import LabError
 
 
-def _print(*renderables) -> None:
-    from lab.cli.views.report import console
+def _print(*renderables, wide: bool = False) -> None:
+    from lab.cli.views.table import console, print_tables
 
-    out = console()
-    for r in renderables:
-        out.print(r)
+    print_tables(console(), list(renderables), wide)
 
 
 @click.command(short_help="Benchmark all kernels; markdown for docs.")
@@ -36,6 +36,7 @@ def _print(*renderables) -> None:
 @O.COMPILER
 def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
+    from kernels.spec import plural
     from lab.bench import suite as B
     from lab.core.files import check_writable, write_atomic
 
@@ -55,10 +56,13 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
             doc = B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=O.csv(contenders),
                               seed=seed, progress=progress, shapes=shapes and not quick and not kernel_names
                               and not kernels_csv)
-    text = B.render_markdown(doc)
+    from lab.bench.compare import reading
+
+    with reading(from_json) if from_json else contextlib.nullcontext():
+        text = B.render_markdown(doc)
     if out and out != "-":
         write_atomic(out, text + "\n", "report")
-        click.echo(f"wrote {out} ({len(doc['reports'])} runs)", err=True)
+        click.echo(f"wrote {out} ({plural(len(doc['reports']), 'run')})", err=True)
     if as_json:
         O.emit_json(doc)
     elif not out or out == "-":
@@ -83,10 +87,11 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
 @click.option("--png", default=None, metavar="FILE", help="Plot the metric against threads per block (or size) to FILE (needs matplotlib).")
 @click.option("--metric", type=click.Choice(["auto", "ms", "gbps", "gflops"]), default="auto", show_default=True,
               help="What --png plots (auto: GB/s when measured, else ms).")
+@O.WIDE
 @O.BACKEND
 @O.COMPILER
-def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, sim,
-          compiler):
+def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
+          sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
     from lab.bench import sweep as S
     from lab.cli.views import bench as V
@@ -106,7 +111,7 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
     if as_json:
         O.emit_json(doc)
     else:
-        _print(V.sweep_table(doc), *[f"[dim]{n}[/]" for n in S.notes(doc)])
+        _print(*V.sweep_table(doc, wide=wide), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)], wide=wide)
     if any(r["status"] == "FAIL" for r in S.rows(doc)):
         sys.exit(1)
 
@@ -119,20 +124,24 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
               help="Place the rows of saved lab run/bench/sweep --json files instead of running (repeatable).")
 @click.option("--png", default=None, metavar="FILE", help="Draw the roofline to FILE (needs matplotlib).")
 @O.JSON
+@O.WIDE
 @O.BACKEND
-def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, sim):
+def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, wide, sim):
     """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
     from lab.bench import roofline as R
-    from lab.bench.compare import load_reports
+    from lab.bench.compare import load_reports, reading
     from lab.cli.views import bench as V
 
     O.needs_plot(png)
     backend = O.backend(sim)
     names = O.kernel_list(O.csv(kernels_csv) or [])
+    from lab.core.runner import check_contenders
+
+    check_contenders(O.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
     reports = [r for path in from_json for r in load_reports(path)] or None
     from lab.cli.views.progress import bar
 
-    with bar("roofline") as progress:
+    with bar("roofline") as progress, reading(*from_json) if from_json else contextlib.nullcontext():
         doc = R.roofline(backend, names, O.csv(contenders), repeats, reports, progress)
     if png:
         V.roofline_plot(doc, png)
@@ -140,7 +149,8 @@ def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, sim):
     if as_json:
         O.emit_json(doc)
         return
-    _print(V.roofline_table(doc), *([f"[yellow]{doc['note']}[/]"] if doc["note"] else []))
+    _print(*V.roofline_table(doc, wide=wide), *([f"[yellow]{escape(doc['note'])}[/]"] if doc["note"] else []),
+           wide=wide)
 
 
 @click.command(short_help="torch.profiler table and trace of a kernel.")
@@ -154,8 +164,9 @@ def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, sim):
 @O.SEED
 @click.option("--trace", default=None, metavar="FILE", help="Write a Chrome/Perfetto trace (JSON) to FILE.")
 @click.option("--row-limit", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the key_averages table.")
+@O.WIDE
 @O.BACKEND
-def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, sim):
+def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, wide, sim):
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
     from lab.core.files import check_writable
 
@@ -167,34 +178,35 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
     doc = run_profile(kernel, backend, size=size, threads=threads, variants=O.csv(variant),
                       contenders=O.csv(contenders), dtype=dtype, repeats=repeats, seed=seed, trace=trace,
                       row_limit=row_limit)
-    print(f"{kernel} {'x'.join(map(str, doc['size']))}, --threads {doc['threads']}, {doc['repeats']} calls each; "
-          f"activities {'+'.join(doc['activities'])}; sorted by {doc['sort_by']}")
-    for name, why in doc["skipped"].items():
-        print(f"skipped {name}: {why}")
-    print(doc["table"])
-    for n in doc["notes"]:
-        print(n)
+    from lab.cli.views.bench import print_profile
+
+    print_profile(doc, wide=wide)
 
 
 @click.command(short_help="Speedup and noise between two --json files.")
-@click.argument("a", type=click.Path(dir_okay=False))
-@click.argument("b", type=click.Path(dir_okay=False))
+@click.argument("a", type=click.Path(dir_okay=False), callback=O._not_empty)
+@click.argument("b", type=click.Path(dir_okay=False), callback=O._not_empty)
 @O.JSON
-def compare(a, b, as_json):
+@O.WIDE
+def compare(a, b, as_json, wide):
     """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
     from lab.bench import compare as K
     from lab.cli.views import bench as V
 
-    result = K.compare(K.load_reports(a), K.load_reports(b))
+    reports_a, reports_b = K.load_reports(a), K.load_reports(b)
+    with K.reading(a, b):
+        result = K.compare(reports_a, reports_b)
     if not result["rows"]:
         raise LabError(f"{a} and {b} share no (kernel, contender, variant) row")
     if as_json:
         O.emit_json(result)
         return
-    extra = [f"[dim]only in A: {', '.join(result['only_a'])}[/]"] if result["only_a"] else []
-    extra += [f"[dim]only in B: {', '.join(result['only_b'])}[/]"] if result["only_b"] else []
-    _print(V.compare_table(result), "[dim]noise = IQR / median of each; beyond the noise when |B - A| / min(A, B) > noise A + noise B[/]",
-           *extra, *[f"[yellow]{n}[/]" for n in result["notes"]])
+    extra = [f"[dim]only in A: {escape(', '.join(result['only_a']))}[/]"] if result["only_a"] else []
+    extra += [f"[dim]only in B: {escape(', '.join(result['only_b']))}[/]"] if result["only_b"] else []
+    with K.reading(a, b):  # values of the wrong type show up only when formatted
+        table = V.compare_table(result, wide=wide)
+    _print(*table, "[dim]beyond the noise when |B - A| / min(A, B) > noise A + noise B[/]",
+           *extra, *[f"[yellow]{escape(n)}[/]" for n in result["notes"]], wide=wide)
 
 
 COMMANDS = [bench, sweep, roofline, profile, compare]

@@ -14,7 +14,7 @@ def exercise():
     """Exercises: scaffolds to fill in, hidden tests that catch real GPU bugs, hints, solutions."""
 
 
-DIR = click.option("--dir", "directory", default=None, help="Workspace (default ./lab-exercises or $LAB_EXERCISES_DIR).")
+DIR = click.option("--dir", "directory", default=None, callback=O._not_empty, help="Workspace (default ./lab-exercises or $LAB_EXERCISES_DIR).")
 
 
 @exercise.command("list")
@@ -37,15 +37,16 @@ def exercise_start(name, directory):
     from lab.teach import workspace as E
     from lab.cli.views import exercise as V
 
-    V.print_started(E.start(name, directory), E.statement(name))
+    path, kept = E.start(name, directory)
+    V.print_started(path, E.statement(name), kept)
 
 
 @exercise.command("check")
 @click.argument("name")
-@click.option("--file", "file", default=None, help="The file to check (default: DIR/NAME.py).")
+@click.option("--file", "file", default=None, callback=O._not_empty, help="The file to check (default: DIR/NAME.py).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@click.option("--timeout", type=float, default=None, help="Seconds per test (default 30 or $LAB_EXERCISE_TIMEOUT).")
-@click.option("--seed", type=int, default=None, help="Seed for the hidden tests' random inputs.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds per test (default 30 or $LAB_EXERCISE_TIMEOUT).")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the hidden tests' random inputs.")
 @DIR
 @O.BACKEND
 def exercise_check(name, file, as_json, timeout, seed, directory, sim):
@@ -84,7 +85,7 @@ def exercise_solution(name, yes):
 
 @exercise.command("new")
 @click.argument("name")
-@click.option("--title", default="TODO title", help="The exercise's title.")
+@click.option("--title", default="TODO title", callback=O._not_empty, help="The exercise's title.")
 def exercise_new(name, title):
     """Scaffold a new exercise exercises/NAME/ for instructors."""
     from lab.teach import workspace as E

@@ -14,8 +14,8 @@ from lab.cli import options as O
 @click.option("--variant", default=None, callback=O._not_empty, help="Numba variant (default: the kernel's first).")
 @click.option("--size", default=None, callback=O._not_empty, help="Problem size as for lab run (default: a small one).")
 @O.threads_option(256, "Threads per block.")
-@click.option("--arch", default=None, help="sm_XX for waves (default: this GPU's, else sm_90).")
-@click.option("--sms", type=int, default=None, help="SM count for waves (default: this GPU's, else the arch's example GPU).")
+@click.option("--arch", default=None, callback=O._not_empty, help="sm_XX for waves (default: this GPU's, else sm_90).")
+@click.option("--sms", type=click.IntRange(min=1), default=None, help="SM count for waves (default: this GPU's, else the arch's example GPU).")
 @click.option("--waves/--no-waves", default=True, help="Compute waves (compiles the kernel to read its registers).")
 @O.JSON
 @click.option("--png", "png", default=None, help="Also draw the map to this PNG file (matplotlib).")
@@ -30,9 +30,9 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
     from lab.inspect import grid as G
 
     info = G.describe(kernel, variant, size, threads, arch, sms, waves)
-    for path in (png, svg):
+    for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
-            V.plot_map(info, path)
+            V.plot_map(info, path, fmt)
     if as_json:
         O.emit_json(info)
     else:
@@ -46,15 +46,17 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
 @click.argument("kernel", required=False)
 @click.option("--variant", default=None, callback=O._not_empty, help="Numba variant (default: the kernel's first).")
 @O.threads_option(256, "Threads per block.")
-@click.option("--arch", default=None, help="sm_XX (default: this GPU's; sm_90 without a GPU).")
+@click.option("--arch", default=None, callback=O._not_empty, help="sm_XX (default: this GPU's; sm_90 without a GPU).")
 @click.option("--registers", type=int, default=None, help="Calculator mode: registers per thread.")
 @click.option("--shared", type=int, default=None, help="Calculator mode: shared memory per block, bytes (static + dynamic).")
 @click.option("--sweep", is_flag=True, help="Threads per block 32..1024 in steps of 32.")
 @click.option("--png", default=None, help="With --sweep: draw occupancy vs threads per block to this file.")
 @O.JSON
+@O.WIDE
 @O.BACKEND
-def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, sim):
+def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, wide, sim):
     """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
+    from kernels.spec import plural
     from lab.cli.views import inspect as V
     from lab.inspect import occupancy as Occ
 
@@ -64,13 +66,14 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
     if png:
         name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
         V.plot_sweep(result["sweep"], result["threads"], png,
-                     f"{name} on {result['arch']}: {result['registers']} registers, {result['shared_bytes']} B shared a block")
+                     f"{name} on {result['arch']}: {plural(result['registers'], 'register')}, "
+                     f"{result['shared_bytes']} B shared a block")
     if as_json:
         O.emit_json(result)
         return
-    V.print_result(result)
+    V.print_result(result, wide=wide)
     if result.get("sweep"):
-        V.print_sweep(result["sweep"], result["threads"])
+        V.print_sweep(result["sweep"], result["threads"], wide=wide)
     if png:
         click.echo(f"wrote {png}")
 

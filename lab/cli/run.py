@@ -38,7 +38,7 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
 
         doc = run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
                             contenders=contenders, repeats=repeats, warmup=warmup, seed=seed), backend)
-        O.emit_json(doc) if as_json else report.print_compare(doc)
+        O.emit_json(doc) if as_json else report.print_compare(doc, wide=wide)
         if any(r["status"] == "FAIL" for r in doc["results"]):
             sys.exit(1)
         return

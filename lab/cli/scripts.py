@@ -20,18 +20,42 @@ def _write(path: str, text: str) -> None:
     if path != "-":
         from lab.core.files import write_atomic
 
-        write_atomic(path, text)
+        write_atomic(path, text, "report")
 
 
+def _script(fn):
+    """A script's entry point as the ``lab`` command's: bad input (LabError) is one line on stderr
+    ("error: ...") and exit code 2, never a traceback."""
+    import functools
+
+    @functools.wraps(fn)
+    def run(argv=None) -> int:
+        try:
+            return fn(argv)
+        except LabError as e:
+            print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
+            return 2
+
+    return run
+
+
+@_script
 def shape_sweep(argv=None) -> int:
     """``python -m lab.shape_sweep``: every kernel over the public shapes against the torch op."""
     from lab.bench import shapes
+    from lab.core.files import check_writable
 
     ap = argparse.ArgumentParser(description=shapes.__doc__.splitlines()[0])
     ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
     ap.add_argument("--kernels", default=",".join(shapes.SHAPES), help="comma-separated kernels")
     ap.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args(argv)
+    check_writable(args.out, "report")  # before the sweep, not after it
+    unknown = [k for k in args.kernels.split(",") if k not in shapes.SHAPES]
+    if unknown:
+        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(shapes.SHAPES)}")
+    if args.repeats < 1:
+        raise LabError("--repeats must be >= 1")
     from lab.core.session import select
 
     backend = select("auto")
@@ -57,6 +81,7 @@ def bench_alias(argv=None) -> None:
     main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
+@_script
 def compiler_table(argv=None) -> int:
     """Every rung of every kernel through numba-cuda and numba-cuda-mlir; markdown for docs/benchmarks.md."""
     from lab.bench import compilers as CT
@@ -70,6 +95,12 @@ def compiler_table(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--dtype", default="float32")
     args = ap.parse_args(argv)
+    from lab.core.files import check_writable
+
+    check_writable(args.out, "report")  # before any compile, not after the first kernel
+    unknown = [k for k in args.kernels.split(",") if k not in STANDARD]
+    if unknown:
+        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(STANDARD)}")
     backend = select("auto")
     status = compilers.compilers_status(backend == "simulator")
     lines = ["## Compilers: numba-cuda and numba-cuda-mlir, every rung", "",

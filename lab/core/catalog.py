@@ -7,16 +7,27 @@ from lab.core import contenders as C
 from lab.core.errors import SCHEMA_VERSION
 
 
-def _labels(contender: str, kernel: str) -> list[str]:
-    if contender == "torch" and not C.installed("torch"):
-        return []  # the labels live in torch_bridge, which imports torch
-    return C.library_labels(contender, kernel)
+def _missing(kernel: str) -> dict:
+    """Per library (cupy, torch) why ``kernel`` has no row of it, or None when it has: the library
+    is not installed, or it has no op for this kernel (the registry says why)."""
+    from lab.core import registry
+
+    out = {}
+    for lib in ("cupy", "torch"):
+        if not C.library_labels(lib, kernel):
+            out[lib] = f"none yet: {registry.NO_CONTENDERS.get(kernel, 'no op declared')}"
+        elif not C.installed(lib):
+            out[lib] = "not installed"
+        else:
+            out[lib] = None
+    return out
 
 
 def catalog() -> list[dict]:
     """One dict per kernel: schema_version (a list carries no version of its own: each item does), name,
     summary, size_help, default sizes (gpu, simulator), dtypes, rungs [{name, summary, needs_whole_warps,
-    max_threads}] and contenders {name: [labels]}.
+    max_threads}], contenders {name: [labels]} (the registry's labels, installed or not) and unavailable
+    {cupy|torch: why there is no row here, or None}.
 
     Imports the kernel modules, so the backend must be chosen first (lab.core.session.select)."""
     out = []
@@ -32,6 +43,7 @@ def catalog() -> list[dict]:
             "rungs": [{"name": v.name, "summary": v.doc, "needs_whole_warps": v.warp_multiple,
                        "max_threads": v.max_threads} for v in spec.variants.values()],
             "contenders": {"numba": list(spec.variants), "numpy": ["reference (CPU)"],
-                           "cupy": _labels("cupy", name), "torch": _labels("torch", name)},
+                           "cupy": C.library_labels("cupy", name), "torch": C.library_labels("torch", name)},
+            "unavailable": _missing(name),
         })
     return out

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from kernels.spec import Bounds, poison_value  # noqa: F401  (Bounds re-exported for callers)
+from kernels.spec import Bounds, plural, poison_value  # noqa: F401  (Bounds re-exported for callers)
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def check_outputs(outs: Sequence[Any], refs: Sequence[Any], tols: Sequence[Any],
             if unwritten.any():
                 ok = False
                 max_err = math.inf
-                reasons.append(f"output {i}: {int(unwritten.sum())} elements never written "
+                reasons.append(f"output {i}: {plural(int(unwritten.sum()), 'element')} never written "
                                f"(first at {np.unravel_index(np.argmax(unwritten), raw.shape)})")
         finite = np.isfinite(ref)
         same_nonfinite = np.array_equal(np.isfinite(out), finite) and np.array_equal(out[~finite], ref[~finite])
@@ -104,7 +104,7 @@ def check_outputs(outs: Sequence[Any], refs: Sequence[Any], tols: Sequence[Any],
             reasons.append(f"output {i}: non-finite where the reference is finite (or the reverse)")
         elif not inside.all():
             bad = int(inside.size - np.count_nonzero(inside))
-            reasons.append(f"output {i}: {bad} of {inside.size} elements outside the tolerance")
+            reasons.append(f"output {i}: {bad} of {plural(inside.size, 'element')} outside the tolerance")
         ok &= bool(same_nonfinite and inside.all())
         if err.size:
             max_err = max(max_err, float(err.max()))

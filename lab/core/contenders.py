@@ -172,6 +172,14 @@ def library_labels(contender: str, kernel: str) -> list[str]:
     return registry.labels(contender, kernel)
 
 
+def float32_inside(contender: str, kernel: str, label: str) -> bool:
+    """Whether the library op behind ``label`` computes in float32 whatever the input dtype (the
+    registry's ``float32_inside`` option): the runner then checks it against float32 inputs."""
+    from lab.core import registry
+
+    return bool(registry.options(contender, kernel, label).get("float32_inside"))
+
+
 def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
     if contender == "cupy":
         return prepare_cupy(spec, size, label, inputs)

@@ -43,6 +43,7 @@ def atomic_path(path: str | os.PathLike, what: str = "output"):
         raise LabError(f"cannot write {what} {path}: {e.strerror or e}") from None
     os.close(fd)
     try:
+        os.chmod(tmp, _mode(path))  # mkstemp's file is private (0600); the output gets a usual file's mode
         yield tmp
         if not os.path.exists(tmp) or os.path.getsize(tmp) == 0:
             raise LabError(f"cannot write {what} {path}: nothing was written")
@@ -52,6 +53,16 @@ def atomic_path(path: str | os.PathLike, what: str = "output"):
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+
+
+def _mode(path: str) -> int:
+    """The mode a new file at ``path`` gets from open() (0666 less the umask), or the existing file's."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_atomic(path: str | os.PathLike, data: str | bytes, what: str = "output") -> None:

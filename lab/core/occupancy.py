@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 
+from kernels.spec import plural
 from lab.core import archs
 from lab.core.archs import Arch
 from lab.core.errors import LabError
@@ -105,11 +106,11 @@ def advice(arch: Arch, r: dict) -> str:
     if lim == "warps":
         fits = [t for t in range(32, arch.max_threads_per_block + 1, 32) if arch.max_warps_per_sm % (t // 32) == 0
                 and arch.max_warps_per_sm // (t // 32) <= arch.max_blocks_per_sm]
-        return (f"{arch.max_warps_per_sm} warp slots hold {blocks} block(s) of {warps} warps; threads per block "
+        return (f"{arch.max_warps_per_sm} warp slots hold {plural(blocks, 'block')} of {plural(warps, 'warp')}; threads per block "
                 f"that divide them evenly: {', '.join(map(str, fits[-4:]))}")
     if lim == "blocks":
         need = math.ceil(arch.max_warps_per_sm / arch.max_blocks_per_sm) * arch.warp_size
-        return (f"blocks are small: {arch.max_blocks_per_sm} blocks x {warps} warps fill {blocks * warps} of "
+        return (f"blocks are small: {arch.max_blocks_per_sm} blocks x {plural(warps, 'warp')} fill {blocks * warps} of "
                 f"{arch.max_warps_per_sm} warp slots; use at least {need} threads per block")
     if lim == "registers":
         target = blocks + 1
@@ -120,11 +121,11 @@ def advice(arch: Arch, r: dict) -> str:
                 break
         if best is None:
             return "registers limit the blocks per SM; use fewer threads per block"
-        return (f"{r['registers']} registers a thread allow {blocks} block(s) an SM; at most {best} would fit "
+        return (f"{plural(r['registers'], 'register')} a thread allow {plural(blocks, 'block')} an SM; at most {best} would fit "
                 f"{target} (fewer live values, or cuda.jit(max_registers=...) / launch_bounds, at the risk of spills)")
     target = blocks + 1
     room = arch.shared_per_sm // target // arch.shared_alloc_unit * arch.shared_alloc_unit - arch.reserved_shared_per_block
-    return (f"{r['shared_bytes']} B of shared memory a block allow {blocks} block(s) an SM; at most {max(room, 0)} B "
+    return (f"{r['shared_bytes']} B of shared memory a block allow {plural(blocks, 'block')} an SM; at most {max(room, 0)} B "
             f"would fit {target} (smaller tiles, or fewer buffers)")
 
 

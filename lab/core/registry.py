@@ -4,7 +4,14 @@ against, declared here and nowhere else.
 Kernel modules cannot import torch or CuPy, so they name no contenders; the runner asks this
 registry (through lab.core.contenders) and knows no kernel by name. Entries are ``(label,
 "module:function")``, imported only when that contender runs, so this module imports neither torch
-nor CuPy. Adding a kernel: its module in kernels/, its tests, and its lines here (plus the op
+nor CuPy. An entry may carry a third element, a dict of options:
+
+* ``float32_inside``: the op computes in float32 whatever the input dtype (torch.quantize_per_tensor
+  takes float32 only). With ``--dtype float64`` the runner checks it against the reference of the
+  inputs rounded to float32, at float32's tolerance, and its row says "float32 inside" (against the
+  float64 reference such a row could only fail, at .5 rounding boundaries).
+
+Adding a kernel: its module in kernels/, its tests, and its lines here (plus the op
 functions in torch_bridge.contenders / lab.core.cupy_ops). A kernel that is also a torch op
 (``torch.ops.lab.<name>``, torch_bridge.lab_ops) gets a torch row "numba via torch op", so the
 bridge's cost shows next to the Numba rungs.
@@ -14,7 +21,7 @@ from __future__ import annotations
 import importlib
 from typing import Callable
 
-CONTENDERS: dict[str, dict[str, list[tuple[str, str]]]] = {
+CONTENDERS: dict[str, dict[str, list[tuple]]] = {
     "vecadd": {"cupy": [("cupy.add", "lab.core.cupy_ops:vecadd")],
                "torch": [("torch.add", "torch_bridge.contenders:torch_vecadd")]},
     "matvec": {"cupy": [("cupy.matmul (cuBLAS)", "lab.core.cupy_ops:matvec")],
@@ -26,7 +33,8 @@ CONTENDERS: dict[str, dict[str, list[tuple[str, str]]]] = {
                           ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled")]},
     "quantize": {"cupy": [("cupy min/max + ElementwiseKernel", "lab.core.cupy_ops:quantize")],
                  "torch": [("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.contenders:torch_quantize_seed"),
-                           ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.contenders:torch_quantize_aminmax")]},
+                           ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.contenders:torch_quantize_aminmax",
+                            {"float32_inside": True})]},
     "dequantize": {"cupy": [("cupy (q - zero_point) * scale", "lab.core.cupy_ops:dequantize")],
                    "torch": [("torch (q - zero_point) * scale", "torch_bridge.contenders:torch_dequantize")]},
 }
@@ -49,12 +57,26 @@ def _label(text: str) -> str:
     return _resolve(text[1:])() if text.startswith("@") else text
 
 
+def _entries(library: str, kernel: str) -> list[tuple[str, str, dict]]:
+    """(label, "module:function", options) of ``library``'s contenders for ``kernel``."""
+    rows = [(_label(e[0]), e[1], dict(e[2]) if len(e) > 2 else {})
+            for e in CONTENDERS.get(kernel, {}).get(library, [])]
+    if library == "torch" and kernel in LAB_OPS:
+        rows.append((LAB_OP_LABEL.format(kernel), f"torch_bridge.contenders:lab_op_{kernel}", {}))
+    return rows
+
+
 def entries(library: str, kernel: str) -> list[tuple[str, str]]:
     """(label, "module:function") of ``library``'s contenders for ``kernel`` (empty if none)."""
-    rows = [(_label(label), path) for label, path in CONTENDERS.get(kernel, {}).get(library, [])]
-    if library == "torch" and kernel in LAB_OPS:
-        rows.append((LAB_OP_LABEL.format(kernel), f"torch_bridge.contenders:lab_op_{kernel}"))
-    return rows
+    return [(label, path) for label, path, _ in _entries(library, kernel)]
+
+
+def options(library: str, kernel: str, label: str) -> dict:
+    """The options of the contender behind ``label`` (``float32_inside``; empty if none)."""
+    for lab, _, opts in _entries(library, kernel):
+        if lab == label:
+            return opts
+    return {}
 
 
 def labels(library: str, kernel: str) -> list[str]:

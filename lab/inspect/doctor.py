@@ -174,13 +174,21 @@ def check_cupy() -> Check:
     return Check("cupy", OK, f"CuPy built for CUDA {major}, matching the driver")
 
 
+CPU_TORCH = "2.13.0"  # the README's pin for a machine without a GPU (a local CPU build)
+
+
 def check_torch() -> Check:
     info = torch_info()
-    if info is None:
+    gpu = gpu_count()[0] > 0
+    if info is None:  # without a GPU the README's CPU build: an unpinned torch pulls GBs of CUDA wheels
         return Check("torch", WARN, "torch not installed (torch contender and interop skipped)",
-                     "pip install 'numba-gpu-lab[torch]'")
+                     "pip install 'numba-gpu-lab[torch]'" if gpu else
+                     f"pip install torch=={CPU_TORCH} (the CPU build, as the README says: an unpinned torch "
+                     "pulls several GB of CUDA wheels this machine cannot use)")
     if not info["cuda"]:
-        return Check("torch", WARN, f"torch {info['version']} is a CPU build", "on a GPU machine install a CUDA build of torch")
+        return Check("torch", WARN if gpu else OK,
+                     f"torch {info['version']} is a CPU build" + ("" if gpu else " (right for this machine: no GPU)"),
+                     "install a CUDA build of torch: pip install 'numba-gpu-lab[torch]'" if gpu else "")
     if not info["available"]:
         return Check("torch", WARN, f"torch {info['version']} (CUDA {info['cuda']}) sees no GPU")
     name = device_name(0)

@@ -66,7 +66,7 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     out = {"kernel": kernel, "variant": variant, "threads_asked": threads, **main, "kernels": rows}
     out["resources_from"] = "GPU" if on_device else "offline"
     if threads != main["threads"]:
-        out["note"] = f"{main['kernel_name']} launches {main['threads']} threads per block whatever --threads is"
+        out["note"] = f"{main['kernel_name']} launches {plural(main['threads'], 'thread')} per block whatever --threads is"
     return out
 
 

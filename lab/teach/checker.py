@@ -24,6 +24,8 @@ import traceback
 
 import numpy as np
 
+from kernels.spec import plural
+
 GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
 
 
@@ -267,7 +269,7 @@ def run_case(mod, ex, case, backend, rng, path):
     if trace is not None:
         if trace.barrier_mismatch:
             b, counts = trace.barrier_mismatch[0]
-            desc = ", ".join(f"{v} thread(s) passed {k}" for k, v in sorted(counts.items()))
+            desc = ", ".join(f"{plural(v, 'thread')} passed {k}" for k, v in sorted(counts.items()))
             raise Failed(f"not every thread of block {tuple(b)[:nd]} reached the same cuda.syncthreads() "
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
@@ -316,7 +318,7 @@ def run_case(mod, ex, case, backend, rng, path):
         digits = 9 if hasattr(tol, "lo") else 6
         msg = (f"{_fmt_idx(onames[k], first)} = {out64[first]:.{digits}g}, expected {ref[first]:.{digits}g} "
                f"({tol_text(first)}); "
-               f"{int(bad.sum())} of {ref.size} elements wrong")
+               f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong")
         if writers is not None:
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             who = writers[k].get(flat)
@@ -347,7 +349,7 @@ def _unwritten_message(name, unwritten, grid, block):
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
         if tail and u >= launched:
-            return text + f": your launch has {launched} threads for {total} elements: round the number " \
+            return text + f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}: round the number " \
                           f"of blocks up (ceiling division)"
         if tail and count <= 2:
             return text + ": off by one in the guard (`i < n`, not `i < n - 1`)?"

@@ -10,6 +10,7 @@ barrier that not all threads reach is reported, never waited for. Nothing here p
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,15 +35,35 @@ def workspace(directory=None) -> Path:
 
 
 def _state(ws: Path) -> dict:
+    """The workspace's state; a missing or damaged state file counts as a fresh workspace."""
     try:
-        return json.loads((ws / STATE).read_text())
+        state = json.loads((ws / STATE).read_text())
     except (OSError, ValueError):
-        return {"status": {}, "hints": {}}
+        state = None
+    state = state if isinstance(state, dict) else {}
+    for key in ("status", "hints"):
+        if not isinstance(state.get(key), dict):
+            state[key] = {}
+    return state
 
 
 def _save(ws: Path, state: dict) -> None:
-    ws.mkdir(parents=True, exist_ok=True)
-    (ws / STATE).write_text(json.dumps(state, indent=1, sort_keys=True))
+    with _writing(ws):
+        ws.mkdir(parents=True, exist_ok=True)
+        from lab.core.files import write_atomic
+
+        write_atomic(ws / STATE, json.dumps(state, indent=1, sort_keys=True), "workspace state")
+
+
+@contextlib.contextmanager
+def _writing(ws: Path):
+    """OSError while writing the workspace -> LabError naming it (one line, exit code 2)."""
+    try:
+        yield
+    except OSError as e:
+        where = e.filename or ws
+        raise LabError(f"cannot write the exercise workspace {ws}: {e.strerror or e} ({where}); "
+                       f"choose another with --dir or LAB_EXERCISES_DIR") from None
 
 
 def get(name: str) -> exercises.Exercise:
@@ -65,33 +86,40 @@ def listing(directory=None) -> list[dict]:
     return rows
 
 
-def start(name: str, directory=None) -> Path:
+def start(name: str, directory=None) -> tuple[Path, bool]:
     """Copy the scaffold to DIR/NAME.py and the visible test to DIR/test_NAME.py (never hidden tests
-    or solutions); an existing NAME.py is kept. Returns the scaffold's path."""
+    or solutions); an existing NAME.py is kept (the student's work). Returns (the scaffold's path,
+    whether an existing file was kept). LabError when the workspace cannot be written."""
     ex = get(name)
     ws = workspace(directory)
-    ws.mkdir(parents=True, exist_ok=True)
     dest = ws / f"{name}.py"
-    if not dest.exists():
-        shutil.copyfile(ex.scaffold, dest)
-    if ex.visible_test.exists():
-        shutil.copyfile(ex.visible_test, ws / f"test_{name}.py")
+    kept = dest.exists()
+    with _writing(ws):
+        ws.mkdir(parents=True, exist_ok=True)
+        if not kept:
+            shutil.copyfile(ex.scaffold, dest)
+        if ex.visible_test.exists():
+            shutil.copyfile(ex.visible_test, ws / f"test_{name}.py")
     state = _state(ws)
     if state["status"].get(name) != PASSED:
         state["status"][name] = IN_PROGRESS
     _save(ws, state)
-    return dest
+    return dest, kept
 
 
-def hint(name: str, directory=None) -> tuple[int, int, str]:
-    """The next hint (remembered in the workspace): (number, of how many, text); the last repeats."""
+def hint(name: str, directory=None) -> tuple[int, int, str, bool]:
+    """The next hint (remembered in the workspace): (number, of how many, text, new). Once every
+    hint was shown, ``new`` is False and the last one comes back (for the view to say there are
+    no more)."""
     ex = get(name)
     ws = workspace(directory)
     state = _state(ws)
-    k = min(state["hints"].get(name, 0) + 1, len(ex.hints))
+    shown = state["hints"].get(name, 0)
+    k = min(shown + 1, len(ex.hints))
     state["hints"][name] = k
-    _save(ws, state)
-    return k, len(ex.hints), ex.hints[k - 1]
+    if k != shown:
+        _save(ws, state)
+    return k, len(ex.hints), ex.hints[k - 1], k > shown
 
 
 def solution(name: str) -> str:
@@ -263,6 +291,14 @@ def new(name: str, title: str = "TODO title") -> Path:
     d = exercises.HERE / name
     if d.exists():
         raise LabError(f"exercise {name!r} already exists at {d}")
+    try:
+        _write_new(d, name, title)
+    except OSError as e:
+        raise LabError(f"cannot create exercise {name!r} at {d}: {e.strerror or e}") from None
+    return d
+
+
+def _write_new(d: Path, name: str, title: str) -> None:
     d.mkdir()
     (d / "__init__.py").write_text("")
     (d / "meta.py").write_text(_META.format(name=name, title=title))
@@ -280,4 +316,3 @@ def new(name: str, title: str = "TODO title") -> Path:
         f"    {name}_kernel[1, 32](x, out)\n"
         "    np.testing.assert_allclose(out, 2 * x)\n\n\n"
         'if __name__ == "__main__":\n    test_example()\n    print("ok")\n')
-    return d

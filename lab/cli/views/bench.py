@@ -3,34 +3,39 @@ from __future__ import annotations
 
 from lab.bench.compare import row_name
 from lab.bench.sweep import METRICS, rows
-from lab.cli.views.plot import pyplot
+from lab.cli.views.plot import pyplot, save
 
 
-def sweep_table(doc: dict):
-    """A rich Table of the sweep (fits 80 columns: long reasons go below it via :func:`notes`)."""
-    from rich.table import Table
+def sweep_table(doc: dict, console=None, wide: bool = False) -> list:
+    """The sweep as renderables (a table that fits the console, its explanations and the --wide
+    line); long reasons go below it via :func:`lab.bench.sweep.notes`."""
+    from rich.markup import escape
 
+    from lab.cli.views.report import sig
+    from lab.cli.views.table import CHECK_STYLE, Col, console as stdout, explain, fit, wide_adds
+
+    out = console or stdout()
     sim = doc["backend"] == "simulator"
     data = rows(doc)
-    t = Table(title=f"lab sweep {doc['kernel']}" + (" (CUDA simulator: wall clock, not GPU time)" if sim else ""),
-              title_justify="left")
+    title = f"lab sweep {doc['kernel']}"
     # a column that is the same on every row (one size, or one threads value) goes to the title
     same = {c for c in ("size", "threads") if len({r[c] for r in data}) == 1 and data}
     if same:
-        t.title += " — " + ", ".join(f"{c} {data[0][c]}" for c in ("size", "threads") if c in same)
-    cols = [c for c in ("size", "threads", "contender", "sim ms" if sim else "median ms", "IQR %", "GB/s", "check")
-            if c not in same]
-    for col in cols:
-        t.add_column(col, justify="left" if col in ("size", "contender", "check") else "right",
-                     no_wrap=col == "contender", overflow="fold")
-    for r in data:
-        iqr = 100 * r["iqr_ms"] / r["median_ms"] if r["median_ms"] else None
-        cells = {"size": r["size"], "threads": str(r["threads"]), "contender": r["name"],
-                 "median": "-" if r["median_ms"] is None else f"{r['median_ms']:.4g}",
-                 "IQR %": "-" if iqr is None else f"{iqr:.0f}", "GB/s": "-" if r["gbps"] is None else f"{r['gbps']:.1f}",
-                 "check": r["status"]}
-        t.add_row(*[cells["median" if c.endswith(" ms") else c] for c in cols])
-    return t
+        title += " — " + ", ".join(f"{c} {data[0][c]}" for c in ("size", "threads") if c in same)
+    cols = [Col("size", lambda r: r["size"], 100, left=True),
+            Col("threads", lambda r: str(r["threads"]), 100),
+            Col("contender", lambda r: r["name"], 100, left=True, wrap=True),
+            Col("check", lambda r: r["status"], 100, left=True, style=CHECK_STYLE.get),
+            Col("sim ms" if sim else "ms", lambda r: None if r["median_ms"] is None else sig(r["median_ms"]), 95,
+                explain="sim ms: median a call, the simulation's wall clock (not a GPU time)" if sim
+                else "ms: median a call"),
+            Col("±%", lambda r: None if not r["median_ms"] or r["iqr_ms"] is None
+                else f"{100 * r['iqr_ms'] / r['median_ms']:.0f}", 60, explain="±%: IQR / median"),
+            Col("GB/s", lambda r: None if r["gbps"] is None else sig(r["gbps"]), 80),
+            Col("GFLOP/s", lambda r: None if r["gflops"] is None else sig(r["gflops"]), 40)]
+    cols = [c for c in cols if c.header not in same]
+    table, shown, dropped = fit(cols, data, out, wide, title)
+    return [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
 
 
 def sweep_plot(doc: dict, path: str, metric: str = "auto") -> str:
@@ -78,30 +83,34 @@ def sweep_plot(doc: dict, path: str, metric: str = "auto") -> str:
     if lines:
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
     return metric
 
 
-def roofline_table(doc: dict):
-    """A rich Table: one row per placed point, or per kernel (intensity only) when nothing was timed."""
-    from rich.table import Table
+def roofline_table(doc: dict, console=None, wide: bool = False) -> list:
+    """Renderables: one row per placed point, or per kernel (intensity only) when nothing was timed."""
+    from rich.markup import escape
 
-    t = Table(title="roofline" + (f" (ridge at {doc['ridge_intensity']:.1f} FLOP/B)" if doc["ridge_intensity"] else ""),
-              title_justify="left")
+    from lab.cli.views.report import sig
+    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
+
+    out = console or stdout()
+    title = "roofline" + (f" (ridge at {doc['ridge_intensity']:.1f} FLOP/B)" if doc["ridge_intensity"] else "")
     if not doc["points"]:
-        for col in ("kernel", "size", "FLOP/B"):
-            t.add_column(col, justify="right" if col == "FLOP/B" else "left")
-        for k in doc["kernels"]:
-            t.add_row(k["kernel"], k["size"], f"{k['intensity']:.3g}")
-        return t
-    for col in ("kernel", "contender", "FLOP/B", "GFLOP/s", "% roof", "bound"):
-        t.add_column(col, justify="left" if col in ("kernel", "contender", "bound") else "right",
-                     no_wrap=col == "contender", overflow="fold")
-    for p in doc["points"]:
-        t.add_row(p["kernel"], p["name"], f"{p['intensity']:.3g}", f"{p['gflops']:.0f}",
-                  f"{p['pct_of_roof']:.0f}%" if "pct_of_roof" in p else "-", p.get("bound", "-"))
-    return t
+        cols = [Col("kernel", lambda k: k["kernel"], 100, left=True), Col("size", lambda k: k["size"], 100, left=True),
+                Col("FLOP/B", lambda k: f"{k['intensity']:.3g}", 100, explain="FLOP/B: FLOPs per byte of minimum traffic")]
+        items = doc["kernels"]
+    else:
+        cols = [Col("kernel", lambda p: p["kernel"], 100, left=True),
+                Col("contender", lambda p: p["name"], 100, left=True, wrap=True),
+                Col("FLOP/B", lambda p: f"{p['intensity']:.3g}", 90, explain="FLOP/B: FLOPs per byte of minimum traffic"),
+                Col("GFLOP/s", lambda p: sig(p["gflops"]), 100),
+                Col("% roof", lambda p: f"{p['pct_of_roof']:.0f}%" if "pct_of_roof" in p else None, 95,
+                    explain="% roof: of the roofline at that intensity"),
+                Col("bound", lambda p: p.get("bound"), 70, left=True)]
+        items = doc["points"]
+    table, shown, dropped = fit(cols, items, out, wide, title)
+    return [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
 
 
 def roofline_plot(doc: dict, path: str) -> None:
@@ -150,25 +159,53 @@ def roofline_plot(doc: dict, path: str) -> None:
     ax.grid(True, which="both", alpha=0.2)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save(fig, path, dpi=120)
 
 
-def compare_table(result: dict):
-    """A rich Table: kernel, contender (variant), A ms, B ms, A/B speedup, noise, verdict."""
-    from rich.table import Table
+def compare_table(result: dict, console=None, wide: bool = False) -> list:
+    """Renderables: kernel, contender (variant), A ms, B ms, A/B speedup, noise, verdict."""
+    from rich.markup import escape
 
+    from lab.cli.views.report import sig
+    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
 
-    t = Table(title="lab compare: speedup = A / B (above 1: B is faster)", title_justify="left")
+    out = console or stdout()
     one_kernel = len({r["kernel"] for r in result["rows"]}) == 1
-    for col in ("kernel", "contender", "A ms", "B ms", "A/B", "noise %", "verdict"):
-        if not (col == "kernel" and one_kernel):
-            t.add_column(col, justify="left" if col in ("kernel", "contender", "verdict") else "right",
-                         no_wrap=col == "contender", overflow="fold")
-    for r in result["rows"]:
-        ms = lambda x: "-" if not x else f"{x:.4g}"  # noqa: E731
-        nz = "-" if r["noise_a"] is None or r["noise_b"] is None else f"{100 * r['noise_a']:.0f}+{100 * r['noise_b']:.0f}"
-        cells = [row_name(r), ms(r["a_ms"]), ms(r["b_ms"]), "-" if r["speedup"] is None else f"{r['speedup']:.2f}x",
-                 nz, r["verdict"]]
-        t.add_row(*(cells if one_kernel else [r["kernel"], *cells]))
-    return t
+    ms = lambda x: None if not x else sig(x)  # noqa: E731
+    cols = [Col("kernel", lambda r: r["kernel"], 100, left=True),
+            Col("contender", row_name, 100, left=True, wrap=True),
+            Col("A ms", lambda r: ms(r["a_ms"]), 90), Col("B ms", lambda r: ms(r["b_ms"]), 90),
+            Col("A/B", lambda r: None if r["speedup"] is None else f"{r['speedup']:.2f}x", 100,
+                explain="A/B: speedup (above 1: B is faster)"),
+            Col("noise %", lambda r: None if r["noise_a"] is None or r["noise_b"] is None
+                else f"{100 * r['noise_a']:.0f}+{100 * r['noise_b']:.0f}", 60,
+                explain="noise %: IQR / median of A + of B"),
+            Col("verdict", lambda r: r["verdict"], 100, left=True, wrap=True)]
+    if one_kernel:
+        cols = cols[1:]
+    table, shown, dropped = fit(cols, result["rows"], out, wide, "lab compare: speedup = A / B")
+    return [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
+
+
+def print_profile(doc: dict, console=None, wide: bool = False) -> None:
+    """``lab profile``: what was profiled, then the key_averages rows as a table that fits (the
+    times with their units), then the notes."""
+    from rich.markup import escape
+
+    from kernels.spec import plural
+    from lab.cli.views.report import duration
+    from lab.cli.views.table import Col, console as stdout, show
+
+    out = console or stdout()
+    out.print(f"[bold]{escape(doc['kernel'])}[/] {'x'.join(map(str, doc['size']))} · --threads {doc['threads']} · "
+              f"{plural(doc['repeats'], 'call')} each · activities {'+'.join(doc['activities'])} · "
+              f"sorted by {doc['sort_by']}")
+    for name, why in doc["skipped"].items():
+        out.print(f"[dim]skipped {escape(name)}: {escape(why)}[/]")
+    us = lambda key: lambda r: None if key not in r else duration(r[key] / 1e3)  # noqa: E731
+    cols = [Col("name", lambda r: r["name"], 100, left=True, wrap=True),
+            Col("calls", lambda r: str(r["calls"]), 60),
+            Col("self CPU", us("self_cpu_us"), 70), Col("CPU total", us("cpu_us"), 90),
+            Col("self CUDA", us("self_device_us"), 75), Col("CUDA total", us("device_us"), 95)]
+    show(cols, doc.get("rows") or [], out, wide, "torch.profiler key_averages",
+         [f"[dim]{escape(n)}[/]" for n in doc["notes"]])

@@ -3,39 +3,60 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
-_out = Console(highlight=False, soft_wrap=True)
+from kernels.spec import plural
+from lab.cli.views.table import Col, console, show
+
+
+def _console() -> Console:
+    """stdout at the terminal's width (COLUMNS, or 80 when piped), made when used; long lines wrap."""
+    return console()
 
 
 def print_list(rows) -> None:
-    t = Table(title="Exercises (lab exercise start NAME)")
-    for col in ("#", "name", "title", "difficulty", "status"):
-        t.add_column(col)
-    for k, r in enumerate(rows, 1):
-        colour = {"passed": "green", "in progress": "yellow"}.get(r["status"], "dim")
-        t.add_row(str(k), r["name"], escape(r["title"]), "*" * r["difficulty"],
-                  f"[{colour}]{r['status']}[/{colour}]")
-    _out.print(t)
+    _out = _console()
+    colour = {"passed": "green", "in progress": "yellow", "not started": "dim"}
+    cols = [Col("#", lambda r: str(r["k"]), 100),
+            Col("name", lambda r: r["name"], 100, left=True),
+            Col("title", lambda r: r["title"], 100, left=True, wrap=True),
+            Col("difficulty", lambda r: "*" * r["difficulty"], 60, left=True),
+            Col("status", lambda r: r["status"], 100, left=True, style=colour.get)]
+    show(cols, [dict(r, k=k) for k, r in enumerate(rows, 1)], _out, title="Exercises (lab exercise start NAME)")
 
 
-def print_started(path, statement) -> None:
+def print_started(path, statement, kept: bool = False) -> None:
+    _out = _console()
     _out.print(escape(statement))
     _out.print()
-    _out.print(f"Edit the file below, then: lab exercise check {path.stem}   (a hint: lab exercise hint {path.stem})")
+    if kept:
+        _out.print(f"{escape(str(path))} already exists: kept it as it is (your work); delete it to start over")
+    name = escape(path.stem)
+    _out.print(f"Edit the file below, then: lab exercise check {name}   (a hint: lab exercise hint {name})")
     print(path)
 
 
 def print_check(result) -> None:
+    _out = _console()
     where = "the CUDA simulator" if result["backend"] == "simulator" else "the GPU"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
+    from rich.table import Table
+
+    grid = Table.grid(padding=(0, 1), pad_edge=True)  # a long message wraps under itself, not under PASS
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for t in result["tests"]:
         mark = "[green]PASS[/green]" if t["passed"] else "[red]FAIL[/red]"
-        _out.print(f"  {mark} {escape(t['name'])}: {escape(t['message'])}")
+        grid.add_row(mark, f"{escape(t['name'])}: {escape(t['message'])}")
+    _out.print(grid)
     n_ok = sum(t["passed"] for t in result["tests"])
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
-    _out.print(f"{n_ok}/{len(result['tests'])} tests passed: {verdict}")
+    _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
 
 
-def print_hint(name, k, n, text) -> None:
-    _out.print(f"Hint {k}/{n} for {name}: {escape(text)}")
+def print_hint(name, k, n, text, new: bool = True) -> None:
+    _out = _console()
+    if new:
+        _out.print(f"Hint {k}/{n} for {name}: {escape(text)}")
+        return
+    _out.print(f"No more hints for {name}: you have seen all {plural(n, 'hint')}. The last one again: {escape(text)}")
+    _out.print(f"[dim]The reference solution: lab exercise solution {name}[/]")

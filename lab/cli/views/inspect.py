@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from lab.cli.views.plot import pyplot
+from kernels.spec import plural
+from lab.cli.views.plot import pyplot, save
+from lab.cli.views.table import Col, show
 from lab.inspect.doctor import FAIL, OK, WARN
 from lab.core.occupancy import LIMITERS
 
@@ -20,22 +22,26 @@ MAX_ROWS = 24
 
 def print_grid(d: dict, console=None) -> None:
     """Summary lines, then the map: one cell an element (or a folded run of elements), coloured by block."""
-    from rich.console import Console
+    from rich.markup import escape
     from rich.text import Text
 
     console = console or _console()
-    console.print(f"[bold]{d['kernel']}[/] / {d['variant']}, size {'x'.join(map(str, d['size']))}: grid "
-                  f"{tuple(d['grid'])} x block {tuple(d['block'])} = {d['threads_total']:,} threads launched, "
-                  f"{d['threads_needed']:,} needed, [yellow]{d['threads_idle']:,} idle[/]; "
-                  f"{d['warps_per_block']} warps a block")
+    size = "x".join(map(str, d["size"]))
+    console.print(f"[bold]{escape(d['kernel'])}[/] / {escape(d['variant'])}, size {size}: "
+                  f"grid {tuple(d['grid'])} x block {tuple(d['block'])}")
+    console.print(f"{plural(d['threads_total'], 'thread')} launched, {d['threads_needed']:,} needed, "
+                  f"[yellow]{d['threads_idle']:,} idle[/]; {plural(d['warps_per_block'], 'warp')} a block")
     if d["idle_by_block"]:
-        shown = ", ".join(f"block {b}: {n}" for b, n in list(d["idle_by_block"].items())[:8])
-        console.print(f"threads that wrote nothing: {shown}{' …' if len(d['idle_by_block']) > 8 else ''}")
+        idle = list(d["idle_by_block"].items())
+        shown = ", ".join(f"block {b}: {n}" for b, n in idle[:8])
+        more = f", and {plural(len(idle) - 8, 'more block')}" if len(idle) > 8 else ""
+        console.print(f"threads that wrote nothing: {shown}{more}")
     if d.get("waves") is not None:
-        console.print(f"waves: {d['blocks_total']} blocks / ({d['sms']} SMs x {d['resident_blocks_per_sm']} "
-                      f"resident blocks) = {d['waves']:.2f}  [dim]({d['sms_source']}; {d['waves_note']})[/]")
+        console.print(f"waves: {plural(d['blocks_total'], 'block')} / ({plural(d['sms'], 'SM')} x "
+                      f"{d['resident_blocks_per_sm']} resident) = {d['waves']:.2f}")
+        console.print(f"[dim]({escape(d['sms_source'])}; {escape(d['waves_note'])})[/]")
     elif d.get("waves_note"):
-        console.print(f"[dim]{d['waves_note']}[/]")
+        console.print(f"[dim]{escape(d['waves_note'])}[/]")
     block_of = np.array(d["map"]["block_of"])
     thread_of = np.array(d["map"]["thread_of"])
     block_of = np.where(np.array(d["map"]["writers"]) > 1, -3, block_of)
@@ -45,14 +51,15 @@ def print_grid(d: dict, console=None) -> None:
         fold = max(1, -(-block_of.shape[1] // (MAX_COLS * MAX_ROWS)))
         flat_b = _fold(block_of[0], fold)
         rows = [flat_b[i:i + per_row] for i in range(0, len(flat_b), per_row)]
-        label = f"1 cell = {fold} element(s), {per_row} cells a row"
+        label = f"1 cell = {plural(fold, 'element')}, {per_row} cells a row"
     else:
         fr = max(1, -(-block_of.shape[0] // MAX_ROWS))
         fc = max(1, -(-block_of.shape[1] // MAX_COLS))
         rows = [_fold(r, fc) for r in block_of[::fr]] if fr > 1 else [_fold(r, fc) for r in block_of]
-        label = f"1 cell = {fc} element(s) of a row" + (f", every {fr} rows one shown" if fr > 1 else "")
-    console.print(f"map of the block that wrote each element ({label}; digit = block id mod 10, "
-                  f"[on grey23] . [/] never written, [reverse]![/] written by 2+ threads, * a folded cell mixing blocks):")
+        label = f"1 cell = {plural(fc, 'element')} of a row" + (f", every {fr} rows one shown" if fr > 1 else "")
+    console.print(f"map of the block that wrote each element ({label}):")
+    console.print("[dim]digit = block id mod 10,[/] [on grey23] . [/] [dim]never written,[/] [reverse]![/] "
+                  "[dim]written by 2+ threads,[/] * [dim]a folded cell mixing blocks[/]")
     for row in rows:
         text = Text()
         for b in row:
@@ -66,8 +73,8 @@ def print_grid(d: dict, console=None) -> None:
                 text.append(str(b % 10), style=PALETTE[b % len(PALETTE)])
         console.print(text)
     if d["elements_never_written"] or d["elements_written_twice"]:
-        console.print(f"[red]{d['elements_never_written']} element(s) never written, {d['elements_written_twice']} "
-                      "written by more than one thread[/]")
+        console.print(f"[red]{plural(d['elements_never_written'], 'element')} never written, "
+                      f"{d['elements_written_twice']:,} written by more than one thread[/]")
     else:
         console.print("[green]every element written exactly once (by one thread per launch)[/]")
 
@@ -82,8 +89,9 @@ def _fold(row: np.ndarray, k: int) -> list[int]:
     return out
 
 
-def plot_map(d: dict, path: str) -> None:
-    """The map as a picture: element (x = column / index, y = row) coloured by block, idle marked."""
+def plot_map(d: dict, path: str, fmt: str = "png") -> None:
+    """The map as a picture (``fmt``: png or svg): element (x = column / index, y = row) coloured by
+    block, idle marked."""
 
     plt = pyplot()
     from matplotlib.colors import ListedColormap
@@ -122,72 +130,72 @@ def plot_map(d: dict, path: str) -> None:
                  f"--threads {int(np.prod(d['block']))}: grid {tuple(d['grid'])}, {d['threads_total']:,} threads, "
                  f"{d['threads_idle']:,} idle", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path, fmt)
 
 
 def _console():
-    from rich.console import Console
+    """stdout at the terminal's width (COLUMNS, or 80 when piped), as every command's."""
+    from lab.cli.views.table import console
 
-    probe = Console()  # piped output (CI logs, docs) gets a fixed wide layout, as lab run's
-    return probe if probe.is_terminal else Console(width=160)
+    return console()
 
 
 # --- Presentation ---------------------------------------------------------------------------------
-def print_result(r: dict, console=None) -> None:
-    """``lab occupancy``: the calculation (and each kernel of a variant) as a rich table."""
-    from rich.console import Console
-    from rich.table import Table
+def occupancy_columns(rows: list[dict]) -> list[Col]:
+    """The occupancy table's columns, most important first (each row: one kernel of the variant)."""
+    lim = lambda key: lambda x: None if x["limits"][key] is None else str(x["limits"][key])  # noqa: E731
+    cols = [Col("kernel", lambda x: x.get("kernel_name", "-"), 100, left=True, wrap=True),
+            Col("threads", lambda x: str(x["threads"]), 90),
+            Col("regs", lambda x: str(x["registers"]), 85, explain="regs: registers a thread"),
+            Col("smem B", lambda x: str(x["shared_bytes"]), 80, explain="smem B: shared memory a block"),
+            Col("local B", lambda x: None if x.get("local_bytes") is None else str(x["local_bytes"]), 40,
+                explain="local B: local memory a thread"),
+            Col("blocks/SM", lambda x: str(x["active_blocks_per_sm"]), 95),
+            Col("driver", lambda x: None if x.get("driver_active_blocks_per_sm") is None
+                else str(x["driver_active_blocks_per_sm"]), 30,
+                explain="driver: blocks/SM by the CUDA occupancy API"),
+            Col("warps/SM", lambda x: f"{x['active_warps_per_sm']}/{x['max_warps_per_sm']}", 90),
+            Col("occ", lambda x: f"{x['occupancy']:.0%}", 100, explain="occ: occupancy, resident warps / max"),
+            Col("limiter", lambda x: x["limiter"], 95, left=True)]
+    by = {"warps": 50, "blocks": 46, "registers": 48, "shared_memory": 47}
+    for key in LIMITERS:
+        short = {"registers": "regs", "shared_memory": "smem"}.get(key, key)
+        cols.append(Col(f"by {short}", lim(key), by.get(key, 45),
+                        explain="by X: blocks an SM allowed by X alone" if key == LIMITERS[0] else ""))
+    return cols
+
+
+def print_result(r: dict, console=None, wide: bool = False) -> None:
+    """``lab occupancy``: the calculation (and each kernel of a variant) as a table that fits."""
+    from rich.markup import escape
 
     console = console or _console()
     title = f"{r.get('kernel', 'calculator')}{' / ' + r['variant'] if r.get('variant') else ''} on {r['arch']}"
     rows = r.get("kernels") or [r]
-    t = Table(title=f"occupancy: {title}", title_justify="left")
-    cols = ["kernel", "threads", "registers", "shared B", "local B", "blocks/SM", "warps/SM", "occupancy",
-            "limiter", "by warps", "by blocks", "by regs", "by smem"]
-    if any("driver_active_blocks_per_sm" in x for x in rows):
-        cols.insert(6, "driver blocks/SM")
-    for c in cols:
-        t.add_column(c, justify="left" if c in ("kernel", "limiter") else "right")
-    for x in rows:
-        lim = x["limits"]
-        cells = [x.get("kernel_name", "-"), str(x["threads"]), str(x["registers"]), str(x["shared_bytes"]),
-                 str(x.get("local_bytes", "-")), str(x["active_blocks_per_sm"]),
-                 f"{x['active_warps_per_sm']}/{x['max_warps_per_sm']}", f"{x['occupancy']:.0%}", x["limiter"],
-                 *[("-" if lim[k] is None else str(lim[k])) for k in LIMITERS]]
-        if "driver blocks/SM" in cols:
-            cells.insert(6, str(x.get("driver_active_blocks_per_sm", "-")))
-        t.add_row(*cells)
-    console.print(t)
+    notes = []
     for x in rows:
         name = x.get("kernel_name")
-        head = "" if x["occupancy"] >= 1 else f"[bold]{x['limiter']}[/] limit: "
-        console.print(f"{name + ': ' if name and len(rows) > 1 else ''}{head}{x['advice']}")
+        head = "" if x["occupancy"] >= 1 else f"[bold]{escape(x['limiter'])}[/] limit: "
+        notes.append(f"{escape(name) + ': ' if name and len(rows) > 1 else ''}{head}{escape(x['advice'])}")
         if x.get("local_bytes"):
-            console.print(f"[yellow]{name}: {x['local_bytes']} B of local memory a thread (register spills or "
-                          "local arrays): slow off-chip traffic[/]")
+            notes.append(f"[yellow]{escape(str(name))}: {x['local_bytes']} B of local memory a thread (register "
+                         "spills or local arrays): slow off-chip traffic[/]")
     if r.get("resources_source") or rows[0].get("resources_source"):
-        console.print(f"[dim]resources: {rows[0].get('resources_source')}; allocation: registers in units of 256 a "
-                      f"warp, shared memory + {r.get('reserved_shared_per_block', 0)} B reserved a block[/]")
+        notes.append(f"[dim]resources: {escape(str(rows[0].get('resources_source')))}; allocation: registers in "
+                     f"units of 256 a warp, shared memory + {r.get('reserved_shared_per_block', 0)} B reserved a block[/]")
     if r.get("note"):
-        console.print(f"[dim]{r['note']}[/]")
+        notes.append(f"[dim]{escape(r['note'])}[/]")
+    show(occupancy_columns(rows), rows, console, wide, f"occupancy: {title}", notes)
 
 
-def print_sweep(points: list[dict], current: int, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def print_sweep(points: list[dict], current: int, console=None, wide: bool = False) -> None:
     console = console or _console()
-    t = Table(title="sweep: threads per block", title_justify="left")
-    for c in ("threads", "blocks/SM", "warps/SM", "occupancy", "limiter"):
-        t.add_column(c, justify="left" if c == "limiter" else "right")
-    for p in points:
-        mark = " ◀ current" if p["threads"] == current else ""
-        style = "bold" if mark else None
-        t.add_row(f"{p['threads']}{mark}", str(p["active_blocks_per_sm"]),
-                  f"{p['active_warps_per_sm']}/{p['max_warps_per_sm']}", f"{p['occupancy']:.0%}", p["limiter"],
-                  style=style)
-    console.print(t)
+    cols = [Col("threads", lambda p: f"{p['threads']}{' ◀ current' if p['threads'] == current else ''}", 100),
+            Col("blocks/SM", lambda p: str(p["active_blocks_per_sm"]), 90),
+            Col("warps/SM", lambda p: f"{p['active_warps_per_sm']}/{p['max_warps_per_sm']}", 90),
+            Col("occupancy", lambda p: f"{p['occupancy']:.0%}", 100),
+            Col("limiter", lambda p: p["limiter"], 95, left=True)]
+    show(cols, points, console, wide, "sweep: threads per block")
 
 
 def plot_sweep(points: list[dict], current: int, path: str, title: str) -> None:
@@ -210,17 +218,22 @@ def plot_sweep(points: list[dict], current: int, path: str, title: str) -> None:
     ax.set_title(title, fontsize=10)
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    save(fig, path)
 
 
 def print_results(results: list, console=None) -> None:
-    from rich.console import Console
+    """``lab doctor``: one line (wrapped under its text) a check, and its fix when it is not ok."""
     from rich.markup import escape
 
-    console = console or Console()
+    from rich.table import Table
+
+    console = console or _console()
     colour = {OK: "green", WARN: "yellow", FAIL: "red"}
+    grid = Table.grid(padding=(0, 1))  # wrapped lines stay under their text, not under the status
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for r in results:
-        console.print(f"[{colour[r.status]}]{r.status:4}[/] {r.name}: {escape(r.message)}")
+        grid.add_row(f"[{colour[r.status]}]{r.status}[/]", f"{escape(r.name)}: {escape(r.message)}")
         if r.fix and r.status != OK:
-            console.print(f"     [dim]fix: {escape(r.fix)}[/]")
+            grid.add_row("", f"[dim]fix: {escape(r.fix)}[/]")
+    console.print(grid)

@@ -1,4 +1,5 @@
-"""matplotlib, imported only when a command is asked for a PNG (the optional ``plot`` extra)."""
+"""matplotlib, imported only when a command is asked for a PNG (the optional ``plot`` extra), and
+the one way a figure reaches its file: through a temporary file beside it (lab.core.files)."""
 from __future__ import annotations
 
 from lab.core.errors import LabError
@@ -16,3 +17,14 @@ def pyplot():
     return plt
 
 
+def save(fig, path: str, fmt: str = "png", **savefig_kw) -> None:
+    """Write ``fig`` to ``path`` in ``fmt`` (png or svg, whatever the file's name ends with)
+    atomically, then close it: a failed or interrupted write leaves no half picture behind;
+    LabError naming the path when it cannot be written."""
+    from lab.core.files import atomic_path
+
+    try:
+        with atomic_path(path, "picture") as tmp:
+            fig.savefig(tmp, format=fmt, **savefig_kw)
+    finally:
+        pyplot().close(fig)

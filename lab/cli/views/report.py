@@ -5,19 +5,15 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import dataclass
-from typing import Callable
-
-from rich import box
 from rich.console import Console, Group
 from rich.live import Live
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.padding import Padding
 from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+from lab.cli.views.table import CHECK_STYLE, Col, console, fit, print_tables, wide_adds  # noqa: F401
 from lab.core.runner import Report
 from lab.core.timing import SIMULATOR_CLOCK
 
@@ -76,7 +72,7 @@ def _size(size) -> str:
 def header_lines(report: Report) -> list[str]:
     """Printed before anything runs: what, the seed, the backend or device, the work a call."""
     d = report.device
-    lines = [f"[bold]{report.kernel}[/]: {escape(report.summary)}",
+    lines = [f"[bold]{escape(report.kernel)}[/]: {escape(report.summary)}",
              f"size {_size(report.size)} · {report.dtype} · --threads {report.threads} · seed {report.seed}"]
     if report.backend == "simulator":
         lines.append("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
@@ -91,7 +87,7 @@ def header_lines(report: Report) -> list[str]:
 
             lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
     if report.compiler:
-        lines.append(f"compiler of the Numba rows: {report.compiler}")
+        lines.append(f"compiler of the Numba rows: {escape(report.compiler)}")
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
@@ -103,62 +99,8 @@ def header_lines(report: Report) -> list[str]:
 
 
 # --- the tables -----------------------------------------------------------------------------------
-@dataclass
-class Col:
-    """A table column: header, cell text per item (None = empty), and how readily it is dropped to
-    fit the terminal (higher priority stays longer; --wide keeps every column)."""
-
-    header: str
-    cell: Callable[[object], str | None]
-    priority: int = 50
-    left: bool = False
-    wrap: bool = False  # text that may wrap onto more lines (never numbers)
-    explain: str = ""  # one line under the table, when the column is shown
-    style: Callable[[str], str | None] | None = None  # cell text -> rich style
-
-
-CHECK_STYLE = {"ok": "green", "FAIL": "bold red", "skipped": "dim"}
-
-
-def _table(cols: list[Col], items: list, console: Console, wide: bool, title: str):
-    """A rich Table of ``items`` narrow enough for ``console`` (unless ``wide``): columns empty for
-    every item go, then the lowest-priority ones until it fits. Returns (table, shown, dropped)."""
-    cells = [[c.cell(it) for it in items] for c in cols]
-    keep = [i for i, col in enumerate(cells) if any(v is not None for v in col)]
-
-    full = {i: max(len(v or "-") for v in cells[i] + [cols[i].header]) for i in keep}
-    widths = dict(full)
-    for i in keep:
-        if cols[i].wrap:  # may wrap at spaces, never inside a word
-            widths[i] = max(len(w) for v in cells[i] + [cols[i].header] if v for w in v.split())
-
-    def build(idx):
-        t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  show_edge=False, title_style="bold")
-        for i in idx:
-            c = cols[i]
-            t.add_column(c.header, justify="left" if c.left else "right", no_wrap=not c.wrap,
-                         overflow="fold", min_width=widths[i])
-        for r in range(len(items)):
-            t.add_row(*[Text("-") if cells[i][r] is None else
-                        Text(cells[i][r], style=(cols[i].style and cols[i].style(cells[i][r])) or "")
-                        for i in idx])
-        return t
-
-    dropped = []
-    # the narrowest this table renders without cutting: the widest number or word per column, plus
-    # a separator and one space of padding each side between columns
-    narrowest = lambda idx, w: sum(w[i] for i in idx) + 3 * (len(idx) - 1)  # noqa: E731
-    # first drop minor columns (priority < 50) so that names need not wrap, then any below 100
-    for w, limit in ((full, 50), (widths, 100)):
-        while not wide and len(keep) > 1 and narrowest(keep, w) > console.width:
-            worst = min(keep, key=lambda i: (cols[i].priority, -i))
-            if cols[worst].priority >= limit:
-                break
-            keep.remove(worst)
-            dropped.append(cols[worst].header)
-    table = build(keep)
-    return table, [cols[i] for i in keep], dropped
+# the column machinery is lab.cli.views.table's, shared by every command's tables
+_table = fit
 
 
 def _noise(r) -> float | None:
@@ -167,6 +109,22 @@ def _noise(r) -> float | None:
     if not m or m.method == SIMULATOR_CLOCK or not m.samples_ms or m.median_ms <= 0:
         return None
     return m.noise
+
+
+def _noise_text(r, unit: str = "") -> str:
+    """A row's noise in percent, with ``!`` when it is above 10%: "4.2", "42 !" (unit "%": "42% !")."""
+    x = r.measurement.noise
+    if x is None or not math.isfinite(x):
+        return "? !"
+    return (f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}") + unit + (" !" if r.measurement.noisy else "")
+
+
+def _noise_cell(r) -> str | None:
+    return None if _noise(r) is None else _noise_text(r)
+
+
+def _noise_style(text: str) -> str | None:
+    return "bold red" if text.endswith("!") else None
 
 
 def result_columns(report: Report) -> list[Col]:
@@ -186,6 +144,8 @@ def result_columns(report: Report) -> list[Col]:
                 explain="max err: against float64"),
             Col("GB/s", lambda r: _opt(r.gbps, sig), 10),
             Col("×NumPy", lambda r: _opt(r.speedup_vs_numpy, lambda x: f"{x:.2f}"), 10),
+            Col("±%", _noise_cell, 12, explain="±%: IQR / median of the timed calls of the CPU rows (! above 10%)",
+                style=_noise_style),
         ]
     failed = any(r.status == "FAIL" for r in report.rows)  # then the error matters more than speed
     # on a GPU: the roofline-relevant rate first (bytes for memory-bound kernels, FLOPs for matmul)
@@ -202,10 +162,8 @@ def result_columns(report: Report) -> list[Col]:
                      explain="%FP32: of the FP32 peak")]
     return cols + [
         Col("ms", lambda r: _opt(med(r), sig), 90, explain="ms: median time a call"),
-        Col("±%", lambda r: _opt(_noise(r), lambda x: (f"{100 * x:.0f}" if x >= 0.1 else f"{100 * x:.1f}")
-                                 + (" !" if r.measurement.noisy else "")), 72,
-            explain="±%: IQR / median of the timed calls (! above 10%)",
-            style=lambda text: "bold red" if text.endswith("!") else None),
+        Col("±%", _noise_cell, 72, explain="±%: IQR / median of the timed calls (! above 10%)",
+            style=_noise_style),
         Col("calls", lambda r: str(r.measurement.n) if r.measurement else None, 15,
             explain="calls: timed calls the median is of"),
         *(flop_cols + bytes_cols if compute_bound else bytes_cols + flop_cols),
@@ -241,7 +199,9 @@ def launch_columns() -> list[Col]:
 
 
 def _explain(cols: list[Col]) -> str:
-    return " · ".join(c.explain for c in cols if c.explain)
+    from lab.cli.views.table import explain
+
+    return explain(cols)
 
 
 def _skipped(report: Report) -> list[str]:
@@ -272,8 +232,7 @@ def tables(report: Report, console: Console, wide: bool = False, final: bool = T
         out.append(table)
         if final:
             under.append(f"[dim]{escape(_explain(shown))}[/]")
-            if dropped:
-                under.append(f"[dim]--wide adds: {escape(', '.join(dropped))}[/]")
+            under += wide_adds(dropped)
     return out, under
 
 
@@ -288,7 +247,8 @@ def notes_lines(report: Report) -> list[str]:
         if m == SIMULATOR_CLOCK:
             continue  # said under the table ("wall time")
         lines.append(f"[dim]timing ({escape(', '.join(who))}): {escape(m)}[/]")
-    noisy = [f"{r.contender} {r.variant}" for r in report.rows if r.measurement and r.measurement.noisy]
+    noisy = [f"{r.contender} {r.variant} ({_noise_text(r, '%')})" for r in report.rows
+             if r.measurement and r.measurement.noisy]
     if noisy:
         lines.append(f"[yellow]noise ! = IQR/median above 10%: {escape(', '.join(noisy))}; rerun or read the "
                      f"median with care[/]")
@@ -300,11 +260,6 @@ def notes_lines(report: Report) -> list[str]:
         lines.append(f"[yellow]warning:[/] {escape(w)}")
     lines += [escape(n) for n in report.notes]
     return lines
-
-
-def console() -> Console:
-    """stdout, at the terminal's width (COLUMNS, or 80 when piped)."""
-    return Console(highlight=False)
 
 
 def print_table(report: Report, out: Console | None = None, wide: bool = False) -> None:
@@ -321,16 +276,7 @@ def print_header(report: Report, out: Console) -> None:
 
 def print_body(report: Report, out: Console, wide: bool = False) -> None:
     renderables, under = tables(report, out, wide)
-    target = out
-    if wide:  # everything, at its natural width (the terminal may wrap the lines)
-        natural = out.options.update_width(10_000)
-        width = max([out.width] + [Measurement.get(out, natural, t).maximum for t in renderables])
-        target = Console(file=out.file, width=width, highlight=False, force_terminal=out.is_terminal,
-                         color_system=out.color_system, no_color=out.no_color)
-    for t in renderables:
-        target.print(t)
-    for line in under + notes_lines(report):
-        out.print(line)
+    print_tables(out, [*renderables, *under, *notes_lines(report)], wide)
 
 
 class LiveProgress:
@@ -370,7 +316,7 @@ class LiveProgress:
         if self.live:
             self.live.update(self._render(report), refresh=True)
         elif not self.json:
-            self.err.print(f"lab: {self.status} …", highlight=False, soft_wrap=True)
+            self.err.print(f"lab: {escape(self.status)} …", highlight=False, soft_wrap=True)
 
     def on_row(self, report: Report, row) -> None:
         if self.live:
@@ -429,8 +375,8 @@ def print_device(info: dict, console: Console | None = None) -> None:
     """``lab device``: one row per attribute, with units."""
     console = console or Console(highlight=False)
     if info.get("note"):
-        console.print(f"[yellow]{info['note']}[/]")
-    table = Table(title=info.get("name", "device"), title_justify="left")
+        console.print(f"[yellow]{escape(info['note'])}[/]")
+    table = Table(title=escape(str(info.get("name", "device"))), title_justify="left")
     table.add_column("attribute")
     table.add_column("value", justify="right")
     units = {"_bytes": " B", "_khz": " kHz", "_bits": " bits", "_gbps": " GB/s", "_gflops": " GFLOP/s"}
@@ -444,7 +390,7 @@ def print_device(info: dict, console: Console | None = None) -> None:
         elif isinstance(value, int):
             value = f"{value:,}"
         unit = next((u for suffix, u in units.items() if key.endswith(suffix)), "")
-        table.add_row(key, escape(f"{value}{unit}") if value is not None else "not reported")
+        table.add_row(escape(key), escape(f"{value}{unit}") if value is not None else "not reported")
     console.print(table)
 
 
@@ -465,51 +411,64 @@ def print_list(kernels_info: list[dict], out: Console | None = None) -> None:
                              + (f" [dim]({', '.join(limits)})[/]" if limits else ""), 4))
         out.print(indent("contenders (--contenders):"))
         for c, labels in k["contenders"].items():
-            if c != "numba":
-                out.print(indent(f"{c}: {escape(', '.join(labels)) if labels else '[dim]not installed[/]'}", 4))
+            if c == "numba":
+                continue
+            why = (k.get("unavailable") or {}).get(c)
+            if not labels:  # the kernel has no op of this library: why
+                out.print(indent(f"{c}: [dim]{escape(why or 'none')}[/]", 4))
+            else:  # the same labels whether the library is installed or not; its state after the name
+                state = f" [dim]({escape(why)})[/]" if why else ""
+                out.print(indent(f"{c}{state}: {escape(', '.join(labels))}", 4))
         out.print()
 
 
-def print_compare(doc: dict, console: Console | None = None) -> None:
+def print_compare(doc: dict, console: Console | None = None, wide: bool = False) -> None:
     """``lab run KERNEL --compiler both``: one row per Numba rung and compiler (first call, median,
     registers, spills), then the other contenders once. ``doc`` is lab.bench.compilers.run_both's."""
-    console = console or globals()['console']()
+    out = console or globals()["console"]()
     sizes = "x".join(map(str, doc["size"]))
-    console.print(f"[bold]{doc['kernel']}[/]: same kernels, two compilers — size {sizes}, {doc['dtype']}, "
-                  f"--threads {doc['threads_per_block']}, seed {doc['seed']}, backend {doc['backend']}")
+    out.print(f"[bold]{escape(doc['kernel'])}[/]: same kernels, two compilers")
+    out.print(f"size {sizes} · {doc['dtype']} · --threads {doc['threads_per_block']} · seed {doc['seed']} · "
+              f"backend {doc['backend']}")
     if doc["backend"] == "simulator":
-        console.print("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
+        out.print("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
     for name, st in doc["compilers"].items():
-        console.print(escape(f"{name} {st.get('version') or ''}: " + ("usable" if st["usable"] else st["why"])),
-                      style="dim")
-    table = Table(title="compilers (Numba rungs)", title_justify="left")
-    for col in ("variant", "compiler", "first call ms", "median ms", "IQR ms", "GB/s", "GFLOP/s",
-                "registers", "spill B", "max abs err", "check"):
-        table.add_column(col, justify="left" if col in ("variant", "compiler", "check") else "right")
-    notes = []
+        version = f" {st['version']}" if st.get("version") else ""
+        out.print(escape(f"{name}{version}: " + ("usable" if st["usable"] else st["why"])), style="dim")
+    get = lambda key, fmt: lambda r: _opt(r.get(key), fmt)  # noqa: E731
+    ms = lambda key: get(key, duration if doc["backend"] == "simulator" else sig)  # noqa: E731
+    check = lambda r: r["status"]  # noqa: E731
+    cols = [Col("variant", lambda r: r["variant"], 100, left=True, wrap=True),
+            Col("compiler", lambda r: r["compiler"], 100, left=True),
+            Col("check", check, 100, left=True, style=CHECK_STYLE.get),
+            Col("1st call", ms("first_call_ms"), 60,
+                explain="1st call: compile + load + one run (each compiler in its own process)"),
+            Col("median", ms("median_ms"), 95, explain="median: a call"
+                + (" (simulated: not a GPU time)" if doc["backend"] == "simulator" else ", ms")),
+            Col("IQR", ms("iqr_ms"), 40),
+            Col("GB/s", get("gbps", sig), 70),
+            Col("GFLOP/s", get("gflops", sig), 50),
+            Col("regs", get("registers", str), 55, explain="regs: the most of the rung's kernels, a thread"),
+            Col("spill B", get("spill_bytes", str), 45, explain="spill B: ptxas spill stores + loads a thread"),
+            Col("max err", get("max_abs_err", lambda x: f"{x:.1e}"), 65, explain="max err: against float64")]
     rows = [r for r in doc["results"] if r["contender"] == "numba"]
+    by_reason: dict[tuple, list[str]] = {}  # one line per (compiler, reason): "a, b (numba-cuda-mlir): why"
     for r in rows:
-        check = {"ok": "[green]ok[/]", "FAIL": "[red]FAIL[/]", "skipped": "[dim]skipped[/]"}[r["status"]]
-        table.add_row(r["variant"], r["compiler"], _num(r["first_call_ms"], "{:.1f}"), _num(r["median_ms"], "{:.4f}"),
-                      _num(r.get("iqr_ms"), "{:.4f}"), _num(r.get("gbps"), "{:.1f}"), _num(r.get("gflops"), "{:.1f}"),
-                      _num(r.get("registers"), "{:d}"), _num(r.get("spill_bytes"), "{:d}"),
-                      _num(r.get("max_abs_err"), "{:.2e}"), check)
         if r.get("reason"):
-            notes.append(escape(f"{r['variant']} ({r['compiler']}): {r['reason']}"))
-    console.print(table)
+            by_reason.setdefault((r["compiler"], r["reason"]), []).append(r["variant"])
+    notes = [f"[dim]{escape(', '.join(names))} ({escape(compiler)}): {escape(reason)}[/]"
+             for (compiler, reason), names in by_reason.items()]
+    table, shown, dropped = fit(cols, rows, out, wide, "compilers (Numba rungs)")
+    renderables = [table]
     others = [r for r in doc["results"] if r["contender"] != "numba"]
     if others:
-        table = Table(title="other contenders (run once)", title_justify="left")
-        for col in ("contender", "variant", "median ms", "GB/s", "check"):
-            table.add_column(col, justify="left" if col in ("contender", "variant", "check") else "right")
-        for r in others:
-            table.add_row(r["contender"], escape(r["variant"]), _num(r["median_ms"], "{:.4f}"),
-                          _num(r.get("gbps"), "{:.1f}"), r["status"])
-            if r.get("reason"):
-                notes.append(escape(f"{r['contender']}: {r['reason']}"))
-    if others:
-        console.print(table)
-    console.print("[dim]first call = compile + load + one run (each compiler in its own process); registers: "
-                  "the most of the rung's kernels; spill B: ptxas spill stores + loads a thread[/]")
-    for n in notes:
-        console.print(f"[dim]{n}[/]")
+        other_cols = [Col("contender", lambda r: r["contender"], 100, left=True),
+                      Col("variant", lambda r: r["variant"], 100, left=True, wrap=True),
+                      Col("check", check, 100, left=True, style=CHECK_STYLE.get),
+                      Col("median", ms("median_ms"), 95), Col("GB/s", get("gbps", sig), 70)]
+        other, _, dropped_other = fit(other_cols, others, out, wide, "other contenders (run once)")
+        renderables.append(other)
+        dropped += [d for d in dropped_other if d not in dropped]
+        notes += [f"[dim]{escape(r['contender'])}: {escape(r['reason'])}[/]" for r in others if r.get("reason")]
+    under = [f"[dim]{escape(_explain(shown))}[/]", *notes, *wide_adds(dropped)]
+    print_tables(out, [*renderables, *under], wide)

@@ -1,0 +1,156 @@
+"""80 columns (issue "The first ten minutes", section 4): every command's tables and lines fit a
+terminal of 80 columns (COLUMNS=80, output piped), or drop their least important columns and say so
+(``--wide adds: ...``); no number is ever cut ("81…").
+
+Every command runs here in the simulator at a tiny size, in this process, stdout and stderr captured."""
+import contextlib
+import io
+import json
+import os
+import re
+
+import pytest
+
+from lab.cli import main
+from tests.conftest import SIMULATOR
+
+pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the layout checks run in the simulator")
+
+WIDTH = 80
+CUT_NUMBER = re.compile(r"\d…")
+
+
+def lab(*args, columns=WIDTH):
+    """``lab ARGS`` with COLUMNS set and stdout/stderr captured (not a terminal: as piped)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = str(columns)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(list(args))
+                code = 0
+            except SystemExit as e:
+                code = e.code or 0
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS")
+        else:
+            os.environ["COLUMNS"] = old
+    return code, out.getvalue(), err.getvalue()
+
+
+def fits(text, width=WIDTH, where=""):
+    for line in text.splitlines():
+        assert len(line) <= width, f"{where}: {len(line)} columns: {line!r}"
+        assert not CUT_NUMBER.search(line), f"{where}: a number cut: {line!r}"
+
+
+def run_fits(*args, codes=(0,)):
+    code, out, err = lab(*args)
+    assert code in codes, (args, code, err[-2000:])
+    assert "Traceback" not in out + err
+    fits(out, where=f"lab {' '.join(args)} (stdout)")
+    fits(err, where=f"lab {' '.join(args)} (stderr)")
+    return out, err
+
+
+TINY = ["--repeats", "1", "--warmup", "0"]
+
+
+@pytest.mark.parametrize("args", [
+    ["list"],
+    ["device"],
+    ["run", "vecadd", "--size", "100", "--threads", "32", *TINY],
+    ["run", "matvec", "--size", "8x40", "--threads", "32", *TINY],
+    ["run", "matmul", "--size", "20x18x8", "--threads", "64", *TINY],
+    ["run", "softmax", "--size", "3x40", "--threads", "32", *TINY],
+    ["run", "quantize", "--size", "64", "--threads", "32", "--dtype", "float64", *TINY],
+    ["run", "dequantize", "--size", "3x40", "--threads", "32", *TINY],
+    ["run", "vecadd", "--size", "100", "--threads", "32", "--compiler", "both", *TINY],
+    ["occupancy", "vecadd"],
+    ["occupancy", "matmul", "--variant", "register_tiled", "--sweep"],
+    ["occupancy", "--registers", "64", "--shared", "4096", "--threads", "384", "--sweep"],
+    ["grid", "vecadd", "--size", "5000", "--threads", "64"],
+    ["grid", "matmul", "--variant", "shared", "--size", "40x30x8"],
+    ["grid", "softmax", "--variant", "group_rows", "--size", "7x40", "--threads", "64"],
+    ["sweep", "vecadd", "--threads", "32,64", "--sizes", "100,200", *TINY],
+    ["roofline"],
+    ["exercise", "list"],
+])
+def test_every_command_fits_80_columns(args):
+    run_fits(*args)
+
+
+def test_doctor_fits_80_columns():
+    out, _ = run_fits("doctor", codes=(0, 1))
+    assert "torch" in out
+
+
+def test_compare_and_bench_fit_80_columns(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # short paths: a path the user typed is printed whole, however long
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    for path in (a, b):
+        code, out, err = lab("run", "vecadd", "--size", "100", "--threads", "32", *TINY, "--json")
+        assert code == 0, err
+        path.write_text(out)
+    out, _ = run_fits("compare", "a.json", "b.json")
+    assert "A/B" in out
+    _, err = run_fits("bench", "vecadd", "--quick", "--out", "bench.md", "--contenders", "numba,numpy")
+    assert "(1 run)" in err and (tmp_path / "bench.md").stat().st_size > 100
+
+
+def test_profile_fits_80_columns():
+    pytest.importorskip("torch")
+    out, err = run_fits("profile", "matvec", "--size", "4x40", "--variant", "row_per_thread,warp_per_row")
+    assert "numba warp_per_row" in out and "CPU total" in out
+    assert "USDT" not in err  # torch's profiler chatter on fd 2 is held back
+
+
+def test_exercise_commands_fit_80_columns(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # short paths: the scaffold's path is printed whole
+    ws = "ws"
+    out, _ = run_fits("exercise", "start", "matrix_add_2d", "--dir", ws)
+    out, _ = run_fits("exercise", "start", "matrix_add_2d", "--dir", ws)
+    assert "kept" in out  # the student's file is never overwritten, and the command says so
+    for _ in range(4):
+        out, _ = run_fits("exercise", "hint", "matrix_add_2d", "--dir", ws)
+    assert "No more hints" in out and "Hint " not in out.splitlines()[0]
+    out, _ = run_fits("exercise", "check", "matrix_add_2d", "--dir", ws, "--timeout", "120", codes=(1,))
+    assert "FAIL" in out and "passed" in out
+
+
+# --- narrow terminals: columns go, the line says which; --wide brings them back ---------------------------
+def test_occupancy_drops_minor_columns_and_says_so():
+    calc = ["occupancy", "--registers", "64", "--shared", "4096", "--threads", "384"]
+    code, out, err = lab(*calc, columns=60)
+    assert code == 0, err
+    fits(out, 60)
+    assert "--wide adds:" in out and "by warps" not in out.split("--wide adds:")[0]
+    code, wide, err = lab(*calc, "--wide", columns=60)
+    assert code == 0, err
+    assert "--wide adds" not in wide and "by warps" in wide and "smem B" in wide
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_tables_follow_the_terminal_width(columns):
+    code, out, err = lab("occupancy", "vecadd", columns=columns)
+    assert code == 0, err
+    fits(out, columns)
+    code, out, err = lab("sweep", "vecadd", "--threads", "32,64", "--sizes", "50", *TINY, columns=columns)
+    assert code == 0, err
+    fits(out, columns)
+
+
+def test_compiler_table_keeps_numbers_whole():
+    """lab run --compiler both used to squeeze 11 columns into 80 as "fir…", "48.…", "1.19…"."""
+    code, out, err = lab("run", "vecadd", "--size", "100", "--threads", "32", "--compiler", "both", *TINY)
+    assert code == 0, err
+    assert "…" not in out
+    assert re.search(r"element_per_thread\s+numba-cuda\s+ok\s", out)
+
+
+def test_sweep_json_is_not_touched_by_the_width():
+    code, out, err = lab("sweep", "vecadd", "--threads", "32", "--sizes", "50", *TINY, "--json", columns=40)
+    assert code == 0, err
+    assert json.loads(out)["kernel"] == "vecadd"
