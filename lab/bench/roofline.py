@@ -48,7 +48,7 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
 
     import kernels
     from lab.bench.suite import STANDARD
-    from lab.core.device import describe, measure_copy_bandwidth
+    from lab.core.device import describe
     from lab.core.runner import Options, run
 
     simulator = backend == "simulator"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from kernels.spec import plural
 from lab.core import archs
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.occupancy import _device_cc, calculate, sweep, validate

@@ -2,7 +2,6 @@
 run results (the CLI prints errors)."""
 from __future__ import annotations
 
-import json
 import math
 import time
 from rich.console import Console, Group
