@@ -79,9 +79,9 @@ STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_a
 STALLS = f"regex:^{STALL_PREFIX}[a-z_]+{re.escape(STALL_SUFFIX)}$"
 # phase 1: the call as lab run times it (L2 flushed before the call, kept between its kernels)
 DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
-                "gpu__time_duration.sum", "launch__grid_size"]
+                "gpu__time_duration.sum"]
 # phase 2: per-kernel replay, caches flushed before each kernel (ncu's default)
-DETAIL_METRICS = ["gpu__time_duration.sum", "launch__grid_size",
+DETAIL_METRICS = ["gpu__time_duration.sum",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
                   "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
@@ -93,9 +93,23 @@ DETAIL_METRICS = ["gpu__time_duration.sum", "launch__grid_size",
                   "dram__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                   STALLS]
 PHASES = (("dram", DRAM_METRICS, "none"), ("detail", DETAIL_METRICS, "all"))
-UNITS = {"": 1, "byte": 1, "kbyte": 1e3, "mbyte": 1e6, "gbyte": 1e9, "tbyte": 1e12, "kib": 2**10, "mib": 2**20,
-         "gib": 2**30, "nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9, "%": 1, "sector": 1,
-         "request": 1, "inst": 1, "warp": 1, "block": 1, "thread": 1, "cycle": 1}
+TIME_UNITS = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}  # to ns
+PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def unit_scale(unit: str) -> float:
+    """The factor from ``unit`` to the base unit (bytes, sectors, ..., ns): "Mbyte" 1e6, "Ksector" 1e3,
+    "usecond" 1e3, "KiB" 1024, "%" 1. ``--print-units base`` makes all of them 1; this reads logs
+    made without it."""
+    u = unit.strip().lower()
+    if u in TIME_UNITS:
+        return TIME_UNITS[u]
+    if len(u) == 3 and u[1:] == "ib" and u[0] in PREFIXES:
+        return 1024.0 ** (" kmgt".index(u[0]))
+    if len(u) > 1 and u[0] in PREFIXES and u[1:] in ("byte", "sector", "request", "inst", "warp", "cycle", "thread",
+                                                       "block", "wavefront"):
+        return PREFIXES[u[0]]
+    return 1.0
 
 
 def find_ncu() -> str | None:
@@ -116,6 +130,7 @@ def ncu_command(ncu: str, metrics: list[str], cache_control: str, log: str, chil
     """The ncu command line that profiles ``child`` (a Python command) into the CSV log ``log``."""
     return [ncu, "--csv", "--page", "raw", "--print-units", "base", "--profile-from-start", "off",
             "--target-processes", "all", "--cache-control", cache_control, "--replay-mode", "kernel",
+            "--clock-control", "none",  # the GPU's own clocks, as lab run times it (and no clock-locking rights needed)
             "--metrics", ",".join(metrics), "--log-file", log, *child]
 
 
@@ -151,7 +166,7 @@ def parse_ncu_csv(text: str) -> list[dict]:
             if len(r) < len(head):
                 continue
             k = kernels.setdefault(r[col["ID"]], _kernel(r, col))
-            scale = UNITS.get(r[col["Metric Unit"]].strip().lower(), 1)
+            scale = unit_scale(r[col["Metric Unit"]])
             v = _number(r[col["Metric Value"]])
             k["metrics"][r[col["Metric Name"]]] = None if v is None else v * scale
         return list(kernels.values())
@@ -169,7 +184,7 @@ def parse_ncu_csv(text: str) -> list[dict]:
         for name, i in col.items():
             if name not in fixed:
                 v = _number(r[i])
-                k["metrics"][name] = None if v is None else v * UNITS.get(units.get(name, ""), 1)
+                k["metrics"][name] = None if v is None else v * unit_scale(units.get(name, ""))
         kernels[k["id"]] = k
     return list(kernels.values())
 
@@ -180,7 +195,8 @@ def _kernel(r, col) -> dict:
 
 
 def _marker_index(k: dict) -> int | None:
-    """The contender index a marker kernel carries in its grid size (grid = index + 1), else None."""
+    """The contender index a marker kernel carries in its grid size (grid = index + 1: the Grid Size
+    column, or ``launch__grid_size`` where a log has it), else None."""
     if MARKER not in k["name"]:
         return None
     g = k["metrics"].get("launch__grid_size")
@@ -309,10 +325,16 @@ def unknown_metrics(log: str, metrics: list[str]) -> list[str]:
     bad = []
     for line in log.splitlines():
         if "==ERROR==" in line and "metric" in line.lower():
-            bad += [m for m in metrics if m.split(":", 1)[-1] in line or m in line]
+            # ncu may name the metric as asked or as the regex it made of it (regex:^NAME\.(sum|...)$)
+            bad += [m for m in metrics if m in line or (len(_base(m)) > 6 and _base(m) in line)]
             if not bad and STALLS in metrics:
                 bad.append(STALLS)  # the regex: the likeliest to be refused
     return list(dict.fromkeys(bad))
+
+
+def _base(metric: str) -> str:
+    """A metric's name without ``regex:``, anchors and its roll-up suffix (``.sum``, ``.pct`` ...)."""
+    return re.sub(r"^regex:\^?", "", metric).split(".")[0].split("\\")[0].split("[")[0]
 
 
 def passes(log: str) -> int:
@@ -354,7 +376,7 @@ def verdict(row: dict) -> str:
         parts.append(f"coalesced: {spr:.1f} sectors per request (the minimum {ideal:.1f})" if ideal
                      else f"{spr:.1f} sectors per request")
     fetched, touched = row.get("sector_bytes"), row.get("bytes_touched")
-    if fetched and touched and fetched > 2 * touched:
+    if fetched and touched and fetched > 3 * touched:
         parts.append(f"fetches {fetched / touched:.1f}x the bytes it touches (re-reads through L1/L2)")
     return "; ".join(parts) or "no counters"
 
@@ -385,9 +407,10 @@ def _resolve(kernel, variants, size, threads, dtype, simulator):
 
 def counters(kernel: str, backend: str, variants: list[str] | None = None, size: str | None = None,
              threads: int | None = None, dtype: str = "float32", contenders: list[str] | None = None,
-             seed: int = 0, progress=None) -> dict:
+             seed: int = 0, progress=None, phases: tuple[str, ...] = ("dram", "detail")) -> dict:
     """The ``lab counters --json`` document (docs/schemas/counters.json); LabError on bad input or
-    when no engine can run here (one line: the reason and the fix)."""
+    when no engine can run here (one line: the reason and the fix). ``phases`` (ncu only): "dram"
+    (DRAM bytes, L2 hit rate) and/or "detail" (everything else); the other's values are null."""
     simulator = backend == "simulator"
     if not simulator:
         ncu = find_ncu()
@@ -403,7 +426,8 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
     if simulator:
         doc.update(_simulate(spec, shape, threads, dtype, names, seed, progress))
     else:
-        doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress))
+        doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
+                            [p for p in PHASES if p[0] in phases]))
     for r in doc["rows"]:
         r["verdict"] = verdict(r) if r["status"] == "ok" else r["reason"]
     return doc
@@ -465,7 +489,7 @@ def _sim_row(variant: str, s: dict, min_bytes: int) -> dict:
 
 
 # --- ncu: the parent ---------------------------------------------------------------------------------
-def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress) -> dict:
+def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES) -> dict:
     from lab.core.session import child_env
 
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
@@ -480,11 +504,13 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress) -> di
             json.dump(request, f)
         child = [sys.executable, "-c", "import sys; from lab.inspect.counters import _child_main; "
                  "_child_main(sys.argv[1], sys.argv[2])", req_path, out_path]
-        for n, (phase, metrics, cache) in enumerate(PHASES):
+        for n, (phase, metrics, cache) in enumerate(phases):
             if progress:
-                progress(n, len(PHASES), f"ncu pass {n + 1} of {len(PHASES)} ({phase}): {len(names)} rungs + libraries")
+                progress(n, len(phases), f"ncu run {n + 1} of {len(phases)} ({phase}): {len(names)} rungs + libraries")
             metrics = list(metrics)
             for _attempt in range(4):
+                if os.path.exists(out_path):  # each run writes its own: a stale one must not pass for it
+                    os.unlink(out_path)
                 log = os.path.join(tmp, f"{phase}.csv")
                 proc = subprocess.run(ncu_command(ncu, metrics, cache, log, child), capture_output=True, text=True,
                                       env=env, timeout=900)
@@ -512,13 +538,13 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress) -> di
         with open(out_path) as f:
             result = json.load(f)
     if progress:
-        progress(len(PHASES), len(PHASES), "done")
+        progress(len(phases), len(phases), "done")
     rows = []
     for entry in result["entries"]:
         row = _blank_row(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
         if entry["status"] == "ok":
             i = entry["index"]
-            dram, detail = by_phase["dram"].get(i), by_phase["detail"].get(i)
+            dram, detail = by_phase.get("dram", {}).get(i), by_phase.get("detail", {}).get(i)
             if dram is None and detail is None:
                 row.update(status="skipped", reason="ncu profiled none of its kernels")
             else:
