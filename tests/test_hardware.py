@@ -424,3 +424,57 @@ def test_counters_sim_cli_json_validates(capsys):
     assert doc["rows"][0]["sectors_per_request"] == 4.0 and doc["schema_version"] == 1
     code, out, err = _lab(capsys, "counters", "vecadd", "--sim", "--size", "256", "--variant", "element_per_thread")
     assert code == 0 and "simulated: from the recorded addresses" in out and "element_per_thread: coalesced" in out
+
+
+# --- exercises under compute-sanitizer (lab exercise check --gpu) ------------------------------------------------
+def test_sanitizer_reports_read_like_the_simulators_diagnoses():
+    from lab.teach.checker import sanitizer_message
+
+    (race,) = S.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
+    assert sanitizer_message(race) == (
+        "race (compute-sanitizer racecheck on the GPU; 1024 hazards): a write at line 21 of your file and a read at "
+        "line 25 by another thread of the same block, with no cuda.syncthreads() between the two accesses; add one "
+        "between writing shared memory and reading what other threads wrote (and before overwriting what they still "
+        "read)")
+    oob = S.parse_report((FIX / "memcheck.txt").read_text(), "memcheck")[0]
+    assert sanitizer_message(oob) == (
+        "out of bounds (compute-sanitizer memcheck on the GPU): thread 40 of block 3 wrote outside an array at line 14 "
+        "of your file (Invalid __global__ write of size 4 bytes); guard it, e.g. `if i < n:`")
+    (sync,) = S.parse_report((FIX / "synccheck.txt").read_text(), "synccheck")
+    assert sanitizer_message(sync).startswith("barrier (compute-sanitizer synccheck on the GPU): Barrier error")
+
+
+FAKE_CHECKER_SANITIZER = '''
+import sys
+args = sys.argv[1:]
+tool, log = args[args.index("--tool") + 1], args[args.index("--log-file") + 1]
+student = args[args.index("lab.teach.checker") + 2]
+lines = ["========= COMPUTE-SANITIZER"]
+if tool == "racecheck":
+    lines += ["========= Error: Race reported between Write access at cudapy::student_block_sum::block_sum_kernel+0xb0"
+              f" in {student}:21",
+              f"=========     and Read access at cudapy::student_block_sum::block_sum_kernel+0xc0 in {student}:25 [64 hazards]"]
+if tool == "memcheck":  # a report in someone else's file is not the student's
+    lines += ["========= Invalid __global__ read of size 4 bytes",
+              "=========     at cudapy::numba::other+0x10 in /elsewhere/lib.py:3",
+              "=========     by thread (0,0,0) in block (0,0,0)"]
+open(log, "w").write("\\n".join(lines + ["========= ERROR SUMMARY: 0 errors"]) + "\\n")
+'''
+
+
+def test_exercise_gpu_diagnoses_with_a_stand_in(tmp_path, monkeypatch):
+    import exercises
+    from lab.core import sanitizer as san
+    from lab.teach import workspace as W
+
+    path = tmp_path / "block_sum.py"
+    path.write_text(exercises.load("block_sum").solution.read_text())
+    monkeypatch.setenv("LAB_COMPUTE_SANITIZER", _script(tmp_path, "compute-sanitizer", FAKE_CHECKER_SANITIZER))
+    tests, notes = W._gpu_diagnoses("block_sum", path, 1, 5)
+    assert [(t["name"], t["passed"]) for t in tests] == [("GPU racecheck", False), ("GPU memcheck", True),
+                                                         ("GPU synccheck", True)]
+    assert tests[0]["message"].startswith("race (compute-sanitizer racecheck on the GPU; 64 hazards): a write at line 21")
+    assert notes == []
+    monkeypatch.setattr(san, "find_sanitizer", lambda: None)
+    tests, notes = W._gpu_diagnoses("block_sum", path, 1, 5)
+    assert tests == [] and len(notes) == 1 and "races (racecheck)" in notes[0] and "[sanitize]" in notes[0]

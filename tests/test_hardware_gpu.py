@@ -194,3 +194,53 @@ def test_a_known_bug_is_reported_at_its_python_line(tool, name, markers):
         "\n".join(r.one_line() for r in reps)
     by, lost = S.attribute(reps, result["launched"])
     assert by[name] and not lost
+
+
+# --- section 5: exercises checked under compute-sanitizer (lab exercise check NAME --gpu) -----------------------
+EXERCISE_BUGS = [  # (exercise, substitutions in the solution, the diagnosis's start, the tool)
+    ("block_sum", [("        cuda.syncthreads()  # this level", "        pass  # this level")], "race (", "racecheck"),
+    ("tiled_matmul", [("        cuda.syncthreads()  # the tiles", "        pass  # the tiles")], "race (", "racecheck"),
+    ("softmax_fused", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")],
+     "race (", "racecheck"),
+    ("vecadd", [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], "out of bounds (", "memcheck"),
+]
+
+
+def _exercise_file(tmp_path, name, subs):
+    import exercises
+
+    src = exercises.load(name).solution.read_text()
+    for old, new in subs:
+        assert old in src, f"the bug does not apply to {name}: {old!r}"
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("name, subs, start, tool", EXERCISE_BUGS, ids=[b[0] for b in EXERCISE_BUGS])
+def test_exercise_bug_found_by_compute_sanitizer_at_its_line(tmp_path, name, subs, start, tool):
+    import re
+
+    from lab.teach.workspace import check
+
+    path = _exercise_file(tmp_path, name, subs)
+    result = check(name, file=str(path), directory=str(tmp_path / "ws"), backend="gpu")
+    entry = next(t for t in result["tests"] if t["name"] == f"GPU {tool}")
+    assert not entry["passed"] and entry["message"].startswith(start), result["tests"]
+    line = int(re.search(r"line (\d+) of your file", entry["message"]).group(1))
+    source = path.read_text().splitlines()[line - 1]
+    assert "[" in source, f"line {line} is {source!r}: not an array access"  # the access itself, in the student's file
+
+
+@needs_sanitizer
+def test_exercise_solution_is_clean_under_compute_sanitizer(tmp_path):
+    import exercises
+    from lab.teach.workspace import check
+
+    result = check("block_sum", file=str(exercises.load("block_sum").solution), directory=str(tmp_path / "ws"),
+                   backend="gpu")
+    gpu = [t for t in result["tests"] if t["name"].startswith("GPU ")]
+    assert [t["name"] for t in gpu] == ["GPU racecheck", "GPU memcheck", "GPU synccheck"]
+    assert result["passed"], result["tests"]

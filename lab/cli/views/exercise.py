@@ -32,6 +32,8 @@ def print_check(result) -> None:
     for t in result["tests"]:
         mark = "[green]PASS[/green]" if t["passed"] else "[red]FAIL[/red]"
         _out.print(f"  {mark} {escape(t['name'])}: {escape(t['message'])}")
+    for note in result.get("notes", []):
+        _out.print(f"  [dim]{escape(note)}[/dim]")
     n_ok = sum(t["passed"] for t in result["tests"])
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
     _out.print(f"{n_ok}/{len(result['tests'])} tests passed: {verdict}")
