@@ -67,9 +67,14 @@ def quantize():
 @needs_ncu
 @pytest.mark.xdist_group("vecadd")
 def test_vecadd_moves_the_minimum_bytes(vecadd):
+    """Reads: a and b once each, within 5%. Writes: at most c once; up to the L2's size of them may still
+    sit dirty in L2 when the kernel ends (written back later, after the measurement), so not fewer
+    than c less 64 MB."""
+    n = 67108864
     for v, r in vecadd.items():
-        total = r["dram_read_bytes"] + r["dram_write_bytes"]
-        assert abs(total / r["min_bytes"] - 1) < 0.05, f"{v}: {total:,.0f} B against {r['min_bytes']:,} B"
+        read, write = r["dram_read_bytes"], r["dram_write_bytes"]
+        assert abs(read / (2 * 4 * n) - 1) < 0.05, f"{v}: read {read:,.0f} B against {2 * 4 * n:,} B"
+        assert 4 * n - 64e6 <= write <= 1.05 * 4 * n, f"{v}: wrote {write:,.0f} B against {4 * n:,} B"
 
 
 @needs_ncu

@@ -27,7 +27,16 @@ def _ratio(r: dict) -> str | None:
 
 
 def _name(r: dict) -> str:
-    return r["variant"] if r["contender"] == "numba" else f"{r['contender']} {r['variant']}"
+    if r["contender"] == "numba":
+        return r["variant"]
+    return r["contender"] if r["variant"] in ("-", "") else f"{r['contender']} {r['variant']}"
+
+
+def _occ(r: dict) -> str | None:
+    a, t = r.get("achieved_occupancy_pct"), r.get("theoretical_occupancy_pct")
+    if a is None and t is None:
+        return None
+    return f"{'-' if a is None else f'{a:.0f}'}/{'-' if t is None else f'{t:.0f}'}%"
 
 
 def _stall(r: dict) -> str | None:
@@ -53,8 +62,8 @@ def counters_columns(simulated: bool) -> list[Col]:
             Col("min bytes", lambda r: _bytes(r.get("min_bytes")), 40, explain="min bytes: the lesson's minimum traffic"),
         ]
     return cols + [
-        Col("DRAM rd", lambda r: _bytes(r.get("dram_read_bytes")), 85, explain="DRAM rd/wr: bytes read/written"),
-        Col("DRAM wr", lambda r: _bytes(r.get("dram_write_bytes")), 55),
+        Col("DRAM rd", lambda r: _bytes(r.get("dram_read_bytes")), 85, explain="DRAM rd: bytes read"),
+        Col("DRAM wr", lambda r: _bytes(r.get("dram_write_bytes")), 55, explain="DRAM wr: bytes written"),
         Col("xmin", _ratio, 90, explain="xmin: DRAM bytes / the lesson's minimum"),
         Col("s/req", lambda r: _f(r.get("sectors_per_request")), 95,
             explain="s/req: sectors a global load request fetches"),
@@ -62,10 +71,9 @@ def counters_columns(simulated: bool) -> list[Col]:
         Col("L2 hit", lambda r: _pct(r.get("l2_hit_pct")), 45, explain="L2 hit: sector hit rate"),
         Col("bank cf", lambda r: None if r.get("bank_conflicts") is None else f"{r['bank_conflicts']:,.0f}", 50,
             explain="bank cf: shared-memory bank conflicts"),
-        Col("occ", lambda r: _pct(r.get("achieved_occupancy_pct")), 75, explain="occ: achieved occupancy"),
-        Col("theo", lambda r: _pct(r.get("theoretical_occupancy_pct")), 40, explain="theo: theoretical occupancy"),
-        Col("DRAM%", lambda r: _pct(r.get("dram_throughput_pct")), 80, explain="DRAM%/SM%: throughput, % of peak"),
-        Col("SM%", lambda r: _pct(r.get("sm_throughput_pct")), 70),
+        Col("occ", _occ, 75, explain="occ: achieved / theoretical occupancy"),
+        Col("DRAM%", lambda r: _pct(r.get("dram_throughput_pct")), 80, explain="DRAM%: DRAM throughput, % of peak"),
+        Col("SM%", lambda r: _pct(r.get("sm_throughput_pct")), 70, explain="SM%: SM throughput, % of peak"),
         Col("top stalls", _stall, 20, left=True, wrap=True, explain="top stalls: share of warp stall cycles"),
     ]
 
