@@ -424,7 +424,13 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
     doc = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "size": list(shape), "dtype": dtype,
            "threads_per_block": threads, "seed": seed}
     if simulator:
+        if "numba" not in who:
+            raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
+                           "run on a GPU for the CuPy and torch ops")
         doc.update(_simulate(spec, shape, threads, dtype, names, seed, progress))
+        libs = [c for c in who if c in ("cupy", "torch")]
+        if libs and contenders:
+            doc["notes"].append(f"{', '.join(libs)}: not counted in the simulator (they run on a GPU only)")
     else:
         doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
                             [p for p in PHASES if p[0] in phases]))
@@ -528,8 +534,8 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
                 why = f"the profiled program failed: {tail[-1] if tail else 'no output'}"
             if why:
                 raise LabError(why)
-            try:
-                by_phase[phase] = group_by_marker(parse_ncu_csv(text))
+            try:  # the CSV is in the log file (--log-file); should a version print it on stdout, read it there
+                by_phase[phase] = group_by_marker(parse_ncu_csv(text if '"ID"' in text else proc.stdout))
             except ValueError:
                 raise LabError(f"ncu wrote no CSV: {(out.strip().splitlines() or ['no output'])[-1]}") from None
             if phase == "dram" and passes(out) > 1:
