@@ -3,6 +3,7 @@
     lab run | list | device                      lab.cli.run       -> lab.core
     lab bench | sweep | roofline | profile | compare   lab.cli.bench -> lab.bench
     lab grid | occupancy | doctor                lab.cli.inspect   -> lab.inspect
+    lab counters | sanitize                      lab.cli.hardware  -> lab.inspect
     lab exercise ...                             lab.cli.exercise  -> lab.teach
 
 Options shared by several commands are written once in :mod:`lab.cli.options`; tables, progress and
@@ -24,7 +25,7 @@ import click
 # only repeat it, once per small launch, between the table rows.
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from lab.cli import bench, exercise, inspect, run  # noqa: E402
+from lab.cli import bench, exercise, hardware, inspect, run  # noqa: E402
 from lab.core.errors import LabError  # noqa: E402
 
 
@@ -34,7 +35,8 @@ def cli():
     """A hands-on lab for GPU programming from Python with Numba CUDA kernels."""
 
 
-for command in (run.run, run.list_, run.device, *bench.COMMANDS, *inspect.COMMANDS, exercise.exercise):
+for command in (run.run, run.list_, run.device, *bench.COMMANDS, *inspect.COMMANDS, *hardware.COMMANDS,
+                exercise.exercise):
     cli.add_command(command)
 
 

@@ -367,6 +367,46 @@ def _unwritten_message(name, unwritten, grid, block):
     return text
 
 
+# --- compute-sanitizer's reports, in the words of the simulator's diagnoses ------------------------------------
+def _lineinfo(mod):
+    """Line info for every kernel and device function of the student's module, before they compile."""
+    from lab.core.sanitizer import lineinfo_on
+
+    for v in vars(mod).values():
+        if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
+            lineinfo_on(v)
+
+
+def _who(thread, block):
+    """'thread 40 of block 3' (1-D) or 'thread (1, 2) of block (0, 1)' from a report's 3-D ids."""
+    if thread is None or block is None:
+        return "a thread"
+    nd = 3 if thread[2] or block[2] else 2 if thread[1] or block[1] else 1
+    return _fmt_who((block, thread), nd)
+
+
+def sanitizer_message(r, hazards: int = 0) -> str:
+    """One diagnosing line for compute-sanitizer report ``r`` (a lab.core.sanitizer.Report) in the
+    student's file, in the style of the simulator's race, out-of-bounds and barrier messages."""
+    at = f"line {r.line} of your file" if r.line else "your kernel (no line info)"
+    tool = f"compute-sanitizer {r.tool} on the GPU"
+    if r.kind.startswith("Race ("):
+        first, second = (w.strip().lower() for w in r.kind[6:-1].split("/"))
+        other = f"line {r.others[0].rsplit(':', 1)[-1]}" if r.others else "another line"
+        count = f"; {hazards or r.count} hazards" if (hazards or r.count) > 1 else ""
+        return (f"race ({tool}{count}): a {first} at {at} and a {second} at {other} by another thread of the same "
+                f"block, with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
+                f"and reading what other threads wrote (and before overwriting what they still read)")
+    if r.tool == "memcheck" and "Invalid" in r.kind:
+        did = "wrote" if "write" in r.kind.lower() else "read"
+        return (f"out of bounds ({tool}): {_who(r.thread, r.block)} {did} outside an array at {at} ({r.kind}); "
+                f"guard it, e.g. `if i < n:`")
+    if r.tool == "synccheck":
+        return (f"barrier ({tool}): {r.kind} at {at} ({_who(r.thread, r.block)}): not every thread of the block "
+                f"reached the same cuda.syncthreads() calls; let all threads reach every barrier")
+    return f"{r.tool} ({tool}): {r.kind} at {at} ({_who(r.thread, r.block)})"
+
+
 # --- Running every test --------------------------------------------------------------------------------
 def run_all(name, path, backend, seed, emit=lambda obj: None):
     """Every hidden test of exercise ``name`` on the student's file ``path`` in this process (the
@@ -379,6 +419,8 @@ def run_all(name, path, backend, seed, emit=lambda obj: None):
     emit({"start": "load"})
     try:
         mod = load_student(path, ex)
+        if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
+            _lineinfo(mod)
         cases = ex.hidden().cases(rng)
     except Failed as e:
         result = {"name": "load", "passed": False, "message": str(e)}

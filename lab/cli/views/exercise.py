@@ -48,6 +48,8 @@ def print_check(result) -> None:
         mark = "[green]PASS[/green]" if t["passed"] else "[red]FAIL[/red]"
         grid.add_row(mark, f"{escape(t['name'])}: {escape(t['message'])}")
     _out.print(grid)
+    for note in result.get("notes", []):
+        _out.print(f"  [dim]{escape(note)}[/dim]")
     n_ok = sum(t["passed"] for t in result["tests"])
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
     _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")

@@ -1,0 +1,123 @@
+"""Views of ``lab counters`` and ``lab sanitize``: a table that fits the terminal (80 columns and up,
+minor columns dropped first, ``--wide`` keeps all), the verdicts and notes under it."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from lab.cli.views.report import Col, _explain, _table, console, si
+
+
+def _pct(x) -> str | None:
+    return None if x is None else f"{x:.0f}%"
+
+
+def _f(x, fmt="{:.1f}") -> str | None:
+    return None if x is None else fmt.format(x)
+
+
+def _bytes(x) -> str | None:
+    return None if x is None else si(x, "B")
+
+
+def _ratio(r: dict) -> str | None:
+    if r.get("dram_read_bytes") is None or not r.get("min_bytes"):
+        return None
+    return f"{(r['dram_read_bytes'] + (r.get('dram_write_bytes') or 0)) / r['min_bytes']:.2f}x"
+
+
+def _name(r: dict) -> str:
+    if r["contender"] == "numba":
+        return r["variant"]
+    return r["contender"] if r["variant"] in ("-", "") else f"{r['contender']} {r['variant']}"
+
+
+def _occ(r: dict) -> str | None:
+    a, t = r.get("achieved_occupancy_pct"), r.get("theoretical_occupancy_pct")
+    if a is None and t is None:
+        return None
+    return f"{'-' if a is None else f'{a:.0f}'}/{'-' if t is None else f'{t:.0f}'}%"
+
+
+def _stall(r: dict) -> str | None:
+    top = r.get("top_stalls")
+    return None if not top else ", ".join(f"{s['reason']} {s['pct']:.0f}%" for s in top)
+
+
+def counters_columns(simulated: bool) -> list[Col]:
+    cols = [Col("rung / contender", _name, 100, left=True, wrap=True)]
+    if simulated:
+        return cols + [
+            Col("sect/req", lambda r: _f(r.get("sectors_per_request")), 95,
+                explain="sect/req: 32-byte sectors a warp's global load fetches"),
+            Col("min", lambda r: _f(r.get("ideal_sectors_per_request")), 90,
+                explain="min: sectors its distinct bytes need"),
+            Col("ld eff", lambda r: _pct(r.get("load_efficiency_pct")), 80,
+                explain="ld eff: bytes used / bytes fetched"),
+            Col("st s/req", lambda r: _f(r.get("store_sectors_per_request")), 60, explain="st s/req: the same for stores"),
+            Col("touched", lambda r: _bytes(r.get("bytes_touched")), 70,
+                explain="touched: distinct sectors x 32 B"),
+            Col("fetched", lambda r: _bytes(r.get("sector_bytes")), 65,
+                explain="fetched: every request's sectors x 32 B (no cache reuse)"),
+            Col("min bytes", lambda r: _bytes(r.get("min_bytes")), 40, explain="min bytes: the lesson's minimum traffic"),
+        ]
+    return cols + [
+        Col("DRAM rd", lambda r: _bytes(r.get("dram_read_bytes")), 85, explain="DRAM rd: bytes read"),
+        Col("DRAM wr", lambda r: _bytes(r.get("dram_write_bytes")), 55, explain="DRAM wr: bytes written"),
+        Col("xmin", _ratio, 90, explain="xmin: DRAM bytes / the lesson's minimum"),
+        Col("s/req", lambda r: _f(r.get("sectors_per_request")), 95,
+            explain="s/req: sectors a global load request fetches"),
+        Col("ld eff", lambda r: _pct(r.get("load_efficiency_pct")), 60, explain="ld eff: bytes used per sector"),
+        Col("L2 hit", lambda r: _pct(r.get("l2_hit_pct")), 45, explain="L2 hit: sector hit rate"),
+        Col("bank cf", lambda r: None if r.get("bank_conflicts") is None else f"{r['bank_conflicts']:,.0f}", 50,
+            explain="bank cf: shared-memory bank conflicts"),
+        Col("occ", _occ, 75, explain="occ: achieved / theoretical occupancy"),
+        Col("DRAM%", lambda r: _pct(r.get("dram_throughput_pct")), 80, explain="DRAM%: DRAM throughput, % of peak"),
+        Col("SM%", lambda r: _pct(r.get("sm_throughput_pct")), 70, explain="SM%: SM throughput, % of peak"),
+        Col("top stalls", _stall, 20, left=True, wrap=True, explain="top stalls: share of warp stall cycles"),
+    ]
+
+
+def print_counters(doc: dict, out: Console | None = None, wide: bool = False) -> None:
+    """The ``lab counters`` table, then one verdict line a row and the notes."""
+    out = out or console()
+    simulated = doc["tool"] == "simulator"
+    out.print(f"[bold]{doc['kernel']}[/] · size {'x'.join(map(str, doc['size']))} · {doc['dtype']} · "
+              f"--threads {doc['threads_per_block']} · {escape(doc['device']['name'])}")
+    out.print(f"counters: {escape(doc['engine'])}")
+    rows = [r for r in doc["rows"] if r["status"] == "ok"]
+    if rows:
+        table, shown, dropped = _table(counters_columns(simulated), rows, out, wide,
+                                       "simulated counters" if simulated else "hardware counters (one call each)")
+        out.print(table)
+        out.print(f"[dim]{escape(_explain(shown))}[/]")
+        if dropped:
+            out.print(f"[dim]--wide adds: {escape(', '.join(dropped))}[/]")
+    out.print("[bold]verdict[/]")
+    for r in doc["rows"]:
+        style = {"ok": "", "FAIL": "bold red", "skipped": "dim"}.get(r["status"], "")
+        text = f"{_name(r)}: {r['verdict']}"
+        out.print(f"[{style}]{escape(text)}[/]" if style else escape(text))
+    for n in doc.get("notes", []):
+        out.print(f"[dim]{escape(n)}[/]")
+
+
+def print_sanitize(doc: dict, out: Console | None = None) -> None:
+    """``lab sanitize``: one line a rung and tool: clean, or N hazards and the first one."""
+    out = out or console()
+    out.print(f"[bold]{doc['kernel']}[/] · size {'x'.join(map(str, doc['size']))} · {doc['dtype']} · "
+              f"--threads {doc['threads_per_block']} · {escape(doc['sanitizer'])}")
+    width = max((len(r["variant"]) for r in doc["rows"]), default=8)
+    for r in doc["rows"]:
+        head = f"{r['tool']:9} {r['variant']:{width}}  "
+        if r["status"] == "clean":
+            out.print(f"{escape(head)}[green]clean[/]")
+        elif r["status"] == "errors":
+            what = "hazards" if r["tool"] == "racecheck" else "errors"
+            out.print(f"{escape(head)}[bold red]{r['count']} {what}[/], first: {escape(r['first']['summary'])}")
+        else:
+            out.print(f"{escape(head)}[dim]{escape(r['status'])}: {escape(r.get('reason') or '')}[/]")
+    for u in doc.get("unattributed", []):
+        out.print(f"[yellow]not matched to a rung:[/] {escape(u['summary'])}")
+    for n in doc.get("notes", []):
+        out.print(f"[dim]{escape(n)}[/]")

@@ -1,0 +1,282 @@
+"""Coalescing without a GPU: the global loads and stores of simulated kernels, per warp request.
+
+On a GPU a warp's load instruction becomes one *request* to the L1/texture unit, which fetches
+every distinct 32-byte *sector* that the warp's 32 addresses fall in (CUDA C++ Best Practices
+Guide, "Coalesced Access to Global Memory"; Nsight Compute counts them as
+``l1tex__t_requests_pipe_lsu_mem_global_op_ld`` and ``l1tex__t_sectors_pipe_lsu_mem_global_op_ld``).
+32 consecutive 4-byte floats are 4 sectors a request; 32 floats a row apart are 32.
+
+:class:`SectorTracer` records the same thing in Numba's CUDA simulator. While it is active, every
+scalar index into a kernel's array argument (the simulator's ``FakeCUDAArray``: global memory;
+shared and local arrays are plain ndarrays and are not traced) is recorded with
+
+* the simulated thread (linear block id, linear thread id; warp = thread id // 32), and
+* the instruction: the kernel's (or device function's) code object and bytecode offset.
+
+The n-th time a thread executes an instruction is matched with the n-th time its warp's other
+lanes execute it: those accesses form one request (what a warp in lockstep issues together).
+Addresses are byte offsets within each array's allocation, the allocation placed at a 4 GiB
+boundary (GPU allocations are at least 256-byte aligned), so sectors fall where they would on the
+device. Atomics (``cuda.atomic.*``) are counted apart; slices (``A[i]`` of a 2-D array) are not
+traced (``untraced``). Nothing here prints; the simulator must be the active backend.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+
+SECTOR = 32  # bytes a sector (every NVIDIA GPU since Maxwell)
+WARP = 32
+KINDS = ("load", "store", "atomic")
+
+
+@dataclass
+class AccessStats:
+    """Requests of one kind (``load``, ``store`` or ``atomic``), of one instruction or all of them."""
+
+    requests: int = 0
+    sectors: int = 0  # summed over requests: the sectors each request fetched
+    bytes_used: int = 0  # summed over requests: distinct bytes the request's lanes asked for
+    ideal_sectors: int = 0  # summed over requests: ceil(bytes used / 32), at least 1
+
+    @property
+    def sectors_per_request(self) -> float | None:
+        return self.sectors / self.requests if self.requests else None
+
+    @property
+    def ideal_per_request(self) -> float | None:
+        """Sectors a request needs at least: its distinct bytes, packed into whole sectors."""
+        return self.ideal_sectors / self.requests if self.requests else None
+
+    @property
+    def efficiency_pct(self) -> float | None:
+        """Bytes used per byte fetched, in percent (ncu's smsp__sass_average_data_bytes_per_sector_*)."""
+        return 100.0 * self.bytes_used / (self.sectors * SECTOR) if self.sectors else None
+
+    def add(self, sectors: int, bytes_used: int) -> None:
+        self.requests += 1
+        self.sectors += sectors
+        self.bytes_used += bytes_used
+        self.ideal_sectors += max(1, -(-bytes_used // SECTOR))
+
+    def as_dict(self) -> dict:
+        return {"requests": self.requests, "sectors": self.sectors, "bytes_used": self.bytes_used,
+                "sectors_per_request": self.sectors_per_request, "ideal_sectors_per_request": self.ideal_per_request,
+                "efficiency_pct": self.efficiency_pct}
+
+
+@dataclass
+class Instruction:
+    """One traced load or store site: where it is and what its requests fetched."""
+
+    kind: str
+    where: str  # "file.py:LINE"
+    source: str  # the line's text, stripped
+    array: str  # the kernel's name for the array ("?" when it has none there)
+    stats: AccessStats = field(default_factory=AccessStats)
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "where": self.where, "array": self.array, "source": self.source,
+                **self.stats.as_dict()}
+
+
+def _sim_dir() -> str:
+    import numba.cuda.simulator as sim
+
+    return os.path.dirname(os.path.abspath(sim.__file__))
+
+
+class SectorTracer:
+    """``with SectorTracer() as tr: <launch simulated kernels>``; then :meth:`summary`.
+
+    Patches ``FakeCUDAArray.__getitem__``/``__setitem__`` for the duration of the block (the
+    simulator must be loaded: ``NUMBA_ENABLE_CUDASIM=1``). Thread-safe: the simulator runs a
+    block's threads as Python threads.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._requests: dict = {}  # (kind, block, warp, instr, n) -> {address: size}
+        self._seen: dict = {}  # (block, thread, instr) -> executions so far
+        self._code: dict = {}  # instr -> (kind hint, filename, line)
+        self._bases: dict = {}  # id(fake array) -> (fake array, virtual address of its element 0)
+        self._roots: dict = {}  # id(root ndarray) -> (root, virtual base)
+        self.untraced = 0  # accesses that were not scalar (slices, row views)
+        self._sim = _sim_dir()
+
+    # --- recording ------------------------------------------------------------------------------
+    def __enter__(self):
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        self._cls = FakeCUDAArray
+        self._orig = (FakeCUDAArray.__getitem__, FakeCUDAArray.__setitem__)
+        get, put = self._orig
+        tracer = self
+
+        def getitem(fake, idx):
+            tracer._record(fake, idx, "load")
+            return get(fake, idx)
+
+        def setitem(fake, idx, val):
+            tracer._record(fake, idx, "store")
+            return put(fake, idx, val)
+
+        FakeCUDAArray.__getitem__, FakeCUDAArray.__setitem__ = getitem, setitem
+        return self
+
+    def __exit__(self, *exc):
+        self._cls.__getitem__, self._cls.__setitem__ = self._orig
+        return False
+
+    def _base(self, fake) -> int:
+        hit = self._bases.get(id(fake))
+        if hit is not None and hit[0] is fake:
+            return hit[1]
+        ary = fake._ary
+        root = ary
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        r = self._roots.get(id(root))
+        if r is None or r[0] is not root:
+            r = self._roots[id(root)] = (root, (len(self._roots) + 1) << 32)
+        ptr = ary.__array_interface__["data"][0]
+        base = r[1] + ptr - root.__array_interface__["data"][0]
+        self._bases[id(fake)] = (fake, base)
+        return base
+
+    def _record(self, fake, idx, kind: str) -> None:
+        me = threading.current_thread()
+        bidx, tidx = getattr(me, "blockIdx", None), getattr(me, "threadIdx", None)
+        if bidx is None or tidx is None:
+            return  # host code, not a simulated thread
+        ary = fake._ary
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != ary.ndim or not all(isinstance(i, (int, np.integer)) for i in idx):
+            self.untraced += 1
+            return
+        offset = 0
+        for i, n, s in zip(idx, ary.shape, ary.strides):
+            i = int(i)
+            if i < 0:
+                i += n
+            if not 0 <= i < n:
+                return  # out of bounds: the access itself raises
+            offset += i * s
+        addr = self._base(fake) + offset
+        size = ary.itemsize
+        # the instruction: the first frame outside the simulator (the kernel or a device function)
+        f = sys._getframe(2)
+        atomic = False
+        while f is not None and f.f_code.co_filename.startswith(self._sim):
+            atomic = atomic or f.f_code.co_name in _ATOMIC_NAMES
+            f = f.f_back
+        if f is None:
+            return
+        instr = (f.f_code, _instruction(f.f_code, f.f_lasti))
+        if atomic:
+            kind = "atomic"
+        from numba.cuda.simulator import kernel as simkernel
+
+        ctx = simkernel._kernel_context
+        gd, bd = (ctx.gridDim, ctx.blockDim) if ctx is not None else ((1, 1, 1), (WARP, 1, 1))
+        gx, gy = (gd.x, gd.y) if hasattr(gd, "x") else gd[:2]
+        bx, by = (bd.x, bd.y) if hasattr(bd, "x") else bd[:2]
+        block = bidx.x + gx * (bidx.y + gy * bidx.z)
+        thread = tidx.x + bx * (tidx.y + by * tidx.z)
+        with self._lock:
+            key = (block, thread, instr, kind)
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+            self._requests.setdefault((kind, block, thread // WARP, instr, n), {})[addr] = size
+            if instr not in self._code:
+                self._code[instr] = (f.f_code.co_filename, f.f_lineno, _name_of(fake, f.f_locals))
+
+    # --- results --------------------------------------------------------------------------------
+    def instructions(self) -> list[Instruction]:
+        """Every traced site, in source order, with its requests' statistics."""
+        import linecache
+
+        sites: dict = {}
+        for (kind, _b, _w, instr, _n), addrs in self._requests.items():
+            site = sites.get((kind, instr))
+            if site is None:
+                fname, line, name = self._code[instr]
+                site = sites[(kind, instr)] = Instruction(
+                    kind, f"{_short(fname)}:{line}", linecache.getline(fname, line).strip(), name)
+            site.stats.add(*_sectors_and_bytes(addrs))
+        return sorted(sites.values(), key=lambda s: (s.where, s.kind))
+
+    def summary(self) -> dict:
+        """{kind: AccessStats over all sites} plus ``bytes_touched`` (distinct sectors x 32: the
+        footprint, what DRAM would move with a perfect cache), ``sector_bytes`` (every request's
+        sectors x 32, loads and stores: the traffic between the SMs and L2 without L1 reuse),
+        ``instructions`` and ``untraced``."""
+        totals = {k: AccessStats() for k in KINDS}
+        touched: set = set()
+        for (kind, *_), addrs in self._requests.items():
+            totals[kind].add(*_sectors_and_bytes(addrs))
+            for a, size in addrs.items():
+                touched.update(range(a // SECTOR, (a + size - 1) // SECTOR + 1))
+        return {**totals, "bytes_touched": len(touched) * SECTOR,
+                "sector_bytes": (totals["load"].sectors + totals["store"].sectors) * SECTOR,
+                "instructions": self.instructions(), "untraced": self.untraced}
+
+
+def _name_of(fake, names: dict) -> str:
+    """The local name under which the kernel sees ``fake`` (the simulator wraps each array argument
+    in a FakeWithinKernelCUDAArray whose ``_item`` is the FakeCUDAArray)."""
+    for k, v in names.items():
+        if v is fake or getattr(v, "__dict__", {}).get("_item") is fake:
+            return k
+    return "?"
+
+
+def _short(fname: str) -> str:
+    """``fname`` relative to the working folder when it is inside it, else as it is."""
+    if fname.startswith("<"):
+        return fname
+    rel = os.path.relpath(fname)
+    return fname if rel.startswith("..") else rel
+
+
+_OFFSETS: dict = {}
+
+
+def _instruction(code, lasti: int) -> int:
+    """The offset of the bytecode instruction that ``lasti`` is in. CPython 3.11+ reports a
+    specialized subscript (BINARY_SUBSCR_GETITEM) at the end of its inline cache, not at its
+    start, so the same load would otherwise look like two instructions."""
+    offs = _OFFSETS.get(code)
+    if offs is None:
+        import dis
+
+        offs = _OFFSETS[code] = [i.offset for i in dis.get_instructions(code)]
+    import bisect
+
+    k = bisect.bisect_right(offs, lasti) - 1
+    return offs[k] if k >= 0 else lasti
+
+
+_ATOMIC_NAMES = {"add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",
+                 "compare_and_swap", "cas"}
+
+
+def _sectors_and_bytes(addrs: dict) -> tuple[int, int]:
+    """(distinct sectors, distinct bytes) of one request's {address: size}."""
+    sectors: set = set()
+    used = 0
+    for a, size in addrs.items():
+        sectors.update(range(a // SECTOR, (a + size - 1) // SECTOR + 1))
+        used += size
+    return len(sectors), used
+
+
+def ideal_sectors(lanes: int, itemsize: int) -> int:
+    """Sectors a request of ``lanes`` consecutive ``itemsize``-byte elements needs (aligned)."""
+    return max(1, math.ceil(lanes * itemsize / SECTOR))

@@ -1,0 +1,678 @@
+"""``lab counters KERNEL``: what the hardware did during one call of each contender, and a verdict.
+
+Every kernel module explains why one rung beats the last (fewer bytes, coalesced loads, no bank
+conflicts, more occupancy); this module measures those claims. Data only: the CLI prints.
+
+Engines (the document's ``tool``):
+
+``ncu``
+    NVIDIA Nsight Compute's command line (``ncu``, found on PATH, under /usr/local/cuda/bin or
+    $CUDA_HOME/bin). It profiles a *separate* Python process (:func:`_child_main`) that prepares
+    every contender as ``lab run`` does, calls each once to compile and warm up, and then, for each
+    contender in turn: flushes L2 (outside any profiled range), opens a profiler range
+    (``cuProfilerStart``; ncu runs with ``--profile-from-start off``), launches a one-thread marker
+    kernel whose grid size numbers the contender, makes exactly one call, and closes the range. So
+    only the marker and the call's own kernels are profiled; the timer's kernels (the blocking
+    kernel, the L2 flush) never run inside a range, and any kernel whose name is the timer's is
+    dropped as well. A contender that launches several kernels (split-K, two-pass quantize,
+    cuBLAS, torch) gets the sum over its kernels (averages weighted by each kernel's duration).
+    ncu runs twice: first the DRAM bytes and the L2 hit rate, with ``--cache-control none`` so the
+    call's kernels share L2 as they do in ``lab run`` (one pass: no replay can warm L2 for itself),
+    then everything else with ncu's per-kernel replay and its default cache flush.
+``simulator``
+    Numba's CUDA simulator with :class:`lab.core.trace.SectorTracer`: sectors per request and
+    bytes touched from the recorded addresses of every warp's loads and stores, at small sizes.
+    DRAM, L2, occupancy and stalls are ``null`` there (nothing measures them).
+``cupti``
+    Reserved for the CUPTI range profiler (``cupti-python``); not implemented: without ncu the
+    command says so (one line, exit 2).
+
+Nsight Compute metrics (Nsight Compute "Profiling Guide", metrics reference): DRAM bytes
+``dram__bytes_read.sum``/``dram__bytes_write.sum``; global load requests and sectors
+``l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum``/``l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum``
+(and ``_op_st``); bytes used per sector ``smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct``;
+L2 hit rate ``lts__t_sector_hit_rate.pct``; bank conflicts
+``l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum``/``_op_st.sum`` against the shared
+instructions ``smsp__inst_executed_op_shared_ld.sum``/``_st.sum``; achieved occupancy
+``sm__warps_active.avg.pct_of_peak_sustained_active``; theoretical occupancy
+``sm__maximum_warps_per_active_cycle_pct`` (for the Numba rungs, lab's own calculator,
+:mod:`lab.core.occupancy`, as ``lab occupancy`` shows); throughput
+``dram__throughput.avg.pct_of_peak_sustained_elapsed`` and ``sm__throughput.avg.pct_of_peak_sustained_elapsed``;
+stall reasons ``smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio``.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+from lab.core.errors import SCHEMA_VERSION, LabError
+
+SIM_LABEL = "simulated: from the recorded addresses"
+# Small sizes for the simulator: seconds a kernel, yet whole warps and whole 128-byte lines, so the
+# sector counts are those of the ladder's main loops.
+SIM_SIZES = {"vecadd": (4096,), "matvec": (32, 256), "matmul": (32, 32, 32), "softmax": (8, 256),
+             "quantize": (4096,), "dequantize": (8, 256), "quantize_per_channel": (8, 256)}
+SIM_SWITCH_INTERVAL = 5e-4  # s: the simulator's barriers wait on Python's thread switch (5 ms by default)
+
+ROW_KEYS = ("contender", "variant", "dram_read_bytes", "dram_write_bytes", "min_bytes", "sectors_per_request",
+            "load_efficiency_pct", "l2_hit_pct", "bank_conflicts", "achieved_occupancy_pct",
+            "theoretical_occupancy_pct", "top_stalls")
+
+# --- Nsight Compute --------------------------------------------------------------------------------
+NCU_FIX = ("install Nsight Compute (the CUDA toolkit's ncu, e.g. /usr/local/cuda/bin/ncu) or put ncu on PATH; "
+           "without a GPU, lab counters KERNEL --sim counts sectors in the simulator")
+PERM_FIX = ("let this user read the GPU's performance counters: run as root, or load the driver with "
+            "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+MARKER = "lab_counters_mark"
+TIMER_KERNELS = re.compile(r"block_until_released|_flush_l2|timing\W+\w*(flush|spin)|\bspin\b")
+STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
+STALLS = f"regex:^{STALL_PREFIX}[a-z_]+{re.escape(STALL_SUFFIX)}$"
+# phase 1: the call as lab run times it (L2 flushed before the call, kept between its kernels)
+DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
+                "gpu__time_duration.sum"]
+# phase 2: per-kernel replay, caches flushed before each kernel (ncu's default)
+DETAIL_METRICS = ["gpu__time_duration.sum",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
+                  "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+                  "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+                  "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+                  "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
+                  "lts__t_sectors_srcunit_tex_op_read.sum",
+                  "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
+                  "dram__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+                  STALLS]
+PHASES = (("dram", DRAM_METRICS, "none"), ("detail", DETAIL_METRICS, "all"))
+TIME_UNITS = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}  # to ns
+PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
+
+
+def unit_scale(unit: str) -> float:
+    """The factor from ``unit`` to the base unit (bytes, sectors, ..., ns): "Mbyte" 1e6, "Ksector" 1e3,
+    "usecond" 1e3, "KiB" 1024, "%" 1. ``--print-units base`` makes all of them 1; this reads logs
+    made without it."""
+    u = unit.strip().lower()
+    if u in TIME_UNITS:
+        return TIME_UNITS[u]
+    if len(u) == 3 and u[1:] == "ib" and u[0] in PREFIXES:
+        return 1024.0 ** (" kmgt".index(u[0]))
+    if len(u) > 1 and u[0] in PREFIXES and u[1:] in ("byte", "sector", "request", "inst", "warp", "cycle", "thread",
+                                                       "block", "wavefront"):
+        return PREFIXES[u[0]]
+    return 1.0
+
+
+def find_ncu() -> str | None:
+    """The ncu executable: $LAB_NCU, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, /opt/nvidia/nsight-compute."""
+    env = os.environ.get("LAB_NCU")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    found = shutil.which("ncu")
+    if found:
+        return found
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    cands = [os.path.join(h, "bin", "ncu") for h in homes if h]
+    cands += sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)
+    return next((c for c in cands if os.access(c, os.X_OK)), None)
+
+
+def ncu_command(ncu: str, metrics: list[str], cache_control: str, log: str, child: list[str]) -> list[str]:
+    """The ncu command line that profiles ``child`` (a Python command) into the CSV log ``log``."""
+    return [ncu, "--csv", "--page", "raw", "--print-units", "base", "--profile-from-start", "off",
+            "--target-processes", "all", "--cache-control", cache_control, "--replay-mode", "kernel",
+            "--clock-control", "none",  # the GPU's own clocks, as lab run times it (and no clock-locking rights needed)
+            "--metrics", ",".join(metrics), "--log-file", log, *child]
+
+
+def _number(text: str) -> float | None:
+    text = (text or "").strip().replace(",", "")
+    if text in ("", "n/a", "N/A", "-"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def parse_ncu_csv(text: str) -> list[dict]:
+    """Kernels of an ``ncu --csv`` log (``--page raw``: one row a kernel, a metric a column, an
+    optional row of units; or ``--page details``: one row a metric), in profiling order.
+
+    Each: {"id", "name", "grid" (the Grid Size column or None), "metrics": {name: value in base
+    units (bytes, ns, %)}}. Lines that are not CSV (``==PROF==``, the program's own output) are
+    skipped. ValueError when there is no header.
+    """
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        raise ValueError("no ncu CSV header in the log")
+    body = [line for line in lines[start:] if line.startswith('"')]
+    rows = list(csv.reader(io.StringIO("\n".join(body))))
+    head = rows[0]
+    col = {name: i for i, name in enumerate(head)}
+    kernels: dict = {}
+    if "Metric Name" in col:  # details page: one row per metric
+        for r in rows[1:]:
+            if len(r) < len(head):
+                continue
+            k = kernels.setdefault(r[col["ID"]], _kernel(r, col))
+            scale = unit_scale(r[col["Metric Unit"]])
+            v = _number(r[col["Metric Value"]])
+            k["metrics"][r[col["Metric Name"]]] = None if v is None else v * scale
+        return list(kernels.values())
+    fixed = {"ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+             "Grid Size", "Device", "CC", "Kernel Time"}
+    units = {}
+    data = rows[1:]
+    if data and not data[0][col["ID"]].strip():  # the units row
+        units = {name: data[0][i].strip().lower() for name, i in col.items()}
+        data = data[1:]
+    for r in data:
+        if len(r) < len(head):
+            continue
+        k = _kernel(r, col)
+        for name, i in col.items():
+            if name not in fixed:
+                v = _number(r[i])
+                k["metrics"][name] = None if v is None else v * unit_scale(units.get(name, ""))
+        kernels[k["id"]] = k
+    return list(kernels.values())
+
+
+def _kernel(r, col) -> dict:
+    grid = r[col["Grid Size"]] if "Grid Size" in col else None
+    return {"id": r[col["ID"]], "name": r[col["Kernel Name"]], "grid": grid, "metrics": {}}
+
+
+def _marker_index(k: dict) -> int | None:
+    """The contender index a marker kernel carries in its grid size (grid = index + 1: the Grid Size
+    column, or ``launch__grid_size`` where a log has it), else None."""
+    if MARKER not in k["name"]:
+        return None
+    g = k["metrics"].get("launch__grid_size")
+    if g is None and k.get("grid"):
+        nums = re.findall(r"\d+", k["grid"])
+        g = np.prod([int(n) for n in nums]) if nums else None
+    return int(g) - 1 if g else None
+
+
+def group_by_marker(kernels: list[dict]) -> dict[int, list[dict]]:
+    """{contender index: its kernels}: the kernels after each marker, up to the next; the timer's
+    kernels (should any have been profiled) are dropped."""
+    groups: dict = {}
+    current = None
+    for k in kernels:
+        idx = _marker_index(k)
+        if idx is not None:
+            current = idx
+            groups.setdefault(idx, [])
+        elif current is not None and not TIMER_KERNELS.search(k["name"]):
+            groups[current].append(k)
+    return groups
+
+
+def _sum(ks, name):
+    vals = [k["metrics"].get(name) for k in ks]
+    vals = [v for v in vals if v is not None]
+    return sum(vals) if vals else None
+
+
+def _weighted(ks, name, weight="gpu__time_duration.sum"):
+    """Average of ``name`` over kernels ``ks``, weighted by ``weight`` (each kernel's duration)."""
+    pairs = [(k["metrics"].get(name), k["metrics"].get(weight) or 0) for k in ks]
+    pairs = [(v, w) for v, w in pairs if v is not None]
+    if not pairs:
+        return None
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total else sum(v for v, _ in pairs) / len(pairs)
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def aggregate(dram: list[dict], detail: list[dict]) -> dict:
+    """One contender's numbers from its kernels of the two phases (sums; duration-weighted averages)."""
+    ld_sectors = _sum(detail, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    ld_requests = _sum(detail, "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+    st_sectors = _sum(detail, "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum")
+    st_requests = _sum(detail, "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum")
+    eff = _weighted(detail, "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",
+                    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    conf_ld = _sum(detail, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum")
+    conf_st = _sum(detail, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum")
+    sh_ld = _sum(detail, "smsp__inst_executed_op_shared_ld.sum")
+    sh_st = _sum(detail, "smsp__inst_executed_op_shared_st.sum")
+    conflicts = None if conf_ld is None and conf_st is None else (conf_ld or 0) + (conf_st or 0)
+    shared = None if sh_ld is None and sh_st is None else (sh_ld or 0) + (sh_st or 0)
+    stalls = {}
+    for k in detail:
+        for name in k["metrics"]:
+            if name.startswith(STALL_PREFIX) and name.endswith(STALL_SUFFIX):
+                stalls[name[len(STALL_PREFIX):-len(STALL_SUFFIX)]] = _weighted(detail, name)
+    stalls = {k: v for k, v in stalls.items() if v}
+    total = sum(stalls.values())
+    top = [{"reason": k, "cycles_per_instruction": v, "pct": 100 * v / total}
+           for k, v in sorted(stalls.items(), key=lambda kv: -kv[1])[:3]] if stalls else None
+    duration = _sum(dram, "gpu__time_duration.sum") or _sum(detail, "gpu__time_duration.sum")
+    l2_read = _sum(detail, "lts__t_sectors_srcunit_tex_op_read.sum")
+    return {
+        "dram_read_bytes": _sum(dram, "dram__bytes_read.sum"),
+        "dram_write_bytes": _sum(dram, "dram__bytes_write.sum"),
+        "sectors_per_request": _ratio(ld_sectors, ld_requests),
+        "store_sectors_per_request": _ratio(st_sectors, st_requests),
+        "load_efficiency_pct": eff,
+        "ideal_sectors_per_request": (_ratio(ld_sectors, ld_requests) * min(eff, 100.0) / 100
+                                      if eff is not None and ld_requests else None),
+        "load_sectors": ld_sectors, "load_requests": ld_requests,
+        "l2_hit_pct": _weighted(dram, "lts__t_sector_hit_rate.pct"),
+        "l2_read_bytes": None if l2_read is None else 32 * l2_read,
+        "bank_conflicts": conflicts, "bank_conflicts_load": conf_ld, "bank_conflicts_store": conf_st,
+        "shared_instructions": shared,
+        "bank_ways": 1 + conflicts / shared if conflicts is not None and shared else None,
+        "achieved_occupancy_pct": _weighted(detail, "sm__warps_active.avg.pct_of_peak_sustained_active"),
+        "theoretical_occupancy_pct": _weighted(detail, "sm__maximum_warps_per_active_cycle_pct"),
+        "dram_throughput_pct": _weighted(detail, "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        "sm_throughput_pct": _weighted(detail, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
+        "top_stalls": top,
+        "duration_ms": None if duration is None else duration / 1e6,
+        "kernels": len(detail or dram),
+        "kernel_names": [_short_name(k["name"]) for k in (detail or dram)],
+    }
+
+
+def _short_name(name: str) -> str:
+    """A kernel's name without its argument list and Numba's ``[abi:...]`` tag."""
+    name = re.sub(r"\[abi:[^\]]*\]", "", name)
+    depth, out = 0, []
+    for ch in name:  # drop the outermost (...) argument list
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    return "".join(out).strip() or name
+
+
+def ncu_failure(log: str, returncode: int) -> str | None:
+    """One line saying why an ncu run failed (None when it did not): no permission for the
+    counters, unknown metrics, a crashed program, nothing profiled."""
+    if "ERR_NVGPUCTRPERM" in log:
+        return f"ncu may not read the GPU performance counters (ERR_NVGPUCTRPERM): {PERM_FIX}"
+    errors = [line.split("==ERROR==", 1)[1].strip() for line in log.splitlines() if "==ERROR==" in line]
+    if errors:
+        return f"ncu failed: {errors[0]}"
+    if "No kernels were profiled" in log:
+        return "ncu profiled no kernel (is cuProfilerStart reaching the driver?)"
+    if returncode != 0:
+        return f"ncu exited with code {returncode}"
+    return None
+
+
+def unknown_metrics(log: str, metrics: list[str]) -> list[str]:
+    """The requested metrics that an ncu error line names (a metric this GPU or ncu lacks)."""
+    bad = []
+    for line in log.splitlines():
+        if "==ERROR==" in line and "metric" in line.lower():
+            # ncu may name the metric as asked or as the regex it made of it (regex:^NAME\.(sum|...)$)
+            bad += [m for m in metrics if m in line or (len(_base(m)) > 6 and _base(m) in line)]
+            if not bad and STALLS in metrics:
+                bad.append(STALLS)  # the regex: the likeliest to be refused
+    return list(dict.fromkeys(bad))
+
+
+def _base(metric: str) -> str:
+    """A metric's name without ``regex:``, anchors and its roll-up suffix (``.sum``, ``.pct`` ...)."""
+    return re.sub(r"^regex:\^?", "", metric).split(".")[0].split("\\")[0].split("[")[0]
+
+
+def passes(log: str) -> int:
+    """The most replay passes ncu reported for one kernel (``... 100% - N passes``), 0 if none."""
+    found = [int(n) for n in re.findall(r"-\s*(\d+)\s+pass", log)]
+    return max(found, default=0)
+
+
+# --- the verdict -------------------------------------------------------------------------------------
+def verdict(row: dict) -> str:
+    """One line in the field's terms, from whatever the row measured (None values are skipped)."""
+    parts = []
+    spr, ideal = row.get("sectors_per_request"), row.get("ideal_sectors_per_request")
+    if spr is not None and ideal and spr > 1.5 * ideal:
+        where = f" (worst: {row['worst_load']})" if row.get("worst_load") else ""
+        parts.append(f"uncoalesced: {spr:.1f} sectors per request where {ideal:.1f} suffice{where}")
+    ways = row.get("bank_ways")
+    if ways is not None and ways >= 1.5:
+        ld, st = row.get("bank_conflicts_load") or 0, row.get("bank_conflicts_store") or 0
+        which = "loads and stores" if ld and st else ("stores" if st > ld else "loads")
+        parts.append(f"{ways:.1f}-way bank conflicts on shared {which}")
+    ratio = _ratio((row.get("dram_read_bytes") or 0) + (row.get("dram_write_bytes") or 0), row.get("min_bytes")) \
+        if row.get("dram_read_bytes") is not None else None
+    dram, sm = row.get("dram_throughput_pct"), row.get("sm_throughput_pct")
+    occ = row.get("achieved_occupancy_pct")
+    times = f", {ratio:.2f}x minimum bytes" if ratio is not None else ""
+    if dram is not None and dram >= 60:
+        parts.append(f"memory-bound: {dram:.0f}% of DRAM peak{times}")
+    elif sm is not None and sm >= 60:
+        parts.append(f"compute-bound: {sm:.0f}% of SM peak")
+    elif ratio is not None and ratio > 1.5:
+        parts.append(f"excess traffic: DRAM bytes {ratio:.1f}x the minimum")
+    elif dram is not None:
+        stall = (row.get("top_stalls") or [{}])[0].get("reason")
+        low = f", {occ:.0f}% achieved occupancy" if occ is not None and occ < 30 else ""
+        parts.append(f"latency-bound: {dram:.0f}% of DRAM peak, {sm or 0:.0f}% of SM peak{low}"
+                     + (f", mostly stalled on {stall}" if stall else ""))
+    if not parts and spr is not None:
+        parts.append(f"coalesced: {spr:.1f} sectors per request (the minimum {ideal:.1f})" if ideal
+                     else f"{spr:.1f} sectors per request")
+    fetched, touched = row.get("sector_bytes"), row.get("bytes_touched")
+    if fetched and touched and fetched > 3 * touched:
+        parts.append(f"fetches {fetched / touched:.1f}x the bytes it touches (re-reads through L1/L2)")
+    return "; ".join(parts) or "no counters"
+
+
+# --- the command ---------------------------------------------------------------------------------------
+def _resolve(kernel, variants, size, threads, dtype, simulator):
+    import kernels as K
+
+    try:
+        spec = K.load(kernel)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+    for v in variants or []:
+        if v not in spec.variants:
+            raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
+    if dtype not in spec.dtypes:
+        raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
+    try:
+        shape = spec.parse_size(size) if size else (SIM_SIZES.get(spec.name) or spec.default_size(True)
+                                                   if simulator else spec.default_size(False))
+    except ValueError as e:
+        raise LabError(str(e)) from None
+    threads = threads if threads is not None else (32 if simulator else 256)
+    if not 1 <= threads <= 1024:
+        raise LabError(f"--threads {threads}: threads per block must be 1..1024")
+    return spec, tuple(shape), threads, list(variants or spec.variants)
+
+
+def counters(kernel: str, backend: str, variants: list[str] | None = None, size: str | None = None,
+             threads: int | None = None, dtype: str = "float32", contenders: list[str] | None = None,
+             seed: int = 0, progress=None, phases: tuple[str, ...] = ("dram", "detail")) -> dict:
+    """The ``lab counters --json`` document (docs/schemas/counters.json); LabError on bad input or
+    when no engine can run here (one line: the reason and the fix). ``phases`` (ncu only): "dram"
+    (DRAM bytes, L2 hit rate) and/or "detail" (everything else); the other's values are null."""
+    simulator = backend == "simulator"
+    if not simulator:
+        ncu = find_ncu()
+        if ncu is None:  # fail before any work
+            raise LabError(f"lab counters needs Nsight Compute (ncu), which was not found: {NCU_FIX}")
+    spec, shape, threads, names = _resolve(kernel, variants, size, threads, dtype, simulator)
+    who = contenders or ["numba", "cupy", "torch"]
+    for c in who:
+        if c not in ("numba", "numpy", "cupy", "torch"):
+            raise LabError(f"unknown contender {c!r}; choose from: numba, numpy, cupy, torch")
+    doc = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "size": list(shape), "dtype": dtype,
+           "threads_per_block": threads, "seed": seed}
+    if simulator:
+        if "numba" not in who:
+            raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
+                           "run on a GPU for the CuPy and torch ops")
+        doc.update(_simulate(spec, shape, threads, dtype, names, seed, progress))
+        libs = [c for c in who if c in ("cupy", "torch")]
+        if libs and contenders:
+            doc["notes"].append(f"{', '.join(libs)}: not counted in the simulator (they run on a GPU only)")
+    else:
+        doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
+                            [p for p in PHASES if p[0] in phases]))
+    for r in doc["rows"]:
+        r["verdict"] = verdict(r) if r["status"] == "ok" else r["reason"]
+    return doc
+
+
+def _blank_row(contender, variant, min_bytes, status="ok", reason="") -> dict:
+    row = dict.fromkeys(ROW_KEYS)
+    row.update(contender=contender, variant=variant, min_bytes=min_bytes, status=status, reason=reason)
+    return row
+
+
+def _simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
+    from lab.core import resources
+    from lab.core.device import describe
+    from lab.core.trace import SectorTracer
+
+    min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
+    rows, notes = [], [f"{SIM_LABEL}: every warp's global loads and stores in Numba's CUDA simulator, "
+                       "32-byte sectors per request; DRAM, L2, occupancy and stalls need a GPU (null)"]
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(SIM_SWITCH_INTERVAL)
+    try:
+        for i, v in enumerate(names):
+            if progress:
+                progress(i, len(names), f"numba {v}")
+            why = spec.variants[v].accepts(threads)
+            if why:
+                rows.append(_blank_row("numba", v, min_bytes, "skipped", f"{v} {why}"))
+                continue
+            with SectorTracer() as tr:
+                try:
+                    resources.run_variant(spec, v, shape, threads, dtype, seed)
+                except Exception as e:  # a rung that raises is a row, not a crash
+                    rows.append(_blank_row("numba", v, min_bytes, "FAIL", f"raised {type(e).__name__}: {e}"))
+                    continue
+            rows.append(_sim_row(v, tr.summary(), min_bytes))
+    finally:
+        sys.setswitchinterval(old)
+    if progress:
+        progress(len(names), len(names), "done")
+    return {"device": describe(True), "tool": "simulator", "engine": SIM_LABEL, "rows": rows, "notes": notes}
+
+
+def _sim_row(variant: str, s: dict, min_bytes: int) -> dict:
+    row = _blank_row("numba", variant, min_bytes)
+    ld, st = s["load"], s["store"]
+    loads = [i for i in s["instructions"] if i.kind == "load"]
+    worst = max(loads, key=lambda i: (i.stats.sectors_per_request or 0, i.stats.requests), default=None)
+    row.update(sectors_per_request=ld.sectors_per_request, load_efficiency_pct=ld.efficiency_pct,
+               ideal_sectors_per_request=ld.ideal_per_request, store_sectors_per_request=st.sectors_per_request,
+               load_requests=ld.requests, load_sectors=ld.sectors, store_requests=st.requests,
+               store_sectors=st.sectors, atomic_requests=s["atomic"].requests,
+               bytes_touched=s["bytes_touched"], sector_bytes=s["sector_bytes"],
+               worst_load=(f"{worst.array} at {worst.where}, {worst.stats.sectors_per_request:.1f} a request"
+                           if worst and worst.stats.sectors_per_request else None),
+               instructions=[i.as_dict() for i in s["instructions"]], untraced=s["untraced"], top_stalls=None,
+               source=SIM_LABEL)
+    return row
+
+
+# --- ncu: the parent ---------------------------------------------------------------------------------
+def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES) -> dict:
+    from lab.core.session import child_env
+
+    min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
+    request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
+               "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
+               "warmup": 2}
+    env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1")
+    by_phase, notes, result = {}, [], None
+    with tempfile.TemporaryDirectory(prefix="lab-counters-") as tmp:
+        req_path, out_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
+        with open(req_path, "w") as f:
+            json.dump(request, f)
+        child = [sys.executable, "-c", "import sys; from lab.inspect.counters import _child_main; "
+                 "_child_main(sys.argv[1], sys.argv[2])", req_path, out_path]
+        for n, (phase, metrics, cache) in enumerate(phases):
+            if progress:
+                progress(n, len(phases), f"ncu run {n + 1} of {len(phases)} ({phase}): {len(names)} rungs + libraries")
+            metrics = list(metrics)
+            for _attempt in range(4):
+                if os.path.exists(out_path):  # each run writes its own: a stale one must not pass for it
+                    os.unlink(out_path)
+                log = os.path.join(tmp, f"{phase}.csv")
+                proc = subprocess.run(ncu_command(ncu, metrics, cache, log, child), capture_output=True, text=True,
+                                      env=env, timeout=900)
+                text = open(log).read() if os.path.exists(log) else ""
+                out = text + proc.stdout + proc.stderr
+                bad = unknown_metrics(out, metrics) if "==ERROR==" in out else []
+                if bad and len(bad) < len(metrics):
+                    notes.append(f"ncu does not know {', '.join(bad)} here: reported as null")
+                    metrics = [m for m in metrics if m not in bad]
+                    continue
+                break
+            why = ncu_failure(out, proc.returncode)
+            if why is None and not os.path.exists(out_path):
+                tail = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+                why = f"the profiled program failed: {tail[-1] if tail else 'no output'}"
+            if why:
+                raise LabError(why)
+            try:  # the CSV is in the log file (--log-file); should a version print it on stdout, read it there
+                by_phase[phase] = group_by_marker(parse_ncu_csv(text if '"ID"' in text else proc.stdout))
+            except ValueError:
+                raise LabError(f"ncu wrote no CSV: {(out.strip().splitlines() or ['no output'])[-1]}") from None
+            if phase == "dram" and passes(out) > 1:
+                notes.append(f"the DRAM pass needed {passes(out)} replay passes: later passes found L2 warm, so DRAM "
+                             "bytes may be low for data smaller than L2")
+        with open(out_path) as f:
+            result = json.load(f)
+    if progress:
+        progress(len(phases), len(phases), "done")
+    rows = []
+    for entry in result["entries"]:
+        row = _blank_row(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
+        if entry["status"] == "ok":
+            i = entry["index"]
+            dram, detail = by_phase.get("dram", {}).get(i), by_phase.get("detail", {}).get(i)
+            if dram is None and detail is None:
+                row.update(status="skipped", reason="ncu profiled none of its kernels")
+            else:
+                row.update(aggregate(dram or [], detail or []))
+                if entry.get("theoretical_occupancy_pct") is not None:  # lab's calculator, as lab occupancy
+                    row["theoretical_occupancy_pct"] = entry["theoretical_occupancy_pct"]
+                    row["theoretical_occupancy_source"] = "lab occupancy (the CUDA occupancy calculator)"
+                elif row.get("theoretical_occupancy_pct") is not None:
+                    row["theoretical_occupancy_source"] = "ncu (sm__maximum_warps_per_active_cycle_pct)"
+                if row["dram_read_bytes"] is not None and min_bytes:
+                    row["dram_bytes_ratio"] = (row["dram_read_bytes"] + (row["dram_write_bytes"] or 0)) / min_bytes
+        rows.append(row)
+    version = _ncu_version(ncu)
+    notes.insert(0, "one call per contender after warm-up, L2 flushed before it; DRAM bytes and L2 hit rate with the "
+                    "call's kernels sharing L2 (ncu --cache-control none), everything else per kernel (ncu's "
+                    "replay, caches flushed); several kernels: summed, averages weighted by duration")
+    return {"device": result["device"], "tool": "ncu", "engine": f"Nsight Compute {version} ({ncu})".replace("  ", " "),
+            "rows": rows, "notes": notes}
+
+
+def _ncu_version(ncu: str) -> str:
+    try:
+        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(r"Version\s+([\w.\-]+)", out)
+    return m.group(1) if m else ""
+
+
+# --- ncu: the profiled child ---------------------------------------------------------------------------
+def _marker_kernel():
+    from kernels.compiler import cuda
+
+    @cuda.jit
+    def lab_counters_mark(index):
+        """Does nothing; its grid size (index + 1 blocks of 1 thread) numbers the contender after it."""
+        if cuda.grid(1) == 0 and index < 0:
+            pass
+
+    return lab_counters_mark
+
+
+def _profiler():
+    """(start, stop): cuProfilerStart/Stop through Numba (numba-cuda), else cuda-bindings."""
+    from kernels.compiler import cuda
+
+    if hasattr(cuda, "profile_start"):
+        return cuda.profile_start, cuda.profile_stop
+    from cuda.bindings import driver
+
+    return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
+
+
+def _child_main(request_path: str, result_path: str) -> None:
+    """In the process ncu profiles: prepare every contender, warm it up, then one profiled call each
+    (after an unprofiled L2 flush, behind its marker); writes the entries and the device."""
+    with open(request_path) as f:
+        req = json.load(f)
+    from lab.core.session import select
+
+    select("gpu")
+    import kernels as K
+    from kernels.compiler import cuda
+    from lab.core import contenders as C
+    from lab.core import timing
+    from lab.core.device import describe
+    from lab.core.occupancy import launch_usage
+
+    spec = K.load(req["kernel"])
+    size, dtype, threads = tuple(req["size"]), np.dtype(req["dtype"]), req["threads"]
+    inputs = spec.make_inputs(size, dtype, np.random.default_rng(req["seed"]))
+    entries, ready = [], []
+    for v in req["variants"]:
+        variant = spec.variants[v]
+        why = variant.accepts(threads)
+        if why:
+            entries.append({"contender": "numba", "variant": v, "status": "skipped", "reason": f"{v} {why}"})
+            continue
+        try:
+            prepared = C.prepare_numba(spec, size, variant, variant.launch(size, threads), inputs, False)
+            occ = launch_usage(spec, v, threads, False, size).get("occupancy")
+        except Exception as e:
+            entries.append({"contender": "numba", "variant": v, "status": "FAIL", "reason": f"{type(e).__name__}: {e}"})
+            continue
+        ready.append(({"contender": "numba", "variant": v,
+                       "theoretical_occupancy_pct": None if occ is None else 100 * occ}, prepared))
+    for lib in req["contenders"]:
+        why = C.why_unavailable(lib, False)
+        if why:
+            entries.append({"contender": lib, "variant": "-", "status": "skipped", "reason": why})
+            continue
+        for label in C.library_labels(lib, spec.name):
+            try:
+                ready.append(({"contender": lib, "variant": label}, C.prepare_library(lib, spec, size, label, inputs)))
+            except Exception as e:
+                entries.append({"contender": lib, "variant": label, "status": "FAIL",
+                                "reason": f"{type(e).__name__}: {e}"})
+    mark = _marker_kernel()
+    mark[1, 1](0)  # compile + load outside any profiled range
+    timing._flush_l2()  # the timer's flush: compiled and run outside any range
+    start, stop = _profiler()
+    warm = []
+    for meta, p in ready:
+        try:
+            for _ in range(1 + req["warmup"]):
+                p.call()
+            p.sync()
+            warm.append((meta, p))
+        except Exception as e:
+            entries.append({**meta, "status": "FAIL", "reason": f"{type(e).__name__}: {e}"})
+    for i, (meta, p) in enumerate(warm):
+        timing._flush_l2()
+        cuda.synchronize()
+        start()
+        mark[i + 1, 1](i)
+        p.call()
+        p.sync()
+        stop()
+        entries.append({**meta, "status": "ok", "index": i})
+    order = {(e["contender"], e["variant"]): n for n, e in enumerate(
+        [{"contender": "numba", "variant": v} for v in req["variants"]])}
+    entries.sort(key=lambda e: (("numba", "cupy", "torch").index(e["contender"]),
+                                order.get((e["contender"], e["variant"]), 0)))
+    with open(result_path, "w") as f:
+        json.dump({"device": describe(False), "entries": entries}, f)

@@ -1,0 +1,251 @@
+"""The lessons checked against hardware counters and NVIDIA's compute-sanitizer (issue 21, sections
+2-4). Marked ``gpu`` and skipped unless a real GPU and the tool are here (never in the simulator:
+``-m gpu`` also runs there in CI). Each kernel's counters come from one ``lab counters`` run
+(:func:`lab.inspect.counters.counters`, Nsight Compute), shared by the tests of that kernel.
+
+    python -m pytest -m gpu tests/test_hardware_gpu.py -n 8 --dist loadgroup
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from lab.inspect import counters as K
+from lab.inspect import sanitize as S
+from tests.conftest import SIMULATOR
+
+needs_ncu = pytest.mark.skipif(SIMULATOR or K.find_ncu() is None,
+                               reason="needs a CUDA GPU and Nsight Compute (ncu)")
+needs_sanitizer = pytest.mark.skipif(SIMULATOR or S.find_sanitizer() is None,
+                                     reason="needs a CUDA GPU and compute-sanitizer")
+pytestmark = pytest.mark.gpu
+
+
+def _counters(kernel, variants, size, threads=256, phases=("dram", "detail")):
+    doc = K.counters(kernel, "gpu", variants, size, threads, contenders=["numba"], phases=phases)
+    rows = {r["variant"]: r for r in doc["rows"]}
+    for v in variants:
+        assert rows[v]["status"] == "ok", f"{kernel} {v}: {rows[v]['verdict']}"
+    print(json.dumps({v: {k: rows[v].get(k) for k in ("dram_read_bytes", "dram_write_bytes", "min_bytes",
+                                                      "sectors_per_request", "load_requests", "load_sectors",
+                                                      "bank_conflicts", "bank_ways", "verdict")}
+                      for v in variants}, indent=1, default=str))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def vecadd():
+    return _counters("vecadd", ["element_per_thread", "four_per_thread"], "67108864", phases=("dram",))
+
+
+@pytest.fixture(scope="module")
+def matvec():
+    return _counters("matvec", ["row_per_thread", "warp_per_row", "warp_per_row_shared_x"], "16384x4096",
+                     phases=("detail",))
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    return _counters("softmax", ["naive", "fused", "online"], "8192x8192", phases=("dram",))
+
+
+@pytest.fixture(scope="module")
+def matmul():
+    return _counters("matmul", ["naive", "shared", "register_tiled"], "2048")
+
+
+@pytest.fixture(scope="module")
+def quantize():
+    return _counters("quantize", ["atomic_per_block", "block_partials", "l2_tail_first"], "67108864",
+                     phases=("dram",))
+
+
+# --- section 3: the lessons' claims ----------------------------------------------------------------------------
+@needs_ncu
+@pytest.mark.xdist_group("vecadd")
+def test_vecadd_moves_the_minimum_bytes(vecadd):
+    """Reads: a and b once each, within 5%. Writes: at most c once; up to the L2's size of them may still
+    sit dirty in L2 when the kernel ends (written back later, after the measurement), so not fewer
+    than c less 64 MB."""
+    n = 67108864
+    for v, r in vecadd.items():
+        read, write = r["dram_read_bytes"], r["dram_write_bytes"]
+        assert abs(read / (2 * 4 * n) - 1) < 0.05, f"{v}: read {read:,.0f} B against {2 * 4 * n:,} B"
+        assert 4 * n - 64e6 <= write <= 1.05 * 4 * n, f"{v}: wrote {write:,.0f} B against {4 * n:,} B"
+
+
+@needs_ncu
+@pytest.mark.xdist_group("matvec")
+def test_matvec_row_per_thread_loads_at_least_4x_the_sectors_of_warp_per_row(matvec):
+    row, warp = matvec["row_per_thread"], matvec["warp_per_row"]
+    # row_per_thread: A 32 sectors a request (rows 16 KB apart), x 1 (a broadcast): 16.5; warp_per_row: 4
+    assert row["sectors_per_request"] >= 4 * warp["sectors_per_request"]
+    assert row["verdict"].startswith("uncoalesced")
+
+
+@needs_ncu
+@pytest.mark.xdist_group("matvec")
+def test_matvec_shared_x_reads_x_once_per_block_not_once_per_row(matvec):
+    """At the global-load level (L1 sectors): x is 16 KB and lives in L2 either way, so DRAM cannot tell;
+    what the rung saves is the global loads of x, once a block (8 rows at 256 threads) not once a row."""
+    rows, cols, rows_per_block = 16384, 4096, 256 // 32
+    a_sectors = rows * cols * 4 / 32
+    x_sectors = cols * 4 / 32
+    warp, shared = matvec["warp_per_row"], matvec["warp_per_row_shared_x"]
+    assert warp["load_sectors"] >= 0.95 * (a_sectors + x_sectors * rows)  # x once a row
+    assert shared["load_sectors"] <= 1.05 * (a_sectors + x_sectors * rows / rows_per_block)  # x once a block
+
+
+@needs_ncu
+@pytest.mark.xdist_group("softmax")
+def test_softmax_fused_and_online_read_the_input_once_naive_about_five_times(softmax):
+    x_bytes = 8192 * 8192 * 4
+    for v in ("fused", "online"):
+        assert softmax[v]["dram_read_bytes"] <= 1.1 * x_bytes, v
+    ratio = softmax["naive"]["dram_read_bytes"] / x_bytes
+    assert 3.5 <= ratio <= 5.5, f"naive read the matrix {ratio:.2f} times (5 reads, L2 keeps each launch's tail)"
+
+
+@needs_ncu
+@pytest.mark.xdist_group("matmul")
+def test_matmul_tiles_cut_global_loads_by_their_tile_factor_and_dram_traffic(matmul):
+    """The docstrings' claim is per element fetched from global memory: naive 2 loads an FMA, shared
+    (16 x 16 tiles) 2 a 16 FMAs, register_tiled 16 a 1024 FMAs (128 x 128 tile, 8 x 8 a thread): load
+    requests fall by the tile factor. DRAM traffic falls too, but less: L2 already serves most of naive's
+    re-reads."""
+    naive, shared, tiled = matmul["naive"], matmul["shared"], matmul["register_tiled"]
+    assert naive["load_requests"] >= 0.9 * 16 * shared["load_requests"]
+    assert naive["load_requests"] >= 0.9 * 128 * tiled["load_requests"]
+    n_dram = naive["dram_read_bytes"]
+    assert shared["dram_read_bytes"] < n_dram and tiled["dram_read_bytes"] < shared["dram_read_bytes"]
+
+
+@needs_ncu
+@pytest.mark.xdist_group("matmul")
+def test_matmul_register_tiled_transposed_stores_are_conflict_free(matmul):
+    """kernels/matmul.py: rows of 132 words (A_PAD = 4) spread the transposed A stores over all 32 banks."""
+    r = matmul["register_tiled"]
+    assert r["bank_conflicts_store"] is not None
+    stores = r["shared_instructions"]  # loads + stores: a generous bound for the stores' conflicts
+    assert r["bank_conflicts_store"] <= 0.05 * stores
+
+
+@needs_ncu
+@pytest.mark.xdist_group("quantize")
+def test_quantize_two_passes_read_x_twice_and_l2_tail_first_less(quantize):
+    x_bytes = 67108864 * 4
+    for v in ("atomic_per_block", "block_partials"):
+        ratio = quantize[v]["dram_read_bytes"] / x_bytes
+        assert 1.8 <= ratio <= 2.1, f"{v} read x {ratio:.2f} times"
+    assert quantize["l2_tail_first"]["dram_read_bytes"] < 0.97 * quantize["block_partials"]["dram_read_bytes"]
+
+
+# --- section 2: the simulator's sector counts against the hardware's --------------------------------------------
+@needs_ncu
+@pytest.mark.xdist_group("sim-vs-hw")
+@pytest.mark.parametrize("kernel, variants, size", [
+    ("matvec", ["row_per_thread", "warp_per_row"], "32x256"),
+    ("vecadd", ["element_per_thread"], "4096"),
+])
+def test_simulated_sectors_per_request_match_the_hardware(kernel, variants, size):
+    from lab.core.session import child_env
+
+    proc = subprocess.run([sys.executable, "-m", "lab", "counters", kernel, "--sim", "--size", size, "--threads", "32",
+                           "--variant", ",".join(variants), "--json"], capture_output=True, text=True,
+                          env=child_env(NUMBA_ENABLE_CUDASIM="1"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sim = {r["variant"]: r for r in json.loads(proc.stdout)["rows"]}
+    hw = _counters(kernel, variants, size, threads=32, phases=("detail",))
+    for v in variants:
+        s, h = sim[v]["sectors_per_request"], hw[v]["sectors_per_request"]
+        assert abs(s - h) <= 0.1 * h, f"{kernel} {v}: simulated {s:.2f}, hardware {h:.2f} sectors per request"
+
+
+# --- section 4: every rung clean under racecheck and memcheck -----------------------------------------------------
+SMALL_ODD = {"vecadd": "1001", "matvec": "77x129", "matmul": "33x65x17", "softmax": "13x257", "quantize": "1001",
+             "dequantize": "13x71", "quantize_per_channel": "13x71"}
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("tool", ["racecheck", "memcheck"])
+@pytest.mark.parametrize("kernel", sorted(SMALL_ODD))
+def test_every_rung_is_clean_under_compute_sanitizer(kernel, tool):
+    doc = S.sanitize(kernel, "gpu", tools=[tool], size=SMALL_ODD[kernel], threads=128)
+    bad = [f"{r['variant']}: {r['status']} {r['count']} {(r['first'] or {}).get('summary', r.get('reason'))}"
+           for r in doc["rows"] if r["status"] not in ("clean", "skipped")]
+    assert not bad and not doc["unattributed"], "\n".join(bad + [u["summary"] for u in doc["unattributed"]])
+    assert any(r["status"] == "clean" for r in doc["rows"])
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("tool, name, markers", [
+    ("racecheck", "race", ("RACE_WRITE", "RACE_READ")),
+    ("memcheck", "out_of_bounds", ("OOB",)),
+])
+def test_a_known_bug_is_reported_at_its_python_line(tool, name, markers):
+    """Not vacuous: a missing syncthreads and a missing guard are found, and named by file and line."""
+    from tests import sanitizer_targets as T
+
+    exe = S.find_sanitizer()
+    result = S.run_tool(exe, tool, "test", [name], (1,), 64, "float32", 0,
+                        target=[sys.executable, "-m", "tests.sanitizer_targets"])
+    reps = result["reports"]
+    assert reps, result["output"][-3000:]
+    lines = {T.line_of(m) for m in markers}
+    assert any(os.path.basename(r.file or "") == "sanitizer_targets.py" and r.line in lines for r in reps), \
+        "\n".join(r.one_line() for r in reps)
+    by, lost = S.attribute(reps, result["launched"])
+    assert by[name] and not lost
+
+
+# --- section 5: exercises checked under compute-sanitizer (lab exercise check NAME --gpu) -----------------------
+EXERCISE_BUGS = [  # (exercise, substitutions in the solution, the diagnosis's start, the tool)
+    ("block_sum", [("        cuda.syncthreads()  # this level", "        pass  # this level")], "race (", "racecheck"),
+    ("tiled_matmul", [("        cuda.syncthreads()  # the tiles", "        pass  # the tiles")], "race (", "racecheck"),
+    ("softmax_fused", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")],
+     "race (", "racecheck"),
+    ("vecadd", [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], "out of bounds (", "memcheck"),
+]
+
+
+def _exercise_file(tmp_path, name, subs):
+    import exercises
+
+    src = exercises.load(name).solution.read_text()
+    for old, new in subs:
+        assert old in src, f"the bug does not apply to {name}: {old!r}"
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+@needs_sanitizer
+@pytest.mark.parametrize("name, subs, start, tool", EXERCISE_BUGS, ids=[b[0] for b in EXERCISE_BUGS])
+def test_exercise_bug_found_by_compute_sanitizer_at_its_line(tmp_path, name, subs, start, tool):
+    import re
+
+    from lab.teach.workspace import check
+
+    path = _exercise_file(tmp_path, name, subs)
+    result = check(name, file=str(path), directory=str(tmp_path / "ws"), backend="gpu")
+    entry = next(t for t in result["tests"] if t["name"] == f"GPU {tool}")
+    assert not entry["passed"] and entry["message"].startswith(start), result["tests"]
+    line = int(re.search(r"line (\d+) of your file", entry["message"]).group(1))
+    source = path.read_text().splitlines()[line - 1]
+    assert "[" in source, f"line {line} is {source!r}: not an array access"  # the access itself, in the student's file
+
+
+@needs_sanitizer
+def test_exercise_solution_is_clean_under_compute_sanitizer(tmp_path):
+    import exercises
+    from lab.teach.workspace import check
+
+    result = check("block_sum", file=str(exercises.load("block_sum").solution), directory=str(tmp_path / "ws"),
+                   backend="gpu")
+    gpu = [t for t in result["tests"] if t["name"].startswith("GPU ")]
+    assert [t["name"] for t in gpu] == ["GPU racecheck", "GPU memcheck", "GPU synccheck"]
+    assert result["passed"], result["tests"]
