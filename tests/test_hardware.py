@@ -478,3 +478,16 @@ def test_exercise_gpu_diagnoses_with_a_stand_in(tmp_path, monkeypatch):
     monkeypatch.setattr(san, "find_sanitizer", lambda: None)
     tests, notes = W._gpu_diagnoses("block_sum", path, 1, 5)
     assert tests == [] and len(notes) == 1 and "races (racecheck)" in notes[0] and "[sanitize]" in notes[0]
+
+
+def test_host_api_errors_are_not_kernel_hazards():
+    """Numba's driver probes return errors on purpose; memcheck reported them on the H100 (2026-11-23)."""
+    from lab.core.sanitizer import command, parse_report
+
+    text = ("========= COMPUTE-SANITIZER\n"
+            "========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to \"invalid argument\" on CUDA API call "
+            "to cuGetProcAddress_v2.\n"
+            "=========\n"
+            "========= ERROR SUMMARY: 1 error\n")
+    assert parse_report(text, "memcheck") == []
+    assert command("cs", "memcheck")[:2] == ["cs", "--tool"] and "--report-api-errors" in command("cs", "racecheck")

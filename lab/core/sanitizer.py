@@ -35,6 +35,16 @@ WHEEL_PATH = os.path.join("nvidia", "cuda_sanitizer_api", "bin", "compute-saniti
 PREFIX = "========="
 
 
+def command(exe: str, tool: str, log_file: str | None = None) -> list[str]:
+    """The compute-sanitizer command line the lab runs a child under: one ``--tool``, no host
+    backtraces, and no reports of CUDA API calls that returned an error (``--report-api-errors no``:
+    Numba's driver probes, e.g. cuGetProcAddress_v2 for entry points the driver lacks, are expected
+    errors, not kernel hazards; seen on the H100, 2026-11-23). Compute Sanitizer user guide, "Command
+    Line Options"."""
+    return [exe, "--tool", tool, "--show-backtrace", "no", "--report-api-errors", "no", "--print-limit", "100",
+            *(["--log-file", log_file] if log_file else [])]
+
+
 def find_sanitizer() -> str | None:
     """compute-sanitizer: $LAB_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the
     nvidia-cuda-sanitizer-api wheel (in this environment's site-packages)."""
@@ -100,7 +110,8 @@ _WHO = re.compile(r"thread \((\d+),\s*(\d+),\s*(\d+)\)\s+in block \((\d+),\s*(\d
 _RACE = re.compile(r"Race reported between (\w+) access.*?and (\w+) access", re.S)
 _HAZARD = re.compile(r"Potential (\w+) hazard", re.I)
 _SKIP = ("COMPUTE-SANITIZER", "CUDA-MEMCHECK", "ERROR SUMMARY", "RACECHECK SUMMARY", "LEAK SUMMARY",
-         "Target application returned")
+         "Target application returned",
+         "Program hit ")  # a host CUDA API call that returned an error (see command()): not a kernel hazard
 
 
 def parse_report(text: str, tool: str, root: str | None = None) -> list[Report]:

@@ -21,7 +21,7 @@ import tempfile
 from dataclasses import asdict
 
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.sanitizer import (FIX, PREFIX, TOOLS, Report, find_sanitizer, kernel_key,  # noqa: F401 (re-exported)
+from lab.core.sanitizer import (FIX, command, PREFIX, TOOLS, Report, find_sanitizer, kernel_key,  # noqa: F401 (re-exported)
                                 lineinfo_on, parse_report, summary_counts, unavailable_reason)
 
 
@@ -130,7 +130,7 @@ def run_tool(exe: str, tool: str, kernel: str, variants: list[str], shape, threa
             with open(req, "w") as f:
                 json.dump({"kernel": kernel, "variants": todo, "size": list(shape), "threads": threads,
                            "dtype": dtype, "seed": seed}, f)
-            cmd = [exe, "--tool", tool, "--show-backtrace", "no", "--print-limit", "100",
+            cmd = [*command(exe, tool),
                    *(target or [sys.executable, "-c", "import sys; from lab.inspect.sanitize import _child_main; "
                                 "_child_main(sys.argv[1], sys.argv[2])"]), req, out]
             try:
