@@ -54,7 +54,7 @@ def test_softmax_split_row(size, threads, rng, simulator):
 @pytest.mark.skipif(SIMULATOR, reason="GPU sizes")
 @pytest.mark.parametrize("variant", ["group_rows", "split_row"])
 def test_softmax_new_rungs_float64_and_hard_rows(variant, rng, simulator):
-    from tests.test_softmax import hard_rows, run_on
+    from tests.kernels.test_softmax import hard_rows, run_on
 
     _check("softmax", variant, (300, 700), 128, rng, simulator, np.float64)  # group_rows: warp streaming
     x, keep = hard_rows(100000, rng)

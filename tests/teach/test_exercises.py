@@ -18,6 +18,7 @@ from lab.teach.checker import run_all
 from tests.conftest import BACKEND
 
 NAMES = exercises.names()
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 
 def _run(name, path):
@@ -122,8 +123,7 @@ def test_every_exercise_has_mutants():
 # --- The CLI and containment (through the child process) ---------------------------------------------
 def _lab(*args, env=None, cwd=None):
     e = dict(os.environ, **(env or {}))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    e["PYTHONPATH"] = root + os.pathsep + e.get("PYTHONPATH", "")
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
     if BACKEND == "simulator":
         e["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True, env=e,
@@ -194,7 +194,7 @@ def test_syntax_error_is_one_message(tmp_path):
 def test_solution_asks_first(tmp_path):
     p = subprocess.run([sys.executable, "-m", "lab", "exercise", "solution", "dot"], input="n\n",
                        capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+                       env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 1 and "def dot_kernel" not in p.stdout
 
 

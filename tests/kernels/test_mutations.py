@@ -12,7 +12,7 @@ import kernels
 from kernels.compiler import COMPILER
 from lab.core import contenders as C
 from lab.core.check import check_prepared
-from tests import mutants as M
+from tests.kernels import mutants as M
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.gpu

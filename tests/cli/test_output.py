@@ -16,7 +16,7 @@ import pytest
 from lab.cli import main
 from tests.conftest import SIMULATOR
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TINY = ["--repeats", "1", "--warmup", "0", "--contenders", "numba,numpy"]
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
