@@ -188,7 +188,7 @@ def _numpy_dtype(dt):
 
 def _table() -> dict:
     """kernel -> [(label, fn)] of torch's own ops, from the registry (the form tests and older
-    callers use; without the "numba via torch op" rows, which tests/test_torch_ops.py covers)."""
+    callers use; without the "numba via torch op" rows, which tests/torch_bridge/test_ops.py covers)."""
     from lab.core import registry
 
     return {k: [(label, registry._resolve(path)) for label, path in registry.entries("torch", k)

@@ -130,6 +130,7 @@ def _lab(*args, env=None, cwd=None):
                           cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_walkthrough_vecadd(tmp_path):
     """start, fail, hint, fix, pass — the student's path, through the CLI."""
@@ -158,6 +159,7 @@ def test_walkthrough_vecadd(tmp_path):
     assert {r["name"]: r["status"] for r in listing}["vecadd"] == "passed"
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_containment_infinite_loop_and_raise(tmp_path):
     """A kernel that never ends is stopped by the timeout; one that raises is reported; no traceback."""
