@@ -372,7 +372,11 @@ SPEC = KernelSpec(
     name="matvec",
     summary="y = A @ x for a ROWS x COLS row-major matrix",
     size_help="ROWSxCOLS, e.g. 16384x4096",
-    default_size=lambda simulator: (12, 100) if simulator else (16384, 4096),
+    # simulator: 8 rows x 100 columns. `lab run matvec --threads 1024` (the quick start) simulates a block
+    # of 1024 threads for each rung and split_k's one block a row: 13 blocks, 6 s on an idle 2-core CPU,
+    # 13-18 s on a loaded one (12 rows: up to 20 s). Still several rows, idle threads in every
+    # 1024-thread block, and COLS < 128 (auto picks group_per_row).
+    default_size=lambda simulator: (8, 100) if simulator else (16384, 4096),
     in_shapes=lambda size: [size, (size[1],)],
     make_inputs=make_inputs,
     out_specs=lambda size, dtype: [((size[0],), np.dtype(dtype))],

@@ -1,12 +1,16 @@
-"""One backend for the whole session, chosen before anything imports numba.cuda.
+"""One backend for the whole session, chosen before anything imports numba.cuda; the fixtures every
+test file shares: ``rng``, ``simulator`` and ``lab`` (the one CLI harness).
 
 On a machine with a CUDA GPU the tests run on it (select the GPU set with ``-m gpu``); elsewhere
 (CI) they run in Numba's CUDA simulator, at small sizes. ``LAB_TEST_BACKEND=sim|gpu`` forces one.
+
+Layout: tests are filed by what they test, mirroring the code (tests/README.md).
 """
 import os
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 from lab.core import compilers
 from lab.core.session import select
@@ -14,6 +18,10 @@ from lab.core.errors import LabError
 
 BACKEND = select({"sim": "sim", "gpu": "gpu"}.get(os.environ.get("LAB_TEST_BACKEND", ""), "auto"))
 SIMULATOR = BACKEND == "simulator"
+if SIMULATOR:  # as lab run does: a simulated barrier costs ~0.2 ms, not up to 5 (lab.core.runner)
+    from lab.core.runner import enter_simulator_threads
+
+    enter_simulator_threads()
 # The compiler of the kernels under test: LAB_COMPILER (numba-cuda by default; run the gpu tests
 # once per installed compiler, e.g. LAB_COMPILER=numba-cuda-mlir pytest -m gpu).
 try:
@@ -47,3 +55,32 @@ def rng():
 @pytest.fixture(scope="session")
 def simulator():
     return SIMULATOR
+
+
+# --- the CLI harness ------------------------------------------------------------------------------------
+class _Entry:
+    """``lab``'s entry point (lab.cli.main) as CliRunner invokes a command: with the entry point's own
+    error handling, so a LabError or a click error is one line on stderr and exit code 2, as in a shell."""
+
+    name = "lab"
+
+    @staticmethod
+    def main(args=(), prog_name="lab", **extra):
+        from lab.cli import main
+
+        main(list(args))
+
+
+def run_lab(*args, columns: int = 80, env: dict | None = None, input: str | None = None) -> tuple[int, str, str]:
+    """Run ``lab ARGS`` in this process under click's CliRunner: stdout and stderr captured apart (not a
+    terminal, like a pipe), ``COLUMNS=columns``. Returns (exit code, stdout, stderr). An exception that
+    escapes ``main`` (a crash, not an error message) is raised into the test."""
+    result = CliRunner().invoke(_Entry, [str(a) for a in args], input=input, catch_exceptions=False,
+                                env={"COLUMNS": str(columns), **(env or {})}, prog_name="lab")
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def lab():
+    """``lab("run", "vecadd", ...) -> (exit code, stdout, stderr)``: see :func:`run_lab`."""
+    return run_lab

@@ -17,9 +17,41 @@ def run_variant(spec, variant, size, threads, rng, dtype=np.float32, simulator=T
     return checked.verdict.ok, checked.verdict.max_abs_err, checked.outputs, refs
 
 
-def assert_passes(kernel: str, variant, size, threads, rng, simulator, dtype=np.float32):
-    """:func:`run_variant` of ``kernel``'s ``variant``, asserting that it passes the check."""
+def check_rung(kernel, variant, size, threads, rng, simulator, dtype=np.float32):
+    """Assert that ``variant`` of ``kernel`` passes the check at ``size`` and ``threads``."""
     import kernels
 
-    ok, err, *_ = run_variant(kernels.load(kernel), variant, size, threads, rng, dtype, simulator)
-    assert ok, f"{kernel} {variant} at {size} ({np.dtype(dtype)}): max abs err {err}"
+    ok, err, *_ = run_variant(kernels.load(kernel), variant, size, threads, rng, dtype=dtype, simulator=simulator)
+    assert ok, f"{kernel} {variant} at {size}, {threads} threads: max abs err {err}"
+
+
+# --- the commands' tests ---------------------------------------------------------------------------------
+FAST = ["--contenders", "numba,numpy", "--repeats", "1"]  # lab bench/sweep options: a quick timed run
+TINY = ["--repeats", "1", "--warmup", "0", "--contenders", "numba,numpy"]  # lab run: one timed call a row
+
+
+def fits(text, width=80):
+    """Every line of ``text`` fits ``width`` columns and nothing was cut."""
+    lines = text.splitlines()
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
+    assert "…" not in text and "..." not in text  # nothing cut
+
+
+def one_line_exit_2(code, err, needle):
+    assert code == 2, err
+    assert needle in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def fake_gpu_report(medians: dict, kernel="vecadd", size=(1 << 26,), iqr=0.001, noise=None):
+    """A ``lab run --json``-shaped dict as a GPU run would write it (for the presentation logic only)."""
+    results = []
+    for (contender, variant), ms in medians.items():
+        r = {"contender": contender, "variant": variant, "status": "ok", "reason": "", "ok": True, "median_ms": ms,
+             "iqr_ms": iqr, "timed_calls": 50, "gflops": size[0] / (ms * 1e-3) / 1e9, "gbps": None}
+        if noise is not None:
+            r["noise"] = noise
+        results.append(r)
+    return {"kernel": kernel, "backend": "gpu", "device": {"name": "Test GPU", "peak_fp32_gflops": 60000.0},
+            "size": list(size), "threads_per_block": 256, "repeats": 50, "warmup": 5, "dtype": "float32",
+            "flops": size[0], "bytes_moved": 12 * size[0], "copy_bandwidth": {"gbps": 3000.0}, "results": results}

@@ -11,7 +11,7 @@ Defined with ``torch.library.custom_op`` (vecadd one level down, with ``torch.li
 for launch overhead: see its section). Each has a fake implementation (``register_fake``: shapes and
 dtypes without running anything), so ``torch.compile(fullgraph=True)`` traces them; vecadd, matvec,
 matmul and softmax have a backward (``register_autograd``; softmax's is the Numba kernel in
-kernels/softmax_backward.py). ``torch.library.opcheck`` passes for every op (tests/test_torch_ops.py).
+kernels/softmax_backward.py). ``torch.library.opcheck`` passes for every op (tests/torch_bridge/test_ops.py).
 
 Tensor rules (the same for every op, checked in the real and the fake implementation):
 

@@ -3,7 +3,7 @@
 Numba launches go to the legacy default stream unless told otherwise; torch's side streams are
 created non-blocking (``cudaStreamNonBlocking``), so inside ``with torch.cuda.stream(s):`` a plain
 Numba launch is *unordered* with torch's work on ``s``: it can read an input before torch has written
-it (tests/test_torch_ops.py shows it). The bridge launches on torch's current stream instead:
+it (tests/torch_bridge/test_ops.py shows it). The bridge launches on torch's current stream instead:
 
 * :func:`numba_stream` wraps it, ``numba.cuda.external_stream(torch.cuda.current_stream().cuda_stream)``
   (cached per handle), for launches the bridge configures itself (``kernel[grid, block, stream]``);

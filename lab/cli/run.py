@@ -27,9 +27,12 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.SEED
 @O.JSON
 @click.option("--wide", is_flag=True, help="Show every column, however wide the terminal.")
+@click.option("--yes", is_flag=True,
+              help="Start a simulator run estimated above 10 minutes anyway (without it: an error naming the "
+                   "estimate and a smaller --size).")
 @O.BACKEND
 @O.COMPILER
-def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, sim, compiler):
+def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, sim, compiler):
     from lab.cli.views import report
 
     backend = O.backend(sim)
@@ -45,7 +48,7 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=O.csv(variant),
-                   contenders=O.csv(contenders), repeats=repeats, warmup=warmup, seed=seed)
+                   contenders=O.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes)
     progress = report.LiveProgress(wide=wide, json=as_json)
     try:
         result = run_kernel(opts, backend, progress=progress)

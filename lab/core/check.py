@@ -1,5 +1,5 @@
 """The verdict: is a contender's output the kernel's function of its inputs? One library function,
-shared by ``lab run``, the tests (the mutation suite in ``tests/test_mutations.py``) and the
+shared by ``lab run``, the tests (the mutation suite in ``tests/kernels/test_mutations.py``) and the
 exercises, so that ``ok`` means the same thing everywhere.
 
 What a check asserts, in order:

@@ -6,12 +6,16 @@ lab.core.timing) -> lab.cli.views.report prints it. The CLI and the tests both c
 For each contender (each Numba variant, NumPy, CuPy, torch): copy the inputs, poison the outputs,
 make the first call (timed alone: compile + load + run), check every output element against the
 float64 reference, and only if that passed, warm up and time ``repeats`` calls. A FAIL row is shown
-with its error and is never timed.
+with its error and is never timed. In the simulator nothing is timed unless ``repeats`` is given:
+each row is checked once and shows its first call's wall time (a simulated call's wall clock is no
+GPU time, and repeating it only makes the first ten minutes longer).
 """
 from __future__ import annotations
 
 import contextlib
 import gc
+import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -29,6 +33,16 @@ HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
                   "inputs rounded to float32, at float32's tolerance")
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
+REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
+# The simulator runs each CUDA thread of a block as a Python thread, and every barrier and warp
+# shuffle waits for all of them while the block's manager thread polls them. A thread woken at a
+# barrier gets the GIL only when the running thread blocks or its switch interval (5 ms by default)
+# runs out, so each simulated barrier cost up to 5 ms. At 0.2 ms a simulated call of 32-thread blocks
+# ran 2-7x faster on a 2-core CPU machine (matvec 67x7 warp_per_row 6.8 -> 1.3 s, softmax fused
+# 0.7 -> 0.1 s, quantize block_partials 1.9 -> 0.3 s: best of 3, 2026-11-22); 1024-thread blocks,
+# dominated by starting the threads, gain less. Switching that often exposed a race in the
+# simulator's shared arrays (_serialize_shared_arrays), fixed here.
+SIMULATOR_SWITCH_INTERVAL_S = 2e-4
 
 
 @dataclass
@@ -41,10 +55,11 @@ class Options:
     dtype: str = "float32"
     variants: list[str] | None = None
     contenders: list[str] | None = None
-    repeats: int | None = None  # None: the stop rule (lab.core.timing.StopRule) on a GPU, 2 in the simulator
+    repeats: int | None = None  # None: the stop rule (lab.core.timing.StopRule) on a GPU, none timed in the simulator
     warmup: int | None = None
     seed: int | None = None
     library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
+    yes: bool = False  # start a simulator run estimated above REFUSE_SIMULATION_S anyway (lab run --yes)
 
 
 @dataclass
@@ -84,7 +99,7 @@ class Report:
     size: tuple
     dtype: str
     seed: int
-    repeats: int | None  # None: each row's count came from the stop rule (``stop_rule``)
+    repeats: int | None  # None: each row's count came from the stop rule (``stop_rule``); 0: none timed
     warmup: int
     bytes_moved: int
     flops: int
@@ -201,11 +216,75 @@ def check_contenders(names: list[str] | None) -> list[str]:
     return _pick(names, C.CONTENDERS, "contender")
 
 
+def _serialize_shared_arrays() -> None:
+    """Make the simulator's ``cuda.shared.array`` atomic (once a process).
+
+    numba-cuda's simulator (0.30.4, ``simulator/kernelapi.py``, ``FakeCUDAShared.array``) finds a
+    block's shared array by the calling file and line: a dict get, and on a miss ``np.empty`` and a
+    store, with no lock. Two threads of a block that miss together get two different arrays, and
+    what one of them writes the others never read: a wrong result now and then (the test suite failed
+    about one run in two, in quantize, matmul shared and tile64, once threads switched every 0.2 ms;
+    none in 12 runs with this lock). The same lookup, under a lock; the caller's file and line are
+    read from its frame (the original's traceback.extract_stack, without reading source lines).
+    """
+    try:
+        from numba.core import types
+        from numba.cuda.simulator import kernelapi
+        from numba.np import numpy_support
+    except ImportError:  # not the simulator (or another compiler): nothing to fix
+        return
+    shared = getattr(kernelapi, "FakeCUDAShared", None)
+    original = getattr(shared, "array", None)
+    if original is None or getattr(original, "lab_serialized", False):
+        return
+    lock = threading.Lock()
+
+    def array(self, shape, dtype, alignment=None):
+        if alignment is not None or shape == 0:  # an error, or dynamic shared memory: no lookup
+            return original(self, shape, dtype, alignment)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        frame = sys._getframe(1)
+        caller = (frame.f_code.co_filename, frame.f_lineno)
+        with lock:
+            res = self._allocations.get(caller)
+            if res is None:
+                res = self._allocations[caller] = np.empty(shape, dtype)
+        return res
+
+    array.lab_serialized = True
+    shared.array = array
+
+
+def enter_simulator_threads() -> float:
+    """Simulate with a switch interval of at most SIMULATOR_SWITCH_INTERVAL_S (a simulated barrier
+    then costs ~0.2 ms, not up to 5 ms) and atomic shared-array allocation; returns the old interval."""
+    _serialize_shared_arrays()
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, SIMULATOR_SWITCH_INTERVAL_S))
+    return old
+
+
+@contextlib.contextmanager
+def simulator_threads():
+    """Within: :func:`enter_simulator_threads`; the switch interval restored after."""
+    old = enter_simulator_threads()
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(old)
+
+
 def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
 
     progress: optional ``progress(event, report, **info)`` callback (events listed above).
     """
+    with simulator_threads() if backend == "simulator" else contextlib.nullcontext():
+        return _run(opts, backend, progress)
+
+
+def _run(opts: Options, backend: str, progress: Progress | None) -> Report:
     emit = progress or (lambda event, report, **info: None)
     from lab.core.device import describe, measure_copy_bandwidth
 
@@ -227,13 +306,24 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
-    repeats = opts.repeats if opts.repeats is not None else (2 if simulator else None)
-    warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
-    if (repeats is not None and repeats < 1) or warmup < 0:
+    if (opts.repeats is not None and opts.repeats < 1) or (opts.warmup is not None and opts.warmup < 0):
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    # the simulator checks each row once and times nothing unless --repeats asks (repeats 0)
+    repeats = opts.repeats if opts.repeats is not None else (0 if simulator else None)
+    warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
     if opts.seed is not None and opts.seed < 0:
         raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
+    estimate_s = quick = None
+    if simulator:  # before any input is made: a run of hours does not start unless asked (opts.yes)
+        calls = simulator_calls(repeats, warmup, _check_calls(spec, size, dtype))
+        estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
+        if estimate_s > SLOW_SIMULATION_S:
+            quick = quick_options(spec, size, variant_names, threads, calls)
+        if estimate_s > REFUSE_SIMULATION_S and not opts.yes:
+            raise LabError(f"the simulator would take roughly {_minutes(estimate_s)} for {spec.name} "
+                           f"{'x'.join(map(str, size))} (estimated); try {quick} for a run of seconds, "
+                           f"or --yes to run it anyway")
 
     rng = np.random.default_rng(seed)
     inputs = spec.make_inputs(size, dtype, rng)
@@ -244,7 +334,8 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
                     spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
     rule = StopRule(repeats=repeats)
-    report.stop_rule = (f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
+    report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if repeats == 0 else
+                        f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
                         f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
                         f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
                         f"{rule.time_limit_s:g} s; {warmup} warm-up")
@@ -257,10 +348,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     report.compiler = compilers.current()
     cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
     if simulator:
-        calls = 1 + warmup + repeats  # first call, warm-up (none by default in the simulator), timed calls
-        report.estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
-        if report.estimate_s > SLOW_SIMULATION_S:
-            report.quick_options = quick_options(spec, size, variant_names, threads, calls)
+        report.estimate_s, report.quick_options = estimate_s, quick
     emit("start", report)
 
     float32_check: list = []  # (refs, tols) of the inputs rounded to float32, made on first use
@@ -310,6 +398,8 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
             if spec.summarize and row.contender == "numba" and not report.notes:
                 report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
             n, warm = repeats, warmup
+            if n == 0:  # the simulator's default: checked once, its first call shown, nothing timed
+                return row
             if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
                 if repeats is not None:
                     n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
@@ -374,6 +464,22 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     _derive(report)
     emit("done", report)
     return report
+
+
+def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:
+    """Calls a simulator run makes of each variant: the checked first call (``check_calls``: 2 for a
+    kernel with integer outputs, checked under two poisons), then (only when some are timed) the
+    warm-up and the timed calls."""
+    return check_calls + (warmup + repeats if repeats else 0)
+
+
+def _check_calls(spec, size, dtype) -> int:
+    """1, or 2 when an output is an integer array (lab.core.check's two-poison check)."""
+    return 2 if any(np.issubdtype(dt, np.integer) for _, dt in spec.out_specs(size, dtype)) else 1
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
 def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:

@@ -134,11 +134,12 @@ def result_columns(report: Report) -> list[Col]:
             Col("variant", lambda r: r.variant, 100, left=True, wrap=True),
             Col("check", check, 100, left=True, style=CHECK_STYLE.get)]
     if report.backend == "simulator":
+        timed = any(r.measurement for r in report.rows)  # none unless --repeats: then the first call is the time
         return cols + [
             Col("wall time", lambda r: duration(med(r)), 90,
                 explain="wall time: median a call, Numba rows simulated (not GPU times), NumPy on this CPU"),
-            Col("1st call", lambda r: duration(r.first_call_ms), 40,
-                explain="1st call: compile + load + one run"),
+            Col("1st call", lambda r: duration(r.first_call_ms), 40 if timed else 90,
+                explain="1st call: compile + load + one run" + ("" if timed else ", not a GPU time")),
             Col("max err", lambda r: _opt(r.max_abs_err, lambda x: f"{x:.1e}"), 60,
                 explain="max err: against float64"),
             Col("GB/s", lambda r: _opt(r.gbps, sig), 10),

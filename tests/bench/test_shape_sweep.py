@@ -8,6 +8,7 @@ from lab.bench import shapes as S
 from tests.conftest import BACKEND, SIMULATOR
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.skipif(not SIMULATOR, reason="tiny shapes: a simulator check of the plumbing")
 def test_sweep_runs_and_renders():
     rows = S.sweep(BACKEND, shapes={"vecadd": ["37"], "softmax": ["3x33"]}, repeats=1, warmup=0)

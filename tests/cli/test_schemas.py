@@ -14,7 +14,7 @@ from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="simulator-sized runs of every --json command")
 
-SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 FILES = sorted(SCHEMAS.glob("*.json"))
 REGISTRY = Registry().with_resources(
     (p.name, Resource.from_contents(json.loads(p.read_text()))) for p in FILES)

@@ -12,7 +12,7 @@ import kernels
 from kernels.compiler import COMPILER
 from lab.core import contenders as C
 from lab.core.check import check_prepared
-from tests import mutants as M
+from tests.kernels import mutants as M
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.gpu
@@ -57,7 +57,11 @@ def test_mutant_fails(kernel, mutant, rng):
 REAL_CASES = [(k, v) for k in M.MUTANTS for v in kernels.load(k).variants]
 
 
-@pytest.mark.parametrize("kernel,variant", REAL_CASES, ids=[f"{k}-{v}" for k, v in REAL_CASES])
+SLOW_REAL_CASES = {("matmul", "register_tiled")}  # > 5 s in the simulator on a 2-core CPU
+
+
+@pytest.mark.parametrize("kernel,variant", [
+    pytest.param(k, v, id=f"{k}-{v}", marks=[pytest.mark.slow] if (k, v) in SLOW_REAL_CASES else []) for k, v in REAL_CASES])
 def test_real_rung_passes(kernel, variant, rng):
     make = M.quantize_inputs if kernel == "quantize" else None
     ok, reason = verdict(kernel, kernels.load(kernel).variants[variant], rng, make)

@@ -1,6 +1,6 @@
 """Wrong kernels an honest student or developer might write, five or more per kernel of the lab.
 
-Each mutant is a :class:`kernels.spec.Variant` (launch math + prepare), so ``tests/test_mutations.py``
+Each mutant is a :class:`kernels.spec.Variant` (launch math + prepare), so ``tests/kernels/test_mutations.py``
 runs it exactly as ``lab run`` runs a rung: ``lab.core.contenders.prepare_numba`` (outputs poisoned, a
 canary after each) and ``lab.core.check.check_prepared`` (float64 reference, the spec's tolerances, two
 poisons for integer outputs). Every one of them must FAIL that check; every real rung must pass it.

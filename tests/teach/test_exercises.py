@@ -18,6 +18,7 @@ from lab.teach.checker import run_all
 from tests.conftest import BACKEND
 
 NAMES = exercises.names()
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
 
 
 def _run(name, path):
@@ -122,14 +123,14 @@ def test_every_exercise_has_mutants():
 # --- The CLI and containment (through the child process) ---------------------------------------------
 def _lab(*args, env=None, cwd=None):
     e = dict(os.environ, **(env or {}))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    e["PYTHONPATH"] = root + os.pathsep + e.get("PYTHONPATH", "")
+    e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
     if BACKEND == "simulator":
         e["NUMBA_ENABLE_CUDASIM"] = "1"
     return subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True, env=e,
                           cwd=cwd, timeout=300)
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_walkthrough_vecadd(tmp_path):
     """start, fail, hint, fix, pass — the student's path, through the CLI."""
@@ -158,6 +159,7 @@ def test_walkthrough_vecadd(tmp_path):
     assert {r["name"]: r["status"] for r in listing}["vecadd"] == "passed"
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_containment_infinite_loop_and_raise(tmp_path):
     """A kernel that never ends is stopped by the timeout; one that raises is reported; no traceback."""
@@ -194,7 +196,7 @@ def test_syntax_error_is_one_message(tmp_path):
 def test_solution_asks_first(tmp_path):
     p = subprocess.run([sys.executable, "-m", "lab", "exercise", "solution", "dot"], input="n\n",
                        capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+                       env=dict(os.environ, PYTHONPATH=ROOT))
     assert p.returncode == 1 and "def dot_kernel" not in p.stdout
 
 

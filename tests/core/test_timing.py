@@ -139,10 +139,8 @@ def test_report_flags_noise_and_carries_timing_in_json():
 
 
 @pytest.mark.gpu
-def test_lab_run_json_has_timing_and_noise(capsys):
-    from tests.test_cli import lab
-
-    code, out, err = lab(capsys, "run", "vecadd", "--size", "300", "--threads", "64", "--json",
+def test_lab_run_json_has_timing_and_noise(lab):
+    code, out, err = lab("run", "vecadd", "--size", "300", "--threads", "64", "--json",
                          "--contenders", "numba,numpy", *(["--repeats", "2"] if SIMULATOR else []))
     assert code == 0, err
     doc = json.loads(out)

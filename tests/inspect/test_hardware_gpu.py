@@ -3,7 +3,7 @@
 ``-m gpu`` also runs there in CI). Each kernel's counters come from one ``lab counters`` run
 (:func:`lab.inspect.counters.counters`, Nsight Compute), shared by the tests of that kernel.
 
-    python -m pytest -m gpu tests/test_hardware_gpu.py -n 8 --dist loadgroup
+    python -m pytest -m gpu tests/inspect/test_hardware_gpu.py -n 8 --dist loadgroup
 """
 import json
 import os
@@ -193,11 +193,11 @@ def test_every_rung_is_clean_under_compute_sanitizer(kernel, tool):
 ])
 def test_a_known_bug_is_reported_at_its_python_line(tool, name, markers):
     """Not vacuous: a missing syncthreads and a missing guard are found, and named by file and line."""
-    from tests import sanitizer_targets as T
+    from tests.inspect import sanitizer_targets as T
 
     exe = S.find_sanitizer()
     result = S.run_tool(exe, tool, "test", [name], (1,), 64, "float32", 0,
-                        target=[sys.executable, "-m", "tests.sanitizer_targets"])
+                        target=[sys.executable, "-m", "tests.inspect.sanitizer_targets"])
     reps = result["reports"]
     assert reps, result["output"][-3000:]
     lines = {T.line_of(m) for m in markers}

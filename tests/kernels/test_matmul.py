@@ -3,14 +3,15 @@
 Sizes are (M, N, K): A is M x K, B is K x N. The simulator runs every thread in Python, so its
 cases stay tiny; register_tiled (256-thread blocks, a barrier a slab) gets a few chosen cases there:
 one block with an odd size, several blocks, and one full 128 x 128 block whose slabs take the
-unguarded interior path.
+unguarded interior path. tile64, split_k (long K) and skinny_m at the shapes they are for.
 """
 import numpy as np
 import pytest
 
 import kernels
+from kernels import matmul as MM
 from tests.conftest import SIMULATOR
-from tests.helpers import assert_passes
+from tests.helpers import check_rung, run_variant
 
 pytestmark = pytest.mark.gpu
 
@@ -21,13 +22,13 @@ SMALL_CASES = [((1, 1, 1), 32), ((1, 37, 9), 64), ((29, 1, 13), 32), ((18, 21, 1
                ((17, 33, 19), 8), ((40, 35, 20), 256)]
 GPU_CASES = [((1000, 1030, 517), 256), ((257, 4099, 130), 128), ((4096, 4096, 4096), 256),
              ((4099, 4097, 1001), 1024)]
-REGISTER_TILED_SIM_CASES = [(19, 21, 45), (130, 9, 20), (128, 128, 40)]
+REGISTER_TILED_SIM_CASES = [(19, 21, 45), (130, 9, 20), pytest.param((128, 128, 40), marks=pytest.mark.slow)]  # slow: > 5 s
 
 
 @pytest.mark.parametrize("variant", ["naive", "shared"])
 @pytest.mark.parametrize("size,threads", SMALL_CASES)
 def test_small_sizes(variant, size, threads, rng, simulator):
-    assert_passes("matmul", variant, size, threads, rng, simulator)
+    check_rung("matmul", variant, size, threads, rng, simulator)
 
 
 # register_tiled: one 256-thread block per 128 x 128 tile, slabs of 16 (float32) along K.
@@ -35,21 +36,21 @@ def test_small_sizes(variant, size, threads, rng, simulator):
 # block; (128, 128, 40): a full tile, so the second slab loads through the unguarded interior path.
 @pytest.mark.parametrize("size", [(1, 1, 1), (1, 37, 9), (29, 1, 13), (18, 21, 1)] + REGISTER_TILED_SIM_CASES)
 def test_register_tiled_small(size, rng, simulator):
-    assert_passes("matmul", "register_tiled", size, 256, rng, simulator)
+    check_rung("matmul", "register_tiled", size, 256, rng, simulator)
 
 
 @pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems; the simulator runs one Python thread per CUDA thread")
 @pytest.mark.parametrize("variant", ["naive", "shared", "register_tiled"])
 @pytest.mark.parametrize("size,threads", GPU_CASES)
 def test_large_sizes(variant, size, threads, rng, simulator):
-    assert_passes("matmul", variant, size, threads, rng, simulator)
+    check_rung("matmul", variant, size, threads, rng, simulator)
 
 
 @pytest.mark.parametrize("variant", ["naive", "shared", "register_tiled"])
 def test_float64(variant, rng, simulator):
     """float64 inputs run the float64 build (register_tiled: slabs of 8) against a float64 bound."""
     size = (21, 19, 27) if SIMULATOR else (1000, 1030, 517)
-    assert_passes("matmul", variant, size, 64, rng, simulator, np.float64)
+    check_rung("matmul", variant, size, 64, rng, simulator, np.float64)
 
 
 def test_tolerance_is_float32_tight(rng):
@@ -130,3 +131,46 @@ def test_slab_depth_must_be_a_multiple_of_8():
 
     with pytest.raises(ValueError, match="multiple of 8"):
         make_register_tiled_kernel(12, {})
+
+
+# --- tile64, split_k (long K) and skinny_m ------------------------------------------------------------
+MATMUL_TILE = [(1, 1, 1), (19, 21, 45), (70, 9, 20)] + ([] if SIMULATOR else [
+    (1000, 1030, 517), (257, 4099, 130), (1024, 1024, 1024), (4099, 4097, 1001)])
+
+
+@pytest.mark.parametrize("size", MATMUL_TILE)
+def test_matmul_tile64(size, rng, simulator):
+    check_rung("matmul", "tile64", size, 256, rng, simulator)
+
+
+MATMUL_SPLIT = [(5, 7, 50)] if SIMULATOR else [(64, 64, 65536), (32, 4096, 4096), (4096, 32, 4096),
+                                              (128, 128, 32768), (65, 33, 9999)]
+
+
+@pytest.mark.parametrize("size", MATMUL_SPLIT)
+def test_matmul_split_k(size, rng, simulator, monkeypatch):
+    if SIMULATOR:
+        monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # K ranges of 16: 50 k in 2 ranges, a few blocks
+    assert MM.split_k_plan(size)[1] > 1  # really split
+    check_rung("matmul", "split_k", size, 256, rng, simulator)
+    if not SIMULATOR:
+        check_rung("matmul", "split_k", (100, 90, 5001), 256, rng, simulator, np.float64)
+
+
+SKINNY = [(5, 130, 70), (40, 33, 50)] if SIMULATOR else [(32, 4096, 4096), (1, 5000, 3001), (17, 1030, 2049),
+                                                         (33, 300, 1000)]
+
+
+@pytest.mark.parametrize("size", SKINNY)
+def test_matmul_skinny_m(size, rng, simulator, monkeypatch):
+    if SIMULATOR:
+        monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # several K ranges at a tiny K
+    check_rung("matmul", "skinny_m", size, 128, rng, simulator)
+
+
+def test_split_k_and_tile64_launch_math():
+    kchunk, splits = MM.split_k_plan((64, 64, 65536))
+    assert kchunk % 16 == 0 and splits * kchunk >= 65536 and (splits - 1) * kchunk < 65536 and splits > 1
+    assert MM.split_k_plan((4096, 4096, 4096))[1] == 1
+    cfg = kernels.load("matmul").variants["tile64"].launch((1000, 1030, 517), 256)
+    assert cfg.grid == (17, 16, 1) and cfg.block == (256,)

@@ -5,7 +5,6 @@ import json
 import pytest
 
 from lab.core import archs
-from lab.cli import main
 from lab.core.errors import LabError
 from lab.core.occupancy import calculate, sweep
 from lab.core.resources import offline_unavailable
@@ -90,36 +89,38 @@ def test_bad_input_is_one_line_error(args, needle):
     (["grid", "vecadd", "--threads", "4096"], "threads per block"),
     (["grid", "matmul", "--variant", "naive", "--size", "70000x1x1", "--threads", "32"], "larger than CUDA allows"),
 ])
-def test_cli_bad_input_exit_2(argv, needle, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(argv)
-    assert e.value.code == 2
-    err = capsys.readouterr().err.strip()
+def test_cli_bad_input_exit_2(argv, needle, lab):
+    code, out, err = lab(*argv)
+    assert code == 2
+    err = err.strip()
     assert len(err.splitlines()) == 1 and needle in err, err
 
 
-def test_cli_calculator_json(capsys):
-    main(["occupancy", "--arch", "sm_90", "--threads", "256", "--registers", "128", "--shared", "34304", "--json"])
-    r = json.loads(capsys.readouterr().out)
+def test_cli_calculator_json(lab):
+    code, out, err = lab("occupancy", "--arch", "sm_90", "--threads", "256", "--registers", "128", "--shared", "34304",
+                         "--json")
+    assert code == 0, err
+    r = json.loads(out)
     for key in ("arch", "threads", "registers", "shared_bytes", "active_blocks_per_sm", "active_warps_per_sm",
                 "max_warps_per_sm", "occupancy", "limiter"):
         assert key in r
     assert (r["active_blocks_per_sm"], r["limiter"], r["occupancy"]) == (2, "registers", 0.25)
 
 
-def test_cli_sweep_png(tmp_path, capsys):
+def test_cli_sweep_png(tmp_path, lab):
     png = tmp_path / "sweep.png"
-    main(["occupancy", "--arch", "sm_86", "--registers", "40", "--shared", "0", "--threads", "384", "--sweep",
-          "--png", str(png)])
-    out = capsys.readouterr().out
+    code, out, err = lab("occupancy", "--arch", "sm_86", "--registers", "40", "--shared", "0", "--threads", "384",
+                         "--sweep", "--png", str(png))
+    assert code == 0, err
     assert "384 ◀ current" in out and png.stat().st_size > 5000
 
 
 @pytest.mark.skipif(offline_unavailable() is not None, reason="nvJitLink/NVVM/NVRTC missing: pip install '.[occupancy]'")
-def test_offline_resources_of_a_kernel(capsys):
+def test_offline_resources_of_a_kernel(lab):
     """vecadd compiled to PTX by numba-cuda and assembled by nvJitLink for sm_90 (no GPU needed)."""
-    main(["occupancy", "matmul", "--variant", "shared", "--arch", "sm_90", "--json"])
-    r = json.loads(capsys.readouterr().out)
+    code, out, err = lab("occupancy", "matmul", "--variant", "shared", "--arch", "sm_90", "--json")
+    assert code == 0, err
+    r = json.loads(out)
     # 2 TPB x TPB float32 tiles = 2 * 16 * 16 * 4 = 2048 B of static shared memory at least
     assert r["shared_bytes"] == 2048 and 8 <= r["registers"] <= 255 and r["local_bytes"] == 0
     assert r["threads"] == 256 and r["resources_source"].startswith("numba-cuda LTO-IR + nvJitLink")

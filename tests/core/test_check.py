@@ -1,5 +1,5 @@
 """The holes of issue 6 in the shared check (lab.core.check), each with the input that slipped through
-before: pure NumPy, no kernel runs here (the kernels' side is tests/test_mutations.py)."""
+before: pure NumPy, no kernel runs here (the kernels' side is tests/kernels/test_mutations.py)."""
 import numpy as np
 import pytest
 

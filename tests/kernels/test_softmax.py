@@ -1,20 +1,21 @@
 """softmax: every rung against the float64 NumPy reference on fresh random inputs; rows with -inf
 entries and large magnitudes; the register-resident and the streaming (long-row) paths; rows sum
-to 1."""
+to 1; group_rows (short rows) and split_row (few very long rows) at the shapes they are for."""
 import numpy as np
 import pytest
 
 import kernels
 from kernels import softmax as S
+from kernels.spec import split_columns
 from lab.core import contenders as C
 from lab.core.check import check_outputs
 from tests.conftest import SIMULATOR
-from tests.helpers import run_variant
+from tests.helpers import check_rung, run_variant
 
 pytestmark = pytest.mark.gpu
 
 SPEC = kernels.load("softmax")
-VARIANTS = [v for v in SPEC.variants if v != "split_row"]  # split_row: tests/test_shapes.py
+VARIANTS = [v for v in SPEC.variants if v != "split_row"]  # split_row: its own shapes, below
 ONE_PASS = ["fused", "online"]
 
 # (size, threads): one element, one row, COLS not a multiple of the block (1, 31, 33, 70), one
@@ -193,3 +194,39 @@ def test_torch_softmax_entry(rng):
         res = fn(torch.from_numpy(x), out=[out])
         v = check_outputs([r.numpy() for r in res], refs, tols)
         assert v.ok, f"{label}: max abs err {v.max_abs_err}"
+
+
+# --- group_rows (short rows) and split_row (few very long rows) ------------------------------------
+SOFTMAX_GROUP = [((9, 5), 32), ((3, 33), 32), ((4, 130), 64)] + ([] if SIMULATOR else [
+    ((100000, 32), 128), ((262144, 128), 256), ((1000, 1000), 128), ((1001, 2000), 128), ((4099, 5), 1024),
+    ((77, 1), 32)])
+
+
+@pytest.mark.parametrize("size,threads", SOFTMAX_GROUP)
+def test_softmax_group_rows(size, threads, rng, simulator):
+    check_rung("softmax", "group_rows", size, threads, rng, simulator)
+
+
+@pytest.mark.parametrize("size,threads", [((2, 300), 32)] + ([] if SIMULATOR else [
+    ((4, 1000000), 256), ((1, 1048576), 256), ((32, 65536), 512), ((3, 40001), 1024)]))
+def test_softmax_split_row(size, threads, rng, simulator):
+    assert split_columns(size[0], size[1], threads, S.UNROLL)[1] > 1  # really split
+    check_rung("softmax", "split_row", size, threads, rng, simulator)
+
+
+@pytest.mark.skipif(SIMULATOR, reason="GPU sizes")
+@pytest.mark.parametrize("variant", ["group_rows", "split_row"])
+def test_softmax_new_rungs_float64_and_hard_rows(variant, rng, simulator):
+    check_rung("softmax", variant, (300, 700), 128, rng, simulator, np.float64)  # group_rows: warp streaming
+    x, keep = hard_rows(100000, rng)
+    ok, err, out, ref, tol = run_on(variant, x, 256, simulator)
+    assert ok and out[4, keep] == 1 and (out[np.isneginf(x)] == 0).all(), f"{variant}: max abs err {err}"
+
+
+def test_group_rows_launch_math():
+    assert [S.group_width(c) for c in (1, 4, 5, 32, 33, 128, 129, 5000)] == [1, 1, 2, 8, 16, 32, 32, 32]
+    # K = 32 values a lane at 1024 threads would need 96 x 1024 registers: the warp streaming path
+    assert "warp streaming" in kernels.load("softmax").variants["group_rows"].launch((5, 1000), 1024).note
+    assert "32 values a lane" in kernels.load("softmax").variants["group_rows"].launch((5, 1000), 128).note
+    cfg = kernels.load("softmax").variants["group_rows"].launch((100000, 32), 128)
+    assert cfg.grid == (100000 // 16,) and cfg.threads_needed == 100000 * 8

@@ -157,6 +157,7 @@ def run_opcheck(rng, grad):
         assert all(v == "SUCCESS" for v in result.values()), (op, result)
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 def test_opcheck(rng):
     run_opcheck(rng, grad=False)
 

@@ -89,7 +89,7 @@ def test_a_damaged_state_file_counts_as_fresh(tmp_path):
 def test_doctor_suggests_the_readmes_cpu_torch_pin_without_a_gpu(monkeypatch):
     from lab.inspect import doctor as D
 
-    readme = open(os.path.join(os.path.dirname(__file__), "..", "README.md")).read()
+    readme = open(os.path.join(os.path.dirname(__file__), "..", "..", "README.md")).read()
     monkeypatch.setattr(D, "torch_info", lambda: None)
     monkeypatch.setattr(D, "gpu_count", lambda: (0, "no CUDA driver"))
     check = D.check_torch()
@@ -322,7 +322,7 @@ def test_float32_inside_changes_nothing_for_float32_runs(fake_torch_quantize):
 
 
 def test_float32_inside_row_says_so_in_the_table(fake_torch_quantize):
-    from tests.test_fuzz_cli import lab
+    from tests.cli.test_fuzz import lab
 
     args = ["run", "quantize", "--size", "3000", "--dtype", "float64", "--contenders", "torch", "--repeats", "1",
             "--warmup", "0"]

@@ -7,19 +7,10 @@ import sys
 import pytest
 
 from lab.core import compilers
-from lab.cli import main
 from tests.conftest import COMPILER, SIMULATOR
 
 MLIR_STATUS = compilers.compilers_status(SIMULATOR)[compilers.MLIR]
 needs_mlir = pytest.mark.skipif(not MLIR_STATUS["usable"], reason=f"numba-cuda-mlir: {MLIR_STATUS['why']}")
-
-
-def lab(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exc.value.code or 0, out, err
 
 
 def test_status_names_each_compiler_and_why_not():
@@ -33,8 +24,8 @@ def test_status_names_each_compiler_and_why_not():
     assert ok and line.startswith("numba-cuda ") and "numba-cuda-mlir" in line
 
 
-def test_mlir_with_sim_is_one_line_exit_2(capsys):
-    code, out, err = lab(capsys, "run", "vecadd", "--compiler", "numba-cuda-mlir", "--sim")
+def test_mlir_with_sim_is_one_line_exit_2(lab):
+    code, out, err = lab("run", "vecadd", "--compiler", "numba-cuda-mlir", "--sim")
     assert code == 2 and out == ""
     assert err.startswith("error: --compiler numba-cuda-mlir") and "simulator" in err
     assert len(err.strip().splitlines()) == 1
@@ -61,6 +52,7 @@ def test_rows_name_their_compiler_and_resources():
         assert all(r.registers and r.registers > 0 and r.spill_bytes is not None for r in rep.rows)
 
 
+@pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_both_gives_one_row_per_rung_and_compiler():
     """``--compiler both`` in fresh processes: numba-cuda rows ok; MLIR rows ok on a GPU where it is

@@ -18,8 +18,8 @@ from lab.inspect import counters as K
 from lab.inspect import sanitize as S
 from tests.conftest import SIMULATOR
 
-FIX = Path(__file__).resolve().parent / "fixtures" / "hardware"
-SCHEMAS = Path(__file__).resolve().parent.parent / "docs" / "schemas"
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
 sim_only = pytest.mark.skipif(not SIMULATOR, reason="the sector tracer runs in the CUDA simulator")
 
 

@@ -1,0 +1,47 @@
+"""Every kernel's ``auto`` rung: it runs the rung its heuristic (each module's ``choose()``) names for
+the shape, checked on fresh random inputs (poisoned outputs, float64 reference), tiny in the
+simulator, real shapes with -m gpu; and the heuristics' documented choices. (The rungs for shapes
+away from the headline ones are tested in each kernel's file.)"""
+import pytest
+
+import kernels
+from tests.conftest import SIMULATOR
+from tests.helpers import check_rung
+
+pytestmark = pytest.mark.gpu
+
+AUTO = {"vecadd": [(1,), (1001,)], "quantize": [(1,), (999,)], "matvec": [(2, 70)], "softmax": [(5, 33)],
+        "matmul": [(9, 10, 11)]}
+AUTO_GPU = {"vecadd": [(1 << 24,)], "quantize": [(1 << 22,)], "matvec": [(4, 100000), (4096, 4096)],
+            "softmax": [(100000, 32), (4, 1000000), (4099, 3001)],
+            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096)]}
+AUTO_CASES = [(k, s) for k, sizes in (AUTO if SIMULATOR else AUTO_GPU).items() for s in sizes]
+
+
+@pytest.mark.parametrize("kernel,size", AUTO_CASES)
+def test_auto(kernel, size, rng, simulator):
+    """auto runs the rung it names, at its own threads, whatever --threads says."""
+    spec = kernels.load(kernel)
+    cfg = spec.variants["auto"].launch(size, 1024)
+    assert cfg.rung in spec.variants and cfg.rung != "auto" and cfg.note.startswith(f"auto: {cfg.rung}")
+    check_rung(kernel, "auto", size, 1024, rng, simulator)
+
+
+def test_auto_choices_and_explicit_threads():
+    """The heuristics' documented choices; a named rung keeps the --threads it was given."""
+    mv, sm, mm = (kernels.load(k) for k in ("matvec", "softmax", "matmul"))
+    assert mv.variants["auto"].launch((4, 100000), 1024).rung == "split_k"
+    assert mv.variants["auto"].launch((16384, 4096), 1024).rung == "warp_per_row"
+    assert mv.variants["auto"].launch((100000, 32), 1024).rung == "group_per_row"
+    assert mv.variants["auto"].launch((16384, 4096), 1024).block == (256,)
+    assert mv.variants["warp_per_row"].launch((16384, 4096), 1024).block == (1024,)  # honoured
+    assert sm.variants["auto"].launch((100000, 32), 1024).rung == "group_rows"
+    assert sm.variants["auto"].launch((4, 1000000), 32).rung == "split_row"
+    assert sm.variants["auto"].launch((8192, 8192), 32).block == (1024,)
+    assert sm.variants["fused"].launch((8192, 8192), 64).block == (64,)  # honoured
+    assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "register_tiled"
+    assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "tile64"
+    assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "split_k"
+    assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
+    assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
+    assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
