@@ -284,7 +284,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
         return _run(opts, backend, progress)
 
 
-def _run(opts: Options, backend: str, progress: Progress | None) -> Report:
+def _run(opts: Options, backend: str, progress: Events | None) -> Report:
     emit = progress or (lambda event, report, **info: None)
     from lab.core.device import describe, measure_copy_bandwidth
 
@@ -315,7 +315,7 @@ def _run(opts: Options, backend: str, progress: Progress | None) -> Report:
         raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     estimate_s = quick = None
-    if simulator:  # before any input is made: a run of hours does not start unless asked (opts.yes)
+    if simulator and "numba" in contender_names:  # before any input is made: hours do not start unless asked
         calls = simulator_calls(repeats, warmup, _check_calls(spec, size, dtype))
         estimate_s = simulator_seconds(spec, size, variant_names, threads, calls)
         if estimate_s > SLOW_SIMULATION_S:

@@ -27,7 +27,7 @@ def sweep_table(doc: dict, console=None, wide: bool = False) -> list:
             Col("contender", lambda r: r["name"], 100, left=True, wrap=True),
             Col("check", lambda r: r["status"], 100, left=True, style=CHECK_STYLE.get),
             Col("sim ms" if sim else "ms", lambda r: None if r["median_ms"] is None else sig(r["median_ms"]), 95,
-                explain="sim ms: median a call, the simulation's wall clock (not a GPU time)" if sim
+                explain="sim ms: the simulation's wall clock a call (median of --repeats, else the checked first call; not a GPU time)" if sim
                 else "ms: median a call"),
             Col("±%", lambda r: None if not r["median_ms"] or r["iqr_ms"] is None
                 else f"{100 * r['iqr_ms'] / r['median_ms']:.0f}", 60, explain="±%: IQR / median"),
