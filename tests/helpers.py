@@ -55,3 +55,28 @@ def fake_gpu_report(medians: dict, kernel="vecadd", size=(1 << 26,), iqr=0.001, 
     return {"kernel": kernel, "backend": "gpu", "device": {"name": "Test GPU", "peak_fp32_gflops": 60000.0},
             "size": list(size), "threads_per_block": 256, "repeats": 50, "warmup": 5, "dtype": "float32",
             "flops": size[0], "bytes_moved": 12 * size[0], "copy_bandwidth": {"gbps": 3000.0}, "results": results}
+
+
+def mutated_solution(tmp_path, name, subs):
+    """The exercise ``name``'s solution with each (old, new) of ``subs`` substituted, written to
+    tmp_path/NAME.py; each ``old`` must be in the solution (a substitution that no longer applies fails)."""
+    import exercises
+
+    src = exercises.load(name).solution.read_text()
+    for old, new in subs:
+        assert old in src, f"the substitution does not apply to {name}: {old!r}"
+        src = src.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    return path
+
+
+def bad_inputs(table: str) -> list:
+    """``(args, needle)`` pytest params from a text table, one case a line: ``ARGS | NEEDLE``, the lab
+    command line (shell words) and a phrase its one-line error must have; the command line is the id."""
+    import shlex
+
+    import pytest
+
+    rows = [line.split(" | ", 1) for line in table.strip().splitlines()]
+    return [pytest.param(shlex.split(args), needle.strip(), id=args.strip()) for args, needle in rows]

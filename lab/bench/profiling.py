@@ -50,7 +50,7 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     """
     import numpy as np
 
-    import kernels
+    from lab.core import catalog
     from lab.core import contenders as C
 
     torch, Activity, torch_profile, record_function = _torch()
@@ -58,10 +58,7 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     if not simulator and not torch.cuda.is_available():
         raise LabError(f"torch {torch.__version__} has no CUDA support here, so the profiler cannot record "
                        "GPU activity; install a CUDA build of torch (pip install 'numba-gpu-lab[torch]')")
-    try:
-        spec = kernels.load(kernel)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
+    spec = catalog.load(kernel)
     who = contenders or ["numba", "torch"]
     for c in who:
         if c not in ("numba", "torch"):
@@ -71,10 +68,7 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
         raise LabError(f"unknown variant of {kernel} {unknown[0]!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {kernel} supports {', '.join(spec.dtypes)}")
-    try:
-        shape = spec.parse_size(size) if size else spec.default_size(simulator)
-    except ValueError as e:
-        raise LabError(str(e)) from None
+    shape = catalog.problem_shape(spec, size, lambda: spec.default_size(simulator))
     threads = threads if threads is not None else (32 if simulator else 256)
     if not 1 <= threads <= 1024:
         raise LabError(f"--threads {threads}: threads per block must be 1..1024")

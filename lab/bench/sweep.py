@@ -56,16 +56,13 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
     """
     import numpy as np
 
-    import kernels
+    from lab.core import catalog
     from lab.core.device import describe
     from lab.core.runner import Options, check_contenders, run
 
     if not threads and not sizes:
         raise LabError("lab sweep needs --threads A,B,... and/or --sizes A,B,...")
-    try:
-        spec = kernels.load(kernel)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
+    spec = catalog.load(kernel)
     check_contenders(contenders)
     for v in variants or []:
         if v not in spec.variants:

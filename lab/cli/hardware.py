@@ -25,17 +25,10 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     """Hardware counters of one call of each rung and library op (Nsight Compute), with a verdict;
     --sim (the default without a GPU): sectors per request from the simulator's recorded addresses."""
     backend = O.backend(sim)
+    from lab.cli.views.progress import bar_unless
     from lab.inspect import counters as K
 
-    import contextlib
-
-    if as_json:
-        ctx = contextlib.nullcontext(None)
-    else:
-        from lab.cli.views.progress import bar
-
-        ctx = bar("counters")
-    with ctx as progress:
+    with bar_unless(as_json, "counters") as progress:
         doc = K.counters(kernel, backend, O.csv(variant), size, threads, dtype, O.csv(contenders),
                          seed if seed is not None else 0, progress)
     if as_json:
@@ -68,15 +61,9 @@ def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
 
         raise LabError(S.unavailable_reason())
     backend = O.backend(sim)
-    import contextlib
+    from lab.cli.views.progress import bar_unless
 
-    if as_json:
-        ctx = contextlib.nullcontext(None)
-    else:
-        from lab.cli.views.progress import bar
-
-        ctx = bar("sanitize")
-    with ctx as progress:
+    with bar_unless(as_json, "sanitize") as progress:
         doc = S.sanitize(kernel, backend, O.csv(variant), O.csv(tools), size, threads, dtype,
                          seed if seed is not None else 0, progress)
     if as_json:

@@ -47,3 +47,24 @@ def catalog() -> list[dict]:
             "unavailable": _missing(name),
         })
     return out
+
+
+def load(kernel: str):
+    """The kernel's spec (``kernels.load``), an unknown name raised as a LabError."""
+    from lab.core.errors import LabError
+
+    try:
+        return kernels.load(kernel)
+    except KeyError as e:
+        raise LabError(e.args[0]) from None
+
+
+def problem_shape(spec, size: str | None, default):
+    """``size`` parsed by the spec, or ``default`` (a shape, or a callable giving one) when no size was
+    given; a size the spec cannot read raised as a LabError."""
+    from lab.core.errors import LabError
+
+    try:
+        return spec.parse_size(size) if size else (default() if callable(default) else default)
+    except ValueError as e:
+        raise LabError(str(e)) from None

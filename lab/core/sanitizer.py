@@ -45,27 +45,34 @@ def command(exe: str, tool: str, log_file: str | None = None) -> list[str]:
             *(["--log-file", log_file] if log_file else [])]
 
 
-def find_sanitizer() -> str | None:
-    """compute-sanitizer: $LAB_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the
-    nvidia-cuda-sanitizer-api wheel (in this environment's site-packages)."""
-    env = os.environ.get("LAB_COMPUTE_SANITIZER")
+def find_tool(name: str, env_var: str, extra: list[str] = ()) -> str | None:
+    """A CUDA tool's executable: $``env_var`` (used as given, or None when it is not executable), PATH,
+    $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then the ``extra`` candidate paths in order."""
+    env = os.environ.get(env_var)
     if env:
         return env if os.access(env, os.X_OK) else None
-    found = shutil.which("compute-sanitizer")
+    found = shutil.which(name)
     if found:
         return found
     homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    cands = [os.path.join(h, "bin", "compute-sanitizer") for h in homes if h]
-    cands += [os.path.join(h, "compute-sanitizer", "compute-sanitizer") for h in homes if h]
+    cands = [os.path.join(h, "bin", name) for h in homes if h] + list(extra)
+    return next((c for c in cands if os.path.isfile(c) and os.access(c, os.X_OK)), None)
+
+
+def find_sanitizer() -> str | None:
+    """compute-sanitizer: $LAB_COMPUTE_SANITIZER, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, the
+    nvidia-cuda-sanitizer-api wheel (in this environment's site-packages)."""
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    extra = [os.path.join(h, "compute-sanitizer", "compute-sanitizer") for h in homes if h]
     try:
         spec = importlib.util.find_spec("nvidia.cuda_sanitizer_api")
     except (ImportError, ValueError):
         spec = None
     for where in (spec.submodule_search_locations if spec and spec.submodule_search_locations else []):
-        cands.append(os.path.join(where, "bin", "compute-sanitizer"))
+        extra.append(os.path.join(where, "bin", "compute-sanitizer"))
     for site in sys.path:
-        cands += glob.glob(os.path.join(site, WHEEL_PATH))
-    return next((c for c in cands if os.path.isfile(c) and os.access(c, os.X_OK)), None)
+        extra += glob.glob(os.path.join(site, WHEEL_PATH))
+    return find_tool("compute-sanitizer", "LAB_COMPUTE_SANITIZER", extra)
 
 
 def unavailable_reason() -> str:

@@ -48,7 +48,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -114,16 +113,9 @@ def unit_scale(unit: str) -> float:
 
 def find_ncu() -> str | None:
     """The ncu executable: $LAB_NCU, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, /opt/nvidia/nsight-compute."""
-    env = os.environ.get("LAB_NCU")
-    if env:
-        return env if os.access(env, os.X_OK) else None
-    found = shutil.which("ncu")
-    if found:
-        return found
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    cands = [os.path.join(h, "bin", "ncu") for h in homes if h]
-    cands += sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)
-    return next((c for c in cands if os.access(c, os.X_OK)), None)
+    from lab.core.sanitizer import find_tool
+
+    return find_tool("ncu", "LAB_NCU", sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True))
 
 
 def ncu_command(ncu: str, metrics: list[str], cache_control: str, log: str, child: list[str]) -> list[str]:
@@ -383,22 +375,16 @@ def verdict(row: dict) -> str:
 
 # --- the command ---------------------------------------------------------------------------------------
 def _resolve(kernel, variants, size, threads, dtype, simulator):
-    import kernels as K
+    from lab.core import catalog
 
-    try:
-        spec = K.load(kernel)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
+    spec = catalog.load(kernel)
     for v in variants or []:
         if v not in spec.variants:
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
-    try:
-        shape = spec.parse_size(size) if size else (SIM_SIZES.get(spec.name) or spec.default_size(True)
-                                                   if simulator else spec.default_size(False))
-    except ValueError as e:
-        raise LabError(str(e)) from None
+    shape = catalog.problem_shape(spec, size, lambda: (SIM_SIZES.get(spec.name) or spec.default_size(True)
+                                                       if simulator else spec.default_size(False)))
     threads = threads if threads is not None else (32 if simulator else 256)
     if not 1 <= threads <= 1024:
         raise LabError(f"--threads {threads}: threads per block must be 1..1024")

@@ -66,20 +66,14 @@ def sanitize(kernel: str, backend: str, variants: list[str] | None = None, tools
     if backend != "gpu":
         raise LabError("compute-sanitizer checks kernels on a CUDA GPU, and this run uses the CUDA simulator; "
                        "in the simulator lab exercise check diagnoses races and out-of-bounds accesses")
-    import kernels as K
+    from lab.core import catalog
 
-    try:
-        spec = K.load(kernel)
-    except KeyError as e:
-        raise LabError(e.args[0]) from None
+    spec = catalog.load(kernel)
     names = list(variants or spec.variants)
     for v in names:
         if v not in spec.variants:
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
-    try:
-        shape = spec.parse_size(size) if size else spec.default_size(True)
-    except ValueError as e:
-        raise LabError(str(e)) from None
+    shape = catalog.problem_shape(spec, size, lambda: spec.default_size(True))
     threads = threads if threads is not None else 256
     rows, notes, lost_all = [], [], []
     for n, tool in enumerate(tools):

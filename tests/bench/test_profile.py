@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tests.conftest import SIMULATOR
-from tests.helpers import one_line_exit_2
+from tests.helpers import bad_inputs, one_line_exit_2
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="simulator-sized checks of the commands")
 
@@ -28,13 +28,13 @@ def test_profile_without_torch_is_one_line(lab, monkeypatch):
     one_line_exit_2(*lab("profile", "vecadd")[::2], "lab profile needs torch")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["profile", "vecad"], "did you mean vecadd"),
-    (["profile", "vecadd", "--variant", "fast"], "unknown variant"),
-    (["profile", "vecadd", "--contenders", "cupy"], "choose from: numba, torch"),
-    (["profile", "vecadd", "--contenders", "torch"], "nothing to profile"),
-    (["profile", "vecadd", "--size", "0"], "at least 1"),
-])
+@pytest.mark.parametrize("args,needle", bad_inputs("""
+profile vecad                     | did you mean vecadd
+profile vecadd --variant fast     | unknown variant
+profile vecadd --contenders cupy  | choose from: numba, torch
+profile vecadd --contenders torch | nothing to profile
+profile vecadd --size 0           | at least 1
+"""))
 def test_profile_bad_input(lab, args, needle):
     pytest.importorskip("torch")
     one_line_exit_2(*lab(*args)[::2], needle)

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from tests.conftest import SIMULATOR
-from tests.helpers import FAST, fake_gpu_report, one_line_exit_2
+from tests.helpers import FAST, bad_inputs, fake_gpu_report, one_line_exit_2
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="simulator-sized checks of the commands")
 
@@ -31,15 +31,15 @@ def test_sweep_checks_and_times_every_configuration(lab, tmp_path):
     assert "element_per_thread" in out and "48" in out and "sim ms" in out
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["sweep", "vecadd"], "--threads A,B,... and/or --sizes"),
-    (["sweep", "vecadd", "--threads", "32,abc"], "'abc' is not an integer"),
-    (["sweep", "vecadd", "--threads", "32,2048"], "threads per block must be 1..1024"),
-    (["sweep", "matvec", "--sizes", "10x10,0x5"], "at least 1"),
-    (["sweep", "matvec", "--sizes", "10"], "malformed"),
-    (["sweep", "matvecc", "--threads", "32"], "did you mean matvec"),
-    (["sweep", "vecadd", "--threads", "32", "--metric", "fps"], "Invalid value for '--metric'"),
-])
+@pytest.mark.parametrize("args,needle", bad_inputs("""
+sweep vecadd                           | --threads A,B,... and/or --sizes
+sweep vecadd --threads 32,abc          | 'abc' is not an integer
+sweep vecadd --threads 32,2048         | threads per block must be 1..1024
+sweep matvec --sizes 10x10,0x5         | at least 1
+sweep matvec --sizes 10                | malformed
+sweep matvecc --threads 32             | did you mean matvec
+sweep vecadd --threads 32 --metric fps | Invalid value for '--metric'
+"""))
 def test_sweep_bad_input(lab, args, needle):
     one_line_exit_2(*lab(*args)[::2], needle)
 

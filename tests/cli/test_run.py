@@ -7,7 +7,7 @@ import re
 import pytest
 
 from tests.conftest import BACKEND, SIMULATOR
-from tests.helpers import TINY, fits
+from tests.helpers import TINY, bad_inputs, fits
 
 
 @pytest.mark.gpu
@@ -40,24 +40,24 @@ def test_table_output_names_the_backend(lab):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("args,needle", [
-    (["run", "matvecc"], "did you mean matvec"),
-    (["run", "matvec", "--threads", "0"], "threads per block must be 1..1024"),
-    (["run", "matvec", "--threads", "-3"], "threads per block must be 1..1024"),
-    (["run", "matvec", "--threads", "1025"], "threads per block must be 1..1024"),
-    (["run", "matvec", "--size", "0x5"], "at least 1"),
-    (["run", "matvec", "--size", "-4x5"], "at least 1"),
-    (["run", "vecadd", "--size", "0"], "at least 1"),
-    (["run", "matvec", "--size", "12by5"], "malformed"),
-    (["run", "matvec", "--size", "100"], "malformed"),
-    (["run", "matvec", "--size", "4000000x4000000"], "GiB"),
-    (["run", "matvec", "--variant", "fast"], "unknown variant"),
-    (["run", "matvec", "--contenders", "numba,jax"], "unknown contender"),
-    (["run", "matvec", "--dtype", "int7"], "float32"),
-    (["run", "matvec", "--threads", "many"], "not a valid integer"),
-    (["run", "matvec", "--repeats", "0"], "--repeats must be >= 1"),
-    (["bogus"], "No such command"),
-])
+@pytest.mark.parametrize("args,needle", bad_inputs("""
+run matvecc                       | did you mean matvec
+run matvec --threads 0            | threads per block must be 1..1024
+run matvec --threads -3           | threads per block must be 1..1024
+run matvec --threads 1025         | threads per block must be 1..1024
+run matvec --size 0x5             | at least 1
+run matvec --size -4x5            | at least 1
+run vecadd --size 0               | at least 1
+run matvec --size 12by5           | malformed
+run matvec --size 100             | malformed
+run matvec --size 4000000x4000000 | GiB
+run matvec --variant fast         | unknown variant
+run matvec --contenders numba,jax | unknown contender
+run matvec --dtype int7           | float32
+run matvec --threads many         | not a valid integer
+run matvec --repeats 0            | --repeats must be >= 1
+bogus                             | No such command
+"""))
 def test_bad_input_is_one_line_exit_2(lab, args, needle):
     code, out, err = lab(*args)
     assert code == 2

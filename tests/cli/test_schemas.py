@@ -7,10 +7,9 @@ import pytest
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-from lab.cli import main
 from lab.core.errors import SCHEMA_VERSION
 from lab.core.resources import offline_unavailable
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, run_lab
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="simulator-sized runs of every --json command")
 
@@ -19,14 +18,6 @@ FILES = sorted(SCHEMAS.glob("*.json"))
 REGISTRY = Registry().with_resources(
     (p.name, Resource.from_contents(json.loads(p.read_text()))) for p in FILES)
 FAST = ["--contenders", "numba,numpy", "--repeats", "1"]
-
-
-def lab(capsys, *args):
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exc.value.code or 0, out, err
 
 
 def validate(doc, name: str):
@@ -38,8 +29,8 @@ def validate(doc, name: str):
     return doc
 
 
-def run_lab(capsys, schema: str, *args, codes=(0,)):
-    code, out, err = lab(capsys, *args)
+def validated(schema: str, *args, codes=(0,)):
+    code, out, err = run_lab(*args)
     assert code in codes, err
     return validate(json.loads(out), schema)
 
@@ -81,86 +72,86 @@ def test_every_schema_is_valid_2020_12_and_its_refs_resolve(path):
     ["vecadd", "--size", "300", "--threads", "32", "--repeats", "1"],  # every contender: skipped rows too
     ["matvec", "--size", "9x50", "--threads", "32", "--variant", "row_per_thread,auto", *FAST],
 ], ids=["vecadd", "matvec"])
-def test_run(capsys, args):
-    doc = run_lab(capsys, "run.json", "run", *args, "--json", "--sim")
+def test_run(args):
+    doc = validated("run.json", "run", *args, "--json", "--sim")
     assert doc["results"] and doc["launch"] is not None
 
 
-def test_run_compiler_both(capsys):
-    doc = run_lab(capsys, "run-both.json", "run", "vecadd", "--size", "100", "--threads", "32",
+def test_run_compiler_both():
+    doc = validated("run-both.json", "run", "vecadd", "--size", "100", "--threads", "32",
                   "--variant", "element_per_thread", *FAST, "--compiler", "both", "--json", "--sim")
     validate(doc, "run.json")  # the merged document is a run document too
     assert doc["compiler"] == "both" and {r["compiler"] for r in doc["results"] if r["contender"] == "numba"} == {
         "numba-cuda", "numba-cuda-mlir"}
 
 
-def test_list_and_device(capsys):
-    kernels = run_lab(capsys, "list.json", "list", "--json", "--sim")
+def test_list_and_device():
+    kernels = validated("list.json", "list", "--json", "--sim")
     assert {k["name"] for k in kernels} >= {"vecadd", "matvec"}
-    run_lab(capsys, "device.json", "device", "--json", "--sim")
-    run_lab(capsys, "device.json", "device", "--measure", "--json", "--sim")
+    validated("device.json", "device", "--json", "--sim")
+    validated("device.json", "device", "--measure", "--json", "--sim")
 
 
-def test_bench_and_bench_from(capsys, tmp_path):
-    doc = run_lab(capsys, "bench.json", "bench", "vecadd", *FAST, "--json", "--sim")
+def test_bench_and_bench_from(tmp_path):
+    doc = validated("bench.json", "bench", "vecadd", *FAST, "--json", "--sim")
     assert len(doc["reports"]) == 1
     saved = tmp_path / "bench.json"
     saved.write_text(json.dumps(doc))
-    assert run_lab(capsys, "bench.json", "bench", "--from", str(saved), "--json") == doc
+    assert validated("bench.json", "bench", "--from", str(saved), "--json") == doc
     old = dict(doc, reports=[{k: v for k, v in r.items() if k != "schema_version"} for r in doc["reports"]])
     del old["schema_version"]  # saved before versioning: read as version 1
     saved.write_text(json.dumps(old))
-    assert run_lab(capsys, "bench.json", "bench", "--from", str(saved), "--json") == doc
+    assert validated("bench.json", "bench", "--from", str(saved), "--json") == doc
 
 
-def test_sweep(capsys):
-    doc = run_lab(capsys, "sweep.json", "sweep", "vecadd", "--threads", "32,64", "--sizes", "40",
+def test_sweep():
+    doc = validated("sweep.json", "sweep", "vecadd", "--threads", "32,64", "--sizes", "40",
                   "--variant", "element_per_thread", *FAST, "--json", "--sim")
     assert [r["threads_per_block"] for r in doc["reports"]] == [32, 64]
 
 
-def test_roofline_and_compare(capsys, run_file):
-    doc = run_lab(capsys, "roofline.json", "roofline", "--kernels", "vecadd,matvec", "--json", "--sim")
+def test_roofline_and_compare(run_file):
+    doc = validated("roofline.json", "roofline", "--kernels", "vecadd,matvec", "--json", "--sim")
     assert doc["points"] == [] and doc["note"]
-    doc = run_lab(capsys, "roofline.json", "roofline", "--kernels", "vecadd", "--from", str(run_file), "--json", "--sim")
+    doc = validated("roofline.json", "roofline", "--kernels", "vecadd", "--from", str(run_file), "--json", "--sim")
     assert doc["points"]  # the numpy row is timed on the host
-    doc = run_lab(capsys, "compare.json", "compare", str(run_file), str(run_file), "--json")
+    doc = validated("compare.json", "compare", str(run_file), str(run_file), "--json")
     assert {r["verdict"] for r in doc["rows"]} >= {"within noise", "not timed (skipped)"}
 
 
-def test_grid(capsys):
-    doc = run_lab(capsys, "grid.json", "grid", "vecadd", "--size", "300", "--threads", "32", "--no-waves", "--json")
+def test_grid():
+    doc = validated("grid.json", "grid", "vecadd", "--size", "300", "--threads", "32", "--no-waves", "--json")
     assert doc["waves"] is None and doc["threads_idle"] == 20
-    run_lab(capsys, "grid.json", "grid", "matmul", "--variant", "naive", "--size", "5x6x4", "--threads", "32",
+    validated("grid.json", "grid", "matmul", "--variant", "naive", "--size", "5x6x4", "--threads", "32",
             "--no-waves", "--json")  # a 2-D map: nested lists
 
 
-def test_occupancy_calculator(capsys):
-    doc = run_lab(capsys, "occupancy.json", "occupancy", "--arch", "sm_90", "--threads", "256", "--registers", "32",
+def test_occupancy_calculator():
+    doc = validated("occupancy.json", "occupancy", "--arch", "sm_90", "--threads", "256", "--registers", "32",
                   "--shared", "1024", "--sweep", "--json")
     assert "kernel" not in doc and doc["sweep"]
 
 
 @pytest.mark.skipif(offline_unavailable() is not None, reason="nvJitLink/NVVM/NVRTC missing: pip install '.[occupancy]'")
-def test_occupancy_of_a_kernel_offline(capsys):
-    doc = run_lab(capsys, "occupancy.json", "occupancy", "matmul", "--variant", "shared", "--arch", "sm_90",
+def test_occupancy_of_a_kernel_offline():
+    doc = validated("occupancy.json", "occupancy", "matmul", "--variant", "shared", "--arch", "sm_90",
                   "--json", "--sim")
     assert doc["resources_from"] == "offline" and len(doc["kernels"]) == 1
 
 
-def test_doctor(capsys):
-    doc = run_lab(capsys, "doctor.json", "doctor", "--json", codes=(0, 1))
+def test_doctor():
+    doc = validated("doctor.json", "doctor", "--json", codes=(0, 1))
     assert doc["checks"]
 
 
-def test_exercise_list_and_check(capsys, tmp_path):
+def test_exercise_list_and_check(tmp_path):
     import exercises
 
     ws = str(tmp_path / "ws")
-    rows = run_lab(capsys, "exercise-list.json", "exercise", "list", "--json", "--dir", ws)
+    rows = validated("exercise-list.json", "exercise", "list", "--json", "--dir", ws)
     assert "vecadd" in [r["name"] for r in rows]
     solution = exercises.load("vecadd").solution
-    doc = run_lab(capsys, "exercise-check.json", "exercise", "check", "vecadd", "--file", str(solution), "--json",
+    doc = validated("exercise-check.json", "exercise", "check", "vecadd", "--file", str(solution), "--json",
                   "--sim", "--dir", ws)
     assert doc["passed"] is True
 

@@ -16,7 +16,7 @@ from kernels.compiler import cuda
 from lab.core.errors import LabError
 from lab.inspect import counters as K
 from lab.inspect import sanitize as S
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, run_lab
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "hardware"
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
@@ -374,29 +374,19 @@ def test_lineinfo_is_asked_for_before_the_first_compile():
 
 
 # --- not available: one line, exit 2 ---------------------------------------------------------------------------------
-def _lab(capsys, *args):
-    from lab.cli import main
-
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-        raise SystemExit(0)
-    out, err = capsys.readouterr()
-    return exc.value.code or 0, out, err
-
-
-def test_sanitize_without_compute_sanitizer_is_one_line_and_exit_2(capsys, monkeypatch):
+def test_sanitize_without_compute_sanitizer_is_one_line_and_exit_2(monkeypatch):
     monkeypatch.setattr(S, "find_sanitizer", lambda: None)
-    code, out, err = _lab(capsys, "sanitize", "vecadd")
+    code, out, err = run_lab("sanitize", "vecadd")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "compute-sanitizer was not found" in err and "nvidia-cuda-sanitizer-api-cu12" in err
 
 
-def test_counters_without_ncu_is_one_line_and_exit_2(capsys, monkeypatch):
+def test_counters_without_ncu_is_one_line_and_exit_2(monkeypatch):
     import lab.cli.options as O
 
     monkeypatch.setattr(K, "find_ncu", lambda: None)
     monkeypatch.setattr(O, "backend", lambda sim: "gpu")  # as on a GPU machine without Nsight Compute
-    code, out, err = _lab(capsys, "counters", "matvec")
+    code, out, err = run_lab("counters", "matvec")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "Nsight Compute (ncu)" in err and "--sim" in err
 
@@ -415,14 +405,14 @@ def test_find_sanitizer_looks_in_the_wheel(tmp_path, monkeypatch):
 
 
 @sim_only
-def test_counters_sim_cli_json_validates(capsys):
-    code, out, err = _lab(capsys, "counters", "vecadd", "--sim", "--size", "256", "--variant", "element_per_thread",
-                          "--json")
+def test_counters_sim_cli_json_validates():
+    code, out, err = run_lab("counters", "vecadd", "--sim", "--size", "256", "--variant", "element_per_thread",
+                             "--json")
     assert code == 0
     doc = json.loads(out)
     validate(doc, "counters.json")
     assert doc["rows"][0]["sectors_per_request"] == 4.0 and doc["schema_version"] == 1
-    code, out, err = _lab(capsys, "counters", "vecadd", "--sim", "--size", "256", "--variant", "element_per_thread")
+    code, out, err = run_lab("counters", "vecadd", "--sim", "--size", "256", "--variant", "element_per_thread")
     assert code == 0 and "simulated: from the recorded addresses" in out and "element_per_thread: coalesced" in out
 
 

@@ -16,6 +16,7 @@ import exercises
 from lab.teach.checker import run_all
 
 from tests.conftest import BACKEND
+from tests.helpers import mutated_solution
 
 NAMES = exercises.names()
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # the repository
@@ -94,20 +95,10 @@ MUTANTS = [
 ]
 
 
-def _mutant(tmp_path, name, subs):
-    src = exercises.load(name).solution.read_text()
-    for old, new in subs:
-        assert old in src, f"mutant does not apply to {name}: {old!r}"
-        src = src.replace(old, new)
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    return path
-
-
 @pytest.mark.parametrize("name,label,subs,phrase,on_gpu",
                          [pytest.param(*m, marks=[pytest.mark.gpu] if m[4] else [], id=f"{m[0]}-{m[1]}") for m in MUTANTS])
 def test_mutant_is_caught(tmp_path, name, label, subs, phrase, on_gpu):
-    results = _run(name, _mutant(tmp_path, name, subs))
+    results = _run(name, mutated_solution(tmp_path, name, subs))
     failed = [r for r in results if not r["passed"]]
     assert failed, f"{name} mutant '{label}' passed every hidden test"
     if phrase and BACKEND == "simulator":
@@ -163,7 +154,7 @@ def test_walkthrough_vecadd(tmp_path):
 @pytest.mark.gpu
 def test_containment_infinite_loop_and_raise(tmp_path):
     """A kernel that never ends is stopped by the timeout; one that raises is reported; no traceback."""
-    loop = _mutant(tmp_path, "vecadd", [("if i < c.shape[0]:", "while i < c.shape[0]:")])
+    loop = mutated_solution(tmp_path, "vecadd", [("if i < c.shape[0]:", "while i < c.shape[0]:")])
     p = _lab("exercise", "check", "vecadd", "--file", str(loop), "--json", "--timeout", "4")
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     tests = json.loads(p.stdout)["tests"]

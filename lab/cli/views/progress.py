@@ -35,3 +35,8 @@ def bar(description: str) -> Iterator[Steps]:
         def update(done, total, label):
             p.update(task, completed=done, total=total, label=label)
         yield update
+
+
+def bar_unless(quiet: bool, description: str) -> contextlib.AbstractContextManager[Steps | None]:
+    """:func:`bar`, or no callback at all (None) when ``quiet`` (e.g. ``--json``: stderr stays clean)."""
+    return contextlib.nullcontext(None) if quiet else bar(description)
