@@ -44,8 +44,7 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
     if from_json:
         doc = B.load(from_json)
     else:
-        backend = O.backend(sim)
-        O.compiler(compiler, backend)
+        backend = O.session(sim, compiler).backend
         names = O.kernel_list(list(kernel_names) + (O.csv(kernels_csv) or []))
         from lab.core.runner import check_contenders
 
@@ -98,8 +97,7 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
 
     threads, size_list = S.parse_threads(threads_csv), S.parse_sizes(sizes)
     O.needs_plot(png)
-    backend = O.backend(sim)
-    O.compiler(compiler, backend)
+    backend = O.session(sim, compiler).backend
     from lab.cli.views.progress import bar
 
     with bar("sweep") as progress:

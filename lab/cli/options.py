@@ -41,7 +41,7 @@ WARMUP = click.option("--warmup", type=click.IntRange(min=0), default=None,
                       help="Untimed calls before timing (default: 5 on a GPU; 0 in the simulator).")
 BACKEND = click.option("--sim/--gpu", "sim", default=None,
                        help="Force Numba's CUDA simulator or a GPU (default: a usable GPU, else the simulator).")
-# every command that compiles kernels; call compiler(value, backend) right after backend(sim)
+# every command that compiles kernels: session(sim, compiler) fixes both at once
 COMPILER = click.option(
     "--compiler", type=click.Choice(["numba-cuda", "numba-cuda-mlir", "both"]), default=None,
     help="Compiler of the Numba kernels: numba-cuda (default; also LAB_COMPILER), numba-cuda-mlir "
@@ -63,15 +63,13 @@ def backend(sim) -> str:
     return select("auto" if sim is None else ("sim" if sim else "gpu"))
 
 
-def compiler(value, backend_: str, allow_both: bool = False) -> str:
-    """Choose the compiler before anything compiles; LabError (exit 2) when it cannot run here."""
-    from lab.core import compilers
+def session(sim, compiler_=None, allow_both: bool = False):
+    """--sim/--gpu and --compiler fixed once for this process (:func:`lab.core.session.start`), before
+    anything compiles; LabError (exit 2) when either cannot be had here. ``compiler_`` None:
+    LAB_COMPILER or numba-cuda; "both" only where ``allow_both`` (lab run)."""
+    from lab.core.session import start
 
-    if value == "both":
-        if not allow_both:
-            raise LabError("--compiler both is only for lab run; choose numba-cuda or numba-cuda-mlir")
-        return "both"
-    return compilers.select(value, backend_ == "simulator")
+    return start("auto" if sim is None else ("sim" if sim else "gpu"), compiler_, allow_both)
 
 
 def csv(value) -> list[str] | None:

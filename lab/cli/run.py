@@ -35,8 +35,9 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, sim, compiler):
     from lab.cli.views import report
 
-    backend = O.backend(sim)
-    if O.compiler(compiler, backend, allow_both=True) == "both":
+    chosen = O.session(sim, compiler, allow_both=True)
+    backend = chosen.backend
+    if chosen.compiler == "both":
         from lab.bench.compilers import run_both
 
         doc = run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
@@ -86,8 +87,7 @@ def list_(as_json, sim):
 @O.BACKEND
 def device(measure, as_json, sim):
     """Show the GPU's attributes (or what the simulator reports), and which compilers are usable."""
-    backend = O.backend(sim)
-    O.compiler(None, backend)  # LAB_COMPILER from the environment: checked like --compiler
+    backend = O.session(sim).backend  # LAB_COMPILER from the environment: checked like --compiler
     from lab.core.device import device_info
 
     info = device_info(backend == "simulator", measure)

@@ -77,6 +77,8 @@ TINY = ["--repeats", "1", "--warmup", "0"]
     ["sweep", "vecadd", "--threads", "32,64", "--sizes", "100,200", *TINY],
     ["roofline"],
     ["exercise", "list"],
+    ["counters", "vecadd", "--size", "4096", "--sim"],
+    ["counters", "matvec", "--size", "32x256", "--sim", "--variant", "row_per_thread,warp_per_row"],
 ])
 def test_every_command_fits_80_columns(args):
     run_fits(*args)
