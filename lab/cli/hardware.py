@@ -54,12 +54,13 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
 def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     """Run each rung of KERNEL once under NVIDIA compute-sanitizer (kernels built with line info):
     clean, or how many errors and the first, by file and line. Exit 1 when anything was found."""
+    from lab.core import sanitizer as San
     from lab.inspect import sanitize as S
 
-    if S.find_sanitizer() is None:  # before choosing a backend: it is the first thing missing here
+    if San.find_sanitizer() is None:  # before choosing a backend: it is the first thing missing here
         from lab.core.errors import LabError
 
-        raise LabError(S.unavailable_reason())
+        raise LabError(San.unavailable_reason())
     backend = O.backend(sim)
     from lab.cli.views.progress import bar_unless
 

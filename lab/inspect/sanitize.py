@@ -21,8 +21,8 @@ import tempfile
 from dataclasses import asdict
 
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.sanitizer import (FIX, command, PREFIX, TOOLS, Report, find_sanitizer, kernel_key,  # noqa: F401 (re-exported)
-                                lineinfo_on, parse_report, summary_counts, unavailable_reason)
+from lab.core.sanitizer import (PREFIX, TOOLS, Report, command, find_sanitizer, kernel_key, lineinfo_on,
+                                parse_report, unavailable_reason)
 
 
 def attribute(reports: list[Report], launched: dict[str, list[str]]) -> tuple[dict, list[Report]]:

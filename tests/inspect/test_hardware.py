@@ -15,6 +15,7 @@ import pytest
 from kernels.compiler import cuda
 from lab.core.errors import LabError
 from lab.inspect import counters as K
+from lab.core import sanitizer as San
 from lab.inspect import sanitize as S
 from tests.conftest import SIMULATOR, run_lab
 
@@ -282,7 +283,7 @@ def test_ncu_engine_end_to_end_with_a_stand_in(tmp_path, monkeypatch):
 
 # --- compute-sanitizer's reports ----------------------------------------------------------------------------------
 def test_memcheck_report_names_file_line_thread_block():
-    reps = S.parse_report((FIX / "memcheck.txt").read_text(), "memcheck")
+    reps = San.parse_report((FIX / "memcheck.txt").read_text(), "memcheck")
     assert len(reps) == 2
     r = reps[0]
     assert (r.kind, r.file, r.line, r.thread, r.block) == (
@@ -290,33 +291,33 @@ def test_memcheck_report_names_file_line_thread_block():
     assert r.kernel.startswith("cudapy::exercises::vecadd::solution::vecadd_kernel")
     assert r.one_line() == ("Invalid __global__ write of size 4 bytes at /home/student/lab-work/vecadd.py:14 "
                             "(thread (40, 0, 0), block (3, 0, 0))")
-    (old,) = S.parse_report((FIX / "memcheck_old.txt").read_text(), "memcheck", root="/lab")
+    (old,) = San.parse_report((FIX / "memcheck_old.txt").read_text(), "memcheck", root="/lab")
     assert (old.where, old.thread, old.kernel) == ("kernels/matvec.py:34", [7, 0, 0],
                                                    "cudapy::kernels::matvec::row_per_thread_kernel(Array<float, 2, C, mutable, aligned>)")
-    assert S.summary_counts((FIX / "memcheck.txt").read_text()) == {"errors": 2}
+    assert San.summary_counts((FIX / "memcheck.txt").read_text()) == {"errors": 2}
 
 
 def test_racecheck_reports_both_sides_and_the_hazard_count():
-    (r,) = S.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
+    (r,) = San.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
     assert (r.kind, r.line, r.others, r.count) == ("Race (Write / Read)", 21, ["/home/student/lab-work/block_sum.py:25"],
                                                    1024)
     assert r.one_line() == "Race (Write / Read) at /home/student/lab-work/block_sum.py:21 and /home/student/lab-work/block_sum.py:25"
-    split, old = S.parse_report((FIX / "racecheck_split.txt").read_text(), "racecheck")
+    split, old = San.parse_report((FIX / "racecheck_split.txt").read_text(), "racecheck")
     assert (split.where, split.kernel, split.count) == ("18_debug_demo.cu:28", "race_condition(float *)", 1024)
     assert (old.kind, old.where, old.count, old.kernel) == ("Race (Read / Write)", "race.cu:4", 8, "test(int*, int*)")
-    assert S.summary_counts((FIX / "racecheck_split.txt").read_text())["race_warnings"] == 1
+    assert San.summary_counts((FIX / "racecheck_split.txt").read_text())["race_warnings"] == 1
 
 
 def test_synccheck_initcheck_and_a_clean_run():
-    (sync,) = S.parse_report((FIX / "synccheck.txt").read_text(), "synccheck", root="/lab")
+    (sync,) = San.parse_report((FIX / "synccheck.txt").read_text(), "synccheck", root="/lab")
     assert sync.kind.startswith("Barrier error detected") and sync.where == "kernels/softmax.py:201"
-    (init,) = S.parse_report((FIX / "initcheck.txt").read_text(), "initcheck", root="/lab")
+    (init,) = San.parse_report((FIX / "initcheck.txt").read_text(), "initcheck", root="/lab")
     assert init.kind == "Uninitialized __global__ memory read of size 4 bytes" and init.block == [0, 0, 0]
-    assert S.parse_report((FIX / "clean.txt").read_text(), "memcheck") == []
+    assert San.parse_report((FIX / "clean.txt").read_text(), "memcheck") == []
 
 
 def test_reports_go_to_the_rungs_that_launched_their_kernel():
-    (init,) = S.parse_report((FIX / "initcheck.txt").read_text(), "initcheck")
+    (init,) = San.parse_report((FIX / "initcheck.txt").read_text(), "initcheck")
     launched = {"split_k": ["/lab/kernels/matvec.py#split_k_partial_kernel|230|264|split_k_partial_kernel",
                             "/lab/kernels/matvec.py#split_k_reduce_kernel|268|280|split_k_reduce_kernel"],
                 "warp_per_row": ["/lab/kernels/matvec.py#warp_per_row_kernel|48|89|warp_per_row_kernel"]}
@@ -365,17 +366,17 @@ def test_lineinfo_is_asked_for_before_the_first_compile():
         overloads = {}
 
     d = D()
-    S.lineinfo_on(d)
+    San.lineinfo_on(d)
     assert d.targetoptions == {"lineinfo": True}
     compiled = D()
     compiled.targetoptions, compiled.overloads = {}, {"sig": object()}
-    S.lineinfo_on(compiled)
+    San.lineinfo_on(compiled)
     assert compiled.targetoptions == {}  # too late: recompiling would change what was checked
 
 
 # --- not available: one line, exit 2 ---------------------------------------------------------------------------------
 def test_sanitize_without_compute_sanitizer_is_one_line_and_exit_2(monkeypatch):
-    monkeypatch.setattr(S, "find_sanitizer", lambda: None)
+    monkeypatch.setattr(San, "find_sanitizer", lambda: None)
     code, out, err = run_lab("sanitize", "vecadd")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "compute-sanitizer was not found" in err and "nvidia-cuda-sanitizer-api-cu12" in err
@@ -400,7 +401,7 @@ def test_find_sanitizer_looks_in_the_wheel(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(sys, "path", [str(tmp_path / "site")])
-    found = S.find_sanitizer()
+    found = San.find_sanitizer()
     assert found == str(exe) or (found and os.path.exists("/usr/local/cuda/bin/compute-sanitizer"))
 
 
@@ -420,17 +421,17 @@ def test_counters_sim_cli_json_validates():
 def test_sanitizer_reports_read_like_the_simulators_diagnoses():
     from lab.teach.checker import sanitizer_message
 
-    (race,) = S.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
+    (race,) = San.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
     assert sanitizer_message(race) == (
         "race (compute-sanitizer racecheck on the GPU; 1024 hazards): a write at line 21 of your file and a read at "
         "line 25 by another thread of the same block, with no cuda.syncthreads() between the two accesses; add one "
         "between writing shared memory and reading what other threads wrote (and before overwriting what they still "
         "read)")
-    oob = S.parse_report((FIX / "memcheck.txt").read_text(), "memcheck")[0]
+    oob = San.parse_report((FIX / "memcheck.txt").read_text(), "memcheck")[0]
     assert sanitizer_message(oob) == (
         "out of bounds (compute-sanitizer memcheck on the GPU): thread 40 of block 3 wrote outside an array at line 14 "
         "of your file (Invalid __global__ write of size 4 bytes); guard it, e.g. `if i < n:`")
-    (sync,) = S.parse_report((FIX / "synccheck.txt").read_text(), "synccheck")
+    (sync,) = San.parse_report((FIX / "synccheck.txt").read_text(), "synccheck")
     assert sanitizer_message(sync).startswith("barrier (compute-sanitizer synccheck on the GPU): Barrier error")
 
 
