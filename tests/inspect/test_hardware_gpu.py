@@ -24,24 +24,10 @@ needs_sanitizer = pytest.mark.skipif(SIMULATOR or S.find_sanitizer() is None,
                                      reason="needs a CUDA GPU and compute-sanitizer")
 pytestmark = pytest.mark.gpu
 
-KNOWN_ISSUES = {  # test: why it may fail on the hardware (issue 21, open); xfail, not strict
-    "quantize_l2": "H100, 2026-11-23: l2_tail_first read 536.93 MB, block_partials 536.94 MB (x twice for both): "
-                   "ncu profiles each kernel of the call on its own, which may lose the L2 tail between the passes; "
-                   "range replay is the next try (issue 21, open)",
-}
-
-
-def on_ncu(group, known_issue=None):
-    """needs_ncu, in the xdist group ``group`` (the tests sharing one kernel's counters run on one worker),
-    and xfail (not strict) with KNOWN_ISSUES[known_issue] when one is named."""
-    marks = [needs_ncu, pytest.mark.xdist_group(group)]
-    if known_issue:
-        marks.append(pytest.mark.xfail(strict=False, reason=KNOWN_ISSUES[known_issue]))
-
+def on_ncu(group):
+    """needs_ncu, in the xdist group ``group`` (the tests sharing one kernel's counters run on one worker)."""
     def apply(test):
-        for mark in reversed(marks):
-            test = mark(test)
-        return test
+        return needs_ncu(pytest.mark.xdist_group(group)(test))
     return apply
 
 
@@ -153,7 +139,7 @@ def test_matmul_register_tiled_transposed_stores_are_conflict_free(matmul):
     assert r["bank_conflicts_store"] <= 0.05 * stores
 
 
-@on_ncu("quantize", known_issue="quantize_l2")
+@on_ncu("quantize")
 def test_quantize_two_passes_read_x_twice_and_l2_tail_first_less(quantize):
     x_bytes = 67108864 * 4
     for v in ("atomic_per_block", "block_partials"):
