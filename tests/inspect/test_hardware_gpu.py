@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from lab.inspect import counters as K
@@ -23,6 +22,7 @@ needs_ncu = pytest.mark.skipif(SIMULATOR or K.find_ncu() is None,
 needs_sanitizer = pytest.mark.skipif(SIMULATOR or S.find_sanitizer() is None,
                                      reason="needs a CUDA GPU and compute-sanitizer")
 pytestmark = pytest.mark.gpu
+
 
 def on_ncu(group):
     """needs_ncu, in the xdist group ``group`` (the tests sharing one kernel's counters run on one worker)."""
