@@ -14,7 +14,9 @@ its one line, ``error: ...``, as in the shell, instead of a traceback.
 """
 from __future__ import annotations
 
+import contextlib
 import inspect
+import os
 import shlex
 
 import click
@@ -81,7 +83,10 @@ def exercise(line: str, cell: str):
     _write_cell(path, cell)
     extra = {"bench": True} if p["bench"] and bench_supported() else {}
     backend = "auto" if p["sim"] is None else ("sim" if p["sim"] else "gpu")
-    result = E.check(name, None, p["directory"], backend, p["timeout"], p["seed"], **extra)
+    with _maps_asked():
+        result = E.check(name, None, p["directory"], backend, p["timeout"], p["seed"], **extra)
+    maps = [(t["name"], t.pop("map")) for t in result["tests"] if "map" in t]  # to_dict(): the CLI's JSON
+    images = [_map_picture(name, test, m) for test, m in maps[:MAX_MAPS]]
     missing = p["bench"] and not extra
 
     def render(out):
@@ -89,7 +94,45 @@ def exercise(line: str, cell: str):
         if missing:
             out.print("[yellow]--bench: not available in this version of the lab (lab exercise check has no "
                       "--bench)[/]")
-    return Result("exercise-check", result, render, rows=lambda d: d["tests"])
+    return Result("exercise-check", result, render, images, rows=lambda d: d["tests"])
+
+
+MAX_MAPS = 2  # pictures under a check: the first failing tests with an indexing failure
+
+
+@contextlib.contextmanager
+def _maps_asked():
+    """The checker's child process adds the simulator's who-wrote-what map to a failing test's entry
+    (lab.teach.checker.MAP_ENV) for this call only."""
+    from lab.teach.checker import MAP_ENV
+
+    before = os.environ.get(MAP_ENV)
+    os.environ[MAP_ENV] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(MAP_ENV, None)
+        else:
+            os.environ[MAP_ENV] = before
+
+
+def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
+    """The map picture of lab grid (lab.cli.views.inspect.plot_map) for your kernel in one test:
+    which block (colour) and thread wrote each element of the output, grey where none did."""
+    import math
+
+    from lab.cli.api import _picture
+    from lab.cli.views.inspect import plot_map
+
+    total = math.prod(m["grid"]) * math.prod(m["block"])
+    n = math.prod(m["shape"])
+    d = {"map": {"block_of": m["block_of"], "thread_of": m["thread_of"]}, "threads_total": total,
+         "threads_needed": n, "threads_idle": max(total - n, 0)}
+    dims = lambda v: "x".join(map(str, v))  # noqa: E731
+    title = (f"{exercise}, test {test}: who wrote {m['output']} (shape {dims(m['shape'])}); "
+             f"grid {dims(m['grid'])} x block {dims(m['block'])}")
+    return _picture(lambda path: plot_map(d, path, "png", title=title))
 
 
 def _write_cell(path, cell: str) -> None:

@@ -99,6 +99,50 @@ def test_occupancy_and_device_render():
     assert d.to_dict()["schema_version"] == SCHEMA_VERSION and d._repr_html_()
 
 
+@pytest.mark.skipif(not SIMULATOR, reason="the who-wrote-what map is recorded in the simulator")
+def test_exercise_cell_shows_the_checkers_messages_and_the_map_of_an_indexing_failure(tmp_path):
+    """%%exercise on a wrong vecadd (no block offset): the same tests and messages as lab exercise
+    check --json with the same seed, a map picture, and to_dict() without the map (the CLI's JSON)."""
+    import exercises
+    from lab.cli import magics
+
+    wrong = exercises.load("vecadd").solution.read_text().replace("cuda.blockIdx.x * cuda.blockDim.x + ", "")
+    r = magics.exercise(f"vecadd --sim --seed 11 --dir {tmp_path / 'ws'}", wrong)
+    doc = r.to_dict()
+    (tmp_path / "wrong.py").write_text(wrong)
+    code, out, err = run_lab("exercise", "check", "vecadd", "--sim", "--seed", "11", "--json", "--file",
+                             tmp_path / "wrong.py", "--dir", tmp_path / "other")
+    cli = json.loads(out)
+    assert code == 1 and doc == cli  # tests, messages, seed, backend: the CLI's document
+    assert all(set(t) == {"name", "passed", "message"} for t in cli["tests"])  # the map is not in the JSON
+    assert not doc["passed"] and any("is blockIdx.x * blockDim.x in your index?" in t["message"] for t in doc["tests"])
+    assert all(t["name"] in r.text for t in doc["tests"])
+    assert r.images and r.images[0][:4] == b"\x89PNG" and "data:image/png" in r._repr_html_()
+    assert (tmp_path / "ws" / "vecadd.py").read_text() == wrong  # the cell is the workspace's file
+    r2 = magics.exercise(f"vecadd --sim --dir {tmp_path / 'ws'}", exercises.load("vecadd").solution.read_text())
+    assert r2.passed and not r2.images and (tmp_path / "ws" / "vecadd.py~").read_text() == wrong
+
+
+def test_exercise_magic_bad_line_is_one_laberror():
+    from lab.cli import magics
+
+    with pytest.raises(lab.LabError, match=r"^%%exercise: .*--seed"):
+        magics.exercise("vecadd --seed -1", "pass")
+    with pytest.raises(lab.LabError, match="unknown exercise 'nope'"):
+        magics.exercise("nope", "pass")
+    with pytest.raises(lab.LabError, match=r"use %exercise_solution vecadd --yes"):
+        magics.exercise_solution("vecadd", ask=lambda prompt: (_ for _ in ()).throw(EOFError()))
+
+
+def test_exercise_solution_asks_first(capsys):
+    from lab.cli import magics
+
+    magics.exercise_solution("vecadd", ask=lambda prompt: "n")
+    assert capsys.readouterr().out == "aborted\n"
+    magics.exercise_solution("vecadd", ask=lambda prompt: "y")
+    assert "def vecadd_kernel" in capsys.readouterr().out
+
+
 # --- lab exercise notebook ------------------------------------------------------------------------
 def test_exercise_notebook_writes_one_valid_notebook_each_from_the_metadata(tmp_path):
     import exercises
@@ -200,6 +244,7 @@ def test_generated_notebook_runs_in_a_jupyter_kernel(tmp_path):
     scaffold = text_of(cells["exercise"])  # the untouched scaffold: the checker's messages, inline
     assert not errors(cells["exercise"]), scaffold
     assert "FAIL" in scaffold and "round the number of blocks up (ceiling division)" in scaffold
+    assert any("image/png" in o.get("data", {}) for o in cells["exercise"].outputs)  # the map of who wrote what
     assert "hidden tests on the CUDA simulator" in scaffold and "not yet" in scaffold
     assert "Hint 1/3 for vecadd" in text_of(cells["hint"])
     assert errors(cells["solution"]) and "use %exercise_solution vecadd --yes" in text_of(cells["solution"])
