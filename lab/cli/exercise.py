@@ -93,7 +93,7 @@ def exercise_new(name, title):
     click.echo(f"created {E.new(name, title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
 
 
-@exercise.command("notebook")
+@exercise.command("notebook", short_help="One Jupyter notebook per exercise (%%exercise cells).")
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--out", "out", default="lab-notebooks", show_default=True, callback=O._not_empty,
               help="Folder for the notebooks (made when missing; its parent must exist).")

@@ -92,6 +92,17 @@ def test_grid_shows_the_map_picture():
     assert len(g.rows()) == 100 and {r["block"] for r in g.rows()} == {0, 1, 2, 3}
 
 
+def test_grid_in_a_child_process_is_the_same_map():
+    """On a GPU process lab.grid records the map in a child simulator process (lab grid --json)."""
+    from lab.cli import api
+
+    child = api._child_json(["grid", "vecadd", "--size", "100", "--threads", "32", "--no-waves", "--json"])
+    here = lab.grid("vecadd", size="100", threads=32, waves=False).to_dict()
+    assert child["map"] == here["map"] and child["threads_idle"] == here["threads_idle"] == 28
+    with pytest.raises(lab.LabError, match="threads per block"):
+        api._child_json(["grid", "vecadd", "--threads", "2048", "--json"])
+
+
 def test_occupancy_and_device_render():
     o = lab.occupancy(arch="sm_75", registers=32, shared=0, threads=256)  # a Colab T4 (calculator)
     assert o.to_dict()["arch"] == "sm_75" and "sm_75" in o._repr_html_()
@@ -176,7 +187,7 @@ def test_exercise_notebook_bad_input_writes_nothing(tmp_path):
 
 
 # --- in a real Jupyter kernel ---------------------------------------------------------------------
-def execute(nb, tmp_path, env: dict):
+def execute(nb, tmp_path, env: dict, timeout: int = 120):
     """Execute ``nb`` in a fresh ipykernel of this Python (a kernelspec written under tmp_path, the
     worktree first on PYTHONPATH, ``env`` added); errors stay in the outputs (allow_errors)."""
     nbclient = pytest.importorskip("nbclient")
@@ -192,7 +203,7 @@ def execute(nb, tmp_path, env: dict):
         "env": {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "COLUMNS": "80",
                 "MPLBACKEND": "module://matplotlib_inline.backend_inline", **env}}))
     km = KernelManager(kernel_name="lab-test", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
-    client = nbclient.NotebookClient(nb, km=km, timeout=120, allow_errors=True,
+    client = nbclient.NotebookClient(nb, km=km, timeout=timeout, allow_errors=True,
                                      resources={"metadata": {"path": str(tmp_path)}})
     client.execute()
     return nb
@@ -271,22 +282,33 @@ def test_generated_notebook_runs_in_a_jupyter_kernel(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(SIMULATOR, reason="needs a CUDA GPU (compute capability 7.0 or more)")
 def test_gpu_notebook_with_bench(tmp_path):
-    """On a GPU: the vecadd solution in a ``%%exercise vecadd --gpu --bench`` cell passes and shows
-    the bench table (where ``lab exercise check`` has --bench)."""
+    """On a GPU (any with compute capability 7.0+): the generated vecadd notebook (scaffold, hint,
+    what the hardware did), then the solution in a ``%%exercise vecadd --gpu --bench`` cell passes
+    and shows the bench table (where ``lab exercise check`` has --bench); ``lab.run`` on the GPU and
+    ``lab.grid`` (recorded in a child simulator process) in the same kernel."""
     from lab.cli.magics import bench_supported
     from lab.teach.notebooks import build
     import exercises
 
     nb = build("vecadd")
     solution = exercises.load("vecadd").solution.read_text()
-    nb.cells = [c for c in nb.cells if c.metadata["lab"] in ("title", "setup")]
-    nb.cells.append(code(f"%%exercise vecadd --gpu --bench\n{solution}", "gpu"))
-    execute(nb, tmp_path, {"LAB_EXERCISES_DIR": str(tmp_path / "ws")})
-    cell = nb.cells[-1]
-    shown = text_of(cell)
-    assert not errors(cell), shown
-    assert "hidden tests on the GPU" in shown and "passed" in shown and "FAIL" not in shown, shown
+    nb.cells = [c for c in nb.cells if c.metadata["lab"] != "solution"]  # it asks (no input box here)
+    nb.cells += [code(f"%%exercise vecadd --gpu --bench\n{solution}", "gpu"),
+                 code('lab.run("vecadd", size="1000000", contenders="numba,numpy")', "run"),
+                 code('lab.grid("vecadd", size="100", threads=32)', "grid")]
+    execute(nb, tmp_path, {"LAB_EXERCISES_DIR": str(tmp_path / "ws")}, timeout=600)
+    cells = {c.metadata["lab"]: c for c in nb.cells if c.cell_type == "code"}
+    for tag in ("setup", "exercise", "hint", "gpu", "run", "grid"):
+        assert not errors(cells[tag]), (tag, text_of(cells[tag]))
+    assert "hidden tests on the GPU" in text_of(cells["exercise"]) and "FAIL" in text_of(cells["exercise"])
+    hardware = text_of(cells["hardware"])  # Nsight Compute's counters, or one line saying why not (no ncu ...)
+    failed = errors(cells["hardware"])
+    assert "hardware counters" in hardware or (failed and len(failed[0].traceback) == 1), hardware
+    assert "GB/s" in text_of(cells["run"]) and "results" in text_of(cells["run"])
+    assert any("image/png" in o.get("data", {}) for o in cells["grid"].outputs)
+    shown = text_of(cells["gpu"])
+    assert "hidden tests on the GPU" in shown and "not yet" not in shown and "FAIL" not in shown, shown
     if not bench_supported():
         assert "--bench: not available" in shown
-        pytest.skip("lab exercise check has no --bench in this lab: the table cannot show")
+        pytest.skip("lab exercise check has no --bench in this lab: the table cannot show (the rest ran)")
     assert "bench" in shown.lower(), shown
