@@ -79,6 +79,28 @@ def test_bad_arguments_raise_laberror_with_the_cli_message(call, cli):
     assert code == 2 and err.strip() == f"error: {e.value}"
 
 
+def test_progress_in_a_notebook_is_an_html_bar_that_goes_away(monkeypatch):
+    """In a Jupyter kernel the progress is an HTML <progress> updated in place (IPython's display
+    handle), not lines on stderr; it is cleared when the work is done."""
+    display_mod = pytest.importorskip("IPython.display")
+    from lab.cli import api
+
+    shown = []
+
+    class Handle:
+        def update(self, obj):
+            shown.append(obj.data)
+
+    monkeypatch.setattr(api, "_kernel_shell", lambda: object())
+    monkeypatch.setattr(display_mod, "display", lambda obj, display_id=None: Handle())
+    with api.progress_bar("lab sweep vecadd") as update:
+        update(1, 4, "vecadd 100 --threads 64")
+        update(0, 0, "numba auto: time (10 calls)")
+    assert '<progress value="1" max="4">' in shown[0] and "1/4" in shown[0] and "--threads 64" in shown[0]
+    assert "<progress >" in shown[1] and "0 done" in shown[1]  # no total yet: an indeterminate bar
+    assert shown[-1] == ""
+
+
 def test_unknown_keyword_names_the_choices():
     with pytest.raises(lab.LabError, match=r"lab.run\(\) got an unknown argument 'thread'; choose from: kernel, threads"):
         lab.run("vecadd", thread=32)
