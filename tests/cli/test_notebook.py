@@ -112,6 +112,9 @@ def test_grid_shows_the_map_picture():
     assert g.to_dict()["threads_idle"] == 28 and g.images and g.images[0][:4] == b"\x89PNG"
     assert "data:image/png;base64," in g._repr_html_() and g._repr_png_() == g.images[0]
     assert len(g.rows()) == 100 and {r["block"] for r in g.rows()} == {0, 1, 2, 3}
+    from tests.cli.test_schemas import validate
+
+    validate(g.to_dict(), "grid.json")
 
 
 def test_grid_in_a_child_process_is_the_same_map():
@@ -126,10 +129,31 @@ def test_grid_in_a_child_process_is_the_same_map():
 
 
 def test_occupancy_and_device_render():
-    o = lab.occupancy(arch="sm_75", registers=32, shared=0, threads=256)  # a Colab T4 (calculator)
+    from tests.cli.test_schemas import validate
+
+    o = lab.occupancy(arch="sm_75", registers=32, shared=0, threads=256, sweep=True)  # a Colab T4 (calculator)
     assert o.to_dict()["arch"] == "sm_75" and "sm_75" in o._repr_html_()
+    validate(o.to_dict(), "occupancy.json")
+    assert len(o.rows()) == 32 and (not _has("matplotlib") or o.images)  # 32..1024 threads, and its plot
     d = lab.device()
-    assert d.to_dict()["schema_version"] == SCHEMA_VERSION and d._repr_html_()
+    validate(d.to_dict(), "device.json")
+    assert d._repr_html_() and {"attribute", "value"} == set(d.rows()[0])
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="simulator-sized sweep")
+def test_sweep_table_plot_and_json():
+    from tests.cli.test_schemas import validate
+
+    s = lab.sweep("vecadd", threads=[32, 64], sizes="100", contenders="numba", variant="element_per_thread")
+    validate(s.to_dict(), "sweep.json")
+    assert [(r["threads"], r["status"]) for r in s.rows()] == [(32, "ok"), (64, "ok")]
+    assert "lab sweep vecadd" in s._repr_html_() and (not _has("matplotlib") or s.images)
+
+
+def _has(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 @pytest.mark.skipif(not SIMULATOR, reason="the who-wrote-what map is recorded in the simulator")
