@@ -35,10 +35,11 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-# Measured: the simulator child (Python, NumPy, Numba's simulator, the lab) fails the twelve reference
-# solutions at 1.5 GiB of address space and passes them at 2 GiB (a stack per simulated thread, made
-# 1 MiB here); 4 GiB leaves room for a 1024-thread block and a student's arrays, and stops a runaway
-# allocation (MemoryError) at once.
+# Measured with the default 8 MiB thread stacks: the simulator child (Python, NumPy, Numba's simulator,
+# the lab) fails some of the twelve reference solutions at 1.5 GiB of address space ("can't start new
+# thread": a stack per simulated thread) and passes all at 2 GiB. Stacks are now 1 MiB (THREAD_STACK), so
+# a 1024-thread block needs 1 GiB of them; 4 GiB leaves room for that and a student's arrays, and stops a
+# runaway allocation (MemoryError) at once.
 DEFAULT_MEMORY_MB = 4096
 THREAD_STACK = 1 << 20  # bytes of stack per Python thread in the child (the default, RLIMIT_STACK, is 8 MiB)
 DEFAULT_CPU_S = 120

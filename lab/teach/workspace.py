@@ -349,6 +349,8 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/vecadd.py"  # the kernels/ module this exercise mirrors, or "-"
 KERNEL = "{name}_kernel"        # the kernel's name in the student's file
 LAUNCH = None                   # or "launch" when the student writes the launch math too
+PASS_PCT_OF_REFERENCE = 70      # lab exercise check --bench: at least this % of the reference's speed
+PEAK = "copy"                   # or "fp32" for a compute-bound kernel (then give bench.py a flops(case))
 STATEMENT = """
 TODO: what to compute (shapes, dtypes), the launch configuration, the pitfalls.
 """
