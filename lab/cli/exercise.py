@@ -79,9 +79,12 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
               help="Address space per submission in MiB, simulator only (RLIMIT_AS; default 4096; 0: none).")
 @click.option("--file-limit", "fsize_mb", type=click.IntRange(min=0), default=None,
               help="Largest file a submission may write, MiB (RLIMIT_FSIZE; default 64).")
+@click.option("--no-landlock", is_flag=True, help="Do not confine file access with Landlock (if it gets in the "
+              "way of a GPU driver); the other limits stay.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the inputs (the same for everyone).")
 @O.BACKEND
-def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, cpu_s, memory_mb, fsize_mb, seed, sim):
+def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, cpu_s, memory_mb, fsize_mb, no_landlock,
+                   seed, sim):
     """Grade a class: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained process.
 
     Exit 0 when the gradebook is complete (whatever the grades), 2 on bad input."""
@@ -93,7 +96,7 @@ def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, c
     check_writable(csv_path, "gradebook CSV")
     d = Limits()
     limits = Limits(cpu_s if cpu_s is not None else d.cpu_s, memory_mb if memory_mb is not None else d.memory_mb,
-                    fsize_mb if fsize_mb is not None else d.fsize_mb)
+                    fsize_mb if fsize_mb is not None else d.fsize_mb, landlock=not no_landlock)
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
     from lab.cli.views.progress import bar_unless
 

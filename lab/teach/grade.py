@@ -99,8 +99,12 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     row["violations"] = list(extra.get("violations") or [])
     row["bench"] = extra.get("bench")
     limit = _reason_from_exit(extra.get("returncode"), limits)
-    if limit is None and any("MemoryError" in f["message"] for f in row["failures"]):
+    messages = " ".join(f["message"] for f in row["failures"])
+    if limit is None and "MemoryError" in messages:
         limit = f"ran out of memory (the {limits.memory_mb} MiB address-space limit)"
+    elif limit is None and ("File too large" in messages or "Errno 27" in messages):  # Python ignores SIGXFSZ: EFBIG
+        limit = f"wrote a file larger than {limits.fsize_mb} MiB (the file-size limit)"
+    row["notes"] = list(extra.get("notes") or [])
     ok = bool(tests) and not row["failures"] and not row["violations"] and limit is None
     if ok and bench and row["bench"] is not None and not row["bench"].get("passed"):
         row["status"], row["reason"] = FAILED, f"performance: {row['bench'].get('message')}"
@@ -136,6 +140,10 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if jobs < 1:
         raise LabError(f"--jobs {jobs}: at least 1")
+    if bench and chosen == "gpu" and jobs > 1:  # timings need the GPU to themselves
+        notes.append(f"--bench on a GPU: one submission at a time (--jobs {jobs} -> 1), so that no timing "
+                     f"shares the GPU with another submission")
+        jobs = 1
     timeout = float(timeout or DEFAULT_TIMEOUT_S)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     pairs = [(s, n) for s in students for n in names]
@@ -155,6 +163,10 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
             if progress:
                 progress(k, len(pairs), f"{s}/{n}: {rows[(s, n)]['status']}")
     ordered = [rows[p] for p in pairs]
+    for r in ordered:  # what the children said about their containment (e.g. no Landlock here), once each
+        for note in r.pop("notes", []):
+            if note not in notes:
+                notes.append(note)
     isolation = [f"own process per submission, {jobs} at once",
                  f"CPU limit {limits.cpu_s} s, file-size limit {limits.fsize_mb} MiB",
                  (f"address-space limit {limits.memory_mb} MiB" if chosen == "simulator" and limits.memory_mb else

@@ -203,6 +203,21 @@ def install_hook(private: str, report) -> None:
     sys.addaudithook(hook)
 
 
+def _warm_gpu() -> None:
+    """Create the CUDA context and compile one kernel before the hook: the driver, NVVM and the
+    libraries Numba finds on the way (it may run ldconfig to find them) load now, not refused later."""
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def lab_sandbox_warm(x):
+        x[0] = 1
+
+    d = cuda.to_device(np.zeros(1, np.int32))
+    lab_sandbox_warm[1, 1](d)
+    cuda.synchronize()
+
+
 def main(argv) -> None:
     limits, rest = Limits.from_arg(argv[0]), argv[1:]
     name, path, backend, seed, progress = rest[:5]
@@ -234,6 +249,8 @@ def main(argv) -> None:
     if simulator:
         import lab.core.runner  # noqa: F401
         import lab.core.trace  # noqa: F401
+    else:
+        _warm_gpu()
     if limits.landlock:
         why = landlock(private)
         if why:

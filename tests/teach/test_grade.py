@@ -32,6 +32,8 @@ SUBMISSIONS = {
     "eve": "import os\nfrom numba import cuda\ntry:\n    os.fork()\nexcept Exception:\n    pass\n" + KERNEL_AND_LAUNCH,
     "frank": "from numba import cuda\nopen(os.path.join(os.path.dirname(__file__), 'mine.txt'), 'w').write('ok')\n"
              "try:\n    open(TARGET, 'w').write('gotcha')\nexcept OSError:\n    pass\n" + KERNEL_AND_LAUNCH,
+    "grace": "import numpy as np\nfrom numba import cuda\nbig = np.ones(1 << 30)\n" + KERNEL_AND_LAUNCH,  # 8 GiB
+    "heidi": "from numba import cuda\nopen('big.bin', 'wb').write(bytes(80 << 20))\n" + KERNEL_AND_LAUNCH,  # 80 MiB
 }
 
 
@@ -60,7 +62,7 @@ def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     assert code == 0, err
     doc = validate(json.loads(out), "exercise-grade.json")
     rows = {(r["student"], r["exercise"]): r for r in doc["rows"]}
-    assert doc["exercises"] == ["map_guard", "vecadd"] and len(rows) == 12  # 6 students x 2, the missing ones too
+    assert doc["exercises"] == ["map_guard", "vecadd"] and len(rows) == 16  # 8 students x 2, the missing ones too
     assert rows[("alice", "vecadd")]["status"] == "passed" and rows[("alice", "map_guard")]["status"] == "passed", \
         (rows[("alice", "vecadd")], rows[("alice", "map_guard")])
     assert rows[("alice", "vecadd")]["tests_passed"] == rows[("alice", "vecadd")]["tests_total"] >= 3
@@ -75,13 +77,26 @@ def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     assert frank["status"] == "failed" and "outside its private working folder" in frank["reason"]
     assert str(target) in frank["reason"] and not target.exists()
     assert not (root / "frank" / "mine.txt").exists()  # it wrote into its private copy's folder only
+    assert "ran out of memory (the 4096 MiB address-space limit)" in rows[("grace", "vecadd")]["reason"]
+    assert "wrote a file larger than 64 MiB" in rows[("heidi", "vecadd")]["reason"]
     assert rows[("bob", "map_guard")]["status"] == "missing"
-    assert doc["summary"] == {"students": 6, "exercises": 2, "passed": 2, "failed": 5, "missing": 5}
+    assert doc["summary"] == {"students": 8, "exercises": 2, "passed": 2, "failed": 7, "missing": 7}
     assert not any("README.txt" in n for n in doc["notes"])  # only .py files are considered
     with open(out_csv, newline="") as f:
         table = list(csv.DictReader(f))
-    assert len(table) == 12 and {r["status"] for r in table} == {"passed", "failed", "missing"}
+    assert len(table) == 16 and {r["status"] for r in table} == {"passed", "failed", "missing"}
     assert [r["student"] for r in table][:2] == ["alice", "alice"]
+
+
+@pytest.mark.slow  # 3 s of CPU after ~1.5 s of start-up CPU: > 5 s of wall on a loaded CI machine
+@pytest.mark.skipif(not SIMULATOR, reason="the simulator's CPU time")
+def test_the_cpu_limit_stops_a_busy_loop(tmp_path):
+    (tmp_path / "c" / "ivan").mkdir(parents=True)
+    (tmp_path / "c" / "ivan" / "vecadd.py").write_text("x = 0\nwhile True:\n    x += 1\n")
+    code, out, err = run_lab("exercise", "grade", tmp_path / "c", "--sim", "--json", "--cpu-limit", "3", "--timeout", "60")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert row["status"] == "failed" and row["reason"] == "used more than 3 s of CPU time (the CPU limit)", row
 
 
 @pytest.mark.skipif(not SIMULATOR, reason="simulator: the table's layout")
