@@ -77,7 +77,7 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
               help="CPU seconds per submission (RLIMIT_CPU; default 120).")
 @click.option("--memory-limit", "memory_mb", type=click.IntRange(min=0), default=None,
               help="Address space per submission in MiB, simulator only (RLIMIT_AS; default 4096; 0: none).")
-@click.option("--file-limit", "fsize_mb", type=click.IntRange(min=0), default=None,
+@click.option("--file-limit", "fsize_mb", type=click.IntRange(min=1), default=None,
               help="Largest file a submission may write, MiB (RLIMIT_FSIZE; default 64).")
 @click.option("--no-landlock", is_flag=True, help="Do not confine file access with Landlock (if it gets in the "
               "way of a GPU driver); the other limits stay.")

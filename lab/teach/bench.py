@@ -1,6 +1,7 @@
 """Performance grading of an exercise (``lab exercise check NAME --bench``), after every hidden test
-passed. It runs inside the checker's child process (:func:`lab.teach.checker.main`), so the
-student's code stays contained; nothing here prints.
+passed. It runs in the checker's child process (``python -m lab.teach.bench ...``: :func:`main`, the
+checker's :func:`lab.teach.checker.main` plus the benchmark), so the student's code stays
+contained; nothing here prints.
 
 On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
 the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are
@@ -25,7 +26,10 @@ largest hidden test (a note says so: small for a GPU). Source: CUDA C++ Best Pra
 """
 from __future__ import annotations
 
+import json
 import math
+import os
+import sys
 
 import numpy as np
 
@@ -205,3 +209,24 @@ def _rung(ex, case, doc) -> None:
     prepared = C.prepare_numba(spec, size, v, v.launch(size, 256), inputs, False)
     doc["rung_ms"], _ = _time_launch(prepared.call, prepared.sync)
     doc["pct_of_rung"] = 100.0 * doc["rung_ms"] / doc["student_ms"]
+
+
+def main(argv) -> None:
+    """The child process with ``--bench``: the hidden tests (:func:`lab.teach.checker.run_all`) and,
+    once every one passed, ``{"start": "bench"}`` then ``{"bench": {...}}`` on the progress file."""
+    name, path, backend, seed, progress, *_ = argv
+    from lab.core.session import select
+    from lab.teach.checker import run_all
+
+    select("sim" if backend == "simulator" else "gpu")
+    with open(progress, "a", buffering=1) as out:
+        results = run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"))
+        if results and all(r["passed"] for r in results):
+            out.write(json.dumps({"start": "bench"}) + "\n")
+            out.write(json.dumps({"bench": run(name, path, backend, seed)}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop

@@ -442,20 +442,13 @@ def run_all(name, path, backend, seed, emit=lambda obj: None):
 
 
 def main(argv):
-    """The child process: select the backend, run the tests, write progress lines; with a 6th
-    argument ``--bench``, once every test passed, ``{"start": "bench"}`` then ``{"bench": {...}}``
-    (:mod:`lab.teach.bench`)."""
-    name, path, backend, seed, progress, *flags = argv
+    """The child process: select the backend, run the tests, write progress lines."""
+    name, path, backend, seed, progress = argv
     from lab.core.session import select
 
     select("sim" if backend == "simulator" else "gpu")
     with open(progress, "a", buffering=1) as out:
-        results = run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"))
-        if "--bench" in flags and results and all(r["passed"] for r in results):
-            from lab.teach import bench
-
-            out.write(json.dumps({"start": "bench"}) + "\n")
-            out.write(json.dumps({"bench": bench.run(name, path, backend, seed)}) + "\n")
+        run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 """Containment for untrusted submissions (``lab exercise grade``): the checker's child process
-(:mod:`lab.teach.checker`) run as ``python -m lab.teach.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
+(:mod:`lab.teach.checker`, or :mod:`lab.teach.bench` with ``--bench``) run as ``python -m lab.teach.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
 [--bench]``, which, before the student's file is imported:
 
 1. sets resource limits (``resource.setrlimit``; POSIX ``setrlimit(2)``): ``RLIMIT_CPU`` (CPU seconds,
@@ -257,7 +257,7 @@ def main(argv) -> None:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
-    checker.main(rest)
+    (lab.teach.bench.main if "--bench" in rest[5:] else checker.main)(rest)
 
 
 if __name__ == "__main__":

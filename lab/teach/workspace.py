@@ -237,7 +237,7 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     else:
         fd, progress = tempfile.mkstemp(prefix="lab-check-", suffix=".jsonl")
         os.close(fd)
-        module = ["lab.teach.checker"]
+        module = ["lab.teach.bench" if bench else "lab.teach.checker"]
     errf = tempfile.TemporaryFile()
     cmd = [*wrap, sys.executable, "-m", *module, name, str(path.resolve()), backend, str(seed), progress,
            *(["--bench"] if bench else [])]
