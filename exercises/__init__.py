@@ -61,6 +61,11 @@ class Exercise:
     kernel: str          # the kernel's name in the student's file
     launch: str | None   # the student's launch function, if the exercise teaches launch math
     path: Path
+    # performance grading (lab exercise check --bench; meta.py, defaults when missing):
+    pass_pct: float = 70.0       # PASS_PCT_OF_REFERENCE: at least this % of the reference's speed
+    peak: str = "copy"           # PEAK: "copy" (memory-bound: % of copy bandwidth) or "fp32" (% of FP32 peak)
+    sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads may touch this x the reference's sectors
+    rung: str | None = None      # RUNG: "kernel:variant" of kernels/ timed beside it, e.g. "vecadd:element_per_thread"
 
     @property
     def scaffold(self) -> Path:
@@ -78,6 +83,13 @@ class Exercise:
         """The module with ``cases(rng)``: import only after the backend is chosen."""
         return importlib.import_module(f"exercises.{self.name}.hidden")
 
+    def bench(self):
+        """The optional module ``bench.py`` with ``case(rng, simulator) -> Case`` (the size to time)
+        and optionally ``flops(case)``, ``bytes(case)`` and ``rung_size(case)``; None without one."""
+        if not (self.path / "bench.py").is_file():
+            return None
+        return importlib.import_module(f"exercises.{self.name}.bench")
+
 
 def names() -> list[str]:
     """Every exercise, in the order of the path: the issue's twelve, then any added ones."""
@@ -92,7 +104,9 @@ def load(name: str) -> Exercise:
         raise KeyError(f"unknown exercise {name!r}; choose from: {', '.join(names())}")
     m = importlib.import_module(f"exercises.{name}.meta")
     return Exercise(name, m.TITLE, m.DIFFICULTY, list(m.PREREQUISITES), m.MIRRORS, m.STATEMENT.strip(),
-                    [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name)
+                    [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name,
+                    float(getattr(m, "PASS_PCT_OF_REFERENCE", 70.0)), getattr(m, "PEAK", "copy"),
+                    float(getattr(m, "SECTOR_FACTOR", 1.25)), getattr(m, "RUNG", None))
 
 
 def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):
