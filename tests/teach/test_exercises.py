@@ -158,6 +158,28 @@ def test_mutant_is_caught(tmp_path, name, label, subs, phrase, on_gpu):
         assert "Traceback" not in r["message"] and "def cases" not in r["message"]
 
 
+# Right kernels written differently from the solution: each must pass (no false alarm).
+# (exercise, label, [(old, new) substitutions in solution.py])
+RIGHT = [
+    ("transpose_shared", "no padding (bank conflicts cost speed, not correctness)", [("(TILE, PADDED)", "(TILE, TILE)")]),
+    ("warp_reduce", "xor butterfly (every lane gets the sum)", [("cuda.shfl_down_sync(FULL_MASK, v, offset)", "cuda.shfl_xor_sync(FULL_MASK, v, offset)")]),
+    ("histogram", "merge skips empty bins", [("        cuda.atomic.add(hist, b, local[b])", "        if local[b] > 0:\n            cuda.atomic.add(hist, b, local[b])")]),
+    ("conv1d", "tile and halo loaded by one strided loop",
+     [("    tile[t + R] = x[i] if i < n else float32(0.0)\n    if t < R:  # the halo cells: R on the left, R on the right\n"
+       "        left = i - R\n        tile[t] = x[left] if left >= 0 and left < n else float32(0.0)\n"
+       "        right = i + THREADS\n        tile[t + THREADS + R] = x[right] if right < n else float32(0.0)\n",
+       "    for j in range(t, WIDTH, THREADS):\n        src = cuda.blockIdx.x * THREADS - R + j\n"
+       "        tile[j] = x[src] if 0 <= src < n else float32(0.0)\n")]),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,label,subs", [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in RIGHT])
+def test_right_variant_passes(tmp_path, name, label, subs):
+    results = _run(name, mutated_solution(tmp_path, name, subs))
+    assert all(r["passed"] for r in results), results
+
+
 def test_every_exercise_has_mutants():
     assert {m[0] for m in MUTANTS} >= set(NAMES)
 
