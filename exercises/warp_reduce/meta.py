@@ -2,7 +2,7 @@
 TITLE = "Warp shuffles: a block sum without a shared-memory tree"
 DIFFICULTY = 3
 PREREQUISITES = ["block_sum"]
-MIRRORS = "kernels/warp.py"
+MIRRORS = "kernels/matvec.py"  # warp_per_row: a warp's 32 partials added by shuffles (kernels/warp.py)
 KERNEL = "warp_reduce_kernel"
 LAUNCH = None
 STATEMENT = """

@@ -184,6 +184,16 @@ def test_every_exercise_has_mutants():
     assert {m[0] for m in MUTANTS} >= set(NAMES)
 
 
+def test_mirrors_names_a_kernel_or_nothing():
+    """MIRRORS is "-" or kernels/NAME.py of a kernel the lab runs (lab counters NAME, the notebook's cell)."""
+    import kernels
+
+    for name in NAMES:
+        m = exercises.load(name).mirrors
+        assert m == "-" or (m.startswith("kernels/") and m.endswith(".py")
+                            and m[len("kernels/"):-3] in kernels.NAMES), (name, m)
+
+
 def test_the_five_newer_exercises_carry_a_performance_pass_line():
     """Issue 20: the five newer exercises set the --bench pass line and the peak it is measured against."""
     import importlib
