@@ -21,7 +21,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 ORDER = ["map_guard", "vecadd", "matrix_add_2d", "strided_index", "matvec_row", "matvec_coalesced",
-         "block_sum", "dot", "minmax", "tiled_matmul", "softmax_fused", "quantize"]
+         "block_sum", "dot", "minmax", "tiled_matmul", "softmax_fused", "quantize",
+         # issue 20's five more
+         "transpose_shared", "warp_reduce", "histogram", "prefix_sum", "conv1d"]
 
 
 @dataclass
@@ -92,7 +94,7 @@ class Exercise:
 
 
 def names() -> list[str]:
-    """Every exercise, in the order of the path: the issue's twelve, then any added ones."""
+    """Every exercise, in the order of the path (ORDER), then any added ones in name order."""
     extra = sorted(p.name for p in HERE.iterdir()
                    if (p / "meta.py").is_file() and p.name not in ORDER)
     return [n for n in ORDER if (HERE / n / "meta.py").is_file()] + extra
