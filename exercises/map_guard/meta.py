@@ -5,6 +5,7 @@ PREREQUISITES = []
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "map_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 map_guard: out[i] = 2 * x[i] + 1 for every i < n, one thread per element.
 

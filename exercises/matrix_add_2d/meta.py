@@ -5,6 +5,7 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "matrix_add_kernel"
 LAUNCH = "launch"
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matrix_add_2d: C = A + 2 * B for float32 matrices of shape (rows, cols), one thread per element,
 on a 2-D grid of 2-D blocks.

@@ -5,6 +5,7 @@ PREREQUISITES = ["matvec_row", "block_sum"]
 MIRRORS = "kernels/matvec.py"
 KERNEL = "matvec_warp_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matvec_coalesced: y = A @ x with one warp (a block of 32 threads) per row: block b computes y[b].
 Lane t (= threadIdx.x) sums A[b, j] * x[j] for j = t, t + 32, t + 64, ... so that at each step the

@@ -5,6 +5,7 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/matvec.py"
 KERNEL = "matvec_row_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matvec_row: y = A @ x for a row-major float32 A[rows, cols] and x[cols]; thread i = cuda.grid(1)
 computes the whole dot product of row i: y[i] = sum_j A[i, j] * x[j].

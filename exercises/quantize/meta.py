@@ -5,6 +5,7 @@ PREREQUISITES = ["vecadd", "minmax"]
 MIRRORS = "kernels/quantize.py"
 KERNEL = "quantize_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 quantize: q[i] = round(clamp(x[i] / scale + zero_point, 0, 255)) as uint8, one thread per element.
 scale and zero_point come from min(x) and max(x) (the seed's quantize_tensor, computed for you on the

@@ -5,6 +5,7 @@ PREREQUISITES = ["block_sum", "minmax"]
 MIRRORS = "kernels/softmax.py"
 KERNEL = "softmax_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 softmax_fused: out[r, :] = exp(x[r, :] - m) / sum_j exp(x[r, j] - m) with m = max_j x[r, j], for a
 float32 x[rows, cols], in ONE kernel: block r (of THREADS = 32 threads) handles row r. Each thread

@@ -5,6 +5,7 @@ PREREQUISITES = ["matrix_add_2d"]
 MIRRORS = "-"
 KERNEL = "strided_copy_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 strided_index: a tensor is a pointer into flat storage plus strides. Element (r, c) of a view
 lives at storage[offset + r * stride0 + c * stride1] (the seed notebook on strides:

@@ -5,6 +5,7 @@ PREREQUISITES = ["matrix_add_2d", "block_sum"]
 MIRRORS = "kernels/matmul.py"
 KERNEL = "matmul_kernel"
 LAUNCH = "launch"
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 tiled_matmul: C = A @ B for row-major float32 A[M, K], B[K, N], C[M, N], in TILE x TILE tiles
 (TILE = 8). Block (bx, by) computes the tile of C at rows by*TILE.., columns bx*TILE..; thread

@@ -5,6 +5,7 @@ PREREQUISITES = ["map_guard"]
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "vecadd_kernel"
 LAUNCH = "launch"
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 vecadd: c = a + b for float32 vectors of length n, one thread per element, across many blocks.
 
