@@ -227,11 +227,16 @@ def _shared_name(frame):
     return m.group(1) if m else f"shared array (line {frame.f_lineno})"
 
 
+FLOAT_SENTINEL = -1.2345678e30  # floats' second poison (``which=2``): finite, so a written NaN stands out
+
+
 def poisoned(shape, dtype, which=0):
-    """An array of ``shape`` filled with a poison: NaN for floats; for ints one of two values."""
+    """An array of ``shape`` filled with a poison: NaN for floats (``which=2``: a finite sentinel,
+    :data:`FLOAT_SENTINEL`, to tell an element written with NaN from one never written); for ints
+    one of two values."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype)
+        return np.full(shape, FLOAT_SENTINEL if which == 2 else np.nan, dtype)
     if dtype.kind == "b":
         return np.zeros(shape, dtype)
     from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)

@@ -347,6 +347,18 @@ def run_case(mod, ex, case, backend, rng, path):
             unwritten = np.asarray(runs[1][0][k]) != out
         if unwritten.any():
             written = _written_mask(writers[k], out.shape) if writers is not None else None
+            if written is None and out.dtype.kind == "f" and backend != "simulator":
+                # no tracer on a GPU: run again with a finite poison; NaN in both runs was written
+                again = np.asarray(_launch_gpu(kernel, case, grid, block, 2)[k])
+                written = ~(again == np.asarray(simt_poison(out.dtype)))
+                if (unwritten & written).any():
+                    first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
+                    raise Failed(f"{_fmt_idx(onames[k], first)} is NaN although it was written (a second run "
+                                 f"with another poison tells the two apart): read before initialised (an "
+                                 f"accumulator not set to 0 before +=, shared memory read before it was "
+                                 f"filled)? or 0/0, inf/inf (an overflow)?; {int((unwritten & written).sum())} of "
+                                 f"{plural(out.size, 'element')} like this")
+                written = None
             if written is not None and (unwritten & written).any():
                 first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
                 flat = int(np.ravel_multi_index(first, out.shape)) if out.shape else 0
@@ -419,6 +431,12 @@ def _transposed_hint(out64, ref, bad):
     if np.all(np.abs(out64[i, j] - want) <= 1e-5 * (1 + np.abs(want))):
         return "it holds the value of the transposed position: row and column swapped?"
     return None
+
+
+def simt_poison(dtype):
+    from lab.core.simt import FLOAT_SENTINEL
+
+    return np.dtype(dtype).type(FLOAT_SENTINEL)
 
 
 def _written_mask(writer, shape):
