@@ -134,8 +134,12 @@ class _Tracker:
                 self.lines[flat] = (line, rlines)
             elif self.output:
                 first = self.writer.setdefault(flat, who)
-                if first != who and not _in_atomic():
-                    self.others.setdefault(flat, set()).add(who)
+                if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
+                    extra = self.others.get(flat)
+                    if extra is None and len(self.others) < 256:
+                        extra = self.others[flat] = set()
+                    if extra is not None and len(extra) < 4096:
+                        extra.add(who)
                 if first != who and not _in_atomic() and (who in self.readers.get(flat, ()) or
                                                           first in self.readers.get(flat, ())):
                     if len(self.trace.global_rmw) < 3:

@@ -196,7 +196,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
             name, idx, shape, who, kind = trace.oob[0]
             raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                          f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                         f"{_oob_advice(idx, shape, who, block)}") from None
+                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}") from None
         advice = ""
         if isinstance(e.error, OverflowError) and "math range" in str(e.error):
             advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -213,7 +213,20 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     return outs, trace, writers
 
 
-def _oob_advice(idx, shape, who, block):
+def _extra_thread(own, grid, block, out_shapes):
+    """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
+    thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
+    up to the block (x = the last dimension, y = the one before)."""
+    reach, bd = [g * b for g, b in zip(_dims3(grid), _dims3(block))], _dims3(block)
+    for shape in out_shapes:
+        shape = tuple(shape)
+        for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
+            if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
+                return True
+    return False
+
+
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset)."""
@@ -230,7 +243,7 @@ def _oob_advice(idx, shape, who, block):
         swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
-    if all(int(idx[k]) in own for k in past):
+    if all(int(idx[k]) in own for k in past) or (grid is not None and _extra_thread(own, grid, block, out_shapes)):
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element: a loop "
             f"bound, a stride or an offset runs past the end?")
