@@ -178,6 +178,8 @@ def dropped_block_hint(out, x, block):
     the last element) left out."""
     out = np.asarray(out, np.float64)
     x = np.asarray(x, np.float64)
+    if out[0] == x.min() and out[1] == x.max():
+        return None
     if x.size > 1 and out[0] == x[:-1].min() and out[1] == x[:-1].max() and (x[-1] < out[0] or x[-1] > out[1]):
         return "the last element is left out: off by one in the guard (`i < n`, not `i < n - 1`)?"
     for b, s in enumerate(range(0, x.size, block)):

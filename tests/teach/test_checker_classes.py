@@ -206,3 +206,28 @@ def test_gpu_tells_nan_written_from_never_written(monkeypatch, nan_written):
         assert "[0] is NaN although it was written" in str(e.value)
     else:
         assert "never written" in str(e.value) and "although" not in str(e.value)
+
+
+def test_value_hints_on_fresh_data():
+    """The hint helpers recognise the part that is missing, and say nothing when nothing fits."""
+    import numpy as np
+
+    rng = np.random.default_rng(_seed())
+    x = rng.standard_normal(200)
+    # minmax with block 1 (elements 64..127) left out; the last element left out
+    x[100], x[-1] = x.min() - 1, x.max() + 1  # the extremes in block 1 and at the end
+    rest = np.concatenate([x[:64], x[128:]])
+    assert "every block but block 1" in exercises.dropped_block_hint([rest.min(), rest.max()], x, 64)
+    assert "last element is left out" in exercises.dropped_block_hint([x[:-1].min(), x[:-1].max()], x, 64)
+    assert exercises.dropped_block_hint([x.min(), x.max()], x, 64) is None
+    # a sum missing one block's terms; only one block's terms; a clamp at the wrong bound
+    terms = rng.standard_normal((3, 150))
+    ref = terms.sum(axis=1)
+    assert "partial of block 2" in exercises.sum_hints(ref - terms[:, 128:].sum(axis=1), ref, terms, block=64)
+    assert "holds only the partial of block 1" in exercises.sum_hints(terms[:, 64:128].sum(axis=1), ref, terms, block=64)
+    assert exercises.sum_hints(ref + 1.0, ref, terms, block=64, lanes=32) is None
+    v = rng.uniform(-50, 300, 100)
+    ref_q = np.round(np.clip(v, 0, 255))
+    assert "clamp to 255" in exercises.clamp_hint(np.round(np.clip(v, 0, 250)), ref_q, 0, 255)
+    wrapped = np.where(v > 255.5, np.round(v) % 256, ref_q)  # no clamp above: uint8 wraps around
+    assert "wrap around" in exercises.clamp_hint(wrapped, ref_q, 0, 255)
