@@ -354,6 +354,17 @@ def make_register_tiled_kernel(bk: int, launch_bounds: dict):
 
 register_tiled_kernel = make_register_tiled_kernel(BK32, LAUNCH_BOUNDS32)
 register_tiled_kernel_f64 = make_register_tiled_kernel(BK64, LAUNCH_BOUNDS64)
+_RT_BUILDS = {(BK32, 2): register_tiled_kernel}  # (bk, min blocks an SM) -> float32 build (lab tune's axes)
+
+
+def register_tiled_build(bk: int = BK32, min_blocks: int = 2):
+    """The float32 register-tiled kernel with a K-slab of ``bk`` and launch bounds of
+    (256 threads, ``min_blocks`` blocks an SM), built once per pair. bk = 32 needs 66 KB of shared
+    memory, over the 48 KB a static array may have: it fails to compile (``lab tune`` records it)."""
+    if (bk, min_blocks) not in _RT_BUILDS:
+        bounds = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, min_blocks)}
+        _RT_BUILDS[bk, min_blocks] = make_register_tiled_kernel(bk, bounds)
+    return _RT_BUILDS[bk, min_blocks]
 
 
 def _threads_with_work(extent, block_edge):
@@ -365,15 +376,34 @@ def _threads_with_work(extent, block_edge):
     return full * per_block + min(per_block, blocks_for(rest, 4))
 
 
-def register_tiled_launch(size, threads):
+def register_tiled_launch(size, threads, params=None):
     """Block fixed at 256 threads (a 16 x 16 grid of 8 x 8 micro-tiles, whatever ``threads`` is);
-    grid (ceil(N / 128), ceil(M / 128))."""
+    grid (ceil(N / 128), ceil(M / 128)). Tunable (``lab tune``, float32 only: float64 keeps its
+    build): ``bk``, the K-slab (a multiple of 8), and ``min_blocks``, the launch bounds' blocks an SM
+    (1 lets ptxas use up to 255 registers a thread)."""
+    params = params or {}
+    bk, mb = params.get("bk", BK32), params.get("min_blocks", 2)
+    if not isinstance(bk, int) or bk <= 0 or bk % 8 or not isinstance(mb, int) or not 1 <= mb <= 8:
+        raise ValueError(f"bk={bk!r}, min_blocks={mb!r}: bk a positive multiple of 8, min_blocks 1..8")
     m, n, _ = size
     note = "" if threads == RT_THREADS else (
         f"block fixed at {RT_THREADS} threads (compile-time 128x128 tile, 8x8 per thread); "
         f"--threads {threads} ignored")
     return Launch(grid=(blocks_for(n, BN), blocks_for(m, BM)), block=(RT_THREADS,),
-                  threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note)
+                  threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note,
+                  params=tuple(sorted(params.items())))
+
+
+def register_tiled_prepare(cfg, inputs, outputs):
+    """Launch the build of ``cfg.params`` (float32) or the float64 build."""
+    A, B = inputs
+    (C,) = outputs
+    if A.dtype == np.float64:
+        kernel = register_tiled_kernel_f64
+    else:
+        kernel = register_tiled_build(cfg.param.get("bk", BK32), cfg.param.get("min_blocks", 2))
+    launch = kernel[cfg.grid, cfg.block]
+    return lambda: launch(A, B, C)
 
 
 # --- Rung 4: a smaller tile (64 x 64, 4 x 4 a thread), and split-K ---------------------------------
@@ -524,9 +554,12 @@ def split_k_plan(size, splits_wanted=None):
     from K = SPLIT_LONG_K on: fewer partials to add); kchunk a multiple of 16."""
     m, n, k = size
     tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
-    want = splits_wanted or max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
-    min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
-    splits = max(1, min(want, k // min_k))
+    if splits_wanted:  # asked for (lab tune): as many as K allows in slabs of T_BK
+        splits = max(1, min(splits_wanted, blocks_for(k, T_BK)))
+    else:
+        want = max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
+        min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
+        splits = max(1, min(want, k // min_k))
     kchunk = blocks_for(blocks_for(k, splits), T_BK) * T_BK
     return kchunk, blocks_for(k, kchunk)
 
@@ -559,15 +592,20 @@ def tile64_prepare(cfg, inputs, outputs):
     return lambda: launch(A, B, W, kchunk)
 
 
-def split_k_launch(size, threads):
-    """grid (ceil(N / 64), ceil(M / 64), splits) of 256 threads, then the reduction launch."""
-    kchunk, splits = split_k_plan(size)
+def split_k_launch(size, threads, params=None):
+    """grid (ceil(N / 64), ceil(M / 64), splits) of 256 threads, then the reduction launch.
+    Tunable (``lab tune``): ``splits``, the K ranges asked for (0: :func:`split_k_plan`'s choice)."""
+    want = (params or {}).get("splits", 0)
+    if not isinstance(want, int) or want < 0:
+        raise ValueError(f"splits={want!r}: a count of K ranges (0: the plan's)")
+    kchunk, splits = split_k_plan(size, want or None)
     cfg = _tile_launch(size, splits)
     note = (f"{splits} K ranges of {kchunk}, then a reduction launch over {splits} partial C's" if splits > 1
             else "1 K range (too few k to split): tile64 alone, no reduction launch")
     if threads != T_THREADS:
         note += f"; block fixed at {T_THREADS} threads, --threads {threads} ignored"
-    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note)
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note,
+                  params=(("kchunk", kchunk), ("splits", splits)) if want else ())  # what it gets, not what was asked
 
 
 def split_k_prepare(cfg, inputs, outputs):
@@ -584,6 +622,8 @@ def split_k_prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, n = C.shape
     kchunk, splits = split_k_plan((m, n, A.shape[1]))
+    if "kchunk" in cfg.param:  # a tuned split: the launch math's plan
+        kchunk, splits = cfg.param["kchunk"], cfg.param["splits"]
     if splits == 1:
         return tile64_prepare(cfg, inputs, outputs)
     W = cuda.device_array((splits, m, n), C.dtype)
@@ -699,9 +739,59 @@ def skinny_m_prepare(cfg, inputs, outputs):
     return enqueue
 
 
+# --- Rung 7: vector-shaped products (M = 1 or N = 1) are matrix-vector products -----------------------
+# 1 x 4096 x 4096 is one row times a matrix: 33 MFLOP against 64 MB of B, ~0.5 FLOP a byte. A tile
+# rung wastes 127 of each tile's 128 rows and still reads all of B; the floor is reading B once at
+# copy speed (~22 us on an H100). So N = 1 (A @ x, A row-major) runs matvec's own ``auto`` on
+# (M, K); M = 1 (x @ B) runs kernels/matvec.py's column kernel: a column of B a thread (coalesced
+# along rows of B), K split over grid y, then a reduction launch. Any other shape runs the column
+# kernel one row of A a grid z slice (correct, each row re-reading B: only meant for small M).
+def vector_launch(size, threads, params=None):
+    """N = 1: matvec auto's launch for (M, K) (its own threads); else the column kernel: grid
+    (ceil(N / threads), splits, M), block (threads,), then a reduction launch when split. Tunable
+    (``lab tune``): ``splits``, K ranges (0: kernels.matvec.columns_plan's choice)."""
+    from kernels import matvec as MV
+
+    m, n, k = size
+    params = dict(params or {})
+    want = params.get("splits", 0)
+    if not isinstance(want, int) or want < 0:
+        raise ValueError(f"splits={want!r}: a count of K ranges (0: the plan's)")
+    if n == 1:
+        cfg = MV.SPEC.variants["auto"].launch((m, k), threads)
+        params.pop("splits", None)  # matvec's auto plans its own split
+        how = cfg.note.removeprefix("auto: ")
+        return Launch(cfg.grid, cfg.block, cfg.threads_needed, params=tuple(sorted(params.items())),
+                      note=f"matvec rung: N = 1, A @ x by matvec {how}")
+    if m > MV.VM_MAX_ROWS:
+        raise ValueError(f"M = {m}: the vector rung takes at most {MV.VM_MAX_ROWS} rows (grid z)")
+    kchunk, splits = MV.columns_plan(k, n, threads, want, m)
+    what = ("matvec rung: M = 1, x @ B with a column of B a thread" if m == 1 else
+            f"M = {m}, N = {n}: not vector-shaped; the column kernel once a row of A (B re-read {m}x)")
+    note = what + (f", {plural(splits, 'K range')} of {kchunk}, then a reduction launch" if splits > 1 else "")
+    return Launch(grid=(blocks_for(n, threads), splits, m), block=(threads,), threads_needed=m * n * splits,
+                  note=note, params=(("kchunk", kchunk), ("splits", splits)))  # what it gets (prepare reads it)
+
+
+def vector_prepare(cfg, inputs, outputs):
+    """N = 1: matvec auto on (A, B as a K-vector, C as an M-vector); else the column kernel."""
+    from kernels import matvec as MV
+
+    A, B = inputs
+    (C,) = outputs
+    (m, k), n = A.shape, B.shape[1]
+    if n == 1:
+        mv = MV.SPEC.variants["auto"]
+        sub = mv.launch((m, k), cfg.block[0])
+        return mv.prepare(sub, [A, B.reshape(k)], [C.reshape(m)])
+    return MV.columns_prepare(A, B, C, cfg.block[0], cfg.param["kchunk"])  # the launch math's plan
+
+
 # --- auto: the launch heuristic ------------------------------------------------------------------------
 def choose(size):
     """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations:
+
+    * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
 
     * at least half as many 128 x 128 tiles as SMs: register_tiled (measured on the H100: at 1000 x
       1030 x 517, 72 tiles, 0.078 ms against tile64's 0.085; at 2048^3, 256 tiles, 0.44 against 0.75);
@@ -710,6 +800,10 @@ def choose(size):
     * else split_k (few tiles, long K; 512^3: 0.027 ms against tile64's 0.037).
     """
     m, n, k = size
+    if n == 1:
+        return "vector", 256, "N = 1: a matrix-vector product, A @ x"
+    if m == 1:
+        return "vector", 256, "M = 1: a vector-matrix product, x @ B"
     sms = sm_count()
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
@@ -740,17 +834,22 @@ RUNGS = {
         f"global loads per FMA / {TPB}", shared_launch, launch_once(shared_kernel)),
     "register_tiled": Variant(
         "register_tiled", f"{BM}x{BN} block tile, 8x8 register micro-tile per thread, double-buffered "
-        f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch,
-        launch_once(register_tiled_kernel, register_tiled_kernel_f64)),
+        f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch, register_tiled_prepare,
+        tunables={"bk": (8, 16, 32), "min_blocks": (1, 2)}, launch_with=register_tiled_launch),
     "tile64": Variant(
         "tile64", f"{T_BM}x{T_BN} block tile, 4x4 register micro-tile, double-buffered (block fixed at "
         f"{T_THREADS} threads): 4x the blocks of register_tiled", tile64_launch, tile64_prepare),
     "split_k": Variant(
         "split_k", "tile64 over K ranges (grid z), then a reduction launch: for small M x N with long K",
-        split_k_launch, split_k_prepare),
+        split_k_launch, split_k_prepare, tunables={"splits": (0, 2, 4, 8, 16, 32, 64)},
+        launch_with=split_k_launch),
     "skinny_m": Variant(
         "skinny_m", "M <= 32: a column of C per thread, 32 sums in registers, B streamed once; split K",
         skinny_m_launch, skinny_m_prepare),
+    "vector": Variant(
+        "vector", "M = 1 or N = 1 as a matrix-vector product: N = 1 matvec's auto, M = 1 a column of B "
+        "a thread with split K", vector_launch, vector_prepare, warp_multiple=True,
+        tunables={"splits": (0, 4, 8, 16, 32, 64)}, launch_with=vector_launch),
 }
 
 
@@ -769,5 +868,6 @@ SPEC = KernelSpec(
     flops=lambda size: 2 * size[0] * size[1] * size[2],
     square_ok=True,
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())")},
+        choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
+        "N = 1, register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())", kernel="matmul")},
 )
