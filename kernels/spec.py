@@ -243,6 +243,9 @@ class Variant:
     tunables: dict = field(default_factory=dict)
     launch_with: Callable[[Size, int, dict], Launch] | None = None
     choose: Callable | None = None  # auto only: the heuristic, (rung, threads, why) = choose(size)
+    # suits(size) -> bool: the shapes the rung is meant for (None: all). A rung stays correct at every
+    # shape (lab run runs it anywhere); ``lab tune`` tries it only where it suits.
+    suits: Callable[[Size], bool] | None = None
 
     def configure(self, size, threads: int, params: dict | None = None) -> Launch:
         """The launch configuration at ``threads`` with tunable ``params`` (None or {}: defaults)."""

@@ -2,9 +2,11 @@
 
 Like ``triton.autotune`` (a list of configs, a key, a cache), with nvbench's axes: the search space
 of a kernel is, for each rung, threads per block (64 ... 1024, wherever the rung honours it: rungs
-with a fixed block give one configuration) times the values of each tunable parameter the rung
-declares (``Variant.tunables``: tile K-slab and launch bounds of register_tiled, split-K factor of
-split_k and vector, ...). New rungs with tunables join the search with no change here.
+with a fixed block give one configuration; 32 ... 128 in the simulator) times the values of each
+tunable parameter the rung declares (``Variant.tunables``: matmul's tile bm x bn of tile64 and
+split_k, K-slab and launch bounds of register_tiled, split-K factor of split_k and vector, ...).
+New rungs with tunables join the search with no change here; ``Variant.suits`` keeps a rung out of
+shapes it is not meant for (matmul's vector rung away from M = 1 or N = 1).
 
 Every candidate runs the way ``lab run`` runs a rung: inputs copied to the device, outputs poisoned,
 one first call (compile + run) checked against the float64 reference (lab.core.check), and only
@@ -31,6 +33,7 @@ from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.runner import Steps, quiet
 
 THREADS = (64, 128, 256, 512, 1024)  # the threads-per-block axis
+SIM_THREADS = (32, 64, 128)  # in the simulator (each simulated thread is a Python thread)
 GPU_BUDGET_S = 120.0
 SIM_BUDGET_S = 30.0
 GPU_CALLS = 10  # timed calls a candidate (after 2 warm-up calls): enough to rank, cheap to repeat
@@ -62,11 +65,12 @@ class Candidate:
         return (self.rung, self.threads, tuple(sorted(self.params.items())))
 
 
-def candidates(spec, size, max_threads: int = 1024) -> list[Candidate]:
+def candidates(spec, size, max_threads: int = 1024, threads_axis=THREADS) -> list[Candidate]:
     """Every distinct configuration of every rung at ``size``, the heuristic's first. Two configurations
     with the same launch (grid, block, parameters) of a rung are one: a rung with a fixed block
     contributes one per parameter combination, not one per threads value. Lesson rungs slow by design
-    (lab.bench.shapes.SKIP) are left out."""
+    (lab.bench.shapes.SKIP) and rungs that do not suit the shape (``Variant.suits``) are left out;
+    the heuristic's rung comes right after the heuristic's own choice."""
     from lab.bench.shapes import SKIP
 
     auto = spec.variants.get("auto")
@@ -82,11 +86,11 @@ def candidates(spec, size, max_threads: int = 1024) -> list[Candidate]:
         except Exception:
             pass
     for name, v in spec.variants.items():
-        if name == "auto" or name in SKIP.get(spec.name, set()):
+        if name == "auto" or name in SKIP.get(spec.name, set()) or (v.suits and not v.suits(size)):
             continue
         axes = list(v.tunables.items())
         combos = [dict(zip([a for a, _ in axes], values)) for values in itertools.product(*[vals for _, vals in axes])]
-        for t in THREADS:
+        for t in threads_axis:
             if t > max_threads or v.accepts(t):
                 continue
             for params in combos:
@@ -105,7 +109,9 @@ def candidates(spec, size, max_threads: int = 1024) -> list[Candidate]:
                 except Exception:
                     pass
                 out.append(Candidate(name, t, dict(params)))
-    return out
+    # the heuristic's rung first (its neighbours in parameter space), then the others: a budget that
+    # runs out has tried what is most likely to win
+    return sorted(out, key=lambda c: (not c.heuristic, first is None or c.rung != first.rung))
 
 
 def _first_line(e: BaseException) -> str:
@@ -202,10 +208,11 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
     info = describe(simulator)
     dev = tuning.device()
     np_dtype = np.dtype(dtype)
+    max_t = info.get("max_threads_per_block") or 1024
+    axis = SIM_THREADS if simulator else THREADS
+    spaces = [candidates(spec, size, max_t, axis) for size in sizes]  # launch math only: before the clock starts
     start = time.monotonic()
     deadline = start + budget
-    max_t = info.get("max_threads_per_block") or 1024
-    spaces = [candidates(spec, size, max_t) for size in sizes]
     total, done = sum(map(len, spaces)), 0
     results = []
     for i, size in enumerate(sizes):
