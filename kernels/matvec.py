@@ -282,14 +282,19 @@ def split_k_reduce_kernel(partials, y):
 REDUCE_THREADS = 128
 
 
-def split_k_launch(size, threads):
+def split_k_launch(size, threads, params=None):
     """The partial-sum launch: grid (ROWS, splits), block (threads,); then a reduction launch of
-    ceil(ROWS / 4) blocks of 128 threads (the note says so)."""
+    ceil(ROWS / 4) blocks of 128 threads (the note says so). Tunable (``lab tune``):
+    ``blocks_per_sm``, the blocks an SM the split aims for (default SPLIT_BLOCKS_PER_SM)."""
     rows, cols = size
-    chunk, splits = split_k_chunk(size, threads)
+    per_sm = (params or {}).get("blocks_per_sm", SPLIT_BLOCKS_PER_SM)
+    if not isinstance(per_sm, int) or per_sm < 1:
+        raise ValueError(f"blocks_per_sm={per_sm!r}: a positive count")
+    chunk, splits = split_columns(rows, cols, threads, UNROLL, per_sm)
     return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
                   note=f"{plural(splits, 'block')} a row of {plural(chunk, 'column')} each, then a reduction launch "
-                  f"({plural(blocks_for(rows, REDUCE_THREADS // WARP), 'block')} of {REDUCE_THREADS})")
+                  f"({plural(blocks_for(rows, REDUCE_THREADS // WARP), 'block')} of {REDUCE_THREADS})",
+                  params=(("blocks_per_sm", per_sm), ("chunk", chunk)) if per_sm != SPLIT_BLOCKS_PER_SM else ())
 
 
 def split_k_prepare(cfg, inputs, outputs):
@@ -306,6 +311,8 @@ def split_k_prepare(cfg, inputs, outputs):
     (y,) = outputs
     rows = A.shape[0]
     chunk, splits = split_k_chunk(A.shape, cfg.block[0])
+    if "chunk" in cfg.param:  # a tuned split: the launch math's plan
+        chunk, splits = cfg.param["chunk"], cfg.grid[1]
     partials = cuda.device_array((rows, splits), A.dtype)  # scratch, allocated once
     partial = split_k_partial_kernel[cfg.grid, cfg.block]
     reduce = split_k_reduce_kernel[blocks_for(rows, REDUCE_THREADS // WARP), REDUCE_THREADS]
@@ -458,7 +465,8 @@ RUNGS = {
         group_per_row_launch, group_per_row_prepare, warp_multiple=True),
     "split_k": Variant(
         "split_k", "several blocks a row (chunks of columns), then a reduction launch: for few long rows",
-        split_k_launch, split_k_prepare, warp_multiple=True),
+        split_k_launch, split_k_prepare, warp_multiple=True, tunables={"blocks_per_sm": (2, 4, 8, 16)},
+        launch_with=split_k_launch),
 }
 
 SPEC = KernelSpec(
