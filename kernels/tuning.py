@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from pathlib import Path
 
 CACHE_ENV = "LAB_CACHE_DIR"
@@ -114,13 +115,23 @@ def validate(doc) -> list[dict]:
     return entries
 
 
+RECHECK_S = 1.0  # a file read is trusted this long before its size and time are looked at again
+_checked: dict = {}  # path -> monotonic time of the last stat
+
+
 def read(path: Path) -> dict:
     """{key: entry} of one file ({} when it is missing); a file that cannot be read is {} and a
-    problem (:func:`problems`). Re-read when the file changes."""
+    problem (:func:`problems`). Re-read when the file changes (looked at most once a RECHECK_S:
+    auto's launch math runs per call of a torch op, and a stat per call would cost microseconds)."""
+    now = time.monotonic()
+    memo = _tables.get(path)
+    if memo is not None and now - _checked.get(path, -1e9) < RECHECK_S:
+        return memo[2]
+    _checked[path] = now
     try:
         st = path.stat()
     except OSError:
-        _tables.pop(path, None)
+        _tables[path] = (None, None, {})
         _problems.pop(path, None)
         return {}
     memo = _tables.get(path)
@@ -142,8 +153,13 @@ def read(path: Path) -> dict:
     return table
 
 
+_shipped: dict = {}  # SHIPPED_DIR -> its *.json files, listed once a process
+
+
 def shipped_paths() -> list[Path]:
-    return sorted(SHIPPED_DIR.glob("*.json")) if SHIPPED_DIR.is_dir() else []
+    if SHIPPED_DIR not in _shipped:
+        _shipped[SHIPPED_DIR] = sorted(SHIPPED_DIR.glob("*.json")) if SHIPPED_DIR.is_dir() else []
+    return _shipped[SHIPPED_DIR]
 
 
 def lookup(kernel: str, size) -> tuple[dict, str] | None:
@@ -173,6 +189,8 @@ def forget() -> None:
     """Drop what was read (the next lookup re-reads the files), e.g. after ``lab tune`` wrote."""
     _tables.clear()
     _problems.clear()
+    _checked.clear()
+    _shipped.clear()
 
 
 def describe_params(params: dict) -> str:
