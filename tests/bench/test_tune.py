@@ -204,3 +204,39 @@ def test_cli_json_text_and_bad_input(cache, lab):
     bad("malformed", "tune", "vecadd", "--sim", "--shapes", "2x3")
     bad("does not exist", "tune", "vecadd", "--sim", "--out", str(cache.parent / "no" / "x.json"))
     bad("unknown kernel", "tune", "nosuch", "--sim")
+
+
+@pytest.mark.parametrize("path", tuning.shipped_paths() or [None], ids=lambda p: getattr(p, "name", "none"))
+def test_shipped_tables_are_valid(path):
+    """Every committed table (kernels/tuned/*.json, filled on a GPU by scripts/gpu_tune_check.sh)
+    follows docs/schemas/tune-cache.json and names a device text to match."""
+    if path is None:
+        pytest.skip("no shipped table")
+    from jsonschema import Draft202012Validator
+    from tests.cli.test_schemas import REGISTRY, SCHEMAS
+
+    doc = json.loads(path.read_text())
+    Draft202012Validator(json.loads((SCHEMAS / "tune-cache.json").read_text()), registry=REGISTRY).validate(doc)
+    assert tuning.validate(doc) is not None and doc["match"]
+    for e in doc["entries"]:
+        spec = kernels.load(e["kernel"])
+        assert e["rung"] in spec.variants and set(e["params"]) <= set(spec.variants[e["rung"]].tunables)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(SIMULATOR, reason="tunes on a GPU (the simulator's tuning is tested above)")
+def test_tune_on_the_gpu(cache):
+    """lab tune on a GPU within its budget: a checked winner per shape, no slower than the heuristic
+    (it is among the candidates), written to the cache, and auto then runs it."""
+    import time
+
+    from lab.bench.tune import tune
+
+    t0 = time.monotonic()
+    doc = tune("matmul", "gpu", ["1x4096x4096", "4096x1x4096", "512"], budget_s=40)
+    assert time.monotonic() - t0 < 40 + 30  # the budget, plus the reference of each shape and one candidate
+    for r in doc["shapes"]:
+        assert r["winner"] and r["winner"]["ms"] <= r["heuristic"]["ms"]
+    cfg = kernels.load("matmul").variants["auto"].launch((1, 4096, 4096), 256)
+    assert "tuned (cache)" in cfg.note
+    assert cfg.rung != "vector" or "matvec rung: M = 1" in cfg.note
