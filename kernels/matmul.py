@@ -810,13 +810,15 @@ def skinny_m_prepare(cfg, inputs, outputs):
 # 1 x 4096 x 4096 is one row times a matrix: 33 MFLOP against 64 MB of B, ~0.5 FLOP a byte. A tile
 # rung wastes 127 of each tile's 128 rows and still reads all of B; the floor is reading B once at
 # copy speed (~22 us on an H100). So N = 1 (A @ x, A row-major) runs matvec's own ``auto`` on
-# (M, K); M = 1 (x @ B) runs kernels/matvec.py's column kernel: a column of B a thread (coalesced
-# along rows of B), K split over grid y, then a reduction launch. Any other shape runs the column
+# (M, K); M = 1 (x @ B) runs kernels/matvec.py's column kernel: a warp across 32 columns of B
+# (coalesced along rows of B), K split among the block's warps and over grid y, then a reduction
+# launch. Any other shape runs the column
 # kernel one row of A a grid z slice (correct, each row re-reading B: only meant for small M).
 def vector_launch(size, threads, params=None):
     """N = 1: matvec auto's launch for (M, K) (its own threads); else the column kernel: grid
-    (ceil(N / threads), splits, M), block (threads,), then a reduction launch when split. Tunable
-    (``lab tune``): ``splits``, K ranges (0: kernels.matvec.columns_plan's choice)."""
+    (ceil(N / 32), splits, M), block (32, threads // 32), then a reduction launch when split.
+    Tunable (``lab tune``): ``splits``, K ranges (0: kernels.matvec.columns_plan's choice), and
+    threads (the warps a block splits its K range among)."""
     from kernels import matvec as MV
 
     m, n, k = size
@@ -833,10 +835,12 @@ def vector_launch(size, threads, params=None):
     if m > MV.VM_MAX_ROWS:
         raise ValueError(f"M = {m}: the vector rung takes at most {MV.VM_MAX_ROWS} rows (grid z)")
     kchunk, splits = MV.columns_plan(k, n, threads, want, m)
-    what = ("matvec rung: M = 1, x @ B with a column of B a thread" if m == 1 else
+    ty = MV.columns_block(threads)[1]
+    what = (f"matvec rung: M = 1, x @ B: a warp across 32 columns of B, {plural(ty, 'warp')} down K" if m == 1 else
             f"M = {m}, N = {n}: not vector-shaped; the column kernel once a row of A (B re-read {m}x)")
     note = what + (f", {plural(splits, 'K range')} of {kchunk}, then a reduction launch" if splits > 1 else "")
-    return Launch(grid=(blocks_for(n, threads), splits, m), block=(threads,), threads_needed=m * n * splits,
+    return Launch(grid=(blocks_for(n, WARP), splits, m), block=MV.columns_block(threads),
+                  threads_needed=m * n * splits * MV.columns_block(threads)[1],
                   note=note, params=(("kchunk", kchunk), ("splits", splits)))  # what it gets (prepare reads it)
 
 
@@ -851,7 +855,7 @@ def vector_prepare(cfg, inputs, outputs):
         mv = MV.SPEC.variants["auto"]
         sub = mv.launch((m, k), cfg.block[0])
         return mv.prepare(sub, [A, B.reshape(k)], [C.reshape(m)])
-    return MV.columns_prepare(A, B, C, cfg.block[0], cfg.param["kchunk"])  # the launch math's plan
+    return MV.columns_prepare(A, B, C, cfg.threads_per_block, cfg.param["kchunk"])  # the launch math's plan
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
@@ -869,9 +873,10 @@ def choose(size):
     m, n, k = size
     if n == 1:
         return "vector", 256, "N = 1: a matrix-vector product, A @ x"
-    if m == 1:
-        return "vector", 256, "M = 1: a vector-matrix product, x @ B"
     sms = sm_count()
+    if m == 1:  # few column blocks (N < 16 x SMs): 32 warps a block down K keep more loads in flight
+        t = 256 if 2 * blocks_for(n, WARP) >= sms else 1024
+        return "vector", t, "M = 1: a vector-matrix product, x @ B"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
         return "register_tiled", RT_THREADS, f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the {plural(sms, 'SM')})"
@@ -916,9 +921,9 @@ RUNGS = {
         "skinny_m", "M <= 32: a column of C per thread, 32 sums in registers, B streamed once; split K",
         skinny_m_launch, skinny_m_prepare, suits=lambda s: 1 < s[0] <= SK_M and s[1] > 1),
     "vector": Variant(
-        "vector", "M = 1 or N = 1 as a matrix-vector product: N = 1 matvec's auto, M = 1 a column of B "
-        "a thread with split K", vector_launch, vector_prepare, warp_multiple=True,
-        tunables={"splits": (0, 4, 8, 16, 32, 64)}, launch_with=vector_launch, suits=lambda s: 1 in s[:2]),
+        "vector", "M = 1 or N = 1 as a matrix-vector product: N = 1 matvec's auto, M = 1 a warp across "
+        "32 columns of B, K split among warps and blocks", vector_launch, vector_prepare, warp_multiple=True,
+        tunables={"splits": (0, 2, 4, 8, 16, 32, 64)}, launch_with=vector_launch, suits=lambda s: 1 in s[:2]),
 }
 
 

@@ -325,15 +325,18 @@ def split_k_prepare(cfg, inputs, outputs):
 
 # --- Columns: Y = X @ B for the matmuls with one row (M = 1) ------------------------------------------
 # x @ B with B row-major (K x N) is B^T x: the sum runs down each *column* of B. One warp a column
-# would read 32 words 4*N bytes apart (uncoalesced, as rung 1); instead thread n owns column n and
-# walks down K, so at each k a warp reads B[k, n..n+31], one 128-byte line (coalesced), and every
-# thread reads the same x[k] (a broadcast). N columns give only N threads (4096: 16 blocks of 256 on
-# 132 SMs), so K is split over grid y as in split-K: block (bx, z) sums rows k of range z into
-# partials[z, n], and a second launch adds the partials of each column (deterministic, no atomics).
-# Matmul's ``vector`` rung runs it (kernels/matmul.py); with M > 1 rows, grid z takes one row of X
-# each (every row re-reads B: correct at any shape, fast only at M = 1).
+# would read 32 words 4*N bytes apart (uncoalesced, as rung 1); instead the 32 lanes of a warp own 32
+# consecutive columns and walk down K together, so at each k a warp reads B[k, n..n+31], one 128-byte
+# line (coalesced), and every lane reads the same x[k] (a broadcast). N columns alone give too few
+# threads (4096: 128 warps for 132 SMs), so K is split twice: the warps of a block (threadIdx.y) take
+# every TY-th k of the block's K range and add their sums in shared memory (no extra launch), and
+# grid y gives the blocks K ranges whose partials[z, n] a second, small launch adds (4 at a time,
+# deterministic, no atomics; few splits, so few partials). Matmul's ``vector`` rung runs it
+# (kernels/matmul.py); with M > 1 rows, grid z takes one row of X each (every row re-reads B:
+# correct at any shape, fast only at M = 1).
 VM_UNROLL = 4  # independent loads of B a thread keeps in flight
-VM_MIN_K = 64  # shortest K range a block gets when K is split
+VM_MIN_K = 256  # shortest K range a block gets when K is split over grid y
+VM_MAX_SPLITS = 64  # at most this many K ranges (partials a column for the reduction to add)
 VM_BLOCKS_PER_SM = 8  # the split aims for this many blocks on every SM
 VM_MAX_ROWS = 65535  # grid z limit: rows of X one launch covers
 
@@ -342,68 +345,89 @@ VM_MAX_ROWS = 65535  # grid z limit: rows of X one launch covers
 def columns_partial_kernel(X, B, partials, kchunk):
     """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
 
-    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block (T,),
-    grid (ceil(N / T), splits, M); thread n = cuda.grid(1) of block (bx, z, m) owns column n of
-    row m, with VM_UNROLL loads of B in flight."""
-    n = uint64(cuda.grid(1))
+    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
+    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
+    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
+    warp 0 adds the TY warps' sums from shared memory."""
+    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    TY = uint64(cuda.blockDim.y)
+    n = uint64(cuda.blockIdx.x * WARP + tx)
     N = uint64(B.shape[1])
     K = uint64(B.shape[0])
     z = cuda.blockIdx.y
     m = uint64(cuda.blockIdx.z)
     k0 = uint64(z) * uint64(kchunk)
     k1 = min(k0 + uint64(kchunk), K)
+    acc = partials.dtype.type(0)
     if n < N:
-        acc = partials.dtype.type(0)
-        step = uint64(VM_UNROLL)
-        main = k1 - (k1 - k0) % step
-        k = k0
-        while k < main:
+        step = TY * uint64(VM_UNROLL)
+        k = k0 + uint64(ty)
+        while k + uint64(3) * TY < k1:
             a0 = X[m, k] * B[k, n]
-            a1 = X[m, k + uint64(1)] * B[k + uint64(1), n]
-            a2 = X[m, k + uint64(2)] * B[k + uint64(2), n]
-            a3 = X[m, k + uint64(3)] * B[k + uint64(3), n]
+            a1 = X[m, k + TY] * B[k + TY, n]
+            a2 = X[m, k + uint64(2) * TY] * B[k + uint64(2) * TY, n]
+            a3 = X[m, k + uint64(3) * TY] * B[k + uint64(3) * TY, n]
             acc += (a0 + a1) + (a2 + a3)
             k += step
         while k < k1:
             acc += X[m, k] * B[k, n]
-            k += uint64(1)
-        partials[z, m, n] = acc
+            k += TY
+    sums[ty, tx] = acc
+    cuda.syncthreads()
+    if ty == 0 and n < N:
+        total = sums[0, tx]
+        for j in range(1, cuda.blockDim.y):
+            total += sums[j, tx]
+        partials[z, m, n] = total
 
 
 @cuda.jit
 def columns_reduce_kernel(partials, Y):
     """Y[m, n] = sum_z partials[z, m, n]; thread i = cuda.grid(1) does element i of Y (row-major:
-    a warp reads 32 consecutive words of each split)."""
+    a warp reads 32 consecutive words of each split), four splits' loads in flight at a time."""
     i = cuda.grid(1)
     N = Y.shape[1]
     if i < Y.shape[0] * N:
         m = i // N
         n = i - m * N
+        S = partials.shape[0]
         acc = partials[0, m, n]
-        for z in range(1, partials.shape[0]):
+        z = 1
+        while z + 3 < S:
+            acc += (partials[z, m, n] + partials[z + 1, m, n]) + (partials[z + 2, m, n] + partials[z + 3, m, n])
+            z += 4
+        while z < S:
             acc += partials[z, m, n]
+            z += 1
         Y[m, n] = acc
+
+
+def columns_block(threads: int) -> tuple[int, int]:
+    """(32, threads // 32): a warp across 32 columns, threads // 32 warps down K (at least 1)."""
+    return WARP, max(1, threads // WARP)
 
 
 def columns_plan(k: int, n: int, threads: int, splits: int = 0, rows: int = 1) -> tuple[int, int]:
     """(kchunk, splits) for X @ B with B K x N: ``splits`` K ranges when given (at most K), else
-    enough for about VM_BLOCKS_PER_SM blocks an SM over the ceil(N / threads) x ``rows`` blocks, no
-    range shorter than VM_MIN_K (K < 2 * VM_MIN_K: no split); kchunk a multiple of VM_UNROLL."""
+    enough for about VM_BLOCKS_PER_SM blocks an SM over the ceil(N / 32) x ``rows`` column blocks,
+    at most VM_MAX_SPLITS, no range shorter than VM_MIN_K (K < 2 * VM_MIN_K: no split)."""
     if splits <= 0:
-        blocks = blocks_for(n, threads) * rows
-        splits = max(1, min(blocks_for(VM_BLOCKS_PER_SM * sm_count(), blocks), k // VM_MIN_K))
+        blocks = blocks_for(n, WARP) * rows
+        splits = min(blocks_for(VM_BLOCKS_PER_SM * sm_count(), blocks), k // VM_MIN_K, VM_MAX_SPLITS)
     splits = max(1, min(splits, k))
-    kchunk = blocks_for(blocks_for(k, splits), VM_UNROLL) * VM_UNROLL
+    kchunk = blocks_for(k, splits)
     return kchunk, blocks_for(k, kchunk)
 
 
 def columns_prepare(X, B, Y, threads: int, kchunk: int):
     """Enqueue function for Y = X @ B (device arrays X (M, K), B (K, N), Y (M, N), M <= 65535) in
-    K ranges of ``kchunk`` (:func:`columns_plan`): the partial launch, then the reduction (none when
-    one range covers K)."""
+    K ranges of ``kchunk`` (:func:`columns_plan`), blocks of :func:`columns_block`: the partial
+    launch, then the reduction (none when one range covers K)."""
     (m, k), n = X.shape, B.shape[1]
     splits = blocks_for(k, kchunk)
-    part = columns_partial_kernel[(blocks_for(n, threads), splits, m), threads]
+    part = columns_partial_kernel[(blocks_for(n, WARP), splits, m), columns_block(threads)]
     if splits == 1:
         Y1 = Y.reshape(1, m, n)
         return lambda: part(X, B, Y1, kchunk)

@@ -130,7 +130,7 @@ def test_shipped_table_applies_by_device_name(cache, tmp_path, monkeypatch):
     (shipped / "t.json").write_text(json.dumps(doc))
     monkeypatch.setattr(tuning, "SHIPPED_DIR", shipped)
     cfg = kernels.load("matmul").variants["auto"].launch((1, 60, 70), 256)
-    assert "tuned (shipped)" in cfg.note and cfg.block == (64,) and cfg.param["splits"] == 4
+    assert "tuned (shipped)" in cfg.note and cfg.threads_per_block == 64 and cfg.param["splits"] == 4
     doc["match"] = "no such GPU"
     (shipped / "t.json").write_text(json.dumps(doc) + " ")
     tuning.forget()
