@@ -38,6 +38,9 @@ GPU_BUDGET_S = 120.0
 SIM_BUDGET_S = 30.0
 GPU_CALLS = 10  # timed calls a candidate (after 2 warm-up calls): enough to rank, cheap to repeat
 SIM_SHAPES = {"matmul": ["24x20x18", "1x40x70", "30x1x70"], "matvec": ["8x100"], "vecadd": ["1000"]}
+# Shapes the tuner adds to the public sweep's on a GPU: classes the sweep does not name (vector-shaped
+# matmuls, routed to the vector rung).
+EXTRA_SHAPES = {"matmul": ["1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536"]}
 
 
 @dataclass
@@ -160,13 +163,13 @@ def measure(spec, size, dtype, cand: Candidate, inputs, refs, tols, simulator: b
 
 
 def default_shapes(kernel: str, simulator: bool, spec) -> list[str]:
-    """The public sweep's shapes of ``kernel`` (lab.bench.shapes.SHAPES) on a GPU; in the simulator
-    a few tiny ones (its default size)."""
+    """The public sweep's shapes of ``kernel`` (lab.bench.shapes.SHAPES) and EXTRA_SHAPES on a GPU;
+    in the simulator a few tiny ones (its default size)."""
     from lab.bench.shapes import SHAPES
 
     if simulator:
         return SIM_SHAPES.get(kernel) or ["x".join(map(str, spec.default_size(True)))]
-    return SHAPES.get(kernel) or ["x".join(map(str, spec.default_size(False)))]
+    return (SHAPES.get(kernel) or ["x".join(map(str, spec.default_size(False)))]) + EXTRA_SHAPES.get(kernel, [])
 
 
 def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: float | None = None,
