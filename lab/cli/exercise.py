@@ -91,3 +91,41 @@ def exercise_new(name, title):
     from lab.teach import workspace as E
 
     click.echo(f"created {E.new(name, title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
+
+
+@exercise.command("notebook", short_help="One Jupyter notebook per exercise (%%exercise cells).")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--out", "out", default="lab-notebooks", show_default=True, callback=O._not_empty,
+              help="Folder for the notebooks (made when missing; its parent must exist).")
+def exercise_notebook(names, out):
+    """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
+    the scaffold in a %%exercise cell, hints, solution, and what the hardware did."""
+    import os
+
+    from lab.core.errors import LabError
+    from lab.core.files import check_writable, write_atomic
+    from lab.teach import notebooks as N
+    from lab.teach import workspace as E
+
+    import exercises
+
+    chosen = list(dict.fromkeys(names)) or exercises.names()
+    for n in chosen:  # every name and the folder are checked before anything is written
+        E.get(n)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise LabError(f"--out {out}: not a folder")
+    if not os.path.isdir(out):
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise LabError(f"--out {out}: folder {parent} does not exist")
+        try:
+            os.mkdir(out)
+        except OSError as e:
+            raise LabError(f"--out {out}: cannot make the folder: {e.strerror or e}") from None
+    paths = [os.path.join(out, f"{n}.ipynb") for n in chosen]
+    for p in paths:
+        check_writable(p, "notebook")
+    texts = [N.text(n) for n in chosen]  # built (and validated) before the first file is written
+    for n, p, t in zip(chosen, paths, texts):
+        write_atomic(p, t, "notebook")
+        click.echo(f"wrote {p}")

@@ -35,8 +35,8 @@ def print_started(path, statement, kept: bool = False) -> None:
     print(path)
 
 
-def print_check(result) -> None:
-    _out = _console()
+def print_check(result, out: Console | None = None) -> None:
+    _out = out or _console()
     where = "the CUDA simulator" if result["backend"] == "simulator" else "the GPU"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
     from rich.table import Table
@@ -55,8 +55,8 @@ def print_check(result) -> None:
     _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
 
 
-def print_hint(name, k, n, text, new: bool = True) -> None:
-    _out = _console()
+def print_hint(name, k, n, text, new: bool = True, out: Console | None = None) -> None:
+    _out = out or _console()
     if new:
         _out.print(f"Hint {k}/{n} for {name}: {escape(text)}")
         return
