@@ -42,6 +42,10 @@ _problems: dict = {}  # path -> one-line problem
 _device: list = []  # (name, compute capability) of this process's device, found once
 
 
+_paths: dict = {}  # $LAB_CACHE_DIR (or None) -> the cache file: found once per value
+_hits: dict = {}  # (kernel, size, $LAB_TUNED, $LAB_CACHE_DIR) -> (monotonic time, lookup's answer)
+
+
 def cache_dir() -> Path:
     """Folder of the user's tuned cache: $LAB_CACHE_DIR, else platformdirs' user cache dir."""
     env = os.environ.get(CACHE_ENV)
@@ -56,7 +60,11 @@ def cache_dir() -> Path:
 
 def cache_path() -> Path:
     """The user's tuned cache file (it may not exist yet)."""
-    return cache_dir() / CACHE_FILE
+    env = os.environ.get(CACHE_ENV)
+    path = _paths.get(env)
+    if path is None:
+        path = _paths[env] = cache_dir() / CACHE_FILE
+    return path
 
 
 def shape_class(size) -> str:
@@ -165,8 +173,20 @@ def shipped_paths() -> list[Path]:
 def lookup(kernel: str, size) -> tuple[dict, str] | None:
     """(entry, source) for ``kernel`` at ``size`` on this device and compiler, or None: the user's
     cache first ("cache"), then a shipped table whose ``match`` is in the device name ("shipped")."""
-    if os.environ.get("LAB_TUNED", "1") == "0":  # LAB_TUNED=0: the heuristic only
-        return None
+    env = os.environ
+    memo_key = (kernel, tuple(size), env.get("LAB_TUNED"), env.get(CACHE_ENV))
+    now = time.monotonic()
+    memo = _hits.get(memo_key)
+    if memo is not None and now - memo[0] < RECHECK_S:  # the same shape again (a torch op's calls)
+        return memo[1]
+    if len(_hits) > 4096:
+        _hits.clear()
+    hit = _lookup(kernel, size) if memo_key[2] != "0" else None  # LAB_TUNED=0: the heuristic only
+    _hits[memo_key] = (now, hit)
+    return hit
+
+
+def _lookup(kernel: str, size) -> tuple[dict, str] | None:
     name, cc = device()
     cls = shape_class(size)
     hit = read(cache_path()).get(key(kernel, cls, (name, cc)))
@@ -191,6 +211,7 @@ def forget() -> None:
     _problems.clear()
     _checked.clear()
     _shipped.clear()
+    _hits.clear()
 
 
 def describe_params(params: dict) -> str:
