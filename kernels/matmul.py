@@ -18,6 +18,12 @@ FMAs each load feeds (per thread, float32):
   naive           2                      -                             1
   shared          2 / 16                 2                             1
   register_tiled  2 / 128                1 / 4 (in 128-bit loads)      64
+
+Then rungs for shapes the 128 x 128 tile serves badly (tile64, split_k, skinny_m) and ``vector`` for
+M = 1 or N = 1, which are matrix-vector products (bound by reading B or A once, not by FMAs). The
+compile-time sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab,
+launch bounds, split-K factor); ``auto`` runs the tuned configuration of the shape's class when
+one is cached for this GPU (kernels/tuning.py), else :func:`choose`.
 """
 from __future__ import annotations
 
@@ -871,7 +877,7 @@ def choose(size):
     * else split_k (few tiles, long K; 512^3: 0.027 ms against tile64's 0.037).
     """
     m, n, k = size
-    if n == 1:
+    if n == 1:  # the threads are matvec auto's own choice (the launch note names them)
         return "vector", 256, "N = 1: a matrix-vector product, A @ x"
     sms = sm_count()
     if m == 1:  # few column blocks (N < 16 x SMs): 32 warps a block down K keep more loads in flight
