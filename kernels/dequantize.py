@@ -259,5 +259,5 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: size[0] * size[1] * (1 + np.dtype(dtype).itemsize)
     + size[0] * 2 * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],
-    variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "row_blocks for long rows, else one thread an element")},
+    variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "row_blocks for long rows, else one thread an element", kernel="dequantize")},
 )

@@ -18,6 +18,12 @@ FMAs each load feeds (per thread, float32):
   naive           2                      -                             1
   shared          2 / 16                 2                             1
   register_tiled  2 / 128                1 / 4 (in 128-bit loads)      64
+
+Then rungs for shapes the 128 x 128 tile serves badly (tile64, split_k, skinny_m) and ``vector`` for
+M = 1 or N = 1, which are matrix-vector products (bound by reading B or A once, not by FMAs). The
+compile-time sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab,
+launch bounds, split-K factor); ``auto`` runs the tuned configuration of the shape's class when
+one is cached for this GPU (kernels/tuning.py), else :func:`choose`.
 """
 from __future__ import annotations
 
@@ -354,6 +360,17 @@ def make_register_tiled_kernel(bk: int, launch_bounds: dict):
 
 register_tiled_kernel = make_register_tiled_kernel(BK32, LAUNCH_BOUNDS32)
 register_tiled_kernel_f64 = make_register_tiled_kernel(BK64, LAUNCH_BOUNDS64)
+_RT_BUILDS = {(BK32, 2): register_tiled_kernel}  # (bk, min blocks an SM) -> float32 build (lab tune's axes)
+
+
+def register_tiled_build(bk: int = BK32, min_blocks: int = 2):
+    """The float32 register-tiled kernel with a K-slab of ``bk`` and launch bounds of
+    (256 threads, ``min_blocks`` blocks an SM), built once per pair. bk = 32 needs 66 KB of shared
+    memory, over the 48 KB a static array may have: it fails to compile (``lab tune`` records it)."""
+    if (bk, min_blocks) not in _RT_BUILDS:
+        bounds = {} if SIMULATOR else {"launch_bounds": (RT_THREADS, min_blocks)}
+        _RT_BUILDS[bk, min_blocks] = make_register_tiled_kernel(bk, bounds)
+    return _RT_BUILDS[bk, min_blocks]
 
 
 def _threads_with_work(extent, block_edge):
@@ -365,15 +382,35 @@ def _threads_with_work(extent, block_edge):
     return full * per_block + min(per_block, blocks_for(rest, 4))
 
 
-def register_tiled_launch(size, threads):
+def register_tiled_launch(size, threads, params=None):
     """Block fixed at 256 threads (a 16 x 16 grid of 8 x 8 micro-tiles, whatever ``threads`` is);
-    grid (ceil(N / 128), ceil(M / 128))."""
+    grid (ceil(N / 128), ceil(M / 128)). Tunable (``lab tune``, float32 only: float64 keeps its
+    build): ``bk``, the K-slab (a multiple of 8), and ``min_blocks``, the launch bounds' blocks an SM
+    (1 lets ptxas use up to 255 registers a thread)."""
+    params = params or {}
+    bk, mb = params.get("bk", BK32), params.get("min_blocks", 2)
+    if not isinstance(bk, int) or bk <= 0 or bk % 8 or not isinstance(mb, int) or not 1 <= mb <= 8:
+        raise ValueError(f"bk={bk!r}, min_blocks={mb!r}: bk a positive multiple of 8, min_blocks 1..8")
     m, n, _ = size
     note = "" if threads == RT_THREADS else (
         f"block fixed at {RT_THREADS} threads (compile-time 128x128 tile, 8x8 per thread); "
         f"--threads {threads} ignored")
     return Launch(grid=(blocks_for(n, BN), blocks_for(m, BM)), block=(RT_THREADS,),
-                  threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note)
+                  threads_needed=_threads_with_work(m, BM) * _threads_with_work(n, BN), note=note,
+                  params=tuple(sorted({k: v for k, v in (("bk", bk), ("min_blocks", mb))
+                                       if v != {"bk": BK32, "min_blocks": 2}[k]}.items())))  # non-defaults
+
+
+def register_tiled_prepare(cfg, inputs, outputs):
+    """Launch the build of ``cfg.params`` (float32) or the float64 build."""
+    A, B = inputs
+    (C,) = outputs
+    if A.dtype == np.float64:
+        kernel = register_tiled_kernel_f64
+    else:
+        kernel = register_tiled_build(cfg.param.get("bk", BK32), cfg.param.get("min_blocks", 2))
+    launch = kernel[cfg.grid, cfg.block]
+    return lambda: launch(A, B, C)
 
 
 # --- Rung 4: a smaller tile (64 x 64, 4 x 4 a thread), and split-K ---------------------------------
@@ -399,99 +436,139 @@ T_A_BUFS = 2 * T_BK * T_LDA  # words of the two A slab buffers (shared-array siz
 T_B_BUFS = 2 * T_BK * T_BN
 
 
-@cuda.jit
-def tile64_kernel(A, B, W, kchunk):
-    """W[z] = A[:, Kz] @ B[Kz, :] for the K range Kz = [z * kchunk, min(K, (z + 1) * kchunk)) of
-    grid z; with one split (z = 0, kchunk >= K) W is C itself, viewed as (1, M, N).
+def make_tile_kernel(bm: int = 64, bn: int = 64, bk: int = 16):
+    """Compile-time build of the tile kernel for a ``bm`` x ``bn`` tile of C (4 x 4 a thread, so
+    bm * bn / 16 threads a block) and a K-slab of ``bk``: the sizes are closure constants, as Numba
+    needs for shared and local arrays. Module level holds the lesson's build, :data:`tile64_kernel`
+    (64 x 64, bk = 16); ``lab tune`` builds others (:func:`tile_build`). ValueError for tiles whose
+    slab copy does not divide among the threads (bm, bn in 16 .. 128, powers of two; bk 8 or 16)."""
+    threads = (bm // T_TM) * (bn // T_TN)
+    ok = all(v in (16, 32, 64, 128) for v in (bm, bn)) and bk in (8, 16) and threads >= max(bk, bn, 32)
+    if not ok or (bm * bk) % threads or (bk * bn) % threads:
+        raise ValueError(f"tile {bm}x{bn}, bk {bk}: bm, bn powers of two in 16..128, bk 8 or 16, "
+                         f"at least 32 threads (bm * bn / 16)")
+    cols = bn // T_TN
+    cols_shift, bk_shift, bn_shift = (v.bit_length() - 1 for v in (cols, bk, bn))  # all powers of two
+    lda = bm + A_PAD
+    a_loads = bm * bk // threads
+    b_loads = bk * bn // threads
+    a_step = threads // bk
+    b_step = threads // bn
+    n_acc = T_TM * T_TN
+    a_bufs = 2 * bk * lda
+    b_bufs = 2 * bk * bn
 
-    A: (M, K), B: (K, N), W: (splits, M, N), one float dtype. Launch: block (256,), grid
-    (ceil(N / 64), ceil(M / 64), splits). Thread t: (ty, tx) = (t // 16, t % 16) owns rows
-    ty*4 + {0..3} and columns tx*4 + {0..3} of the block's 64 x 64 tile, 16 accumulators in
-    registers. Per slab of 16 k: the block copies the 64 x 16 slab of A (transposed, rows padded by
-    4 words: conflict-free 16-byte reads) and the 16 x 64 slab of B into shared memory, 4 + 4
-    elements a thread (a half warp reads 16 consecutive k of a row of A; a warp one 64-word row
-    segment of B), double-buffered through registers as in register_tiled; then for each k two
-    LDS.128 and 16 FMAs. Loads past an edge of A, B or the K range read 0; stores are guarded.
-    """
-    As = cuda.shared.array(T_A_BUFS, W.dtype, alignment=ALIGN)
-    Bs = cuda.shared.array(T_B_BUFS, W.dtype, alignment=ALIGN)
-    acc = cuda.local.array(T_ACC, W.dtype)
-    a_frag = cuda.local.array(T_TM, W.dtype)
-    b_frag = cuda.local.array(T_TN, W.dtype)
-    a_next = cuda.local.array(T_A_LOADS, W.dtype)
-    b_next = cuda.local.array(T_B_LOADS, W.dtype)
-    M, K = A.shape
-    N = B.shape[1]
-    zero = W.dtype.type(0)
-    t = cuda.threadIdx.x & (T_THREADS - 1)
-    tx4 = (t & 15) << 2
-    ty4 = (t >> 4) << 2
-    m0 = cuda.blockIdx.y * T_BM
-    n0 = cuda.blockIdx.x * T_BN
-    k_begin = cuda.blockIdx.z * kchunk
-    k_end = min(K, k_begin + kchunk)
-    a_k = t & (T_BK - 1)
-    a_m = t >> 4
-    b_n = t & (T_BN - 1)
-    b_k = t >> 6
-    for i in range(T_TM * T_TN):
-        acc[i] = zero
-    for i in range(T_A_LOADS):
-        r = m0 + a_m + i * T_A_STEP
-        kc = k_begin + a_k
-        As[a_k * T_LDA + a_m + i * T_A_STEP] = A[r, kc] if r < M and kc < k_end else zero
-    for i in range(T_B_LOADS):
-        kr = k_begin + b_k + i * T_B_STEP
-        c = n0 + b_n
-        Bs[(b_k + i * T_B_STEP) * T_BN + b_n] = B[kr, c] if kr < k_end and c < N else zero
-    cuda.syncthreads()
-    n_slabs = (k_end - k_begin + T_BK - 1) // T_BK
-    interior = m0 + T_BM <= M and n0 + T_BN <= N
-    for s in range(n_slabs):
-        a_cur = (s & 1) * (T_BK * T_LDA)
-        b_cur = (s & 1) * (T_BK * T_BN)
-        k_next = k_begin + (s + 1) * T_BK
-        more = s + 1 < n_slabs
-        if more:
-            if interior and k_next + T_BK <= k_end:
-                for i in range(T_A_LOADS):
-                    a_next[i] = A[uint64(m0 + a_m + i * T_A_STEP), uint64(k_next + a_k)]
-                for i in range(T_B_LOADS):
-                    b_next[i] = B[uint64(k_next + b_k + i * T_B_STEP), uint64(n0 + b_n)]
-            else:
-                for i in range(T_A_LOADS):
-                    r = m0 + a_m + i * T_A_STEP
-                    kc = k_next + a_k
-                    a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < k_end else zero
-                for i in range(T_B_LOADS):
-                    kr = k_next + b_k + i * T_B_STEP
-                    c = n0 + b_n
-                    b_next[i] = B[uint64(kr), uint64(c)] if kr < k_end and c < N else zero
-        for kk in range(T_BK):  # constant trip count: unrolled, shared addresses base + constant
-            a_rd = a_cur + kk * T_LDA + ty4
-            b_rd = b_cur + kk * T_BN + tx4
-            for i in range(T_TM):
-                a_frag[i] = As[uint64(a_rd + i)]
-                b_frag[i] = Bs[uint64(b_rd + i)]
-            for i in range(T_TM):
-                for j in range(T_TN):
-                    acc[i * T_TN + j] += a_frag[i] * b_frag[j]
-        if more:
-            a_nxt = T_BK * T_LDA - a_cur
-            b_nxt = T_BK * T_BN - b_cur
-            for i in range(T_A_LOADS):
-                As[uint64(a_nxt + a_k * T_LDA + a_m + i * T_A_STEP)] = a_next[i]
-            for i in range(T_B_LOADS):
-                Bs[uint64(b_nxt + (b_k + i * T_B_STEP) * T_BN + b_n)] = b_next[i]
+    @cuda.jit
+    def tile_kernel(A, B, W, kchunk):
+        """W[z] = A[:, Kz] @ B[Kz, :] for the K range Kz = [z * kchunk, min(K, (z + 1) * kchunk)) of
+        grid z; with one split (z = 0, kchunk >= K) W is C itself, viewed as (1, M, N).
+
+        A: (M, K), B: (K, N), W: (splits, M, N), one float dtype. Launch: block (bm * bn / 16,),
+        grid (ceil(N / bn), ceil(M / bm), splits); the lesson's build is 64 x 64 (256 threads, bk 16).
+        Thread t: (ty, tx) = (t // (bn / 4), t % (bn / 4)) owns rows ty*4 + {0..3} and columns
+        tx*4 + {0..3} of the block's tile, 16 accumulators in registers. Per slab of bk k: the block
+        copies the bm x bk slab of A (transposed, rows padded by 4 words: conflict-free 16-byte reads)
+        and the bk x bn slab of B into shared memory (4 + 4 elements a thread at 64 x 64: a half warp
+        reads 16 consecutive k of a row of A; a warp one 64-word row segment of B), double-buffered
+        through registers as in register_tiled; then for each k two LDS.128 and 16 FMAs. Loads past
+        an edge of A, B or the K range read 0; stores are guarded.
+        """
+        As = cuda.shared.array(a_bufs, W.dtype, alignment=ALIGN)
+        Bs = cuda.shared.array(b_bufs, W.dtype, alignment=ALIGN)
+        acc = cuda.local.array(n_acc, W.dtype)
+        a_frag = cuda.local.array(T_TM, W.dtype)
+        b_frag = cuda.local.array(T_TN, W.dtype)
+        a_next = cuda.local.array(a_loads, W.dtype)
+        b_next = cuda.local.array(b_loads, W.dtype)
+        M, K = A.shape
+        N = B.shape[1]
+        zero = W.dtype.type(0)
+        t = cuda.threadIdx.x & (threads - 1)  # tells the compiler t < threads
+        tx4 = (t & (cols - 1)) << 2  # cols = bn // 4 micro-tiles a tile row; shifts, not // and %
+        ty4 = (t >> cols_shift) << 2
+        m0 = cuda.blockIdx.y * bm
+        n0 = cuda.blockIdx.x * bn
+        k_begin = cuda.blockIdx.z * kchunk
+        k_end = min(K, k_begin + kchunk)
+        a_k = t & (bk - 1)
+        a_m = t >> bk_shift
+        b_n = t & (bn - 1)
+        b_k = t >> bn_shift
+        for i in range(T_TM * T_TN):
+            acc[i] = zero
+        for i in range(a_loads):
+            r = m0 + a_m + i * a_step
+            kc = k_begin + a_k
+            As[a_k * lda + a_m + i * a_step] = A[r, kc] if r < M and kc < k_end else zero
+        for i in range(b_loads):
+            kr = k_begin + b_k + i * b_step
+            c = n0 + b_n
+            Bs[(b_k + i * b_step) * bn + b_n] = B[kr, c] if kr < k_end and c < N else zero
         cuda.syncthreads()
-    z = cuda.blockIdx.z
-    for i in range(T_TM):
-        r = m0 + ty4 + i
-        if r < M:
-            for j in range(T_TN):
-                c = n0 + tx4 + j
-                if c < N:
-                    W[z, r, c] = acc[i * T_TN + j]
+        n_slabs = (k_end - k_begin + bk - 1) // bk
+        interior = m0 + bm <= M and n0 + bn <= N
+        for s in range(n_slabs):
+            a_cur = (s & 1) * (bk * lda)
+            b_cur = (s & 1) * (bk * bn)
+            k_next = k_begin + (s + 1) * bk
+            more = s + 1 < n_slabs
+            if more:
+                if interior and k_next + bk <= k_end:
+                    for i in range(a_loads):
+                        a_next[i] = A[uint64(m0 + a_m + i * a_step), uint64(k_next + a_k)]
+                    for i in range(b_loads):
+                        b_next[i] = B[uint64(k_next + b_k + i * b_step), uint64(n0 + b_n)]
+                else:
+                    for i in range(a_loads):
+                        r = m0 + a_m + i * a_step
+                        kc = k_next + a_k
+                        a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < k_end else zero
+                    for i in range(b_loads):
+                        kr = k_next + b_k + i * b_step
+                        c = n0 + b_n
+                        b_next[i] = B[uint64(kr), uint64(c)] if kr < k_end and c < N else zero
+            for kk in range(bk):  # constant trip count: unrolled, shared addresses base + constant
+                a_rd = a_cur + kk * lda + ty4
+                b_rd = b_cur + kk * bn + tx4
+                for i in range(T_TM):
+                    a_frag[i] = As[uint64(a_rd + i)]
+                    b_frag[i] = Bs[uint64(b_rd + i)]
+                for i in range(T_TM):
+                    for j in range(T_TN):
+                        acc[i * T_TN + j] += a_frag[i] * b_frag[j]
+            if more:
+                a_nxt = bk * lda - a_cur
+                b_nxt = bk * bn - b_cur
+                for i in range(a_loads):
+                    As[uint64(a_nxt + a_k * lda + a_m + i * a_step)] = a_next[i]
+                for i in range(b_loads):
+                    Bs[uint64(b_nxt + (b_k + i * b_step) * bn + b_n)] = b_next[i]
+            cuda.syncthreads()
+        z = cuda.blockIdx.z
+        for i in range(T_TM):
+            r = m0 + ty4 + i
+            if r < M:
+                for j in range(T_TN):
+                    c = n0 + tx4 + j
+                    if c < N:
+                        W[z, r, c] = acc[i * T_TN + j]
+
+    return tile_kernel
+
+
+tile64_kernel = make_tile_kernel(T_BM, T_BN, T_BK)
+_TILE_BUILDS = {(T_BM, T_BN, T_BK): tile64_kernel}
+SHARED_STATIC_LIMIT = 48 * 1024  # bytes of static shared memory a kernel may declare
+
+
+def tile_build(bm: int, bn: int, itemsize: int):
+    """The tile kernel for a bm x bn tile in a dtype of ``itemsize`` bytes: K-slab 16, or 8 when the
+    two double-buffered slabs of 16 would pass the 48 KB of static shared memory (float64 at 128-wide
+    tiles), built once."""
+    bk = T_BK if 2 * T_BK * (bm + A_PAD + bn) * itemsize <= SHARED_STATIC_LIMIT else 8
+    if (bm, bn, bk) not in _TILE_BUILDS:
+        _TILE_BUILDS[bm, bn, bk] = make_tile_kernel(bm, bn, bk)
+    return _TILE_BUILDS[bm, bn, bk]
 
 
 @cuda.jit
@@ -518,31 +595,56 @@ SPLIT_LONG_K = 4096  # from this K on, ranges of at least 2 * SPLIT_MIN_K
 SPLIT_BLOCKS_PER_SM = 4  # split-K aims for tiles x splits >= this many blocks an SM
 
 
-def split_k_plan(size, splits_wanted=None):
+def split_k_plan(size, splits_wanted=None, bm=T_BM, bn=T_BN):
     """(kchunk, splits) for split-K: enough K ranges that the 64 x 64 tiles times the splits give
     about SPLIT_BLOCKS_PER_SM blocks an SM, but no range shorter than SPLIT_MIN_K k (twice that
     from K = SPLIT_LONG_K on: fewer partials to add); kchunk a multiple of 16."""
     m, n, k = size
-    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
-    want = splits_wanted or max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
-    min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
-    splits = max(1, min(want, k // min_k))
+    tiles = blocks_for(m, bm) * blocks_for(n, bn)
+    if splits_wanted:  # asked for (lab tune): as many as K allows in slabs of T_BK
+        splits = max(1, min(splits_wanted, blocks_for(k, T_BK)))
+    else:
+        want = max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
+        min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
+        splits = max(1, min(want, k // min_k))
     kchunk = blocks_for(blocks_for(k, splits), T_BK) * T_BK
     return kchunk, blocks_for(k, kchunk)
 
 
-def _tile_launch(size, splits):
+def _tile(params) -> tuple[int, int]:
+    """(bm, bn) of ``params`` (tunables of tile64 and split_k; default 64 x 64), checked."""
+    bm, bn = (params or {}).get("bm", T_BM), (params or {}).get("bn", T_BN)
+    if bm not in (16, 32, 64, 128) or bn not in (16, 32, 64, 128) or bm * bn < 512:
+        raise ValueError(f"tile {bm}x{bn}: bm and bn from 16, 32, 64, 128, at least 32 threads (bm * bn / 16)")
+    return bm, bn
+
+
+def _tile_params(bm, bn, **more) -> tuple:
+    """Launch.params of a tile launch: the tile when not 64 x 64, and ``more``."""
+    p = {k: v for k, v in (("bm", bm), ("bn", bn)) if v != 64}
+    return tuple(sorted({**p, **more}.items()))
+
+
+def _tile_launch(size, splits, bm=T_BM, bn=T_BN):
     m, n, _ = size
-    return Launch(grid=(blocks_for(n, T_BN), blocks_for(m, T_BM), splits), block=(T_THREADS,),
+    return Launch(grid=(blocks_for(n, bn), blocks_for(m, bm), splits), block=((bm // T_TM) * (bn // T_TN),),
                   threads_needed=min(m * n, blocks_for(m, T_TM) * blocks_for(n, T_TN)) * splits)
 
 
-def tile64_launch(size, threads):
-    """Block fixed at 256 threads; grid (ceil(N / 64), ceil(M / 64), 1)."""
-    cfg = _tile_launch(size, 1)
-    note = "" if threads == T_THREADS else (
-        f"block fixed at {T_THREADS} threads (compile-time 64x64 tile, 4x4 per thread); --threads {threads} ignored")
-    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note)
+def tile64_launch(size, threads, params=None):
+    """Block fixed at 256 threads; grid (ceil(N / 64), ceil(M / 64), 1). Tunable (``lab tune``):
+    the tile, ``bm`` x ``bn`` (16 .. 128 each; bm * bn / 16 threads)."""
+    bm, bn = _tile(params)
+    cfg = _tile_launch(size, 1, bm, bn)
+    t = cfg.block[0]
+    note = "" if threads == t else (
+        f"block fixed at {t} threads (compile-time {bm}x{bn} tile, 4x4 per thread); --threads {threads} ignored")
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, params=_tile_params(bm, bn))
+
+
+def _tile_kernel(cfg, dtype):
+    bm, bn = cfg.param.get("bm", T_BM), cfg.param.get("bn", T_BN)
+    return tile_build(bm, bn, np.dtype(dtype).itemsize)
 
 
 def tile64_prepare(cfg, inputs, outputs):
@@ -554,20 +656,29 @@ def tile64_prepare(cfg, inputs, outputs):
     A, B = inputs
     (C,) = outputs
     W = C.reshape(1, C.shape[0], C.shape[1])
-    launch = tile64_kernel[cfg.grid, cfg.block]
+    launch = _tile_kernel(cfg, C.dtype)[cfg.grid, cfg.block]
     kchunk = A.shape[1]
     return lambda: launch(A, B, W, kchunk)
 
 
-def split_k_launch(size, threads):
-    """grid (ceil(N / 64), ceil(M / 64), splits) of 256 threads, then the reduction launch."""
-    kchunk, splits = split_k_plan(size)
-    cfg = _tile_launch(size, splits)
+def split_k_launch(size, threads, params=None):
+    """grid (ceil(N / 64), ceil(M / 64), splits) of 256 threads, then the reduction launch.
+    Tunable (``lab tune``): ``splits``, the K ranges asked for (0: :func:`split_k_plan`'s choice),
+    and the tile ``bm`` x ``bn`` as tile64's."""
+    want = (params or {}).get("splits", 0)
+    if not isinstance(want, int) or want < 0:
+        raise ValueError(f"splits={want!r}: a count of K ranges (0: the plan's)")
+    bm, bn = _tile(params)
+    kchunk, splits = split_k_plan(size, want or None, bm, bn)
+    cfg = _tile_launch(size, splits, bm, bn)
+    t = cfg.block[0]
     note = (f"{splits} K ranges of {kchunk}, then a reduction launch over {splits} partial C's" if splits > 1
             else "1 K range (too few k to split): tile64 alone, no reduction launch")
-    if threads != T_THREADS:
-        note += f"; block fixed at {T_THREADS} threads, --threads {threads} ignored"
-    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note)
+    if threads != t:
+        note += f"; block fixed at {t} threads, --threads {threads} ignored"
+    tuned = want or (bm, bn) != (T_BM, T_BN)  # what it gets, not what was asked; prepare reads it
+    return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note,
+                  params=_tile_params(bm, bn, kchunk=kchunk, splits=splits) if tuned else ())
 
 
 def split_k_prepare(cfg, inputs, outputs):
@@ -584,10 +695,12 @@ def split_k_prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, n = C.shape
     kchunk, splits = split_k_plan((m, n, A.shape[1]))
+    if "kchunk" in cfg.param:  # a tuned split: the launch math's plan
+        kchunk, splits = cfg.param["kchunk"], cfg.param["splits"]
     if splits == 1:
         return tile64_prepare(cfg, inputs, outputs)
     W = cuda.device_array((splits, m, n), C.dtype)
-    part = tile64_kernel[cfg.grid, cfg.block]
+    part = _tile_kernel(cfg, C.dtype)[cfg.grid, cfg.block]
     reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
 
     def enqueue():
@@ -699,9 +812,63 @@ def skinny_m_prepare(cfg, inputs, outputs):
     return enqueue
 
 
+# --- Rung 7: vector-shaped products (M = 1 or N = 1) are matrix-vector products -----------------------
+# 1 x 4096 x 4096 is one row times a matrix: 33 MFLOP against 64 MB of B, ~0.5 FLOP a byte. A tile
+# rung wastes 127 of each tile's 128 rows and still reads all of B; the floor is reading B once at
+# copy speed (~22 us on an H100). So N = 1 (A @ x, A row-major) runs matvec's own ``auto`` on
+# (M, K); M = 1 (x @ B) runs kernels/matvec.py's column kernel: a warp across 32 columns of B
+# (coalesced along rows of B), K split among the block's warps and over grid y, then a reduction
+# launch. Any other shape runs the column
+# kernel one row of A a grid z slice (correct, each row re-reading B: only meant for small M).
+def vector_launch(size, threads, params=None):
+    """N = 1: matvec auto's launch for (M, K) (its own threads); else the column kernel: grid
+    (ceil(N / 32), splits, M), block (32, threads // 32), then a reduction launch when split.
+    Tunable (``lab tune``): ``splits``, K ranges (0: kernels.matvec.columns_plan's choice), and
+    threads (the warps a block splits its K range among)."""
+    from kernels import matvec as MV
+
+    m, n, k = size
+    params = dict(params or {})
+    want = params.get("splits", 0)
+    if not isinstance(want, int) or want < 0:
+        raise ValueError(f"splits={want!r}: a count of K ranges (0: the plan's)")
+    if n == 1:
+        cfg = MV.SPEC.variants["auto"].launch((m, k), threads)
+        params.pop("splits", None)  # matvec's auto plans its own split
+        how = cfg.note.removeprefix("auto: ")
+        return Launch(cfg.grid, cfg.block, cfg.threads_needed, params=tuple(sorted(params.items())),
+                      note=f"matvec rung: N = 1, A @ x by matvec {how}")
+    if m > MV.VM_MAX_ROWS:
+        raise ValueError(f"M = {m}: the vector rung takes at most {MV.VM_MAX_ROWS} rows (grid z)")
+    kchunk, splits = MV.columns_plan(k, n, threads, want, m)
+    ty = MV.columns_block(threads)[1]
+    what = (f"matvec rung: M = 1, x @ B: a warp across 32 columns of B, {plural(ty, 'warp')} down K" if m == 1 else
+            f"M = {m}, N = {n}: not vector-shaped; the column kernel once a row of A (B re-read {m}x)")
+    note = what + (f", {plural(splits, 'K range')} of {kchunk}, then a reduction launch" if splits > 1 else "")
+    return Launch(grid=(blocks_for(n, WARP), splits, m), block=MV.columns_block(threads),
+                  threads_needed=m * n * splits * MV.columns_block(threads)[1],
+                  note=note, params=(("kchunk", kchunk), ("splits", splits)))  # what it gets (prepare reads it)
+
+
+def vector_prepare(cfg, inputs, outputs):
+    """N = 1: matvec auto on (A, B as a K-vector, C as an M-vector); else the column kernel."""
+    from kernels import matvec as MV
+
+    A, B = inputs
+    (C,) = outputs
+    (m, k), n = A.shape, B.shape[1]
+    if n == 1:
+        mv = MV.SPEC.variants["auto"]
+        sub = mv.launch((m, k), cfg.block[0])
+        return mv.prepare(sub, [A, B.reshape(k)], [C.reshape(m)])
+    return MV.columns_prepare(A, B, C, cfg.threads_per_block, cfg.param["kchunk"])  # the launch math's plan
+
+
 # --- auto: the launch heuristic ------------------------------------------------------------------------
 def choose(size):
     """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations:
+
+    * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
 
     * at least half as many 128 x 128 tiles as SMs: register_tiled (measured on the H100: at 1000 x
       1030 x 517, 72 tiles, 0.078 ms against tile64's 0.085; at 2048^3, 256 tiles, 0.44 against 0.75);
@@ -710,7 +877,12 @@ def choose(size):
     * else split_k (few tiles, long K; 512^3: 0.027 ms against tile64's 0.037).
     """
     m, n, k = size
+    if n == 1:  # the threads are matvec auto's own choice (the launch note names them)
+        return "vector", 256, "N = 1: a matrix-vector product, A @ x"
     sms = sm_count()
+    if m == 1:  # few column blocks (N < 16 x SMs): 32 warps a block down K keep more loads in flight
+        t = 256 if 2 * blocks_for(n, WARP) >= sms else 1024
+        return "vector", t, "M = 1: a vector-matrix product, x @ B"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
         return "register_tiled", RT_THREADS, f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the {plural(sms, 'SM')})"
@@ -740,17 +912,24 @@ RUNGS = {
         f"global loads per FMA / {TPB}", shared_launch, launch_once(shared_kernel)),
     "register_tiled": Variant(
         "register_tiled", f"{BM}x{BN} block tile, 8x8 register micro-tile per thread, double-buffered "
-        f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch,
-        launch_once(register_tiled_kernel, register_tiled_kernel_f64)),
+        f"shared slabs (block fixed at {RT_THREADS} threads)", register_tiled_launch, register_tiled_prepare,
+        tunables={"bk": (8, 16, 32), "min_blocks": (1, 2)}, launch_with=register_tiled_launch),
     "tile64": Variant(
         "tile64", f"{T_BM}x{T_BN} block tile, 4x4 register micro-tile, double-buffered (block fixed at "
-        f"{T_THREADS} threads): 4x the blocks of register_tiled", tile64_launch, tile64_prepare),
+        f"{T_THREADS} threads): 4x the blocks of register_tiled", tile64_launch, tile64_prepare,
+        tunables={"bm": (32, 64, 128), "bn": (32, 64, 128)}, launch_with=tile64_launch),
     "split_k": Variant(
         "split_k", "tile64 over K ranges (grid z), then a reduction launch: for small M x N with long K",
-        split_k_launch, split_k_prepare),
+        split_k_launch, split_k_prepare,
+        tunables={"splits": (0, 2, 4, 8, 16, 32, 64), "bm": (32, 64), "bn": (32, 64)},
+        launch_with=split_k_launch),
     "skinny_m": Variant(
         "skinny_m", "M <= 32: a column of C per thread, 32 sums in registers, B streamed once; split K",
-        skinny_m_launch, skinny_m_prepare),
+        skinny_m_launch, skinny_m_prepare, suits=lambda s: 1 < s[0] <= SK_M and s[1] > 1),
+    "vector": Variant(
+        "vector", "M = 1 or N = 1 as a matrix-vector product: N = 1 matvec's auto, M = 1 a warp across "
+        "32 columns of B, K split among warps and blocks", vector_launch, vector_prepare, warp_multiple=True,
+        tunables={"splits": (0, 2, 4, 8, 16, 32, 64)}, launch_with=vector_launch, suits=lambda s: 1 in s[:2]),
 }
 
 
@@ -769,5 +948,6 @@ SPEC = KernelSpec(
     flops=lambda size: 2 * size[0] * size[1] * size[2],
     square_ok=True,
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())")},
+        choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
+        "N = 1, register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())", kernel="matmul")},
 )

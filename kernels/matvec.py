@@ -282,14 +282,19 @@ def split_k_reduce_kernel(partials, y):
 REDUCE_THREADS = 128
 
 
-def split_k_launch(size, threads):
+def split_k_launch(size, threads, params=None):
     """The partial-sum launch: grid (ROWS, splits), block (threads,); then a reduction launch of
-    ceil(ROWS / 4) blocks of 128 threads (the note says so)."""
+    ceil(ROWS / 4) blocks of 128 threads (the note says so). Tunable (``lab tune``):
+    ``blocks_per_sm``, the blocks an SM the split aims for (default SPLIT_BLOCKS_PER_SM)."""
     rows, cols = size
-    chunk, splits = split_k_chunk(size, threads)
+    per_sm = (params or {}).get("blocks_per_sm", SPLIT_BLOCKS_PER_SM)
+    if not isinstance(per_sm, int) or per_sm < 1:
+        raise ValueError(f"blocks_per_sm={per_sm!r}: a positive count")
+    chunk, splits = split_columns(rows, cols, threads, UNROLL, per_sm)
     return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
                   note=f"{plural(splits, 'block')} a row of {plural(chunk, 'column')} each, then a reduction launch "
-                  f"({plural(blocks_for(rows, REDUCE_THREADS // WARP), 'block')} of {REDUCE_THREADS})")
+                  f"({plural(blocks_for(rows, REDUCE_THREADS // WARP), 'block')} of {REDUCE_THREADS})",
+                  params=(("blocks_per_sm", per_sm), ("chunk", chunk)) if per_sm != SPLIT_BLOCKS_PER_SM else ())
 
 
 def split_k_prepare(cfg, inputs, outputs):
@@ -306,6 +311,8 @@ def split_k_prepare(cfg, inputs, outputs):
     (y,) = outputs
     rows = A.shape[0]
     chunk, splits = split_k_chunk(A.shape, cfg.block[0])
+    if "chunk" in cfg.param:  # a tuned split: the launch math's plan
+        chunk, splits = cfg.param["chunk"], cfg.grid[1]
     partials = cuda.device_array((rows, splits), A.dtype)  # scratch, allocated once
     partial = split_k_partial_kernel[cfg.grid, cfg.block]
     reduce = split_k_reduce_kernel[blocks_for(rows, REDUCE_THREADS // WARP), REDUCE_THREADS]
@@ -313,6 +320,123 @@ def split_k_prepare(cfg, inputs, outputs):
     def enqueue():
         partial(A, x, partials, chunk)
         reduce(partials, y)
+    return enqueue
+
+
+# --- Columns: Y = X @ B for the matmuls with one row (M = 1) ------------------------------------------
+# x @ B with B row-major (K x N) is B^T x: the sum runs down each *column* of B. One warp a column
+# would read 32 words 4*N bytes apart (uncoalesced, as rung 1); instead the 32 lanes of a warp own 32
+# consecutive columns and walk down K together, so at each k a warp reads B[k, n..n+31], one 128-byte
+# line (coalesced), and every lane reads the same x[k] (a broadcast). N columns alone give too few
+# threads (4096: 128 warps for 132 SMs), so K is split twice: the warps of a block (threadIdx.y) take
+# every TY-th k of the block's K range and add their sums in shared memory (no extra launch), and
+# grid y gives the blocks K ranges whose partials[z, n] a second, small launch adds (4 at a time,
+# deterministic, no atomics; few splits, so few partials). Matmul's ``vector`` rung runs it
+# (kernels/matmul.py); with M > 1 rows, grid z takes one row of X each (every row re-reads B:
+# correct at any shape, fast only at M = 1).
+VM_UNROLL = 4  # independent loads of B a thread keeps in flight
+VM_MIN_K = 256  # shortest K range a block gets when K is split over grid y
+VM_MAX_SPLITS = 64  # at most this many K ranges (partials a column for the reduction to add)
+VM_BLOCKS_PER_SM = 8  # the split aims for this many blocks on every SM
+VM_MAX_ROWS = 65535  # grid z limit: rows of X one launch covers
+
+
+@cuda.jit
+def columns_partial_kernel(X, B, partials, kchunk):
+    """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
+
+    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
+    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
+    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
+    warp 0 adds the TY warps' sums from shared memory."""
+    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    TY = uint64(cuda.blockDim.y)
+    n = uint64(cuda.blockIdx.x * WARP + tx)
+    N = uint64(B.shape[1])
+    K = uint64(B.shape[0])
+    z = cuda.blockIdx.y
+    m = uint64(cuda.blockIdx.z)
+    k0 = uint64(z) * uint64(kchunk)
+    k1 = min(k0 + uint64(kchunk), K)
+    acc = partials.dtype.type(0)
+    if n < N:
+        step = TY * uint64(VM_UNROLL)
+        k = k0 + uint64(ty)
+        while k + uint64(3) * TY < k1:
+            a0 = X[m, k] * B[k, n]
+            a1 = X[m, k + TY] * B[k + TY, n]
+            a2 = X[m, k + uint64(2) * TY] * B[k + uint64(2) * TY, n]
+            a3 = X[m, k + uint64(3) * TY] * B[k + uint64(3) * TY, n]
+            acc += (a0 + a1) + (a2 + a3)
+            k += step
+        while k < k1:
+            acc += X[m, k] * B[k, n]
+            k += TY
+    sums[ty, tx] = acc
+    cuda.syncthreads()
+    if ty == 0 and n < N:
+        total = sums[0, tx]
+        for j in range(1, cuda.blockDim.y):
+            total += sums[j, tx]
+        partials[z, m, n] = total
+
+
+@cuda.jit
+def columns_reduce_kernel(partials, Y):
+    """Y[m, n] = sum_z partials[z, m, n]; thread i = cuda.grid(1) does element i of Y (row-major:
+    a warp reads 32 consecutive words of each split), four splits' loads in flight at a time."""
+    i = cuda.grid(1)
+    N = Y.shape[1]
+    if i < Y.shape[0] * N:
+        m = i // N
+        n = i - m * N
+        S = partials.shape[0]
+        acc = partials[0, m, n]
+        z = 1
+        while z + 3 < S:
+            acc += (partials[z, m, n] + partials[z + 1, m, n]) + (partials[z + 2, m, n] + partials[z + 3, m, n])
+            z += 4
+        while z < S:
+            acc += partials[z, m, n]
+            z += 1
+        Y[m, n] = acc
+
+
+def columns_block(threads: int) -> tuple[int, int]:
+    """(32, threads // 32): a warp across 32 columns, threads // 32 warps down K (at least 1)."""
+    return WARP, max(1, threads // WARP)
+
+
+def columns_plan(k: int, n: int, threads: int, splits: int = 0, rows: int = 1) -> tuple[int, int]:
+    """(kchunk, splits) for X @ B with B K x N: ``splits`` K ranges when given (at most K), else
+    enough for about VM_BLOCKS_PER_SM blocks an SM over the ceil(N / 32) x ``rows`` column blocks,
+    at most VM_MAX_SPLITS, no range shorter than VM_MIN_K (K < 2 * VM_MIN_K: no split)."""
+    if splits <= 0:
+        blocks = blocks_for(n, WARP) * rows
+        splits = min(blocks_for(VM_BLOCKS_PER_SM * sm_count(), blocks), k // VM_MIN_K, VM_MAX_SPLITS)
+    splits = max(1, min(splits, k))
+    kchunk = blocks_for(k, splits)
+    return kchunk, blocks_for(k, kchunk)
+
+
+def columns_prepare(X, B, Y, threads: int, kchunk: int):
+    """Enqueue function for Y = X @ B (device arrays X (M, K), B (K, N), Y (M, N), M <= 65535) in
+    K ranges of ``kchunk`` (:func:`columns_plan`), blocks of :func:`columns_block`: the partial
+    launch, then the reduction (none when one range covers K)."""
+    (m, k), n = X.shape, B.shape[1]
+    splits = blocks_for(k, kchunk)
+    part = columns_partial_kernel[(blocks_for(n, WARP), splits, m), columns_block(threads)]
+    if splits == 1:
+        Y1 = Y.reshape(1, m, n)
+        return lambda: part(X, B, Y1, kchunk)
+    partials = cuda.device_array((splits, m, n), Y.dtype)  # scratch, allocated once
+    reduce = columns_reduce_kernel[blocks_for(m * n, REDUCE_THREADS), REDUCE_THREADS]
+
+    def enqueue():
+        part(X, B, partials, kchunk)
+        reduce(partials, Y)
     return enqueue
 
 
@@ -365,7 +489,8 @@ RUNGS = {
         group_per_row_launch, group_per_row_prepare, warp_multiple=True),
     "split_k": Variant(
         "split_k", "several blocks a row (chunks of columns), then a reduction launch: for few long rows",
-        split_k_launch, split_k_prepare, warp_multiple=True),
+        split_k_launch, split_k_prepare, warp_multiple=True, tunables={"blocks_per_sm": (2, 4, 8, 16)},
+        launch_with=split_k_launch),
 }
 
 SPEC = KernelSpec(
@@ -385,5 +510,5 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: (size[0] * size[1] + size[0] + size[1]) * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())")},
+        choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())", kernel="matvec")},
 )

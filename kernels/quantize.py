@@ -603,5 +603,5 @@ SPEC = KernelSpec(
     # a compare for the min and one for the max, a multiply and an add for the code
     flops=lambda size: 4 * size[0],
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "l2_tail_first at 256 threads, fewer threads for small N (choose())")},
+        choose, RUNGS, "l2_tail_first at 256 threads, fewer threads for small N (choose())", kernel="quantize")},
 )

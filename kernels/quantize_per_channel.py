@@ -63,5 +63,5 @@ SPEC = KernelSpec(
     tolerance=tolerance,
     bytes_moved=lambda size, dtype: size[0] * size[1] * (np.dtype(dtype).itemsize + 1),
     flops=lambda size: 4 * size[0] * size[1],
-    variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "the one rung, block sized to the row")},
+    variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "the one rung, block sized to the row", kernel="quantize_per_channel")},
 )

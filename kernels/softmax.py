@@ -807,5 +807,5 @@ SPEC = KernelSpec(
     # ~5 per element: compare (max), subtract, exp, add (sum), multiply (by 1 / sum).
     flops=lambda size: 5 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "group_rows for short rows, split_row for a few long rows, else fused (choose())")},
+        choose, RUNGS, "group_rows for short rows, split_row for a few long rows, else fused (choose())", kernel="softmax")},
 )

@@ -105,6 +105,12 @@ class Launch:
     threads_needed: int
     note: str = ""
     rung: str = ""  # set by an ``auto`` variant: the rung it chose (its prepare runs that rung)
+    params: tuple = ()  # (name, value) pairs of a rung's tunable parameters (Variant.tunables), sorted
+
+    @property
+    def param(self) -> dict:
+        """The tunable parameters this launch was configured with ({} = the rung's defaults)."""
+        return dict(self.params)
 
     @property
     def threads_per_block(self) -> int:
@@ -124,6 +130,8 @@ class Launch:
              "threads_idle": self.threads_idle, "note": self.note}
         if self.rung:
             d["rung"] = self.rung
+        if self.params:
+            d["params"] = self.param
         return d
 
 
@@ -173,21 +181,42 @@ def sm_count() -> int:
     return _SM_COUNT[0]
 
 
-def auto_variant(choose, rungs: dict, doc: str) -> "Variant":
-    """An ``auto`` variant: ``choose(size) -> (rung name, threads, why)`` picks a rung of ``rungs``
-    and its launch configuration from the shape (and the device, through :func:`sm_count`); the
-    user's ``--threads`` is ignored (the named rungs honour it). The Launch note says what was
-    chosen and why, and ``Launch.rung`` carries the choice to ``prepare``."""
+def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":
+    """An ``auto`` variant: the tuned configuration of ``kernel`` for the shape's class when
+    ``lab tune`` cached one for this device (kernels.tuning.lookup), else ``choose(size) -> (rung
+    name, threads, why)``, the heuristic, which picks a rung of ``rungs`` and its launch
+    configuration from the shape (and the device, through :func:`sm_count`). The user's
+    ``--threads`` is ignored (the named rungs honour it). The Launch note says what was chosen, by
+    which ("tuned (cache)", "tuned (shipped)" or "heuristic") and why; ``Launch.rung`` and
+    ``Launch.params`` carry the choice to ``prepare``."""
+    from kernels import tuning
+
     def launch(size, threads):
-        name, t, why = choose(size)
-        cfg = rungs[name].launch(size, t)
-        note = f"auto: {name} at {t} threads ({why})" + (f"; {cfg.note}" if cfg.note else "")
-        return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, rung=name)
+        hit = tuning.lookup(kernel, size) if kernel else None
+        cfg = None
+        if hit:
+            entry, source = hit
+            name, t = entry["rung"], entry["threads"]
+            variant = rungs.get(name)
+            try:
+                if variant is None or variant.accepts(t):
+                    raise ValueError(f"{name} at {t} threads is not a rung here")
+                cfg = variant.configure(size, t, entry["params"])
+                params = tuning.describe_params(entry["params"])
+                how = f"tuned ({source}) for class {tuning.shape_class(size)}" + (f": {params}" if params else "")
+            except Exception as e:  # a stale entry (rung renamed, parameter gone): the heuristic
+                cfg, stale = None, f"tuned entry unusable ({' '.join(str(e).split())}); "
+        if cfg is None:
+            name, t, why = choose(size)
+            cfg = rungs[name].launch(size, t)
+            how = ("" if not hit else stale) + f"heuristic: {why}"
+        note = f"auto: {name} at {t} threads, {how}" + (f"; {cfg.note}" if cfg.note else "")
+        return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, rung=name, params=cfg.params)
 
     def prepare(cfg, inputs, outputs):
         return rungs[cfg.rung].prepare(cfg, inputs, outputs)
 
-    return Variant("auto", doc, launch, prepare)
+    return Variant("auto", doc, launch, prepare, choose=choose)
 
 
 @dataclass(frozen=True)
@@ -207,6 +236,25 @@ class Variant:
     prepare: Callable[[Launch, Sequence[Any], Sequence[Any]], Callable[[], None]]
     warp_multiple: bool = False
     max_threads: int | None = None  # a variant's own limit below the device's, if any
+    # The tuner's axes besides threads per block (``lab tune``): parameter -> values to try, e.g.
+    # {"splits": (0, 2, 4, 8)}; ``launch_with(size, threads, params)`` is the launch math for any
+    # subset of them (missing ones take the rung's defaults; ValueError for values it cannot run),
+    # and sets ``Launch.params``, which ``prepare`` reads.
+    tunables: dict = field(default_factory=dict)
+    launch_with: Callable[[Size, int, dict], Launch] | None = None
+    choose: Callable | None = None  # auto only: the heuristic, (rung, threads, why) = choose(size)
+    # suits(size) -> bool: the shapes the rung is meant for (None: all). A rung stays correct at every
+    # shape (lab run runs it anywhere); ``lab tune`` tries it only where it suits.
+    suits: Callable[[Size], bool] | None = None
+
+    def configure(self, size, threads: int, params: dict | None = None) -> Launch:
+        """The launch configuration at ``threads`` with tunable ``params`` (None or {}: defaults)."""
+        if params:
+            unknown = sorted(set(params) - set(self.tunables))
+            if unknown or self.launch_with is None:
+                raise ValueError(f"{self.name} has no tunable parameter {', '.join(unknown or sorted(params))}")
+            return self.launch_with(size, threads, params)
+        return self.launch(size, threads)
 
     def accepts(self, threads: int) -> str | None:
         """None when this variant runs at ``threads`` threads per block, else why not (the caller

@@ -122,5 +122,5 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: 3 * size[0] * np.dtype(dtype).itemsize,
     flops=lambda size: size[0],
     variants={**RUNGS, "auto": auto_variant(
-        choose, RUNGS, "picks the rung and threads from N and the SM count (see choose())")},
+        choose, RUNGS, "picks the rung and threads from N and the SM count (see choose())", kernel="vecadd")},
 )

@@ -16,6 +16,13 @@ from lab.core import compilers
 from lab.core.session import select
 from lab.core.errors import LabError
 
+# Tuned configurations: the tests never read or write the user's cache (kernels.tuning); each process
+# gets an empty one of its own (tests that tune set their own LAB_CACHE_DIR).
+if not os.environ.get("LAB_CACHE_DIR"):
+    import tempfile
+
+    os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="lab-tests-cache-")
+
 BACKEND = select({"sim": "sim", "gpu": "gpu"}.get(os.environ.get("LAB_TEST_BACKEND", ""), "auto"))
 SIMULATOR = BACKEND == "simulator"
 if SIMULATOR:  # as lab run does: a simulated barrier costs ~0.2 ms, not up to 5 (lab.core.runner)

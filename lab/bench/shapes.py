@@ -130,7 +130,12 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
                 if progress:
                     progress(f"{name} {size}")
                 row = SweepRow(name, size)
-                opts = Options(kernel=name, size=size, variants=variants,
+                try:  # rungs meant for other shapes (Variant.suits: matmul's vector rung) sit this one out
+                    dims = spec.parse_size(size)
+                    here = [v for v in variants if not spec.variants[v].suits or spec.variants[v].suits(dims)]
+                except ValueError:
+                    here = variants
+                opts = Options(kernel=name, size=size, variants=here,
                                contenders=["numba", "torch"] if op else ["numba"],
                                library_ops=[op] if op else None, repeats=repeats, warmup=warmup, seed=0)
                 try:

@@ -207,4 +207,51 @@ def compare(a, b, as_json, wide):
            *extra, *[f"[yellow]{escape(n)}[/]" for n in result["notes"]], wide=wide)
 
 
-COMMANDS = [bench, sweep, roofline, profile, compare]
+@click.command(short_help="Search each rung's launch configurations; cache the fastest.")
+@click.argument("kernel")
+@click.option("--shapes", default=None, callback=O._not_empty,
+              help="Comma-separated sizes as lab run --size, e.g. 4096,1x4096x4096 (default: the public "
+                   "sweep's shapes of KERNEL; a few tiny ones in the simulator).")
+@click.option("--budget", type=float, default=None,
+              help="Wall seconds for the whole search (default: 120 on a GPU, 30 in the simulator).")
+@O.DTYPE
+@O.SEED
+@click.option("--out", default=None, metavar="FILE",
+              help="Also write the winners as a shipped table to FILE (e.g. kernels/tuned/h100.json).")
+@click.option("--match", default=None, callback=O._not_empty,
+              help="With --out: the device-name text the shipped table applies to (e.g. H100).")
+@click.option("--no-cache", is_flag=True, help="Do not write the winners to the user's tuned cache.")
+@O.JSON
+@O.WIDE
+@O.BACKEND
+@O.COMPILER
+def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, as_json, wide, sim, compiler):
+    """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
+    against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
+    which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
+    from lab.bench import sweep as S
+    from lab.bench import tune as T
+    from lab.cli.views import bench as V
+    from lab.core.files import check_writable
+
+    O.kernel_list([kernel])
+    check_writable(out, "tuned table")  # before minutes of tuning
+    if match and not out:
+        raise LabError("--match names the devices of a shipped table: give --out FILE too")
+    session = O.session(sim, compiler)
+    from lab.cli.views.progress import bar_unless
+
+    with bar_unless(as_json, "tune") as progress:
+        doc = T.tune(kernel, session.backend, S.parse_sizes(shapes), budget, dtype, seed or 0,
+                     write=not no_cache, progress=progress or (lambda *a: None))
+    if out:
+        doc["table_path"] = T.save(doc["entries"], out, match)
+    if as_json:
+        O.emit_json(doc)
+        return
+    _print(*V.tune_table(doc, wide=wide), *([f"wrote {escape(out)}"] if out else []), wide=wide)
+    if not doc["entries"]:
+        sys.exit(1)
+
+
+COMMANDS = [bench, sweep, roofline, profile, compare, tune]

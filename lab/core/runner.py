@@ -456,6 +456,9 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
                 else:
                     add(measure(Row(name, label, "ok"), prepare))
         gc.collect()
+    from kernels import tuning
+
+    report.warnings += [p for p in tuning.problems() if "auto" in report.launches and p not in report.warnings]
     if not simulator:
         report.clocks["after"] = clocks.read()
         drop = clocks.dropped(report.clocks["before"], report.clocks["after"])

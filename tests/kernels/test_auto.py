@@ -11,10 +11,10 @@ from tests.helpers import check_rung
 pytestmark = pytest.mark.gpu
 
 AUTO = {"vecadd": [(1,), (1001,)], "quantize": [(1,), (999,)], "matvec": [(2, 70)], "softmax": [(5, 33)],
-        "matmul": [(9, 10, 11)]}
+        "matmul": [(9, 10, 11), (1, 37, 130), (33, 1, 130)]}
 AUTO_GPU = {"vecadd": [(1 << 24,)], "quantize": [(1 << 22,)], "matvec": [(4, 100000), (4096, 4096)],
             "softmax": [(100000, 32), (4, 1000000), (4099, 3001)],
-            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096)]}
+            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096), (1, 4096, 4096), (4096, 1, 4096), (1, 1000, 3001), (1, 1, 100000)]}
 AUTO_CASES = [(k, s) for k, sizes in (AUTO if SIMULATOR else AUTO_GPU).items() for s in sizes]
 
 
@@ -27,8 +27,10 @@ def test_auto(kernel, size, rng, simulator):
     check_rung(kernel, "auto", size, 1024, rng, simulator)
 
 
-def test_auto_choices_and_explicit_threads():
-    """The heuristics' documented choices; a named rung keeps the --threads it was given."""
+def test_auto_choices_and_explicit_threads(monkeypatch):
+    """The heuristics' documented choices (tuned tables off: LAB_TUNED=0); a named rung keeps the
+    --threads it was given; vector-shaped matmuls (M = 1, N = 1) run the vector rung and say so."""
+    monkeypatch.setenv("LAB_TUNED", "0")
     mv, sm, mm = (kernels.load(k) for k in ("matvec", "softmax", "matmul"))
     assert mv.variants["auto"].launch((4, 100000), 1024).rung == "split_k"
     assert mv.variants["auto"].launch((16384, 4096), 1024).rung == "warp_per_row"
@@ -45,3 +47,6 @@ def test_auto_choices_and_explicit_threads():
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
     assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
+    m1, n1 = mm.variants["auto"].launch((1, 4096, 4096), 64), mm.variants["auto"].launch((4096, 1, 4096), 64)
+    assert m1.rung == n1.rung == "vector" and "heuristic" in m1.note
+    assert "matvec rung: M = 1" in m1.note and "matvec rung: N = 1" in n1.note

@@ -209,3 +209,53 @@ def print_profile(doc: dict, console=None, wide: bool = False) -> None:
             Col("self CUDA", us("self_device_us"), 75), Col("CUDA total", us("device_us"), 95)]
     show(cols, doc.get("rows") or [], out, wide, "torch.profiler key_averages",
          [f"[dim]{escape(n)}[/]" for n in doc["notes"]])
+
+
+def tune_table(doc: dict, console=None, wide: bool = False) -> list:
+    """``lab tune``: a row per shape (its class, the heuristic's choice and time, the winner and its
+    time, the speedup, candidates ok / tried), then where the winners went and the failed candidates
+    (each reason once), as renderables."""
+    from rich.markup import escape
+
+    from lab.cli.views.report import sig
+    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
+
+    out = console or stdout()
+    sim = doc["simulated"]
+    unit = "sim ms" if sim else "ms"
+
+    def cfg(c):
+        if not c:
+            return None
+        p = ", ".join(f"{k}={v}" for k, v in sorted(c["params"].items()))
+        return f"{c['rung']} t={c['threads']}" + (f" {p}" if p else "")
+
+    def ms(c):
+        return None if not c or c["ms"] is None else sig(c["ms"])
+
+    cols = [Col("shape", lambda r: "x".join(map(str, r["size"])), 100, left=True),
+            Col("class", lambda r: r["shape_class"], 40, left=True),
+            Col("heuristic", lambda r: cfg(r["heuristic"]), 60, left=True, wrap=True),
+            Col(unit, lambda r: ms(r["heuristic"]), 60),
+            Col("tuned", lambda r: cfg(r["winner"]) or r["status"], 100, left=True, wrap=True),
+            Col(f"tuned {unit}", lambda r: ms(r["winner"]), 100),
+            Col("gain", lambda r: None if r["speedup_vs_heuristic"] is None else f"{r['speedup_vs_heuristic']:.2f}x",
+                90, explain="gain: heuristic ms / tuned ms"),
+            Col("ok/tried", lambda r: f"{sum(c['status'] == 'ok' for c in r['candidates'])}/"
+                f"{sum(c['status'] != 'budget' for c in r['candidates'])}", 50)]
+    title = f"lab tune {doc['kernel']} — {doc['device']}" + (" (simulated: times say nothing of a GPU)" if sim else "")
+    table, shown, dropped = fit(cols, doc["shapes"], out, wide, title)
+    lines = [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
+    lines.append(f"{len(doc['entries'])} shape classes tuned in {doc['elapsed_s']:.1f} s of a "
+                 f"{doc['budget_s']:g} s budget" + (f"; written to {doc['cache_path']}" if doc["cache_path"] and doc["entries"] else ""))
+    seen = []
+    for r in doc["shapes"]:
+        for c in r["candidates"]:
+            if c["status"] in ("FAIL", "error"):
+                line = f"{cfg(c)}: {c['status']} {c['reason']}"
+                if line not in seen:
+                    seen.append(line)
+    budget = sum(c["status"] == "budget" for r in doc["shapes"] for c in r["candidates"])
+    if budget:
+        seen.append(f"{budget} candidates not run: the budget was spent (--budget)")
+    return lines + [f"[dim]{escape(s)}[/]" for s in seen]

@@ -1,0 +1,242 @@
+"""lab tune and the tuned configurations auto reads (lab.bench.tune, kernels.tuning): the tuner
+checks every candidate before timing it, records failures without stopping, keeps to its budget,
+writes the winners per shape class to the cache; auto then runs the cached configuration and says
+so, and a corrupt cache is one warning and the heuristic. Also matmul's vector routing (M = 1,
+N = 1) and the tunable parameters against the float64 reference. Tiny shapes in the simulator."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+import kernels
+from kernels import tuning
+from kernels.spec import Launch, Variant
+from tests.conftest import SIMULATOR
+from tests.helpers import fits, one_line_exit_2, run_variant
+
+sim_only = pytest.mark.skipif(not SIMULATOR, reason="simulator-sized tuning runs")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """An empty tuned cache of the test's own; tuned tables on."""
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("LAB_TUNED", raising=False)
+    tuning.forget()
+    yield tmp_path / "tuned.json"
+    tuning.forget()
+
+
+def test_shape_classes():
+    assert tuning.shape_class((4096, 4096, 4096)) == "2^12x2^12x2^12"
+    assert tuning.shape_class((1000, 1030, 517)) == "2^10x2^10x2^9"
+    assert tuning.shape_class((1, 4096, 4096)) == "1x2^12x2^12"
+    assert tuning.shape_class((4096, 1, 4096)) == "2^12x1x2^12"
+    assert tuning.shape_class((2, 3)) == "2^1x2^2"
+    assert tuning.shape_class((1000,)) == tuning.shape_class((1024,)) != tuning.shape_class((2048,))
+
+
+@sim_only
+def test_tune_picks_writes_and_auto_uses_the_cache(cache):
+    from lab.bench.tune import tune
+
+    doc = tune("vecadd", "simulator", ["300", "1000"], budget_s=60)
+    assert doc["simulated"] and [r["shape_class"] for r in doc["shapes"]] == ["2^8", "2^10"]
+    for r in doc["shapes"]:
+        ok = [c for c in r["candidates"] if c["status"] == "ok"]
+        assert r["winner"] and r["winner"]["ms"] == min(c["ms"] for c in ok)  # the fastest checked one
+        assert r["candidates"][0]["heuristic"]
+        assert len({c["threads"] for c in r["candidates"] if c["rung"] == r["winner"]["rung"]}) > 1
+    written = json.loads(cache.read_text())
+    assert tuning.validate(written) and {e["shape_class"] for e in written["entries"]} == {"2^8", "2^10"}
+    spec = kernels.load("vecadd")
+    win = doc["shapes"][1]["winner"]
+    cfg = spec.variants["auto"].launch((1000,), 32)
+    assert cfg.rung == win["rung"] and cfg.threads_per_block == win["threads"] or cfg.rung == win["rung"]
+    assert "tuned (cache)" in cfg.note and cfg.note.startswith(f"auto: {win['rung']}")
+    # same class, another shape: tuned; another class: the heuristic
+    assert "tuned (cache)" in spec.variants["auto"].launch((1100,), 32).note
+    assert "heuristic" in spec.variants["auto"].launch((1 << 20,), 32).note
+    # a second tuning run merges: the first run's classes stay
+    tune("vecadd", "simulator", ["5"], budget_s=30)
+    assert {e["shape_class"] for e in json.loads(cache.read_text())["entries"]} == {"2^8", "2^10", "2^2"}
+
+
+@sim_only
+def test_failing_candidates_are_recorded_and_skipped(cache, monkeypatch):
+    """A rung that raises (as a compile error or too many resources would) and a rung that computes
+    the wrong answer are recorded with their reasons; the search goes on and picks a checked one."""
+    from lab.bench.tune import tune
+
+    spec = kernels.load("vecadd")
+
+    def boom(cfg, inputs, outputs):
+        raise RuntimeError("CUDA_ERROR_OUT_OF_RESOURCES (simulated)")
+
+    def wrong(cfg, inputs, outputs):
+        a, b = inputs
+        (c,) = outputs
+        return lambda: c.copy_to_device(np.zeros(c.shape, c.dtype))
+
+    launch = spec.variants["element_per_thread"].launch
+    monkeypatch.setitem(spec.variants, "boom", Variant("boom", "raises", launch, boom))
+    monkeypatch.setitem(spec.variants, "wrong", Variant("wrong", "zeros", launch, wrong))
+    doc = tune("vecadd", "simulator", ["200"], budget_s=60, write=False)
+    cands = doc["shapes"][0]["candidates"]
+    assert {c["status"] for c in cands if c["rung"] == "boom"} == {"error"}
+    assert all("OUT_OF_RESOURCES" in c["reason"] for c in cands if c["rung"] == "boom")
+    assert {c["status"] for c in cands if c["rung"] == "wrong"} == {"FAIL"}
+    assert doc["shapes"][0]["winner"]["rung"] not in ("boom", "wrong")
+    assert doc["cache_path"] is None and not cache.exists()
+
+
+@sim_only
+def test_budget_is_kept(cache):
+    from lab.bench.tune import tune
+
+    doc = tune("matmul", "simulator", ["9x10x11", "1x20x30"], budget_s=0.01)
+    first, second = doc["shapes"]
+    assert first["heuristic"]["status"] == "ok"  # the baseline always runs
+    assert all(c["status"] == "budget" for c in first["candidates"] if not c["heuristic"])
+    assert second["status"] == "not tuned: budget spent" and second["winner"] is None
+    assert doc["elapsed_s"] < 30
+
+
+@sim_only
+def test_corrupt_cache_is_one_warning_and_the_heuristic(cache, lab):
+    cache.write_text("{ not json")
+    spec = kernels.load("matmul")
+    cfg = spec.variants["auto"].launch((1, 40, 70), 32)
+    assert "heuristic" in cfg.note and "tuned" not in cfg.note
+    assert len(tuning.problems()) == 1 and "unreadable" in tuning.problems()[0]
+    code, out, err = lab("run", "matmul", "--sim", "--size", "1x40x70", "--variant", "auto",
+                         "--contenders", "numba", env={"LAB_CACHE_DIR": str(cache.parent)})
+    assert code == 0, err
+    assert "Traceback" not in out + err and "unreadable" in out + err
+    cache.write_text(json.dumps({"format": "lab-tuned-configs", "format_version": 1, "entries": [{"kernel": 3}]}))
+    tuning.forget()  # (files are looked at again at most once a second; forget() drops what was read)
+    assert "heuristic" in spec.variants["auto"].launch((1, 40, 70), 32).note and tuning.problems()
+
+
+def test_shipped_table_applies_by_device_name(cache, tmp_path, monkeypatch):
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    name, cc = tuning.device()
+    entry = {"device": "any", "compute_capability": cc, "compiler": tuning.compiler(), "kernel": "matmul",
+             "shape_class": tuning.shape_class((1, 64, 64)), "rung": "vector", "threads": 64,
+             "params": {"splits": 4}}
+    doc = {"format": "lab-tuned-configs", "format_version": 1, "match": name[-6:], "entries": [entry]}
+    (shipped / "t.json").write_text(json.dumps(doc))
+    monkeypatch.setattr(tuning, "SHIPPED_DIR", shipped)
+    cfg = kernels.load("matmul").variants["auto"].launch((1, 60, 70), 256)
+    assert "tuned (shipped)" in cfg.note and cfg.threads_per_block == 64 and cfg.param["splits"] == 4
+    doc["match"] = "no such GPU"
+    (shipped / "t.json").write_text(json.dumps(doc) + " ")
+    tuning.forget()
+    assert "heuristic" in kernels.load("matmul").variants["auto"].launch((1, 60, 70), 256).note
+    monkeypatch.setenv("LAB_TUNED", "0")
+    assert tuning.lookup("matmul", (1, 60, 70)) is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", [(1, 37, 300), (33, 1, 300), (1, 1, 50), (3, 5, 130)]
+                         if SIMULATOR else [(1, 4096, 4096), (4096, 1, 4096), (1, 1, 70000), (1, 1000, 3001),
+                                            (5, 300, 1000)])
+def test_vector_routing_is_correct(size, rng, simulator, monkeypatch):
+    """M = 1 and N = 1 run the vector rung (auto says "matvec rung"), checked against float64; the
+    vector rung also stays correct at shapes that are not vector-shaped."""
+    monkeypatch.setenv("LAB_TUNED", "0")
+    spec = kernels.load("matmul")
+    cfg = spec.variants["auto"].launch(size, 64)
+    if 1 in size[:2]:
+        assert cfg.rung == "vector" and "matvec rung" in cfg.note
+    for v in ("auto", "vector"):
+        ok, err, *_ = run_variant(spec, v, size, 64 if SIMULATOR else 256, rng, simulator=simulator)
+        assert ok, f"{v} at {size}: {err}"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("rung,params", [("vector", {"splits": 3}), ("split_k", {"bm": 32, "bn": 32, "splits": 5}),
+                                         ("register_tiled", {"bk": 8, "min_blocks": 1}),
+                                         ("tile64", {"bm": 32, "bn": 128})])
+def test_tunable_parameters_stay_correct(rung, params, rng, simulator):
+    spec = kernels.load("matmul")
+    size = (1, 45, 300) if rung == "vector" else (9, 40, 100) if rung == "split_k" else (37, 45, 40)
+    if not SIMULATOR:
+        size = tuple(d * 7 + 3 for d in size)
+    v = spec.variants[rung]
+    cfg = v.configure(size, 64, params)
+    bound = dataclasses.replace(v, launch=lambda s, t: cfg)
+    spec2 = dataclasses.replace(spec, variants={rung: bound})
+    ok, err, *_ = run_variant(spec2, rung, size, 64, rng, simulator=simulator)
+    assert ok, f"{rung} {params} at {size}: {err}"
+    with pytest.raises(ValueError):
+        v.configure(size, 64, {"no_such_parameter": 1})
+
+
+@sim_only
+def test_cli_json_text_and_bad_input(cache, lab):
+    from tests.cli.test_schemas import validate
+
+    env = {"LAB_CACHE_DIR": str(cache.parent)}
+
+    def bad(needle, *args):
+        code, out, err = lab(*args, env=env)
+        one_line_exit_2(code, err, needle)
+    code, out, err = lab("tune", "vecadd", "--sim", "--shapes", "64", "--budget", "30", "--json", env=env)
+    assert code == 0, err
+    doc = validate(json.loads(out), "tune.json")
+    validate_cache = json.loads(cache.read_text())
+    from jsonschema import Draft202012Validator
+    from tests.cli.test_schemas import REGISTRY, SCHEMAS
+
+    Draft202012Validator(json.loads((SCHEMAS / "tune-cache.json").read_text()), registry=REGISTRY).validate(validate_cache)
+    assert doc["entries"] and err == ""
+    table = tmp = cache.parent / "h.json"
+    code, out, err = lab("tune", "vecadd", "--sim", "--shapes", "64", "--budget", "30", "--out", str(table),
+                         "--match", "simulator", env=env)
+    assert code == 0, err
+    fits(out)
+    assert "lab tune vecadd" in out and "simulated" in out and json.loads(tmp.read_text())["match"] == "simulator"
+    bad("--budget", "tune", "vecadd", "--sim", "--budget", "0")
+    bad("--out", "tune", "vecadd", "--sim", "--match", "H100")
+    bad("malformed", "tune", "vecadd", "--sim", "--shapes", "2x3")
+    bad("does not exist", "tune", "vecadd", "--sim", "--out", str(cache.parent / "no" / "x.json"))
+    bad("unknown kernel", "tune", "nosuch", "--sim")
+
+
+@pytest.mark.parametrize("path", tuning.shipped_paths() or [None], ids=lambda p: getattr(p, "name", "none"))
+def test_shipped_tables_are_valid(path):
+    """Every committed table (kernels/tuned/*.json, filled on a GPU by scripts/gpu_tune_check.sh)
+    follows docs/schemas/tune-cache.json and names a device text to match."""
+    if path is None:
+        pytest.skip("no shipped table")
+    from jsonschema import Draft202012Validator
+    from tests.cli.test_schemas import REGISTRY, SCHEMAS
+
+    doc = json.loads(path.read_text())
+    Draft202012Validator(json.loads((SCHEMAS / "tune-cache.json").read_text()), registry=REGISTRY).validate(doc)
+    assert tuning.validate(doc) is not None and doc["match"]
+    for e in doc["entries"]:
+        spec = kernels.load(e["kernel"])
+        assert e["rung"] in spec.variants and set(e["params"]) <= set(spec.variants[e["rung"]].tunables)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(SIMULATOR, reason="tunes on a GPU (the simulator's tuning is tested above)")
+def test_tune_on_the_gpu(cache):
+    """lab tune on a GPU within its budget: a checked winner per shape, no slower than the heuristic
+    (it is among the candidates), written to the cache, and auto then runs it."""
+    import time
+
+    from lab.bench.tune import tune
+
+    t0 = time.monotonic()
+    doc = tune("matmul", "gpu", ["1x4096x4096", "4096x1x4096", "512"], budget_s=40)
+    assert time.monotonic() - t0 < 40 + 30  # the budget, plus the reference of each shape and one candidate
+    for r in doc["shapes"]:
+        assert r["winner"] and r["winner"]["ms"] <= r["heuristic"]["ms"]
+    cfg = kernels.load("matmul").variants["auto"].launch((1, 4096, 4096), 256)
+    assert "tuned (cache)" in cfg.note
+    assert cfg.rung != "vector" or "matvec rung: M = 1" in cfg.note
