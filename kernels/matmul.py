@@ -18,6 +18,15 @@ FMAs each load feeds (per thread, float32):
   naive           2                      -                             1
   shared          2 / 16                 2                             1
   register_tiled  2 / 128                1 / 4 (in 128-bit loads)      64
+  warp_tiled      2 / 128                3 / 16 (6 LDS.128, 128 FMAs)  128
+  wide_loads      2 / 128 in 8-byte      3 / 16                        128
+                  loads: 1 / 128 instr.
+  small           2 / 32 - 2 / 64        1 / 2 - 3 / 8                 16 - 32
+
+tile64, split_k and skinny_m are rungs for shapes (mid sizes, long K, M <= 32), not steps of the
+ladder; warp_tiled, wide_loads and small are built by one factory (:func:`gemm_kernel`) from a
+:class:`GemmConfig` whose fields (tiles, slab depth, padding, double buffering, pairs, launch bound)
+a tuner varies: :data:`TUNABLE`.
 """
 from __future__ import annotations
 
@@ -773,6 +782,13 @@ class GemmConfig:
         return (f"{self.bm}x{self.bn}x{self.bk} w{self.wm}x{self.wn}/{self.wniter} t{self.tm}x{self.tn} "
                 f"{self.threads}t pad{self.pad} {'db' if self.prefetch else 'sb'} {'x2' if self.pairs else 'x1'}")
 
+    def describe(self) -> str:
+        """For Launch notes: ``128x128 tile (K slabs of 16), 64x64 a warp, 8x16 a thread, 2 buffers,
+        8-byte loads``."""
+        d = self.derived()
+        return (f"{self.bm}x{self.bn} tile (K slabs of {self.bk}), {self.wm}x{self.wn} a warp, {d['rows']}x{d['cols']} "
+                f"a thread, {d['bufs']} buffer{'s' if d['bufs'] > 1 else ''}, {4 * d['vec']}-byte loads")
+
     @classmethod
     def parse(cls, key: str) -> "GemmConfig":
         fields = dict(kv.split("=") for kv in key.split(","))
@@ -996,15 +1012,19 @@ def gemm_kernel(key: str):
                     fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, True)
                 store(As, Bs, a_next, b_next, 0, 0, t)
                 cuda.syncthreads()
-            # The slab's k four at a time, unrolled by hand (Numba has no #pragma unroll): in each
+            # The slab's k eight at a time, unrolled by hand (Numba has no #pragma unroll): in each
             # group every shared address is one base register plus a constant.
-            for kk in range(0, BK, 4):
+            for kk in range(0, BK, 8):
                 a_rd = a_cur + kk * LDA + a_rd0
                 b_rd = b_cur + kk * BN + b_rd0
                 mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc)
                 mac_k(As, Bs, a_rd + LDA, b_rd + BN, a_frag, b_frag, acc)
                 mac_k(As, Bs, a_rd + 2 * LDA, b_rd + 2 * BN, a_frag, b_frag, acc)
                 mac_k(As, Bs, a_rd + 3 * LDA, b_rd + 3 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 4 * LDA, b_rd + 4 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 5 * LDA, b_rd + 5 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 6 * LDA, b_rd + 6 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 7 * LDA, b_rd + 7 * BN, a_frag, b_frag, acc)
             if more:  # the other buffer was last read before the previous barrier: free to fill
                 store(As, Bs, a_next, b_next, A_SLAB - a_cur, B_SLAB - b_cur, t)
             cuda.syncthreads()
@@ -1128,25 +1148,70 @@ def gemm_prepare_config(cfg: GemmConfig, inputs, outputs, splits: int = 1):
 
 
 def _gemm_launch(rung):
+    """The launch math of a gemm rung: its float32 configuration for the size
+    (:func:`gemm_config`), block (threads,) fixed by the configuration whatever ``threads`` is; the
+    note names the configuration (and the float64 one, where it differs)."""
     def launch(size, threads):
         cfg = gemm_config(rung, size)
-        note = f"{cfg.label}"
+        note = cfg.describe()
         if rung == "wide_loads" and not cfg.pairs:
-            note += " (K or N odd: single loads)"
+            note += " (K or N odd)"
         if rung != "small":
-            note += f"; float64: {WARP_TILED_F64.label}"
+            note += f"; float64: {WARP_TILED_F64.bm}x{WARP_TILED_F64.bn} tiles"
         if threads != cfg.threads:
             note += f"; block fixed at {cfg.threads} threads, --threads {threads} ignored"
         return gemm_launch_config(cfg, size, note=note)
     return launch
 
 
-def _gemm_prepare(rung):
-    def prepare(cfg, inputs, outputs):
-        A, B = inputs
-        size = (A.shape[0], B.shape[1], A.shape[1])
-        return gemm_prepare_config(gemm_config(rung, size, A.dtype), inputs, outputs)
-    return prepare
+def _gemm_prepare(rung, size, inputs, outputs):
+    A, B = inputs
+    return gemm_prepare_config(gemm_config(rung, size, A.dtype), inputs, outputs)
+
+
+def _size_of(inputs):
+    A, B = inputs
+    return A.shape[0], B.shape[1], A.shape[1]
+
+
+def warp_tiled_prepare(cfg, inputs, outputs):
+    """Rung 7: warp tiles (:data:`WARP_TILED`: a 128 x 128 block tile of 4 warps, each warp 64 x 64,
+    8 x 16 sums a thread; float64: :data:`WARP_TILED_F64`). Saves over register_tiled: shared-memory
+    load instructions per FMA, 1/16 -> 1/21 (6 LDS.128 feed 128 FMAs; the sub-tile layout keeps each
+    fragment load one wavefront per quarter warp); half the threads a block, so a barrier stalls 4
+    warps instead of 8. Costs: 128 sums need ~245 registers (offline compile for sm_90, numba-cuda
+    LTO-IR + nvJitLink: 245 registers, 0 spills, 33 KB shared), so 2 blocks (8 warps) an SM against
+    register_tiled's 16 warps: each warp must hide more latency with its own 128 independent FMAs.
+    Predicted on the H100 at 4096^3: 38-46 TFLOP/s (register_tiled 40, cuBLAS 51: the same
+    per-thread shape as cuBLAS's FFMA kernel). Not yet measured: scripts/sgemm_gpu.py."""
+    return _gemm_prepare("warp_tiled", _size_of(inputs), inputs, outputs)
+
+
+def wide_loads_prepare(cfg, inputs, outputs):
+    """Rung 8: warp_tiled whose global loads read two float32 at once, through float64 views of A
+    (M x K/2) and B (K x N/2): ``double2loint``/``double2hiint`` split each 8-byte value into its two
+    words in registers (no arithmetic). Numba's 4-byte loads were a named limit: a float32 array's
+    rows cannot be promised 8- or 16-byte aligned, but a float64 view's elements are. Saves: half
+    the global load instructions (16 -> 8 LDG a slab a thread, as many bytes) and half the address
+    arithmetic; the B slab's shared stores pair up too (STS.64). Needs even K and N and 8-byte aligned
+    matrices (else: warp_tiled's single loads, said in the Launch note); float64: warp_tiled.
+    Offline compile for sm_90: 255 registers, 0 spills. Predicted on the H100: 0-5% over warp_tiled at
+    4096^3 (global loads are 1/64 of the instructions there), more where loads weigh more (short K:
+    3000 x 3000 x 40 runs 3 slabs a tile). Not yet measured."""
+    return _gemm_prepare("wide_loads", _size_of(inputs), inputs, outputs)
+
+
+def small_prepare(cfg, inputs, outputs):
+    """Rung 9: small matrices (under 2^27 FLOPs: 300^3 is 0.4 x 2^27). One launch, one block per
+    output tile, each block running the whole K itself (no split-K workspace, no reduction launch),
+    and the tile is the largest of :data:`SMALL_CONFIGS` (64 x 64, 32 x 64, 32 x 32) that gives every
+    SM a block: at 300^3 a 128 x 128 tile gives 9 blocks for 132 SMs, 64 x 64 gives 25, 32 x 32 gives
+    100. Saves over register_tiled / tile64 there: idle SMs (the work is spread over 4-11x the
+    blocks); costs: reuse (an element loaded feeds 32-64 FMAs, not 128), which small shapes can
+    afford as their operands sit in L2. Pairs as wide_loads. Offline compile for sm_90: 119-126
+    registers, 0 spills, 13-17 KB shared. Predicted on the H100: 300^3 and 512^3 from 0.50x and
+    0.65x of cuBLAS to ~0.7-0.9x (launch latency, ~3-5 us, is most of a 300^3 call). Not yet measured."""
+    return _gemm_prepare("small", _size_of(inputs), inputs, outputs)
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
@@ -1204,13 +1269,13 @@ RUNGS = {
     "warp_tiled": Variant(
         "warp_tiled", f"{WARP_TILED.bm}x{WARP_TILED.bn} block tile of 4 warps, each warp a "
         f"{WARP_TILED.wm}x{WARP_TILED.wn} tile, 8x16 sums a thread; 21 FMAs per shared load",
-        _gemm_launch("warp_tiled"), _gemm_prepare("warp_tiled")),
+        _gemm_launch("warp_tiled"), warp_tiled_prepare),
     "wide_loads": Variant(
         "wide_loads", "warp_tiled reading A and B as float64 views: two float32 a global load, half "
-        "the load instructions (even K and N)", _gemm_launch("wide_loads"), _gemm_prepare("wide_loads")),
+        "the load instructions (even K and N)", _gemm_launch("wide_loads"), wide_loads_prepare),
     "small": Variant(
         "small", "one launch, one block per 64x64, 32x64 or 32x32 tile (enough blocks for the SMs), "
-        "K in one pass: for shapes under 2^27 FLOPs", _gemm_launch("small"), _gemm_prepare("small")),
+        "K in one pass: for shapes under 2^27 FLOPs", _gemm_launch("small"), small_prepare),
 }
 
 

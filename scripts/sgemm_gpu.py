@@ -45,6 +45,15 @@ SHAPES = [((4096, 4096, 4096), "headline"), ((4000, 1000, 3000), "rectangular"),
 CHECK_SHAPES = [(1, 1, 1), (37, 41, 45), (130, 129, 67), (200, 130, 48), (257, 300, 130), (64, 66, 1000)]
 CHECK_SHAPES_F64 = [(37, 41, 45), (200, 130, 48)]
 BATCH_MS = 20.0
+T0 = time.perf_counter()
+BUDGET_S = [170.0]  # --budget: shapes still to run after this many seconds are skipped, and said so
+
+
+def over_budget(what: str) -> bool:
+    if time.perf_counter() - T0 > BUDGET_S[0]:
+        print(f"  (budget of {BUDGET_S[0]:.0f} s spent: {what} skipped)", flush=True)
+        return True
+    return False
 
 
 def parse_shape(s: str):
@@ -199,6 +208,8 @@ def run_rungs(bench, spec, shapes, skip):
     for size, what in shapes:
         m, n, k = size
         flops = 2 * m * n * k
+        if over_budget(fmt_shape(size)):
+            continue
         try:
             A, B = bench.inputs(size)
             C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
@@ -292,6 +303,8 @@ def run_configs(bench, shapes):
     for size in shapes:
         m, n, k = size
         flops = 2 * m * n * k
+        if over_budget(fmt_shape(size)):
+            continue
         A, B = bench.inputs(size)
         C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
         ref, bound = bench.reference(A, B)
@@ -329,8 +342,9 @@ def main(argv=None):
     p.add_argument("--configs", action="store_true", help="time GemmConfig tile configurations instead")
     p.add_argument("--shapes", help="comma-separated shapes, MxNxK or N (default: issue 18's)")
     p.add_argument("--no-check", action="store_true", help="skip the small-shape check (default mode)")
+    p.add_argument("--budget", type=float, default=BUDGET_S[0], help="seconds; later shapes are skipped")
     args = p.parse_args(argv)
-    t0 = time.perf_counter()
+    BUDGET_S[0] = args.budget
     bench = Bench()
     import kernels
 
@@ -349,7 +363,7 @@ def main(argv=None):
     print("\n== kernels launched: registers a thread, local bytes a thread (spills), static shared bytes a block")
     for label, (regs, local, smem) in sorted(bench.resources.items()):
         print(f"  {label[:60]:60s} {regs!s:>4} {local!s:>5} {smem!s:>6}")
-    print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    print(f"\ntotal {time.perf_counter() - T0:.0f} s")
 
 
 if __name__ == "__main__":
