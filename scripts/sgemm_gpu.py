@@ -76,12 +76,7 @@ class Bench:
             sys.exit("sgemm_gpu.py needs a GPU (numba-cuda is in simulator mode)")
         if not torch.cuda.is_available():
             sys.exit("sgemm_gpu.py needs torch with CUDA")
-        torch.backends.cuda.matmul.allow_tf32 = False
-        try:
-            torch.backends.cuda.matmul.fp32_precision = "ieee"
-        except Exception:
-            pass
-        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False  # FP32 FMAs, as the Numba kernels (torch_bridge does the same)
         self.torch, self.cuda = torch, cuda
         self.dev = torch.device("cuda")
         self.resources = {}  # kernel label -> (registers, local bytes, shared bytes)
