@@ -755,8 +755,8 @@ GEMM_SMEM_LIMIT = 48 * 1024  # static shared memory a block (bytes); more needs 
 
 @dataclass(frozen=True)
 class GemmConfig:
-    """A compile-time configuration of :func:`gemm_kernel` (field meanings above). ``key`` writes it
-    as ``field=value,...``; :meth:`parse` reads that back (the key names the build in caches)."""
+    """A compile-time configuration of :func:`gemm_kernel` (field meanings above). ``key`` writes all
+    its fields in one string and :meth:`parse` reads it back: the key names the build in caches."""
 
     bm: int = 128
     bn: int = 128
@@ -774,7 +774,12 @@ class GemmConfig:
 
     @property
     def key(self) -> str:
-        return ",".join(f"{f}={int(getattr(self, f))}" for f in self.__dataclass_fields__)
+        """All fields, compactly: ``128x128x16_w64x64n4_t8x4_128t_pad4_db_x2_lb2`` (block tile and slab;
+        warp tile, sub-tiles along N; thread tile; threads; pad; db/sb: double or single buffer;
+        x2/x1: pairs or single loads; launch bound)."""
+        return (f"{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}n{self.wniter}_t{self.tm}x{self.tn}_"
+                f"{self.threads}t_pad{self.pad}_{'db' if self.prefetch else 'sb'}_{'x2' if self.pairs else 'x1'}_"
+                f"lb{self.min_blocks}")
 
     @property
     def label(self) -> str:
@@ -791,11 +796,15 @@ class GemmConfig:
 
     @classmethod
     def parse(cls, key: str) -> "GemmConfig":
-        fields = dict(kv.split("=") for kv in key.split(","))
-        unknown = set(fields) - set(cls.__dataclass_fields__)
-        if unknown:
-            raise ValueError(f"unknown GemmConfig field(s): {', '.join(sorted(unknown))}")
-        return cls(**{f: (bool(int(v)) if isinstance(getattr(cls, f), bool) else int(v)) for f, v in fields.items()})
+        """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
+        import re
+
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)",
+                             key)
+        if not match:
+            raise ValueError(f"not a GemmConfig key: {key!r} (e.g. {cls().key})")
+        g = match.groups()
+        return cls(*map(int, g[:10]), prefetch=g[10] == "db", pairs=g[11] == "x2", min_blocks=int(g[12]))
 
     def replace(self, **changes) -> "GemmConfig":
         return dataclasses.replace(self, **changes)
@@ -1083,6 +1092,8 @@ def gemm_config(rung: str, size, dtype=np.float32) -> GemmConfig:
         cfg = {"warp_tiled": WARP_TILED, "wide_loads": WIDE_LOADS}[rung]
     if cfg.pairs and (f64 or k % 2 or n % 2):
         cfg = cfg.replace(pairs=False)
+    if f64 and rung == "small":  # float64 values take two registers: a looser launch bound, no spills
+        cfg = cfg.replace(min_blocks=max(1, cfg.min_blocks // 2))
     return cfg
 
 
@@ -1179,9 +1190,11 @@ def warp_tiled_prepare(cfg, inputs, outputs):
     8 x 16 sums a thread; float64: :data:`WARP_TILED_F64`). Saves over register_tiled: shared-memory
     load instructions per FMA, 1/16 -> 1/21 (6 LDS.128 feed 128 FMAs; the sub-tile layout keeps each
     fragment load one wavefront per quarter warp); half the threads a block, so a barrier stalls 4
-    warps instead of 8. Costs: 128 sums need ~245 registers (offline compile for sm_90, numba-cuda
-    LTO-IR + nvJitLink: 245 registers, 0 spills, 33 KB shared), so 2 blocks (8 warps) an SM against
+    warps instead of 8. Costs: 128 sums need ~247 registers (offline compile for sm_90, numba-cuda
+    LTO-IR + nvJitLink: 247 registers, 0 spills, 33 KB shared), so 2 blocks (8 warps) an SM against
     register_tiled's 16 warps: each warp must hide more latency with its own 128 independent FMAs.
+    PTX per group of 8 k: 1024 FMAs, 46 ld.shared.v4 and 4 scalar ld.shared (NVVM splits the first
+    k's first 16 bytes of A and of B; register_tiled: none split).
     Predicted on the H100 at 4096^3: 38-46 TFLOP/s (register_tiled 40, cuBLAS 51: the same
     per-thread shape as cuBLAS's FFMA kernel). Not yet measured: scripts/sgemm_gpu.py."""
     return _gemm_prepare("warp_tiled", _size_of(inputs), inputs, outputs)
@@ -1208,7 +1221,7 @@ def small_prepare(cfg, inputs, outputs):
     SM a block: at 300^3 a 128 x 128 tile gives 9 blocks for 132 SMs, 64 x 64 gives 25, 32 x 32 gives
     100. Saves over register_tiled / tile64 there: idle SMs (the work is spread over 4-11x the
     blocks); costs: reuse (an element loaded feeds 32-64 FMAs, not 128), which small shapes can
-    afford as their operands sit in L2. Pairs as wide_loads. Offline compile for sm_90: 119-126
+    afford as their operands sit in L2. Pairs as wide_loads. Offline compile for sm_90: 119-127
     registers, 0 spills, 13-17 KB shared. Predicted on the H100: 300^3 and 512^3 from 0.50x and
     0.65x of cuBLAS to ~0.7-0.9x (launch latency, ~3-5 us, is most of a 300^3 call). Not yet measured."""
     return _gemm_prepare("small", _size_of(inputs), inputs, outputs)

@@ -257,8 +257,11 @@ def test_gemm_config_rules():
                      (dict(pad=2), "multiple of 8, pad")]:
         with pytest.raises(ValueError, match=why):
             cfg.replace(**bad).derived()
-    with pytest.raises(ValueError, match="unknown"):
+    with pytest.raises(ValueError, match="not a GemmConfig key"):
         MM.GemmConfig.parse("bm=64,colour=3")
+    odd = MM.GemmConfig(bm=64, bn=32, bk=8, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=128, pad=0, prefetch=False,
+                        pairs=True, min_blocks=3)
+    assert MM.GemmConfig.parse(odd.key) == odd
     assert MM.WARP_TILED_F64.derived(8)["smem"] <= MM.GEMM_SMEM_LIMIT
     for c in MM.SMALL_CONFIGS:
         c.derived(8)  # the small tiles fit in float64 too
