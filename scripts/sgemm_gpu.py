@@ -300,10 +300,14 @@ def run_configs(bench, shapes):
         flops = 2 * m * n * k
         if over_budget(fmt_shape(size)):
             continue
-        A, B = bench.inputs(size)
-        C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
-        ref, bound = bench.reference(A, B)
-        t_ms = bench.time_call(lambda: bench.torch.matmul(A, B, out=C))
+        try:
+            A, B = bench.inputs(size)
+            C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
+            ref, bound = bench.reference(A, B)
+            t_ms = bench.time_call(lambda: bench.torch.matmul(A, B, out=C))
+        except Exception as e:
+            print(f"\n{fmt_shape(size)}: torch failed: {short(e)}")
+            continue
         print(f"\n{fmt_shape(size)}: torch {t_ms:.4f} ms {flops / t_ms / 1e9:.1f} TFLOP/s", flush=True)
         trials = [(name, cfg, 1) for name, cfg in cands]
         if size in SPLIT_SHAPES or k >= 16 * max(m, n):
