@@ -18,14 +18,24 @@ FMAs each load feeds (per thread, float32):
   naive           2                      -                             1
   shared          2 / 16                 2                             1
   register_tiled  2 / 128                1 / 4 (in 128-bit loads)      64
+  warp_tiled      2 / 128                3 / 16 (6 LDS.128, 128 FMAs)  128
+  wide_loads      2 / 128 in 8-byte      3 / 16                        128
+                  loads: 1 / 128 instr.
+  small           2 / 32 - 2 / 64        1 / 2 - 3 / 8                 16 - 32
 
-Then rungs for shapes the 128 x 128 tile serves badly (tile64, split_k, skinny_m) and ``vector`` for
-M = 1 or N = 1, which are matrix-vector products (bound by reading B or A once, not by FMAs). The
-compile-time sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab,
-launch bounds, split-K factor); ``auto`` runs the tuned configuration of the shape's class when
-one is cached for this GPU (kernels/tuning.py), else :func:`choose`.
+warp_tiled, wide_loads and small are built by one factory (:func:`gemm_kernel`) from a
+:class:`GemmConfig` whose fields (tiles, slab depth, padding, double buffering, pairs, launch bound)
+a tuner may vary (:data:`TUNABLE`). Beside the ladder, rungs for shapes the 128 x 128 tile serves
+badly (tile64: mid sizes, split_k: long K, skinny_m: M <= 32) and ``vector`` for M = 1 or N = 1,
+which are matrix-vector products (bound by reading B or A once, not by FMAs). The compile-time
+sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab, launch bounds,
+split-K factor); ``auto`` runs the tuned configuration of the shape's class when one is cached for
+this GPU (kernels/tuning.py), else :func:`choose`.
 """
 from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
 
 import numpy as np
 from kernels.compiler import cuda, uint64
@@ -812,7 +822,7 @@ def skinny_m_prepare(cfg, inputs, outputs):
     return enqueue
 
 
-# --- Rung 7: vector-shaped products (M = 1 or N = 1) are matrix-vector products -----------------------
+# --- Beside the ladder: vector-shaped products (M = 1 or N = 1) are matrix-vector products -----------------------
 # 1 x 4096 x 4096 is one row times a matrix: 33 MFLOP against 64 MB of B, ~0.5 FLOP a byte. A tile
 # rung wastes 127 of each tile's 128 rows and still reads all of B; the floor is reading B once at
 # copy speed (~22 us on an H100). So N = 1 (A @ x, A row-major) runs matvec's own ``auto`` on
@@ -862,6 +872,522 @@ def vector_prepare(cfg, inputs, outputs):
         sub = mv.launch((m, k), cfg.block[0])
         return mv.prepare(sub, [A, B.reshape(k)], [C.reshape(m)])
     return MV.columns_prepare(A, B, C, cfg.threads_per_block, cfg.param["kchunk"])  # the launch math's plan
+
+
+# --- Rungs 7-9: warp tiles, paired global loads, small tiles (one factory, tunable) ---------------
+# S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance", kernels 6-10
+# (vectorized shared loads, autotuned block tiles, bank-conflict-free layouts, warp tiling); the
+# shape of cuBLAS's own FP32 kernel on sm_80/sm_90 (its name reads "tilesize128x128x8",
+# "warpsize2x2x1", "ffma": 4 warps of 128 threads, 2 x 2 warps, each warp a 64 x 64 sub-tile,
+# so 128 accumulators a thread). One compile-time factory, :func:`gemm_kernel`, builds every
+# rung below from a :class:`GemmConfig`, so a tuner varies the tile without new code.
+#
+# The levels of the tiling (float32, the warp_tiled defaults):
+#   block tile  BM x BN = 128 x 128, K in slabs of BK = 16 staged in shared memory;
+#   warp tile   WM x WN = 64 x 64: the block's 4 warps as 2 x 2, each warp one quarter of C's tile;
+#   warp sub-tiles: the warp tile as WMITER x WNITER = 1 x 4 sub-tiles of WSUBM x WSUBN = 64 x 16;
+#   thread tile TM x TN = 8 x 4 in each sub-tile (the warp's 32 lanes as 8 rows x 4 columns),
+#               so a thread holds (WMITER * TM) x (WNITER * TN) = 8 x 16 = 128 sums in registers.
+#
+# What the levels save, per k of a slab and per thread (register_tiled: 8 x 8 a thread, 4 LDS.128
+# for 64 FMAs): 8 A words (2 LDS.128) and 16 B words (4 LDS.128) feed 128 FMAs, 21 FMAs per
+# shared load instruction instead of 16, and 24 words per 128 FMAs (0.19 a FMA, register_tiled
+# 0.25). Inside a warp the 32 lanes read only 8 distinct A addresses and 4 distinct B
+# addresses of 16 bytes: the fragments are shared (broadcast) by the lanes of a row or a column,
+# so each LDS.128 is one shared-memory wavefront per quarter warp (no bank conflict). Each block
+# reuses a loaded element 128 times (BM = BN = 128) like register_tiled, but with 4 warps instead of
+# 8 a block, so the barrier at each slab stops fewer warps and 2 blocks an SM keep 8 warps busy
+# between one block's barriers.
+# Knobs a tuner can turn (GemmConfig fields; TUNABLE lists the values worth trying):
+#   bm, bn, bk      block tile and slab depth (shared memory: (1 or 2) x bk x (bm + pad + bn) words,
+#                   at most 48 KB of static shared memory a block);
+#   wm, wn, wniter  warp tile and its sub-tiles along N;
+#   tm, tn          thread tile in a sub-tile (multiples of 4: LDS.128 fragments);
+#   threads         threads a block (32 x warps; warps = (bm / wm) x (bn / wn));
+#   pad             words after each row of the transposed A slab (0: 8-way-conflicting transposed
+#                   stores; 4: conflict-free stores, rows still 16-byte aligned for LDS.128);
+#   prefetch        double buffering: the next slab's global loads go to registers before this
+#                   slab's FMAs, and into the second shared buffer after them (1 barrier a slab);
+#                   off: one buffer, load, barrier, FMAs, barrier (2 barriers, no latency hidden);
+#   pairs           float32 only: read A and B as float64 views (two float32 per 8-byte load),
+#                   halving the global load instructions (needs K and N even, 8-byte aligned rows);
+#   min_blocks      the launch bound (threads, min_blocks): registers a thread <= 65536 /
+#                   (threads x min_blocks), at most 255.
+GEMM_SMEM_LIMIT = 48 * 1024  # static shared memory a block (bytes); more needs dynamic shared memory
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """A compile-time configuration of :func:`gemm_kernel` (field meanings above). ``key`` writes all
+    its fields in one string and :meth:`parse` reads it back: the key names the build in caches."""
+
+    bm: int = 128
+    bn: int = 128
+    bk: int = 16
+    wm: int = 64
+    wn: int = 64
+    wniter: int = 4
+    tm: int = 8
+    tn: int = 4
+    threads: int = 128
+    pad: int = 4
+    prefetch: bool = True
+    pairs: bool = False
+    min_blocks: int = 2
+
+    @property
+    def key(self) -> str:
+        """All fields, compactly: ``128x128x16_w64x64n4_t8x4_128t_pad4_db_x2_lb2`` (block tile and slab;
+        warp tile, sub-tiles along N; thread tile; threads; pad; db/sb: double or single buffer;
+        x2/x1: pairs or single loads; launch bound)."""
+        return (f"{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}n{self.wniter}_t{self.tm}x{self.tn}_"
+                f"{self.threads}t_pad{self.pad}_{'db' if self.prefetch else 'sb'}_{'x2' if self.pairs else 'x1'}_"
+                f"lb{self.min_blocks}")
+
+    @property
+    def label(self) -> str:
+        """Short name for tables: ``128x128x16 w64x64/4 t8x4 128t pad4 db x2``."""
+        return (f"{self.bm}x{self.bn}x{self.bk} w{self.wm}x{self.wn}/{self.wniter} t{self.tm}x{self.tn} "
+                f"{self.threads}t pad{self.pad} {'db' if self.prefetch else 'sb'} {'x2' if self.pairs else 'x1'}")
+
+    def describe(self) -> str:
+        """For Launch notes: ``128x128 tile (K slabs of 16), 64x64 a warp, 8x16 a thread, 2 buffers,
+        8-byte loads``."""
+        d = self.derived()
+        return (f"{self.bm}x{self.bn} tile (K slabs of {self.bk}), {self.wm}x{self.wn} a warp, {d['rows']}x{d['cols']} "
+                f"a thread, {d['bufs']} buffer{'s' if d['bufs'] > 1 else ''}, {4 * d['vec']}-byte loads")
+
+    @classmethod
+    def parse(cls, key: str) -> "GemmConfig":
+        """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
+        import re
+
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)",
+                             key)
+        if not match:
+            raise ValueError(f"not a GemmConfig key: {key!r} (e.g. {cls().key})")
+        g = match.groups()
+        return cls(*map(int, g[:10]), prefetch=g[10] == "db", pairs=g[11] == "x2", min_blocks=int(g[12]))
+
+    def replace(self, **changes) -> "GemmConfig":
+        return dataclasses.replace(self, **changes)
+
+    def derived(self, itemsize: int = 4) -> dict:
+        """The sizes the kernel is built from; ValueError naming the broken rule if the tile does not
+        fit together (or its shared memory exceeds GEMM_SMEM_LIMIT for ``itemsize``-byte elements)."""
+        def need(ok, why):
+            if not ok:
+                raise ValueError(f"GemmConfig {self.label}: {why}")
+        def pow2(x):
+            return x > 0 and x & (x - 1) == 0
+        need(pow2(self.threads // WARP) and self.threads >= WARP, "threads must be 32 times a power of 2")
+        need(pow2(self.bn // self.wn) and pow2(self.wn // self.wniter // self.tn), "bn / wn and the thread "
+             "columns of a sub-tile (wn / wniter / tn) must be powers of 2")
+        need(self.bm % self.wm == 0 and self.bn % self.wn == 0, "the warp tile must divide the block tile")
+        warps = self.threads // WARP
+        need((self.bm // self.wm) * (self.bn // self.wn) == warps,
+             f"(bm / wm) x (bn / wn) = {(self.bm // self.wm) * (self.bn // self.wn)} warp tiles for {warps} warps")
+        need(self.tm % 4 == 0 and self.tn % 4 == 0, "tm and tn must be multiples of 4 (LDS.128 fragments)")
+        need(self.bk % 8 == 0 and self.pad % 4 == 0 and self.bn % 4 == 0, "bk must be a multiple of 8, pad and bn of 4")
+        per_warp = WARP * self.tm * self.tn * self.wniter
+        need(self.wn % self.wniter == 0 and (self.wm * self.wn) % per_warp == 0,
+             "wm x wn must be a whole number of 32 x tm x tn x wniter")
+        wmiter = self.wm * self.wn // per_warp
+        need(wmiter >= 1 and self.wm % wmiter == 0, "the warp tile has no whole sub-tiles along M")
+        wsubm, wsubn = self.wm // wmiter, self.wn // self.wniter
+        need(wsubm % self.tm == 0 and wsubn % self.tn == 0, "sub-tiles must be whole thread tiles")
+        tcols = wsubn // self.tn
+        need(tcols * (wsubm // self.tm) == WARP, "a sub-tile must hold exactly 32 thread tiles")
+        vec = 2 if self.pairs else 1
+        need(self.bm * self.bk % (self.threads * vec) == 0 and self.bk * self.bn % (self.threads * vec) == 0,
+             "each thread must copy a whole number of slab elements")
+        need(self.bn % vec == 0 and self.threads % (8 // vec) == 0, "pairs need an even bn")
+        bufs = 2 if self.prefetch else 1
+        lda = self.bm + self.pad
+        smem = bufs * self.bk * (lda + self.bn) * itemsize
+        need(smem <= GEMM_SMEM_LIMIT, f"{smem} bytes of shared memory, over {GEMM_SMEM_LIMIT}")
+        return dict(warps=warps, wmiter=wmiter, wsubm=wsubm, wsubn=wsubn, tcols=tcols, vec=vec, bufs=bufs, lda=lda,
+                    smem=smem, a_loads=self.bm * self.bk // (self.threads * vec),
+                    b_loads=self.bk * self.bn // (self.threads * vec), rows=wmiter * self.tm, cols=self.wniter * self.tn)
+
+
+if SIMULATOR:
+    @cuda.jit(device=True)
+    def _unpack_pair(v):
+        """(low, high) float32 halves of the 8 bytes of float64 ``v`` (element k, then k + 1)."""
+        w = np.array([v], np.float64).view(np.float32)
+        return w[0], w[1]
+else:
+    from kernels.compiler import libdevice
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def _unpack_pair(v):
+        """(low, high) float32 halves of the 8 bytes of float64 ``v``: two register moves
+        (``mov.b64 {lo, hi}``), no arithmetic, so any bit pattern passes through unchanged."""
+        return (libdevice.int_as_float(libdevice.double2loint(v)),
+                libdevice.int_as_float(libdevice.double2hiint(v)))
+
+
+_GEMM_BUILDS: dict = {}
+
+
+def gemm_kernel(key: str):
+    """The kernel built for the :class:`GemmConfig` whose ``key`` is given (compiled on first launch,
+    cached here): ``kernel(A, B, W, kchunk)``, W[z] = A[:, Kz] @ B[Kz, :] for the K range
+    Kz = [z * kchunk, min(K, (z + 1) * kchunk)) of grid z (one range: W is C viewed as (1, M, N)).
+
+    A: (M, K), B: (K, N), W: (splits, M, N), one float dtype; with ``pairs`` A and B are float64
+    views of float32 matrices, (M, K / 2) and (K, N / 2). kchunk: a multiple of bk.
+    Launch: block (threads,), grid (ceil(N / bn), ceil(M / bm), splits). Thread t is lane l of warp
+    w: the warp owns rows (w // (bn / wn)) * wm and columns (w % (bn / wn)) * wn of the block tile;
+    in each of its WMITER x WNITER sub-tiles, lane l owns tm rows from (l // tcols) * tm and tn
+    columns from (l % tcols) * tn. Loads past an edge of A, B or the K range read 0 (slabs wholly
+    inside skip the tests); stores are guarded. ValueError (from GemmConfig.derived) for a config
+    that does not fit together.
+    """
+    built = _GEMM_BUILDS.get(key)
+    if built is not None:
+        return built
+    cfg = GemmConfig.parse(key)
+    d = cfg.derived()
+    BM, BN, BK, WM, WN, TM, TN = cfg.bm, cfg.bn, cfg.bk, cfg.wm, cfg.wn, cfg.tm, cfg.tn
+    THREADS, PREFETCH, PAIRS = cfg.threads, cfg.prefetch, cfg.pairs
+    WMITER, WNITER, WSUBM, WSUBN, TCOLS = d["wmiter"], cfg.wniter, d["wsubm"], d["wsubn"], d["tcols"]
+    WCOLS = BN // WN  # warps along N
+    WCOLS_SHIFT, TCOLS_SHIFT = WCOLS.bit_length() - 1, TCOLS.bit_length() - 1
+    VEC, LDA, ROWS, COLS = d["vec"], d["lda"], d["rows"], d["cols"]
+    A_LOADS, B_LOADS = d["a_loads"], d["b_loads"]
+    A_SLAB, B_SLAB = BK * LDA, BK * BN  # words of one slab buffer
+    A_BUFS, B_BUFS = d["bufs"] * A_SLAB, d["bufs"] * B_SLAB
+    A_KW = 8 // VEC  # loads along k that cover 8 k (a 32-byte sector of a row of A)
+    A_RSTEP = THREADS // A_KW  # rows of A between a thread's consecutive slab loads
+    BNV = BN // VEC  # loads along a row of the B slab
+    ACC = ROWS * COLS
+    A_HELD, B_HELD = A_LOADS * VEC, B_LOADS * VEC  # words a thread fetches a slab (local-array sizes)
+    bounds = {} if SIMULATOR else {"launch_bounds": (THREADS, cfg.min_blocks)}
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def load_a(A, M, k_end, r, kc, zero, guard):
+        """A's element at row r, column kc (with pairs: kc and kc + 1, kc even), as (lo, hi);
+        0 outside A or the K range when ``guard`` (a literal at each call: no test when False)."""
+        if PAIRS:
+            v = A[uint64(r), uint64(kc >> 1)] if not guard or (r < M and kc < k_end) else A.dtype.type(0)
+            return _unpack_pair(v)
+        v = A[uint64(r), uint64(kc)] if not guard or (r < M and kc < k_end) else zero
+        return v, zero
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def load_b(B, N, k_end, kr, c, zero, guard):
+        """B's element at row kr, column c (with pairs: c and c + 1), as :func:`load_a`."""
+        if PAIRS:
+            v = B[uint64(kr), uint64(c >> 1)] if not guard or (kr < k_end and c < N) else B.dtype.type(0)
+            return _unpack_pair(v)
+        v = B[uint64(kr), uint64(c)] if not guard or (kr < k_end and c < N) else zero
+        return v, zero
+
+    # Slab copy, load i of thread t: A (m, k) = (row % BM, (row // BM) * 8 + (t % A_KW) * VEC) with
+    # row = t // A_KW + i * A_RSTEP: a warp reads 8 k (32 bytes, one sector) of each of 32 / A_KW rows,
+    # and its transposed stores As[k][m] fall in 32 different banks (pad = 4). B (k, n) from element
+    # e = i * THREADS + t: (e // BNV, (e % BNV) * VEC), a warp along one row (128 or 256 bytes).
+    @cuda.jit(device=True, **FORCEINLINE)
+    def fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, guard):
+        """Slab k0's elements of this thread into registers (a_next, b_next)."""
+        for i in range(A_LOADS):
+            row = t // A_KW + i * A_RSTEP
+            lo, hi = load_a(A, M, k_end, m0 + row % BM, k0 + (row // BM) * 8 + (t % A_KW) * VEC, zero, guard)
+            a_next[i * VEC] = lo
+            if PAIRS:
+                a_next[i * VEC + 1] = hi
+        for i in range(B_LOADS):
+            e = i * THREADS + t
+            lo, hi = load_b(B, N, k_end, k0 + e // BNV, n0 + (e % BNV) * VEC, zero, guard)
+            b_next[i * VEC] = lo
+            if PAIRS:
+                b_next[i * VEC + 1] = hi
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def store(As, Bs, a_next, b_next, a_off, b_off, t):
+        """This thread's fetched elements into the slab buffers at a_off (As) and b_off (Bs)."""
+        for i in range(A_LOADS):
+            row = t // A_KW + i * A_RSTEP
+            at = a_off + ((row // BM) * 8 + (t % A_KW) * VEC) * LDA + row % BM
+            As[uint64(at)] = a_next[i * VEC]
+            if PAIRS:
+                As[uint64(at + LDA)] = a_next[i * VEC + 1]
+        for i in range(B_LOADS):
+            e = i * THREADS + t
+            bt = b_off + (e // BNV) * BN + (e % BNV) * VEC
+            Bs[uint64(bt)] = b_next[i * VEC]
+            if PAIRS:
+                Bs[uint64(bt + 1)] = b_next[i * VEC + 1]
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc):
+        """One k: the thread's ROWS A values (TM contiguous words in each of WMITER sub-tiles, from
+        a_rd in the transposed A slab) and COLS B values (from b_rd), then ROWS x COLS FMAs."""
+        for wi in range(WMITER):
+            for i in range(TM):
+                a_frag[wi * TM + i] = As[uint64(a_rd + wi * WSUBM + i)]
+        for wj in range(WNITER):
+            for j in range(TN):
+                b_frag[wj * TN + j] = Bs[uint64(b_rd + wj * WSUBN + j)]
+        for x in range(ROWS):
+            for y in range(COLS):
+                acc[x * COLS + y] += a_frag[x] * b_frag[y]
+
+    @cuda.jit(**bounds)
+    def kernel(A, B, W, kchunk):
+        As = cuda.shared.array(A_BUFS, W.dtype, alignment=ALIGN)  # As[k][m]: A's slab, transposed
+        Bs = cuda.shared.array(B_BUFS, W.dtype, alignment=ALIGN)  # Bs[k][n]
+        acc = cuda.local.array(ACC, W.dtype)  # indexed only by unrolled loops: registers
+        a_frag = cuda.local.array(ROWS, W.dtype)
+        b_frag = cuda.local.array(COLS, W.dtype)
+        a_next = cuda.local.array(A_HELD, W.dtype)
+        b_next = cuda.local.array(B_HELD, W.dtype)
+        M = A.shape[0]
+        K = A.shape[1] * VEC
+        N = B.shape[1] * VEC
+        zero = W.dtype.type(0)
+        # Shifts and masks, not // and %: Python's floor semantics for signed ints cost instructions
+        # and hide from the compiler that a_rd0 and b_rd0 are multiples of 4 (no LDS.128 then).
+        t = cuda.threadIdx.x & (THREADS - 1)
+        warp = t >> 5
+        lane = t & 31
+        a_rd0 = (warp >> WCOLS_SHIFT) * WM + (lane >> TCOLS_SHIFT) * TM  # the thread's first row in the tile
+        b_rd0 = (warp & (WCOLS - 1)) * WN + (lane & (TCOLS - 1)) * TN  # its first column
+        m0 = cuda.blockIdx.y * BM
+        n0 = cuda.blockIdx.x * BN
+        k_begin = cuda.blockIdx.z * kchunk
+        k_end = min(K, k_begin + kchunk)
+        for i in range(ACC):
+            acc[i] = zero
+        n_slabs = (k_end - k_begin + BK - 1) // BK
+        interior = m0 + BM <= M and n0 + BN <= N
+        if PREFETCH:  # slab 0 into buffer 0
+            fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k_begin, t, zero, True)
+            store(As, Bs, a_next, b_next, 0, 0, t)
+            cuda.syncthreads()
+        for s in range(n_slabs):
+            k0 = k_begin + s * BK
+            a_cur = (s & 1) * A_SLAB if PREFETCH else 0
+            b_cur = (s & 1) * B_SLAB if PREFETCH else 0
+            more = PREFETCH and s + 1 < n_slabs
+            if more:  # the next slab's global loads, in flight during this slab's FMAs
+                if interior and k0 + 2 * BK <= k_end:
+                    fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0 + BK, t, zero, False)
+                else:
+                    fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0 + BK, t, zero, True)
+            if not PREFETCH:  # one buffer: load this slab, wait, compute, wait
+                if interior and k0 + BK <= k_end:
+                    fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, False)
+                else:
+                    fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, True)
+                store(As, Bs, a_next, b_next, 0, 0, t)
+                cuda.syncthreads()
+            # The slab's k eight at a time, unrolled by hand (Numba has no #pragma unroll): in each
+            # group every shared address is one base register plus a constant.
+            for kk in range(0, BK, 8):
+                a_rd = a_cur + kk * LDA + a_rd0
+                b_rd = b_cur + kk * BN + b_rd0
+                mac_k(As, Bs, a_rd, b_rd, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + LDA, b_rd + BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 2 * LDA, b_rd + 2 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 3 * LDA, b_rd + 3 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 4 * LDA, b_rd + 4 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 5 * LDA, b_rd + 5 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 6 * LDA, b_rd + 6 * BN, a_frag, b_frag, acc)
+                mac_k(As, Bs, a_rd + 7 * LDA, b_rd + 7 * BN, a_frag, b_frag, acc)
+            if more:  # the other buffer was last read before the previous barrier: free to fill
+                store(As, Bs, a_next, b_next, A_SLAB - a_cur, B_SLAB - b_cur, t)
+            cuda.syncthreads()
+        z = cuda.blockIdx.z
+        for x in range(ROWS):
+            r = m0 + a_rd0 + (x // TM) * WSUBM + x % TM
+            if r < M:
+                for y in range(COLS):
+                    c = n0 + b_rd0 + (y // TN) * WSUBN + y % TN
+                    if c < N:
+                        W[z, r, c] = acc[x * COLS + y]
+
+    _GEMM_BUILDS[key] = kernel
+    return kernel
+
+
+# The rungs' configurations (module level, so a tuner or a test can swap them). float64 builds keep
+# the tile where the registers allow (small) and use 64 x 64 tiles where 128 float64 sums a thread
+# would not fit in 255 registers (warp_tiled, wide_loads): their Launch describes the float32 build.
+WARP_TILED = GemmConfig()  # 128 x 128 x 16, 4 warps of 64 x 64, 8 x 16 sums a thread (cuBLAS's shape)
+WARP_TILED_F64 = GemmConfig(bm=64, bn=64, bk=8, wm=32, wn=32, wniter=2, tm=4, tn=4, threads=128)
+WIDE_LOADS = WARP_TILED.replace(pairs=True)
+# small: the first tile (largest) that gives at least SMALL_MIN_BLOCKS_PER_SM blocks an SM, else the last
+SMALL_CONFIGS = (
+    GemmConfig(bm=64, bn=64, bk=16, wm=32, wn=32, wniter=2, tm=4, tn=4, threads=128, pairs=True, min_blocks=4),
+    GemmConfig(bm=32, bn=64, bk=16, wm=32, wn=32, wniter=2, tm=4, tn=4, threads=64, pairs=True, min_blocks=8),
+    GemmConfig(bm=32, bn=32, bk=32, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=64, pairs=True, min_blocks=8),
+)
+SMALL_MIN_BLOCKS_PER_SM = 1
+SMALL_MAX_FLOPS = 1 << 27  # the shapes the small rung is for (the issue's "under 2^27 FLOPs")
+
+# What a tuner may vary, per rung (GemmConfig fields -> values worth trying; any combination must
+# pass GemmConfig.derived, which says what does not fit), and the split-K factor (grid z).
+TUNABLE = {
+    "warp_tiled": {"bm": [64, 128, 256], "bn": [64, 128, 256], "bk": [8, 16, 32], "wm": [32, 64, 128],
+                   "wn": [32, 64, 128], "wniter": [1, 2, 4], "tm": [4, 8], "tn": [4, 8], "threads": [64, 128, 256],
+                   "pad": [0, 4], "prefetch": [False, True], "min_blocks": [1, 2], "splits": [1, 2, 4, 8]},
+    "wide_loads": {"same as": "warp_tiled", "pairs": [True]},
+    "small": {"configs": "SMALL_CONFIGS (tile chosen by blocks an SM)", "bk": [16, 32, 64],
+              "min_blocks_per_sm": [1, 2]},
+}
+
+
+def gemm_config(rung: str, size, dtype=np.float32) -> GemmConfig:
+    """The configuration ``rung`` (warp_tiled, wide_loads, small) runs at M x N x K in ``dtype``;
+    float64 and odd K or N read single elements (pairs off)."""
+    m, n, k = size
+    f64 = np.dtype(dtype) == np.float64
+    if rung == "small":
+        sms = sm_count()
+        cfg = next((c for c in SMALL_CONFIGS if blocks_for(m, c.bm) * blocks_for(n, c.bn) >= SMALL_MIN_BLOCKS_PER_SM * sms),
+                   SMALL_CONFIGS[-1])
+    elif f64:
+        cfg = WARP_TILED_F64
+    else:
+        cfg = {"warp_tiled": WARP_TILED, "wide_loads": WIDE_LOADS}[rung]
+    if cfg.pairs and (f64 or k % 2 or n % 2):
+        cfg = cfg.replace(pairs=False)
+    if f64 and rung == "small":  # float64 values take two registers: a looser launch bound, no spills
+        cfg = cfg.replace(min_blocks=max(1, cfg.min_blocks // 2))
+    return cfg
+
+
+def _axis_threads_with_work(extent, tile, warp_tile, sub, iters, per_thread, lanes):
+    """Threads along one axis (rows or columns) of a gemm grid whose tile holds at least one element
+    inside ``extent``: a thread's first element is the smallest it owns, so it has work when that
+    first element is inside."""
+    full, rest = divmod(extent, tile)
+    count = full * (tile // per_thread // iters)
+    for w0 in range(0, tile, warp_tile):  # the partial last block
+        for lane in range(lanes):
+            count += w0 + lane * per_thread < rest
+    return count
+
+
+def gemm_launch_config(cfg: GemmConfig, size, splits: int = 1, note: str = "") -> Launch:
+    """grid (ceil(N / bn), ceil(M / bm), splits), block (threads,) for one gemm_kernel build."""
+    m, n, _ = size
+    d = cfg.derived()
+    rows = _axis_threads_with_work(m, cfg.bm, cfg.wm, d["wsubm"], d["wmiter"], cfg.tm, WARP // d["tcols"])
+    cols = _axis_threads_with_work(n, cfg.bn, cfg.wn, d["wsubn"], cfg.wniter, cfg.tn, d["tcols"])
+    return Launch(grid=(blocks_for(n, cfg.bn), blocks_for(m, cfg.bm), splits), block=(cfg.threads,),
+                  threads_needed=rows * cols * splits, note=note)
+
+
+def _pairs_ok(a) -> bool:
+    """A float32 matrix can be read as a float64 view: C-contiguous, even row length, 8-byte aligned."""
+    if a.shape[len(a.shape) - 1] % 2:
+        return False
+    flags = getattr(a, "flags", None)
+    if flags is not None and not flags["C_CONTIGUOUS"]:
+        return False
+    ptr = getattr(getattr(a, "device_ctypes_pointer", None), "value", None)
+    return SIMULATOR or ptr is None or ptr % 8 == 0
+
+
+def gemm_prepare_config(cfg: GemmConfig, inputs, outputs, splits: int = 1):
+    """The enqueue function of one gemm_kernel build on device arrays (A, B) -> (C,): with
+    ``splits`` > 1 it writes splits partial C's into a workspace and adds them in a second launch.
+    Pairs fall back to single loads when an input cannot be viewed as float64."""
+    A, B = inputs
+    (C,) = outputs
+    m, n = C.shape
+    k = A.shape[1]
+    if cfg.pairs and not (A.dtype == np.float32 and _pairs_ok(A) and _pairs_ok(B)):
+        cfg = cfg.replace(pairs=False)
+    if cfg.pairs:
+        A, B = A.view(np.float64), B.view(np.float64)
+    kchunk = blocks_for(blocks_for(k, splits), cfg.bk) * cfg.bk
+    splits = blocks_for(k, kchunk) if k else 1
+    launch = gemm_launch_config(cfg, (m, n, k), splits)
+    part = gemm_kernel(cfg.key)[launch.grid, launch.block]
+    if splits == 1:
+        W1 = C.reshape(1, m, n)
+        return lambda: part(A, B, W1, kchunk)
+    W = cuda.device_array((splits, m, n), C.dtype)
+    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
+
+    def enqueue():
+        part(A, B, W, kchunk)
+        reduce(W, C)
+    return enqueue
+
+
+def _gemm_launch(rung):
+    """The launch math of a gemm rung: its float32 configuration for the size
+    (:func:`gemm_config`), block (threads,) fixed by the configuration whatever ``threads`` is; the
+    note names the configuration (and the float64 one, where it differs)."""
+    def launch(size, threads):
+        cfg = gemm_config(rung, size)
+        note = cfg.describe()
+        if rung == "wide_loads" and not cfg.pairs:
+            note += " (K or N odd)"
+        if rung != "small":
+            note += f"; float64: {WARP_TILED_F64.bm}x{WARP_TILED_F64.bn} tiles"
+        if threads != cfg.threads:
+            note += f"; block fixed at {cfg.threads} threads, --threads {threads} ignored"
+        return gemm_launch_config(cfg, size, note=note)
+    return launch
+
+
+def _gemm_prepare(rung, size, inputs, outputs):
+    A, B = inputs
+    return gemm_prepare_config(gemm_config(rung, size, A.dtype), inputs, outputs)
+
+
+def _size_of(inputs):
+    A, B = inputs
+    return A.shape[0], B.shape[1], A.shape[1]
+
+
+def warp_tiled_prepare(cfg, inputs, outputs):
+    """Rung 7: warp tiles (:data:`WARP_TILED`: a 128 x 128 block tile of 4 warps, each warp 64 x 64,
+    8 x 16 sums a thread; float64: :data:`WARP_TILED_F64`). Saves over register_tiled: shared-memory
+    load instructions per FMA, 1/16 -> 1/21 (6 LDS.128 feed 128 FMAs; the sub-tile layout keeps each
+    fragment load one wavefront per quarter warp); half the threads a block, so a barrier stalls 4
+    warps instead of 8. Costs: 128 sums need ~247 registers (offline compile for sm_90, numba-cuda
+    LTO-IR + nvJitLink: 247 registers, 0 spills, 33 KB shared), so 2 blocks (8 warps) an SM against
+    register_tiled's 16 warps: each warp must hide more latency with its own 128 independent FMAs.
+    PTX per group of 8 k: 1024 FMAs, 46 ld.shared.v4 and 4 scalar ld.shared (NVVM splits the first
+    k's first 16 bytes of A and of B; register_tiled: none split).
+    Predicted on the H100 at 4096^3: 38-46 TFLOP/s (register_tiled 40, cuBLAS 51: the same
+    per-thread shape as cuBLAS's FFMA kernel). Not yet measured: scripts/sgemm_gpu.py."""
+    return _gemm_prepare("warp_tiled", _size_of(inputs), inputs, outputs)
+
+
+def wide_loads_prepare(cfg, inputs, outputs):
+    """Rung 8: warp_tiled whose global loads read two float32 at once, through float64 views of A
+    (M x K/2) and B (K x N/2): ``double2loint``/``double2hiint`` split each 8-byte value into its two
+    words in registers (no arithmetic). Numba's 4-byte loads were a named limit: a float32 array's
+    rows cannot be promised 8- or 16-byte aligned, but a float64 view's elements are. Saves: half
+    the global load instructions (16 -> 8 LDG a slab a thread, as many bytes) and half the address
+    arithmetic; the B slab's shared stores pair up too (STS.64). Needs even K and N and 8-byte aligned
+    matrices (else: warp_tiled's single loads, said in the Launch note); float64: warp_tiled.
+    Offline compile for sm_90: 255 registers, 0 spills. Predicted on the H100: 0-5% over warp_tiled at
+    4096^3 (global loads are 1/64 of the instructions there), more where loads weigh more (short K:
+    3000 x 3000 x 40 runs 3 slabs a tile). Not yet measured."""
+    return _gemm_prepare("wide_loads", _size_of(inputs), inputs, outputs)
+
+
+def small_prepare(cfg, inputs, outputs):
+    """Rung 9: small matrices (under 2^27 FLOPs: 300^3 is 0.4 x 2^27). One launch, one block per
+    output tile, each block running the whole K itself (no split-K workspace, no reduction launch),
+    and the tile is the largest of :data:`SMALL_CONFIGS` (64 x 64, 32 x 64, 32 x 32) that gives every
+    SM a block: at 300^3 a 128 x 128 tile gives 9 blocks for 132 SMs, 64 x 64 gives 25, 32 x 32 gives
+    100. Saves over register_tiled / tile64 there: idle SMs (the work is spread over 4-11x the
+    blocks); costs: reuse (an element loaded feeds 32-64 FMAs, not 128), which small shapes can
+    afford as their operands sit in L2. Pairs as wide_loads. Offline compile for sm_90: 119-127
+    registers, 0 spills, 13-17 KB shared. Predicted on the H100: 300^3 and 512^3 from 0.50x and
+    0.65x of cuBLAS to ~0.7-0.9x (launch latency, ~3-5 us, is most of a 300^3 call). Not yet measured."""
+    return _gemm_prepare("small", _size_of(inputs), inputs, outputs)
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
@@ -930,6 +1456,16 @@ RUNGS = {
         "vector", "M = 1 or N = 1 as a matrix-vector product: N = 1 matvec's auto, M = 1 a warp across "
         "32 columns of B, K split among warps and blocks", vector_launch, vector_prepare, warp_multiple=True,
         tunables={"splits": (0, 2, 4, 8, 16, 32, 64)}, launch_with=vector_launch, suits=lambda s: 1 in s[:2]),
+    "warp_tiled": Variant(
+        "warp_tiled", f"{WARP_TILED.bm}x{WARP_TILED.bn} block tile of 4 warps, each warp a "
+        f"{WARP_TILED.wm}x{WARP_TILED.wn} tile, 8x16 sums a thread; 21 FMAs per shared load",
+        _gemm_launch("warp_tiled"), warp_tiled_prepare),
+    "wide_loads": Variant(
+        "wide_loads", "warp_tiled reading A and B as float64 views: two float32 a global load, half "
+        "the load instructions (even K and N)", _gemm_launch("wide_loads"), wide_loads_prepare),
+    "small": Variant(
+        "small", "one launch, one block per 64x64, 32x64 or 32x32 tile (enough blocks for the SMs), "
+        "K in one pass: for shapes under 2^27 FLOPs", _gemm_launch("small"), small_prepare),
 }
 
 

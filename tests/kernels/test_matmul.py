@@ -174,3 +174,141 @@ def test_split_k_and_tile64_launch_math():
     assert MM.split_k_plan((4096, 4096, 4096))[1] == 1
     cfg = kernels.load("matmul").variants["tile64"].launch((1000, 1030, 517), 256)
     assert cfg.grid == (17, 16, 1) and cfg.block == (256,)
+
+
+# --- warp_tiled, wide_loads, small: one factory (gemm_kernel) built from GemmConfig --------------------
+# Simulator sizes: one partial block with odd K and N (pairs fall back to single loads), even K and N
+# (wide_loads reads float32 pairs through float64 views), a block edge at M, and one k.
+GEMM_RUNGS = ["warp_tiled", "wide_loads", "small"]
+GEMM_SIM = [(19, 21, 45), (37, 42, 46), (5, 6, 1)]
+GEMM_GPU = [(1000, 1030, 517), (4099, 4097, 1001), (3000, 3000, 40), (2000, 64, 2000), (300, 300, 300),
+            (4096, 4096, 2048), (63, 65, 4097), (1, 4096, 4096)]  # 4096^3: scripts/sgemm_gpu.py checks it
+
+
+@pytest.mark.parametrize("variant", GEMM_RUNGS)
+@pytest.mark.parametrize("size", GEMM_SIM if SIMULATOR else GEMM_GPU)
+def test_gemm_rungs(variant, size, rng, simulator):
+    check_rung("matmul", variant, size, 256, rng, simulator)
+
+
+@pytest.mark.parametrize("variant", GEMM_RUNGS)
+def test_gemm_rungs_float64(variant, rng, simulator):
+    """float64 runs single loads (no pairs) and, for warp_tiled and wide_loads, 64 x 64 tiles."""
+    size = (21, 19, 27) if SIMULATOR else (1000, 1030, 517)
+    check_rung("matmul", variant, size, 256, rng, simulator, np.float64)
+
+
+def _config_variant(cfg, splits=1):
+    from kernels.spec import Variant
+
+    return Variant("cfg", "", lambda size, threads: MM.gemm_launch_config(cfg, size, splits),
+                   lambda launch, inputs, outputs: MM.gemm_prepare_config(cfg, inputs, outputs, splits))
+
+
+def _check_config(cfg, size, rng, splits=1, dtype=np.float32):
+    spec = kernels.load("matmul")
+    v = _config_variant(cfg, splits)
+    old = spec.variants.get("cfg")
+    spec.variants["cfg"] = v
+    try:
+        check_rung("matmul", "cfg", size, cfg.threads, rng, SIMULATOR, dtype)
+    finally:
+        del spec.variants["cfg"]
+        if old is not None:
+            spec.variants["cfg"] = old
+
+
+# The 32 x 32 tile (64 threads, slabs of 32) is cheap in the simulator: full tiles whose slabs load
+# through the unguarded interior path, ragged edges, split K (a workspace and the reduction launch),
+# single loads, one buffer (prefetch off) and unpadded rows: each knob's code path once.
+SMALL32 = MM.SMALL_CONFIGS[-1]
+
+
+@pytest.mark.parametrize("cfg,size,splits", [
+    (SMALL32, (64, 34, 70), 1),  # full tiles down M and one in N, 3 slabs (the second interior), pairs
+    (SMALL32, (33, 33, 37), 1),  # odd K and N: single loads
+    (SMALL32, (20, 34, 70), 3),  # split K: ranges of 32, 32 and 6 k, then the reduction launch
+    (SMALL32.replace(prefetch=False, pad=0), (40, 34, 70), 1),
+    (SMALL32.replace(prefetch=False, pairs=False), (20, 31, 40), 2),
+])
+def test_gemm_configs(cfg, size, splits, rng):
+    _check_config(cfg, size, rng, splits)
+
+
+@pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems")
+@pytest.mark.parametrize("cfg", [MM.WIDE_LOADS.replace(bk=8), MM.WIDE_LOADS.replace(pad=0),
+                                 MM.WIDE_LOADS.replace(prefetch=False), MM.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256),
+                                 MM.WIDE_LOADS.replace(bn=64, wn=32, wniter=2, min_blocks=3),
+                                 MM.WIDE_LOADS.replace(bm=256, bk=8, threads=256, min_blocks=1)] + list(MM.SMALL_CONFIGS),
+                         ids=lambda c: c.label)
+def test_gemm_configs_gpu(cfg, rng):
+    for size, splits in [((1000, 1030, 518), 1), ((999, 1031, 517), 1), ((64, 64, 65536), 8), ((129, 257, 4096), 3)]:
+        _check_config(cfg, size, rng, splits)
+
+
+def test_gemm_config_rules():
+    cfg = MM.GemmConfig()
+    assert MM.GemmConfig.parse(cfg.key) == cfg and MM.GemmConfig.parse(MM.WIDE_LOADS.key).pairs
+    d = cfg.derived()
+    assert (d["wmiter"], d["wsubm"], d["wsubn"], d["tcols"], d["rows"], d["cols"]) == (1, 64, 16, 4, 8, 16)
+    assert d["smem"] == 2 * 16 * (132 + 128) * 4 and d["a_loads"] == 16 and MM.WIDE_LOADS.derived()["a_loads"] == 8
+    for bad, why in [(dict(threads=96), "power of 2"), (dict(wm=32), "warp tiles"), (dict(tm=6), "multiples of 4"),
+                     (dict(bk=12), "multiple of 8"), (dict(bk=32), "shared memory"), (dict(tn=8), "whole number"),
+                     (dict(pad=2), "multiple of 8, pad")]:
+        with pytest.raises(ValueError, match=why):
+            cfg.replace(**bad).derived()
+    with pytest.raises(ValueError, match="not a GemmConfig key"):
+        MM.GemmConfig.parse("bm=64,colour=3")
+    odd = MM.GemmConfig(bm=64, bn=32, bk=8, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=128, pad=0, prefetch=False,
+                        pairs=True, min_blocks=3)
+    assert MM.GemmConfig.parse(odd.key) == odd
+    assert MM.WARP_TILED_F64.derived(8)["smem"] <= MM.GEMM_SMEM_LIMIT
+    for c in MM.SMALL_CONFIGS:
+        c.derived(8)  # the small tiles fit in float64 too
+
+
+def test_gemm_config_choice():
+    assert MM.gemm_config("wide_loads", (4096, 4096, 4096)).pairs
+    assert not MM.gemm_config("wide_loads", (4096, 4096, 4095)).pairs  # odd K: single loads
+    assert not MM.gemm_config("wide_loads", (4096, 4095, 4096)).pairs  # odd N
+    assert MM.gemm_config("wide_loads", (64, 64, 64), np.float64) == MM.WARP_TILED_F64
+    assert MM.gemm_config("small", (4096, 4096, 64)) == MM.SMALL_CONFIGS[0]  # 4096 tiles of 64 x 64
+    assert MM.gemm_config("small", (300, 300, 300)).bm == 32  # 25 tiles of 64 x 64 < 132 SMs
+    cfg = kernels.load("matmul").variants["small"].launch((300, 300, 300), 256)
+    assert cfg.grid == (10, 10, 1) and cfg.block == (64,) and "ignored" in cfg.note
+    cfg = kernels.load("matmul").variants["warp_tiled"].launch((4096, 4096, 4096), 128)
+    assert cfg.grid == (32, 32, 1) and cfg.block == (128,) and cfg.threads_idle == 0 and "ignored" not in cfg.note
+    assert set(MM.TUNABLE) == set(GEMM_RUNGS)
+
+
+def _brute_force_gemm_threads(cfg, m, n):
+    """Threads of a gemm_kernel grid that own at least one element of an m x n C."""
+    from kernels.spec import blocks_for
+
+    d = cfg.derived()
+    wcols = cfg.bn // cfg.wn
+    count = 0
+    for by in range(blocks_for(m, cfg.bm)):
+        for bx in range(blocks_for(n, cfg.bn)):
+            for t in range(cfg.threads):
+                warp, lane = divmod(t, 32)
+                r0 = by * cfg.bm + (warp // wcols) * cfg.wm + (lane // d["tcols"]) * cfg.tm
+                c0 = bx * cfg.bn + (warp % wcols) * cfg.wn + (lane % d["tcols"]) * cfg.tn
+                rows = [r0 + wi * d["wsubm"] + i for wi in range(d["wmiter"]) for i in range(cfg.tm)]
+                cols = [c0 + wj * d["wsubn"] + j for wj in range(cfg.wniter) for j in range(cfg.tn)]
+                count += any(r < m for r in rows) and any(c < n for c in cols)
+    return count
+
+
+@pytest.mark.parametrize("cfg", [MM.WARP_TILED, MM.WARP_TILED_F64] + list(MM.SMALL_CONFIGS), ids=lambda c: c.label)
+def test_gemm_launch_math(cfg):
+    for m, n in [(1, 1), (130, 9), (64, 65), (300, 200), (129, 257)]:
+        launch = MM.gemm_launch_config(cfg, (m, n, 7))
+        assert launch.threads_needed == _brute_force_gemm_threads(cfg, m, n), (cfg.label, m, n)
+        assert launch.grid[0] * cfg.bn >= n and launch.grid[1] * cfg.bm >= m
+
+
+def test_pairs_need_contiguous_even_rows():
+    assert MM._pairs_ok(np.zeros((3, 4), np.float32))
+    assert not MM._pairs_ok(np.zeros((3, 5), np.float32))
+    assert not MM._pairs_ok(np.zeros((4, 8), np.float32)[:, :4])  # rows 32 bytes apart: not C-contiguous
