@@ -195,7 +195,7 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
         os.close(fd)
         try:
             _run_child(name, path, "gpu", seed, timeout * SANITIZER_SLOWDOWN,
-                       wrap=san.command(exe, tool, log), env={"LAB_LINEINFO": "1"})
+                       wrap=san.command(exe, tool, log), env={"LAB_LINEINFO": "1", "LAB_SANITIZER": tool})
             text = Path(log).read_text(errors="replace")
         finally:
             os.unlink(log)
