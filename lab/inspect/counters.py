@@ -113,7 +113,8 @@ RUN_PHASES = (("dram", DRAM_METRICS[:2] + ["gpu__time_duration.sum"], "none"),
 # CUPTI PM sampling: counters summed over the samples of one call (the chip may lack the l1tex pair there)
 CUPTI_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                  "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
-CUPTI_INTERVAL_NS = 2000  # the PM sampling period (GPU time)
+CUPTI_INTERVAL_NS = 10000  # the shortest PM sampling period, ns of GPU time (cupti-python sample's default)
+CUPTI_SAMPLES = 2000  # samples a call aims at (the period grows with the call's wall time)
 TIME_UNITS = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}  # to ns
 PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 
@@ -413,6 +414,8 @@ def verdict(row: dict) -> str:
         low = f", {occ:.0f}% achieved occupancy" if occ is not None and occ < 30 else ""
         parts.append(f"latency-bound: {dram:.0f}% of DRAM peak, {sm or 0:.0f}% of SM peak{low}"
                      + (f", mostly stalled on {stall}" if stall else ""))
+    if not parts and ratio is not None:  # DRAM bytes alone (CUPTI PM sampling measures no throughput)
+        parts.append(f"DRAM bytes {ratio:.2f}x the minimum")
     if not parts and spr is not None:
         parts.append(f"coalesced: {spr:.1f} sectors per request (the minimum {ideal:.1f})" if ideal
                      else f"{spr:.1f} sectors per request")
@@ -760,14 +763,19 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
             collector.configure(metrics=metrics, sampling_interval=CUPTI_INTERVAL_NS)
             notes.append("this GPU's PM sampling has no global load sectors/requests: sectors per request null")
         for i, (meta, p) in enumerate(warm):
+            t0 = time.perf_counter()  # the call's wall time sets the period: about CUPTI_SAMPLES samples a call
+            p.call()
+            p.sync()
+            interval = max(CUPTI_INTERVAL_NS, int((time.perf_counter() - t0) * 1e9 / CUPTI_SAMPLES))
+            collector.configure(metrics=metrics, sampling_interval=interval)
             timing._flush_l2()
             cuda.synchronize()
             collector.start()
             p.call()
             p.sync()
-            time.sleep(max(1e-3, 5 * CUPTI_INTERVAL_NS * 1e-9))  # the call's last sample completes
+            time.sleep(max(1e-3, 5 * interval * 1e-9))  # the call's last sample completes
             collector.stop()
-            data = collector.decode()
+            data = collector.decode(max_samples=4 * CUPTI_SAMPLES + 1000)
             sums = [0.0] * len(metrics)
             for sample in data:
                 for k, v in enumerate(sample.metric_values):

@@ -198,3 +198,30 @@ def test_dram_ratio_from_the_tracer_summary():
     assert row.sectors_per_request == 6.0 and row.dram_ratio == 1.5
     runner._traced(row, {"load": AccessStats(), "bytes_touched": 0}, 1024)
     assert row.sectors_per_request is None and row.dram_ratio is None
+
+
+def test_a_cupti_document_validates_and_prints_at_80_columns(capsys):
+    from lab.cli.views.hardware import print_counters
+    from lab.core.device import describe
+    from lab.core.errors import SCHEMA_VERSION
+
+    rows = []
+    for v, read, spr in (("element_per_thread", 8.1e8, (400.0, 100.0)), ("four_per_thread", 8.0e8, None)):
+        row = K._blank_row("numba", v, 805306368)
+        m = {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 2.7e8}
+        if spr:
+            m.update({"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": spr[0],
+                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": spr[1]})
+        row.update(K.cupti_row({"samples": 12, "metrics": m}, 805306368))
+        row["verdict"] = K.verdict(row)
+        rows.append(row)
+    doc = {"schema_version": SCHEMA_VERSION, "kernel": "vecadd", "size": [67108864], "dtype": "float32",
+           "threads_per_block": 256, "seed": 0, "device": describe(True), "tool": "cupti",
+           "engine": "CUPTI PM sampling (cupti-python 13.4.0)", "rows": rows, "notes": ["n"]}
+    validate(json.loads(json.dumps(doc)), "counters.json")
+    assert rows[0]["verdict"] == "DRAM bytes 1.34x the minimum" and rows[1]["verdict"] == "DRAM bytes 1.33x the minimum"
+    assert abs(rows[0]["dram_bytes_ratio"] - 1.08e9 / 805306368) < 1e-12
+    print_counters(doc)
+    out = capsys.readouterr().out
+    fits(out)
+    assert "CUPTI PM sampling" in out and "four_per_thread" in out
