@@ -511,12 +511,14 @@ def _counters(report: Report, opts: Options, emit) -> None:
     if opts.counters_engine is None:
         report.counters = {"tool": None, "engine": None, "notes": ["no counters engine was given: not measured"]}
         return
-    emit("stage", report, contender="counters", variant="", stage="profiling each passed row once (a separate process)")
+    emit("stage", report, contender="--counters:", variant="every passed row",
+         stage="profiled once more (ncu or CUPTI, a separate process)")
     try:
         got = opts.counters_engine(report)
-    except LabError as e:
-        report.counters = {"tool": None, "engine": None, "notes": [f"not measured: {e}"]}
-        report.warnings.append(f"--counters: not measured: {e}")
+    except Exception as e:  # noqa: BLE001 - a failed profile (LabError: its reason) must not lose the timed run
+        why = str(e) if isinstance(e, LabError) else f"{type(e).__name__}: {_first_line(e)}"
+        report.counters = {"tool": None, "engine": None, "notes": []}
+        report.warnings.append(f"--counters: not measured: {why}")
         return
     by_row = got.get("rows", {})
     for r in report.rows:
