@@ -202,10 +202,18 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
         if not text.strip():
             notes.append(f"{tool}: compute-sanitizer wrote no report (it did not start?): not checked")
             continue
-        reports = [r for r in san.parse_report(text, tool) if r.file and os.path.realpath(r.file) == mine]
+        found = san.parse_report(text, tool)
+        reports = [r for r in found if r.file and os.path.realpath(r.file) == mine]
         if reports:
             hazards = sum(r.count for r in reports)
             tests.append({"name": f"GPU {tool}", "passed": False, "message": sanitizer_message(reports[0], hazards)})
+        elif found:  # reported, but at no line of your file (no line info?): still a finding, never "clean"
+            import dataclasses
+
+            first = dataclasses.replace(found[0], file=None, line=None)
+            tests.append({"name": f"GPU {tool}", "passed": False,
+                          "message": sanitizer_message(first, sum(r.count for r in found))
+                          + f"; compute-sanitizer named no line of your file ({found[0].where})"})
         else:
             tests.append({"name": f"GPU {tool}", "passed": True, "message": f"{CLEAN[tool]} (compute-sanitizer {tool})"})
     return tests, notes

@@ -96,3 +96,42 @@ def test_the_checker_asks_for_exact_outputs_and_line_info_under_each_tool(monkey
     for wrap, env in seen:
         assert env == {"LAB_LINEINFO": "1", "LAB_SANITIZER": wrap[2]}
     assert tests == [] and len(notes) == 3  # no report written by the stand-in: said, not passed
+
+
+MEMCHECK_REPORT = """========= COMPUTE-SANITIZER
+========= Invalid __global__ write of size 4 bytes
+=========     at cudapy::student_vecadd::vecadd_kernel+0x170{where}
+=========     by thread (40,0,0) in block (3,0,0)
+=========     Address 0x7f0000000100 is out of bounds
+=========
+========= ERROR SUMMARY: 1 error
+"""
+
+
+@pytest.mark.parametrize("where, start", [
+    (" in {path}:11", "out of bounds (compute-sanitizer memcheck on the GPU): thread 40 of block 3 wrote outside "
+                      "an array at line 11 of your file"),
+    ("", "out of bounds (compute-sanitizer memcheck on the GPU): thread 40 of block 3 wrote outside an array at "
+         "your kernel (no line info)"),
+])
+def test_a_memcheck_report_is_a_finding_with_or_without_your_line(monkeypatch, tmp_path, where, start):
+    from lab.core import sanitizer as san
+    from lab.teach import workspace
+
+    student = tmp_path / "vecadd.py"
+    student.write_text("# the student's file\n")
+
+    def child(name, path, backend, seed, timeout, wrap=(), env=None):
+        log = wrap[wrap.index("--log-file") + 1]
+        text = MEMCHECK_REPORT.format(where=where.format(path=student)) if wrap[2] == "memcheck" else \
+            "========= COMPUTE-SANITIZER\n========= ERROR SUMMARY: 0 errors\n"
+        open(log, "w").write(text)
+        return []
+
+    monkeypatch.setattr(san, "find_sanitizer", lambda: "/x/compute-sanitizer")
+    monkeypatch.setattr(workspace, "_run_child", child)
+    tests, notes = workspace._gpu_diagnoses("vecadd", student, 0, 10)
+    got = {t["name"]: t for t in tests}
+    assert got["GPU racecheck"]["passed"] and got["GPU synccheck"]["passed"] and not notes
+    entry = got["GPU memcheck"]
+    assert not entry["passed"] and entry["message"].startswith(start), entry["message"]
