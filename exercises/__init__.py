@@ -21,7 +21,9 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 ORDER = ["map_guard", "vecadd", "matrix_add_2d", "strided_index", "matvec_row", "matvec_coalesced",
-         "block_sum", "dot", "minmax", "tiled_matmul", "softmax_fused", "quantize"]
+         "block_sum", "dot", "minmax", "tiled_matmul", "softmax_fused", "quantize",
+         # issue 20's five more
+         "transpose_shared", "warp_reduce", "histogram", "prefix_sum", "conv1d"]
 
 
 @dataclass
@@ -61,6 +63,11 @@ class Exercise:
     kernel: str          # the kernel's name in the student's file
     launch: str | None   # the student's launch function, if the exercise teaches launch math
     path: Path
+    # performance grading (lab exercise check --bench; meta.py, defaults when missing):
+    pass_pct: float = 70.0       # PASS_PCT_OF_REFERENCE: at least this % of the reference's speed
+    peak: str = "copy"           # PEAK: "copy" (memory-bound: % of copy bandwidth) or "fp32" (% of FP32 peak)
+    sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads may touch this x the reference's sectors
+    rung: str | None = None      # RUNG: "kernel:variant" of kernels/ timed beside it, e.g. "vecadd:element_per_thread"
 
     @property
     def scaffold(self) -> Path:
@@ -78,9 +85,16 @@ class Exercise:
         """The module with ``cases(rng)``: import only after the backend is chosen."""
         return importlib.import_module(f"exercises.{self.name}.hidden")
 
+    def bench(self):
+        """The optional module ``bench.py`` with ``case(rng, simulator) -> Case`` (the size to time)
+        and optionally ``flops(case)``, ``bytes(case)`` and ``rung_size(case)``; None without one."""
+        if not (self.path / "bench.py").is_file():
+            return None
+        return importlib.import_module(f"exercises.{self.name}.bench")
+
 
 def names() -> list[str]:
-    """Every exercise, in the order of the path: the issue's twelve, then any added ones."""
+    """Every exercise, in the order of the path (ORDER), then any added ones in name order."""
     extra = sorted(p.name for p in HERE.iterdir()
                    if (p / "meta.py").is_file() and p.name not in ORDER)
     return [n for n in ORDER if (HERE / n / "meta.py").is_file()] + extra
@@ -92,7 +106,9 @@ def load(name: str) -> Exercise:
         raise KeyError(f"unknown exercise {name!r}; choose from: {', '.join(names())}")
     m = importlib.import_module(f"exercises.{name}.meta")
     return Exercise(name, m.TITLE, m.DIFFICULTY, list(m.PREREQUISITES), m.MIRRORS, m.STATEMENT.strip(),
-                    [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name)
+                    [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name,
+                    float(getattr(m, "PASS_PCT_OF_REFERENCE", 70.0)), getattr(m, "PEAK", "copy"),
+                    float(getattr(m, "SECTOR_FACTOR", 1.25)), getattr(m, "RUNG", None))
 
 
 def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):

@@ -1,7 +1,7 @@
 """The layout's rules, enforced: the import-linter contracts in pyproject.toml (cli -> bench |
 inspect | teach -> core; kernels and torch_bridge import nothing from lab; nothing below the CLI
 takes rich, matplotlib or click), no import cycle anywhere (kernels included), at most 8 modules
-directly in lab/, and ctypes in one module at most."""
+directly in lab/, and ctypes in two modules at most (libcuda's, the grader's Landlock)."""
 import ast
 import pathlib
 import sys
@@ -92,4 +92,6 @@ def test_ctypes_in_one_module_at_most():
                 if any(n and n.split(".")[0] == "ctypes" for n in names):
                     users.append(str(path.relative_to(ROOT)))
                     break
-    assert len(users) <= 1, users
+    # libcuda's calls (kernels/backend.py) and the grader's Landlock system calls (lab/teach/sandbox.py:
+    # the standard library has no binding for them)
+    assert set(users) <= {"kernels/backend.py", "lab/teach/sandbox.py"}, users

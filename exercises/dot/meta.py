@@ -5,6 +5,8 @@ PREREQUISITES = ["block_sum"]
 MIRRORS = "kernels/matvec.py"
 KERNEL = "dot_kernel"
 LAUNCH = None
+PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
+PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 STATEMENT = """
 dot: out[0] = sum_i a[i] * b[i] for float32 vectors of length n. Blocks of THREADS = 64 threads:
 each thread puts a[i] * b[i] (0.0 past the end) into shared memory, the block reduces it as in

@@ -5,6 +5,8 @@ PREREQUISITES = []
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "map_kernel"
 LAUNCH = None
+PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
+PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 STATEMENT = """
 map_guard: out[i] = 2 * x[i] + 1 for every i < n, one thread per element.
 

@@ -5,6 +5,9 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/matvec.py"
 KERNEL = "matvec_row_kernel"
 LAUNCH = None
+PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
+PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+RUNG = "matvec:row_per_thread"  # the kernels/ rung timed beside it (kernel:variant)
 STATEMENT = """
 matvec_row: y = A @ x for a row-major float32 A[rows, cols] and x[cols]; thread i = cuda.grid(1)
 computes the whole dot product of row i: y[i] = sum_j A[i, j] * x[j].

@@ -5,6 +5,8 @@ PREREQUISITES = ["dot"]
 MIRRORS = "kernels/quantize.py"
 KERNEL = "minmax_kernel"
 LAUNCH = None
+PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
+PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 STATEMENT = """
 minmax: out[0] = min(x), out[1] = max(x) for float32 x[n] (the first pass of quantize). Blocks of
 THREADS = 64 threads: two shared arrays (lo, hi), a tree that keeps the min in one and the max in the

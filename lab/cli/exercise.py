@@ -1,4 +1,4 @@
-"""``lab exercise list|start|check|hint|solution|new``: thin click commands over :mod:`lab.teach`;
+"""``lab exercise list|start|check|grade|hint|solution|new``: thin click commands over :mod:`lab.teach`;
 the output is :mod:`lab.cli.views.exercise`."""
 from __future__ import annotations
 
@@ -47,16 +47,65 @@ def exercise_start(name, directory):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, help="Seconds per test (default 30 or $LAB_EXERCISE_TIMEOUT).")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the hidden tests' random inputs.")
+@click.option("--bench", is_flag=True, help="Once every test passes: time it against the reference (GPU), or "
+              "compare its sectors per warp request (simulator); exit 1 below the pass line.")
 @DIR
 @O.BACKEND
-def exercise_check(name, file, as_json, timeout, seed, directory, sim):
+def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
     """Run NAME's hidden tests on your file; exit 0 when all pass, 1 when any fails."""
     from lab.teach import workspace as E
     from lab.cli.views import exercise as V
 
-    result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed)
+    result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed,
+                     bench=bench)
     O.emit_json(result) if as_json else V.print_check(result)
-    sys.exit(0 if result["passed"] else 1)
+    fast_enough = not bench or bool(result.get("bench") and result["bench"]["passed"])
+    sys.exit(0 if result["passed"] and fast_enough else 1)
+
+
+@exercise.command("grade")
+@click.argument("submissions", type=click.Path(file_okay=False))
+@click.option("--exercises", "only", default=None, callback=O._not_empty,
+              help="Comma-separated exercises to grade (default: every one submitted).")
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Submissions checked at once (default: the CPUs).")
+@click.option("--csv", "csv_path", default=None, callback=O._not_empty, help="Also write the gradebook as CSV to FILE.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--bench", is_flag=True, help="Grade performance too (see lab exercise check --bench).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds per hidden test (default 10).")
+@click.option("--cpu-limit", "cpu_s", type=click.IntRange(min=1), default=None,
+              help="CPU seconds per submission (RLIMIT_CPU; default 120).")
+@click.option("--memory-limit", "memory_mb", type=click.IntRange(min=0), default=None,
+              help="Address space per submission in MiB, simulator only (RLIMIT_AS; default 4096; 0: none).")
+@click.option("--file-limit", "fsize_mb", type=click.IntRange(min=1), default=None,
+              help="Largest file a submission may write, MiB (RLIMIT_FSIZE; default 64).")
+@click.option("--no-landlock", is_flag=True, help="Do not confine file access with Landlock (if it gets in the "
+              "way of a GPU driver); the other limits stay.")
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the inputs (the same for everyone).")
+@O.BACKEND
+def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, cpu_s, memory_mb, fsize_mb, no_landlock,
+                   seed, sim):
+    """Grade a class: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained process.
+
+    Exit 0 when the gradebook is complete (whatever the grades), 2 on bad input."""
+    from lab.core.files import check_writable, write_atomic
+    from lab.teach import grade as G
+    from lab.teach.sandbox import Limits
+    from lab.cli.views import exercise as V
+
+    check_writable(csv_path, "gradebook CSV")
+    d = Limits()
+    limits = Limits(cpu_s if cpu_s is not None else d.cpu_s, memory_mb if memory_mb is not None else d.memory_mb,
+                    fsize_mb if fsize_mb is not None else d.fsize_mb, landlock=not no_landlock)
+    names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+    from lab.cli.views.progress import bar_unless
+
+    with bar_unless(as_json, "grading") as progress:
+        doc = G.grade(submissions, names, jobs, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed,
+                      bench, limits, progress)
+    if csv_path:
+        write_atomic(csv_path, G.to_csv(doc), "gradebook CSV")
+    O.emit_json(doc) if as_json else V.print_grade(doc, csv_path)
 
 
 @exercise.command("hint")
@@ -91,3 +140,41 @@ def exercise_new(name, title):
     from lab.teach import workspace as E
 
     click.echo(f"created {E.new(name, title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
+
+
+@exercise.command("notebook", short_help="One Jupyter notebook per exercise (%%exercise cells).")
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.option("--out", "out", default="lab-notebooks", show_default=True, callback=O._not_empty,
+              help="Folder for the notebooks (made when missing; its parent must exist).")
+def exercise_notebook(names, out):
+    """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
+    the scaffold in a %%exercise cell, hints, solution, and what the hardware did."""
+    import os
+
+    from lab.core.errors import LabError
+    from lab.core.files import check_writable, write_atomic
+    from lab.teach import notebooks as N
+    from lab.teach import workspace as E
+
+    import exercises
+
+    chosen = list(dict.fromkeys(names)) or exercises.names()
+    for n in chosen:  # every name and the folder are checked before anything is written
+        E.get(n)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise LabError(f"--out {out}: not a folder")
+    if not os.path.isdir(out):
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise LabError(f"--out {out}: folder {parent} does not exist")
+        try:
+            os.mkdir(out)
+        except OSError as e:
+            raise LabError(f"--out {out}: cannot make the folder: {e.strerror or e}") from None
+    paths = [os.path.join(out, f"{n}.ipynb") for n in chosen]
+    for p in paths:
+        check_writable(p, "notebook")
+    texts = [N.text(n) for n in chosen]  # built (and validated) before the first file is written
+    for n, p, t in zip(chosen, paths, texts):
+        write_atomic(p, t, "notebook")
+        click.echo(f"wrote {p}")

@@ -10,8 +10,14 @@ module (``numba.cuda.simulator.kernelapi.FakeCUDAModule``: ``cuda.grid``, ``thre
   wrote it first;
 * ``cuda.shared.array`` is fresh and poisoned (NaN / 0xA5…) in each block and traced: a thread that
   reads a location another thread wrote (or writes one another thread read or wrote) in the same
-  *barrier epoch* (between the same two ``cuda.syncthreads()``) is a race;
-* a kernel without ``syncthreads`` runs its threads one after another in a shuffled order (fast; any
+  *barrier epoch* (between the same two ``cuda.syncthreads()``) is a race, and so is an atomic on a
+  location another thread accessed plainly in the same epoch (atomics among themselves are ordered);
+* the warp collectives Numba's simulator lacks (``cuda.shfl_sync``, ``shfl_up_sync``,
+  ``shfl_down_sync``, ``shfl_xor_sync``, ``syncwarp``, ``all_sync``, ``any_sync``, ``ballot_sync``,
+  ``activemask``) are added: the n-th collective of a lane meets the n-th of the other lanes of its
+  warp named in the mask; a source lane that did not take part gives a poison (undefined in CUDA),
+  and lanes of the mask that return early or wait elsewhere are reported (a hang on a GPU);
+* a kernel without ``syncthreads`` or warp collectives runs its threads one after another in a shuffled order (fast; any
   order is a legal schedule for such a kernel); a kernel with barriers gets one Python thread per
   CUDA thread and a barrier that counts the live threads (threads that returned no longer count,
   as in Numba's simulator). A block whose threads passed different numbers of barriers is flagged:
@@ -103,11 +109,15 @@ class _Tracker:
         who = _who()
         with self.lock:
             if self.shared:
-                ep, w, rs = self._this_epoch(flat)
-                if w is not None and w != who[1] and not _in_atomic():
-                    self._race(flat, who, "read", w, "wrote")
+                ep, w, rs, w_atomic = self._this_epoch(flat)
+                if _in_atomic():  # an atomic's read: a race only with another thread's plain write
+                    if w is not None and w != who[1] and not w_atomic:
+                        self._race(flat, who, "atomically updated", w, "wrote")
+                    return
+                if w is not None and w != who[1]:
+                    self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote")
                 rs = rs | {who[1]}
-                self.last[flat] = (ep, w, rs)
+                self.last[flat] = (ep, w, rs, w_atomic)
             elif self.output and not _in_atomic():
                 self.readers.setdefault(flat, set()).add(who)
 
@@ -115,15 +125,16 @@ class _Tracker:
         who = _who()
         with self.lock:
             if self.shared:
-                ep, w, rs = self._this_epoch(flat)
-                if not _in_atomic():
-                    other = (w is not None and w != who[1]) and w
-                    other_r = next((r for r in rs if r != who[1]), None)
-                    if other:
-                        self._race(flat, who, "wrote", w, "also wrote")
-                    elif other_r is not None:
-                        self._race(flat, who, "wrote", other_r, "read")
-                self.last[flat] = (ep, who[1], rs)
+                ep, w, rs, w_atomic = self._this_epoch(flat)
+                atomic = _in_atomic()
+                other = w is not None and w != who[1]
+                other_r = next((r for r in rs if r != who[1]), None)
+                did = "atomically updated" if atomic else "wrote"
+                if other and not (atomic and w_atomic):  # atomics among themselves are ordered
+                    self._race(flat, who, did, w, "atomically updated" if w_atomic else "also wrote")
+                elif other_r is not None:
+                    self._race(flat, who, did, other_r, "read")
+                self.last[flat] = (ep, who[1], rs, atomic)
             elif self.output:
                 first = self.writer.setdefault(flat, who)
                 if first != who and not _in_atomic() and (who in self.readers.get(flat, ()) or
@@ -132,11 +143,12 @@ class _Tracker:
                         self.trace.global_rmw.append((self.name, self._idx(flat), first, who))
 
     def _this_epoch(self, flat):
-        """(epoch, writer thread or None, reader threads) of shared element ``flat`` in the current
-        barrier epoch: what an earlier epoch saw is forgotten (a barrier orders it)."""
-        ep, w, rs = self.last.get(flat, (-1, None, set()))
+        """(epoch, last writer thread or None, plain reader threads, whether that write was an
+        atomic) of shared element ``flat`` in the current barrier epoch: what an earlier epoch saw is
+        forgotten (a barrier orders it)."""
+        last = self.last.get(flat)
         e = _epoch()
-        return (ep, w, rs) if ep == e else (e, None, set())
+        return last if last is not None and last[0] == e else (e, None, set(), False)
 
     def _idx(self, flat):
         return list(map(int, np.unravel_index(flat, self.shape))) if self.shape else []
@@ -217,12 +229,26 @@ def traced(arr, name, trace, lock, output=False):
     return t
 
 
+class WarpError(Exception):
+    """A warp collective (shuffle, ``syncwarp``) that the lanes of its mask cannot complete."""
+
+
 class _Barrier:
-    """``cuda.syncthreads()`` for one block: waits for every *live* thread of the block."""
+    """``cuda.syncthreads()`` for one block: waits for every *live* thread of the block; and the
+    warp collectives (``cuda.shfl_*_sync``, ``cuda.syncwarp``): the n-th collective call of a lane
+    meets the n-th call of the other lanes of its warp named in the mask. A block whose live threads
+    all wait (at the barrier or at a collective) with nothing to release them is a deadlock: a lane of
+    the mask returned early or waits elsewhere (on a GPU undefined behaviour, often a hang)."""
 
     def __init__(self, n):
         self.cv = threading.Condition()
+        self.n = n
         self.live, self.waiting, self.gen, self.abort = n, 0, 0, False
+        self.in_warp = 0       # threads waiting at a warp collective
+        self.calls = {}        # (warp, call number) -> {lane: value}, the lanes that arrived
+        self.wanted = {}       # (warp, call number) of an incomplete call -> [lanes needed, lanes waiting]
+        self.exited = set()    # thread ids that returned
+        self.stuck = None      # the deadlock's message, once found
 
     def wait(self):
         with self.cv:
@@ -233,16 +259,79 @@ class _Barrier:
             if self.waiting >= self.live:
                 self._release()
             else:
+                self._check_stuck()
                 while self.gen == gen and not self.abort:
                     self.cv.wait()
             if self.abort:
                 raise _Stop()
 
-    def leave(self):
+    def collective(self, thread_id, call, mask, value):
+        """{lane: value} of the lanes of the calling warp that arrived at this call, once every lane
+        of ``mask`` (that exists in the block) did."""
+        warp, lane = divmod(thread_id, 32)
+        mask = int(mask) & 0xFFFFFFFF
+        if not (mask >> lane) & 1:
+            raise WarpError(f"lane {lane} of warp {warp} called a warp shuffle with mask {mask:#010x}, which "
+                            f"leaves out the calling lane itself: use a mask such as 0xFFFFFFFF")
+        need = {k for k in range(32) if (mask >> k) & 1 and warp * 32 + k < self.n}
+        key = (warp, call)
+        with self.cv:
+            if self.abort:
+                raise self._why()
+            got = self.calls.setdefault(key, {})
+            got[lane] = value
+            wanted = self.wanted.setdefault(key, [set(), 0])  # [lanes waited for, lanes waiting]
+            wanted[0] |= need
+            if wanted[0] <= set(got):  # complete: the waiting lanes stop counting as blocked now
+                self.in_warp -= wanted[1]
+                del self.wanted[key]
+                self.cv.notify_all()
+                return got
+            wanted[1] += 1
+            self.in_warp += 1
+            self._check_stuck()
+            while key in self.wanted and not self.abort:
+                self.cv.wait()
+            if key in self.wanted:
+                raise self._why()
+            return got
+
+    def _why(self):
+        return WarpError(self.stuck) if self.stuck else _Stop()
+
+    def _check_stuck(self):
+        """Called under the lock when a thread is about to wait or has returned: when every live
+        thread waits, none can release another: stop the block, naming the lanes a shuffle waits for."""
+        if not self.live or self.waiting + self.in_warp < self.live:
+            return
+        if self.stuck is None:
+            self.stuck = ("every thread of the block waits (at a cuda.syncthreads() or a warp shuffle) and "
+                          "none can go on")
+            for (warp, call), (need, _) in sorted(self.wanted.items()):
+                lanes = sorted(need - set(self.calls[(warp, call)]))
+                if not lanes:
+                    continue
+                gone = all(warp * 32 + m in self.exited for m in lanes)
+                where = ("returned before it" if gone else
+                         "wait elsewhere (at a cuda.syncthreads() or another shuffle)")
+                self.stuck = (f"lane{'s' if len(lanes) > 1 else ''} {_ranges_text(lanes)} of warp {warp} never "
+                              f"reached the warp shuffle "
+                              f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "
+                              f"{where}: every lane named in the mask must make the same shuffle calls "
+                              f"(threads past the end of the data should shuffle 0 rather than return)")
+                break
+        self.abort = True
+        self.cv.notify_all()
+
+    def leave(self, thread_id=None):
         with self.cv:
             self.live -= 1
+            if thread_id is not None:
+                self.exited.add(thread_id)
             if self.waiting and self.waiting >= self.live:
                 self._release()
+            elif self.in_warp:
+                self._check_stuck()
 
     def stop(self):
         with self.cv:
@@ -255,6 +344,20 @@ class _Barrier:
         self.cv.notify_all()
 
 
+def _ranges_text(values):
+    runs, start, prev = [], None, None
+    for v in values:
+        if start is None:
+            start = prev = v
+        elif v == prev + 1:
+            prev = v
+        else:
+            runs.append((start, prev))
+            start = prev = v
+    runs.append((start, prev))
+    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+
+
 class _CudaThread(threading.Thread):
     def __init__(self, fn, args, block_idx, thread_idx, block_dim, barrier, errors):
         super().__init__(daemon=True)
@@ -264,10 +367,17 @@ class _CudaThread(threading.Thread):
         self.blockIdx, self.threadIdx = Dim3(*block_idx), Dim3(*thread_idx)
         self.thread_id = thread_idx[0] + block_dim[0] * (thread_idx[1] + block_dim[1] * thread_idx[2])
         self.lab_epoch = 0
+        self.lab_warp_calls = 0
 
     def syncthreads(self):
         self.barrier.wait()
         self.lab_epoch += 1
+
+    def warp_collective(self, mask, value):
+        """{lane: value} of this warp's lanes at this thread's next warp collective."""
+        call = self.lab_warp_calls
+        self.lab_warp_calls += 1
+        return self.barrier.collective(self.thread_id, call, mask, value)
 
     def run(self):
         try:
@@ -278,7 +388,65 @@ class _CudaThread(threading.Thread):
             self.errors.append((e, tuple(self.blockIdx), tuple(self.threadIdx)))
             self.barrier.stop()
         finally:
-            self.barrier.leave()
+            self.barrier.leave(self.thread_id)
+
+
+def _undefined(value):
+    """What a shuffle returns from a lane that did not take part (undefined in CUDA): a poison."""
+    if isinstance(value, (float, np.floating)):
+        return type(value)(np.nan)
+    if isinstance(value, np.integer):
+        return np.array(poisoned((), value.dtype)).astype(value.dtype)[()]
+    if isinstance(value, (bool, np.bool_)):
+        return value
+    return 0x5A5A5A5A
+
+
+def _lane_op(src_of):
+    """A ``cuda.shfl_*_sync(mask, value, arg)``: the value of lane ``src_of(lane, arg)`` (None: the
+    caller's own value, as CUDA defines for a source outside the warp)."""
+    def shfl(mask, value, arg):
+        me = threading.current_thread()
+        got = me.warp_collective(mask, value)
+        src = src_of(me.thread_id % 32, int(arg))
+        if src is None:
+            return value
+        return got[src] if src in got else _undefined(value)
+    return shfl
+
+
+WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activemask")
+
+
+def _install_warp_ops(mod, n_threads):
+    """The warp collectives Numba's simulator lacks (CUDA C++ Programming Guide, "Warp Shuffle
+    Functions", "Warp Vote Functions", "Synchronization Functions"), on a FakeCUDAModule: the 32-lane
+    width (numba-cuda's shuffles take no width), every lane of the mask must call them."""
+    mod.shfl_sync = _lane_op(lambda lane, src: src % 32)
+    mod.shfl_up_sync = _lane_op(lambda lane, d: lane - d if lane - d >= 0 else None)
+    mod.shfl_down_sync = _lane_op(lambda lane, d: lane + d if lane + d < 32 else None)
+    mod.shfl_xor_sync = _lane_op(lambda lane, m: lane ^ m if (lane ^ m) < 32 else None)
+
+    def syncwarp(mask=0xFFFFFFFF):
+        threading.current_thread().warp_collective(mask, None)
+
+    def vote(combine):
+        def op(mask, predicate):
+            got = threading.current_thread().warp_collective(mask, bool(predicate))
+            return combine(got)
+        return op
+
+    def activemask():
+        me = threading.current_thread()
+        warp = me.thread_id // 32
+        gone = me.barrier.exited
+        return sum(1 << k for k in range(32) if warp * 32 + k < n_threads and warp * 32 + k not in gone)
+
+    mod.syncwarp = syncwarp
+    mod.all_sync = vote(lambda got: all(got.values()))
+    mod.any_sync = vote(lambda got: any(got.values()))
+    mod.ballot_sync = vote(lambda got: sum(1 << k for k, v in got.items() if v))
+    mod.activemask = activemask
 
 
 class KernelError(Exception):
@@ -313,7 +481,8 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     if uses_barriers is None:
         import inspect
         try:
-            uses_barriers = "syncthreads" in inspect.getsource(inspect.getmodule(fn))
+            src = inspect.getsource(inspect.getmodule(fn))
+            uses_barriers = any(w in src for w in ("syncthreads",) + WARP_OPS)
         except (OSError, TypeError):
             uses_barriers = True
     trace.threaded = uses_barriers
@@ -327,6 +496,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
             mod = FakeCUDAModule(grid3, block3, 0)
             mod._shared = _Shared(trace, lock)
             mod._atomic = _Atomic(mod._atomic)
+            _install_warp_ops(mod, int(np.prod(block3)))
             simkernel._kernel_context = mod
             threads = [t[::-1] for t in np.ndindex(*block3[::-1])]
             order = rng.permutation(len(threads))

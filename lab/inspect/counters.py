@@ -16,9 +16,12 @@ Engines (the document's ``tool``):
     kernel, the L2 flush) never run inside a range, and any kernel whose name is the timer's is
     dropped as well. A contender that launches several kernels (split-K, two-pass quantize,
     cuBLAS, torch) gets the sum over its kernels (averages weighted by each kernel's duration).
-    ncu runs twice: first the DRAM bytes and the L2 hit rate, with ``--cache-control none`` so the
-    call's kernels share L2 as they do in ``lab run`` (one pass: no replay can warm L2 for itself),
-    then everything else with ncu's per-kernel replay and its default cache flush.
+    ncu runs twice: first the DRAM bytes alone, with ``--cache-control none`` so the call's kernels
+    share L2 as they do in ``lab run`` (one pass: no replay can warm L2 for itself), then everything
+    else, the L2 hit rate included, with ncu's per-kernel replay and its default cache flush. The
+    first run collects nothing else: with ``lts__t_sector_hit_rate.pct`` beside the DRAM bytes, what
+    one kernel left in L2 was lost to the next (H100, 2026-11-23: quantize's l2_tail_first then read
+    536.94 MB like block_partials; alone, 511.23 MB against 536.94 MB).
 ``simulator``
     Numba's CUDA simulator with :class:`lab.core.trace.SectorTracer`: sectors per request and
     bytes touched from the recorded addresses of every warp's loads and stores, at small sizes.
@@ -91,8 +94,7 @@ TIMER_KERNELS = re.compile(r"block_until_released|_flush_l2|timing\W+\w*(flush|s
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
 STALLS = f"regex:^{STALL_PREFIX}[a-z_]+{re.escape(STALL_SUFFIX)}$"
 # phase 1: the call as lab run times it (L2 flushed before the call, kept between its kernels)
-DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_sector_hit_rate.pct",
-                "gpu__time_duration.sum"]
+DRAM_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"]
 # phase 2: per-kernel replay, caches flushed before each kernel (ncu's default)
 DETAIL_METRICS = ["gpu__time_duration.sum",
                   "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum",
@@ -101,13 +103,13 @@ DETAIL_METRICS = ["gpu__time_duration.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
                   "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
                   "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
-                  "lts__t_sectors_srcunit_tex_op_read.sum",
+                  "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sector_hit_rate.pct",
                   "sm__warps_active.avg.pct_of_peak_sustained_active", "sm__maximum_warps_per_active_cycle_pct",
                   "dram__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                   STALLS]
 PHASES = (("dram", DRAM_METRICS, "none"), ("detail", DETAIL_METRICS, "all"))
 # lab run --counters: its two columns only (DRAM bytes ratio, sectors per load request), fewer replays
-RUN_PHASES = (("dram", DRAM_METRICS[:2] + ["gpu__time_duration.sum"], "none"),
+RUN_PHASES = (("dram", DRAM_METRICS, "none"),
               ("detail", ["gpu__time_duration.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
                           "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"], "all"))
 # CUPTI PM sampling: counters summed over the samples of one call (the chip may lack the l1tex pair there)
@@ -317,7 +319,7 @@ def aggregate(dram: list[dict], detail: list[dict]) -> dict:
         "ideal_sectors_per_request": (_ratio(ld_sectors, ld_requests) * min(eff, 100.0) / 100
                                       if eff is not None and ld_requests else None),
         "load_sectors": ld_sectors, "load_requests": ld_requests,
-        "l2_hit_pct": _weighted(dram, "lts__t_sector_hit_rate.pct"),
+        "l2_hit_pct": _weighted(detail, "lts__t_sector_hit_rate.pct"),
         "l2_read_bytes": None if l2_read is None else 32 * l2_read,
         "bank_conflicts": conflicts, "bank_conflicts_load": conf_ld, "bank_conflicts_store": conf_st,
         "shared_instructions": shared,
@@ -449,7 +451,7 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
              lean: bool = False) -> dict:
     """The ``lab counters --json`` document (docs/schemas/counters.json); LabError on bad input or
     when no engine can run here (one line: the reason and the fix). ``phases`` (ncu only): "dram"
-    (DRAM bytes, L2 hit rate) and/or "detail" (everything else); the other's values are null.
+    (DRAM bytes) and/or "detail" (everything else, the L2 hit rate included); the other's values are null.
     ``tool`` (on a GPU): "auto" (ncu, else CUPTI), "ncu" or "cupti" (:func:`find_engine`). ``lean``
     (ncu): only what ``lab run --counters`` shows (:data:`RUN_PHASES`)."""
     simulator = backend == "simulator"
@@ -605,7 +607,7 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
                     row["dram_bytes_ratio"] = (row["dram_read_bytes"] + (row["dram_write_bytes"] or 0)) / min_bytes
         rows.append(row)
     version = _ncu_version(ncu)
-    notes.insert(0, "one call per contender after warm-up, L2 flushed before it; DRAM bytes and L2 hit rate with the "
+    notes.insert(0, "one call per contender after warm-up, L2 flushed before it; DRAM bytes with the "
                     "call's kernels sharing L2 (ncu --cache-control none), everything else per kernel (ncu's "
                     "replay, caches flushed); several kernels: summed, averages weighted by duration")
     return {"device": result["device"], "tool": "ncu", "engine": f"Nsight Compute {version} ({ncu})".replace("  ", " "),

@@ -54,7 +54,36 @@ def _bad(out64, ref, tol):
 
 
 class Failed(Exception):
-    """A test failed with a message for the student."""
+    """A test failed with a message for the student; ``map``: who wrote each element of the output
+    (:func:`_writers_map`), for indexing failures in the simulator."""
+
+    def __init__(self, message, map=None):
+        super().__init__(message)
+        self.map = map
+
+
+MAP_ENV = "LAB_CHECK_MAP"  # "1": a failing test's entry carries "map" (the notebook draws it; the CLI never asks)
+MAP_LIMIT = 1 << 16  # elements: a larger output's map is not sent
+
+
+def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
+    """Which block and thread first wrote each element of output ``name`` (the simulator's record):
+    {"output", "shape", "grid", "block", "block_of", "thread_of"} with linear block and thread ids
+    (x fastest, as lab grid's map), -1 where nothing was written. None for a scalar or a large output."""
+    size = int(np.prod(shape)) if shape else 1
+    if not shape or size > MAP_LIMIT:
+        return None
+    g = tuple(grid) + (1,) * (3 - len(tuple(grid))) if not isinstance(grid, (int, np.integer)) else (int(grid), 1, 1)
+    b = tuple(block) + (1,) * (3 - len(tuple(block))) if not isinstance(block, (int, np.integer)) else (int(block), 1, 1)
+    block_of = np.full(size, -1, dtype=np.int64)
+    thread_of = np.full(size, -1, dtype=np.int64)
+    for flat, (who_b, who_t) in writer.items():
+        if 0 <= flat < size:
+            wb, wt = tuple(who_b) + (0,) * 3, tuple(who_t) + (0,) * 3
+            block_of[flat] = wb[0] + g[0] * (wb[1] + g[1] * wb[2])
+            thread_of[flat] = wt[0] + b[0] * (wt[1] + b[1] * wt[2])
+    return {"output": name, "shape": list(shape), "grid": [int(x) for x in g], "block": [int(x) for x in b],
+            "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
 
 
 # --- Loading the student's file ---------------------------------------------------------------------
@@ -303,7 +332,8 @@ def run_case(mod, ex, case, backend, rng, path):
         else:
             unwritten = np.asarray(runs[1][0][k]) != out
         if unwritten.any():
-            raise Failed(_unwritten_message(onames[k], unwritten, grid, block))
+            raise Failed(_unwritten_message(onames[k], unwritten, grid, block),
+                         writers and _writers_map(onames[k], writers[k], out.shape, grid, block))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
@@ -338,7 +368,8 @@ def run_case(mod, ex, case, backend, rng, path):
                 extra = "it holds the value of the transposed position: row and column swapped?"
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
-        raise Failed(msg + (f". Hint: {extra}" if extra else ""))
+        raise Failed(msg + (f". Hint: {extra}" if extra else ""),
+                     writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
 
 
@@ -442,6 +473,8 @@ def run_all(name, path, backend, seed, emit=lambda obj: None):
             result = {"name": case.name, "passed": True, "message": run_case(mod, ex, case, backend, rng, path)}
         except Failed as e:
             result = {"name": case.name, "passed": False, "message": str(e)}
+            if e.map and os.environ.get(MAP_ENV) == "1":
+                result["map"] = e.map
         except Exception as e:  # noqa: BLE001 - the student's code misbehaved in a way we did not foresee
             result = {"name": case.name, "passed": False, "message": f"raised {_one_line(e)}{_where(e, path)}"}
         emit(result)

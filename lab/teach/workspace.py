@@ -132,13 +132,14 @@ def statement(name: str) -> str:
 
 
 def check(name: str, file=None, directory=None, backend: str = "auto", timeout: float | None = None,
-          seed: int | None = None) -> dict:
+          seed: int | None = None, bench: bool = False) -> dict:
     """Run NAME's hidden tests on ``file`` (default: DIR/NAME.py) in a child process.
 
     backend: "auto" (a GPU when one is usable, else the simulator), "sim" or "gpu".
     timeout: seconds per test (default 30, or LAB_EXERCISE_TIMEOUT).
     Returns {"schema_version", "exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}
-    (+ "notes"). With backend "gpu" (``--gpu``) the tests also run under compute-sanitizer (racecheck,
+    (+ "notes"; with ``bench``, "bench": :mod:`lab.teach.bench`'s document, or null when a test failed).
+    With backend "gpu" (``--gpu``) the tests also run under compute-sanitizer (racecheck,
     memcheck, synccheck: one entry each, "GPU racecheck" ...), or a note says these were not available.
     LabError for an unknown exercise, a missing file or an unusable backend.
     """
@@ -153,7 +154,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     chosen = choose(backend)  # the child process selects it (lab.teach.checker.main)
     timeout = float(timeout or os.environ.get("LAB_EXERCISE_TIMEOUT") or DEFAULT_TIMEOUT_S)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
-    tests = _run_child(ex.name, path, chosen, seed, timeout)
+    extra: dict = {}
+    tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, extra=extra)
     notes: list[str] = []
     if backend == "gpu":  # --gpu: the hidden tests once more under compute-sanitizer, reports at your lines
         extra, notes = _gpu_diagnoses(ex.name, path, seed, timeout)
@@ -168,6 +170,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
               "backend": chosen, "seed": seed}
     if notes:
         result["notes"] = notes
+    if bench:
+        result["bench"] = extra.get("bench")
     return result
 
 
@@ -203,7 +207,7 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
             notes.append(f"{tool}: compute-sanitizer wrote no report (it did not start?): not checked")
             continue
         found = san.parse_report(text, tool)
-        reports = [r for r in found if r.file and os.path.realpath(r.file) == mine]
+        reports = [r for r in found if _in_student_file(r, mine, name)]
         nowhere = [r for r in found if not r.file]  # no file:line at all (no line info): still a finding
         if reports:
             hazards = sum(r.count for r in reports)
@@ -217,18 +221,52 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
     return tests, notes
 
 
-def _run_child(name, path, backend, seed, timeout, wrap=(), env=None) -> list[dict]:
+def _in_student_file(report, mine: str, name: str) -> bool:
+    """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
+    a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
+    2026-11-23, for the checker's student module); a base name counts only in a kernel of the
+    student's module (``student_NAME::``, :func:`lab.teach.checker.load`), not in a lab kernel
+    whose file happens to have the same name."""
+    if not report.file:
+        return False
+    if os.path.isabs(report.file):
+        return os.path.realpath(report.file) == mine
+    return (os.path.basename(report.file) == os.path.basename(mine)
+            and (report.kernel or "").startswith(f"student_{name}::"))
+
+
+BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
+
+
+def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
+               extra=None) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
-    ``env``: extra environment variables."""
+    ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
+    every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
+    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.sandbox`). ``extra`` (a dict), when
+    given, receives "bench" (the benchmark's document, or None), "violations" (what the sandbox
+    stopped) and "returncode"."""
     from lab.core.session import child_env
 
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
-    fd, progress = tempfile.mkstemp(prefix="lab-check-", suffix=".jsonl")
-    os.close(fd)
+    private = None
+    if sandbox is not None:
+        from lab.teach import sandbox as S
+
+        private, path, env = S.prepare(path, env)
+        progress = os.path.join(private, ".lab-progress.jsonl")
+        open(progress, "w").close()
+        module = ["lab.teach.sandbox", sandbox.to_arg()]
+    else:
+        fd, progress = tempfile.mkstemp(prefix="lab-check-", suffix=".jsonl")
+        os.close(fd)
+        module = ["lab.teach.bench" if bench else "lab.teach.checker"]
     errf = tempfile.TemporaryFile()
-    cmd = [*wrap, sys.executable, "-m", "lab.teach.checker", name, str(path.resolve()), backend, str(seed), progress]
+    cmd = [*wrap, sys.executable, "-m", *module, name, str(path.resolve()), backend, str(seed), progress,
+           *(["--bench"] if bench else [])]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                            start_new_session=True)
+                            start_new_session=True, cwd=private)
+    bench_doc, violations, child_notes, ready = None, [], [], False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, lines_seen, planned = [], None, time.monotonic(), 0, []
     try:
@@ -245,14 +283,27 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None) -> list[di
                     current, since = obj["start"], time.monotonic()
                 elif "loaded" in obj:
                     planned = obj["loaded"]
-                else:
+                elif "bench" in obj:
+                    bench_doc, current = obj["bench"], None
+                elif "violation" in obj:
+                    violations.append(obj["violation"])
+                elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
+                    ready, since = True, time.monotonic()
+                elif "note" in obj:
+                    child_notes.append(obj["note"])
+                elif "name" in obj:
                     tests.append(obj)
                     current = None
             if done:
                 break
-            limit = timeout + (startup if current == "load" or current is None and not tests else 0)
+            limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
+            if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
+                limit = max(limit, BENCH_TIMEOUT_S)
             if time.monotonic() - since > limit:
                 _kill(proc)
+                if current == "bench":
+                    bench_doc, current = _bench_failed(f"the benchmark timed out after {limit:.0f} s"), None
+                    break
                 what = "loading your file" if current in (None, "load") else "this test"
                 tests.append({"name": current or "load", "passed": False,
                               "message": f"timed out after {limit:.0f} s while running {what}: an infinite "
@@ -263,7 +314,14 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None) -> list[di
     finally:
         if proc.poll() is None:
             _kill(proc)
-        os.unlink(progress)
+        elif _kill_group(proc):  # the child exited but left processes behind: it forked
+            violations.append("left processes running after it exited (it forked); they were killed")
+        if private:
+            shutil.rmtree(private, ignore_errors=True)
+        else:
+            os.unlink(progress)
+    if current == "bench":  # the process died while benchmarking
+        bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
     if current not in (None, "load") and not any(t["name"] == current for t in tests):
         errf.seek(0)
         last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
@@ -280,7 +338,15 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None) -> list[di
         if n not in done_names:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
     errf.close()
+    if extra is not None:
+        extra.update(bench=bench_doc, violations=violations, returncode=proc.returncode, notes=child_notes)
     return tests
+
+
+def _bench_failed(message: str) -> dict:
+    """The bench document of a benchmark that never reported (timed out, or its process died)."""
+    return {"student_ms": None, "reference_ms": None, "pct_of_reference": None, "pct_of_peak": None,
+            "passed": False, "message": message, "notes": []}
 
 
 def _kill(proc):
@@ -291,6 +357,15 @@ def _kill(proc):
     proc.wait()
 
 
+def _kill_group(proc) -> bool:
+    """Kill what is left of the (exited) child's process group; True when something was left."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
 # --- Instructors --------------------------------------------------------------------------------------
 _META = '''"""{name}: metadata, statement and hints (shown to students)."""
 TITLE = "{title}"
@@ -299,6 +374,8 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/vecadd.py"  # the kernels/ module this exercise mirrors, or "-"
 KERNEL = "{name}_kernel"        # the kernel's name in the student's file
 LAUNCH = None                   # or "launch" when the student writes the launch math too
+PASS_PCT_OF_REFERENCE = 70      # lab exercise check --bench: at least this % of the reference's speed
+PEAK = "copy"                   # or "fp32" for a compute-bound kernel (then give bench.py a flops(case))
 STATEMENT = """
 TODO: what to compute (shapes, dtypes), the launch configuration, the pitfalls.
 """

@@ -152,8 +152,13 @@ def test_exercise_list_and_check(tmp_path):
     assert "vecadd" in [r["name"] for r in rows]
     solution = exercises.load("vecadd").solution
     doc = validated("exercise-check.json", "exercise", "check", "vecadd", "--file", str(solution), "--json",
-                  "--sim", "--dir", ws)
-    assert doc["passed"] is True
+                  "--sim", "--dir", ws, "--bench")
+    assert doc["passed"] is True and doc["bench"]["passed"] and doc["bench"]["sectors"]["student"] > 0
+    sub = tmp_path / "class" / "alice"
+    sub.mkdir(parents=True)
+    (sub / "vecadd.py").write_text(solution.read_text())
+    doc = validated("exercise-grade.json", "exercise", "grade", str(sub.parent), "--json", "--sim", "--jobs", "1")
+    assert doc["rows"][0]["status"] == "passed"
 
 
 def test_a_document_that_breaks_the_contract_is_caught(run_file):

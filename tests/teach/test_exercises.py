@@ -26,11 +26,12 @@ def _run(name, path):
     return run_all(name, str(path), BACKEND, seed=int.from_bytes(os.urandom(4), "little"))
 
 
-def test_the_twelve_in_order():
+def test_the_seventeen_in_order():
     assert exercises.ORDER == ["map_guard", "vecadd", "matrix_add_2d", "strided_index", "matvec_row",
                                "matvec_coalesced", "block_sum", "dot", "minmax", "tiled_matmul",
-                               "softmax_fused", "quantize"]
-    assert NAMES[:12] == exercises.ORDER
+                               "softmax_fused", "quantize",
+                               "transpose_shared", "warp_reduce", "histogram", "prefix_sum", "conv1d"]
+    assert NAMES[:17] == exercises.ORDER
     for n in NAMES:
         ex = exercises.load(n)
         assert ex.hints and ex.statement and 1 <= ex.difficulty <= 5
@@ -92,6 +93,56 @@ MUTANTS = [
     ("softmax_fused", "max read after the sum overwrote it", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")], "race", False),
     ("quantize", "truncating", [("q[i] = round(min(max(v, 0.0), 255.0))", "q[i] = int(min(max(v, 0.0), 255.0))")], "expected", True),
     ("quantize", "no clamp", [("q[i] = round(min(max(v, 0.0), 255.0))", "q[i] = min(round(v), 255)")], "", True),
+    # transpose_shared (the tile without its +1 padding is NOT a mutant: bank conflicts cost speed only)
+    ("transpose_shared", "missing syncthreads", [("    cuda.syncthreads()  # the whole tile", "    pass  # the whole tile")], "race", False),
+    ("transpose_shared", "loads not guarded", [("        if y + j < rows and x < cols:\n            tile[ty + j, tx] = A[y + j, x]",
+                                                "        tile[ty + j, tx] = A[y + j, x]")], "out of bounds", False),
+    ("transpose_shared", "store guarded with A's shape", [("if y + j < cols and x < rows:", "if y + j < rows and x < cols:")], "", True),
+    ("transpose_shared", "blocks not swapped for the store",
+     [("x = cuda.blockIdx.y * TILE + tx  # a column of out", "x = cuda.blockIdx.x * TILE + tx  # a column of out"),
+      ("y = cuda.blockIdx.x * TILE + ty  # a row of out", "y = cuda.blockIdx.y * TILE + ty  # a row of out")], "", True),
+    ("transpose_shared", "tile read row-wise", [("out[y + j, x] = tile[tx, ty + j]", "out[y + j, x] = tile[ty + j, tx]")], "", True),
+    # warp_reduce
+    ("warp_reduce", "shuffles start at offset 8", [("    offset = 16\n    while", "    offset = 8\n    while")], "lanes 0..15", True),
+    ("warp_reduce", "early return past the end", [("    i = cuda.grid(1)\n", "    i = cuda.grid(1)\n    if i >= x.shape[0]:\n        return\n")],
+     "never reached the warp shuffle", False),
+    ("warp_reduce", "missing syncthreads", [("    cuda.syncthreads()  # every warp's sum", "    pass  # every warp's sum")], "race", False),
+    ("warp_reduce", "warps' sums never combined", [("    if warp == 0:\n        v = warp_sums[lane] if lane < WARPS else float32(0.0)\n"
+                                                    "        offset = 16\n        while offset > 0:\n"
+                                                    "            v += cuda.shfl_down_sync(FULL_MASK, v, offset)\n"
+                                                    "            offset //= 2\n        if lane == 0:",
+                                                    "    if t == 0:\n        if t == 0:")], "warp 0's values only", True),
+    ("warp_reduce", "second stage reads past the slots", [("v = warp_sums[lane] if lane < WARPS else float32(0.0)", "v = warp_sums[lane]")],
+     "out of bounds", False),
+    # histogram
+    ("histogram", "shared count without an atomic", [("cuda.atomic.add(local, x[i], 1)", "local[x[i]] += 1")], "race", False),
+    ("histogram", "global merge without an atomic", [("cuda.atomic.add(hist, b, local[b])", "hist[b] += local[b]")], "without an atomic", False),
+    ("histogram", "missing syncthreads after zeroing", [("    cuda.syncthreads()  # every bin is zero", "    pass  # every bin is zero")], "race", False),
+    ("histogram", "missing syncthreads before the merge", [("    cuda.syncthreads()  # every count", "    pass  # every count")], "race", False),
+    ("histogram", "one bin a thread", [("    for b in range(t, BINS, THREADS):\n        local[b] = 0", "    local[t] = 0"),
+                                       ("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
+                                        "    cuda.atomic.add(hist, t, local[t])")], "two bins", True),
+    ("histogram", "no grid-stride loop", [("for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):", "for i in range(cuda.grid(1), min(cuda.grid(1) + 1, x.shape[0])):")],
+     "grid-stride loop", True),
+    # prefix_sum
+    ("prefix_sum", "in-place step without the middle barrier", [("        cuda.syncthreads()  # everyone has read", "        pass  # everyone has read")], "race", False),
+    ("prefix_sum", "offset includes its own block", [("range(cuda.blockIdx.x):", "range(cuda.blockIdx.x + 1):")], "own total", True),
+    ("prefix_sum", "no block offset", [("out[i] = temp[t] + offset[0]", "out[i] = temp[t]")], "starts again from 0", True),
+    ("prefix_sum", "exclusive scan", [("out[i] = temp[t] + offset[0]", "out[i] = temp[t] + offset[0] - x[i]")], "exclusive", True),
+    ("prefix_sum", "offset read before it is written", [("    cuda.syncthreads()  # the offset is in", "    pass  # the offset is in")], "race", False),
+    ("prefix_sum", "store not guarded", [("    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]", "    out[i] = temp[t] + offset[0]")],
+     "out of bounds", True),
+    # conv1d
+    ("conv1d", "halo cells never loaded", [("    if t < R:  # the halo cells", "    if t < 0:  # the halo cells")], "", False),
+    ("conv1d", "halo cells zeroed, not loaded", [("x[left] if left >= 0 and left < n else float32(0.0)", "float32(0.0)"),
+                                                 ("x[right] if right < n else float32(0.0)", "float32(0.0)")], "halo cells", True),
+    ("conv1d", "right halo from the wrong place", [("right = i + THREADS", "right = i + R")], "halo cells", True),
+    ("conv1d", "missing syncthreads", [("    cuda.syncthreads()  # the tile and its halo", "    pass  # the tile and its halo")], "race", False),
+    ("conv1d", "no zero padding at the left end", [("x[left] if left >= 0 and left < n else float32(0.0)", "x[left] if left < n else float32(0.0)")],
+     "out of bounds", False),
+    ("conv1d", "flipped filter", [("acc += w[k] * tile[t + k]", "acc += w[K - 1 - k] * tile[t + k]")], "flipped", True),
+    ("conv1d", "early return past the end", [("    n = x.shape[0]\n", "    n = x.shape[0]\n    if i >= n:\n        return\n")],
+     "reached the same cuda.syncthreads()", False),
 ]
 
 
@@ -107,8 +158,49 @@ def test_mutant_is_caught(tmp_path, name, label, subs, phrase, on_gpu):
         assert "Traceback" not in r["message"] and "def cases" not in r["message"]
 
 
+# Right kernels written differently from the solution: each must pass (no false alarm).
+# (exercise, label, [(old, new) substitutions in solution.py])
+RIGHT = [
+    ("transpose_shared", "no padding (bank conflicts cost speed, not correctness)", [("(TILE, PADDED)", "(TILE, TILE)")]),
+    ("warp_reduce", "xor butterfly (every lane gets the sum)", [("cuda.shfl_down_sync(FULL_MASK, v, offset)", "cuda.shfl_xor_sync(FULL_MASK, v, offset)")]),
+    ("histogram", "merge skips empty bins", [("        cuda.atomic.add(hist, b, local[b])", "        if local[b] > 0:\n            cuda.atomic.add(hist, b, local[b])")]),
+    ("conv1d", "tile and halo loaded by one strided loop",
+     [("    tile[t + R] = x[i] if i < n else float32(0.0)\n    if t < R:  # the halo cells: R on the left, R on the right\n"
+       "        left = i - R\n        tile[t] = x[left] if left >= 0 and left < n else float32(0.0)\n"
+       "        right = i + THREADS\n        tile[t + THREADS + R] = x[right] if right < n else float32(0.0)\n",
+       "    for j in range(t, WIDTH, THREADS):\n        src = cuda.blockIdx.x * THREADS - R + j\n"
+       "        tile[j] = x[src] if 0 <= src < n else float32(0.0)\n")]),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,label,subs", [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in RIGHT])
+def test_right_variant_passes(tmp_path, name, label, subs):
+    results = _run(name, mutated_solution(tmp_path, name, subs))
+    assert all(r["passed"] for r in results), results
+
+
 def test_every_exercise_has_mutants():
-    assert {m[0] for m in MUTANTS} >= set(exercises.ORDER)
+    assert {m[0] for m in MUTANTS} >= set(NAMES)
+
+
+def test_mirrors_names_a_kernel_or_nothing():
+    """MIRRORS is "-" or kernels/NAME.py of a kernel the lab runs (lab counters NAME, the notebook's cell)."""
+    import kernels
+
+    for name in NAMES:
+        m = exercises.load(name).mirrors
+        assert m == "-" or (m.startswith("kernels/") and m.endswith(".py")
+                            and m[len("kernels/"):-3] in kernels.NAMES), (name, m)
+
+
+def test_the_five_newer_exercises_carry_a_performance_pass_line():
+    """Issue 20: the five newer exercises set the --bench pass line and the peak it is measured against."""
+    import importlib
+
+    for name in exercises.ORDER[12:]:
+        m = importlib.import_module(f"exercises.{name}.meta")
+        assert 0 < m.PASS_PCT_OF_REFERENCE <= 100 and m.PEAK in ("copy", "fp32"), name
 
 
 # --- The CLI and containment (through the child process) ---------------------------------------------

@@ -35,8 +35,8 @@ def print_started(path, statement, kept: bool = False) -> None:
     print(path)
 
 
-def print_check(result) -> None:
-    _out = _console()
+def print_check(result, out: Console | None = None) -> None:
+    _out = out or _console()
     where = "the CUDA simulator" if result["backend"] == "simulator" else "the GPU"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
     from rich.table import Table
@@ -53,12 +53,60 @@ def print_check(result) -> None:
     n_ok = sum(t["passed"] for t in result["tests"])
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
     _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
+    if "bench" in result:
+        print_bench(result)
 
 
-def print_hint(name, k, n, text, new: bool = True) -> None:
-    _out = _console()
+def print_hint(name, k, n, text, new: bool = True, out: Console | None = None) -> None:
+    _out = out or _console()
     if new:
         _out.print(f"Hint {k}/{n} for {name}: {escape(text)}")
         return
     _out.print(f"No more hints for {name}: you have seen all {plural(n, 'hint')}. The last one again: {escape(text)}")
     _out.print(f"[dim]The reference solution: lab exercise solution {name}[/]")
+
+
+def _bench_line(b) -> str:
+    """One line for a bench document (lab.teach.bench)."""
+    if b is None:
+        return "not benchmarked: a hidden test failed (every test must pass first)"
+    verdict = "PASS" if b["passed"] else "FAIL"
+    extra = ""
+    if b.get("rung_ms") is not None:
+        extra = f"; kernels/ rung {b['rung']}: {b['rung_ms']:.4g} ms"
+    return f"{verdict} {b.get('message') or ''}{extra}"
+
+
+def print_bench(result) -> None:
+    _out = _console()
+    b = result.get("bench")
+    what = "performance on the GPU" if result["backend"] == "gpu" else "coalescing in the simulator"
+    _out.print(f"Bench ({what}): {escape(_bench_line(b))}")
+    if b and b.get("pass_line"):
+        _out.print(f"  [dim]pass line: {escape(b['pass_line'])}[/dim]")
+    for note in (b or {}).get("notes") or []:
+        _out.print(f"  [dim]{escape(note)}[/dim]")
+
+
+def print_grade(doc, csv_path=None) -> None:
+    """The gradebook: one row per (student, exercise), the reason wrapped; then the summary."""
+    _out = _console()
+    mark = {"passed": "green", "failed": "red", "missing": "dim"}
+    cols = [Col("student", lambda r: r["student"], 100, left=True, wrap=True),
+            Col("exercise", lambda r: r["exercise"], 100, left=True, wrap=True),
+            Col("tests", lambda r: f"{r['tests_passed']}/{r['tests_total']}", 90),
+            Col("grade", lambda r: r["status"], 100, left=True, style=mark.get),
+            Col("bench", lambda r: None if not doc["bench"] or r["bench"] is None else
+                ("pass" if r["bench"]["passed"] else "fail"), 60, left=True),
+            Col("reason", lambda r: r["reason"] or "-", 80, left=True, wrap=True)]
+    where = "the CUDA simulator" if doc["backend"] == "simulator" else "the GPU"
+    show(cols, doc["rows"], _out, title=f"Gradebook: {escape(doc['folder'])} on {where} (seed {doc['seed']})")
+    s = doc["summary"]
+    _out.print(f"{plural(s['students'], 'student')} x {plural(s['exercises'], 'exercise')}: {s['passed']} passed, "
+               f"{s['failed']} failed, {s['missing']} missing; {doc['seconds']:.1f} s with {doc['jobs']} jobs")
+    for note in doc["notes"]:
+        _out.print(f"  [dim]{escape(note)}[/dim]")
+    _out.print(f"  [dim]contained: {escape('; '.join(doc['isolation']))}; not a security boundary "
+               f"(exercises/README.md)[/dim]")
+    if csv_path:
+        _out.print(f"wrote {escape(str(csv_path))}")

@@ -89,9 +89,9 @@ def _fold(row: np.ndarray, k: int) -> list[int]:
     return out
 
 
-def plot_map(d: dict, path: str, fmt: str = "png") -> None:
+def plot_map(d: dict, path: str, fmt: str = "png", title: str | None = None) -> None:
     """The map as a picture (``fmt``: png or svg): element (x = column / index, y = row) coloured by
-    block, idle marked."""
+    block, idle marked; ``title`` replaces lab grid's (the exercise checker's map of your kernel)."""
 
     plt = pyplot()
     from matplotlib.colors import ListedColormap
@@ -144,7 +144,7 @@ def plot_map(d: dict, path: str, fmt: str = "png") -> None:
             _plot_warp_array(fig.add_subplot(grid[rows - len(arrays) + k, :]), warp, name)
     warp_title = (f"; warp {warp['id']} = block {warp['block']}, threads {warp['threads'][0]}..{warp['threads'][1]}"
                   if warp else "")
-    fig.suptitle(f"lab grid {d['kernel']} --variant {d['variant']} --size {'x'.join(map(str, d['size']))} "
+    fig.suptitle(title or f"lab grid {d['kernel']} --variant {d['variant']} --size {'x'.join(map(str, d['size']))} "
                  f"--threads {int(np.prod(d['block']))}: grid {tuple(d['grid'])}, {d['threads_total']:,} threads, "
                  f"{d['threads_idle']:,} idle{warp_title}", fontsize=10)
     fig.tight_layout()

@@ -1,0 +1,48 @@
+"""conv1d: hidden tests (sizes 1, shorter than the halo, a warp -1 and +1, a block +1, several blocks;
+asymmetric weights; large values right at the blocks' edges)."""
+import numpy as np
+
+from exercises import Case, randn
+
+THREADS, R = 64, 3
+K = 2 * R + 1
+
+
+def _windows(v, n):
+    padded = np.concatenate([np.zeros(R), v, np.zeros(R)])
+    return np.lib.stride_tricks.sliding_window_view(padded, K)[:n]
+
+
+def _diagnose(x64, w64, n):
+    win = _windows(x64, n)
+    edge = (np.arange(n) % THREADS < R) | (np.arange(n) % THREADS >= THREADS - R)
+
+    def diagnose(outs, refs):
+        out, ref = np.asarray(outs[0], np.float64), refs[0]
+        bad = ~np.isclose(out, ref, rtol=1e-4, atol=1e-4)
+        if not bad.any():
+            return None
+        if np.allclose(out, win @ w64[::-1], rtol=1e-4, atol=1e-4):
+            return "y matches the flipped filter: y[i] = sum_k w[k] * x[i + k - R], with w not reversed"
+        if (bad & ~edge).sum() == 0:
+            return (f"only outputs within {R} of a block's edge are wrong: are the halo cells loaded "
+                    f"(tile[t] = x[i - R] and tile[t + THREADS + R] = x[i + THREADS] for t < R)?")
+        return None
+    return diagnose
+
+
+def cases(rng):
+    out = []
+    for n in (1, 2, 31, THREADS + 1, 2 * THREADS + 17):
+        x = randn(rng, n)
+        if n > THREADS:  # large values at the blocks' edges, where the halo cells are needed
+            edges = [j for j in range(n) if j % THREADS in (0, THREADS - 1)]
+            x[edges] = randn(rng, len(edges), scale=100.0)
+        w = randn(rng, K, offset=0.2)
+        x64, w64 = x.astype(np.float64), w.astype(np.float64)
+        win = _windows(x64, n)
+        ref = win @ w64
+        tol = 8 * np.finfo(np.float32).eps * (np.abs(win) @ np.abs(w64)) * K + 1e-30
+        out.append(Case(f"n={n}", [x, w], [((n,), np.float32)], [ref], [tol], grid=(n + THREADS - 1) // THREADS,
+                        block=THREADS, diagnose=_diagnose(x64, w64, n)))
+    return out

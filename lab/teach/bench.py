@@ -1,0 +1,232 @@
+"""Performance grading of an exercise (``lab exercise check NAME --bench``), after every hidden test
+passed. It runs in the checker's child process (``python -m lab.teach.bench ...``: :func:`main`, the
+checker's :func:`lab.teach.checker.main` plus the benchmark), so the student's code stays
+contained; nothing here prints.
+
+On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
+the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are
+timed with the lab's timer (:class:`lab.core.timing.Timer`: CUDA events, calls queued behind a
+blocked GPU, L2 flushed before each call, nvbench's stop rule) on the same inputs. Reported:
+
+* ``pct_of_reference`` = 100 x reference ms / student ms (the reference's speed is 100%);
+* ``pct_of_peak``: the bytes the problem must move per ms against the *measured* device-to-device
+  copy bandwidth (:func:`lab.core.device.measure_copy_bandwidth`; the nominal DRAM bandwidth when
+  that fails) for ``PEAK = "copy"``, or FLOP/ms against the FP32 peak
+  (:func:`lab.core.device.describe`) for ``PEAK = "fp32"``;
+* ``passed``: ``pct_of_reference >= PASS_PCT_OF_REFERENCE`` (meta; 70 when missing).
+
+In the simulator nothing can be timed; instead every warp's global loads are traced
+(:class:`lab.core.trace.SectorTracer`, as ``lab counters --sim``) and the student's 32-byte
+sectors per warp request are compared with the reference's: ``passed`` when within
+``SECTOR_FACTOR`` (meta; 1.25 when missing) of it. This grades coalescing without a GPU.
+
+The inputs: ``exercises/NAME/bench.py``'s ``case(rng, simulator)`` (a GPU-sized problem), else the
+largest hidden test (a note says so: small for a GPU). Source: CUDA C++ Best Practices Guide,
+"Coalesced Access to Global Memory" and "Using CUDA GPU Timers".
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+SIM_MAX_ELEMENTS = 20_000  # simulator: the largest hidden test up to this many elements (seconds, not minutes)
+KEYS = ("backend", "case", "passed", "message", "pass_line", "student_ms", "reference_ms", "pct_of_reference",
+        "peak", "achieved", "peak_value", "peak_unit", "pct_of_peak", "peak_source", "rung", "rung_ms",
+        "pct_of_rung", "sectors", "timing", "notes")
+
+
+def _blank(ex, backend) -> dict:
+    doc = dict.fromkeys(KEYS)
+    doc.update(backend=backend, peak=ex.peak, rung=ex.rung, notes=[], passed=False)
+    return doc
+
+
+def pick_case(ex, rng, simulator: bool):
+    """(Case, note or None): bench.py's case, else the largest hidden test (in the simulator the
+    largest up to SIM_MAX_ELEMENTS elements)."""
+    mod = ex.bench()
+    if mod is not None:
+        return mod.case(rng, simulator), None
+    cases = ex.hidden().cases(rng)
+
+    def size(c):
+        return sum(a.size for a in c.args if isinstance(a, np.ndarray)) + sum(math.prod(s) for s, _ in c.outputs)
+
+    pool = [c for c in cases if size(c) <= SIM_MAX_ELEMENTS] if simulator else cases
+    case = max(pool or cases, key=size) if pool else min(cases, key=size)
+    note = None if simulator else (f"timed at the hidden tests' largest size ({case.name}): small for a GPU; "
+                                   f"add exercises/{ex.name}/bench.py for a larger one")
+    return case, note
+
+
+def bytes_moved(ex, case) -> int:
+    """bench.py's ``bytes(case)``, else every input array read once and every output written once."""
+    mod = ex.bench()
+    if mod is not None and hasattr(mod, "bytes"):
+        return int(mod.bytes(case))
+    n = sum(a.nbytes for a in case.args if isinstance(a, np.ndarray))
+    return int(n + sum(math.prod(s) * np.dtype(dt).itemsize for s, dt in case.outputs))
+
+
+def run(name: str, path: str, backend: str, seed: int) -> dict:
+    """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS)."""
+    import exercises
+    from lab.teach.checker import Failed, load_student
+
+    ex = exercises.load(name)
+    doc = _blank(ex, backend)
+    rng = np.random.default_rng(int(seed) + 1)
+    try:
+        mine = load_student(path, ex)
+        ref = load_student(str(ex.solution), ex)
+        case, note = pick_case(ex, rng, backend == "simulator")
+        doc["case"] = case.name
+        if note:
+            doc["notes"].append(note)
+        (_sectors if backend == "simulator" else _timed)(ex, mine, ref, case, doc)
+    except Failed as e:
+        doc["message"] = f"not benchmarked: {e}"
+    except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
+        doc["message"] = f"the benchmark failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+    return doc
+
+
+# --- the simulator: sectors per warp request ----------------------------------------------------------
+def _sectors(ex, mine, ref, case, doc) -> None:
+    from lab.core.runner import simulator_threads
+    from lab.core.trace import SectorTracer
+
+    def trace(mod):
+        from lab.teach.checker import _launch_config
+
+        grid, block = _launch_config(mod, ex, case)
+        args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+        outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
+            [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
+        with simulator_threads(), SectorTracer() as tr:
+            getattr(mod, ex.kernel)[grid, block](*args, *outs)
+        s = tr.summary()
+        return s["load"].sectors_per_request, s["store"].sectors_per_request
+
+    (mine_ld, mine_st), (ref_ld, ref_st) = trace(mine), trace(ref)
+    f = ex.sector_factor
+    doc["sectors"] = {"student": mine_ld, "reference": ref_ld, "student_store": mine_st, "reference_store": ref_st,
+                      "factor": f}
+    doc["pass_line"] = f"loads at most {f:g}x the reference's sectors per warp request"
+    doc["timing"] = "CUDA simulator: 32-byte sectors per warp request of the global loads (lab.core.trace)"
+    if mine_ld is None or ref_ld is None:
+        doc["passed"] = True
+        doc["message"] = "no global loads traced (slices are not traced): coalescing not graded"
+        return
+    doc["passed"] = mine_ld <= ref_ld * f + 1e-9
+    doc["message"] = (f"your loads touch {mine_ld:.3g} sectors per warp request; the reference touches {ref_ld:.3g}"
+                      + ("" if doc["passed"] else f" (more than {f:g}x: do consecutive threads read consecutive "
+                                                  f"elements?)"))
+
+
+# --- a GPU: the lab's timer ----------------------------------------------------------------------------
+def _time_launch(fn, sync):
+    from lab.core.timing import Timer
+
+    m = Timer(fn, "device", sync).measure()
+    return m.median_ms, m.timing
+
+
+def _device_call(mod, ex, case):
+    from numba import cuda
+
+    from lab.teach.checker import _launch_config
+
+    grid, block = _launch_config(mod, ex, case)
+    args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in case.args]
+    if case.init is None:
+        outs = [cuda.device_array(s, dt) for s, dt in case.outputs]
+    else:
+        outs = [cuda.to_device(np.array(v, dtype=dt).reshape(s)) for v, (s, dt) in zip(case.init, case.outputs)]
+    launch = getattr(mod, ex.kernel)[grid, block]
+    return lambda: launch(*args, *outs)
+
+
+def _timed(ex, mine, ref, case, doc) -> None:
+    from numba import cuda
+
+    from lab.core.device import describe, measure_copy_bandwidth
+
+    doc["student_ms"], doc["timing"] = _time_launch(_device_call(mine, ex, case), cuda.synchronize)
+    doc["reference_ms"], _ = _time_launch(_device_call(ref, ex, case), cuda.synchronize)
+    doc["pct_of_reference"] = 100.0 * doc["reference_ms"] / doc["student_ms"]
+    doc["pass_line"] = f"at least {ex.pass_pct:g}% of the reference's speed"
+    doc["passed"] = doc["pct_of_reference"] >= ex.pass_pct
+    seconds = doc["student_ms"] * 1e-3
+    if ex.peak == "fp32":
+        mod = ex.bench()
+        flops = mod.flops(case) if mod is not None and hasattr(mod, "flops") else None
+        peak = describe(False).get("peak_fp32_gflops")
+        doc.update(peak_unit="GFLOP/s", peak_source="nominal FP32 peak (lab.core.device.describe)",
+                   peak_value=peak)
+        if flops:
+            doc["achieved"] = flops / seconds / 1e9
+        else:
+            doc["notes"].append(f"no flops(case) in exercises/{ex.name}/bench.py: % of FP32 peak not computed")
+    else:
+        try:
+            peak, source = measure_copy_bandwidth()["gbps"], "measured device-to-device copy"
+        except Exception:  # noqa: BLE001 - too little free memory for the 1 GiB copy: the nominal figure
+            peak, source = describe(False).get("peak_bandwidth_gbps"), "nominal DRAM bandwidth"
+        doc.update(peak_unit="GB/s", peak_source=source, peak_value=peak,
+                   achieved=bytes_moved(ex, case) / seconds / 1e9)
+    if doc["achieved"] is not None and doc["peak_value"]:
+        doc["pct_of_peak"] = 100.0 * doc["achieved"] / doc["peak_value"]
+    _rung(ex, case, doc)
+    doc["message"] = (f"{doc['student_ms']:.4g} ms, {doc['pct_of_reference']:.0f}% of the reference's speed "
+                      f"({doc['reference_ms']:.4g} ms)"
+                      + (f", {doc['pct_of_peak']:.0f}% of {'copy bandwidth' if ex.peak == 'copy' else 'FP32 peak'}"
+                         if doc["pct_of_peak"] is not None else "")
+                      + ("" if doc["passed"] else f": below the pass line ({doc['pass_line']})"))
+
+
+def _rung(ex, case, doc) -> None:
+    """Time the kernels/ rung ``ex.rung`` at the same problem size (bench.py's ``rung_size(case)``)."""
+    mod = ex.bench()
+    if not ex.rung or mod is None or not hasattr(mod, "rung_size"):
+        return
+    import kernels
+    from lab.core import contenders as C
+
+    kernel, variant = ex.rung.split(":")
+    spec = kernels.load(kernel)
+    size = tuple(mod.rung_size(case))
+    v = spec.variants[variant]
+    why = v.accepts(256)
+    if why:
+        doc["notes"].append(f"kernels/ rung {ex.rung} not timed: {why}")
+        return
+    inputs = spec.make_inputs(size, np.dtype(np.float32), np.random.default_rng(0))
+    prepared = C.prepare_numba(spec, size, v, v.launch(size, 256), inputs, False)
+    doc["rung_ms"], _ = _time_launch(prepared.call, prepared.sync)
+    doc["pct_of_rung"] = 100.0 * doc["rung_ms"] / doc["student_ms"]
+
+
+def main(argv) -> None:
+    """The child process with ``--bench``: the hidden tests (:func:`lab.teach.checker.run_all`) and,
+    once every one passed, ``{"start": "bench"}`` then ``{"bench": {...}}`` on the progress file."""
+    name, path, backend, seed, progress, *_ = argv
+    from lab.core.session import select
+    from lab.teach.checker import run_all
+
+    select("sim" if backend == "simulator" else "gpu")
+    with open(progress, "a", buffering=1) as out:
+        results = run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"))
+        if results and all(r["passed"] for r in results):
+            out.write(json.dumps({"start": "bench"}) + "\n")
+            out.write(json.dumps({"bench": run(name, path, backend, seed)}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop

@@ -1,0 +1,200 @@
+"""``lab exercise grade SUBMISSIONS``: a class's submissions graded in parallel, contained processes;
+the gradebook as data (the CLI prints it, writes the CSV). Nothing here prints.
+
+SUBMISSIONS holds one folder per student, and in it one file per exercise, named by the exercise
+(``alice/vecadd.py``, ``alice/dot.py``, ...). Every (student, exercise) pair is graded by the
+exercise checker's child process (:func:`lab.teach.workspace._run_child`) under
+:mod:`lab.teach.sandbox`: its own process, CPU-time, memory and file-size limits, a private
+temporary folder, Landlock where the kernel has it, an audit hook against forks and writes
+elsewhere. A pool of ``jobs`` threads keeps that many children running; a submission that does not
+load, raises, hangs (the per-test timeout), exhausts a limit, forks or writes elsewhere gets a row
+with the reason, and the others go on. Every student gets the same inputs (one seed).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+import exercises
+from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.teach.sandbox import Limits
+
+DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
+PASSED, FAILED, MISSING = "passed", "failed", "missing"
+CSV_COLUMNS = ["student", "exercise", "status", "tests_passed", "tests_total", "reason", "failures",
+               "bench_passed", "student_ms", "reference_ms", "pct_of_reference", "pct_of_peak",
+               "student_sectors", "reference_sectors", "seconds"]
+
+
+def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str], dict, list[str]]:
+    """(students, exercises, {(student, exercise): path}, notes) of a submissions folder.
+
+    Students: the folder's subfolders (hidden ones skipped), sorted. Exercises: ``only``, else every
+    exercise that some student submitted, in the path's order. LabError for a folder that is not
+    there, an unknown exercise in ``only``, or nothing to grade."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise LabError(f"no such submissions folder: {root} (one subfolder per student, files named by exercise)")
+    known = exercises.names()
+    if only:
+        bad = [n for n in only if n not in known]
+        if bad:
+            raise LabError(f"unknown exercise {bad[0]!r} in --exercises; choose from: {', '.join(known)}")
+    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not students:
+        raise LabError(f"{root} has no student folders: put each student's files in SUBMISSIONS/STUDENT/EXERCISE.py")
+    files, notes, seen = {}, [], set()
+    for s in students:
+        for f in sorted((root / s).iterdir()):
+            if f.suffix != ".py" or not f.is_file():
+                continue
+            if f.stem in known and (not only or f.stem in only):
+                files[(s, f.stem)] = f
+                seen.add(f.stem)
+            elif f.stem not in known:
+                notes.append(f"{s}/{f.name}: not an exercise name; skipped")
+    names = list(only) if only else [n for n in known if n in seen]
+    if not names:
+        raise LabError(f"no submission in {root} is named after an exercise (e.g. alice/vecadd.py); "
+                       f"exercises: {', '.join(known)}")
+    return students, names, files, notes
+
+
+def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
+    """The limit a child's exit code says it hit, or None."""
+    if code is None or code >= 0:
+        return None
+    sig = -code
+    if sig == signal.SIGXCPU:
+        return f"used more than {limits.cpu_s} s of CPU time (the CPU limit)"
+    if sig == signal.SIGKILL:
+        return None  # the checker's own timeout (its message says so), or the CPU limit's hard stop
+    if sig == signal.SIGXFSZ:
+        return f"wrote a file larger than {limits.fsize_mb} MiB (the file-size limit)"
+    return f"killed by signal {signal.Signals(sig).name}"
+
+
+def grade_one(student: str, name: str, path: Path | None, backend: str, seed: int, timeout: float,
+              limits: Limits, bench: bool) -> dict:
+    """One gradebook row: {student, exercise, status, tests_passed, tests_total, reason, failures:
+    [{name, message}], bench (or None), violations, seconds}."""
+    from lab.teach.workspace import _run_child
+
+    row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": 0,
+           "reason": "no file submitted", "failures": [], "bench": None, "violations": [], "seconds": 0.0}
+    if path is None:
+        return row
+    t0 = time.monotonic()
+    extra: dict = {}
+    tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra)
+    row["seconds"] = round(time.monotonic() - t0, 3)
+    row["tests_total"] = len(tests)
+    row["tests_passed"] = sum(t["passed"] for t in tests)
+    row["failures"] = [{"name": t["name"], "message": t["message"]} for t in tests if not t["passed"]]
+    row["violations"] = list(extra.get("violations") or [])
+    row["bench"] = extra.get("bench")
+    limit = _reason_from_exit(extra.get("returncode"), limits)
+    messages = " ".join(f["message"] for f in row["failures"])
+    if limit is None and "MemoryError" in messages:
+        limit = f"ran out of memory (the {limits.memory_mb} MiB address-space limit)"
+    elif limit is None and ("File too large" in messages or "Errno 27" in messages):  # Python ignores SIGXFSZ: EFBIG
+        limit = f"wrote a file larger than {limits.fsize_mb} MiB (the file-size limit)"
+    row["notes"] = list(extra.get("notes") or [])
+    ok = bool(tests) and not row["failures"] and not row["violations"] and limit is None
+    if ok and bench and row["bench"] is not None and not row["bench"].get("passed"):
+        row["status"], row["reason"] = FAILED, f"performance: {row['bench'].get('message')}"
+        return row
+    row["status"] = PASSED if ok else FAILED
+    if row["violations"]:
+        row["reason"] = "contained: " + row["violations"][0]
+    elif limit:
+        row["reason"] = limit
+    elif row["failures"]:
+        f = row["failures"][0]
+        row["reason"] = f"{f['name']}: {f['message']}"
+    else:
+        row["reason"] = ""
+    return row
+
+
+def grade(folder, only: list[str] | None = None, jobs: int | None = None, backend: str = "auto",
+          timeout: float | None = None, seed: int | None = None, bench: bool = False,
+          limits: Limits | None = None, progress=None) -> dict:
+    """The gradebook document (docs/schemas/exercise-grade.json).
+
+    folder: SUBMISSIONS; only: exercise names (default: every one submitted); jobs: children at once
+    (default: the CPUs this process may use); backend: "auto", "sim" or "gpu"; timeout: seconds per
+    hidden test (default 10); bench: the performance grade too (:mod:`lab.teach.bench`);
+    progress(done, total, text). LabError on bad input (before any work)."""
+    from lab.core.session import choose
+
+    limits = limits or Limits()
+    students, names, files, notes = discover(folder, only)
+    chosen = choose(backend)
+    if not jobs:
+        jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    if jobs < 1:
+        raise LabError(f"--jobs {jobs}: at least 1")
+    if bench and chosen == "gpu" and jobs > 1:  # timings need the GPU to themselves
+        notes.append(f"--bench on a GPU: one submission at a time (--jobs {jobs} -> 1), so that no timing "
+                     f"shares the GPU with another submission")
+        jobs = 1
+    timeout = float(timeout or DEFAULT_TIMEOUT_S)
+    seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
+    pairs = [(s, n) for s in students for n in names]
+    rows: dict = {}
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench): (s, n)
+                   for s, n in pairs}
+        for k, fut in enumerate(as_completed(futures), 1):
+            s, n = futures[fut]
+            try:
+                rows[(s, n)] = fut.result()
+            except Exception as e:  # noqa: BLE001 - the grader's own failure on one row never stops the rest
+                rows[(s, n)] = {"student": s, "exercise": n, "status": FAILED, "tests_passed": 0, "tests_total": 0,
+                                "reason": f"the grader could not run it: {type(e).__name__}: {e}", "failures": [],
+                                "bench": None, "violations": [], "seconds": 0.0}
+            if progress:
+                progress(k, len(pairs), f"{s}/{n}: {rows[(s, n)]['status']}")
+    ordered = [rows[p] for p in pairs]
+    for r in ordered:  # what the children said about their containment (e.g. no Landlock here), once each
+        for note in r.pop("notes", []):
+            if note not in notes:
+                notes.append(note)
+    isolation = [f"own process per submission, {jobs} at once",
+                 f"CPU limit {limits.cpu_s} s, file-size limit {limits.fsize_mb} MiB",
+                 (f"address-space limit {limits.memory_mb} MiB" if chosen == "simulator" and limits.memory_mb else
+                  "no address-space limit (on a GPU the CUDA context reserves more than any sane limit)"),
+                 "private temporary working folder (HOME, TMPDIR), an audit hook refusing processes, writes "
+                 "elsewhere and sockets",
+                 ("Landlock: writes only to the private folder, reads only system, Python and lab folders"
+                  if limits.landlock else "Landlock off")]
+    summary = {"students": len(students), "exercises": len(names),
+               **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)}}
+    return {"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
+            "timeout_s": timeout, "bench": bench, "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
+                                                              "fsize_mb": limits.fsize_mb, "landlock": limits.landlock},
+            "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
+            "seconds": round(time.monotonic() - t0, 3), "notes": notes}
+
+
+def to_csv(doc: dict) -> str:
+    """The gradebook as CSV (CSV_COLUMNS; failures joined by " | ")."""
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(CSV_COLUMNS)
+    for r in doc["rows"]:
+        b = r.get("bench") or {}
+        sectors = b.get("sectors") or {}
+        w.writerow([r["student"], r["exercise"], r["status"], r["tests_passed"], r["tests_total"], r["reason"],
+                    " | ".join(f"{f['name']}: {f['message']}" for f in r["failures"]),
+                    "" if not b else b.get("passed"), b.get("student_ms", ""), b.get("reference_ms", ""),
+                    b.get("pct_of_reference", ""), b.get("pct_of_peak", ""), sectors.get("student", ""),
+                    sectors.get("reference", ""), r["seconds"]])
+    return buf.getvalue()

@@ -1,0 +1,266 @@
+"""Containment for untrusted submissions (``lab exercise grade``): the checker's child process
+(:mod:`lab.teach.checker`, or :mod:`lab.teach.bench` with ``--bench``) run as ``python -m lab.teach.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
+[--bench]``, which, before the student's file is imported:
+
+1. sets resource limits (``resource.setrlimit``; POSIX ``setrlimit(2)``): ``RLIMIT_CPU`` (CPU seconds,
+   over all threads; SIGXCPU then SIGKILL), ``RLIMIT_AS`` (address space, in the simulator only: a
+   CUDA context reserves far more address space than it uses), ``RLIMIT_FSIZE`` (the largest file
+   it may write; SIGXFSZ) and ``RLIMIT_CORE`` 0;
+2. runs in a private temporary folder (the parent made it, :func:`prepare`; HOME and TMPDIR point
+   there, the student's file is a copy in it) and, where the kernel has Landlock (Linux >= 5.13;
+   ``landlock(7)``), confines itself so that it may write only there (and to /dev), and read only
+   the system, Python's and the lab's own folders: other students' submissions and the grader's
+   output files are out of reach;
+3. imports the checker's heavy modules (Numba, the lab), then installs a Python audit hook
+   (PEP 578, ``sys.addaudithook``) that refuses, and reports to the parent as a *violation*,
+   starting a process (fork, exec, subprocess, os.system), writing, removing or renaming a file
+   outside the private folder, and opening a network connection.
+
+What this does NOT protect against (exercises/README.md says so too): code that calls the C
+library directly (ctypes, a compiled extension) passes the audit hook, so a fork or a write is then
+stopped only by Landlock (writes) or found afterwards (processes left in the group are killed and
+reported); without Landlock (older kernels, macOS) files the user can write are writable; reading
+is not limited without Landlock; the GPU, the network (beyond Python's socket module), shared
+memory and denial of service through the GPU are not isolated. Use a container or a VM for a real
+class. Nothing here prints.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+# Measured with the default 8 MiB thread stacks: the simulator child (Python, NumPy, Numba's simulator,
+# the lab) fails some of the twelve reference solutions at 1.5 GiB of address space ("can't start new
+# thread": a stack per simulated thread) and passes all at 2 GiB. Stacks are now 1 MiB (THREAD_STACK), so
+# a 1024-thread block needs 1 GiB of them; 4 GiB leaves room for that and a student's arrays, and stops a
+# runaway allocation (MemoryError) at once.
+DEFAULT_MEMORY_MB = 4096
+THREAD_STACK = 1 << 20  # bytes of stack per Python thread in the child (the default, RLIMIT_STACK, is 8 MiB)
+DEFAULT_CPU_S = 120
+DEFAULT_FSIZE_MB = 64
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-submission limits: CPU seconds, address space (MiB; 0 = none), largest file (MiB)."""
+
+    cpu_s: int = DEFAULT_CPU_S
+    memory_mb: int = DEFAULT_MEMORY_MB
+    fsize_mb: int = DEFAULT_FSIZE_MB
+    landlock: bool = True
+
+    def to_arg(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_arg(cls, text: str) -> "Limits":
+        return cls(**json.loads(text))
+
+
+def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
+    """The parent's half: a private folder holding a copy of the submission; returns (folder, the
+    copy's path, the child's environment: HOME and TMPDIR there, no bytecode written)."""
+    private = tempfile.mkdtemp(prefix="lab-grade-")
+    copy = Path(private) / Path(path).name
+    shutil.copyfile(path, copy)
+    env = dict(env, HOME=private, TMPDIR=private, TEMP=private, TMP=private, PYTHONDONTWRITEBYTECODE="1",
+               NUMBA_CACHE_DIR=os.path.join(private, ".numba"))
+    return private, copy, env
+
+
+# --- 1. resource limits ------------------------------------------------------------------------------------
+def set_limits(limits: Limits, simulator: bool) -> None:
+    import resource
+
+    def cap(which, value):
+        soft, hard = resource.getrlimit(which)
+        if hard != resource.RLIM_INFINITY:
+            value = min(value, hard)
+        resource.setrlimit(which, (value, hard if which != resource.RLIMIT_CPU else value + 5))
+
+    cap(resource.RLIMIT_CPU, int(limits.cpu_s))
+    cap(resource.RLIMIT_FSIZE, int(limits.fsize_mb) << 20)
+    cap(resource.RLIMIT_CORE, 0)
+    if simulator and limits.memory_mb:
+        cap(resource.RLIMIT_AS, int(limits.memory_mb) << 20)
+
+
+# --- 2. Landlock -------------------------------------------------------------------------------------------
+_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same number on every architecture
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_WRITES = sum(1 << k for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make any node
+_REFER, _TRUNCATE = 1 << 13, 1 << 14
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _read_roots() -> list[str]:
+    """Folders the checker must read: the system's, Python's, every sys.path entry, the lab's."""
+    roots = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run",
+             "/var/lib", sys.prefix, sys.base_prefix, sys.exec_prefix,
+             str(Path(__file__).resolve().parents[2])]  # the folder holding lab/, kernels/, exercises/
+    roots += [p for p in sys.path if p and os.path.isdir(p)]
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            roots.append(os.environ[var])
+    return sorted({os.path.realpath(r) for r in roots if os.path.exists(r)})
+
+
+def landlock(private: str) -> str | None:
+    """Confine this process: write only under ``private`` and /dev; read only :func:`_read_roots`
+    and ``private``. Returns None when in force, else why not (no Landlock here)."""
+    if not sys.platform.startswith("linux"):
+        return f"Landlock is Linux-only ({sys.platform})"
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+    handled = _WRITES | _READ_FILE | _READ_DIR | _WRITE_FILE | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = ctypes.c_uint64(handled)
+    fd = libc.syscall(ctypes.c_long(_SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        return f"landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
+    read = _READ_FILE | _READ_DIR
+    rules = [(r, read) for r in _read_roots()] + [(private, handled), ("/dev", handled & ~(_REFER))]
+    try:
+        for path, rights in rules:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= _FILE_RIGHTS
+                rule = _PathBeneath(rights & handled, pfd)
+                if libc.syscall(ctypes.c_long(_SYS_ADD), ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
+                                ctypes.c_uint32(0)) != 0:
+                    return f"landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
+            finally:
+                os.close(pfd)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to restrict oneself
+            return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
+        if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            return f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
+    finally:
+        os.close(fd)
+    return None
+
+
+# --- 3. the audit hook --------------------------------------------------------------------------------------
+_PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
+                   "subprocess.Popen", "pty.spawn", "os.startfile"}
+_PATH_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
+                "os.symlink", "os.link", "os.rename", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _inside(path, private: str) -> bool:
+    if isinstance(path, int):
+        return True  # an open descriptor: the open that made it was checked
+    try:
+        p = os.path.realpath(os.fsdecode(path))
+    except (TypeError, ValueError):
+        return False
+    return p == private or p.startswith(private + os.sep) or p in ("/dev/null", "/dev/zero", "/dev/urandom")
+
+
+def install_hook(private: str, report) -> None:
+    """Refuse (PermissionError) and ``report(text)`` processes, writes outside ``private``, sockets."""
+    private = os.path.realpath(private)
+
+    def hook(event, args):
+        why = None
+        if event in _PROCESS_EVENTS:
+            why = f"tried to start a process ({event}); submissions may not fork or run programs"
+        elif event == "open":
+            path, mode, flags = (tuple(args) + (None, None))[:3]
+            writes = (isinstance(mode, str) and any(c in mode for c in "wax+")) or \
+                     (isinstance(flags, int) and flags & _WRITE_FLAGS)
+            if writes and not _inside(path, private):
+                why = f"tried to write {os.fsdecode(path)!s}, outside its private working folder"
+        elif event in _PATH_EVENTS:
+            for p in args[:2]:
+                if isinstance(p, (str, bytes, os.PathLike)) and not _inside(p, private):
+                    why = f"tried to change {os.fsdecode(p)!s} ({event}), outside its private working folder"
+                    break
+        elif event in ("socket.connect", "socket.bind", "socket.sendto"):
+            why = f"tried to use the network ({event})"
+        if why:
+            report(why)
+            raise PermissionError(f"lab exercise grade: {why}")
+
+    sys.addaudithook(hook)
+
+
+def _warm_gpu() -> None:
+    """Create the CUDA context and compile one kernel before the hook: the driver, NVVM and the
+    libraries Numba finds on the way (it may run ldconfig to find them) load now, not refused later."""
+    import numpy as np
+    from numba import cuda
+
+    @cuda.jit
+    def lab_sandbox_warm(x):
+        x[0] = 1
+
+    d = cuda.to_device(np.zeros(1, np.int32))
+    lab_sandbox_warm[1, 1](d)
+    cuda.synchronize()
+
+
+def main(argv) -> None:
+    limits, rest = Limits.from_arg(argv[0]), argv[1:]
+    name, path, backend, seed, progress = rest[:5]
+    private = os.path.dirname(os.path.abspath(progress))
+    simulator = backend == "simulator"
+    set_limits(limits, simulator)
+    import threading
+
+    threading.stack_size(THREAD_STACK)  # the simulator's thread per CUDA thread: 1024 x 8 MiB would be 8 GiB
+    log = open(progress, "a", buffering=1)
+
+    def report(text):
+        log.write(json.dumps({"violation": text}) + "\n")
+
+    # what the checker needs, loaded before the hook (Numba may look for tools as it starts)
+    from lab.core.session import select
+
+    select("sim" if simulator else "gpu")
+    import numba.cuda  # noqa: F401
+
+    import exercises
+    import lab.core.simt  # noqa: F401
+    import lab.teach.bench  # noqa: F401
+    import lab.teach.checker as checker
+
+    ex = exercises.load(name)
+    ex.hidden()
+    ex.bench()
+    if simulator:
+        import lab.core.runner  # noqa: F401
+        import lab.core.trace  # noqa: F401
+    else:
+        _warm_gpu()
+    if limits.landlock:
+        why = landlock(private)
+        if why:
+            log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
+    install_hook(private, report)
+    log.write(json.dumps({"ready": True}) + "\n")
+    (lab.teach.bench.main if "--bench" in rest[5:] else checker.main)(rest)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.stdout.flush()
+    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop
