@@ -68,6 +68,7 @@ class Exercise:
     peak: str = "copy"           # PEAK: "copy" (memory-bound: % of copy bandwidth) or "fp32" (% of FP32 peak)
     sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads may touch this x the reference's sectors
     rung: str | None = None      # RUNG: "kernel:variant" of kernels/ timed beside it, e.g. "vecadd:element_per_thread"
+    one_writer: bool = False     # ONE_WRITER: each output element is written by exactly one thread
 
     @property
     def scaffold(self) -> Path:
@@ -108,7 +109,8 @@ def load(name: str) -> Exercise:
     return Exercise(name, m.TITLE, m.DIFFICULTY, list(m.PREREQUISITES), m.MIRRORS, m.STATEMENT.strip(),
                     [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name,
                     float(getattr(m, "PASS_PCT_OF_REFERENCE", 70.0)), getattr(m, "PEAK", "copy"),
-                    float(getattr(m, "SECTOR_FACTOR", 1.25)), getattr(m, "RUNG", None))
+                    float(getattr(m, "SECTOR_FACTOR", 1.25)), getattr(m, "RUNG", None),
+                    bool(getattr(m, "ONE_WRITER", False)))
 
 
 def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):
@@ -118,12 +120,17 @@ def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):
 
 def matvec_case(rng, rows: int, cols: int, **launch) -> Case:
     """A ROWSxCOLS matvec case: y = A @ x from random float32 A and x, checked against the float64
-    product within ``kernels.spec.dot_tolerance``; ``launch`` is the Case's grid/block."""
+    product within ``kernels.spec.dot_tolerance``; ``launch`` is the Case's grid/block (and ``lanes``:
+    the threads that share a row, for :func:`sum_hints`)."""
     from kernels.spec import dot_tolerance
 
     A, x = randn(rng, (rows, cols)), randn(rng, cols)
+    terms = A.astype(np.float64) * x.astype(np.float64)
+    lanes = launch.pop("lanes", None)
     return Case(f"{rows}x{cols}", [A, x], [((rows,), np.float32)], [A.astype(np.float64) @ x.astype(np.float64)],
-                [dot_tolerance(A, x, np.float32)], **launch)
+                [dot_tolerance(A, x, np.float32)],
+                diagnose=lambda outs, refs: sum_hints(outs[0], refs[0], terms, lanes=lanes, what="row's sum"),
+                **launch)
 
 
 def eps_tol(ref, dtype=np.float32, ulps=4):
@@ -137,4 +144,81 @@ def missing_partial(total_out, total_ref, partials):
     for k, p in enumerate(partials):
         if abs(diff - p) <= 1e-4 * (1 + abs(p)) and abs(p) > 1e-6:
             return f"the result is missing exactly the partial of block {k}: is every block's result added?"
+    return None
+
+
+# --- Value-mismatch hints for the hidden tests' ``diagnose`` hooks ------------------------------------
+def _close(out, want, scale):
+    out, want = np.asarray(out, np.float64), np.asarray(want, np.float64)
+    return out.shape == want.shape and bool(np.all(np.abs(out - want) <= 1e-4 * (1.0 + scale)))
+
+
+def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block"):
+    """A hint when each output is its sum of ``terms`` (float64, shape out.shape + (K,)) with a
+    recognisable part missing: the last term (an off-by-one range), the first term, one block of
+    ``block`` consecutive terms (a ``unit``, e.g. a block or a tile, missing from the reduction), all
+    but the first, or the
+    partials of lanes ``m..lanes-1`` (term k belongs to lane k % lanes: a tree that starts too low)."""
+    T = np.asarray(terms, np.float64).reshape(np.asarray(ref).size, -1)
+    ref = np.asarray(ref, np.float64).reshape(-1)
+    out = np.asarray(out, np.float64).reshape(-1)
+    if not np.all(np.isfinite(out)):
+        return None
+    scale = np.abs(T).sum(axis=1)
+    K = T.shape[1]
+    if K > 1 and _close(out, ref - T[:, -1], scale):
+        return f"each {what} misses its last term (index {K - 1}): off by one in the loop's range?"
+    if K > 1 and _close(out, ref - T[:, 0], scale):
+        return f"each {what} misses its first term (index 0): does the loop start at 0?"
+    if block and K > block:
+        starts = range(0, K, block)
+        for b, s in enumerate(starts):
+            if _close(out, ref - T[:, s:s + block].sum(axis=1), scale):
+                return (f"the {what} misses exactly the partial of {unit} {b} (terms {s}..{min(s + block, K) - 1}): "
+                        f"is every {unit}'s part added?")
+        for b, s in enumerate(starts):
+            if _close(out, T[:, s:s + block].sum(axis=1), scale):
+                return (f"the {what} holds only the partial of {unit} {b}: the {unit}s overwrite each other "
+                        f"(add with cuda.atomic.add) or only one {unit} is added")
+    if lanes and K > 1:
+        by_lane = np.stack([T[:, j::lanes].sum(axis=1) for j in range(min(lanes, K))], axis=1)
+        for m in range(1, by_lane.shape[1]):
+            if _close(out, by_lane[:, :m].sum(axis=1), scale):
+                return (f"the {what} holds only the partials of threads 0..{m - 1} of {lanes}: does the tree start "
+                        f"at half the block ({lanes // 2}) and halve each step?")
+    return None
+
+
+def dropped_block_hint(out, x, block):
+    """minmax: a hint when ``out`` = [min, max] of ``x`` with one block of ``block`` elements (or
+    the last element) left out."""
+    out = np.asarray(out, np.float64)
+    x = np.asarray(x, np.float64)
+    if out[0] == x.min() and out[1] == x.max():
+        return None
+    if x.size > 1 and out[0] == x[:-1].min() and out[1] == x[:-1].max() and (x[-1] < out[0] or x[-1] > out[1]):
+        return "the last element is left out: off by one in the guard (`i < n`, not `i < n - 1`)?"
+    for b, s in enumerate(range(0, x.size, block)):
+        rest = np.concatenate([x[:s], x[s + block:]])
+        if rest.size and out[0] == rest.min() and out[1] == rest.max():
+            return f"the result is that of every block but block {b}: is every block's result folded in?"
+    return None
+
+
+def clamp_hint(out, ref, lo, hi):
+    """A hint when the wrong elements of an integer ``out`` were clamped at the wrong bound (or not
+    clamped at all) instead of to ``lo..hi``."""
+    out, ref = np.asarray(out, np.float64), np.asarray(ref, np.float64)
+    bad = out != ref
+    if not bad.any():
+        return None
+    vals = np.unique(out[bad])
+    if len(vals) == 1 and np.all(ref[bad] > vals[0]) and vals[0] != hi:
+        return f"values above {vals[0]:g} come out as {vals[0]:g}: clamp to {hi:g}, the largest code"
+    if len(vals) == 1 and np.all(ref[bad] < vals[0]) and vals[0] != lo:
+        return f"values below {vals[0]:g} come out as {vals[0]:g}: clamp to {lo:g}, the smallest code"
+    if np.all((ref[bad] == hi) | (ref[bad] == lo)):
+        return f"only values beyond {lo:g}..{hi:g} are wrong: clamp before converting (they wrap around)"
+    if np.all(np.abs(out[bad] - ref[bad]) == 1):
+        return "off by one code: round half to even (round(), as np.round) after the clamp, not int() or +0.5"
     return None

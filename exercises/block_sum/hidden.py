@@ -1,14 +1,22 @@
 """block_sum: hidden tests."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, randn, sum_hints
+from kernels.spec import plural
 
 THREADS = 64
 
 
-def _diagnose(starts):
+def _diagnose(x64, blocks):
+    terms = np.zeros(blocks * THREADS)
+    terms[:x64.size] = x64
+    terms = terms.reshape(blocks, THREADS)  # block b's terms, thread t's at [b, t]
+
     def diagnose(outs, refs):
         out, ref = np.asarray(outs[0], np.float64), refs[0]
+        hint = sum_hints(out, ref, terms, lanes=THREADS, what="block's sum")
+        if hint:
+            return hint
         bad = np.where(~np.isclose(out, ref, rtol=1e-4, atol=1e-4))[0]
         if len(bad):
             return f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: is a partial missing from its tree?"
@@ -18,13 +26,13 @@ def _diagnose(starts):
 
 def cases(rng):
     out = []
-    for n in (1, 64, 3 * THREADS + 5, 130):
+    for n in (1, THREADS, THREADS + 1, 3 * THREADS + 5, 130):
         x = randn(rng, n, offset=0.5)
         blocks = (n + THREADS - 1) // THREADS
         starts = np.arange(blocks) * THREADS
         x64 = x.astype(np.float64)
         ref = np.add.reduceat(x64, starts)
         tol = 8 * np.finfo(np.float32).eps * np.add.reduceat(np.abs(x64), starts) * np.sqrt(THREADS)
-        out.append(Case(f"n={n} ({blocks} blocks)", [x], [((blocks,), np.float32)], [ref], [tol],
-                        grid=blocks, block=THREADS, diagnose=_diagnose(starts)))
+        out.append(Case(f"n={n} ({plural(blocks, 'block')})", [x], [((blocks,), np.float32)], [ref], [tol],
+                        grid=blocks, block=THREADS, diagnose=_diagnose(x64, blocks)))
     return out

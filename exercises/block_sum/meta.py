@@ -7,6 +7,7 @@ KERNEL = "block_sum_kernel"
 LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 block_sum: partials[b] = sum of x[b*64 : (b+1)*64] (the last block's slice may be shorter), with
 blocks of THREADS = 64 threads: each thread loads one element into shared memory (0.0 past the

@@ -5,6 +5,7 @@ PREREQUISITES = ["block_sum"]
 MIRRORS = "-"  # no kernels/ module convolves (the CUDA Programming Guide's shared-memory tiling is the model)
 KERNEL = "conv1d_kernel"
 LAUNCH = None
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 conv1d: y[i] = sum_k w[k] * x[i + k - R] for k = 0 .. K-1 (K = 2R + 1 = 7 taps, R = 3), float32
 x[n], w[K], y[n], with x taken as 0.0 outside 0..n-1 (a "same"-size output, as PyTorch's conv1d

@@ -8,7 +8,7 @@ THREADS = 32
 
 def cases(rng):
     out = []
-    for n in (1, 45, 3 * THREADS + 7):
+    for n in (1, THREADS - 1, THREADS + 1, 45, 3 * THREADS + 7):
         x = randn(rng, n)
         ref = 2 * x.astype(np.float64) + 1
         out.append(Case(f"n={n}, {THREADS} threads a block", [x], [((n,), np.float32)], [ref],

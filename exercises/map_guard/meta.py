@@ -7,6 +7,7 @@ KERNEL = "map_kernel"
 LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 map_guard: out[i] = 2 * x[i] + 1 for every i < n, one thread per element.
 

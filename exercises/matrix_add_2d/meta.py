@@ -7,6 +7,7 @@ KERNEL = "matrix_add_kernel"
 LAUNCH = "launch"
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matrix_add_2d: C = A + 2 * B for float32 matrices of shape (rows, cols), one thread per element,
 on a 2-D grid of 2-D blocks.

@@ -3,4 +3,5 @@ from exercises import matvec_case
 
 
 def cases(rng):
-    return [matvec_case(rng, rows, cols, grid=rows, block=32) for rows, cols in ((1, 1), (5, 70), (9, 33), (3, 100))]
+    return [matvec_case(rng, rows, cols, grid=rows, block=32, lanes=32)
+            for rows, cols in ((1, 1), (5, 70), (9, 33), (3, 100), (4, 31))]

@@ -8,6 +8,7 @@ LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "matvec:warp_per_row"  # the kernels/ rung timed beside it (kernel:variant)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matvec_coalesced: y = A @ x with one warp (a block of 32 threads) per row: block b computes y[b].
 Lane t (= threadIdx.x) sums A[b, j] * x[j] for j = t, t + 32, t + 64, ... so that at each step the

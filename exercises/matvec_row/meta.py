@@ -8,6 +8,7 @@ LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "matvec:row_per_thread"  # the kernels/ rung timed beside it (kernel:variant)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 matvec_row: y = A @ x for a row-major float32 A[rows, cols] and x[cols]; thread i = cuda.grid(1)
 computes the whole dot product of row i: y[i] = sum_j A[i, j] * x[j].

@@ -1,23 +1,43 @@
-"""quantize: hidden tests (parameters from kernels/quantize.py's quantize_params)."""
+"""quantize: hidden tests (parameters from kernels/quantize.py's quantize_params), and values that
+land exactly on .5 (round half to even, as np.round and the seed do)."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, clamp_hint, randn
 from kernels.quantize import quantize_params
 
 THREADS = 64
 
 
+def _ties(rng, n):
+    """x with x / scale + zero_point exactly k + 0.5 (both in float32 and float64: the scale is a power
+    of two), random k in 0..254, a few values clamped at each end; (x, scale, zero_point)."""
+    scale, zp = 2.0 ** -int(rng.integers(2, 6)), int(rng.integers(100, 156))
+    k = rng.integers(0, 255, n).astype(np.float64)
+    v = k + 0.5
+    v[rng.choice(n, 4, replace=False)] = rng.uniform(-40, -1, 4)      # below 0: clamped to 0
+    v[rng.choice(n, 4, replace=False)] = rng.uniform(256, 300, 4)     # above 255: clamped to 255
+    x = ((v - zp) * scale).astype(np.float32)
+    return x, scale, zp
+
+
 def cases(rng):
     out = []
-    for name, n, spread, offset in (("n=1", 1, 1.0, 0.0), ("range holds zero", 3 * THREADS + 13, 2.0, 0.3),
-                                    ("all positive", 150, 0.5, 5.0), ("all negative", 77, 30.0, -200.0)):
-        x = randn(rng, n, scale=spread, offset=offset)
-        scale, zp = quantize_params(x.min(), x.max())
+    for name, n, spread, offset in (("one element", 1, 1.0, 0.0), ("range holds zero", 3 * THREADS + 13, 2.0, 0.3),
+                                    ("all positive", 150, 0.5, 5.0), ("all negative", 77, 30.0, -200.0),
+                                    ("ties at .5", THREADS + 1, None, None)):
+        if spread is None:
+            x, scale, zp = _ties(rng, n)
+        else:
+            x = randn(rng, n, scale=spread, offset=offset)
+            scale, zp = quantize_params(x.min(), x.max())
         v = x.astype(np.float64) / scale + zp
         ref = np.round(np.clip(v, 0, 255))
-        # exact codes, except within a whisker of a .5 boundary (float32 vs float64 rounding)
-        near_half = np.abs(np.abs(v - np.floor(v)) - 0.5) < 1e-3
+        # exact codes, except within a whisker of a .5 boundary (float32 vs float64 rounding); exact
+        # ties (the "ties" case: exactly representable) must round half to even
+        exact_tie = np.abs(v - np.floor(v)) == 0.5
+        near_half = (np.abs(np.abs(v - np.floor(v)) - 0.5) < 1e-3) & ~exact_tie
         tol = np.where(near_half, 1.0, 0.0)
         out.append(Case(f"{name}, n={n}", [x, float(scale), int(zp)], [((n,), np.uint8)], [ref], [tol],
-                        grid=(n + THREADS - 1) // THREADS, block=THREADS))
+                        grid=(n + THREADS - 1) // THREADS, block=THREADS,
+                        diagnose=lambda outs, refs: clamp_hint(outs[0], refs[0], 0, 255)))
     return out

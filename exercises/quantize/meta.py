@@ -7,6 +7,7 @@ KERNEL = "quantize_kernel"
 LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 quantize: q[i] = round(clamp(x[i] / scale + zero_point, 0, 255)) as uint8, one thread per element.
 scale and zero_point come from min(x) and max(x) (the seed's quantize_tensor, computed for you on the

@@ -4,15 +4,58 @@ import numpy as np
 from exercises import Case
 
 
+THREADS = 32
+
+
+def _spike(rng, x, where):
+    """Each row's maximum moved to a random column ``where`` picks (the last column, or one beyond the
+    first block's reach), 90..110 above the rest: exp without the right max overflows float32."""
+    rows, cols = x.shape
+    for r in range(rows):
+        c = where(r, cols)
+        finite = x[r][np.isfinite(x[r])]
+        x[r, c] = (finite.max() if finite.size else 0.0) + rng.uniform(90.0, 110.0)
+    return x
+
+
+def _diagnose(outs, refs):
+    """A hint when every row is off by one factor (the denominator, the row's sum, is wrong)."""
+    out, ref = np.asarray(outs[0], np.float64), refs[0]
+    if not np.all(np.isfinite(out)):
+        return None
+    sums = out.sum(axis=1)
+    rows = np.where(np.abs(sums - 1) > 1e-3)[0]
+    if not len(rows):
+        return None
+    for r in rows:  # the wrong rows are right up to one factor each
+        big = ref[r] > 1e-6
+        ratio = out[r, big] / ref[r, big]
+        if not big.any() or not np.allclose(ratio, ratio[0], rtol=1e-3):
+            return None
+    if True:
+        r = int(rows[0])
+        return (f"row {r} sums to {sums[r]:.4g}, not 1, but is right up to that factor: the row's sum (the "
+                f"denominator) misses terms; is every thread's part of the sum added?")
+    return None
+
+
 def cases(rng):
     from kernels.softmax import make_inputs, tolerance
 
     out = []
-    for rows, cols in ((1, 1), (4, 37), (6, 100), (3, 5)):
+    last = lambda r, cols: cols - 1  # noqa: E731
+    beyond = lambda r, cols: int(rng.integers(min(THREADS, cols - 1), cols))  # noqa: E731
+    for rows, cols, where in ((1, 1, None), (4, 37, None), (6, 100, None), (3, 5, None), (2, THREADS - 1, None),
+                              (3, THREADS + 1, last), (4, 3 * THREADS + 7, beyond)):
         (x,) = make_inputs((rows, cols), np.dtype(np.float32), rng)
+        if where is not None:
+            x = _spike(rng, x, where)
         x64 = x.astype(np.float64)
         e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         ref = e / e.sum(axis=1, keepdims=True)
-        out.append(Case(f"{rows}x{cols}", [x], [((rows, cols), np.float32)], [ref],
-                        tolerance((x,), [ref], np.dtype(np.float32)), grid=rows, block=32))
+        label = f"{rows}x{cols}" + ("" if where is None else ", the maximum far above the rest, "
+                                   + ("in the last column" if where is last else f"past column {THREADS}"))
+        out.append(Case(label, [x], [((rows, cols), np.float32)], [ref],
+                        tolerance((x,), [ref], np.dtype(np.float32)), grid=rows, block=32,
+                        diagnose=_diagnose))
     return out

@@ -8,6 +8,7 @@ LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "softmax:fused"  # the kernels/ rung timed beside it (kernel:variant)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 softmax_fused: out[r, :] = exp(x[r, :] - m) / sum_j exp(x[r, j] - m) with m = max_j x[r, j], for a
 float32 x[rows, cols], in ONE kernel: block r (of THREADS = 32 threads) handles row r. Each thread

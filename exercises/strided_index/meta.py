@@ -7,6 +7,7 @@ KERNEL = "strided_copy_kernel"
 LAUNCH = None
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 strided_index: a tensor is a pointer into flat storage plus strides. Element (r, c) of a view
 lives at storage[offset + r * stride0 + c * stride1] (the seed notebook on strides:

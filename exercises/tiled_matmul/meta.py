@@ -8,6 +8,7 @@ LAUNCH = "launch"
 PASS_PCT_OF_REFERENCE = 50  # 50, not 70: tile loops compile less predictably than a map; within 2x of the reference's TILE=8 is the lesson
 PEAK = "fp32"  # --bench reports % of the FP32 peak (compute-bound)
 RUNG = "matmul:shared"  # the kernels/ rung timed beside it (kernel:variant)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 tiled_matmul: C = A @ B for row-major float32 A[M, K], B[K, N], C[M, N], in TILE x TILE tiles
 (TILE = 8). Block (bx, by) computes the tile of C at rows by*TILE.., columns bx*TILE..; thread

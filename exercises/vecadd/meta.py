@@ -8,6 +8,7 @@ LAUNCH = "launch"
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "vecadd:element_per_thread"  # the kernels/ rung timed beside it (kernel:variant)
+ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 vecadd: c = a + b for float32 vectors of length n, one thread per element, across many blocks.
 

@@ -29,6 +29,7 @@ memory is checked only for non-atomic read-modify-writes by several threads.
 """
 from __future__ import annotations
 
+import sys
 import threading
 from dataclasses import dataclass, field
 
@@ -43,6 +44,7 @@ class Trace:
     races: list = field(default_factory=list)     # ((block, thread), "read"/"wrote", array, index, other thread, what it did)
     barrier_mismatch: list = field(default_factory=list)  # (block, {barriers passed: thread count})
     global_rmw: list = field(default_factory=list)  # (array name, index, writer a, writer b)
+    race_lines: list = field(default_factory=list)  # per race: (line of this access, line of the other's)
     threaded: bool = False
 
 
@@ -67,7 +69,7 @@ class Traced(np.ndarray):
         if tr is not None:
             flat = tr.index(self, idx, "read")
             if flat is not None:
-                tr.read(flat)
+                tr.read(flat, sys._getframe(1).f_lineno)
         return np.ndarray.__getitem__(self.view(np.ndarray), idx)
 
     def __setitem__(self, idx, val):
@@ -75,7 +77,7 @@ class Traced(np.ndarray):
         if tr is not None:
             flat = tr.index(self, idx, "write")
             if flat is not None:
-                tr.write(flat)
+                tr.write(flat, sys._getframe(1).f_lineno)
         np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
 
 
@@ -86,8 +88,10 @@ class _Tracker:
         self.name, self.shape, self.trace, self.lock = name, tuple(shape), trace, lock
         self.shared, self.output = shared, output
         self.writer = {}       # flat -> (block, thread) of the first write (outputs)
+        self.others = {}       # flat -> set of the other (block, thread)s that wrote it, not atomically (outputs)
         self.readers = {}      # flat -> set of threads that read it (outputs: read-modify-write check)
         self.last = {}         # shared: flat -> (epoch, writer thread or None, set of reader threads)
+        self.lines = {}        # shared: flat -> (line of the epoch's write, {reader thread: line of its read})
 
     def index(self, arr, idx, kind):
         if not isinstance(idx, tuple):
@@ -105,42 +109,59 @@ class _Tracker:
             flat = flat * n + int(i)
         return flat
 
-    def read(self, flat):
+    def read(self, flat, line=None):
         who = _who()
         with self.lock:
             if self.shared:
                 ep, w, rs, w_atomic = self._this_epoch(flat)
+                wline, rlines = self._lines(flat, ep)
                 if _in_atomic():  # an atomic's read: a race only with another thread's plain write
                     if w is not None and w != who[1] and not w_atomic:
-                        self._race(flat, who, "atomically updated", w, "wrote")
+                        self._race(flat, who, "atomically updated", w, "wrote", line, wline)
                     return
                 if w is not None and w != who[1]:
-                    self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote")
+                    self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote", line, wline)
                 rs = rs | {who[1]}
                 self.last[flat] = (ep, w, rs, w_atomic)
+                self.lines[flat] = (wline, {**rlines, who[1]: line})
             elif self.output and not _in_atomic():
                 self.readers.setdefault(flat, set()).add(who)
 
-    def write(self, flat):
+    def write(self, flat, line=None):
         who = _who()
         with self.lock:
             if self.shared:
                 ep, w, rs, w_atomic = self._this_epoch(flat)
+                wline, rlines = self._lines(flat, ep)
                 atomic = _in_atomic()
                 other = w is not None and w != who[1]
                 other_r = next((r for r in rs if r != who[1]), None)
                 did = "atomically updated" if atomic else "wrote"
                 if other and not (atomic and w_atomic):  # atomics among themselves are ordered
-                    self._race(flat, who, did, w, "atomically updated" if w_atomic else "also wrote")
+                    self._race(flat, who, did, w, "atomically updated" if w_atomic else "also wrote", line, wline)
                 elif other_r is not None:
-                    self._race(flat, who, did, other_r, "read")
+                    self._race(flat, who, did, other_r, "read", line, rlines.get(other_r))
                 self.last[flat] = (ep, who[1], rs, atomic)
+                self.lines[flat] = (line, rlines)
             elif self.output:
                 first = self.writer.setdefault(flat, who)
+                if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
+                    extra = self.others.get(flat)
+                    if extra is None and len(self.others) < 256:
+                        extra = self.others[flat] = set()
+                    if extra is not None and len(extra) < 4096:
+                        extra.add(who)
                 if first != who and not _in_atomic() and (who in self.readers.get(flat, ()) or
                                                           first in self.readers.get(flat, ())):
                     if len(self.trace.global_rmw) < 3:
                         self.trace.global_rmw.append((self.name, self._idx(flat), first, who))
+
+    def _lines(self, flat, ep):
+        """(line of the write, {reader: line}) of shared element ``flat`` in epoch ``ep`` (this one)."""
+        cur = self.last.get(flat)
+        if cur is None or cur[0] != ep:
+            return None, {}
+        return self.lines.get(flat, (None, {}))
 
     def _this_epoch(self, flat):
         """(epoch, last writer thread or None, plain reader threads, whether that write was an
@@ -153,11 +174,13 @@ class _Tracker:
     def _idx(self, flat):
         return list(map(int, np.unravel_index(flat, self.shape))) if self.shape else []
 
-    def _race(self, flat, who, did, other_thread, other_did):
-        """Record: thread ``who`` (block, thread) ``did`` element ``flat``, which ``other_thread`` of
-        the same block ``other_did`` in the same barrier epoch."""
+    def _race(self, flat, who, did, other_thread, other_did, line=None, other_line=None):
+        """Record: thread ``who`` (block, thread) ``did`` element ``flat`` (at source line ``line``),
+        which ``other_thread`` of the same block ``other_did`` (at ``other_line``) in the same barrier
+        epoch."""
         if len(self.trace.races) < 3:
             self.trace.races.append((who, did, self.name, self._idx(flat), other_thread, other_did))
+            self.trace.race_lines.append((line, other_line))
 
 
 _atomic_flag = threading.local()
@@ -204,17 +227,32 @@ class _Shared:
             arr = self.arrays.get(key)
             if arr is None:
                 arr = poisoned(shape, dtype).view(Traced)
-                arr._lab_tracker = _Tracker(f"shared array (line {f.f_lineno})", arr.shape, self.trace,
-                                            self.lock, shared=True)
+                arr._lab_tracker = _Tracker(_shared_name(f), arr.shape, self.trace, self.lock, shared=True)
                 self.arrays[key] = arr
         return arr
 
 
+def _shared_name(frame):
+    """'cache': the variable a ``cuda.shared.array`` call is assigned to (the race and out-of-bounds
+    messages name the lines of the accesses), else 'shared array (line 13)', its declaration's line."""
+    import linecache
+    import re
+
+    src = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
+    m = re.match(r"\s*([A-Za-z_]\w*)\s*=\s*cuda\.shared\.array", src)
+    return m.group(1) if m else f"shared array (line {frame.f_lineno})"
+
+
+FLOAT_SENTINEL = -1.2345678e30  # floats' second poison (``which=2``): finite, so a written NaN stands out
+
+
 def poisoned(shape, dtype, which=0):
-    """An array of ``shape`` filled with a poison: NaN for floats; for ints one of two values."""
+    """An array of ``shape`` filled with a poison: NaN for floats (``which=2``: a finite sentinel,
+    :data:`FLOAT_SENTINEL`, to tell an element written with NaN from one never written); for ints
+    one of two values."""
     dtype = np.dtype(dtype)
     if dtype.kind == "f":
-        return np.full(shape, np.nan, dtype)
+        return np.full(shape, FLOAT_SENTINEL if which == 2 else np.nan, dtype)
     if dtype.kind == "b":
         return np.zeros(shape, dtype)
     from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)

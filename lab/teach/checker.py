@@ -100,9 +100,27 @@ def load_student(path, ex):
         raise Failed(f"importing {os.path.basename(path)} raised {_one_line(e)}{_where(e, path)}") from None
     if not hasattr(mod, ex.kernel):
         raise Failed(f"{os.path.basename(path)} has no kernel named {ex.kernel!r}")
+    problem = kernel_problem(getattr(mod, ex.kernel))
+    if problem:
+        raise Failed(f"{ex.kernel} is {problem}")
     if ex.launch and not callable(getattr(mod, ex.launch, None)):
         raise Failed(f"{os.path.basename(path)} has no function {ex.launch}(...) for the launch configuration")
     return mod
+
+
+def kernel_problem(obj) -> str:
+    """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
+    instead: a plain function passes the simulator's tests but is no CUDA kernel."""
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba.cuda"):
+        device = getattr(obj, "_device", False) or (getattr(obj, "targetoptions", None) or {}).get("device")
+        if device:
+            return ("a device function (@cuda.jit(device=True)), not a kernel: decorate it with @cuda.jit "
+                    "(device functions are called from kernels, not launched)")
+        return ""
+    if mod.startswith("numba"):
+        return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
+    return "not a CUDA kernel: decorate it with @cuda.jit"
 
 
 def _one_line(e):
@@ -201,26 +219,26 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     try:
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
+        if trace.races:  # the race came first; what it then raised is its consequence
+            raise Failed(race_message(trace, 0, grid, block) + f" (the kernel then raised {_one_line(e.error)})") from None
         if trace.oob:
             name, idx, shape, who, kind = trace.oob[0]
-            if min(idx) < 0:
-                advice = "a negative index: check your index arithmetic"
-            elif len(idx) == 2 and idx[1] < shape[0] and idx[0] < shape[1]:
-                advice = "past the end; the index would fit the transposed shape: are row and column swapped?"
-            else:
-                advice = "past the end: guard it, e.g. `if i < n:`"
             raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                         f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}") from None
+                         f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
+                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}") from None
         advice = ""
         if isinstance(e.error, OverflowError) and "math range" in str(e.error):
             advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
         elif isinstance(e.error, OverflowError) and "out of bounds for" in str(e.error):
             advice = ": the value does not fit the output's dtype (clamp before converting?)"
+        elif isinstance(e.error, ValueError) and "NaN" in str(e.error):
+            advice = ": a NaN was converted to an integer (a value read before it was written?)"
         raise Failed(f"your kernel raised {_one_line(e.error)} in {_fmt_who(e.who, nd)}"
                      f"{_where(e.error, path)}{advice}") from None
     except ValueError as e:
         raise Failed(f"bad launch configuration: {e}") from None
     writers = [tr._lab_tracker.writer for tr in targs]
+    trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
     return outs, trace, writers
 
 
@@ -228,6 +246,56 @@ def guard_elements() -> int:
     """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
     by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
     return 0 if os.environ.get("LAB_SANITIZER") else GUARD
+
+
+def _extra_thread(own, grid, block, out_shapes):
+    """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
+    thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
+    up to the block (x = the last dimension, y = the one before)."""
+    reach, bd = [g * b for g, b in zip(_dims3(grid), _dims3(block))], _dims3(block)
+    for shape in out_shapes:
+        shape = tuple(shape)
+        for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
+            if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
+                return True
+    return False
+
+
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
+    """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
+    in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
+    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset)."""
+    if min(idx) < 0:
+        return "a negative index: check your index arithmetic"
+    b, t = tuple(who[0]), tuple(who[1])
+    bd = _dims3(block)
+    own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
+    grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
+    past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
+    d = past[0]
+    fits_t = len(idx) == 2 and idx[1] < shape[0] and idx[0] < shape[1]
+    if len(idx) == 2 and fits_t:
+        swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
+        if swapped:
+            return "past the end; the index would fit the transposed shape: are row and column swapped?"
+    if all(int(idx[k]) in own for k in past) or (grid is not None and _extra_thread(own, grid, block, out_shapes)):
+        return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
+    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element: a loop "
+            f"bound, a stride or an offset runs past the end?")
+
+
+def race_message(trace, k, grid, block):
+    """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
+    accesses."""
+    who, did, arr, idx, other, other_did = trace.races[k]
+    lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
+    nd, tnd = _ndims(grid), _ndims(block)
+    at = f" at line {lines[0]}" if lines[0] else ""
+    other_at = f" at line {lines[1]}" if lines[1] else ""
+    return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
+            f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at} with no cuda.syncthreads() between "
+            f"the two accesses; add one between writing shared memory and reading what other "
+            f"threads wrote (and before overwriting what they still read)")
 
 
 def _launch_gpu(kernel, case, grid, block, which):
@@ -311,18 +379,14 @@ def run_case(mod, ex, case, backend, rng, path):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races:
-            who, did, arr, idx, other, other_did = trace.races[0]
-            tnd = _ndims(block)
-            raise Failed(f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}, which thread "
-                         f"{_fmt_t(other, tnd)} of the same block {other_did} with no cuda.syncthreads() between "
-                         f"the two accesses; add one between writing shared memory and reading what other "
-                         f"threads wrote (and before overwriting what they still read)")
+            raise Failed(race_message(trace, 0, grid, block))
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
             raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
                          f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
-    # never-written elements: NaN in a float output, or a value that changed with the poison
+    # never-written elements: NaN in a float output, or a value that changed with the poison; the
+    # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
         out = np.asarray(out)
         if case.init is not None:
@@ -332,8 +396,43 @@ def run_case(mod, ex, case, backend, rng, path):
         else:
             unwritten = np.asarray(runs[1][0][k]) != out
         if unwritten.any():
+            written = _written_mask(writers[k], out.shape) if writers is not None else None
+            if written is None and out.dtype.kind == "f" and backend != "simulator":
+                # no tracer on a GPU: run again with a finite poison; NaN in both runs was written
+                again = np.asarray(_launch_gpu(kernel, case, grid, block, 2)[k])
+                written = ~(again == np.asarray(simt_poison(out.dtype)))
+                if (unwritten & written).any():
+                    first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
+                    raise Failed(f"{_fmt_idx(onames[k], first)} is NaN although it was written (a second run "
+                                 f"with another poison tells the two apart): read before initialised (an "
+                                 f"accumulator not set to 0 before +=, shared memory read before it was "
+                                 f"filled)? or 0/0, inf/inf (an overflow)?; {int((unwritten & written).sum())} of "
+                                 f"{plural(out.size, 'element')} like this")
+                written = None
+            if written is not None and (unwritten & written).any():
+                first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
+                flat = int(np.ravel_multi_index(first, out.shape)) if out.shape else 0
+                what = "NaN" if out.dtype.kind == "f" else "a value that depends on what the output held before"
+                raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                             f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
+                             f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
+                             f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this")
             raise Failed(_unwritten_message(onames[k], unwritten, grid, block),
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block))
+    if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
+        for k, others in enumerate(getattr(trace, "lab_others", [])):
+            if others:
+                flat = min(others)
+                n = 1 + len(others[flat])
+                idx = tuple(int(v) for v in np.unravel_index(flat, tuple(case.outputs[k][0])))
+                one_each = len({tuple(w[0]) for w in [writers[k][flat], *others[flat]]}) == n
+                raise Failed(f"{_fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
+                             f"with a plain store: the last one wins and the other partials are lost; add with "
+                             f"cuda.atomic.add")
+    if trace is not None and getattr(ex, "one_writer", False):
+        for k, others in enumerate(getattr(trace, "lab_others", [])):
+            if others:
+                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
@@ -362,15 +461,69 @@ def run_case(mod, ex, case, backend, rng, path):
             who = writers[k].get(flat)
             if who is not None:
                 msg += f"; written by {_fmt_who(who, nd)}"
-        extra = None
-        if ref.ndim == 2 and first[1] < ref.shape[0] and first[0] < ref.shape[1]:
-            if abs(out64[first] - ref[first[1], first[0]]) <= 1e-5 * (1 + abs(ref[first[1], first[0]])):
-                extra = "it holds the value of the transposed position: row and column swapped?"
+        extra = _transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
+
+
+def _transposed_hint(out64, ref, bad):
+    """The transposed-position hint, only when the output matches the transposed reference: every
+    wrong element whose transposed position exists holds that position's value (and most do)."""
+    if ref.ndim != 2 or ref.size < 2:
+        return None
+    idx = np.argwhere(bad)
+    fits = (idx[:, 1] < ref.shape[0]) & (idx[:, 0] < ref.shape[1])
+    if fits.sum() < max(2, len(idx) // 2):
+        return None
+    i, j = idx[fits, 0], idx[fits, 1]
+    want = ref[j, i]
+    if np.all(np.abs(out64[i, j] - want) <= 1e-5 * (1 + np.abs(want))):
+        return "it holds the value of the transposed position: row and column swapped?"
+    return None
+
+
+def simt_poison(dtype):
+    from lab.core.simt import FLOAT_SENTINEL
+
+    return np.dtype(dtype).type(FLOAT_SENTINEL)
+
+
+def _written_mask(writer, shape):
+    """Boolean array of ``shape``: which elements the tracer saw written."""
+    mask = np.zeros(int(np.prod(shape)) if shape else 1, bool)
+    if writer:
+        mask[np.fromiter(writer.keys(), int, len(writer))] = True
+    return mask.reshape(shape) if shape else mask.reshape(())
+
+
+def _many_writers_message(name, shape, writer, others, grid, block):
+    """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
+    one thread wrote (mapping exercises: each output element has exactly one writer)."""
+    flat = min(others)
+    idx = tuple(int(v) for v in np.unravel_index(flat, tuple(shape))) if shape else (0,)
+    who = [writer[flat], *sorted(others[flat])]
+    blocks = {tuple(w[0]) for w in who}
+    nblocks = math.prod(_dims3(grid))
+    nd = _ndims(grid)
+    n = len(who)
+    text = f"{_fmt_idx(name, idx)} was written by {n} threads"
+    if len(blocks) == n and n == nblocks > 1:
+        return (text + ", one per block: every block repeats the whole loop; use the block's offset "
+                "(cuda.blockIdx.x * cuda.blockDim.x, or cuda.grid(1)) so that each block does its own part")
+    if len(blocks) == 1:
+        return (text + f" of {_fmt_who(who[0], nd).split(' of ')[1]} ({_fmt_who(who[0], nd).split(' of ')[0]}, "
+                f"{_fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "
+                f"one thread: does every thread loop over all the elements?")
+    return (text + f" ({_fmt_who(who[0], nd)}, {_fmt_who(who[1], nd)}, ...): each output element must be "
+            f"written by exactly one thread")
+
+
+def _dims3(d):
+    d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
+    return d + (1,) * (3 - len(d))
 
 
 def _unwritten_message(name, unwritten, grid, block):
@@ -399,10 +552,22 @@ def _unwritten_message(name, unwritten, grid, block):
     text = f"{count} of {total} elements of {name} never written, the first {_fmt_idx(name, first)}"
     if count == total:
         return text + ": nothing was written: does your kernel store into " + name + "?"
-    if len(rows) and rows[-1] == unwritten.shape[0] - 1 and len(rows) == unwritten.shape[0] - rows[0]:
-        text += f" (rows {rows[0]}.. all unwritten: does the grid cover every row, rounded up?)"
-    elif len(cols) and cols[-1] == unwritten.shape[1] - 1 and len(cols) == unwritten.shape[1] - cols[0]:
-        text += f" (columns {cols[0]}.. all unwritten: does the grid cover every column, rounded up?)"
+    if unwritten.ndim != 2:
+        return text
+    # the launch's coverage, x = column and y = row (the exercises' mapping), before any grid hint
+    reach = [g * b for g, b in zip(_dims3(grid), _dims3(block))]  # threads along x, y
+    need = {"column": (0, unwritten.shape[1]), "row": (1, unwritten.shape[0])}
+    for what, run in (("row", rows), ("column", cols)):
+        a, size = need[what]
+        if len(run) and run[-1] == size - 1 and len(run) == size - run[0]:
+            if reach[a] < size:  # the launch really stops short: the grid does not cover the matrix
+                g, b = _dims3(grid)[a], _dims3(block)[a]
+                return text + (f" ({what}s {run[0]}.. all unwritten: your grid has {plural(g, 'block')} of {b} threads "
+                               f"along {'xy'[a]}, {reach[a]} threads for {size} {what}s: round the number of "
+                               f"blocks up (x = column, y = row)")
+            return text + (f" ({what}s {run[0]}.. all unwritten although your grid has {reach[0]} x {reach[1]} threads "
+                           f"for {unwritten.shape[1]} columns x {unwritten.shape[0]} rows: the grid covers the matrix; "
+                           f"are x and y swapped in your indices? x = column, y = row)")
     return text
 
 
@@ -447,27 +612,88 @@ def sanitizer_message(r, hazards: int = 0) -> str:
 
 
 # --- Running every test --------------------------------------------------------------------------------
-def run_all(name, path, backend, seed, emit=lambda obj: None):
+COMPILE_TEST = "compiles for a GPU"
+
+
+def unique_names(cases):
+    """Give every case a distinct label ('n=1', then 'n=1 (2)'): results are keyed by name."""
+    seen = {}
+    for c in cases:
+        k = seen.get(c.name, 0)
+        seen[c.name] = k + 1
+        if k:
+            c.name = f"{c.name} ({k + 1})"
+    return cases
+
+
+def compile_result(mod, ex, cases, backend, path):
+    """The GPU-compile test's result, or a note (str) when it was skipped; None when turned off."""
+    from lab.teach import gpu_compile
+
+    if not gpu_compile.enabled():
+        return None
+    sigs = [gpu_compile.arg_types(c) for c in cases]
+    if backend == "simulator":
+        r = gpu_compile.check(path, ex.kernel, sigs)
+        cc = gpu_compile.CC
+    else:  # numba.cuda is the real one here: compile in this process for this GPU
+        from numba import cuda
+
+        cc = tuple(cuda.get_current_device().compute_capability)
+        fn = getattr(getattr(mod, ex.kernel), "py_func", None)
+        r = gpu_compile.compile_here(fn, [json.loads(t) for t in dict.fromkeys(json.dumps(t) for t in sigs)],
+                                     path, cc) if fn else {"skipped": "no Python function"}
+    if "skipped" in r:
+        return (f"the GPU compile check was skipped ({r['skipped']}): the simulator runs any Python, so code "
+                f"that a GPU cannot compile (np.dot, generators, ...) may pass here; enable it with "
+                f"{gpu_compile.ENABLE_HINT}")
+    if r["ok"]:
+        return {"name": COMPILE_TEST, "passed": True,
+                "message": f"ok (compiled offline for sm_{cc[0]}{cc[1]})" if backend == "simulator" else "ok"}
+    return {"name": COMPILE_TEST, "passed": False, "message": gpu_compile.message(r, cc)}
+
+
+def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
     """Every hidden test of exercise ``name`` on the student's file ``path`` in this process (the
     backend must already be selected); returns [{"name", "passed", "message"}]. ``emit`` gets the
-    progress protocol's objects as they happen."""
+    progress protocol's objects as they happen (``{"note": text}`` for a check that was skipped).
+    ``skip``: names of tests not to run (the parent re-runs the rest after a timeout).
+    ``compile_check``: also compile the kernel offline for a GPU (:mod:`lab.teach.gpu_compile`),
+    the test "compiles for a GPU", first."""
     import exercises
 
     ex = exercises.load(name)
     rng = np.random.default_rng(int(seed))
+    skip = set(skip)
     emit({"start": "load"})
     try:
         mod = load_student(path, ex)
         if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
             _lineinfo(mod)
-        cases = ex.hidden().cases(rng)
+        cases = unique_names(ex.hidden().cases(rng))
     except Failed as e:
         result = {"name": "load", "passed": False, "message": str(e)}
         emit(result)
         return [result]
-    emit({"loaded": [c.name for c in cases]})
+    from lab.teach import gpu_compile
+
+    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
+    emit({"loaded": ([COMPILE_TEST] if do_compile else []) + [c.name for c in cases if c.name not in skip]})
     results = []
+    if do_compile:
+        emit({"start": COMPILE_TEST})
+        try:
+            r = compile_result(mod, ex, cases, backend, path)
+        except Exception as e:  # noqa: BLE001 - the check itself broke: say so, do not fail the student
+            r = f"the GPU compile check could not run ({_one_line(e)})"
+        if isinstance(r, dict):
+            emit(r)
+            results.append(r)
+        elif r:
+            emit({"note": r})
     for case in cases:
+        if case.name in skip:
+            continue
         emit({"start": case.name})
         try:
             result = {"name": case.name, "passed": True, "message": run_case(mod, ex, case, backend, rng, path)}
@@ -483,13 +709,15 @@ def run_all(name, path, backend, seed, emit=lambda obj: None):
 
 
 def main(argv):
-    """The child process: select the backend, run the tests, write progress lines."""
-    name, path, backend, seed, progress = argv
+    """The child process: select the backend, run the tests, write progress lines. An optional sixth
+    argument is a JSON list of test names to skip (already run before a timeout)."""
+    name, path, backend, seed, progress = argv[:5]
+    skip = json.loads(argv[5]) if len(argv) > 5 and argv[5].startswith("[") else []
     from lab.core.session import select
 
     select("sim" if backend == "simulator" else "gpu")
     with open(progress, "a", buffering=1) as out:
-        run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"))
+        run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"), skip=skip)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,286 @@
+"""Does the student's kernel compile for a real GPU? The simulator runs a kernel as plain Python, so
+``np.dot`` inside a kernel, ``sum()`` over a generator or a call to an undecorated helper pass there
+and fail on a GPU. This compiles the kernel offline (numba-cuda's ``cuda.compile_ptx``: typing,
+lowering and NVVM, no GPU needed) for compute capability :data:`CC` with the argument types of the
+hidden tests, and turns the compiler's error into one line at the student's line:
+``does not compile for a GPU: np.dot is not supported in a CUDA kernel (line 7)``.
+
+In a process that runs the simulator (``NUMBA_ENABLE_CUDASIM=1``) ``numba.cuda`` *is* the simulator,
+so the compile runs in a child process without it (``python -m lab.teach.gpu_compile``), like
+``lab occupancy``'s offline compile (:mod:`lab.core.resources`). Results are cached per file content,
+argument types and numba-cuda version. Without NVVM/NVRTC (``pip install 'numba-gpu-lab[occupancy]'``)
+the check is skipped with a note saying so. ``LAB_GPU_COMPILE=0`` turns it off.
+
+Source: Numba for CUDA GPUs, "Supported Python features in CUDA Python" (numba-cuda docs).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+CC = (7, 5)  # Turing (Colab's T4): the oldest target the lab's students meet
+ENABLE_HINT = "pip install 'numba-gpu-lab[occupancy]' (numba-cuda[cu13]: NVVM and NVRTC)"
+ENV = "LAB_GPU_COMPILE"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1") not in ("0", "", "no", "off")
+
+
+def arg_types(case) -> list:
+    """The kernel's argument types for hidden test ``case`` as JSON-able descriptors:
+    ``["array", dtype, ndim, layout]`` (outputs are C-contiguous device arrays) or ``["scalar", name]``
+    (a Python float is float64 and an int int64, as Numba types them at a launch)."""
+    out = []
+    for a in case.args:
+        if isinstance(a, np.ndarray):
+            out.append(["array", a.dtype.str, a.ndim, "C" if a.flags.c_contiguous else "A"])
+        elif isinstance(a, (bool, np.bool_)):
+            out.append(["scalar", "boolean"])
+        elif isinstance(a, np.generic):
+            out.append(["scalar", np.dtype(type(a)).name])
+        elif isinstance(a, int):
+            out.append(["scalar", "int64"])
+        elif isinstance(a, float):
+            out.append(["scalar", "float64"])
+        else:
+            out.append(["scalar", "float64"])
+    for shape, dt in case.outputs:
+        out.append(["array", np.dtype(dt).str, max(len(tuple(shape)), 1), "C"])
+    return out
+
+
+def _numba_sig(desc):
+    from numba import types
+    from numba.np.numpy_support import from_dtype
+
+    return tuple(types.Array(from_dtype(np.dtype(d[1])), d[2], d[3]) if d[0] == "array" else getattr(types, d[1])
+                 for d in desc)
+
+
+# --- The compiler's message, in the student's words --------------------------------------------------
+_FUNC = re.compile(r"No implementation of function Function\(<(?:built-in )?function (\w+)[^>]*>\) found for "
+                   r"signature:\s*>>> \w+\((.*?)\)\s*$", re.M | re.S)
+_UNTYPED = re.compile(r"Untyped global name '(\w+)'(?::\s*(.*))?")
+_NP_FUNC = re.compile(r"Use of unsupported NumPy function '([\w.]+)'")
+_LINE = re.compile(r'File "([^"]+)", line (\d+)')
+
+
+def _source_line(path, line):
+    try:
+        with open(path) as f:
+            return f.read().splitlines()[line - 1]
+    except (OSError, IndexError, TypeError):
+        return ""
+
+
+def student_line(text: str, path: str, loc_line: int | None = None) -> int | None:
+    """The line of the student's file that the compiler's message points at (the last one named)."""
+    base = os.path.basename(path)
+    lines = [int(n) for f, n in _LINE.findall(text) if os.path.basename(f) == base]
+    return lines[-1] if lines else loc_line
+
+
+def explain(text: str, path: str, line: int | None) -> str:
+    """One sentence for a numba-cuda compile error ``text`` at ``line`` of the student's file ``path``."""
+    src = _source_line(path, line) if line else ""
+    m = _FUNC.search(text)
+    if m:
+        name = m.group(1)
+        dotted = (re.search(r"\b((?:np|numpy)\.)" + re.escape(name) + r"\s*\(", src)
+                  or re.search(r"([A-Za-z_][\w.]*\.)?\b" + re.escape(name) + r"\s*\(", src))
+        shown = (dotted.group(1) or "") + name if dotted else name
+        if "." in shown and shown.split(".")[0] in ("np", "numpy"):
+            return f"{shown} is not supported in a CUDA kernel"
+        args = " ".join(m.group(2).split())
+        return f"{shown}({args}) is not supported in a CUDA kernel"
+    m = _NP_FUNC.search(text)
+    if m:
+        return f"{m.group(1).replace('numpy.', 'np.')} is not supported in a CUDA kernel"
+    if "use of yield in a closure" in text or "generator" in text.lower() and "unsupported" in text.lower():
+        return ("a generator expression (e.g. sum(v for v in ...)) is not supported in a CUDA kernel: "
+                "write the loop out")
+    m = _UNTYPED.search(text)
+    if m:
+        what = m.group(2) or ""
+        if "function" in what:
+            return (f"{m.group(1)} is a plain Python function: a kernel can call only device functions "
+                    f"(@cuda.jit(device=True)) and the supported math")
+        return f"{m.group(1)} cannot be used in a CUDA kernel ({what.strip() or 'untyped global'})"
+    if "list" in text and "reflected list" in text:
+        return "Python lists cannot be used in a CUDA kernel: use an array (cuda.local.array)"
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if ln and not ln.startswith(("Failed in", "During:", "File ", ">>>", "- ", "^", "<source")):
+            return ln[:160]
+    return "the compiler rejected it"
+
+
+def compile_here(py_func, sigs: list, path: str, cc) -> dict:
+    """In a process whose ``numba.cuda`` is the real one: compile ``py_func`` for each signature.
+    Returns {"ok": True} or {"ok": False, "message", "line"}."""
+    from numba import cuda
+
+    import numba.cuda.dispatcher as dispatcher
+
+    class _Target:  # device functions ask the current device for its cc: answer the target's
+        compute_capability = tuple(cc)
+
+    saved = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: _Target
+    try:
+        for desc in sigs:
+            try:
+                cuda.compile_ptx(py_func, _numba_sig(desc), cc=tuple(cc))
+            except Exception as e:  # noqa: BLE001 - the compiler's verdict on the student's code
+                text = str(e)
+                line = student_line(text, path, _loc_line(e, path))
+                return {"ok": False, "message": explain(text, path, line), "line": line}
+    finally:
+        dispatcher.get_current_device = saved
+    return {"ok": True}
+
+
+def _loc_line(e, path) -> int | None:
+    """The student's line from the error's ``loc``, or from the ``loc`` of the typing constraint that
+    raised it (a numba.core TypingError raised inside numba-cuda's type inference carries none)."""
+    base = os.path.basename(path)
+
+    def line_of(loc):
+        if loc is not None and getattr(loc, "line", None) and os.path.basename(str(getattr(loc, "filename", ""))) == base:
+            return int(loc.line)
+        return None
+
+    found = line_of(getattr(e, "loc", None))
+    tb = e.__traceback__
+    while tb is not None and found is None:  # the deepest frame that knows the student's line
+        owner = tb.tb_frame.f_locals.get("self")
+        found = line_of(getattr(owner, "loc", None)) or line_of(tb.tb_frame.f_locals.get("loc")) or found
+        tb = tb.tb_next
+    return found
+
+
+def message(result: dict, cc=CC) -> str:
+    """The failing test's text for a compile result."""
+    where = f" (line {result['line']})" if result.get("line") else ""
+    return f"does not compile for a GPU (sm_{cc[0]}{cc[1]}): {result['message']}{where}"
+
+
+# --- The child process ------------------------------------------------------------------------------
+def _child(request: dict) -> list[dict]:
+    """In the child (no simulator): compile each item {"path", "kernel", "sigs", "cc"} of the request."""
+    import importlib.util
+
+    from lab.core.resources import offline_unavailable
+
+    why = offline_unavailable()
+    if why:
+        return [{"skipped": f"needs {why}"} for _ in request["items"]]
+    out = []
+    for k, item in enumerate(request["items"]):
+        path = item["path"]
+        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+        spec = importlib.util.spec_from_file_location(f"student_gpu_compile_{k}", path)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(mod)
+        except Exception as e:  # noqa: BLE001 - imported fine in the simulator; not the compiler's verdict
+            out.append({"skipped": f"the file does not import without the simulator ({type(e).__name__}: "
+                                   f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"})
+            continue
+        finally:
+            sys.path.pop(0)
+        fn = getattr(getattr(mod, item["kernel"], None), "py_func", None)
+        if fn is None:
+            out.append({"skipped": f"{item['kernel']} is not a @cuda.jit kernel"})
+            continue
+        out.append(compile_here(fn, item["sigs"], path, item["cc"]))
+    return out
+
+
+def _cache_file(key: str):
+    try:
+        from platformdirs import user_cache_dir
+    except ImportError:
+        return None
+    return os.path.join(user_cache_dir("numba-gpu-lab"), "gpu-compile", key + ".json")
+
+
+def _key(path: str, kernel: str, sigs: list, cc) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        nv = version("numba-cuda")
+    except PackageNotFoundError:
+        nv = "?"
+    h = hashlib.sha256()
+    for f in (path, __file__):  # the student's file, and this module (its messages)
+        with open(f, "rb") as fh:
+            h.update(fh.read())
+    h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 1]).encode())
+    return h.hexdigest()[:32]
+
+
+def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0) -> dict:
+    """Compile ``kernel`` of the student's file ``path`` for ``cc`` with each signature of ``sigs``
+    (:func:`arg_types` descriptors) in a child process without the simulator. Returns {"ok": True},
+    {"ok": False, "message", "line"} (the compiler's error at the student's line) or {"skipped": why}.
+    Cached per file content, kernel, signatures and numba-cuda version."""
+    return check_many([(path, kernel, sigs)], cc, timeout)[0]
+
+
+def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
+    """:func:`check` for several (path, kernel, sigs) at once, in one child process."""
+    todo, results, caches = [], [None] * len(items), [None] * len(items)
+    for k, (path, kernel, sigs) in enumerate(items):
+        sigs = [json.loads(s) for s in dict.fromkeys(json.dumps(s) for s in sigs)]
+        try:
+            caches[k] = _cache_file(_key(path, kernel, sigs, cc))
+        except OSError:
+            caches[k] = None
+        if caches[k] and os.path.isfile(caches[k]):
+            try:
+                with open(caches[k]) as f:
+                    results[k] = json.load(f)
+                continue
+            except (OSError, ValueError):
+                pass
+        todo.append((k, {"path": os.path.abspath(path), "kernel": kernel, "sigs": sigs, "cc": list(cc)}))
+    if not todo:
+        return results
+    from lab.core.session import child_env
+
+    env = child_env(NUMBA_ENABLE_CUDASIM="0", LAB_COMPILER="numba-cuda", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
+    request = {"items": [item for _, item in todo]}
+    try:
+        proc = subprocess.run([sys.executable, "-m", "lab.teach.gpu_compile"], input=json.dumps(request),
+                              capture_output=True, text=True, env=env, timeout=timeout * len(todo),
+                              cwd=os.path.dirname(todo[0][1]["path"]))
+        got = json.loads(proc.stdout.strip().splitlines()[-1])
+    except subprocess.TimeoutExpired:
+        got = [{"skipped": f"the compile took longer than {timeout:.0f} s"}] * len(todo)
+    except (ValueError, IndexError):
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        got = [{"skipped": f"the compiler's process failed ({last.strip()[:120]})"}] * len(todo)
+    for (k, _), result in zip(todo, got):
+        results[k] = result
+        if caches[k] and "ok" in result:
+            try:
+                from lab.core.files import write_atomic
+
+                os.makedirs(os.path.dirname(caches[k]), exist_ok=True)
+                write_atomic(caches[k], json.dumps(result), "GPU compile cache")
+            except Exception:  # noqa: BLE001 - a cache that cannot be written is only slower
+                pass
+    return results
+
+
+if __name__ == "__main__":
+    _out = _child(json.loads(sys.stdin.read()))
+    sys.stdout.write("\n" + json.dumps(_out) + "\n")

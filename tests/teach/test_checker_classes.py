@@ -1,0 +1,233 @@
+"""The checker's classes of issue 20: wrong kernels that used to pass (GPU-incompatible Python, a
+plain function, every block redoing the whole problem, data that never stressed the bug) and hints
+that pointed at the wrong bug. The mutants (tests/teach/mutants.py) are written as students write
+them; each test here failed before the checker learned the class.
+
+Tracer-based diagnoses (writers per element, NaN that was written, race lines) are simulator-only;
+on a GPU the ``gpu``-marked mutants must still fail, with any message.
+"""
+import json
+import os
+
+import pytest
+
+import exercises
+from lab.teach import checker, gpu_compile
+from lab.teach.checker import run_all
+
+from tests.conftest import BACKEND
+from tests.helpers import mutated_solution
+from tests.teach import mutants
+
+SIM_ONLY = {id(m) for m in mutants.EVERY_BLOCK} | {
+    id(m) for m in mutants.HINTS if m[1] in ("race names the lines", "accumulates into the poisoned output",
+                                             "shared memory not zeroed past the end")}
+
+
+def _seed():
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def _params(group):
+    return [pytest.param(*m, marks=[] if id(m) in SIM_ONLY else [pytest.mark.gpu], id=f"{m[0]}-{m[1]}") for m in group]
+
+
+def _check(tmp_path, name, subs, want, avoid, compile_check=False):
+    results = run_all(name, str(mutated_solution(tmp_path, name, subs)), BACKEND, seed=_seed(),
+                      compile_check=compile_check)
+    failed = [r for r in results if not r["passed"]]
+    assert failed, f"{name}: the mutant passed every hidden test: {results}"
+    for r in failed:  # never a traceback, never the hidden test's code
+        assert "Traceback" not in r["message"] and "def cases" not in r["message"]
+    if BACKEND == "simulator":
+        assert any(all(w in r["message"] or w in r["name"] for w in want) and not any(a in r["message"] for a in avoid)
+                   for r in failed), failed
+    return results
+
+
+def _nvvm():
+    from lab.core.resources import offline_unavailable
+
+    return offline_unavailable() is None
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,label,subs,want,avoid", _params(mutants.COMPILE))
+def test_gpu_incompatible_python_fails_the_compile(tmp_path, name, label, subs, want, avoid):
+    if BACKEND == "simulator" and not _nvvm():
+        pytest.skip("no NVVM/NVRTC here (pip install 'numba-gpu-lab[occupancy]')")
+    results = _check(tmp_path, name, subs, want, avoid, compile_check=True)
+    assert results[0]["name"] == checker.COMPILE_TEST and not results[0]["passed"]
+
+
+@pytest.mark.parametrize("name,label,subs,want,avoid",
+                         _params(mutants.NOT_A_KERNEL + mutants.EVERY_BLOCK + mutants.ADVERSARIAL + mutants.HINTS))
+def test_mutant_fails_with_the_right_hint(tmp_path, name, label, subs, want, avoid):
+    _check(tmp_path, name, subs, want, avoid)
+
+
+@pytest.mark.gpu
+def test_every_solution_compiles_for_a_gpu():
+    """The reference solutions compile offline for sm_75 with the hidden tests' argument types (one
+    child process for all of them)."""
+    if not _nvvm():
+        pytest.skip("no NVVM/NVRTC here (pip install 'numba-gpu-lab[occupancy]')")
+    import numpy as np
+
+    items = []
+    for n in exercises.names():
+        ex = exercises.load(n)
+        cases = ex.hidden().cases(np.random.default_rng(_seed()))
+        items.append((str(ex.solution), ex.kernel, [gpu_compile.arg_types(c) for c in cases]))
+    results = gpu_compile.check_many(items)
+    assert all(r.get("ok") for r in results), list(zip(exercises.names(), results))
+
+
+def test_skipped_compile_is_one_note(tmp_path, monkeypatch):
+    """Without NVVM the check is not called passed: one note says it was skipped and how to enable it."""
+    monkeypatch.setattr(gpu_compile, "check", lambda *a, **k: {"skipped": "needs nvvm (not found)"})
+    notes = []
+    emit = lambda obj: notes.append(obj["note"]) if "note" in obj else None  # noqa: E731
+    results = run_all("map_guard", str(exercises.load("map_guard").solution), "simulator", _seed(), emit=emit)
+    assert all(r["passed"] for r in results) and checker.COMPILE_TEST not in [r["name"] for r in results]
+    assert len(notes) == 1 and "GPU compile check was skipped" in notes[0] and "pip install" in notes[0]
+
+
+def test_compile_error_names_the_students_line(tmp_path):
+    text = ('No implementation of function Function(<built-in function dot>) found for signature:\n \n'
+            ' >>> dot(array(float32, 1d, C), array(float32, 1d, C))\n')
+    f = tmp_path / "k.py"
+    f.write_text("import numpy as np\n\n\ndef k(x, out):\n    out[0] = np.dot(x, x)\n")
+    assert gpu_compile.explain(text, str(f), 5) == "np.dot is not supported in a CUDA kernel"
+    assert gpu_compile.message({"ok": False, "message": "np.dot is not supported in a CUDA kernel", "line": 5},
+                               (7, 5)) == "does not compile for a GPU (sm_75): np.dot is not supported in a CUDA kernel (line 5)"
+    assert gpu_compile.student_line('File "k.py", line 9:\n', str(f)) == 9
+
+
+def test_argument_types_from_the_hidden_cases():
+    import numpy as np
+
+    case = exercises.Case("q", [np.zeros(3, np.float32), 0.5, 3], [((3,), np.uint8)], [None], [0])
+    assert gpu_compile.arg_types(case) == [["array", "<f4", 1, "C"], ["scalar", "float64"], ["scalar", "int64"],
+                                           ["array", "|u1", 1, "C"]]
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_test_labels_are_unique(name):
+    import numpy as np
+
+    cases = exercises.load(name).hidden().cases(np.random.default_rng(_seed()))
+    labels = [c.name for c in cases]
+    assert len(set(labels)) == len(labels), labels
+    dup = checker.unique_names([exercises.Case("n=1", [], [], [], []), exercises.Case("n=1", [], [], [], [])])
+    assert [c.name for c in dup] == ["n=1", "n=1 (2)"]
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_adversarial_sizes_and_inputs(name):
+    """Inputs are random (never constant) and the sizes reach past the first block."""
+    import numpy as np
+
+    cases = exercises.load(name).hidden().cases(np.random.default_rng(_seed()))
+    for c in cases:
+        for a in c.args:
+            if isinstance(a, np.ndarray) and a.size > 1:
+                assert np.unique(a).size > 1, (name, c.name)
+    if name == "softmax_fused":
+        spiky = [c for c in cases if "maximum far above" in c.name]
+        assert len(spiky) >= 2
+        for c in spiky:
+            x = c.args[0]
+            assert np.all(x.max(axis=1) - np.sort(x, axis=1)[:, -2] > 89)  # exp overflows float32 without the max
+    if name == "quantize":
+        ties = [c for c in cases if "ties" in c.name][0]
+        x, scale, zp = ties.args
+        v = x.astype(np.float64) / scale + zp
+        assert np.sum(v - np.floor(v) == 0.5) > 20
+
+
+@pytest.mark.slow  # two short timeouts and three child processes
+def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monkeypatch):
+    """A kernel that hangs only when the grid has one block: those tests time out (a short limit
+    after the first), every other test still gets a verdict."""
+    from pathlib import Path
+
+    from lab.teach import workspace
+
+    monkeypatch.setenv("LAB_GPU_COMPILE", "0")
+    src = exercises.load("map_guard").solution.read_text().replace(
+        "    if i < out.shape[0]:\n        out[i] = 2 * x[i] + 1\n",
+        "    while i < out.shape[0]:\n        out[i] = 2 * x[i] + 1\n        i += cuda.blockDim.x * (cuda.gridDim.x // 2 * 2)\n")
+    f = tmp_path / "map_guard.py"
+    f.write_text(src)
+    backend = "simulator" if BACKEND == "simulator" else "gpu"
+    tests = workspace._run_child("map_guard", Path(f), backend, _seed(), 3)
+    names = [t["name"] for t in tests]
+    assert len(names) == len(set(names)) == 5, tests
+    timed = [t for t in tests if t["message"].startswith("timed out")]
+    assert [t["name"] for t in timed] == ["n=1, 32 threads a block", "n=31, 32 threads a block"], tests
+    assert all(t["passed"] for t in tests if t not in timed), tests
+    assert "shorter limit" in timed[1]["message"]
+    assert json.dumps(tests)
+
+
+def _fake_gpu(monkeypatch, write):
+    """run_case on the GPU path with a stand-in launch: ``write(out, ref, poison)`` fills one output."""
+    import numpy as np
+
+    from lab.core import simt
+
+    def launch(kernel, case, grid, block, which):
+        out = simt.poisoned(case.outputs[0][0], case.outputs[0][1], which)
+        write(out, np.asarray(case.refs[0]), out.flat[0])
+        return [out]
+
+    monkeypatch.setattr(checker, "_launch_gpu", launch)
+
+
+@pytest.mark.parametrize("nan_written", [True, False])
+def test_gpu_tells_nan_written_from_never_written(monkeypatch, nan_written):
+    """No tracer on a GPU: a second run with a finite poison separates NaN that was written from an
+    element never written."""
+    import numpy as np
+
+    def write(out, ref, poison):
+        out[1:] = ref[1:]
+        if nan_written:
+            out[0] = np.nan
+
+    _fake_gpu(monkeypatch, write)
+    ex = exercises.load("map_guard")
+    mod = type("M", (), {"map_kernel": object()})
+    case = ex.hidden().cases(np.random.default_rng(_seed()))[2]
+    with pytest.raises(checker.Failed) as e:
+        checker.run_case(mod, ex, case, "gpu", np.random.default_rng(0), "x.py")
+    if nan_written:
+        assert "[0] is NaN although it was written" in str(e.value)
+    else:
+        assert "never written" in str(e.value) and "although" not in str(e.value)
+
+
+def test_value_hints_on_fresh_data():
+    """The hint helpers recognise the part that is missing, and say nothing when nothing fits."""
+    import numpy as np
+
+    rng = np.random.default_rng(_seed())
+    x = rng.standard_normal(200)
+    # minmax with block 1 (elements 64..127) left out; the last element left out
+    x[100], x[-1] = x.min() - 1, x.max() + 1  # the extremes in block 1 and at the end
+    rest = np.concatenate([x[:64], x[128:]])
+    assert "every block but block 1" in exercises.dropped_block_hint([rest.min(), rest.max()], x, 64)
+    assert "last element is left out" in exercises.dropped_block_hint([x[:-1].min(), x[:-1].max()], x, 64)
+    assert exercises.dropped_block_hint([x.min(), x.max()], x, 64) is None
+    # a sum missing one block's terms; only one block's terms; a clamp at the wrong bound
+    terms = rng.standard_normal((3, 150))
+    ref = terms.sum(axis=1)
+    assert "partial of block 2" in exercises.sum_hints(ref - terms[:, 128:].sum(axis=1), ref, terms, block=64)
+    assert "holds only the partial of block 1" in exercises.sum_hints(terms[:, 64:128].sum(axis=1), ref, terms, block=64)
+    assert exercises.sum_hints(ref + 1.0, ref, terms, block=64, lanes=32) is None
+    v = rng.uniform(-50, 300, 100)
+    ref_q = np.round(np.clip(v, 0, 255))
+    assert "clamp to 255" in exercises.clamp_hint(np.round(np.clip(v, 0, 250)), ref_q, 0, 255)
+    wrapped = np.where(v > 255.5, np.round(v) % 256, ref_q)  # no clamp above: uint8 wraps around
+    assert "wrap around" in exercises.clamp_hint(wrapped, ref_q, 0, 255)
