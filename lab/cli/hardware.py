@@ -20,17 +20,21 @@ from lab.cli import options as O
 @O.SEED
 @O.JSON
 @click.option("--wide", is_flag=True, help="Every column, however wide the terminal.")
+@click.option("--tool", "tool", type=click.Choice(["auto", "ncu", "cupti"]), default="auto", show_default=True,
+              help="On a GPU: Nsight Compute (ncu), CUPTI PM sampling (cupti-python: DRAM bytes and, where the "
+                   "GPU offers them, sectors per request), or auto: ncu where found, else CUPTI.")
 @O.BACKEND
-def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, wide, sim):
-    """Hardware counters of one call of each rung and library op (Nsight Compute), with a verdict;
-    --sim (the default without a GPU): sectors per request from the simulator's recorded addresses."""
+def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, wide, tool, sim):
+    """Hardware counters of one call of each rung and library op (Nsight Compute, else CUPTI), with a
+    verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
+    addresses."""
     backend = O.backend(sim)
     from lab.cli.views.progress import bar_unless
     from lab.inspect import counters as K
 
     with bar_unless(as_json, "counters") as progress:
         doc = K.counters(kernel, backend, O.csv(variant), size, threads, dtype, O.csv(contenders),
-                         seed if seed is not None else 0, progress)
+                         seed if seed is not None else 0, progress, tool=tool)
     if as_json:
         O.emit_json(doc)
         return

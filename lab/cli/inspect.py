@@ -20,7 +20,10 @@ from lab.cli import options as O
 @O.JSON
 @click.option("--png", "png", default=None, help="Also draw the map to this PNG file (matplotlib).")
 @click.option("--svg", "svg", default=None, help="Also draw the map to this SVG file (matplotlib).")
-def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
+@click.option("--warp", "warp", type=click.IntRange(min=0), default=None,
+              help="Also record warp N's global loads and stores (N = block id x warps a block + warp in the block): "
+                   "--png/--svg colour the 32-byte sectors each of its requests touched; --json lists them.")
+def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, warp):
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
     from lab.core.session import select
 
@@ -29,7 +32,7 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg):
     from lab.cli.views import inspect as V
     from lab.inspect import grid as G
 
-    info = G.describe(kernel, variant, size, threads, arch, sms, waves)
+    info = G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
     for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
             V.plot_map(info, path, fmt)

@@ -30,13 +30,30 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @click.option("--yes", is_flag=True,
               help="Start a simulator run estimated above 10 minutes anyway (without it: an error naming the "
                    "estimate and a smaller --size).")
+@click.option("--counters", "counters", is_flag=True,
+              help="Add two columns: DRAM bytes / the minimum traffic, and 32-byte sectors per global load request. "
+                   "On a GPU every passed row is profiled once more, after the run, by Nsight Compute (else CUPTI); "
+                   "in the simulator the Numba rows' checked calls are traced (simulated: from the recorded "
+                   "addresses).")
 @O.BACKEND
 @O.COMPILER
-def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, sim, compiler):
+def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
+        compiler):
     from lab.cli.views import report
 
     chosen = O.session(sim, compiler, allow_both=True)
     backend = chosen.backend
+    engine = None
+    if counters:
+        if chosen.compiler == "both":
+            from lab.core.errors import LabError
+
+            raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
+        if backend != "simulator":
+            from lab.inspect import counters as K
+
+            K.find_engine("auto")  # before the run: no engine is one line and exit 2, not a run without columns
+            engine = K.for_run
     if chosen.compiler == "both":
         from lab.bench.compilers import run_both
 
@@ -49,7 +66,8 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=O.csv(variant),
-                   contenders=O.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes)
+                   contenders=O.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes,
+                   counters=counters, counters_engine=engine)
     progress = report.LiveProgress(wide=wide, json=as_json)
     try:
         result = run_kernel(opts, backend, progress=progress)

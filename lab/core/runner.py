@@ -60,6 +60,13 @@ class Options:
     seed: int | None = None
     library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)
     yes: bool = False  # start a simulator run estimated above REFUSE_SIMULATION_S anyway (lab run --yes)
+    # lab run --counters: each row's DRAM bytes / the minimum traffic and sectors per load request. In
+    # the simulator the Numba rows' checked calls are traced (lab.core.trace.SectorTracer); on a GPU
+    # ``counters_engine(report)`` (lab.inspect.counters.for_run: ncu or CUPTI, a separate process) runs
+    # once every row is done and returns {"tool", "engine", "notes", "rows": {(contender, variant):
+    # {"dram_ratio", "sectors_per_request"}}}; a LabError it raises becomes a warning, not a lost run.
+    counters: bool = False
+    counters_engine: Callable | None = None
 
 
 @dataclass
@@ -84,6 +91,11 @@ class Row:
     registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
     spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
     local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
+    # --counters (None where not measured): DRAM bytes read + written / the kernel's minimum traffic (in
+    # the simulator: distinct 32-byte sectors touched x 32 / the minimum), and 32-byte sectors a warp's
+    # global load request fetched (l1tex__t_sectors / l1tex__t_requests, _op_ld)
+    dram_ratio: float | None = None
+    sectors_per_request: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -115,6 +127,7 @@ class Report:
     estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
     quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
     compiler: str = ""  # the compiler of the Numba rows
+    counters: dict | None = None  # --counters: {"tool": "ncu"|"cupti"|"simulator", "engine", "notes"}
 
     def to_dict(self) -> dict:
         """The ``lab run --json`` contract (docs/schemas/run.json): ``schema_version``, kernel, backend,
@@ -143,6 +156,7 @@ class Report:
             "notes": self.notes,
             "stop_rule": self.stop_rule,
             "clocks": self.clocks,
+            "counters": self.counters,
             "results": [{
                 "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
                 "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
@@ -153,7 +167,8 @@ class Report:
                 "pct_peak_fp32": r.pct_peak_flops, "speedup_vs_numpy": r.speedup_vs_numpy,
                 "max_abs_err": r.max_abs_err, "rel_err": r.rel_err, "launch": r.launch,
                 "compiler": r.compiler, "registers": r.registers, "spill_bytes": r.spill_bytes,
-                "local_bytes": r.local_bytes,
+                "local_bytes": r.local_bytes, "dram_ratio": r.dram_ratio,
+                "sectors_per_request": r.sectors_per_request,
             } for r in self.rows],
         }
 
@@ -367,6 +382,11 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
         refs_, tols_ = against or (refs, tols)
         launches: list = []  # numba rows on a GPU: the kernels the checked call launched
         record = row.contender == "numba" and not simulator
+        tracer = None
+        if opts.counters and simulator and row.contender == "numba":  # --counters: the checked call's addresses
+            from lab.core.trace import SectorTracer
+
+            tracer = SectorTracer()
         try:
             prepared = prepare()
         except Exception as e:
@@ -379,11 +399,14 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
             first = {}
 
             def first_call():  # the poisoned first call, timed alone (compile + load + run)
-                with resources.launched(launches) if record else contextlib.nullcontext():
+                with resources.launched(launches) if record else contextlib.nullcontext(), \
+                        tracer if tracer is not None else contextlib.nullcontext():
                     first["ms"], outs = timer.first_call()
                 return outs
 
             checked = check_prepared(prepared, refs_, tols_, out_specs, first_call=first_call)
+            if tracer is not None:
+                _traced(row, tracer.summary(), report.bytes_moved)
             row.first_call_ms = first.get("ms")
             if record:  # the compiler's report of the kernels this call launched
                 res = compilers.resources(resources.compiled(launches), cc)
@@ -464,9 +487,48 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
         drop = clocks.dropped(report.clocks["before"], report.clocks["after"])
         if drop:
             report.warnings.append(drop)
+    if opts.counters:
+        _counters(report, opts, emit)
     _derive(report)
     emit("done", report)
     return report
+
+
+def _traced(row: Row, summary: dict, min_bytes: int) -> None:
+    """--counters in the simulator: a Numba row's numbers from the sector tracer's ``summary`` of its
+    checked call (lab.core.trace.SectorTracer.summary)."""
+    row.sectors_per_request = summary["load"].sectors_per_request
+    row.dram_ratio = summary["bytes_touched"] / min_bytes if min_bytes and summary["bytes_touched"] else None
+
+
+def _counters(report: Report, opts: Options, emit) -> None:
+    """--counters once every row ran: the simulator's traced rows are done already; on a GPU the
+    engine profiles the rows that passed in a process of its own (never while anything is timed)."""
+    from lab.core.trace import SIM_LABEL
+
+    if report.backend == "simulator":
+        report.counters = {"tool": "simulator", "engine": SIM_LABEL, "notes": [
+            f"DRAM×, sec/req {SIM_LABEL} of the Numba rows' checked calls (DRAM×: distinct 32-byte sectors "
+            "touched, as with a perfect cache)"]}
+        return
+    if opts.counters_engine is None:
+        report.counters = {"tool": None, "engine": None, "notes": ["no counters engine was given: not measured"]}
+        return
+    emit("stage", report, contender="--counters:", variant="every passed row",
+         stage="profiled once more (ncu or CUPTI, a separate process)")
+    try:
+        got = opts.counters_engine(report)
+    except Exception as e:  # noqa: BLE001 - a failed profile (LabError: its reason) must not lose the timed run
+        why = str(e) if isinstance(e, LabError) else f"{type(e).__name__}: {_first_line(e)}"
+        report.counters = {"tool": None, "engine": None, "notes": []}
+        report.warnings.append(f"--counters: not measured: {why}")
+        return
+    by_row = got.get("rows", {})
+    for r in report.rows:
+        hit = by_row.get((r.contender, r.variant))
+        if hit:
+            r.dram_ratio, r.sectors_per_request = hit.get("dram_ratio"), hit.get("sectors_per_request")
+    report.counters = {k: got.get(k) for k in ("tool", "engine")} | {"notes": list(got.get("notes") or [])}
 
 
 def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+SIM_LABEL = "simulated: from the recorded addresses"  # how every number from this tracer is labelled
 SECTOR = 32  # bytes a sector (every NVIDIA GPU since Maxwell)
 WARP = 32
 KINDS = ("load", "store", "atomic")
@@ -104,6 +105,7 @@ class SectorTracer:
         self._requests: dict = {}  # (kind, block, warp, instr, n) -> {address: size}
         self._seen: dict = {}  # (block, thread, instr) -> executions so far
         self._code: dict = {}  # instr -> (kind hint, filename, line)
+        self._order: dict = {}  # request key -> its number, in the order requests began
         self._bases: dict = {}  # id(fake array) -> (fake array, virtual address of its element 0)
         self._roots: dict = {}  # id(root ndarray) -> (root, virtual base)
         self.untraced = 0  # accesses that were not scalar (slices, row views)
@@ -193,7 +195,11 @@ class SectorTracer:
             key = (block, thread, instr, kind)
             n = self._seen.get(key, 0)
             self._seen[key] = n + 1
-            self._requests.setdefault((kind, block, thread // WARP, instr, n), {})[addr] = size
+            req = self._requests.get((kind, block, thread // WARP, instr, n))
+            if req is None:  # a new request: numbered in the order its first lane reached it
+                req = self._requests[(kind, block, thread // WARP, instr, n)] = {}
+                self._order[(kind, block, thread // WARP, instr, n)] = len(self._order)
+            req[addr] = size
             if instr not in self._code:
                 self._code[instr] = (f.f_code.co_filename, f.f_lineno, _name_of(fake, f.f_locals))
 
@@ -211,6 +217,36 @@ class SectorTracer:
                     kind, f"{_short(fname)}:{line}", linecache.getline(fname, line).strip(), name)
             site.stats.add(*_sectors_and_bytes(addrs))
         return sorted(sites.values(), key=lambda s: (s.where, s.kind))
+
+    def warp_requests(self, block: int, warp: int, limit: int = 256) -> dict:
+        """One warp's traced requests, for a picture of what each touched (``lab grid --warp``).
+
+        block: the linear block id; warp: the warp within the block (thread id // 32). Returns
+        {"requests": [{"kind", "where", "array", "source", "n" (the lanes' n-th execution of the
+        instruction), "lanes", "elements" (element offsets in the array's allocation, sorted),
+        "sectors" (32-byte sector numbers in the allocation), "bytes"}] (at most ``limit``, in the
+        order the warp's first lane began them: program order), "requests_total", "arrays": {name: {"itemsize", "elements"}}}.
+        """
+        mine = [(k, v) for k, v in self._requests.items() if k[1] == block and k[2] == warp]
+        mine.sort(key=lambda kv: self._order[kv[0]])
+        roots = {base: root for root, base in self._roots.values()}
+        out, arrays = [], {}
+        import linecache
+
+        for (kind, _b, _w, instr, n), addrs in mine[:limit]:
+            fname, line, name = self._code[instr]
+            first = min(addrs)
+            root = roots.get(first >> 32 << 32)
+            itemsize = root.itemsize if root is not None else max(addrs.values())
+            if root is not None:
+                arrays.setdefault(name, {"itemsize": int(root.itemsize), "elements": int(root.size)})
+            offs = sorted(a - (a >> 32 << 32) for a in addrs)
+            sectors = sorted({o // SECTOR for o in offs})
+            out.append({"kind": kind, "where": f"{_short(fname)}:{line}", "array": name, "n": n,
+                        "source": linecache.getline(fname, line).strip(), "lanes": len(addrs),
+                        "elements": [o // itemsize for o in offs], "sectors": sectors,
+                        "bytes": int(sum(addrs.values()))})
+        return {"requests": out, "requests_total": len(mine), "arrays": arrays}
 
     def summary(self) -> dict:
         """{kind: AccessStats over all sites} plus ``bytes_touched`` (distinct sectors x 32: the

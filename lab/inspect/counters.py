@@ -27,8 +27,18 @@ Engines (the document's ``tool``):
     bytes touched from the recorded addresses of every warp's loads and stores, at small sizes.
     DRAM, L2, occupancy and stalls are ``null`` there (nothing measures them).
 ``cupti``
-    Reserved for the CUPTI range profiler (``cupti-python``); not implemented: without ncu the
-    command says so (one line, exit 2).
+    Where ncu is absent (or ``--tool cupti``): CUPTI through NVIDIA's ``cupti-python`` package
+    (``pip install 'numba-gpu-lab[counters]'``; it brings libcupti and needs no toolkit). cupti-python
+    13.4 binds CUPTI's *PM sampling* and *Profiler Host* APIs, not the range profiler (its
+    ``cupti.cupti`` has no ``range_profiler_*`` functions; checked 2026-11-23), so this engine samples
+    the GPU's performance monitors (``cupti.pm_sampling.Collector``, GPU-time trigger) over one
+    contender's call at a time, in a separate Python process prepared like ncu's (the call after an
+    unsampled L2 flush, then a pause of a few sampling intervals so the last sample completes) and
+    sums each counter over the samples. Counters are the GPU's, not one kernel's: nothing else may
+    run on the GPU meanwhile. It measures DRAM bytes read and written and, where the chip's PM
+    sampling offers them, global load sectors and requests; everything else is ``null``. Validated:
+    cupti-python's API as its 13.4.0 wheel declares it (``cupti/pm_sampling.py``, ``cupti.pyi``);
+    not yet run on a GPU (tests/inspect/test_hardware_gpu.py ``-k cupti`` does).
 
 Nsight Compute metrics (Nsight Compute "Profiling Guide", metrics reference): DRAM bytes
 ``dram__bytes_read.sum``/``dram__bytes_write.sum``; global load requests and sectors
@@ -58,8 +68,7 @@ import tempfile
 import numpy as np
 
 from lab.core.errors import SCHEMA_VERSION, LabError
-
-SIM_LABEL = "simulated: from the recorded addresses"
+from lab.core.trace import SIM_LABEL
 # Small sizes for the simulator: seconds a kernel, yet whole warps and whole 128-byte lines, so the
 # sector counts are those of the ladder's main loops.
 SIM_SIZES = {"vecadd": (4096,), "matvec": (32, 256), "matmul": (32, 32, 32), "softmax": (8, 256),
@@ -75,6 +84,11 @@ NCU_FIX = ("install Nsight Compute (the CUDA toolkit's ncu, e.g. /usr/local/cuda
            "without a GPU, lab counters KERNEL --sim counts sectors in the simulator")
 PERM_FIX = ("let this user read the GPU's performance counters: run as root, or load the driver with "
             "NVreg_RestrictProfilingToAdminUsers=0 (https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+CUPTI_FIX = ("pip install 'numba-gpu-lab[counters]' (cupti-python: CUPTI without the CUDA toolkit), or install "
+             "Nsight Compute (ncu)")
+NO_ENGINE = ("lab counters needs Nsight Compute (ncu) or CUPTI (the cupti-python package), and neither was found: "
+             f"{NCU_FIX}; or {CUPTI_FIX.split(' (cupti-python')[0]}")
+TOOLS = ("auto", "ncu", "cupti")
 MARKER = "lab_counters_mark"
 TIMER_KERNELS = re.compile(r"block_until_released|_flush_l2|timing\W+\w*(flush|spin)|\bspin\b")
 STALL_PREFIX, STALL_SUFFIX = "smsp__average_warps_issue_stalled_", "_per_issue_active.ratio"
@@ -94,6 +108,15 @@ DETAIL_METRICS = ["gpu__time_duration.sum",
                   "dram__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                   STALLS]
 PHASES = (("dram", DRAM_METRICS, "none"), ("detail", DETAIL_METRICS, "all"))
+# lab run --counters: its two columns only (DRAM bytes ratio, sectors per load request), fewer replays
+RUN_PHASES = (("dram", DRAM_METRICS, "none"),
+              ("detail", ["gpu__time_duration.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                          "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"], "all"))
+# CUPTI PM sampling: counters summed over the samples of one call (the chip may lack the l1tex pair there)
+CUPTI_METRICS = ["dram__bytes_read.sum", "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+                 "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"]
+CUPTI_INTERVAL_NS = 10000  # the shortest PM sampling period, ns of GPU time (cupti-python sample's default)
+CUPTI_SAMPLES = 2000  # samples a call aims at (the period grows with the call's wall time)
 TIME_UNITS = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}  # to ns
 PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}
 
@@ -118,6 +141,33 @@ def find_ncu() -> str | None:
     from lab.core.sanitizer import find_tool
 
     return find_tool("ncu", "LAB_NCU", sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True))
+
+
+def cupti_available() -> bool:
+    """Whether the cupti-python package (``import cupti``) is installed here."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("cupti") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def find_engine(tool: str = "auto") -> tuple[str, str | None]:
+    """(engine, ncu path or None): ``tool`` "ncu", "cupti" or "auto" (ncu where found, else CUPTI).
+    LabError (one line: the reason and the fix) when the engine asked for, or any for "auto", is missing."""
+    if tool not in TOOLS:
+        raise LabError(f"--tool {tool}: choose from {', '.join(TOOLS)}")
+    ncu = find_ncu() if tool in ("auto", "ncu") else None
+    if ncu:
+        return "ncu", ncu
+    if tool == "ncu":
+        raise LabError(f"lab counters needs Nsight Compute (ncu), which was not found: {NCU_FIX}")
+    if cupti_available():
+        return "cupti", None
+    if tool == "cupti":
+        raise LabError(f"--tool cupti needs the cupti-python package, which is not installed: {CUPTI_FIX}")
+    raise LabError(NO_ENGINE)
 
 
 def ncu_command(ncu: str, metrics: list[str], cache_control: str, log: str, child: list[str]) -> list[str]:
@@ -366,6 +416,8 @@ def verdict(row: dict) -> str:
         low = f", {occ:.0f}% achieved occupancy" if occ is not None and occ < 30 else ""
         parts.append(f"latency-bound: {dram:.0f}% of DRAM peak, {sm or 0:.0f}% of SM peak{low}"
                      + (f", mostly stalled on {stall}" if stall else ""))
+    if not parts and ratio is not None:  # DRAM bytes alone (CUPTI PM sampling measures no throughput)
+        parts.append(f"DRAM bytes {ratio:.2f}x the minimum")
     if not parts and spr is not None:
         parts.append(f"coalesced: {spr:.1f} sectors per request (the minimum {ideal:.1f})" if ideal
                      else f"{spr:.1f} sectors per request")
@@ -395,15 +447,16 @@ def _resolve(kernel, variants, size, threads, dtype, simulator):
 
 def counters(kernel: str, backend: str, variants: list[str] | None = None, size: str | None = None,
              threads: int | None = None, dtype: str = "float32", contenders: list[str] | None = None,
-             seed: int = 0, progress=None, phases: tuple[str, ...] = ("dram", "detail")) -> dict:
+             seed: int = 0, progress=None, phases: tuple[str, ...] = ("dram", "detail"), tool: str = "auto",
+             lean: bool = False) -> dict:
     """The ``lab counters --json`` document (docs/schemas/counters.json); LabError on bad input or
     when no engine can run here (one line: the reason and the fix). ``phases`` (ncu only): "dram"
-    (DRAM bytes) and/or "detail" (everything else, the L2 hit rate included); the other's values are null."""
+    (DRAM bytes) and/or "detail" (everything else, the L2 hit rate included); the other's values are null.
+    ``tool`` (on a GPU): "auto" (ncu, else CUPTI), "ncu" or "cupti" (:func:`find_engine`). ``lean``
+    (ncu): only what ``lab run --counters`` shows (:data:`RUN_PHASES`)."""
     simulator = backend == "simulator"
     if not simulator:
-        ncu = find_ncu()
-        if ncu is None:  # fail before any work
-            raise LabError(f"lab counters needs Nsight Compute (ncu), which was not found: {NCU_FIX}")
+        engine, ncu = find_engine(tool)  # fail before any work
     spec, shape, threads, names = _resolve(kernel, variants, size, threads, dtype, simulator)
     who = contenders or ["numba", "cupy", "torch"]
     for c in who:
@@ -419,9 +472,11 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
         libs = [c for c in who if c in ("cupy", "torch")]
         if libs and contenders:
             doc["notes"].append(f"{', '.join(libs)}: not counted in the simulator (they run on a GPU only)")
+    elif engine == "cupti":
+        doc.update(_profile_cupti(spec, shape, threads, dtype, names, who, seed, progress))
     else:
         doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
-                            [p for p in PHASES if p[0] in phases]))
+                            [p for p in (RUN_PHASES if lean else PHASES) if p[0] in phases]))
     for r in doc["rows"]:
         r["verdict"] = verdict(r) if r["status"] == "ok" else r["reason"]
     return doc
@@ -592,19 +647,14 @@ def _profiler():
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
 
 
-def _child_main(request_path: str, result_path: str) -> None:
-    """In the process ncu profiles: prepare every contender, warm it up, then one profiled call each
-    (after an unprofiled L2 flush, behind its marker); writes the entries and the device."""
-    with open(request_path) as f:
-        req = json.load(f)
+def _prepare_child(req: dict):
+    """In a profiled child: every contender of ``req`` prepared and warmed up as lab run does.
+    Returns (entries of those that could not be, [(meta, prepared)] of those that can)."""
     from lab.core.session import select
 
     select("gpu")
     import kernels as K
-    from kernels.compiler import cuda
     from lab.core import contenders as C
-    from lab.core import timing
-    from lab.core.device import describe
     from lab.core.occupancy import launch_usage
 
     spec = K.load(req["kernel"])
@@ -636,10 +686,6 @@ def _child_main(request_path: str, result_path: str) -> None:
             except Exception as e:
                 entries.append({"contender": lib, "variant": label, "status": "FAIL",
                                 "reason": f"{type(e).__name__}: {e}"})
-    mark = _marker_kernel()
-    mark[1, 1](0)  # compile + load outside any profiled range
-    timing._flush_l2()  # the timer's flush: compiled and run outside any range
-    start, stop = _profiler()
     warm = []
     for meta, p in ready:
         try:
@@ -649,6 +695,31 @@ def _child_main(request_path: str, result_path: str) -> None:
             warm.append((meta, p))
         except Exception as e:
             entries.append({**meta, "status": "FAIL", "reason": f"{type(e).__name__}: {e}"})
+    return entries, warm
+
+
+def _finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
+    from lab.core.device import describe
+
+    order = {v: n for n, v in enumerate(req["variants"])}
+    entries.sort(key=lambda e: (("numba", "cupy", "torch").index(e["contender"]), order.get(e["variant"], 0)))
+    with open(result_path, "w") as f:
+        json.dump({"device": describe(False), "entries": entries, **extra}, f)
+
+
+def _child_main(request_path: str, result_path: str) -> None:
+    """In the process ncu profiles: prepare every contender, warm it up, then one profiled call each
+    (after an unprofiled L2 flush, behind its marker); writes the entries and the device."""
+    with open(request_path) as f:
+        req = json.load(f)
+    entries, warm = _prepare_child(req)
+    from kernels.compiler import cuda
+    from lab.core import timing
+
+    mark = _marker_kernel()
+    mark[1, 1](0)  # compile + load outside any profiled range
+    timing._flush_l2()  # the timer's flush: compiled and run outside any range
+    start, stop = _profiler()
     for i, (meta, p) in enumerate(warm):
         timing._flush_l2()
         cuda.synchronize()
@@ -658,9 +729,164 @@ def _child_main(request_path: str, result_path: str) -> None:
         p.sync()
         stop()
         entries.append({**meta, "status": "ok", "index": i})
-    order = {(e["contender"], e["variant"]): n for n, e in enumerate(
-        [{"contender": "numba", "variant": v} for v in req["variants"]])}
-    entries.sort(key=lambda e: (("numba", "cupy", "torch").index(e["contender"]),
-                                order.get((e["contender"], e["variant"]), 0)))
-    with open(result_path, "w") as f:
-        json.dump({"device": describe(False), "entries": entries}, f)
+    _finish_child(req, entries, result_path)
+
+
+# --- CUPTI (cupti-python, PM sampling): the sampled child and its parent -----------------------------------------
+def _cupti_child_main(request_path: str, result_path: str) -> None:
+    """In a child of its own: prepare and warm up every contender, then sample the GPU's counters
+    over one call of each (cupti.pm_sampling: enable, configure, start, the call, stop, decode) and
+    sum every counter over the completed samples. Writes {"device", "entries", "metrics", "notes"},
+    or {"error": one line} when CUPTI cannot sample here."""
+    import time
+
+    with open(request_path) as f:
+        req = json.load(f)
+    try:
+        from cupti import pm_sampling
+    except ImportError as e:
+        with open(result_path, "w") as f:
+            json.dump({"error": f"cupti-python cannot be imported ({e}): {CUPTI_FIX}"}, f)
+        return
+    entries, warm = _prepare_child(req)
+    from kernels.compiler import cuda
+    from lab.core import timing
+
+    timing._flush_l2()
+    notes = []
+    collector = pm_sampling.Collector(device_index=0)
+    try:
+        collector.enable()
+        metrics = list(CUPTI_METRICS)
+        try:
+            collector.configure(metrics=metrics, sampling_interval=CUPTI_INTERVAL_NS)
+        except ValueError:  # the l1tex pair is not in this chip's PM sampling: DRAM bytes alone
+            metrics = CUPTI_METRICS[:2]
+            collector.configure(metrics=metrics, sampling_interval=CUPTI_INTERVAL_NS)
+            notes.append("this GPU's PM sampling has no global load sectors/requests: sectors per request null")
+        for i, (meta, p) in enumerate(warm):
+            t0 = time.perf_counter()  # the call's wall time sets the period: about CUPTI_SAMPLES samples a call
+            p.call()
+            p.sync()
+            interval = max(CUPTI_INTERVAL_NS, int((time.perf_counter() - t0) * 1e9 / CUPTI_SAMPLES))
+            collector.configure(metrics=metrics, sampling_interval=interval)
+            timing._flush_l2()
+            cuda.synchronize()
+            collector.start()
+            p.call()
+            p.sync()
+            time.sleep(max(1e-3, 5 * interval * 1e-9))  # the call's last sample completes
+            collector.stop()
+            data = collector.decode(max_samples=4 * CUPTI_SAMPLES + 1000)
+            sums = [0.0] * len(metrics)
+            for sample in data:
+                for k, v in enumerate(sample.metric_values):
+                    sums[k] += float(v)
+            entries.append({**meta, "status": "ok", "index": i, "samples": len(data),
+                            "metrics": dict(zip(metrics, sums))})
+    except PermissionError as e:
+        with open(result_path, "w") as f:
+            json.dump({"error": f"CUPTI may not read the GPU performance counters ({e}): {PERM_FIX}"}, f)
+        return
+    except Exception as e:  # noqa: BLE001 - CUPTI's own errors (cuptiError, RuntimeError): one line
+        with open(result_path, "w") as f:
+            json.dump({"error": f"CUPTI PM sampling failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"},
+                      f)
+        return
+    finally:
+        try:
+            collector.disable()
+        except Exception:  # noqa: BLE001 - never enabled, or already gone
+            pass
+    _finish_child(req, entries, result_path, metrics=metrics, notes=notes)
+
+
+def cupti_row(entry: dict, min_bytes: int) -> dict:
+    """A counters row's measured keys from one CUPTI child entry (its summed ``metrics``)."""
+    m = entry.get("metrics") or {}
+    read, write = m.get("dram__bytes_read.sum"), m.get("dram__bytes_write.sum")
+    sectors = m.get("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum")
+    requests = m.get("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum")
+    row = {"dram_read_bytes": read, "dram_write_bytes": write, "sectors_per_request": _ratio(sectors, requests),
+           "load_sectors": sectors, "load_requests": requests, "pm_samples": entry.get("samples")}
+    if read is not None and min_bytes:
+        row["dram_bytes_ratio"] = (read + (write or 0)) / min_bytes
+    return row
+
+
+def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress) -> dict:
+    from lab.core.session import child_env
+
+    min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
+    request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
+               "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
+               "warmup": 2}
+    env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1")
+    if progress:
+        progress(0, 1, f"CUPTI PM sampling: {len(names)} rungs + libraries")
+    with tempfile.TemporaryDirectory(prefix="lab-counters-") as tmp:
+        req_path, out_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
+        with open(req_path, "w") as f:
+            json.dump(request, f)
+        proc = subprocess.run([sys.executable, "-c", "import sys; from lab.inspect.counters import _cupti_child_main; "
+                               "_cupti_child_main(sys.argv[1], sys.argv[2])", req_path, out_path],
+                              capture_output=True, text=True, env=env, timeout=900)
+        if not os.path.exists(out_path):
+            tail = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]
+            raise LabError(f"the CUPTI child failed: {tail[-1] if tail else f'exit code {proc.returncode}'}")
+        with open(out_path) as f:
+            result = json.load(f)
+    if result.get("error"):
+        raise LabError(result["error"])
+    if progress:
+        progress(1, 1, "done")
+    rows = []
+    for entry in result["entries"]:
+        row = _blank_row(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
+        if entry["status"] == "ok":
+            row.update(cupti_row(entry, min_bytes))
+            if entry.get("theoretical_occupancy_pct") is not None:
+                row["theoretical_occupancy_pct"] = entry["theoretical_occupancy_pct"]
+                row["theoretical_occupancy_source"] = "lab occupancy (the CUDA occupancy calculator)"
+        rows.append(row)
+    version = _cupti_version()
+    notes = ["CUPTI PM sampling (cupti-python): the GPU's counters sampled over one call per contender after "
+             "warm-up, L2 flushed before it, summed over the samples; anything else running on the GPU meanwhile "
+             "counts too; L2, bank conflicts, occupancy, throughput and stalls are null (ncu measures them)",
+             *result.get("notes", [])]
+    return {"device": result["device"], "tool": "cupti",
+            "engine": f"CUPTI PM sampling (cupti-python {version})".replace(" )", ")"), "rows": rows, "notes": notes}
+
+
+def _cupti_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("cupti-python")
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+# --- lab run --counters -------------------------------------------------------------------------------------------
+def for_run(report, tool: str = "auto") -> dict:
+    """``lab run --counters`` on a GPU (the runner's ``Options.counters_engine``): the rows of
+    ``report`` (a lab.core.runner.Report) that passed, profiled once each in a separate process at
+    the run's size, dtype, threads and seed. Returns {"tool", "engine", "notes", "rows":
+    {(contender, variant): {"dram_ratio", "sectors_per_request"}}}; LabError as :func:`counters`."""
+    ok = [r for r in report.rows if r.status == "ok"]
+    variants = [r.variant for r in ok if r.contender == "numba"]
+    libs = sorted({r.contender for r in ok if r.contender in ("cupy", "torch")})
+    who = (["numba"] if variants else []) + libs
+    if not who:
+        return {"tool": None, "engine": None, "rows": {}, "notes": ["no GPU row passed: nothing to count"]}
+    doc = counters(report.kernel, report.backend, variants or None, "x".join(map(str, report.size)), report.threads,
+                   report.dtype, who, report.seed, tool=tool, lean=True)
+    rows = {}
+    for r in doc["rows"]:
+        if r["status"] != "ok":
+            continue
+        ratio = r.get("dram_bytes_ratio")
+        if ratio is None and r.get("dram_read_bytes") is not None and r.get("min_bytes"):
+            ratio = (r["dram_read_bytes"] + (r.get("dram_write_bytes") or 0)) / r["min_bytes"]
+        rows[(r["contender"], r["variant"])] = {"dram_ratio": ratio, "sectors_per_request": r.get("sectors_per_request")}
+    return {"tool": doc["tool"], "engine": doc["engine"], "rows": rows, "notes": doc.get("notes", [])}

@@ -23,14 +23,16 @@ import numpy as np
 from lab.core.errors import SCHEMA_VERSION, LabError
 
 
-def record_map(spec, variant: str, size, threads: int, seed: int = 0):
+def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=None):
     """Run ``variant`` in the simulator; returns (block_of, thread_of, writers, launches, outputs).
 
     block_of, thread_of: int64 arrays of the first output's shape, the linear block / thread id of
     the last thread that stored each element, -1 where none did. writers: int array, the most
     distinct threads that stored an element within one launch (0 = never written, > 1 = a race).
-    launches: [(grid, block)] of each kernel launch.
+    launches: [(grid, block)] of each kernel launch. tracer: a lab.core.trace.SectorTracer that also
+    records every global load and store of the run (``lab grid --warp``), or None.
     """
+    import contextlib
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
     from lab.core import resources
@@ -73,8 +75,9 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0):
 
     FakeCUDAArray.__setitem__ = setitem
     try:
-        outs, _ = resources.run_variant(spec, variant, size, threads, seed=seed, on_launch=on_launch,
-                                        on_outputs=on_outputs)
+        with tracer if tracer is not None else contextlib.nullcontext():
+            outs, _ = resources.run_variant(spec, variant, size, threads, seed=seed, on_launch=on_launch,
+                                            on_outputs=on_outputs)
     finally:
         FakeCUDAArray.__setitem__ = orig
     return target["block"], target["thread"], target["writers"], launches, outs
@@ -97,11 +100,16 @@ def _gpu_sms():
 
 
 def describe(kernel: str, variant: str | None, size_text: str | None, threads: int, arch_name: str | None = None,
-             sms: int | None = None, waves: bool = True) -> dict:
+             sms: int | None = None, waves: bool = True, warp: int | None = None) -> dict:
     """The ``lab grid --json`` dict (keys of issue 8) plus writers/idle-block details and waves' inputs.
 
-    Raises LabError on an unknown kernel/variant/arch, threads over the limit, or a grid larger than
-    CUDA allows (grid x < 2**31, y and z <= 65535).
+    warp: a linear warp id (block id x warps a block + warp within the block) whose global loads and
+    stores are recorded (lab.core.trace.SectorTracer, the simulator's addresses): the dict then has
+    "warp" = {"id", "block", "warp_in_block", "threads": [first, last], "requests" (each with the
+    array's element offsets and the 32-byte sectors it touched), "requests_total", "arrays", "label"}.
+
+    Raises LabError on an unknown kernel/variant/arch, threads over the limit, a grid larger than
+    CUDA allows (grid x < 2**31, y and z <= 65535), or a warp id outside the grid.
     """
     from lab.inspect import occupancy
 
@@ -121,9 +129,18 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     if n_out > MAX_ELEMENTS:
         raise LabError(f"size {size_text}: {n_out:,} output elements is too many to record in the simulator, which "
                        f"runs one Python thread per CUDA thread (at most {MAX_ELEMENTS:,}); try a smaller --size")
-    block_of, thread_of, writers, launches, _ = record_map(spec, variant, size, threads)
     tpb = cfg.threads_per_block
     warps = -(-tpb // 32)
+    tracer = None
+    if warp is not None:
+        from lab.core.trace import SectorTracer
+
+        total = math.prod(cfg.grid) * warps
+        if not 0 <= warp < total:
+            raise LabError(f"--warp {warp}: this launch has warps 0..{total - 1} ({math.prod(cfg.grid)} blocks of "
+                           f"{warps} warps; warp id = block id x {warps} + warp in the block)")
+        tracer = SectorTracer()
+    block_of, thread_of, writers, launches, _ = record_map(spec, variant, size, threads, tracer=tracer)
     out = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "variant": variant, "size": list(size),
            "grid": list(cfg.grid), "block": list(cfg.block), "threads_total": cfg.threads_total,
            "threads_needed": cfg.threads_needed, "threads_idle": cfg.threads_idle, "warps_per_block": warps,
@@ -138,6 +155,12 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     out["elements_never_written"] = int((writers == 0).sum())
     out["elements_written_twice"] = int((writers > 1).sum())
     out["launches"] = [{"grid": list(g), "block": list(b)} for g, b in launches]
+    if tracer is not None:
+        from lab.core.trace import SIM_LABEL
+
+        b, w = divmod(warp, warps)
+        out["warp"] = {"id": warp, "block": b, "warp_in_block": w, "threads": [32 * w, min(tpb, 32 * w + 32) - 1],
+                       **tracer.warp_requests(b, w), "label": SIM_LABEL}
     out["arch"] = arch.name
     out["sms"] = sms or (gpu[0] if gpu else arch.sms)
     out["sms_source"] = "argument" if sms else ("this GPU" if gpu else f"{arch.example_gpu} ({arch.name})")

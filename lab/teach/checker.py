@@ -242,6 +242,12 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     return outs, trace, writers
 
 
+def guard_elements() -> int:
+    """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
+    by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
+    return 0 if os.environ.get("LAB_SANITIZER") else GUARD
+
+
 def _extra_thread(own, grid, block, out_shapes):
     """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
     thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
@@ -297,16 +303,17 @@ def _launch_gpu(kernel, case, grid, block, which):
 
     from lab.core import simt
 
+    guard = guard_elements()
     dev_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in case.args]
     bufs, views = [], []
     for shape, dt in case.outputs:
         n = math.prod(shape)
-        host = simt.poisoned((n + 2 * GUARD,), dt, which)
+        host = simt.poisoned((n + 2 * guard,), dt, which)
         if case.init is not None:
-            host[GUARD:GUARD + n] = np.asarray(case.init[len(bufs)], dt).ravel()
+            host[guard:guard + n] = np.asarray(case.init[len(bufs)], dt).ravel()
         d = cuda.to_device(host)
         bufs.append(d)
-        views.append(d[GUARD:GUARD + n].reshape(shape) if shape else d[GUARD:GUARD + 1])
+        views.append(d[guard:guard + n].reshape(shape) if shape else d[guard:guard + 1])
     try:
         kernel[grid, block](*dev_args, *views)
         cuda.synchronize()
@@ -315,13 +322,14 @@ def _launch_gpu(kernel, case, grid, block, which):
     outs = []
     for d, (shape, dt) in zip(bufs, case.outputs):
         host = d.copy_to_host()
-        ref = simt.poisoned((GUARD,), dt, which)
-        for band, where in ((host[:GUARD], "before its first"), (host[-GUARD:], "past its last")):
+        n = host.size - 2 * guard
+        ref = simt.poisoned((guard,), dt, which)
+        for band, where in (((host[:guard], "before its first"), (host[guard + n:], "past its last")) if guard else ()):
             changed = ~((band == ref) | (np.isnan(band) & np.isnan(ref)))
             if changed.any():
                 raise Failed(f"out of bounds: your kernel wrote {where} element (into the guard band "
                              f"around an output of shape {tuple(shape)}): guard it, e.g. `if i < n:`")
-        outs.append(host[GUARD:-GUARD].reshape(shape))
+        outs.append(host[guard:guard + n].reshape(shape))
     return outs
 
 

@@ -200,17 +200,24 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
         os.close(fd)
         try:
             _run_child(name, path, "gpu", seed, timeout * SANITIZER_SLOWDOWN,
-                       wrap=san.command(exe, tool, log), env={"LAB_LINEINFO": "1", "LAB_GPU_COMPILE": "0"})
+                       wrap=san.command(exe, tool, log),
+                       env={"LAB_LINEINFO": "1", "LAB_GPU_COMPILE": "0", "LAB_SANITIZER": tool})
             text = Path(log).read_text(errors="replace")
         finally:
             os.unlink(log)
         if not text.strip():
             notes.append(f"{tool}: compute-sanitizer wrote no report (it did not start?): not checked")
             continue
-        reports = [r for r in san.parse_report(text, tool) if _in_student_file(r, mine, name)]
+        found = san.parse_report(text, tool)
+        reports = [r for r in found if _in_student_file(r, mine, name)]
+        nowhere = [r for r in found if not r.file]  # no file:line at all (no line info): still a finding
         if reports:
             hazards = sum(r.count for r in reports)
             tests.append({"name": f"GPU {tool}", "passed": False, "message": sanitizer_message(reports[0], hazards)})
+        elif nowhere:
+            tests.append({"name": f"GPU {tool}", "passed": False,
+                          "message": sanitizer_message(nowhere[0], sum(r.count for r in nowhere))
+                          + "; compute-sanitizer named no file and line (kernel built without line info?)"})
         else:
             tests.append({"name": f"GPU {tool}", "passed": True, "message": f"{CLEAN[tool]} (compute-sanitizer {tool})"})
     return tests, notes

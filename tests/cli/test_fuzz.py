@@ -70,7 +70,7 @@ def _empty_cases():
             yield pytest.param([*_base(path, cmd), p.opts[-1], ""], id=f"{' '.join(path)} {p.opts[-1]}=''")
             if isinstance(p.type, (click.types.IntParamType, click.types.FloatParamType)) \
                     and p.name not in ("registers", "shared"):  # 0 registers or bytes are valid inputs
-                for v in ("0", "-1"):
+                for v in ("-1",) if p.name == "warp" else ("0", "-1"):  # warp 0: the first warp, valid
                     yield pytest.param([*_base(path, cmd), p.opts[-1], v], id=f"{' '.join(path)} {p.opts[-1]}={v}")
 
 

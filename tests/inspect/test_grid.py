@@ -75,3 +75,43 @@ def test_grid_terminal_map_and_png(tmp_path, lab):
     assert code == 0, err
     assert "grid (2, 2) x block (16, 16)" in out and "every element written exactly once" in out
     assert png.stat().st_size > 5000
+
+
+# --- lab grid --warp: one warp's requests and the 32-byte sectors they touched (issue 21) ----------------------
+def _warp(lab, variant, size, threads, warp, *extra):
+    code, out, err = lab("grid", "matvec", "--variant", variant, "--size", size, "--threads", str(threads),
+                         "--no-waves", "--warp", str(warp), "--json", *extra)
+    assert code == 0, err
+    from tests.cli.test_schemas import validate
+
+    return validate(json.loads(out), "grid.json")["warp"]
+
+
+def test_warp_requests_show_row_per_thread_uncoalesced_and_warp_per_row_coalesced(lab, rng):
+    rows, cols = int(rng.integers(40, 60)), int(rng.integers(33, 50))
+    w = _warp(lab, "row_per_thread", f"{rows}x{cols}", 32, 0)
+    assert (w["block"], w["warp_in_block"], w["threads"]) == (0, 0, [0, 31]) and "simulated" in w["label"]
+    a = [r for r in w["requests"] if r["array"] == "A"]
+    assert a and all(r["kind"] == "load" and r["lanes"] == 32 for r in a)
+    for r in a:  # 32 lanes, 32 rows a row apart: 32 sectors, each lane's element `cols` after the last
+        assert len(r["sectors"]) == 32 and np.all(np.diff(r["elements"]) == cols)
+    assert len(a) == min(cols, w["requests_total"])
+    assert w["arrays"]["A"] == {"itemsize": 4, "elements": rows * cols}
+    # warp_per_row, warp 1 = block 0's second warp (64 threads): row 1, its lanes on consecutive columns
+    w = _warp(lab, "warp_per_row", f"{rows}x{cols}", 64, 1)
+    assert (w["block"], w["warp_in_block"], w["threads"]) == (0, 1, [32, 63])
+    a = [r for r in w["requests"] if r["array"] == "A"]
+    assert a[0]["elements"] == list(range(cols, cols + min(32, cols)))
+    assert all(len(r["sectors"]) <= 5 for r in a)  # 32 floats: 4 sectors, 5 when the row is not aligned
+    assert any(r["kind"] == "store" and r["array"] == "y" for r in w["requests"])
+
+
+def test_warp_png_and_a_warp_outside_the_grid(tmp_path, lab):
+    png = tmp_path / "w.png"
+    code, out, err = lab("grid", "matvec", "--variant", "warp_per_row", "--size", "9x40", "--threads", "64",
+                         "--no-waves", "--warp", "3", "--png", str(png))
+    assert code == 0, err
+    assert png.stat().st_size > 20000  # the maps and three array panels
+    code, out, err = lab("grid", "matvec", "--variant", "warp_per_row", "--size", "9x40", "--threads", "64",
+                         "--no-waves", "--warp", "10")
+    assert code == 2 and "--warp 10" in err and "warps 0..9" in err and len(err.strip().splitlines()) == 1

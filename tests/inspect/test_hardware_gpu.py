@@ -168,6 +168,87 @@ def test_simulated_sectors_per_request_match_the_hardware(kernel, variants, size
         assert abs(s - h) <= 0.1 * h, f"{kernel} {v}: simulated {s:.2f}, hardware {h:.2f} sectors per request"
 
 
+# --- lab run --counters: the two columns on the GPU (ncu, else CUPTI) ---------------------------------------------
+needs_engine = pytest.mark.skipif(SIMULATOR or (K.find_ncu() is None and not K.cupti_available()),
+                                  reason="needs a CUDA GPU and Nsight Compute or cupti-python")
+
+
+def _run_counters(*args):
+    from tests.conftest import run_lab
+
+    code, out, err = run_lab("run", *args, "--counters", "--repeats", "3", "--json")
+    assert code == 0, err[-3000:]
+    doc = json.loads(out)
+    print(json.dumps({"counters": doc["counters"], "rows": [(r["contender"], r["variant"], r["dram_ratio"],
+                                                             r["sectors_per_request"]) for r in doc["results"]]}))
+    return doc, {(r["contender"], r["variant"]): r for r in doc["results"]}
+
+
+@needs_engine
+@pytest.mark.xdist_group("run-counters")
+def test_lab_run_counters_vecadd_moves_the_minimum_and_loads_4_sectors_a_request():
+    doc, rows = _run_counters("vecadd", "--size", "67108865", "--variant", "element_per_thread",
+                              "--contenders", "numba,torch")
+    assert doc["counters"]["tool"] in ("ncu", "cupti") and doc["counters"]["engine"]
+    r = rows[("numba", "element_per_thread")]
+    assert abs(r["dram_ratio"] - 1) <= 0.05, r  # the lesson's claim (section 3), through lab run
+    if doc["counters"]["tool"] == "ncu" or r["sectors_per_request"] is not None:
+        assert 3.9 <= r["sectors_per_request"] <= 4.1, r  # 32 lanes x 4 bytes: 4 sectors a request
+    assert rows[("numpy", "reference (CPU)")]["dram_ratio"] is None
+    torch_rows = [v for (c, _), v in rows.items() if c == "torch" and v["status"] == "ok"]
+    assert all(v["dram_ratio"] is not None for v in torch_rows)  # contenders measured too
+
+
+@needs_engine
+@pytest.mark.xdist_group("run-counters")
+def test_lab_run_counters_matvec_columns_fit_80_and_show_uncoalesced_loads():
+    from tests.conftest import run_lab
+    from tests.helpers import fits
+
+    doc, rows = _run_counters("matvec", "--size", "16384x4096", "--variant", "row_per_thread,warp_per_row",
+                              "--contenders", "numba")
+    rpt, wpr = rows[("numba", "row_per_thread")], rows[("numba", "warp_per_row")]
+    if doc["counters"]["tool"] == "ncu" or rpt["sectors_per_request"] is not None:
+        assert rpt["sectors_per_request"] >= 4 * wpr["sectors_per_request"]
+    assert 0.9 <= wpr["dram_ratio"] <= 1.2, wpr
+    code, out, err = run_lab("run", "matvec", "--size", "4096x1024", "--variant", "row_per_thread,warp_per_row",
+                             "--contenders", "numba,torch", "--repeats", "3", "--counters")
+    assert code == 0, err[-3000:]
+    fits(out)
+    head = next(line for line in out.splitlines() if line.startswith("contender"))
+    assert "DRAM×" in head and "sec/req" in head
+
+
+# --- CUPTI (cupti-python PM sampling), the engine where ncu is absent ---------------------------------------------
+needs_cupti = pytest.mark.skipif(SIMULATOR or not K.cupti_available(), reason="needs a CUDA GPU and cupti-python "
+                                 "(pip install 'numba-gpu-lab[counters]', or its wheels carried to the machine)")
+
+
+@needs_cupti
+@pytest.mark.xdist_group("cupti")
+def test_cupti_engine_counts_vecadds_dram_bytes():
+    doc = K.counters("vecadd", "gpu", ["element_per_thread"], "67108864", 256, contenders=["numba", "torch"],
+                     tool="cupti")
+    print(json.dumps(doc, indent=1, default=str)[:4000])
+    assert doc["tool"] == "cupti" and doc["engine"].startswith("CUPTI PM sampling")
+    row = next(r for r in doc["rows"] if r["variant"] == "element_per_thread")
+    assert row["status"] == "ok" and row["pm_samples"] >= 1, row
+    assert abs(row["dram_bytes_ratio"] - 1) <= 0.10, row  # the GPU's counters over the call: the minimum, +-10%
+    assert row["l2_hit_pct"] is None and row["top_stalls"] is None  # what PM sampling does not measure stays null
+
+
+@needs_cupti
+@pytest.mark.xdist_group("cupti")
+@pytest.mark.skipif(K.find_ncu() is None, reason="needs Nsight Compute too, to compare")
+def test_cupti_and_ncu_agree_on_softmax_dram_reads():
+    a = {r["variant"]: r for r in K.counters("softmax", "gpu", ["naive", "online"], "8192x8192", 256,
+                                             contenders=["numba"], tool="cupti")["rows"]}
+    b = _counters("softmax", ["naive", "online"], "8192x8192", phases=("dram",))
+    for v in ("naive", "online"):
+        c, n = a[v]["dram_read_bytes"], b[v]["dram_read_bytes"]
+        assert abs(c - n) <= 0.15 * n, f"softmax {v}: CUPTI {c:.3g} B, ncu {n:.3g} B"
+
+
 # --- section 4: every rung clean under racecheck and memcheck -----------------------------------------------------
 SMALL_ODD = {"vecadd": "1001", "matvec": "77x129", "matmul": "33x65x17", "softmax": "13x257", "quantize": "1001",
              "dequantize": "13x71", "quantize_per_channel": "13x71"}
@@ -211,6 +292,8 @@ EXERCISE_BUGS = [  # (exercise, substitutions in the solution, the diagnosis's s
     ("tiled_matmul", [("        cuda.syncthreads()  # the tiles", "        pass  # the tiles")], "race (", "racecheck"),
     ("softmax_fused", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")],
      "race (", "racecheck"),
+    # vecadd's missing guard: its stores go past c; under compute-sanitizer the checker's outputs are exact-size
+    # (lab.teach.checker.guard_elements), so they leave the allocation, where memcheck sees them
     ("vecadd", [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], "out of bounds (", "memcheck"),
 ]
 

@@ -105,7 +105,14 @@ def plot_map(d: dict, path: str, fmt: str = "png", title: str | None = None) -> 
     cmap = ListedColormap(plt.get_cmap("tab20").colors[:max(2, min(20, n_blocks))])
     cmap = cmap.with_extremes(bad="#cccccc")
     one_d = block_of.shape[0] == 1
-    fig, axes = plt.subplots(2 if one_d else 1, 1 if one_d else 2, figsize=(10, 3.2 if one_d else 4.8), dpi=120)
+    warp = d.get("warp")
+    arrays = list(dict.fromkeys(r["array"] for r in warp["requests"])) if warp else []
+    height = (3.2 if one_d else 4.8) + 2.0 * len(arrays)
+    fig = plt.figure(figsize=(10, height), dpi=120)
+    rows = (2 if one_d else 1) + len(arrays)
+    grid = fig.add_gridspec(rows, 1 if one_d else 2,
+                            height_ratios=[1.6 if one_d else 4.8] * (rows - len(arrays)) + [2.0] * len(arrays))
+    axes = [fig.add_subplot(grid[0, 0]), fig.add_subplot(grid[1, 0] if one_d else grid[0, 1])]
     ax_b, ax_t = axes
     aspect = "auto"
     ax_b.imshow(np.ma.masked_less(block_of % 20, 0) if n_blocks > 20 else masked, cmap=cmap, aspect=aspect,
@@ -126,11 +133,58 @@ def plot_map(d: dict, path: str, fmt: str = "png", title: str | None = None) -> 
             ax_b.text(n + (total - n) / 2, 0, f"{total - n} idle\nthreads", fontsize=7, ha="center", va="center")
         for b in np.unique(row[row >= 0])[:40]:  # label each block at the first element it wrote
             ax_b.text(int(np.argmax(row == b)) + 2, 0, f"block {int(b)}", fontsize=7, va="center")
+    if warp:
+        mine = (block_of == warp["block"]) & (thread_of // 32 == warp["warp_in_block"])
+        ys, xs = np.nonzero(mine)
+        for ax in axes:  # the output elements this warp wrote, on both maps
+            ax.scatter(xs, ys, s=6, marker="s", facecolors="none", edgecolors="black", linewidths=0.6,
+                       label=f"written by warp {warp['id']}")
+        ax_b.legend(loc="upper right", fontsize=7, framealpha=0.8)
+        for k, name in enumerate(arrays):
+            _plot_warp_array(fig.add_subplot(grid[rows - len(arrays) + k, :]), warp, name)
+    warp_title = (f"; warp {warp['id']} = block {warp['block']}, threads {warp['threads'][0]}..{warp['threads'][1]}"
+                  if warp else "")
     fig.suptitle(title or f"lab grid {d['kernel']} --variant {d['variant']} --size {'x'.join(map(str, d['size']))} "
                  f"--threads {int(np.prod(d['block']))}: grid {tuple(d['grid'])}, {d['threads_total']:,} threads, "
-                 f"{d['threads_idle']:,} idle", fontsize=10)
+                 f"{d['threads_idle']:,} idle{warp_title}", fontsize=10)
     fig.tight_layout()
     save(fig, path, fmt)
+
+
+KIND_COLOURS = {"load": "tab:blue", "store": "tab:orange", "atomic": "tab:red"}
+MAX_WARP_ROWS = 40  # requests drawn a panel
+
+
+def _plot_warp_array(ax, warp: dict, name: str) -> None:
+    """One array's requests by one warp: a row a request (in program order), the 32-byte sectors it
+    fetched as coloured cells (by kind), the lanes' elements as dots, its sector count at the right."""
+    reqs = [r for r in warp["requests"] if r["array"] == name]
+    shown = reqs[:MAX_WARP_ROWS]
+    itemsize = (warp["arrays"].get(name) or {}).get("itemsize") or 4
+    lo = min(min(r["sectors"]) for r in shown)
+    hi = max(max(r["sectors"]) for r in shown)
+    for y, r in enumerate(shown):
+        colour = KIND_COLOURS.get(r["kind"], "grey")
+        ax.broken_barh([(sec, 1) for sec in r["sectors"]], (y - 0.4, 0.8), facecolors=colour, alpha=0.35,
+                       edgecolor=colour, linewidth=0.5)
+        ax.scatter([e * itemsize / 32 + itemsize / 64 for e in r["elements"]], [y] * len(r["elements"]), s=4,
+                   color=colour)
+        ax.text(hi + 1.3, y, f"{len(r['sectors'])}", fontsize=6, va="center")
+    ax.set_xlim(lo - 0.5, hi + 2.5 + 0.04 * (hi - lo))
+    ax.set_ylim(len(shown) - 0.5, -0.5)
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("request", fontsize=8)
+    ax.set_xlabel(f"32-byte sector of {name} ({32 // itemsize} elements a sector); dots: the lanes' elements; "
+                  f"right: sectors a request", fontsize=8)
+    kinds = ", ".join(f"{k} ({c.removeprefix('tab:')})" for k, c in KIND_COLOURS.items()
+                      if any(r["kind"] == k for r in shown))
+    more = f", first {len(shown)} of {len(reqs)}" if len(reqs) > len(shown) else ""
+    spr = sum(len(r["sectors"]) for r in reqs) / len(reqs)
+    ax.set_title(f"warp {warp['id']}: requests to {name}{more}: {kinds}; {spr:.1f} sectors a request "
+                 f"({warp['label']})", fontsize=8)
+    ax.tick_params(labelsize=7)
 
 
 def _console():

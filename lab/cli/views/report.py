@@ -135,7 +135,7 @@ def result_columns(report: Report) -> list[Col]:
             Col("check", check, 100, left=True, style=CHECK_STYLE.get)]
     if report.backend == "simulator":
         timed = any(r.measurement for r in report.rows)  # none unless --repeats: then the first call is the time
-        return cols + [
+        return cols + counter_columns(report) + [
             Col("wall time", lambda r: duration(med(r)), 90,
                 explain="wall time: median a call, Numba rows simulated (not GPU times), NumPy on this CPU"),
             Col("1st call", lambda r: duration(r.first_call_ms), 40 if timed else 90,
@@ -173,6 +173,19 @@ def result_columns(report: Report) -> list[Col]:
             explain="max err: against float64"),
         Col("1st ms", lambda r: _opt(r.first_call_ms, sig), 30,
             explain="1st ms: first call (compile + load + one run), timed alone and not in the median"),
+    ] + counter_columns(report)
+
+
+def counter_columns(report: Report) -> list[Col]:
+    """lab run --counters: DRAM bytes / the minimum, and sectors per global load request (none without it)."""
+    if report.counters is None:
+        return []
+    sim = report.counters.get("tool") == "simulator"
+    return [
+        Col("DRAM×", lambda r: _opt(r.dram_ratio, lambda x: f"{x:.2f}"), 85,
+            explain=f"DRAM×: {'bytes touched' if sim else 'DRAM bytes read + written'} / the minimum traffic"),
+        Col("sec/req", lambda r: _opt(r.sectors_per_request, lambda x: f"{x:.1f}"), 84,
+            explain="sec/req: 32-byte sectors a warp's global load fetched (4: 32 floats, coalesced)"),
     ]
 
 
@@ -259,6 +272,11 @@ def notes_lines(report: Report) -> list[str]:
     for w in report.warnings:
         lines.append(f"[yellow]warning:[/] {escape(w)}")
     lines += [escape(n) for n in report.notes]
+    if report.counters:  # --counters: where the two columns came from
+        engine = report.counters.get("engine")
+        if engine and report.counters.get("tool") != "simulator":
+            lines.append(f"[dim]DRAM×, sec/req: {escape(engine)}[/]")
+        lines += [f"[dim]{escape(n)}[/]" for n in report.counters.get("notes") or []]
     return lines
 
 
