@@ -304,7 +304,7 @@ def _launch_gpu(kernel, case, grid, block, which):
     from lab.core import simt
 
     guard = guard_elements()
-    dev_args = [cuda.to_device(a) if isinstance(a, np.ndarray) else a for a in case.args]
+    dev_args = [_guarded_input(a, guard, which) if isinstance(a, np.ndarray) else a for a in case.args]
     bufs, views = [], []
     for shape, dt in case.outputs:
         n = math.prod(shape)
@@ -331,6 +331,23 @@ def _launch_gpu(kernel, case, grid, block, which):
                              f"around an output of shape {tuple(shape)}): guard it, e.g. `if i < n:`")
         outs.append(host[guard:guard + n].reshape(shape))
     return outs
+
+
+def _guarded_input(a, guard, which):
+    """Input array ``a`` on the device inside a poisoned guard band (NaN for floats, the poison of
+    :func:`lab.core.simt.poisoned` otherwise) of ``guard`` elements on each side: a read past either
+    end returns poison, not whatever memory happens to follow (often zeros, which a sum would not
+    notice), so the output shows it."""
+    from numba import cuda
+
+    from lab.core import simt
+
+    if not guard or a.dtype.kind not in "fiu":
+        return cuda.to_device(a)
+    host = simt.poisoned((a.size + 2 * guard,), a.dtype, which)
+    host[guard:guard + a.size] = np.ascontiguousarray(a).ravel()
+    d = cuda.to_device(host)
+    return d[guard:guard + a.size].reshape(a.shape) if a.ndim else d[guard:guard + 1]
 
 
 def _initial(case, which):
