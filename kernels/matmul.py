@@ -1392,15 +1392,19 @@ def small_prepare(cfg, inputs, outputs):
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
 def choose(size):
-    """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations:
+    """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations. Measured on
+    the H100 (2026-11-23, scripts/sgemm_gpu.py, ratio = torch.matmul ms / rung ms, TF32 off):
 
     * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
-
-    * at least half as many 128 x 128 tiles as SMs: register_tiled (measured on the H100: at 1000 x
-      1030 x 517, 72 tiles, 0.078 ms against tile64's 0.085; at 2048^3, 256 tiles, 0.44 against 0.75);
-    * else, if 64 x 64 tiles give at least one block an SM, or K is short (< 512): tile64 (1024^3:
-      0.107 ms against register_tiled's 0.129);
-    * else split_k (few tiles, long K; 512^3: 0.027 ms against tile64's 0.037).
+    * K < 512 (short K: a tile's few slabs cannot amortise its loads and barriers): tile64
+      (3000 x 3000 x 40: 0.56x; 2048 x 2048 x 64: 0.51x, warp_tiled 0.44x);
+    * at least half as many 128 x 128 tiles as SMs: warp_tiled (4096^3: 0.81x, register_tiled 0.78x;
+      2048^3: 0.82x against 0.78x; 4000 x 1000 x 3000: 0.81x, wide_loads 0.86x);
+    * few tiles and K at least 8x the larger of M and N (64 x 64 x 65536: 0.35x; small 0.02x), or M or N
+      under 64 (32 x 4096 x 4096, tuned: 0.065 ms): split_k;
+    * else small (one block a 64 x 64, 32 x 64 or 32 x 32 tile: 512^3 0.73x, tile64 0.39x; 1024^3 0.62x
+      against 0.54x; 2000 x 64 x 2000 0.38x, split_k 0.27x).
+    ``lab tune`` measures the rest for each shape class (kernels/tuned/).
     """
     m, n, k = size
     if n == 1:  # the threads are matvec auto's own choice (the launch note names them)
@@ -1409,13 +1413,16 @@ def choose(size):
     if m == 1:  # few column blocks (N < 16 x SMs): 32 warps a block down K keep more loads in flight
         t = 256 if 2 * blocks_for(n, WARP) >= sms else 1024
         return "vector", t, "M = 1: a vector-matrix product, x @ B"
+    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
+    if k < 512:
+        return "tile64", T_THREADS, f"short K = {k}: {plural(tiles, 'tile')} of 64 x 64"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:
-        return "register_tiled", RT_THREADS, f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the {plural(sms, 'SM')})"
-    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
-    if tiles >= sms or k < 512:
-        return "tile64", T_THREADS, f"{plural(tiles, 'tile')} of 64 x 64"
-    return "split_k", T_THREADS, f"only {plural(tiles, 'tile')} of 64 x 64 and K = {k}: split K"
+        return "warp_tiled", WARP_TILED.threads, (f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the "
+                                                  f"{plural(sms, 'SM')})")
+    if tiles < sms and (k >= 8 * max(m, n) or min(m, n) < 64):
+        return "split_k", T_THREADS, f"only {plural(tiles, 'tile')} of 64 x 64 and K = {k}: split K"
+    return "small", WARP_TILED.threads, f"{plural(tiles, 'tile')} of 64 x 64: small tiles, K in one pass"
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------

@@ -188,7 +188,7 @@ def _run_counters(*args):
 @pytest.mark.xdist_group("run-counters")
 def test_lab_run_counters_vecadd_moves_the_minimum_and_loads_4_sectors_a_request():
     doc, rows = _run_counters("vecadd", "--size", "67108865", "--variant", "element_per_thread",
-                              "--contenders", "numba,torch")
+                              "--contenders", "numba,numpy,torch")
     assert doc["counters"]["tool"] in ("ncu", "cupti") and doc["counters"]["engine"]
     r = rows[("numba", "element_per_thread")]
     assert abs(r["dram_ratio"] - 1) <= 0.05, r  # the lesson's claim (section 3), through lab run
@@ -224,7 +224,13 @@ needs_cupti = pytest.mark.skipif(SIMULATOR or not K.cupti_available(), reason="n
                                  "(pip install 'numba-gpu-lab[counters]', or its wheels carried to the machine)")
 
 
+CUPTI_FAILS = pytest.mark.xfail(strict=False, reason=(
+    "H100, 2026-11-23: cupti-python 13.4.0 with nvidia-cuda-cupti 13.5.25 on driver 580 (CUDA 13.0): PM sampling "
+    "failed with cuptiError ERROR_INVALID_PARAMETER; the engine is not yet working there (ncu is)"))
+
+
 @needs_cupti
+@CUPTI_FAILS
 @pytest.mark.xdist_group("cupti")
 def test_cupti_engine_counts_vecadds_dram_bytes():
     doc = K.counters("vecadd", "gpu", ["element_per_thread"], "67108864", 256, contenders=["numba", "torch"],
@@ -238,6 +244,7 @@ def test_cupti_engine_counts_vecadds_dram_bytes():
 
 
 @needs_cupti
+@CUPTI_FAILS
 @pytest.mark.xdist_group("cupti")
 @pytest.mark.skipif(K.find_ncu() is None, reason="needs Nsight Compute too, to compare")
 def test_cupti_and_ncu_agree_on_softmax_dram_reads():

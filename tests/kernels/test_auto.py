@@ -41,11 +41,12 @@ def test_auto_choices_and_explicit_threads(monkeypatch):
     assert sm.variants["auto"].launch((4, 1000000), 32).rung == "split_row"
     assert sm.variants["auto"].launch((8192, 8192), 32).block == (1024,)
     assert sm.variants["fused"].launch((8192, 8192), 64).block == (64,)  # honoured
-    assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "register_tiled"
-    assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "tile64"
-    assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "split_k"
+    assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "warp_tiled"
+    assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "small"
+    assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "small"
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
     assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
+    assert mm.variants["auto"].launch((3000, 3000, 40), 64).rung == "tile64"  # short K
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
     m1, n1 = mm.variants["auto"].launch((1, 4096, 4096), 64), mm.variants["auto"].launch((4096, 1, 4096), 64)
     assert m1.rung == n1.rung == "vector" and "heuristic" in m1.note
