@@ -1396,8 +1396,9 @@ def choose(size):
     the H100 (2026-11-23, scripts/sgemm_gpu.py, ratio = torch.matmul ms / rung ms, TF32 off):
 
     * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
-    * K < 512 (short K: a tile's few slabs cannot amortise its loads and barriers): tile64
-      (3000 x 3000 x 40: 0.56x; 2048 x 2048 x 64: 0.51x, warp_tiled 0.44x);
+    * K < 128 (short K: a tile's few slabs cannot amortise its loads and barriers): tile64
+      (3000 x 3000 x 40: 0.56x; 2048 x 2048 x 64: 0.51x, warp_tiled 0.44x; but at 4096 x 4096 x 256
+      tile64 took 0.387 ms, register_tiled 0.251 ms);
     * at least half as many 128 x 128 tiles as SMs: warp_tiled (4096^3: 0.81x, register_tiled 0.78x;
       2048^3: 0.82x against 0.78x; 4000 x 1000 x 3000: 0.81x, wide_loads 0.86x);
     * few tiles and K at least 8x the larger of M and N (64 x 64 x 65536: 0.35x; small 0.02x), or M or N
@@ -1414,7 +1415,7 @@ def choose(size):
         t = 256 if 2 * blocks_for(n, WARP) >= sms else 1024
         return "vector", t, "M = 1: a vector-matrix product, x @ B"
     tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
-    if k < 512:
+    if k < 128:
         return "tile64", T_THREADS, f"short K = {k}: {plural(tiles, 'tile')} of 64 x 64"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
     if 2 * tiles128 >= sms:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def make_class(folder: Path, students: int, seed: int) -> dict:
+def make_class(folder: Path, students: int, seed: int, n_exercises: int = 12) -> dict:
     """Write folder/studentNNN/NAME.py; returns ({"solution": n, "scaffold": n, "mutant": n},
     {(student, exercise): kind})."""
     import exercises
@@ -34,7 +34,7 @@ def make_class(folder: Path, students: int, seed: int) -> dict:
     for s in range(students):
         d = folder / f"student{s:03d}"
         d.mkdir(parents=True)
-        for name in exercises.ORDER:
+        for name in exercises.ORDER[:n_exercises]:
             ex = exercises.load(name)
             kind = rnd.choices(["solution", "scaffold", "mutant"], [0.5, 0.2, 0.3])[0]
             src = ex.solution.read_text()
@@ -56,11 +56,12 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=None, help="default: every CPU this process may use")
     ap.add_argument("--timeout", type=float, default=None, help="seconds per hidden test (lab's default: 10)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--exercises", type=int, default=12, help="the first N of the path (exercises.ORDER)")
     args = ap.parse_args()
     jobs = args.jobs or len(os.sched_getaffinity(0))
     with tempfile.TemporaryDirectory(prefix="lab-grade-bench-") as tmp:
         folder = Path(tmp) / "class"
-        counts, kinds = make_class(folder, args.students, args.seed)
+        counts, kinds = make_class(folder, args.students, args.seed, args.exercises)
         env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
         cmd = [sys.executable, "-m", "lab", "exercise", "grade", str(folder), "--sim", "--json", "--jobs", str(jobs),
                "--seed", str(args.seed)] + (["--timeout", str(args.timeout)] if args.timeout else [])
@@ -72,7 +73,7 @@ def main() -> None:
     doc = json.loads(p.stdout)
     rows = doc["rows"]
     wrong = [r for r in rows if r["status"] != "passed" and "timed out" in r["reason"]]
-    print(f"{args.students} students x 12 exercises = {len(rows)} submissions "
+    print(f"{args.students} students x {args.exercises} exercises = {len(rows)} submissions "
           f"({counts['solution']} solutions, {counts['scaffold']} scaffolds, {counts['mutant']} mutants), "
           f"--jobs {jobs} on {os.cpu_count()} CPUs: {wall:.1f} s wall ({wall / len(rows) * jobs:.2f} s a submission "
           f"per job); passed {doc['summary']['passed']}, failed {doc['summary']['failed']}; "
