@@ -57,7 +57,7 @@ def test_output_allocations_are_exact_only_under_the_sanitizer(rng, monkeypatch,
     n = int(rng.integers(33, 95))  # not a multiple of the 32-thread block
     case, want = _case(rng, n)
     (out,) = checker._launch_gpu(_kernel(True), case, (-(-n // 32),), (32,), 0)
-    assert sizes == [n, n, n + extra]  # a, b, then the output (with its guard band outside the sanitizer)
+    assert sizes == [n + extra] * 3  # a, b and the output, each in its guard band outside the sanitizer
     assert np.allclose(out, want)
 
 
