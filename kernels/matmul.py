@@ -31,6 +31,12 @@ which are matrix-vector products (bound by reading B or A once, not by FMAs). Th
 sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab, launch bounds,
 split-K factor); ``auto`` runs the tuned configuration of the shape's class when one is cached for
 this GPU (kernels/tuning.py), else :func:`choose`.
+
+What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters matmul --size 4096``, float32,
+one call each; A and B are 64 MB each, past the 50 MB L2): global load requests naive 4.29e9, shared
+2.68e8 (16x fewer), register_tiled 3.36e7 (128x fewer); DRAM read naive 33.0 GB, shared 17.0 GB,
+register_tiled 0.58 GB, cuBLAS 0.34 GB against a minimum of 0.20 GB. Naive's re-reads mostly hit
+L1 and L2, so shared cuts DRAM bytes only 1.9x; register_tiled's 8x larger tile cuts them 29x.
 """
 from __future__ import annotations
 

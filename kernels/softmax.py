@@ -24,6 +24,11 @@ exp: ``math.exp`` on float32 compiles to libdevice's expf, MUFU.EX2 (the hardwar
 few FFMAs of range reduction, within 2 ulp; the kernels are memory-bound, so those FFMAs cost no
 time. The kernels do not use ``fastmath=True``: it lets the compiler assume no infinities, and the
 -inf entries and the guards against exp(-inf - -inf) rely on them.
+
+What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters softmax``, 8192 x 8192
+float32, one call each, DRAM bytes read + written against the minimum of one read and one write):
+naive 3.97x (1.34 GB read: its five launches re-read x), fused 0.95x and online 0.96x (x read once;
+below 1 because part of out is still in L2 when the call ends), group_rows and split_row 1.47x.
 """
 from __future__ import annotations
 
