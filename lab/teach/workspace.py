@@ -316,8 +316,9 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     current, since = obj["start"], time.monotonic()
                 elif "loaded" in obj:
                     planned = obj["loaded"]
-                elif "bench" in obj:
-                    bench_doc, current = obj["bench"], None
+                elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
+                    # once counted against the per-test limit, killing the child as "loading your file")
+                    bench_doc, current, since = obj["bench"], None, time.monotonic()
                 elif "violation" in obj:
                     violations.append(obj["violation"])
                 elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
@@ -328,11 +329,11 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                         notes.append(obj["note"])
                 elif "name" in obj:
                     tests.append(obj)
-                    current = None
+                    current, since = None, time.monotonic()
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
-            if ready and current == "load":  # contained on a GPU: loading took 10+ s after "ready" (H100)
+            if ready and current == "load":  # loading the file in the sandbox: a little slack after "ready"
                 limit = max(limit, LOAD_ALLOWANCE_S)
             if current == "compiles for a GPU":
                 limit = max(limit, COMPILE_ALLOWANCE_S)
