@@ -352,7 +352,7 @@ class _Barrier:
                 gone = all(warp * 32 + m in self.exited for m in lanes)
                 where = ("returned before it" if gone else
                          "wait elsewhere (at a cuda.syncthreads() or another shuffle)")
-                self.stuck = (f"lane{'s' if len(lanes) > 1 else ''} {_ranges_text(lanes)} of warp {warp} never "
+                self.stuck = (f"lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)} of warp {warp} never "
                               f"reached the warp shuffle "
                               f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "
                               f"{where}: every lane named in the mask must make the same shuffle calls "
@@ -382,9 +382,11 @@ class _Barrier:
         self.cv.notify_all()
 
 
-def _ranges_text(values):
+def ranges_text(values, most=None) -> str:
+    """'0..5, 9, 12..31' for sorted integers ``values``: runs of consecutive ones; at most ``most``
+    runs, then ", …" (all when None)."""
     runs, start, prev = [], None, None
-    for v in values:
+    for v in map(int, values):
         if start is None:
             start = prev = v
         elif v == prev + 1:
@@ -392,8 +394,11 @@ def _ranges_text(values):
         else:
             runs.append((start, prev))
             start = prev = v
-    runs.append((start, prev))
-    return ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in runs)
+    if start is not None:
+        runs.append((start, prev))
+    shown = runs if most is None else runs[:most]
+    text = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in shown)
+    return text + (", …" if len(shown) < len(runs) else "")
 
 
 class _CudaThread(threading.Thread):

@@ -156,19 +156,9 @@ def _fmt_idx(name, idx):
 
 def _ranges(flat_idx):
     """'1024..5465' style text for sorted flat indices (at most 3 runs)."""
-    runs, start, prev = [], None, None
-    for i in map(int, flat_idx):
-        if start is None:
-            start = prev = i
-        elif i == prev + 1:
-            prev = i
-        else:
-            runs.append((start, prev))
-            start = prev = i
-    if start is not None:
-        runs.append((start, prev))
-    text = ", ".join(f"{a}" if a == b else f"{a}..{b}" for a, b in runs[:3])
-    return text + (", …" if len(runs) > 3 else "")
+    from lab.core.simt import ranges_text
+
+    return ranges_text(flat_idx, most=3)
 
 
 def _ndims(d):
@@ -304,19 +294,22 @@ def _launch_gpu(kernel, case, grid, block, which):
     from lab.core import simt
 
     guard = guard_elements()
-    # the inputs' band holds the other float poison than the outputs' (finite when they are NaN): an
-    # unguarded c[i] = a[i] + b[i] past the end then stores a finite value into c's NaN band, visible
-    dev_args = [_guarded_input(a, guard, 0 if which == 2 else 2) if isinstance(a, np.ndarray) else a
-                for a in case.args]
+
+    def device_input(a):
+        if not isinstance(a, np.ndarray):
+            return a
+        if a.dtype.kind not in "fiu":
+            return cuda.to_device(a)
+        # the other float poison than the outputs' (finite where theirs is NaN): an unguarded
+        # c[i] = a[i] + b[i] past the end then stores a finite value into c's NaN band, visible
+        return _in_band(a.shape, a.dtype, guard, 0 if which == 2 else 2, a)[1]
+
+    dev_args = [device_input(a) for a in case.args]
     bufs, views = [], []
-    for shape, dt in case.outputs:
-        n = math.prod(shape)
-        host = simt.poisoned((n + 2 * guard,), dt, which)
-        if case.init is not None:
-            host[guard:guard + n] = np.asarray(case.init[len(bufs)], dt).ravel()
-        d = cuda.to_device(host)
+    for k, (shape, dt) in enumerate(case.outputs):
+        d, view = _in_band(shape, dt, guard, which, None if case.init is None else case.init[k])
         bufs.append(d)
-        views.append(d[guard:guard + n].reshape(shape) if shape else d[guard:guard + 1])
+        views.append(view)
     try:
         kernel[grid, block](*dev_args, *views)
         cuda.synchronize()
@@ -336,21 +329,21 @@ def _launch_gpu(kernel, case, grid, block, which):
     return outs
 
 
-def _guarded_input(a, guard, which):
-    """Input array ``a`` on the device inside a poisoned guard band (NaN for floats, the poison of
-    :func:`lab.core.simt.poisoned` otherwise) of ``guard`` elements on each side: a read past either
-    end returns poison, not whatever memory happens to follow (often zeros, which a sum would not
-    notice), so the output shows it."""
+def _in_band(shape, dtype, guard, which, values=None):
+    """(device buffer, view): a C-contiguous array of ``shape`` on the device inside ``guard``
+    poisoned elements on each side (:func:`lab.core.simt.poisoned`: NaN for floats, or the finite
+    sentinel with ``which=2``); the view holds ``values`` when given, else the poison. A read or a
+    write past either end of the view lands in the band, not in whatever memory follows."""
     from numba import cuda
 
     from lab.core import simt
 
-    if not guard or a.dtype.kind not in "fiu":
-        return cuda.to_device(a)
-    host = simt.poisoned((a.size + 2 * guard,), a.dtype, which)
-    host[guard:guard + a.size] = np.ascontiguousarray(a).ravel()
+    n = math.prod(shape)
+    host = simt.poisoned((n + 2 * guard,), dtype, which)
+    if values is not None:
+        host[guard:guard + n] = np.asarray(values, dtype).ravel()
     d = cuda.to_device(host)
-    return d[guard:guard + a.size].reshape(a.shape) if a.ndim else d[guard:guard + 1]
+    return d, (d[guard:guard + n].reshape(shape) if shape else d[guard:guard + 1])
 
 
 def _initial(case, which):

@@ -240,7 +240,6 @@ def _in_student_file(report, mine: str, name: str) -> bool:
 BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
 RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out
 MAX_TIMEOUTS = 3  # then the rest is "not run": every test hangs, fix that first
-LOAD_ALLOWANCE_S = 30.0  # loading the student's file in the sandbox, its imports already done
 COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
 
 
@@ -333,8 +332,6 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
-            if ready and current == "load":  # loading the file in the sandbox: a little slack after "ready"
-                limit = max(limit, LOAD_ALLOWANCE_S)
             if current == "compiles for a GPU":
                 limit = max(limit, COMPILE_ALLOWANCE_S)
             if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
