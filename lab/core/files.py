@@ -27,6 +27,12 @@ def check_writable(path: str | os.PathLike | None, what: str = "output") -> None
         raise LabError(f"cannot write {what} {path}: folder {folder} does not exist")
     if not os.access(folder, os.W_OK | os.X_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
         raise LabError(f"cannot write {what} {path}: permission denied")
+    try:  # the authoritative test, as the atomic write will do it: access() says yes to root, even
+        fd, probe = tempfile.mkstemp(prefix=".lab-", dir=folder)  # on /proc or a read-only mount
+    except OSError as e:
+        raise LabError(f"cannot write {what} {path}: {e.strerror or e}") from None
+    os.close(fd)
+    os.unlink(probe)
 
 
 @contextlib.contextmanager

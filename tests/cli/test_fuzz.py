@@ -113,7 +113,9 @@ def _unwritable(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     return {"missing folder": "/nonexistent/lab-fuzz/out.png", "a folder": str(tmp_path),
-            "under a file": str(blocker / "out.png")}
+            "under a file": str(blocker / "out.png"),
+            # a folder that says it is writable (to root) where nothing can be created
+            "no file can be made": "/proc/lab-fuzz-out.png"}
 
 
 PICTURES = [["grid", "vecadd", "--png"], ["grid", "vecadd", "--svg"], ["occupancy", "vecadd", "--sweep", "--png"],
@@ -123,7 +125,7 @@ PICTURES = [["grid", "vecadd", "--png"], ["grid", "vecadd", "--svg"], ["occupanc
 
 
 @pytest.mark.parametrize("args", PICTURES, ids=lambda a: " ".join(a))
-@pytest.mark.parametrize("kind", ["missing folder", "a folder", "under a file"])
+@pytest.mark.parametrize("kind", ["missing folder", "a folder", "under a file", "no file can be made"])
 def test_unwritable_output_paths_fail_first(args, kind, tmp_path, monkeypatch):
     from lab.core import runner
 
@@ -134,6 +136,15 @@ def test_unwritable_output_paths_fail_first(args, kind, tmp_path, monkeypatch):
     one_error_line(args, code, out, err, "cannot write")
     assert not ran
     assert not os.path.exists("/nonexistent/lab-fuzz")
+
+
+@pytest.mark.parametrize("kind", ["missing folder", "a folder", "under a file", "no file can be made"])
+def test_tune_and_grade_refuse_an_unwritable_output_before_the_work(kind, tmp_path):
+    path = _unwritable(tmp_path)[kind]
+    (tmp_path / "class" / "alice").mkdir(parents=True)
+    for args in (["tune", "matmul", "--sim", "--out", path, "--match", "H100"],
+                 ["exercise", "grade", str(tmp_path / "class"), "--csv", path]):
+        one_error_line(args, *lab(*args), "cannot write")
 
 
 @pytest.mark.parametrize("kind", ["a file", "under a file"])
