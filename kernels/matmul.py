@@ -1234,15 +1234,28 @@ SMALL_CONFIGS = (
 SMALL_MIN_BLOCKS_PER_SM = 1
 SMALL_MAX_FLOPS = 1 << 27  # the shapes the small rung is for (the issue's "under 2^27 FLOPs")
 
-# What a tuner may vary, per rung (GemmConfig fields -> values worth trying; any combination must
-# pass GemmConfig.derived, which says what does not fit), and the split-K factor (grid z).
+# What a tuner may vary (``lab tune``; Variant.tunables of warp_tiled and wide_loads): the block
+# tile, from GEMM_TILES (tile, slab depth, warp and thread tiles, threads, shared-memory stages:
+# 2 buffers or 1), and the split-K factor (grid z, then the reduction launch). Each entry passes
+# GemmConfig.derived; launch math that could not pay (a tile twice the matrix, a split of a grid
+# that already fills the SMs, K ranges under two slabs) raises ValueError: not a candidate.
+GEMM_TILES = {
+    "128x128x16": WARP_TILED,  # 4 warps of 64 x 64, 8 x 16 sums a thread
+    "128x128x8": WARP_TILED.replace(bk=8),
+    "128x128x16-sb": WARP_TILED.replace(prefetch=False),  # one shared buffer: 2 barriers a slab
+    "256x128x8": WARP_TILED.replace(bm=256, bk=8, threads=256, min_blocks=1),  # 8 warps
+    "128x64x16": WARP_TILED.replace(bn=64, wn=32, wniter=2, min_blocks=3),  # 8 x 8 a thread
+    "64x128x16": GemmConfig(bm=64, bn=128, bk=16, wm=32, wn=64, wniter=4, tm=4, tn=4, threads=128, min_blocks=4),
+    "64x64x16": SMALL_CONFIGS[0].replace(pairs=False),  # 4 x 8 a thread
+    "64x64x32": SMALL_CONFIGS[0].replace(bk=32, pairs=False),
+    "32x64x16": SMALL_CONFIGS[1].replace(pairs=False),
+    "32x32x32": SMALL_CONFIGS[2].replace(pairs=False),
+}
+GEMM_SPLITS = (1, 2, 4, 8, 16, 32, 64, 128)
 TUNABLE = {
-    "warp_tiled": {"bm": [64, 128, 256], "bn": [64, 128, 256], "bk": [8, 16, 32], "wm": [32, 64, 128],
-                   "wn": [32, 64, 128], "wniter": [1, 2, 4], "tm": [4, 8], "tn": [4, 8], "threads": [64, 128, 256],
-                   "pad": [0, 4], "prefetch": [False, True], "min_blocks": [1, 2], "splits": [1, 2, 4, 8]},
-    "wide_loads": {"same as": "warp_tiled", "pairs": [True]},
-    "small": {"configs": "SMALL_CONFIGS (tile chosen by blocks an SM)", "bk": [16, 32, 64],
-              "min_blocks_per_sm": [1, 2]},
+    "warp_tiled": {"tile": tuple(GEMM_TILES), "splits": GEMM_SPLITS},
+    "wide_loads": {"tile": tuple(GEMM_TILES), "splits": GEMM_SPLITS, "pairs": (True,)},
+    "small": {"configs": "SMALL_CONFIGS (the largest tile that gives every SM a block)"},
 }
 
 
@@ -1344,8 +1357,60 @@ def _gemm_launch(rung):
     return launch
 
 
-def _gemm_prepare(rung, size, inputs, outputs):
+def tuned_gemm_config(rung: str, size, params: dict, dtype=np.float32) -> tuple[GemmConfig, int]:
+    """(config, splits) of a gemm rung with tunable ``params`` ({"tile": a GEMM_TILES name,
+    "splits": K ranges}; missing ones: :func:`gemm_config`'s tile, 1 range). Pairs as the rung
+    (wide_loads: where K and N are even); float64 keeps the tile where its sums fit in registers
+    (at most 64 a thread), else WARP_TILED_F64. ValueError for a value it cannot run or that cannot
+    pay at this size (see GEMM_TILES)."""
+    m, n, k = size
+    name = params.get("tile")
+    if name is None:
+        cfg = gemm_config(rung, size, dtype)
+    elif name not in GEMM_TILES:
+        raise ValueError(f"tile={name!r}: one of {', '.join(GEMM_TILES)}")
+    else:
+        cfg = GEMM_TILES[name].replace(pairs=rung == "wide_loads" and np.dtype(dtype) == np.float32
+                                       and k % 2 == 0 and n % 2 == 0)
+        if cfg.bm > max(32, 2 * m) or cfg.bn > max(32, 2 * n):
+            raise ValueError(f"tile {name} is more than twice the {m} x {n} output")
+        if np.dtype(dtype) == np.float64:
+            d = cfg.derived()
+            if d["rows"] * d["cols"] > 64:
+                cfg = WARP_TILED_F64
+    splits = params.get("splits", 1)
+    if not isinstance(splits, int) or splits < 1:
+        raise ValueError(f"splits={splits!r}: a count of K ranges (1: no split)")
+    if splits > 1:
+        tiles = blocks_for(m, cfg.bm) * blocks_for(n, cfg.bn)
+        if tiles >= 2 * sm_count():
+            raise ValueError(f"{tiles} tiles fill the SMs without splitting K")
+        if blocks_for(k, splits) < 2 * cfg.bk:
+            raise ValueError(f"K = {k} in {splits} ranges: under two slabs of {cfg.bk} a range")
+    return cfg, splits
+
+
+def _gemm_launch_with(rung):
+    """Launch math with tunables (``lab tune``): the tile and the split-K factor of
+    :func:`tuned_gemm_config`; Launch.params carries them to the prepare."""
+    def launch_with(size, threads, params):
+        cfg, splits = tuned_gemm_config(rung, size, params)
+        kchunk = blocks_for(blocks_for(size[2], splits), cfg.bk) * cfg.bk
+        splits = blocks_for(size[2], kchunk) if size[2] else 1
+        note = cfg.describe() + (f"; {splits} K ranges of {kchunk}, then a reduction launch" if splits > 1 else "")
+        if threads != cfg.threads:
+            note += f"; block fixed at {cfg.threads} threads, --threads {threads} ignored"
+        chosen = {"tile": params.get("tile"), "splits": splits if splits > 1 else None}
+        launch = gemm_launch_config(cfg, size, splits, note)
+        return dataclasses.replace(launch, params=tuple(sorted((k, v) for k, v in chosen.items() if v is not None)))
+    return launch_with
+
+
+def _gemm_prepare(rung, size, inputs, outputs, params=None):
     A, B = inputs
+    if params:
+        cfg, splits = tuned_gemm_config(rung, size, params, A.dtype)
+        return gemm_prepare_config(cfg, inputs, outputs, splits)
     return gemm_prepare_config(gemm_config(rung, size, A.dtype), inputs, outputs)
 
 
@@ -1366,7 +1431,7 @@ def warp_tiled_prepare(cfg, inputs, outputs):
     k's first 16 bytes of A and of B; register_tiled: none split).
     Predicted on the H100 at 4096^3: 38-46 TFLOP/s (register_tiled 40, cuBLAS 51: the same
     per-thread shape as cuBLAS's FFMA kernel). Not yet measured: scripts/sgemm_gpu.py."""
-    return _gemm_prepare("warp_tiled", _size_of(inputs), inputs, outputs)
+    return _gemm_prepare("warp_tiled", _size_of(inputs), inputs, outputs, cfg.param)
 
 
 def wide_loads_prepare(cfg, inputs, outputs):
@@ -1380,7 +1445,7 @@ def wide_loads_prepare(cfg, inputs, outputs):
     Offline compile for sm_90: 255 registers, 0 spills. Predicted on the H100: 0-5% over warp_tiled at
     4096^3 (global loads are 1/64 of the instructions there), more where loads weigh more (short K:
     3000 x 3000 x 40 runs 3 slabs a tile). Not yet measured."""
-    return _gemm_prepare("wide_loads", _size_of(inputs), inputs, outputs)
+    return _gemm_prepare("wide_loads", _size_of(inputs), inputs, outputs, cfg.param)
 
 
 def small_prepare(cfg, inputs, outputs):
@@ -1405,8 +1470,9 @@ def choose(size):
     * K < 128 (short K: a tile's few slabs cannot amortise its loads and barriers): tile64
       (3000 x 3000 x 40: 0.56x; 2048 x 2048 x 64: 0.51x, warp_tiled 0.44x; but at 4096 x 4096 x 256
       tile64 took 0.387 ms, register_tiled 0.251 ms);
-    * at least half as many 128 x 128 tiles as SMs: warp_tiled (4096^3: 0.81x, register_tiled 0.78x;
-      2048^3: 0.82x against 0.78x; 4000 x 1000 x 3000: 0.81x, wide_loads 0.86x);
+    * at least as many 128 x 128 tiles as SMs: warp_tiled (4096^3: 0.81x, register_tiled 0.78x;
+      2048^3: 0.82x against 0.78x; 4000 x 1000 x 3000: 0.81x, wide_loads 0.86x; but 1500 x 700 x 2500,
+      72 tiles for 132 SMs: 0.40x, so half a wave of tiles is not enough);
     * few tiles and K at least 8x the larger of M and N (64 x 64 x 65536: 0.35x; small 0.02x), or M or N
       under 64 (32 x 4096 x 4096, tuned: 0.065 ms): split_k;
     * else small (one block a 64 x 64, 32 x 64 or 32 x 32 tile: 512^3 0.73x, tile64 0.39x; 1024^3 0.62x
@@ -1424,9 +1490,9 @@ def choose(size):
     if k < 128:
         return "tile64", T_THREADS, f"short K = {k}: {plural(tiles, 'tile')} of 64 x 64"
     tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
-    if 2 * tiles128 >= sms:
-        return "warp_tiled", WARP_TILED.threads, (f"{plural(tiles128, 'tile')} of 128 x 128 (at least half the "
-                                                  f"{plural(sms, 'SM')})")
+    if tiles128 >= sms:
+        return "warp_tiled", WARP_TILED.threads, (f"{plural(tiles128, 'tile')} of 128 x 128, at least one an SM "
+                                                  f"({sms})")
     if tiles < sms and (k >= 8 * max(m, n) or min(m, n) < 64):
         return "split_k", T_THREADS, f"only {plural(tiles, 'tile')} of 64 x 64 and K = {k}: split K"
     return "small", WARP_TILED.threads, f"{plural(tiles, 'tile')} of 64 x 64: small tiles, K in one pass"
@@ -1473,10 +1539,14 @@ RUNGS = {
     "warp_tiled": Variant(
         "warp_tiled", f"{WARP_TILED.bm}x{WARP_TILED.bn} block tile of 4 warps, each warp a "
         f"{WARP_TILED.wm}x{WARP_TILED.wn} tile, 8x16 sums a thread; 21 FMAs per shared load",
-        _gemm_launch("warp_tiled"), warp_tiled_prepare),
+        _gemm_launch("warp_tiled"), warp_tiled_prepare,
+        tunables={k: v for k, v in TUNABLE["warp_tiled"].items()}, launch_with=_gemm_launch_with("warp_tiled"),
+        suits=lambda s: 1 not in s[:2]),
     "wide_loads": Variant(
         "wide_loads", "warp_tiled reading A and B as float64 views: two float32 a global load, half "
-        "the load instructions (even K and N)", _gemm_launch("wide_loads"), wide_loads_prepare),
+        "the load instructions (even K and N)", _gemm_launch("wide_loads"), wide_loads_prepare,
+        tunables={k: v for k, v in TUNABLE["wide_loads"].items() if k != "pairs"},
+        launch_with=_gemm_launch_with("wide_loads"), suits=lambda s: 1 not in s[:2]),
     "small": Variant(
         "small", "one launch, one block per 64x64, 32x64 or 32x32 tile (enough blocks for the SMs), "
         "K in one pass: for shapes under 2^27 FLOPs", _gemm_launch("small"), small_prepare),

@@ -82,6 +82,9 @@ def main() -> None:
     print(f"graded against expectation: {len(rows) - len(wrongly)} of {len(rows)} right (a solution passes, a "
           f"scaffold or mutant fails)" + "".join(f"\n  {r['student']}/{r['exercise']}: {r['status']} {r['reason'][:90]}"
                                                  for r in wrongly[:5]))
+    secs = sorted(r["seconds"] for r in rows)
+    print(f"seconds a submission: median {secs[len(secs) // 2]:.2f}, mean {sum(secs) / len(secs):.2f}, "
+          f"max {secs[-1]:.1f}")
     slow = sorted(rows, key=lambda r: -r["seconds"])[:3]
     print("slowest: " + ", ".join(f"{r['student']}/{r['exercise']} {r['seconds']:.1f} s" for r in slow))
 

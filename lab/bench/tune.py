@@ -40,7 +40,11 @@ GPU_CALLS = 10  # timed calls a candidate (after 2 warm-up calls): enough to ran
 SIM_SHAPES = {"matmul": ["24x20x18", "1x40x70", "30x1x70"], "matvec": ["8x100"], "vecadd": ["1000"]}
 # Shapes the tuner adds to the public sweep's on a GPU: classes the sweep does not name (vector-shaped
 # matmuls, routed to the vector rung).
-EXTRA_SHAPES = {"matmul": ["1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536"]}
+# Beside each public shape that is a multiple of every tile, one of its class that is not: a class's
+# winner must serve both (H100, 2026-11-23: 128x64 tiles won 1024^3 alone, 0.80x cuBLAS, and ran
+# 1000^3 at 0.46x and 777x1333x901 at 0.47x, where the heuristic's small tiles ran 0.63x).
+EXTRA_SHAPES = {"matmul": ["1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536", "1000", "500", "2000",
+                           "4000x4000x250", "30x4000x4000", "4000x30x4000", "60x60x60000", "120x120x30000"]}
 
 
 @dataclass

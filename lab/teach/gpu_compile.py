@@ -235,15 +235,24 @@ def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0) -> d
     return check_many([(path, kernel, sigs)], cc, timeout)[0]
 
 
+_MEMO: dict = {}  # cache key -> result, this process: a skipped compile is not retried (nor cached on disk)
+
+
 def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
-    """:func:`check` for several (path, kernel, sigs) at once, in one child process."""
-    todo, results, caches = [], [None] * len(items), [None] * len(items)
+    """:func:`check` for several (path, kernel, sigs) at once, in one child process. A result is
+    kept for this process (a contained grader's child compiles before its audit hook, which would
+    refuse the compiler's process later) and, when the compile ran, on disk."""
+    todo, results, caches, keys = [], [None] * len(items), [None] * len(items), [None] * len(items)
     for k, (path, kernel, sigs) in enumerate(items):
         sigs = [json.loads(s) for s in dict.fromkeys(json.dumps(s) for s in sigs)]
         try:
-            caches[k] = _cache_file(_key(path, kernel, sigs, cc))
+            keys[k] = _key(path, kernel, sigs, cc)
+            caches[k] = _cache_file(keys[k])
         except OSError:
             caches[k] = None
+        if keys[k] in _MEMO:
+            results[k] = _MEMO[keys[k]]
+            continue
         if caches[k] and os.path.isfile(caches[k]):
             try:
                 with open(caches[k]) as f:
@@ -270,6 +279,8 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
         got = [{"skipped": f"the compiler's process failed ({last.strip()[:120]})"}] * len(todo)
     for (k, _), result in zip(todo, got):
         results[k] = result
+        if keys[k] is not None:
+            _MEMO[keys[k]] = result
         if caches[k] and "ok" in result:
             try:
                 from lab.core.files import write_atomic

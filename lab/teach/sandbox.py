@@ -43,6 +43,7 @@ from pathlib import Path
 DEFAULT_MEMORY_MB = 4096
 THREAD_STACK = 1 << 20  # bytes of stack per Python thread in the child (the default, RLIMIT_STACK, is 8 MiB)
 DEFAULT_CPU_S = 120
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 DEFAULT_FSIZE_MB = 64
 
 
@@ -71,6 +72,10 @@ def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     shutil.copyfile(path, copy)
     env = dict(env, HOME=private, TMPDIR=private, TEMP=private, TMP=private, PYTHONDONTWRITEBYTECODE="1",
                NUMBA_CACHE_DIR=os.path.join(private, ".numba"), XDG_CACHE_HOME=os.path.join(private, ".cache"))
+    # submissions are graded side by side (--jobs): one BLAS/OpenMP thread each, not one a core each
+    # (H100 machine, 16 jobs: NumPy's references spun 16 threads a process, 2.2 CPU seconds a second)
+    for var in THREAD_VARS:
+        env.setdefault(var, "1")
     return private, copy, env
 
 
@@ -82,7 +87,9 @@ def set_limits(limits: Limits, simulator: bool) -> None:
         soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
             value = min(value, hard)
-        resource.setrlimit(which, (value, hard if which != resource.RLIMIT_CPU else value + 5))
+        # the hard limit too: a soft limit alone, the submission could raise again (``resource.setrlimit``
+        # is also refused by the audit hook; root could raise a hard limit, so both)
+        resource.setrlimit(which, (value, value + 5 if which == resource.RLIMIT_CPU else value))
 
     cap(resource.RLIMIT_CPU, int(limits.cpu_s))
     cap(resource.RLIMIT_FSIZE, int(limits.fsize_mb) << 20)
@@ -196,6 +203,8 @@ def install_hook(private: str, report) -> None:
                     break
         elif event in ("socket.connect", "socket.bind", "socket.sendto"):
             why = f"tried to use the network ({event})"
+        elif event == "resource.setrlimit" or (event == "resource.prlimit" and len(args) > 2 and args[2] is not None):
+            why = f"tried to change its resource limits ({event})"
         if why:
             report(why)
             raise PermissionError(f"lab exercise grade: {why}")

@@ -159,10 +159,14 @@ def test_vector_routing_is_correct(size, rng, simulator, monkeypatch):
 @pytest.mark.gpu
 @pytest.mark.parametrize("rung,params", [("vector", {"splits": 3}), ("split_k", {"bm": 32, "bn": 32, "splits": 5}),
                                          ("register_tiled", {"bk": 8, "min_blocks": 1}),
-                                         ("tile64", {"bm": 32, "bn": 128})])
+                                         ("tile64", {"bm": 32, "bn": 128}),
+                                         ("wide_loads", {"tile": "32x32x32", "splits": 2}),
+                                         ("warp_tiled", {"tile": "32x64x16"}),
+                                         ("wide_loads", {"tile": "32x64x16", "splits": 3})])
 def test_tunable_parameters_stay_correct(rung, params, rng, simulator):
     spec = kernels.load("matmul")
-    size = (1, 45, 300) if rung == "vector" else (9, 40, 100) if rung == "split_k" else (37, 45, 40)
+    size = ((1, 45, 300) if rung == "vector" else (9, 40, 100) if rung == "split_k"
+            else (20, 34, 140) if "splits" in params else (37, 45, 40))
     if not SIMULATOR:
         size = tuple(d * 7 + 3 for d in size)
     v = spec.variants[rung]
@@ -173,6 +177,29 @@ def test_tunable_parameters_stay_correct(rung, params, rng, simulator):
     assert ok, f"{rung} {params} at {size}: {err}"
     with pytest.raises(ValueError):
         v.configure(size, 64, {"no_such_parameter": 1})
+
+
+def test_matmul_search_space_has_tiles_splits_and_stages():
+    """lab tune searches the gemm rungs' block tiles (GEMM_TILES: 32x32 to 256x128, slabs of 8-32,
+    one or two shared buffers) and split-K factors, and leaves out what cannot pay at the shape."""
+    from kernels import matmul as MM
+    from lab.bench.tune import candidates
+
+    spec = kernels.load("matmul")
+    big = candidates(spec, (4096, 4096, 4096))
+    tiles = {c.params.get("tile") for c in big if c.rung == "wide_loads"}
+    assert {"256x128x8", "128x128x16-sb", "64x128x16", "32x32x32"} <= tiles
+    assert not any(c.params.get("splits", 1) > 1 for c in big if c.rung in ("warp_tiled", "wide_loads"))  # SMs full
+    long_k = candidates(spec, (64, 64, 65536))
+    split = {(c.params.get("tile"), c.params.get("splits")) for c in long_k if c.rung == "wide_loads"}
+    assert ("64x64x16", 128) in split and ("32x32x32", 64) in split
+    assert not any(t == "256x128x8" for t, _ in split)  # a tile over twice the output
+    for name, cfg in MM.GEMM_TILES.items():
+        cfg.derived()
+        launch = spec.variants["warp_tiled"].configure((300, 300, 300), 128, {"tile": name})
+        assert launch.block == (cfg.threads,) and launch.param == {"tile": name}
+    with pytest.raises(ValueError, match="one of 128x128x16"):
+        spec.variants["wide_loads"].configure((300, 300, 300), 128, {"tile": "100x100x10"})
 
 
 @sim_only

@@ -14,7 +14,8 @@ AUTO = {"vecadd": [(1,), (1001,)], "quantize": [(1,), (999,)], "matvec": [(2, 70
         "matmul": [(9, 10, 11), (1, 37, 130), (33, 1, 130)]}
 AUTO_GPU = {"vecadd": [(1 << 24,)], "quantize": [(1 << 22,)], "matvec": [(4, 100000), (4096, 4096)],
             "softmax": [(100000, 32), (4, 1000000), (4099, 3001)],
-            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096), (1, 4096, 4096), (4096, 1, 4096), (1, 1000, 3001), (1, 1, 100000)]}
+            "matmul": [(64, 64, 65536), (1000, 1030, 517), (2048, 2048, 2048), (32, 4096, 4096), (1, 4096, 4096), (4096, 1, 4096), (1, 1000, 3001), (1, 1, 100000),
+                       (1500, 700, 2500)]}
 AUTO_CASES = [(k, s) for k, sizes in (AUTO if SIMULATOR else AUTO_GPU).items() for s in sizes]
 
 
@@ -44,6 +45,7 @@ def test_auto_choices_and_explicit_threads(monkeypatch):
     assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "warp_tiled"
     assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "small"
     assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "small"
+    assert mm.variants["auto"].launch((1500, 700, 2500), 64).rung == "small"  # 72 tiles of 128: half the SMs idle
     assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
     assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
     assert mm.variants["auto"].launch((3000, 3000, 40), 64).rung == "tile64"  # short K

@@ -109,7 +109,9 @@ HINTS = [
      [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], ["guard it, e.g. `if i < n:`"], ["loop bound"]),
     ("block_sum", "race names the lines",
      [("        cuda.syncthreads()  # this level", "        pass  # this level")],
-     ["race: ", "cache[", "] at line 20, which thread", "wrote at line 20 with no"], ["(line 13)"]),
+     # the other access is a read or a write of line 20 (`cache[t] += cache[t + s]`), whichever thread the
+     # simulator's scheduling meets first (under load, CI once saw the read)
+     ["race: ", "cache[", "] at line 20, which thread", " at line 20 with no"], ["(line 13)"]),
     ("softmax_fused", "race, then an index past the end",
      [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max"),
       ("    for j in range(t, cols, THREADS):\n        out[r, j]", "    for j in range(t, cols + 1, THREADS):\n        out[r, j]")],

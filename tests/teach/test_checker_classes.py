@@ -93,6 +93,27 @@ def test_skipped_compile_is_one_note(tmp_path, monkeypatch):
     assert len(notes) == 1 and "GPU compile check was skipped" in notes[0] and "pip install" in notes[0]
 
 
+def test_a_failed_compile_process_is_not_started_again(tmp_path, monkeypatch):
+    """A contained grader's child compiles before its audit hook, which refuses processes; when that
+    compile could not run (H100, 2026-11-23: every submission was failed "tried to start a process"),
+    the checker's second check must take the first's answer, not start the compiler again."""
+    import subprocess
+
+    starts = []
+
+    def broken_run(*args, **kwargs):
+        starts.append(args)
+        return subprocess.CompletedProcess(args, 1, stdout="", stderr="Traceback ...\nOSError: cannot load nvvm\n")
+
+    monkeypatch.setattr(gpu_compile.subprocess, "run", broken_run)
+    path = tmp_path / "vecadd.py"
+    path.write_text(exercises.load("vecadd").solution.read_text())
+    sigs = [["array", "<f4", 1, "C"]]
+    first = gpu_compile.check(str(path), "vecadd_kernel", sigs)
+    second = gpu_compile.check(str(path), "vecadd_kernel", sigs)
+    assert first == second and "cannot load nvvm" in first["skipped"] and len(starts) == 1
+
+
 def test_compile_error_names_the_students_line(tmp_path):
     text = ('No implementation of function Function(<built-in function dot>) found for signature:\n \n'
             ' >>> dot(array(float32, 1d, C), array(float32, 1d, C))\n')

@@ -35,6 +35,8 @@ SUBMISSIONS = {
              "try:\n    open(TARGET, 'w').write('gotcha')\nexcept OSError:\n    pass\n" + KERNEL_AND_LAUNCH,
     "grace": "import numpy as np\nfrom numba import cuda\nbig = np.ones(1 << 30)\n" + KERNEL_AND_LAUNCH,  # 8 GiB
     "heidi": "from numba import cuda\nopen('big.bin', 'wb').write(bytes(80 << 20))\n" + KERNEL_AND_LAUNCH,  # 80 MiB
+    "judy": "import resource\nfrom numba import cuda\ntry:\n    resource.setrlimit(resource.RLIMIT_AS, (-1, -1))\n"
+            "except Exception:\n    pass\n" + KERNEL_AND_LAUNCH,  # lifts its memory limit
 }
 
 
@@ -63,7 +65,7 @@ def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     assert code == 0, err
     doc = validate(json.loads(out), "exercise-grade.json")
     rows = {(r["student"], r["exercise"]): r for r in doc["rows"]}
-    assert doc["exercises"] == ["map_guard", "vecadd"] and len(rows) == 16  # 8 students x 2, the missing ones too
+    assert doc["exercises"] == ["map_guard", "vecadd"] and len(rows) == 18  # 9 students x 2, the missing ones too
     assert rows[("alice", "vecadd")]["status"] == "passed" and rows[("alice", "map_guard")]["status"] == "passed", \
         (rows[("alice", "vecadd")], rows[("alice", "map_guard")])
     assert rows[("alice", "vecadd")]["tests_passed"] == rows[("alice", "vecadd")]["tests_total"] >= 3
@@ -80,12 +82,14 @@ def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     assert not (root / "frank" / "mine.txt").exists()  # it wrote into its private copy's folder only
     assert "ran out of memory (the 4096 MiB address-space limit)" in rows[("grace", "vecadd")]["reason"]
     assert "wrote a file larger than 64 MiB" in rows[("heidi", "vecadd")]["reason"]
+    judy = rows[("judy", "vecadd")]
+    assert judy["status"] == "failed" and "change its resource limits (resource.setrlimit)" in judy["reason"], judy
     assert rows[("bob", "map_guard")]["status"] == "missing"
-    assert doc["summary"] == {"students": 8, "exercises": 2, "passed": 2, "failed": 7, "missing": 7}
+    assert doc["summary"] == {"students": 9, "exercises": 2, "passed": 2, "failed": 8, "missing": 8}
     assert not any("README.txt" in n for n in doc["notes"])  # only .py files are considered
     with open(out_csv, newline="") as f:
         table = list(csv.DictReader(f))
-    assert len(table) == 16 and {r["status"] for r in table} == {"passed", "failed", "missing"}
+    assert len(table) == 18 and {r["status"] for r in table} == {"passed", "failed", "missing"}
     assert [r["student"] for r in table][:2] == ["alice", "alice"]
 
 
@@ -190,10 +194,6 @@ def test_bench_on_a_gpu_times_the_solution_against_the_reference():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(SIMULATOR, reason="times kernels on a GPU")
-@pytest.mark.xfail(strict=False, reason=(
-    "H100, 2026-11-23: the row failed ('timed out ... loading your file' after 7 passed tests and a passed bench): "
-    "the per-test clock ran from the bench's start; fixed (test_a_bench_longer_than_the_test_limit_...), "
-    "not yet re-run on the H100"))
 def test_grade_with_bench_on_a_gpu(tmp_path):
     (tmp_path / "c" / "alice").mkdir(parents=True)
     (tmp_path / "c" / "alice" / "vecadd.py").write_text(VECADD_RIGHT)
