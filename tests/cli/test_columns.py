@@ -156,3 +156,26 @@ def test_sweep_json_is_not_touched_by_the_width():
     code, out, err = lab("sweep", "vecadd", "--threads", "32", "--sizes", "50", *TINY, "--json", columns=40)
     assert code == 0, err
     assert json.loads(out)["kernel"] == "vecadd"
+
+
+def test_a_table_whose_text_wraps_keeps_its_last_number_column_whole():
+    """When a column's text must wrap to fit, the widths are set so that no other column is cut: lab
+    tune's table once showed "ok/tri" and "14/" at 80 columns (rich shrank the last column)."""
+    from rich.console import Console
+
+    from lab.cli.views.table import Col, fit
+
+    rows = [{"shape": "24x20x18", "a": "tile64 t=256", "b": "register_tiled t=256 bk=16, min_blocks=2",
+             "ms": "1,169", "n": f"{k}/{k}"} for k in (14, 8, 5)]
+    cols = [Col("shape", lambda r: r["shape"], 100, left=True),
+            Col("heuristic", lambda r: r["a"], 60, left=True, wrap=True),
+            Col("sim ms", lambda r: r["ms"], 60),
+            Col("tuned", lambda r: r["b"], 100, left=True, wrap=True),
+            Col("tuned sim ms", lambda r: r["ms"], 100), Col("gain", lambda r: "2.95x", 90),
+            Col("ok/tried", lambda r: r["n"], 50)]
+    out = Console(width=WIDTH, file=io.StringIO(), highlight=False)
+    table, shown, dropped = fit(cols, rows, out, False, "title")
+    out.print(table)
+    text = out.file.getvalue()
+    assert not dropped and "ok/tried" in text and all(f"{k}/{k}" in text for k in (14, 8, 5)), text
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= WIDTH

@@ -53,13 +53,13 @@ def fit(cols: list[Col], items: list, out: Console, wide: bool, title: str | Non
         if cols[i].wrap:  # may wrap at spaces, never inside a word
             widths[i] = max(len(w) for v in cells[i] + [cols[i].header] if v for w in v.split())
 
-    def build(idx):
+    def build(idx, fixed=None):
         t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
                   show_edge=False, title_style="bold")
         for i in idx:
             c = cols[i]
             t.add_column(c.header, justify="left" if c.left else "right", no_wrap=not c.wrap,
-                         overflow="fold", min_width=widths[i])
+                         overflow="fold", min_width=widths[i], width=(fixed or {}).get(i))
         for r in range(len(items)):
             t.add_row(*[Text("-") if cells[i][r] is None else
                         Text(cells[i][r], style=(cols[i].style and cols[i].style(cells[i][r])) or "")
@@ -78,7 +78,16 @@ def fit(cols: list[Col], items: list, out: Console, wide: bool, title: str | Non
                 break
             keep.remove(worst)
             dropped.append(cols[worst].header)
-    table = build(keep)
+    fixed = None
+    if not wide and narrowest(keep, full) > out.width >= narrowest(keep, widths):
+        # some text must wrap: rich's own shrinking can cut a number column, so the widths are set
+        # here, every column at its narrowest and the room left given to the wrapping ones in turn
+        fixed, spare = dict(widths), out.width - narrowest(keep, widths)
+        for i in keep:
+            if cols[i].wrap and spare > 0:
+                fixed[i] += min(spare, full[i] - widths[i])
+                spare -= fixed[i] - widths[i]
+    table = build(keep, fixed)
     return table, [cols[i] for i in keep], dropped
 
 
