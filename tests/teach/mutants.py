@@ -109,8 +109,8 @@ HINTS = [
      [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], ["guard it, e.g. `if i < n:`"], ["loop bound"]),
     ("block_sum", "race names the lines",
      [("        cuda.syncthreads()  # this level", "        pass  # this level")],
-     # the other access is a read or a write of line 20 (`cache[t] += cache[t + s]`), whichever thread the
-     # simulator's scheduling meets first (under load, CI once saw the read)
+     # the other access is a read or a write of line 20 (`cache[t] += cache[t + s]`), whichever the
+     # simulator's scheduling meets first (a loaded 8-worker run here once failed on "wrote")
      ["race: ", "cache[", "] at line 20, which thread", " at line 20 with no"], ["(line 13)"]),
     ("softmax_fused", "race, then an index past the end",
      [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max"),
