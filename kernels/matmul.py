@@ -486,8 +486,10 @@ def make_tile_kernel(bm: int = 64, bn: int = 64, bk: int = 16):
         copies the bm x bk slab of A (transposed, rows padded by 4 words: conflict-free 16-byte reads)
         and the bk x bn slab of B into shared memory (4 + 4 elements a thread at 64 x 64: a half warp
         reads 16 consecutive k of a row of A; a warp one 64-word row segment of B), double-buffered
-        through registers as in register_tiled; then for each k two LDS.128 and 16 FMAs. Loads past
-        an edge of A, B or the K range read 0; stores are guarded.
+        through registers as in register_tiled; then for each k two LDS.128 and 16 FMAs. Rows and
+        columns past an edge of A or B load the last one (clamped; never stored), so an edge block
+        runs the interior's loads; only a slab crossing the end of the K range tests (0 past it).
+        Stores are guarded.
         """
         As = cuda.shared.array(a_bufs, W.dtype, alignment=ALIGN)
         Bs = cuda.shared.array(b_bufs, W.dtype, alignment=ALIGN)
@@ -522,27 +524,28 @@ def make_tile_kernel(bm: int = 64, bn: int = 64, bk: int = 16):
             Bs[(b_k + i * b_step) * bn + b_n] = B[kr, c] if kr < k_end and c < N else zero
         cuda.syncthreads()
         n_slabs = (k_end - k_begin + bk - 1) // bk
-        interior = m0 + bm <= M and n0 + bn <= N
+        # Rows and columns past an edge load the last one (clamped: the sums they feed are never
+        # stored), so an edge block runs the interior's loads; only the K range's end is tested.
+        c_in = min(n0 + b_n, N - 1)
         for s in range(n_slabs):
             a_cur = (s & 1) * (bk * lda)
             b_cur = (s & 1) * (bk * bn)
             k_next = k_begin + (s + 1) * bk
             more = s + 1 < n_slabs
             if more:
-                if interior and k_next + bk <= k_end:
+                if k_next + bk <= k_end:  # the next slab lies inside the K range: no tests
                     for i in range(a_loads):
-                        a_next[i] = A[uint64(m0 + a_m + i * a_step), uint64(k_next + a_k)]
+                        a_next[i] = A[uint64(min(m0 + a_m + i * a_step, M - 1)), uint64(k_next + a_k)]
                     for i in range(b_loads):
-                        b_next[i] = B[uint64(k_next + b_k + i * b_step), uint64(n0 + b_n)]
+                        b_next[i] = B[uint64(k_next + b_k + i * b_step), uint64(c_in)]
                 else:
                     for i in range(a_loads):
-                        r = m0 + a_m + i * a_step
                         kc = k_next + a_k
-                        a_next[i] = A[uint64(r), uint64(kc)] if r < M and kc < k_end else zero
+                        r = min(m0 + a_m + i * a_step, M - 1)
+                        a_next[i] = A[uint64(r), uint64(kc)] if kc < k_end else zero
                     for i in range(b_loads):
                         kr = k_next + b_k + i * b_step
-                        c = n0 + b_n
-                        b_next[i] = B[uint64(kr), uint64(c)] if kr < k_end and c < N else zero
+                        b_next[i] = B[uint64(kr), uint64(c_in)] if kr < k_end else zero
             for kk in range(bk):  # constant trip count: unrolled, shared addresses base + constant
                 a_rd = a_cur + kk * lda + ty4
                 b_rd = b_cur + kk * bn + tx4
@@ -1047,9 +1050,10 @@ def gemm_kernel(key: str):
     Launch: block (threads,), grid (ceil(N / bn), ceil(M / bm), splits). Thread t is lane l of warp
     w: the warp owns rows (w // (bn / wn)) * wm and columns (w % (bn / wn)) * wn of the block tile;
     in each of its WMITER x WNITER sub-tiles, lane l owns tm rows from (l // tcols) * tm and tn
-    columns from (l % tcols) * tn. Loads past an edge of A, B or the K range read 0 (slabs wholly
-    inside skip the tests); stores are guarded. ValueError (from GemmConfig.derived) for a config
-    that does not fit together.
+    columns from (l % tcols) * tn. Rows and columns past an edge of A or B load the last one (clamped:
+    the sums they feed are never stored), so edge blocks run the interior's loads; only a slab that
+    crosses the end of the K range tests, reading 0 past it. Stores are guarded. ValueError (from
+    GemmConfig.derived) for a config that does not fit together.
     """
     built = _GEMM_BUILDS.get(key)
     if built is not None:
@@ -1074,21 +1078,26 @@ def gemm_kernel(key: str):
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_a(A, M, k_end, r, kc, zero, guard):
-        """A's element at row r, column kc (with pairs: kc and kc + 1, kc even), as (lo, hi);
-        0 outside A or the K range when ``guard`` (a literal at each call: no test when False)."""
+        """A's element at row r, column kc (with pairs: kc and kc + 1, kc even), as (lo, hi). A row
+        past M reads row M - 1 (clamped: the sums it feeds are never stored), so an edge block runs
+        the interior's code; 0 past the K range when ``guard`` (a literal at each call: no test
+        when False)."""
+        r = min(r, M - 1)
         if PAIRS:
-            v = A[uint64(r), uint64(kc >> 1)] if not guard or (r < M and kc < k_end) else A.dtype.type(0)
+            v = A[uint64(r), uint64(kc >> 1)] if not guard or kc < k_end else A.dtype.type(0)
             return _unpack_pair(v)
-        v = A[uint64(r), uint64(kc)] if not guard or (r < M and kc < k_end) else zero
+        v = A[uint64(r), uint64(kc)] if not guard or kc < k_end else zero
         return v, zero
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_b(B, N, k_end, kr, c, zero, guard):
-        """B's element at row kr, column c (with pairs: c and c + 1), as :func:`load_a`."""
+        """B's element at row kr, column c (with pairs: c and c + 1), as :func:`load_a`: a column
+        past N reads the last one (or pair)."""
+        c = min(c, N - VEC)
         if PAIRS:
-            v = B[uint64(kr), uint64(c >> 1)] if not guard or (kr < k_end and c < N) else B.dtype.type(0)
+            v = B[uint64(kr), uint64(c >> 1)] if not guard or kr < k_end else B.dtype.type(0)
             return _unpack_pair(v)
-        v = B[uint64(kr), uint64(c)] if not guard or (kr < k_end and c < N) else zero
+        v = B[uint64(kr), uint64(c)] if not guard or kr < k_end else zero
         return v, zero
 
     # Slab copy, load i of thread t: A (m, k) = (row % BM, (row // BM) * 8 + (t % A_KW) * VEC) with
@@ -1168,7 +1177,6 @@ def gemm_kernel(key: str):
         for i in range(ACC):
             acc[i] = zero
         n_slabs = (k_end - k_begin + BK - 1) // BK
-        interior = m0 + BM <= M and n0 + BN <= N
         if PREFETCH:  # slab 0 into buffer 0
             fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k_begin, t, zero, True)
             store(As, Bs, a_next, b_next, 0, 0, t)
@@ -1179,12 +1187,12 @@ def gemm_kernel(key: str):
             b_cur = (s & 1) * B_SLAB if PREFETCH else 0
             more = PREFETCH and s + 1 < n_slabs
             if more:  # the next slab's global loads, in flight during this slab's FMAs
-                if interior and k0 + 2 * BK <= k_end:
+                if k0 + 2 * BK <= k_end:  # the next slab lies inside the K range: no tests
                     fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0 + BK, t, zero, False)
                 else:
                     fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0 + BK, t, zero, True)
             if not PREFETCH:  # one buffer: load this slab, wait, compute, wait
-                if interior and k0 + BK <= k_end:
+                if k0 + BK <= k_end:
                     fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, False)
                 else:
                     fetch(A, B, a_next, b_next, M, N, k_end, m0, n0, k0, t, zero, True)

@@ -2,7 +2,9 @@
 request. Here in the simulator (the sector tracer on the Numba rows' checked calls), and the GPU
 engine's plumbing with stand-ins (the real ncu/CUPTI runs: tests/inspect/test_hardware_gpu.py)."""
 import json
+import os
 
+import numpy as np
 import pytest
 
 from lab.core import runner
@@ -168,13 +170,85 @@ def test_lab_run_counters_without_an_engine_is_one_line_before_the_run(monkeypat
     assert out == ""
 
 
-def test_cupti_rows_sum_the_samples_and_a_missing_package_is_one_line():
-    row = K.cupti_row({"samples": 3, "metrics": {"dram__bytes_read.sum": 8000.0, "dram__bytes_write.sum": 4000.0,
-                                                "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": 400.0,
-                                                "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": 100.0}}, 12000)
-    assert row["dram_bytes_ratio"] == 1.0 and row["sectors_per_request"] == 4.0 and row["pm_samples"] == 3
+SPR = "l1tex__average_t_sector_pipe_lsu_mem_global_op_ld.ratio"
+L2 = "lts__average_t_sector_hit_rate_realtime.pct"
+LG = "sm__inst_executed_pipe_lsu_mem_lg_cmd_read.sum"
+
+
+def test_cupti_samples_reduce_counters_by_sum_and_ratios_by_their_weight():
+    rng = np.random.default_rng()
+    n = int(rng.integers(3, 40))
+    reads, l1, spr = rng.uniform(0, 1e6, n), rng.uniform(0, 1e4, n), rng.uniform(1, 32, n)
+    l1[0], spr[1] = 0.0, np.nan  # an idle sample, and one whose ratio CUPTI could not evaluate
+    metrics = ["dram__bytes_read.sum", SPR, "l1tex__t_sectors.sum"]
+    got = K.reduce_samples(metrics, [[a, b, c] for a, b, c in zip(reads, spr, l1)])
+    keep = np.isfinite(spr) & (l1 > 0)
+    assert got["dram__bytes_read.sum"] == pytest.approx(reads.sum(), rel=1e-12)
+    assert got[SPR] == pytest.approx((spr[keep] * l1[keep]).sum() / l1[keep].sum(), rel=1e-12)
+    assert got["l1tex__t_sectors.sum"] == pytest.approx(l1.sum(), rel=1e-12)
+    assert K.reduce_samples(metrics, [[1.0, 4.0, 0.0]])[SPR] is None  # nothing weighs: null, not 0
+
+
+def test_cupti_rows_take_every_group_and_null_what_the_chip_lacks():
+    m = {"dram__bytes_read.sum": 8000.0, "dram__bytes_write.sum": 4000.0, SPR: 0.5, "l1tex__t_sectors.sum": 800.0,
+         LG: 25.0, L2: 37.5, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 96.0,
+         "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 32.0,
+         "sm__warps_active.sum": 48.0 * 1000, "sm__cycles_active.sum": 1000.0}
+    row = K.cupti_row({"samples": 3, "max_warps_per_sm": 64, "metrics": m}, 12000)
+    assert row["dram_bytes_ratio"] == 1.0 and row["pm_samples"] == 3
+    assert row["load_sectors"] == 400.0 and row["load_requests"] == 25.0 and row["sectors_per_request"] == 16.0
+    assert row["l2_hit_pct"] == 37.5 and row["bank_conflicts"] == 128 and row["achieved_occupancy_pct"] == 75.0
     row = K.cupti_row({"metrics": {"dram__bytes_read.sum": 6000.0, "dram__bytes_write.sum": 0.0}}, 12000)
-    assert row["dram_bytes_ratio"] == 0.5 and row["sectors_per_request"] is None
+    assert row["dram_bytes_ratio"] == 0.5
+    assert row["sectors_per_request"] is row["l2_hit_pct"] is row["bank_conflicts"] is None
+    assert row["achieved_occupancy_pct"] is None
+
+
+def one_pass(unknown=(), per_pass=99):
+    """fits(metrics) of a chip whose PM sampling lacks ``unknown`` and takes ``per_pass`` metrics a pass."""
+    return lambda metrics: not set(unknown) & set(metrics) and len(metrics) <= per_pass
+
+
+def test_cupti_collects_each_group_the_chip_takes_in_a_pass_of_its_own():
+    names = [g for g, _ in K.CUPTI_GROUPS]
+    groups, missing = K.choose_cupti_groups(one_pass())
+    assert [g for g, _ in groups] == names and missing == []
+    groups, missing = K.choose_cupti_groups(one_pass(unknown={L2}))
+    assert missing == ["L2 hit rate"] and all(L2 not in ms for _, ms in groups) and len(groups) == len(names) - 1
+    with pytest.raises(LabError):  # DRAM bytes (two metrics) do not fit in one pass: no engine
+        K.choose_cupti_groups(one_pass(per_pass=1))
+    groups, missing = K.choose_cupti_groups(one_pass(unknown={LG}))
+    assert missing == ["load requests"] and groups[0] == ("DRAM bytes", list(dict(K.CUPTI_GROUPS)["DRAM bytes"]))
+    with pytest.raises(LabError) as e:  # DRAM bytes are required
+        K.choose_cupti_groups(one_pass(unknown={"dram__bytes_read.sum"}))
+    assert "Nsight Compute" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_cupti_preload_refuses_an_nvidia_cuda_cupti_older_than_cupti_python_needs(monkeypatch, tmp_path):
+    from importlib import metadata
+
+    class Dist:
+        version, files = "13.0.85", []
+
+        def locate_file(self, f):
+            return "/site/nvidia/cu13/lib"
+
+    monkeypatch.setattr(metadata, "distribution", lambda name: Dist())
+    monkeypatch.setattr(metadata, "requires", lambda name: ["nvidia-cuda-cupti~=13.4", "numpy>=1.23"])
+    monkeypatch.setattr(metadata, "version", lambda name: "13.4.0")
+    with pytest.raises(LabError) as e:
+        K.cupti_preload()
+    assert str(e.value).count("\n") == 0 and "nvidia-cuda-cupti 13.0.85" in str(e.value)
+    assert "pip install 'nvidia-cuda-cupti~=13.4'" in str(e.value)
+    Dist.version = "13.5.25"
+    assert K.cupti_preload() == []  # the right version, no libraries listed: cupti-python searches
+    for name in ("libcupti.so.13", "libnvperf_host.so", "libnvperf_target.so", "libpcsamplingutil.so"):
+        (tmp_path / name).write_bytes(b"")
+    Dist.files = ["nvidia/cu13/lib/" + n for n in ("libcupti.so.13", "libnvperf_host.so", "libnvperf_target.so",
+                                                   "libpcsamplingutil.so", "libmissing.so")]
+    Dist.locate_file = lambda self, f: str(tmp_path / os.path.basename(str(f)))
+    assert K.cupti_preload() == [str(tmp_path / n) for n in ("libnvperf_target.so", "libnvperf_host.so",
+                                                              "libcupti.so.13")]
 
 
 @pytest.mark.skipif(K.cupti_available(), reason="cupti-python is installed here")
@@ -210,9 +284,9 @@ def test_a_cupti_document_validates_and_prints_at_80_columns(capsys):
         row = K._blank_row("numba", v, 805306368)
         m = {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 2.7e8}
         if spr:
-            m.update({"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum": spr[0],
-                      "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum": spr[1]})
-        row.update(K.cupti_row({"samples": 12, "metrics": m}, 805306368))
+            m.update({SPR: 0.5, "l1tex__t_sectors.sum": 2 * spr[0], LG: spr[1], L2: 12.5,
+                      "sm__warps_active.sum": 5e6, "sm__cycles_active.sum": 1e5})
+        row.update(K.cupti_row({"samples": 12, "max_warps_per_sm": 64, "metrics": m}, 805306368))
         row["verdict"] = K.verdict(row)
         rows.append(row)
     doc = {"schema_version": SCHEMA_VERSION, "kernel": "vecadd", "size": [67108864], "dtype": "float32",

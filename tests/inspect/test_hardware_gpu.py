@@ -14,8 +14,8 @@ import pytest
 
 from lab.inspect import counters as K
 from lab.inspect import sanitize as S
-from tests.conftest import SIMULATOR
-from tests.helpers import mutated_solution
+from tests.conftest import SIMULATOR, run_lab
+from tests.helpers import fits, mutated_solution
 
 needs_ncu = pytest.mark.skipif(SIMULATOR or K.find_ncu() is None,
                                reason="needs a CUDA GPU and Nsight Compute (ncu)")
@@ -174,7 +174,6 @@ needs_engine = pytest.mark.skipif(SIMULATOR or (K.find_ncu() is None and not K.c
 
 
 def _run_counters(*args):
-    from tests.conftest import run_lab
 
     code, out, err = run_lab("run", *args, "--counters", "--repeats", "3", "--json")
     assert code == 0, err[-3000:]
@@ -202,8 +201,6 @@ def test_lab_run_counters_vecadd_moves_the_minimum_and_loads_4_sectors_a_request
 @needs_engine
 @pytest.mark.xdist_group("run-counters")
 def test_lab_run_counters_matvec_columns_fit_80_and_show_uncoalesced_loads():
-    from tests.conftest import run_lab
-    from tests.helpers import fits
 
     doc, rows = _run_counters("matvec", "--size", "16384x4096", "--variant", "row_per_thread,warp_per_row",
                               "--contenders", "numba")
@@ -224,36 +221,60 @@ needs_cupti = pytest.mark.skipif(SIMULATOR or not K.cupti_available(), reason="n
                                  "(pip install 'numba-gpu-lab[counters]', or its wheels carried to the machine)")
 
 
-CUPTI_FAILS = pytest.mark.xfail(strict=False, reason=(
-    "H100, 2026-11-23: cupti-python 13.4.0 with nvidia-cuda-cupti 13.5.25 on driver 580 (CUDA 13.0): PM sampling "
-    "failed with cuptiError ERROR_INVALID_PARAMETER; the engine is not yet working there (ncu is)"))
+def _cupti(kernel, variants, size, contenders=("numba",)):
+    doc = K.counters(kernel, "gpu", variants, size, 256, contenders=list(contenders), tool="cupti")
+    print(json.dumps({k: doc[k] for k in ("tool", "engine", "notes")}, indent=1))
+    keys = ("contender", "variant", "status", "dram_read_bytes", "dram_write_bytes", "dram_bytes_ratio",
+            "sectors_per_request", "load_sectors", "load_requests", "l2_hit_pct", "bank_conflicts",
+            "achieved_occupancy_pct", "pm_samples", "verdict")
+    print(json.dumps([{k: r.get(k) for k in keys} for r in doc["rows"]], indent=1, default=str))
+    assert doc["tool"] == "cupti" and doc["engine"].startswith("CUPTI PM sampling")
+    return doc, {r["variant"]: r for r in doc["rows"]}
 
 
 @needs_cupti
-@CUPTI_FAILS
 @pytest.mark.xdist_group("cupti")
-def test_cupti_engine_counts_vecadds_dram_bytes():
-    doc = K.counters("vecadd", "gpu", ["element_per_thread"], "67108864", 256, contenders=["numba", "torch"],
-                     tool="cupti")
-    print(json.dumps(doc, indent=1, default=str)[:4000])
-    assert doc["tool"] == "cupti" and doc["engine"].startswith("CUPTI PM sampling")
-    row = next(r for r in doc["rows"] if r["variant"] == "element_per_thread")
+def test_cupti_engine_counts_vecadds_dram_bytes_and_coalesced_loads():
+    doc, rows = _cupti("vecadd", ["element_per_thread"], "67108864", contenders=("numba", "torch"))
+    row = rows["element_per_thread"]
     assert row["status"] == "ok" and row["pm_samples"] >= 1, row
     assert abs(row["dram_bytes_ratio"] - 1) <= 0.10, row  # the GPU's counters over the call: the minimum, +-10%
-    assert row["l2_hit_pct"] is None and row["top_stalls"] is None  # what PM sampling does not measure stays null
+    assert 3.6 <= row["sectors_per_request"] <= 4.4, row  # a warp's 32 floats: 4 sectors a request
+    assert row["l2_hit_pct"] is None or 0 <= row["l2_hit_pct"] <= 100, row  # null where one pass cannot
+    assert row["achieved_occupancy_pct"] is None or 0 < row["achieved_occupancy_pct"] <= 100, row
+    assert row["load_efficiency_pct"] is None and row["top_stalls"] is None  # what PM sampling does not measure
+    torch_rows = [r for r in doc["rows"] if r["contender"] == "torch"]
+    assert torch_rows and all(abs(r["dram_bytes_ratio"] - 1) <= 0.10 for r in torch_rows), torch_rows
 
 
 @needs_cupti
-@CUPTI_FAILS
+@pytest.mark.xdist_group("cupti")
+def test_cupti_sees_matvec_row_per_thread_uncoalesced():
+    _, rows = _cupti("matvec", ["row_per_thread", "warp_per_row"], "16384x4096")
+    row, warp = rows["row_per_thread"]["sectors_per_request"], rows["warp_per_row"]["sectors_per_request"]
+    assert row >= 4 * warp, (row, warp)
+
+
+@needs_cupti
 @pytest.mark.xdist_group("cupti")
 @pytest.mark.skipif(K.find_ncu() is None, reason="needs Nsight Compute too, to compare")
 def test_cupti_and_ncu_agree_on_softmax_dram_reads():
-    a = {r["variant"]: r for r in K.counters("softmax", "gpu", ["naive", "online"], "8192x8192", 256,
-                                             contenders=["numba"], tool="cupti")["rows"]}
+    _, a = _cupti("softmax", ["naive", "online"], "8192x8192")
     b = _counters("softmax", ["naive", "online"], "8192x8192", phases=("dram",))
     for v in ("naive", "online"):
         c, n = a[v]["dram_read_bytes"], b[v]["dram_read_bytes"]
         assert abs(c - n) <= 0.15 * n, f"softmax {v}: CUPTI {c:.3g} B, ncu {n:.3g} B"
+
+
+@needs_cupti
+@pytest.mark.xdist_group("cupti")
+def test_lab_counters_tool_cupti_prints_at_80_columns():
+    code, out, err = run_lab("counters", "matvec", "--size", "4096x1024", "--tool", "cupti",
+                             "--variant", "row_per_thread,warp_per_row")
+    print(out, err)
+    assert code == 0, err
+    fits(out)
+    assert "CUPTI PM sampling" in out and "row_per_thread" in out
 
 
 # --- section 4: every rung clean under racecheck and memcheck -----------------------------------------------------
