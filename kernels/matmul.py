@@ -614,6 +614,30 @@ SPLIT_LONG_K = 4096  # from this K on, ranges of at least 2 * SPLIT_MIN_K
 SPLIT_BLOCKS_PER_SM = 4  # split-K aims for tiles x splits >= this many blocks an SM
 
 
+def split_k_enqueue(part, A, B, C, splits: int, kchunk: int):
+    """The enqueue function of a K-split product: the configured launch ``part(A, B, W, kchunk)``
+    writes ``splits`` partial C's into a workspace W (splits, M, N), then split_k_reduce_kernel adds
+    them into C; with one range W is C itself, viewed as (1, M, N), and there is no second launch."""
+    m, n = C.shape
+    if splits == 1:
+        W1 = C.reshape(1, m, n)
+        return lambda: part(A, B, W1, kchunk)
+    W = cuda.device_array((splits, m, n), C.dtype)
+    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
+
+    def enqueue():
+        part(A, B, W, kchunk)
+        reduce(W, C)
+    return enqueue
+
+
+def k_ranges(k: int, splits: int, bk: int) -> tuple[int, int]:
+    """(kchunk, splits): K cut into at most ``splits`` ranges of a whole number of bk-slabs each
+    (the last may be shorter); fewer ranges where rounding to slabs leaves some empty."""
+    kchunk = blocks_for(blocks_for(k, splits), bk) * bk
+    return kchunk, (blocks_for(k, kchunk) if k else 1)
+
+
 def split_k_plan(size, splits_wanted=None, bm=T_BM, bn=T_BN):
     """(kchunk, splits) for split-K: enough K ranges that the 64 x 64 tiles times the splits give
     about SPLIT_BLOCKS_PER_SM blocks an SM, but no range shorter than SPLIT_MIN_K k (twice that
@@ -626,8 +650,7 @@ def split_k_plan(size, splits_wanted=None, bm=T_BM, bn=T_BN):
         want = max(1, blocks_for(SPLIT_BLOCKS_PER_SM * sm_count(), tiles))
         min_k = 2 * SPLIT_MIN_K if k >= SPLIT_LONG_K else SPLIT_MIN_K
         splits = max(1, min(want, k // min_k))
-    kchunk = blocks_for(blocks_for(k, splits), T_BK) * T_BK
-    return kchunk, blocks_for(k, kchunk)
+    return k_ranges(k, splits, T_BK)
 
 
 def _tile(params) -> tuple[int, int]:
@@ -718,14 +741,7 @@ def split_k_prepare(cfg, inputs, outputs):
         kchunk, splits = cfg.param["kchunk"], cfg.param["splits"]
     if splits == 1:
         return tile64_prepare(cfg, inputs, outputs)
-    W = cuda.device_array((splits, m, n), C.dtype)
-    part = _tile_kernel(cfg, C.dtype)[cfg.grid, cfg.block]
-    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
-
-    def enqueue():
-        part(A, B, W, kchunk)
-        reduce(W, C)
-    return enqueue
+    return split_k_enqueue(_tile_kernel(cfg, C.dtype)[cfg.grid, cfg.block], A, B, C, splits, kchunk)
 
 
 # --- Rung 6: skinny M (M <= 32): a column of C per thread, all of A's rows in registers ------------
@@ -788,8 +804,7 @@ def skinny_m_plan(size):
     m, n, k = size
     cols = blocks_for(n, SK_N)
     splits = max(1, min(blocks_for(4 * sm_count(), cols), k // SPLIT_MIN_K))
-    kchunk = blocks_for(blocks_for(k, splits), SK_BK) * SK_BK
-    return kchunk, blocks_for(k, kchunk)
+    return k_ranges(k, splits, SK_BK)
 
 
 def skinny_m_launch(size, threads):
@@ -818,17 +833,7 @@ def skinny_m_prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, n = C.shape
     kchunk, splits = skinny_m_plan((m, n, A.shape[1]))
-    part = skinny_m_kernel[cfg.grid, cfg.block]
-    if splits == 1:
-        W1 = C.reshape(1, m, n)
-        return lambda: part(A, B, W1, kchunk)
-    W = cuda.device_array((splits, m, n), C.dtype)
-    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
-
-    def enqueue():
-        part(A, B, W, kchunk)
-        reduce(W, C)
-    return enqueue
+    return split_k_enqueue(skinny_m_kernel[cfg.grid, cfg.block], A, B, C, splits, kchunk)
 
 
 # --- Beside the ladder: vector-shaped products (M = 1 or N = 1) are matrix-vector products -----------------------
@@ -1262,7 +1267,7 @@ GEMM_TILES = {
 GEMM_SPLITS = (1, 2, 4, 8, 16, 32, 64, 128)
 TUNABLE = {
     "warp_tiled": {"tile": tuple(GEMM_TILES), "splits": GEMM_SPLITS},
-    "wide_loads": {"tile": tuple(GEMM_TILES), "splits": GEMM_SPLITS, "pairs": (True,)},
+    "wide_loads": {"tile": tuple(GEMM_TILES), "splits": GEMM_SPLITS},  # pairs where K and N are even
     "small": {"configs": "SMALL_CONFIGS (the largest tile that gives every SM a block)"},
 }
 
@@ -1332,20 +1337,9 @@ def gemm_prepare_config(cfg: GemmConfig, inputs, outputs, splits: int = 1):
         cfg = cfg.replace(pairs=False)
     if cfg.pairs:
         A, B = A.view(np.float64), B.view(np.float64)
-    kchunk = blocks_for(blocks_for(k, splits), cfg.bk) * cfg.bk
-    splits = blocks_for(k, kchunk) if k else 1
+    kchunk, splits = k_ranges(k, splits, cfg.bk)
     launch = gemm_launch_config(cfg, (m, n, k), splits)
-    part = gemm_kernel(cfg.key)[launch.grid, launch.block]
-    if splits == 1:
-        W1 = C.reshape(1, m, n)
-        return lambda: part(A, B, W1, kchunk)
-    W = cuda.device_array((splits, m, n), C.dtype)
-    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
-
-    def enqueue():
-        part(A, B, W, kchunk)
-        reduce(W, C)
-    return enqueue
+    return split_k_enqueue(gemm_kernel(cfg.key)[launch.grid, launch.block], A, B, C, splits, kchunk)
 
 
 def _gemm_launch(rung):
@@ -1403,8 +1397,7 @@ def _gemm_launch_with(rung):
     :func:`tuned_gemm_config`; Launch.params carries them to the prepare."""
     def launch_with(size, threads, params):
         cfg, splits = tuned_gemm_config(rung, size, params)
-        kchunk = blocks_for(blocks_for(size[2], splits), cfg.bk) * cfg.bk
-        splits = blocks_for(size[2], kchunk) if size[2] else 1
+        kchunk, splits = k_ranges(size[2], splits, cfg.bk)
         note = cfg.describe() + (f"; {splits} K ranges of {kchunk}, then a reduction launch" if splits > 1 else "")
         if threads != cfg.threads:
             note += f"; block fixed at {cfg.threads} threads, --threads {threads} ignored"
@@ -1548,12 +1541,12 @@ RUNGS = {
         "warp_tiled", f"{WARP_TILED.bm}x{WARP_TILED.bn} block tile of 4 warps, each warp a "
         f"{WARP_TILED.wm}x{WARP_TILED.wn} tile, 8x16 sums a thread; 21 FMAs per shared load",
         _gemm_launch("warp_tiled"), warp_tiled_prepare,
-        tunables={k: v for k, v in TUNABLE["warp_tiled"].items()}, launch_with=_gemm_launch_with("warp_tiled"),
+        tunables=dict(TUNABLE["warp_tiled"]), launch_with=_gemm_launch_with("warp_tiled"),
         suits=lambda s: 1 not in s[:2]),
     "wide_loads": Variant(
         "wide_loads", "warp_tiled reading A and B as float64 views: two float32 a global load, half "
         "the load instructions (even K and N)", _gemm_launch("wide_loads"), wide_loads_prepare,
-        tunables={k: v for k, v in TUNABLE["wide_loads"].items() if k != "pairs"},
+        tunables=dict(TUNABLE["wide_loads"]),
         launch_with=_gemm_launch_with("wide_loads"), suits=lambda s: 1 not in s[:2]),
     "small": Variant(
         "small", "one launch, one block per 64x64, 32x64 or 32x32 tile (enough blocks for the SMs), "

@@ -196,6 +196,20 @@ def fmt_shape(size):
     return "x".join(map(str, size))
 
 
+def torch_case(bench, size):
+    """(A, B, C, ref, bound, torch ms) of one shape: random float32 inputs, an output, the float64
+    reference and its error bound, and torch.matmul timed into C; None (printed) where torch fails."""
+    m, n, _ = size
+    try:
+        A, B = bench.inputs(size)
+        C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
+        ref, bound = bench.reference(A, B)
+        return A, B, C, ref, bound, bench.time_call(lambda: bench.torch.matmul(A, B, out=C))
+    except Exception as e:
+        print(f"{fmt_shape(size)}: torch failed: {short(e)}")
+        return None
+
+
 def run_rungs(bench, spec, shapes, skip):
     print("\n== time: float32, ms a call (best of 3 event-timed batches), TFLOP/s, ratio = torch ms / rung ms")
     rungs = [r for r in spec.variants if r not in skip]
@@ -205,14 +219,10 @@ def run_rungs(bench, spec, shapes, skip):
         flops = 2 * m * n * k
         if over_budget(fmt_shape(size)):
             continue
-        try:
-            A, B = bench.inputs(size)
-            C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
-            ref, bound = bench.reference(A, B)
-            t_ms = bench.time_call(lambda: bench.torch.matmul(A, B, out=C))
-        except Exception as e:
-            print(f"{fmt_shape(size)}: torch failed: {short(e)}")
+        case = torch_case(bench, size)
+        if case is None:
             continue
+        A, B, C, ref, bound, t_ms = case
         print(f"{fmt_shape(size)} ({what}, {flops / 2**27:.1f} x 2^27 FLOPs): torch {t_ms:.4f} ms "
               f"{flops / t_ms / 1e9:.1f} TFLOP/s", flush=True)
         for r in rungs:
@@ -300,14 +310,10 @@ def run_configs(bench, shapes):
         flops = 2 * m * n * k
         if over_budget(fmt_shape(size)):
             continue
-        try:
-            A, B = bench.inputs(size)
-            C = bench.torch.empty((m, n), device=bench.dev, dtype=bench.torch.float32)
-            ref, bound = bench.reference(A, B)
-            t_ms = bench.time_call(lambda: bench.torch.matmul(A, B, out=C))
-        except Exception as e:
-            print(f"\n{fmt_shape(size)}: torch failed: {short(e)}")
+        case = torch_case(bench, size)
+        if case is None:
             continue
+        A, B, C, ref, bound, t_ms = case
         print(f"\n{fmt_shape(size)}: torch {t_ms:.4f} ms {flops / t_ms / 1e9:.1f} TFLOP/s", flush=True)
         trials = [(name, cfg, 1) for name, cfg in cands]
         if size in SPLIT_SHAPES or k >= 16 * max(m, n):
