@@ -590,19 +590,63 @@ def tile_build(bm: int, bn: int, itemsize: int):
     return _TILE_BUILDS[bm, bn, bk]
 
 
+# The reduction launch. One thread an element, looping over the splits, measured on the H100 (ncu,
+# 2026-11-23): 23.5 us for 64 x 64 x 65536 (64 partials of 4096 words: 16 blocks, each thread 64
+# loads one after another, each waiting ~0.5 us for DRAM/L2) and 24.6 us at 128 x 128 x 32768, a third
+# of the call, for 1-4 MB read. So the splits are spread too: a chunk is 32 consecutive elements (a
+# warp's coalesced 128 bytes), warp g of a block's G = min(8, splits) warps adds splits g, g + G, ...
+# (four loads in flight), and warp 0 adds the G group sums, always in the same order (the result is
+# the same bits every call). Blocks loop over chunks (one wave of blocks: a block per 32 elements
+# made 32768 tiny blocks at 2^20 elements, and block launches, not bytes, set the time).
+RED_GROUPS = 8  # most warps a reduction block: the splits are dealt out among them
+RED_THREADS_PER_SM = 2048  # resident threads an SM (H100, CC 9.0): the grid is one wave of blocks
+
+
+def reduce_launch(splits: int, elements: int) -> tuple[int, tuple[int, int]]:
+    """(grid, block) of :func:`split_k_reduce_kernel` for ``splits`` partials of ``elements`` words:
+    block (32, G) with G = min(8, splits) warps, grid min(chunks of 32, one wave of such blocks)."""
+    g = max(1, min(RED_GROUPS, splits))
+    return min(blocks_for(elements, WARP), RED_THREADS_PER_SM // (WARP * g) * sm_count()), (WARP, g)
+
+
 @cuda.jit
 def split_k_reduce_kernel(W, C):
-    """C[r, c] = sum_z W[z, r, c]; thread ``i = cuda.grid(1)`` does element i of C (row-major):
-    a warp reads 32 consecutive words of each split (coalesced)."""
-    i = cuda.grid(1)
-    N = C.shape[1]
-    if i < C.shape[0] * N:
-        r = i // N
-        c = i - r * N
-        acc = W[0, r, c]
-        for z in range(1, W.shape[0]):
-            acc += W[z, r, c]
-        C[r, c] = acc
+    """C[i] = sum_z W[z, i], for W (splits, E) and C (E,), one float dtype (the (splits, M, N)
+    workspace and C flattened). Launch: :func:`reduce_launch`, block (32, G). Lane l of warp g
+    (threadIdx (l, g)) adds, for element i = chunk * 32 + l, splits z = g, g + G, ... (four loads in
+    flight); after a barrier warp 0 adds the G group sums in order g = 0 .. G - 1 and stores C[i].
+    Blocks take chunks blockIdx.x, blockIdx.x + gridDim.x, ..."""
+    part = cuda.shared.array((RED_GROUPS, WARP), W.dtype)
+    lane = cuda.threadIdx.x
+    g = cuda.threadIdx.y
+    G = cuda.blockDim.y
+    S = W.shape[0]
+    E = C.shape[0]
+    zero = W.dtype.type(0)
+    for chunk in range(cuda.blockIdx.x, (E + WARP - 1) // WARP, cuda.gridDim.x):
+        i = min(chunk * WARP + lane, E - 1)  # past the end: a copy of the last (not stored)
+        a0 = zero
+        a1 = zero
+        a2 = zero
+        a3 = zero
+        z = g
+        while z + 3 * G < S:
+            a0 += W[z, i]
+            a1 += W[z + G, i]
+            a2 += W[z + 2 * G, i]
+            a3 += W[z + 3 * G, i]
+            z += 4 * G
+        while z < S:
+            a0 += W[z, i]
+            z += G
+        part[g, lane] = (a0 + a1) + (a2 + a3)
+        cuda.syncthreads()
+        if g == 0 and chunk * WARP + lane < E:
+            total = part[0, lane]
+            for h in range(1, G):
+                total += part[h, lane]
+            C[i] = total
+        cuda.syncthreads()  # part is written again by the next chunk
 
 
 # Split-K tuning, measured on the H100 (blocks an SM aimed for, shortest K range -> ms):
@@ -623,11 +667,13 @@ def split_k_enqueue(part, A, B, C, splits: int, kchunk: int):
         W1 = C.reshape(1, m, n)
         return lambda: part(A, B, W1, kchunk)
     W = cuda.device_array((splits, m, n), C.dtype)
-    reduce = split_k_reduce_kernel[blocks_for(m * n, 256), 256]
+    W2, C1 = W.reshape(splits, m * n), C.reshape(m * n)
+    grid, block = reduce_launch(splits, m * n)
+    reduce = split_k_reduce_kernel[grid, block]
 
     def enqueue():
         part(A, B, W, kchunk)
-        reduce(W, C)
+        reduce(W2, C1)
     return enqueue
 
 
@@ -841,12 +887,13 @@ def skinny_m_prepare(cfg, inputs, outputs):
 # rung wastes 127 of each tile's 128 rows and still reads all of B; the floor is reading B once at
 # copy speed (~22 us on an H100). So N = 1 (A @ x, A row-major) runs matvec's own ``auto`` on
 # (M, K); M = 1 (x @ B) runs kernels/matvec.py's column kernel: a warp across 32 columns of B
-# (coalesced along rows of B), K split among the block's warps and over grid y, then a reduction
-# launch. Any other shape runs the column
+# (coalesced along rows of B), K split among the block's warps and over grid y, and the last block
+# of each column group adds the K ranges' partials (no second launch). Any other shape runs the column
 # kernel one row of A a grid z slice (correct, each row re-reading B: only meant for small M).
 def vector_launch(size, threads, params=None):
     """N = 1: matvec auto's launch for (M, K) (its own threads); else the column kernel: grid
-    (ceil(N / 32), splits, M), block (32, threads // 32), then a reduction launch when split.
+    (ceil(N / 32), splits, M), block (32, threads // 32); split, the last block of each column group
+    adds the partials (kernels.matvec.columns_split_kernel).
     Tunable (``lab tune``): ``splits``, K ranges (0: kernels.matvec.columns_plan's choice), and
     threads (the warps a block splits its K range among)."""
     from kernels import matvec as MV
@@ -868,7 +915,8 @@ def vector_launch(size, threads, params=None):
     ty = MV.columns_block(threads)[1]
     what = (f"matvec rung: M = 1, x @ B: a warp across 32 columns of B, {plural(ty, 'warp')} down K" if m == 1 else
             f"M = {m}, N = {n}: not vector-shaped; the column kernel once a row of A (B re-read {m}x)")
-    note = what + (f", {plural(splits, 'K range')} of {kchunk}, then a reduction launch" if splits > 1 else "")
+    note = what + (f", {plural(splits, 'K range')} of {kchunk}, added by each column group's last block"
+                   if splits > 1 else "")
     return Launch(grid=(blocks_for(n, WARP), splits, m), block=MV.columns_block(threads),
                   threads_needed=m * n * splits * MV.columns_block(threads)[1],
                   note=note, params=(("kchunk", kchunk), ("splits", splits)))  # what it gets (prepare reads it)
@@ -948,21 +996,23 @@ class GemmConfig:
     prefetch: bool = True
     pairs: bool = False
     min_blocks: int = 2
+    staged: bool = True  # the epilogue through shared memory where it fits (derived()["staged"])
 
     @property
     def key(self) -> str:
         """All fields, compactly: ``128x128x16_w64x64n4_t8x4_128t_pad4_db_x2_lb2`` (block tile and slab;
         warp tile, sub-tiles along N; thread tile; threads; pad; db/sb: double or single buffer;
-        x2/x1: pairs or single loads; launch bound)."""
+        x2/x1: pairs or single loads; launch bound; ``_direct`` when the staged epilogue is off)."""
         return (f"{self.bm}x{self.bn}x{self.bk}_w{self.wm}x{self.wn}n{self.wniter}_t{self.tm}x{self.tn}_"
                 f"{self.threads}t_pad{self.pad}_{'db' if self.prefetch else 'sb'}_{'x2' if self.pairs else 'x1'}_"
-                f"lb{self.min_blocks}")
+                f"lb{self.min_blocks}{'' if self.staged else '_direct'}")
 
     @property
     def label(self) -> str:
         """Short name for tables: ``128x128x16 w64x64/4 t8x4 128t pad4 db x2``."""
         return (f"{self.bm}x{self.bn}x{self.bk} w{self.wm}x{self.wn}/{self.wniter} t{self.tm}x{self.tn} "
-                f"{self.threads}t pad{self.pad} {'db' if self.prefetch else 'sb'} {'x2' if self.pairs else 'x1'}")
+                f"{self.threads}t pad{self.pad} {'db' if self.prefetch else 'sb'} {'x2' if self.pairs else 'x1'}"
+                + ("" if self.staged else " direct"))
 
     def describe(self) -> str:
         """For Launch notes: ``128x128 tile (K slabs of 16), 64x64 a warp, 8x16 a thread, 2 buffers,
@@ -976,12 +1026,13 @@ class GemmConfig:
         """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
         import re
 
-        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)",
+        match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)(_direct)?",
                              key)
         if not match:
             raise ValueError(f"not a GemmConfig key: {key!r} (e.g. {cls().key})")
         g = match.groups()
-        return cls(*map(int, g[:10]), prefetch=g[10] == "db", pairs=g[11] == "x2", min_blocks=int(g[12]))
+        return cls(*map(int, g[:10]), prefetch=g[10] == "db", pairs=g[11] == "x2", min_blocks=int(g[12]),
+                   staged=g[13] is None)
 
     def replace(self, **changes) -> "GemmConfig":
         return dataclasses.replace(self, **changes)
@@ -1018,11 +1069,23 @@ class GemmConfig:
         need(self.bn % vec == 0 and self.threads % (8 // vec) == 0, "pairs need an even bn")
         bufs = 2 if self.prefetch else 1
         lda = self.bm + self.pad
-        smem = bufs * self.bk * (lda + self.bn) * itemsize
+        a_words, b_words = bufs * self.bk * lda, bufs * self.bk * self.bn
+        smem = (a_words + b_words) * itemsize
         need(smem <= GEMM_SMEM_LIMIT, f"{smem} bytes of shared memory, over {GEMM_SMEM_LIMIT}")
+        # The staged epilogue (see gemm_kernel) writes a warp sub-tile a warp into the A buffer, grown to
+        # hold them where it is smaller, unless that passes the shared-memory limit or the registers
+        # are short: 64 sums a thread under a 128-register launch bound (64x128x16) ran 0.74-0.88x
+        # staged at K = 2048 on the H100 (scripts/gemm_rates.py); other tiles 0.97-1.12x there.
+        rows, cols = wmiter * self.tm, self.wniter * self.tn
+        stage = warps * wsubm * wsubn
+        staged = (self.staged and stage % WARP == 0 and pow2(wsubn) and (max(a_words, stage) + b_words) * itemsize <= GEMM_SMEM_LIMIT
+                  and not (rows * cols >= 64 and 65536 // (self.threads * self.min_blocks) <= 128))
+        if staged:
+            a_words = max(a_words, stage)
+            smem = (a_words + b_words) * itemsize
         return dict(warps=warps, wmiter=wmiter, wsubm=wsubm, wsubn=wsubn, tcols=tcols, vec=vec, bufs=bufs, lda=lda,
-                    smem=smem, a_loads=self.bm * self.bk // (self.threads * vec),
-                    b_loads=self.bk * self.bn // (self.threads * vec), rows=wmiter * self.tm, cols=self.wniter * self.tn)
+                    smem=smem, staged=staged, a_words=a_words, a_loads=self.bm * self.bk // (self.threads * vec),
+                    b_loads=self.bk * self.bn // (self.threads * vec), rows=rows, cols=cols)
 
 
 if SIMULATOR:
@@ -1073,12 +1136,15 @@ def gemm_kernel(key: str):
     VEC, LDA, ROWS, COLS = d["vec"], d["lda"], d["rows"], d["cols"]
     A_LOADS, B_LOADS = d["a_loads"], d["b_loads"]
     A_SLAB, B_SLAB = BK * LDA, BK * BN  # words of one slab buffer
-    A_BUFS, B_BUFS = d["bufs"] * A_SLAB, d["bufs"] * B_SLAB
+    A_BUFS, B_BUFS = d["a_words"], d["bufs"] * B_SLAB  # the A buffer may be larger: the staged epilogue
     A_KW = 8 // VEC  # loads along k that cover 8 k (a 32-byte sector of a row of A)
     A_RSTEP = THREADS // A_KW  # rows of A between a thread's consecutive slab loads
     BNV = BN // VEC  # loads along a row of the B slab
     ACC = ROWS * COLS
     A_HELD, B_HELD = A_LOADS * VEC, B_LOADS * VEC  # words a thread fetches a slab (local-array sizes)
+    SUB = WSUBM * WSUBN  # words of one warp sub-tile of C
+    STAGED = d["staged"]  # the epilogue through the A buffer (GemmConfig.derived says when)
+    SUB_COLS_SHIFT = WSUBN.bit_length() - 1
     bounds = {} if SIMULATOR else {"launch_bounds": (THREADS, cfg.min_blocks)}
 
     @cuda.jit(device=True, **FORCEINLINE)
@@ -1220,13 +1286,46 @@ def gemm_kernel(key: str):
                 store(As, Bs, a_next, b_next, A_SLAB - a_cur, B_SLAB - b_cur, t)
             cuda.syncthreads()
         z = cuda.blockIdx.z
-        for x in range(ROWS):
-            r = m0 + a_rd0 + (x // TM) * WSUBM + x % TM
-            if r < M:
-                for y in range(COLS):
-                    c = n0 + b_rd0 + (y // TN) * WSUBN + y % TN
-                    if c < N:
-                        W[z, r, c] = acc[x * COLS + y]
+        if not STAGED:  # each thread stores its own sums: 4-byte stores tn words apart
+            for x in range(ROWS):
+                r = m0 + a_rd0 + (x // TM) * WSUBM + x % TM
+                if r < M:
+                    for y in range(COLS):
+                        c = n0 + b_rd0 + (y // TN) * WSUBN + y % TN
+                        if c < N:
+                            W[z, r, c] = acc[x * COLS + y]
+            return
+        # The epilogue through shared memory, a warp sub-tile at a time: the threads of a warp write
+        # their TM x TN sums of the sub-tile into the warp's own WSUBM x WSUBN stage (in the A slab
+        # buffers, free after the last barrier), then the warp stores the stage row by row, 32
+        # consecutive words of C a store instruction (whole 32-byte sectors). Stored directly, a
+        # warp's store instruction wrote 4 bytes of each of 16 sectors (lanes tn words apart), and
+        # at short K the stores set the time: 0.135 ms for a 4096 x 4224 x 32 product (128 x 128
+        # tiles, H100), 0.5 TB/s of C.
+        stage = warp * SUB
+        lrow = (lane >> TCOLS_SHIFT) * TM
+        lcol = (lane & (TCOLS - 1)) * TN
+        for wi in range(WMITER):
+            for wj in range(WNITER):
+                for i in range(TM):
+                    for j in range(TN):
+                        As[uint64(stage + (lrow + i) * WSUBN + lcol + j)] = acc[(wi * TM + i) * COLS + wj * TN + j]
+                if SIMULATOR:  # the simulator has no syncwarp; every warp runs this loop alike
+                    cuda.syncthreads()
+                else:
+                    cuda.syncwarp()
+                r0 = m0 + a_rd0 - lrow + wi * WSUBM
+                c0 = n0 + b_rd0 - lcol + wj * WSUBN
+                for q in range(SUB // WARP):
+                    e = q * WARP + lane
+                    r = r0 + (e >> SUB_COLS_SHIFT)
+                    c = c0 + (e & (WSUBN - 1))
+                    if r < M and c < N:
+                        W[z, r, c] = As[uint64(stage + e)]
+                if SIMULATOR:  # the simulator has no syncwarp; every warp runs this loop alike
+                    cuda.syncthreads()
+                else:
+                    cuda.syncwarp()
 
     _GEMM_BUILDS[key] = kernel
     return kernel
@@ -1256,11 +1355,15 @@ GEMM_TILES = {
     "128x128x16": WARP_TILED,  # 4 warps of 64 x 64, 8 x 16 sums a thread
     "128x128x8": WARP_TILED.replace(bk=8),
     "128x128x16-sb": WARP_TILED.replace(prefetch=False),  # one shared buffer: 2 barriers a slab
+    # each thread stores its own 128 sums (no staged epilogue): 4096^3 3.133 ms against 3.213 staged
+    # (H100, 3 alternating rounds: docs/benchmarks.md); staged wins at short K (gemm_rates.py)
+    "128x128x16-direct": WARP_TILED.replace(staged=False),
     "256x128x8": WARP_TILED.replace(bm=256, bk=8, threads=256, min_blocks=1),  # 8 warps
     "128x64x16": WARP_TILED.replace(bn=64, wn=32, wniter=2, min_blocks=3),  # 8 x 8 a thread
     "64x128x16": GemmConfig(bm=64, bn=128, bk=16, wm=32, wn=64, wniter=4, tm=4, tn=4, threads=128, min_blocks=4),
     "64x64x16": SMALL_CONFIGS[0].replace(pairs=False),  # 4 x 8 a thread
     "64x64x32": SMALL_CONFIGS[0].replace(bk=32, pairs=False),
+    "128x32x16": GemmConfig(bm=128, bn=32, bk=16, wm=64, wn=32, wniter=2, tm=8, tn=4, threads=64, min_blocks=4),
     "32x64x16": SMALL_CONFIGS[1].replace(pairs=False),
     "32x32x32": SMALL_CONFIGS[2].replace(pairs=False),
 }
@@ -1462,23 +1565,92 @@ def small_prepare(cfg, inputs, outputs):
     return _gemm_prepare("small", _size_of(inputs), inputs, outputs)
 
 
-# --- auto: the launch heuristic ------------------------------------------------------------------------
+# --- auto: a launch model (wave quantization, measured tiles) -------------------------------------------
+# cuBLAS picks a kernel per shape from a model of its kernels (the tile, the split-K factor, how many
+# waves of blocks the SMs run); a fixed tile for a class of shapes cannot: 1024^3 wants 128 x 64 tiles
+# (128 blocks: one an SM), 777 x 1333 x 901 then runs 147 blocks, 15 SMs doing two, and wants 32 x 64.
+# So auto estimates each candidate (block tile, K ranges) from what the tiles measured on the H100:
+# RATES[tile][r] = (ms at K = 32, 256, 2048) of a grid of exactly r blocks an SM (r x SMs tiles,
+# wide_loads' build, the staged epilogue; ``python scripts/gemm_rates.py``, 2026-11-23).
+# A shape's estimate: r = ceil(blocks / SMs) (the busiest SM's blocks), the K range's time
+# interpolated between the measured K's (and r's; past r = 8 in proportion), plus the reduction
+# launch when K is split. On another GPU the same per-SM times are assumed (only the SM count
+# changes): a ranking of the candidates, not a prediction of its ms.
+RATE_KS = (32, 256, 2048)
+RATES = {
+    "128x128x16": {1: (0.0170, 0.0430, 0.2505), 2: (0.0224, 0.0669, 0.4166), 3: (0.0334, 0.1032, 0.8291),
+                   4: (0.0396, 0.1275, 0.8304), 6: (0.0570, 0.1884, 1.2387), 8: (0.0745, 0.2493, 1.6481)},
+    "128x64x16": {1: (0.0104, 0.0252, 0.1410), 2: (0.0139, 0.0388, 0.2337), 3: (0.0172, 0.0525, 0.3330),
+                  4: (0.0219, 0.0713, 0.5532), 6: (0.0292, 0.0997, 0.6572), 8: (0.0376, 0.1314, 0.8763)},
+    "128x128x8": {1: (0.0164, 0.0429, 0.2506), 2: (0.0220, 0.0678, 0.4284), 3: (0.0329, 0.1038, 0.6701),
+                4: (0.0391, 0.1304, 0.8506), 6: (0.0568, 0.1926, 1.6644), 8: (0.0743, 0.2564, 1.7001)},
+    "256x128x8": {1: (0.0212, 0.0654, 0.4175), 2: (0.0387, 0.1271, 0.8322), 3: (0.0560, 0.1884, 1.2424),
+                4: (0.0732, 0.2507, 1.6550), 6: (0.1077, 0.3737, 2.4808), 8: (0.1419, 0.4949, 3.3061)},
+    "128x32x16": {1: (0.0107, 0.0261, 0.1503), 2: (0.0109, 0.0294, 0.1684), 3: (0.0139, 0.0418, 0.2581),
+                4: (0.0145, 0.0443, 0.2707), 6: (0.0225, 0.0809, 0.5267), 8: (0.0244, 0.0831, 0.5395)},
+    "64x64x16": {1: (0.0082, 0.0187, 0.1007), 2: (0.0097, 0.0275, 0.1673), 3: (0.0111, 0.0338, 0.2142),
+                 4: (0.0126, 0.0411, 0.2693), 6: (0.0183, 0.0679, 0.4227), 8: (0.0207, 0.0776, 0.5310)},
+    "32x64x16": {1: (0.0085, 0.0178, 0.0965), 2: (0.0082, 0.0193, 0.1049), 3: (0.0099, 0.0262, 0.1537),
+                 4: (0.0100, 0.0276, 0.1657), 6: (0.0116, 0.0356, 0.2265), 8: (0.0129, 0.0444, 0.2902)},
+    "32x32x32": {1: (0.0064, 0.0118, 0.0553), 2: (0.0066, 0.0130, 0.0643), 3: (0.0071, 0.0162, 0.0877),
+                 4: (0.0074, 0.0184, 0.0991), 6: (0.0083, 0.0232, 0.1363), 8: (0.0092, 0.0285, 0.1786)},
+}
+MODEL_SPLITS = (1, 2, 4, 8, 16, 32, 64)
+REDUCE_MS = 0.005  # the reduction launch: a fixed cost ... (scripts/gemm_rates.py: 5.1 us for 2 x 4096
+REDUCE_BYTES_PER_MS = 1.2e9  # words, 57 us for 16 x 2^20) ... and its bytes (splits + 1 arrays) at 1.2 TB/s
+
+
+def _interp(x, xs, ys) -> float:
+    """ys at x, linear between the points xs (increasing), and past the last two in their slope."""
+    for i in range(1, len(xs)):
+        if x <= xs[i] or i == len(xs) - 1:
+            x0, x1, y0, y1 = xs[i - 1], xs[i], ys[i - 1], ys[i]
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return ys[-1]
+
+
+def wave_ms(tile: str, per_sm: int, k: int) -> float:
+    """Estimated ms of a grid of ``tile`` blocks, ``per_sm`` on the busiest SM, each running K = k:
+    RATES interpolated in K (at least the K = 32 time) and in r (past the last r, in proportion)."""
+    rows = RATES[tile]
+    rs = sorted(rows)
+    at = {r: max(rows[r][0], _interp(k, RATE_KS, rows[r])) for r in rs}
+    if per_sm >= rs[-1]:
+        return at[rs[-1]] * per_sm / rs[-1]
+    return _interp(per_sm, rs, [at[r] for r in rs])
+
+
+def reduce_ms(splits: int, elements: int, itemsize: int = 4) -> float:
+    """Estimated ms of the reduction launch over ``splits`` partials of ``elements`` words."""
+    return REDUCE_MS + (splits + 1) * elements * itemsize / REDUCE_BYTES_PER_MS
+
+
+def model_ms(size, tile: str, splits: int = 1) -> float | None:
+    """Estimated ms of wide_loads with ``tile`` and ``splits`` K ranges at M x N x K (float32), or None
+    where :func:`tuned_gemm_config` refuses the pair (a tile twice the output, a split of a grid that
+    fills the SMs, K ranges under two slabs)."""
+    m, n, k = size
+    try:
+        cfg, splits = tuned_gemm_config("wide_loads", size, {"tile": tile, "splits": splits})
+    except ValueError:
+        return None
+    kchunk, splits = k_ranges(k, splits, cfg.bk)
+    blocks = blocks_for(m, cfg.bm) * blocks_for(n, cfg.bn) * splits
+    est = wave_ms(tile, blocks_for(blocks, sm_count()), kchunk)
+    return est + (reduce_ms(splits, m * n) if splits > 1 else 0.0)
+
+
 def choose(size):
-    """(rung, threads, why) for M x N x K, like cuBLAS's choice among tile configurations. Measured on
-    the H100 (2026-11-23, scripts/sgemm_gpu.py, ratio = torch.matmul ms / rung ms, TF32 off):
+    """(rung, threads, why, params) for M x N x K, like cuBLAS's choice among its kernels:
 
     * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
-    * K < 128 (short K: a tile's few slabs cannot amortise its loads and barriers): tile64
-      (3000 x 3000 x 40: 0.56x; 2048 x 2048 x 64: 0.51x, warp_tiled 0.44x; but at 4096 x 4096 x 256
-      tile64 took 0.387 ms, register_tiled 0.251 ms);
-    * at least as many 128 x 128 tiles as SMs: warp_tiled (4096^3: 0.81x, register_tiled 0.78x;
-      2048^3: 0.82x against 0.78x; 4000 x 1000 x 3000: 0.81x, wide_loads 0.86x; but 1500 x 700 x 2500,
-      72 tiles for 132 SMs: 0.40x, so half a wave of tiles is not enough);
-    * few tiles and K at least 8x the larger of M and N (64 x 64 x 65536: 0.35x; small 0.02x), or M or N
-      under 64 (32 x 4096 x 4096, tuned: 0.065 ms): split_k;
-    * else small (one block a 64 x 64, 32 x 64 or 32 x 32 tile: 512^3 0.73x, tile64 0.39x; 1024^3 0.62x
-      against 0.54x; 2000 x 64 x 2000 0.38x, split_k 0.27x).
-    ``lab tune`` measures the rest for each shape class (kernels/tuned/).
+    * else wide_loads with the block tile (of RATES) and K ranges (MODEL_SPLITS) that
+      :func:`model_ms` estimates fastest: the busiest SM's blocks, the K range's time, the reduction.
+    Measured on the H100 (2026-11-23, torch.matmul ms / auto ms, TF32 off), the fixed rules this
+    replaced: 1024^3 0.70x (small: 64 x 64 tiles, 2 an SM at 12% occupancy; cuBLAS ran 128 x 64 tiles,
+    one an SM), 777 x 1333 x 901 0.59x (64 x 64: 273 blocks, 3 on some SMs; cuBLAS 32 x 64, 525
+    blocks), 2500 x 17 x 3000 0.43x (64 x 64 split_k: 47 of each tile's 64 columns idle).
+    ``lab tune`` measures instead, for each shape class (kernels/tuned/).
     """
     m, n, k = size
     if n == 1:  # the threads are matvec auto's own choice (the launch note names them)
@@ -1487,16 +1659,14 @@ def choose(size):
     if m == 1:  # few column blocks (N < 16 x SMs): 32 warps a block down K keep more loads in flight
         t = 256 if 2 * blocks_for(n, WARP) >= sms else 1024
         return "vector", t, "M = 1: a vector-matrix product, x @ B"
-    tiles = blocks_for(m, T_BM) * blocks_for(n, T_BN)
-    if k < 128:
-        return "tile64", T_THREADS, f"short K = {k}: {plural(tiles, 'tile')} of 64 x 64"
-    tiles128 = blocks_for(m, BM) * blocks_for(n, BN)
-    if tiles128 >= sms:
-        return "warp_tiled", WARP_TILED.threads, (f"{plural(tiles128, 'tile')} of 128 x 128, at least one an SM "
-                                                  f"({sms})")
-    if tiles < sms and (k >= 8 * max(m, n) or min(m, n) < 64):
-        return "split_k", T_THREADS, f"only {plural(tiles, 'tile')} of 64 x 64 and K = {k}: split K"
-    return "small", WARP_TILED.threads, f"{plural(tiles, 'tile')} of 64 x 64: small tiles, K in one pass"
+    best = min((est, tile, s) for tile in RATES for s in MODEL_SPLITS
+               if (est := model_ms(size, tile, s)) is not None)
+    est, tile, splits = best
+    cfg = GEMM_TILES[tile]
+    blocks = blocks_for(m, cfg.bm) * blocks_for(n, cfg.bn) * splits
+    why = (f"launch model: {tile} tiles" + (f", {splits} K ranges" if splits > 1 else "")
+           + f", {plural(blocks, 'block')} for {sms} SMs, ~{est * 1e3:.0f} us estimated")
+    return "wide_loads", cfg.threads, why, {"tile": tile, "splits": splits}
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------
@@ -1570,5 +1740,6 @@ SPEC = KernelSpec(
     square_ok=True,
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
-        "N = 1, register_tiled for many tiles, tile64 for fewer, split_k for long K (choose())", kernel="matmul")},
+        "N = 1, and wide_loads with the tile and K ranges a launch model of measured tiles picks (choose())",
+        kernel="matmul")},
 )

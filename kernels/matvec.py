@@ -346,26 +346,11 @@ VM_BLOCKS_PER_SM = 8  # the split aims for this many blocks on every SM
 VM_MAX_ROWS = 65535  # grid z limit: rows of X one launch covers
 
 
-@cuda.jit
-def columns_partial_kernel(X, B, partials, kchunk):
-    """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
-
-    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
-    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
-    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
-    warp 0 adds the TY warps' sums from shared memory."""
-    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
-    tx = cuda.threadIdx.x
-    ty = cuda.threadIdx.y
-    TY = uint64(cuda.blockDim.y)
-    n = uint64(cuda.blockIdx.x * WARP + tx)
-    N = uint64(B.shape[1])
-    K = uint64(B.shape[0])
-    z = cuda.blockIdx.y
-    m = uint64(cuda.blockIdx.z)
-    k0 = uint64(z) * uint64(kchunk)
-    k1 = min(k0 + uint64(kchunk), K)
-    acc = partials.dtype.type(0)
+@cuda.jit(device=True)
+def _columns_sum(X, B, m, n, N, k0, k1, TY, ty):
+    """This thread's sum of X[m, k] * B[k, n] over k = k0 + ty, k0 + ty + TY, ... < k1 (VM_UNROLL loads
+    of B in flight); 0 for a column past N."""
+    acc = B.dtype.type(0)
     if n < N:
         step = TY * uint64(VM_UNROLL)
         k = k0 + uint64(ty)
@@ -379,7 +364,27 @@ def columns_partial_kernel(X, B, partials, kchunk):
         while k < k1:
             acc += X[m, k] * B[k, n]
             k += TY
-    sums[ty, tx] = acc
+    return acc
+
+
+@cuda.jit
+def columns_partial_kernel(X, B, partials, kchunk):
+    """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
+
+    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
+    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
+    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
+    warp 0 adds the TY warps' sums from shared memory. With one K range, partials is Y as (1, M, N)."""
+    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    n = uint64(cuda.blockIdx.x * WARP + tx)
+    N = uint64(B.shape[1])
+    z = cuda.blockIdx.y
+    m = uint64(cuda.blockIdx.z)
+    k0 = uint64(z) * uint64(kchunk)
+    k1 = min(k0 + uint64(kchunk), uint64(B.shape[0]))
+    sums[ty, tx] = _columns_sum(X, B, m, n, N, k0, k1, uint64(cuda.blockDim.y), ty)
     cuda.syncthreads()
     if ty == 0 and n < N:
         total = sums[0, tx]
@@ -388,25 +393,53 @@ def columns_partial_kernel(X, B, partials, kchunk):
         partials[z, m, n] = total
 
 
+# With K split over grid y, the partials were added by a second launch: 3.6 us of a 32 us
+# 1 x 4096 x 4096 call on the H100 (ncu), most of it the launch. Instead the last block of each
+# column group to finish adds them (the CUDA Programming Guide's "Memory Fence Functions" example,
+# as in its threadFenceReduction sample): each block writes its partials, fences them (visible to
+# every block before the count says so), and counts itself done with an atomic add on its column
+# group's counter; the block that reads splits - 1 from the counter is the last, adds partials z =
+# 0 .. splits - 1 in that order (the same bits every call) into Y, and zeroes the counter for the
+# next call.
 @cuda.jit
-def columns_reduce_kernel(partials, Y):
-    """Y[m, n] = sum_z partials[z, m, n]; thread i = cuda.grid(1) does element i of Y (row-major:
-    a warp reads 32 consecutive words of each split), four splits' loads in flight at a time."""
-    i = cuda.grid(1)
-    N = Y.shape[1]
-    if i < Y.shape[0] * N:
-        m = i // N
-        n = i - m * N
-        S = partials.shape[0]
-        acc = partials[0, m, n]
-        z = 1
-        while z + 3 < S:
-            acc += (partials[z, m, n] + partials[z + 1, m, n]) + (partials[z + 2, m, n] + partials[z + 3, m, n])
-            z += 4
-        while z < S:
-            acc += partials[z, m, n]
-            z += 1
-        Y[m, n] = acc
+def columns_split_kernel(X, B, partials, Y, counters, kchunk):
+    """Y[m, n] = X[m, :] @ B[:, n] with K in ranges of kchunk over grid y, one launch.
+
+    X: (M, K), B: (K, N), partials: (splits, M, N) scratch, Y: (M, N), one float dtype; counters:
+    int32 (M, ceil(N / 32)), zero before the call and after it. Launch as columns_partial_kernel:
+    block (32, TY), grid (ceil(N / 32), splits, M). Block (bx, z, m) writes partials[z, m, bx * 32 ..
+    + 31]; the last block of (bx, m) to count itself in adds the splits in order z = 0, 1, ... into Y."""
+    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+    last = cuda.shared.array(1, np.int32)
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    n = uint64(cuda.blockIdx.x * WARP + tx)
+    N = uint64(B.shape[1])
+    z = cuda.blockIdx.y
+    m = uint64(cuda.blockIdx.z)
+    k0 = uint64(z) * uint64(kchunk)
+    k1 = min(k0 + uint64(kchunk), uint64(B.shape[0]))
+    sums[ty, tx] = _columns_sum(X, B, m, n, N, k0, k1, uint64(cuda.blockDim.y), ty)
+    cuda.syncthreads()
+    if ty == 0 and n < N:
+        total = sums[0, tx]
+        for j in range(1, cuda.blockDim.y):
+            total += sums[j, tx]
+        partials[z, m, n] = total
+        cuda.threadfence()  # this partial reaches every SM before the count below says it is done
+    cuda.syncthreads()
+    if tx == 0 and ty == 0:
+        splits = cuda.gridDim.y
+        last[0] = cuda.atomic.add(counters, (m, cuda.blockIdx.x), 1) == splits - 1
+    cuda.syncthreads()
+    if last[0]:
+        if ty == 0 and n < N:
+            total = partials[0, m, n]
+            for zz in range(1, cuda.gridDim.y):
+                total += partials[zz, m, n]
+            Y[m, n] = total
+        if tx == 0 and ty == 0:
+            counters[m, cuda.blockIdx.x] = 0  # for the next call
 
 
 def columns_block(threads: int) -> tuple[int, int]:
@@ -428,8 +461,9 @@ def columns_plan(k: int, n: int, threads: int, splits: int = 0, rows: int = 1) -
 
 def columns_prepare(X, B, Y, threads: int, kchunk: int):
     """Enqueue function for Y = X @ B (device arrays X (M, K), B (K, N), Y (M, N), M <= 65535) in
-    K ranges of ``kchunk`` (:func:`columns_plan`), blocks of :func:`columns_block`: the partial
-    launch, then the reduction (none when one range covers K)."""
+    K ranges of ``kchunk`` (:func:`columns_plan`), blocks of :func:`columns_block`, one launch:
+    columns_partial_kernel for one range, else columns_split_kernel (the last block of a column
+    group adds its partials)."""
     (m, k), n = X.shape, B.shape[1]
     splits = blocks_for(k, kchunk)
     part = columns_partial_kernel[(blocks_for(n, WARP), splits, m), columns_block(threads)]
@@ -437,12 +471,9 @@ def columns_prepare(X, B, Y, threads: int, kchunk: int):
         Y1 = Y.reshape(1, m, n)
         return lambda: part(X, B, Y1, kchunk)
     partials = cuda.device_array((splits, m, n), Y.dtype)  # scratch, allocated once
-    reduce = columns_reduce_kernel[blocks_for(m * n, REDUCE_THREADS), REDUCE_THREADS]
-
-    def enqueue():
-        part(X, B, partials, kchunk)
-        reduce(partials, Y)
-    return enqueue
+    counters = cuda.to_device(np.zeros((m, blocks_for(n, WARP)), np.int32))  # zero again after each call
+    fused = columns_split_kernel[(blocks_for(n, WARP), splits, m), columns_block(threads)]
+    return lambda: fused(X, B, partials, Y, counters, kchunk)
 
 
 # --- auto: the launch heuristic -------------------------------------------------------------------

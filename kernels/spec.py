@@ -184,8 +184,10 @@ def sm_count() -> int:
 def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":
     """An ``auto`` variant: the tuned configuration of ``kernel`` for the shape's class when
     ``lab tune`` cached one for this device (kernels.tuning.lookup), else ``choose(size) -> (rung
-    name, threads, why)``, the heuristic, which picks a rung of ``rungs`` and its launch
-    configuration from the shape (and the device, through :func:`sm_count`). The user's
+    name, threads, why[, params])``, the heuristic (params: the rung's tunables, as
+    Variant.configure takes them), which picks a rung of ``rungs`` and its launch configuration from
+    the shape (and the device, through :func:`sm_count`); an entry whose rung is
+    ``tuning.HEURISTIC_RUNG`` says the heuristic won the class (the note says so too). The user's
     ``--threads`` is ignored (the named rungs honour it). The Launch note says what was chosen, by
     which ("tuned (cache)", "tuned (shipped)" or "heuristic") and why; ``Launch.rung`` and
     ``Launch.params`` carry the choice to ``prepare``."""
@@ -194,6 +196,10 @@ def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":
     def launch(size, threads):
         hit = tuning.lookup(kernel, size) if kernel else None
         cfg = None
+        if hit and hit[0]["rung"] == tuning.HEURISTIC_RUNG:  # tuned: the per-shape choice won the class
+            hit, kept = None, f"tuned ({hit[1]}) for class {tuning.shape_class(size)}: the heuristic; "
+        else:
+            kept = ""
         if hit:
             entry, source = hit
             name, t = entry["rung"], entry["threads"]
@@ -207,9 +213,9 @@ def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":
             except Exception as e:  # a stale entry (rung renamed, parameter gone): the heuristic
                 cfg, stale = None, f"tuned entry unusable ({' '.join(str(e).split())}); "
         if cfg is None:
-            name, t, why = choose(size)
-            cfg = rungs[name].launch(size, t)
-            how = ("" if not hit else stale) + f"heuristic: {why}"
+            name, t, why, *params = choose(size)  # a fourth item: the rung's tunable parameters
+            cfg = rungs[name].configure(size, t, params[0] if params else None)
+            how = kept + ("" if not hit else stale) + f"heuristic: {why}"
         note = f"auto: {name} at {t} threads, {how}" + (f"; {cfg.note}" if cfg.note else "")
         return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, rung=name, params=cfg.params)
 
@@ -242,7 +248,7 @@ class Variant:
     # and sets ``Launch.params``, which ``prepare`` reads.
     tunables: dict = field(default_factory=dict)
     launch_with: Callable[[Size, int, dict], Launch] | None = None
-    choose: Callable | None = None  # auto only: the heuristic, (rung, threads, why) = choose(size)
+    choose: Callable | None = None  # auto only: the heuristic, (rung, threads, why[, params]) = choose(size)
     # suits(size) -> bool: the shapes the rung is meant for (None: all). A rung stays correct at every
     # shape (lab run runs it anywhere); ``lab tune`` tries it only where it suits.
     suits: Callable[[Size], bool] | None = None

@@ -10,7 +10,8 @@ serves every shape near the tuned ones, and the cache kept on disk per GPU:
   1024 share ``2^10`` and a tile count within ~1.4x; e.g. matmul 4096 -> ``2^12x2^12x2^12``,
   1 x 4096 x 4096 -> ``1x2^12x2^12``;
 * value: the rung, its threads per block and its tunable parameters (``Variant.tunables``), with
-  the time measured when it won.
+  the time measured when it won; or the rung ``"heuristic"`` (threads 0), where the heuristic's
+  own choice at each shape beat every fixed configuration over the class's shapes.
 
 Where the winners live (later ones win):
 
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 CACHE_ENV = "LAB_CACHE_DIR"
+HEURISTIC_RUNG = "heuristic"  # an entry's rung when the heuristic's own per-shape choice won its class
 CACHE_FILE = "tuned.json"
 SHIPPED_DIR = Path(__file__).resolve().parent / "tuned"
 FORMAT = "lab-tuned-configs"

@@ -7,9 +7,10 @@ geometric mean and the worst ratio.
     python scripts/matmul_table.py                       # every shape below, on a CUDA GPU
     python scripts/matmul_table.py --shapes 4096,1x4096x4096 --deadline 300
 
-Each shape is ``lab run matmul --gpu --variant auto --contenders numba,torch`` through the Python
-API in this one process (the lab's timer: CUDA events, L2 flushed before each call, medians; every
-result checked against the float64 reference first); a shape that fails is its row's text. Ratio = torch ms /
+Each shape is the shape sweep's row (:func:`lab.bench.shapes.sweep` with only the ``auto`` rung: the
+runner, as ``lab run matmul --gpu --variant auto --contenders numba,torch``) in this one process (the
+lab's timer: CUDA events, L2 flushed before each call, medians under the stop rule; every result
+checked against the float64 reference first); a shape that fails is its row's text. Ratio = torch ms /
 auto ms (higher is better; 1.0 = cuBLAS's speed). TFLOP/s = 2 M N K / auto ms.
 """
 from __future__ import annotations
@@ -30,31 +31,23 @@ UNNAMED = ["777x1333x901", "1500x700x2500", "96x4096x1024", "8192x8192x128", "50
            "3x2000x2000", "2500x17x3000"]
 
 
-TORCH = "torch.matmul"  # the cuBLAS row's label starts so (the "numba via torch op" row is the lab's kernel)
-
-
 def row(size: str) -> tuple:
-    """(markdown row, (ratio, flops) or None) of one shape: lab.run in this process (compiles are
-    shared among shapes); a failure is its row's text."""
-    import lab
+    """(markdown row, (ratio, flops) or None) of one shape: the sweep's auto-vs-torch row, in this
+    process (compiles are shared among shapes); a failure is its row's text."""
+    from lab.bench import shapes
 
     try:
-        doc = lab.run("matmul", sim=False, size=size, variants="auto", contenders="numba,torch").to_dict()
+        (r,) = shapes.sweep("gpu", ["matmul"], {"matmul": [size]}, repeats=None, warmup=None, rungs=["auto"])
     except Exception as e:  # noqa: BLE001 - one shape's failure is its row
-        return f"| {size} | failed: {' '.join(str(e).split())[:100]} | | | | | |", None
-    a = next((r for r in doc["results"] if r["contender"] == "numba" and r.get("median_ms")), None)
-    t = next((r for r in doc["results"] if r["contender"] == "torch" and str(r["variant"]).startswith(TORCH)
-              and r.get("median_ms")), None)
-    note = (doc.get("launches", {}).get("auto") or {}).get("note", "")
-    m, n, k = doc["size"] if len(doc["size"]) == 3 else doc["size"] * 3
-    flops = 2 * m * n * k
-    if not (a and t):
-        bad = "; ".join(f"{r['variant']}: {r.get('status')} {r.get('reason', '')[:60]}" for r in doc["results"])
+        r = shapes.SweepRow("matmul", size, error=f"{type(e).__name__}: {e}")
+    if r.error:
+        return f"| {size} | failed: {' '.join(r.error.split())[:100]} | | | | | |", None
+    if not r.auto_ratio:
+        bad = "; ".join(f[:80] for f in r.failed) or "a row was not timed"
         return f"| {size} | no timing ({bad}) | | | | | |", None
-    ratio = t["median_ms"] / a["median_ms"]
-    text = (f"| {size} | {math.log2(flops):.1f} | {t['median_ms']:.4f} | {a['median_ms']:.4f} | {ratio:.2f}x | "
-            f"{flops / a['median_ms'] / 1e9:.1f} | {note.replace('|', '/')[:150]} |")
-    return text, (ratio, flops)
+    text = (f"| {size} | {math.log2(r.flops):.1f} | {r.torch_ms:.4f} | {r.auto_ms:.4f} | {r.auto_ratio:.2f}x | "
+            f"{r.flops / r.auto_ms / 1e9:.1f} | {r.auto_note.replace('|', '/')[:150]} |")
+    return text, (r.auto_ratio, r.flops)
 
 
 def main() -> None:
@@ -65,6 +58,13 @@ def main() -> None:
     ap.add_argument("--deadline", type=float, default=540, help="wall seconds; later shapes are listed as skipped")
     args = ap.parse_args()
     shapes = args.shapes.split(",") if args.shapes else list(dict.fromkeys(SHAPES["matmul"] + ISSUE + UNNAMED))
+    from lab.core.errors import LabError
+    from lab.core.session import select
+
+    try:
+        select("gpu")  # the backend of this process, as `lab run --gpu` picks it
+    except LabError as e:
+        sys.exit(f"error: {e}")
     start = time.monotonic()
     print("| shape | log2 FLOPs | torch.matmul ms | auto ms | torch/auto | auto TFLOP/s | auto ran |")
     print("|---|---:|---:|---:|---:|---:|---|", flush=True)

@@ -10,7 +10,7 @@ Default mode:
 1. every rung of ``kernels.matmul`` (and ``auto``) at a few small shapes that are not multiples of any
    tile, float32 and float64, checked the way ``lab run`` checks (poisoned outputs, canary, float64
    reference, the spec's tolerance: lab.core.check);
-2. every rung and torch.matmul timed with CUDA events at the issue's shapes and 4096^3, on the same
+2. every rung and torch.matmul timed by the lab's timer at the issue's shapes and 4096^3, on the same
    inputs (float32); each rung's output is first compared with a float64 torch product (a loose
    sanity bound, 8 eps sqrt(K) |A| |B|: the strict check is step 1);
 3. registers, local memory (spills) and static shared memory of each kernel the rungs launched
@@ -20,8 +20,10 @@ factors, at the shapes where they matter, so one GPU call gives tuning data.
 
 A rung or configuration that fails (compile error, out of resources, wrong result) is printed as one
 line and skipped. Runs in well under 3 minutes on an H100 (compiles included).
-Timing: per (shape, contender) a warm-up call, then batches of calls between two CUDA events sized to
-~20 ms; the best of 3 batches, in ms a call. TFLOP/s = 2 M N K / time.
+Timing: per (shape, contender) the median ms a call of lab.core.timing's Timer, as ``lab run`` times
+(warm-up, then one CUDA event pair a call, the calls queued behind a blocked GPU so that no host launch
+gap is timed, the L2 flushed before each call), under RULE: the lab's stop rule with shorter minimums,
+so that a few hundred rows fit the budget. TFLOP/s = 2 M N K / time.
 """
 from __future__ import annotations
 
@@ -37,6 +39,8 @@ if ROOT not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from lab.core.timing import StopRule  # noqa: E402
+
 # (M, N, K) and what each is, from issue 18's table
 SHAPES = [((4096, 4096, 4096), "headline"), ((4000, 1000, 3000), "rectangular"), ((1000, 1000, 1000), "mid"),
           ((2048, 2048, 64), "short K"), ((3000, 3000, 40), "short K"), ((2000, 64, 2000), "skinny N"),
@@ -44,7 +48,9 @@ SHAPES = [((4096, 4096, 4096), "headline"), ((4000, 1000, 3000), "rectangular"),
           ((1024, 1024, 1024), "mid"), ((2048, 2048, 2048), "large")]
 CHECK_SHAPES = [(1, 1, 1), (37, 41, 45), (130, 129, 67), (200, 130, 48), (257, 300, 130), (64, 66, 1000)]
 CHECK_SHAPES_F64 = [(37, 41, 45), (200, 130, 48)]
-BATCH_MS = 20.0
+# lab run's stop rule (at least 10 calls, more while the noise IQR / median is above 1%) with 0.02 s of
+# measured time at least and 0.3 s at most a row instead of 0.25 s and 3 s: ~250 rows in the budget
+RULE = StopRule(min_time_s=0.02, time_limit_s=0.3)
 T0 = time.perf_counter()
 BUDGET_S = [170.0]  # --budget: shapes still to run after this many seconds are skipped, and said so
 
@@ -80,6 +86,7 @@ class Bench:
         self.torch, self.cuda = torch, cuda
         self.dev = torch.device("cuda")
         self.resources = {}  # kernel label -> (registers, local bytes, shared bytes)
+        self.timings = {}  # how rows were timed (Measurement.method; the blocker) -> how many rows
 
     def inputs(self, size, seed=0):
         torch = self.torch
@@ -97,25 +104,14 @@ class Bench:
         return A64 @ B64, bound
 
     def time_call(self, fn) -> float:
-        """ms a call: warm-up, then the best of 3 event-timed batches of ~BATCH_MS."""
-        torch = self.torch
-        fn()
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        one = max(time.perf_counter() - t0, 1e-6) * 1e3
-        reps = int(min(200, max(2, BATCH_MS / one)))
-        best = float("inf")
-        for _ in range(3 if one < 50 else 1):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(reps):
-                fn()
-            end.record()
-            end.synchronize()
-            best = min(best, start.elapsed_time(end) / reps)
-        return best
+        """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer
+        under RULE, as ``lab run`` times a row."""
+        from lab.core.timing import Timer
+
+        m = Timer(fn, "device", self.torch.cuda.synchronize).measure(rule=RULE)
+        how = f"{m.method}; {m.meta.get('blocker', '')}"
+        self.timings[how] = self.timings.get(how, 0) + 1
+        return m.median_ms
 
     def numba_call(self, variant_or_cfg, A, B, C, splits=1):
         """An enqueue function for a rung (Variant) or a GemmConfig, on torch tensors."""
@@ -211,7 +207,7 @@ def torch_case(bench, size):
 
 
 def run_rungs(bench, spec, shapes, skip):
-    print("\n== time: float32, ms a call (best of 3 event-timed batches), TFLOP/s, ratio = torch ms / rung ms")
+    print("\n== time: float32, median ms a call (lab.core.timing), TFLOP/s, ratio = torch ms / rung ms")
     rungs = [r for r in spec.variants if r not in skip]
     table = {}
     for size, what in shapes:
@@ -368,6 +364,9 @@ def main(argv=None):
     print("\n== kernels launched: registers a thread, local bytes a thread (spills), static shared bytes a block")
     for label, (regs, local, smem) in sorted(bench.resources.items()):
         print(f"  {label[:60]:60s} {regs!s:>4} {local!s:>5} {smem!s:>6}")
+    print("\n== timing: rows timed so (lab.core.timing)")
+    for how, n in bench.timings.items():
+        print(f"  {n:4d} rows: {how}")
     print(f"\ntotal {time.perf_counter() - T0:.0f} s")
 
 

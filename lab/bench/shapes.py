@@ -106,14 +106,17 @@ def _copy_bandwidth_once():
         device.measure_copy_bandwidth = original
 
 
-def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None = None, repeats: int = 20,
-          warmup: int = 3, progress=None) -> list[SweepRow]:
+def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None = None, repeats: int | None = 20,
+          warmup: int | None = 3, progress=None, on_row=None, rungs: list[str] | None = None) -> list[SweepRow]:
     """Run the sweep on ``backend`` ("gpu" or "simulator"); returns a SweepRow per (kernel, shape).
 
-    kernels_: subset of SHAPES' kernels; shapes: kernel -> list of sizes (default SHAPES);
-    progress(text): called before each shape (e.g. to print). Named rungs run at the runner's default
-    threads (256 on a GPU); auto picks its own. A shape that raises LabError becomes a row with
-    ``error`` set; a rung that fails its check is listed in ``failed`` and not timed.
+    kernels_: subset of SHAPES' kernels; shapes: kernel -> list of sizes (default SHAPES); repeats,
+    warmup: timed and untimed calls a row (None: the runner's defaults, the stop rule on a GPU);
+    progress(text): called before each shape (e.g. to print); on_row(rows): called after each shape
+    with the rows so far (e.g. to save them, so that a run cut short keeps its finished shapes);
+    rungs: the rungs to run (e.g. ``["auto"]``; default: every rung but SKIP's). Named rungs run at
+    the runner's default threads (256 on a GPU); auto picks its own. A shape that raises LabError
+    becomes a row with ``error`` set; a rung that fails its check is listed in ``failed`` and not timed.
     """
     import kernels
     from lab.core.errors import LabError
@@ -124,7 +127,7 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
     with _copy_bandwidth_once():
         for name in kernels_ or list(shapes):
             spec = kernels.load(name)
-            variants = [v for v in spec.variants if v not in SKIP.get(name, set())]
+            variants = rungs or [v for v in spec.variants if v not in SKIP.get(name, set())]
             op = TORCH_OP.get(name)
             for size in shapes[name]:
                 if progress:
@@ -142,22 +145,23 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
                     rep = run(opts, backend)
                 except LabError as e:
                     row.error = str(e)
-                    rows.append(row)
-                    continue
-                row.flops = rep.flops
-                auto = rep.launches.get("auto", {})
-                row.auto_rung, row.auto_note = auto.get("rung", ""), auto.get("note", "")
-                for r in rep.rows:
-                    if r.status == "FAIL":
-                        row.failed.append(f"{r.contender} {r.variant}: {r.reason}")
-                    if not r.measurement:
-                        continue
-                    if r.contender == "numba":
-                        row.rungs[r.variant] = r.measurement.median_ms
-                    elif r.variant == op:
-                        row.torch_ms = r.measurement.median_ms
-                row.auto_ms = row.rungs.get("auto")
+                else:
+                    row.flops = rep.flops
+                    auto = rep.launches.get("auto", {})
+                    row.auto_rung, row.auto_note = auto.get("rung", ""), auto.get("note", "")
+                    for r in rep.rows:
+                        if r.status == "FAIL":
+                            row.failed.append(f"{r.contender} {r.variant}: {r.reason}")
+                        if not r.measurement:
+                            continue
+                        if r.contender == "numba":
+                            row.rungs[r.variant] = r.measurement.median_ms
+                        elif r.variant == op:
+                            row.torch_ms = r.measurement.median_ms
+                    row.auto_ms = row.rungs.get("auto")
                 rows.append(row)
+                if on_row:
+                    on_row(rows)
     return rows
 
 

@@ -83,12 +83,12 @@ def candidates(spec, size, max_threads: int = 1024, threads_axis=THREADS) -> lis
     auto = spec.variants.get("auto")
     first = None
     if auto is not None and auto.choose is not None:
-        rung, t, _ = auto.choose(size)
-        first = Candidate(rung, t, {}, heuristic=True)
+        rung, t, _, *params = auto.choose(size)
+        first = Candidate(rung, t, dict(params[0]) if params else {}, heuristic=True)
     out, seen = ([first] if first else []), set()
     if first:
         try:
-            cfg = spec.variants[first.rung].launch(size, first.threads)
+            cfg = spec.variants[first.rung].configure(size, first.threads, first.params)
             seen.add((first.rung, cfg.grid, cfg.block, cfg.params))
         except Exception:
             pass
@@ -271,9 +271,15 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
     return doc
 
 
+HEURISTIC = (tuning.HEURISTIC_RUNG, 0, ())  # the heuristic's choice at each shape, scored as one configuration
+
+
 def winners(kernel: str, results: list[dict], dev, compiler: str, simulated: bool) -> list[dict]:
     """One cache entry per shape class: the configuration with the smallest geometric mean of
-    (its ms / the fastest ms) over the class's tuned shapes where it ran (absent counts as 2x)."""
+    (its ms / the fastest ms) over the class's tuned shapes where it ran (absent counts as 2x). The
+    heuristic's own choice at each shape competes as one more configuration: where it wins, the
+    class gets no entry, and ``auto`` keeps choosing per shape (matmul's launch model picks a
+    different tile for 1024^3 and 777 x 1333 x 901, which share a class)."""
     by_class: dict = {}
     for row in results:
         if row["winner"]:
@@ -285,14 +291,19 @@ def winners(kernel: str, results: list[dict], dev, compiler: str, simulated: boo
             best = row["winner"]["ms"]
             times = {(c["rung"], c["threads"], tuple(sorted(c["params"].items()))): c["ms"]
                      for c in row["candidates"] if c["status"] == "ok"}
+            heur = row.get("heuristic")
+            if heur and heur.get("status") == "ok":
+                times[HEURISTIC] = heur["ms"]
             for ident in set(scores) | set(times):
                 scores.setdefault(ident, []).append(times[ident] / best if ident in times and best else 2.0)
         for ident, vals in scores.items():
             vals += [2.0] * (len(rows) - len(vals))
-        ident = min(scores, key=lambda k: (math.exp(sum(map(math.log, scores[k])) / len(scores[k])), k[0]))
+        ident = min(scores, key=lambda k: (math.exp(sum(map(math.log, scores[k])) / len(scores[k])), k != HEURISTIC,
+                                           k[0]))
         ref = max(rows, key=lambda r: math.prod(r["size"]))
-        ms = next((c["ms"] for c in ref["candidates"] if c["status"] == "ok"
-                   and (c["rung"], c["threads"], tuple(sorted(c["params"].items()))) == ident), None)
+        ms = (ref.get("heuristic") or {}).get("ms") if ident == HEURISTIC else next(
+            (c["ms"] for c in ref["candidates"] if c["status"] == "ok"
+             and (c["rung"], c["threads"], tuple(sorted(c["params"].items()))) == ident), None)
         entries.append({"device": dev[0], "compute_capability": dev[1], "compiler": compiler, "kernel": kernel,
                         "shape_class": cls, "rung": ident[0], "threads": ident[1], "params": dict(ident[2]),
                         "size": ref["size"], "ms": ms, "simulated": simulated,

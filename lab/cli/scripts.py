@@ -66,9 +66,18 @@ def shape_sweep(argv=None) -> int:
     from lab.core.device import describe
 
     dev = describe(False)
-    rows = shapes.sweep(backend, args.kernels.split(","), repeats=args.repeats,
+    kernels_ = args.kernels.split(",")
+    header = f"- device: {dev['name']}; backend: {backend}\n\n"
+    total = sum(len(shapes.SHAPES[k]) for k in kernels_)
+
+    def save(rows):  # after every shape: a run cut by a time limit keeps its finished rows
+        if len(rows) < total:
+            _write(args.out, header + f"- partial: {len(rows)} of {total} shapes done (still running, or cut)\n\n"
+                   + shapes.render(rows))
+
+    rows = shapes.sweep(backend, kernels_, repeats=args.repeats, on_row=save,
                         progress=lambda s: print(f"[sweep] {s}", file=sys.stderr, flush=True))
-    text = f"- device: {dev['name']}; backend: {backend}\n\n" + shapes.render(rows)
+    text = header + shapes.render(rows)
     _write(args.out, text)
     print(text)
     return 0

@@ -639,13 +639,28 @@ def unique_names(cases):
     return cases
 
 
+def hidden_cases(ex, rng):
+    """The hidden tests of exercise ``ex`` drawn from ``rng`` (``np.random.default_rng(seed)``), each
+    with a distinct name."""
+    return unique_names(ex.hidden().cases(rng))
+
+
+def compile_sigs(cases) -> list:
+    """The argument types the GPU-compile test compiles the kernel for: each hidden case's
+    (:func:`lab.teach.gpu_compile.arg_types`), each once. The sandbox's precompile uses these too,
+    so that it fills the cache entry this test reads."""
+    from lab.teach import gpu_compile
+
+    return [json.loads(t) for t in dict.fromkeys(json.dumps(gpu_compile.arg_types(c)) for c in cases)]
+
+
 def compile_result(mod, ex, cases, backend, path):
     """The GPU-compile test's result, or a note (str) when it was skipped; None when turned off."""
     from lab.teach import gpu_compile
 
     if not gpu_compile.enabled():
         return None
-    sigs = [gpu_compile.arg_types(c) for c in cases]
+    sigs = compile_sigs(cases)
     if backend == "simulator":
         r = gpu_compile.check(path, ex.kernel, sigs)
         cc = gpu_compile.CC
@@ -654,8 +669,7 @@ def compile_result(mod, ex, cases, backend, path):
 
         cc = tuple(cuda.get_current_device().compute_capability)
         fn = getattr(getattr(mod, ex.kernel), "py_func", None)
-        r = gpu_compile.compile_here(fn, [json.loads(t) for t in dict.fromkeys(json.dumps(t) for t in sigs)],
-                                     path, cc) if fn else {"skipped": "no Python function"}
+        r = gpu_compile.compile_here(fn, sigs, path, cc) if fn else {"skipped": "no Python function"}
     if "skipped" in r:
         return (f"the GPU compile check was skipped ({r['skipped']}): the simulator runs any Python, so code "
                 f"that a GPU cannot compile (np.dot, generators, ...) may pass here; enable it with "
@@ -683,7 +697,7 @@ def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_c
         mod = load_student(path, ex)
         if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
             _lineinfo(mod)
-        cases = unique_names(ex.hidden().cases(rng))
+        cases = hidden_cases(ex, rng)
     except Failed as e:
         result = {"name": "load", "passed": False, "message": str(e)}
         emit(result)

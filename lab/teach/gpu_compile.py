@@ -8,7 +8,9 @@ hidden tests, and turns the compiler's error into one line at the student's line
 In a process that runs the simulator (``NUMBA_ENABLE_CUDASIM=1``) ``numba.cuda`` *is* the simulator,
 so the compile runs in a child process without it (``python -m lab.teach.gpu_compile``), like
 ``lab occupancy``'s offline compile (:mod:`lab.core.resources`). Results are cached per file content,
-argument types and numba-cuda version. Without NVVM/NVRTC (``pip install 'numba-gpu-lab[occupancy]'``)
+argument types and numba-cuda version; only the compiler's verdicts (compiled, or an error in the
+student's code) are: a compile that could not run (no NVVM, out of memory, a killed or timed-out
+process) is tried again at the next check. Without NVVM/NVRTC (``pip install 'numba-gpu-lab[occupancy]'``)
 the check is skipped with a note saying so. ``LAB_GPU_COMPILE=0`` turns it off.
 
 Source: Numba for CUDA GPUs, "Supported Python features in CUDA Python" (numba-cuda docs).
@@ -138,13 +140,35 @@ def compile_here(py_func, sigs: list, path: str, cc) -> dict:
         for desc in sigs:
             try:
                 cuda.compile_ptx(py_func, _numba_sig(desc), cc=tuple(cc))
-            except Exception as e:  # noqa: BLE001 - the compiler's verdict on the student's code
+            except Exception as e:  # noqa: BLE001 - the compiler's verdict on the student's code, unless
+                if _environment_error(e):  # the toolchain itself failed: no verdict, tried again next check
+                    return {"skipped": f"the compiler could not run ({type(e).__name__}: "
+                                       f"{' '.join(str(e).split())[:120]})"}
                 text = str(e)
                 line = student_line(text, path, _loc_line(e, path))
                 return {"ok": False, "message": explain(text, path, line), "line": line}
     finally:
         dispatcher.get_current_device = saved
     return {"ok": True}
+
+
+def _environment_error(e: BaseException) -> bool:
+    """True when ``e`` (or one it was raised from, ``raise ... from``) is the compiler's environment
+    failing, not a verdict on the code: NVVM, NVRTC or the CUDA driver missing or failing to load
+    (numba-cuda's ``*SupportError`` are ImportErrors), the driver's errors, an unsupported compute
+    capability, out of memory, a file the toolchain needs unreadable (OSError)."""
+    from numba.cuda.cudadrv import error as cuda_errors
+
+    driver = ("CudaDriverError", "CudaRuntimeError", "CCSupportError")  # (the simulator's module has fewer)
+    transient = (ImportError, MemoryError, OSError,
+                 *(getattr(cuda_errors, n) for n in driver if hasattr(cuda_errors, n)))
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, transient):
+            return True
+        seen.add(id(e))
+        e = e.__cause__  # not __context__: an error met while handling another can still be the student's
+    return False
 
 
 def _loc_line(e, path) -> int | None:
@@ -235,13 +259,24 @@ def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0) -> d
     return check_many([(path, kernel, sigs)], cc, timeout)[0]
 
 
-_MEMO: dict = {}  # cache key -> result, this process: a skipped compile is not retried (nor cached on disk)
+_MEMO: dict = {}  # cache key -> the compiler's verdict ({"ok": ...}), this process (and on disk)
+_TRANSIENT: dict = {}  # cache key -> the last {"skipped": ...}: tried again, unless no process may start
+_NO_PROCESS: list = []  # [why] once :func:`no_more_processes` was called
+
+
+def no_more_processes(why: str = "no process may start after the grader's audit hook") -> None:
+    """From now on start no compile process in this process: a check answers with the result this
+    process already has for it (a skipped one too) or is skipped saying ``why``. A contained grader's
+    child (:mod:`lab.teach.sandbox`) compiles before its audit hook, which refuses processes (and
+    fails the submission); it calls this before installing the hook."""
+    _NO_PROCESS[:] = [why]
 
 
 def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
-    """:func:`check` for several (path, kernel, sigs) at once, in one child process. A result is
-    kept for this process (a contained grader's child compiles before its audit hook, which would
-    refuse the compiler's process later) and, when the compile ran, on disk."""
+    """:func:`check` for several (path, kernel, sigs) at once, in one child process. The compiler's
+    verdicts (``{"ok": ...}``) are kept for this process and on disk; a compile that could not run
+    (``{"skipped": ...}``: no NVVM, out of memory, the process killed or timed out) is tried again at
+    the next call, except after :func:`no_more_processes`."""
     todo, results, caches, keys = [], [None] * len(items), [None] * len(items), [None] * len(items)
     for k, (path, kernel, sigs) in enumerate(items):
         sigs = [json.loads(s) for s in dict.fromkeys(json.dumps(s) for s in sigs)]
@@ -260,6 +295,9 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
                 continue
             except (OSError, ValueError):
                 pass
+        if _NO_PROCESS:
+            results[k] = _TRANSIENT.get(keys[k]) or {"skipped": _NO_PROCESS[0]}
+            continue
         todo.append((k, {"path": os.path.abspath(path), "kernel": kernel, "sigs": sigs, "cc": list(cc)}))
     if not todo:
         return results
@@ -280,7 +318,7 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
     for (k, _), result in zip(todo, got):
         results[k] = result
         if keys[k] is not None:
-            _MEMO[keys[k]] = result
+            (_MEMO if "ok" in result else _TRANSIENT)[keys[k]] = result
         if caches[k] and "ok" in result:
             try:
                 from lab.core.files import write_atomic

@@ -231,18 +231,19 @@ def _precompile(name, path, seed) -> None:
     """The checker's offline GPU compile (:mod:`lab.teach.gpu_compile`) runs in a process of its own,
     which the audit hook would refuse: run it now, before the hook, inside Landlock and the limits (the
     child inherits both), so that the checker finds its result in the private folder's cache. The
-    same cases as the checker's (the same seed), so the same signatures and cache key."""
+    checker's own cases and signatures (:func:`lab.teach.checker.hidden_cases`, ``compile_sigs``; the
+    same seed), so the same cache key."""
     import numpy as np
 
     import exercises
-    from lab.teach import gpu_compile
+    from lab.teach import checker, gpu_compile
 
     if not gpu_compile.enabled():
         return
     try:
         ex = exercises.load(name)
-        cases = ex.hidden().cases(np.random.default_rng(int(seed)))
-        gpu_compile.check(path, ex.kernel, [gpu_compile.arg_types(c) for c in cases])
+        cases = checker.hidden_cases(ex, np.random.default_rng(int(seed)))
+        gpu_compile.check(path, ex.kernel, checker.compile_sigs(cases))
     except Exception:  # noqa: BLE001 - the checker runs the check again and reports what went wrong
         pass
 
@@ -286,6 +287,9 @@ def main(argv) -> None:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
     if simulator:
         _precompile(name, path, seed)
+    from lab.teach import gpu_compile
+
+    gpu_compile.no_more_processes()  # the hook would refuse the compiler's process: the precompile's result stands
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
     (lab.teach.bench.main if "--bench" in rest[5:] else checker.main)(rest)

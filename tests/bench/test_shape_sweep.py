@@ -32,3 +32,48 @@ def test_ratios_geomean_and_verdicts():
     assert verdicts["geometric mean >= 1.0x torch over vecadd, matvec, softmax, quantize (auto)"] is True
     assert verdicts["matmul >= 0.85x cuBLAS at 4096^3 (auto)"] is True
     assert "MISSED" in S.render(rows) and "| 2x3 | b |" in S.render(rows)
+
+
+@pytest.fixture
+def sweep_cli(monkeypatch):
+    """``python -m lab.shape_sweep`` over two tiny vecadd shapes, run in the simulator as if on a GPU (it
+    refuses the simulator); ``cut``: sizes whose run raises, as a time limit stops a run mid-shape."""
+    import lab.core.device as device
+    import lab.core.runner as runner
+    import lab.core.session as session
+    from lab.cli import scripts
+
+    real_run, cut = runner.run, set()
+
+    def run(opts, backend):
+        if opts.size in cut:
+            raise RuntimeError(f"cut at {opts.size}")
+        return real_run(opts, "simulator")
+
+    monkeypatch.setattr(S, "SHAPES", {"vecadd": ["37", "41"]})
+    monkeypatch.setattr(session, "select", lambda *_: "gpu")
+    monkeypatch.setattr(device, "describe", lambda *_: {"name": "a test GPU"})
+    monkeypatch.setattr(runner, "run", run)
+    return scripts.shape_sweep, cut
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="tiny shapes: a simulator check of the plumbing")
+def test_a_cut_sweep_keeps_its_finished_rows(tmp_path, sweep_cli):
+    shape_sweep, cut = sweep_cli
+    cut.add("41")
+    out = tmp_path / "sweep.md"
+    with pytest.raises(RuntimeError, match="cut at 41"):
+        shape_sweep(["--kernels", "vecadd", "--repeats", "1", "--out", str(out)])
+    text = out.read_text()
+    assert "partial: 1 of 2 shapes done" in text and "| 37 |" in text and "| 41 |" not in text
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.md"]  # written atomically: no temporary left
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="tiny shapes: a simulator check of the plumbing")
+def test_a_whole_sweep_writes_the_table_it_prints(tmp_path, sweep_cli, capsys):
+    shape_sweep, _ = sweep_cli
+    out = tmp_path / "sweep.md"
+    assert shape_sweep(["--kernels", "vecadd", "--repeats", "1", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert text + "\n" == capsys.readouterr().out and "partial" not in text
+    assert text.startswith("- device: a test GPU; backend: gpu\n\n## Shape sweep") and "| 41 |" in text

@@ -162,11 +162,15 @@ def test_vector_routing_is_correct(size, rng, simulator, monkeypatch):
                                          ("tile64", {"bm": 32, "bn": 128}),
                                          ("wide_loads", {"tile": "32x32x32", "splits": 2}),
                                          ("warp_tiled", {"tile": "32x64x16"}),
+                                         ("warp_tiled", {"tile": "128x128x16-direct"}),
+                                         ("wide_loads", {"tile": "128x32x16", "splits": 2}),
                                          ("wide_loads", {"tile": "32x64x16", "splits": 3})])
 def test_tunable_parameters_stay_correct(rung, params, rng, simulator):
     spec = kernels.load("matmul")
     size = ((1, 45, 300) if rung == "vector" else (9, 40, 100) if rung == "split_k"
             else (20, 34, 140) if "splits" in params else (37, 45, 40))
+    if params.get("tile", "").startswith("128x"):  # a tile at most twice the output (tuned_gemm_config)
+        size = (70, size[1] if size[1] * 2 >= int(params["tile"].split("x")[1]) else 70, size[2])
     if not SIMULATOR:
         size = tuple(d * 7 + 3 for d in size)
     v = spec.variants[rung]
@@ -247,6 +251,9 @@ def test_shipped_tables_are_valid(path):
     assert tuning.validate(doc) is not None and doc["match"]
     for e in doc["entries"]:
         spec = kernels.load(e["kernel"])
+        if e["rung"] == tuning.HEURISTIC_RUNG:  # the heuristic won the class: nothing to configure
+            assert e["threads"] == 0 and not e["params"]
+            continue
         assert e["rung"] in spec.variants and set(e["params"]) <= set(spec.variants[e["rung"]].tunables)
 
 
@@ -267,3 +274,33 @@ def test_tune_on_the_gpu(cache):
     cfg = kernels.load("matmul").variants["auto"].launch((1, 4096, 4096), 256)
     assert "tuned (cache)" in cfg.note
     assert cfg.rung != "vector" or "matvec rung: M = 1" in cfg.note
+
+
+def test_a_class_the_heuristic_wins_keeps_the_heuristic(cache):
+    """winners(): the heuristic's per-shape choice competes as one configuration; where it is the
+    fastest over the class's shapes, the entry's rung is "heuristic" and auto says so."""
+    from lab.bench.tune import winners
+
+    def cand(rung, ms, **params):
+        return {"rung": rung, "threads": 64, "params": params, "status": "ok", "ms": ms}
+
+    def row(size, heur_ms, fixed_ms):  # the heuristic picks a different tile at each shape
+        heur = cand("wide_loads", heur_ms, tile=f"t{size[0]}")
+        cands = [dict(heur, heuristic=True), cand("small", fixed_ms)]
+        return {"size": list(size), "shape_class": tuning.shape_class(size), "candidates": cands, "heuristic": heur,
+                "winner": min(cands, key=lambda c: c["ms"])}
+
+    dev = ("NVIDIA H100 80GB HBM3", "9.0")
+    rows = [row((1024, 1024, 1024), 0.075, 0.089), row((777, 1333, 901), 0.078, 0.101)]
+    (entry,) = winners("matmul", rows, dev, "numba-cuda", False)
+    assert entry["rung"] == tuning.HEURISTIC_RUNG and entry["threads"] == 0 and entry["ms"] == 0.075
+    # a fixed configuration faster at both shapes wins the class as before
+    rows = [row((1024, 1024, 1024), 0.075, 0.070), row((777, 1333, 901), 0.078, 0.077)]
+    assert winners("matmul", rows, dev, "numba-cuda", False)[0]["rung"] == "small"
+    # auto reads such an entry as "use the heuristic", and says the class was tuned
+    (entry,) = winners("matmul", [row((24, 20, 18), 0.01, 0.02)], (tuning.device()[0], tuning.device()[1]),
+                       tuning.compiler(), SIMULATOR)
+    cache.write_text(json.dumps({"format": tuning.FORMAT, "format_version": tuning.FORMAT_VERSION, "entries": [entry]}))
+    tuning.forget()
+    note = kernels.load("matmul").variants["auto"].launch((24, 20, 18), 64).note
+    assert "tuned (cache) for class 2^5x2^4x2^4: the heuristic; heuristic: launch model" in note

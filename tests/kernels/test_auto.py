@@ -42,13 +42,20 @@ def test_auto_choices_and_explicit_threads(monkeypatch):
     assert sm.variants["auto"].launch((4, 1000000), 32).rung == "split_row"
     assert sm.variants["auto"].launch((8192, 8192), 32).block == (1024,)
     assert sm.variants["fused"].launch((8192, 8192), 64).block == (64,)  # honoured
-    assert mm.variants["auto"].launch((4096, 4096, 4096), 64).rung == "warp_tiled"
-    assert mm.variants["auto"].launch((1024, 1024, 1024), 64).rung == "small"
-    assert mm.variants["auto"].launch((512, 512, 512), 64).rung == "small"
-    assert mm.variants["auto"].launch((1500, 700, 2500), 64).rung == "small"  # 72 tiles of 128: half the SMs idle
-    assert mm.variants["auto"].launch((64, 64, 65536), 64).rung == "split_k"
-    assert mm.variants["auto"].launch((32, 4096, 4096), 64).rung == "split_k"
-    assert mm.variants["auto"].launch((3000, 3000, 40), 64).rung == "tile64"  # short K
+    # matmul's launch model (choose(): wave quantization over measured tiles, the H100's 132 SMs):
+    # the biggest tile where it fills the SMs, smaller tiles where a big one leaves SMs idle or
+    # gives some SMs an extra block, K split where M x N has too few tiles
+    def picked(size):
+        cfg = mm.variants["auto"].launch(size, 64)
+        assert cfg.rung == "wide_loads" and "launch model" in cfg.note
+        p = dict(cfg.params)
+        return p["tile"], p.get("splits", 1)
+    assert picked((4096, 4096, 4096)) == ("128x128x16", 1)
+    assert picked((1024, 1024, 1024)) == ("128x64x16", 1)  # 128 blocks: one an SM (128 x 128: 64)
+    assert picked((777, 1333, 901)) == ("32x64x16", 1)  # 128 x 64: 147 blocks, 15 SMs doing two
+    assert picked((64, 64, 65536))[1] > 1 and picked((256, 256, 8192))[1] > 1  # few tiles, long K: split
+    assert picked((2500, 17, 3000))[0] == "32x32x32"  # N = 17: the narrowest tile
+    assert picked((8192, 8192, 128)) == ("256x128x8", 1)  # 2,048 blocks of the biggest tile: no tail to speak of
     assert mv.variants["auto"].launch((4, 100000), 64).as_dict()["rung"] == "split_k"
     m1, n1 = mm.variants["auto"].launch((1, 4096, 4096), 64), mm.variants["auto"].launch((4096, 1, 4096), 64)
     assert m1.rung == n1.rung == "vector" and "heuristic" in m1.note

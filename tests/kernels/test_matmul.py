@@ -157,6 +157,65 @@ def test_matmul_split_k(size, rng, simulator, monkeypatch):
         check_rung("matmul", "split_k", (100, 90, 5001), 256, rng, simulator, np.float64)
 
 
+# The reduction launch alone: splits dealt out among 8 warps (fewer, one and more than 4 x 8 splits),
+# element counts that are not a multiple of the block's 32, poisoned C, the same bits on a second call.
+REDUCE = [(1, 3, 5), (2, 1, 1), (9, 7, 33), (37, 5, 13)] + ([] if SIMULATOR else [(64, 4096, 33), (8, 4096, 32),
+                                                                   (3, 1025, 1023)])
+
+
+@pytest.mark.parametrize("splits,m,n", REDUCE)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_split_k_reduce(splits, m, n, dtype, rng, simulator):
+    from kernels.compiler import cuda
+
+    W = rng.standard_normal((splits, m, n)).astype(dtype)
+    want = W.astype(np.float64).sum(axis=0)
+    dW = cuda.to_device(W.reshape(splits, m * n))
+    dC = cuda.to_device(np.full(m * n, np.nan, dtype))
+    reduce = MM.split_k_reduce_kernel[MM.reduce_launch(splits, m * n)]
+    reduce(dW, dC)
+    got = dC.copy_to_host().reshape(m, n)
+    eps = np.finfo(dtype).eps
+    assert np.all(np.abs(got - want) <= 4 * eps * splits * np.abs(W).sum(axis=0) + 1e-30)
+    reduce(dW, dC)
+    assert np.array_equal(dC.copy_to_host().reshape(m, n), got)  # a fixed order of additions: the same bits
+
+
+def test_split_k_reduce_loops_over_chunks(rng, simulator, monkeypatch):
+    """A grid smaller than the chunks (one block here): each block loops, barriers and all."""
+    monkeypatch.setattr(MM, "sm_count", lambda: 1)
+    monkeypatch.setattr(MM, "RED_THREADS_PER_SM", 256)
+    grid, block = MM.reduce_launch(11, 7 * 33)
+    assert grid == 1 and block == (32, 8)
+    test_split_k_reduce(11, 7, 33, np.float32, rng, simulator)
+
+
+VECTOR_SPLITS = [(1, 37, 50, 3), (3, 70, 41, 4)] + ([] if SIMULATOR else [(1, 4096, 4096, 4), (2, 1000, 3001, 7)])
+
+
+@pytest.mark.parametrize("m,n,k,splits", VECTOR_SPLITS)
+def test_vector_split_adds_its_partials_in_one_launch(m, n, k, splits, rng, simulator):
+    """The column kernel with K split: the last block of each column group adds the partials (its
+    counters back at zero after each call), so call after call on new inputs is right, and the same
+    inputs give the same bits."""
+    from kernels import matvec as MV
+    from kernels.compiler import cuda
+
+    dX, dB = cuda.device_array((m, k), np.float32), cuda.device_array((k, n), np.float32)
+    dY = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    fn = MV.columns_prepare(dX, dB, dY, 64 if SIMULATOR else 256, MM.blocks_for(k, splits))
+    for _ in range(3):
+        X, B = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        dX.copy_to_device(X)
+        dB.copy_to_device(B)
+        fn()
+        got = dY.copy_to_host()
+        want = X.astype(np.float64) @ B
+        assert np.all(np.abs(got - want) <= 8 * np.finfo(np.float32).eps * np.sqrt(k) * (np.abs(X) @ np.abs(B)))
+    fn()
+    assert np.array_equal(dY.copy_to_host(), got)
+
+
 SKINNY = [(5, 130, 70), (40, 33, 50)] if SIMULATOR else [(32, 4096, 4096), (1, 5000, 3001), (17, 1030, 2049),
                                                          (33, 300, 1000)]
 
@@ -166,6 +225,23 @@ def test_matmul_skinny_m(size, rng, simulator, monkeypatch):
     if SIMULATOR:
         monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # several K ranges at a tiny K
     check_rung("matmul", "skinny_m", size, 128, rng, simulator)
+
+
+def test_launch_model_reads_the_measured_tiles():
+    """wave_ms is the measured time at a measured (r, K), between them in between, in proportion past
+    r = 8; longer K and more blocks an SM never cost less; refused candidates have no estimate."""
+    for tile, rows in MM.RATES.items():
+        for r, times in rows.items():
+            for k, ms in zip(MM.RATE_KS, times):
+                assert MM.wave_ms(tile, r, k) == pytest.approx(ms)
+        for r in range(1, 20):
+            ks = [1, 32, 100, 256, 1000, 2048, 5000]
+            assert all(MM.wave_ms(tile, r, a) <= MM.wave_ms(tile, r, b) for a, b in zip(ks, ks[1:]))
+        assert MM.wave_ms(tile, 16, 256) == pytest.approx(2 * rows[8][1])
+    assert MM.reduce_ms(8, 1 << 20) > MM.reduce_ms(2, 1 << 20) > MM.REDUCE_MS
+    assert MM.model_ms((40, 40, 100), "128x128x16") is None  # a tile over twice the output
+    assert MM.model_ms((4096, 4096, 4096), "128x128x16", 4) is None  # the grid fills the SMs unsplit
+    assert MM.model_ms((64, 64, 65536), "32x32x32", 64) < MM.model_ms((64, 64, 65536), "32x32x32", 1)
 
 
 def test_split_k_and_tile64_launch_math():
@@ -262,6 +338,12 @@ def test_gemm_config_rules():
     odd = MM.GemmConfig(bm=64, bn=32, bk=8, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=128, pad=0, prefetch=False,
                         pairs=True, min_blocks=3)
     assert MM.GemmConfig.parse(odd.key) == odd
+    direct = MM.GEMM_TILES["128x128x16-direct"]
+    assert MM.GemmConfig.parse(direct.key) == direct and direct.key.endswith("_direct") and direct.key != cfg.key
+    assert d["staged"] and not direct.derived()["staged"]  # staged: the C tile goes out through shared memory
+    # a sub-tile a warp must fit: the 256 x 128 tile's A buffer grows to hold 8 warps' 64 x 16 stages
+    big = MM.GEMM_TILES["256x128x8"].derived()
+    assert big["staged"] and big["a_words"] == 8 * 64 * 16 > 2 * 8 * (256 + 4)
     assert MM.WARP_TILED_F64.derived(8)["smem"] <= MM.GEMM_SMEM_LIMIT
     for c in MM.SMALL_CONFIGS:
         c.derived(8)  # the small tiles fit in float64 too

@@ -93,25 +93,94 @@ def test_skipped_compile_is_one_note(tmp_path, monkeypatch):
     assert len(notes) == 1 and "GPU compile check was skipped" in notes[0] and "pip install" in notes[0]
 
 
-def test_a_failed_compile_process_is_not_started_again(tmp_path, monkeypatch):
-    """A contained grader's child compiles before its audit hook, which refuses processes; when that
-    compile could not run (H100, 2026-11-23: every submission was failed "tried to start a process"),
-    the checker's second check must take the first's answer, not start the compiler again."""
+@pytest.fixture
+def fresh_compile_cache(tmp_path, monkeypatch):
+    """gpu_compile with an empty memo, its disk cache under tmp_path, and ``starts``: the compile
+    processes started (the compile step is faked: ``answers`` pops what each process says)."""
     import subprocess
 
-    starts = []
+    monkeypatch.setattr(gpu_compile, "_MEMO", {})
+    monkeypatch.setattr(gpu_compile, "_TRANSIENT", {})
+    monkeypatch.setattr(gpu_compile, "_NO_PROCESS", [])
+    monkeypatch.setattr(gpu_compile, "_cache_file", lambda key: str(tmp_path / "cache" / f"{key}.json"))
+    starts, answers = [], []
 
-    def broken_run(*args, **kwargs):
+    def fake_run(args, **kwargs):
         starts.append(args)
-        return subprocess.CompletedProcess(args, 1, stdout="", stderr="Traceback ...\nOSError: cannot load nvvm\n")
+        answer = answers.pop(0)
+        if isinstance(answer, BaseException):
+            raise answer
+        if isinstance(answer, str):  # the process died: no result line, this on stderr
+            return subprocess.CompletedProcess(args, -9, stdout="", stderr=answer)
+        return subprocess.CompletedProcess(args, 0, stdout="\n" + json.dumps(answer) + "\n", stderr="")
 
-    monkeypatch.setattr(gpu_compile.subprocess, "run", broken_run)
+    monkeypatch.setattr(gpu_compile.subprocess, "run", fake_run)
     path = tmp_path / "vecadd.py"
     path.write_text(exercises.load("vecadd").solution.read_text())
-    sigs = [["array", "<f4", 1, "C"]]
-    first = gpu_compile.check(str(path), "vecadd_kernel", sigs)
-    second = gpu_compile.check(str(path), "vecadd_kernel", sigs)
+    return str(path), starts, answers
+
+
+SIGS = [["array", "<f4", 1, "C"]]
+
+
+def test_a_compile_that_could_not_run_is_tried_again(fresh_compile_cache):
+    """A killed compile process, a timeout or a toolchain that could not load (out of memory, no NVVM) is
+    no verdict on the student's code: the next check compiles again, and its verdict is then kept."""
+    import subprocess
+
+    path, starts, answers = fresh_compile_cache
+    answers += ["Traceback ...\nMemoryError\n", subprocess.TimeoutExpired("python", 50),
+                [{"skipped": "the compiler could not run (NvvmSupportError: libNVVM cannot be found)"}],
+                [{"ok": True}]]
+    first = gpu_compile.check(path, "vecadd_kernel", SIGS)
+    assert "MemoryError" in first["skipped"] and len(starts) == 1
+    assert "longer than 50 s" in gpu_compile.check(path, "vecadd_kernel", SIGS)["skipped"] and len(starts) == 2
+    assert "NvvmSupportError" in gpu_compile.check(path, "vecadd_kernel", SIGS)["skipped"] and len(starts) == 3
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4  # kept
+    gpu_compile._MEMO.clear()
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4  # on disk
+
+
+def test_a_compile_error_is_kept(fresh_compile_cache):
+    """The compiler's error in the student's code is a verdict: the same file is not compiled again."""
+    path, starts, answers = fresh_compile_cache
+    error = {"ok": False, "message": "np.dot is not supported in a CUDA kernel", "line": 5}
+    answers.append([error])
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == error
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == error and len(starts) == 1
+
+
+def test_a_failed_compile_process_is_not_started_again_in_the_sandbox(fresh_compile_cache):
+    """A contained grader's child compiles before its audit hook, which refuses processes; when that
+    compile could not run (H100, 2026-11-23: every submission was failed "tried to start a process"),
+    the checker's second check, after ``no_more_processes``, must take the first's answer, not start
+    the compiler again; a check it has no answer for is skipped."""
+    path, starts, answers = fresh_compile_cache
+    answers.append("Traceback ...\nOSError: cannot load nvvm\n")
+    first = gpu_compile.check(path, "vecadd_kernel", SIGS)
+    gpu_compile.no_more_processes()
+    second = gpu_compile.check(path, "vecadd_kernel", SIGS)
     assert first == second and "cannot load nvvm" in first["skipped"] and len(starts) == 1
+    other = gpu_compile.check(path, "vecadd_kernel", [["array", "<f8", 1, "C"]])
+    assert "audit hook" in other["skipped"] and len(starts) == 1
+
+
+def test_toolchain_errors_are_not_the_students():
+    """compile_here's split: the toolchain failing (no NVVM: an ImportError; out of memory; an OSError,
+    also as the cause of another error) is no verdict; a typing error is the student's."""
+    from numba.core.errors import TypingError
+
+    assert gpu_compile._environment_error(ImportError("libNVVM cannot be found"))
+    assert gpu_compile._environment_error(MemoryError())
+    try:
+        try:
+            raise OSError(12, "Cannot allocate memory")
+        except OSError as e:
+            raise RuntimeError("NVVM failed") from e
+    except RuntimeError as wrapped:
+        assert gpu_compile._environment_error(wrapped)
+    assert not gpu_compile._environment_error(TypingError("No implementation of function dot"))
 
 
 def test_compile_error_names_the_students_line(tmp_path):

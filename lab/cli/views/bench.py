@@ -217,6 +217,7 @@ def tune_table(doc: dict, console=None, wide: bool = False) -> list:
     (each reason once), as renderables."""
     from rich.markup import escape
 
+    from kernels.spec import plural
     from lab.cli.views.report import sig
     from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
 
@@ -248,6 +249,10 @@ def tune_table(doc: dict, console=None, wide: bool = False) -> list:
     lines = [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
     lines.append(f"{len(doc['entries'])} shape classes tuned in {doc['elapsed_s']:.1f} s of a "
                  f"{doc['budget_s']:g} s budget" + (f"; written to {doc['cache_path']}" if doc["cache_path"] and doc["entries"] else ""))
+    kept = sorted(e["shape_class"] for e in doc["entries"] if e["rung"] == "heuristic")
+    if kept:
+        lines.append(f"the heuristic's own per-shape choice won {plural(len(kept), 'class', 'classes')} "
+                     f"({', '.join(kept)}): auto keeps choosing there")
     seen = []
     for r in doc["shapes"]:
         for c in r["candidates"]:

@@ -1,0 +1,97 @@
+"""Benchmark (not a test): the measurements behind matmul's launch model (``kernels.matmul.RATES``).
+
+For each block tile of the gemm rungs (``GEMM_TILES``, read as float64 pairs where K and N are even,
+as the wide_loads rung) and each r = 1, 2, 3, 4, 6, 8 blocks an SM, a grid of exactly r x SMs
+tiles (M = 12 r bm... see ``grid_shape``) at K = 32, 256 and 2048 is timed with the lab's timer
+(CUDA events, L2 flushed before each call, medians) after one call (at the
+shortest K checked: max |error| against a float64 product, printed). Then the split-K reduction launch at a few (splits, M, N).
+
+    python scripts/gemm_rates.py [--out rates.json] [--tiles 128x64x16,32x32x32]
+
+Output: one line a measurement (tile, r, K, ms, us a round of r blocks) and, with --out, a JSON file
+whose "tiles" table is {tile: {r: [[K, ms], ...]}} and "reduce" [[splits, elements, ms], ...].
+Runs in about two minutes on an H100 (one compile a tile).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import numpy as np  # noqa: E402
+
+TILES = ("128x128x16", "128x128x8", "256x128x8", "128x64x16", "128x32x16", "64x64x16", "32x64x16", "32x32x32")
+PER_SM = (1, 2, 3, 4, 6, 8)
+KS = (32, 256, 2048)
+REDUCE = ((2, 4096), (8, 131072), (16, 65536), (64, 4096), (64, 16384), (32, 65536), (4, 1048576), (16, 1048576))
+
+
+def grid_shape(tile: str, per_sm: int, sms: int) -> tuple[int, int]:
+    """(M, N): exactly per_sm x sms tiles of ``tile``, as close to square a grid as whole rows allow."""
+    bm, bn, _ = (int(x) for x in tile.split("x"))
+    tiles = per_sm * sms
+    rows = max(d for d in range(1, int(tiles ** 0.5) + 1) if tiles % d == 0)
+    return bm * rows, bn * (tiles // rows)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=None, help="write the measurements as JSON here")
+    ap.add_argument("--tiles", default=",".join(TILES), help="comma-separated GEMM_TILES names ('' for none: "
+                    "only the reduction)")
+    args = ap.parse_args()
+    tiles = [t for t in args.tiles.split(",") if t]
+    from kernels import matmul as MM
+    from kernels.compiler import SIMULATOR, cuda
+    from lab.core.files import write_atomic
+    from lab.core.timing import Timer
+
+    if SIMULATOR:
+        sys.exit("gemm_rates.py needs a GPU")
+    sms = MM.sm_count()
+    rng = np.random.default_rng(0)
+    out = {"device": cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes)
+           else str(cuda.get_current_device().name), "sms": sms, "tiles": {}, "reduce": []}
+
+    def timed(fn) -> float:
+        return Timer(fn, "device", sync=cuda.synchronize).measure(repeats=15).median_ms
+
+    for tile in tiles:
+        cfg = MM.GEMM_TILES[tile].replace(pairs=True)
+        out["tiles"][tile] = {}
+        for per_sm in PER_SM:
+            m, n = grid_shape(tile, per_sm, sms)
+            rows = []
+            for k in KS:
+                A = rng.standard_normal((m, k)).astype(np.float32)
+                B = rng.standard_normal((k, n)).astype(np.float32)
+                dA, dB = cuda.to_device(A), cuda.to_device(B)
+                dC = cuda.device_array((m, n), np.float32)
+                fn = MM.gemm_prepare_config(cfg, (dA, dB), (dC,))
+                fn()
+                cuda.synchronize()
+                err = float(np.abs(dC.copy_to_host() - A.astype(np.float64) @ B).max()) if k == KS[0] else float("nan")
+                ms = timed(fn)
+                rows.append([k, ms])
+                print(f"{tile:>11} r={per_sm} {m}x{n}x{k}: {ms:.4f} ms (max err {err:.1e})", flush=True)
+            out["tiles"][tile][str(per_sm)] = rows
+    for splits, elems in REDUCE:
+        n = min(elems, 4096)
+        m = elems // n
+        W = cuda.to_device(rng.standard_normal((splits, m * n)).astype(np.float32))
+        C = cuda.device_array(m * n, np.float32)
+        launch = MM.split_k_reduce_kernel[MM.reduce_launch(splits, m * n)]
+        ms = timed(lambda: launch(W, C))
+        out["reduce"].append([splits, m * n, ms])
+        print(f"reduce {splits} x {m}x{n}: {ms:.4f} ms", flush=True)
+    if args.out:
+        write_atomic(args.out, json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
