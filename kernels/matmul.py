@@ -1120,7 +1120,9 @@ def gemm_kernel(key: str):
     in each of its WMITER x WNITER sub-tiles, lane l owns tm rows from (l // tcols) * tm and tn
     columns from (l % tcols) * tn. Rows and columns past an edge of A or B load the last one (clamped:
     the sums they feed are never stored), so edge blocks run the interior's loads; only a slab that
-    crosses the end of the K range tests, reading 0 past it. Stores are guarded. ValueError (from
+    crosses the end of the K range tests, reading 0 past it. Stores are guarded; where
+    ``GemmConfig.derived()["staged"]``, they go through shared memory (each warp's sub-tile, then 32
+    consecutive words of a row a store instruction: whole 32-byte sectors). ValueError (from
     GemmConfig.derived) for a config that does not fit together.
     """
     built = _GEMM_BUILDS.get(key)

@@ -1,15 +1,16 @@
 """Benchmark (not a test): the measurements behind matmul's launch model (``kernels.matmul.RATES``).
 
-For each block tile of the gemm rungs (``GEMM_TILES``, read as float64 pairs where K and N are even,
-as the wide_loads rung) and each r = 1, 2, 3, 4, 6, 8 blocks an SM, a grid of exactly r x SMs
-tiles (M = 12 r bm... see ``grid_shape``) at K = 32, 256 and 2048 is timed with the lab's timer
-(CUDA events, L2 flushed before each call, medians) after one call (at the
-shortest K checked: max |error| against a float64 product, printed). Then the split-K reduction launch at a few (splits, M, N).
+For each block tile of ``kernels.matmul.RATES`` (``GEMM_TILES`` builds, read as float64 pairs, as
+the wide_loads rung) and each r = 1, 2, 3, 4, 6, 8 blocks an SM, a grid of exactly r x SMs tiles
+(:func:`grid_shape`: as square as whole rows allow) at K = 32, 256 and 2048 is timed with the
+lab's timer (CUDA events, L2 flushed before each call, medians) after one call (at the shortest K
+checked: max |error| against a float64 product, printed). Then the split-K reduction launch at a few
+(splits, elements).
 
     python scripts/gemm_rates.py [--out rates.json] [--tiles 128x64x16,32x32x32]
 
-Output: one line a measurement (tile, r, K, ms, us a round of r blocks) and, with --out, a JSON file
-whose "tiles" table is {tile: {r: [[K, ms], ...]}} and "reduce" [[splits, elements, ms], ...].
+Output: a line a measurement (tile, r, MxNxK, ms, max error) and, with --out, a JSON file whose
+"tiles" table is {tile: {r: [[K, ms], ...]}} and "reduce" [[splits, elements, ms], ...].
 Runs in about two minutes on an H100 (one compile a tile).
 """
 from __future__ import annotations
@@ -25,7 +26,6 @@ if ROOT not in sys.path:
 
 import numpy as np  # noqa: E402
 
-TILES = ("128x128x16", "128x128x8", "256x128x8", "128x64x16", "128x32x16", "64x64x16", "32x64x16", "32x32x32")
 PER_SM = (1, 2, 3, 4, 6, 8)
 KS = (32, 256, 2048)
 REDUCE = ((2, 4096), (8, 131072), (16, 65536), (64, 4096), (64, 16384), (32, 65536), (4, 1048576), (16, 1048576))
@@ -42,10 +42,9 @@ def grid_shape(tile: str, per_sm: int, sms: int) -> tuple[int, int]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=None, help="write the measurements as JSON here")
-    ap.add_argument("--tiles", default=",".join(TILES), help="comma-separated GEMM_TILES names ('' for none: "
-                    "only the reduction)")
+    ap.add_argument("--tiles", default=None, help="comma-separated GEMM_TILES names (default: RATES' tiles; '' "
+                    "for none: only the reduction)")
     args = ap.parse_args()
-    tiles = [t for t in args.tiles.split(",") if t]
     from kernels import matmul as MM
     from kernels.compiler import SIMULATOR, cuda
     from lab.core.files import write_atomic
@@ -53,6 +52,7 @@ def main() -> None:
 
     if SIMULATOR:
         sys.exit("gemm_rates.py needs a GPU")
+    tiles = list(MM.RATES) if args.tiles is None else [t for t in args.tiles.split(",") if t]
     sms = MM.sm_count()
     rng = np.random.default_rng(0)
     out = {"device": cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes)
