@@ -30,7 +30,10 @@ badly (tile64: mid sizes, split_k: long K, skinny_m: M <= 32) and ``vector`` for
 which are matrix-vector products (bound by reading B or A once, not by FMAs). The compile-time
 sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab, launch bounds,
 split-K factor); ``auto`` runs the tuned configuration of the shape's class when one is cached for
-this GPU (kernels/tuning.py), else :func:`choose`.
+this GPU (kernels/tuning.py), else :func:`choose`: a launch model, like cuBLAS's heuristics, that
+estimates each block tile and split-K factor from the tiles' measured times (:data:`RATES`) and the
+waves of blocks the SMs run, so 1024^3 gets 128 x 64 tiles (one block an SM) and 777 x 1333 x 901
+gets 32 x 64 (525 blocks; 128 x 64 would leave 15 SMs two blocks and the rest one).
 
 What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters matmul --size 4096``, float32,
 one call each; A and B are 64 MB each, past the 50 MB L2): global load requests naive 4.29e9, shared
