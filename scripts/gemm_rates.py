@@ -53,6 +53,9 @@ def main() -> None:
     if SIMULATOR:
         sys.exit("gemm_rates.py needs a GPU")
     tiles = list(MM.RATES) if args.tiles is None else [t for t in args.tiles.split(",") if t]
+    if set(tiles) - set(MM.GEMM_TILES):
+        ap.error(f"--tiles: {', '.join(sorted(set(tiles) - set(MM.GEMM_TILES)))} not in GEMM_TILES "
+                 f"({', '.join(MM.GEMM_TILES)})")
     sms = MM.sm_count()
     rng = np.random.default_rng(0)
     out = {"device": cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes)

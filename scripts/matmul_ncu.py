@@ -22,15 +22,25 @@ if ROOT not in sys.path:
 
 
 def main() -> None:
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
-        sys.exit(__doc__)
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return
+    if len(sys.argv) != 2:
+        print("error: one argument, the shapes (MxNxK or N, comma-separated); --help for more", file=sys.stderr)
+        sys.exit(2)
+    try:
+        shapes = [tuple(int(x) for x in s.split("x")) * (3 if "x" not in s else 1) for s in sys.argv[1].split(",")]
+        if any(len(s) != 3 or min(s) < 1 for s in shapes):
+            raise ValueError
+    except ValueError:
+        print(f"error: shapes are MxNxK or N, comma-separated, each at least 1 (got {sys.argv[1]!r})", file=sys.stderr)
+        sys.exit(2)
     import torch
     from numba import cuda
 
     import kernels.matmul as MM
 
     torch.backends.cuda.matmul.allow_tf32 = False
-    shapes = [tuple(int(x) for x in s.split("x")) * (3 if "x" not in s else 1) for s in sys.argv[1].split(",")]
     auto = MM.SPEC.variants["auto"]
     runs = []
     for size in shapes:
