@@ -110,13 +110,15 @@ def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, c
 
 @exercise.command("hint")
 @click.argument("name")
+@click.argument("number", required=False, type=int)
 @DIR
-def exercise_hint(name, directory):
-    """Show NAME's next hint (remembered in the workspace)."""
+def exercise_hint(name, number, directory):
+    """Show NAME's next hint (remembered in the workspace), or hint NUMBER (the same one every time;
+    the next hint then comes after it)."""
     from lab.teach import workspace as E
     from lab.cli.views import exercise as V
 
-    V.print_hint(name, *E.hint(name, directory))
+    V.print_hint(name, *E.hint(name, directory, number))
 
 
 @exercise.command("solution")
@@ -146,9 +148,11 @@ def exercise_new(name, title):
 @click.argument("names", nargs=-1, metavar="[NAME]...")
 @click.option("--out", "out", default="lab-notebooks", show_default=True, callback=O._not_empty,
               help="Folder for the notebooks (made when missing; its parent must exist).")
-def exercise_notebook(names, out):
+@click.option("--force", is_flag=True, help="Overwrite notebooks you edited too (default: keep them).")
+def exercise_notebook(names, out, force):
     """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
-    the scaffold in a %%exercise cell, hints, solution, and what the hardware did."""
+    the scaffold in a %%exercise cell, hints, solution, and what the hardware did. A notebook whose
+    cells you edited (or a file the lab did not generate) is kept, one line each, unless --force."""
     import os
 
     from lab.core.errors import LabError
@@ -175,6 +179,13 @@ def exercise_notebook(names, out):
     for p in paths:
         check_writable(p, "notebook")
     texts = [N.text(n) for n in chosen]  # built (and validated) before the first file is written
-    for n, p, t in zip(chosen, paths, texts):
-        write_atomic(p, t, "notebook")
-        click.echo(f"wrote {p}")
+    states = [N.state(n, p) for n, p in zip(chosen, paths)]
+    for p, t, st in zip(paths, texts, states):
+        if st == N.SAME:
+            click.echo(f"up to date {p}")
+        elif st in (N.EDITED, N.FOREIGN) and not force:
+            why = "you edited it" if st == N.EDITED else "the lab did not generate it"
+            click.echo(f"kept {p}: {why} (--force overwrites it)")
+        else:
+            write_atomic(p, t, "notebook")
+            click.echo(f"wrote {p}")

@@ -6,11 +6,16 @@
         check NAME`` checks; the file it replaces is kept as DIR/NAME.py~) and NAME's hidden tests run on
         it in a child process; PASS/FAIL per test inline, with the CLI's messages; the status is
         recorded in the workspace (default ./lab-exercises, or $LAB_EXERCISES_DIR).
-    %exercise_hint NAME [--dir DIR]        the next hint (remembered in the workspace)
+    %exercise_hint NAME [K] [--dir DIR]    hint K (the same one at every run of the cell), or without
+        K the next hint; remembered in the workspace as ``lab exercise hint NAME [K]``
     %exercise_solution NAME [--yes]        the reference solution, after a question (--yes: none)
 
-A :class:`lab.core.errors.LabError` raised in any cell (a bad argument of ``lab.run`` ...) shows as
-its one line, ``error: ...``, as in the shell, instead of a traceback.
+A FAIL does not raise: the verdict is the cell's output (and the workspace's status), so a notebook
+runs on to its end (``jupyter execute``, nbclient). Nothing blocks an unattended run either: where
+the front end has no input box to ask in, ``%exercise_solution NAME`` shows one line saying how to
+see it (``--yes``) instead of the solution, and does not raise. A :class:`lab.core.errors.LabError`
+raised in any cell (a bad argument of ``lab.run`` ...) shows as its one line, ``error: ...``, as in
+the shell, instead of a traceback.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ def _exercise_line(**kw):
 
 @click.command("%exercise_hint")
 @click.argument("name")
+@click.argument("number", required=False, type=int)
 @DIR
 def _hint_line(**kw):
     """The %exercise_hint line."""
@@ -151,20 +157,32 @@ def _write_cell(path, cell: str) -> None:
 
 
 def exercise_hint(line: str):
-    """``%exercise_hint NAME``: the next hint, as ``lab exercise hint NAME``."""
+    """``%exercise_hint NAME [K]``: hint K (the same one each time the cell runs; remembered as
+    shown), or the next hint, as ``lab exercise hint NAME [K]``; then the line for the next one."""
     from lab.cli.api import Result
     from lab.cli.views import exercise as V
     from lab.teach import workspace as E
 
     p = _parse(_hint_line, line)
-    hint = E.hint(p["name"], p["directory"])
-    return Result("exercise-hint", {"exercise": p["name"], "hint": hint[0], "of": hint[1], "text": hint[2]},
-                  lambda out: V.print_hint(p["name"], *hint, out=out))
+    name = p["name"]
+    hint = E.hint(name, p["directory"], p["number"])
+    k, n = hint[0], hint[1]
+    where = f" --dir {shlex.quote(p['directory'])}" if p["directory"] else ""
+
+    def render(out):
+        V.print_hint(name, *hint, out=out)
+        if hint[3] and k < n:
+            out.print(f"[dim]Hint {k + 1}: %exercise_hint {name} {k + 1}{where}[/]")
+        elif hint[3]:
+            out.print(f"[dim]That was the last hint; the reference solution: %exercise_solution {name}[/]")
+    return Result("exercise-hint", {"exercise": name, "hint": k, "of": n, "text": hint[2]}, render)
 
 
 def exercise_solution(line: str, ask=input):
     """``%exercise_solution NAME [--yes]``: the reference solution after the CLI's question (``ask``:
-    the notebook's input()); without an input box (an executed notebook), LabError naming --yes."""
+    the notebook's input()). Where there is no input box to ask in (an unattended run: ``jupyter
+    execute``, nbclient, papermill), the solution is not shown and nothing raises: one line says
+    so and names ``--yes``, so that the run goes on and no solution lands in its outputs unasked."""
     from lab.teach import workspace as E
 
     p = _parse(_solution_line, line)
@@ -176,7 +194,9 @@ def exercise_solution(line: str, ask=input):
         except Exception as e:  # StdinNotImplementedError: this front end has no input box
             if type(e).__name__ != "StdinNotImplementedError" and not isinstance(e, EOFError):
                 raise
-            raise LabError(f"cannot ask here whether to show the solution: use %exercise_solution {name} --yes") from None
+            print(f"not shown: no input box here to ask first (an unattended run?); "
+                  f"%exercise_solution {name} --yes shows it")
+            return None
         if answer.strip().lower() not in ("y", "yes"):
             print("aborted")
             return None

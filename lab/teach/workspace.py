@@ -107,19 +107,22 @@ def start(name: str, directory=None) -> tuple[Path, bool]:
     return dest, kept
 
 
-def hint(name: str, directory=None) -> tuple[int, int, str, bool]:
+def hint(name: str, directory=None, number: int | None = None) -> tuple[int, int, str, bool]:
     """The next hint (remembered in the workspace): (number, of how many, text, new). Once every
     hint was shown, ``new`` is False and the last one comes back (for the view to say there are
-    no more)."""
+    no more). ``number`` (1..len(hints)): that hint, every time (``new`` True), remembered as shown
+    (the next hint after it comes next); LabError naming the range when there is no such hint."""
     ex = get(name)
     ws = workspace(directory)
     state = _state(ws)
     shown = state["hints"].get(name, 0)
-    k = min(shown + 1, len(ex.hints))
-    state["hints"][name] = k
-    if k != shown:
+    if number is not None and not 1 <= number <= len(ex.hints):
+        raise LabError(f"hint {number} of {name}: there is no such hint; choose 1 to {len(ex.hints)}")
+    k = number if number is not None else min(shown + 1, len(ex.hints))
+    state["hints"][name] = max(k, shown)
+    if k > shown:
         _save(ws, state)
-    return k, len(ex.hints), ex.hints[k - 1], k > shown
+    return k, len(ex.hints), ex.hints[k - 1], number is not None or k > shown
 
 
 def solution(name: str) -> str:
