@@ -204,7 +204,7 @@ def test_exercise_solution_asks_first_and_never_blocks_an_unattended_run(capsys)
     class StdinNotImplementedError(Exception):
         pass
 
-    for no_box in (EOFError(), StdinNotImplementedError("raw_input was called, but this frontend does not support input")):
+    for no_box in (EOFError(), StdinNotImplementedError("raw_input was called, but this frontend does not support")):
         assert magics.exercise_solution("vecadd", ask=lambda prompt: (_ for _ in ()).throw(no_box)) is None
         out = capsys.readouterr().out
         assert out.startswith("not shown: no input box") and "%exercise_solution vecadd --yes" in out
@@ -257,7 +257,8 @@ def test_exercise_notebook_writes_one_valid_notebook_each_from_the_metadata(tmp_
     assert ex.title in by_tag["title"].source and ex.statement in by_tag["statement"].source
     assert "%load_ext lab" in by_tag["setup"].source and 'pip", "install' in by_tag["setup"].source
     assert by_tag["exercise"].source == "%%exercise vecadd\n" + ex.scaffold.read_text().rstrip()
-    assert by_tag["hint"].source == "%exercise_hint vecadd 1" and by_tag["solution"].source == "%exercise_solution vecadd"
+    assert by_tag["hint"].source == "%exercise_hint vecadd 1"
+    assert by_tag["solution"].source == "%exercise_solution vecadd"
     hardware = by_tag["hardware"].source  # shown, or one line saying why not: never stops a run
     assert 'display(lab.counters("vecadd"))' in hardware and "except lab.LabError as e:" in hardware
     before = (out / "vecadd.ipynb").read_bytes()
@@ -407,7 +408,8 @@ def test_generated_notebook_runs_in_a_jupyter_kernel(tmp_path):
     assert any("image/png" in o.get("data", {}) for o in cells["exercise"].outputs)  # the map of who wrote what
     assert "hidden tests on the CUDA simulator" in scaffold and "not yet" in scaffold
     hints = exercises.load("vecadd").hints
-    assert f"Hint 1/{len(hints)} for vecadd" in text_of(cells["hint"]) and "%exercise_hint vecadd 2" in text_of(cells["hint"])
+    hint = text_of(cells["hint"])
+    assert f"Hint 1/{len(hints)} for vecadd" in hint and "%exercise_hint vecadd 2" in hint
     assert text_of(cells["hint-again"]) == text_of(cells["hint"])  # the same cell again: the same hint
     shown = text_of(cells["solution"])
     assert "not shown: no input box" in shown and "%exercise_solution vecadd --yes" in shown
