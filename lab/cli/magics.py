@@ -19,6 +19,7 @@ the shell, instead of a traceback.
 """
 from __future__ import annotations
 
+import builtins
 import contextlib
 import inspect
 import os
@@ -178,11 +179,12 @@ def exercise_hint(line: str):
     return Result("exercise-hint", {"exercise": name, "hint": k, "of": n, "text": hint[2]}, render)
 
 
-def exercise_solution(line: str, ask=input):
+def exercise_solution(line: str, ask=None):
     """``%exercise_solution NAME [--yes]``: the reference solution after the CLI's question (``ask``:
-    the notebook's input()). Where there is no input box to ask in (an unattended run: ``jupyter
-    execute``, nbclient, papermill), the solution is not shown and nothing raises: one line says
-    so and names ``--yes``, so that the run goes on and no solution lands in its outputs unasked."""
+    default the notebook's input(), looked up at the call: ipykernel swaps it in for each cell).
+    Where there is no input box to ask in (an unattended run: ``jupyter execute``, nbclient,
+    papermill), the solution is not shown and nothing raises: one line says so and names ``--yes``,
+    so that the run goes on and no solution lands in its outputs unasked."""
     from lab.teach import workspace as E
 
     p = _parse(_solution_line, line)
@@ -190,7 +192,7 @@ def exercise_solution(line: str, ask=input):
     E.get(name)
     if not p["yes"]:
         try:
-            answer = ask(f"Show the reference solution of {name}? [y/N]: ")
+            answer = (ask or builtins.input)(f"Show the reference solution of {name}? [y/N]: ")
         except Exception as e:  # StdinNotImplementedError: this front end has no input box
             if type(e).__name__ != "StdinNotImplementedError" and not isinstance(e, EOFError):
                 raise

@@ -324,6 +324,15 @@ def execute(nb, tmp_path, env: dict, timeout: int = 120):
     the run (nbclient's CellExecutionError), except in a cell tagged ``raises-exception``; errors
     stay in the outputs."""
     nbclient = pytest.importorskip("nbclient")
+    client = nbclient.NotebookClient(nb, km=kernel_manager(tmp_path, env), timeout=timeout, allow_errors=False,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()
+    return nb
+
+
+def kernel_manager(tmp_path, env: dict):
+    """A KernelManager of a fresh ipykernel of this Python (a kernelspec written under tmp_path, the
+    worktree first on PYTHONPATH, ``env`` added)."""
     pytest.importorskip("ipykernel")
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -335,11 +344,49 @@ def execute(nb, tmp_path, env: dict, timeout: int = 120):
         "display_name": "lab test", "language": "python",
         "env": {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]), "COLUMNS": "80",
                 "MPLBACKEND": "module://matplotlib_inline.backend_inline", **env}}))
-    km = KernelManager(kernel_name="lab-test", kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
-    client = nbclient.NotebookClient(nb, km=km, timeout=timeout, allow_errors=False,
-                                     resources={"metadata": {"path": str(tmp_path)}})
-    client.execute()
-    return nb
+    return KernelManager(kernel_name="lab-test",
+                         kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(tmp_path / "kernels")]))
+
+
+def test_solution_cell_asks_in_a_front_end_with_an_input_box(tmp_path):
+    """In a real kernel whose front end answers input requests (JupyterLab, Colab, VS Code), the
+    generated solution cell asks first: "n" shows nothing, "y" the solution; the same cell without an
+    input box (allow_stdin off, as nbclient) says how to see it, without raising."""
+    from lab.teach.notebooks import build
+
+    (setup,) = [c.source for c in build("vecadd").cells if c.metadata["lab"] == "setup"]
+    (cell,) = [c.source for c in build("vecadd").cells if c.metadata["lab"] == "solution"]
+    km = kernel_manager(tmp_path, {"NUMBA_ENABLE_CUDASIM": "1", "LAB_EXERCISES_DIR": str(tmp_path / "ws")})
+    km.start_kernel(cwd=str(tmp_path))
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+
+        def run(source, answer=None):
+            shown, asked = [], []
+
+            def stdin_hook(msg):
+                asked.append(msg["content"]["prompt"])
+                kc.input(answer)
+
+            def output_hook(msg):
+                c = msg["content"]
+                shown.append(c.get("text") or c.get("evalue") or "")
+            reply = kc.execute_interactive(source, allow_stdin=answer is not None, stdin_hook=stdin_hook,
+                                           output_hook=output_hook, timeout=60)
+            return reply["content"]["status"], asked, "".join(shown)
+
+        assert run(setup)[0] == "ok"
+        status, asked, shown = run(cell, "n")
+        assert status == "ok" and asked == ["Show the reference solution of vecadd? [y/N]: "] and shown == "aborted\n"
+        status, asked, shown = run(cell, "y")
+        assert status == "ok" and len(asked) == 1 and "def vecadd_kernel" in shown
+        status, asked, shown = run(cell)
+        assert status == "ok" and not asked and shown.startswith("not shown: no input box") and "def " not in shown
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
 
 
 def text_of(cell) -> str:
