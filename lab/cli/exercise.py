@@ -183,8 +183,9 @@ def exercise_notebook(names, out, force):
     for p, t, st in zip(paths, texts, states):
         if st == N.SAME:
             click.echo(f"up to date {p}")
-        elif st in (N.EDITED, N.FOREIGN) and not force:
-            why = "you edited it" if st == N.EDITED else "the lab did not generate it"
+        elif st in (N.EDITED, N.DIFFERS, N.FOREIGN) and not force:
+            why = {N.EDITED: "you edited it", N.DIFFERS: "maybe edited: it differs from the generated one",
+                   N.FOREIGN: "the lab did not generate it"}[st]
             click.echo(f"kept {p}: {why} (--force overwrites it)")
         else:
             write_atomic(p, t, "notebook")

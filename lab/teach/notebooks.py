@@ -120,7 +120,7 @@ def cells_sha256(cells) -> str:
     return hashlib.sha256(json.dumps(sources).encode()).hexdigest()
 
 
-NEW, SAME, GENERATED, EDITED, FOREIGN = "new", "same", "generated", "edited", "foreign"
+NEW, SAME, GENERATED, EDITED, DIFFERS, FOREIGN = "new", "same", "generated", "edited", "differs", "foreign"
 
 
 def state(name: str, path) -> str:
@@ -129,7 +129,8 @@ def state(name: str, path) -> str:
     cell edited since, whatever its outputs: safe to regenerate), ``"edited"`` (a cell changed,
     added or removed since it was generated), ``"foreign"`` (not a notebook the lab generated for
     ``name``: not nbformat JSON, or another exercise's). A notebook without the sources' hash (an
-    older lab's) counts as generated only when its cells are the ones generated now."""
+    older lab's) is ``"generated"`` when its cells are the ones generated now, else ``"differs"``
+    (edited, or generated from another version of the exercise: there is no telling)."""
     nbf = _nbformat()
     try:
         with open(path, encoding="utf-8") as f:
@@ -149,8 +150,9 @@ def state(name: str, path) -> str:
         return FOREIGN
     if not isinstance(meta, dict) or meta.get("exercise") != name:
         return FOREIGN
-    expected = meta.get("cells_sha256") or nbf.reads(fresh, as_version=4).metadata["lab"]["cells_sha256"]
-    return GENERATED if cells_sha256(cells) == expected else EDITED
+    if meta.get("cells_sha256"):
+        return GENERATED if cells_sha256(cells) == meta["cells_sha256"] else EDITED
+    return GENERATED if cells_sha256(cells) == cells_sha256(nbf.reads(fresh, as_version=4).cells) else DIFFERS
 
 
 def text(name: str) -> str:

@@ -270,10 +270,10 @@ def test_exercise_notebook_writes_one_valid_notebook_each_from_the_metadata(tmp_
 def test_exercise_notebook_keeps_an_edited_notebook_unless_force(tmp_path):
     """Regenerating: a notebook with an edited, added or removed cell is kept (one line each, exit 0),
     as is a file the lab did not write; one only run (outputs, execution counts, a front end's
-    metadata) is regenerated; --force overwrites them all. An older lab's notebook (no hash) whose
-    cells are today's counts as generated."""
+    metadata) is regenerated; --force overwrites them all. An older lab's notebook (no hash) is
+    regenerated when its cells are today's, else kept ("edited?")."""
     out = tmp_path / "nb"
-    names = ["vecadd", "dot", "map_guard", "block_sum", "minmax", "histogram"]
+    names = ["vecadd", "dot", "map_guard", "block_sum", "minmax", "histogram", "quantize"]
     assert run_lab("exercise", "notebook", *names, "--out", out)[0] == 0
     path = {n: out / f"{n}.ipynb" for n in names}
     nb = {n: nbformat.read(path[n], as_version=4) for n in names}
@@ -285,7 +285,9 @@ def test_exercise_notebook_keeps_an_edited_notebook_unless_force(tmp_path):
             c.metadata["execution"] = {"iopub.status.busy": "2026-11-25T10:00:00"}
     del nb["block_sum"].cells[6]  # removed a cell
     nb["histogram"].metadata["lab"].pop("cells_sha256")  # an older lab's notebook, unedited
-    for n in ("vecadd", "dot", "map_guard", "block_sum", "histogram"):
+    nb["quantize"].metadata["lab"].pop("cells_sha256")  # an older lab's, another statement (or edited)
+    nb["quantize"].cells[1].source += "\nsaid otherwise"
+    for n in ("vecadd", "dot", "map_guard", "block_sum", "histogram", "quantize"):
         nbformat.write(nb[n], path[n])
     path["minmax"].write_text("not a notebook\n")
     edited = {n: path[n].read_bytes() for n in names}
@@ -298,13 +300,14 @@ def test_exercise_notebook_keeps_an_edited_notebook_unless_force(tmp_path):
         assert path[n].read_bytes() == edited[n]
     assert f"kept {path['minmax']}: the lab did not generate it (--force overwrites it)" in lines
     assert path["minmax"].read_text() == "not a notebook\n"
+    assert f"kept {path['quantize']}: maybe edited: it differs from the generated one (--force overwrites it)" in lines
     from lab.teach.notebooks import text
 
     for n in ("map_guard", "histogram"):
         assert f"wrote {path[n]}" in lines and path[n].read_text() == text(n)
     code, stdout, err = run_lab("exercise", "notebook", *names, "--out", out, "--force")
     assert code == 0 and all(path[n].read_text() == text(n) for n in names)
-    assert stdout.count("wrote ") == 4 and stdout.count("up to date ") == 2 and "kept" not in stdout
+    assert stdout.count("wrote ") == 5 and stdout.count("up to date ") == 2 and "kept" not in stdout
 
 
 def test_exercise_notebook_bad_input_writes_nothing(tmp_path):
