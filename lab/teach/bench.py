@@ -15,10 +15,14 @@ blocked GPU, L2 flushed before each call, nvbench's stop rule) on the same input
   (:func:`lab.core.device.describe`) for ``PEAK = "fp32"``;
 * ``passed``: ``pct_of_reference >= PASS_PCT_OF_REFERENCE`` (meta; 70 when missing).
 
-In the simulator nothing can be timed; instead every warp's global loads are traced
-(:class:`lab.core.trace.SectorTracer`, as ``lab counters --sim``) and the student's 32-byte
-sectors per warp request are compared with the reference's: ``passed`` when within
-``SECTOR_FACTOR`` (meta; 1.25 when missing) of it. This grades coalescing without a GPU.
+In the simulator nothing can be timed; instead every warp's global loads and stores are traced
+(:class:`lab.core.trace.SectorTracer`, as ``lab counters --sim``) in the lab's executor
+(:func:`lab.core.simt.run`, which has the warp shuffles Numba's simulator lacks), and the student's
+32-byte sectors are compared with the reference's: ``passed`` when the loads' and the stores'
+sectors in all are each within ``SECTOR_FACTOR`` (meta; 1.25 when missing) of the reference's, and
+the global atomics within ATOMIC_FACTOR. A failing line names its cause: sectors per warp request
+(coalescing: consecutive threads touching consecutive elements), sectors fetched again for the same
+data (reuse: shared memory), or atomics per element. This grades memory traffic without a GPU.
 
 The inputs: ``exercises/NAME/bench.py``'s ``case(rng, simulator)`` (a GPU-sized problem), else the
 largest hidden test (a note says so: small for a GPU). Source: CUDA C++ Best Practices Guide,
@@ -96,36 +100,120 @@ def run(name: str, path: str, backend: str, seed: int) -> dict:
 
 
 # --- the simulator: sectors per warp request ----------------------------------------------------------
-def _sectors(ex, mine, ref, case, doc) -> None:
+SLACK_SECTORS = 4  # sectors a kernel may fetch or store beyond FACTOR x the reference's (one warp's request)
+ATOMIC_FACTOR, ATOMIC_SLACK = 2.0, 32  # global atomics: per element where the reference has one a block fails
+ACCESS = {"load": ("loads", "read", "read"), "store": ("stores", "write", "written")}
+
+
+def trace_launch(mod, ex, case, seed: int = 0) -> dict:
+    """One launch of ``mod``'s kernel on ``case`` in the simulator, traced: the
+    :meth:`lab.core.trace.SectorTracer.summary` of its global loads, stores and atomics.
+
+    The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
+    ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
+    the tracer sees every access. Raises what the kernel raises (``simt.KernelError``)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
+
+    from lab.core import simt
     from lab.core.runner import simulator_threads
     from lab.core.trace import SectorTracer
+    from lab.teach.checker import _launch_config
 
-    def trace(mod):
-        from lab.teach.checker import _launch_config
+    grid, block = _launch_config(mod, ex, case)
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
+        [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
+    fakes = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) and a.ndim else a
+             for a in args + outs]
+    with simulator_threads(), SectorTracer() as tr:
+        try:
+            simt.run(getattr(mod, ex.kernel), grid, block, fakes, np.random.default_rng(seed))
+        except simt.KernelError as e:
+            raise e.error from None
+    return tr.summary()
 
-        grid, block = _launch_config(mod, ex, case)
-        args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-        outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
-            [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
-        with simulator_threads(), SectorTracer() as tr:
-            getattr(mod, ex.kernel)[grid, block](*args, *outs)
-        s = tr.summary()
-        return s["load"].sectors_per_request, s["store"].sectors_per_request
 
-    (mine_ld, mine_st), (ref_ld, ref_st) = trace(mine), trace(ref)
+def _traffic(s: dict, kind: str) -> dict:
+    st = s[kind]
+    return {"requests": st.requests, "sectors": st.sectors, "ideal": st.ideal_sectors, "touched": s["touched"][kind],
+            "per_request": st.sectors_per_request}
+
+
+def _sectors(ex, mine, ref, case, doc) -> None:
+    """The simulator's pass line: for the global loads and for the stores, the sectors fetched in all
+    at most ``SECTOR_FACTOR`` x the reference's (+ SLACK_SECTORS); global atomic operations at most
+    ATOMIC_FACTOR x the reference's (+ ATOMIC_SLACK). A failing line names its cause: sectors per
+    warp request above the reference's (uncoalesced: consecutive threads do not touch consecutive
+    elements), or more requests for the same data (re-reads: each sector fetched again and again,
+    where the reference keeps the data in shared memory or registers), or atomics per element."""
+    a, b = trace_launch(mine, ex, case), trace_launch(ref, ex, case)
     f = ex.sector_factor
-    doc["sectors"] = {"student": mine_ld, "reference": ref_ld, "student_store": mine_st, "reference_store": ref_st,
-                      "factor": f}
-    doc["pass_line"] = f"loads at most {f:g}x the reference's sectors per warp request"
-    doc["timing"] = "CUDA simulator: 32-byte sectors per warp request of the global loads (lab.core.trace)"
-    if mine_ld is None or ref_ld is None:
+    me = {k: _traffic(a, k) for k in ACCESS}
+    re = {k: _traffic(b, k) for k in ACCESS}
+    doc["sectors"] = {"student": me["load"]["per_request"], "reference": re["load"]["per_request"],
+                      "student_store": me["store"]["per_request"], "reference_store": re["store"]["per_request"],
+                      "factor": f,
+                      "student_load_sectors": me["load"]["sectors"], "reference_load_sectors": re["load"]["sectors"],
+                      "student_store_sectors": me["store"]["sectors"],
+                      "reference_store_sectors": re["store"]["sectors"],
+                      "student_load_touched": me["load"]["touched"], "reference_load_touched": re["load"]["touched"],
+                      "student_atomics": a["atomic_ops"], "reference_atomics": b["atomic_ops"], "cause": None}
+    doc["pass_line"] = (f"loads and stores at most {f:g}x the reference's sectors, global atomics at most "
+                        f"{ATOMIC_FACTOR:g}x its count")
+    doc["timing"] = ("CUDA simulator: 32-byte sectors of the global loads and stores, per warp request and in "
+                     "all (lab.core.trace)")
+    if not re["load"]["requests"] and not re["store"]["requests"] and not me["load"]["requests"]:
         doc["passed"] = True
-        doc["message"] = "no global loads traced (slices are not traced): coalescing not graded"
+        doc["message"] = "no global loads or stores traced (slices are not traced): coalescing not graded"
         return
-    doc["passed"] = mine_ld <= ref_ld * f + 1e-9
-    doc["message"] = (f"your loads touch {mine_ld:.3g} sectors per warp request; the reference touches {ref_ld:.3g}"
-                      + ("" if doc["passed"] else f" (more than {f:g}x: do consecutive threads read consecutive "
-                                                  f"elements?)"))
+    fails = []
+    for kind in ACCESS:
+        m, r = me[kind], re[kind]
+        if m["sectors"] > f * r["sectors"] + SLACK_SECTORS:
+            fails.append(_why(kind, m, r, f))
+    if a["atomic_ops"] > ATOMIC_FACTOR * b["atomic_ops"] + ATOMIC_SLACK:
+        fails.append(("atomics", f"your kernel makes {a['atomic_ops']} atomic updates of global memory, the "
+                                 f"reference {b['atomic_ops']}: combine the values within the block first (shared "
+                                 f"memory or warp shuffles), then one atomic per block (or per bin)"))
+    doc["passed"] = not fails
+    if fails:
+        doc["sectors"]["cause"] = fails[0][0]
+        doc["message"] = "; ".join(text for _, text in fails)
+        return
+    ld, st = me["load"], re["load"]
+    doc["message"] = (f"your loads touch {ld['per_request']:.3g} sectors per warp request; the reference touches "
+                      f"{st['per_request']:.3g}" if ld["per_request"] is not None and st["per_request"] is not None
+                      else "your loads and stores move no more sectors than the reference's")
+    if me["store"]["sectors"] or re["store"]["sectors"]:
+        doc["message"] += (f" (stores: {me['store']['sectors']} sectors in all, the reference "
+                           f"{re['store']['sectors']})")
+
+
+def _why(kind, m, r, f) -> tuple:
+    """(cause, message) of ``kind``'s (load or store) traffic above the pass line. Sectors in all =
+    (sectors of data asked for) x (sectors fetched per sector asked for): the second factor against
+    the reference's is coalescing, the first is the volume asked for (re-reads of the same data when
+    the distinct sectors stay the same); the larger names the cause."""
+    words, verb, done = ACCESS[kind]
+    waste_m = m["sectors"] / max(m["ideal"], 1)  # sectors fetched per sector of bytes asked for (1: coalesced)
+    waste_r = r["sectors"] / max(r["ideal"], 1) if r["sectors"] else 1.0
+    coalescing = waste_m / waste_r
+    volume = m["ideal"] / max(r["ideal"], 1)  # bytes asked for, in sectors, against the reference's
+    if coalescing >= volume and m["per_request"] is not None:
+        spr = f"{r['per_request']:.3g}" if r["per_request"] is not None else "none"
+        return ("coalescing", f"your {words} touch {m['per_request']:.3g} sectors per warp request; the reference "
+                              f"touches {spr} ({m['sectors']} sectors in all, the reference {r['sectors']}; more "
+                              f"than {f:g}x: do consecutive threads {verb} consecutive elements?)")
+    again = m["sectors"] / max(m["touched"], 1)
+    again_r = r["sectors"] / max(r["touched"], 1) if r["sectors"] else 0.0
+    same = (f"the same {m['touched']} distinct sectors" if m["touched"] == r["touched"] else
+            f"{m['touched']} distinct sectors (the reference {r['touched']})")
+    keep = ("keep them in shared memory (or registers) and reuse them" if kind == "load" else
+            "write each element once, from registers or shared memory")
+    return ("reuse", f"your {words} move {m['sectors']} sectors, the reference {r['sectors']} (more than {f:g}x), "
+                     f"over {same}: each is {done} {again:.2g} times from global memory (the reference's "
+                     f"{again_r:.2g}): re-{'reads' if kind == 'load' else 'writes'} of the same elements, not "
+                     f"uncoalesced requests; {keep}")
 
 
 # --- a GPU: the lab's timer ----------------------------------------------------------------------------
