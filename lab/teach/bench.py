@@ -111,7 +111,7 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
 
     The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
     ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
-    the tracer sees every access. Raises what the kernel raises (``simt.KernelError``)."""
+    the tracer sees every access. Raises what the kernel raised (a thread's exception)."""
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
 
     from lab.core import simt
@@ -148,27 +148,27 @@ def _sectors(ex, mine, ref, case, doc) -> None:
     where the reference keeps the data in shared memory or registers), or atomics per element."""
     a, b = trace_launch(mine, ex, case), trace_launch(ref, ex, case)
     f = ex.sector_factor
-    me = {k: _traffic(a, k) for k in ACCESS}
-    re = {k: _traffic(b, k) for k in ACCESS}
-    doc["sectors"] = {"student": me["load"]["per_request"], "reference": re["load"]["per_request"],
-                      "student_store": me["store"]["per_request"], "reference_store": re["store"]["per_request"],
+    ours = {k: _traffic(a, k) for k in ACCESS}
+    theirs = {k: _traffic(b, k) for k in ACCESS}
+    doc["sectors"] = {"student": ours["load"]["per_request"], "reference": theirs["load"]["per_request"],
+                      "student_store": ours["store"]["per_request"], "reference_store": theirs["store"]["per_request"],
                       "factor": f,
-                      "student_load_sectors": me["load"]["sectors"], "reference_load_sectors": re["load"]["sectors"],
-                      "student_store_sectors": me["store"]["sectors"],
-                      "reference_store_sectors": re["store"]["sectors"],
-                      "student_load_touched": me["load"]["touched"], "reference_load_touched": re["load"]["touched"],
+                      "student_load_sectors": ours["load"]["sectors"], "reference_load_sectors": theirs["load"]["sectors"],
+                      "student_store_sectors": ours["store"]["sectors"],
+                      "reference_store_sectors": theirs["store"]["sectors"],
+                      "student_load_touched": ours["load"]["touched"], "reference_load_touched": theirs["load"]["touched"],
                       "student_atomics": a["atomic_ops"], "reference_atomics": b["atomic_ops"], "cause": None}
     doc["pass_line"] = (f"loads and stores at most {f:g}x the reference's sectors, global atomics at most "
                         f"{ATOMIC_FACTOR:g}x its count")
     doc["timing"] = ("CUDA simulator: 32-byte sectors of the global loads and stores, per warp request and in "
                      "all (lab.core.trace)")
-    if not re["load"]["requests"] and not re["store"]["requests"] and not me["load"]["requests"]:
+    if not theirs["load"]["requests"] and not theirs["store"]["requests"] and not ours["load"]["requests"]:
         doc["passed"] = True
         doc["message"] = "no global loads or stores traced (slices are not traced): coalescing not graded"
         return
     fails = []
     for kind in ACCESS:
-        m, r = me[kind], re[kind]
+        m, r = ours[kind], theirs[kind]
         if m["sectors"] > f * r["sectors"] + SLACK_SECTORS:
             fails.append(_why(kind, m, r, f))
     if a["atomic_ops"] > ATOMIC_FACTOR * b["atomic_ops"] + ATOMIC_SLACK:
@@ -180,13 +180,14 @@ def _sectors(ex, mine, ref, case, doc) -> None:
         doc["sectors"]["cause"] = fails[0][0]
         doc["message"] = "; ".join(text for _, text in fails)
         return
-    ld, st = me["load"], re["load"]
-    doc["message"] = (f"your loads touch {ld['per_request']:.3g} sectors per warp request; the reference touches "
-                      f"{st['per_request']:.3g}" if ld["per_request"] is not None and st["per_request"] is not None
+    mine_ld, ref_ld = ours["load"], theirs["load"]
+    doc["message"] = (f"your loads touch {mine_ld['per_request']:.3g} sectors per warp request; the reference "
+                      f"touches {ref_ld['per_request']:.3g}"
+                      if mine_ld["per_request"] is not None and ref_ld["per_request"] is not None
                       else "your loads and stores move no more sectors than the reference's")
-    if me["store"]["sectors"] or re["store"]["sectors"]:
-        doc["message"] += (f" (stores: {me['store']['sectors']} sectors in all, the reference "
-                           f"{re['store']['sectors']})")
+    if ours["store"]["sectors"] or theirs["store"]["sectors"]:
+        doc["message"] += (f" (stores: {ours['store']['sectors']} sectors in all, the reference "
+                           f"{theirs['store']['sectors']})")
 
 
 def _why(kind, m, r, f) -> tuple:
