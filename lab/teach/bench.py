@@ -135,8 +135,8 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
 
 def _traffic(s: dict, kind: str) -> dict:
     st = s[kind]
-    return {"requests": st.requests, "sectors": st.sectors, "ideal": st.ideal_sectors, "touched": s["touched"][kind],
-            "per_request": st.sectors_per_request}
+    return {"requests": st.requests, "sectors": st.sectors, "bytes": st.bytes_used, "touched": s["touched"][kind],
+            "per_request": st.sectors_per_request, "efficiency": st.efficiency_pct}
 
 
 def _sectors(ex, mine, ref, case, doc) -> None:
@@ -192,29 +192,33 @@ def _sectors(ex, mine, ref, case, doc) -> None:
 
 def _why(kind, m, r, f) -> tuple:
     """(cause, message) of ``kind``'s (load or store) traffic above the pass line. Sectors in all =
-    (sectors of data asked for) x (sectors fetched per sector asked for): the second factor against
-    the reference's is coalescing, the first is the volume asked for (re-reads of the same data when
-    the distinct sectors stay the same); the larger names the cause."""
+    (bytes the requests ask for) / (bytes used per byte fetched) / 32: against the reference's, the
+    second factor is coalescing (each request's lanes spread over more sectors than their bytes
+    need, or one lane a request), the first the volume asked for (the same elements read again:
+    reuse). The larger names the cause; the other is added when it alone exceeds the factor."""
     words, verb, done = ACCESS[kind]
-    waste_m = m["sectors"] / max(m["ideal"], 1)  # sectors fetched per sector of bytes asked for (1: coalesced)
-    waste_r = r["sectors"] / max(r["ideal"], 1) if r["sectors"] else 1.0
-    coalescing = waste_m / waste_r
-    volume = m["ideal"] / max(r["ideal"], 1)  # bytes asked for, in sectors, against the reference's
-    if coalescing >= volume and m["per_request"] is not None:
-        spr = f"{r['per_request']:.3g}" if r["per_request"] is not None else "none"
-        return ("coalescing", f"your {words} touch {m['per_request']:.3g} sectors per warp request; the reference "
-                              f"touches {spr} ({m['sectors']} sectors in all, the reference {r['sectors']}; more "
-                              f"than {f:g}x: do consecutive threads {verb} consecutive elements?)")
+    eff_m, eff_r = (m["efficiency"] or 100.0), (r["efficiency"] or 100.0)
+    coalescing = eff_r / eff_m
+    volume = m["bytes"] / max(r["bytes"], 1)
+    spr_r = f"{r['per_request']:.3g}" if r["per_request"] is not None else "none"
+    uncoalesced = (f"your {words} touch {m['per_request']:.3g} sectors per warp request and use {eff_m:.0f}% of "
+                   f"the bytes they fetch; the reference touches {spr_r} and uses {eff_r:.0f}% ({m['sectors']} "
+                   f"sectors in all, the reference {r['sectors']}; more than {f:g}x): do consecutive threads "
+                   f"{verb} consecutive elements?")
     again = m["sectors"] / max(m["touched"], 1)
     again_r = r["sectors"] / max(r["touched"], 1) if r["sectors"] else 0.0
     same = (f"the same {m['touched']} distinct sectors" if m["touched"] == r["touched"] else
             f"{m['touched']} distinct sectors (the reference {r['touched']})")
     keep = ("keep them in shared memory (or registers) and reuse them" if kind == "load" else
             "write each element once, from registers or shared memory")
-    return ("reuse", f"your {words} move {m['sectors']} sectors, the reference {r['sectors']} (more than {f:g}x), "
-                     f"over {same}: each is {done} {again:.2g} times from global memory (the reference's "
-                     f"{again_r:.2g}): re-{'reads' if kind == 'load' else 'writes'} of the same elements, not "
-                     f"uncoalesced requests; {keep}")
+    not_coalescing = "" if coalescing > f else ", not uncoalesced requests"
+    reuse = (f"your {words} move {m['sectors']} sectors, the reference {r['sectors']} (more than {f:g}x), over "
+             f"{same}: each is {done} {again:.2g} times from global memory (the reference's {again_r:.2g}), "
+             f"{volume:.2g}x the bytes the reference asks for: re-{'reads' if kind == 'load' else 'writes'} of "
+             f"the same elements{not_coalescing}; {keep}")
+    if coalescing >= volume:
+        return ("coalescing", uncoalesced + (f"; and {reuse}" if volume > f else ""))
+    return ("reuse", reuse + (f"; and {uncoalesced}" if coalescing > f else ""))
 
 
 # --- a GPU: the lab's timer ----------------------------------------------------------------------------
