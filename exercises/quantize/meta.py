@@ -19,7 +19,7 @@ ceil(n / 64) blocks of 64 threads.
 
 Rounding: to nearest, ties to even, as the seed's torch.round and np.round do: Python's round(v)
 (2.5 -> 2, 3.5 -> 4; on a GPU too). math.floor(v + 0.5) and int(v + 0.5) round every tie up and
-fail the ".5 ties" test; int(v) truncates (every code whose fraction is >= .5 comes out one too
+fail the "ties at .5" test; int(v) truncates (every code whose fraction is >= .5 comes out one too
 low). A code may differ from the float64 reference by 1 only where v lies within 0.001 of a .5
 boundary without being exactly on it (float32 rounding may land on either side).
 
