@@ -66,7 +66,7 @@ class Exercise:
     # performance grading (lab exercise check --bench; meta.py, defaults when missing):
     pass_pct: float = 70.0       # PASS_PCT_OF_REFERENCE: at least this % of the reference's speed
     peak: str = "copy"           # PEAK: "copy" (memory-bound: % of copy bandwidth) or "fp32" (% of FP32 peak)
-    sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads may touch this x the reference's sectors
+    sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads and stores may each move this x the reference's sectors
     rung: str | None = None      # RUNG: "kernel:variant" of kernels/ timed beside it, e.g. "vecadd:element_per_thread"
     one_writer: bool = False     # ONE_WRITER: each output element is written by exactly one thread
 

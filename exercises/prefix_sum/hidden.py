@@ -1,5 +1,6 @@
 """prefix_sum: hidden tests (one element, a warp -1 and +1, a block +1, many blocks; mixed signs,
-large magnitudes at random positions, all positive)."""
+all positive, and large values whose sums pass 2**24: a float32 shared buffer or accumulator rounds
+them)."""
 import numpy as np
 
 from exercises import Case
@@ -34,6 +35,37 @@ def _diagnose(x, sums):
     return diagnose
 
 
+def _float32_hint(diagnose):
+    """``diagnose``, preceded by a hint for sums past 2**24 that come out rounded to a float32 value
+    (a float32 shared buffer, offset or accumulator where the data is int32)."""
+    def hint(outs, refs):
+        out = np.asarray(outs[0], np.int64)
+        ref = np.asarray(refs[0], np.float64)
+        bad = out != ref
+        if bad.any() and np.all(np.abs(ref[bad]) > 2 ** 24) and np.all(
+                np.abs(out[bad] - ref[bad]) <= np.spacing(np.abs(ref[bad]).astype(np.float32)) * 2):
+            i = int(np.argmax(bad))
+            return (f"out[{i}] = {out[i]}, expected {int(ref[i])}: every wrong sum is past 2**24 = 16777216 and "
+                    f"off by a float32 rounding step: is temp, offset or an accumulator float32? float32 holds "
+                    f"every integer only up to 2**24: keep them int32, as x")
+        return diagnose(outs, refs)
+    return hint
+
+
+def _large(rng, n):
+    """int64 values of random magnitude up to ~12 million, mostly positive: the running sums and
+    each block's scan pass 2**24 (16.8 million, where float32 stops holding every integer) within
+    a few elements and end between 2**24 and 2**31 (no int32 overflow); odd values, so a float32
+    sum rounds (half of them lie between two float32 values)."""
+    x = rng.integers(1_000_000, 12_000_000, n) | 1
+    x[rng.choice(n, max(1, n // 8), replace=False)] *= -1
+    limit = 2 ** 31 - 1
+    while np.abs(np.cumsum(x)).max() > limit * 0.9:  # keep every partial sum well inside int32
+        x //= 2
+        x |= 1
+    return x
+
+
 def cases(rng):
     out = []
     for n, kind in ((1, "one element"), (31, "mixed signs"), (33, "all positive"), (THREADS + 1, "mixed signs"),
@@ -42,13 +74,13 @@ def cases(rng):
             x = rng.integers(1, 1000, n)
         else:
             x = rng.integers(-1000, 1000, n)
-        if kind == "large values":  # a few magnitudes of a million (the total stays far from 2**31)
-            x[rng.choice(n, 4, replace=False)] = rng.choice([-1, 1], 4) * rng.integers(500_000, 1_000_000, 4)
+        if kind == "large values":  # sums past 2**24: a float32 buffer or accumulator rounds them
+            x = _large(rng, n)
         x = x.astype(np.int32)
         blocks = (n + THREADS - 1) // THREADS
         sums = np.add.reduceat(x.astype(np.int64), np.arange(blocks) * THREADS)
         ref = np.cumsum(x.astype(np.int64)).astype(np.float64)
         out.append(Case(f"n={n}, {kind}, {blocks} block{'s' if blocks > 1 else ''}",
                         [x, sums.astype(np.int32)], [((n,), np.int32)], [ref], [0.0],
-                        grid=blocks, block=THREADS, diagnose=_diagnose(x.astype(np.int64), sums)))
+                        grid=blocks, block=THREADS, diagnose=_float32_hint(_diagnose(x.astype(np.int64), sums))))
     return out

@@ -17,14 +17,18 @@ zero_point = int(clamp(0 - min / scale, 0, 255)).
 x float32[n], scale float (python), zero_point int, q uint8[n]. The checker launches
 ceil(n / 64) blocks of 64 threads.
 
-Pitfalls: round to nearest (int() truncates: every code whose fraction is >= .5 comes out one too
-low); clamp before converting (an all-positive tensor has zero_point 0 and codes above 255 that a
-uint8 would wrap); guard i < n. Codes may differ from the float64 reference by 1 only right at a .5
-boundary. (Source: the seed notebook ARENA 2.0, "Quantization from first principles";
-kernels/quantize.py.)
+Rounding: to nearest, ties to even, as the seed's torch.round and np.round do: Python's round(v)
+(2.5 -> 2, 3.5 -> 4; on a GPU too). math.floor(v + 0.5) and int(v + 0.5) round every tie up and
+fail the "ties at .5" test; int(v) truncates (every code whose fraction is >= .5 comes out one too
+low). A code may differ from the float64 reference by 1 only where v lies within 0.001 of a .5
+boundary without being exactly on it (float32 rounding may land on either side).
+
+Pitfalls: clamp before converting (an all-positive tensor has zero_point 0 and codes above 255
+that a uint8 would wrap); guard i < n. (Source: the seed notebook ARENA 2.0, "Quantization from
+first principles"; kernels/quantize.py.)
 """
 HINTS = [
     "i = cuda.grid(1); if i < q.shape[0]: v = x[i] / scale + zero_point",
-    "Clamp: v = min(max(v, 0.0), 255.0). Then round to nearest: round(v) (or math.floor(v + 0.5)).",
+    "Clamp: v = min(max(v, 0.0), 255.0). Then round to nearest, ties to even: round(v) (not math.floor(v + 0.5), which rounds 2.5 up to 3).",
     "q[i] = round(min(max(x[i] / scale + zero_point, 0.0), 255.0))",
 ]

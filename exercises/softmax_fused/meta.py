@@ -24,6 +24,6 @@ naive softmax; kernels/softmax.py.)
 """
 HINTS = [
     "Pass 1: m = -inf; for j in range(t, cols, THREADS): m = max(m, x[r, j]); cache[t] = m; tree with max; cuda.syncthreads(); m = cache[0].",
-    "Another cuda.syncthreads() before reusing cache for the sum; pass 2: s += math.exp(x[r, j] - m); tree with +; total = cache[0].",
+    "Another cuda.syncthreads() before reusing cache for the sum; pass 2: acc = 0.0; for j in range(t, cols, THREADS): acc += math.exp(x[r, j] - m); cache[t] = acc; tree with +; total = cache[0].",
     "Pass 3: out[r, j] = math.exp(x[r, j] - m) / total for j = t, t + THREADS, ...",
 ]

@@ -17,8 +17,11 @@ The n-th time a thread executes an instruction is matched with the n-th time its
 lanes execute it: those accesses form one request (what a warp in lockstep issues together).
 Addresses are byte offsets within each array's allocation, the allocation placed at a 4 GiB
 boundary (GPU allocations are at least 256-byte aligned), so sectors fall where they would on the
-device. Atomics (``cuda.atomic.*``) are counted apart; slices (``A[i]`` of a 2-D array) are not
-traced (``untraced``). Nothing here prints; the simulator must be the active backend.
+device. Atomics (``cuda.atomic.*``) are counted apart (their requests, and ``atomic_ops``: every
+atomic operation on a global array, one per thread); slices (``A[i]`` of a 2-D array) are not
+traced (``untraced``). Kernels run by Numba's simulator or by the lab's tracing executor
+(:func:`lab.core.simt.run`, given the arrays as the simulator's fake device arrays) are traced alike.
+Nothing here prints; the simulator must be the active backend.
 """
 from __future__ import annotations
 
@@ -92,6 +95,14 @@ def _sim_dir() -> str:
     return os.path.dirname(os.path.abspath(sim.__file__))
 
 
+def _executor_files() -> tuple:
+    """The files whose frames are the executor's, not the kernel's: the simulator's folder, the
+    lab's tracing executor (lab.core.simt: its atomics and shuffles call into the simulator) and this
+    file (the atomics' counting wrappers)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return _sim_dir(), os.path.join(here, "simt.py"), os.path.abspath(__file__)
+
+
 class SectorTracer:
     """``with SectorTracer() as tr: <launch simulated kernels>``; then :meth:`summary`.
 
@@ -109,7 +120,8 @@ class SectorTracer:
         self._bases: dict = {}  # id(fake array) -> (fake array, virtual address of its element 0)
         self._roots: dict = {}  # id(root ndarray) -> (root, virtual base)
         self.untraced = 0  # accesses that were not scalar (slices, row views)
-        self._sim = _sim_dir()
+        self.atomic_ops = 0  # atomic operations on global (fake device) arrays, one per calling thread
+        self._sim = _executor_files()
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self):
@@ -129,11 +141,35 @@ class SectorTracer:
             return put(fake, idx, val)
 
         FakeCUDAArray.__getitem__, FakeCUDAArray.__setitem__ = getitem, setitem
+        self._patch_atomics()
         return self
 
     def __exit__(self, *exc):
         self._cls.__getitem__, self._cls.__setitem__ = self._orig
+        for name, fn in self._atomics.items():
+            setattr(self._atomic_cls, name, fn)
         return False
+
+    def _patch_atomics(self) -> None:
+        """Count every ``cuda.atomic.*`` call on a global array (a fake device array; shared
+        memory is a plain ndarray) in ``atomic_ops``."""
+        from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
+        from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
+
+        self._atomic_cls = FakeCUDAAtomic
+        self._atomics = {n: getattr(FakeCUDAAtomic, n) for n in sorted(_ATOMIC_NAMES) if hasattr(FakeCUDAAtomic, n)}
+        tracer, fakes = self, (self._cls, FakeWithinKernelCUDAArray)
+
+        def counted(fn):
+            def op(atomic, array, *args, **kwargs):
+                if isinstance(array, fakes):
+                    with tracer._lock:
+                        tracer.atomic_ops += 1
+                return fn(atomic, array, *args, **kwargs)
+            return op
+
+        for name, fn in self._atomics.items():
+            setattr(FakeCUDAAtomic, name, counted(fn))
 
     def _base(self, fake) -> int:
         hit = self._bases.get(id(fake))
@@ -175,7 +211,7 @@ class SectorTracer:
         # the instruction: the first frame outside the simulator (the kernel or a device function)
         f = sys._getframe(2)
         atomic = False
-        while f is not None and f.f_code.co_filename.startswith(self._sim):
+        while f is not None and f.f_code.co_filename.startswith(self._sim):  # (a tuple of prefixes)
             atomic = atomic or f.f_code.co_name in _ATOMIC_NAMES
             f = f.f_back
         if f is None:
@@ -252,15 +288,21 @@ class SectorTracer:
         """{kind: AccessStats over all sites} plus ``bytes_touched`` (distinct sectors x 32: the
         footprint, what DRAM would move with a perfect cache), ``sector_bytes`` (every request's
         sectors x 32, loads and stores: the traffic between the SMs and L2 without L1 reuse),
-        ``instructions`` and ``untraced``."""
+        ``touched`` ({kind: distinct sectors of that kind's requests}: a sector fetched twice counts
+        once), ``atomic_ops`` (atomic operations on global arrays, one per thread), ``instructions``
+        and ``untraced``."""
         totals = {k: AccessStats() for k in KINDS}
         touched: set = set()
+        by_kind: dict = {k: set() for k in KINDS}
         for (kind, *_), addrs in self._requests.items():
             totals[kind].add(*_sectors_and_bytes(addrs))
             for a, size in addrs.items():
-                touched.update(range(a // SECTOR, (a + size - 1) // SECTOR + 1))
+                sectors = range(a // SECTOR, (a + size - 1) // SECTOR + 1)
+                touched.update(sectors)
+                by_kind[kind].update(sectors)
         return {**totals, "bytes_touched": len(touched) * SECTOR,
                 "sector_bytes": (totals["load"].sectors + totals["store"].sectors) * SECTOR,
+                "touched": {k: len(v) for k, v in by_kind.items()}, "atomic_ops": self.atomic_ops,
                 "instructions": self.instructions(), "untraced": self.untraced}
 
 

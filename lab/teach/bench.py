@@ -15,10 +15,14 @@ blocked GPU, L2 flushed before each call, nvbench's stop rule) on the same input
   (:func:`lab.core.device.describe`) for ``PEAK = "fp32"``;
 * ``passed``: ``pct_of_reference >= PASS_PCT_OF_REFERENCE`` (meta; 70 when missing).
 
-In the simulator nothing can be timed; instead every warp's global loads are traced
-(:class:`lab.core.trace.SectorTracer`, as ``lab counters --sim``) and the student's 32-byte
-sectors per warp request are compared with the reference's: ``passed`` when within
-``SECTOR_FACTOR`` (meta; 1.25 when missing) of it. This grades coalescing without a GPU.
+In the simulator nothing can be timed; instead every warp's global loads and stores are traced
+(:class:`lab.core.trace.SectorTracer`, as ``lab counters --sim``) in the lab's executor
+(:func:`lab.core.simt.run`, which has the warp shuffles Numba's simulator lacks), and the student's
+32-byte sectors are compared with the reference's: ``passed`` when the loads' and the stores'
+sectors in all are each within ``SECTOR_FACTOR`` (meta; 1.25 when missing) of the reference's, and
+the global atomics within ATOMIC_FACTOR. A failing line names its cause: sectors per warp request
+(coalescing: consecutive threads touching consecutive elements), sectors fetched again for the same
+data (reuse: shared memory), or atomics per element. This grades memory traffic without a GPU.
 
 The inputs: ``exercises/NAME/bench.py``'s ``case(rng, simulator)`` (a GPU-sized problem), else the
 largest hidden test (a note says so: small for a GPU). Source: CUDA C++ Best Practices Guide,
@@ -96,36 +100,125 @@ def run(name: str, path: str, backend: str, seed: int) -> dict:
 
 
 # --- the simulator: sectors per warp request ----------------------------------------------------------
-def _sectors(ex, mine, ref, case, doc) -> None:
+SLACK_SECTORS = 4  # sectors a kernel may fetch or store beyond FACTOR x the reference's (one warp's request)
+ATOMIC_FACTOR, ATOMIC_SLACK = 2.0, 32  # global atomics: per element where the reference has one a block fails
+ACCESS = {"load": ("loads", "read", "read"), "store": ("stores", "write", "written")}
+
+
+def trace_launch(mod, ex, case, seed: int = 0) -> dict:
+    """One launch of ``mod``'s kernel on ``case`` in the simulator, traced: the
+    :meth:`lab.core.trace.SectorTracer.summary` of its global loads, stores and atomics.
+
+    The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
+    ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
+    the tracer sees every access. Raises what the kernel raised (a thread's exception)."""
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
+
+    from lab.core import simt
     from lab.core.runner import simulator_threads
     from lab.core.trace import SectorTracer
+    from lab.teach.checker import _launch_config
 
-    def trace(mod):
-        from lab.teach.checker import _launch_config
+    grid, block = _launch_config(mod, ex, case)
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
+        [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
+    fakes = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) and a.ndim else a
+             for a in args + outs]
+    with simulator_threads(), SectorTracer() as tr:
+        try:
+            simt.run(getattr(mod, ex.kernel), grid, block, fakes, np.random.default_rng(seed))
+        except simt.KernelError as e:
+            raise e.error from None
+    return tr.summary()
 
-        grid, block = _launch_config(mod, ex, case)
-        args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-        outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
-            [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
-        with simulator_threads(), SectorTracer() as tr:
-            getattr(mod, ex.kernel)[grid, block](*args, *outs)
-        s = tr.summary()
-        return s["load"].sectors_per_request, s["store"].sectors_per_request
 
-    (mine_ld, mine_st), (ref_ld, ref_st) = trace(mine), trace(ref)
+def _traffic(s: dict, kind: str) -> dict:
+    st = s[kind]
+    return {"requests": st.requests, "sectors": st.sectors, "bytes": st.bytes_used, "touched": s["touched"][kind],
+            "per_request": st.sectors_per_request, "efficiency": st.efficiency_pct}
+
+
+def _sectors(ex, mine, ref, case, doc) -> None:
+    """The simulator's pass line: for the global loads and for the stores, the sectors fetched in all
+    at most ``SECTOR_FACTOR`` x the reference's (+ SLACK_SECTORS); global atomic operations at most
+    ATOMIC_FACTOR x the reference's (+ ATOMIC_SLACK). A failing line names its cause: sectors per
+    warp request above the reference's (uncoalesced: consecutive threads do not touch consecutive
+    elements), or more requests for the same data (re-reads: each sector fetched again and again,
+    where the reference keeps the data in shared memory or registers), or atomics per element."""
+    a, b = trace_launch(mine, ex, case), trace_launch(ref, ex, case)
     f = ex.sector_factor
-    doc["sectors"] = {"student": mine_ld, "reference": ref_ld, "student_store": mine_st, "reference_store": ref_st,
-                      "factor": f}
-    doc["pass_line"] = f"loads at most {f:g}x the reference's sectors per warp request"
-    doc["timing"] = "CUDA simulator: 32-byte sectors per warp request of the global loads (lab.core.trace)"
-    if mine_ld is None or ref_ld is None:
+    ours = {k: _traffic(a, k) for k in ACCESS}
+    theirs = {k: _traffic(b, k) for k in ACCESS}
+    doc["sectors"] = {"student": ours["load"]["per_request"], "reference": theirs["load"]["per_request"],
+                      "student_store": ours["store"]["per_request"], "reference_store": theirs["store"]["per_request"],
+                      "factor": f,
+                      "student_load_sectors": ours["load"]["sectors"], "reference_load_sectors": theirs["load"]["sectors"],
+                      "student_store_sectors": ours["store"]["sectors"],
+                      "reference_store_sectors": theirs["store"]["sectors"],
+                      "student_load_touched": ours["load"]["touched"], "reference_load_touched": theirs["load"]["touched"],
+                      "student_atomics": a["atomic_ops"], "reference_atomics": b["atomic_ops"], "cause": None}
+    doc["pass_line"] = (f"loads and stores at most {f:g}x the reference's sectors, global atomics at most "
+                        f"{ATOMIC_FACTOR:g}x its count")
+    doc["timing"] = ("CUDA simulator: 32-byte sectors of the global loads and stores, per warp request and in "
+                     "all (lab.core.trace)")
+    if not theirs["load"]["requests"] and not theirs["store"]["requests"] and not ours["load"]["requests"]:
         doc["passed"] = True
-        doc["message"] = "no global loads traced (slices are not traced): coalescing not graded"
+        doc["message"] = "no global loads or stores traced (slices are not traced): coalescing not graded"
         return
-    doc["passed"] = mine_ld <= ref_ld * f + 1e-9
-    doc["message"] = (f"your loads touch {mine_ld:.3g} sectors per warp request; the reference touches {ref_ld:.3g}"
-                      + ("" if doc["passed"] else f" (more than {f:g}x: do consecutive threads read consecutive "
-                                                  f"elements?)"))
+    fails = []
+    for kind in ACCESS:
+        m, r = ours[kind], theirs[kind]
+        if m["sectors"] > f * r["sectors"] + SLACK_SECTORS:
+            fails.append(_why(kind, m, r, f))
+    if a["atomic_ops"] > ATOMIC_FACTOR * b["atomic_ops"] + ATOMIC_SLACK:
+        fails.append(("atomics", f"your kernel makes {a['atomic_ops']} atomic updates of global memory, the "
+                                 f"reference {b['atomic_ops']}: combine the values within the block first (shared "
+                                 f"memory or warp shuffles), then one atomic per block (or per bin)"))
+    doc["passed"] = not fails
+    if fails:
+        doc["sectors"]["cause"] = fails[0][0]
+        doc["message"] = "; ".join(text for _, text in fails)
+        return
+    mine_ld, ref_ld = ours["load"], theirs["load"]
+    doc["message"] = (f"your loads touch {mine_ld['per_request']:.3g} sectors per warp request; the reference "
+                      f"touches {ref_ld['per_request']:.3g}"
+                      if mine_ld["per_request"] is not None and ref_ld["per_request"] is not None
+                      else "your loads and stores move no more sectors than the reference's")
+    if ours["store"]["sectors"] or theirs["store"]["sectors"]:
+        doc["message"] += (f" (stores: {ours['store']['sectors']} sectors in all, the reference "
+                           f"{theirs['store']['sectors']})")
+
+
+def _why(kind, m, r, f) -> tuple:
+    """(cause, message) of ``kind``'s (load or store) traffic above the pass line. Sectors in all =
+    (bytes the requests ask for) / (bytes used per byte fetched) / 32: against the reference's, the
+    second factor is coalescing (each request's lanes spread over more sectors than their bytes
+    need, or one lane a request), the first the volume asked for (the same elements read again:
+    reuse). The larger names the cause; the other is added when it alone exceeds the factor."""
+    words, verb, done = ACCESS[kind]
+    eff_m, eff_r = (m["efficiency"] or 100.0), (r["efficiency"] or 100.0)
+    coalescing = eff_r / eff_m
+    volume = m["bytes"] / max(r["bytes"], 1)
+    spr_r = f"{r['per_request']:.3g}" if r["per_request"] is not None else "none"
+    uncoalesced = (f"your {words} touch {m['per_request']:.3g} sectors per warp request and use {eff_m:.0f}% of "
+                   f"the bytes they fetch; the reference touches {spr_r} and uses {eff_r:.0f}% ({m['sectors']} "
+                   f"sectors in all, the reference {r['sectors']}; more than {f:g}x): do consecutive threads "
+                   f"{verb} consecutive elements?")
+    again = m["sectors"] / max(m["touched"], 1)
+    again_r = r["sectors"] / max(r["touched"], 1) if r["sectors"] else 0.0
+    same = (f"the same {m['touched']} distinct sectors" if m["touched"] == r["touched"] else
+            f"{m['touched']} distinct sectors (the reference {r['touched']})")
+    keep = ("keep them in shared memory (or registers) and reuse them" if kind == "load" else
+            "write each element once, from registers or shared memory")
+    not_coalescing = "" if coalescing > f else ", not uncoalesced requests"
+    reuse = (f"your {words} move {m['sectors']} sectors, the reference {r['sectors']} (more than {f:g}x), over "
+             f"{same}: each is {done} {again:.2g} times from global memory (the reference's {again_r:.2g}), "
+             f"{volume:.2g}x the bytes the reference asks for: re-{'reads' if kind == 'load' else 'writes'} of "
+             f"the same elements{not_coalescing}; {keep}")
+    if coalescing >= volume:
+        return ("coalescing", uncoalesced + (f"; and {reuse}" if volume > f else ""))
+    return ("reuse", reuse + (f"; and {uncoalesced}" if coalescing > f else ""))
 
 
 # --- a GPU: the lab's timer ----------------------------------------------------------------------------

@@ -170,7 +170,7 @@ def test_bench_in_the_simulator_compares_sectors_per_request(tmp_path):
     with contextlib.redirect_stdout(io.StringIO()) as text:
         print_check(doc)
     fits(text.getvalue())
-    assert "Bench (coalescing in the simulator): FAIL your loads touch" in " ".join(text.getvalue().split())
+    assert "Bench (memory traffic in the simulator): FAIL your loads touch" in " ".join(text.getvalue().split())
 
 
 @pytest.mark.skipif(not SIMULATOR, reason="simulator")

@@ -80,7 +80,7 @@ def _bench_line(b) -> str:
 def print_bench(result) -> None:
     _out = _console()
     b = result.get("bench")
-    what = "performance on the GPU" if result["backend"] == "gpu" else "coalescing in the simulator"
+    what = "performance on the GPU" if result["backend"] == "gpu" else "memory traffic in the simulator"
     _out.print(f"Bench ({what}): {escape(_bench_line(b))}")
     if b and b.get("pass_line"):
         _out.print(f"  [dim]pass line: {escape(b['pass_line'])}[/dim]")

@@ -1,0 +1,213 @@
+"""``lab exercise check NAME --bench`` in the simulator (lab.teach.bench): every reference solution
+passes its own pass line (warp shuffles included: the bench runs in the lab's executor), and the pass
+line grades the stores and the global atomics as well as the loads, naming the cause: uncoalesced
+requests, re-reads of the same data, or atomics per element (issue 28)."""
+import pytest
+
+import exercises
+from lab.teach.workspace import check
+
+from tests.cli.test_schemas import validate
+from tests.conftest import SIMULATOR
+
+pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the simulator's sector counts (a GPU times instead)")
+
+
+def _bench(tmp_path, name, source=None, monkeypatch=None):
+    """(check result, bench document) of ``source`` (default: the reference solution). A new source
+    skips the offline GPU compile (seconds; the references' results are cached)."""
+    path = exercises.load(name).solution
+    if source is not None:
+        monkeypatch.setenv("LAB_GPU_COMPILE", "0")
+        path = tmp_path / f"{name}.py"
+        path.write_text(source)
+    result = validate(check(name, file=str(path), backend="sim", bench=True), "exercise-check.json")
+    assert result["passed"], [t for t in result["tests"] if not t["passed"]]  # right values: only the bench may fail
+    return result, result["bench"]
+
+
+@pytest.mark.parametrize("name", exercises.names())
+def test_every_reference_solution_passes_its_bench(tmp_path, name):
+    _, b = _bench(tmp_path, name)
+    assert b["passed"], b
+    s = b["sectors"]
+    assert s["student_load_sectors"] == s["reference_load_sectors"] > 0, s
+    assert s["student_store_sectors"] == s["reference_store_sectors"] and s["cause"] is None, s
+    assert "failed" not in b["message"], b
+
+
+# --- right values, the wrong memory traffic: the bench fails and says why ------------------------------
+TRANSPOSE_NO_SHARED = '''
+from numba import cuda
+
+
+@cuda.jit
+def transpose_kernel(A, out):
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    rows, cols = A.shape
+    x = cuda.blockIdx.x * 32 + tx
+    y = cuda.blockIdx.y * 32 + ty
+    for j in range(0, 32, 8):
+        if y + j < rows and x < cols:
+            out[x, y + j] = A[y + j, x]  # consecutive tx: a column of out, 32 rows apart
+'''
+
+CONV1D_NO_SHARED = '''
+from numba import cuda, float32
+
+R = 3
+K = 2 * R + 1
+
+
+@cuda.jit
+def conv1d_kernel(x, w, y):
+    i = cuda.grid(1)
+    n = x.shape[0]
+    if i < n:
+        acc = float32(0.0)
+        for k in range(K):
+            j = i + k - R
+            if j >= 0 and j < n:
+                acc += w[k] * x[j]  # each x element read K times from global memory
+        y[i] = acc
+'''
+
+DOT_ATOMIC_PER_ELEMENT = '''
+from numba import cuda
+
+
+@cuda.jit
+def dot_kernel(a, b, out):
+    i = cuda.grid(1)
+    if i < a.shape[0]:
+        cuda.atomic.add(out, 0, a[i] * b[i])
+'''
+
+HISTOGRAM_GLOBAL_ATOMICS = '''
+from numba import cuda
+
+
+@cuda.jit
+def histogram_kernel(x, hist):
+    for i in range(cuda.grid(1), x.shape[0], cuda.gridsize(1)):
+        cuda.atomic.add(hist, x[i], 1)
+'''
+
+MINMAX_ATOMIC_PER_ELEMENT = '''
+from numba import cuda
+
+
+@cuda.jit
+def minmax_kernel(x, out):
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        cuda.atomic.min(out, 0, x[i])
+        cuda.atomic.max(out, 1, x[i])
+'''
+
+MATVEC_ONE_LANE_A_ROW = '''
+from numba import cuda
+
+
+@cuda.jit
+def matvec_warp_kernel(A, x, y):
+    row = cuda.blockIdx.x
+    if cuda.threadIdx.x == 0:  # one lane walks the whole row; the other 31 wait
+        acc = 0.0
+        for j in range(A.shape[1]):
+            acc += A[row, j] * x[j]
+        y[row] = acc
+'''
+
+NAIVE_MATMUL = '''
+from numba import cuda, float32
+
+TILE = 8
+
+
+@cuda.jit
+def matmul_kernel(A, B, C):
+    col, row = cuda.grid(2)
+    M, K = A.shape
+    N = B.shape[1]
+    if row < M and col < N:
+        acc = float32(0.0)
+        for k in range(K):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+
+
+def launch(M, N):
+    return ((N + TILE - 1) // TILE, (M + TILE - 1) // TILE), (TILE, TILE)
+'''
+
+# (exercise, label, source, cause, phrases the message has, phrases it must not have)
+WRONG_TRAFFIC = [
+    ("transpose_shared", "no shared memory: strided stores", TRANSPOSE_NO_SHARED, "coalescing",
+     ["your stores touch 16.5 sectors per warp request", "do consecutive threads write consecutive elements?"], []),
+    ("conv1d", "no shared memory: every tap from global memory", CONV1D_NO_SHARED, "reuse",
+     ["your loads move", "times from global memory", "re-reads of the same elements, not uncoalesced requests",
+      "shared memory"], ["do consecutive threads"]),
+    # fewer sectors per request than the reference's (1 against 4), but 4 bytes used of each 32 fetched
+    ("matvec_coalesced", "one lane a row", MATVEC_ONE_LANE_A_ROW, "coalescing",
+     ["your loads touch 1 sectors per warp request and use 12% of the bytes", "consecutive threads read"], []),
+    # no tiles: each element of A and B read from global memory once per output that uses it
+    ("tiled_matmul", "no shared-memory tiles", NAIVE_MATMUL, "coalescing",
+     ["re-reads of the same elements", "shared memory"], []),
+    ("dot", "one atomic per element", DOT_ATOMIC_PER_ELEMENT, "atomics",
+     ["atomic updates of global memory", "one atomic per block"], ["consecutive"]),
+    ("histogram", "global atomics, no private histogram", HISTOGRAM_GLOBAL_ATOMICS, "atomics",
+     ["atomic updates of global memory"], []),
+    ("minmax", "two atomics per element", MINMAX_ATOMIC_PER_ELEMENT, "atomics", ["atomic updates of global memory"], []),
+]
+
+
+@pytest.mark.parametrize("name,label,source,cause,want,avoid",
+                         [pytest.param(*w, id=f"{w[0]}-{w[1]}") for w in WRONG_TRAFFIC])
+def test_wrong_traffic_fails_the_bench_naming_the_cause(tmp_path, monkeypatch, name, label, source, cause, want, avoid):
+    _, b = _bench(tmp_path, name, source, monkeypatch)
+    assert not b["passed"] and b["sectors"]["cause"] == cause, b
+    for w in want:
+        assert w in b["message"], (w, b["message"])
+    for a in avoid:
+        assert a not in b["message"], (a, b["message"])
+    s = b["sectors"]
+    if name == "transpose_shared":  # issue 28: loads as the reference's, stores 16.5 sectors a request against 4.7
+        assert s["student"] == s["reference"] and s["student_store"] > 3 * s["reference_store"], s
+        assert s["student_store_sectors"] > 1.25 * s["reference_store_sectors"], s
+    if cause == "reuse":  # re-reads: the same distinct sectors as the reference's, each fetched again and again
+        assert s["student_load_touched"] == s["reference_load_touched"], s
+        assert s["student_load_sectors"] > 2 * s["reference_load_sectors"], s
+
+
+# --- right kernels written differently: the bench passes ------------------------------------------------
+DOT_ATOMIC_PER_WARP = '''
+from numba import cuda, float32
+
+
+@cuda.jit
+def dot_kernel(a, b, out):
+    i = cuda.grid(1)
+    v = a[i] * b[i] if i < a.shape[0] else float32(0.0)
+    offset = 16
+    while offset > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, offset)
+        offset //= 2
+    if cuda.threadIdx.x % 32 == 0:
+        cuda.atomic.add(out, 0, v)
+'''
+
+RIGHT_TRAFFIC = [
+    ("dot", "one atomic per warp (shuffles)", DOT_ATOMIC_PER_WARP),
+    ("transpose_shared", "no padding (bank conflicts are not global traffic)",
+     exercises.load("transpose_shared").solution.read_text().replace("(TILE, PADDED)", "(TILE, TILE)")),
+    ("warp_reduce", "xor butterfly",
+     exercises.load("warp_reduce").solution.read_text().replace("cuda.shfl_down_sync(FULL_MASK, v, offset)",
+                                                              "cuda.shfl_xor_sync(FULL_MASK, v, offset)")),
+]
+
+
+@pytest.mark.parametrize("name,label,source", [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in RIGHT_TRAFFIC])
+def test_right_variants_pass_the_bench(tmp_path, monkeypatch, name, label, source):
+    _, b = _bench(tmp_path, name, source, monkeypatch)
+    assert b["passed"], b
