@@ -14,7 +14,8 @@ submission also runs in the simulator, contained the same way, and the verdict i
 
 The score is hidden tests passed of the exercise's hidden tests (:func:`lab.teach.union.score`),
 the same denominator for every outcome: a missing file, a file that does not load, hangs or does
-not compile for a GPU scores 0 of N; "compiles for a GPU" is a gate, not a hidden test. Ctrl-C
+not compile for a GPU scores 0 of N, and so does one the sandbox had to stop (a violation: its
+results are not to be trusted); "compiles for a GPU" is a gate, not a hidden test. Ctrl-C
 stops the children at once and returns the rows finished so far (``interrupted``). The grader
 never reads a student's workspace (``.lab-state.json``): only the submitted files.
 """
@@ -120,6 +121,8 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
                                                               if v not in (extra.get("violations") or [])]
     row["bench"] = extra.get("bench") if all(t["passed"] for t in tests) else None
     limit = _reason_from_exit(extra.get("returncode"), limits) or _reason_from_exit(sim_extra.get("returncode"), limits)
+    if row["violations"]:  # what the sandbox had to stop: its results are not to be trusted
+        row["tests_passed"] = 0
     messages = " ".join(f["message"] for f in row["failures"])
     if limit is None and "MemoryError" in messages:
         limit = f"ran out of memory (the {limits.memory_mb} MiB address-space limit)"
