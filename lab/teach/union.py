@@ -6,8 +6,8 @@ values, compute-sanitizer with ``--gpu``, speed) and in the simulator on the CPU
 diagnostics: one writer per output element, shared- and global-memory races, barriers in divergent
 code, reads and writes outside the guard, warp masks). :func:`merge` makes one list of test entries
 from the two: a test fails when either backend fails it, and a failing message says which backend
-saw it ("seen on the GPU: ...", "seen in the simulator's trace: ..."), and that the two disagree
-when one passed the test the other failed.
+saw it ("seen on the GPU: ...", "seen in the simulator's trace: ..."), and when one backend's
+values were right where the other's were wrong, that the two disagree on values.
 
 :func:`score` is the gradebook's and the check's "tests passed / total": hidden tests passed out of
 the exercise's hidden tests, the same denominator whatever happened. The other entries of a check
@@ -17,6 +17,8 @@ compute-sanitizer's "GPU racecheck" / "GPU memcheck" / "GPU synccheck". A failed
 kernel that does not compile); a failed sanitizer entry fails the verdict without changing the count.
 """
 from __future__ import annotations
+
+import re
 
 GPU_SAW = "seen on the GPU"
 SIM_SAW = "seen in the simulator's trace"
@@ -29,6 +31,17 @@ ZEROING_GATES = (LOAD, COMPILE_TEST)
 def _said(message: str, who: str) -> str:
     """``message`` prefixed with the backend that saw it (once: a message already saying so is kept)."""
     return message if message.startswith(who) else f"{who}: {message}"
+
+
+_VALUES = re.compile(r"\] = \S+, expected |never written|is all zeros|still holds its initial value|"
+                     r"is NaN although it was written|differs from the float64 reference")
+
+
+def values_wrong(message: str) -> bool:
+    """Whether a failing message is about the output's values (an element wrong, never written, all
+    zeros ...), not a finding of the simulator's trace (a race, a barrier, an access outside the
+    guard, several writers) or a stop (timed out, raised)."""
+    return bool(_VALUES.search(message))
 
 
 def _one(g: dict, s: dict | None) -> dict:
@@ -44,14 +57,15 @@ def _one(g: dict, s: dict | None) -> dict:
             msg = f"{SIM_SAW}: {s['message']}; {GPU_SAW}: {g['message']}"
         out = dict(g, passed=False, message=msg, seen_by=["simulator", "gpu"])
     elif g["passed"]:  # the trace saw what this run on the hardware did not show
-        out = dict(g, passed=False, seen_by=["simulator"],
-                   message=f"{SIM_SAW}: {s['message']} (on the GPU this test passed: the two backends "
-                           f"disagree; the trace sees what one run on the hardware may not)")
+        why = ("the GPU's values were right: the two backends disagree on values (a race, or a read before a "
+               "write, that one run shows and the other does not?)" if values_wrong(s["message"]) else
+               "on the GPU the values were right; the trace sees what the values do not show")
+        out = dict(g, passed=False, seen_by=["simulator"], message=f"{SIM_SAW}: {s['message']} ({why})")
     else:
-        out = dict(g, passed=False, seen_by=["gpu"],
-                   message=f"{GPU_SAW}: {g['message']} (in the simulator this test passed: the two backends "
-                           f"disagree; a race, memory read before it was written, or an order of "
-                           f"floating-point operations that only the GPU shows?)")
+        why = ("the simulator's values were right: the two backends disagree on values (a race, memory read "
+               "before it was written, or an order of floating-point operations that only the GPU shows?)"
+               if values_wrong(g["message"]) else "the simulator passed this test")
+        out = dict(g, passed=False, seen_by=["gpu"], message=f"{GPU_SAW}: {g['message']} ({why})")
     if "map" in s:  # the simulator's who-wrote-what (the notebook draws it)
         out["map"] = s["map"]
     return out

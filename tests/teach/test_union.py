@@ -29,14 +29,25 @@ def test_a_test_passes_only_when_both_backends_pass_it():
     one = got["n=1"]  # the trace saw what the GPU's run did not show
     assert not one["passed"] and one["seen_by"] == ["simulator"]
     assert one["message"].startswith("seen in the simulator's trace: race: thread 3 of block 0")
-    assert "on the GPU this test passed: the two backends disagree" in one["message"]
+    assert one["message"].endswith("(on the GPU the values were right; the trace sees what the values do not show)")
     k = got["n=1000"]  # the GPU saw wrong values where the simulator's were right
     assert not k["passed"] and k["seen_by"] == ["gpu"]
     assert k["message"].startswith("seen on the GPU: c[3] = 0, expected 1.5")
-    assert "in the simulator this test passed: the two backends disagree" in k["message"]
+    assert "(the simulator's values were right: the two backends disagree on values" in k["message"]
     both = got["n=5"]  # the same message from both: said once
     assert not both["passed"] and both["seen_by"] == ["simulator", "gpu"]
     assert both["message"] == "seen on the GPU and in the simulator's trace: timed out after 10 s while running this test"
+
+
+def test_values_that_only_one_backend_got_wrong_are_a_disagreement_on_values():
+    sim_wrong = union.merge([OK("n=8")], [BAD("n=8", "s[0] = 3, expected 4 (tolerance 0); 1 of 1 element wrong")])[0]
+    assert "(the GPU's values were right: the two backends disagree on values" in sim_wrong["message"]
+    gpu_hung = union.merge([BAD("n=8", "timed out after 3 s while running this test")], [OK("n=8")])[0]
+    assert gpu_hung["message"] == ("seen on the GPU: timed out after 3 s while running this test "
+                                   "(the simulator passed this test)")
+    assert union.values_wrong("c elements 3..9 (7 of 10) never written")
+    assert not union.values_wrong("race: thread 1 of block 0 wrote s[1] at line 9, which thread 0 ...")
+    assert not union.values_wrong("out of bounds: thread 31 of block 0 read a[31], outside its shape (31,)")
 
 
 def test_both_failing_differently_says_both_and_only_one_leg_keeps_its_entry():
@@ -154,7 +165,7 @@ def test_check_on_a_gpu_fails_what_only_the_simulators_trace_sees(tmp_path, gpu_
     failed = [t for t in doc["tests"] if not t["passed"]]
     assert failed and all(t["seen_by"] == ["simulator"] for t in failed), failed
     assert any("one per block" in t["message"] and t["message"].startswith("seen in the simulator's trace: ")
-               and "on the GPU this test passed: the two backends disagree" in t["message"] for t in failed)
+               and "on the GPU the values were right" in t["message"] for t in failed)
     assert doc["tests_total"] == len(exercises.load("vecadd").hidden().cases(__import__("numpy").random.default_rng(7)))
     assert doc["tests_passed"] < doc["tests_total"]
     assert any(label.startswith("GPU: running test 1/") for label in seen), seen  # the legs' progress, joined
