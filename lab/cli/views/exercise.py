@@ -140,8 +140,7 @@ def print_grade(doc, csv_path=None, wide: bool = False) -> None:
     left = f", {s['not_graded']} not graded (interrupted)" if s.get("not_graded") else ""
     _out.print(f"{plural(s['students'], 'student')} x {plural(s['exercises'], 'exercise')}: {s['passed']} passed, "
                f"{s['failed']} failed, {s['missing']} missing{left}; {doc['seconds']:.1f} s with {doc['jobs']} jobs")
-    _out.print("  [dim]tests: hidden tests passed / the exercise's hidden tests (0 of N when the file is missing, "
-               "does not load, or does not compile for a GPU)[/dim]")
+    _out.print("  [dim]tests: hidden tests passed / hidden tests; 0 when a file is missing or broken[/dim]")
     for note in doc["notes"]:
         _out.print(f"  [dim]{escape(note)}[/dim]")
     _out.print(f"  [dim]contained: {escape('; '.join(doc['isolation']))}; not a security boundary "
