@@ -553,7 +553,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         elif kind == "result":
             counts.setdefault("got", []).append(value["name"])
             if not value["passed"] and value["message"].startswith("timed out"):
-                progress(done + 1, total, f"{value['name']}: {value['message'].split(' while ')[0]} (stopped)")
+                said = value["message"].split(" while ")[0].split(" (")[0]  # "timed out after 10 s"
+                progress(done + 1, total, f"{value['name']}: {said} (stopped)")
 
     while True:
         counts["got"] = []

@@ -52,13 +52,14 @@ def status_line(quiet: bool, description: str) -> Iterator[Steps | None]:
     stderr that updates in place (a spinner, transient), only on a terminal; None when ``quiet`` or
     piped (a log gets the result, not the churn). ``lab exercise check``: which test is running."""
     from rich.console import Console
-    from rich.markup import escape
+    from rich.text import Text
 
     console = Console(stderr=True)
     if quiet or not console.is_terminal:
         yield None
         return
-    with console.status(escape(description), spinner="dots") as st:
-        def update(done, total, label):
-            st.update(f"{escape(description)}: {escape(label)}")
+    with console.status(Text(description), spinner="dots") as st:
+        def update(done, total, label):  # one line: cut to the terminal's width (the spinner takes 2), never wrapped
+            text, room = f"{description}: {label}", max(console.width - 3, 10)
+            st.update(Text(text if len(text) <= room else text[:room - 1] + "…"))
         yield update
