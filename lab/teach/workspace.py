@@ -666,7 +666,8 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     finally:
         _untrack(proc)
         if proc.poll() is None:
-            _kill(proc)
+            if not getattr(proc, "lab_killed", False):  # a killed GPU child may still be dying: reaped elsewhere
+                _kill(proc)
         elif _kill_group(proc):  # the child exited but left processes behind: it forked
             violations.append("left processes running after it exited (it forked); they were killed")
         if private:
@@ -701,6 +702,7 @@ def _bench_failed(message: str) -> dict:
 
 
 def _kill(proc):
+    proc.lab_killed = True
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

@@ -156,3 +156,32 @@ def test_tests_that_timed_out_are_not_run_again_under_compute_sanitizer(tmp_path
         assert not doc["passed"] and doc["tests_total"] == len(gpu_tests)
     assert calls == [["n=2", "n=3"]]  # the second time nothing was left to run under the sanitizer
     assert "not run under compute-sanitizer: every test timed out or was not run" in doc["notes"]
+
+
+def test_a_child_that_dies_slowly_is_not_waited_for(monkeypatch):
+    """A GPU process killed in the middle of a kernel that never ends can take seconds to tear down
+    its context: the checker waits KILL_WAIT_S at most, then reaps it in the background."""
+    import subprocess
+
+    waits = []
+
+    class Dying:
+        pid = 2 ** 22 + 12345  # no such process group: killpg fails, kill() is called
+
+        def kill(self):
+            pass
+
+        def wait(self, timeout=None):
+            waits.append(timeout)
+            if timeout is not None:
+                raise subprocess.TimeoutExpired("gpu child", timeout)
+
+        def poll(self):
+            return None
+
+    t0 = time.monotonic()
+    proc = Dying()
+    W._kill(proc)
+    assert time.monotonic() - t0 < 1 and waits[0] == W.KILL_WAIT_S and proc.lab_killed
+    time.sleep(0.1)
+    assert waits[1:] == [None]  # the background reaper
