@@ -612,6 +612,8 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     tests, current, since, lines_seen, planned, timed_out = [], None, time.monotonic(), 0, [], False
     try:
         while True:
+            if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
+                break
             done = proc.poll() is not None
             lines = Path(progress).read_text().splitlines()
             for line in lines[lines_seen:]:
@@ -666,8 +668,10 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     finally:
         _untrack(proc)
         if proc.poll() is None:
-            if not getattr(proc, "lab_killed", False):  # a killed GPU child may still be dying: reaped elsewhere
+            if not getattr(proc, "lab_killed", False):
                 _kill(proc)
+            else:  # killed (a timeout, Ctrl-C) and still dying, a GPU context tearing down: reaped in the background
+                threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
         elif _kill_group(proc):  # the child exited but left processes behind: it forked
             violations.append("left processes running after it exited (it forked); they were killed")
         if private:
@@ -739,6 +743,7 @@ def stop_all() -> None:
     with _LIVE_LOCK:
         procs = list(_LIVE)
     for proc in procs:
+        proc.lab_killed = True  # reaped by whoever waits for it, not waited for again
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
 
