@@ -521,7 +521,7 @@ BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test time
 RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out (simulator)
 RETRY_TIMEOUT_GPU_S = 3.0  # the same on a GPU, where a test takes milliseconds (and a launch's JIT compile)
 MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test hangs, fix that first
-KILL_WAIT_S = 2.0  # a killed child is waited for this long, then reaped in the background (a GPU context
+KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
 
