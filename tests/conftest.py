@@ -22,6 +22,11 @@ if not os.environ.get("LAB_CACHE_DIR"):
     import tempfile
 
     os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="lab-tests-cache-")
+# The HMAC key of exercise check records (lab.teach.workspace._key): never the user's own.
+if not os.environ.get("LAB_DATA_DIR"):
+    import tempfile
+
+    os.environ["LAB_DATA_DIR"] = tempfile.mkdtemp(prefix="lab-tests-data-")
 
 BACKEND = select({"sim": "sim", "gpu": "gpu"}.get(os.environ.get("LAB_TEST_BACKEND", ""), "auto"))
 SIMULATOR = BACKEND == "simulator"

@@ -14,6 +14,7 @@ def exercise():
     """Exercises: scaffolds to fill in, hidden tests that catch real GPU bugs, hints, solutions."""
 
 
+INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C (128 + SIGINT)
 DIR = click.option("--dir", "directory", default=None, callback=O._not_empty, help="Workspace (default ./lab-exercises or $LAB_EXERCISES_DIR).")
 
 
@@ -52,12 +53,21 @@ def exercise_start(name, directory):
 @DIR
 @O.BACKEND
 def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
-    """Run NAME's hidden tests on your file; exit 0 when all pass, 1 when any fails."""
+    """Run NAME's hidden tests on your file; exit 0 when all pass, 1 when any fails.
+
+    On a GPU the tests also run in the CUDA simulator (its traced diagnostics) and a test fails
+    when either backend fails it. In a terminal a line shows which test is running."""
     from lab.teach import workspace as E
     from lab.cli.views import exercise as V
+    from lab.cli.views.progress import status_line
 
-    result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed,
-                     bench=bench)
+    try:
+        with status_line(as_json, f"checking {name}") as progress:
+            result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout,
+                             seed, bench=bench, progress=progress)
+    except KeyboardInterrupt:
+        click.echo("interrupted: the check was stopped (its processes killed)", err=True)
+        sys.exit(INTERRUPTED)
     O.emit_json(result) if as_json else V.print_check(result)
     fast_enough = not bench or bool(result.get("bench") and result["bench"]["passed"])
     sys.exit(0 if result["passed"] and fast_enough else 1)
@@ -70,6 +80,7 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Submissions checked at once (default: the CPUs).")
 @click.option("--csv", "csv_path", default=None, callback=O._not_empty, help="Also write the gradebook as CSV to FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--wide", is_flag=True, help="Every column at its natural width (the terminal may wrap lines).")
 @click.option("--bench", is_flag=True, help="Grade performance too (see lab exercise check --bench).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per hidden test (default 10).")
@@ -83,11 +94,14 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
               "way of a GPU driver); the other limits stay.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the inputs (the same for everyone).")
 @O.BACKEND
-def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, cpu_s, memory_mb, fsize_mb, no_landlock,
-                   seed, sim):
+def exercise_grade(submissions, only, jobs, csv_path, as_json, wide, bench, timeout, cpu_s, memory_mb, fsize_mb,
+                   no_landlock, seed, sim):
     """Grade a class: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained process.
 
-    Exit 0 when the gradebook is complete (whatever the grades), 2 on bad input."""
+    tests: hidden tests passed of the exercise's hidden tests (0 of N for a missing file, one that
+    does not load, hangs at load or does not compile for a GPU). Exit 0 when the gradebook is
+    complete (whatever the grades), 2 on bad input, 130 after Ctrl-C (the rows finished so far are
+    printed, and written with --csv)."""
     from lab.core.files import check_writable, write_atomic
     from lab.teach import grade as G
     from lab.teach.sandbox import Limits
@@ -100,12 +114,20 @@ def exercise_grade(submissions, only, jobs, csv_path, as_json, bench, timeout, c
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
     from lab.cli.views.progress import bar_unless
 
-    with bar_unless(as_json, "grading") as progress:
-        doc = G.grade(submissions, names, jobs, "auto" if sim is None else ("sim" if sim else "gpu"), timeout, seed,
-                      bench, limits, progress)
+    try:
+        with bar_unless(as_json, "grading", finished=True) as progress:
+            doc = G.grade(submissions, names, jobs, "auto" if sim is None else ("sim" if sim else "gpu"), timeout,
+                          seed, bench, limits, progress)
+    except KeyboardInterrupt:  # before the first submission started (grade returns what it has after)
+        click.echo("interrupted: nothing was graded", err=True)
+        sys.exit(INTERRUPTED)
     if csv_path:
         write_atomic(csv_path, G.to_csv(doc), "gradebook CSV")
-    O.emit_json(doc) if as_json else V.print_grade(doc, csv_path)
+    O.emit_json(doc) if as_json else V.print_grade(doc, csv_path, wide)
+    if doc.get("interrupted"):
+        click.echo(f"interrupted: {len(doc['rows'])} submissions graded, {doc['summary']['not_graded']} not",
+                   err=True)
+        sys.exit(INTERRUPTED)
 
 
 @exercise.command("hint")

@@ -314,6 +314,9 @@ def main(argv) -> None:
 
     select("sim" if backend == "simulator" else "gpu")
     with open(progress, "a", buffering=1) as out:
+        from lab.teach.checker import warm
+
+        warm(name, backend, out)
         results = run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"), skip=skip)
         if results and all(r["passed"] for r in results):
             out.write(json.dumps({"start": "bench"}) + "\n")

@@ -746,7 +746,28 @@ def main(argv):
 
     select("sim" if backend == "simulator" else "gpu")
     with open(progress, "a", buffering=1) as out:
+        warm(name, backend, out)
         run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"), skip=skip)
+
+
+def warm(name, backend, out) -> None:
+    """Import what every test needs (Numba, the exercise's hidden tests, the tracer; on a GPU the
+    CUDA context) and say ``{"ready": true}``: the parent's start-up allowance ends here, so from now
+    on a file that hangs while it loads gets the per-test timeout, as any test does
+    (lab.teach.sandbox does the same)."""
+    import numba.cuda  # noqa: F401
+
+    import exercises
+
+    exercises.load(name).hidden()
+    if backend == "simulator":
+        import lab.core.simt  # noqa: F401
+    else:  # the CUDA context now, not in the first test's time (a retry's first test has a short limit)
+        try:
+            numba.cuda.current_context()
+        except Exception:  # noqa: BLE001 - no usable GPU: the first launch says so, as a test's failure
+            pass
+    out.write(json.dumps({"ready": True}) + "\n")
 
 
 if __name__ == "__main__":

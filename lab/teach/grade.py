@@ -8,7 +8,16 @@ exercise checker's child process (:func:`lab.teach.workspace._run_child`) under
 temporary folder, Landlock where the kernel has it, an audit hook against forks and writes
 elsewhere. A pool of ``jobs`` threads keeps that many children running; a submission that does not
 load, raises, hangs (the per-test timeout), exhausts a limit, forks or writes elsewhere gets a row
-with the reason, and the others go on. Every student gets the same inputs (one seed).
+with the reason, and the others go on. Every student gets the same inputs (one seed). On a GPU each
+submission also runs in the simulator, contained the same way, and the verdict is the union
+(:mod:`lab.teach.union`): a test fails when either backend fails it.
+
+The score is hidden tests passed of the exercise's hidden tests (:func:`lab.teach.union.score`),
+the same denominator for every outcome: a missing file, a file that does not load, hangs or does
+not compile for a GPU scores 0 of N, and so does one the sandbox had to stop (a violation: its
+results are not to be trusted); "compiles for a GPU" is a gate, not a hidden test. Ctrl-C
+stops the children at once and returns the rows finished so far (``interrupted``). The grader
+never reads a student's workspace (``.lab-state.json``): only the submitted files.
 """
 from __future__ import annotations
 
@@ -80,25 +89,40 @@ def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
 
 
 def grade_one(student: str, name: str, path: Path | None, backend: str, seed: int, timeout: float,
-              limits: Limits, bench: bool) -> dict:
+              limits: Limits, bench: bool, hidden: list[str] | None = None) -> dict:
     """One gradebook row: {student, exercise, status, tests_passed, tests_total, reason, failures:
-    [{name, message}], bench (or None), violations, seconds}."""
-    from lab.teach.workspace import _run_child
+    [{name, message}], bench (or None), violations, seconds}. ``hidden``: the exercise's hidden
+    tests' names for ``seed`` (default: :func:`lab.teach.workspace.hidden_names`); tests_total is
+    their count whatever happened. On a GPU (``backend`` "gpu") the simulator's child runs too, in
+    the same sandbox, and its failures count (:func:`lab.teach.union.merge`)."""
+    from lab.teach import union
+    from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
 
-    row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": 0,
+    if hidden is None:
+        hidden = hidden_names([name], seed)[name]
+    row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": len(hidden),
            "reason": "no file submitted", "failures": [], "bench": None, "violations": [], "seconds": 0.0}
     if path is None:
         return row
     t0 = time.monotonic()
     extra: dict = {}
-    tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra)
+    sim_extra: dict = {}
+    if backend == "gpu":
+        tests, sim_notes, _ = _with_simulator(name, path, seed, timeout, bench, extra, None, _Progress(None),
+                                              sandbox=limits, sim_extra=sim_extra)
+        extra["notes"] = list(extra.get("notes") or []) + [n for n in sim_notes + list(sim_extra.get("notes") or [])
+                                                           if n not in (extra.get("notes") or [])]
+    else:
+        tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra)
     row["seconds"] = round(time.monotonic() - t0, 3)
-    row["tests_total"] = len(tests)
-    row["tests_passed"] = sum(t["passed"] for t in tests)
+    row["tests_passed"], row["tests_total"] = union.score(tests, hidden)
     row["failures"] = [{"name": t["name"], "message": t["message"]} for t in tests if not t["passed"]]
-    row["violations"] = list(extra.get("violations") or [])
-    row["bench"] = extra.get("bench")
-    limit = _reason_from_exit(extra.get("returncode"), limits)
+    row["violations"] = list(extra.get("violations") or []) + [v for v in sim_extra.get("violations") or []
+                                                              if v not in (extra.get("violations") or [])]
+    row["bench"] = extra.get("bench") if all(t["passed"] for t in tests) else None
+    limit = _reason_from_exit(extra.get("returncode"), limits) or _reason_from_exit(sim_extra.get("returncode"), limits)
+    if row["violations"]:  # what the sandbox had to stop: its results are not to be trusted
+        row["tests_passed"] = 0
     messages = " ".join(f["message"] for f in row["failures"])
     if limit is None and "MemoryError" in messages:
         limit = f"ran out of memory (the {limits.memory_mb} MiB address-space limit)"
@@ -130,8 +154,11 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     folder: SUBMISSIONS; only: exercise names (default: every one submitted); jobs: children at once
     (default: the CPUs this process may use); backend: "auto", "sim" or "gpu"; timeout: seconds per
     hidden test (default 10); bench: the performance grade too (:mod:`lab.teach.bench`);
-    progress(done, total, text). LabError on bad input (before any work)."""
+    progress(done, total, text): after each row, ``done`` rows finished (1 .. total). Ctrl-C
+    (KeyboardInterrupt) kills the running children and returns the rows finished so far, with
+    ``interrupted`` true and a note. LabError on bad input (before any work)."""
     from lab.core.session import choose
+    from lab.teach import workspace as W
 
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
@@ -144,25 +171,38 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
         notes.append(f"--bench on a GPU: one submission at a time (--jobs {jobs} -> 1), so that no timing "
                      f"shares the GPU with another submission")
         jobs = 1
-    timeout = float(timeout or DEFAULT_TIMEOUT_S)
+    timeout = W.timeout_s(timeout, DEFAULT_TIMEOUT_S, env=None)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     pairs = [(s, n) for s in students for n in names]
     rows: dict = {}
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench): (s, n)
-                   for s, n in pairs}
+    W._STOP.clear()
+    hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
+    interrupted = False
+    pool = ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench,
+                               hidden[n]): (s, n) for s, n in pairs}
         for k, fut in enumerate(as_completed(futures), 1):
             s, n = futures[fut]
             try:
                 rows[(s, n)] = fut.result()
             except Exception as e:  # noqa: BLE001 - the grader's own failure on one row never stops the rest
-                rows[(s, n)] = {"student": s, "exercise": n, "status": FAILED, "tests_passed": 0, "tests_total": 0,
+                rows[(s, n)] = {"student": s, "exercise": n, "status": FAILED, "tests_passed": 0,
+                                "tests_total": len(hidden[n]),
                                 "reason": f"the grader could not run it: {type(e).__name__}: {e}", "failures": [],
                                 "bench": None, "violations": [], "seconds": 0.0}
             if progress:
                 progress(k, len(pairs), f"{s}/{n}: {rows[(s, n)]['status']}")
-    ordered = [rows[p] for p in pairs]
+    except KeyboardInterrupt:  # Ctrl-C: the children die now, the finished rows stay
+        interrupted = True
+        W.stop_all()
+        pool.shutdown(wait=False, cancel_futures=True)
+        notes.append(f"interrupted (Ctrl-C): {len(rows)} of {len(pairs)} submissions graded; the others are not "
+                     f"in this gradebook")
+    else:
+        pool.shutdown(wait=True)
+    ordered = [rows[p] for p in pairs if p in rows]
     for r in ordered:  # what the children said about their containment (e.g. no Landlock here), once each
         for note in r.pop("notes", []):
             if note not in notes:
@@ -170,18 +210,24 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     isolation = [f"own process per submission, {jobs} at once",
                  f"CPU limit {limits.cpu_s} s, file-size limit {limits.fsize_mb} MiB",
                  (f"address-space limit {limits.memory_mb} MiB" if chosen == "simulator" and limits.memory_mb else
-                  "no address-space limit (on a GPU the CUDA context reserves more than any sane limit)"),
+                  "no address-space limit (on a GPU the CUDA context reserves more than any sane limit)"
+                  + (f"; the simulator's child: {limits.memory_mb} MiB" if limits.memory_mb else "")
+                  if chosen == "gpu" else "no address-space limit"),
+                 *(["on a GPU each submission also runs in the simulator (its traced diagnostics), contained "
+                    "the same way; a test fails when either fails it"] if chosen == "gpu" else []),
                  "private temporary working folder (HOME, TMPDIR), an audit hook refusing processes, writes "
                  "elsewhere and sockets",
                  ("Landlock: writes only to the private folder, reads only system, Python and lab folders"
                   if limits.landlock else "Landlock off")]
     summary = {"students": len(students), "exercises": len(names),
-               **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)}}
+               **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)},
+               "not_graded": len(pairs) - len(ordered)}
     return {"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
             "timeout_s": timeout, "bench": bench, "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                                                               "fsize_mb": limits.fsize_mb, "landlock": limits.landlock},
             "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
-            "seconds": round(time.monotonic() - t0, 3), "notes": notes}
+            "seconds": round(time.monotonic() - t0, 3), "notes": notes, "interrupted": interrupted,
+            "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]}
 
 
 def to_csv(doc: dict) -> str:

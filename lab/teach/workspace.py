@@ -1,24 +1,42 @@
 """``lab exercise``: the student's workspace, the exercise catalogue, and the checker's parent side.
 
 The workspace (default ``./lab-exercises``, ``--dir`` or ``LAB_EXERCISES_DIR``) holds the started
-scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state.json`` (status and
-hints shown, per exercise). Hidden tests and solutions stay inside the installed package.
+scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state.json`` (the
+exercises started, the hints shown, and per exercise the last check's record). Hidden tests and
+solutions stay inside the installed package.
 
 :func:`check` runs the hidden tests in a child process (:mod:`lab.teach.checker`) and kills it
 when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
-barrier that not all threads reach is reported, never waited for. Nothing here prints.
+barrier that not all threads reach is reported, never waited for. On a GPU a second child runs
+the same hidden tests in the simulator on the CPU (its traced diagnostics), and the verdict is
+the union of the two (:mod:`lab.teach.union`). Nothing here prints.
+
+The workspace records checks, not claims: a check of the workspace's own file stores whether it
+passed, the sha256 of the file content it checked, the time and the backend, signed with an HMAC
+whose key lives outside the workspace (:func:`_key`, the user's data folder). ``list`` says
+"passed" only when that record verifies and the file still has that content; a hand-edited record
+does not verify. (Re-running the check is the other way to know, and costs a check; the HMAC keeps
+``list`` instant.) The key guards against editing the state file, not against the same user's
+code reading the key: nothing a student's own account holds can; a teacher's grade
+(:mod:`lab.teach.grade`) never reads a workspace, only the submitted files.
 """
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
+import math
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import exercises
@@ -41,7 +59,7 @@ def _state(ws: Path) -> dict:
     except (OSError, ValueError):
         state = None
     state = state if isinstance(state, dict) else {}
-    for key in ("status", "hints"):
+    for key in ("status", "hints", "checks"):
         if not isinstance(state.get(key), dict):
             state[key] = {}
     return state
@@ -74,16 +92,94 @@ def get(name: str) -> exercises.Exercise:
 
 
 def listing(directory=None) -> list[dict]:
-    """[{schema_version, name, title, difficulty, status, prerequisites, mirrors}] in the order of the
-    path (a list carries no version of its own: each item does)."""
-    st = _state(workspace(directory))["status"]
+    """[{schema_version, name, title, difficulty, status, last_check, prerequisites, mirrors}] in the
+    order of the path (a list carries no version of its own: each item does).
+
+    status: "passed" only when the last check of DIR/NAME.py passed, its record verifies (HMAC) and
+    the file still has the content that was checked; "in progress" when the file is there or was
+    started; else "not started". last_check: None, or {"passed", "at" (UTC, ISO 8601), "backend",
+    "file_changed" (the file is not the one checked), "verified" (the record's HMAC)}."""
+    ws = workspace(directory)
+    state = _state(ws)
+    key = _key(create=False)
     rows = []
     for n in exercises.names():
         ex = exercises.load(n)
+        status, last = _status(ws, n, state, key)
         rows.append({"schema_version": SCHEMA_VERSION, "name": n, "title": ex.title, "difficulty": ex.difficulty,
-                     "status": st.get(n, NOT_STARTED), "prerequisites": ex.prerequisites,
+                     "status": status, "last_check": last, "prerequisites": ex.prerequisites,
                      "mirrors": ex.mirrors})
     return rows
+
+
+KEY_FILE = "workspace-key"  # 32 random bytes, mode 0600, in the user's data folder (never in a workspace)
+
+
+def _key(create: bool = True) -> bytes | None:
+    """The per-user HMAC key for check records: ``$LAB_DATA_DIR/workspace-key``, else platformdirs'
+    user data folder for the lab; made on first use when ``create``. None when it cannot be read or
+    made (then no record verifies and no exercise is listed as passed)."""
+    base = os.environ.get("LAB_DATA_DIR")
+    if not base:
+        from platformdirs import user_data_dir
+
+        base = user_data_dir("numba-gpu-lab", appauthor=False)
+    path = Path(base) / KEY_FILE
+    with contextlib.suppress(OSError):
+        key = path.read_bytes()
+        if len(key) >= 32:
+            return key
+    if not create:
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+    except FileExistsError:
+        pass  # another check made it meanwhile
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        key = path.read_bytes()
+        return key if len(key) >= 32 else None
+    return None
+
+
+def _mac(key: bytes, name: str, rec: dict) -> str:
+    fields = [name, bool(rec.get("passed")), str(rec.get("sha256")), str(rec.get("at")), str(rec.get("backend"))]
+    return hmac.new(key, json.dumps(fields).encode(), hashlib.sha256).hexdigest()
+
+
+def _record(state: dict, name: str, passed: bool, digest: str, backend: str, key: bytes | None) -> None:
+    """Store the check of DIR/NAME.py (content ``digest``) in ``state``, signed with ``key``."""
+    rec = {"passed": bool(passed), "sha256": digest, "backend": backend,
+           "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    rec["mac"] = _mac(key, name, rec) if key else ""
+    state["checks"][name] = rec
+
+
+def _status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[str, dict | None]:
+    """(status, last_check) of exercise ``name`` (see :func:`listing`)."""
+    rec = state["checks"].get(name)
+    file = ws / f"{name}.py"
+    started = file.is_file() or name in state["status"]
+    if not isinstance(rec, dict):
+        return (IN_PROGRESS if started else NOT_STARTED), None
+    verified = bool(key) and isinstance(rec.get("mac"), str) and hmac.compare_digest(rec["mac"], _mac(key, name, rec))
+    try:
+        changed = _sha256(file.read_bytes()) != rec.get("sha256")
+    except OSError:
+        changed = True
+    last = {"passed": bool(rec.get("passed")), "at": str(rec.get("at")), "backend": str(rec.get("backend")),
+            "file_changed": changed, "verified": verified}
+    if verified and not changed and last["passed"]:
+        return PASSED, last
+    return IN_PROGRESS, last
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def start(name: str, directory=None) -> tuple[Path, bool]:
@@ -101,8 +197,7 @@ def start(name: str, directory=None) -> tuple[Path, bool]:
         if ex.visible_test.exists():
             shutil.copyfile(ex.visible_test, ws / f"test_{name}.py")
     state = _state(ws)
-    if state["status"].get(name) != PASSED:
-        state["status"][name] = IN_PROGRESS
+    state["status"][name] = IN_PROGRESS  # started; "passed" comes from a check's record (listing)
     _save(ws, state)
     return dest, kept
 
@@ -135,48 +230,230 @@ def statement(name: str) -> str:
 
 
 def check(name: str, file=None, directory=None, backend: str = "auto", timeout: float | None = None,
-          seed: int | None = None, bench: bool = False) -> dict:
+          seed: int | None = None, bench: bool = False, progress=None) -> dict:
     """Run NAME's hidden tests on ``file`` (default: DIR/NAME.py) in a child process.
 
     backend: "auto" (a GPU when one is usable, else the simulator), "sim" or "gpu".
     timeout: seconds per test (default 30, or LAB_EXERCISE_TIMEOUT).
-    Returns {"schema_version", "exercise", "passed", "tests": [{"name", "passed", "message"}], "backend", "seed"}
-    (+ "notes"; with ``bench``, "bench": :mod:`lab.teach.bench`'s document, or null when a test failed).
-    With backend "gpu" (``--gpu``) the tests also run under compute-sanitizer (racecheck,
-    memcheck, synccheck: one entry each, "GPU racecheck" ...), or a note says these were not available.
-    LabError for an unknown exercise, a missing file or an unusable backend.
+    progress: ``progress(done, total, label)`` as tests start and end ("running test 3/7: n=1000"),
+    from the parent's own thread(s); None for none.
+    Returns {"schema_version", "exercise", "passed", "tests": [{"name", "passed", "message"}], "backend",
+    "seed", "tests_passed", "tests_total", "verdict_from"} (+ "notes"; with ``bench``, "bench":
+    :mod:`lab.teach.bench`'s document, or null when a test failed). ``tests_passed`` of
+    ``tests_total``: the hidden tests (:func:`lab.teach.union.score`; the same count for every
+    outcome). On a GPU (``--gpu``, or "auto" finding one) the hidden tests also run in the simulator
+    in a second child on the CPU, and a test fails when either backend fails it
+    (:func:`lab.teach.union.merge`; ``verdict_from`` ["gpu", "simulator"]). With backend "gpu"
+    (``--gpu``) the tests also run under compute-sanitizer (racecheck, memcheck, synccheck: one entry
+    each, "GPU racecheck" ...), or a note says these were not available.
+    LabError for an unknown exercise, a bad file (missing, a folder, not .py), a bad timeout (also
+    LAB_EXERCISE_TIMEOUT) or an unusable backend.
     """
     from lab.core.session import choose
+    from lab.teach import union
 
     ex = get(name)
     ws = workspace(directory)
-    path = Path(file) if file else ws / f"{name}.py"
-    if not path.is_file():
-        hint_ = "" if file else f" (start it first: lab exercise start {name})"
-        raise LabError(f"no such file: {path}{hint_}")
+    path = student_file(name, file, ws)
+    timeout = timeout_s(timeout)
     chosen = choose(backend)  # the child process selects it (lab.teach.checker.main)
-    timeout = float(timeout or os.environ.get("LAB_EXERCISE_TIMEOUT") or DEFAULT_TIMEOUT_S)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
+    try:
+        digest = _sha256(path.read_bytes())  # the content this check is about (the record's hash)
+    except OSError as e:
+        raise LabError(f"cannot read {path}: {e.strerror or e}") from None
     extra: dict = {}
     notes: list[str] = []
-    tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, extra=extra, notes=notes)
-    if backend == "gpu":  # --gpu: the hidden tests once more under compute-sanitizer, reports at your lines
-        san_tests, san_notes = _gpu_diagnoses(ex.name, path, seed, timeout)
-        tests += san_tests
-        notes += san_notes
+    _STOP.clear()
+    shown = _Progress(progress)
+    try:
+        if chosen == "gpu":
+            tests, sim_notes, gpu_tests = _with_simulator(ex.name, path, seed, timeout, bench, extra, notes, shown)
+            notes += [n for n in sim_notes if n not in notes]
+        else:
+            tests = gpu_tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, extra=extra,
+                                           notes=notes, progress=shown.leg("simulator"))
+        if backend == "gpu":  # --gpu: the hidden tests once more under compute-sanitizer, reports at your lines
+            # what hung on the GPU is not run again there (each would cost SANITIZER_SLOWDOWN timeouts)
+            stuck = [t["name"] for t in gpu_tests if not t["passed"] and t["message"].startswith(("timed out",
+                                                                                                  "not run"))]
+            failed = {t["name"] for t in gpu_tests if not t["passed"]}
+            left = [n for n in union.hidden_of(gpu_tests) if n not in stuck]
+            if "load" in failed:
+                notes.append("not run under compute-sanitizer: your file did not load")
+            elif union.COMPILE_TEST in failed:
+                notes.append("not run under compute-sanitizer: your kernel does not compile for the GPU")
+            elif not left:
+                notes.append("not run under compute-sanitizer: every test timed out or was not run")
+            else:
+                if stuck:
+                    notes.append(f"not run again under compute-sanitizer (they timed out or were not run): "
+                                 f"{', '.join(stuck)}")
+                san_tests, san_notes = _gpu_diagnoses(ex.name, path, seed, timeout, skip=stuck,
+                                                      progress=shown.leg("compute-sanitizer"))
+                tests += [union.sanitizer_entry(t) for t in san_tests]
+                notes += san_notes
+    except KeyboardInterrupt:
+        stop_all()  # the children (GPU, simulator, sanitizer) go with the check
+        raise
     passed = bool(tests) and all(t["passed"] for t in tests)
-    if not file or path.resolve() == (ws / f"{name}.py").resolve():
+    hidden = union.hidden_of(tests)
+    if not hidden or any(t["name"] == "load" and not t["passed"] for t in tests):
+        hidden = hidden_names([ex.name], seed)[ex.name]  # the file never listed them: ask the exercise
+    tests_passed, tests_total = union.score(tests, hidden)
+    if path.resolve() == (ws / f"{name}.py").resolve():
         state = _state(ws)
-        if passed or state["status"].get(name) != PASSED:
-            state["status"][name] = PASSED if passed else IN_PROGRESS
-        _save(ws, state)
+        # the state file's "status" says what the latest check found (read by people, never by list:
+        # list goes by the signed record below)
+        state["status"][name] = PASSED if passed else IN_PROGRESS
+        key = _key()
+        if key is None and passed:
+            notes.append("lab exercise list cannot show this pass: the key that signs check records could not be "
+                         "made (set LAB_DATA_DIR to a folder you can write)")
+        _record(state, name, passed, digest, chosen, key)
+        try:
+            _save(ws, state)
+        except LabError as e:  # the verdict stands; only its record is missing
+            notes.append(f"not recorded in the workspace: {e}")
     result = {"schema_version": SCHEMA_VERSION, "exercise": ex.name, "passed": passed, "tests": tests,
-              "backend": chosen, "seed": seed}
+              "backend": chosen, "seed": seed, "tests_passed": tests_passed, "tests_total": tests_total,
+              "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]}
     if notes:
         result["notes"] = notes
-    if bench:
-        result["bench"] = extra.get("bench")
+    if bench:  # nothing is benchmarked before every test passed, on both backends
+        result["bench"] = extra.get("bench") if passed else None
     return result
+
+
+SIM_LEG_ENV = {"NUMBA_ENABLE_CUDASIM": "1", "LAB_GPU_COMPILE": "0"}  # the GPU child compiles for real
+
+
+def _with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandbox=None, sim_extra=None):
+    """The hidden tests on the GPU (this thread) and, at the same time, in the simulator on the CPU
+    (a second child, ``SIM_LEG_ENV``; the same ``sandbox``): (merged tests, the simulator's notes,
+    the GPU's own tests).
+    ``sim_extra`` (a dict) receives the simulator child's ``extra`` (violations, exit code)."""
+    from lab.teach import union
+
+    sim: dict = {}
+    sim_notes: list[str] = []
+    sim_extra = {} if sim_extra is None else sim_extra
+
+    def simulator_leg():
+        try:
+            sim["tests"] = _run_child(name, path, "simulator", seed, timeout, env=SIM_LEG_ENV, sandbox=sandbox,
+                                      extra=sim_extra, notes=sim_notes, progress=shown.leg("simulator"))
+        except Exception as e:  # noqa: BLE001 - the lab's own failure: the GPU's verdict stands, with a note
+            sim["error"] = f"{type(e).__name__}: {e}"
+
+    leg = threading.Thread(target=simulator_leg, name=f"lab-sim-{name}", daemon=True)
+    leg.start()
+    gpu = _run_child(name, path, "gpu", seed, timeout, bench=bench, sandbox=sandbox, extra=extra, notes=notes,
+                     progress=shown.leg("gpu"))
+    leg.join()
+    if "error" in sim:
+        sim_notes.append(f"the simulator's traced diagnostics could not run ({sim['error']}): the verdict is "
+                         f"the GPU's alone")
+        return gpu, sim_notes, gpu
+    return union.merge(gpu, sim["tests"]), sim_notes, gpu
+
+
+class _Progress:
+    """One ``progress(done, total, label)`` callback for the legs of a check that run at once (the
+    GPU's, the simulator's, compute-sanitizer's): each leg's latest line, joined."""
+
+    NAMES = {"gpu": "GPU", "simulator": "simulator", "compute-sanitizer": "compute-sanitizer"}
+
+    def __init__(self, callback):
+        self.callback, self.lines, self.lock = callback, {}, threading.Lock()
+
+    def leg(self, who):
+        if self.callback is None:
+            return None
+
+        def update(done, total, label):
+            with self.lock:
+                self.lines[who] = (done, total, label)
+                if len(self.lines) == 1 or who == "compute-sanitizer":
+                    text = label if len(self.lines) == 1 else f"{self.NAMES[who]}: {label}"
+                else:
+                    text = " · ".join(f"{self.NAMES[w]}: {lab}" for w, (_, _, lab) in self.lines.items()
+                                      if w != "compute-sanitizer")
+                with contextlib.suppress(Exception):  # a display that fails never fails the check
+                    self.callback(done, total, text)
+        return update
+
+
+def student_file(name: str, file, ws: Path) -> Path:
+    """The file to check: ``file``, else DIR/NAME.py. LabError (one line) when it is missing, a
+    folder or not a Python file (.py)."""
+    path = Path(file) if file else ws / f"{name}.py"
+    what = f"--file {file}" if file else str(path)
+    if path.is_dir():
+        raise LabError(f"{what}: a folder, not a file; give the .py file of your kernel")
+    if not path.exists():
+        hint_ = "" if file else f" (start it first: lab exercise start {name})"
+        raise LabError(f"no such file: {path}{hint_}")
+    if not path.is_file():
+        raise LabError(f"{what}: not a regular file; give the .py file of your kernel")
+    if path.suffix != ".py":
+        raise LabError(f"{what}: not a Python file (.py); give the .py file of your kernel")
+    return path
+
+
+TIMEOUT_ENV = "LAB_EXERCISE_TIMEOUT"
+
+
+def timeout_s(timeout=None, default: float = DEFAULT_TIMEOUT_S, env: str | None = TIMEOUT_ENV) -> float:
+    """Seconds per hidden test: ``timeout``, else $LAB_EXERCISE_TIMEOUT, else ``default``. LabError
+    naming the value when it is not a number of seconds > 0."""
+    where, value = "--timeout", timeout
+    if value is None and env and os.environ.get(env, "").strip():
+        where, value = env, os.environ[env].strip()
+    if value is None:
+        return float(default)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise LabError(f"{where}={value}: not a number of seconds > 0 (e.g. 30)")
+    return seconds
+
+
+_HIDDEN_SCRIPT = """
+import json, sys
+import numpy as np
+from lab.core.session import select
+select("sim")
+import exercises
+from lab.teach.checker import hidden_cases
+seed = int(sys.argv[1])
+print(json.dumps({n: [c.name for c in hidden_cases(exercises.load(n), np.random.default_rng(seed))]
+                  for n in sys.argv[2:]}))
+"""
+_HIDDEN_CACHE: dict = {}
+
+
+def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
+    """{exercise: its hidden tests' names} for ``seed``: the score's denominator when a file never
+    listed them (it did not load). The hidden tests are imported in a child process (in the
+    simulator), never in this one: importing them chooses a backend (:mod:`exercises`)."""
+    from lab.core.session import child_env
+
+    want = [n for n in dict.fromkeys(names) if (n, int(seed)) not in _HIDDEN_CACHE]
+    if want:
+        p = subprocess.run([sys.executable, "-c", _HIDDEN_SCRIPT, str(int(seed)), *want], capture_output=True,
+                           text=True, env=child_env(NUMBA_ENABLE_CUDASIM="1"), stdin=subprocess.DEVNULL,
+                           timeout=300)
+        try:
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise RuntimeError(f"listing the hidden tests failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}") \
+                from None
+        for n, v in got.items():
+            _HIDDEN_CACHE[(n, int(seed))] = v
+    return {n: _HIDDEN_CACHE[(n, int(seed))] for n in names}
 
 
 SANITIZER_TOOLS = ("racecheck", "memcheck", "synccheck")
@@ -185,10 +462,12 @@ CLEAN = {"racecheck": "no shared-memory race found", "memcheck": "no out-of-boun
          "synccheck": "no barrier error found"}
 
 
-def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
+def _gpu_diagnoses(name, path, seed, timeout, skip=(), progress=None) -> tuple[list[dict], list[str]]:
     """(test entries, notes): the hidden tests run under compute-sanitizer's racecheck, memcheck and
     synccheck (line info on), each report in your file one failing entry; a note says which
-    diagnoses were not available."""
+    diagnoses were not available. ``skip``: tests not to run again (they timed out without the
+    sanitizer: under it each would cost ``SANITIZER_SLOWDOWN`` timeouts); ``progress``: as
+    :func:`_run_child`'s, the tool named in the label."""
     from lab.core import sanitizer as san
     from lab.teach.checker import sanitizer_message
 
@@ -203,8 +482,9 @@ def _gpu_diagnoses(name, path, seed, timeout) -> tuple[list[dict], list[str]]:
         os.close(fd)
         try:
             _run_child(name, path, "gpu", seed, timeout * SANITIZER_SLOWDOWN,
-                       wrap=san.command(exe, tool, log),
-                       env={"LAB_LINEINFO": "1", "LAB_GPU_COMPILE": "0", "LAB_SANITIZER": tool})
+                       wrap=san.command(exe, tool, log), skip=skip,
+                       env={"LAB_LINEINFO": "1", "LAB_GPU_COMPILE": "0", "LAB_SANITIZER": tool},
+                       progress=progress and (lambda d, t, label, tool=tool: progress(d, t, f"{tool}: {label}")))
             text = Path(log).read_text(errors="replace")
         finally:
             os.unlink(log)
@@ -241,13 +521,16 @@ def _in_student_file(report, mine: str, name: str) -> bool:
 
 
 BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
-RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out
-MAX_TIMEOUTS = 3  # then the rest is "not run": every test hangs, fix that first
+RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out (simulator)
+RETRY_TIMEOUT_GPU_S = 3.0  # the same on a GPU, where a test takes milliseconds (and a launch's JIT compile)
+MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test hangs, fix that first
+KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
+# with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
-               extra=None, notes=None) -> list[dict]:
+               extra=None, notes=None, skip=(), progress=None) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
     every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
@@ -257,11 +540,35 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     was skipped). When a test times out, the child is stopped and a fresh one runs the tests not yet
     run, each with a short limit (``RETRY_TIMEOUT_S``, or ``timeout`` when smaller): a test that
     hangs costs one timeout and the others still get a verdict (after ``MAX_TIMEOUTS`` the rest is
-    "not run")."""
-    tests, planned, skip, limit = [], None, [], timeout
+    "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
+    as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s")."""
+    tests, planned, limit, first = [], None, timeout, list(skip)
+    skip = list(first)
+    retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
+    counts = {"planned": None}
+
+    def on_event(kind, value):
+        if progress is None:
+            return
+        if kind == "loaded" and counts["planned"] is None:
+            counts["planned"] = len(value)
+            return
+        total = counts["planned"] or 0
+        done = len(tests) + len(counts.get("got", []))
+        if kind == "start":
+            label = ("loading your file" if value == "load" else
+                     f"running test {done + 1}/{total}: {value}" if total else f"running {value}")
+            progress(done, total, label)
+        elif kind == "result":
+            counts.setdefault("got", []).append(value["name"])
+            if not value["passed"] and value["message"].startswith("timed out"):
+                said = value["message"].split(" while ")[0].split(" (")[0]  # "timed out after 10 s"
+                progress(done + 1, total, f"{value['name']}: {said} (stopped)")
+
     while True:
+        counts["got"] = []
         got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
-                                                 extra, notes, skip, retry=bool(skip))
+                                                 extra, notes, skip, retry=bool(tests), on_event=on_event)
         planned = listed if planned is None else planned
         before = {t["name"] for t in tests}
         tests += got
@@ -269,9 +576,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         left = [n for n in planned if n not in done]
         progressed = any(n in planned and n not in before for n in done)
         timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
-        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS:
+        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set():
             break
-        skip, limit = sorted(n for n in done if n in planned), min(timeout, RETRY_TIMEOUT_S)
+        skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
     for n in planned:
         if n not in done:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
@@ -279,8 +586,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
-                    retry=False):
-    """One child process: (test entries, the planned test names, whether a test timed out)."""
+                    retry=False, on_event=None):
+    """One child process: (test entries, the planned test names, whether a test timed out).
+    ``on_event(kind, value)``: ("start", test name), ("loaded", planned names), ("result", entry)."""
     from lab.core.session import child_env
 
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
@@ -301,11 +609,14 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                             start_new_session=True, cwd=private)
+    _track(proc)  # stop_all (Ctrl-C) kills it
     bench_doc, violations, child_notes, ready = None, [], [], False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, lines_seen, planned, timed_out = [], None, time.monotonic(), 0, [], False
     try:
         while True:
+            if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
+                break
             done = proc.poll() is not None
             lines = Path(progress).read_text().splitlines()
             for line in lines[lines_seen:]:
@@ -316,8 +627,10 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 lines_seen += 1
                 if "start" in obj:
                     current, since = obj["start"], time.monotonic()
+                    on_event and on_event("start", current)
                 elif "loaded" in obj:
                     planned = obj["loaded"]
+                    on_event and on_event("loaded", planned)
                 elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
                     # once counted against the per-test limit, killing the child as "loading your file")
                     bench_doc, current, since = obj["bench"], None, time.monotonic()
@@ -332,6 +645,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 elif "name" in obj:
                     tests.append(obj)
                     current, since = None, time.monotonic()
+                    on_event and on_event("result", obj)
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
@@ -351,11 +665,16 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                               "message": f"timed out after {limit:.0f} s{shorter} while running {what}: an "
                                          f"infinite loop, or threads waiting at a cuda.syncthreads() that not all "
                                          f"threads of the block reach? (stopped by the checker)"})
+                on_event and on_event("result", tests[-1])
                 break
             time.sleep(0.02)
     finally:
+        _untrack(proc)
         if proc.poll() is None:
-            _kill(proc)
+            if not getattr(proc, "lab_killed", False):
+                _kill(proc)
+            else:  # killed (a timeout, Ctrl-C) and still dying, a GPU context tearing down: reaped in the background
+                threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
         elif _kill_group(proc):  # the child exited but left processes behind: it forked
             violations.append("left processes running after it exited (it forked); they were killed")
         if private:
@@ -390,11 +709,46 @@ def _bench_failed(message: str) -> dict:
 
 
 def _kill(proc):
+    proc.lab_killed = True
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
-    proc.wait()
+    try:
+        proc.wait(timeout=KILL_WAIT_S)
+    except subprocess.TimeoutExpired:  # dying slowly (a GPU context tearing down): reaped in the background
+        threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
+
+
+_LIVE: set = set()  # the children running now (the checker's, the simulator's, the sanitizer's)
+_LIVE_LOCK = threading.Lock()
+_STOP = threading.Event()  # set by stop_all: children started from now on are killed at once
+
+
+def _track(proc) -> None:
+    with _LIVE_LOCK:
+        _LIVE.add(proc)
+        stopping = _STOP.is_set()
+    if stopping:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _untrack(proc) -> None:
+    with _LIVE_LOCK:
+        _LIVE.discard(proc)
+
+
+def stop_all() -> None:
+    """Kill every checker child running now (their process groups) and any started until the next
+    :func:`check` or grade: Ctrl-C stops at once, not after the running tests' timeouts."""
+    _STOP.set()
+    with _LIVE_LOCK:
+        procs = list(_LIVE)
+    for proc in procs:
+        proc.lab_killed = True  # reaped by whoever waits for it, not waited for again
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _kill_group(proc) -> bool:

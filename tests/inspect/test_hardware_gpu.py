@@ -336,7 +336,10 @@ def test_exercise_bug_found_by_compute_sanitizer_at_its_line(tmp_path, name, sub
     path = mutated_solution(tmp_path, name, subs)
     result = check(name, file=str(path), directory=str(tmp_path / "ws"), backend="gpu")
     entry = next(t for t in result["tests"] if t["name"] == f"GPU {tool}")
-    assert not entry["passed"] and entry["message"].startswith(start), result["tests"]
+    # the check says which backend saw it (lab.teach.union.sanitizer_entry), then the sanitizer's diagnosis
+    assert not entry["passed"] and entry["message"].startswith(f"seen by compute-sanitizer on the GPU: {start}"), \
+        result["tests"]
+    assert result["verdict_from"] == ["gpu", "simulator"]  # the simulator's trace ran too
     line = int(re.search(r"line (\d+) of your file", entry["message"]).group(1))
     source = path.read_text().splitlines()[line - 1]
     assert "[" in source, f"line {line} is {source!r}: not an array access"  # the access itself, in the student's file

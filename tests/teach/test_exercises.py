@@ -251,8 +251,10 @@ def test_containment_infinite_loop_and_raise(tmp_path):
              env={"LAB_GPU_COMPILE": "0"})
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr
     tests = json.loads(p.stdout)["tests"]
-    # every test hangs: three time out (the later ones with a shorter limit), the rest is not run
-    assert "timed out" in tests[0]["message"] and "timed out" in tests[2]["message"] and "not run" in tests[-1]["message"]
+    # every test hangs: two time out (the second with a shorter limit), the rest is not run; on a GPU the
+    # simulator's child hangs the same way (the union: "seen on the GPU and in the simulator's trace")
+    assert "timed out" in tests[0]["message"] and "timed out" in tests[1]["message"], tests
+    assert all("not run" in t["message"] for t in tests[2:]), tests
     bad = tmp_path / "raises" / "vecadd.py"
     bad.parent.mkdir()
     bad.write_text(exercises.load("vecadd").solution.read_text().replace("c[i] = a[i] + b[i]", "c[i] = a[i] + b[i] / undefined_name"))

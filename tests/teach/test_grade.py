@@ -85,7 +85,14 @@ def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     judy = rows[("judy", "vecadd")]
     assert judy["status"] == "failed" and "change its resource limits (resource.setrlimit)" in judy["reason"], judy
     assert rows[("bob", "map_guard")]["status"] == "missing"
-    assert doc["summary"] == {"students": 9, "exercises": 2, "passed": 2, "failed": 8, "missing": 8}
+    assert doc["summary"] == {"students": 9, "exercises": 2, "passed": 2, "failed": 8, "missing": 8, "not_graded": 0}
+    # one denominator for every outcome: the exercise's hidden tests ("compiles for a GPU" is not one)
+    n = {name: rows[("alice", name)]["tests_total"] for name in ("vecadd", "map_guard")}
+    assert n["vecadd"] == rows[("alice", "vecadd")]["tests_passed"] == 6 and n["map_guard"] >= 3
+    assert all(r["tests_total"] == n[r["exercise"]] for r in doc["rows"]), doc["rows"]
+    for student in ("carol", "dave", "eve"):  # does not load, hangs, forks at import (contained): 0 of N
+        assert rows[(student, "vecadd")]["tests_passed"] == 0, rows[(student, "vecadd")]
+    assert rows[("bob", "map_guard")]["tests_passed"] == 0 and doc["interrupted"] is False
     assert not any("README.txt" in n for n in doc["notes"])  # only .py files are considered
     with open(out_csv, newline="") as f:
         table = list(csv.DictReader(f))
@@ -241,3 +248,145 @@ def test_a_bench_longer_than_the_test_limit_does_not_fail_the_submission(tmp_pat
     tests = _run_child("vecadd", sol, "simulator", 0, 1.0, wrap=[sys.executable, str(fake)], bench=True, extra=extra)
     assert [t["name"] for t in tests] == ["t1"] and tests[0]["passed"], tests
     assert extra["bench"] == {"passed": True, "student_ms": 1.0}
+
+
+# --- a gradebook a teacher can read (issue 28, item 6) ----------------------------------------------------
+def _doc(rows, bench=False):
+    return {"schema_version": 1, "folder": "class", "backend": "simulator", "seed": 1, "jobs": 2, "timeout_s": 10.0,
+            "bench": bench, "limits": {}, "isolation": ["own process"], "students": sorted({r[0] for r in rows}),
+            "exercises": sorted({r[1] for r in rows}), "notes": [], "seconds": 1.0, "interrupted": False,
+            "rows": [{"student": s, "exercise": e, "status": st, "tests_passed": p, "tests_total": 6, "reason": why,
+                      "failures": [], "bench": None, "violations": [], "seconds": 0.1} for s, e, st, p, why in rows],
+            "summary": {"students": 2, "exercises": 3, "passed": 1, "failed": 2, "missing": 1, "not_graded": 0}}
+
+
+LONG = ("n=5466, 1024 threads a block: c elements 1024..5465 (4442 of 5466) never written: your launch has "
+        "1,024 threads for 5,466 elements: round the number of blocks up (ceiling division)")
+ROWS = [("alice", "vecadd", "passed", 6, ""),
+        ("a_student_with_a_long_name", "matvec_coalesced", "failed", 2, LONG),
+        ("bob", "transpose_shared", "failed", 0, "load: contained: tried to write /home/someone/a/rather/long/path/x.txt"),
+        ("bob", "vecadd", "missing", 0, "no file submitted")]
+
+
+def _printed(doc, wide=False, width=80):
+    import io
+
+    from rich.console import Console
+
+    import lab.cli.views.exercise as V
+
+    buf = io.StringIO()
+    real = V._console
+    V._console = lambda: Console(file=buf, width=width, highlight=False)  # noqa: E731
+    try:
+        V.print_grade(doc, wide=wide)
+    finally:
+        V._console = real
+    return buf.getvalue()
+
+
+def test_the_reason_is_readable_at_80_columns_under_the_table():
+    from tests.helpers import fits
+
+    text = _printed(_doc(ROWS))
+    fits(text)
+    flat = " ".join(text.split())
+    assert "--wide adds: reason" in flat and "Why (student/exercise: reason):" in flat
+    assert f"a_student_with_a_long_name/matvec_coalesced: {LONG}" in flat  # every word of it, wrapped
+    assert "bob/vecadd: no file submitted" in flat and "alice/vecadd:" not in flat  # passed rows need no reason
+    assert "2/6" in flat and "0/6" in flat  # one denominator for every outcome
+    wide = " ".join(_printed(_doc(ROWS), wide=True).split())
+    assert "Why (student" not in wide and "--wide adds" not in wide and " reason " in wide and LONG in wide
+
+
+def test_grade_wide_is_an_option(tmp_path, monkeypatch):
+    from lab.teach import grade as G
+
+    seen = {}
+    monkeypatch.setattr(G, "grade", lambda *a, **k: seen.setdefault("doc", _doc(ROWS)))
+    (tmp_path / "c").mkdir()
+    code, out, err = run_lab("exercise", "grade", tmp_path / "c", "--sim", "--wide")
+    assert code == 0, err
+    assert "Why (student" not in out and LONG in " ".join(out.split())
+
+
+def test_piped_progress_counts_finished_rows_from_1(capsys):
+    from lab.cli.views.progress import bar
+
+    with bar("grading", finished=True) as progress:
+        for k, label in enumerate(["alice/vecadd: passed", "bob/vecadd: failed"], 1):
+            progress(k, 2, label)
+    assert capsys.readouterr().err.splitlines() == ["[grading 1/2] alice/vecadd: passed",
+                                                    "[grading 2/2] bob/vecadd: failed"]
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="simulator")
+def test_a_missing_file_and_a_syntax_error_score_0_of_the_hidden_tests(tmp_path):
+    from lab.teach import grade as G
+
+    (tmp_path / "c" / "alice").mkdir(parents=True)
+    (tmp_path / "c" / "bob").mkdir(parents=True)
+    (tmp_path / "c" / "alice" / "map_guard.py").write_text("def map_kernel(x, out)\n    pass\n")
+    calls = []
+    doc = G.grade(tmp_path / "c", ["map_guard"], 2, "sim", 10, 3, progress=lambda *a: calls.append(a))
+    n = len(exercises.load("map_guard").hidden().cases(__import__("numpy").random.default_rng(3)))
+    assert [(r["student"], r["status"], r["tests_passed"], r["tests_total"]) for r in doc["rows"]] == \
+        [("alice", "failed", 0, n), ("bob", "missing", 0, n)]
+    assert sorted(c[0] for c in calls) == [1, 2] and {c[1] for c in calls} == {2}
+
+
+# --- Ctrl-C ---------------------------------------------------------------------------------------------------
+HANGS_AT_IMPORT = "while True:\n    pass\n"
+
+
+def _hanging_class(tmp_path):
+    root = tmp_path / "c"
+    for s, src in (("alice", "def vecadd_kernel(a, b, c)\n"), ("bob", HANGS_AT_IMPORT), ("carol", HANGS_AT_IMPORT)):
+        (root / s).mkdir(parents=True)
+        (root / s / "vecadd.py").write_text(src)
+    return root
+
+
+@pytest.mark.slow  # three contained children start at once on CI's 2 cores: ~5 s
+@pytest.mark.skipif(not SIMULATOR, reason="simulator")
+def test_ctrl_c_stops_grading_at_once_keeping_the_finished_rows(tmp_path, monkeypatch):
+    import time
+
+    from lab.teach import grade as G
+    from lab.teach import workspace as W
+
+    monkeypatch.setitem(W._HIDDEN_CACHE, ("vecadd", 1), ["n=1"])  # no listing child: this test is about Ctrl-C
+
+    when = {}
+
+    def progress(done, total, label):  # the first row done (alice's syntax error): Ctrl-C
+        when["t"] = time.monotonic()
+        raise KeyboardInterrupt
+
+    doc = G.grade(_hanging_class(tmp_path), None, 3, "sim", 60, 1, progress=progress)
+    assert time.monotonic() - when["t"] < 2.0  # not after the hanging children's 60 s timeouts
+    assert doc["interrupted"] and [r["student"] for r in doc["rows"]] == ["alice"]
+    assert doc["summary"]["not_graded"] == 2 and any("interrupted (Ctrl-C): 1 of 3" in n for n in doc["notes"])
+    time.sleep(0.3)
+    assert not W._LIVE  # every child was killed
+
+
+@pytest.mark.slow  # the hidden tests' listing, then a contained child: ~7 s on a loaded 2-core machine
+@pytest.mark.skipif(not SIMULATOR, reason="simulator")
+def test_ctrl_c_in_the_cli_prints_the_partial_gradebook_and_exits_130(tmp_path, monkeypatch):
+    from lab.teach import grade as G
+
+    real = G.grade
+
+    def interrupted(*args, **kw):
+        def progress(done, total, label):
+            raise KeyboardInterrupt
+        return real(*args[:-1], progress)
+
+    monkeypatch.setattr(G, "grade", interrupted)
+    out_csv = tmp_path / "partial.csv"
+    code, out, err = run_lab("exercise", "grade", _hanging_class(tmp_path), "--sim", "--timeout", "60", "--csv", out_csv)
+    assert code == 130, err
+    assert "alice" in out and "1 not graded" not in out and "2 not graded (interrupted)" in " ".join(out.split())
+    assert "interrupted: 1 submissions graded, 2 not" in err
+    assert len(list(csv.DictReader(open(out_csv)))) == 1

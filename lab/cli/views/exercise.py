@@ -13,14 +13,26 @@ def _console() -> Console:
     return console()
 
 
+def status_text(row) -> str:
+    """What ``lab exercise list`` says of an exercise: its status, and what the last check found
+    when that is not "passed" (it failed, or the file changed since)."""
+    last = row.get("last_check")
+    if row["status"] == "passed" or not last or not last.get("verified"):  # a record that does not verify: none
+        return row["status"]
+    if last.get("file_changed"):
+        return "changed since check"
+    return "failed last check" if not last["passed"] else row["status"]
+
+
 def print_list(rows) -> None:
     _out = _console()
-    colour = {"passed": "green", "in progress": "yellow", "not started": "dim"}
+    colour = {"passed": "green", "in progress": "yellow", "not started": "dim", "failed last check": "red",
+              "changed since check": "yellow"}
     cols = [Col("#", lambda r: str(r["k"]), 100),
             Col("name", lambda r: r["name"], 100, left=True),
             Col("title", lambda r: r["title"], 100, left=True, wrap=True),
             Col("difficulty", lambda r: "*" * r["difficulty"], 60, left=True),
-            Col("status", lambda r: r["status"], 100, left=True, style=colour.get)]
+            Col("status", status_text, 100, left=True, style=lambda t: colour.get(t, "yellow"))]
     show(cols, [dict(r, k=k) for k, r in enumerate(rows, 1)], _out, title="Exercises (lab exercise start NAME)")
 
 
@@ -38,6 +50,8 @@ def print_started(path, statement, kept: bool = False) -> None:
 def print_check(result, out: Console | None = None) -> None:
     _out = out or _console()
     where = "the CUDA simulator" if result["backend"] == "simulator" else "the GPU"
+    if "simulator" in result.get("verdict_from", []) and result["backend"] == "gpu":
+        where = "the GPU and in the CUDA simulator's trace"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
     from rich.table import Table
 
@@ -50,9 +64,18 @@ def print_check(result, out: Console | None = None) -> None:
     _out.print(grid)
     for note in result.get("notes", []):
         _out.print(f"  [dim]{escape(note)}[/dim]")
-    n_ok = sum(t["passed"] for t in result["tests"])
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
-    _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
+    if "tests_total" in result:
+        from lab.teach.union import hidden_of
+
+        hidden = set(hidden_of(result["tests"]))
+        gates = [t["name"] for t in result["tests"] if t["name"] not in hidden and not t["passed"]]
+        failed = f"; failed: {escape(', '.join(dict.fromkeys(gates)))}" if gates else ""
+        _out.print(f"{result['tests_passed']} of {plural(result['tests_total'], 'hidden test')} passed{failed}: "
+                   f"{verdict}")
+    else:
+        n_ok = sum(t["passed"] for t in result["tests"])
+        _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
     if "bench" in result:
         print_bench(result)
 
@@ -88,8 +111,12 @@ def print_bench(result) -> None:
         _out.print(f"  [dim]{escape(note)}[/dim]")
 
 
-def print_grade(doc, csv_path=None) -> None:
-    """The gradebook: one row per (student, exercise), the reason wrapped; then the summary."""
+def print_grade(doc, csv_path=None, wide: bool = False) -> None:
+    """The gradebook: one row per (student, exercise), the reason wrapped; when the reason does not
+    fit the terminal, each failed row's reason under the table (student/exercise: reason); then
+    the summary. ``wide``: every column at its natural width."""
+    from lab.cli.views.table import explain, fit, print_tables, wide_adds
+
     _out = _console()
     mark = {"passed": "green", "failed": "red", "missing": "dim"}
     cols = [Col("student", lambda r: r["student"], 100, left=True, wrap=True),
@@ -99,11 +126,21 @@ def print_grade(doc, csv_path=None) -> None:
             Col("bench", lambda r: None if not doc["bench"] or r["bench"] is None else
                 ("pass" if r["bench"]["passed"] else "fail"), 60, left=True),
             Col("reason", lambda r: r["reason"] or "-", 80, left=True, wrap=True)]
-    where = "the CUDA simulator" if doc["backend"] == "simulator" else "the GPU"
-    show(cols, doc["rows"], _out, title=f"Gradebook: {escape(doc['folder'])} on {where} (seed {doc['seed']})")
+    where = "the CUDA simulator" if doc["backend"] == "simulator" else "the GPU (and the simulator's trace)"
+    title = f"Gradebook: {escape(doc['folder'])} on {where} (seed {doc['seed']})"
+    table, shown, dropped = fit(cols, doc["rows"], _out, wide, title)
+    under = [f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []
+    if "reason" in dropped:  # the reason is what a teacher reads: under the table, one row each
+        why = [r for r in doc["rows"] if r["status"] != "passed" and r["reason"]]
+        if why:
+            under.append("Why (student/exercise: reason):")
+            under += [f"  {escape(r['student'])}/{escape(r['exercise'])}: {escape(r['reason'])}" for r in why]
+    print_tables(_out, [table, *under, *wide_adds(dropped)], wide)
     s = doc["summary"]
+    left = f", {s['not_graded']} not graded (interrupted)" if s.get("not_graded") else ""
     _out.print(f"{plural(s['students'], 'student')} x {plural(s['exercises'], 'exercise')}: {s['passed']} passed, "
-               f"{s['failed']} failed, {s['missing']} missing; {doc['seconds']:.1f} s with {doc['jobs']} jobs")
+               f"{s['failed']} failed, {s['missing']} missing{left}; {doc['seconds']:.1f} s with {doc['jobs']} jobs")
+    _out.print("  [dim]tests: hidden tests passed / hidden tests; 0 when a file is missing or broken[/dim]")
     for note in doc["notes"]:
         _out.print(f"  [dim]{escape(note)}[/dim]")
     _out.print(f"  [dim]contained: {escape('; '.join(doc['isolation']))}; not a security boundary "

@@ -15,15 +15,19 @@ from lab.core.runner import Steps
 
 
 @contextlib.contextmanager
-def bar(description: str) -> Iterator[Steps]:
-    """Yield a ``progress(done, total, label)`` callback that draws on stderr."""
+def bar(description: str, finished: bool = False) -> Iterator[Steps]:
+    """Yield a ``progress(done, total, label)`` callback that draws on stderr. ``label`` names the
+    step about to run (``done`` finished before it), or with ``finished`` the step just finished
+    (``done`` counting it: 1 .. total), e.g. a graded submission."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
     if not console.is_terminal:
         def line(done, total, label):
-            if done < total:
+            if finished:
+                print(f"[{description} {done}/{total}] {label}", file=sys.stderr, flush=True)
+            elif done < total:
                 print(f"[{description} {done + 1}/{total}] {label}", file=sys.stderr, flush=True)
         yield line
         return
@@ -37,6 +41,25 @@ def bar(description: str) -> Iterator[Steps]:
         yield update
 
 
-def bar_unless(quiet: bool, description: str) -> contextlib.AbstractContextManager[Steps | None]:
+def bar_unless(quiet: bool, description: str, finished: bool = False) -> contextlib.AbstractContextManager[Steps | None]:
     """:func:`bar`, or no callback at all (None) when ``quiet`` (e.g. ``--json``: stderr stays clean)."""
-    return contextlib.nullcontext(None) if quiet else bar(description)
+    return contextlib.nullcontext(None) if quiet else bar(description, finished)
+
+
+@contextlib.contextmanager
+def status_line(quiet: bool, description: str) -> Iterator[Steps | None]:
+    """A ``progress(done, total, label)`` callback that shows ``description: label`` as one line on
+    stderr that updates in place (a spinner, transient), only on a terminal; None when ``quiet`` or
+    piped (a log gets the result, not the churn). ``lab exercise check``: which test is running."""
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(stderr=True)
+    if quiet or not console.is_terminal:
+        yield None
+        return
+    with console.status(Text(description), spinner="dots") as st:
+        def update(done, total, label):  # one line: cut to the terminal's width (the spinner takes 2), never wrapped
+            text, room = f"{description}: {label}", max(console.width - 3, 10)
+            st.update(Text(text if len(text) <= room else text[:room - 1] + "…"))
+        yield update

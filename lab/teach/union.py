@@ -1,0 +1,119 @@
+"""One verdict from two backends, and one score for every outcome (pure functions; nothing here runs
+or prints anything).
+
+On a GPU the hidden tests run twice, in two contained children: on the GPU (a real compile, real
+values, compute-sanitizer with ``--gpu``, speed) and in the simulator on the CPU (the traced
+diagnostics: one writer per output element, shared- and global-memory races, barriers in divergent
+code, reads and writes outside the guard, warp masks). :func:`merge` makes one list of test entries
+from the two: a test fails when either backend fails it, and a failing message says which backend
+saw it ("seen on the GPU: ...", "seen in the simulator's trace: ..."), and when one backend's
+values were right where the other's were wrong, that the two disagree on values.
+
+:func:`score` is the gradebook's and the check's "tests passed / total": hidden tests passed out of
+the exercise's hidden tests, the same denominator whatever happened. The other entries of a check
+are gates, not hidden tests: "load" (the file imports and has the kernel), "compiles for a GPU" and
+compute-sanitizer's "GPU racecheck" / "GPU memcheck" / "GPU synccheck". A failed "load" or
+"compiles for a GPU" scores 0 (no hidden test can pass on a GPU with a file that does not load or a
+kernel that does not compile); a failed sanitizer entry fails the verdict without changing the count.
+"""
+from __future__ import annotations
+
+import re
+
+GPU_SAW = "seen on the GPU"
+SIM_SAW = "seen in the simulator's trace"
+SANITIZER_SAW = "seen by compute-sanitizer on the GPU"
+LOAD = "load"
+COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST (not imported: that module imports NumPy)
+ZEROING_GATES = (LOAD, COMPILE_TEST)
+
+
+def _said(message: str, who: str) -> str:
+    """``message`` prefixed with the backend that saw it (once: a message already saying so is kept)."""
+    return message if message.startswith(who) else f"{who}: {message}"
+
+
+_VALUES = re.compile(r"\] = \S+, expected |never written|is all zeros|still holds its initial value|"
+                     r"is NaN although it was written|differs from the float64 reference")
+
+
+def values_wrong(message: str) -> bool:
+    """Whether a failing message is about the output's values (an element wrong, never written, all
+    zeros ...), not a finding of the simulator's trace (a race, a barrier, an access outside the
+    guard, several writers) or a stop (timed out, raised)."""
+    return bool(_VALUES.search(message))
+
+
+def _one(g: dict, s: dict | None) -> dict:
+    """The merged entry of one test: ``g`` the GPU's, ``s`` the simulator's (None: it did not run it)."""
+    if s is None:
+        return g if g["passed"] else dict(g, message=_said(g["message"], GPU_SAW), seen_by=["gpu"])
+    if g["passed"] and s["passed"]:
+        return g
+    if not g["passed"] and not s["passed"]:
+        if g["message"] == s["message"]:
+            msg = f"{GPU_SAW} and in the simulator's trace: {g['message']}"
+        else:
+            msg = f"{SIM_SAW}: {s['message']}; {GPU_SAW}: {g['message']}"
+        out = dict(g, passed=False, message=msg, seen_by=["simulator", "gpu"])
+    elif g["passed"]:  # the trace saw what this run on the hardware did not show
+        why = ("the GPU's values were right: the two backends disagree on values (a race, or a read before a "
+               "write, that one run shows and the other does not?)" if values_wrong(s["message"]) else
+               "on the GPU the values were right; the trace sees what the values do not show")
+        out = dict(g, passed=False, seen_by=["simulator"], message=f"{SIM_SAW}: {s['message']} ({why})")
+    else:
+        why = ("the simulator's values were right: the two backends disagree on values (a race, memory read "
+               "before it was written, or an order of floating-point operations that only the GPU shows?)"
+               if values_wrong(g["message"]) else "the simulator passed this test")
+        out = dict(g, passed=False, seen_by=["gpu"], message=f"{GPU_SAW}: {g['message']} ({why})")
+    if "map" in s:  # the simulator's who-wrote-what (the notebook draws it)
+        out["map"] = s["map"]
+    return out
+
+
+def merge(gpu_tests: list[dict], sim_tests: list[dict]) -> list[dict]:
+    """One list of test entries ``{"name", "passed", "message"}`` (+ ``"seen_by"``: the backends
+    that failed it, ``"gpu"`` / ``"simulator"``, on a failing entry; + the simulator's ``"map"``)
+    from the GPU's and the simulator's, in the GPU's order, then the entries only the simulator has.
+
+    A test passes only when every backend that ran it passed it. A test only one backend ran keeps
+    that backend's entry (its failure says which backend saw it). Passing entries keep the GPU's
+    message (its error there)."""
+    sim_by = {t["name"]: t for t in sim_tests}
+    out = []
+    for g in gpu_tests:
+        out.append(_one(g, sim_by.pop(g["name"], None)))
+    for s in sim_by.values():
+        out.append(s if s["passed"] else dict(s, message=_said(s["message"], SIM_SAW), seen_by=["simulator"]))
+    return out
+
+
+def sanitizer_entry(entry: dict) -> dict:
+    """A compute-sanitizer entry (``GPU racecheck`` ...), its failure saying that compute-sanitizer saw it."""
+    if entry["passed"]:
+        return entry
+    return dict(entry, message=_said(entry["message"], SANITIZER_SAW), seen_by=["compute-sanitizer"])
+
+
+def score(tests: list[dict], hidden: list[str]) -> tuple[int, int]:
+    """(hidden tests passed, hidden tests) of a check's entries ``tests``; ``hidden``: the names of
+    the exercise's hidden tests (its cases, in order). A hidden test counts as passed when an entry
+    of that name passed and none failed; a failed "load" or "compiles for a GPU" scores 0; entries
+    that are not hidden tests (the gates) never add to the count."""
+    total = len(hidden)
+    if any(not t["passed"] and t["name"] in ZEROING_GATES for t in tests):
+        return 0, total
+    ok = {t["name"] for t in tests if t["passed"]}
+    bad = {t["name"] for t in tests if not t["passed"]}
+    return sum(1 for n in hidden if n in ok and n not in bad), total
+
+
+def hidden_of(tests: list[dict], gates=(LOAD, COMPILE_TEST)) -> list[str]:
+    """The hidden-test names among a check's entries: every name that is not a gate (``load``,
+    ``compiles for a GPU``, ``GPU <tool>``), each once, in order."""
+    seen = []
+    for t in tests:
+        n = t["name"]
+        if n not in gates and not n.startswith("GPU ") and n not in seen:
+            seen.append(n)
+    return seen
