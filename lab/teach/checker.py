@@ -283,7 +283,7 @@ def judge_case(ex, case, raw, backend):
                          f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
-        _untraced_values(case, outs, writers, onames)
+        _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
@@ -368,12 +368,13 @@ def judge_case(ex, case, raw, backend):
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
 
 
-def _untraced_values(case, outs, writers, onames) -> None:
-    """Failed when an output holds values (not its poison, not its initial value) although the
-    simulator's tracer saw no thread of the kernel store into it at all: the values did not come from
-    the kernel's threads (the launch bypassed, or the output filled by a whole-array operation)."""
+def _untraced_values(case, outs, writers, onames, touched=None) -> None:
+    """Failed when an output holds values (not its poison, not its initial value) although no thread
+    of the kernel stored into it or even indexed it (``touched``: the executor's per-output record):
+    the values did not come from the kernel's threads (the launch bypassed, the output filled around
+    it)."""
     for k, out in enumerate(outs):
-        if writers[k]:
+        if writers[k] or (touched is not None and k < len(touched) and touched[k]):
             continue
         out = np.asarray(out)
         shape, dt = case.outputs[k]
@@ -385,9 +386,9 @@ def _untraced_values(case, outs, writers, onames) -> None:
             before = poisoned(tuple(shape), dt, 0)
         same = (out == before) | (np.isnan(out) & np.isnan(before)) if out.dtype.kind == "f" else out == before
         if not np.all(same):
-            raise Failed(f"{onames[k]} holds values, but the simulator saw no thread of your kernel store into "
-                         f"it: an output must be written element by element by the kernel's threads (not by a "
-                         f"whole-array operation, and not around the launch)")
+            raise Failed(f"{onames[k]} holds values, but no thread of your kernel stored into it (the simulator "
+                         f"traced every thread): its values were not computed by the kernel's threads (filled "
+                         f"around the launch?)")
 
 
 def _transposed_hint(out64, ref, bad):

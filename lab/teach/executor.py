@@ -112,6 +112,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     outs = _initial(case, which)
     onames = _out_names(kernel, case)
     targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
+    touched = [_touched(tr._lab_tracker) for tr in targs]
     error = None
     try:
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
@@ -124,7 +125,27 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
         error = {"kind": "launch", "text": str(e)}
     writers = [tr._lab_tracker.writer for tr in targs]
     trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
+    trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
     return outs, trace, writers, error
+
+
+def _touched(tracker) -> list:
+    """[False] that turns True at the first index of ``tracker``'s array by a simulated CUDA thread
+    (any index: ``out[i][j]`` too, which the tracer does not follow). The judge tells an output that
+    no thread touched but that holds values (filled around the launch) from one the tracer missed."""
+    seen, inner = [False], tracker.index
+
+    def index(arr, idx, kind):
+        if hasattr(threading.current_thread(), "blockIdx"):
+            seen[0] = True
+            try:
+                del tracker.index  # from now on the tracker's own method: no cost per access
+            except AttributeError:  # another thread of the block was first
+                pass
+        return inner(arr, idx, kind)
+
+    tracker.index = index
+    return seen
 
 
 def _launch_gpu(kernel, case, grid, block, which):
