@@ -369,26 +369,38 @@ def judge_case(ex, case, raw, backend):
 
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:
-    """Failed when an output holds values (not its poison, not its initial value) although no thread
-    of the kernel stored into it or even indexed it (``touched``: the executor's per-output record):
-    the values did not come from the kernel's threads (the launch bypassed, the output filled around
-    it)."""
+    """Failed when an output holds values (not its poison, not its initial value) that no thread of
+    the kernel stored: nothing at all was stored into it, not even an index taken (``touched``: the
+    executor's per-output record; ``out[i][j] = v`` is indexed but not followed by the tracer), or the
+    tracer followed this kernel's stores to it and an element changed without one. Such values were
+    not computed by the kernel's threads (the output filled around the launch)."""
+    from lab.core.simt import poisoned
+
     for k, out in enumerate(outs):
-        if writers[k] or (touched is not None and k < len(touched) and touched[k]):
-            continue
         out = np.asarray(out)
+        if writers[k] is None:
+            continue
         shape, dt = case.outputs[k]
         if case.init is not None:
             before = np.asarray(case.init[k], dtype=dt).reshape(out.shape)
         else:
-            from lab.core.simt import poisoned
-
             before = poisoned(tuple(shape), dt, 0)
-        same = (out == before) | (np.isnan(out) & np.isnan(before)) if out.dtype.kind == "f" else out == before
-        if not np.all(same):
+        changed = ~((out == before) | (np.isnan(out) & np.isnan(before))) if out.dtype.kind == "f" else out != before
+        if not changed.any():
+            continue
+        if not writers[k]:
+            if touched is not None and k < len(touched) and touched[k]:
+                continue
             raise Failed(f"{onames[k]} holds values, but no thread of your kernel stored into it (the simulator "
                          f"traced every thread): its values were not computed by the kernel's threads (filled "
                          f"around the launch?)")
+        stray = changed & ~_written_mask(writers[k], out.shape)
+        if stray.any():
+            first = tuple(int(v) for v in np.argwhere(stray)[0]) if out.shape else ()
+            raise Failed(f"{_fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
+                         f"(the simulator traced every thread's stores); {int(stray.sum())} of "
+                         f"{plural(out.size, 'element')} like this: the values were not computed by the kernel's "
+                         f"threads (filled around the launch?)")
 
 
 def _transposed_hint(out64, ref, bad):
@@ -744,8 +756,8 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
 
     from lab.teach.executor import decode
 
-    if not isinstance(record, dict):
-        raise ResultError("a record that is not a JSON object")
+    if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
+        raise ResultError("a record that is not the executor's")
     if record.get("failed") is not None:
         raise Failed(str(record["failed"])[:2000])
     kfile = record.get("kernel_file")
