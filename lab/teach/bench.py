@@ -1,7 +1,8 @@
 """Performance grading of an exercise (``lab exercise check NAME --bench``), after every hidden test
 passed. It runs in the checker's child process (``python -m lab.teach.bench ...``: :func:`main`, the
-checker's :func:`lab.teach.checker.main` plus the benchmark), so the student's code stays
-contained; nothing here prints.
+executor's :func:`lab.teach.executor.main` plus the benchmark, once the parent judged every test
+passed), so the student's code stays contained; nothing here prints. The bench document is still
+the child's own report (its timings and sector counts are not re-checked by the parent).
 
 On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
 the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are

@@ -606,6 +606,55 @@ def compile_entry(r: dict, backend: str):
 
 
 # --- The channel to the executor (lab.teach.executor): what goes out, what comes back -------------------
+REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
+
+
+def result_name(key, ext: str) -> str:
+    """``result-KEY.EXT``: the executor's result for KEY, a case index, "load" or "compile"."""
+    return f"result-{key}.{ext}"
+
+
+def encode(v):
+    """A JSON-able form of ``v`` that :func:`decode` turns back into equal values of the same types
+    (tuples, sets, dicts with any keys, NumPy scalars and small arrays)."""
+    if isinstance(v, (bool, type(None), str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    if isinstance(v, tuple) or type(v).__name__ == "Dim3":
+        return {"__t": [encode(x) for x in v]}
+    if isinstance(v, list):
+        return [encode(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return {"__s": [encode(x) for x in v]}
+    if isinstance(v, dict):
+        return {"__d": [[encode(k), encode(x)] for k, x in v.items()]}
+    if isinstance(v, np.ndarray) and v.size <= 1 << 16:
+        return {"__a": v.tolist(), "dtype": v.dtype.str}
+    return {"__r": repr(v)[:200]}
+
+
+def decode(v):
+    """The inverse of :func:`encode` (sets come back as sets of tuples or scalars)."""
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "__t" in v:
+        return tuple(decode(x) for x in v["__t"])
+    if "__s" in v:
+        return {decode(x) for x in v["__s"]}
+    if "__d" in v:
+        return {decode(k): decode(x) for k, x in v["__d"]}
+    if "__a" in v:
+        return np.asarray(v["__a"], dtype=np.dtype(v["dtype"]))
+    if "__r" in v:
+        return v["__r"]
+    raise ValueError("not an encoded value")
+
+
 RESULT_CAP = 512 << 20  # bytes: the largest result file read back (outputs, writers)
 JSON_CAP = 64 << 20  # bytes: the largest JSON record read back
 
@@ -627,8 +676,6 @@ def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dic
     names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
     poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
     simulator is drawn from ``rng``)."""
-    from lab.teach.executor import encode
-
     inputs, out = {}, []
     for i, c in enumerate(cases):
         args = []
@@ -658,8 +705,6 @@ def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dic
 
 def write_request(folder: str, request: dict, inputs: dict) -> None:
     """The request and its input arrays into the executor's folder."""
-    from lab.teach.executor import INPUTS, REQUEST
-
     with open(os.path.join(folder, REQUEST), "w") as f:
         json.dump(request, f)
     with open(os.path.join(folder, INPUTS), "wb") as f:
@@ -732,8 +777,6 @@ def _trace(facts: dict, others: list):
     from types import SimpleNamespace
 
     from lab.core import simt
-    from lab.teach.executor import decode
-
     values = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
               for f in dataclasses.fields(simt.Trace)}
     if not isinstance(facts, dict):
@@ -753,8 +796,6 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
     failure (the file, the launch function, the launch); ResultError for data that is not a result."""
     import io
     from types import SimpleNamespace
-
-    from lab.teach.executor import decode
 
     if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
         raise ResultError("a record that is not the executor's")
@@ -843,8 +884,6 @@ class Judge:
             self.dir_fd = None
 
     def _json(self, key):
-        from lab.teach.executor import result_name
-
         data = read_child_file(self.folder, result_name(key, "json"), JSON_CAP, self.dir_fd)
         if data is None:
             return None
@@ -881,8 +920,6 @@ class Judge:
 
     def has(self, name: str) -> bool:
         """Whether the child left a result for test ``name``."""
-        from lab.teach.executor import result_name
-
         key = "compile" if name == COMPILE_TEST else self.index.get(name)
         if key is None:
             return False
@@ -894,8 +931,6 @@ class Judge:
 
     def test(self, name: str) -> dict | None:
         """The entry of test ``name`` from its raw result; None when there is none."""
-        from lab.teach.executor import result_name
-
         if name == COMPILE_TEST:
             return self.compile()
         i = self.index.get(name)
@@ -919,59 +954,3 @@ class Judge:
         except Exception as e:  # noqa: BLE001 - data the messages could not read: no verdict but a failure
             return {"name": name, "passed": False,
                     "message": f"the checker's child returned a result that could not be judged ({_one_line(e)})"}
-
-
-def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
-    """Every hidden test of exercise ``name`` on the student's file ``path``, executor and judge in
-    this process (for the lab's own tests: the student's code runs here, so this is no contained
-    check; :func:`lab.teach.workspace.check` runs the executor in a child). The backend must already be
-    selected. Returns [{"name", "passed", "message"}]; ``emit`` gets the progress events and
-    ``{"note": text}`` for a check that was skipped; ``skip``: names of tests not to run;
-    ``compile_check``: also compile the kernel offline for a GPU, the test "compiles for a GPU", first."""
-    import tempfile
-
-    import exercises
-    from lab.teach import executor, gpu_compile
-
-    ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    cases = hidden_cases(ex, rng)
-    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
-    request, inputs = make_request(ex, cases, backend, do_compile, rng)
-    with tempfile.TemporaryDirectory(prefix="lab-check-") as folder:
-        write_request(folder, request, inputs)
-        with np.load(os.path.join(folder, executor.INPUTS), allow_pickle=False) as z:
-            executor.execute(json.loads(open(os.path.join(folder, executor.REQUEST)).read()), z, str(path),
-                             folder, emit, skip)
-        judge = Judge(ex, cases, backend, path, folder, do_compile)
-        try:
-            failed = judge.load_failure()
-            if failed:
-                emit(failed)
-                return [failed]
-            results = []
-            for n in judge.planned:
-                if n in skip:
-                    continue
-                r = judge.test(n)
-                if r is not None:
-                    emit(r)
-                    results.append(r)
-            for note in judge.notes:
-                emit({"note": note})
-            return results
-        finally:
-            judge.close()
-
-
-def main(argv):
-    """The child process (kept for callers of ``lab.teach.checker.main``): :func:`lab.teach.executor.main`."""
-    from lab.teach import executor
-
-    executor.main(argv)
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])
-    sys.stdout.flush()
-    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop

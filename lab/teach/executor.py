@@ -34,16 +34,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.teach.checker import (Failed, GUARD, _ndims, _one_line, _out_names, _param_names, _where,  # noqa: F401
-                               guard_elements, kernel_problem)
+from lab.teach.checker import (COMPILE_TEST, GUARD, INPUTS, REQUEST, Failed, _ndims, _one_line,  # noqa: F401
+                               _out_names, _param_names, _where, decode, encode, guard_elements, kernel_problem,
+                               result_name)
 
-REQUEST, INPUTS = "request.json", "request.npz"
 LOAD, COMPILE = "load", "compile"
-
-
-def result_name(key, ext: str) -> str:
-    """``result-KEY.EXT``: KEY a case index, "load" or "compile"."""
-    return f"result-{key}.{ext}"
 
 
 # --- Loading the student's file ---------------------------------------------------------------------
@@ -214,48 +209,6 @@ def _initial(case, which):
     return [simt.poisoned(shape, dt, which) for shape, dt in case.outputs]
 
 
-# --- The trace as data ---------------------------------------------------------------------------------
-def encode(v):
-    """A JSON-able form of ``v`` that :func:`decode` turns back into equal values of the same types
-    (tuples, sets, dicts with any keys, NumPy scalars and small arrays)."""
-    if isinstance(v, (bool, type(None), str)):
-        return v
-    if isinstance(v, (int, np.integer)):
-        return int(v)
-    if isinstance(v, (float, np.floating)):
-        return float(v)
-    if isinstance(v, tuple) or type(v).__name__ == "Dim3":
-        return {"__t": [encode(x) for x in v]}
-    if isinstance(v, list):
-        return [encode(x) for x in v]
-    if isinstance(v, (set, frozenset)):
-        return {"__s": [encode(x) for x in v]}
-    if isinstance(v, dict):
-        return {"__d": [[encode(k), encode(x)] for k, x in v.items()]}
-    if isinstance(v, np.ndarray) and v.size <= 1 << 16:
-        return {"__a": v.tolist(), "dtype": v.dtype.str}
-    return {"__r": repr(v)[:200]}
-
-
-def decode(v):
-    """The inverse of :func:`encode` (sets come back as sets of tuples or scalars)."""
-    if isinstance(v, list):
-        return [decode(x) for x in v]
-    if not isinstance(v, dict):
-        return v
-    if "__t" in v:
-        return tuple(decode(x) for x in v["__t"])
-    if "__s" in v:
-        return {decode(x) for x in v["__s"]}
-    if "__d" in v:
-        return {decode(k): decode(x) for k, x in v["__d"]}
-    if "__a" in v:
-        return np.asarray(v["__a"], dtype=np.dtype(v["dtype"]))
-    if "__r" in v:
-        return v["__r"]
-    raise ValueError("not an encoded value")
-
-
 def who_rows(pairs) -> np.ndarray:
     """(n, 7) int64 rows [flat, block x, y, z, thread x, y, z] for (flat, (block, thread)) pairs."""
     rows = [[int(f), *(tuple(b) + (0, 0, 0))[:3], *(tuple(t) + (0, 0, 0))[:3]] for f, (b, t) in pairs]
@@ -376,8 +329,6 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
         _save(folder, LOAD, {"failed": str(e)})
         emit({"done": LOAD})
         return
-    from lab.teach.checker import COMPILE_TEST
-
     do_compile = request.get("compile") is not None and COMPILE_TEST not in skip
     emit({"loaded": ([COMPILE_TEST] if do_compile else []) + [c.name for c in cases if c.name not in skip]})
     if do_compile:
@@ -414,6 +365,52 @@ def compile_raw(mod, ex, sigs, backend, path) -> dict:
     r = dict(gpu_compile.compile_here(fn, sigs, path, cc) if fn else {"skipped": "no Python function"})
     r["cc"] = list(cc)
     return r
+
+
+def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
+    """Every hidden test of exercise ``name`` on the student's file ``path``, executor and judge in
+    this process, through the same request and result files (for the lab's own tests: the student's
+    code runs here, so this is no contained check; :func:`lab.teach.workspace.check` runs the executor
+    in a child). The backend must already be
+    selected. Returns [{"name", "passed", "message"}]; ``emit`` gets the progress events and
+    ``{"note": text}`` for a check that was skipped; ``skip``: names of tests not to run;
+    ``compile_check``: also compile the kernel offline for a GPU, the test "compiles for a GPU", first."""
+    import tempfile
+
+    import exercises
+    from lab.teach import gpu_compile
+    from lab.teach.checker import COMPILE_TEST, Judge, hidden_cases, make_request, write_request
+
+    ex = exercises.load(name)
+    rng = np.random.default_rng(int(seed))
+    cases = hidden_cases(ex, rng)
+    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
+    request, inputs = make_request(ex, cases, backend, do_compile, rng)
+    with tempfile.TemporaryDirectory(prefix="lab-check-") as folder:
+        write_request(folder, request, inputs)
+        with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as z:
+            execute(json.loads(open(os.path.join(folder, REQUEST)).read()), z, str(path),
+                             folder, emit, skip)
+        judge = Judge(ex, cases, backend, path, folder, do_compile)
+        try:
+            failed = judge.load_failure()
+            if failed:
+                emit(failed)
+                return [failed]
+            results = []
+            for n in judge.planned:
+                if n in skip:
+                    continue
+                r = judge.test(n)
+                if r is not None:
+                    emit(r)
+                    results.append(r)
+            for note in judge.notes:
+                emit({"note": note})
+            return results
+        finally:
+            judge.close()
+
 
 
 def main(argv) -> None:

@@ -4,7 +4,8 @@ The workspace (default ``./lab-exercises``, ``--dir`` or ``LAB_EXERCISES_DIR``) 
 scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state.json`` (status and
 hints shown, per exercise). Hidden tests and solutions stay inside the installed package.
 
-:func:`check` runs the hidden tests in a child process (:mod:`lab.teach.checker`) and kills it
+:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.executor`), judges
+their raw results here (:mod:`lab.teach.checker`, which never imports the student's code) and kills it
 when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
 barrier that not all threads reach is reported, never waited for. Nothing here prints.
 """
@@ -151,7 +152,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     if not path.is_file():
         hint_ = "" if file else f" (start it first: lab exercise start {name})"
         raise LabError(f"no such file: {path}{hint_}")
-    chosen = choose(backend)  # the child process selects it (lab.teach.checker.main)
+    chosen = choose(backend)  # the child process selects it (lab.teach.executor.main)
     timeout = float(timeout or os.environ.get("LAB_EXERCISE_TIMEOUT") or DEFAULT_TIMEOUT_S)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     extra: dict = {}
@@ -227,7 +228,7 @@ def _in_student_file(report, mine: str, name: str) -> bool:
     """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
     a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
     2026-11-23, for the checker's student module); a base name counts only in a kernel of the
-    student's module (``student_NAME::``, :func:`lab.teach.checker.load`), not in a lab kernel
+    student's module (``student_NAME::``, :func:`lab.teach.executor.load_student`), not in a lab kernel
     whose file happens to have the same name."""
     if not report.file:
         return False

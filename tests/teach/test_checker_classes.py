@@ -13,7 +13,7 @@ import pytest
 
 import exercises
 from lab.teach import checker, gpu_compile
-from lab.teach.checker import run_all
+from lab.teach.executor import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution
