@@ -655,8 +655,16 @@ def decode(v):
     raise ValueError("not an encoded value")
 
 
-RESULT_CAP = 512 << 20  # bytes: the largest result file read back (outputs, writers)
-JSON_CAP = 64 << 20  # bytes: the largest JSON record read back
+JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
+OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
+
+
+def result_cap(case) -> int:
+    """The largest result file (bytes) that case ``case`` can need: per run and output, the output
+    itself and its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra), twice
+    for the GPU's re-run, plus 1 MiB of headers; a larger file is not read."""
+    per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
+    return (len(runs_of(case)) + 1) * per_run + (1 << 20)
 
 
 def _scalar_arg(a):
@@ -808,7 +816,7 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
                      f"kernel must be your own code in {os.path.basename(path)}")
     grid = _launch_dims(decode(record.get("grid")), "grid")
     block = _launch_dims(decode(record.get("block")), "block")
-    if case.grid is not None and (grid != case.grid or block != case.block):
+    if case.grid is not None and (_dims3(grid) != _dims3(case.grid) or _dims3(block) != _dims3(case.block)):
         raise ResultError(f"launched with grid {grid}, block {block}, not the test's")
     if math.prod((block,) if isinstance(block, int) else block) > 1024:
         raise ResultError("more than 1024 threads per block")
@@ -896,8 +904,9 @@ class Judge:
         """The "load" entry when the executor could not load the file, else None."""
         try:
             rec = self._json("load")
-        except ResultError as e:
-            return {"name": "load", "passed": False, "message": f"the checker's child returned no result ({e})"}
+        except Exception as e:  # noqa: BLE001 - a link, a FIFO, a JSON bomb: no result, a failure
+            return {"name": "load", "passed": False,
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
         if rec is None:
             return None
         msg = rec.get("failed") if isinstance(rec, dict) else None
@@ -910,8 +919,9 @@ class Judge:
             if rec is None:
                 return None
             r = compile_entry(rec, self.backend)
-        except (ResultError, ValueError, TypeError) as e:
-            return {"name": COMPILE_TEST, "passed": False, "message": f"the checker's child returned no result ({e})"}
+        except Exception as e:  # noqa: BLE001 - no result, a failure
+            return {"name": COMPILE_TEST, "passed": False,
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
         if isinstance(r, str):
             if r not in self.notes:
                 self.notes.append(r)
@@ -941,7 +951,7 @@ class Judge:
             rec = self._json(i)
             if rec is None:
                 return None
-            npz = read_child_file(self.folder, result_name(i, "npz"), RESULT_CAP, self.dir_fd)
+            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case), self.dir_fd)
             raw = raw_result(case, rec, npz, self.backend, self.path)
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:

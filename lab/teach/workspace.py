@@ -322,6 +322,8 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     judged: set = set()
     load_done = False
     todo = [n for n in judge.planned if n not in skip]
+    # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
+    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
 
     def take(n):  # judge test n from its raw result, once
         if n in judged or n not in todo:
@@ -381,11 +383,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 limit = max(limit, COMPILE_ALLOWANCE_S)
             if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
                 limit = max(limit, BENCH_TIMEOUT_S)
-            if time.monotonic() - since > limit:
+            over = time.monotonic() - started > overall  # progress lines alone cannot keep a child alive
+            if time.monotonic() - since > limit or over:
                 _kill(proc)
                 if current == "bench":
                     bench_doc, current = _bench_failed(f"the benchmark timed out after {limit:.0f} s"), None
                     break
+                limit = overall if over else limit
                 timed_out = True
                 what = "loading your file" if current in (None, "load") else "this test"
                 shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
