@@ -25,6 +25,7 @@ import json
 import math
 import os
 import sys
+import threading
 import traceback
 
 import numpy as np
@@ -560,6 +561,9 @@ def unique_names(cases):
     return cases
 
 
+_QUIET = threading.Lock()
+
+
 def hidden_cases(ex, rng):
     """The hidden tests of exercise ``ex`` drawn from ``rng`` (``np.random.default_rng(seed)``), each
     with a distinct name. (The judge's process makes them: an exercise's hidden.py may import the
@@ -568,7 +572,7 @@ def hidden_cases(ex, rng):
 
     from kernels.backend import SimulatorFallback
 
-    with warnings.catch_warnings():
+    with _QUIET, warnings.catch_warnings():  # (catch_warnings is process-wide: one grader thread at a time)
         warnings.simplefilter("ignore", SimulatorFallback)
         return unique_names(ex.hidden().cases(rng))
 
