@@ -340,14 +340,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
             except checker.ResultError:
                 data = b""
-            text = data[seen_bytes:].decode(errors="replace")
-            for line in text.splitlines(keepends=True):
-                if not line.endswith("\n"):
+            for raw_line in data[seen_bytes:].splitlines(keepends=True):
+                if not raw_line.endswith(b"\n"):
                     break  # a half-written line: read it next time
-                seen_bytes += len(line.encode(errors="replace"))
+                seen_bytes += len(raw_line)
                 try:
-                    obj = json.loads(line)
-                except ValueError:
+                    obj = json.loads(raw_line.decode(errors="replace"))
+                except (ValueError, RecursionError):
                     continue
                 if not isinstance(obj, dict):
                     continue
