@@ -24,7 +24,6 @@ import inspect
 import json
 import math
 import os
-import sys
 import threading
 import traceback
 
@@ -268,7 +267,7 @@ def judge_case(ex, case, raw, backend):
     nd = _ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        raise Failed(kernel_error_message(raw.error, trace, grid, block, case))
+        raise Failed(kernel_error_message(raw.error, runs[-1][1], grid, block, case))  # the run that raised
     if trace is not None:
         if trace.barrier_mismatch:
             b, counts = trace.barrier_mismatch[0]
