@@ -64,6 +64,7 @@ def test_output_allocations_are_exact_only_under_the_sanitizer(rng, monkeypatch,
 def test_under_the_sanitizer_outputs_are_exact_so_the_store_leaves_the_allocation(rng, monkeypatch):
     monkeypatch.setenv("LAB_SANITIZER", "memcheck")
     n = int(rng.integers(33, 95))
+    n += n == 64  # not a multiple of the block: some thread stores past the end (64 made this test flaky)
     case, _ = _case(rng, n)
     # exact size: the out-of-bounds store is outside the array (the simulator raises where memcheck reports)
     with pytest.raises(checker.Failed, match="the launch failed"):
