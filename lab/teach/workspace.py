@@ -314,8 +314,14 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     # precompile draws its argument types from it, which do not depend on the seed)
     cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                            start_new_session=True, cwd=private)
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                start_new_session=True, cwd=private)
+    except BaseException:
+        judge.close()
+        shutil.rmtree(private, ignore_errors=True)
+        errf.close()
+        raise
     bench_doc, violations, child_notes, ready, loaded = None, [], [], False, False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
