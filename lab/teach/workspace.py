@@ -334,9 +334,9 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     def take(n):  # judge test n from its raw result, once
         if n in judged or n not in todo:
             return
-        judged.add(n)
         r = judge.test(n)
-        if r is not None:
+        if r is not None:  # (no result yet: a "done" line is only the child's word)
+            judged.add(n)
             tests.append(r)
 
     try:
