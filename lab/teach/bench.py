@@ -1,7 +1,8 @@
 """Performance grading of an exercise (``lab exercise check NAME --bench``), after every hidden test
 passed. It runs in the checker's child process (``python -m lab.teach.bench ...``: :func:`main`, the
-checker's :func:`lab.teach.checker.main` plus the benchmark), so the student's code stays
-contained; nothing here prints.
+executor's :func:`lab.teach.executor.main` plus the benchmark, once the parent judged every test
+passed), so the student's code stays contained; nothing here prints. The bench document is still
+the child's own report (its timings and sector counts are not re-checked by the parent).
 
 On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
 the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are
@@ -79,7 +80,8 @@ def bytes_moved(ex, case) -> int:
 def run(name: str, path: str, backend: str, seed: int) -> dict:
     """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS)."""
     import exercises
-    from lab.teach.checker import Failed, load_student
+    from lab.teach.checker import Failed
+    from lab.teach.executor import load_student
 
     ex = exercises.load(name)
     doc = _blank(ex, backend)
@@ -117,7 +119,7 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
     from lab.core import simt
     from lab.core.runner import simulator_threads
     from lab.core.trace import SectorTracer
-    from lab.teach.checker import _launch_config
+    from lab.teach.executor import _launch_config
 
     grid, block = _launch_config(mod, ex, case)
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
@@ -232,7 +234,7 @@ def _time_launch(fn, sync):
 def _device_call(mod, ex, case):
     from numba import cuda
 
-    from lab.teach.checker import _launch_config
+    from lab.teach.executor import _launch_config
 
     grid, block = _launch_config(mod, ex, case)
     args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in case.args]
@@ -305,22 +307,32 @@ def _rung(ex, case, doc) -> None:
 
 
 def main(argv) -> None:
-    """The child process with ``--bench``: the hidden tests (:func:`lab.teach.checker.run_all`) and,
-    once every one passed, ``{"start": "bench"}`` then ``{"bench": {...}}`` on the progress file."""
-    name, path, backend, seed, progress, *rest = argv
-    skip = json.loads(rest[0]) if rest and rest[0].startswith("[") else []  # tests already run (a retry)
-    from lab.core.session import select
-    from lab.teach.checker import run_all
+    """The child process with ``--bench``: the hidden tests' launches (:func:`lab.teach.executor.main`)
+    and, once the parent judged every one passed (it writes ``bench-go``: "1"), ``{"start": "bench"}``
+    then ``{"bench": {...}}`` on the progress file."""
+    import time
 
-    select("sim" if backend == "simulator" else "gpu")
+    from lab.teach import executor
+
+    name, path, backend, _unused, progress, *rest = argv
+    executor.main(argv)
+    folder = os.path.dirname(os.path.abspath(progress))
+    go = os.path.join(folder, "bench-go")
+    with open(os.path.join(folder, executor.REQUEST)) as f:
+        seed = int(json.load(f).get("bench_seed", 0))
+    for _ in range(3000):  # the parent judges within moments of the last result (60 s at most)
+        if os.path.exists(go):
+            break
+        time.sleep(0.02)
+    try:
+        with open(go) as f:
+            if f.read().strip() != "1":
+                return
+    except OSError:
+        return
     with open(progress, "a", buffering=1) as out:
-        from lab.teach.checker import warm
-
-        warm(name, backend, out)
-        results = run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"), skip=skip)
-        if results and all(r["passed"] for r in results):
-            out.write(json.dumps({"start": "bench"}) + "\n")
-            out.write(json.dumps({"bench": run(name, path, backend, seed)}) + "\n")
+        out.write(json.dumps({"start": "bench"}) + "\n")
+        out.write(json.dumps({"bench": run(name, path, backend, seed)}) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,10 @@
-"""The hidden-test runner. It runs in a child process (``python -m lab.teach.checker``) that the
-parent (:func:`lab.teach.workspace.check`) kills when a test runs past its timeout, so a kernel that loops
-forever or deadlocks at a barrier cannot hang the checker.
+"""The judge of the exercise checker: it makes the hidden tests, their float64 references and every
+verdict, and it never imports the student's code. The student's file is loaded and launched only by
+:mod:`lab.teach.executor`, in a child process that the parent (:func:`lab.teach.workspace.check`) kills
+when a test runs past its timeout; the child gets each test's inputs (never a reference, a
+tolerance or the seed) and hands back raw data (output arrays, the simulator's trace facts) in
+files of its folder, which :class:`Judge` reads safely and re-checks against what was asked.
+Nothing the child prints or writes is taken as a verdict.
 
 Per hidden test: poison the outputs (NaN; integer outputs twice, with two different poisons), launch
 the student's kernel (in the simulator through :mod:`lab.core.simt`, which traces who wrote what, out-of-
@@ -8,17 +12,18 @@ bounds accesses and shared-memory races; on a GPU with guard bands around each o
 the float64 reference, and turn what went wrong into one diagnosing message. Messages name at most
 one expected element, never the test's code or its data.
 
-Protocol: one JSON object per line in the progress file: ``{"start": NAME}`` before a test and
-``{"name", "passed", "message"}`` after it.
+What the judge cannot tell from the data: outputs that the child computed right on the CPU (from the
+inputs it was given) and passed off as the kernel's, with forged writers; the simulator's trace
+catches the plain form (an output that holds values no traced thread stored), and a kernel defined
+outside the student's file (the shipped solution imported) is refused; the grader's sandbox
+(:mod:`lab.teach.sandbox`) must keep the solutions unreadable.
 """
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import json
 import math
 import os
-import sys
 import threading
 import traceback
 
@@ -86,28 +91,7 @@ def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
             "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
 
 
-# --- Loading the student's file ---------------------------------------------------------------------
-def load_student(path, ex):
-    """Import the student's file; Failed with the error's line when it does not import."""
-    spec = importlib.util.spec_from_file_location(f"student_{ex.name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        spec.loader.exec_module(mod)
-    except SyntaxError as e:
-        raise Failed(f"{os.path.basename(path)} line {e.lineno}: SyntaxError: {e.msg}") from None
-    except Exception as e:  # noqa: BLE001
-        raise Failed(f"importing {os.path.basename(path)} raised {_one_line(e)}{_where(e, path)}") from None
-    if not hasattr(mod, ex.kernel):
-        raise Failed(f"{os.path.basename(path)} has no kernel named {ex.kernel!r}")
-    problem = kernel_problem(getattr(mod, ex.kernel))
-    if problem:
-        raise Failed(f"{ex.kernel} is {problem}")
-    if ex.launch and not callable(getattr(mod, ex.launch, None)):
-        raise Failed(f"{os.path.basename(path)} has no function {ex.launch}(...) for the launch configuration")
-    return mod
-
-
+# --- The student's file (loaded only by lab.teach.executor, in the child) ----------------------
 def kernel_problem(obj) -> str:
     """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
     instead: a plain function passes the simulator's tests but is no CUDA kernel."""
@@ -165,71 +149,32 @@ def _ndims(d):
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
 
 
-def _launch_config(mod, ex, case):
-    if case.grid is not None:
-        return case.grid, case.block
-    try:
-        cfg = getattr(mod, ex.launch)(*case.launch_args)
-    except Exception as e:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{case.launch_args} raised {_one_line(e)}") from None
-    try:
-        grid, block = cfg
-        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
-        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
-        assert all(isinstance(v, (int, np.integer)) for v in g + b)
-    except Exception:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{case.launch_args} returned {cfg!r}: return (blocks per grid, "
-                     f"threads per block), each an int or a tuple of 1-3 ints") from None
-    if min(g + b) < 1:
-        raise Failed(f"your {ex.launch}{case.launch_args} returned grid {g}, block {b}: every "
-                     f"dimension must be at least 1")
-    if math.prod(b) > 1024:
-        raise Failed(f"your {ex.launch}{case.launch_args} asks for {math.prod(b)} threads per block; "
-                     f"the limit is 1024")
-    return grid, block
-
-
 # --- Launching --------------------------------------------------------------------------------------
-def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
-    from lab.core import simt
-
-    trace, lock = simt.Trace(), threading.RLock()
-    names = _param_names(kernel)
-    args = []
-    for k, a in enumerate(case.args):
-        if isinstance(a, np.ndarray):
-            args.append(simt.traced(a.copy(), names[k] if k < len(names) else f"arg{k}", trace, lock))
-        else:
-            args.append(a)
-    outs = _initial(case, which)
-    onames = _out_names(kernel, case)
-    targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
+def kernel_error_message(error: dict, trace, grid, block, case) -> str:
+    """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
+    "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a race or an
+    out-of-bounds access that came first, else the exception at the student's line."""
+    if error.get("kind") == "launch":
+        return f"bad launch configuration: {error.get('text')}"
     nd = _ndims(grid)
-    try:
-        simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
-    except simt.KernelError as e:
-        if trace.races:  # the race came first; what it then raised is its consequence
-            raise Failed(race_message(trace, 0, grid, block) + f" (the kernel then raised {_one_line(e.error)})") from None
-        if trace.oob:
-            name, idx, shape, who, kind = trace.oob[0]
-            raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                         f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}") from None
-        advice = ""
-        if isinstance(e.error, OverflowError) and "math range" in str(e.error):
-            advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
-        elif isinstance(e.error, OverflowError) and "out of bounds for" in str(e.error):
-            advice = ": the value does not fit the output's dtype (clamp before converting?)"
-        elif isinstance(e.error, ValueError) and "NaN" in str(e.error):
-            advice = ": a NaN was converted to an integer (a value read before it was written?)"
-        raise Failed(f"your kernel raised {_one_line(e.error)} in {_fmt_who(e.who, nd)}"
-                     f"{_where(e.error, path)}{advice}") from None
-    except ValueError as e:
-        raise Failed(f"bad launch configuration: {e}") from None
-    writers = [tr._lab_tracker.writer for tr in targs]
-    trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
-    return outs, trace, writers
+    one_line = str(error.get("one_line"))
+    if trace.races:  # the race came first; what it then raised is its consequence
+        return race_message(trace, 0, grid, block) + f" (the kernel then raised {one_line})"
+    if trace.oob:
+        name, idx, shape, who, kind = trace.oob[0]
+        return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
+                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
+                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}")
+    advice, kind, text = "", error.get("type"), str(error.get("text"))
+    if kind == "OverflowError" and "math range" in text:
+        advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
+    elif kind == "OverflowError" and "out of bounds for" in text:
+        advice = ": the value does not fit the output's dtype (clamp before converting?)"
+    elif kind == "ValueError" and "NaN" in text:
+        advice = ": a NaN was converted to an integer (a value read before it was written?)"
+    where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
+    who = error.get("who") or ((0,), (0,))
+    return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
 
 
 def guard_elements() -> int:
@@ -288,72 +233,6 @@ def race_message(trace, k, grid, block):
             f"threads wrote (and before overwriting what they still read)")
 
 
-def _launch_gpu(kernel, case, grid, block, which):
-    from numba import cuda
-
-    from lab.core import simt
-
-    guard = guard_elements()
-
-    def device_input(a):
-        if not isinstance(a, np.ndarray):
-            return a
-        if a.dtype.kind not in "fiu":
-            return cuda.to_device(a)
-        # the other float poison than the outputs' (finite where theirs is NaN): an unguarded
-        # c[i] = a[i] + b[i] past the end then stores a finite value into c's NaN band, visible
-        return _in_band(a.shape, a.dtype, guard, 0 if which == 2 else 2, a)[1]
-
-    dev_args = [device_input(a) for a in case.args]
-    bufs, views = [], []
-    for k, (shape, dt) in enumerate(case.outputs):
-        d, view = _in_band(shape, dt, guard, which, None if case.init is None else case.init[k])
-        bufs.append(d)
-        views.append(view)
-    try:
-        kernel[grid, block](*dev_args, *views)
-        cuda.synchronize()
-    except Exception as e:  # noqa: BLE001
-        raise Failed(f"the launch failed: {_one_line(e)}") from None
-    outs = []
-    for d, (shape, dt) in zip(bufs, case.outputs):
-        host = d.copy_to_host()
-        n = host.size - 2 * guard
-        ref = simt.poisoned((guard,), dt, which)
-        for band, where in (((host[:guard], "before its first"), (host[guard + n:], "past its last")) if guard else ()):
-            changed = ~((band == ref) | (np.isnan(band) & np.isnan(ref)))
-            if changed.any():
-                raise Failed(f"out of bounds: your kernel wrote {where} element (into the guard band "
-                             f"around an output of shape {tuple(shape)}): guard it, e.g. `if i < n:`")
-        outs.append(host[guard:guard + n].reshape(shape))
-    return outs
-
-
-def _in_band(shape, dtype, guard, which, values=None):
-    """(device buffer, view): a C-contiguous array of ``shape`` on the device inside ``guard``
-    poisoned elements on each side (:func:`lab.core.simt.poisoned`: NaN for floats, or the finite
-    sentinel with ``which=2``); the view holds ``values`` when given, else the poison. A read or a
-    write past either end of the view lands in the band, not in whatever memory follows."""
-    from numba import cuda
-
-    from lab.core import simt
-
-    n = math.prod(shape)
-    host = simt.poisoned((n + 2 * guard,), dtype, which)
-    if values is not None:
-        host[guard:guard + n] = np.asarray(values, dtype).ravel()
-    d = cuda.to_device(host)
-    return d, (d[guard:guard + n].reshape(shape) if shape else d[guard:guard + 1])
-
-
-def _initial(case, which):
-    from lab.core import simt
-
-    if case.init is not None:
-        return [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
-    return [simt.poisoned(shape, dt, which) for shape, dt in case.outputs]
-
-
 def _param_names(kernel):
     fn = getattr(kernel, "py_func", kernel)
     try:
@@ -370,20 +249,25 @@ def _out_names(kernel, case):
 
 
 # --- One test ----------------------------------------------------------------------------------------
-def run_case(mod, ex, case, backend, rng, path):
-    """Raise Failed with a diagnosing message, or return the pass message."""
-    kernel = getattr(mod, ex.kernel)
-    grid, block = _launch_config(mod, ex, case)
+def runs_of(case) -> list:
+    """The poisons of one case's launches: integer outputs twice (two poisons: an element that
+    changes with the poison was never written), else once."""
     int_out = any(np.dtype(dt).kind in "iub" for _, dt in case.outputs)
-    runs = []
-    for which in ((0, 1) if int_out and case.init is None else (0,)):
-        if backend == "simulator":
-            runs.append(_launch_sim(mod, ex, kernel, case, grid, block, which, rng, path))
-        else:
-            runs.append((_launch_gpu(kernel, case, grid, block, which), None, None))
+    return [0, 1] if int_out and case.init is None else [0]
+
+
+def judge_case(ex, case, raw, backend):
+    """Raise Failed with a diagnosing message, or return the pass message. ``raw``: what the executor
+    handed back for ``case``, checked by :func:`raw_result` (grid, block, onames, runs: [(outputs,
+    trace or None, writers or None)], again: the GPU's finite-poison outputs or None, error: a
+    simulator launch that raised, or None)."""
+    grid, block = raw.grid, raw.block
+    runs = raw.runs
     outs, trace, writers = runs[0]
     nd = _ndims(grid)
-    onames = _out_names(kernel, case)
+    onames = raw.onames
+    if raw.error is not None:
+        raise Failed(kernel_error_message(raw.error, runs[-1][1], grid, block, case))  # the run that raised
     if trace is not None:
         if trace.barrier_mismatch:
             b, counts = trace.barrier_mismatch[0]
@@ -398,6 +282,8 @@ def run_case(mod, ex, case, backend, rng, path):
             raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
                          f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
+    if trace is not None:
+        _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
@@ -412,9 +298,9 @@ def run_case(mod, ex, case, backend, rng, path):
             written = _written_mask(writers[k], out.shape) if writers is not None else None
             if written is None and out.dtype.kind == "f" and backend != "simulator":
                 # no tracer on a GPU: run again with a finite poison; NaN in both runs was written
-                again = np.asarray(_launch_gpu(kernel, case, grid, block, 2)[k])
-                written = ~(again == np.asarray(simt_poison(out.dtype)))
-                if (unwritten & written).any():
+                again = None if raw.again is None else np.asarray(raw.again[k])
+                written = None if again is None else ~(again == np.asarray(simt_poison(out.dtype)))
+                if written is not None and (unwritten & written).any():
                     first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
                     raise Failed(f"{_fmt_idx(onames[k], first)} is NaN although it was written (a second run "
                                  f"with another poison tells the two apart): read before initialised (an "
@@ -480,6 +366,41 @@ def run_case(mod, ex, case, backend, rng, path):
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
+
+
+def _untraced_values(case, outs, writers, onames, touched=None) -> None:
+    """Failed when an output holds values (not its poison, not its initial value) that no thread of
+    the kernel stored: nothing at all was stored into it, not even an index taken (``touched``: the
+    executor's per-output record; ``out[i][j] = v`` is indexed but not followed by the tracer), or the
+    tracer followed this kernel's stores to it and an element changed without one. Such values were
+    not computed by the kernel's threads (the output filled around the launch)."""
+    from lab.core.simt import poisoned
+
+    for k, out in enumerate(outs):
+        out = np.asarray(out)
+        if writers[k] is None:
+            continue
+        shape, dt = case.outputs[k]
+        if case.init is not None:
+            before = np.asarray(case.init[k], dtype=dt).reshape(out.shape)
+        else:
+            before = poisoned(tuple(shape), dt, 0)
+        changed = ~((out == before) | (np.isnan(out) & np.isnan(before))) if out.dtype.kind == "f" else out != before
+        if not changed.any():
+            continue
+        if not writers[k]:
+            if touched is not None and k < len(touched) and touched[k]:
+                continue
+            raise Failed(f"{onames[k]} holds values, but no thread of your kernel stored into it (the simulator "
+                         f"traced every thread): its values were not computed by the kernel's threads (filled "
+                         f"around the launch?)")
+        stray = changed & ~_written_mask(writers[k], out.shape)
+        if stray.any():
+            first = tuple(int(v) for v in np.argwhere(stray)[0]) if out.shape else ()
+            raise Failed(f"{_fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
+                         f"(the simulator traced every thread's stores); {int(stray.sum())} of "
+                         f"{plural(out.size, 'element')} like this: the values were not computed by the kernel's "
+                         f"threads (filled around the launch?)")
 
 
 def _transposed_hint(out64, ref, bad):
@@ -639,10 +560,20 @@ def unique_names(cases):
     return cases
 
 
+_QUIET = threading.Lock()
+
+
 def hidden_cases(ex, rng):
     """The hidden tests of exercise ``ex`` drawn from ``rng`` (``np.random.default_rng(seed)``), each
-    with a distinct name."""
-    return unique_names(ex.hidden().cases(rng))
+    with a distinct name. (The judge's process makes them: an exercise's hidden.py may import the
+    lab's kernels, whose backend note is no news here.)"""
+    import warnings
+
+    from kernels.backend import SimulatorFallback
+
+    with _QUIET, warnings.catch_warnings():  # (catch_warnings is process-wide: one grader thread at a time)
+        warnings.simplefilter("ignore", SimulatorFallback)
+        return unique_names(ex.hidden().cases(rng))
 
 
 def compile_sigs(cases) -> list:
@@ -654,124 +585,385 @@ def compile_sigs(cases) -> list:
     return [json.loads(t) for t in dict.fromkeys(json.dumps(gpu_compile.arg_types(c)) for c in cases)]
 
 
-def compile_result(mod, ex, cases, backend, path):
-    """The GPU-compile test's result, or a note (str) when it was skipped; None when turned off."""
+def compile_entry(r: dict, backend: str):
+    """The GPU-compile test's entry from the executor's raw result (:func:`lab.teach.executor.compile_raw`),
+    or a note (str) when it was skipped."""
     from lab.teach import gpu_compile
 
-    if not gpu_compile.enabled():
-        return None
-    sigs = compile_sigs(cases)
-    if backend == "simulator":
-        r = gpu_compile.check(path, ex.kernel, sigs)
-        cc = gpu_compile.CC
-    else:  # numba.cuda is the real one here: compile in this process for this GPU
-        from numba import cuda
-
-        cc = tuple(cuda.get_current_device().compute_capability)
-        fn = getattr(getattr(mod, ex.kernel), "py_func", None)
-        r = gpu_compile.compile_here(fn, sigs, path, cc) if fn else {"skipped": "no Python function"}
+    if not isinstance(r, dict):
+        raise ValueError("not a compile result")
     if "skipped" in r:
-        return (f"the GPU compile check was skipped ({r['skipped']}): the simulator runs any Python, so code "
-                f"that a GPU cannot compile (np.dot, generators, ...) may pass here; enable it with "
+        if r.get("broken"):
+            return f"the GPU compile check could not run ({str(r['skipped'])[:200]})"
+        return (f"the GPU compile check was skipped ({str(r['skipped'])[:200]}): the simulator runs any Python, "
+                f"so code that a GPU cannot compile (np.dot, generators, ...) may pass here; enable it with "
                 f"{gpu_compile.ENABLE_HINT}")
-    if r["ok"]:
+    cc = tuple(int(v) for v in r.get("cc") or gpu_compile.CC)[:2]
+    if r.get("ok") is True:
         return {"name": COMPILE_TEST, "passed": True,
                 "message": f"ok (compiled offline for sm_{cc[0]}{cc[1]})" if backend == "simulator" else "ok"}
-    return {"name": COMPILE_TEST, "passed": False, "message": gpu_compile.message(r, cc)}
+    line = r.get("line")
+    return {"name": COMPILE_TEST, "passed": False,
+            "message": gpu_compile.message({"message": str(r.get("message"))[:300],
+                                            "line": int(line) if isinstance(line, int) else None}, cc)}
 
 
-def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
-    """Every hidden test of exercise ``name`` on the student's file ``path`` in this process (the
-    backend must already be selected); returns [{"name", "passed", "message"}]. ``emit`` gets the
-    progress protocol's objects as they happen (``{"note": text}`` for a check that was skipped).
-    ``skip``: names of tests not to run (the parent re-runs the rest after a timeout).
-    ``compile_check``: also compile the kernel offline for a GPU (:mod:`lab.teach.gpu_compile`),
-    the test "compiles for a GPU", first."""
-    import exercises
+# --- The channel to the executor (lab.teach.executor): what goes out, what comes back -------------------
+REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
 
-    ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    skip = set(skip)
-    emit({"start": "load"})
+
+def result_name(key, ext: str) -> str:
+    """``result-KEY.EXT``: the executor's result for KEY, a case index, "load" or "compile"."""
+    return f"result-{key}.{ext}"
+
+
+def encode(v):
+    """A JSON-able form of ``v`` that :func:`decode` turns back into equal values of the same types
+    (tuples, sets, dicts with any keys, NumPy scalars and small arrays)."""
+    if isinstance(v, (bool, type(None), str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    if isinstance(v, tuple) or type(v).__name__ == "Dim3":
+        return {"__t": [encode(x) for x in v]}
+    if isinstance(v, list):
+        return [encode(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return {"__s": [encode(x) for x in v]}
+    if isinstance(v, dict):
+        return {"__d": [[encode(k), encode(x)] for k, x in v.items()]}
+    if isinstance(v, np.ndarray) and v.size <= 1 << 16:
+        return {"__a": v.tolist(), "dtype": v.dtype.str}
+    return {"__r": repr(v)[:200]}
+
+
+def decode(v):
+    """The inverse of :func:`encode` (sets come back as sets of tuples or scalars)."""
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "__t" in v:
+        return tuple(decode(x) for x in v["__t"])
+    if "__s" in v:
+        return {decode(x) for x in v["__s"]}
+    if "__d" in v:
+        return {decode(k): decode(x) for k, x in v["__d"]}
+    if "__a" in v:
+        return np.asarray(v["__a"], dtype=np.dtype(v["dtype"]))
+    if "__r" in v:
+        return v["__r"]
+    raise ValueError("not an encoded value")
+
+
+JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
+OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
+
+
+def result_cap(case) -> int:
+    """The largest result file (bytes) that case ``case`` can need: per run and output, the output
+    itself and its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra), twice
+    for the GPU's re-run, plus 1 MiB of headers; a larger file is not read."""
+    per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
+    return (len(runs_of(case)) + 1) * per_run + (1 << 20)
+
+
+def _scalar_arg(a):
+    if isinstance(a, (bool, np.bool_)):
+        return {"scalar": bool(a), "type": "bool"}
+    if isinstance(a, np.generic):
+        return {"scalar": a.item(), "type": "np:" + np.dtype(type(a)).str}
+    if isinstance(a, int):
+        return {"scalar": int(a), "type": "int"}
+    if isinstance(a, float):
+        return {"scalar": float(a), "type": "float"}
+    raise ValueError(f"a hidden test's argument of type {type(a).__name__} cannot be sent to the executor")
+
+
+def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dict, dict]:
+    """(request, input arrays) for :mod:`lab.teach.executor`: the kernel's and launch function's
+    names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
+    poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
+    simulator is drawn from ``rng``)."""
+    inputs, out = {}, []
+    for i, c in enumerate(cases):
+        args = []
+        for k, a in enumerate(c.args):
+            if isinstance(a, np.ndarray):
+                inputs[f"c{i}_a{k}"] = np.asarray(a)
+                args.append({"array": f"c{i}_a{k}"})
+            else:
+                args.append(_scalar_arg(a))
+        init = None
+        if c.init is not None:
+            init = []
+            for k, v in enumerate(c.init):
+                inputs[f"c{i}_i{k}"] = np.asarray(v)
+                init.append(f"c{i}_i{k}")
+        float_out = any(np.dtype(dt).kind == "f" for _, dt in c.outputs)
+        out.append({"name": c.name, "args": args, "init": init,
+                    "outputs": [[[int(v) for v in tuple(s)], np.dtype(dt).str] for s, dt in c.outputs],
+                    "out_names": list(c.out_names or []), "grid": encode(c.grid), "block": encode(c.block),
+                    "launch_args": encode(list(c.launch_args)), "runs": runs_of(c),
+                    "finite_rerun": backend != "simulator" and c.init is None and float_out})
+    request = {"exercise": ex.name, "kernel": ex.kernel, "launch": ex.launch, "backend": backend,
+               "shuffle_seed": int(rng.integers(1 << 62)), "bench_seed": int(rng.integers(1 << 62)),
+               "compile": {"sigs": compile_sigs(cases)} if compile_check else None, "cases": out}
+    return request, inputs
+
+
+def write_request(folder: str, request: dict, inputs: dict) -> None:
+    """The request and its input arrays into the executor's folder."""
+    with open(os.path.join(folder, REQUEST), "w") as f:
+        json.dump(request, f)
+    with open(os.path.join(folder, INPUTS), "wb") as f:
+        np.savez(f, **inputs)
+
+
+class ResultError(Exception):
+    """A result file of the executor that is not one (a link, a FIFO, too large, not what was asked)."""
+
+
+def read_child_file(folder, name: str, cap: int, dir_fd=None) -> bytes | None:
+    """The bytes of ``name`` in the child's folder, opened safely: no link followed, a regular file
+    only, never blocking (a FIFO), at most ``cap`` bytes. None when it does not exist; ResultError when
+    it is not a regular file or larger than ``cap``."""
+    import stat
+
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        mod = load_student(path, ex)
-        if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
-            _lineinfo(mod)
-        cases = hidden_cases(ex, rng)
-    except Failed as e:
-        result = {"name": "load", "passed": False, "message": str(e)}
-        emit(result)
-        return [result]
-    from lab.teach import gpu_compile
+        fd = os.open(name, flags, dir_fd=dir_fd) if dir_fd is not None else os.open(os.path.join(folder, name), flags)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise ResultError(f"{name} could not be opened ({e.strerror or e}): a link?") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultError(f"{name} is not a regular file")
+        if st.st_size > cap:
+            raise ResultError(f"{name} is larger than {cap >> 20} MiB")
+        chunks, left = [], cap + 1
+        while left > 0:
+            b = os.read(fd, min(left, 1 << 20))
+            if not b:
+                break
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > cap:
+            raise ResultError(f"{name} is larger than {cap >> 20} MiB")
+        return data
+    finally:
+        os.close(fd)
 
-    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
-    emit({"loaded": ([COMPILE_TEST] if do_compile else []) + [c.name for c in cases if c.name not in skip]})
-    results = []
-    if do_compile:
-        emit({"start": COMPILE_TEST})
+
+def _launch_dims(v, what):
+    """A grid or block reported by the executor: an int or a tuple of 1-3 ints >= 1."""
+    t = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(t, (tuple, list)) or not 1 <= len(t) <= 3 or \
+            not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1 << 31 for x in t):
+        raise ResultError(f"an invalid {what} {v!r}")
+    return v if isinstance(v, int) else tuple(t)
+
+
+def _writers(rows) -> dict:
+    """{flat: (block, thread)} from :func:`lab.teach.executor.who_rows`'s rows."""
+    return {int(r[0]): ((int(r[1]), int(r[2]), int(r[3])), (int(r[4]), int(r[5]), int(r[6]))) for r in rows.tolist()}
+
+
+def _others(rows) -> dict:
+    out: dict = {}
+    for r in rows.tolist():
+        out.setdefault(int(r[0]), set()).add(((int(r[1]), int(r[2]), int(r[3])), (int(r[4]), int(r[5]), int(r[6]))))
+    return out
+
+
+def _trace(facts: dict, others: list):
+    """A trace object with every fact of :class:`lab.core.simt.Trace` the executor sent (defaults for
+    a missing field), for the message functions."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from lab.core import simt
+    values = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(simt.Trace)}
+    if not isinstance(facts, dict):
+        raise ResultError("trace facts that are not a record")
+    values.update({str(k): decode(v) for k, v in facts.items()})
+    for k in ("oob", "races", "race_lines", "barrier_mismatch", "global_rmw"):
+        if not isinstance(values.get(k), list):
+            raise ResultError(f"trace facts without a list of {k}")
+    values["lab_others"] = others
+    return SimpleNamespace(**values)
+
+
+def raw_result(case, record, npz: bytes | None, backend: str, path: str):
+    """The executor's raw data for ``case`` checked against what was asked (every output of every run
+    there, with the asked shape and dtype; grid and block valid and, where the test sets them, the
+    asked ones), as the object :func:`judge_case` takes. Failed for what the executor reported as a
+    failure (the file, the launch function, the launch); ResultError for data that is not a result."""
+    import io
+    from types import SimpleNamespace
+
+    if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
+        raise ResultError("a record that is not the executor's")
+    if record.get("failed") is not None:
+        raise Failed(str(record["failed"])[:2000])
+    kfile = record.get("kernel_file")
+    if not isinstance(kfile, str) or os.path.realpath(kfile) != os.path.realpath(path):
+        where = os.path.basename(kfile) if isinstance(kfile, str) else "somewhere else"
+        raise Failed(f"the kernel that ran was not defined in your file (it comes from {where!s:.80}): the "
+                     f"kernel must be your own code in {os.path.basename(path)}")
+    grid = _launch_dims(decode(record.get("grid")), "grid")
+    block = _launch_dims(decode(record.get("block")), "block")
+    if case.grid is not None and (_dims3(grid) != _dims3(case.grid) or _dims3(block) != _dims3(case.block)):
+        raise ResultError(f"launched with grid {grid}, block {block}, not the test's")
+    if math.prod((block,) if isinstance(block, int) else block) > 1024:
+        raise ResultError("more than 1024 threads per block")
+    names = record.get("param_names")
+    names = [n for n in names if isinstance(n, str) and n.isidentifier()] if isinstance(names, list) else []
+    if case.out_names:
+        onames = list(case.out_names)
+    else:
+        tail = names[len(case.args):]
+        onames = [tail[k] if k < len(tail) else f"out{k}" for k in range(len(case.outputs))]
+    want = runs_of(case)
+    nruns = record.get("runs")
+    error = record.get("kernel_error") if backend == "simulator" else None
+    if error is not None and not isinstance(error, dict):
+        raise ResultError("a kernel error that is not a record")
+    if not isinstance(nruns, int) or not (nruns == len(want) or (error is not None and 1 <= nruns <= len(want))):
+        raise ResultError(f"{nruns!r} runs, not the {len(want)} asked")
+    if npz is None:
+        raise ResultError("no output arrays")
+    try:
+        with np.load(io.BytesIO(npz), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - a damaged or forged file: no result
+        raise ResultError(f"unreadable output arrays ({type(e).__name__})") from None
+
+    def output(key, k):
+        a = arrays.get(key)
+        shape, dt = case.outputs[k]
+        if not isinstance(a, np.ndarray) or a.shape != tuple(shape) or a.dtype != np.dtype(dt):
+            raise ResultError(f"{key}: not an array of shape {tuple(shape)} and dtype {np.dtype(dt)}")
+        return a
+
+    def rows(key, k):
+        a = arrays.get(key)
+        size = math.prod(case.outputs[k][0])
+        if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != 7 or \
+                (a.size and (a[:, 0].min() < 0 or a[:, 0].max() >= max(size, 1) or a[:, 1:].min() < 0)):
+            raise ResultError(f"{key}: not a table of writers")
+        return a
+
+    traces = record.get("traces")
+    if backend == "simulator" and (not isinstance(traces, list) or len(traces) < nruns):
+        raise ResultError("no trace of the simulator")
+    runs = []
+    for r in range(nruns):
+        outs = [output(f"run{r}_out{k}", k) for k in range(len(case.outputs))]
+        if backend == "simulator":
+            writers = [_writers(rows(f"run{r}_writers{k}", k)) for k in range(len(case.outputs))]
+            others = [_others(rows(f"run{r}_others{k}", k)) for k in range(len(case.outputs))]
+            runs.append((outs, _trace(traces[r], others), writers))
+        else:
+            runs.append((outs, None, None))
+    again = None
+    if backend != "simulator" and record.get("again"):
+        again = [output(f"again_out{k}", k) for k in range(len(case.outputs))]
+    return SimpleNamespace(grid=grid, block=block, onames=onames, runs=runs, again=again, error=error)
+
+
+class Judge:
+    """The parent's side of one executor child: it judges each test from the raw results the child
+    left in ``folder`` (never from what the child printed), in the order they come."""
+
+    def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False):
+        self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
+        self.index = {c.name: i for i, c in enumerate(cases)}
+        self.planned = ([COMPILE_TEST] if compile_planned else []) + [c.name for c in cases]
+        self.notes: list[str] = []
+        self.dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+    def close(self):
+        if self.dir_fd is not None:
+            os.close(self.dir_fd)
+            self.dir_fd = None
+
+    def _json(self, key):
+        data = read_child_file(self.folder, result_name(key, "json"), JSON_CAP, self.dir_fd)
+        if data is None:
+            return None
         try:
-            r = compile_result(mod, ex, cases, backend, path)
-        except Exception as e:  # noqa: BLE001 - the check itself broke: say so, do not fail the student
-            r = f"the GPU compile check could not run ({_one_line(e)})"
-        if isinstance(r, dict):
-            emit(r)
-            results.append(r)
-        else:  # skipped (no NVVM ...): not a test after all; the parent must not call it "not run"
-            emit({"loaded": [c.name for c in cases if c.name not in skip]})
-            if r:
-                emit({"note": r})
-    for case in cases:
-        if case.name in skip:
-            continue
-        emit({"start": case.name})
+            return json.loads(data)
+        except ValueError:
+            raise ResultError("a damaged JSON record") from None
+
+    def load_failure(self) -> dict | None:
+        """The "load" entry when the executor could not load the file, else None."""
         try:
-            result = {"name": case.name, "passed": True, "message": run_case(mod, ex, case, backend, rng, path)}
+            rec = self._json("load")
+        except Exception as e:  # noqa: BLE001 - a link, a FIFO, a JSON bomb: no result, a failure
+            return {"name": "load", "passed": False,
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+        if rec is None:
+            return None
+        msg = rec.get("failed") if isinstance(rec, dict) else None
+        return {"name": "load", "passed": False, "message": str(msg)[:2000] if msg else "the file did not load"}
+
+    def compile(self) -> dict | None:
+        """The compile test's entry (None when it has no result; a skip becomes a note)."""
+        try:
+            rec = self._json("compile")
+            if rec is None:
+                return None
+            r = compile_entry(rec, self.backend)
+        except Exception as e:  # noqa: BLE001 - no result, a failure
+            return {"name": COMPILE_TEST, "passed": False,
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+        if isinstance(r, str):
+            if r not in self.notes:
+                self.notes.append(r)
+            return None
+        return r
+
+    def has(self, name: str) -> bool:
+        """Whether the child left a result for test ``name``."""
+        key = "compile" if name == COMPILE_TEST else self.index.get(name)
+        if key is None:
+            return False
+        try:
+            os.stat(result_name(key, "json"), dir_fd=self.dir_fd, follow_symlinks=False)
+            return True
+        except OSError:
+            return False
+
+    def test(self, name: str) -> dict | None:
+        """The entry of test ``name`` from its raw result; None when there is none."""
+        if name == COMPILE_TEST:
+            return self.compile()
+        i = self.index.get(name)
+        if i is None:
+            return None
+        case = self.cases[i]
+        try:
+            rec = self._json(i)
+            if rec is None:
+                return None
+            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case), self.dir_fd)
+            raw = raw_result(case, rec, npz, self.backend, self.path)
+            return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
-            result = {"name": case.name, "passed": False, "message": str(e)}
+            result = {"name": name, "passed": False, "message": str(e)}
             if e.map and os.environ.get(MAP_ENV) == "1":
                 result["map"] = e.map
-        except Exception as e:  # noqa: BLE001 - the student's code misbehaved in a way we did not foresee
-            result = {"name": case.name, "passed": False, "message": f"raised {_one_line(e)}{_where(e, path)}"}
-        emit(result)
-        results.append(result)
-    return results
-
-
-def main(argv):
-    """The child process: select the backend, run the tests, write progress lines. An optional sixth
-    argument is a JSON list of test names to skip (already run before a timeout)."""
-    name, path, backend, seed, progress = argv[:5]
-    skip = json.loads(argv[5]) if len(argv) > 5 and argv[5].startswith("[") else []
-    from lab.core.session import select
-
-    select("sim" if backend == "simulator" else "gpu")
-    with open(progress, "a", buffering=1) as out:
-        warm(name, backend, out)
-        run_all(name, path, backend, seed, lambda obj: out.write(json.dumps(obj) + "\n"), skip=skip)
-
-
-def warm(name, backend, out) -> None:
-    """Import what every test needs (Numba, the exercise's hidden tests, the tracer; on a GPU the
-    CUDA context) and say ``{"ready": true}``: the parent's start-up allowance ends here, so from now
-    on a file that hangs while it loads gets the per-test timeout, as any test does
-    (lab.teach.sandbox does the same)."""
-    import numba.cuda  # noqa: F401
-
-    import exercises
-
-    exercises.load(name).hidden()
-    if backend == "simulator":
-        import lab.core.simt  # noqa: F401
-    else:  # the CUDA context now, not in the first test's time (a retry's first test has a short limit)
-        try:
-            numba.cuda.current_context()
-        except Exception:  # noqa: BLE001 - no usable GPU: the first launch says so, as a test's failure
-            pass
-    out.write(json.dumps({"ready": True}) + "\n")
-
-
-if __name__ == "__main__":
-    # Student prints go nowhere; the parent reads only the progress file.
-    main(sys.argv[1:])
-    sys.stdout.flush()
-    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop
+            return result
+        except ResultError as e:
+            return {"name": name, "passed": False, "message": f"the checker's child returned no valid result ({e})"}
+        except Exception as e:  # noqa: BLE001 - data the messages could not read: no verdict but a failure
+            return {"name": name, "passed": False,
+                    "message": f"the checker's child returned a result that could not be judged ({_one_line(e)})"}

@@ -5,7 +5,8 @@ scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state
 exercises started, the hints shown, and per exercise the last check's record). Hidden tests and
 solutions stay inside the installed package.
 
-:func:`check` runs the hidden tests in a child process (:mod:`lab.teach.checker`) and kills it
+:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.executor`), judges
+their raw results here (:mod:`lab.teach.checker`, which never imports the student's code) and kills it
 when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
 barrier that not all threads reach is reported, never waited for. On a GPU a second child runs
 the same hidden tests in the simulator on the CPU (its traced diagnostics), and the verdict is
@@ -256,7 +257,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     ws = workspace(directory)
     path = student_file(name, file, ws)
     timeout = timeout_s(timeout)
-    chosen = choose(backend)  # the child process selects it (lab.teach.checker.main)
+    chosen = choose(backend)  # the child process selects it (lab.teach.executor.main)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     try:
         digest = _sha256(path.read_bytes())  # the content this check is about (the record's hash)
@@ -510,7 +511,7 @@ def _in_student_file(report, mine: str, name: str) -> bool:
     """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
     a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
     2026-11-23, for the checker's student module); a base name counts only in a kernel of the
-    student's module (``student_NAME::``, :func:`lab.teach.checker.load`), not in a lab kernel
+    student's module (``student_NAME::``, :func:`lab.teach.executor.load_student`), not in a lab kernel
     whose file happens to have the same name."""
     if not report.file:
         return False
@@ -527,6 +528,8 @@ MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test h
 KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
+PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
+BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
@@ -582,70 +585,123 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     for n in planned:
         if n not in done:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
+    if extra is not None and not (tests and all(t["passed"] for t in tests)):
+        extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
     return tests
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
                     retry=False, on_event=None):
-    """One child process: (test entries, the planned test names, whether a test timed out).
-    ``on_event(kind, value)``: ("start", test name), ("loaded", planned names), ("result", entry)."""
+    """One child process (:mod:`lab.teach.executor`, which runs the student's code): (test entries,
+    the planned test names, whether a test timed out). This process makes the tests and judges each
+    one from the raw results the child left in its folder (:class:`lab.teach.checker.Judge`); the
+    child's progress lines only drive the clock. ``on_event(kind, value)``: ("start", test name),
+    ("loaded", planned names), ("result", entry)."""
+    import numpy as np
+
     from lab.core.session import child_env
+    from lab.teach import checker, gpu_compile
 
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
-    private = None
+    ex = exercises.load(name)
+    rng = np.random.default_rng(int(seed))
+    cases = checker.hidden_cases(ex, rng)
+    do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
+    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng)
     if sandbox is not None:
         from lab.teach import sandbox as S
 
         private, path, env = S.prepare(path, env)
-        progress = os.path.join(private, ".lab-progress.jsonl")
-        open(progress, "w").close()
         module = ["lab.teach.sandbox", sandbox.to_arg()]
     else:
-        fd, progress = tempfile.mkstemp(prefix="lab-check-", suffix=".jsonl")
-        os.close(fd)
-        module = ["lab.teach.bench" if bench else "lab.teach.checker"]
+        private = tempfile.mkdtemp(prefix="lab-check-")
+        module = ["lab.teach.bench" if bench else "lab.teach.executor"]
+    progress = os.path.join(private, ".lab-progress.jsonl")
+    open(progress, "w").close()
+    checker.write_request(private, request, inputs)
+    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile)
     errf = tempfile.TemporaryFile()
-    cmd = [*wrap, sys.executable, "-m", *module, name, str(path.resolve()), backend, str(seed), progress,
+    # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
+    # precompile draws its argument types from it, which do not depend on the seed)
+    cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                            start_new_session=True, cwd=private)
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                start_new_session=True, cwd=private)
+    except BaseException:
+        judge.close()
+        shutil.rmtree(private, ignore_errors=True)
+        errf.close()
+        raise
     _track(proc)  # stop_all (Ctrl-C) kills it
-    bench_doc, violations, child_notes, ready = None, [], [], False
+    bench_doc, violations, child_notes, ready, loaded = None, [], [], False, False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
-    tests, current, since, lines_seen, planned, timed_out = [], None, time.monotonic(), 0, [], False
+    tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
+    judged: set = set()
+    skipped: set = set()
+    load_done = False
+    todo = [n for n in judge.planned if n not in skip]
+    # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
+    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
+
+    def take(n):  # judge test n from its raw result, once
+        if n in judged or n not in todo:
+            return
+        r = judge.test(n)
+        if r is not None:  # (no result yet: a "done" line is only the child's word)
+            judged.add(n)
+            tests.append(r)
+            on_event and on_event("result", r)
+        elif n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
+            judged.add(n)
+            skipped.add(n)
+
     try:
         while True:
             if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
                 break
             done = proc.poll() is not None
-            lines = Path(progress).read_text().splitlines()
-            for line in lines[lines_seen:]:
-                try:
-                    obj = json.loads(line)
-                except ValueError:
+            try:
+                data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
+            except checker.ResultError:
+                data = b""
+            for raw_line in data[seen_bytes:].splitlines(keepends=True):
+                if not raw_line.endswith(b"\n"):
                     break  # a half-written line: read it next time
-                lines_seen += 1
+                seen_bytes += len(raw_line)
+                try:
+                    obj = json.loads(raw_line.decode(errors="replace"))
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(obj, dict):
+                    continue
                 if "start" in obj:
-                    current, since = obj["start"], time.monotonic()
+                    current, since = str(obj["start"]), time.monotonic()
                     on_event and on_event("start", current)
                 elif "loaded" in obj:
-                    planned = obj["loaded"]
-                    on_event and on_event("loaded", planned)
+                    loaded = True
+                    on_event and on_event("loaded", [n for n in todo if n in obj["loaded"]] if isinstance(obj["loaded"], list) else list(todo))
+                elif "done" in obj:  # a result may be there: judge it now (a bench waits for the verdicts)
+                    load_done = load_done or obj["done"] == "load"
+                    take(str(obj["done"]))
+                    current, since = None, time.monotonic()
                 elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
                     # once counted against the per-test limit, killing the child as "loading your file")
                     bench_doc, current, since = obj["bench"], None, time.monotonic()
                 elif "violation" in obj:
-                    violations.append(obj["violation"])
+                    violations.append(str(obj["violation"]))
                 elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
                     ready, since = True, time.monotonic()
                 elif "note" in obj:
-                    child_notes.append(obj["note"])
+                    child_notes.append(str(obj["note"]))
                     if notes is not None and obj["note"] not in notes:
-                        notes.append(obj["note"])
-                elif "name" in obj:
-                    tests.append(obj)
-                    current, since = None, time.monotonic()
-                    on_event and on_event("result", obj)
+                        notes.append(str(obj["note"]))
+            if bench and (load_done or all(n in judged for n in todo)) and not os.path.exists(os.path.join(private, BENCH_GO)):
+                # the bench runs only once every test passed, by this process's verdicts
+                go = all(t["passed"] for t in tests) and len(tests) == len(todo)
+                with open(os.path.join(private, BENCH_GO + ".tmp"), "w") as f:
+                    f.write("1" if go else "0")
+                os.replace(os.path.join(private, BENCH_GO + ".tmp"), os.path.join(private, BENCH_GO))
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
@@ -653,21 +709,40 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 limit = max(limit, COMPILE_ALLOWANCE_S)
             if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
                 limit = max(limit, BENCH_TIMEOUT_S)
-            if time.monotonic() - since > limit:
+            over = time.monotonic() - started > overall  # progress lines alone cannot keep a child alive
+            if time.monotonic() - since > limit or over:
                 _kill(proc)
                 if current == "bench":
                     bench_doc, current = _bench_failed(f"the benchmark timed out after {limit:.0f} s"), None
                     break
+                limit = overall if over else limit
                 timed_out = True
                 what = "loading your file" if current in (None, "load") else "this test"
                 shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
-                tests.append({"name": current or "load", "passed": False,
+                name_ = current if current in todo else "load"
+                tests.append({"name": name_, "passed": False,
                               "message": f"timed out after {limit:.0f} s{shorter} while running {what}: an "
                                          f"infinite loop, or threads waiting at a cuda.syncthreads() that not all "
                                          f"threads of the block reach? (stopped by the checker)"})
+                judged.add(name_)
                 on_event and on_event("result", tests[-1])
                 break
             time.sleep(0.02)
+        if proc.poll() is None:
+            _kill(proc)
+        # whatever the child left (its progress lines aside): the file that did not load, or each test's result
+        failed_load = judge.load_failure()
+        if failed_load is not None and not tests:
+            tests.append(failed_load)
+        elif failed_load is None:
+            for n in todo:
+                if judge.has(n):
+                    loaded = True
+                take(n)
+        for n in judge.notes:
+            child_notes.append(n)
+            if notes is not None and n not in notes:
+                notes.append(n)
     finally:
         _untrack(proc)
         if proc.poll() is None:
@@ -677,19 +752,18 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
         elif _kill_group(proc):  # the child exited but left processes behind: it forked
             violations.append("left processes running after it exited (it forked); they were killed")
-        if private:
-            shutil.rmtree(private, ignore_errors=True)
-        else:
-            os.unlink(progress)
+        judge.close()
+        shutil.rmtree(private, ignore_errors=True)
+    planned = [n for n in todo if n not in skipped] if loaded else []
     if current == "bench":  # the process died while benchmarking
         bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
-    if current not in (None, "load") and not any(t["name"] == current for t in tests):
+    if current in todo and not any(t["name"] == current for t in tests):
         errf.seek(0)
         last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
         tests.append({"name": current, "passed": False,
                       "message": f"the checker's process died during this test (exit code {proc.returncode})"
                                  + (f": {last[-1].strip()}" if last else "")})
-    elif not tests:
+    elif not tests and not planned:
         errf.seek(0)
         last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
         tests.append({"name": "load", "passed": False,

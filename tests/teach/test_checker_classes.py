@@ -13,7 +13,7 @@ import pytest
 
 import exercises
 from lab.teach import checker, gpu_compile
-from lab.teach.checker import run_all
+from lab.teach.executor import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution
@@ -261,22 +261,26 @@ def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monke
     assert json.dumps(tests)
 
 
-def _fake_gpu(monkeypatch, write):
-    """run_case on the GPU path with a stand-in launch: ``write(out, ref, poison)`` fills one output."""
+def _fake_gpu(case, write):
+    """What the executor hands back on the GPU path (no trace), from a stand-in launch:
+    ``write(out, ref, poison)`` fills one output, in the first run and in the finite-poison re-run."""
+    from types import SimpleNamespace
+
     import numpy as np
 
     from lab.core import simt
 
-    def launch(kernel, case, grid, block, which):
+    def launch(which):
         out = simt.poisoned(case.outputs[0][0], case.outputs[0][1], which)
         write(out, np.asarray(case.refs[0]), out.flat[0])
         return [out]
 
-    monkeypatch.setattr(checker, "_launch_gpu", launch)
+    return SimpleNamespace(grid=case.grid, block=case.block, onames=["out"], runs=[(launch(0), None, None)],
+                           again=launch(2), error=None)
 
 
 @pytest.mark.parametrize("nan_written", [True, False])
-def test_gpu_tells_nan_written_from_never_written(monkeypatch, nan_written):
+def test_gpu_tells_nan_written_from_never_written(nan_written):
     """No tracer on a GPU: a second run with a finite poison separates NaN that was written from an
     element never written."""
     import numpy as np
@@ -286,12 +290,10 @@ def test_gpu_tells_nan_written_from_never_written(monkeypatch, nan_written):
         if nan_written:
             out[0] = np.nan
 
-    _fake_gpu(monkeypatch, write)
     ex = exercises.load("map_guard")
-    mod = type("M", (), {"map_kernel": object()})
     case = ex.hidden().cases(np.random.default_rng(_seed()))[2]
     with pytest.raises(checker.Failed) as e:
-        checker.run_case(mod, ex, case, "gpu", np.random.default_rng(0), "x.py")
+        checker.judge_case(ex, case, _fake_gpu(case, write), "gpu")
     if nan_written:
         assert "[0] is NaN although it was written" in str(e.value)
     else:

@@ -222,15 +222,18 @@ def test_meta_keys_have_defaults():
 
 
 FAKE_CHILD = '''
-import json, sys, time
+import json, os, sys, time
 args = sys.argv[1:]
 i = args.index("-m")
-name, path, backend, seed, progress = args[i + 2:i + 7]
+from lab.teach import executor
+executor.main(args[i + 2:])  # the real launches: the parent judges their results
+progress = args[i + 6]
+go = os.path.join(os.path.dirname(progress), "bench-go")
+while not os.path.exists(go):
+    time.sleep(0.02)
 with open(progress, "a", buffering=1) as out:
     w = lambda obj: out.write(json.dumps(obj) + "\\n")
-    w({"start": "load"}); w({"loaded": ["t1"]})
-    w({"start": "t1"}); w({"name": "t1", "passed": True, "message": "ok"})
-    w({"start": "bench"}); time.sleep(1.5)  # a bench longer than the per-test limit, as on a GPU
+    w({"start": "bench"}); time.sleep(4.0)  # a bench longer than the per-test limit, as on a GPU
     w({"bench": {"passed": True, "student_ms": 1.0}})
 '''
 
@@ -245,8 +248,9 @@ def test_a_bench_longer_than_the_test_limit_does_not_fail_the_submission(tmp_pat
     fake.write_text(FAKE_CHILD)
     sol = exercises.load("vecadd").solution
     extra: dict = {}
-    tests = _run_child("vecadd", sol, "simulator", 0, 1.0, wrap=[sys.executable, str(fake)], bench=True, extra=extra)
-    assert [t["name"] for t in tests] == ["t1"] and tests[0]["passed"], tests
+    tests = _run_child("vecadd", sol, "simulator", 0, 3.0, wrap=[sys.executable, str(fake)], bench=True, extra=extra,
+                       env={"LAB_GPU_COMPILE": "0"})
+    assert tests and all(t["passed"] for t in tests), tests
     assert extra["bench"] == {"passed": True, "student_ms": 1.0}
 
 
