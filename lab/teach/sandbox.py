@@ -64,19 +64,56 @@ class Limits:
         return cls(**json.loads(text))
 
 
+# the child's environment: only these names (and prefixes) of the grader's, never the whole of it
+ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "LD_LIBRARY_PATH",
+             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", *THREAD_VARS)
+ENV_PREFIXES = ("LC_", "LAB_", "NUMBA_", "NVIDIA_", "CUDA_")
+
+
+def child_environment(env: dict) -> dict:
+    """The allow-listed part of ``env`` (:data:`ENV_NAMES`, :data:`ENV_PREFIXES`)."""
+    return {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+
+
 def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     """The parent's half: a private folder holding a copy of the submission; returns (folder, the
-    copy's path, the child's environment: HOME and TMPDIR there, no bytecode written)."""
+    copy's path, the child's environment: the allow-listed part of ``env``
+    (:func:`child_environment`), HOME and TMPDIR there, no bytecode written)."""
     private = tempfile.mkdtemp(prefix="lab-grade-")
     copy = Path(private) / Path(path).name
     shutil.copyfile(path, copy)
-    env = dict(env, HOME=private, TMPDIR=private, TEMP=private, TMP=private, PYTHONDONTWRITEBYTECODE="1",
-               NUMBA_CACHE_DIR=os.path.join(private, ".numba"), XDG_CACHE_HOME=os.path.join(private, ".cache"))
+    env = dict(child_environment(env), HOME=private, TMPDIR=private, TEMP=private, TMP=private,
+               PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=os.path.join(private, ".numba"),
+               XDG_CACHE_HOME=os.path.join(private, ".cache"))
+    env.setdefault("PATH", os.defpath)
     # submissions are graded side by side (--jobs): one BLAS/OpenMP thread each, not one a core each
     # (H100 machine, 16 jobs: NumPy's references spun 16 threads a process, 2.2 CPU seconds a second)
     for var in THREAD_VARS:
         env.setdefault(var, "1")
     return private, copy, env
+
+
+def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, bench: bool,
+         env: dict) -> tuple[list[str], list[str]]:
+    """The child's command under bubblewrap where it works here (:mod:`lab.core.isolation`), and
+    ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
+    ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
+    in force)."""
+    from lab.core import isolation as I
+
+    why = I.bwrap_problem()
+    if why:
+        return cmd, [f"bubblewrap not in force: {why}; {I.FIX_BWRAP}" if "installed" in why
+                     else f"bubblewrap not in force: {why}"]
+    uid = I.child_uid()
+    if uid is not None:
+        os.chown(progress, uid, uid)
+        env["LAB_SANDBOX_UID"] = str(uid)
+    if I.thread_limit_applies():
+        env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
+    hide = [] if bench else I.exercise_files()  # the benchmark times the reference solution: it needs it
+    return I.bwrap_command(cmd, private, [str(copy)], [progress], backend != "simulator", hide, root, uid), []
 
 
 # --- 1. resource limits ------------------------------------------------------------------------------------
@@ -94,6 +131,9 @@ def set_limits(limits: Limits, simulator: bool) -> None:
     cap(resource.RLIMIT_CPU, int(limits.cpu_s))
     cap(resource.RLIMIT_FSIZE, int(limits.fsize_mb) << 20)
     cap(resource.RLIMIT_CORE, 0)
+    threads = os.environ.get("LAB_SANDBOX_THREADS")
+    if threads:  # the parent set it only where the count is this child's alone (lab.core.isolation)
+        cap(resource.RLIMIT_NPROC, int(threads))
     if simulator and limits.memory_mb:
         cap(resource.RLIMIT_AS, int(limits.memory_mb) << 20)
 
@@ -248,7 +288,17 @@ def _precompile(name, path, seed) -> None:
         pass
 
 
+def drop_uid() -> None:
+    """A root grader's child under bubblewrap: become LAB_SANDBOX_UID (no groups, no capabilities)."""
+    uid = os.environ.get("LAB_SANDBOX_UID")
+    if uid and os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(int(uid), int(uid), int(uid))
+        os.setresuid(int(uid), int(uid), int(uid))
+
+
 def main(argv) -> None:
+    drop_uid()
     limits, rest = Limits.from_arg(argv[0]), argv[1:]
     name, path, backend, seed, progress = rest[:5]
     private = os.path.dirname(os.path.abspath(progress))
@@ -290,6 +340,11 @@ def main(argv) -> None:
     from lab.teach import gpu_compile
 
     gpu_compile.no_more_processes()  # the hook would refuse the compiler's process: the precompile's result stands
+    from lab.core.isolation import lockdown
+
+    why = lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
+    if why:
+        log.write(json.dumps({"note": f"seccomp not in force: {why}"}) + "\n")
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
     (lab.teach.bench.main if "--bench" in rest[5:] else checker.main)(rest)

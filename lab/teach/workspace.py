@@ -156,7 +156,13 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     extra: dict = {}
     notes: list[str] = []
-    tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, extra=extra, notes=notes)
+    from lab.teach.sandbox import Limits
+
+    # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
+    tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, sandbox=Limits(), extra=extra,
+                       notes=notes)
+    for v in extra.get("violations") or []:  # what the sandbox stopped fails the check, with the reason
+        tests.append({"name": "sandbox", "passed": False, "message": f"stopped: {v}"})
     if backend == "gpu":  # --gpu: the hidden tests once more under compute-sanitizer, reports at your lines
         san_tests, san_notes = _gpu_diagnoses(ex.name, path, seed, timeout)
         tests += san_tests
@@ -279,6 +285,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     retry=False):
     """One child process: (test entries, the planned test names, whether a test timed out)."""
     from lab.core.session import child_env
+    from lab.teach.childio import read_child_file
 
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
     private = None
@@ -296,15 +303,26 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     errf = tempfile.TemporaryFile()
     cmd = [*wrap, sys.executable, "-m", *module, name, str(path.resolve()), backend, str(seed), progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
+    wrap_notes: list = []
+    if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env)
+        for note in wrap_notes:
+            if notes is not None and note not in notes:
+                notes.append(note)
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                             start_new_session=True, cwd=private)
-    bench_doc, violations, child_notes, ready = None, [], [], False
+    bench_doc, violations, child_notes, ready = None, [], list(wrap_notes), False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, lines_seen, planned, timed_out = [], None, time.monotonic(), 0, [], False
     try:
         while True:
             done = proc.poll() is not None
-            lines = Path(progress).read_text().splitlines()
+            try:
+                lines = read_child_file(progress).splitlines()
+            except OSError as e:  # replaced by a link or a FIFO, or removed: stop, and say so
+                violations.append(f"tampered with the grader's progress file ({e.strerror or e})")
+                _kill(proc)
+                break
             for line in lines[lines_seen:]:
                 try:
                     obj = json.loads(line)
