@@ -179,7 +179,9 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
         result["notes"] = notes
     if bench:
         result["bench"] = extra.get("bench")
-    return result
+    from lab.core.text import printable_tree
+
+    return printable_tree(result)  # the child's messages shown, never obeyed by a terminal
 
 
 SANITIZER_TOOLS = ("racecheck", "memcheck", "synccheck")
