@@ -15,7 +15,7 @@
   (fork, vfork, clone without ``CLONE_THREAD``, execve), no socket, no signal to another process,
   no ptrace or reading another process's memory, no executable memory made writable, no new
   resource limits, no namespaces or mounts, no io_uring. Every thread, the native ABI only.
-* **Landlock** (``landlock(7)``, kept in :mod:`lab.teach.sandbox`): writes only to the private
+* **Landlock** (``landlock(7)``, :func:`landlock`; its read roots from :mod:`lab.teach.sandbox`): writes only to the private
   folder, reads only the system's, Python's and the lab's folders (the layer on Linux without
   user namespaces).
 * **resource limits**: CPU seconds, address space, file size, and ``RLIMIT_NPROC`` as the
@@ -342,6 +342,60 @@ def lockdown() -> str | None:
     return None
 
 
+# --- Landlock -------------------------------------------------------------------------------------------
+_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same number on every architecture
+_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
+_WRITES = sum(1 << k for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make any node
+_REFER, _TRUNCATE = 1 << 13, 1 << 14
+_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def landlock(private: str, read_roots: list[str]) -> str | None:
+    """Confine this process with Landlock (``landlock(7)``): write only under ``private`` and /dev;
+    read only ``read_roots`` and ``private``. Returns None when in force, else why not (no Landlock here)."""
+    if not sys.platform.startswith("linux"):
+        return f"Landlock is Linux-only ({sys.platform})"
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    if abi < 1:
+        return f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
+    handled = _WRITES | _READ_FILE | _READ_DIR | _WRITE_FILE | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
+    attr = ctypes.c_uint64(handled)
+    fd = libc.syscall(ctypes.c_long(_SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if fd < 0:
+        return f"landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
+    read = _READ_FILE | _READ_DIR
+    rules = [(r, read) for r in read_roots] + [(private, handled), ("/dev", handled & ~(_REFER))]
+    try:
+        for path, rights in rules:
+            try:
+                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not os.path.isdir(path):
+                    rights &= _FILE_RIGHTS
+                rule = _PathBeneath(rights & handled, pfd)
+                if libc.syscall(ctypes.c_long(_SYS_ADD), ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
+                                ctypes.c_uint32(0)) != 0:
+                    return f"landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
+            finally:
+                os.close(pfd)
+        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to restrict oneself
+            return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
+        if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
+            return f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
+    finally:
+        os.close(fd)
+    return None
+
+
 # --- Landlock and the others: probes ------------------------------------------------------------------
 def landlock_abi() -> int:
     """Landlock's ABI version in this kernel (0: none)."""
@@ -350,7 +404,7 @@ def landlock_abi() -> int:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.syscall.restype = ctypes.c_long
-        abi = libc.syscall(ctypes.c_long(444), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+        abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
     except (OSError, AttributeError):
         return 0
     return max(int(abi), 0)

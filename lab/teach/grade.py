@@ -178,6 +178,10 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                  "elsewhere and sockets",
                  ("Landlock: writes only to the private folder, reads only system, Python and lab folders"
                   if limits.landlock else "Landlock off")]
+    from lab.core.isolation import protections
+
+    isolation += [f"{p['name']}: {p['message']}" + ("" if p["status"] == "ok" else f" (fix: {p['fix']})")
+                  for p in protections() if p["name"] != "sandbox: Landlock"]
     summary = {"students": len(students), "exercises": len(names),
                **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)}}
     # every string a submission could shape (names, messages, notes) shown, never obeyed by a terminal

@@ -16,17 +16,19 @@
    starting a process (fork, exec, subprocess, os.system), writing, removing or renaming a file
    outside the private folder, and opening a network connection.
 
-What this does NOT protect against (exercises/README.md says so too): code that calls the C
-library directly (ctypes, a compiled extension) passes the audit hook, so a fork or a write is then
-stopped only by Landlock (writes) or found afterwards (processes left in the group are killed and
-reported); without Landlock (older kernels, macOS) files the user can write are writable; reading
-is not limited without Landlock; the GPU, the network (beyond Python's socket module), shared
-memory and denial of service through the GPU are not isolated. Use a container or a VM for a real
-class. Nothing here prints.
+Around it, where the OS offers them (:mod:`lab.core.isolation`; the parent's :func:`wrap`):
+bubblewrap's namespaces (no network, its own pid namespace, /dev and /dev/shm, a read-only view of
+only what running a kernel needs, its private folder a tmpfs; a root grader's child changes to a uid
+of its own, :func:`drop_uid`), ``RLIMIT_NPROC`` as its thread limit, and, once the checker is
+loaded, seccomp (no process, socket, signal to another process or executable memory, whatever
+calls it: Python, ctypes or a compiled extension). The audit hook is not a security boundary
+(CPython's documentation says so); these layers are. Where one is missing the child's notes say so
+(``lab doctor`` lists them). Not isolated: the GPU, the CPU time others get while it runs. The
+README's "What the isolation does, and what it does not" has the table per platform. Nothing here
+prints.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
@@ -138,19 +140,7 @@ def set_limits(limits: Limits, simulator: bool) -> None:
         cap(resource.RLIMIT_AS, int(limits.memory_mb) << 20)
 
 
-# --- 2. Landlock -------------------------------------------------------------------------------------------
-_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same number on every architecture
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_WRITES = sum(1 << k for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make any node
-_REFER, _TRUNCATE = 1 << 13, 1 << 14
-_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
-
-
+# --- 2. Landlock (the system calls: lab.core.isolation.landlock) ---------------------------------------
 def _read_roots() -> list[str]:
     """Folders the checker must read: the system's, Python's, every sys.path entry, the lab's."""
     roots = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run",
@@ -166,42 +156,9 @@ def _read_roots() -> list[str]:
 def landlock(private: str) -> str | None:
     """Confine this process: write only under ``private`` and /dev; read only :func:`_read_roots`
     and ``private``. Returns None when in force, else why not (no Landlock here)."""
-    if not sys.platform.startswith("linux"):
-        return f"Landlock is Linux-only ({sys.platform})"
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        return f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
-    handled = _WRITES | _READ_FILE | _READ_DIR | _WRITE_FILE | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    attr = ctypes.c_uint64(handled)
-    fd = libc.syscall(ctypes.c_long(_SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
-    if fd < 0:
-        return f"landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
-    read = _READ_FILE | _READ_DIR
-    rules = [(r, read) for r in _read_roots()] + [(private, handled), ("/dev", handled & ~(_REFER))]
-    try:
-        for path, rights in rules:
-            try:
-                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not os.path.isdir(path):
-                    rights &= _FILE_RIGHTS
-                rule = _PathBeneath(rights & handled, pfd)
-                if libc.syscall(ctypes.c_long(_SYS_ADD), ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
-                                ctypes.c_uint32(0)) != 0:
-                    return f"landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
-            finally:
-                os.close(pfd)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to restrict oneself
-            return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
-        if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-            return f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
-    finally:
-        os.close(fd)
-    return None
+    from lab.core.isolation import landlock as restrict
+
+    return restrict(private, _read_roots())
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
