@@ -180,7 +180,8 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                   if limits.landlock else "Landlock off")]
     from lab.core.isolation import protections
 
-    isolation += [f"{p['name']}: {p['message']}" + ("" if p["status"] == "ok" else f" (fix: {p['fix']})")
+    isolation += [p["name"].removeprefix("sandbox: ") + (" in force" if p["status"] == "ok" else
+                                                          f" NOT in force ({p['message'].split(':')[0]})")
                   for p in protections() if p["name"] != "sandbox: Landlock"]
     summary = {"students": len(students), "exercises": len(names),
                **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)}}
