@@ -139,10 +139,11 @@ def _is_package(path: str) -> bool:
 
 
 def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
-    """(folders bound read-only, files hidden): the system's library folders, Python's, each folder on
+    """(folders read, folders only listed): the system's library folders, Python's, each folder on
     sys.path that lies in a Python prefix or is a site-packages; of any other folder on sys.path (a
     project's root: PYTHONPATH, an editable install), and of ``lab_root``, only its Python packages
-    (folders with an ``__init__.py``), never its other files (a class folder, a gradebook)."""
+    (folders with an ``__init__.py``), never its other files (a class folder, a gradebook): such a
+    folder is only listed (Python's import system lists the folders on sys.path)."""
     prefixes = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)]
     binds, projects = [], {os.path.realpath(lab_root)}
     for d in SYSTEM_DIRS:
@@ -154,9 +155,11 @@ def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
             binds.append(p)
         else:
             projects.add(p)
+    listed = []
     for proj in sorted(projects):
         if any(proj.startswith(b + os.sep) or proj == b for b in binds):
             continue
+        listed.append(proj)
         try:
             entries = sorted(os.listdir(proj))
         except OSError:
@@ -165,7 +168,7 @@ def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
             full = os.path.join(proj, e)
             if not e.startswith(".") and os.path.isdir(full) and _is_package(full) and e != "tests":
                 binds.append(full)
-    return binds, []
+    return binds, listed
 
 
 def exercise_files(names=("solution.py",)) -> list[str]:
@@ -319,6 +322,8 @@ def lockdown() -> str | None:
     why = seccomp_problem()
     if why:
         return why
+    if os.environ.get("LAB_SANDBOX_SECCOMP") == "0":  # the grader's switch (never the student's: set before it runs)
+        return "turned off (LAB_SANDBOX_SECCOMP=0)"
     lib = _libseccomp()
     ctx = lib.seccomp_init(_ALLOW)
     if not ctx:
@@ -355,9 +360,29 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def landlock(private: str, read_roots: list[str]) -> str | None:
-    """Confine this process with Landlock (``landlock(7)``): write only under ``private`` and /dev;
-    read only ``read_roots`` and ``private``. Returns None when in force, else why not (no Landlock here)."""
+def _expand(roots: list[str], hide: list[str], read_file: int, read_dir: int) -> list[tuple[str, int]]:
+    """Landlock rules reading ``roots`` but not the files ``hide``: a root that holds one of them is
+    granted folder by folder and file by file (a rule on a folder covers everything below it)."""
+    hide = {os.path.realpath(h) for h in hide}
+    rules = []
+    for r in roots:
+        inside = [h for h in hide if h.startswith(r.rstrip(os.sep) + os.sep)]
+        if not inside or not os.path.isdir(r):
+            rules.append((r, read_file | read_dir))
+            continue
+        for folder, dirs, files in os.walk(r):
+            rules.append((folder, read_dir))
+            rules += [(os.path.join(folder, f), read_file) for f in files
+                      if os.path.realpath(os.path.join(folder, f)) not in hide]
+    return rules
+
+
+def landlock(private: str, read_roots: list[str], hide: list[str] = (), listed: list[str] = ()) -> str | None:
+    """Confine this process with Landlock (``landlock(7)``): write only under ``private`` and to the
+    devices (/dev/null ..., the GPU's; not /dev/shm);
+    read only ``read_roots`` (but not the files ``hide``: the reference solutions) and ``private``;
+    list (not read) the folders ``listed``.
+    Returns None when in force, else why not (no Landlock here)."""
     if not sys.platform.startswith("linux"):
         return f"Landlock is Linux-only ({sys.platform})"
     libc = ctypes.CDLL(None, use_errno=True)
@@ -370,8 +395,10 @@ def landlock(private: str, read_roots: list[str]) -> str | None:
     fd = libc.syscall(ctypes.c_long(_SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
     if fd < 0:
         return f"landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
-    read = _READ_FILE | _READ_DIR
-    rules = [(r, read) for r in read_roots] + [(private, handled), ("/dev", handled & ~(_REFER))]
+    # /dev: the devices it writes (not /dev/shm: no channel between submissions), the GPU's included
+    devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", *gpu_devices()]
+    rules = _expand(read_roots, list(hide), _READ_FILE, _READ_DIR) + [(d, _READ_DIR) for d in listed]
+    rules += [(private, handled)] + [(d, handled & _FILE_RIGHTS) for d in devices]
     try:
         for path, rights in rules:
             try:

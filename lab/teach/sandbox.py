@@ -141,24 +141,32 @@ def set_limits(limits: Limits, simulator: bool) -> None:
 
 
 # --- 2. Landlock (the system calls: lab.core.isolation.landlock) ---------------------------------------
+_LAB_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
+
+
 def _read_roots() -> list[str]:
-    """Folders the checker must read: the system's, Python's, every sys.path entry, the lab's."""
-    roots = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run",
-             "/var/lib", sys.prefix, sys.base_prefix, sys.exec_prefix,
-             str(Path(__file__).resolve().parents[2])]  # the folder holding lab/, kernels/, exercises/
-    roots += [p for p in sys.path if p and os.path.isdir(p)]
+    """What the checker must read: the system's library folders, Python's, the site-packages, the
+    lab's packages (not the folder around them: a class or a gradebook may lie there),
+    the loader's /etc files, /proc, /sys, /dev, CUDA's folders (:func:`lab.core.isolation.read_paths`)."""
+    from lab.core import isolation as I
+
+    roots, _ = I.read_paths(_LAB_ROOT)
+    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys", "/dev"]
+    # /proc: its own process and the machine's, not another process's (the grader's environment)
+    roots += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver"]
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
             roots.append(os.environ[var])
+    roots += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     return sorted({os.path.realpath(r) for r in roots if os.path.exists(r)})
 
 
-def landlock(private: str) -> str | None:
-    """Confine this process: write only under ``private`` and /dev; read only :func:`_read_roots`
-    and ``private``. Returns None when in force, else why not (no Landlock here)."""
-    from lab.core.isolation import landlock as restrict
+def landlock(private: str, hide: list[str] = ()) -> str | None:
+    """Confine this process: write only under ``private`` and to the devices; read only
+    :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
+    from lab.core import isolation as I
 
-    return restrict(private, _read_roots())
+    return I.landlock(private, _read_roots(), hide, I.read_paths(_LAB_ROOT)[1])
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
@@ -289,7 +297,9 @@ def main(argv) -> None:
     else:
         _warm_gpu()
     if limits.landlock:
-        why = landlock(private)
+        from lab.core.isolation import exercise_files
+
+        why = landlock(private, [] if "--bench" in rest[5:] else exercise_files())
         if why:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
     if simulator:
