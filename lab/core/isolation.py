@@ -59,7 +59,12 @@ def _run(cmd, timeout=20.0) -> tuple[int, str]:
 
 # --- bubblewrap ------------------------------------------------------------------------------------
 def bwrap_path() -> str | None:
-    return shutil.which("bwrap")
+    """bubblewrap's executable: LAB_BWRAP (a path, e.g. a copy carried to a machine without a package
+    manager; "0" turns bubblewrap off), else ``bwrap`` on PATH."""
+    chosen = os.environ.get("LAB_BWRAP")
+    if chosen == "0":
+        return None
+    return shutil.which(chosen or "bwrap")
 
 
 @functools.lru_cache(maxsize=None)
@@ -69,7 +74,8 @@ def bwrap_problem() -> str | None:
         return f"bubblewrap is Linux-only ({sys.platform})"
     exe = bwrap_path()
     if exe is None:
-        return "bubblewrap (bwrap) is not installed"
+        return ("turned off (LAB_BWRAP=0)" if os.environ.get("LAB_BWRAP") == "0"
+                else "bubblewrap (bwrap) is not installed")
     cmd = [exe, *_namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
     code, err = _run(cmd)
     if code != 0:
@@ -218,10 +224,10 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
         args += ["--ro-bind-try", b, b]
     for e in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{e}", f"/etc/{e}"]
-    if gpu:  # the driver's devices, /sys (PCI topology) and /proc/driver/nvidia
+    if gpu:  # the driver's devices, /sys (PCI topology)
         for d in gpu_devices():
             args += ["--dev-bind-try", d, d]
-        args += ["--ro-bind-try", "/sys", "/sys", "--ro-bind-try", "/proc/driver/nvidia", "/proc/driver/nvidia"]
+        args += ["--ro-bind-try", "/sys", "/sys"]  # (the fresh /proc has /proc/driver/nvidia)
         for var in ("CUDA_HOME", "CUDA_PATH"):
             if os.environ.get(var):
                 args += ["--ro-bind-try", os.environ[var], os.environ[var]]
