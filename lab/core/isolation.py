@@ -177,9 +177,15 @@ def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
     return binds, listed
 
 
-def exercise_files(names=("solution.py",)) -> list[str]:
+# the exercises' files a child never reads (shown empty under bubblewrap, left out of Landlock's rules);
+# add "hidden.py" once the child no longer imports the hidden tests (the judge outside the child)
+HIDDEN_FROM_CHILD = ("solution.py",)
+
+
+def exercise_files(names=None) -> list[str]:
     """The exercises' files of these names (the reference solutions) in every ``exercises`` package
     that the child could see: hidden from it."""
+    names = HIDDEN_FROM_CHILD if names is None else names
     out = []
     seen = set()
     for p in [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))] + sys.path:
