@@ -223,6 +223,15 @@ def check_compilers() -> Check:
                  "" if ok else "pip install -e . (numba-cuda, with numpy<2.5); numba-cuda-mlir: pip install -e '.[mlir]'")
 
 
+def check_sandbox() -> list[Check]:
+    """Which of the OS's protections a student's submission gets here under ``lab exercise check``
+    and ``grade`` (:mod:`lab.core.isolation`): bubblewrap's namespaces, seccomp, Landlock, the
+    per-submission thread limit; each ok, or warn with the fix."""
+    from lab.core.isolation import protections
+
+    return [Check(p["name"], OK if p["status"] == "ok" else WARN, p["message"], p["fix"]) for p in protections()]
+
+
 # The checks, in order. A check returns a Check or a list of them.
 CHECKS = [
     check_python,
@@ -235,6 +244,7 @@ CHECKS = [
     check_simulator,
     check_compilers,
     check_tiny_kernel,
+    check_sandbox,
 ]
 
 

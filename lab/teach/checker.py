@@ -727,37 +727,15 @@ class ResultError(Exception):
 
 
 def read_child_file(folder, name: str, cap: int, dir_fd=None) -> bytes | None:
-    """The bytes of ``name`` in the child's folder, opened safely: no link followed, a regular file
-    only, never blocking (a FIFO), at most ``cap`` bytes. None when it does not exist; ResultError when
-    it is not a regular file or larger than ``cap``."""
-    import stat
+    """:func:`lab.teach.childio.read_child_file` (a regular file only, no link followed, never
+    blocking, at most ``cap`` bytes; None when missing), its refusals a ResultError."""
+    from lab.teach.childio import UnsafeChildFile
+    from lab.teach.childio import read_child_file as read
 
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(name, flags, dir_fd=dir_fd) if dir_fd is not None else os.open(os.path.join(folder, name), flags)
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        raise ResultError(f"{name} could not be opened ({e.strerror or e}): a link?") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ResultError(f"{name} is not a regular file")
-        if st.st_size > cap:
-            raise ResultError(f"{name} is larger than {cap >> 20} MiB")
-        chunks, left = [], cap + 1
-        while left > 0:
-            b = os.read(fd, min(left, 1 << 20))
-            if not b:
-                break
-            chunks.append(b)
-            left -= len(b)
-        data = b"".join(chunks)
-        if len(data) > cap:
-            raise ResultError(f"{name} is larger than {cap >> 20} MiB")
-        return data
-    finally:
-        os.close(fd)
+        return read(folder, name, cap, dir_fd)
+    except UnsafeChildFile as e:
+        raise ResultError(str(e)) from None
 
 
 def _launch_dims(v, what):

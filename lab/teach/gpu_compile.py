@@ -206,6 +206,12 @@ def _child(request: dict) -> list[dict]:
     why = offline_unavailable()
     if why:
         return [{"skipped": f"needs {why}"} for _ in request["items"]]
+    from numba import cuda  # noqa: F401 - loaded before seccomp, like the checker's child
+
+    from lab.core.isolation import lockdown
+
+    # the student's file is imported here too: no process, socket or signal from it, like any child
+    lockdown()  # (where libseccomp is missing the parent's notes say so already)
     out = []
     for k, item in enumerate(request["items"]):
         path = item["path"]

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.core.text import printable_tree, spreadsheet_cell
 from lab.teach.sandbox import Limits
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
@@ -76,6 +77,8 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
 
 def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
     """The limit a child's exit code says it hit, or None."""
+    if code is not None and code > 128:  # bubblewrap (lab.core.isolation) exits with 128 + the child's signal
+        code = 128 - code
     if code is None or code >= 0:
         return None
     sig = -code
@@ -219,28 +222,36 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                  "elsewhere and sockets",
                  ("Landlock: writes only to the private folder, reads only system, Python and lab folders"
                   if limits.landlock else "Landlock off")]
+    from lab.core.isolation import protections
+
+    isolation += [p["name"].removeprefix("sandbox: ") + (" in force" if p["status"] == "ok" else
+                                                          f" NOT in force ({p['message'].split(':')[0]})")
+                  for p in protections() if p["name"] != "sandbox: Landlock"]
     summary = {"students": len(students), "exercises": len(names),
                **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)},
                "not_graded": len(pairs) - len(ordered)}
-    return {"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
+    # every string a submission could shape (names, messages, notes) shown, never obeyed by a terminal
+    return printable_tree({"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
             "timeout_s": timeout, "bench": bench, "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                                                               "fsize_mb": limits.fsize_mb, "landlock": limits.landlock},
             "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
             "seconds": round(time.monotonic() - t0, 3), "notes": notes, "interrupted": interrupted,
-            "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]}
+            "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]})
 
 
 def to_csv(doc: dict) -> str:
-    """The gradebook as CSV (CSV_COLUMNS; failures joined by " | ")."""
+    """The gradebook as CSV (CSV_COLUMNS; failures joined by " | "); a text cell that a spreadsheet
+    would run as a formula (``= + - @`` first) starts with ``'`` (:func:`lab.core.text.spreadsheet_cell`)."""
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(CSV_COLUMNS)
     for r in doc["rows"]:
         b = r.get("bench") or {}
         sectors = b.get("sectors") or {}
-        w.writerow([r["student"], r["exercise"], r["status"], r["tests_passed"], r["tests_total"], r["reason"],
+        w.writerow([spreadsheet_cell(v) for v in (
+                    r["student"], r["exercise"], r["status"], r["tests_passed"], r["tests_total"], r["reason"],
                     " | ".join(f"{f['name']}: {f['message']}" for f in r["failures"]),
                     "" if not b else b.get("passed"), b.get("student_ms", ""), b.get("reference_ms", ""),
                     b.get("pct_of_reference", ""), b.get("pct_of_peak", ""), sectors.get("student", ""),
-                    sectors.get("reference", ""), r["seconds"]])
+                    sectors.get("reference", ""), r["seconds"])])
     return buf.getvalue()

@@ -16,17 +16,19 @@
    starting a process (fork, exec, subprocess, os.system), writing, removing or renaming a file
    outside the private folder, and opening a network connection.
 
-What this does NOT protect against (exercises/README.md says so too): code that calls the C
-library directly (ctypes, a compiled extension) passes the audit hook, so a fork or a write is then
-stopped only by Landlock (writes) or found afterwards (processes left in the group are killed and
-reported); without Landlock (older kernels, macOS) files the user can write are writable; reading
-is not limited without Landlock; the GPU, the network (beyond Python's socket module), shared
-memory and denial of service through the GPU are not isolated. Use a container or a VM for a real
-class. Nothing here prints.
+Around it, where the OS offers them (:mod:`lab.core.isolation`; the parent's :func:`wrap`):
+bubblewrap's namespaces (no network, its own pid namespace, /dev and /dev/shm, a read-only view of
+only what running a kernel needs, its private folder a tmpfs; a root grader's child changes to a uid
+of its own, :func:`drop_uid`), ``RLIMIT_NPROC`` as its thread limit, and, once the checker is
+loaded, seccomp (no process, socket, signal to another process or executable memory, whatever
+calls it: Python, ctypes or a compiled extension). The audit hook is not a security boundary
+(CPython's documentation says so); these layers are. Where one is missing the child's notes say so
+(``lab doctor`` lists them). Not isolated: the GPU, the CPU time others get while it runs. The
+README's "What the isolation does, and what it does not" has the table per platform. Nothing here
+prints.
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
@@ -64,19 +66,56 @@ class Limits:
         return cls(**json.loads(text))
 
 
+# the child's environment: only these names (and prefixes) of the grader's, never the whole of it
+ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "LD_LIBRARY_PATH",
+             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", *THREAD_VARS)
+ENV_PREFIXES = ("LC_", "LAB_", "NUMBA_", "NVIDIA_", "CUDA_")
+
+
+def child_environment(env: dict) -> dict:
+    """The allow-listed part of ``env`` (:data:`ENV_NAMES`, :data:`ENV_PREFIXES`)."""
+    return {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+
+
 def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     """The parent's half: a private folder holding a copy of the submission; returns (folder, the
-    copy's path, the child's environment: HOME and TMPDIR there, no bytecode written)."""
+    copy's path, the child's environment: the allow-listed part of ``env``
+    (:func:`child_environment`), HOME and TMPDIR there, no bytecode written)."""
     private = tempfile.mkdtemp(prefix="lab-grade-")
     copy = Path(private) / Path(path).name
     shutil.copyfile(path, copy)
-    env = dict(env, HOME=private, TMPDIR=private, TEMP=private, TMP=private, PYTHONDONTWRITEBYTECODE="1",
-               NUMBA_CACHE_DIR=os.path.join(private, ".numba"), XDG_CACHE_HOME=os.path.join(private, ".cache"))
+    env = dict(child_environment(env), HOME=private, TMPDIR=private, TEMP=private, TMP=private,
+               PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=os.path.join(private, ".numba"),
+               XDG_CACHE_HOME=os.path.join(private, ".cache"))
+    env.setdefault("PATH", os.defpath)
     # submissions are graded side by side (--jobs): one BLAS/OpenMP thread each, not one a core each
     # (H100 machine, 16 jobs: NumPy's references spun 16 threads a process, 2.2 CPU seconds a second)
     for var in THREAD_VARS:
         env.setdefault(var, "1")
     return private, copy, env
+
+
+def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, bench: bool,
+         env: dict) -> tuple[list[str], list[str]]:
+    """The child's command under bubblewrap where it works here (:mod:`lab.core.isolation`), and
+    ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
+    ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
+    in force)."""
+    from lab.core import isolation as I
+
+    why = I.bwrap_problem()
+    if why:
+        return cmd, [f"bubblewrap not in force: {why}; {I.FIX_BWRAP}" if "installed" in why
+                     else f"bubblewrap not in force: {why}"]
+    uid = I.child_uid()
+    if uid is not None:
+        os.chown(progress, uid, uid)
+        env["LAB_SANDBOX_UID"] = str(uid)
+    if I.thread_limit_applies():
+        env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
+    root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
+    hide = [] if bench else I.exercise_files()  # the benchmark times the reference solution: it needs it
+    return I.bwrap_command(cmd, private, [str(copy)], [progress], backend != "simulator", hide, root, uid), []
 
 
 # --- 1. resource limits ------------------------------------------------------------------------------------
@@ -94,74 +133,40 @@ def set_limits(limits: Limits, simulator: bool) -> None:
     cap(resource.RLIMIT_CPU, int(limits.cpu_s))
     cap(resource.RLIMIT_FSIZE, int(limits.fsize_mb) << 20)
     cap(resource.RLIMIT_CORE, 0)
+    threads = os.environ.get("LAB_SANDBOX_THREADS")
+    if threads:  # the parent set it only where the count is this child's alone (lab.core.isolation)
+        cap(resource.RLIMIT_NPROC, int(threads))
     if simulator and limits.memory_mb:
         cap(resource.RLIMIT_AS, int(limits.memory_mb) << 20)
 
 
-# --- 2. Landlock -------------------------------------------------------------------------------------------
-_SYS_CREATE, _SYS_ADD, _SYS_RESTRICT = 444, 445, 446  # the same number on every architecture
-_EXECUTE, _WRITE_FILE, _READ_FILE, _READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
-_WRITES = sum(1 << k for k in (1, 4, 5, 6, 7, 8, 9, 10, 11, 12))  # write, remove, make any node
-_REFER, _TRUNCATE = 1 << 13, 1 << 14
-_FILE_RIGHTS = _EXECUTE | _WRITE_FILE | _READ_FILE | _TRUNCATE
-
-
-class _PathBeneath(ctypes.Structure):
-    _pack_ = 1
-    _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+# --- 2. Landlock (the system calls: lab.core.isolation.landlock) ---------------------------------------
+_LAB_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
 
 
 def _read_roots() -> list[str]:
-    """Folders the checker must read: the system's, Python's, every sys.path entry, the lab's."""
-    roots = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/run",
-             "/var/lib", sys.prefix, sys.base_prefix, sys.exec_prefix,
-             str(Path(__file__).resolve().parents[2])]  # the folder holding lab/, kernels/, exercises/
-    roots += [p for p in sys.path if p and os.path.isdir(p)]
+    """What the checker must read: the system's library folders, Python's, the site-packages, the
+    lab's packages (not the folder around them: a class or a gradebook may lie there),
+    the loader's /etc files, /proc, /sys, /dev, CUDA's folders (:func:`lab.core.isolation.read_paths`)."""
+    from lab.core import isolation as I
+
+    roots, _ = I.read_paths(_LAB_ROOT)
+    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys", "/dev"]
+    # /proc: its own process and the machine's, not another process's (the grader's environment)
+    roots += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver"]
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
             roots.append(os.environ[var])
+    roots += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d]
     return sorted({os.path.realpath(r) for r in roots if os.path.exists(r)})
 
 
-def landlock(private: str) -> str | None:
-    """Confine this process: write only under ``private`` and /dev; read only :func:`_read_roots`
-    and ``private``. Returns None when in force, else why not (no Landlock here)."""
-    if not sys.platform.startswith("linux"):
-        return f"Landlock is Linux-only ({sys.platform})"
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    abi = libc.syscall(ctypes.c_long(_SYS_CREATE), None, ctypes.c_size_t(0), ctypes.c_uint32(1))
-    if abi < 1:
-        return f"the kernel has no Landlock ({os.strerror(ctypes.get_errno())})"
-    handled = _WRITES | _READ_FILE | _READ_DIR | _WRITE_FILE | (_REFER if abi >= 2 else 0) | (_TRUNCATE if abi >= 3 else 0)
-    attr = ctypes.c_uint64(handled)
-    fd = libc.syscall(ctypes.c_long(_SYS_CREATE), ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
-    if fd < 0:
-        return f"landlock_create_ruleset failed ({os.strerror(ctypes.get_errno())})"
-    read = _READ_FILE | _READ_DIR
-    rules = [(r, read) for r in _read_roots()] + [(private, handled), ("/dev", handled & ~(_REFER))]
-    try:
-        for path, rights in rules:
-            try:
-                pfd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                if not os.path.isdir(path):
-                    rights &= _FILE_RIGHTS
-                rule = _PathBeneath(rights & handled, pfd)
-                if libc.syscall(ctypes.c_long(_SYS_ADD), ctypes.c_int(fd), ctypes.c_int(1), ctypes.byref(rule),
-                                ctypes.c_uint32(0)) != 0:
-                    return f"landlock_add_rule({path}) failed ({os.strerror(ctypes.get_errno())})"
-            finally:
-                os.close(pfd)
-        if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS: required to restrict oneself
-            return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
-        if libc.syscall(ctypes.c_long(_SYS_RESTRICT), ctypes.c_int(fd), ctypes.c_uint32(0)) != 0:
-            return f"landlock_restrict_self failed ({os.strerror(ctypes.get_errno())})"
-    finally:
-        os.close(fd)
-    return None
+def landlock(private: str, hide: list[str] = ()) -> str | None:
+    """Confine this process: write only under ``private`` and to the devices; read only
+    :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
+    from lab.core import isolation as I
+
+    return I.landlock(private, _read_roots(), hide, I.read_paths(_LAB_ROOT)[1])
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
@@ -248,7 +253,17 @@ def _precompile(name, path, seed) -> None:
         pass
 
 
+def drop_uid() -> None:
+    """A root grader's child under bubblewrap: become LAB_SANDBOX_UID (no groups, no capabilities)."""
+    uid = os.environ.get("LAB_SANDBOX_UID")
+    if uid and os.geteuid() == 0:
+        os.setgroups([])
+        os.setresgid(int(uid), int(uid), int(uid))
+        os.setresuid(int(uid), int(uid), int(uid))
+
+
 def main(argv) -> None:
+    drop_uid()
     limits, rest = Limits.from_arg(argv[0]), argv[1:]
     name, path, backend, seed, progress = rest[:5]
     private = os.path.dirname(os.path.abspath(progress))
@@ -282,7 +297,9 @@ def main(argv) -> None:
     else:
         _warm_gpu()
     if limits.landlock:
-        why = landlock(private)
+        from lab.core.isolation import exercise_files
+
+        why = landlock(private, [] if "--bench" in rest[5:] else exercise_files())
         if why:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
     if simulator:
@@ -290,6 +307,11 @@ def main(argv) -> None:
     from lab.teach import gpu_compile
 
     gpu_compile.no_more_processes()  # the hook would refuse the compiler's process: the precompile's result stands
+    from lab.core.isolation import lockdown
+
+    why = lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
+    if why:
+        log.write(json.dumps({"note": f"seccomp not in force: {why}"}) + "\n")
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
     import lab.teach.executor as executor  # the only module that imports the student's file: raw results, no verdict

@@ -25,7 +25,8 @@ SIM_SAW = "seen in the simulator's trace"
 SANITIZER_SAW = "seen by compute-sanitizer on the GPU"
 LOAD = "load"
 COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST (not imported: that module imports NumPy)
-ZEROING_GATES = (LOAD, COMPILE_TEST)
+SANDBOX = "sandbox"  # what the sandbox stopped (lab.teach.workspace.check): its results cannot be trusted
+ZEROING_GATES = (LOAD, COMPILE_TEST, SANDBOX)
 
 
 def _said(message: str, who: str) -> str:
@@ -108,9 +109,9 @@ def score(tests: list[dict], hidden: list[str]) -> tuple[int, int]:
     return sum(1 for n in hidden if n in ok and n not in bad), total
 
 
-def hidden_of(tests: list[dict], gates=(LOAD, COMPILE_TEST)) -> list[str]:
+def hidden_of(tests: list[dict], gates=(LOAD, COMPILE_TEST, SANDBOX)) -> list[str]:
     """The hidden-test names among a check's entries: every name that is not a gate (``load``,
-    ``compiles for a GPU``, ``GPU <tool>``), each once, in order."""
+    ``compiles for a GPU``, ``sandbox``, ``GPU <tool>``), each once, in order."""
     seen = []
     for t in tests:
         n = t["name"]

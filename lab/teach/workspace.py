@@ -265,15 +265,24 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
         raise LabError(f"cannot read {path}: {e.strerror or e}") from None
     extra: dict = {}
     notes: list[str] = []
+    from lab.teach.sandbox import Limits
+
     _STOP.clear()
     shown = _Progress(progress)
+    contained = Limits()  # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
     try:
         if chosen == "gpu":
-            tests, sim_notes, gpu_tests = _with_simulator(ex.name, path, seed, timeout, bench, extra, notes, shown)
+            sim_extra: dict = {}
+            tests, sim_notes, gpu_tests = _with_simulator(ex.name, path, seed, timeout, bench, extra, notes, shown,
+                                                          sandbox=contained, sim_extra=sim_extra)
+            extra["violations"] = (extra.get("violations") or []) + [
+                v for v in sim_extra.get("violations") or [] if v not in (extra.get("violations") or [])]
             notes += [n for n in sim_notes if n not in notes]
         else:
-            tests = gpu_tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, extra=extra,
-                                           notes=notes, progress=shown.leg("simulator"))
+            tests = gpu_tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, sandbox=contained,
+                                           extra=extra, notes=notes, progress=shown.leg("simulator"))
+        for v in extra.get("violations") or []:  # what the sandbox stopped fails the check, with the reason
+            tests.append({"name": union.SANDBOX, "passed": False, "message": f"stopped: {v}"})
         if backend == "gpu":  # --gpu: the hidden tests once more under compute-sanitizer, reports at your lines
             # what hung on the GPU is not run again there (each would cost SANITIZER_SLOWDOWN timeouts)
             stuck = [t["name"] for t in gpu_tests if not t["passed"] and t["message"].startswith(("timed out",
@@ -323,7 +332,9 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
         result["notes"] = notes
     if bench:  # nothing is benchmarked before every test passed, on both backends
         result["bench"] = extra.get("bench") if passed else None
-    return result
+    from lab.core.text import printable_tree
+
+    return printable_tree(result)  # the child's messages shown, never obeyed by a terminal
 
 
 SIM_LEG_ENV = {"NUMBA_ENABLE_CUDASIM": "1", "LAB_GPU_COMPILE": "0"}  # the GPU child compiles for real
@@ -625,6 +636,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     # precompile draws its argument types from it, which do not depend on the seed)
     cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
+    wrap_notes: list = []
+    if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env)
+        for note in wrap_notes:
+            if notes is not None and note not in notes:
+                notes.append(note)
     try:
         proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
                                 start_new_session=True, cwd=private)
@@ -634,7 +651,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         errf.close()
         raise
     _track(proc)  # stop_all (Ctrl-C) kills it
-    bench_doc, violations, child_notes, ready, loaded = None, [], [], False, False
+    bench_doc, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
     judged: set = set()
@@ -663,8 +680,10 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
             done = proc.poll() is not None
             try:
                 data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
-            except checker.ResultError:
-                data = b""
+            except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
+                violations.append(f"tampered with the grader's progress file ({e})")
+                _kill(proc)
+                break
             for raw_line in data[seen_bytes:].splitlines(keepends=True):
                 if not raw_line.endswith(b"\n"):
                     break  # a half-written line: read it next time

@@ -143,7 +143,7 @@ def print_grade(doc, csv_path=None, wide: bool = False) -> None:
     _out.print("  [dim]tests: hidden tests passed / hidden tests; 0 when a file is missing or broken[/dim]")
     for note in doc["notes"]:
         _out.print(f"  [dim]{escape(note)}[/dim]")
-    _out.print(f"  [dim]contained: {escape('; '.join(doc['isolation']))}; not a security boundary "
-               f"(exercises/README.md)[/dim]")
+    _out.print(f"  [dim]contained: {escape('; '.join(doc['isolation']))} (lab doctor; the README's "
+               f"\"What the isolation does\")[/dim]")
     if csv_path:
         _out.print(f"wrote {escape(str(csv_path))}")
