@@ -141,7 +141,16 @@ def _python_roots() -> list[str]:
 
 
 def _is_package(path: str) -> bool:
-    return os.path.isfile(os.path.join(path, "__init__.py"))
+    """A regular package (an ``__init__.py``), or a namespace package (PEP 420: a folder named like
+    a module holding one, e.g. ``cuda/pathfinder/``)."""
+    if os.path.isfile(os.path.join(path, "__init__.py")):
+        return True
+    if not os.path.basename(path).isidentifier():
+        return False
+    try:
+        return any(os.path.isfile(os.path.join(path, e, "__init__.py")) for e in os.listdir(path))
+    except OSError:
+        return False
 
 
 def read_paths(lab_root: str) -> tuple[list[str], list[str]]:

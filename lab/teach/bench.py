@@ -313,22 +313,25 @@ def main(argv) -> None:
     import time
 
     from lab.teach import executor
+    from lab.teach.checker import BENCH_GO
 
     name, path, backend, _unused, progress, *rest = argv
     executor.main(argv)
     folder = os.path.dirname(os.path.abspath(progress))
-    go = os.path.join(folder, "bench-go")
+    go = os.path.join(folder, BENCH_GO)
     with open(os.path.join(folder, executor.REQUEST)) as f:
         seed = int(json.load(f).get("bench_seed", 0))
+    word = ""
     for _ in range(3000):  # the parent judges within moments of the last result (60 s at most)
-        if os.path.exists(go):
+        try:
+            with open(go) as f:
+                word = f.read().strip()
+        except OSError:
+            return
+        if word:
             break
         time.sleep(0.02)
-    try:
-        with open(go) as f:
-            if f.read().strip() != "1":
-                return
-    except OSError:
+    if word != "1":
         return
     with open(progress, "a", buffering=1) as out:
         out.write(json.dumps({"start": "bench"}) + "\n")

@@ -714,12 +714,24 @@ def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dic
     return request, inputs
 
 
-def write_request(folder: str, request: dict, inputs: dict) -> None:
-    """The request and its input arrays into the executor's folder."""
+BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not
+
+
+def write_request(folder: str, request: dict, inputs: dict) -> tuple[list[str], list[str]]:
+    """The request and its input arrays into the executor's folder, and every file the executor may
+    write there made now, empty (the results, :data:`BENCH_GO`). Returns (the files the child reads,
+    the files it writes): under bubblewrap the folder is a fresh tmpfs and these are bound into it
+    one by one (:func:`lab.teach.sandbox.wrap`), so the channel is a fixed set of files of ours, each
+    capped by the file-size limit. An empty result file is one not written yet."""
     with open(os.path.join(folder, REQUEST), "w") as f:
         json.dump(request, f)
     with open(os.path.join(folder, INPUTS), "wb") as f:
         np.savez(f, **inputs)
+    keys = ["load", "compile"] + list(range(len(request["cases"])))
+    out = [result_name(k, "json") for k in keys] + [result_name(k, "npz") for k in keys[2:]] + [BENCH_GO]
+    for n in out:
+        open(os.path.join(folder, n), "w").close()
+    return ([os.path.join(folder, n) for n in (REQUEST, INPUTS)], [os.path.join(folder, n) for n in out])
 
 
 class ResultError(Exception):
@@ -874,7 +886,7 @@ class Judge:
 
     def _json(self, key):
         data = read_child_file(self.folder, result_name(key, "json"), JSON_CAP, self.dir_fd)
-        if data is None:
+        if not data:  # missing, or made empty by write_request and not written yet
             return None
         try:
             return json.loads(data)
@@ -915,8 +927,7 @@ class Judge:
         if key is None:
             return False
         try:
-            os.stat(result_name(key, "json"), dir_fd=self.dir_fd, follow_symlinks=False)
-            return True
+            return os.stat(result_name(key, "json"), dir_fd=self.dir_fd, follow_symlinks=False).st_size > 0
         except OSError:
             return False
 

@@ -96,11 +96,12 @@ def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
 
 
 def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, bench: bool,
-         env: dict) -> tuple[list[str], list[str]]:
+         env: dict, channel_in=(), channel_out=()) -> tuple[list[str], list[str]]:
     """The child's command under bubblewrap where it works here (:mod:`lab.core.isolation`), and
     ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
-    in force)."""
+    in force). ``channel_in``/``channel_out``: the judge's request files the child reads and the
+    result files it writes (:func:`lab.teach.checker.write_request`), bound into its folder."""
     from lab.core import isolation as I
 
     why = I.bwrap_problem()
@@ -109,13 +110,14 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
                      else f"bubblewrap not in force: {why}"]
     uid = I.child_uid()
     if uid is not None:
-        os.chown(progress, uid, uid)
+        for f in (progress, *channel_out):
+            os.chown(f, uid, uid)
         env["LAB_SANDBOX_UID"] = str(uid)
     if I.thread_limit_applies():
         env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
     root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
     hide = [] if bench else I.exercise_files()  # the benchmark times the reference solution: it needs it
-    return I.bwrap_command(cmd, private, [str(copy)], [progress], backend != "simulator", hide, root, uid), []
+    return I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator", hide, root, uid), []
 
 
 # --- 1. resource limits ------------------------------------------------------------------------------------

@@ -540,7 +540,6 @@ KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the 
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
-BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
@@ -629,7 +628,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         module = ["lab.teach.bench" if bench else "lab.teach.executor"]
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
-    checker.write_request(private, request, inputs)
+    channel_in, channel_out = checker.write_request(private, request, inputs)
     judge = checker.Judge(ex, cases, backend, str(path), private, do_compile)
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
@@ -638,7 +637,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
     wrap_notes: list = []
     if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
-        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out)
         for note in wrap_notes:
             if notes is not None and note not in notes:
                 notes.append(note)
@@ -715,12 +714,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     child_notes.append(str(obj["note"]))
                     if notes is not None and obj["note"] not in notes:
                         notes.append(str(obj["note"]))
-            if bench and (load_done or all(n in judged for n in todo)) and not os.path.exists(os.path.join(private, BENCH_GO)):
-                # the bench runs only once every test passed, by this process's verdicts
+            go_file = os.path.join(private, checker.BENCH_GO)
+            if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
+                # the bench runs only once every test passed, by this process's verdicts (written in
+                # place: under bubblewrap the child sees this very file, bound into its folder)
                 go = all(t["passed"] for t in tests) and len(tests) == len(todo)
-                with open(os.path.join(private, BENCH_GO + ".tmp"), "w") as f:
+                with open(go_file, "w") as f:
                     f.write("1" if go else "0")
-                os.replace(os.path.join(private, BENCH_GO + ".tmp"), os.path.join(private, BENCH_GO))
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
