@@ -46,6 +46,7 @@ class Trace:
     global_rmw: list = field(default_factory=list)  # (array name, index, writer a, writer b)
     race_lines: list = field(default_factory=list)  # per race: (line of this access, line of the other's), in the kernel's file
     shared_rmw: list = field(default_factory=list)  # (array, index, thread a, thread b, line): a lost update in shared memory
+    uninit: list = field(default_factory=list)  # (array, index, (block, thread), line): shared memory read before any write
     threaded: bool = False
     source: str | None = None  # the kernel's file: race lines are lines of this file (None: not known)
     stats: "Stats" = None  # what the launch's threads did, counted (:class:`Stats`)
@@ -143,8 +144,10 @@ class _Tracker:
         self.last = {}         # shared: flat -> (epoch, writer thread or None, set of reader threads)
         self.lines = {}        # shared: flat -> (line of the epoch's write, {reader thread: line of its read})
         self.rmw = {}          # shared: flat -> (epoch, threads that read then wrote it in that epoch)
+        self.ever = set()      # shared: the elements some thread of the block wrote (this array is one block's)
         self.plain = {}        # outputs: flat -> ((block, thread), line) of the first plain store
         self.atomics = {}      # outputs: flat -> atomic updates
+        self.atomic_blocks = {}  # outputs: flat -> the blocks that updated it atomically (at most 64 kept)
         self.itemsize = 0
 
     def index(self, arr, idx, kind):
@@ -169,6 +172,9 @@ class _Tracker:
             line, site = _site(frame, self.trace)
             if self.shared:
                 self.trace.stats.shared_accesses += 1
+                if flat not in self.ever and len(self.trace.uninit) < 3:
+                    self.trace.uninit.append((self.name, self._idx(flat), who, line))
+                    self.ever.add(flat)  # reported once
                 ep, w, rs, w_atomic = self._this_epoch(flat)
                 wline, rlines = self._lines(flat, ep)
                 if _in_atomic():  # an atomic's read: a race only with another thread's plain write
@@ -192,6 +198,7 @@ class _Tracker:
             line, site = _site(frame, self.trace)
             if self.shared:
                 self.trace.stats.shared_accesses += 1
+                self.ever.add(flat)
                 ep, w, rs, w_atomic = self._this_epoch(flat)
                 wline, rlines = self._lines(flat, ep)
                 atomic = _in_atomic()
@@ -216,6 +223,9 @@ class _Tracker:
             if self.output:
                 if _in_atomic():
                     self.atomics[flat] = self.atomics.get(flat, 0) + 1
+                    blocks = self.atomic_blocks.setdefault(flat, set())
+                    if len(blocks) < 64:
+                        blocks.add(who[0])
                 elif flat not in self.plain:
                     self.plain[flat] = (who, line)
                 first = self.writer.setdefault(flat, who)
@@ -443,6 +453,13 @@ class _Barrier:
                 gone = all(warp * 32 + m in self.exited for m in lanes)
                 where = ("returned before it" if gone else
                          "wait elsewhere (at a cuda.syncthreads() or another shuffle)")
+                if self.waiting and not gone:  # they wait at a barrier the shuffling lanes never reach
+                    self.stuck = (f"not every thread of the block reached the same cuda.syncthreads() calls: "
+                                  f"{self.waiting} thread{'s' if self.waiting > 1 else ''} wait at a cuda.syncthreads() "
+                                  f"that the others never reach (the other lanes of warp {warp} wait at a warp shuffle "
+                                  f"for lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)}): a barrier inside a "
+                                  f"branch hangs on a GPU; let all threads reach every barrier")
+                    break
                 self.stuck = (f"lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)} of warp {warp} never "
                               f"reached the warp shuffle "
                               f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "

@@ -209,13 +209,15 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     try:
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
+        if isinstance(e.error, simt.WarpError) and "reached the same cuda.syncthreads()" in str(e.error):
+            raise Failed(f"{_one_line(e.error).split(': ', 1)[1]} (block {_fmt_who(e.who, nd).split(' of block ')[1]})") from None
         if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
             raise Failed(_race_text(trace, grid, block) + f" (the kernel then raised {_one_line(e.error)})") from None
         if trace.oob:
             name, idx, shape, who, kind = trace.oob[0]
             raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                          f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}") from None
+                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=name not in set(names) | set(onames))}") from None
         advice = ""
         if isinstance(e.error, OverflowError) and "math range" in str(e.error):
             advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -252,7 +254,7 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset)."""
@@ -260,6 +262,14 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
     bd = _dims3(block)
+    if shared:  # a shared array: the thread's own slot is its index in the block
+        past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
+        d = past[0]
+        tt = tuple(int(v) for v in t) + (0, 0, 0)
+        mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
+        rel = f", {int(idx[d]) - mine:+d} from the thread's own slot {mine}" if mine is not None else ""
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}) of this shared array{rel}: an offset (a tree "
+                f"step that starts too large, a halo cell) or the array's size is wrong")
     own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
     grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
     past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
@@ -271,7 +281,7 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
     if all(int(idx[k]) in own for k in past):
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
-    axis = 0 if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
+    axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
@@ -490,6 +500,13 @@ def run_case(mod, ex, case, backend, rng, path):
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
+        if trace is not None and trace.uninit:
+            arr, idx, who, line = trace.uninit[0]
+            at = f" at line {line}" if line else ""
+            raise Failed(f"right values here, but {_fmt_who(who, nd)} read {_fmt_idx(arr, idx)}{at} before any thread of "
+                         f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
+                         f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
+                         f"element before it is read (e.g. 0 or the identity for threads past the end)")
         if facts is not None:
             from lab.teach.lessons import lesson_message
 
@@ -510,6 +527,10 @@ def run_case(mod, ex, case, backend, rng, path):
             raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
                          f"written or added to it")
         if ref.size > 1 and not np.any(out64) and np.any(ref):
+            if writers is not None and len(writers[k]) == ref.size:
+                raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
+                             f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
+                             f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)")
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)")
         first = tuple(int(v) for v in np.argwhere(bad)[0])
@@ -525,7 +546,7 @@ def run_case(mod, ex, case, backend, rng, path):
         extra = _transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
-        extra = _scaled_hint(out64, ref, bad) or extra
+        extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
@@ -563,11 +584,34 @@ def _scaled_hint(out64, ref, bad):
     return None
 
 
+def _poison_hint(out64, ref, bad, dtype):
+    """A hint when the wrong elements are NaN (floats) or off by whole multiples of the simulator's
+    integer poison: a value read before it was written (shared memory never zeroed or filled)."""
+    o, r = out64[bad], ref[bad]
+    if np.dtype(dtype).kind == "f":
+        if np.isnan(o).any() and np.isfinite(r).all():
+            return ("it is NaN: a value read before it was written? (shared memory not filled for every "
+                    "element the block reads, e.g. threads past the end not storing 0; an accumulator not set)")
+        return None
+    from lab.core import simt
+
+    poison = float(np.asarray(simt.poisoned((), dtype))[()])
+    if poison == 0:
+        return None
+    k = (o - r) / poison
+    if np.all(np.abs(k - np.round(k)) < 1e-9) and np.all(np.round(k) != 0):
+        return (f"each wrong element is off by a multiple of {int(poison)}, the value the simulator fills fresh shared "
+                f"memory with: shared memory never zeroed (set every element, then cuda.syncthreads(), before adding "
+                f"to it)?")
+    return None
+
+
 def _store_and_atomic_message(trace, onames, case, nd):
     """An output element that got both a plain store and atomic updates (an output initialised, or
     reset, inside a kernel whose other threads add to it atomically): blocks run in any order."""
     for k, tr in enumerate(getattr(trace, "lab_outputs", [])):
-        both = [f for f in tr.plain if tr.atomics.get(f)]
+        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
+        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
         if not both:
             continue
         flat = min(both)
