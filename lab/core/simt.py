@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.core.trace import _instruction  # a load or store site: (code, bytecode offset), as the sector tracer's
+
 
 @dataclass
 class Trace:
@@ -279,8 +281,6 @@ def _site(frame, trace):
     source = trace.source
     while f is not None and hops < 12:
         if source is None or f.f_code.co_filename == source:
-            from lab.core.trace import _instruction
-
             return f.f_lineno, (f.f_code, _instruction(f.f_code, f.f_lasti))
         f, hops = f.f_back, hops + 1
     return None, None
@@ -453,18 +453,15 @@ class _Barrier:
                 gone = all(warp * 32 + m in self.exited for m in lanes)
                 where = ("returned before it" if gone else
                          "wait elsewhere (at a cuda.syncthreads() or another shuffle)")
-                if self.waiting and not gone:  # they wait at a barrier the shuffling lanes never reach
-                    self.stuck = (f"not every thread of the block reached the same cuda.syncthreads() calls: "
-                                  f"{self.waiting} thread{'s' if self.waiting > 1 else ''} wait at a cuda.syncthreads() "
-                                  f"that the others never reach (the other lanes of warp {warp} wait at a warp shuffle "
-                                  f"for lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)}): a barrier inside a "
-                                  f"branch hangs on a GPU; let all threads reach every barrier")
-                    break
                 self.stuck = (f"lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)} of warp {warp} never "
                               f"reached the warp shuffle "
                               f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "
                               f"{where}: every lane named in the mask must make the same shuffle calls "
                               f"(threads past the end of the data should shuffle 0 rather than return)")
+                if self.waiting and not gone:  # the others wait at a barrier the shuffling lanes never reach
+                    self.stuck += (f"; meanwhile {self.waiting} thread{'s' if self.waiting > 1 else ''} wait at a "
+                                   f"cuda.syncthreads(): not every thread of the block reached the same "
+                                   f"cuda.syncthreads() calls (a barrier or a shuffle inside a branch hangs on a GPU)")
                 break
         self.abort = True
         self.cv.notify_all()

@@ -210,7 +210,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
         if isinstance(e.error, simt.WarpError) and "reached the same cuda.syncthreads()" in str(e.error):
-            raise Failed(f"{_one_line(e.error).split(': ', 1)[1]} (block {_fmt_who(e.who, nd).split(' of block ')[1]})") from None
+            raise Failed(f"{str(e.error).strip()} (block {_fmt_who(e.who, nd).split(' of block ')[1]})") from None
         if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
             raise Failed(_race_text(trace, grid, block) + f" (the kernel then raised {_one_line(e.error)})") from None
         if trace.oob:
