@@ -34,8 +34,11 @@ def _diagnose(outs, refs):
             return None
     if True:
         r = int(rows[0])
+        if sums[r] > 1:  # the denominator is too small
+            return (f"row {r} sums to {sums[r]:.4g}, not 1, but is right up to that factor: the row's sum (the "
+                    f"denominator) misses terms; is every thread's part of the sum added?")
         return (f"row {r} sums to {sums[r]:.4g}, not 1, but is right up to that factor: the row's sum (the "
-                f"denominator) misses terms; is every thread's part of the sum added?")
+                f"denominator) is too large: are some terms added more than once?")
     return None
 
 
