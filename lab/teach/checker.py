@@ -477,10 +477,15 @@ def run_case(mod, ex, case, backend, rng, path):
                 first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
                 flat = int(np.ravel_multi_index(first, out.shape)) if out.shape else 0
                 what = "NaN" if out.dtype.kind == "f" else "a value that depends on what the output held before"
+                seen = ""
+                if trace is not None and trace.uninit:  # the tracer saw the read: name it
+                    arr, uidx, uwho, uline = trace.uninit[0]
+                    seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
+                            f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
                 raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
-                             f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this")
+                             f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
             raise Failed(_unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block))
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only

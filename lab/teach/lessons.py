@@ -15,8 +15,9 @@ Lessons (:data:`LESSONS`):
 * ``one_element_per_thread``: every thread stores at most one output element (no loop over the
   data: a grid-stride loop is fine where the grid covers the data), and a block is at least a warp;
 * ``block_reduction`` / ``block_scan``: a block's threads share the work (no thread loads far more of
-  the data than its share) and the block adds into a global result at most once per element
-  (atomics per output element per block at most 1);
+  the data than its share) and the block combines its values before it adds them into a global
+  result (failed: more than one atomic a block and output element while the atomics number at
+  least half the loads of the data, i.e. about one atomic per data element);
 * ``warp_shuffle``: the reduction uses warp shuffles;
 * ``coalesced``: the global loads and the global stores each take at most :data:`SECTOR_RATIO` x the
   32-byte sectors per warp request that their bytes need (consecutive threads, consecutive addresses);
@@ -61,7 +62,7 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
     ``grid``, ``block`` (3 ints), ``blocks``, ``threads_per_block``, ``elements`` (output elements),
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
-    thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``shared_accesses``,
+    thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
     ``warp_collectives``, ``load`` and ``store`` ({"requests", "sectors", "ideal_sectors"} of the
     global accesses per warp request), ``inputs`` (per input array, largest first: {"name", "size",
     "loads", "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
@@ -104,7 +105,7 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
             "elements": int(elements), "blocks_writing": len({w[0] for w in writing}),
             "threads_writing": len(writing), "max_stored": int(max_stored), "max_stored_by": max_by,
             "atomics": int(atomics), "atomic_elements": int(atomic_elements),
-            "blocks_atomic": len({w[0] for w in atomic_threads}),
+            "blocks_atomic": len({w[0] for w in atomic_threads}), "threads_atomic": len(atomic_threads),
             "shared_accesses": int(st.shared_accesses), "warp_collectives": int(st.warp_collectives),
             "load": req["load"], "store": req["store"], "inputs": inputs}
 
@@ -161,7 +162,7 @@ def _one_element(f, launch, output):
         return (f"right values, but {_thread(by)} wrote {f['max_stored']} elements of {output} (a loop over "
                 f"the data): this exercise is about giving each thread one element: {fix}")
     if launch and tpb < WARP and elements >= 2 * WARP:
-        swapped = f["blocks"] >= WARP
+        swapped = f["blocks"] % WARP == 0 and WARP <= f["blocks"] <= 1024  # the grid looks like a block size
         return (f"right values, but your {launch}() gives blocks of {_plural(tpb, 'thread')} "
                 f"(grid {_fmt(f['grid'])}, block {_fmt(f['block'])}): a warp is 32 threads, so "
                 f"{WARP - tpb} of every 32 lanes idle: this exercise is about one element per thread in full "
@@ -173,7 +174,11 @@ def _one_element(f, launch, output):
 def _block_work(what):
     def judge(f, launch, output):
         launched = f["blocks"] * f["threads_per_block"]
-        if f["atomics"] and f["atomics"] > max(1, f["blocks_atomic"]) * max(1, f["atomic_elements"]):
+        data_loads = f["inputs"][0]["loads"] if f["inputs"] else 0
+        warps = -(-f["threads_per_block"] // WARP)
+        if (f["atomics"] > max(1, f["blocks_atomic"]) * max(1, f["atomic_elements"])  # more than one a block and element,
+                and 2 * f["atomics"] >= data_loads  # about one a data element,
+                and f["threads_atomic"] > 2 * warps * max(1, f["blocks_atomic"])):  # from more threads than a warp's lane 0
             per = f["atomics"] / max(1, f["blocks_atomic"])
             return (f"right values, but {f['atomics']} atomic updates of {output} from "
                     f"{_plural(f['blocks_atomic'], 'block')} ({per:.3g} a block for "

@@ -321,6 +321,8 @@ WRONG = [
           MAPPING + ["one block did all the work"], ["round the number"], "one block with a grid-stride loop"),
     Wrong("matrix_add_2d", "guard against the wrong extents", [("if y < C.shape[0] and x < C.shape[1]:", "if y < C.shape[1] and x < C.shape[0]:")],
           ["out of bounds"], ["swapped"], "missing loop / wrong shape guard"),
+    Wrong("matrix_add_2d", "rows rounded down", [("(rows + block[1] - 1) // block[1]", "max(1, rows // block[1])")],
+          ["never written", "round the number of blocks up"], ["swapped"], "launch math"),
     Wrong("matrix_add_2d", "B not doubled", [("A[y, x] + 2 * B[y, x]", "A[y, x] + B[y, x]")], ["expected"], ["never written"], "values"),
     # --- strided_index ------------------------------------------------------------------------------
     Wrong("strided_index", "column stride ignored", [("c * stride1", "c")], ["expected"], ["never written"], "values"),
@@ -328,6 +330,8 @@ WRONG = [
           ["swapped"], ["round the number"], "grid x/y swapped"),
     Wrong("strided_index", "guard against the wrong extents", [("if r < out.shape[0] and c < out.shape[1]:", "if r < out.shape[1] and c < out.shape[0]:")],
           ["out of bounds"], ["round the number"], "missing loop / wrong shape guard"),
+    Wrong("strided_index", "row stride for the columns too", [("c * stride1", "c * stride0")],
+          ["out of bounds", "storage["], ["guard it"], "index arithmetic"),
     Wrong("strided_index", "offset added twice", [("offset + r", "offset + offset + r")], ["storage["], ["guard it"], "index arithmetic"),
     Wrong("strided_index", "one block loops over everything",
           [("    c, r = cuda.grid(2)\n    if r < out.shape[0] and c < out.shape[1]:\n        out[r, c] = storage[offset + r * stride0 + c * stride1]",
@@ -434,6 +438,8 @@ WRONG = [
           [("            cache[t] = max(cache[t], cache[t + s])\n        cuda.syncthreads()",
             "            cache[t] = max(cache[t], cache[t + s])\n            cuda.syncthreads()")],
           BARRIER, [], "syncthreads inside a branch"),
+    Wrong("softmax_fused", "sum of exp without the max", [("acc += math.exp(x[r, j] - m)", "acc += math.exp(x[r, j])")],
+          ["exp(row max) times too large"], ["more than once", "misses terms"], "values"),
     Wrong("softmax_fused", "each thread its own max", [("    m = cache[0]\n", "    m = cache[t]\n")], ["expected"], [], "values"),
     Wrong("softmax_fused", "early return for threads past the columns",
           [("    cols = x.shape[1]\n", "    cols = x.shape[1]\n    if t >= cols:\n        return\n")],
@@ -459,6 +465,8 @@ WRONG = [
           ["never written"], ["swapped", "round the number"], "missing loop / wrong shape guard"),
     Wrong("transpose_shared", "load guard against rows twice", [("if y + j < rows and x < cols:", "if y + j < rows and x < rows:")],
           ["NaN"], ["swapped"], "missing loop / wrong shape guard"),
+    Wrong("transpose_shared", "tile read row-wise for the store", [("out[y + j, x] = tile[tx, ty + j]", "out[y + j, x] = tile[ty + j, tx]")],
+          ["NaN", "before any thread of its block wrote it"], ["swapped"], "shared memory never zeroed"),
     Wrong("transpose_shared", "barrier inside the load branch",
           [("            tile[ty + j, tx] = A[y + j, x]\n", "            tile[ty + j, tx] = A[y + j, x]\n            cuda.syncthreads()\n")],
           BARRIER, [], "syncthreads inside a branch"),
@@ -514,6 +522,8 @@ WRONG = [
           ["two threads store to one element"], ["add one between", "guard it"], "halo index bug"),
     Wrong("conv1d", "right halo not bounds-checked", [("x[right] if right < n else float32(0.0)", "x[right]")],
           ["out of bounds", "offset"], ["`if i < n:`", "syncthreads"], "halo index bug"),
+    Wrong("conv1d", "left halo one too far", [("left = i - R\n", "left = i - R - 1\n")],
+          ["halo"], ["syncthreads", "guard it"], "halo index bug"),
     Wrong("conv1d", "no shared memory", _CONV_NAIVE, MAPPING + ["shared memory"], [], "no shared-memory reuse"),
     Wrong("conv1d", "no zero past the end", [("    tile[t + R] = x[i] if i < n else float32(0.0)\n", "    if i < n:\n        tile[t + R] = x[i]\n")],
           ["NaN"], [], "missing zero past the end"),
@@ -555,6 +565,48 @@ RIGHT = [
                                                    "    i = cuda.grid(1)\n    while i < x.shape[0]:\n        cuda.atomic.add(local, x[i], 1)\n        i += cuda.gridsize(1)\n")]),
     Right("prefix_sum", "early return after the last barrier",
           [("    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]", "    if i >= x.shape[0]:\n        return\n    out[i] = temp[t] + offset[0]")]),
+ Right("minmax", "warp shuffles + one atomic per warp", '''import math
+from numba import cuda, float32
+THREADS = 64
+@cuda.jit
+def minmax_kernel(x, out):
+    i = cuda.grid(1)
+    lo = x[i] if i < x.shape[0] else float32(math.inf)
+    hi = x[i] if i < x.shape[0] else float32(-math.inf)
+    off = 16
+    while off > 0:
+        lo = min(lo, cuda.shfl_down_sync(0xFFFFFFFF, lo, off))
+        hi = max(hi, cuda.shfl_down_sync(0xFFFFFFFF, hi, off))
+        off //= 2
+    if cuda.threadIdx.x % 32 == 0:
+        cuda.atomic.min(out, 0, lo)
+        cuda.atomic.max(out, 1, hi)
+'''),
+ Right("block_sum", "warp shuffles", '''from numba import cuda, float32
+THREADS = 64
+@cuda.jit
+def block_sum_kernel(x, partials):
+    s = cuda.shared.array(2, float32)
+    t = cuda.threadIdx.x
+    i = cuda.grid(1)
+    v = x[i] if i < x.shape[0] else float32(0.0)
+    off = 16
+    while off > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+        off //= 2
+    if t % 32 == 0:
+        s[t // 32] = v
+    cuda.syncthreads()
+    if t == 0:
+        partials[cuda.blockIdx.x] = s[0] + s[1]
+'''),
+ Right("vecadd", "fixed 128 threads", [("    blocks = (n + threads - 1) // threads\n    return blocks, threads", "    return (n + 127) // 128, 128")]),
+ Right("matrix_add_2d", "blocks of 32 x 8", [("block = (16, 8)", "block = (32, 8)")]),
+ Right("dot", "grid-stride accumulate then tree", [("    cache[t] = a[i] * b[i] if i < a.shape[0] else float32(0.0)\n",
+   "    acc = float32(0.0)\n    for j in range(i, a.shape[0], cuda.gridsize(1)):\n        acc += a[j] * b[j]\n    cache[t] = acc\n")]),
+ Right("softmax_fused", "loops with while", [("    for j in range(t, cols, THREADS):\n        out[r, j] = math.exp(x[r, j] - m) / total",
+   "    j = t\n    while j < cols:\n        out[r, j] = math.exp(x[r, j] - m) / total\n        j += THREADS")]),
+ Right("histogram", "merge skips empty bins", [("        cuda.atomic.add(hist, b, local[b])", "        if local[b] > 0:\n            cuda.atomic.add(hist, b, local[b])")]),
     Right("conv1d", "early return after the barrier",
           [("    if i < n:\n        acc = float32(0.0)\n        for k in range(K):\n            acc += w[k] * tile[t + k]\n        y[i] = acc",
             "    if i >= n:\n        return\n    acc = float32(0.0)\n    for k in range(K):\n        acc += w[k] * tile[t + k]\n    y[i] = acc")]),
