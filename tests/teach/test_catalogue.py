@@ -125,3 +125,56 @@ def test_solutions_keep_their_lesson(name, tmp_path):
 
     assert json.loads(json.dumps(facts)) == facts  # JSON-able numbers only
     assert lesson_message(ex.lesson, facts, launch=ex.launch if case.grid is None else None) is None, facts
+
+
+@pytest.mark.parametrize("subs", [[("    cuda.syncthreads()  # every bin is zero", "    pass  # every bin is zero")],
+                                  [("    cuda.syncthreads()  # every count", "    pass  # every count")]])
+def test_race_lines_are_lines_of_the_students_file(tmp_path, subs):
+    """An atomic's access is made inside Numba's simulator: the race names the student's line of the
+    cuda.atomic call, never a line of another file."""
+    import re
+
+    e = C.Wrong("histogram", "race", subs, ["race"], [], "")
+    path = _write(tmp_path, 0, e)
+    r = C.run_entry(e, path, _seed())
+    lines = path.read_text().splitlines()
+    cited = [int(n) for m in r["messages"] for n in re.findall(r"at line (\d+)", m)]
+    assert r["failed"] and cited, r
+    assert all("local" in lines[n - 1] for n in cited), (cited, r["messages"])
+
+
+def test_unwritten_hints_blame_only_the_students_grid():
+    """'round the number of blocks up' only for the student's own grid; under the checker's grid (or
+    with a grid that would fit the other way round) another hint."""
+    import numpy as np
+
+    from lab.teach.checker import _unwritten_message
+
+    tail = np.zeros(100, bool)
+    tail[64:] = True
+    assert "round the number of blocks up" in _unwritten_message("c", tail, 2, 32)
+    assert "round the number" not in _unwritten_message("c", tail, 2, 32, checker_grid=True)
+    cols = np.zeros((37, 50), bool)
+    cols[:, 48:] = True  # 48 threads along x for 50 columns, 56 along y for 37 rows: fits swapped
+    text = _unwritten_message("C", cols, (3, 7), (16, 8))
+    assert "grid's x and y swapped" in text and "round the number" not in text
+    assert "round the number" not in _unwritten_message("C", cols, (3, 7), (16, 8), checker_grid=True)
+    short = np.zeros(100, bool)
+    short[97:] = True  # three short: not "off by one"
+    assert "off by one" not in _unwritten_message("c", short, 4, 32) and "stops 3 elements short" in \
+        _unwritten_message("c", short, 4, 32)
+
+
+def test_lesson_message_judges_facts_only():
+    from lab.teach.lessons import lesson_message
+
+    base = {"grid": [1, 1, 1], "block": [128, 1, 1], "blocks": 1, "threads_per_block": 128, "elements": 1000,
+            "blocks_writing": 1, "threads_writing": 128, "max_stored": 8, "max_stored_by": [[0, 0, 0], [3, 0, 0]],
+            "atomics": 0, "atomic_elements": 0, "blocks_atomic": 0, "threads_atomic": 0, "shared_accesses": 0,
+            "warp_collectives": 0, "load": {"requests": 0, "sectors": 0, "ideal_sectors": 0},
+            "store": {"requests": 0, "sectors": 0, "ideal_sectors": 0}, "inputs": []}
+    assert "one block did all the work" in lesson_message("one_element_per_thread", base, launch="launch")
+    assert lesson_message(None, base) is None
+    assert lesson_message("one_element_per_thread", {**base, "max_stored": 1}) is None
+    with pytest.raises(ValueError, match="unknown lesson"):
+        lesson_message("no_such_lesson", base)
