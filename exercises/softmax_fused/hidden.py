@@ -35,7 +35,7 @@ def _diagnose(outs, refs, x=None):
     if True:
         r = int(rows[0])
         xr = np.asarray(x if x is not None else np.zeros(0), np.float64)
-        if xr.size and np.isclose(1 / sums[r], np.exp(xr[r].max()), rtol=1e-3):
+        if xr.size and sums[r] > 0 and np.isclose(-np.log(sums[r]), xr[r].max(), rtol=1e-3, atol=1e-3):
             return (f"row {r} sums to {sums[r]:.4g}, not 1: the denominator is exp(row max) times too large: subtract "
                     f"the same max in the sum as in the numerator (exp(x - m))")
         return (f"row {r} sums to {sums[r]:.4g}, not 1, but is right up to that factor: the row's sum (the "
