@@ -631,11 +631,13 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     lock = lock if lock is not None else threading.RLock()
     if uses_barriers is None:
         import inspect
+        import linecache
         try:
             src = inspect.getsource(inspect.getmodule(fn))
-            uses_barriers = any(w in src for w in ("syncthreads",) + WARP_OPS)
-        except (OSError, TypeError):
-            uses_barriers = True
+        except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
+            code = getattr(fn, "__code__", None)
+            src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
+        uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)
     trace.threaded = uses_barriers
     code = getattr(fn, "__code__", None)
     trace.source = code.co_filename if code is not None else None
