@@ -257,7 +257,10 @@ def _extra_thread(own, grid, block, out_shapes):
 def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
-    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset)."""
+    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
+    how far it is from the thread's own index, and a bound check on that index (not on the thread's
+    own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
+    slots are the threads' indices in the block."""
     if min(idx) < 0:
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
@@ -286,7 +289,7 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and _extra_thread(own, grid, block, out_shapes):
-        return (f"index {int(idx[d])} is past the end ({int(shape[d])}), read at an offset from this thread's own "
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
                 f"index{rel} (the thread is one of the last block's extra threads): an access at an offset (a halo "
                 f"cell, a neighbour) needs its own bound check on that index, e.g. `x[j] if j < n else 0`")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
