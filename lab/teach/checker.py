@@ -215,9 +215,10 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
             raise Failed(_race_text(trace, grid, block) + f" (the kernel then raised {_one_line(e.error)})") from None
         if trace.oob:
             name, idx, shape, who, kind = trace.oob[0]
+            shared = name not in set(names) | set(onames)  # a shared array: not one of the kernel's arguments
             raise Failed(f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                          f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=name not in set(names) | set(onames))}") from None
+                         f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)}") from None
         advice = ""
         if isinstance(e.error, OverflowError) and "math range" in str(e.error):
             advice = ": a float overflowed (exp of a large number? subtract the maximum first)"

@@ -176,9 +176,11 @@ def _block_work(what):
         launched = f["blocks"] * f["threads_per_block"]
         data_loads = f["inputs"][0]["loads"] if f["inputs"] else 0
         warps = -(-f["threads_per_block"] // WARP)
-        if (f["atomics"] > max(1, f["blocks_atomic"]) * max(1, f["atomic_elements"])  # more than one a block and element,
-                and 2 * f["atomics"] >= data_loads  # about one a data element,
-                and f["threads_atomic"] > 2 * warps * max(1, f["blocks_atomic"])):  # from more threads than a warp's lane 0
+        # more than one atomic a block and output element, about one a data element, from more threads
+        # than lane 0 of each warp (a per-warp combine is a reduction too)
+        if (f["atomics"] > max(1, f["blocks_atomic"]) * max(1, f["atomic_elements"])
+                and 2 * f["atomics"] >= data_loads
+                and f["threads_atomic"] > 2 * warps * max(1, f["blocks_atomic"])):
             per = f["atomics"] / max(1, f["blocks_atomic"])
             return (f"right values, but {f['atomics']} atomic updates of {output} from "
                     f"{_plural(f['blocks_atomic'], 'block')} ({per:.3g} a block for "
