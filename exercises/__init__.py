@@ -69,6 +69,7 @@ class Exercise:
     sector_factor: float = 1.25  # SECTOR_FACTOR: simulator: loads and stores may each move this x the reference's sectors
     rung: str | None = None      # RUNG: "kernel:variant" of kernels/ timed beside it, e.g. "vecadd:element_per_thread"
     one_writer: bool = False     # ONE_WRITER: each output element is written by exactly one thread
+    lesson: Any = None           # LESSON: the mapping it teaches, a name or a tuple of names of lab.teach.lessons.LESSONS
 
     @property
     def scaffold(self) -> Path:
@@ -110,7 +111,7 @@ def load(name: str) -> Exercise:
                     [h.strip() for h in m.HINTS], m.KERNEL, getattr(m, "LAUNCH", None), HERE / name,
                     float(getattr(m, "PASS_PCT_OF_REFERENCE", 70.0)), getattr(m, "PEAK", "copy"),
                     float(getattr(m, "SECTOR_FACTOR", 1.25)), getattr(m, "RUNG", None),
-                    bool(getattr(m, "ONE_WRITER", False)))
+                    bool(getattr(m, "ONE_WRITER", False)), getattr(m, "LESSON", None))
 
 
 def randn(rng, shape, dtype=np.float32, scale=1.0, offset=0.0):

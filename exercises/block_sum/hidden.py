@@ -19,7 +19,8 @@ def _diagnose(x64, blocks):
             return hint
         bad = np.where(~np.isclose(out, ref, rtol=1e-4, atol=1e-4))[0]
         if len(bad):
-            return f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: is a partial missing from its tree?"
+            return (f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: a partial missing from its tree, "
+                    f"or one added twice?")
         return None
     return diagnose
 

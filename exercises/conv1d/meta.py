@@ -5,6 +5,7 @@ PREREQUISITES = ["block_sum"]
 MIRRORS = "-"  # no kernels/ module convolves (the CUDA Programming Guide's shared-memory tiling is the model)
 KERNEL = "conv1d_kernel"
 LAUNCH = None
+LESSON = "shared_reuse"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 conv1d: y[i] = sum_k w[k] * x[i + k - R] for k = 0 .. K-1 (K = 2R + 1 = 7 taps, R = 3), float32

@@ -5,6 +5,7 @@ PREREQUISITES = ["dot"]
 MIRRORS = "-"  # no kernels/ module counts (the NVIDIA blog's shared-atomics histogram is the model)
 KERNEL = "histogram_kernel"
 LAUNCH = None
+LESSON = "block_reduction"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 STATEMENT = """
 histogram: hist[v] = how many elements of x equal v, for uint8 values x[n] and BINS = 256 int32
 bins (hist is 0 before the launch). Blocks of THREADS = 128 threads, fewer blocks than n / 128, so

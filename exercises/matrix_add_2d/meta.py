@@ -5,6 +5,7 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "matrix_add_kernel"
 LAUNCH = "launch"
+LESSON = "one_element_per_thread"  # (coalescing: graded by --bench)  the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)

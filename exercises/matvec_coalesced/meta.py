@@ -5,6 +5,7 @@ PREREQUISITES = ["matvec_row", "block_sum"]
 MIRRORS = "kernels/matvec.py"
 KERNEL = "matvec_warp_kernel"
 LAUNCH = None
+LESSON = ("coalesced", "block_reduction")  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "matvec:warp_per_row"  # the kernels/ rung timed beside it (kernel:variant)

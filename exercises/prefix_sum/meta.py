@@ -5,6 +5,7 @@ PREREQUISITES = ["block_sum"]
 MIRRORS = "-"  # no kernels/ module scans (GPU Gems 3 ch. 39 is the model)
 KERNEL = "scan_kernel"
 LAUNCH = None
+LESSON = "block_scan"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 prefix_sum: the inclusive scan out[i] = x[0] + x[1] + ... + x[i] of int32 x[n], across many blocks

@@ -18,7 +18,7 @@ def _spike(rng, x, where):
     return x
 
 
-def _diagnose(outs, refs):
+def _diagnose(outs, refs, x=None):
     """A hint when every row is off by one factor (the denominator, the row's sum, is wrong)."""
     out, ref = np.asarray(outs[0], np.float64), refs[0]
     if not np.all(np.isfinite(out)):
@@ -34,8 +34,13 @@ def _diagnose(outs, refs):
             return None
     if True:
         r = int(rows[0])
+        xr = np.asarray(x if x is not None else np.zeros(0), np.float64)
+        if xr.size and sums[r] > 0 and np.isclose(-np.log(sums[r]), xr[r].max(), rtol=1e-3, atol=1e-3):
+            return (f"row {r} sums to {sums[r]:.4g}, not 1: the denominator is exp(row max) times too large: subtract "
+                    f"the same max in the sum as in the numerator (exp(x - m))")
         return (f"row {r} sums to {sums[r]:.4g}, not 1, but is right up to that factor: the row's sum (the "
-                f"denominator) misses terms; is every thread's part of the sum added?")
+                f"denominator) is off by that factor; it must be the sum of exp(x[r, j] - max) over every column of "
+                f"the row, each term once (every thread's part added, none twice)")
     return None
 
 
@@ -57,5 +62,5 @@ def cases(rng):
                                    + ("in the last column" if where is last else f"past column {THREADS}"))
         out.append(Case(label, [x], [((rows, cols), np.float32)], [ref],
                         tolerance((x,), [ref], np.dtype(np.float32)), grid=rows, block=32,
-                        diagnose=_diagnose))
+                        diagnose=lambda outs, refs, x=x: _diagnose(outs, refs, x)))
     return out

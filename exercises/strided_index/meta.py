@@ -5,6 +5,7 @@ PREREQUISITES = ["matrix_add_2d"]
 MIRRORS = "-"
 KERNEL = "strided_copy_kernel"
 LAUNCH = None
+LESSON = "one_element_per_thread"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)

@@ -5,6 +5,7 @@ PREREQUISITES = ["matrix_add_2d", "tiled_matmul"]
 MIRRORS = "-"  # no kernels/ module transposes (the NVIDIA blog's transposeCoalesced is the model)
 KERNEL = "transpose_kernel"
 LAUNCH = None
+LESSON = "coalesced"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 ONE_WRITER = True  # each output element is written by exactly one thread (the checker counts writers)
 STATEMENT = """
 transpose_shared: out = A.T for a row-major float32 A[rows, cols] (out is float32[cols, rows]),

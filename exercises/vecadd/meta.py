@@ -5,6 +5,7 @@ PREREQUISITES = ["map_guard"]
 MIRRORS = "kernels/vecadd.py"
 KERNEL = "vecadd_kernel"
 LAUNCH = "launch"
+LESSON = "one_element_per_thread"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 PASS_PCT_OF_REFERENCE = 70  # lab exercise check --bench: at least this % of the reference solution's speed
 PEAK = "copy"  # --bench reports % of the copy bandwidth (memory-bound)
 RUNG = "vecadd:element_per_thread"  # the kernels/ rung timed beside it (kernel:variant)

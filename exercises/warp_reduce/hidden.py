@@ -32,7 +32,8 @@ def _diagnose(x64, blocks):
         for value, text in candidates:
             if abs(out[b] - value) <= 1e-4 * (1 + abs(value)):
                 return f"block {b}: {text}"
-        return f"block {b}'s sum is off by {ref[b] - out[b]:.4g}: is a warp's or a lane's value missing?"
+        return (f"block {b}'s sum is {out[b]:.6g}, expected {ref[b]:.6g} (off by {ref[b] - out[b]:.4g}): a warp's or a "
+                f"lane's value missing, or one added more than once?")
     return diagnose
 
 

@@ -5,6 +5,7 @@ PREREQUISITES = ["block_sum"]
 MIRRORS = "kernels/matvec.py"  # warp_per_row: a warp's 32 partials added by shuffles (kernels/warp.py)
 KERNEL = "warp_reduce_kernel"
 LAUNCH = None
+LESSON = ("warp_shuffle", "block_reduction")  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail
 STATEMENT = """
 warp_reduce: partials[b] = sum of x[b*128 : (b+1)*128] (the last block's slice may be shorter),
 with blocks of THREADS = 128 threads (4 warps of 32), using warp shuffles instead of a shared-memory

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from lab.core.trace import _instruction  # a load or store site: (code, bytecode offset), as the sector tracer's
+
 
 @dataclass
 class Trace:
@@ -44,8 +46,59 @@ class Trace:
     races: list = field(default_factory=list)     # ((block, thread), "read"/"wrote", array, index, other thread, what it did)
     barrier_mismatch: list = field(default_factory=list)  # (block, {barriers passed: thread count})
     global_rmw: list = field(default_factory=list)  # (array name, index, writer a, writer b)
-    race_lines: list = field(default_factory=list)  # per race: (line of this access, line of the other's)
+    race_lines: list = field(default_factory=list)  # per race: (line of this access, line of the other's), in the kernel's file
+    shared_rmw: list = field(default_factory=list)  # (array, index, thread a, thread b, line): a lost update in shared memory
+    uninit: list = field(default_factory=list)  # (array, index, (block, thread), line): shared memory read before any write
     threaded: bool = False
+    source: str | None = None  # the kernel's file: race lines are lines of this file (None: not known)
+    stats: "Stats" = None  # what the launch's threads did, counted (:class:`Stats`)
+
+    def __post_init__(self):
+        if self.stats is None:
+            self.stats = Stats()
+
+
+class Stats:
+    """Counts of one launch for the mapping lessons (lab.teach.lessons): per global array (by the
+    kernel's name for it) the plain loads and stores and the atomics, per thread; which elements each
+    block loaded; the elements each thread stored; the warp requests of each load and store site (the
+    n-th execution of a site by a warp's lanes is one request, as lab.core.trace counts them); shared-
+    memory accesses and warp collectives."""
+
+    def __init__(self):
+        self.itemsize = {}     # array -> bytes an element
+        self.size = {}         # array -> elements
+        self.output = {}       # array -> whether it is an output
+        self.per_thread = {}   # (array, "load"/"store"/"atomic") -> {(block, thread): count}
+        self.block_loads = {}  # array -> set of (block, flat): the elements each block loaded
+        self.stored = {}       # array -> {(block, thread): set of flat}: the elements each thread stored
+        self.requests = {}     # ("load"/"store", array, block, warp, site, n) -> set of flat
+        self._seen = {}        # ("load"/"store", array, block, thread, site) -> executions so far
+        self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
+        self.shared_accesses = 0
+        self.warp_collectives = 0
+
+    def access(self, tracker, kind, flat, who, site):
+        """One access of a global array (called under the trace's lock)."""
+        name = tracker.name
+        if name not in self.itemsize:
+            self.itemsize[name], self.size[name] = tracker.itemsize, int(np.prod(tracker.shape)) if tracker.shape else 1
+            self.output[name] = tracker.output
+        d = self.per_thread.setdefault((name, kind), {})
+        d[who] = d.get(who, 0) + 1
+        if kind == "load":
+            self.block_loads.setdefault(name, set()).add((who[0], flat))
+        elif kind == "store":
+            self.stored.setdefault(name, {}).setdefault(who, set()).add(flat)
+        else:
+            self.atomic_elems.setdefault(name, set()).add(flat)
+        if kind == "atomic" or site is None:
+            return
+        key = (kind, name, who[0], who[1], site)
+        n = self._seen.get(key, 0)
+        self._seen[key] = n + 1
+        warp = getattr(threading.current_thread(), "thread_id", 0) // 32
+        self.requests.setdefault((kind, name, who[0], warp, site, n), set()).add(flat)
 
 
 class _Stop(Exception):
@@ -69,7 +122,7 @@ class Traced(np.ndarray):
         if tr is not None:
             flat = tr.index(self, idx, "read")
             if flat is not None:
-                tr.read(flat, sys._getframe(1).f_lineno)
+                tr.read(flat, sys._getframe(1))
         return np.ndarray.__getitem__(self.view(np.ndarray), idx)
 
     def __setitem__(self, idx, val):
@@ -77,7 +130,7 @@ class Traced(np.ndarray):
         if tr is not None:
             flat = tr.index(self, idx, "write")
             if flat is not None:
-                tr.write(flat, sys._getframe(1).f_lineno)
+                tr.write(flat, sys._getframe(1))
         np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
 
 
@@ -92,6 +145,12 @@ class _Tracker:
         self.readers = {}      # flat -> set of threads that read it (outputs: read-modify-write check)
         self.last = {}         # shared: flat -> (epoch, writer thread or None, set of reader threads)
         self.lines = {}        # shared: flat -> (line of the epoch's write, {reader thread: line of its read})
+        self.rmw = {}          # shared: flat -> (epoch, threads that read then wrote it in that epoch)
+        self.ever = set()      # shared: the elements some thread of the block wrote (this array is one block's)
+        self.plain = {}        # outputs: flat -> ((block, thread), line) of the first plain store
+        self.atomics = {}      # outputs: flat -> atomic updates
+        self.atomic_blocks = {}  # outputs: flat -> the blocks that updated it atomically (at most 64 kept)
+        self.itemsize = 0
 
     def index(self, arr, idx, kind):
         if not isinstance(idx, tuple):
@@ -109,10 +168,15 @@ class _Tracker:
             flat = flat * n + int(i)
         return flat
 
-    def read(self, flat, line=None):
+    def read(self, flat, frame=None):
         who = _who()
         with self.lock:
+            line, site = _site(frame, self.trace)
             if self.shared:
+                self.trace.stats.shared_accesses += 1
+                if flat not in self.ever and len(self.trace.uninit) < 3:
+                    self.trace.uninit.append((self.name, self._idx(flat), who, line))
+                    self.ever.add(flat)  # reported once
                 ep, w, rs, w_atomic = self._this_epoch(flat)
                 wline, rlines = self._lines(flat, ep)
                 if _in_atomic():  # an atomic's read: a race only with another thread's plain write
@@ -124,13 +188,19 @@ class _Tracker:
                 rs = rs | {who[1]}
                 self.last[flat] = (ep, w, rs, w_atomic)
                 self.lines[flat] = (wline, {**rlines, who[1]: line})
-            elif self.output and not _in_atomic():
-                self.readers.setdefault(flat, set()).add(who)
+            else:
+                if not _in_atomic():
+                    self.trace.stats.access(self, "load", flat, who, site)
+                if self.output and not _in_atomic():
+                    self.readers.setdefault(flat, set()).add(who)
 
-    def write(self, flat, line=None):
+    def write(self, flat, frame=None):
         who = _who()
         with self.lock:
+            line, site = _site(frame, self.trace)
             if self.shared:
+                self.trace.stats.shared_accesses += 1
+                self.ever.add(flat)
                 ep, w, rs, w_atomic = self._this_epoch(flat)
                 wline, rlines = self._lines(flat, ep)
                 atomic = _in_atomic()
@@ -141,9 +211,25 @@ class _Tracker:
                     self._race(flat, who, did, w, "atomically updated" if w_atomic else "also wrote", line, wline)
                 elif other_r is not None:
                     self._race(flat, who, did, other_r, "read", line, rlines.get(other_r))
+                if not atomic and who[1] in rs:  # this thread read, then wrote it: a read-modify-write
+                    rep, rmw = self.rmw.get(flat, (None, set()))
+                    rmw = rmw if rep == ep else set()
+                    others = rmw - {who[1]}
+                    if others and len(self.trace.shared_rmw) < 3:
+                        self.trace.shared_rmw.append((self.name, self._idx(flat), who, min(others), line))
+                    self.rmw[flat] = (ep, rmw | {who[1]})
                 self.last[flat] = (ep, who[1], rs, atomic)
                 self.lines[flat] = (line, rlines)
-            elif self.output:
+            else:
+                self.trace.stats.access(self, "atomic" if _in_atomic() else "store", flat, who, site)
+            if self.output:
+                if _in_atomic():
+                    self.atomics[flat] = self.atomics.get(flat, 0) + 1
+                    blocks = self.atomic_blocks.setdefault(flat, set())
+                    if len(blocks) < 64:
+                        blocks.add(who[0])
+                elif flat not in self.plain:
+                    self.plain[flat] = (who, line)
                 first = self.writer.setdefault(flat, who)
                 if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
                     extra = self.others.get(flat)
@@ -184,6 +270,20 @@ class _Tracker:
 
 
 _atomic_flag = threading.local()
+
+
+def _site(frame, trace):
+    """(line, site) of an access made from ``frame``: the first frame in the kernel's file
+    (``trace.source``; an atomic's access is made inside Numba's simulator, a few frames down), its
+    line and its instruction (code object, bytecode offset); (None, None) when no frame is in that
+    file (a line of another file is never reported)."""
+    f, hops = frame, 0
+    source = trace.source
+    while f is not None and hops < 12:
+        if source is None or f.f_code.co_filename == source:
+            return f.f_lineno, (f.f_code, _instruction(f.f_code, f.f_lasti))
+        f, hops = f.f_back, hops + 1
+    return None, None
 
 
 def _in_atomic():
@@ -264,6 +364,7 @@ def traced(arr, name, trace, lock, output=False):
     """``arr`` as a :class:`Traced` view reporting to ``trace`` (writes go to ``arr``)."""
     t = arr.view(Traced)
     t._lab_tracker = _Tracker(name, arr.shape, trace, lock, output=output)
+    t._lab_tracker.itemsize = arr.itemsize
     return t
 
 
@@ -357,6 +458,10 @@ class _Barrier:
                               f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "
                               f"{where}: every lane named in the mask must make the same shuffle calls "
                               f"(threads past the end of the data should shuffle 0 rather than return)")
+                if self.waiting and not gone:  # the others wait at a barrier the shuffling lanes never reach
+                    self.stuck += (f"; meanwhile {self.waiting} thread{'s' if self.waiting > 1 else ''} wait at a "
+                                   f"cuda.syncthreads(): not every thread of the block reached the same "
+                                   f"cuda.syncthreads() calls (a barrier or a shuffle inside a branch hangs on a GPU)")
                 break
         self.abort = True
         self.cv.notify_all()
@@ -418,6 +523,9 @@ class _CudaThread(threading.Thread):
 
     def warp_collective(self, mask, value):
         """{lane: value} of this warp's lanes at this thread's next warp collective."""
+        stats = getattr(self, "lab_stats", None)
+        if stats is not None:
+            stats.warp_collectives += 1
         call = self.lab_warp_calls
         self.lab_warp_calls += 1
         return self.barrier.collective(self.thread_id, call, mask, value)
@@ -523,12 +631,16 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     lock = lock if lock is not None else threading.RLock()
     if uses_barriers is None:
         import inspect
+        import linecache
         try:
             src = inspect.getsource(inspect.getmodule(fn))
-            uses_barriers = any(w in src for w in ("syncthreads",) + WARP_OPS)
-        except (OSError, TypeError):
-            uses_barriers = True
+        except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
+            code = getattr(fn, "__code__", None)
+            src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
+        uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)
     trace.threaded = uses_barriers
+    code = getattr(fn, "__code__", None)
+    trace.source = code.co_filename if code is not None else None
     blocks = list(np.ndindex(*grid3[::-1]))
     rng.shuffle(blocks)
     me = threading.current_thread()
@@ -557,6 +669,8 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
                     continue
                 barrier, errors = _Barrier(len(threads)), []
                 ts = [_CudaThread(fn, args, b, threads[k], block3, barrier, errors) for k in order]
+                for t in ts:
+                    t.lab_stats = trace.stats
                 for t in ts:
                     t.start()
                 for t in ts:

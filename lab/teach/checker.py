@@ -150,21 +150,27 @@ def _ndims(d):
 
 
 # --- Launching --------------------------------------------------------------------------------------
-def kernel_error_message(error: dict, trace, grid, block, case) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
-    "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a race or an
-    out-of-bounds access that came first, else the exception at the student's line."""
+    "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
+    that not every thread reached, a race or an out-of-bounds access that came first, else the
+    exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
+    array not among them is a shared array)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = _ndims(grid)
     one_line = str(error.get("one_line"))
-    if trace.races:  # the race came first; what it then raised is its consequence
-        return race_message(trace, 0, grid, block) + f" (the kernel then raised {one_line})"
+    if error.get("type") == "WarpError" and "reached the same cuda.syncthreads()" in str(error.get("text")):
+        who = error.get("who") or ((0,), (0,))
+        return f"{str(error.get('text')).strip()} (block {_fmt_who(who, nd).split(' of block ')[1]})"
+    if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
+        return _race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
+        shared = name not in set(names)  # a shared array: not one of the kernel's arguments
         return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                 f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs])}")
+                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -196,14 +202,25 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
-    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset)."""
+    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
+    how far it is from the thread's own index, and a bound check on that index (not on the thread's
+    own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
+    slots are the threads' indices in the block."""
     if min(idx) < 0:
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
     bd = _dims3(block)
+    if shared:  # a shared array: the thread's own slot is its index in the block
+        past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
+        d = past[0]
+        tt = tuple(int(v) for v in t) + (0, 0, 0)
+        mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
+        rel = f", {int(idx[d]) - mine:+d} from the thread's own slot {mine}" if mine is not None else ""
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}) of this shared array{rel}: an offset (a tree "
+                f"step that starts too large, a halo cell) or the array's size is wrong")
     own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
     grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
     past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
@@ -213,24 +230,56 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=()):
         swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
-    if all(int(idx[k]) in own for k in past) or (grid is not None and _extra_thread(own, grid, block, out_shapes)):
+    if all(int(idx[k]) in own for k in past):
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
-    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element: a loop "
-            f"bound, a stride or an offset runs past the end?")
+    axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
+    rel = ""
+    if axis is not None and own[axis] != int(idx[d]):
+        rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
+    if grid is not None and _extra_thread(own, grid, block, out_shapes):
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
+                f"index{rel} (the thread is one of the last block's extra threads): an access at an offset (a halo "
+                f"cell, a neighbour) needs its own bound check on that index, e.g. `x[j] if j < n else 0`")
+    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
+            f"loop bound, a stride or an offset runs past the end?")
+
+
+def _race_text(trace, grid, block):
+    """The message for ``trace``'s first shared-memory problem: a lost update (two threads read,
+    changed and wrote the same element in one barrier phase: an atomic is the fix) before a race."""
+    if getattr(trace, "shared_rmw", None):
+        return shared_rmw_message(trace, 0, grid, block)
+    return race_message(trace, 0, grid, block)
+
+
+def shared_rmw_message(trace, k, grid, block):
+    """The ``k``-th lost update in shared memory: two threads of a block both read and then wrote one
+    element (``s[j] += 1``) in the same barrier phase."""
+    arr, idx, who, other, line = trace.shared_rmw[k]
+    nd, tnd = _ndims(grid), _ndims(block)
+    at = f" at line {line}" if line else ""
+    return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
+            f"read, changed and wrote {_fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
+            f"read-modify-write such as `+=` is not atomic); use cuda.atomic.add({arr}, index, value) for an update "
+            f"that several threads make to one element")
 
 
 def race_message(trace, k, grid, block):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
-    accesses."""
+    accesses (lines of the kernel's file only: simt records None for an access from elsewhere)."""
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
     nd, tnd = _ndims(grid), _ndims(block)
     at = f" at line {lines[0]}" if lines[0] else ""
     other_at = f" at line {lines[1]}" if lines[1] else ""
-    return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
-            f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at} with no cuda.syncthreads() between "
-            f"the two accesses; add one between writing shared memory and reading what other "
-            f"threads wrote (and before overwriting what they still read)")
+    text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
+            f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
+    if did == "wrote" and other_did == "also wrote":
+        return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
+                "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
+                "neighbour's element?)")
+    return (text + " with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
+            "and reading what other threads wrote (and before overwriting what they still read)")
 
 
 def _param_names(kernel):
@@ -267,7 +316,7 @@ def judge_case(ex, case, raw, backend):
     nd = _ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        raise Failed(kernel_error_message(raw.error, runs[-1][1], grid, block, case))  # the run that raised
+        raise Failed(kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names))  # the run that raised
     if trace is not None:
         if trace.barrier_mismatch:
             b, counts = trace.barrier_mismatch[0]
@@ -275,8 +324,11 @@ def judge_case(ex, case, raw, backend):
             raise Failed(f"not every thread of block {tuple(b)[:nd]} reached the same cuda.syncthreads() "
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
-        if trace.races:
-            raise Failed(race_message(trace, 0, grid, block))
+        if trace.races or trace.shared_rmw:
+            raise Failed(_race_text(trace, grid, block))
+        init_msg = _store_and_atomic_message(trace, onames, case, nd)
+        if init_msg:
+            raise Failed(init_msg)
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
             raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
@@ -284,6 +336,8 @@ def judge_case(ex, case, raw, backend):
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
         _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
+    # the mapping lesson's counts (lab.teach.lessons.mapping_facts), made by the executor
+    facts = getattr(trace, "lab_facts", None) if trace is not None and getattr(ex, "lesson", None) else None
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
@@ -312,11 +366,16 @@ def judge_case(ex, case, raw, backend):
                 first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
                 flat = int(np.ravel_multi_index(first, out.shape)) if out.shape else 0
                 what = "NaN" if out.dtype.kind == "f" else "a value that depends on what the output held before"
+                seen = ""
+                if trace is not None and trace.uninit:  # the tracer saw the read: name it
+                    arr, uidx, uwho, uline = trace.uninit[0]
+                    seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
+                            f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
                 raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
-                             f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this")
-            raise Failed(_unwritten_message(onames[k], unwritten, grid, block),
+                             f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
+            raise Failed(_unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block))
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
@@ -335,6 +394,20 @@ def judge_case(ex, case, raw, backend):
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
+        if trace is not None and trace.uninit:
+            arr, idx, who, line = trace.uninit[0]
+            at = f" at line {line}" if line else ""
+            raise Failed(f"right values here, but {_fmt_who(who, nd)} read {_fmt_idx(arr, idx)}{at} before any thread of "
+                         f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
+                         f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
+                         f"element before it is read (e.g. 0 or the identity for threads past the end)")
+        if facts is not None:
+            from lab.teach.lessons import lesson_message
+
+            lesson = lesson_message(ex.lesson, facts, launch=ex.launch if case.grid is None else None,
+                                    output=onames[0] if onames else "the output")
+            if lesson:
+                raise Failed(lesson)
         return f"ok (max abs error {verdict_.max_abs_err:.2g})"
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
         out64 = np.asarray(out, dtype=np.float64)
@@ -348,6 +421,10 @@ def judge_case(ex, case, raw, backend):
             raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
                          f"written or added to it")
         if ref.size > 1 and not np.any(out64) and np.any(ref):
+            if writers is not None and len(writers[k]) == ref.size:
+                raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
+                             f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
+                             f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)")
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)")
         first = tuple(int(v) for v in np.argwhere(bad)[0])
@@ -363,6 +440,7 @@ def judge_case(ex, case, raw, backend):
         extra = _transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
+        extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
@@ -419,6 +497,83 @@ def _transposed_hint(out64, ref, bad):
     return None
 
 
+def _scaled_hint(out64, ref, bad):
+    """'every wrong element is 64 times the expected value' when all wrong elements are one integer
+    multiple (2..4096) of the reference (a value added once per thread or block)."""
+    if not bad.any():
+        return None
+    o, r = out64[bad], ref[bad]
+    if not np.all(np.isfinite(o)) or np.any(np.abs(r) < 1e-6):
+        return None
+    k = o / r
+    m = float(np.round(k[0]))
+    if 2 <= m <= 4096 and np.all(np.abs(k - m) <= 1e-3 * m):
+        return (f"every wrong element is {m:g} times the expected value: is it added {m:g} times (once per "
+                f"thread of a block, once per block or per warp) instead of once?")
+    return None
+
+
+def _poison_hint(out64, ref, bad, dtype):
+    """A hint when the wrong elements are NaN (floats) or off by whole multiples of the simulator's
+    integer poison: a value read before it was written (shared memory never zeroed or filled)."""
+    o, r = out64[bad], ref[bad]
+    if np.dtype(dtype).kind == "f":
+        if np.isnan(o).any() and np.isfinite(r).all():
+            return ("it is NaN: a value read before it was written? (shared memory not filled for every "
+                    "element the block reads, e.g. threads past the end not storing 0; an accumulator not set)")
+        return None
+    from lab.core import simt
+
+    poison = float(np.asarray(simt.poisoned((), dtype))[()])
+    if poison == 0:
+        return None
+    k = (o - r) / poison
+    if np.all(np.abs(k - np.round(k)) < 1e-9) and np.all(np.round(k) != 0):
+        return (f"each wrong element is off by a multiple of {int(poison)}, the value the simulator fills fresh shared "
+                f"memory with: shared memory never zeroed (set every element, then cuda.syncthreads(), before adding "
+                f"to it)?")
+    return None
+
+
+def store_and_atomic(trackers) -> list:
+    """Per output (the simulator's trackers of a launch, executor side): None, or [flat, who, line]
+    of the first element that got both a plain store and atomic updates from another block (an
+    output initialised, or reset, inside a kernel whose other threads add to it atomically)."""
+    out = []
+    for tr in trackers:
+        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
+        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
+        if not both:
+            out.append(None)
+            continue
+        flat = min(both)
+        who, line = tr.plain[flat]
+        out.append([int(flat), who, line])
+    return out
+
+
+def _store_and_atomic_message(trace, onames, case, nd):
+    """The message for :func:`store_and_atomic`'s first finding (``trace.lab_store_atomic``): blocks
+    run in any order, so the store can wipe out updates made before it."""
+    for k, found in enumerate(getattr(trace, "lab_store_atomic", None) or []):
+        if not found:
+            continue
+        flat, who, line = found
+        shape = tuple(case.outputs[k][0])
+        idx = tuple(int(v) for v in np.unravel_index(int(flat), shape)) if shape else (0,)
+        at = f" at line {line}" if line else ""
+        if case.init is not None:
+            init = np.asarray(case.init[k], np.float64).ravel()
+            before = (f"{onames[k]} already holds its start value ({init[int(flat)]:g}) before the launch: remove the "
+                      f"store (initialise outside the kernel)")
+        else:
+            before = "initialise it before the launch (on the host or in a kernel launched first)"
+        return (f"{_fmt_idx(onames[k], idx)} is set with a plain store by {_fmt_who(who, nd)}{at} while other threads "
+                f"update it with cuda.atomic: blocks run in any order, so the store can wipe out updates made before "
+                f"it; {before}")
+    return None
+
+
 def simt_poison(dtype):
     from lab.core.simt import FLOAT_SENTINEL
 
@@ -460,9 +615,15 @@ def _dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def _unwritten_message(name, unwritten, grid, block):
+def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
+    """Which elements of output ``name`` were never written, and what that pattern is evidence of:
+    "round the number of blocks up" only when the student's own grid (``checker_grid`` False) has
+    fewer threads than elements along that axis; x and y swapped only when the unwritten band starts
+    where the other axis's threads end; a guard against the wrong extent when it starts at the other
+    dimension's size; otherwise what was observed and where."""
     idx = np.argwhere(unwritten)
     count, total = len(idx), unwritten.size
+    whose = "the checker's grid" if checker_grid else "your launch"
     if unwritten.ndim == 1:
         flat = idx[:, 0]
         text = f"{name} elements {_ranges(flat)} ({count} of {total}) never written"
@@ -474,12 +635,19 @@ def _unwritten_message(name, unwritten, grid, block):
         launched = tpb * math.prod(grid if not isinstance(grid, (int, np.integer)) else (grid,))
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
-        if tail and u >= launched:
+        if tail and u >= launched and not checker_grid:
             return text + f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}: round the number " \
                           f"of blocks up (ceiling division)"
-        if tail and count <= 2:
+        if tail and u >= launched:
+            return text + (f": the checker's grid has {plural(launched, 'thread')} for {plural(total, 'element')}: "
+                           f"does each thread write more than its one element, or is the index scaled?")
+        if tail and count == 1:
             return text + ": off by one in the guard (`i < n`, not `i < n - 1`)?"
-        return text
+        if tail:
+            return text + (f": {whose} has {plural(launched, 'thread')} for {plural(total, 'element')}, so the "
+                           f"threads of the last {count} elements exist: the guard (or the index) stops {count} "
+                           f"elements short of n")
+        return text + f" ({whose} has {plural(launched, 'thread')}; the first unwritten is {name}[{u}])"
     first = tuple(int(v) for v in idx[0])
     rows = np.where(unwritten.all(axis=tuple(range(1, unwritten.ndim))))[0]
     cols = np.where(unwritten.all(axis=0))[0] if unwritten.ndim == 2 else []
@@ -490,19 +658,42 @@ def _unwritten_message(name, unwritten, grid, block):
         return text
     # the launch's coverage, x = column and y = row (the exercises' mapping), before any grid hint
     reach = [g * b for g, b in zip(_dims3(grid), _dims3(block))]  # threads along x, y
-    need = {"column": (0, unwritten.shape[1]), "row": (1, unwritten.shape[0])}
+    n_rows, n_cols = unwritten.shape
+    need = {"column": (0, n_cols), "row": (1, n_rows)}
     for what, run in (("row", rows), ("column", cols)):
         a, size = need[what]
         if len(run) and run[-1] == size - 1 and len(run) == size - run[0]:
-            if reach[a] < size:  # the launch really stops short: the grid does not cover the matrix
+            start = int(run[0])
+            other = 1 - a
+            if reach[a] < size and not checker_grid:  # the student's grid really stops short
                 g, b = _dims3(grid)[a], _dims3(block)[a]
-                return text + (f" ({what}s {run[0]}.. all unwritten: your grid has {plural(g, 'block')} of {b} threads "
+                if reach[a] >= unwritten.shape[a] and reach[other] >= size:  # it would fit with x and y swapped
+                    return text + (f" ({what}s {start}.. all unwritten: your grid has {reach[0]} threads along x and "
+                                   f"{reach[1]} along y for {n_cols} columns x {n_rows} rows: it would cover the "
+                                   f"matrix the other way round: are the grid's x and y swapped? x = column (from "
+                                   f"the number of columns), y = row)")
+                return text + (f" ({what}s {start}.. all unwritten: your grid has {plural(g, 'block')} of {b} threads "
                                f"along {'xy'[a]}, {reach[a]} threads for {size} {what}s: round the number of "
                                f"blocks up (x = column, y = row)")
-            return text + (f" ({what}s {run[0]}.. all unwritten although your grid has {reach[0]} x {reach[1]} threads "
-                           f"for {unwritten.shape[1]} columns x {unwritten.shape[0]} rows: the grid covers the matrix; "
-                           f"are x and y swapped in your indices? x = column, y = row)")
-    return text
+            if start == reach[other] and reach[other] < size:
+                return text + (f" ({what}s {start}.. all unwritten, and {start} is the number of threads along "
+                               f"{'xy'[other]}: the grid covers the matrix, but the {what} index comes from the {'xy'[other]} axis: are x and y "
+                               f"swapped in your indices? x = column, y = row)")
+            if start == unwritten.shape[a] and start < size:
+                dim = "rows" if a == 0 else "columns"
+                return text + (f" ({what}s {start}.. all unwritten, and {start} is the number of {dim}: does the "
+                               f"guard compare the {what} with the number of {dim}? a {what} must be below "
+                               f"{size}, shape[{1 if a == 0 else 0}])")
+            return text + (f" ({what}s {start}.. all unwritten although {whose} has {reach[0]} x {reach[1]} threads "
+                           f"for {n_cols} columns x {n_rows} rows: the guard, a loop bound or the index stops "
+                           f"short of {size} {what}s)")
+    parts = []
+    if len(rows):
+        parts.append(f"rows {_ranges(rows)} entirely")
+    if len(cols):
+        parts.append(f"columns {_ranges(cols)} entirely")
+    return text + (f" (unwritten: {', '.join(parts)})" if parts else
+                   f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
 
 
 # --- compute-sanitizer's reports, in the words of the simulator's diagnoses ------------------------------------
@@ -865,7 +1056,8 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
     again = None
     if backend != "simulator" and record.get("again"):
         again = [output(f"again_out{k}", k) for k in range(len(case.outputs))]
-    return SimpleNamespace(grid=grid, block=block, onames=onames, runs=runs, again=again, error=error)
+    return SimpleNamespace(grid=grid, block=block, onames=onames, runs=runs, again=again, error=error,
+                           names=names + onames)
 
 
 class Judge:

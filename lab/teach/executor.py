@@ -36,7 +36,7 @@ import numpy as np
 
 from lab.teach.checker import (COMPILE_TEST, GUARD, INPUTS, REQUEST, Failed, _ndims, _one_line,  # noqa: F401
                                _out_names, _param_names, _where, decode, encode, guard_elements, kernel_problem,
-                               result_name)
+                               result_name, store_and_atomic)
 
 LOAD, COMPILE = "load", "compile"
 OTHERS_ROWS = 1 << 16  # the extra writers handed back per output (the first elements' all: messages name the first)
@@ -122,6 +122,14 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     writers = [tr._lab_tracker.writer for tr in targs]
     trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
     trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
+    # plain stores beside atomics of other blocks, per output (lab.teach.checker.store_and_atomic)
+    trace.lab_store_atomic = store_and_atomic([tr._lab_tracker for tr in targs])
+    try:  # the mapping lesson's counts (lab.teach.lessons): JSON-able numbers, judged by the parent
+        from lab.teach.lessons import mapping_facts
+
+        trace.lab_facts = mapping_facts(trace, writers, grid, block, onames)
+    except Exception:  # noqa: BLE001 - a launch that raised early can leave counts half made: no lesson
+        trace.lab_facts = None
     return outs, trace, writers, error
 
 
@@ -219,7 +227,8 @@ def who_rows(pairs) -> np.ndarray:
 def _trace_facts(trace) -> dict:
     """Every fact of a :class:`lab.core.simt.Trace` (its fields and what the checker added to it),
     as JSON-able data; the writers go to the npz (:func:`who_rows`)."""
-    return {k: encode(v) for k, v in vars(trace).items() if not k.startswith("_") and k != "lab_others"}
+    return {k: encode(v) for k, v in vars(trace).items()
+            if not k.startswith("_") and k not in ("lab_others", "stats")}  # stats: summed up in lab_facts
 
 
 # --- One test ----------------------------------------------------------------------------------------

@@ -861,6 +861,7 @@ PREREQUISITES = ["vecadd"]
 MIRRORS = "kernels/vecadd.py"  # the kernels/ module this exercise mirrors, or "-"
 KERNEL = "{name}_kernel"        # the kernel's name in the student's file
 LAUNCH = None                   # or "launch" when the student writes the launch math too
+LESSON = "one_element_per_thread"  # the mapping graded (lab.teach.lessons.LESSONS; a tuple for several, None: values only)
 PASS_PCT_OF_REFERENCE = 70      # lab exercise check --bench: at least this % of the reference's speed
 PEAK = "copy"                   # or "fp32" for a compute-bound kernel (then give bench.py a flops(case))
 STATEMENT = """

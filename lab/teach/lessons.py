@@ -1,0 +1,240 @@
+"""Mapping lessons graded on mapping (issue 28): an exercise declares what it teaches (``LESSON`` in
+``exercises/<name>/meta.py``) and a kernel that reaches the right values another way fails, with a
+message that names the lesson.
+
+Two pure functions, so that the counting (next to the student's code, in the checker's child) and
+the judging (where the verdict is computed) can live in different processes:
+
+* :func:`mapping_facts` turns what the simulator's tracer counted (:class:`lab.core.simt.Stats`)
+  into a dict of JSON-able numbers;
+* :func:`lesson_message` judges those facts against a lesson: None when the kernel maps the work
+  as the lesson asks, else one line for the student.
+
+Lessons (:data:`LESSONS`):
+
+* ``one_element_per_thread``: every thread stores at most one output element (no loop over the
+  data: a grid-stride loop is fine where the grid covers the data), and a block is at least a warp;
+* ``block_reduction`` / ``block_scan``: a block's threads share the work (no thread loads far more of
+  the data than its share) and the block combines its values before it adds them into a global
+  result (failed: more than one atomic a block and output element while the atomics number at
+  least half the loads of the data, i.e. about one atomic per data element);
+* ``warp_shuffle``: the reduction uses warp shuffles;
+* ``coalesced``: the global loads and the global stores each take at most :data:`SECTOR_RATIO` x the
+  32-byte sectors per warp request that their bytes need (consecutive threads, consecutive addresses);
+* ``shared_reuse``: a block loads each element of its large inputs from global memory about once
+  (at most :data:`RELOAD_RATIO` loads per distinct element a block), reading the reuse from shared
+  memory.
+
+Sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory" and "Shared Memory";
+CUDA C++ Programming Guide, "Thread Hierarchy", "Atomic Functions", "Warp Shuffle Functions".
+"""
+from __future__ import annotations
+
+import math
+
+LESSONS = ("one_element_per_thread", "block_reduction", "block_scan", "warp_shuffle", "coalesced",
+           "shared_reuse")
+SECTOR_RATIO = 2.0    # coalesced: sectors per request at most this x what the request's bytes need
+RELOAD_RATIO = 2.0    # shared_reuse: global loads per distinct element a block, at most
+MIN_REQUESTS = 4      # coalesced: judged only with at least this many warp requests of a kind
+SERIAL_FACTOR = 4     # block_*: a thread may load at most this x its share of the data (+ SERIAL_SLACK)
+SERIAL_SLACK = 4
+WARP = 32
+SECTOR = 32
+
+
+def _dims3(d) -> list:
+    d = [int(v) for v in d] if hasattr(d, "__len__") else [int(d)]
+    return d + [1] * (3 - len(d))
+
+
+def _who(who) -> list:
+    b, t = who
+    return [list(map(int, b)), list(map(int, t))]
+
+
+def mapping_facts(trace, writers, grid, block, outputs) -> dict:
+    """What the launch's threads did, as JSON-able numbers (child side).
+
+    trace: the :class:`lab.core.simt.Trace` of one simulated launch; writers: per output, the
+    {flat index: (block, thread)} of its first writer; grid, block: the launch configuration (an int
+    or a tuple of 1-3 ints); outputs: the kernel's names of the output arrays, in order. Keys:
+    ``grid``, ``block`` (3 ints), ``blocks``, ``threads_per_block``, ``elements`` (output elements),
+    ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
+    ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
+    thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
+    ``warp_collectives``, ``load`` and ``store`` ({"requests", "sectors", "ideal_sectors"} of the
+    global accesses per warp request), ``inputs`` (per input array, largest first: {"name", "size",
+    "loads", "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
+    """
+    st = trace.stats
+    g, b = _dims3(grid), _dims3(block)
+    outs = [n for n in outputs]
+    elements = sum(st.size.get(n, 0) for n in outs) or sum(len(w) for w in (writers or []))
+    writing, atomic_threads, atomics = set(), set(), 0
+    max_stored, max_by = 0, None
+    for n in outs:
+        for who, flats in st.stored.get(n, {}).items():
+            writing.add(who)
+            if len(flats) > max_stored:
+                max_stored, max_by = len(flats), _who(who)
+        for who, c in st.per_thread.get((n, "atomic"), {}).items():
+            writing.add(who)
+            atomic_threads.add(who)
+            atomics += c
+    atomic_elements = sum(len(st.atomic_elems.get(n, ())) for n in outs)
+    req = {k: {"requests": 0, "sectors": 0, "ideal_sectors": 0} for k in ("load", "store")}
+    for (kind, name, _blk, _warp, _site, _n), flats in st.requests.items():
+        isz = st.itemsize.get(name, 4) or 4
+        sectors = len({f * isz // SECTOR for f in flats})
+        r = req[kind]
+        r["requests"] += 1
+        r["sectors"] += sectors
+        r["ideal_sectors"] += max(1, math.ceil(len(flats) * isz / SECTOR))
+    inputs = []
+    for name, size in st.size.items():
+        if st.output.get(name):
+            continue
+        per = st.per_thread.get((name, "load"), {})
+        top = max(per.items(), key=lambda kv: kv[1]) if per else None
+        inputs.append({"name": name, "size": int(size), "loads": int(sum(per.values())),
+                       "block_elements": len(st.block_loads.get(name, ())),
+                       "max_loads": int(top[1]) if top else 0, "max_loads_by": _who(top[0]) if top else None})
+    inputs.sort(key=lambda d: -d["size"])
+    return {"grid": g, "block": b, "blocks": math.prod(g), "threads_per_block": math.prod(b),
+            "elements": int(elements), "blocks_writing": len({w[0] for w in writing}),
+            "threads_writing": len(writing), "max_stored": int(max_stored), "max_stored_by": max_by,
+            "atomics": int(atomics), "atomic_elements": int(atomic_elements),
+            "blocks_atomic": len({w[0] for w in atomic_threads}), "threads_atomic": len(atomic_threads),
+            "shared_accesses": int(st.shared_accesses), "warp_collectives": int(st.warp_collectives),
+            "load": req["load"], "store": req["store"], "inputs": inputs}
+
+
+def _fmt(v: list) -> str:
+    v = list(v)
+    while len(v) > 1 and v[-1] == 0:
+        v.pop()
+    return str(v[0]) if len(v) == 1 else "(" + ", ".join(map(str, v)) + ")"
+
+
+def _thread(who) -> str:
+    return f"thread {_fmt(who[1])} of block {_fmt(who[0])}" if who else "a thread"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def lesson_message(lesson, facts: dict, launch: str | None = None, output: str = "the output") -> str | None:
+    """None when ``facts`` (:func:`mapping_facts`) show the mapping that ``lesson`` teaches, else one
+    line that starts "right values, but" and names the lesson (judge side).
+
+    lesson: a name of :data:`LESSONS`, a sequence of them, or None (nothing to judge); launch: the
+    student's launch function when it chose the grid (None: the checker's grid); output: the name of
+    the first output, for the text. Unknown lesson names raise ValueError.
+    """
+    if not lesson or not facts:
+        return None
+    for one in ((lesson,) if isinstance(lesson, str) else tuple(lesson)):
+        if one not in LESSONS:
+            raise ValueError(f"unknown lesson {one!r}; choose from: {', '.join(LESSONS)}")
+        msg = _JUDGES[one](facts, launch, output)
+        if msg:
+            return msg
+    return None
+
+
+def _one_element(f, launch, output):
+    elements, tpb = f["elements"], f["threads_per_block"]
+    if f["max_stored"] > 1 and elements > 1:
+        by = f["max_stored_by"]
+        fix = ("launch enough blocks to cover the data (blocks = ceiling of n / threads)" if launch else
+               "the checker launches enough threads for every element: use the thread's global index "
+               "(cuda.grid) and no loop")
+        if f["blocks_writing"] == 1 and f["blocks"] == 1:
+            return (f"right values, but one block did all the work: its {_plural(f['threads_writing'], 'thread')} "
+                    f"wrote all {elements} elements of {output}, up to {f['max_stored']} each (a loop): this "
+                    f"exercise is about giving each thread one element: {fix}")
+        if f["blocks_writing"] == 1:
+            return (f"right values, but one block did all the work ({_plural(f['blocks'], 'block')} launched): "
+                    f"{_thread(by)} wrote {f['max_stored']} elements of {output} (a loop): this exercise is about "
+                    f"giving each thread one element: {fix}")
+        return (f"right values, but {_thread(by)} wrote {f['max_stored']} elements of {output} (a loop over "
+                f"the data): this exercise is about giving each thread one element: {fix}")
+    if launch and tpb < WARP and elements >= 2 * WARP:
+        swapped = f["blocks"] % WARP == 0 and WARP <= f["blocks"] <= 1024  # the grid looks like a block size
+        return (f"right values, but your {launch}() gives blocks of {_plural(tpb, 'thread')} "
+                f"(grid {_fmt(f['grid'])}, block {_fmt(f['block'])}): a warp is 32 threads, so "
+                f"{WARP - tpb} of every 32 lanes idle: this exercise is about one element per thread in full "
+                f"blocks" + ("; does it return (threads, blocks)? it must return (blocks per grid, threads per "
+                             "block)" if swapped else "; use blocks of at least 32 threads (128 or 256)"))
+    return None
+
+
+def _block_work(what):
+    def judge(f, launch, output):
+        launched = f["blocks"] * f["threads_per_block"]
+        data_loads = f["inputs"][0]["loads"] if f["inputs"] else 0
+        warps = -(-f["threads_per_block"] // WARP)
+        # more than one atomic a block and output element, about one a data element, from more threads
+        # than lane 0 of each warp (a per-warp combine is a reduction too)
+        if (f["atomics"] > max(1, f["blocks_atomic"]) * max(1, f["atomic_elements"])
+                and 2 * f["atomics"] >= data_loads
+                and f["threads_atomic"] > 2 * warps * max(1, f["blocks_atomic"])):
+            per = f["atomics"] / max(1, f["blocks_atomic"])
+            return (f"right values, but {f['atomics']} atomic updates of {output} from "
+                    f"{_plural(f['blocks_atomic'], 'block')} ({per:.3g} a block for "
+                    f"{_plural(f['atomic_elements'], 'element')}: about one per data element): this exercise is "
+                    f"about {what}: combine the block's values in shared memory (or with warp shuffles) first, "
+                    f"then one atomic per block and output element")
+        if f["inputs"]:
+            big = f["inputs"][0]
+            share = math.ceil(big["size"] / max(1, launched))
+            if big["max_loads"] > SERIAL_FACTOR * share + SERIAL_SLACK:
+                return (f"right values, but {_thread(big['max_loads_by'])} loaded {big['max_loads']} elements of "
+                        f"{big['name']} by itself (its share: about {share}): this exercise is about {what}: "
+                        f"each thread loads its own element(s) and the block's threads combine them together "
+                        f"(a tree in shared memory or warp shuffles), not one thread in a loop")
+        return None
+    return judge
+
+
+def _warp_shuffle(f, launch, output):
+    if f["warp_collectives"] == 0:
+        return ("right values, but no warp shuffle ran: this exercise is about reducing a warp's values in "
+                "registers with cuda.shfl_down_sync (then one shared slot a warp), not a tree in shared memory")
+    return None
+
+
+def _coalesced(f, launch, output):
+    for kind, verb in (("load", "loads"), ("store", "stores")):
+        r = f[kind]
+        if r["requests"] >= MIN_REQUESTS and r["sectors"] > SECTOR_RATIO * r["ideal_sectors"]:
+            spr, ideal = r["sectors"] / r["requests"], r["ideal_sectors"] / r["requests"]
+            return (f"right values, but the global {verb} take {spr:.3g} sectors per warp request where their "
+                    f"bytes need {ideal:.3g}: this exercise is about coalesced access: consecutive threads "
+                    f"(threadIdx.x) should {'read' if kind == 'load' else 'write'} consecutive addresses "
+                    f"(the last index of a row-major array)")
+    return None
+
+
+def _shared_reuse(f, launch, output):
+    if not f["inputs"]:
+        return None
+    biggest = f["inputs"][0]["size"]
+    for a in f["inputs"]:
+        if a["size"] < max(WARP, biggest / 8) or not a["block_elements"]:
+            continue
+        ratio = a["loads"] / a["block_elements"]
+        if ratio > RELOAD_RATIO:
+            none = " (no shared memory was used)" if not f["shared_accesses"] else ""
+            return (f"right values, but each block loaded the same elements of {a['name']} from global memory "
+                    f"{ratio:.3g} times on average ({a['loads']} loads of {a['block_elements']} distinct "
+                    f"elements a block){none}: this exercise is about reuse through shared memory: load each "
+                    f"element once per block into a shared tile and read the reuse from there")
+    return None
+
+
+_JUDGES = {"one_element_per_thread": _one_element, "block_reduction": _block_work("a block reduction"),
+           "block_scan": _block_work("a block scan"), "warp_shuffle": _warp_shuffle, "coalesced": _coalesced,
+           "shared_reuse": _shared_reuse}
