@@ -628,40 +628,20 @@ _GENERATED = {"every block loops over the rows": _every_block_softmax}
 
 
 def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
-    """Check ``path`` (the entry's file) in this process, the hidden tests one by one as the checker
-    runs them (lab.teach.checker.run_case, no GPU compile), stopping at the first failing test whose
-    message has the wanted hint (a Wrong) or at the first failure (a Right).
+    """Check ``path`` (the entry's file) in this process as the checker does (the executor runs the
+    launches, the judge decides: lab.teach.executor.run_all, no GPU compile).
 
     Returns {"failed": bool, "messages": [failing messages], "hint_ok": bool (a Wrong: one failing
     message has every ``want`` phrase and no ``avoid`` phrase)}.
     """
-    import numpy as np
+    from lab.teach.executor import run_all
 
-    import exercises
-    from lab.teach import checker
-
-    ex = exercises.load(entry.exercise)
-    rng = np.random.default_rng(int(seed))
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])
-    messages = []
 
     def good(m):
         return all(w in m for w in want) and not any(a in m for a in avoid)
 
-    try:
-        mod = checker.load_student(str(path), ex)
-        cases = checker.hidden_cases(ex, rng)
-    except checker.Failed as e:
-        return {"failed": True, "messages": [str(e)], "hint_ok": good(str(e))}
-    for case in cases:
-        try:
-            checker.run_case(mod, ex, case, backend, rng, str(path))
-            continue
-        except checker.Failed as e:
-            m = str(e)
-        except Exception as e:  # noqa: BLE001 - as run_all reports it
-            m = f"raised {checker._one_line(e)}{checker._where(e, str(path))}"
-        messages.append(f"{case.name}: {m}")
-        if not isinstance(entry, Wrong) or good(m):
-            break
-    return {"failed": bool(messages), "messages": messages, "hint_ok": any(good(m) for m in messages)}
+    results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False)
+    messages = [f"{r['name']}: {r['message']}" for r in results if not r["passed"]]
+    return {"failed": bool(messages), "messages": messages,
+            "hint_ok": any(good(r["message"]) for r in results if not r["passed"])}

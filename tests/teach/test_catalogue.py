@@ -110,15 +110,16 @@ def test_solutions_keep_their_lesson(name, tmp_path):
     """The reference solution's mapping facts pass its own lesson on the hidden tests' largest case."""
     import numpy as np
 
-    from lab.teach import checker
+    from lab.teach import checker, executor
     from lab.teach.lessons import lesson_message, mapping_facts
 
     ex = exercises.load(name)
     rng = np.random.default_rng(_seed())
-    mod = checker.load_student(str(ex.solution), ex)
+    mod = executor.load_student(str(ex.solution), ex)
     case = max(checker.hidden_cases(ex, rng), key=lambda c: sum(np.prod(s) for s, _ in c.outputs))
-    grid, block = checker._launch_config(mod, ex, case)
-    _, trace, writers = checker._launch_sim(mod, ex, getattr(mod, ex.kernel), case, grid, block, 0, rng, str(ex.solution))
+    grid, block = executor._launch_config(mod, ex, case)
+    _, trace, writers, _ = executor._launch_sim(mod, ex, getattr(mod, ex.kernel), case, grid, block, 0, rng,
+                                                str(ex.solution))
     names = checker._out_names(getattr(mod, ex.kernel), case)
     facts = mapping_facts(trace, writers, grid, block, names)
     import json
