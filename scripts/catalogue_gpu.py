@@ -21,7 +21,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -47,7 +47,10 @@ def _one(entry, kind, backend, timeout, workdir, k):
     failed = [t for t in tests if not t["passed"]]
     want, avoid = (entry.want, entry.avoid) if kind == "wrong" else ([], [])
     hint_ok = any(all(w in t["message"] for w in want) and not any(a in t["message"] for a in avoid) for t in failed)
+    # which backend saw a failure (the union's "seen_by"): the GPU leg alone is "gpu" or "compute-sanitizer"
+    seen = sorted({b for t in failed for b in t.get("seen_by", ["simulator"] if backend == "sim" else ["gpu"])})
     return {"kind": kind, "exercise": entry.exercise, "label": entry.label, "class": getattr(entry, "cls", ""),
+            "seen_by": seen,
             "pending": getattr(entry, "pending", ""), "failed": bool(failed) or error is not None,
             "hint_ok": hint_ok, "error": error, "seconds": round(time.time() - t0, 1),
             "messages": [f"{t['name']}: {t['message']}" for t in failed][:3]}
@@ -87,9 +90,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="lab-catalogue-") as workdir, ThreadPoolExecutor(args.jobs) as pool:
         futures = [pool.submit(_one, e, kind, args.backend, args.timeout, workdir, k) for k, (kind, e) in enumerate(work)]
         results = []
-        for f in futures:
+        for f in as_completed(futures):
             r = f.result()
             results.append(r)
+            print(f"[{len(results)}/{len(work)}] {r['kind']} {r['exercise']} / {r['label']}: "
+                  f"{'failed' if r['failed'] else 'passed'}{' (' + ', '.join(r['seen_by']) + ')' if r['seen_by'] else ''}"
+                  f" {r['seconds']} s", flush=True)
             bad = (r["kind"] == "wrong" and not r["failed"] and not r["pending"]) or (r["kind"] == "right" and r["failed"])
             if bad or (r["kind"] == "wrong" and r["failed"] and not r["hint_ok"]):
                 what = ("PASSED (wrong kernel)" if r["kind"] == "wrong" and not r["failed"] else
@@ -98,8 +104,8 @@ def main() -> int:
                       flush=True)
     per = {}
     for r in results:
-        row = per.setdefault(r["exercise"], {"wrong": 0, "failed": 0, "hint": 0, "pending": 0, "pending_failed": 0,
-                                             "right": 0, "right_passed": 0})
+        row = per.setdefault(r["exercise"], {"wrong": 0, "failed": 0, "gpu_leg": 0, "hint": 0, "pending": 0,
+                                             "pending_failed": 0, "right": 0, "right_passed": 0})
         if r["kind"] == "right":
             row["right"] += 1
             row["right_passed"] += not r["failed"]
@@ -109,18 +115,22 @@ def main() -> int:
         else:
             row["wrong"] += 1
             row["failed"] += r["failed"]
+            row["gpu_leg"] += bool({"gpu", "compute-sanitizer"} & set(r.get("seen_by", [])))
             row["hint"] += r["failed"] and r["hint_ok"]
     totals = {k: sum(row[k] for row in per.values()) for k in next(iter(per.values()), {})}
     print(f"\n{args.backend} ({device or 'simulator'}), {len(results)} checks in {time.time() - t0:.0f} s")
-    print(f"{'exercise':17s} {'wrong':>5s} {'failed':>6s} {'hint':>5s} {'right':>9s}")
+    print(f"{'exercise':17s} {'wrong':>5s} {'failed':>6s} {'gpu leg':>7s} {'hint':>5s} {'right':>9s}")
     for name in sorted(per, key=lambda n: exercises.names().index(n)):
         row = per[name]
-        print(f"{name:17s} {row['wrong']:5d} {row['failed']:6d} {row['hint']:5d} {row['right_passed']:4d}/{row['right']:<4d}"
+        print(f"{name:17s} {row['wrong']:5d} {row['failed']:6d} {row['gpu_leg']:7d} {row['hint']:5d} "
+              f"{row['right_passed']:4d}/{row['right']:<4d}"
               + (f" pending {row['pending_failed']}/{row['pending']} failed" if row["pending"] else ""))
     if totals:
         share = totals["hint"] / max(1, totals["wrong"])
-        print(f"{'total':17s} {totals['wrong']:5d} {totals['failed']:6d} {totals['hint']:5d} "
+        print(f"{'total':17s} {totals['wrong']:5d} {totals['failed']:6d} {totals['gpu_leg']:7d} {totals['hint']:5d} "
               f"{totals['right_passed']:4d}/{totals['right']:<4d} hint accuracy {share:.1%}")
+        print("(gpu leg: wrong kernels whose failure the GPU itself or compute-sanitizer saw; the rest only the "
+              "simulator's trace)")
     if args.json:
         from lab.core.files import write_atomic
 

@@ -207,6 +207,27 @@ def exercise_files(names=None) -> list[str]:
     return sorted(out)
 
 
+def _more_binds(paths: list[str], binds: list[str]) -> list[str]:
+    """bubblewrap arguments that make each of ``paths`` readable beside ``binds``: nothing for a path
+    already inside one (binding onto it would fail: /usr/local/cuda, a link inside /usr, on the
+    H100 machine), else its real folder bound, and a link to it where ``path`` is a link."""
+    covered = list(binds)
+
+    def inside(p):
+        return any(p == b or p.startswith(b.rstrip("/") + "/") for b in covered)
+
+    args = []
+    for p in paths:
+        real = os.path.realpath(p)
+        if not inside(real):
+            args += ["--ro-bind-try", real, real]
+            covered.append(real)
+        if p != real and not inside(p):
+            args += ["--symlink", real, p]
+            covered.append(p)
+    return args
+
+
 def _ancestors(path: str) -> list[str]:
     """``path`` and the folders above it, up to (not including) /."""
     out = []
@@ -231,7 +252,8 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
     args = [exe, *_namespace_args(), "--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc",
             "--tmpfs", "/tmp"]
     binds, _ = read_paths(lab_root)
-    parents = sorted({os.path.dirname(p) for b in binds + [private] for p in _ancestors(b)} - {"/", "/tmp"})
+    etc = [f"/etc/{e}" for e in ETC_FILES]  # /etc too: a root grader's child (another uid) must pass through it
+    parents = sorted({os.path.dirname(p) for b in binds + etc + [private] for p in _ancestors(b)} - {"/", "/tmp"})
     if _bwrap_has("--perms"):  # the folders above the binds: traversable by any uid (not the umask's)
         for d in parents:
             args += ["--perms", "0755", "--dir", d]
@@ -243,12 +265,9 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
         for d in gpu_devices():
             args += ["--dev-bind-try", d, d]
         args += ["--ro-bind-try", "/sys", "/sys"]  # (the fresh /proc has /proc/driver/nvidia)
-        for var in ("CUDA_HOME", "CUDA_PATH"):
-            if os.environ.get(var):
-                args += ["--ro-bind-try", os.environ[var], os.environ[var]]
-        for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
-            if d and os.path.isdir(d):
-                args += ["--ro-bind-try", d, d]
+        extra = [os.environ[v] for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+        extra += [d for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep) if d and os.path.isdir(d)]
+        args += _more_binds(extra, binds)
     else:
         args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
     if _bwrap_has("--size"):

@@ -86,7 +86,11 @@ def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     shutil.copyfile(path, copy)
     env = dict(child_environment(env), HOME=private, TMPDIR=private, TEMP=private, TMP=private,
                PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=os.path.join(private, ".numba"),
-               XDG_CACHE_HOME=os.path.join(private, ".cache"))
+               XDG_CACHE_HOME=os.path.join(private, ".cache"),
+               # glibc reserves 64 MiB of address space per malloc arena, up to 8 a core: on a 16-core
+               # GPU machine the simulator's 1024 threads of a block reached the address-space limit
+               # ("can't start new thread", H100 machine); two arenas, whatever the machine
+               MALLOC_ARENA_MAX="2")
     env.setdefault("PATH", os.defpath)
     # submissions are graded side by side (--jobs): one BLAS/OpenMP thread each, not one a core each
     # (H100 machine, 16 jobs: NumPy's references spun 16 threads a process, 2.2 CPU seconds a second)

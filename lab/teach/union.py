@@ -45,6 +45,15 @@ def values_wrong(message: str) -> bool:
     return bool(_VALUES.search(message))
 
 
+_ADVICE = re.compile(r"(?:: |; |, )(?=(?:guard|add|use|round|check|let|initiali[sz]e|remove|store|set)\b)")
+
+
+def observed(message: str) -> str:
+    """What a failing message observed, without the advice that follows it ("out of bounds: your
+    kernel wrote past its last element (...)" of "...: guard it, e.g. `if i < n:`")."""
+    return _ADVICE.split(message, maxsplit=1)[0]
+
+
 def _one(g: dict, s: dict | None) -> dict:
     """The merged entry of one test: ``g`` the GPU's, ``s`` the simulator's (None: it did not run it)."""
     if s is None:
@@ -54,6 +63,9 @@ def _one(g: dict, s: dict | None) -> dict:
     if not g["passed"] and not s["passed"]:
         if g["message"] == s["message"]:
             msg = f"{GPU_SAW} and in the simulator's trace: {g['message']}"
+        elif not values_wrong(s["message"]):  # the trace's diagnosis names the thread and the index: its advice
+            # leads, the GPU's generic advice (it cannot know the thread's own index) is left out
+            msg = f"{SIM_SAW}: {s['message']}; {GPU_SAW} too: {observed(g['message'])}"
         else:
             msg = f"{SIM_SAW}: {s['message']}; {GPU_SAW}: {g['message']}"
         out = dict(g, passed=False, message=msg, seen_by=["simulator", "gpu"])

@@ -238,8 +238,8 @@ def test_adversarial_sizes_and_inputs(name):
 
 @pytest.mark.slow  # two short timeouts and three child processes
 def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monkeypatch):
-    """A kernel that hangs only when the grid has one block: those tests time out (a short limit
-    after the first), every other test still gets a verdict."""
+    """A kernel that hangs only when n = 1: that test times out, every other test still gets a
+    verdict (a fresh child runs them)."""
     from pathlib import Path
 
     from lab.teach import workspace
@@ -247,7 +247,7 @@ def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monke
     monkeypatch.setenv("LAB_GPU_COMPILE", "0")
     src = exercises.load("map_guard").solution.read_text().replace(
         "    if i < out.shape[0]:\n        out[i] = 2 * x[i] + 1\n",
-        "    while i < out.shape[0]:\n        out[i] = 2 * x[i] + 1\n        i += cuda.blockDim.x * (cuda.gridDim.x // 2 * 2)\n")
+        "    while i < out.shape[0]:\n        out[i] = 2 * x[i] + 1\n        i += cuda.blockDim.x * cuda.gridDim.x * min(out.shape[0] - 1, 1)\n")
     f = tmp_path / "map_guard.py"
     f.write_text(src)
     backend = "simulator" if BACKEND == "simulator" else "gpu"
@@ -255,9 +255,8 @@ def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monke
     names = [t["name"] for t in tests]
     assert len(names) == len(set(names)) == 5, tests
     timed = [t for t in tests if t["message"].startswith("timed out")]
-    assert [t["name"] for t in timed] == ["n=1, 32 threads a block", "n=31, 32 threads a block"], tests
+    assert [t["name"] for t in timed] == ["n=1, 32 threads a block"], tests
     assert all(t["passed"] for t in tests if t not in timed), tests
-    assert "shorter limit" in timed[1]["message"]
     assert json.dumps(tests)
 
 
