@@ -429,7 +429,11 @@ def judge_case(ex, case, raw, backend):
                          f"cannot pass)")
         first = tuple(int(v) for v in np.argwhere(bad)[0])
         digits = 9 if hasattr(tol, "lo") else 6
-        msg = (f"{_fmt_idx(onames[k], first)} = {out64[first]:.{digits}g}, expected {ref[first]:.{digits}g} "
+        if np.dtype(case.outputs[k][1]).kind in "iub":  # integers exactly (2.84831e+07 hid a difference of 1)
+            got, want = f"{int(out64[first])}", f"{int(round(ref[first]))}" if np.isfinite(ref[first]) else f"{ref[first]}"
+        else:
+            got, want = f"{out64[first]:.{digits}g}", f"{ref[first]:.{digits}g}"
+        msg = (f"{_fmt_idx(onames[k], first)} = {got}, expected {want} "
                f"({tol_text(first)}); "
                f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong")
         if writers is not None:

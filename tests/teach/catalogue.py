@@ -502,8 +502,7 @@ WRONG = [
     # --- prefix_sum ---------------------------------------------------------------------------------
     Wrong("prefix_sum", "float32 shared buffer", [("from numba import cuda, int32", "from numba import cuda, float32, int32"),
                                                   ("temp = cuda.shared.array(THREADS, int32)", "temp = cuda.shared.array(THREADS, float32)")],
-          ["expected"], [], "float32 shared buffer on int32 data",
-          pending="needs large-value cases whose sums pass 2**24 (issue 28 item 4)"),
+          ["expected", "float32 rounding step", "2**24"], [], "float32 shared buffer on int32 data"),
     Wrong("prefix_sum", "thread 0 scans the block alone", _SCAN_SERIAL, MAPPING + ["a block scan"], [], "serial reduction"),
     Wrong("prefix_sum", "barrier inside the step's branch",
           [("        v = temp[t - s] if t >= s else 0\n        cuda.syncthreads()  # everyone has read",
