@@ -628,11 +628,17 @@ _GENERATED = {"every block loops over the rows": _every_block_softmax}
 
 def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     """Check ``path`` (the entry's file) in this process as the checker does (the executor runs the
-    launches, the judge decides: lab.teach.executor.run_all, no GPU compile).
+    launches, the judge decides: lab.teach.executor.run_all, no GPU compile), one hidden test at a
+    time, stopping at the first failing test whose message has the wanted hint (a Wrong) or at the
+    first failure (a Right).
 
     Returns {"failed": bool, "messages": [failing messages], "hint_ok": bool (a Wrong: one failing
     message has every ``want`` phrase and no ``avoid`` phrase)}.
     """
+    import numpy as np
+
+    import exercises
+    from lab.teach.checker import hidden_cases
     from lab.teach.executor import run_all
 
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])
@@ -640,7 +646,14 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     def good(m):
         return all(w in m for w in want) and not any(a in m for a in avoid)
 
-    results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False)
-    messages = [f"{r['name']}: {r['message']}" for r in results if not r["passed"]]
-    return {"failed": bool(messages), "messages": messages,
-            "hint_ok": any(good(r["message"]) for r in results if not r["passed"])}
+    names = [c.name for c in hidden_cases(exercises.load(entry.exercise), np.random.default_rng(int(seed)))]
+    messages, hint_ok = [], False
+    for name in names:
+        results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False,
+                          skip=[n for n in names if n != name])
+        bad = [r for r in results if not r["passed"]]
+        messages += [f"{r['name']}: {r['message']}" for r in bad]
+        hint_ok = hint_ok or any(good(r["message"]) for r in bad)
+        if any(r["name"] == "load" for r in bad) or (bad and (not isinstance(entry, Wrong) or hint_ok)):
+            break
+    return {"failed": bool(messages), "messages": messages, "hint_ok": hint_ok}
