@@ -186,9 +186,10 @@ def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
     return binds, listed
 
 
-# the exercises' files a child never reads (shown empty under bubblewrap, left out of Landlock's rules);
-# add "hidden.py" once the child no longer imports the hidden tests (the judge outside the child)
-HIDDEN_FROM_CHILD = ("solution.py",)
+# the exercises' files a child never reads (shown empty under bubblewrap, left out of Landlock's rules):
+# the reference solutions and the hidden tests (the judge makes the cases; the child gets only inputs).
+# A --bench child still reads both: it times the student's kernel against the reference solution's.
+HIDDEN_FROM_CHILD = ("solution.py", "hidden.py")
 
 
 def exercise_files(names=None) -> list[str]:
