@@ -653,7 +653,7 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
                           skip=[n for n in names if n != name])
         bad = [r for r in results if not r["passed"]]
         messages += [f"{r['name']}: {r['message']}" for r in bad]
-        hint_ok = hint_ok or any(good(r["message"]) for r in bad)
+        hint_ok = hint_ok or any(good(f"{r['name']}: {r['message']}") for r in bad)  # the test's name is shown too
         if any(r["name"] == "load" for r in bad) or (bad and (not isinstance(entry, Wrong) or hint_ok)):
             break
     return {"failed": bool(messages), "messages": messages, "hint_ok": hint_ok}
