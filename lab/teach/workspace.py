@@ -433,38 +433,20 @@ def timeout_s(timeout=None, default: float = DEFAULT_TIMEOUT_S, env: str | None 
     return seconds
 
 
-_HIDDEN_SCRIPT = """
-import json, sys
-import numpy as np
-from lab.core.session import select
-select("sim")
-import exercises
-from lab.teach.checker import hidden_cases
-seed = int(sys.argv[1])
-print(json.dumps({n: [c.name for c in hidden_cases(exercises.load(n), np.random.default_rng(seed))]
-                  for n in sys.argv[2:]}))
-"""
 _HIDDEN_CACHE: dict = {}
 
 
 def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
     """{exercise: its hidden tests' names} for ``seed``: the score's denominator when a file never
-    listed them (it did not load). The hidden tests are imported in a child process (in the
-    simulator), never in this one: importing them chooses a backend (:mod:`exercises`)."""
-    from lab.core.session import child_env
+    listed them (it did not load). Made here, as the judge makes the cases (:func:`_run_child_once`)."""
+    import numpy as np
 
-    want = [n for n in dict.fromkeys(names) if (n, int(seed)) not in _HIDDEN_CACHE]
-    if want:
-        p = subprocess.run([sys.executable, "-c", _HIDDEN_SCRIPT, str(int(seed)), *want], capture_output=True,
-                           text=True, env=child_env(NUMBA_ENABLE_CUDASIM="1"), stdin=subprocess.DEVNULL,
-                           timeout=300)
-        try:
-            got = json.loads(p.stdout.strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise RuntimeError(f"listing the hidden tests failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}") \
-                from None
-        for n, v in got.items():
-            _HIDDEN_CACHE[(n, int(seed))] = v
+    from lab.teach.checker import hidden_cases
+
+    for n in dict.fromkeys(names):
+        if (n, int(seed)) not in _HIDDEN_CACHE:
+            cases = hidden_cases(exercises.load(n), np.random.default_rng(int(seed)))
+            _HIDDEN_CACHE[(n, int(seed))] = [c.name for c in cases]
     return {n: _HIDDEN_CACHE[(n, int(seed))] for n in names}
 
 
