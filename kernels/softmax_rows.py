@@ -17,14 +17,12 @@ from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_merge, group_max, grou
                           warp_max, warp_sum)
 
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops (as kernels/softmax.py)
-
-
-def _resident_limits(itemsize):
-    """(values a thread, values a block) a row may hold in registers: kernels/softmax.py's
-    RESIDENT_MAX and RESIDENT_BLOCK (imported on use: that module imports this one)."""
-    from kernels.softmax import RESIDENT_BLOCK, RESIDENT_MAX
-
-    return RESIDENT_MAX[itemsize], RESIDENT_BLOCK[itemsize]
+# The register path's limits, by item size: at most GROUP_RESIDENT_MAX values a lane and
+# GROUP_RESIDENT_BLOCK values a block, as the fused rung's RESIDENT_MAX and RESIDENT_BLOCK
+# (kernels/softmax.py: the values a thread holds set its registers, ptxas's counts for sm_90:
+# float32 K = 32 values take 96 registers; a block must get registers x threads <= the SM's 65,536).
+GROUP_RESIDENT_MAX = {4: 32, 8: 16}
+GROUP_RESIDENT_BLOCK = {4: 16384, 8: 4096}
 
 
 # --- Rung 4: a row per warp (or per part of a warp), several rows a block --------------------------
@@ -35,7 +33,7 @@ def _resident_limits(itemsize):
 # group_max, group_sum), no shared memory and no barrier; a block holds threads / G rows.
 # G is the smallest power of two that gives each lane at most 4 values (COLS = 32: G = 8, so a warp
 # does 4 rows and each of its loads covers 4 rows x 32 bytes, every sector fully used).
-# Rows longer than a warp holds in registers (K > RESIDENT_MAX) take a warp-per-row online pass:
+# Rows longer than a warp holds in registers (K > GROUP_RESIDENT_MAX) take a warp-per-row online pass:
 # 2 reads + 1 write of the row.
 GROUP_VALUES = 4  # values a lane aims to hold for short rows
 
@@ -139,12 +137,11 @@ def warp_row_streaming_kernel(x, out):
 
 def _group_plan(cols, itemsize, threads):
     """(K, G) of the register path, or None for the warp streaming path: the fused rung's register
-    limits, at most RESIDENT_MAX values a lane and RESIDENT_BLOCK a block (K = 32 float32 values a
+    limits, at most GROUP_RESIDENT_MAX values a lane and GROUP_RESIDENT_BLOCK a block (K = 32 float32 values a
     lane take 96 registers: 1024 threads would need 98,304 of the SM's 65,536 and fail to launch)."""
     g = group_width(cols)
     k = blocks_for(cols, g)
-    per_thread, per_block = _resident_limits(itemsize)
-    return (k, g) if k <= per_thread and k * threads <= per_block else None
+    return (k, g) if k <= GROUP_RESIDENT_MAX[itemsize] and k * threads <= GROUP_RESIDENT_BLOCK[itemsize] else None
 
 
 def group_rows_launch(size, threads):
