@@ -398,3 +398,22 @@ def test_pairs_need_contiguous_even_rows():
     assert MM._pairs_ok(np.zeros((3, 4), np.float32))
     assert not MM._pairs_ok(np.zeros((3, 5), np.float32))
     assert not MM._pairs_ok(np.zeros((4, 8), np.float32)[:, :4])  # rows 32 bytes apart: not C-contiguous
+
+
+def test_launch_model_rates_come_from_the_data_file(tmp_path):
+    """kernels/gemm/rates.json holds the measured tile times with the device, date and versions they
+    were measured with; the model reads it at import; a row without a time a K is refused by name."""
+    import json
+
+    from kernels.gemm import model
+
+    info = json.loads(model.RATES_FILE.read_text())
+    assert info["device"].startswith("NVIDIA H100") and info["sms"] == 132 and info["date"]
+    assert {"numba-cuda", "numpy", "python"} <= set(info["versions"])
+    assert model.RATES == MM.RATES and tuple(info["ks"]) == MM.RATE_KS
+    assert set(MM.RATES) <= set(MM.GEMM_TILES)
+    bad = dict(info, tiles={"64x64x16": {"1": [0.1, 0.2]}})
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="64x64x16 r=1: not one time per K"):
+        model.load_rates(path)
