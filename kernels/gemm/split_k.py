@@ -13,6 +13,12 @@ from kernels.spec import Launch, blocks_for, sm_count
 from kernels.warp import WARP
 
 
+# --- Rung 5: split-K ------------------------------------------------------------------------------
+# When M and N are small but K is long (64 x 64 x 65536: one tile), no tiling fills the GPU: split-K
+# gives each block a range of K (grid z), writes its partial C tile to a workspace (splits x M x N),
+# and a second launch adds them. Every rung that splits K (split_k, skinny_m, warp_tiled and
+# wide_loads when tuned, auto) uses the enqueue and the reduction launch below.
+#
 # The reduction launch. One thread an element, looping over the splits, measured on the H100 (ncu,
 # 2026-11-23): 23.5 us for 64 x 64 x 65536 (64 partials of 4096 words: 16 blocks, each thread 64
 # loads one after another, each waiting ~0.5 us for DRAM/L2) and 24.6 us at 128 x 128 x 32768, a third

@@ -14,13 +14,12 @@ from kernels.gemm.build_options import A_PAD, ALIGN
 from kernels.spec import Launch, blocks_for
 
 
-# --- Rung 4: a smaller tile (64 x 64, 4 x 4 a thread), and split-K ---------------------------------
+# --- Rung 4: a smaller tile (64 x 64, 4 x 4 a thread) ----------------------------------------------
 # The 128 x 128 tile pays off only when there are enough tiles: 1024^3 has 64 of them for 132 SMs
 # (2 blocks an SM: 264 slots), so three quarters of the GPU idles. A 64 x 64 tile gives 4x the blocks
 # (256 at 1024^3) at half the reuse (each loaded element feeds 64 FMAs instead of 128; a thread's 16
-# shared words a k feed 16 FMAs, one LDS.128 per 8 FMAs). And when M and N are small but K is long
-# (64 x 64 x 65536: one tile), no tiling fills the GPU: split-K gives each block a range of K
-# (grid z), writes its partial C tile to a workspace (splits x M x N), and a second launch adds them.
+# shared words a k feed 16 FMAs, one LDS.128 per 8 FMAs). The kernel computes one K range of grid z
+# (all of K here; split-K, kernels/gemm/split_k.py, gives each z its own range).
 T_BM = 64  # rows of C per block
 T_BN = 64  # columns of C per block
 T_BK = 16  # K-slab in shared memory (float32 and float64: 2 x (16 x 68 + 16 x 64) words, 17 / 34 KB)

@@ -20,10 +20,10 @@ from kernels.warp import MAX_WARPS, WARP
 # line (coalesced), and every lane reads the same x[k] (a broadcast). N columns alone give too few
 # threads (4096: 128 warps for 132 SMs), so K is split twice: the warps of a block (threadIdx.y) take
 # every TY-th k of the block's K range and add their sums in shared memory (no extra launch), and
-# grid y gives the blocks K ranges whose partials[z, n] a second, small launch adds (4 at a time,
-# deterministic, no atomics; few splits, so few partials). Matmul's ``vector`` rung (above) runs
-# it; with M > 1 rows, grid z takes one row of X each (every row re-reads B:
-# correct at any shape, fast only at M = 1).
+# grid y gives the blocks K ranges whose partials[z, m, n] the last block of each column group adds
+# (columns_split_kernel, below: one launch, a fixed order, no atomics on the data). Matmul's
+# ``vector`` rung (at the bottom) runs it; with M > 1 rows, grid z takes one row of X each (every
+# row re-reads B: correct at any shape, fast only at M = 1).
 VM_UNROLL = 4  # independent loads of B a thread keeps in flight
 VM_MIN_K = 256  # shortest K range a block gets when K is split over grid y
 VM_MAX_SPLITS = 64  # at most this many K ranges (partials a column for the reduction to add)
