@@ -23,16 +23,19 @@ FMAs each load feeds (per thread, float32):
                   loads: 1 / 128 instr.
   small           2 / 32 - 2 / 64        1 / 2 - 3 / 8                 16 - 32
 
-warp_tiled, wide_loads and small are built by one factory (:func:`gemm_kernel`) from a
-:class:`GemmConfig` whose fields (tiles, slab depth, padding, double buffering, pairs, launch bound)
-a tuner may vary (:data:`TUNABLE`). Beside the ladder, rungs for shapes the 128 x 128 tile serves
-badly (tile64: mid sizes, split_k: long K, skinny_m: M <= 32) and ``vector`` for M = 1 or N = 1,
-which are matrix-vector products (bound by reading B or A once, not by FMAs). The compile-time
-sizes that ``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab, launch bounds,
-split-K factor); ``auto`` runs the tuned configuration of the shape's class when one is cached for
-this GPU (kernels/tuning.py), else :func:`choose`: a launch model, like cuBLAS's heuristics, that
-estimates each block tile and split-K factor from the tiles' measured times (:data:`RATES`) and the
-waves of blocks the SMs run, so 1024^3 gets 128 x 64 tiles (one block an SM) and 777 x 1333 x 901
+This module is the lesson: naive, shared and register_tiled. The rungs past it live in the GEMM
+library, kernels/gemm/ (one idea a module; their names are re-exported here). warp_tiled,
+wide_loads and small are built by one factory (:func:`gemm_kernel`) from a :class:`GemmConfig`
+whose fields (tiles, slab depth, padding, double buffering, pairs, launch bound) a tuner may vary
+(:data:`TUNABLE`). Beside the ladder, rungs for shapes the 128 x 128 tile serves badly (tile64: mid
+sizes, split_k: long K, skinny_m: M <= 32) and ``vector`` for M = 1 or N = 1, which are
+matrix-vector products (bound by reading B or A once, not by FMAs). The compile-time sizes that
+``lab tune`` searches are each rung's ``tunables`` (tile bm x bn, K-slab, launch bounds, split-K
+factor); ``auto`` runs the tuned configuration of the shape's class when one is cached for this GPU
+(kernels/tuning.py), else :func:`choose`: a launch model, like cuBLAS's heuristics, that estimates
+each block tile and split-K factor from the tiles' measured times (:data:`RATES`, from
+kernels/gemm/rates.json) and the waves of blocks the device's SMs run (kernels/device_limits.py),
+so on an H100 1024^3 gets 128 x 64 tiles (one block an SM) and 777 x 1333 x 901
 gets 32 x 64 (525 blocks; 128 x 64 would leave 15 SMs two blocks and the rest one).
 
 What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters matmul --size 4096``, float32,
