@@ -13,6 +13,8 @@ from kernels.device_limits import H100, T4, described
 from tests.conftest import SIMULATOR
 from tests.helpers import check_rung
 
+pytestmark = pytest.mark.gpu  # the launch math and the runs hold on a GPU too (described devices override it)
+
 
 def launch(kernel, variant, size, threads=256):
     return kernels.load(kernel).variants[variant].configure(size, threads)
@@ -25,6 +27,16 @@ def test_the_simulator_describes_an_h100_and_says_so():
     dev = DL.current()
     assert dev == H100 and dev.described and "described" in dev.name
     assert sm_count() == 132
+
+
+@pytest.mark.skipif(SIMULATOR, reason="the simulator reports no device")
+def test_a_gpu_reports_its_own_limits():
+    from kernels.compiler import cuda
+
+    dev = DL.current()
+    assert dev.source == "device" and not dev.described
+    assert dev.sm_count == cuda.get_current_device().MULTIPROCESSOR_COUNT
+    assert dev.max_threads_per_block == 1024 and dev.warp_size == 32 and dev.shared_per_block == 48 * 1024
 
 
 def test_described_device_is_seen_inside_the_block_only():
