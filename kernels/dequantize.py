@@ -28,6 +28,7 @@ from kernels.compiler import cuda, float64, uint64
 from kernels.quantize import (QMAX, QMIN, block_partials_prepare, grid_stride_launch, quant_code,
                               quant_params, quantize_params, reference as quantize_reference)
 from kernels.quantize import dequantize_reference, roundtrip_bound  # noqa: F401  (this module's API too)
+from kernels.device_limits import current
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
 
@@ -162,8 +163,9 @@ def _device(a):
 
 
 def _check_threads(threads):
-    if threads % WARP or not 0 < threads <= 1024:
-        raise ValueError(f"threads={threads}: must be a multiple of {WARP} in 32..1024")
+    top = current().max_threads_per_block  # 1024 on every CUDA GPU so far
+    if threads % WARP or not 0 < threads <= top:
+        raise ValueError(f"threads={threads}: must be a multiple of {WARP} in 32..{top}")
 
 
 def quantize_per_tensor(x, threads=256):

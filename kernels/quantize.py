@@ -62,6 +62,7 @@ import math
 import numpy as np
 from kernels.compiler import cuda, float64, int64, uint32, uint64
 
+from kernels.device_limits import current
 from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for
 from kernels.compiler import SIMULATOR
 from kernels.warp import MAX_WARPS, SCRATCH, block_minmax
@@ -73,13 +74,16 @@ QMAX = 255.0
 QMIN32 = np.float32(QMIN)
 QMAX32 = np.float32(QMAX)
 UNROLL = 8  # independent loads each thread keeps in flight per trip of a grid-stride loop
-# Grid of the grid-stride rungs: 132 * 1024 threads = half of what an H100's 132 SMs hold (2048
-# each), i.e. 4 blocks of 256 per SM. With 8 loads a thread that is 32 KiB in flight per SM, more
-# than DRAM latency x bandwidth needs (~18 KiB), and it leaves room for up to 64 registers a thread,
-# so the whole grid is resident in one wave (no second wave of blocks arriving late). The launch
-# math only gets (size, threads), so the number is fixed: on a smaller GPU the extra blocks wait for
-# a second wave; on a bigger one some SMs idle.
-GRID_THREADS = 132 * 1024
+# Grid of the grid-stride rungs: half the threads the device's SMs hold (kernels.device_limits: on
+# an H100, 132 SMs x 2048 = 132 * 1024 threads), i.e. 4 blocks of 256 per SM there. With 8 loads a
+# thread that is 32 KiB in flight per SM, more than DRAM latency x bandwidth needs (~18 KiB on an
+# H100), and it leaves room for up to 64 registers a thread, so the whole grid is resident in one
+# wave (no second wave of blocks arriving late).
+def grid_threads() -> int:
+    """Threads of the fixed grid of the grid-stride rungs: half of what the current device's SMs
+    hold (SMs x resident threads an SM / 2; 135,168 on an H100)."""
+    dev = current()
+    return dev.sm_count * dev.max_threads_per_sm // 2
 
 
 # --- Rounding half to even, on the GPU and in the simulator ----------------------------------------
@@ -303,7 +307,7 @@ def _init_minmax_quantize(minmax_kernel, quantize_kernel, cfg, inputs, outputs):
 @cuda.jit
 def minmax_block_atomic_kernel(x, mm):
     """Block b reduces its threads' grid-stride slices (thread_minmax, block_minmax); thread 0 then
-    folds the block's (min, max) into mm with one atomic each. Grid = fixed (GRID_THREADS)."""
+    folds the block's (min, max) into mm with one atomic each. Grid = fixed (grid_threads())."""
     scratch = cuda.shared.array(SCRATCH, float64)  # used only by the simulator's warp_max
     slot_lo = cuda.shared.array(MAX_WARPS, float64)
     slot_hi = cuda.shared.array(MAX_WARPS, float64)
@@ -317,17 +321,17 @@ def minmax_block_atomic_kernel(x, mm):
 @cuda.jit
 def quantize_grid_kernel(x, mm, q, params):
     """q = codes of x with the parameters of (mm[0], mm[1]); each thread quantizes its grid-stride
-    slice (quantize_forward). Grid = fixed (GRID_THREADS)."""
+    slice (quantize_forward). Grid = fixed (grid_threads())."""
     scale, zero_point = quant_params(mm[0], mm[1])
     write_params(params, scale, zero_point)
     quantize_forward(x, q, scale, zero_point)
 
 
 def grid_stride_launch(size, threads):
-    """A fixed grid of GRID_THREADS // threads blocks (fewer when N needs fewer: one trip of UNROLL
+    """A fixed grid of grid_threads() // threads blocks (fewer when N needs fewer: one trip of UNROLL
     elements a thread), each thread looping over x with stride grid * threads."""
     (n,) = size
-    blocks = max(1, min(blocks_for(n, threads * UNROLL), GRID_THREADS // threads))
+    blocks = max(1, min(blocks_for(n, threads * UNROLL), grid_threads() // threads))
     return Launch(grid=(blocks,), block=(threads,), threads_needed=min(n, blocks * threads),
                   note=f"grid-stride, {UNROLL} loads in flight a thread")
 
@@ -345,12 +349,12 @@ def atomic_per_block_prepare(cfg, inputs, outputs):
 # Saves: the init launch and the atomics. The min/max kernel writes one (min, max) pair per block;
 # every block of the quantize kernel reduces those few hundred pairs itself (4 KiB from L2, a few
 # microseconds at its start) instead of a third launch doing it once. 2 launches, 9 bytes an element.
-# The pairs number GRID_THREADS / threads: 528 at 256 threads a block, 4224 at 32 threads, where
+# The pairs number grid_threads() / threads (on an H100): 528 at 256 threads a block, 4224 at 32 threads, where
 # this prologue (L2 latency, a few loads a thread in turn) costs noticeably more.
 @cuda.jit
 def minmax_partials_kernel(x, partials):
     """partials[0, b], partials[1, b] = (min, max) of block b's grid-stride slices of x.
-    partials: (2, grid) of x's dtype. Grid = fixed (GRID_THREADS)."""
+    partials: (2, grid) of x's dtype. Grid = fixed (grid_threads())."""
     scratch = cuda.shared.array(SCRATCH, float64)
     slot_lo = cuda.shared.array(MAX_WARPS, float64)
     slot_hi = cuda.shared.array(MAX_WARPS, float64)
@@ -555,10 +559,10 @@ def summarize(inputs, outputs):
 
 def choose(size):
     """(rung, threads, why) for N elements: l2_tail_first (the best rung at every size measured),
-    at 256 threads; below a full grid (N < GRID_THREADS x UNROLL) 128 threads, so the smaller grid
+    at 256 threads; below a full grid (N < grid_threads() x UNROLL) 128 threads, so the smaller grid
     still spreads over more SMs."""
     (n,) = size
-    if n >= GRID_THREADS * UNROLL:
+    if n >= grid_threads() * UNROLL:
         return "l2_tail_first", 256, "a full grid-stride grid"
     return "l2_tail_first", 128, "small N: smaller blocks over more SMs"
 

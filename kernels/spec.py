@@ -162,23 +162,13 @@ def split_columns(rows: int, cols: int, threads: int, per_thread: int, blocks_pe
     return chunk, blocks_for(cols, chunk)
 
 
-_SM_COUNT = []
-
-
 def sm_count() -> int:
-    """Streaming multiprocessors of the current device (the launch heuristics size grids by it);
-    132 (an H100 SXM) in the simulator, which reports none."""
-    if not _SM_COUNT:
-        from kernels.compiler import SIMULATOR, cuda
+    """Streaming multiprocessors of the device launch math sizes grids for
+    (:func:`kernels.device_limits.current`: the GPU's own count; in the simulator the described
+    device, an H100 SXM's 132 unless a caller describes another)."""
+    from kernels.device_limits import current
 
-        n = 0
-        if not SIMULATOR:
-            try:
-                n = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
-            except Exception:  # no usable device: fall back to the default below
-                n = 0
-        _SM_COUNT.append(n or 132)
-    return _SM_COUNT[0]
+    return current().sm_count
 
 
 def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":

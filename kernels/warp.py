@@ -14,9 +14,13 @@ Block level: ``block_sum``, ``block_max`` and ``block_minmax`` reduce in two ste
 each warp, then one slot per warp in shared memory (``partial``: MAX_WARPS slots, one call's own), a
 barrier, and a second warp reduction over those slots that every warp does itself, so each thread
 gets the result without a second barrier. Blocks are whole warps; a one-warp block skips the shared
-step.
+step. ``block_merge`` reduces online-softmax pairs (running max, sum of exp relative to it) the same
+way (M. Milakov and N. Gimelshein, "Online normalizer calculation for softmax", arXiv:1805.02867;
+kernels/softmax.py, rung 3, explains the rule).
 """
 from __future__ import annotations
+
+import math
 
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda
 
@@ -215,3 +219,42 @@ def block_minmax(lo, hi, slot_lo, slot_hi, scratch):
     neg_lo = slot_lo[lane] if lane < nwarps else slot_lo[0]
     hi = slot_hi[lane] if lane < nwarps else slot_hi[0]
     return -warp_max(neg_lo, scratch), warp_max(hi, scratch)
+
+
+# Online-softmax pairs (kernels/softmax.py, rungs 3-5): (m, d) = (running max, sum of exp(x - m)).
+# Two pairs merge as M = max(m1, m2), D = d1 exp(m1 - M) + d2 exp(m2 - M); a thread (or warp) that
+# saw only -inf has m = -inf and d = 0, so rescale skips the exp when d is 0 (exp(-inf - -inf) = NaN).
+@cuda.jit(device=True)
+def rescale(d, m, new_m):
+    """d * exp(m - new_m): a partial sum taken relative to max m, re-expressed relative to new_m
+    (>= m); 0 when d is 0, without computing exp(-inf - -inf)."""
+    return d * math.exp(m - new_m) if d > 0 else d
+
+
+@cuda.jit(device=True)
+def block_merge(m, d, part_m, part_d, scratch):
+    """Merge every thread's (m, d) into the row's (M, D), returned to every thread.
+
+    The pairwise rule applied to a whole warp at once: M = max of the m's (warp_max), then
+    D = sum of d * exp(m - M) (warp_sum); the same again over the warps' pairs in shared memory.
+    One barrier.
+    """
+    lane = cuda.threadIdx.x % WARP
+    nwarps = cuda.blockDim.x // WARP
+    big_m = warp_max(m, scratch)
+    big_d = warp_sum(rescale(d, m, big_m), scratch)
+    if nwarps == 1:
+        return big_m, big_d
+    if lane == 0:
+        part_m[cuda.threadIdx.x // WARP] = big_m
+        part_d[cuda.threadIdx.x // WARP] = big_d
+    cuda.syncthreads()
+    if lane < nwarps:
+        m = part_m[lane]
+        d = part_d[lane]
+    else:  # lanes past the last warp: an empty pair (d = 0, m any value)
+        m = part_m[0]
+        d = d - d
+    big_m = warp_max(m, scratch)
+    big_d = warp_sum(rescale(d, m, big_m), scratch)
+    return big_m, big_d

@@ -51,6 +51,18 @@ class Arch:
     def max_threads_per_sm(self) -> int:
         return self.max_warps_per_sm * self.warp_size
 
+    def device_limits(self, sms: int | None = None):
+        """This row as the described device launch math reads (kernels.device_limits.DeviceLimits),
+        with ``sms`` SMs (default: the example product's)."""
+        from kernels.device_limits import DeviceLimits
+
+        return DeviceLimits(f"{self.example_gpu} ({self.name}, described)", sms or self.sms,
+                            max_threads_per_sm=self.max_threads_per_sm, max_threads_per_block=self.max_threads_per_block,
+                            max_blocks_per_sm=self.max_blocks_per_sm, shared_per_block=self.shared_per_block_static,
+                            shared_per_block_optin=self.shared_per_block_optin, shared_per_sm=self.shared_per_sm,
+                            registers_per_sm=self.registers_per_sm, registers_per_block=self.registers_per_block,
+                            warp_size=self.warp_size, max_grid_yz=self.max_grid_yz, cc=self.cc)
+
 
 ARCHS = {a.name: a for a in (
     Arch((7, 0), 64, 32, 96 * KB, 96 * KB, 256, 0, "Tesla V100 SXM2", 80),

@@ -66,6 +66,12 @@ def describe(simulator: bool) -> dict:
                 "note": "CUDA simulator: correctness only, timings are not meaningful; "
                         "the limits shown are CUDA's, the simulator reports none of them"}
         info.update(SIMULATOR_LIMITS)
+        from kernels.device_limits import current
+
+        limits = current()  # the device launch math sizes grids for here: a described one (an H100 SXM5)
+        info["launch_device"] = {"name": limits.name, "sm_count": limits.sm_count,
+                                 "max_threads_per_sm": limits.max_threads_per_sm,
+                                 "shared_per_block": limits.shared_per_block, "source": limits.source}
         return info
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)

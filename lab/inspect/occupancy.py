@@ -46,8 +46,14 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     device_cc = _device_cc() if backend == "gpu" else None
     spec, variant, arch = resolve(kernel, variant, threads, arch_name, device_cc)
     run_size = spec.parse_size(size) if size else spec.default_size(True)
-    records = resources.record_launches(spec, variant, run_size, threads)
     on_device = device_cc is not None and device_cc == arch.cc
+    if on_device:
+        records = resources.record_launches(spec, variant, run_size, threads)
+    else:  # the launch math sizes grids and picks tiles for the arch compiled for, not this machine
+        from kernels.device_limits import described
+
+        with described(arch.device_limits()):
+            records = resources.record_launches(spec, variant, run_size, threads)
     usage = [resources.device_resources(r) for r in records] if on_device else resources.offline_resources(records, arch.name)
     rows = []
     for rec, use in zip(records, usage):

@@ -10,6 +10,8 @@ import pytest
 
 import kernels
 from kernels import matmul as MM
+from kernels.device_limits import current
+from kernels.gemm import skinny as SKINNY_M, split_k as SK
 from tests.conftest import SIMULATOR
 from tests.helpers import check_rung, run_variant
 
@@ -150,7 +152,7 @@ MATMUL_SPLIT = [(5, 7, 50)] if SIMULATOR else [(64, 64, 65536), (32, 4096, 4096)
 @pytest.mark.parametrize("size", MATMUL_SPLIT)
 def test_matmul_split_k(size, rng, simulator, monkeypatch):
     if SIMULATOR:
-        monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # K ranges of 16: 50 k in 2 ranges, a few blocks
+        monkeypatch.setattr(SK, "SPLIT_MIN_K", 16)  # K ranges of 16: 50 k in 2 ranges, a few blocks
     assert MM.split_k_plan(size)[1] > 1  # really split
     check_rung("matmul", "split_k", size, 256, rng, simulator)
     if not SIMULATOR:
@@ -181,13 +183,15 @@ def test_split_k_reduce(splits, m, n, dtype, rng, simulator):
     assert np.array_equal(dC.copy_to_host().reshape(m, n), got)  # a fixed order of additions: the same bits
 
 
-def test_split_k_reduce_loops_over_chunks(rng, simulator, monkeypatch):
-    """A grid smaller than the chunks (one block here): each block loops, barriers and all."""
-    monkeypatch.setattr(MM, "sm_count", lambda: 1)
-    monkeypatch.setattr(MM, "RED_THREADS_PER_SM", 256)
-    grid, block = MM.reduce_launch(11, 7 * 33)
-    assert grid == 1 and block == (32, 8)
-    test_split_k_reduce(11, 7, 33, np.float32, rng, simulator)
+def test_split_k_reduce_loops_over_chunks(rng, simulator):
+    """A grid smaller than the chunks (one block here, on a described device of 1 SM holding 256
+    threads): each block loops, barriers and all."""
+    from kernels.device_limits import H100, described
+
+    with described(H100.replace(name="1 SM", sm_count=1, max_threads_per_sm=256)):
+        grid, block = MM.reduce_launch(11, 7 * 33)
+        assert grid == 1 and block == (32, 8)
+        test_split_k_reduce(11, 7, 33, np.float32, rng, simulator)
 
 
 VECTOR_SPLITS = [(1, 37, 50, 3), (3, 70, 41, 4)] + ([] if SIMULATOR else [(1, 4096, 4096, 4), (2, 1000, 3001, 7)])
@@ -198,12 +202,12 @@ def test_vector_split_adds_its_partials_in_one_launch(m, n, k, splits, rng, simu
     """The column kernel with K split: the last block of each column group adds the partials (its
     counters back at zero after each call), so call after call on new inputs is right, and the same
     inputs give the same bits."""
-    from kernels import matvec as MV
     from kernels.compiler import cuda
+    from kernels.gemm.vector import columns_prepare
 
     dX, dB = cuda.device_array((m, k), np.float32), cuda.device_array((k, n), np.float32)
     dY = cuda.to_device(np.full((m, n), np.nan, np.float32))
-    fn = MV.columns_prepare(dX, dB, dY, 64 if SIMULATOR else 256, MM.blocks_for(k, splits))
+    fn = columns_prepare(dX, dB, dY, 64 if SIMULATOR else 256, MM.blocks_for(k, splits))
     for _ in range(3):
         X, B = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
         dX.copy_to_device(X)
@@ -223,7 +227,7 @@ SKINNY = [(5, 130, 70), (40, 33, 50)] if SIMULATOR else [(32, 4096, 4096), (1, 5
 @pytest.mark.parametrize("size", SKINNY)
 def test_matmul_skinny_m(size, rng, simulator, monkeypatch):
     if SIMULATOR:
-        monkeypatch.setattr(MM, "SPLIT_MIN_K", 16)  # several K ranges at a tiny K
+        monkeypatch.setattr(SKINNY_M, "SPLIT_MIN_K", 16)  # several K ranges at a tiny K
     check_rung("matmul", "skinny_m", size, 128, rng, simulator)
 
 
@@ -344,7 +348,7 @@ def test_gemm_config_rules():
     # a sub-tile a warp must fit: the 256 x 128 tile's A buffer grows to hold 8 warps' 64 x 16 stages
     big = MM.GEMM_TILES["256x128x8"].derived()
     assert big["staged"] and big["a_words"] == 8 * 64 * 16 > 2 * 8 * (256 + 4)
-    assert MM.WARP_TILED_F64.derived(8)["smem"] <= MM.GEMM_SMEM_LIMIT
+    assert MM.WARP_TILED_F64.derived(8)["smem"] <= current().shared_per_block
     for c in MM.SMALL_CONFIGS:
         c.derived(8)  # the small tiles fit in float64 too
 
@@ -394,3 +398,22 @@ def test_pairs_need_contiguous_even_rows():
     assert MM._pairs_ok(np.zeros((3, 4), np.float32))
     assert not MM._pairs_ok(np.zeros((3, 5), np.float32))
     assert not MM._pairs_ok(np.zeros((4, 8), np.float32)[:, :4])  # rows 32 bytes apart: not C-contiguous
+
+
+def test_launch_model_rates_come_from_the_data_file(tmp_path):
+    """kernels/gemm/rates.json holds the measured tile times with the device, date and versions they
+    were measured with; the model reads it at import; a row without a time a K is refused by name."""
+    import json
+
+    from kernels.gemm import model
+
+    info = json.loads(model.RATES_FILE.read_text())
+    assert info["device"].startswith("NVIDIA H100") and info["sms"] == 132 and info["date"]
+    assert {"numba-cuda", "numpy", "python"} <= set(info["versions"])
+    assert model.RATES == MM.RATES and tuple(info["ks"]) == MM.RATE_KS
+    assert set(MM.RATES) <= set(MM.GEMM_TILES)
+    bad = dict(info, tiles={"64x64x16": {"1": [0.1, 0.2]}})
+    path = tmp_path / "rates.json"
+    path.write_text(json.dumps(bad))
+    with pytest.raises(ValueError, match="64x64x16 r=1: not one time per K"):
+        model.load_rates(path)

@@ -87,14 +87,17 @@ def test_variant_edges(variant, kind, n, rng, simulator):
 
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v not in ("atomic_per_element", "auto")])
 @pytest.mark.parametrize("threads", [32, 96] + ([] if SIMULATOR else [1024]))
-def test_grid_stride_trips(variant, threads, rng, simulator, monkeypatch):
+def test_grid_stride_trips(variant, threads, rng, simulator):
     """A grid too small for one pass: several full trips of UNROLL loads, a ragged tail, partials of
-    several blocks (rung 4 walks the trips backwards)."""
-    monkeypatch.setattr(Q, "GRID_THREADS", 2 * threads)
+    several blocks (rung 4 walks the trips backwards). The grid follows the described device: one SM
+    holding 4 blocks' threads gives a grid of 2 blocks."""
+    from kernels.device_limits import H100, described
+
     n = 2 * 2 * threads * Q.UNROLL + 3 * threads + 5
-    cfg = SPEC.variants[variant].launch((n,), threads)
-    assert cfg.grid == (2,)
-    ok, outs, refs = run_quantize(variant, make_x("normal", n, rng), threads, simulator)
+    with described(H100.replace(name="1 SM", sm_count=1, max_threads_per_sm=4 * threads)):
+        cfg = SPEC.variants[variant].launch((n,), threads)
+        assert cfg.grid == (2,)
+        ok, outs, refs = run_quantize(variant, make_x("normal", n, rng), threads, simulator)
     assert ok
     assert_matches(outs, refs, f"{variant}, {threads} threads")
 

@@ -230,3 +230,11 @@ def test_group_rows_launch_math():
     assert "32 values a lane" in kernels.load("softmax").variants["group_rows"].launch((5, 1000), 128).note
     cfg = kernels.load("softmax").variants["group_rows"].launch((100000, 32), 128)
     assert cfg.grid == (100000 // 16,) and cfg.threads_needed == 100000 * 8
+
+
+def test_group_rows_keeps_the_fused_register_budget():
+    """group_rows (kernels/softmax_rows.py) holds rows in registers under the fused rung's limits."""
+    from kernels import softmax, softmax_rows
+
+    assert softmax_rows.GROUP_RESIDENT_MAX == softmax.RESIDENT_MAX
+    assert softmax_rows.GROUP_RESIDENT_BLOCK == softmax.RESIDENT_BLOCK
