@@ -47,6 +47,9 @@ def main(argv=None) -> None:
     traceback instead)."""
     try:
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:  # `lab`, `lab exercise`: the usual help, exit 0
+        click.echo(e.ctx.get_help())
+        sys.exit(0)
     except LabError as e:
         click.echo(f"error: {_one_line(e)}", err=True)
         sys.exit(2)
