@@ -53,7 +53,7 @@ def test_device_command(lab):
         assert info["sm_count"] > 0 and info["peak_bandwidth_gbps"] > 100
 
 
-@pytest.mark.cpu_ok
+@pytest.mark.gpu  # no kernel: the same on a GPU machine
 @pytest.mark.parametrize("args", [(), ("exercise",)])
 def test_a_group_alone_shows_its_usual_help(lab, args):
     """`lab` and `lab exercise` with nothing after them: the help, as with --help, on stdout, exit 0."""
