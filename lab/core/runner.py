@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sys
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -23,6 +21,7 @@ import numpy as np
 
 import kernels
 from lab.core import compilers, resources
+from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
@@ -34,15 +33,7 @@ FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked 
                   "inputs rounded to float32, at float32's tolerance")
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
-# The simulator runs each CUDA thread of a block as a Python thread, and every barrier and warp
-# shuffle waits for all of them while the block's manager thread polls them. A thread woken at a
-# barrier gets the GIL only when the running thread blocks or its switch interval (5 ms by default)
-# runs out, so each simulated barrier cost up to 5 ms. At 0.2 ms a simulated call of 32-thread blocks
-# ran 2-7x faster on a 2-core CPU machine (matvec 67x7 warp_per_row 6.8 -> 1.3 s, softmax fused
-# 0.7 -> 0.1 s, quantize block_partials 1.9 -> 0.3 s: best of 3, 2026-11-22); 1024-thread blocks,
-# dominated by starting the threads, gain less. Switching that often exposed a race in the
-# simulator's shared arrays (_serialize_shared_arrays), fixed here.
-SIMULATOR_SWITCH_INTERVAL_S = 2e-4
+SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
 
 
 @dataclass
@@ -231,63 +222,10 @@ def check_contenders(names: list[str] | None) -> list[str]:
     return _pick(names, C.CONTENDERS, "contender")
 
 
-def _serialize_shared_arrays() -> None:
-    """Make the simulator's ``cuda.shared.array`` atomic (once a process).
-
-    numba-cuda's simulator (0.30.4, ``simulator/kernelapi.py``, ``FakeCUDAShared.array``) finds a
-    block's shared array by the calling file and line: a dict get, and on a miss ``np.empty`` and a
-    store, with no lock. Two threads of a block that miss together get two different arrays, and
-    what one of them writes the others never read: a wrong result now and then (the test suite failed
-    about one run in two, in quantize, matmul shared and tile64, once threads switched every 0.2 ms;
-    none in 12 runs with this lock). The same lookup, under a lock; the caller's file and line are
-    read from its frame (the original's traceback.extract_stack, without reading source lines).
-    """
-    try:
-        from numba.core import types
-        from numba.cuda.simulator import kernelapi
-        from numba.np import numpy_support
-    except ImportError:  # not the simulator (or another compiler): nothing to fix
-        return
-    shared = getattr(kernelapi, "FakeCUDAShared", None)
-    original = getattr(shared, "array", None)
-    if original is None or getattr(original, "lab_serialized", False):
-        return
-    lock = threading.Lock()
-
-    def array(self, shape, dtype, alignment=None):
-        if alignment is not None or shape == 0:  # an error, or dynamic shared memory: no lookup
-            return original(self, shape, dtype, alignment)
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        frame = sys._getframe(1)
-        caller = (frame.f_code.co_filename, frame.f_lineno)
-        with lock:
-            res = self._allocations.get(caller)
-            if res is None:
-                res = self._allocations[caller] = np.empty(shape, dtype)
-        return res
-
-    array.lab_serialized = True
-    shared.array = array
-
-
-def enter_simulator_threads() -> float:
-    """Simulate with a switch interval of at most SIMULATOR_SWITCH_INTERVAL_S (a simulated barrier
-    then costs ~0.2 ms, not up to 5 ms) and atomic shared-array allocation; returns the old interval."""
-    _serialize_shared_arrays()
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, SIMULATOR_SWITCH_INTERVAL_S))
-    return old
-
-
-@contextlib.contextmanager
-def simulator_threads():
-    """Within: :func:`enter_simulator_threads`; the switch interval restored after."""
-    old = enter_simulator_threads()
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
+# The simulator's set-up lives in lab.core.simulator; these names stay for the callers that use them.
+enter_simulator_threads = simulation.enter
+simulator_threads = simulation.threads
+_serialize_shared_arrays = simulation.serialize_shared_arrays
 
 
 def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
@@ -295,7 +233,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
 
     progress: optional ``progress(event, report, **info)`` callback (events listed above).
     """
-    with simulator_threads() if backend == "simulator" else contextlib.nullcontext():
+    with simulation.threads(backend == "simulator"):
         return _run(opts, backend, progress)
 
 
