@@ -1,7 +1,12 @@
 """Run one kernel problem across contenders: check each against a float64 reference, then time it.
 
-Data flows one way: KernelSpec (kernels/) -> run() here -> Report of Rows (with Measurements from
-lab.core.timing) -> lab.cli.views.report prints it. The CLI and the tests both call :func:`run`.
+Data flows one way: KernelSpec (kernels/) -> :func:`run` here (:func:`validate` the options into a
+:class:`Plan`, :func:`plan` the rows' :class:`Step` s, :func:`execute` them) -> a Report of frozen
+:class:`Row` s, each a :class:`Task` (kernel, contender, variant, size, dtype, launch), its
+:class:`Check` and its :class:`lab.core.timing.Measurement`, with GB/s, GFLOP/s, % of copy bandwidth
+and of peak FP32 and the speedup over NumPy as properties -> lab.cli.views.report prints it. The
+library (:func:`lab.bench.commands.run`, i.e. ``lab.library.run``) and the tests call :func:`run`;
+the simulator's set-up is :mod:`lab.core.simulator`'s.
 
 For each contender (each Numba variant, NumPy, CuPy, torch): copy the inputs, poison the outputs,
 make the first call (timed alone: compile + load + run), check every output element against the
@@ -34,6 +39,10 @@ FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked 
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
+# how long a simulation would take, and a smaller run that takes seconds: lab.core.simulator's estimates
+simulator_calls, simulator_seconds, quick_options = (simulation.simulator_calls, simulation.simulator_seconds,
+                                                     simulation.quick_options)
+_check_calls, _minutes = simulation.check_calls, simulation.minutes
 
 
 @dataclass
@@ -647,54 +656,6 @@ def _counters(report: Report, opts: Options, emit) -> None:
     report.rows = [replace(r, dram_ratio=hit.get("dram_ratio"), sectors_per_request=hit.get("sectors_per_request"))
                    if (hit := by_row.get((r.contender, r.variant))) else r for r in report.rows]
     report.counters = {k: got.get(k) for k in ("tool", "engine")} | {"notes": list(got.get("notes") or [])}
-
-
-def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:
-    """Calls a simulator run makes of each variant: the checked first call (``check_calls``: 2 for a
-    kernel with integer outputs, checked under two poisons), then (only when some are timed) the
-    warm-up and the timed calls."""
-    return check_calls + (warmup + repeats if repeats else 0)
-
-
-def _check_calls(spec, size, dtype) -> int:
-    """1, or 2 when an output is an integer array (lab.core.check's two-poison check)."""
-    return 2 if any(np.issubdtype(dt, np.integer) for _, dt in spec.out_specs(size, dtype)) else 1
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
-
-
-def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
-    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
-    from lab.core import simcost
-
-    launched = {}
-    for v in variant_names:
-        variant = spec.variants[v]
-        if variant.accepts(threads):
-            continue  # skipped rungs cost nothing
-        try:
-            launched[v] = variant.launch(size, threads).threads_total
-        except Exception:
-            continue
-    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
-
-
-def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
-    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
-    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
-    def shrink(t):
-        smaller = size
-        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
-            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
-        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
-
-    smaller, quick = shrink(threads)
-    if not quick and threads > 32:
-        smaller, _ = shrink(32)
-        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
-    return f"--size {'x'.join(map(str, smaller))}"
 
 
 def _first_line(e: Exception) -> str:

@@ -28,6 +28,10 @@ The shared-array lock: :func:`serialize_shared_arrays`
     docs/upstream-simulator-race.md has a reproducer and the patch offered upstream; until a fixed
     numba-cuda is released, the patch is applied here, at run time, once a process.
 
+How long a simulation takes: :func:`simulator_seconds`, :func:`quick_options`
+    A rough wall time from lab.core.simcost before a run starts (``lab run`` announces a long one with
+    a smaller ``--size``, and refuses one above 10 minutes without ``--yes``).
+
 The tracer: :func:`tracing`
     ``with tracing(True) as tracer:`` records every simulated global load and store
     (:class:`lab.core.trace.SectorTracer`); ``tracing(False)`` yields None and records nothing.
@@ -156,6 +160,57 @@ def threads(active: bool = True):
         yield
     finally:
         sys.setswitchinterval(old)
+
+
+# --- how long a simulation takes ---------------------------------------------------------------------
+def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:
+    """Calls a simulator run makes of each variant: the checked first call (``check_calls``: 2 for a
+    kernel with integer outputs, checked under two poisons), then (only when some are timed) the
+    warm-up and the timed calls."""
+    return check_calls + (warmup + repeats if repeats else 0)
+
+
+def check_calls(spec, size, dtype) -> int:
+    """1, or 2 when an output is an integer array (lab.core.check's two-poison check)."""
+    import numpy as np
+
+    return 2 if any(np.issubdtype(dt, np.integer) for _, dt in spec.out_specs(size, dtype)) else 1
+
+
+def minutes(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
+
+
+def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
+    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
+    from lab.core import simcost
+
+    launched = {}
+    for v in variant_names:
+        variant = spec.variants[v]
+        if variant.accepts(threads):
+            continue  # skipped rungs cost nothing
+        try:
+            launched[v] = variant.launch(size, threads).threads_total
+        except Exception:
+            continue
+    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
+
+
+def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
+    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
+    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
+    def shrink(t):
+        smaller = size
+        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
+            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
+        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
+
+    smaller, quick = shrink(threads)
+    if not quick and threads > 32:
+        smaller, _ = shrink(32)
+        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
+    return f"--size {'x'.join(map(str, smaller))}"
 
 
 # --- the tracer ------------------------------------------------------------------------------------
