@@ -128,3 +128,13 @@ def test_run_counters_from_python_is_lab_run_counters():
     assert doc["counters"]["tool"] == "simulator" and doc["results"][0]["dram_ratio"] == row.dram_ratio
     plain = L.run("vecadd", size="100", threads=32, contenders="numba", variant="element_per_thread", seed=1)
     assert plain.counters is None and plain.rows[0].dram_ratio is None
+
+
+def test_importing_the_library_chooses_no_backend():
+    """lab.library imports no Numba: the first call's ``sim=`` still chooses the backend."""
+    import subprocess
+    import sys
+
+    code = "import sys, lab; lab.library.run; print([m for m in ('numba', 'click', 'rich') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
