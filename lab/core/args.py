@@ -36,16 +36,21 @@ def integer(value, opt: str, min: int | None = None):
     return value
 
 
-def number(value, opt: str):
-    """A float (None passes; an int or a str of a number is taken)."""
+def number(value, opt: str, min: float | None = None, min_open: bool = False):
+    """A float (None passes; an int or a str of a number is taken); ``min``: the least allowed (or,
+    with ``min_open``, the bound it must exceed)."""
     if value is None:
         return None
+    kind = "float range" if min is not None else "float"
     try:
         if isinstance(value, bool):
             raise ValueError
-        return float(value)
+        value = float(value)
     except (TypeError, ValueError):
-        raise _invalid(opt, f"{value!r} is not a valid float.") from None
+        raise _invalid(opt, f"{value!r} is not a valid {kind}.") from None
+    if min is not None and (value <= min if min_open else value < min):
+        raise _invalid(opt, f"{value} is not in the range x{'>' if min_open else '>='}{min}.")
+    return value
 
 
 def choice(value, opt: str, choices):
@@ -85,6 +90,16 @@ def existing_file(value, opt: str):
         raise _invalid(opt, f"File {value!r} does not exist.")
     if os.path.isdir(value):
         raise _invalid(opt, f"File {value!r} is a directory.")
+    return value
+
+
+def folder(value, opt: str):
+    """A path that is not a file (None passes; a folder need not exist yet)."""
+    if value is None:
+        return None
+    value = text(value, opt)
+    if os.path.isfile(value):
+        raise _invalid(opt, f"Directory {value!r} is a file.")
     return value
 
 

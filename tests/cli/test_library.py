@@ -12,13 +12,19 @@ from tests.conftest import SIMULATOR, run_lab
 
 # options that only choose how a result is shown or written as text, not what is computed
 VIEW_ONLY = {"as_json", "wide", "png", "svg"}
-VIEW_ONLY_OF = {"bench": {"out"}, "sweep": {"metric"}}
+VIEW_ONLY_OF = {"bench": {"out"}, "sweep": {"metric"}, "exercise solution": {"yes"}}  # yes: the view asks first
 INTERNAL = {"progress", "counters_engine"}  # the library's hooks, filled in by the views
-NOT_LIBRARY = {"exercise"}  # the exercise group is lab.teach's workspace, with its own functions
 
 
-def _commands():
-    return [(name, cmd) for name, cmd in sorted(cli.commands.items()) if name not in NOT_LIBRARY]
+def _commands(group=cli, prefix=""):
+    """Every command of the ``lab`` group, its subgroups' commands by their full name ("exercise check")."""
+    found = []
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            found += _commands(cmd, f"{prefix}{name} ")
+        else:
+            found.append((f"{prefix}{name}", cmd))
+    return found
 
 
 def _params(name, cmd):
@@ -62,6 +68,9 @@ def _bad_values(p):
     t = p.type
     if isinstance(t, click.IntRange) and t.min is not None:
         return str(t.min - 1), t.min - 1
+    if isinstance(t, click.FloatRange) and t.min is not None:
+        bad = t.min if t.min_open else t.min - 1
+        return str(bad), bad
     if t is click.INT:
         return "x", "x"
     if t is click.FLOAT:
@@ -70,6 +79,10 @@ def _bad_values(p):
         return "nope", "nope"
     if isinstance(t, click.Path) and t.exists:
         return "no/such/file.json", "no/such/file.json"
+    if isinstance(t, click.Path) and not t.file_okay:
+        import os
+
+        return os.path.abspath(__file__), os.path.abspath(__file__)
     if p.callback is not None and getattr(p.callback, "__name__", "") == "_not_empty":
         return "", ""
     return None
@@ -79,7 +92,8 @@ def _error_cases():
     cases = []
     for name, cmd in _commands():
         args = [p for p in _params(name, cmd) if isinstance(p, click.Argument) and p.required]
-        given = {p.name: "x.json" if name == "compare" else "vecadd" for p in args}
+        given = {p.name: "x.json" if name == "compare" else "nowhere" if name == "exercise grade" else "vecadd"
+                 for p in args}
         for p in _params(name, cmd):
             bad = _bad_values(p)
             if bad is None or isinstance(p, click.Option) and p.is_flag:
@@ -93,12 +107,12 @@ def test_same_errors(name, cmd, given, p, cli_value, lib_value):
     """Bad input: the library raises LabError with the message the CLI prints on one line, exit 2."""
     from lab.core.errors import LabError
 
-    argv = [name]
+    argv = name.split()
     for a in cmd.params:
         if isinstance(a, click.Argument) and a.name in given and a is not p:
             argv.append(given[a.name])
     if isinstance(p, click.Argument):
-        argv.insert(1 + [a.name for a in cmd.params if isinstance(a, click.Argument)].index(p.name), cli_value)
+        argv.insert(len(name.split()) + [a.name for a in cmd.params if isinstance(a, click.Argument)].index(p.name), cli_value)
         kwargs = dict(given, **{p.name: lib_value})
     else:
         argv += [max(p.opts, key=len), cli_value]
