@@ -8,7 +8,6 @@ imported after :func:`select`.
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 
 from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
