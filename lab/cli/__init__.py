@@ -6,8 +6,10 @@
     lab counters | sanitize                      lab.cli.hardware  -> lab.inspect
     lab exercise ...                             lab.cli.exercise  -> lab.teach
 
-Options shared by several commands are written once in :mod:`lab.cli.options`; tables, progress and
-plots are :mod:`lab.cli.views`. This package is the only place that prints or draws, and nothing
+Each command is a view over its library function (:mod:`lab.library`: lab.bench/inspect/core.commands),
+which checks the options and does the work; the notebook API (:mod:`lab.cli.api`) is another view over
+the same functions. Options shared by several commands are written once in :mod:`lab.cli.options`;
+tables, progress and plots are :mod:`lab.cli.views`. This package is the only place that prints or draws, and nothing
 imports it but the entry points (``lab``, ``python -m lab``, the forwarding script modules).
 
 The backend (GPU or CUDA simulator) is chosen before anything imports ``numba.cuda``, so the heavy
@@ -47,6 +49,9 @@ def main(argv=None) -> None:
     traceback instead)."""
     try:
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:  # `lab`, `lab exercise`: the usual help, exit 0
+        click.echo(e.ctx.get_help())
+        sys.exit(0)
     except LabError as e:
         click.echo(f"error: {_one_line(e)}", err=True)
         sys.exit(2)

@@ -1,9 +1,10 @@
 """The lab from Python (notebooks and scripts): ``import lab; lab.run("vecadd", size="4096")``.
 
-Each function is a ``lab`` command without the terminal: it takes the command's options as keyword
-arguments (the same names: ``threads``, ``size``, ``variant``, ``contenders``, ``sim`` ...; lists
-may stand for comma-separated values), checks them with the command's own click parameters, calls
-the same library function, and returns a :class:`Result`:
+Each function is a ``lab`` command without the terminal: a thin view over the command's library
+function (:mod:`lab.library`), which takes the command's options as keyword arguments (the same
+names: ``threads``, ``size``, ``variant``, ``contenders``, ``sim`` ...; lists may stand for
+comma-separated values), checks them as the command does and does the work. The view adds what a
+notebook shows, and returns a :class:`Result`:
 
 * ``_repr_html_`` / ``_repr_markdown_``: the command's tables (:mod:`lab.cli.views`, recorded by a
   rich Console), and for ``grid``, ``sweep`` and ``occupancy(sweep=True)`` the picture, inline;
@@ -14,10 +15,10 @@ Bad arguments raise :class:`lab.core.errors.LabError` with the CLI's one-line me
 (``run``, ``sweep``, ``counters``) shows a progress bar in the notebook (an HTML ``<progress>``
 updated through IPython's display handle: no ipywidgets needed), or on stderr in a script.
 
-    lab.run(kernel, threads=, size=, dtype=, variant=, contenders=, repeats=, warmup=, seed=, yes=, sim=, compiler=)
-    lab.grid(kernel, variant=, size=, threads=256, arch=, sms=, waves=True, png=, svg=)
+    lab.run(kernel, threads=, size=, dtype=, variant=, contenders=, repeats=, warmup=, seed=, yes=, counters=, sim=, compiler=)
+    lab.grid(kernel, variant=, size=, threads=256, arch=, sms=, waves=True, warp=, png=, svg=)
     lab.occupancy(kernel=None, variant=, threads=256, arch=, registers=, shared=, sweep=False, png=, sim=)
-    lab.counters(kernel, variant=, size=, threads=, dtype=, contenders=, seed=, sim=)
+    lab.counters(kernel, variant=, size=, threads=, dtype=, contenders=, seed=, tool=, sim=)
     lab.sweep(kernel, threads=, sizes=, variant=, contenders=, dtype=, repeats=, warmup=, seed=, png=, metric=, sim=, compiler=)
     lab.device(measure=False, sim=)
 
@@ -36,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 
-import click
 
 from lab.cli import options as O
 from lab.core.errors import LabError
@@ -127,38 +127,19 @@ def _with_width(render, wide: bool):
     return run
 
 
-# --- the arguments: the commands' own click parameters --------------------------------------------
-def _params(command: click.Command, kwargs: dict, api_name: str, skip=("as_json",)) -> dict:
-    """Check ``kwargs`` as the CLI checks ``command``'s options: turn them into arguments, let click
-    parse them (types, ranges, choices, callbacks), return the parsed values by parameter name.
-    click's errors become LabError with the CLI's one-line message."""
-    from lab.cli import _one_line
+# --- the arguments: the library function's keywords -----------------------------------------------
+INTERNAL = ("progress", "counters_engine")  # the library's hooks, which the views fill in
 
-    by_name = {p.name: p for p in command.params if p.name not in skip}
-    args, positional = [], []
-    for key, value in kwargs.items():
-        p = by_name.get(key)
-        if p is None:
-            choices = ", ".join(n for n in by_name if n != "help")
-            raise LabError(f"lab.{api_name}() got an unknown argument {key!r}; choose from: {choices}")
-        if value is None:
-            continue
-        if isinstance(value, (list, tuple)) and not (isinstance(p, click.Argument) and p.nargs != 1):
-            value = ",".join(map(str, value))
-        if isinstance(p, click.Argument):
-            positional += [str(v) for v in value] if p.nargs != 1 else [str(value)]
-        elif p.is_flag and p.secondary_opts:  # --sim/--gpu
-            args.append(p.opts[0] if value else p.secondary_opts[0])
-        elif p.is_flag:
-            if value:
-                args.append(p.opts[0])
-        else:
-            args += [max(p.opts, key=len), str(value)]
-    try:
-        ctx = command.make_context(f"lab {command.name}", args + ["--"] + positional, resilient_parsing=False)
-    except click.ClickException as e:
-        raise LabError(_one_line(e.format_message())) from None
-    return ctx.params
+
+def _check(fn, api_name: str, kwargs: dict) -> None:
+    """LabError naming the choices when ``kwargs`` has a keyword that ``fn`` (a library function)
+    does not take; the values themselves are the library function's to check."""
+    import inspect
+
+    names = [n for n in inspect.signature(fn).parameters if n not in INTERNAL]
+    for key in kwargs:
+        if key not in names:
+            raise LabError(f"lab.{api_name}() got an unknown argument {key!r}; choose from: {', '.join(names)}")
 
 
 # --- progress in a notebook -----------------------------------------------------------------------
@@ -240,32 +221,23 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     then timed (CUDA events on a GPU; in the simulator each row is checked once, not timed).
 
     Options as the CLI's: threads (per block), size ("N", "ROWSxCOLS" ...), dtype, variant (also
-    ``variants=``; comma-separated or a list), contenders, repeats, warmup, seed, yes, sim (True:
-    simulator, False: GPU, None: auto), compiler. ``to_dict()``: docs/schemas/run.json (or
+    ``variants=``; comma-separated or a list), contenders, repeats, warmup, seed, yes, counters (the
+    DRAM× and sec/req columns, as ``lab run --counters``), sim (True: simulator, False: GPU, None:
+    auto), compiler. ``to_dict()``: docs/schemas/run.json (or
     run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
-    from lab.cli.run import run as command
+    from lab.bench.commands import run as work
     from lab.cli.views import report as V
 
     if variants is not None:
         options.setdefault("variant", variants)
-    p = _params(command, dict(kernel=kernel, **options), "run", skip=("as_json", "wide"))
-    chosen = O.session(p["sim"], p["compiler"], allow_both=True)
-    args = dict(kernel=p["kernel"], threads=p["threads"], size=p["size"], dtype=p["dtype"], variant=p["variant"],
-                contenders=p["contenders"], repeats=p["repeats"], warmup=p["warmup"], seed=p["seed"])
-    if chosen.compiler == "both":
-        from lab.bench.compilers import run_both
-
-        doc = run_both(args, chosen.backend)
-        return Result("run", doc, _with_width(lambda out: V.print_compare(doc, out, wide), wide),
+    _check(work, "run", dict(kernel=kernel, **options))
+    engine = O.counters_engine(options.get("counters", False), options.get("sim"), options.get("compiler"))
+    with progress_bar(f"lab run {kernel}") as update:
+        report = work(kernel, counters_engine=engine, progress=_run_events(update), **options)
+    if isinstance(report, dict):  # compiler="both": one row per variant and compiler
+        return Result("run", report, _with_width(lambda out: V.print_compare(report, out, wide), wide),
                       rows=lambda d: d["results"])
-    from lab.core.runner import Options, run as run_kernel
-
-    opts = Options(kernel=p["kernel"], threads=p["threads"], size=p["size"], dtype=p["dtype"],
-                   variants=O.csv(p["variant"]), contenders=O.csv(p["contenders"]), repeats=p["repeats"],
-                   warmup=p["warmup"], seed=p["seed"], yes=p["yes"])
-    with progress_bar(f"lab run {p['kernel']}") as update:
-        report = run_kernel(opts, chosen.backend, progress=_run_events(update))
     return Result("run", report.to_dict(), _with_width(lambda out: V.print_table(report, out, wide), wide),
                   rows=lambda d: d["results"])
 
@@ -278,22 +250,19 @@ def grid(kernel: str, **options) -> Result:
     The map always comes from the simulator: in a process already on a GPU it is recorded in a child
     process (``lab grid --json``). ``to_dict()``: docs/schemas/grid.json; ``to_pandas()``: one row per
     output element (block, thread, writers). Raises LabError on bad input (the CLI's message)."""
-    from lab.cli.inspect import grid as command
     from lab.cli.views import inspect as V
     from lab.core.session import choose, is_simulator
+    from lab.inspect.commands import grid as work
 
-    p = _params(command, dict(kernel=kernel, **options), "grid")
-    O.needs_plot(p["png"], p["svg"])
+    png, svg = options.pop("png", None), options.pop("svg", None)
+    _check(work, "grid", dict(kernel=kernel, **options))
+    O.needs_plot(png, svg)
     if "numba.cuda" in sys.modules and not is_simulator() or "numba.cuda" not in sys.modules and choose() == "gpu":
-        info = _child_json(["grid", p["kernel"], *_cli_args(command, p, ("kernel", "png", "svg", "as_json")), "--json"])
+        # this process runs kernels on a GPU: the map is recorded in a simulator process of its own
+        info = _child_json(["grid", kernel, *_cli_args(options), "--json"])
     else:
-        from lab.core.session import select
-
-        select("sim")
-        from lab.inspect import grid as G
-
-        info = G.describe(p["kernel"], p["variant"], p["size"], p["threads"], p["arch"], p["sms"], p["waves"])
-    for path, fmt in ((p["png"], "png"), (p["svg"], "svg")):
+        info = work(kernel, **options)
+    for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
             with _keep_matplotlib_backend():
                 V.plot_map(info, path, fmt)
@@ -312,19 +281,18 @@ def _grid_rows(info: dict) -> list[dict]:
     return rows
 
 
-def _cli_args(command: click.Command, params: dict, skip=()) -> list[str]:
-    """Parsed option values back as command-line options (for a child ``lab`` process)."""
+def _cli_args(options: dict) -> list[str]:
+    """Keyword arguments as command-line options (for a child ``lab`` process): ``waves=False`` is
+    ``--no-waves``, a list is comma-separated, None is left out."""
     args = []
-    for p in command.params:
-        v = params.get(p.name)
-        if p.name in skip or isinstance(p, click.Argument) or v is None or v == p.default:
+    for key, value in options.items():
+        flag = "--" + key.replace("_", "-")
+        if value is None:
             continue
-        if p.is_flag and p.secondary_opts:
-            args.append(p.opts[0] if v else p.secondary_opts[0])
-        elif p.is_flag:
-            args += [p.opts[0]] if v else []
+        if isinstance(value, bool):
+            args.append(flag if value else f"--no-{key.replace('_', '-')}")
         else:
-            args += [max(p.opts, key=len), str(v)]
+            args += [flag, ",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)]
     return args
 
 
@@ -342,30 +310,30 @@ def _child_json(args: list[str]) -> dict:
     return json.loads(proc.stdout)
 
 
-def occupancy(kernel: str | None = None, *, wide: bool = False, **options) -> Result:
+def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None = None, **options) -> Result:
     """``lab occupancy [KERNEL]``: theoretical occupancy of KERNEL's variant on an arch (this GPU's,
     else sm_90; any sm_70+ in the tables), or the calculator (``registers=``, ``shared=``, no kernel).
     Options as the CLI's: variant, threads (default 256), arch, registers, shared, sweep (32..1024
     threads per block, with its plot inline), png, sim. ``to_dict()``: docs/schemas/occupancy.json.
     Raises LabError on bad input (the CLI's message)."""
     from kernels.spec import plural
-    from lab.cli.inspect import occupancy as command
     from lab.cli.views import inspect as V
-    from lab.inspect import occupancy as Occ
+    from lab.inspect.commands import occupancy as work
 
-    p = _params(command, dict(kernel=kernel, **options), "occupancy", skip=("as_json", "wide"))
-    O.needs_plot(p["png"])
-    result = Occ.occupancy(p["kernel"], p["variant"], p["threads"], p["arch"], p["registers"], p["shared"],
-                           None if p["kernel"] is None else O.backend(p["sim"]), with_sweep=bool(p["sweep"] or p["png"]))
+    _check(work, "occupancy", dict(kernel=kernel, **options))
+    O.needs_plot(png)
+    if png:
+        options["sweep"] = True
+    result = work(kernel, **options)
     images = []
     if result.get("sweep"):
-        name = f"{p['kernel']} / {result.get('variant')}" if p["kernel"] else "calculator"
+        name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
         title = (f"{name} on {result['arch']}: {plural(result['registers'], 'register')}, "
                  f"{result['shared_bytes']} B shared a block")
         draw = lambda path: V.plot_sweep(result["sweep"], result["threads"], path, title)  # noqa: E731
-        if p["png"]:
+        if png:
             with _keep_matplotlib_backend():
-                draw(p["png"])
+                draw(png)
         images.append(_picture(draw))
 
     def render(out):
@@ -380,22 +348,19 @@ def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     """``lab counters KERNEL``: one call of each rung and library op under Nsight Compute (DRAM bytes,
     sectors per request, occupancy, stalls) with a verdict; in the simulator, sectors per request from
     the recorded addresses. Options as the CLI's: variant, size, threads, dtype, contenders, seed,
-    sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when ncu is
-    missing on a GPU (the CLI's message)."""
-    from lab.cli.hardware import counters as command
+    tool, sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when no
+    counters engine is usable on a GPU (the CLI's message)."""
     from lab.cli.views.hardware import print_counters
-    from lab.inspect import counters as K
+    from lab.inspect.commands import counters as work
 
-    p = _params(command, dict(kernel=kernel, **options), "counters", skip=("as_json", "wide"))
-    backend = O.backend(p["sim"])
-    with progress_bar(f"lab counters {p['kernel']}") as update:
-        doc = K.counters(p["kernel"], backend, O.csv(p["variant"]), p["size"], p["threads"], p["dtype"],
-                         O.csv(p["contenders"]), p["seed"] if p["seed"] is not None else 0, update)
+    _check(work, "counters", dict(kernel=kernel, **options))
+    with progress_bar(f"lab counters {kernel}") as update:
+        doc = work(kernel, progress=update, **options)
     return Result("counters", doc, _with_width(lambda out: print_counters(doc, out, wide), wide),
                   rows=lambda d: d["rows"])
 
 
-def sweep(kernel: str, *, wide: bool = False, **options) -> Result:
+def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: str = "auto", **options) -> Result:
     """``lab sweep KERNEL``: run it at every threads-per-block value and/or size, each checked and timed;
     the table and the plot (``metric``: auto, ms, gbps, gflops) inline. Options as the CLI's: threads
     ("32,64,128" or a list), sizes, variant, contenders, dtype, repeats, warmup, seed, png (also write
@@ -404,24 +369,20 @@ def sweep(kernel: str, *, wide: bool = False, **options) -> Result:
     from rich.markup import escape
 
     from lab.bench import sweep as S
-    from lab.cli.bench import sweep as command
+    from lab.bench.commands import METRICS, sweep as work
     from lab.cli.views import bench as V
     from lab.cli.views.table import print_tables
+    from lab.core import args as A
 
-    if "threads" in options:
-        options["threads_csv"] = options.pop("threads")
-    p = _params(command, dict(kernel=kernel, **options), "sweep", skip=("as_json", "wide"))
-    threads, size_list = S.parse_threads(p["threads_csv"]), S.parse_sizes(p["sizes"])
-    O.needs_plot(p["png"])
-    backend = O.session(p["sim"], p["compiler"]).backend
-    with progress_bar(f"lab sweep {p['kernel']}") as update:
-        doc = S.sweep(p["kernel"], backend, threads, size_list, variants=O.csv(p["variant"]),
-                      contenders=O.csv(p["contenders"]), dtype=p["dtype"], repeats=p["repeats"],
-                      warmup=p["warmup"], seed=p["seed"], progress=update)
-    if p["png"]:
+    _check(work, "sweep", dict(kernel=kernel, **options))
+    metric = A.choice(metric, "--metric", METRICS)
+    O.needs_plot(png)
+    with progress_bar(f"lab sweep {kernel}") as update:
+        doc = work(kernel, progress=update, **options)
+    if png:
         with _keep_matplotlib_backend():
-            V.sweep_plot(doc, p["png"], p["metric"])
-    images = [_picture(lambda path: V.sweep_plot(doc, path, p["metric"]))] if S.rows(doc) else []
+            V.sweep_plot(doc, png, metric)
+    images = [_picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
 
     def render(out):
         print_tables(out, [*V.sweep_table(doc, out, wide=False), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)]])
@@ -432,12 +393,9 @@ def device(*, measure: bool = False, sim: bool | None = None) -> Result:
     """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
     usable; ``measure=True`` adds the measured device-to-device copy bandwidth (GB/s).
     ``to_dict()``: docs/schemas/device.json."""
-    from lab.cli.run import device as command
     from lab.cli.views.report import print_device
-    from lab.core.device import device_info
+    from lab.core.commands import device as work
 
-    p = _params(command, dict(measure=measure, sim=sim), "device")
-    backend = O.session(p["sim"]).backend
-    info = device_info(backend == "simulator", p["measure"])
+    info = work(measure=measure, sim=sim)
     return Result("device", info, lambda out: print_device(info, out),
                   rows=lambda d: [{"attribute": k, "value": v} for k, v in d.items() if k != "schema_version"])

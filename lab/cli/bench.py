@@ -9,7 +9,10 @@ import click
 from rich.markup import escape
 
 from lab.cli import options as O
-from lab.core.errors import LabError
+
+
+def _quiet(done, total, label) -> None:
+    """No progress to show."""
 
 
 def _print(*renderables, wide: bool = False) -> None:
@@ -20,7 +23,7 @@ def _print(*renderables, wide: bool = False) -> None:
 
 @click.command(short_help="Benchmark all kernels; markdown for docs.")
 @click.argument("kernel_names", nargs=-1, metavar="[KERNEL]...")
-@click.option("--kernels", "kernels_csv", default=None, callback=O._not_empty,
+@click.option("--kernels", "kernels", default=None, callback=O._not_empty,
               help="Comma-separated kernels, as the arguments (default: all).")
 @click.option("--out", default=None, help="Write the markdown report to FILE (e.g. docs/benchmarks.md; '-': stdout).")
 @click.option("--quick", is_flag=True, help="Each kernel's small simulator size at 32 threads (always so in the simulator).")
@@ -34,27 +37,18 @@ def _print(*renderables, wide: bool = False) -> None:
               help="Add the public shape sweep (tiny, skinny, odd, huge shapes; best variant, auto, torch); GPU only.")
 @O.BACKEND
 @O.COMPILER
-def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
+def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
     from kernels.spec import plural
     from lab.bench import suite as B
+    from lab.bench.commands import bench as run_bench
+    from lab.cli.views.progress import bar
     from lab.core.files import check_writable, write_atomic
 
     check_writable(out, "report")  # before minutes of benchmarks, not after
-    if from_json:
-        doc = B.load(from_json)
-    else:
-        backend = O.session(sim, compiler).backend
-        names = O.kernel_list(list(kernel_names) + (O.csv(kernels_csv) or []))
-        from lab.core.runner import check_contenders
-
-        check_contenders(O.csv(contenders))
-        from lab.cli.views.progress import bar
-
-        with bar("bench") as progress:
-            doc = B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=O.csv(contenders),
-                              seed=seed, progress=progress, shapes=shapes and not quick and not kernel_names
-                              and not kernels_csv)
+    with bar("bench") if not from_json else contextlib.nullcontext() as progress:
+        doc = run_bench(kernel_names, kernels=kernels, quick=quick, repeats=repeats, contenders=contenders, seed=seed,
+                        from_json=from_json, shapes=shapes, sim=sim, compiler=compiler, progress=progress or _quiet)
     from lab.bench.compare import reading
 
     with reading(from_json) if from_json else contextlib.nullcontext():
@@ -72,7 +66,7 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
 
 @click.command(short_help="Run a kernel over threads per block and/or sizes.")
 @click.argument("kernel")
-@click.option("--threads", "threads_csv", default=None, callback=O._not_empty,
+@click.option("--threads", "threads", default=None, callback=O._not_empty,
               help="Comma-separated threads per block, e.g. 32,64,128,256,512,1024.")
 @click.option("--sizes", default=None, callback=O._not_empty,
               help="Comma-separated sizes, e.g. 1000,4096 or 48x80,96x160 (as lab run --size).")
@@ -89,20 +83,18 @@ def bench(kernel_names, kernels_csv, out, quick, repeats, contenders, seed, as_j
 @O.WIDE
 @O.BACKEND
 @O.COMPILER
-def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
+def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
           sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
     from lab.bench import sweep as S
+    from lab.bench.commands import sweep as run_sweep
     from lab.cli.views import bench as V
-
-    threads, size_list = S.parse_threads(threads_csv), S.parse_sizes(sizes)
-    O.needs_plot(png)
-    backend = O.session(sim, compiler).backend
     from lab.cli.views.progress import bar
 
+    O.needs_plot(png)
     with bar("sweep") as progress:
-        doc = S.sweep(kernel, backend, threads, size_list, variants=O.csv(variant), contenders=O.csv(contenders),
-                      dtype=dtype, repeats=repeats, warmup=warmup, seed=seed, progress=progress)
+        doc = run_sweep(kernel, threads=threads, sizes=sizes, variant=variant, contenders=contenders, dtype=dtype,
+                        repeats=repeats, warmup=warmup, seed=seed, sim=sim, compiler=compiler, progress=progress)
     if png:
         used = V.sweep_plot(doc, png, metric)
         click.echo(f"wrote {png} ({S.METRICS[used][1]})", err=True)
@@ -115,7 +107,7 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
 
 
 @click.command(short_help="Place every variant on this GPU's roofline.")
-@click.option("--kernels", "kernels_csv", default=None, callback=O._not_empty, help="Comma-separated kernels (default: all).")
+@click.option("--kernels", "kernels", default=None, callback=O._not_empty, help="Comma-separated kernels (default: all).")
 @click.option("--contenders", default=None, callback=O._not_empty, help="Comma-separated from numba,cupy,torch (default: all three).")
 @O.repeats_option("Timed calls per contender.")
 @click.option("--from", "from_json", multiple=True, type=click.Path(exists=True, dir_okay=False),
@@ -124,23 +116,16 @@ def sweep(kernel, threads_csv, sizes, variant, contenders, dtype, repeats, warmu
 @O.JSON
 @O.WIDE
 @O.BACKEND
-def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, wide, sim):
+def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
     """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
-    from lab.bench import roofline as R
-    from lab.bench.compare import load_reports, reading
+    from lab.bench.commands import roofline as run_roofline
     from lab.cli.views import bench as V
-
-    O.needs_plot(png)
-    backend = O.backend(sim)
-    names = O.kernel_list(O.csv(kernels_csv) or [])
-    from lab.core.runner import check_contenders
-
-    check_contenders(O.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
-    reports = [r for path in from_json for r in load_reports(path)] or None
     from lab.cli.views.progress import bar
 
-    with bar("roofline") as progress, reading(*from_json) if from_json else contextlib.nullcontext():
-        doc = R.roofline(backend, names, O.csv(contenders), repeats, reports, progress)
+    O.needs_plot(png)
+    with bar("roofline") as progress:
+        doc = run_roofline(kernels=kernels, contenders=contenders, repeats=repeats, from_json=from_json, sim=sim,
+                           progress=progress)
     if png:
         V.roofline_plot(doc, png)
         click.echo(f"wrote {png}", err=True)
@@ -166,16 +151,10 @@ def roofline(kernels_csv, contenders, repeats, from_json, png, as_json, wide, si
 @O.BACKEND
 def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, wide, sim):
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
-    from lab.core.files import check_writable
+    from lab.bench.commands import profile as run_profile
 
-    O.kernel_list([kernel])  # an unknown kernel is named before anything about torch
-    check_writable(trace, "trace")
-    backend = O.backend(sim)
-    from lab.bench.profiling import profile as run_profile
-
-    doc = run_profile(kernel, backend, size=size, threads=threads, variants=O.csv(variant),
-                      contenders=O.csv(contenders), dtype=dtype, repeats=repeats, seed=seed, trace=trace,
-                      row_limit=row_limit)
+    doc = run_profile(kernel, size=size, threads=threads, variant=variant, contenders=contenders, dtype=dtype,
+                      repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim)
     from lab.cli.views.bench import print_profile
 
     print_profile(doc, wide=wide)
@@ -189,13 +168,10 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
 def compare(a, b, as_json, wide):
     """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
     from lab.bench import compare as K
+    from lab.bench.commands import compare as run_compare
     from lab.cli.views import bench as V
 
-    reports_a, reports_b = K.load_reports(a), K.load_reports(b)
-    with K.reading(a, b):
-        result = K.compare(reports_a, reports_b)
-    if not result["rows"]:
-        raise LabError(f"{a} and {b} share no (kernel, contender, variant) row")
+    result = run_compare(a, b)
     if as_json:
         O.emit_json(result)
         return
@@ -229,23 +205,13 @@ def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, as_json, wid
     """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
     against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
     which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
-    from lab.bench import sweep as S
-    from lab.bench import tune as T
+    from lab.bench.commands import tune as run_tune
     from lab.cli.views import bench as V
-    from lab.core.files import check_writable
-
-    O.kernel_list([kernel])
-    check_writable(out, "tuned table")  # before minutes of tuning
-    if match and not out:
-        raise LabError("--match names the devices of a shipped table: give --out FILE too")
-    session = O.session(sim, compiler)
     from lab.cli.views.progress import bar_unless
 
     with bar_unless(as_json, "tune") as progress:
-        doc = T.tune(kernel, session.backend, S.parse_sizes(shapes), budget, dtype, seed or 0,
-                     write=not no_cache, progress=progress or (lambda *a: None))
-    if out:
-        doc["table_path"] = T.save(doc["entries"], out, match)
+        doc = run_tune(kernel, shapes=shapes, budget=budget, dtype=dtype, seed=seed, out=out, match=match,
+                       no_cache=no_cache, sim=sim, compiler=compiler, progress=progress or _quiet)
     if as_json:
         O.emit_json(doc)
         return

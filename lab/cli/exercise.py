@@ -23,10 +23,10 @@ DIR = click.option("--dir", "directory", default=None, callback=O._not_empty, he
 @DIR
 def exercise_list(as_json, directory):
     """Every exercise, in order: name, title, difficulty, status."""
-    from lab.teach import workspace as E
     from lab.cli.views import exercise as V
+    from lab.teach.commands import exercise_list as listing
 
-    rows = E.listing(directory)
+    rows = listing(directory=directory)
     O.emit_json(rows) if as_json else V.print_list(rows)
 
 
@@ -35,11 +35,11 @@ def exercise_list(as_json, directory):
 @DIR
 def exercise_start(name, directory):
     """Copy NAME's scaffold (DIR/NAME.py) and visible test; prints the path."""
-    from lab.teach import workspace as E
     from lab.cli.views import exercise as V
+    from lab.teach.commands import exercise_start as start
 
-    path, kept = E.start(name, directory)
-    V.print_started(path, E.statement(name), kept)
+    path, kept, statement = start(name, directory=directory)
+    V.print_started(path, statement, kept)
 
 
 @exercise.command("check")
@@ -57,14 +57,14 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 
     On a GPU the tests also run in the CUDA simulator (its traced diagnostics) and a test fails
     when either backend fails it. In a terminal a line shows which test is running."""
-    from lab.teach import workspace as E
     from lab.cli.views import exercise as V
     from lab.cli.views.progress import status_line
+    from lab.teach.commands import exercise_check as check
 
     try:
         with status_line(as_json, f"checking {name}") as progress:
-            result = E.check(name, file, directory, "auto" if sim is None else ("sim" if sim else "gpu"), timeout,
-                             seed, bench=bench, progress=progress)
+            result = check(name, file=file, timeout=timeout, seed=seed, bench=bench, directory=directory, sim=sim,
+                           progress=progress)
     except KeyboardInterrupt:
         click.echo("interrupted: the check was stopped (its processes killed)", err=True)
         sys.exit(INTERRUPTED)
@@ -75,26 +75,26 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 
 @exercise.command("grade")
 @click.argument("submissions", type=click.Path(file_okay=False))
-@click.option("--exercises", "only", default=None, callback=O._not_empty,
+@click.option("--exercises", "exercises", default=None, callback=O._not_empty,
               help="Comma-separated exercises to grade (default: every one submitted).")
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Submissions checked at once (default: the CPUs).")
-@click.option("--csv", "csv_path", default=None, callback=O._not_empty, help="Also write the gradebook as CSV to FILE.")
+@click.option("--csv", "csv", default=None, callback=O._not_empty, help="Also write the gradebook as CSV to FILE.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.option("--wide", is_flag=True, help="Every column at its natural width (the terminal may wrap lines).")
 @click.option("--bench", is_flag=True, help="Grade performance too (see lab exercise check --bench).")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds per hidden test (default 10).")
-@click.option("--cpu-limit", "cpu_s", type=click.IntRange(min=1), default=None,
+@click.option("--cpu-limit", "cpu_limit", type=click.IntRange(min=1), default=None,
               help="CPU seconds per submission (RLIMIT_CPU; default 120).")
-@click.option("--memory-limit", "memory_mb", type=click.IntRange(min=0), default=None,
+@click.option("--memory-limit", "memory_limit", type=click.IntRange(min=0), default=None,
               help="Address space per submission in MiB, simulator only (RLIMIT_AS; default 4096; 0: none).")
-@click.option("--file-limit", "fsize_mb", type=click.IntRange(min=1), default=None,
+@click.option("--file-limit", "file_limit", type=click.IntRange(min=1), default=None,
               help="Largest file a submission may write, MiB (RLIMIT_FSIZE; default 64).")
 @click.option("--no-landlock", is_flag=True, help="Do not confine file access with Landlock (if it gets in the "
               "way of a GPU driver); the other limits stay.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the inputs (the same for everyone).")
 @O.BACKEND
-def exercise_grade(submissions, only, jobs, csv_path, as_json, wide, bench, timeout, cpu_s, memory_mb, fsize_mb,
+def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, timeout, cpu_limit, memory_limit, file_limit,
                    no_landlock, seed, sim):
     """Grade a class: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained process.
 
@@ -102,28 +102,19 @@ def exercise_grade(submissions, only, jobs, csv_path, as_json, wide, bench, time
     does not load, hangs at load or does not compile for a GPU). Exit 0 when the gradebook is
     complete (whatever the grades), 2 on bad input, 130 after Ctrl-C (the rows finished so far are
     printed, and written with --csv)."""
-    from lab.core.files import check_writable, write_atomic
-    from lab.teach import grade as G
-    from lab.teach.sandbox import Limits
     from lab.cli.views import exercise as V
-
-    check_writable(csv_path, "gradebook CSV")
-    d = Limits()
-    limits = Limits(cpu_s if cpu_s is not None else d.cpu_s, memory_mb if memory_mb is not None else d.memory_mb,
-                    fsize_mb if fsize_mb is not None else d.fsize_mb, landlock=not no_landlock)
-    names = [n.strip() for n in only.split(",") if n.strip()] if only else None
     from lab.cli.views.progress import bar_unless
+    from lab.teach.commands import exercise_grade as grade
 
     try:
         with bar_unless(as_json, "grading", finished=True) as progress:
-            doc = G.grade(submissions, names, jobs, "auto" if sim is None else ("sim" if sim else "gpu"), timeout,
-                          seed, bench, limits, progress)
+            doc = grade(submissions, exercises=exercises, jobs=jobs, csv=csv, bench=bench, timeout=timeout,
+                        cpu_limit=cpu_limit, memory_limit=memory_limit, file_limit=file_limit,
+                        no_landlock=no_landlock, seed=seed, sim=sim, progress=progress)
     except KeyboardInterrupt:  # before the first submission started (grade returns what it has after)
         click.echo("interrupted: nothing was graded", err=True)
         sys.exit(INTERRUPTED)
-    if csv_path:
-        write_atomic(csv_path, G.to_csv(doc), "gradebook CSV")
-    O.emit_json(doc) if as_json else V.print_grade(doc, csv_path, wide)
+    O.emit_json(doc) if as_json else V.print_grade(doc, csv, wide)
     if doc.get("interrupted"):
         click.echo(f"interrupted: {len(doc['rows'])} submissions graded, {doc['summary']['not_graded']} not",
                    err=True)
@@ -137,10 +128,10 @@ def exercise_grade(submissions, only, jobs, csv_path, as_json, wide, bench, time
 def exercise_hint(name, number, directory):
     """Show NAME's next hint (remembered in the workspace), or hint NUMBER (the same one every time;
     the next hint then comes after it)."""
-    from lab.teach import workspace as E
     from lab.cli.views import exercise as V
+    from lab.teach.commands import exercise_hint as hint
 
-    V.print_hint(name, *E.hint(name, directory, number))
+    V.print_hint(name, *hint(name, number, directory=directory))
 
 
 @exercise.command("solution")
@@ -148,12 +139,12 @@ def exercise_hint(name, number, directory):
 @click.option("--yes", is_flag=True, help="Do not ask: print the reference solution.")
 def exercise_solution(name, yes):
     """Print NAME's reference solution (asks first; changes no file)."""
-    from lab.teach import workspace as E
+    from lab.teach.commands import exercise_solution as solution
 
-    E.get(name)
+    text = solution(name)  # an unknown name fails before the question
     if not yes and not click.confirm(f"Show the reference solution of {name}?", default=False, err=True):
         raise click.exceptions.Abort()
-    click.echo(E.solution(name), nl=False)
+    click.echo(text, nl=False)
 
 
 @exercise.command("new")
@@ -161,9 +152,9 @@ def exercise_solution(name, yes):
 @click.option("--title", default="TODO title", callback=O._not_empty, help="The exercise's title.")
 def exercise_new(name, title):
     """Scaffold a new exercise exercises/NAME/ for instructors."""
-    from lab.teach import workspace as E
+    from lab.teach.commands import exercise_new as new
 
-    click.echo(f"created {E.new(name, title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
+    click.echo(f"created {new(name, title=title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
 
 
 @exercise.command("notebook", short_help="One Jupyter notebook per exercise (%%exercise cells).")
@@ -175,40 +166,15 @@ def exercise_notebook(names, out, force):
     """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
     the scaffold in a %%exercise cell, hints, solution, and what the hardware did. A notebook whose
     cells you edited (or a file the lab did not generate) is kept, one line each, unless --force."""
-    import os
-
-    from lab.core.errors import LabError
-    from lab.core.files import check_writable, write_atomic
     from lab.teach import notebooks as N
-    from lab.teach import workspace as E
+    from lab.teach.commands import exercise_notebook as write_notebooks
 
-    import exercises
-
-    chosen = list(dict.fromkeys(names)) or exercises.names()
-    for n in chosen:  # every name and the folder are checked before anything is written
-        E.get(n)
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise LabError(f"--out {out}: not a folder")
-    if not os.path.isdir(out):
-        parent = os.path.dirname(os.path.abspath(out))
-        if not os.path.isdir(parent):
-            raise LabError(f"--out {out}: folder {parent} does not exist")
-        try:
-            os.mkdir(out)
-        except OSError as e:
-            raise LabError(f"--out {out}: cannot make the folder: {e.strerror or e}") from None
-    paths = [os.path.join(out, f"{n}.ipynb") for n in chosen]
-    for p in paths:
-        check_writable(p, "notebook")
-    texts = [N.text(n) for n in chosen]  # built (and validated) before the first file is written
-    states = [N.state(n, p) for n, p in zip(chosen, paths)]
-    for p, t, st in zip(paths, texts, states):
+    for p, st, written in write_notebooks(names, out=out, force=force):
         if st == N.SAME:
             click.echo(f"up to date {p}")
-        elif st in (N.EDITED, N.DIFFERS, N.FOREIGN) and not force:
+        elif not written:
             why = {N.EDITED: "you edited it", N.DIFFERS: "maybe edited: it differs from the generated one",
                    N.FOREIGN: "the lab did not generate it"}[st]
             click.echo(f"kept {p}: {why} (--force overwrites it)")
         else:
-            write_atomic(p, t, "notebook")
             click.echo(f"wrote {p}")

@@ -28,13 +28,12 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     """Hardware counters of one call of each rung and library op (Nsight Compute, else CUPTI), with a
     verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
     addresses."""
-    backend = O.backend(sim)
     from lab.cli.views.progress import bar_unless
-    from lab.inspect import counters as K
+    from lab.inspect.commands import counters as count
 
     with bar_unless(as_json, "counters") as progress:
-        doc = K.counters(kernel, backend, O.csv(variant), size, threads, dtype, O.csv(contenders),
-                         seed if seed is not None else 0, progress, tool=tool)
+        doc = count(kernel, variant=variant, size=size, threads=threads, dtype=dtype, contenders=contenders, seed=seed,
+                    tool=tool, sim=sim, progress=progress)
     if as_json:
         O.emit_json(doc)
         return
@@ -58,19 +57,12 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
 def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     """Run each rung of KERNEL once under NVIDIA compute-sanitizer (kernels built with line info):
     clean, or how many errors and the first, by file and line. Exit 1 when anything was found."""
-    from lab.core import sanitizer as San
-    from lab.inspect import sanitize as S
-
-    if San.find_sanitizer() is None:  # before choosing a backend: it is the first thing missing here
-        from lab.core.errors import LabError
-
-        raise LabError(San.unavailable_reason())
-    backend = O.backend(sim)
     from lab.cli.views.progress import bar_unless
+    from lab.inspect.commands import sanitize as run_sanitizer
 
     with bar_unless(as_json, "sanitize") as progress:
-        doc = S.sanitize(kernel, backend, O.csv(variant), O.csv(tools), size, threads, dtype,
-                         seed if seed is not None else 0, progress)
+        doc = run_sanitizer(kernel, variant=variant, tools=tools, size=size, threads=threads, dtype=dtype, seed=seed,
+                            sim=sim, progress=progress)
     if as_json:
         O.emit_json(doc)
     else:

@@ -25,14 +25,12 @@ from lab.cli import options as O
                    "--png/--svg colour the 32-byte sectors each of its requests touched; --json lists them.")
 def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, warp):
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
-    from lab.core.session import select
+    from lab.inspect.commands import grid as map_grid
 
     O.needs_plot(png, svg)
-    select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
+    info = map_grid(kernel, variant=variant, size=size, threads=threads, arch=arch, sms=sms, waves=waves, warp=warp)
     from lab.cli.views import inspect as V
-    from lab.inspect import grid as G
 
-    info = G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
     for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
             V.plot_map(info, path, fmt)
@@ -61,11 +59,11 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
     """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
     from kernels.spec import plural
     from lab.cli.views import inspect as V
-    from lab.inspect import occupancy as Occ
+    from lab.inspect.commands import occupancy as calculate
 
     O.needs_plot(png)
-    result = Occ.occupancy(kernel, variant, threads, arch, registers, shared,
-                           None if kernel is None else O.backend(sim), with_sweep=bool(sweep or png))
+    result = calculate(kernel, variant=variant, threads=threads, arch=arch, registers=registers, shared=shared,
+                       sweep=bool(sweep or png), sim=sim)
     if png:
         name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
         V.plot_sweep(result["sweep"], result["threads"], png,
@@ -86,8 +84,9 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
 def doctor(as_json):
     """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
     from lab.inspect import doctor as D
+    from lab.inspect.commands import doctor as run_checks
 
-    results = D.run_checks()
+    results = run_checks()
     if as_json:
         O.emit_json(D.to_dict(results))
     else:

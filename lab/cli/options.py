@@ -10,9 +10,8 @@ import json
 
 import click
 
+from lab.bench.commands import DTYPES  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
 from lab.core.errors import LabError
-
-DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
 
 
 def _not_empty(ctx, param, value):
@@ -111,3 +110,19 @@ def needs_plot(*paths) -> None:
 def emit_json(doc) -> None:
     """Print a JSON document (a result's ``to_dict()``) as the commands' ``--json`` output."""
     print(json.dumps(doc, indent=2, default=str))
+
+
+def counters_engine(counters: bool, sim, compiler=None):
+    """``lab run --counters`` on a GPU: the engine that profiles the passed rows afterwards
+    (lab.inspect.counters.for_run), checked before the run (no ncu nor CUPTI is one line and exit 2,
+    not a run without the columns); None in the simulator (the runner traces the rows itself), with
+    --compiler both (the library's error says why) or without --counters."""
+    if not counters:
+        return None
+    chosen = session(sim, compiler, allow_both=True)
+    if chosen.compiler == "both" or chosen.backend == "simulator":
+        return None
+    from lab.inspect import counters as K
+
+    K.find_engine("auto")
+    return K.for_run

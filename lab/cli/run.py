@@ -1,5 +1,5 @@
 """``lab run``, ``lab list``, ``lab device``: one kernel's variants beside the libraries, the catalog,
-the GPU. Thin: the work is :func:`lab.core.runner.run`; the tables are :mod:`lab.cli.views.report`."""
+the GPU. Thin views: the work is :mod:`lab.library` (:func:`lab.bench.commands.run`, lab.core.commands); the tables are :mod:`lab.cli.views.report`."""
 from __future__ import annotations
 
 import sys
@@ -39,40 +39,22 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.COMPILER
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
         compiler):
+    from lab.bench.commands import run as run_kernel
     from lab.cli.views import report
 
-    chosen = O.session(sim, compiler, allow_both=True)
-    backend = chosen.backend
-    engine = None
-    if counters:
-        if chosen.compiler == "both":
-            from lab.core.errors import LabError
-
-            raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
-        if backend != "simulator":
-            from lab.inspect import counters as K
-
-            K.find_engine("auto")  # before the run: no engine is one line and exit 2, not a run without columns
-            engine = K.for_run
-    if chosen.compiler == "both":
-        from lab.bench.compilers import run_both
-
-        doc = run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
-                            contenders=contenders, repeats=repeats, warmup=warmup, seed=seed), backend)
-        O.emit_json(doc) if as_json else report.print_compare(doc, wide=wide)
-        if any(r["status"] == "FAIL" for r in doc["results"]):
-            sys.exit(1)
-        return
-    from lab.core.runner import Options, run as run_kernel
-
-    opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=O.csv(variant),
-                   contenders=O.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes,
-                   counters=counters, counters_engine=engine)
+    engine = O.counters_engine(counters, sim, compiler)
     progress = report.LiveProgress(wide=wide, json=as_json)
     try:
-        result = run_kernel(opts, backend, progress=progress)
+        result = run_kernel(kernel, threads=threads, size=size, dtype=dtype, variant=variant, contenders=contenders,
+                            repeats=repeats, warmup=warmup, seed=seed, yes=yes, counters=counters, sim=sim,
+                            compiler=compiler, counters_engine=engine, progress=progress)
     finally:
         progress.close()  # a run stopped by Ctrl-C or an error leaves the terminal as it was
+    if isinstance(result, dict):  # --compiler both: one row per variant and compiler
+        O.emit_json(result) if as_json else report.print_compare(result, wide=wide)
+        if any(r["status"] == "FAIL" for r in result["results"]):
+            sys.exit(1)
+        return
     if as_json:
         O.emit_json(result.to_dict())
     if any(r.status == "FAIL" for r in result.rows):
@@ -87,10 +69,9 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
 @O.BACKEND
 def list_(as_json, sim):
     """List the kernels: their variants (the ladder's rungs), contenders and sizes."""
-    O.backend(sim)
-    from lab.core.catalog import catalog
+    from lab.core.commands import list_kernels
 
-    info = catalog()
+    info = list_kernels(sim=sim)
     if as_json:
         O.emit_json(info)
         return
@@ -105,10 +86,9 @@ def list_(as_json, sim):
 @O.BACKEND
 def device(measure, as_json, sim):
     """Show the GPU's attributes (or what the simulator reports), and which compilers are usable."""
-    backend = O.session(sim).backend  # LAB_COMPILER from the environment: checked like --compiler
-    from lab.core.device import device_info
+    from lab.core.commands import device as device_info
 
-    info = device_info(backend == "simulator", measure)
+    info = device_info(measure=measure, sim=sim)
     if as_json:
         O.emit_json(info)
         return

@@ -1,7 +1,12 @@
 """Run one kernel problem across contenders: check each against a float64 reference, then time it.
 
-Data flows one way: KernelSpec (kernels/) -> run() here -> Report of Rows (with Measurements from
-lab.core.timing) -> lab.cli.views.report prints it. The CLI and the tests both call :func:`run`.
+Data flows one way: KernelSpec (kernels/) -> :func:`run` here (:func:`validate` the options into a
+:class:`Plan`, :func:`plan` the rows' :class:`Step` s, :func:`execute` them) -> a Report of frozen
+:class:`Row` s, each a :class:`Task` (kernel, contender, variant, size, dtype, launch), its
+:class:`Check` and its :class:`lab.core.timing.Measurement`, with GB/s, GFLOP/s, % of copy bandwidth
+and of peak FP32 and the speedup over NumPy as properties -> lab.cli.views.report prints it. The
+library (:func:`lab.bench.commands.run`, i.e. ``lab.library.run``) and the tests call :func:`run`;
+the simulator's set-up is :mod:`lab.core.simulator`'s.
 
 For each contender (each Numba variant, NumPy, CuPy, torch): copy the inputs, poison the outputs,
 make the first call (timed alone: compile + load + run), check every output element against the
@@ -14,15 +19,14 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import sys
-import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
 
 import kernels
 from lab.core import compilers, resources
+from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
@@ -34,15 +38,11 @@ FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked 
                   "inputs rounded to float32, at float32's tolerance")
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
-# The simulator runs each CUDA thread of a block as a Python thread, and every barrier and warp
-# shuffle waits for all of them while the block's manager thread polls them. A thread woken at a
-# barrier gets the GIL only when the running thread blocks or its switch interval (5 ms by default)
-# runs out, so each simulated barrier cost up to 5 ms. At 0.2 ms a simulated call of 32-thread blocks
-# ran 2-7x faster on a 2-core CPU machine (matvec 67x7 warp_per_row 6.8 -> 1.3 s, softmax fused
-# 0.7 -> 0.1 s, quantize block_partials 1.9 -> 0.3 s: best of 3, 2026-11-22); 1024-thread blocks,
-# dominated by starting the threads, gain less. Switching that often exposed a race in the
-# simulator's shared arrays (_serialize_shared_arrays), fixed here.
-SIMULATOR_SWITCH_INTERVAL_S = 2e-4
+SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
+# how long a simulation would take, and a smaller run that takes seconds: lab.core.simulator's estimates
+simulator_calls, simulator_seconds, quick_options = (simulation.simulator_calls, simulation.simulator_seconds,
+                                                     simulation.quick_options)
+_check_calls, _minutes = simulation.check_calls, simulation.minutes
 
 
 @dataclass
@@ -69,24 +69,61 @@ class Options:
     counters_engine: Callable | None = None
 
 
-@dataclass
-class Row:
-    """One contender (and variant) of a run."""
+@dataclass(frozen=True)
+class Task:
+    """One row's work, fixed before it runs: a contender (and its variant) on one problem.
 
+    kernel: the KernelSpec name; contender: "numba", "numpy", "cupy" or "torch"; variant: the Numba
+    rung, the library op's label, "reference (CPU)" for NumPy or "-" for a contender that cannot run;
+    size: the problem's dimensions; dtype: the inputs' element type; launch: a Numba rung's launch
+    (``Launch.as_dict()``: grid, block, threads; after its checked call also registers, shared memory
+    and occupancy, lab.core.occupancy.launch_usage), None otherwise; bytes_moved / flops: the
+    problem's minimum DRAM traffic (bytes) and floating-point operations (the KernelSpec's)."""
+
+    kernel: str
     contender: str
     variant: str
-    status: str  # "ok", "FAIL" or "skipped"
+    size: tuple = ()
+    dtype: str = "float32"
+    launch: dict | None = field(default=None, compare=False)
+    bytes_moved: int = 0
+    flops: int = 0
+
+
+@dataclass(frozen=True)
+class Check:
+    """What checking a task found: ``status`` "ok", "FAIL" or "skipped", with the ``reason``; the
+    largest absolute and relative errors against the reference; the first (poisoned, checked) call's
+    wall time in ms (compile + load + run for a Numba rung)."""
+
+    status: str
     reason: str = ""
-    measurement: Measurement | None = None
-    first_call_ms: float | None = None
     max_abs_err: float | None = None
     rel_err: float | None = None
-    launch: dict | None = None
-    gbps: float | None = None
-    gflops: float | None = None
-    pct_copy: float | None = None
-    pct_peak_flops: float | None = None
-    speedup_vs_numpy: float | None = None
+    first_call_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Rates:
+    """The yardsticks a timed row is held to: the device's measured copy bandwidth (GB/s), its peak
+    FP32 rate (GFLOP/s), and NumPy's median time on the same problem (ms); None where not known."""
+
+    copy_gbps: float | None = None
+    peak_fp32_gflops: float | None = None
+    numpy_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    """One contender (and variant) of a run: its :class:`Task`, its :class:`Check`, its
+    :class:`lab.core.timing.Measurement` (None when not timed), and what the compiler and the counters
+    reported. GB/s, GFLOP/s, % of copy bandwidth and of peak FP32, and the speedup over NumPy are
+    derived (properties) from the task's bytes and FLOPs, the measurement's median and ``rates``;
+    None where not timed on a GPU (a simulated kernel's wall clock says nothing about GPU speed)."""
+
+    task: Task
+    check: Check
+    measurement: Measurement | None = None
     compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
     registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
     spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
@@ -96,10 +133,63 @@ class Row:
     # global load request fetched (l1tex__t_sectors / l1tex__t_requests, _op_ld)
     dram_ratio: float | None = None
     sectors_per_request: float | None = None
+    rates: Rates = Rates()
+
+    # the task's and the check's facts, by the names the views and the JSON use
+    contender = property(lambda self: self.task.contender)
+    variant = property(lambda self: self.task.variant)
+    launch = property(lambda self: self.task.launch)
+    status = property(lambda self: self.check.status)
+    reason = property(lambda self: self.check.reason)
+    max_abs_err = property(lambda self: self.check.max_abs_err)
+    rel_err = property(lambda self: self.check.rel_err)
+    first_call_ms = property(lambda self: self.check.first_call_ms)
 
     @property
     def ok(self) -> bool:
         return self.status == "ok"
+
+    @property
+    def seconds(self) -> float | None:
+        """The median timed call in seconds; None when not timed, or timed on the simulator's clock."""
+        m = self.measurement
+        return None if m is None or m.method == SIMULATOR_CLOCK else m.median_ms * 1e-3
+
+    @property
+    def gbps(self) -> float | None:
+        """The task's minimum bytes moved / the median time, GB/s (1e9 bytes a second)."""
+        return self.task.bytes_moved / self.seconds / 1e9 if self.seconds else None
+
+    @property
+    def gflops(self) -> float | None:
+        """The task's floating-point operations / the median time, GFLOP/s."""
+        return self.task.flops / self.seconds / 1e9 if self.seconds else None
+
+    @property
+    def pct_copy(self) -> float | None:
+        """GB/s as a % of the measured device-to-device copy bandwidth (GPU contenders only)."""
+        copy = self.rates.copy_gbps
+        return 100 * self.gbps / copy if copy and self.seconds and self.contender != "numpy" else None
+
+    @property
+    def pct_peak_flops(self) -> float | None:
+        """GFLOP/s as a % of the device's peak FP32 rate (GPU contenders only)."""
+        peak = self.rates.peak_fp32_gflops
+        return 100 * self.gflops / peak if peak and self.seconds and self.contender != "numpy" else None
+
+    @property
+    def speedup_vs_numpy(self) -> float | None:
+        """NumPy's median time / this row's (above 1: faster than NumPy)."""
+        numpy_ms = self.rates.numpy_ms
+        return numpy_ms / self.measurement.median_ms if numpy_ms and self.seconds else None
+
+
+def row(contender: str, variant: str, status: str = "ok", reason: str = "", *, kernel: str = "",
+        measurement: Measurement | None = None, launch: dict | None = None, **facts) -> Row:
+    """A :class:`Row` from its parts' main fields (tests and stand-ins): ``facts`` are Row fields
+    (compiler, registers, dram_ratio ...) or Check fields (max_abs_err, rel_err, first_call_ms)."""
+    check = {k: facts.pop(k) for k in ("max_abs_err", "rel_err", "first_call_ms") if k in facts}
+    return Row(Task(kernel, contender, variant, launch=launch), Check(status, reason, **check), measurement, **facts)
 
 
 @dataclass
@@ -231,77 +321,58 @@ def check_contenders(names: list[str] | None) -> list[str]:
     return _pick(names, C.CONTENDERS, "contender")
 
 
-def _serialize_shared_arrays() -> None:
-    """Make the simulator's ``cuda.shared.array`` atomic (once a process).
-
-    numba-cuda's simulator (0.30.4, ``simulator/kernelapi.py``, ``FakeCUDAShared.array``) finds a
-    block's shared array by the calling file and line: a dict get, and on a miss ``np.empty`` and a
-    store, with no lock. Two threads of a block that miss together get two different arrays, and
-    what one of them writes the others never read: a wrong result now and then (the test suite failed
-    about one run in two, in quantize, matmul shared and tile64, once threads switched every 0.2 ms;
-    none in 12 runs with this lock). The same lookup, under a lock; the caller's file and line are
-    read from its frame (the original's traceback.extract_stack, without reading source lines).
-    """
-    try:
-        from numba.core import types
-        from numba.cuda.simulator import kernelapi
-        from numba.np import numpy_support
-    except ImportError:  # not the simulator (or another compiler): nothing to fix
-        return
-    shared = getattr(kernelapi, "FakeCUDAShared", None)
-    original = getattr(shared, "array", None)
-    if original is None or getattr(original, "lab_serialized", False):
-        return
-    lock = threading.Lock()
-
-    def array(self, shape, dtype, alignment=None):
-        if alignment is not None or shape == 0:  # an error, or dynamic shared memory: no lookup
-            return original(self, shape, dtype, alignment)
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        frame = sys._getframe(1)
-        caller = (frame.f_code.co_filename, frame.f_lineno)
-        with lock:
-            res = self._allocations.get(caller)
-            if res is None:
-                res = self._allocations[caller] = np.empty(shape, dtype)
-        return res
-
-    array.lab_serialized = True
-    shared.array = array
-
-
-def enter_simulator_threads() -> float:
-    """Simulate with a switch interval of at most SIMULATOR_SWITCH_INTERVAL_S (a simulated barrier
-    then costs ~0.2 ms, not up to 5 ms) and atomic shared-array allocation; returns the old interval."""
-    _serialize_shared_arrays()
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, SIMULATOR_SWITCH_INTERVAL_S))
-    return old
-
-
-@contextlib.contextmanager
-def simulator_threads():
-    """Within: :func:`enter_simulator_threads`; the switch interval restored after."""
-    old = enter_simulator_threads()
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(old)
+# The simulator's set-up lives in lab.core.simulator; these names stay for the callers that use them.
+enter_simulator_threads = simulation.enter
+simulator_threads = simulation.threads
+_serialize_shared_arrays = simulation.serialize_shared_arrays
 
 
 def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
 
-    progress: optional ``progress(event, report, **info)`` callback (events listed above).
+    Three steps: :func:`validate` (every option checked, nothing made yet), :func:`plan` (the rows'
+    tasks, in order: launch math per rung, skips), :func:`execute` (inputs, reference, each task
+    checked then timed). progress: optional ``progress(event, report, **info)`` callback (events
+    listed above).
     """
-    with simulator_threads() if backend == "simulator" else contextlib.nullcontext():
-        return _run(opts, backend, progress)
+    with simulation.threads(backend == "simulator"):
+        plan_ = validate(opts, backend)
+        return execute(plan_, plan(plan_), progress)
 
 
-def _run(opts: Options, backend: str, progress: Events | None) -> Report:
-    emit = progress or (lambda event, report, **info: None)
-    from lab.core.device import describe, measure_copy_bandwidth
+@dataclass(frozen=True)
+class Plan:
+    """A run's validated parameters (:func:`validate`): the kernel's spec, the problem, the device,
+    threads per block, the variants and contenders in order, timing counts, seed, warnings, and in
+    the simulator the run's estimated wall time (and a quicker size when it is long)."""
+
+    opts: Options
+    backend: str
+    spec: object  # kernels.spec.KernelSpec
+    size: tuple
+    dtype: np.dtype
+    device: dict
+    threads: int
+    variants: tuple
+    contenders: tuple
+    repeats: int | None  # None: the stop rule (GPU); 0: none timed (the simulator's default)
+    warmup: int
+    seed: int
+    warnings: tuple = ()
+    estimate_s: float | None = None
+    quick: str | None = None
+
+    @property
+    def simulator(self) -> bool:
+        return self.backend == "simulator"
+
+
+def validate(opts: Options, backend: str) -> Plan:
+    """Every option of ``opts`` checked and defaulted, before any input is made or anything compiles:
+    LabError (one line, the CLI's exit 2) for an unknown kernel, dtype, variant or contender, a size
+    the kernel cannot parse or the device cannot hold, threads per block out of range, bad counts or
+    seed, or a simulation estimated above REFUSE_SIMULATION_S without ``opts.yes``."""
+    from lab.core.device import describe
 
     simulator = backend == "simulator"
     try:
@@ -339,149 +410,129 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
             raise LabError(f"the simulator would take roughly {_minutes(estimate_s)} for {spec.name} "
                            f"{'x'.join(map(str, size))} (estimated); try {quick} for a run of seconds, "
                            f"or --yes to run it anyway")
+    return Plan(opts, backend, spec, size, dtype, device, threads, tuple(variant_names), tuple(contender_names),
+                repeats, warmup, seed, tuple(warnings), estimate_s, quick)
 
-    rng = np.random.default_rng(seed)
+
+@dataclass(frozen=True)
+class Step:
+    """One planned row: its :class:`Task`; ``skip`` (a Check) when it does not run, else how to run
+    it: the Numba rung's launch (``cfg``), or a library op's label and whether it computes in float32
+    inside (then checked against the float32-rounded inputs' reference)."""
+
+    task: Task
+    skip: Check | None = None
+    cfg: object = None  # kernels.spec.Launch of a Numba rung
+    label: str | None = None
+    float32_inside: bool = False
+
+
+def plan(p: Plan) -> list[Step]:
+    """The run's rows in order: each Numba rung (skipped where it cannot take ``threads`` or the
+    compiler cannot build it; FAIL where its launch math raises), NumPy, then each CuPy and torch op
+    (one skipped row for a library that cannot run here). Pure: nothing is made or compiled."""
+    spec, simulator = p.spec, p.simulator
+    base = dict(kernel=spec.name, size=tuple(p.size), dtype=str(p.dtype),
+                bytes_moved=spec.bytes_moved(p.size, p.dtype), flops=spec.flops(p.size))
+    steps = []
+    for name in p.contenders:
+        if name == "numba":
+            for v in p.variants:
+                variant = spec.variants[v]
+                # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
+                why = variant.accepts(p.threads)
+                if why:
+                    steps.append(Step(Task(contender="numba", variant=v, **base), Check("skipped", f"{v} {why}")))
+                    continue
+                why = compilers.unsupported(spec.name, v)
+                if why:
+                    steps.append(Step(Task(contender="numba", variant=v, **base), Check("skipped", why)))
+                    continue
+                try:
+                    cfg = variant.launch(p.size, p.threads)
+                except Exception as e:  # launch math that cannot serve this input is a row, not a crash
+                    steps.append(Step(Task(contender="numba", variant=v, **base), Check(
+                        "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}")))
+                    continue
+                steps.append(Step(Task(contender="numba", variant=v, launch=cfg.as_dict(), **base), cfg=cfg))
+        elif name == "numpy":
+            steps.append(Step(Task(contender="numpy", variant="reference (CPU)", **base)))
+        elif C.why_unavailable(name, simulator) is not None:
+            steps.append(Step(Task(contender=name, variant="-", **base), Check("skipped", C.why_unavailable(name, simulator))))
+        else:
+            for label in C.library_labels(name, spec.name):
+                if p.opts.library_ops is not None and label not in p.opts.library_ops:
+                    continue
+                steps.append(Step(Task(contender=name, variant=label, **base), label=label,
+                                  float32_inside=p.dtype != np.float32 and C.float32_inside(name, spec.name, label)))
+    return steps
+
+
+def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Report:
+    """Make the inputs (seeded), the float64 reference and tolerances; run each step (check, then time
+    what passed); the counters when asked; the rates each row is held to. Returns the Report."""
+    emit = progress or (lambda event, report, **info: None)
+    spec, size, dtype, simulator, opts = p.spec, p.size, p.dtype, p.simulator, p.opts
+    rng = np.random.default_rng(p.seed)
     inputs = spec.make_inputs(size, dtype, rng)
     refs = spec.reference(*[a.astype(np.float64) for a in inputs])
-    tols = spec.tolerance(inputs, refs, dtype)
-    out_specs = spec.out_specs(size, dtype)
+    ref = _Reference(spec, inputs, refs, spec.tolerance(inputs, refs, dtype), spec.out_specs(size, dtype))
 
-    report = Report(spec.name, spec.summary, backend, device, size, str(dtype), seed, repeats, warmup,
-                    spec.bytes_moved(size, dtype), spec.flops(size), threads=threads, warnings=warnings)
-    rule = StopRule(repeats=repeats)
-    report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if repeats == 0 else
-                        f"{repeats} timed calls a row after {warmup} warm-up" if repeats is not None else
+    report = Report(spec.name, spec.summary, p.backend, p.device, size, str(dtype), p.seed, p.repeats, p.warmup,
+                    spec.bytes_moved(size, dtype), spec.flops(size), threads=p.threads, warnings=list(p.warnings))
+    rule = StopRule(repeats=p.repeats)
+    report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if p.repeats == 0 else
+                        f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
                         f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
                         f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
-                        f"{rule.time_limit_s:g} s; {warmup} warm-up")
+                        f"{rule.time_limit_s:g} s; {p.warmup} warm-up")
     if not simulator:
         from lab.core import clocks
+        from lab.core.device import measure_copy_bandwidth
 
         report.copy_bandwidth = measure_copy_bandwidth()
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
     report.compiler = compilers.current()
-    cc = None if simulator else tuple(int(p) for p in str(device["compute_capability"]).split("."))
     if simulator:
-        report.estimate_s, report.quick_options = estimate_s, quick
+        report.estimate_s, report.quick_options = p.estimate_s, p.quick
     emit("start", report)
 
-    float32_check: list = []  # (refs, tols) of the inputs rounded to float32, made on first use
+    def add(row_: Row) -> None:
+        report.rows.append(row_)
+        emit("row", report, row=row_)
 
-    def float32_reference():
-        """The reference and tolerances a float32-inside contender is held to (lab.core.registry)."""
-        if not float32_check:
-            rounded = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in inputs]
-            refs32 = spec.reference(*[a.astype(np.float64) for a in rounded])
-            float32_check.append((refs32, spec.tolerance(rounded, refs32, np.dtype(np.float32))))
-        return float32_check[0]
+    contender = None
+    for step in steps:
+        if contender is not None and step.task.contender != contender:
+            gc.collect()  # between contenders, as each one's copies go
+        contender = step.task.contender
+        task = step.task
+        if task.launch is not None:
+            report.launches[task.variant] = task.launch
+        if step.skip is not None:
+            add(Row(task, step.skip, compiler=report.compiler if task.contender == "numba" else None))
+        elif task.contender == "numba":
+            variant = spec.variants[task.variant]
+            add(_measure(p, report, rule, ref, task, emit,
+                         lambda: C.prepare_numba(spec, size, variant, step.cfg, inputs, simulator)))
+            from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
-    def measure(row: Row, prepare, against=None) -> Row:
-        """Fill ``row`` from the contender that ``prepare()`` sets up: check (against ``against``,
-        (refs, tols), instead of the run's float64 reference when given), then time."""
-        refs_, tols_ = against or (refs, tols)
-        launches: list = []  # numba rows on a GPU: the kernels the checked call launched
-        record = row.contender == "numba" and not simulator
-        tracer = None
-        if opts.counters and simulator and row.contender == "numba":  # --counters: the checked call's addresses
-            from lab.core.trace import SectorTracer
-
-            tracer = SectorTracer()
-        try:
-            prepared = prepare()
-        except Exception as e:
-            row.status, row.reason = "FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"
-            return row
-        try:
-            emit("stage", report, contender=row.contender, variant=row.variant,
-                 stage="compile + check" if row.contender == "numba" else "first call + check")
-            timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
-            first = {}
-
-            def first_call():  # the poisoned first call, timed alone (compile + load + run)
-                with resources.launched(launches) if record else contextlib.nullcontext(), \
-                        tracer if tracer is not None else contextlib.nullcontext():
-                    first["ms"], outs = timer.first_call()
-                return outs
-
-            checked = check_prepared(prepared, refs_, tols_, out_specs, first_call=first_call)
-            if tracer is not None:
-                _traced(row, tracer.summary(), report.bytes_moved)
-            row.first_call_ms = first.get("ms")
-            if record:  # the compiler's report of the kernels this call launched
-                res = compilers.resources(resources.compiled(launches), cc)
-                row.registers, row.spill_bytes, row.local_bytes = (
-                    res["registers"], res["spill_bytes"], res["local_bytes"])
-            verdict, host_outs = checked.verdict, checked.outputs
-            row.max_abs_err, row.rel_err = verdict.max_abs_err, verdict.rel_err
-            if not verdict.ok:
-                reference = "the float64 reference" if against is None else "the reference of the float32-rounded inputs"
-                row.status, row.reason = "FAIL", f"output differs from {reference}: {verdict.reason}"
-                return row
-            if spec.summarize and row.contender == "numba" and not report.notes:
-                report.notes = [f"{row.variant}: {line}" for line in spec.summarize(inputs, host_outs)]
-            n, warm = repeats, warmup
-            if n == 0:  # the simulator's default: checked once, its first call shown, nothing timed
-                return row
-            if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
-                if repeats is not None:
-                    n = min(repeats, max(3, int(HOST_BUDGET_MS / max(row.first_call_ms, 1e-3))))
-                if n != repeats or row.first_call_ms > 10:
-                    warm = min(warmup, 1)
-            emit("stage", report, contender=row.contender, variant=row.variant, stage="time", calls=n)
-            row.measurement = timer.measure(n, warm, rule)
-        except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
-            row.status, row.reason = "FAIL", f"raised {type(e).__name__}: {_first_line(e)}"
-        finally:
-            prepared.release()
-        return row
-
-    def add(row: Row) -> None:
-        report.rows.append(row)
-        emit("row", report, row=row)
-
-    for name in contender_names:
-        why = C.why_unavailable(name, simulator)
-        if name == "numba":
-            for v in variant_names:
-                variant = spec.variants[v]
-                row = Row("numba", v, "ok", compiler=report.compiler)
-                # a skipped rung gets no launch math: warp rungs compute threads // 32 (0 below a warp)
-                if variant.accepts(threads):
-                    row.status, row.reason = "skipped", f"{v} {variant.accepts(threads)}"
-                elif compilers.unsupported(spec.name, v):
-                    row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
-                else:
-                    try:
-                        cfg = variant.launch(size, threads)
-                    except Exception as e:  # launch math that cannot serve this input is a row, not a crash
-                        row.status, row.reason = "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}"
-                    else:
-                        row.launch = report.launches[v] = cfg.as_dict()
-                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
-                        from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
-
-                        report.launches[v].update(launch_usage(spec, v, threads, simulator, size))
-                add(row)
-        elif name == "numpy":
-            add(measure(Row("numpy", "reference (CPU)", "ok"), lambda: C.prepare_numpy(spec, inputs)))
-        elif why is not None:
-            add(Row(name, "-", "skipped", why))
+            task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size))
+        elif task.contender == "numpy":
+            add(_measure(p, report, rule, ref, task, emit, lambda: C.prepare_numpy(spec, inputs)))
         else:
-            for label in C.library_labels(name, spec.name):
-                if opts.library_ops is not None and label not in opts.library_ops:
-                    continue
-                prepare = lambda label=label: C.prepare_library(name, spec, size, label, inputs)  # noqa: E731
-                if dtype != np.float32 and C.float32_inside(name, spec.name, label):
-                    row = measure(Row(name, label, "ok"), prepare, float32_reference())
-                    row.reason = FLOAT32_INSIDE + (f"; {row.reason}" if row.reason else "")
-                    add(row)
-                else:
-                    add(measure(Row(name, label, "ok"), prepare))
+            prepare = lambda label=step.label: C.prepare_library(task.contender, spec, size, label, inputs)  # noqa: E731
+            if step.float32_inside:
+                r = _measure(p, report, rule, ref, task, emit, prepare, ref.float32())
+                add(replace(r, check=replace(r.check, reason=FLOAT32_INSIDE + (f"; {r.reason}" if r.reason else ""))))
+            else:
+                add(_measure(p, report, rule, ref, task, emit, prepare))
+    if contender is not None:
         gc.collect()
     from kernels import tuning
 
-    report.warnings += [p for p in tuning.problems() if "auto" in report.launches and p not in report.warnings]
+    report.warnings += [w for w in tuning.problems() if "auto" in report.launches and w not in report.warnings]
     if not simulator:
         report.clocks["after"] = clocks.read()
         drop = clocks.dropped(report.clocks["before"], report.clocks["after"])
@@ -489,16 +540,94 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
             report.warnings.append(drop)
     if opts.counters:
         _counters(report, opts, emit)
-    _derive(report)
+    _rate(report)
     emit("done", report)
     return report
 
 
-def _traced(row: Row, summary: dict, min_bytes: int) -> None:
+class _Reference:
+    """The run's inputs, their float64 reference, tolerances and output shapes; the float32-rounded
+    inputs' reference (what a float32-inside contender is held to, lab.core.registry), made on first use."""
+
+    def __init__(self, spec, inputs, refs, tols, out_specs):
+        self.spec, self.inputs, self.refs, self.tols, self.out_specs = spec, inputs, refs, tols, out_specs
+        self._float32 = None
+
+    def float32(self) -> tuple:
+        if self._float32 is None:
+            rounded = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in self.inputs]
+            refs32 = self.spec.reference(*[a.astype(np.float64) for a in rounded])
+            self._float32 = (refs32, self.spec.tolerance(rounded, refs32, np.dtype(np.float32)))
+        return self._float32
+
+
+def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Task, emit, prepare,
+             against=None) -> Row:
+    """The Row of the contender that ``prepare()`` sets up: its first (poisoned) call timed alone and
+    checked (against ``against``, (refs, tols), instead of the float64 reference when given); if it
+    passed, warmed up and timed. A contender that raises is a FAIL row, not a crash of the run."""
+    refs_, tols_ = against or (ref.refs, ref.tols)
+    numba = task.contender == "numba"
+    launches: list = []  # numba rows on a GPU: the kernels the checked call launched
+    record = numba and not p.simulator
+    facts: dict = {"compiler": report.compiler} if numba else {}
+    checked_: dict = {}
+    try:
+        prepared = prepare()
+    except Exception as e:
+        return Row(task, Check("FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"), **facts)
+    try:
+        emit("stage", report, contender=task.contender, variant=task.variant,
+             stage="compile + check" if numba else "first call + check")
+        timer = Timer(prepared.call, prepared.timer_mode, prepared.sync)
+        first, traced = {}, p.opts.counters and p.simulator and numba  # --counters: the checked call's addresses
+
+        def first_call():  # the poisoned first call, timed alone (compile + load + run)
+            with resources.launched(launches) if record else contextlib.nullcontext(), \
+                    simulation.tracing(traced) as tracer:
+                first["ms"], outs = timer.first_call()
+            if tracer is not None:
+                facts.update(_traced(tracer.summary(), report.bytes_moved))
+            return outs
+
+        checked = check_prepared(prepared, refs_, tols_, ref.out_specs, first_call=first_call)
+        checked_["first_call_ms"] = first.get("ms")
+        if record:  # the compiler's report of the kernels this call launched
+            res = compilers.resources(resources.compiled(launches), _cc(p.device))
+            facts.update(registers=res["registers"], spill_bytes=res["spill_bytes"], local_bytes=res["local_bytes"])
+        verdict, host_outs = checked.verdict, checked.outputs
+        checked_.update(max_abs_err=verdict.max_abs_err, rel_err=verdict.rel_err)
+        if not verdict.ok:
+            reference = "the float64 reference" if against is None else "the reference of the float32-rounded inputs"
+            return Row(task, Check("FAIL", f"output differs from {reference}: {verdict.reason}", **checked_), **facts)
+        if p.spec.summarize and numba and not report.notes:
+            report.notes = [f"{task.variant}: {line}" for line in p.spec.summarize(ref.inputs, host_outs)]
+        n, warm = p.repeats, p.warmup
+        if n == 0:  # the simulator's default: checked once, its first call shown, nothing timed
+            return Row(task, Check("ok", **checked_), **facts)
+        if prepared.timer_mode == "host":  # CPU contenders can take seconds a call: cap their time
+            if p.repeats is not None:
+                n = min(p.repeats, max(3, int(HOST_BUDGET_MS / max(checked_["first_call_ms"], 1e-3))))
+            if n != p.repeats or checked_["first_call_ms"] > 10:
+                warm = min(p.warmup, 1)
+        emit("stage", report, contender=task.contender, variant=task.variant, stage="time", calls=n)
+        return Row(task, Check("ok", **checked_), timer.measure(n, warm, rule), **facts)
+    except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
+        return Row(task, Check("FAIL", f"raised {type(e).__name__}: {_first_line(e)}", **checked_), **facts)
+    finally:
+        prepared.release()
+
+
+def _cc(device: dict) -> tuple:
+    return tuple(int(part) for part in str(device["compute_capability"]).split("."))
+
+
+def _traced(summary: dict, min_bytes: int) -> dict:
     """--counters in the simulator: a Numba row's numbers from the sector tracer's ``summary`` of its
-    checked call (lab.core.trace.SectorTracer.summary)."""
-    row.sectors_per_request = summary["load"].sectors_per_request
-    row.dram_ratio = summary["bytes_touched"] / min_bytes if min_bytes and summary["bytes_touched"] else None
+    checked call (lab.core.trace.SectorTracer.summary): sectors per load request, and distinct bytes
+    touched / the minimum traffic."""
+    return {"sectors_per_request": summary["load"].sectors_per_request,
+            "dram_ratio": summary["bytes_touched"] / min_bytes if min_bytes and summary["bytes_touched"] else None}
 
 
 def _counters(report: Report, opts: Options, emit) -> None:
@@ -524,59 +653,9 @@ def _counters(report: Report, opts: Options, emit) -> None:
         report.warnings.append(f"--counters: not measured: {why}")
         return
     by_row = got.get("rows", {})
-    for r in report.rows:
-        hit = by_row.get((r.contender, r.variant))
-        if hit:
-            r.dram_ratio, r.sectors_per_request = hit.get("dram_ratio"), hit.get("sectors_per_request")
+    report.rows = [replace(r, dram_ratio=hit.get("dram_ratio"), sectors_per_request=hit.get("sectors_per_request"))
+                   if (hit := by_row.get((r.contender, r.variant))) else r for r in report.rows]
     report.counters = {k: got.get(k) for k in ("tool", "engine")} | {"notes": list(got.get("notes") or [])}
-
-
-def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:
-    """Calls a simulator run makes of each variant: the checked first call (``check_calls``: 2 for a
-    kernel with integer outputs, checked under two poisons), then (only when some are timed) the
-    warm-up and the timed calls."""
-    return check_calls + (warmup + repeats if repeats else 0)
-
-
-def _check_calls(spec, size, dtype) -> int:
-    """1, or 2 when an output is an integer array (lab.core.check's two-poison check)."""
-    return 2 if any(np.issubdtype(dt, np.integer) for _, dt in spec.out_specs(size, dtype)) else 1
-
-
-def _minutes(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
-
-
-def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
-    """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
-    from lab.core import simcost
-
-    launched = {}
-    for v in variant_names:
-        variant = spec.variants[v]
-        if variant.accepts(threads):
-            continue  # skipped rungs cost nothing
-        try:
-            launched[v] = variant.launch(size, threads).threads_total
-        except Exception:
-            continue
-    return calls * simcost.call_seconds(spec.name, launched, spec.flops(size))
-
-
-def quick_options(spec, size, variant_names, threads: int, calls: int, target_s: float = 15.0) -> str:
-    """Options for a simulator run of about ``target_s``: a --size with every dimension shrunk by the
-    same factor, and --threads 32 when blocks of ``threads`` simulated threads alone cost too much."""
-    def shrink(t):
-        smaller = size
-        while simulator_seconds(spec, smaller, variant_names, t, calls) > target_s and max(smaller) > 1:
-            smaller = tuple(max(1, int(d * 0.8)) for d in smaller)
-        return smaller, simulator_seconds(spec, smaller, variant_names, t, calls) <= target_s
-
-    smaller, quick = shrink(threads)
-    if not quick and threads > 32:
-        smaller, _ = shrink(32)
-        return f"--threads 32 --size {'x'.join(map(str, smaller))}"
-    return f"--size {'x'.join(map(str, smaller))}"
 
 
 def _first_line(e: Exception) -> str:
@@ -595,20 +674,10 @@ def _numpy_threads() -> str:
     return ", ".join(blas) if blas else "1 thread (no BLAS thread pool)"
 
 
-def _derive(report: Report) -> None:
-    """GB/s, GFLOP/s, % of copy bandwidth and of peak FP32, and speedup over NumPy, per timed row."""
-    numpy_ms = next((r.measurement.median_ms for r in report.rows if r.contender == "numpy" and r.measurement), None)
-    copy = (report.copy_bandwidth or {}).get("gbps")
-    peak = report.device.get("peak_fp32_gflops")
-    for r in report.rows:
-        if not r.measurement or r.measurement.method == SIMULATOR_CLOCK:
-            continue  # a simulated kernel's wall clock says nothing about GPU speed
-        s = r.measurement.median_ms * 1e-3
-        r.gbps = report.bytes_moved / s / 1e9
-        r.gflops = report.flops / s / 1e9
-        if copy and r.contender != "numpy":
-            r.pct_copy = 100 * r.gbps / copy
-        if peak and r.contender != "numpy":
-            r.pct_peak_flops = 100 * r.gflops / peak
-        if numpy_ms:
-            r.speedup_vs_numpy = numpy_ms / r.measurement.median_ms
+def _rate(report: Report) -> None:
+    """The yardsticks every row is held to (its GB/s, % of copy bandwidth and of peak FP32, speedup over
+    NumPy are then properties of the row): the measured copy bandwidth, the device's peak FP32 rate,
+    NumPy's median time."""
+    rates = Rates((report.copy_bandwidth or {}).get("gbps"), report.device.get("peak_fp32_gflops"),
+                  next((r.measurement.median_ms for r in report.rows if r.contender == "numpy" and r.measurement), None))
+    report.rows = [replace(r, rates=rates) for r in report.rows]

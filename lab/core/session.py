@@ -1,60 +1,18 @@
 """The session: where kernels run — a CUDA GPU or Numba's CUDA simulator — and which compiler builds
 them, fixed once per process before ``numba.cuda`` loads (:func:`start` returns a :class:`Session`).
 
-Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice
-must be made first. A GPU is detected through the CUDA driver API without importing Numba
-(``kernels.backend.gpu_count``). Everything that imports
-``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be imported after
-:func:`select`.
+The backend choice itself (:func:`choose`, :func:`select`) is :mod:`lab.core.simulator`'s, re-exported
+here. Everything that imports ``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be
+imported after :func:`select`.
 """
 from __future__ import annotations
 
 import os
-import sys
 from dataclasses import dataclass
 
-from kernels.backend import SIM_ENV as _SIM_ENV
 from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
 from lab.core.errors import LabError
-
-
-def _numba_cuda_loaded() -> bool:
-    return "numba.cuda" in sys.modules
-
-
-def choose(prefer: str = "auto") -> str:
-    """Which backend ``prefer`` means here, "gpu" or "simulator", without setting it (the exercise
-    checker sets it in its child process).
-
-    prefer: "auto" (an explicit NUMBA_ENABLE_CUDASIM=1 wins, else a usable GPU, else the
-    simulator), "gpu" or "sim". Raises LabError when a GPU is demanded but none is usable.
-    """
-    want_sim = {"sim": True, "gpu": False}.get(prefer)
-    if want_sim is None:
-        want_sim = is_simulator() or gpu_count()[0] == 0
-    elif not want_sim:
-        n, why = gpu_count()
-        if n == 0:
-            raise LabError(f"--gpu asked for a CUDA GPU, but {why}; use --sim for the CUDA simulator")
-    return "simulator" if want_sim else "gpu"
-
-
-def select(prefer: str = "auto") -> str:
-    """Pick the backend for this process (:func:`choose`) and return "gpu" or "simulator".
-
-    Raises LabError when a GPU is demanded but none is usable, or when ``numba.cuda`` was already
-    imported with the other backend (the choice cannot change inside one process).
-    """
-    want_sim = choose(prefer) == "simulator"
-    if _numba_cuda_loaded():
-        if want_sim != is_simulator():
-            have = "simulator" if is_simulator() else "gpu"
-            raise LabError(f"numba.cuda is already loaded with the {have} backend in this process")
-    else:
-        os.environ[_SIM_ENV] = "1" if want_sim else "0"
-        # Numba's low-occupancy warning (a grid under 128 blocks) stays on: it teaches something
-        # when a student's launch is too small. The timer's 1-thread spin kernel silences it locally.
-    return "simulator" if want_sim else "gpu"
+from lab.core.simulator import choose, select  # noqa: F401  (the backend: lab.core.simulator owns it)
 
 
 @dataclass(frozen=True)

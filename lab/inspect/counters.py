@@ -513,8 +513,9 @@ def _simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     rows, notes = [], [f"{SIM_LABEL}: every warp's global loads and stores in Numba's CUDA simulator, "
                        "32-byte sectors per request; DRAM, L2, occupancy and stalls need a GPU (null)"]
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(SIM_SWITCH_INTERVAL)
+    from lab.core import simulator
+
+    old = simulator.enter()  # the simulator's one set-up (switch interval, shared-array lock)
     try:
         for i, v in enumerate(names):
             if progress:

@@ -51,3 +51,14 @@ def test_device_command(lab):
         assert "simulator" in info["note"]
     else:
         assert info["sm_count"] > 0 and info["peak_bandwidth_gbps"] > 100
+
+
+@pytest.mark.gpu  # no kernel: the same on a GPU machine
+@pytest.mark.parametrize("args", [(), ("exercise",)])
+def test_a_group_alone_shows_its_usual_help(lab, args):
+    """`lab` and `lab exercise` with nothing after them: the help, as with --help, on stdout, exit 0."""
+    code, out, err = lab(*args)
+    assert code == 0 and err == ""
+    _, help_out, _ = lab(*args, "--help")
+    assert out == help_out and out.startswith(f"Usage: lab {' '.join(args)}".rstrip() + " [OPTIONS]")
+    assert len(out.splitlines()) > 5  # the usual layout, not one line

@@ -76,7 +76,7 @@ def test_counters_with_both_compilers_is_one_line_exit_2():
 def _gpu_report(rows):
     rep = runner.Report("vecadd", "", "gpu", {"name": "Test GPU"}, (1000,), "float32", 7, None, 5, 12000, 1000,
                         threads=256)
-    rep.rows = [runner.Row(c, v, s) for c, v, s in rows]
+    rep.rows = [runner.row(c, v, s) for c, v, s in rows]
     return rep
 
 
@@ -264,14 +264,13 @@ def test_the_cupti_child_without_cupti_python_says_how_to_get_it():
 def test_dram_ratio_from_the_tracer_summary():
     from lab.core.trace import AccessStats
 
-    row = runner.Row("numba", "v", "ok")
     load = AccessStats()
     load.add(4, 128)
     load.add(8, 128)
-    runner._traced(row, {"load": load, "bytes_touched": 1536}, 1024)
-    assert row.sectors_per_request == 6.0 and row.dram_ratio == 1.5
-    runner._traced(row, {"load": AccessStats(), "bytes_touched": 0}, 1024)
-    assert row.sectors_per_request is None and row.dram_ratio is None
+    got = runner._traced({"load": load, "bytes_touched": 1536}, 1024)
+    assert got["sectors_per_request"] == 6.0 and got["dram_ratio"] == 1.5
+    got = runner._traced({"load": AccessStats(), "bytes_touched": 0}, 1024)
+    assert got["sectors_per_request"] is None and got["dram_ratio"] is None
 
 
 def test_a_cupti_document_validates_and_prints_at_80_columns(capsys):

@@ -115,12 +115,12 @@ def test_clocks_text_and_drop_warning():
 
 # --- the report ------------------------------------------------------------------------------------------
 def _report_with(samples, method):
-    from lab.core.runner import Report, Row
+    from lab.core.runner import Report, row
 
     rep = Report("vecadd", "c = a + b", "gpu", {"name": "GPU", "compute_capability": "9.0"}, (10,), "float32",
                  0, None, 5, 120, 10, stop_rule="adaptive", clocks={"before": {"error": "NVML absent"}})
-    rep.rows = [Row("numba", "quiet", "ok", measurement=T.Measurement([1.0, 1.0, 1.001, 0.999], method)),
-                Row("numba", "noisy", "ok", measurement=T.Measurement(samples, method))]
+    rep.rows = [row("numba", "quiet", "ok", measurement=T.Measurement([1.0, 1.0, 1.001, 0.999], method)),
+                row("numba", "noisy", "ok", measurement=T.Measurement(samples, method))]
     return rep
 
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
-from lab.core.runner import Steps
-
+if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: a bar may start before the backend is chosen
+    from lab.core.runner import Steps
 
 
 @contextlib.contextmanager

@@ -1,0 +1,31 @@
+"""The catalog commands as library functions: ``list`` (:func:`list_kernels`) and ``device``. They take
+the ``lab`` command's options as keyword arguments (the same names and defaults), check them as the
+command does (:mod:`lab.core.args`) and return the command's ``--json`` document; nothing here prints.
+"""
+from __future__ import annotations
+
+from lab.core import args as A
+
+
+def list_kernels(*, sim: bool | None = None) -> list[dict]:
+    """``lab list``: every kernel with its variants (the ladder's rungs), contenders, dtypes and
+    default sizes per backend (docs/schemas/list.json)."""
+    from lab.core.session import select
+
+    select(A.backend(sim))
+    from lab.core.catalog import catalog
+
+    return catalog()
+
+
+def device(*, measure: bool = False, sim: bool | None = None) -> dict:
+    """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
+    usable; ``measure``: also the measured device-to-device copy bandwidth (GB/s).
+    docs/schemas/device.json's document. LAB_COMPILER is checked as ``--compiler`` would be."""
+    from lab.core.session import start
+
+    measure = A.flag(measure, "--measure")
+    backend = start(A.backend(sim)).backend
+    from lab.core.device import device_info
+
+    return device_info(backend == "simulator", measure)

@@ -1,0 +1,144 @@
+"""The exercise commands as library functions: ``lab exercise list|start|check|grade|hint|solution|new|
+notebook``. Each takes the command's options as keyword arguments (the same names and defaults),
+checks them as the command does (the same one-line LabError, :mod:`lab.core.args`), does the work in
+:mod:`lab.teach` and returns the result; nothing here prints or asks (``lab exercise solution``'s
+question and the notebooks' one line each are the views').
+"""
+from __future__ import annotations
+
+from lab.core import args as A
+from lab.core.errors import LabError
+
+
+def _backend(sim) -> str:
+    return A.backend(sim)  # "auto", "sim" or "gpu": the checker chooses in its child processes
+
+
+def exercise_list(*, directory: str | None = None) -> list[dict]:
+    """``lab exercise list``: every exercise in order, with its status in the workspace ``directory``
+    (default ./lab-exercises or $LAB_EXERCISES_DIR): docs/schemas/exercise-list.json."""
+    from lab.teach import workspace as E
+
+    return E.listing(A.text(directory, "--dir"))
+
+
+def exercise_start(name: str, *, directory: str | None = None) -> tuple:
+    """``lab exercise start NAME``: the scaffold (DIR/NAME.py) and the visible test copied into the
+    workspace. Returns (the scaffold's path, whether an existing file was kept, the statement)."""
+    from lab.teach import workspace as E
+
+    name, directory = A.text(name, "NAME"), A.text(directory, "--dir")
+    path, kept = E.start(name, directory)
+    return path, kept, E.statement(name)
+
+
+def exercise_check(name: str, *, file: str | None = None, timeout: float | None = None, seed: int | None = None,
+                   bench: bool = False, directory: str | None = None, sim: bool | None = None,
+                   progress=None) -> dict:
+    """``lab exercise check NAME``: NAME's hidden tests on ``file`` (default DIR/NAME.py), in contained
+    child processes; ``timeout`` seconds a test; ``bench``: once all pass, against the reference.
+    Returns docs/schemas/exercise-check.json's document (``passed``)."""
+    from lab.teach import workspace as E
+
+    name, file = A.text(name, "NAME"), A.text(file, "--file")
+    timeout = A.number(timeout, "--timeout", min=0, min_open=True)
+    seed, bench = A.integer(seed, "--seed", min=0), A.flag(bench, "--bench")
+    directory = A.text(directory, "--dir")
+    return E.check(name, file, directory, _backend(sim), timeout, seed, bench=bench, progress=progress)
+
+
+def exercise_grade(submissions: str, *, exercises: str | list | None = None, jobs: int | None = None,
+                   csv: str | None = None, bench: bool = False, timeout: float | None = None,
+                   cpu_limit: int | None = None, memory_limit: int | None = None, file_limit: int | None = None,
+                   no_landlock: bool = False, seed: int | None = None, sim: bool | None = None,
+                   progress=None) -> dict:
+    """``lab exercise grade SUBMISSIONS``: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained
+    process with ``cpu_limit`` CPU seconds, ``memory_limit`` MiB of address space (simulator; 0:
+    none), ``file_limit`` MiB a file, Landlock unless ``no_landlock``; ``csv``: also the gradebook as
+    CSV. Returns docs/schemas/exercise-grade.json's document."""
+    from lab.core.files import check_writable, write_atomic
+    from lab.teach import grade as G
+    from lab.teach.sandbox import Limits
+
+    submissions = A.folder(submissions, "SUBMISSIONS")
+    only, jobs, csv = A.text(exercises, "--exercises"), A.integer(jobs, "--jobs", min=1), A.text(csv, "--csv")
+    bench, timeout = A.flag(bench, "--bench"), A.number(timeout, "--timeout", min=0, min_open=True)
+    cpu_limit = A.integer(cpu_limit, "--cpu-limit", min=1)
+    memory_limit = A.integer(memory_limit, "--memory-limit", min=0)
+    file_limit = A.integer(file_limit, "--file-limit", min=1)
+    no_landlock, seed = A.flag(no_landlock, "--no-landlock"), A.integer(seed, "--seed", min=0)
+    check_writable(csv, "gradebook CSV")
+    d = Limits()
+    limits = Limits(cpu_limit if cpu_limit is not None else d.cpu_s,
+                    memory_limit if memory_limit is not None else d.memory_mb,
+                    file_limit if file_limit is not None else d.fsize_mb, landlock=not no_landlock)
+    names = [n.strip() for n in only.split(",") if n.strip()] if only else None
+    doc = G.grade(submissions, names, jobs, _backend(sim), timeout, seed, bench, limits, progress)
+    if csv:
+        write_atomic(csv, G.to_csv(doc), "gradebook CSV")
+    return doc
+
+
+def exercise_hint(name: str, number: int | None = None, *, directory: str | None = None) -> tuple:
+    """``lab exercise hint NAME [NUMBER]``: the next hint (remembered in the workspace), or hint
+    NUMBER. Returns (number, of how many, text, new)."""
+    from lab.teach import workspace as E
+
+    name, number = A.text(name, "NAME"), A.integer(number, "[NUMBER]")
+    return E.hint(name, A.text(directory, "--dir"), number)
+
+
+def exercise_solution(name: str) -> str:
+    """``lab exercise solution NAME``: the reference solution's source (the command asks first)."""
+    from lab.teach import workspace as E
+
+    return E.solution(A.text(name, "NAME"))
+
+
+def exercise_new(name: str, *, title: str = "TODO title"):
+    """``lab exercise new NAME``: scaffold exercises/NAME/ for an instructor; returns its folder."""
+    from lab.teach import workspace as E
+
+    return E.new(A.text(name, "NAME"), A.text(title, "--title"))
+
+
+def exercise_notebook(names=(), *, out: str = "lab-notebooks", force: bool = False) -> list[tuple]:
+    """``lab exercise notebook [NAME]...``: one Jupyter notebook per exercise (default: all) in the
+    folder ``out`` (made when missing; its parent must exist). A notebook whose cells were edited (or
+    a file the lab did not generate) is kept unless ``force``. Every name and path is checked before
+    anything is written. Returns [(path, state, written)] (lab.teach.notebooks' states)."""
+    import os
+
+    import exercises
+    from lab.core.files import check_writable, write_atomic
+    from lab.teach import notebooks as N
+    from lab.teach import workspace as E
+
+    if isinstance(names, str):
+        names = [names]
+    out, force = A.text(out, "--out"), A.flag(force, "--force")
+    chosen = list(dict.fromkeys(names)) or exercises.names()
+    for n in chosen:  # every name and the folder are checked before anything is written
+        E.get(n)
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise LabError(f"--out {out}: not a folder")
+    if not os.path.isdir(out):
+        parent = os.path.dirname(os.path.abspath(out))
+        if not os.path.isdir(parent):
+            raise LabError(f"--out {out}: folder {parent} does not exist")
+        try:
+            os.mkdir(out)
+        except OSError as e:
+            raise LabError(f"--out {out}: cannot make the folder: {e.strerror or e}") from None
+    paths = [os.path.join(out, f"{n}.ipynb") for n in chosen]
+    for p in paths:
+        check_writable(p, "notebook")
+    texts = [N.text(n) for n in chosen]  # built (and validated) before the first file is written
+    states = [N.state(n, p) for n, p in zip(chosen, paths)]
+    done = []
+    for p, t, st in zip(paths, texts, states):
+        write = st != N.SAME and (force or st not in (N.EDITED, N.DIFFERS, N.FOREIGN))
+        if write:
+            write_atomic(p, t, "notebook")
+        done.append((p, st, write))
+    return done

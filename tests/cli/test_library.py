@@ -1,0 +1,154 @@
+"""The library first: every ``lab`` command's options are its library function's keywords (lab.library),
+with the same names, the same defaults and the same one-line errors (the CLI exits 2); the command and
+the notebook API are views over that function."""
+import inspect
+
+import click
+import pytest
+
+import lab.library as L
+from lab.cli import cli
+from tests.conftest import SIMULATOR, run_lab
+
+# options that only choose how a result is shown or written as text, not what is computed
+VIEW_ONLY = {"as_json", "wide", "png", "svg"}
+VIEW_ONLY_OF = {"bench": {"out"}, "sweep": {"metric"}, "exercise solution": {"yes"}}  # yes: the view asks first
+INTERNAL = {"progress", "counters_engine"}  # the library's hooks, filled in by the views
+
+
+def _commands(group=cli, prefix=""):
+    """Every command of the ``lab`` group, its subgroups' commands by their full name ("exercise check")."""
+    found = []
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            found += _commands(cmd, f"{prefix}{name} ")
+        else:
+            found.append((f"{prefix}{name}", cmd))
+    return found
+
+
+def _params(name, cmd):
+    skip = VIEW_ONLY | VIEW_ONLY_OF.get(name, set())
+    return [p for p in cmd.params if p.name not in skip and p.name != "help"]
+
+
+def _keywords(fn):
+    return {n: p for n, p in inspect.signature(fn).parameters.items() if n not in INTERNAL}
+
+
+def test_every_command_has_a_library_function():
+    assert {name for name, _ in _commands()} == set(L.COMMANDS)
+
+
+@pytest.mark.parametrize("name, cmd", _commands())
+def test_same_names_and_defaults(name, cmd):
+    fn, keywords = L.COMMANDS[name], _keywords(L.COMMANDS[name])
+    params = _params(name, cmd)
+    assert [p.name for p in params if p.name not in keywords] == [], f"lab {name}: options the library lacks"
+    assert sorted(set(keywords) - {p.name for p in params}) == [], f"lab.library {fn.__name__}: keywords the CLI lacks"
+    ctx = click.Context(cmd)
+    for p in params:
+        want, got = p.get_default(ctx), keywords[p.name].default
+        if type(want).__name__ == "Sentinel":  # click 8.3's UNSET: no default given, i.e. None
+            want = None
+        if isinstance(p, click.Argument):
+            if p.required:
+                assert got is inspect.Parameter.empty, f"{name} {p.name}: a required argument"
+                continue
+            want = () if p.nargs == -1 else want
+        if p.multiple or getattr(p, "nargs", 1) == -1:  # click gives () for none
+            want, got = tuple(want or ()), tuple(got or ())
+        assert got == want, f"lab {name} {p.opts}: CLI default {want!r}, library default {got!r}"
+        if isinstance(p, click.Option) and not isinstance(p, click.Argument):
+            assert keywords[p.name].kind is inspect.Parameter.KEYWORD_ONLY, f"{fn.__name__}({p.name}=...) is keyword-only"
+
+
+def _bad_values(p):
+    """(value the CLI is given, value the library is given) that the option refuses, or None."""
+    t = p.type
+    if isinstance(t, click.IntRange) and t.min is not None:
+        return str(t.min - 1), t.min - 1
+    if isinstance(t, click.FloatRange) and t.min is not None:
+        bad = t.min if t.min_open else t.min - 1
+        return str(bad), bad
+    if t is click.INT:
+        return "x", "x"
+    if t is click.FLOAT:
+        return "x", "x"
+    if isinstance(t, click.Choice):
+        return "nope", "nope"
+    if isinstance(t, click.Path) and t.exists:
+        return "no/such/file.json", "no/such/file.json"
+    if isinstance(t, click.Path) and not t.file_okay:
+        import os
+
+        return os.path.abspath(__file__), os.path.abspath(__file__)
+    if p.callback is not None and getattr(p.callback, "__name__", "") == "_not_empty":
+        return "", ""
+    return None
+
+
+def _error_cases():
+    cases = []
+    for name, cmd in _commands():
+        args = [p for p in _params(name, cmd) if isinstance(p, click.Argument) and p.required]
+        given = {p.name: "x.json" if name == "compare" else "nowhere" if name == "exercise grade" else "vecadd"
+                 for p in args}
+        for p in _params(name, cmd):
+            bad = _bad_values(p)
+            if bad is None or isinstance(p, click.Option) and p.is_flag:
+                continue
+            cases.append(pytest.param(name, cmd, given, p, *bad, id=f"{name}-{p.name}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, cmd, given, p, cli_value, lib_value", _error_cases())
+def test_same_errors(name, cmd, given, p, cli_value, lib_value):
+    """Bad input: the library raises LabError with the message the CLI prints on one line, exit 2."""
+    from lab.core.errors import LabError
+
+    argv = name.split()
+    for a in cmd.params:
+        if isinstance(a, click.Argument) and a.name in given and a is not p:
+            argv.append(given[a.name])
+    if isinstance(p, click.Argument):
+        argv.insert(len(name.split()) + [a.name for a in cmd.params if isinstance(a, click.Argument)].index(p.name), cli_value)
+        kwargs = dict(given, **{p.name: lib_value})
+    else:
+        argv += [max(p.opts, key=len), cli_value]
+        kwargs = dict(given, **{p.name: lib_value})
+    code, out, err = run_lab(*argv)
+    assert code == 2 and len(err.strip().splitlines()) == 1, (argv, code, err)
+    fn = L.COMMANDS[name]
+    positional = [kwargs.pop(a.name) for a in cmd.params if isinstance(a, click.Argument) and a.name in kwargs]
+    with pytest.raises(LabError) as e:
+        fn(*positional, **kwargs)
+    assert err.strip() == f"error: {e.value}"
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="a simulator-sized run")
+def test_run_counters_from_python_is_lab_run_counters():
+    """lab.library.run(counters=True) and lab.run(counters=True) add the DRAM× and sec/req numbers,
+    as lab run --counters does (in the simulator: from the Numba rows' recorded addresses)."""
+    import lab
+
+    report = L.run("vecadd", size="100", threads=32, contenders="numba", variant="element_per_thread", seed=1,
+                   counters=True)
+    (row,) = report.rows
+    assert row.ok and row.sectors_per_request is not None and row.dram_ratio is not None
+    assert report.counters["tool"] == "simulator"
+    doc = lab.run("vecadd", size="100", threads=32, contenders="numba", variant="element_per_thread", seed=1,
+                  counters=True).to_dict()
+    assert doc["counters"]["tool"] == "simulator" and doc["results"][0]["dram_ratio"] == row.dram_ratio
+    plain = L.run("vecadd", size="100", threads=32, contenders="numba", variant="element_per_thread", seed=1)
+    assert plain.counters is None and plain.rows[0].dram_ratio is None
+
+
+def test_importing_the_library_chooses_no_backend():
+    """lab.library imports no Numba: the first call's ``sim=`` still chooses the backend."""
+    import subprocess
+    import sys
+
+    code = "import sys, lab; lab.library.run; print([m for m in ('numba', 'click', 'rich') if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
