@@ -1754,4 +1754,17 @@ SPEC = KernelSpec(
         choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
         "N = 1, and wide_loads with the tile and K ranges a launch model of measured tiles picks (choose())",
         kernel="matmul")},
+    order=30,
+    contenders={"cupy": (("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul"),),
+                "torch": (("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul"),)},
+    torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd"),
+    bench_sizes=(("4096", 256),),
+    targets=(dict(size=(4096, 4096, 4096), against="torch.matmul (cuBLAS, TF32 off)", bound=0.5),),
+    sweep=dict(shapes=("64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
+                       "4096x32x4096", "64x64x65536", "128x128x32768"),
+               skip=frozenset({"naive", "shared"}), against="torch.matmul (cuBLAS, TF32 off)"),
+    sim_cost={"naive": 0.05, "shared": 0.2, "register_tiled": 4.3, "tile64": 0.98, "split_k": 0.32, "skinny_m": 0.05,
+              "auto": 0.86},
+    counter_size=(32, 32, 32),
+    counter_metrics=("sectors_per_request", "bank_conflicts", "achieved_occupancy_pct"),
 )
