@@ -1,7 +1,7 @@
 """torch contenders for ``lab run``: per kernel, the library op(s) a student compares against.
 
 Each is ``fn(*inputs, out=outputs) -> outputs`` on CUDA tensors; which kernel gets which op (and
-its label) is declared in torch_bridge/registry.py. ``lab_op_<kernel>`` runs the lab's own Numba
+its label) is declared in the kernel's KernelSpec (``contenders``; lab.core.registry reads it). ``lab_op_<kernel>`` runs the lab's own Numba
 kernel through ``torch.ops.lab.<kernel>`` (torch_bridge.lab_ops): the "numba via torch op" row.
 """
 from __future__ import annotations

@@ -25,8 +25,8 @@ Tensor rules (the same for every op, checked in the real and the fake implementa
   raise a RuntimeError instead of silently detaching;
 * every launch goes to torch's current stream (torch_bridge.streams).
 
-Which rung runs: the kernel's ``auto`` variant when it has one, else the rung named in ``_RUNGS``
-(on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
+Which rung runs: the kernel's ``auto`` variant when it has one, else the rung its KernelSpec's
+``torch_op.rungs`` names (on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
 takes the fast launch path (torch_bridge.launch.FastKernel: ~11 µs of host time on the H100, about
 what cupy.add costs); the others launch through Numba's dispatcher (tens of µs: fine for big tensors).
 """
@@ -48,9 +48,6 @@ from kernels.compiler import COMPILER, SIMULATOR  # noqa: E402  (settles the bac
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
 _DEVICE = "cpu" if SIMULATOR else "cuda"
-# (GPU rung, simulator rung) per kernel, used when the kernel has no ``auto`` variant
-_RUNGS = {"vecadd": ("element_per_thread", "element_per_thread"), "matvec": ("warp_per_row", "warp_per_row"), "matmul": ("register_tiled", "naive"),
-          "softmax": ("fused", "fused"), "quantize": ("block_partials", "block_partials")}
 
 
 # --- Checks ---------------------------------------------------------------------------------------
@@ -103,7 +100,7 @@ def _view(t: torch.Tensor):
 def _rung(spec) -> str:
     if "auto" in spec.variants:
         return "auto"
-    gpu, sim = _RUNGS[spec.name]
+    gpu, sim = spec.torch_op.rungs  # the kernel's spec: (GPU rung, simulator rung)
     return sim if SIMULATOR else gpu
 
 

@@ -71,10 +71,8 @@ import numpy as np
 
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.trace import SIM_LABEL
-# Small sizes for the simulator: seconds a kernel, yet whole warps and whole 128-byte lines, so the
-# sector counts are those of the ladder's main loops.
-SIM_SIZES = {"vecadd": (4096,), "matvec": (32, 256), "matmul": (32, 32, 32), "softmax": (8, 256),
-             "quantize": (4096,), "dequantize": (8, 256), "quantize_per_channel": (8, 256)}
+# The simulator's size is each kernel's ``KernelSpec.counter_size``: seconds a kernel, yet whole warps and
+# whole 128-byte lines, so the sector counts are those of the ladder's main loops.
 SIM_SWITCH_INTERVAL = 5e-4  # s: the simulator's barriers wait on Python's thread switch (5 ms by default)
 
 ROW_KEYS = ("contender", "variant", "dram_read_bytes", "dram_write_bytes", "min_bytes", "sectors_per_request",
@@ -454,7 +452,7 @@ def _resolve(kernel, variants, size, threads, dtype, simulator):
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
-    shape = catalog.problem_shape(spec, size, lambda: (SIM_SIZES.get(spec.name) or spec.default_size(True)
+    shape = catalog.problem_shape(spec, size, lambda: (spec.counter_size or spec.default_size(True)
                                                        if simulator else spec.default_size(False)))
     threads = threads if threads is not None else (32 if simulator else 256)
     if not 1 <= threads <= 1024:
