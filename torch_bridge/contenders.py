@@ -179,3 +179,21 @@ def _torch_dtype(dt):
 
 def _numpy_dtype(dt):
     return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def lab_op(kernel: str):
+    """The "numba via torch op" contender of ``kernel``: ``fn(*inputs, out=outputs)`` that calls
+    ``torch.ops.lab.<kernel>`` and returns its outputs as a tuple (for a kernel whose spec builds the op)."""
+    def fn(*inputs, out):
+        res = _lab(kernel)(*inputs)
+        return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+
+    fn.__name__ = f"lab_op_{kernel}"
+    return fn
+
+
+def __getattr__(name: str):
+    """``lab_op_<kernel>`` of a kernel without a hand-written one above (lab.core.registry names it)."""
+    if name.startswith("lab_op_"):
+        return lab_op(name[len("lab_op_"):])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
