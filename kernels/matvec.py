@@ -558,6 +558,7 @@ SPEC = KernelSpec(
                skip=frozenset({"row_per_thread"}), against="torch.mv (cuBLAS)", memory_bound=True),
     sim_cost={"row_per_thread": 0.05, "warp_per_row": 0.52, "warp_per_row_shared_x": 0.71, "group_per_row": 0.59,
               "split_k": 1.0, "auto": 0.46},
+    tune_shapes={"simulator": ("8x100",)},
     counter_size=(32, 256),
     counter_metrics=("sectors_per_request", "dram_bytes_ratio"),
 )

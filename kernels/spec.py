@@ -373,6 +373,9 @@ class KernelSpec:
     # The simulator's cost model (lab.core.simcost): ms per simulated thread launched, per variant,
     # measured by lab.bench.suite.measure_simcost (``python -m lab.cli.scripts simcost``).
     sim_cost: dict = field(default_factory=dict)
+    # ``lab tune``'s shapes per backend, as --size text: {"simulator": tiny shapes (default: the
+    # simulator's default size), "gpu": shapes the tuner tries beside the public sweep's}.
+    tune_shapes: dict = field(default_factory=dict)
     # ``lab counters --sim``'s size: seconds a kernel, yet whole warps and 128-byte lines (None:
     # default_size(True)).
     counter_size: Size | None = None

@@ -6,7 +6,7 @@
     torch.ops.lab.softmax(x)            softmax over the rows of a 2-D x           autograd (Numba backward)
     torch.ops.lab.quantize(x)           (q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
-    torch.ops.lab.<kernel>(...)         any kernel whose KernelSpec.torch_op gives a schema (e.g. transpose)
+    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
 
 Defined with ``torch.library.custom_op`` (vecadd one level down, with ``torch.library.Library``,
 for launch overhead: see its section). Each has a fake implementation (``register_fake``: shapes and
