@@ -144,3 +144,21 @@ def test_torch_op(rng):
     with pytest.raises(RuntimeError, match="no gradient"):
         torch.ops.lab.transpose(a.clone().requires_grad_())
     torch.library.opcheck(torch.ops.lab.transpose.default, (a[:5, :7].contiguous(),))
+
+
+# --- on a GPU: compute-sanitizer finds no race (the barrier between the tile's writes and reads) ------------
+def _no_sanitizer():
+    from lab.inspect import sanitize
+
+    return SIMULATOR or sanitize.find_sanitizer() is None
+
+
+@pytest.mark.skipif(_no_sanitizer(), reason="needs a CUDA GPU and compute-sanitizer")
+@pytest.mark.parametrize("tool", ["racecheck", "memcheck"])
+def test_every_rung_is_clean_under_compute_sanitizer(tool):
+    from lab.inspect import sanitize
+
+    doc = sanitize.sanitize("transpose", "gpu", tools=[tool], size="77x129", threads=128)
+    bad = [f"{r['variant']}: {r['status']} {r['count']}" for r in doc["rows"] if r["status"] not in ("clean", "skipped")]
+    assert not bad and not doc["unattributed"], bad
+    assert sum(r["status"] == "clean" for r in doc["rows"]) == 3
