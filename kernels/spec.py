@@ -279,9 +279,9 @@ class TorchOp:
     rungs: (GPU rung, simulator rung) the op runs when the kernel has no ``auto`` variant.
     contender: the op takes the spec's inputs and returns its outputs, so ``lab run`` times it as
       the torch row "numba via torch op (torch.ops.lab.<name>)" (torch_bridge.contenders.lab_op).
-    schema: the op's torch schema, e.g. ``"(Tensor a) -> Tensor"``, for a kernel whose op
-      torch_bridge builds from this spec alone (a kernel of one output whose size is its first
-      input's shape: ``size_of``); empty for the ops torch_bridge.lab_ops writes by hand.
+    schema: the op's torch schema after its name, e.g. ``"(Tensor a) -> Tensor"``, for a kernel whose
+      op torch_bridge builds from this spec alone (float inputs of the spec's ``in_shapes``, outputs
+      allocated from ``out_specs``, no gradient); empty for the ops torch_bridge.lab_ops writes by hand.
     size_of(*shapes) -> Size: the problem size from the input tensors' shapes (generic ops only).
     doc: one line for the op's docstring.
     """
@@ -332,6 +332,10 @@ class KernelSpec:
       inputs for the reference and on the inputs themselves for the NumPy contender.
     tolerance(inputs, ref, dtype) -> per-output absolute tolerances (arrays or floats).
     bytes_moved(size, dtype), flops(size): the minimum traffic and arithmetic per call.
+
+    The fields after those declare what lab's commands know of the kernel (contenders, torch op,
+    bench sizes and targets, shape sweep, tuner shapes, simulator cost, counters): each is read from
+    here by the command that needs it, and no table elsewhere names a kernel (docs/adding-a-kernel.md).
     """
 
     name: str
