@@ -81,3 +81,21 @@ def test_the_dram_ratio_is_one_function():
     assert row["dram_bytes_ratio"] == K.dram_ratio(3000.0, 1000.0, 2000) == 2.0
     sources = "\n".join(p.read_text() for p in PACKAGE.glob("*.py"))
     assert sources.count("/ min_bytes\n") == 1  # computed in row.dram_ratio only (code, not prose)
+
+
+def test_an_ncu_row_from_a_log():
+    """ncu_row: a contender's kernels summed (the fixture's log), the keys in the order they were filled
+    (those of every row first, the DRAM ratio just before the verdict), lab's occupancy preferred."""
+    from lab.inspect.counters.ncu import ncu_row
+
+    fixture = pathlib.Path(__file__).parents[1] / "fixtures" / "hardware" / "ncu_raw.csv"
+    groups = K.group_by_marker(K.parse_ncu_csv(fixture.read_text()))
+    entry = {"contender": "numba", "variant": "split_k", "status": "ok", "index": 1, "theoretical_occupancy_pct": 50.0}
+    row = ncu_row(entry, {"dram": groups, "detail": groups}, 268_762_144)
+    d = row.with_(verdict=K.verdict(row)).as_dict()
+    assert list(d)[:14] == [*K.ROW_KEYS, "status", "reason"] and list(d)[-2:] == ["dram_bytes_ratio", "verdict"]
+    assert d["dram_bytes_ratio"] == (d["dram_read_bytes"] + d["dram_write_bytes"]) / 268_762_144
+    assert d["kernels"] == 2 and d["theoretical_occupancy_pct"] == 50.0
+    assert d["theoretical_occupancy_source"].startswith("lab occupancy")
+    gone = ncu_row(dict(entry, index=7), {"dram": groups, "detail": groups}, 1)
+    assert gone.status == "skipped" and "dram_bytes_ratio" not in gone.as_dict()

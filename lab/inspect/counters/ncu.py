@@ -296,28 +296,32 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
             result = json.load(f)
     if progress:
         progress(len(phases), len(phases), "done")
-    rows = []
-    for entry in result["entries"]:
-        row = CounterRow.blank(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
-        if entry["status"] == "ok":
-            i = entry["index"]
-            dram, detail = by_phase.get("dram", {}).get(i), by_phase.get("detail", {}).get(i)
-            if dram is None and detail is None:
-                row = row.with_(status="skipped", reason="ncu profiled none of its kernels")
-            else:
-                row = row.with_(**aggregate(dram or [], detail or []))
-                if entry.get("theoretical_occupancy_pct") is not None:  # lab's calculator, as lab occupancy
-                    row = row.with_(theoretical_occupancy_pct=entry["theoretical_occupancy_pct"],
-                                    theoretical_occupancy_source="lab occupancy (the CUDA occupancy calculator)")
-                elif row.theoretical_occupancy_pct is not None:
-                    row = row.with_(theoretical_occupancy_source="ncu (sm__maximum_warps_per_active_cycle_pct)")
-        rows.append(row)
+    rows = [ncu_row(entry, by_phase, min_bytes) for entry in result["entries"]]
     version = _ncu_version(ncu)
     notes.insert(0, "one call per contender after warm-up, L2 flushed before it; DRAM bytes with the "
                     "call's kernels sharing L2 (ncu --cache-control none), everything else per kernel (ncu's "
                     "replay, caches flushed); several kernels: summed, averages weighted by duration")
     return {"device": result["device"], "tool": "ncu", "engine": f"Nsight Compute {version} ({ncu})".replace("  ", " "),
             "rows": rows, "notes": notes}
+
+
+def ncu_row(entry: dict, by_phase: dict, min_bytes: int) -> CounterRow:
+    """The row of one child entry ({"contender", "variant", "status", "index", ...}) from its kernels in
+    each phase (``by_phase``: phase -> {index: kernels}, :func:`group_by_marker`)."""
+    row = CounterRow.blank(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
+    if entry["status"] != "ok":
+        return row
+    i = entry["index"]
+    dram, detail = by_phase.get("dram", {}).get(i), by_phase.get("detail", {}).get(i)
+    if dram is None and detail is None:
+        return row.with_(status="skipped", reason="ncu profiled none of its kernels")
+    row = row.with_(**aggregate(dram or [], detail or []))
+    if entry.get("theoretical_occupancy_pct") is not None:  # lab's calculator, as lab occupancy
+        return row.with_(theoretical_occupancy_pct=entry["theoretical_occupancy_pct"],
+                         theoretical_occupancy_source="lab occupancy (the CUDA occupancy calculator)")
+    if row.theoretical_occupancy_pct is not None:
+        return row.with_(theoretical_occupancy_source="ncu (sm__maximum_warps_per_active_cycle_pct)")
+    return row
 
 
 def _ncu_version(ncu: str) -> str:

@@ -86,6 +86,8 @@ class CounterRow:
     theoretical_occupancy_source: str = UNSET
     dram_bytes_ratio: float | None = UNSET
     verdict: str = UNSET
+    # the order the fields were filled in (the JSON row's key order, as a dict filled the same way would have)
+    _order: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
     def __post_init__(self):
         if self.dram_bytes_ratio is UNSET:  # wherever DRAM bytes were measured
@@ -97,13 +99,14 @@ class CounterRow:
     def blank(cls, contender: str, variant: str, min_bytes: int, status: str = "ok", reason: str = "") -> CounterRow:
         """A row with every ROW_KEYS field null, before any engine measured it."""
         return cls(**{**dict.fromkeys(ROW_KEYS), "contender": contender, "variant": variant, "min_bytes": min_bytes,
-                      "status": status, "reason": reason})
+                      "status": status, "reason": reason}, _order=(*ROW_KEYS, "status", "reason"))
 
     def with_(self, **fields) -> CounterRow:
         """This row with ``fields`` set (the DRAM ratio follows the DRAM bytes)."""
         if ({"dram_read_bytes", "dram_write_bytes", "min_bytes"} & set(fields)) and "dram_bytes_ratio" not in fields:
             fields["dram_bytes_ratio"] = UNSET
-        return dataclasses.replace(self, **fields)
+        order = self._order + tuple(k for k, v in fields.items() if k not in self._order and v is not UNSET)
+        return dataclasses.replace(self, **fields, _order=order)
 
     def get(self, name: str, default=None):
         """The field ``name``, or ``default`` where no engine filled it (as ``dict.get`` on the JSON row)."""
@@ -111,13 +114,19 @@ class CounterRow:
         return default if value is UNSET else value
 
     def as_dict(self) -> dict:
-        """The ``lab counters --json`` row: the fields an engine filled, in this class's order."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if getattr(self, f.name) is not UNSET}
+        """The ``lab counters --json`` row: the fields an engine filled, in the order it filled them (the
+        DRAM ratio, where computed here, just before the verdict)."""
+        names = [f.name for f in dataclasses.fields(self) if f.name != "_order"]
+        order = [n for n in self._order if n in names] + [n for n in names if n not in self._order]
+        if "dram_bytes_ratio" not in self._order and "verdict" in order:
+            order.remove("dram_bytes_ratio")
+            order.insert(order.index("verdict"), "dram_bytes_ratio")
+        return {n: getattr(self, n) for n in order if getattr(self, n) is not UNSET}
 
     @classmethod
     def of(cls, row) -> CounterRow:
         """A row from a JSON row (a dict); a CounterRow as it is."""
-        return row if isinstance(row, cls) else cls(**row)
+        return row if isinstance(row, cls) else cls(**row, _order=tuple(row))
 
 
 def blank_row(contender, variant, min_bytes, status="ok", reason="") -> dict:
