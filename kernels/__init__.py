@@ -3,13 +3,58 @@
 Importing a kernel module imports ``numba.cuda`` (through ``kernels.compiler``), so the backend (GPU or simulator) is chosen
 first: by ``lab.core.session.select``, or else automatically (the simulator when no GPU is usable, with one warning); this package itself imports nothing heavy, and :func:`load` imports
 a kernel module on demand.
+
+A kernel is a module of this package that declares ``SPEC = KernelSpec(...)`` at its bottom
+(kernels/spec.py): :data:`NAMES` finds every such module by reading the sources (no import), in
+the order its spec's ``order=`` gives (then by name), and every lab command reads the rest from the
+spec. No list elsewhere names a kernel (docs/adding-a-kernel.md).
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import importlib
+import os
+import re
 
-NAMES = ("vecadd", "matvec", "matmul", "softmax", "quantize", "dequantize", "quantize_per_channel")
+_SPEC_LINE = re.compile(r"^SPEC = KernelSpec\(", re.MULTILINE)
+
+
+def _declared_order(path: str) -> int | None:
+    """The ``order=`` of the ``SPEC = KernelSpec(...)`` statement in the module at ``path`` (100 when
+    not given), or None when the module declares no spec. Only that statement is parsed."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    m = _SPEC_LINE.search(text)
+    if m is None:
+        return None
+    try:
+        tree = ast.parse(text[m.start():])
+    except SyntaxError:  # the statement and what follows it are not a module on their own: parse all
+        tree = ast.parse(text)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SPEC" for t in node.targets):
+            for kw in getattr(node.value, "keywords", []):
+                if kw.arg == "order" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int):
+                    return kw.value.value
+            return 100
+    return 100
+
+
+def discover(folder: str | None = None) -> tuple[str, ...]:
+    """The kernel modules of ``folder`` (this package's by default): each ``NAME.py`` that declares
+    ``SPEC = KernelSpec(``, sorted by its spec's ``order`` and then by name."""
+    folder = folder or os.path.dirname(os.path.abspath(__file__))
+    found = []
+    for entry in sorted(os.listdir(folder)):
+        if entry.endswith(".py") and not entry.startswith("_"):
+            order = _declared_order(os.path.join(folder, entry))
+            if order is not None:
+                found.append((order, entry[:-3]))
+    return tuple(name for _, name in sorted(found))
+
+
+NAMES = discover()
 
 
 def load(name: str):

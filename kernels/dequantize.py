@@ -262,4 +262,16 @@ SPEC = KernelSpec(
     + size[0] * 2 * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "row_blocks for long rows, else one thread an element", kernel="dequantize")},
+    order=60,
+    contenders={"cupy": (("cupy (q - zero_point) * scale", "lab.core.cupy_ops:dequantize"),),
+                "torch": (("torch (q - zero_point) * scale", "torch_bridge.contenders:torch_dequantize"),)},
+    # torch.ops.lab.dequantize(q, scale, zero_point) takes per-tensor parameters, not the spec's
+    # per-row ones: an op, not a contender
+    torch_op=dict(contender=False, doc="(q - zp) * s in s.dtype, of q.shape"),
+    bench_sizes=(("4096x16384", 256),),
+    sweep=dict(shapes=("1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
+                       "20000x4097")),
+    sim_cost={"element_per_thread": 0.05, "row_blocks": 0.05, "auto": 0.067},
+    counter_size=(8, 256),
+    counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

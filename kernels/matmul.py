@@ -532,4 +532,24 @@ SPEC = KernelSpec(
         choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
         "N = 1, and wide_loads with the tile and K ranges a launch model of measured tiles picks (choose())",
         kernel="matmul")},
+    order=30,
+    contenders={"cupy": (("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul"),),
+                "torch": (("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul"),)},
+    torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd"),
+    bench_sizes=(("4096", 256),),
+    targets=(dict(size=(4096, 4096, 4096), against="torch.matmul (cuBLAS, TF32 off)", bound=0.5),),
+    sweep=dict(shapes=("64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
+                       "4096x32x4096", "64x64x65536", "128x128x32768"),
+               skip=frozenset({"naive", "shared"}), against="torch.matmul (cuBLAS, TF32 off)"),
+    sim_cost={"naive": 0.05, "shared": 0.2, "register_tiled": 4.3, "tile64": 0.98, "split_k": 0.32, "skinny_m": 0.05,
+              "auto": 0.86},
+    # on a GPU, beside the public sweep's: classes the sweep does not name (vector-shaped matmuls, routed
+    # to the vector rung) and, beside each public shape that is a multiple of every tile, one of its class
+    # that is not: a class's winner must serve both (H100: 128x64 tiles won 1024^3 alone, 0.80x cuBLAS,
+    # and ran 1000^3 at 0.46x and 777x1333x901 at 0.47x, where the heuristic's small tiles ran 0.63x)
+    tune_shapes={"simulator": ("24x20x18", "1x40x70", "30x1x70"),
+                 "gpu": ("1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536", "1000", "500", "2000",
+                         "4000x4000x250", "30x4000x4000", "4000x30x4000", "60x60x60000", "120x120x30000")},
+    counter_size=(32, 32, 32),
+    counter_metrics=("sectors_per_request", "bank_conflicts", "achieved_occupancy_pct"),
 )

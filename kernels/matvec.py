@@ -399,4 +399,18 @@ SPEC = KernelSpec(
     flops=lambda size: 2 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())", kernel="matvec")},
+    order=20,
+    contenders={"cupy": (("cupy.matmul (cuBLAS)", "lab.core.cupy_ops:matvec"),),
+                "torch": (("torch.mv (cuBLAS)", "torch_bridge.contenders:torch_matvec"),)},
+    torch_op=dict(rungs=("warp_per_row", "warp_per_row"), doc="A @ x, A (ROWS, COLS), x (COLS,); autograd"),
+    bench_sizes=(("16384x4096", 1024), ("16384x4096", 256)),
+    targets=(dict(size=(16384, 4096), against="torch.mv (cuBLAS)", bound=1.0),),
+    sweep=dict(shapes=("1x1", "4x100000", "16x262144", "64x65536", "1000x1000", "2047x3001", "4096x4096",
+                       "16384x4096", "100000x32", "131072x256"),
+               skip=frozenset({"row_per_thread"}), against="torch.mv (cuBLAS)", memory_bound=True),
+    sim_cost={"row_per_thread": 0.05, "warp_per_row": 0.52, "warp_per_row_shared_x": 0.71, "group_per_row": 0.59,
+              "split_k": 1.0, "auto": 0.46},
+    tune_shapes={"simulator": ("8x100",)},
+    counter_size=(32, 256),
+    counter_metrics=("sectors_per_request", "dram_bytes_ratio"),
 )

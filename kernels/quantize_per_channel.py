@@ -64,4 +64,13 @@ SPEC = KernelSpec(
     bytes_moved=lambda size, dtype: size[0] * size[1] * (np.dtype(dtype).itemsize + 1),
     flops=lambda size: 4 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "the one rung, block sized to the row", kernel="quantize_per_channel")},
+    order=70,
+    no_contenders="torch.quantize_per_channel and a CuPy twin are not yet checked on a GPU "
+                  "against the strict code check (kernels/quantize.py)",
+    bench_sizes=(("4096x16384", 256),),
+    sweep=dict(shapes=("1x1", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001", "20000x4097",
+                       "262144x64")),
+    sim_cost={"block_per_row": 2.0, "auto": 2.0},
+    counter_size=(8, 256),
+    counter_metrics=("dram_bytes_ratio",),
 )

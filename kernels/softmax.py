@@ -542,4 +542,17 @@ SPEC = KernelSpec(
     flops=lambda size: 5 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "group_rows for short rows, split_row for a few long rows, else fused (choose())", kernel="softmax")},
+    order=40,
+    contenders={"cupy": (("cupyx.scipy.special.softmax", "lab.core.cupy_ops:softmax"),),
+                "torch": (("torch.softmax", "torch_bridge.contenders:torch_softmax"),
+                          ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled"))},
+    torch_op=dict(rungs=("fused", "fused"), doc="softmax over the rows of a 2-D x; autograd (Numba backward)"),
+    bench_sizes=(("8192x8192", 1024), ("65536x1024", 256)),
+    targets=(dict(size=(8192, 8192), against="torch.softmax", bound=1.2), dict(size=(65536, 1024), against="torch.softmax", bound=0.95)),
+    sweep=dict(shapes=("1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",
+                       "8192x8192", "32x65536", "4x1000000", "1x1048576"),
+               skip=frozenset({"naive"}), against="torch.softmax", memory_bound=True),
+    sim_cost={"naive": 1.8, "fused": 1.1, "online": 0.97, "group_rows": 0.89, "split_row": 2.3, "auto": 0.53},
+    counter_size=(8, 256),
+    counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

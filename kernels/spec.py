@@ -263,6 +263,52 @@ class Variant:
 
 
 @dataclass(frozen=True)
+class TorchOp:
+    """The kernel as a torch operator, ``torch.ops.lab.<name>`` (torch_bridge.lab_ops).
+
+    rungs: (GPU rung, simulator rung) the op runs when the kernel has no ``auto`` variant.
+    contender: the op takes the spec's inputs and returns its outputs, so ``lab run`` times it as
+      the torch row "numba via torch op (torch.ops.lab.<name>)" (torch_bridge.contenders.lab_op).
+    schema: the op's torch schema after its name, e.g. ``"(Tensor a) -> Tensor"``, for a kernel whose
+      op torch_bridge builds from this spec alone (float inputs of the spec's ``in_shapes``, outputs
+      allocated from ``out_specs``, no gradient); empty for the ops torch_bridge.lab_ops writes by hand.
+    size_of(*shapes) -> Size: the problem size from the input tensors' shapes (generic ops only).
+    doc: one line for the op's docstring.
+    """
+
+    rungs: tuple[str, str] = ("", "")
+    contender: bool = True
+    schema: str = ""
+    size_of: Callable[..., Size] | None = None
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """The kernel in the public shape sweep (lab.bench.shapes): the shapes a user has (``--size``
+    text: tiny, skinny both ways, square, huge, odd), the lesson rungs left out (slow on purpose:
+    never the best rung), the torch contender label it is measured against ("" for Numba rows only),
+    and whether it counts in the memory-bound geometric mean and the >= 0.8x target."""
+
+    shapes: tuple[str, ...] = ()
+    skip: frozenset = frozenset()
+    against: str = ""
+    memory_bound: bool = False
+
+
+@dataclass(frozen=True)
+class Target:
+    """A bench target at a standard size (lab.bench.suite): the best Numba rung at ``size`` must
+    reach ``bound`` x the speed of library row ``against`` (kind "speed"), or, with ``against`` None,
+    take at most ``bound`` ms (kind "ms")."""
+
+    size: tuple[int, ...]
+    against: str | None
+    bound: float
+    kind: str = "speed"
+
+
+@dataclass(frozen=True)
 class KernelSpec:
     """Everything the runner needs to run, check and time one problem.
 
@@ -276,6 +322,10 @@ class KernelSpec:
       inputs for the reference and on the inputs themselves for the NumPy contender.
     tolerance(inputs, ref, dtype) -> per-output absolute tolerances (arrays or floats).
     bytes_moved(size, dtype), flops(size): the minimum traffic and arithmetic per call.
+
+    The fields after those declare what lab's commands know of the kernel (contenders, torch op,
+    bench sizes and targets, shape sweep, tuner shapes, simulator cost, counters): each is read from
+    here by the command that needs it, and no table elsewhere names a kernel (docs/adding-a-kernel.md).
     """
 
     name: str
@@ -292,9 +342,57 @@ class KernelSpec:
     variants: dict[str, Variant] = field(default_factory=dict)
     dtypes: tuple[str, ...] = ("float32", "float64")
     square_ok: bool = False  # one number N means N x N (x N)
+    # Where the kernel stands in the lesson order (``lab list``, ``lab bench``): lower first, ties by
+    # name. kernels.NAMES reads it from the module's source (a literal int), without importing it.
+    order: int = 100
     # summarize(inputs, outputs) -> lines the report prints about a checked result (e.g. quantize's
     # round-trip error); called on the first Numba variant that passed.
     summarize: Callable[..., list[str]] | None = None
+
+    # --- what lab's commands know of the kernel: declared here, read by lab and torch_bridge ----------
+    # Library contenders: library ("cupy", "torch") -> ((label, "module:function"[, options]), ...).
+    # The function is ``fn(*inputs, out=outputs)`` on device arrays (CuPy's take the ``cupy`` module
+    # first); it may live in the kernel module itself (it imports no library: the module is passed
+    # in, or the arrays carry their own methods). A label "@module:function" is computed by that
+    # function. Options: {"float32_inside": True}, the op computes in float32 whatever the input
+    # dtype (lab.core.registry). Resolved by lab.core.registry only when that contender runs.
+    contenders: dict = field(default_factory=dict)
+    no_contenders: str = ""  # why the kernel has no library contender yet (one or the other is required)
+    torch_op: TorchOp | None = None  # the kernel as torch.ops.lab.<name>, if it is one
+    # ``lab bench``'s standard sizes on a GPU: (--size text, --threads) a run; in the simulator (and
+    # --quick) the bench runs default_size(True) at 32 threads.
+    bench_sizes: tuple[tuple[str, int], ...] = ()
+    targets: tuple[Target, ...] = ()  # bench targets at the standard sizes
+    sweep: Sweep = field(default_factory=Sweep)  # the public shape sweep
+    # The simulator's cost model (lab.core.simcost): ms per simulated thread launched, per variant,
+    # measured by lab.bench.suite.measure_simcost (``python -m lab.cli.scripts simcost``).
+    sim_cost: dict = field(default_factory=dict)
+    # ``lab tune``'s shapes per backend, as --size text: {"simulator": tiny shapes (default: the
+    # simulator's default size), "gpu": shapes the tuner tries beside the public sweep's}.
+    tune_shapes: dict = field(default_factory=dict)
+    # ``lab counters --sim``'s size: seconds a kernel, yet whole warps and 128-byte lines (None:
+    # default_size(True)).
+    counter_size: Size | None = None
+    # The counters the ladder's lessons are about (names of lab.inspect.counters.METRICS, e.g.
+    # "sectors_per_request", "bank_conflicts"): what a reader of ``lab counters KERNEL`` looks at first.
+    counter_metrics: tuple[str, ...] = ("dram_bytes_ratio", "sectors_per_request")
+
+    def __post_init__(self):
+        """The declarations may be written as plain dicts (a kernel module then imports nothing more):
+        ``torch_op=dict(...)``, ``sweep=dict(...)``, ``targets=(dict(...), ...)`` become TorchOp,
+        Sweep and Target; contenders become tuples of (label, path, options)."""
+        def as_(cls, value):
+            return cls(**value) if isinstance(value, dict) else value
+
+        set_ = object.__setattr__  # frozen: normalised once, here
+        set_(self, "torch_op", as_(TorchOp, self.torch_op))
+        sweep = as_(Sweep, self.sweep)
+        set_(self, "sweep", Sweep(tuple(sweep.shapes), frozenset(sweep.skip), sweep.against, sweep.memory_bound))
+        set_(self, "targets", tuple(as_(Target, t) for t in self.targets))
+        set_(self, "contenders", {lib: tuple((e[0], e[1], dict(e[2]) if len(e) > 2 else {}) for e in rows)
+                                  for lib, rows in self.contenders.items()})
+        if self.counter_size is not None:
+            set_(self, "counter_size", tuple(self.counter_size))
 
     @property
     def size_dims(self) -> int:

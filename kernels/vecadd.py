@@ -128,4 +128,17 @@ SPEC = KernelSpec(
     flops=lambda size: size[0],
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "picks the rung and threads from N and the SM count (see choose())", kernel="vecadd")},
+    order=10,
+    contenders={"cupy": (("cupy.add", "lab.core.cupy_ops:vecadd"),),
+                "torch": (("torch.add", "torch_bridge.contenders:torch_vecadd"),)},
+    torch_op=dict(rungs=("element_per_thread", "element_per_thread"),
+                  doc="a + b, same shape (any shape, flattened); autograd"),
+    bench_sizes=(("67108864", 256), ("67108864", 1024)),
+    targets=(dict(size=(67108864,), against="torch.add", bound=0.95),),
+    sweep=dict(shapes=("1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"),
+               against="torch.add", memory_bound=True),
+    sim_cost={"element_per_thread": 0.077, "four_per_thread": 0.05, "auto": 0.084},
+    tune_shapes={"simulator": ("1000",)},
+    counter_size=(4096,),
+    counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

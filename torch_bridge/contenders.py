@@ -1,7 +1,7 @@
 """torch contenders for ``lab run``: per kernel, the library op(s) a student compares against.
 
 Each is ``fn(*inputs, out=outputs) -> outputs`` on CUDA tensors; which kernel gets which op (and
-its label) is declared in torch_bridge/registry.py. ``lab_op_<kernel>`` runs the lab's own Numba
+its label) is declared in the kernel's KernelSpec (``contenders``; lab.core.registry reads it). ``lab_op_<kernel>`` runs the lab's own Numba
 kernel through ``torch.ops.lab.<kernel>`` (torch_bridge.lab_ops): the "numba via torch op" row.
 """
 from __future__ import annotations
@@ -179,3 +179,21 @@ def _torch_dtype(dt):
 
 def _numpy_dtype(dt):
     return torch.empty(0, dtype=dt).numpy().dtype
+
+
+def lab_op(kernel: str):
+    """The "numba via torch op" contender of ``kernel``: ``fn(*inputs, out=outputs)`` that calls
+    ``torch.ops.lab.<kernel>`` and returns its outputs as a tuple (for a kernel whose spec builds the op)."""
+    def fn(*inputs, out):
+        res = _lab(kernel)(*inputs)
+        return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+
+    fn.__name__ = f"lab_op_{kernel}"
+    return fn
+
+
+def __getattr__(name: str):
+    """``lab_op_<kernel>`` of a kernel without a hand-written one above (lab.core.registry names it)."""
+    if name.startswith("lab_op_"):
+        return lab_op(name[len("lab_op_"):])
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,6 +6,7 @@
     torch.ops.lab.softmax(x)            softmax over the rows of a 2-D x           autograd (Numba backward)
     torch.ops.lab.quantize(x)           (q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
+    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
 
 Defined with ``torch.library.custom_op`` (vecadd one level down, with ``torch.library.Library``,
 for launch overhead: see its section). Each has a fake implementation (``register_fake``: shapes and
@@ -25,8 +26,8 @@ Tensor rules (the same for every op, checked in the real and the fake implementa
   raise a RuntimeError instead of silently detaching;
 * every launch goes to torch's current stream (torch_bridge.streams).
 
-Which rung runs: the kernel's ``auto`` variant when it has one, else the rung named in ``_RUNGS``
-(on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
+Which rung runs: the kernel's ``auto`` variant when it has one, else the rung its KernelSpec's
+``torch_op.rungs`` names (on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
 takes the fast launch path (torch_bridge.launch.FastKernel: ~11 µs of host time on the H100, about
 what cupy.add costs); the others launch through Numba's dispatcher (tens of µs: fine for big tensors).
 """
@@ -48,9 +49,6 @@ from kernels.compiler import COMPILER, SIMULATOR  # noqa: E402  (settles the bac
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
 _DEVICE = "cpu" if SIMULATOR else "cuda"
-# (GPU rung, simulator rung) per kernel, used when the kernel has no ``auto`` variant
-_RUNGS = {"vecadd": ("element_per_thread", "element_per_thread"), "matvec": ("warp_per_row", "warp_per_row"), "matmul": ("register_tiled", "naive"),
-          "softmax": ("fused", "fused"), "quantize": ("block_partials", "block_partials")}
 
 
 # --- Checks ---------------------------------------------------------------------------------------
@@ -103,7 +101,7 @@ def _view(t: torch.Tensor):
 def _rung(spec) -> str:
     if "auto" in spec.variants:
         return "auto"
-    gpu, sim = _RUNGS[spec.name]
+    gpu, sim = spec.torch_op.rungs  # the kernel's spec: (GPU rung, simulator rung)
     return sim if SIMULATOR else gpu
 
 
@@ -462,4 +460,68 @@ def _no_gradient(op):
 quantize.register_autograd(lambda ctx, *g: None, setup_context=_no_gradient("quantize"))
 dequantize.register_autograd(lambda ctx, g: None, setup_context=_no_gradient("dequantize"))
 
-OPS = ("vecadd", "matvec", "matmul", "softmax", "quantize", "dequantize")
+# --- ops built from a kernel's spec alone -------------------------------------------------------------
+def _spec_op(spec) -> None:
+    """Register ``torch.ops.lab.<name>`` for a kernel whose ``KernelSpec.torch_op`` gives a ``schema``
+    (docs/adding-a-kernel.md): its inputs are checked (float32 or float64, one dtype, one device, the
+    shapes ``in_shapes(size)`` of the size ``size_of(*shapes)``), made contiguous, and its outputs
+    allocated from ``out_specs``; the rung is its ``auto`` or ``torch_op.rungs``. A fake implementation
+    makes it traceable (torch.compile); it has no gradient (an input that requires grad is a
+    RuntimeError, as for quantize)."""
+    import re
+
+    import numpy as np
+
+    op, name = spec.torch_op, spec.name
+    names = re.findall(r"Tensor (\w+)", op.schema.split("->")[0])
+    _lib.define(name + op.schema)
+
+    def outputs(tensors, device):
+        _check(name, dict(zip(names, tensors)))
+        shapes = [tuple(t.shape) for t in tensors]
+        size = tuple(op.size_of(*shapes))
+        if len(size) != spec.size_dims or shapes != [tuple(s) for s in spec.in_shapes(size)]:
+            want = ", ".join(f"{n} {tuple(s)}" for n, s in zip(names, spec.in_shapes(size))) \
+                if len(size) == spec.size_dims else f"{spec.size_dims}-D ({spec.size_help})"
+            raise ValueError(f"lab.{name}: inputs of shapes {', '.join(map(str, shapes))}, expected {want}")
+        dtype = np.dtype(str(tensors[0].dtype).removeprefix("torch."))
+        return size, [torch.empty(shape, dtype=getattr(torch, np.dtype(dt).name), device=device)
+                      for shape, dt in spec.out_specs(size, dtype)]
+
+    def impl(*tensors):
+        size, outs = outputs(tensors, tensors[0].device)
+        if all(t.numel() for t in tensors) and all(o.numel() for o in outs):
+            _run(name, size, [t.contiguous() for t in tensors], outs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def fake(*tensors):
+        return (lambda outs: outs[0] if len(outs) == 1 else tuple(outs))(outputs(tensors, tensors[0].device)[1])
+
+    def autograd(keyset, *tensors):
+        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+            raise RuntimeError(f"lab.{name}: an input requires grad, but the op has no gradient: pass .detach()ed "
+                               "tensors")
+        return getattr(torch.ops.lab, name).default.redispatch(keyset & _AFTER_AUTOGRAD, *tensors)
+
+    impl.__doc__ = f"{op.doc or spec.summary} (kernels/{name}.py; built from its KernelSpec)."
+    _lib.impl(name, impl, "CPU" if SIMULATOR else "CUDA")
+    torch.library.register_fake(f"lab::{name}", fake, lib=_lib)
+    _lib.impl(name, autograd, "Autograd", with_keyset=True)
+    globals()[name] = impl
+
+
+def _spec_ops() -> tuple[str, ...]:
+    """Every kernel that is a torch op (its spec's ``torch_op``), in kernels.NAMES order; those with a
+    ``schema`` registered here from the spec."""
+    names = []
+    for kernel in kernels.NAMES:
+        spec = kernels.load(kernel)
+        if spec.torch_op is None:
+            continue
+        if spec.torch_op.schema:
+            _spec_op(spec)
+        names.append(kernel)
+    return tuple(names)
+
+
+OPS = _spec_ops()

@@ -4,7 +4,8 @@ The roofline model (Williams, Waterman, Patterson, "Roofline: an insightful visu
 for multicore architectures", CACM 2009): a kernel that does F FLOPs and must move B bytes has
 arithmetic intensity I = F / B (FLOP/byte). It cannot run faster than min(peak FP32 FLOP/s,
 I x memory bandwidth); the two lines meet at the ridge point I* = peak / bandwidth. Left of the
-ridge a kernel is memory-bound, right of it compute-bound. Here F and B are the spec's minimum
+ridge a kernel is memory-bound, right of it compute-bound. A kernel that does no arithmetic (a
+copy: ``flops`` 0) has no place on it and is left out. Here F and B are the spec's minimum
 arithmetic and traffic (``flops``, ``bytes_moved``), the bandwidth is the *measured* device copy
 bandwidth and the peak is the FP32 peak of this GPU (``lab.core.device``), so a point's height over its
 roof is the fraction of what the hardware allows (the seed's strides/MFU notebook calls the compute
@@ -25,6 +26,8 @@ SIM_NOTE = ("CUDA simulator: no GPU, so no copy bandwidth, no FP32 peak and no a
 
 
 def _points(rep: dict) -> list[dict]:
+    if not rep["flops"]:  # a kernel that does no arithmetic (a copy) has no place under a FLOP/s roof
+        return []
     ai = rep["flops"] / rep["bytes_moved"]
     out = []
     for r in rep["results"]:
@@ -57,12 +60,18 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
     doc = {"schema_version": SCHEMA_VERSION, "backend": backend, "device": device, "copy_gbps": None,
            "peak_gflops": device.get("peak_fp32_gflops"), "ridge_intensity": None,
            "note": SIM_NOTE if simulator and not reports else "", "kernels": [], "points": []}
-    for k in names:
+    for k in list(names):
         try:
             spec = kernels.load(k)
         except KeyError as e:
             raise LabError(e.args[0]) from None
         size = spec.parse_size(STANDARD[k][0][0])
+        if not spec.flops(size):  # no arithmetic (a copy): no point on a FLOP/s roofline
+            names.remove(k)
+            if not names:
+                raise LabError(f"{k} does no arithmetic (0 FLOPs): it has no place on a FLOP/s roofline "
+                               f"(lab run {k} reports its GB/s and % of copy bandwidth)")
+            continue
         doc["kernels"].append({"kernel": k, "size": "x".join(map(str, size)),
                                "intensity": spec.flops(size) / spec.bytes_moved(size, np.dtype("float32"))})
     if reports is None and not simulator:

@@ -18,38 +18,53 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
-# kernel -> shapes (as ``--size`` text): tiny, skinny both ways, square, huge, odd.
-SHAPES = {
-    "vecadd": ["1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"],
-    "matvec": ["1x1", "4x100000", "16x262144", "64x65536", "1000x1000", "2047x3001", "4096x4096",
-               "16384x4096", "100000x32", "131072x256"],
-    "softmax": ["1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",
-                "8192x8192", "32x65536", "4x1000000", "1x1048576"],
-    "matmul": ["64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
-               "4096x32x4096", "64x64x65536", "128x128x32768"],
-    "quantize": ["1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"],
-    # no torch contender yet (issue 10's registry): Numba rows only
-    "dequantize": ["1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
-                   "20000x4097"],
-    "quantize_per_channel": ["1x1", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
-                             "20000x4097", "262144x64"],
-}
-# The torch op each kernel is measured against (lab.core.contenders / torch_bridge.contenders labels).
-TORCH_OP = {
-    "vecadd": "torch.add",
-    "matvec": "torch.mv (cuBLAS)",
-    "matmul": "torch.matmul (cuBLAS, TF32 off)",
-    "softmax": "torch.softmax",
-    "quantize": "torch.aminmax + torch.quantize_per_tensor",
-}
-# Lesson rungs left out: slow by design (uncoalesced, atomics, 5 launches, no register tiling).
-SKIP = {
-    "matvec": {"row_per_thread"},
-    "matmul": {"naive", "shared"},
-    "softmax": {"naive"},
-    "quantize": {"atomic_per_element", "atomic_per_block"},
-}
-MEMORY_BOUND = ("vecadd", "matvec", "softmax", "quantize")  # the >= 0.8x / geomean >= 1.0x targets
+# Each kernel's spec declares its sweep (``KernelSpec.sweep``: kernels/spec.py's Sweep): the shapes (as
+# ``--size`` text: tiny, skinny both ways, square, huge, odd), the torch op it is measured against (a
+# lab.core.contenders / torch_bridge.contenders label; none: Numba rows only), the lesson rungs left out
+# (slow by design: uncoalesced, atomics, 5 launches, no register tiling) and whether it is memory-bound
+# (the >= 0.8x / geomean >= 1.0x targets). ``SHAPES``, ``TORCH_OP``, ``SKIP`` and ``MEMORY_BOUND`` are
+# views over the specs (module attributes, computed when read).
+def _specs():
+    from lab.core.registry import specs
+
+    return [s for s in specs() if s.sweep.shapes]
+
+
+def sweep_shapes() -> dict[str, list[str]]:
+    """kernel -> shapes of the public sweep (``SHAPES``; a test may replace that attribute)."""
+    return globals().get("SHAPES") or {s.name: list(s.sweep.shapes) for s in _specs()}
+
+
+def torch_op(kernel: str) -> str | None:
+    """The torch contender label ``kernel`` is measured against, None if none."""
+    import kernels
+
+    return kernels.load(kernel).sweep.against or None
+
+
+def skipped(kernel: str) -> set[str]:
+    """The lesson rungs of ``kernel`` the sweep leaves out."""
+    import kernels
+
+    return set(kernels.load(kernel).sweep.skip)
+
+
+def memory_bound() -> tuple[str, ...]:
+    return tuple(s.name for s in _specs() if s.sweep.memory_bound)
+
+
+def __getattr__(name: str):
+    if name == "SHAPES":
+        return sweep_shapes()
+    if name == "TORCH_OP":
+        return {s.name: s.sweep.against for s in _specs() if s.sweep.against}
+    if name == "SKIP":
+        return {s.name: set(s.sweep.skip) for s in _specs() if s.sweep.skip}
+    if name == "MEMORY_BOUND":
+        return memory_bound()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 MATMUL_MIN_FLOPS = 1 << 27  # matmul target: >= 0.6x cuBLAS at every shape with at least this many
 
 
@@ -110,7 +125,7 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
           warmup: int | None = 3, progress=None, on_row=None, rungs: list[str] | None = None) -> list[SweepRow]:
     """Run the sweep on ``backend`` ("gpu" or "simulator"); returns a SweepRow per (kernel, shape).
 
-    kernels_: subset of SHAPES' kernels; shapes: kernel -> list of sizes (default SHAPES); repeats,
+    kernels_: subset of SHAPES' kernels; shapes: kernel -> list of sizes (default: the specs'); repeats,
     warmup: timed and untimed calls a row (None: the runner's defaults, the stop rule on a GPU);
     progress(text): called before each shape (e.g. to print); on_row(rows): called after each shape
     with the rows so far (e.g. to save them, so that a run cut short keeps its finished shapes);
@@ -122,13 +137,13 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
     from lab.core.errors import LabError
     from lab.core.runner import Options, run
 
-    shapes = shapes or SHAPES
+    shapes = shapes or sweep_shapes()
     rows = []
     with _copy_bandwidth_once():
         for name in kernels_ or list(shapes):
             spec = kernels.load(name)
-            variants = rungs or [v for v in spec.variants if v not in SKIP.get(name, set())]
-            op = TORCH_OP.get(name)
+            variants = rungs or [v for v in spec.variants if v not in spec.sweep.skip]
+            op = spec.sweep.against or None
             for size in shapes[name]:
                 if progress:
                     progress(f"{name} {size}")
@@ -177,7 +192,8 @@ def _f(x, fmt="{:.4f}"):
 def targets(rows: list[SweepRow]) -> list[tuple[str, str, bool | None]]:
     """(target, measured, met) for the issue-11 targets; met is None when nothing was measured."""
     out = []
-    mem = [r for r in rows if r.kernel in MEMORY_BOUND and r.auto_ratio]
+    bound = memory_bound()
+    mem = [r for r in rows if r.kernel in bound and r.auto_ratio]
     if mem:
         worst = min(mem, key=lambda r: r.auto_ratio)
         out.append(("no memory-bound shape below 0.8x torch (auto)",
@@ -206,7 +222,7 @@ def render(rows: list[SweepRow], title: str = "Shape sweep") -> str:
              "(above 1: Numba faster).", ""]
     for kernel in dict.fromkeys(r.kernel for r in rows):
         krows = [r for r in rows if r.kernel == kernel]
-        lines += [f"### {kernel} (vs {TORCH_OP.get(kernel, 'no torch op')})", "",
+        lines += [f"### {kernel} (vs {torch_op(kernel) or 'no torch op'})", "",
                   "| shape | best rung | ms | auto ms | auto chose | torch ms | best / torch | auto / torch |",
                   "|---|---|---:|---:|---|---:|---:|---:|"]
         for r in krows:
@@ -224,7 +240,8 @@ def render(rows: list[SweepRow], title: str = "Shape sweep") -> str:
         worst = min((r for r in krows if r.auto_ratio), key=lambda r: r.auto_ratio, default=None)
         lines += ["", f"Geometric mean, torch / Numba: auto {_f(ga, '{:.2f}x')}, best rung {_f(gb, '{:.2f}x')}; "
                   f"worst auto: {worst.size + ' ' + _f(worst.auto_ratio, '{:.2f}x') if worst else '-'}.", ""]
-    mem = [r for r in rows if r.kernel in MEMORY_BOUND]
+    bound = memory_bound()
+    mem = [r for r in rows if r.kernel in bound]
     lines += [f"Overall (vecadd, matvec, softmax, quantize): geometric mean auto "
               f"{_f(geomean(r.auto_ratio for r in mem), '{:.2f}x')}, best rung "
               f"{_f(geomean(r.best_ratio for r in mem), '{:.2f}x')}; all kernels incl. matmul: auto "

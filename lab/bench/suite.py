@@ -22,28 +22,32 @@ from typing import Callable
 
 from lab.core.runner import Steps, quiet
 
-# kernel -> list of (size, threads): the standard sizes of the issues (GPU).
-STANDARD = {
-    "vecadd": [("67108864", 256), ("67108864", 1024)],
-    "matvec": [("16384x4096", 1024), ("16384x4096", 256)],
-    "matmul": [("4096", 256)],
-    "softmax": [("8192x8192", 1024), ("65536x1024", 256)],
-    "quantize": [("67108864", 256)],
-    "dequantize": [("4096x16384", 256)],
-    "quantize_per_channel": [("4096x16384", 256)],
-}
 # --quick (and the simulator): each kernel's small simulator size, one simulated warp a block.
 QUICK_THREADS = 32
 
-# (kernel, size as run, library row to beat (None: an absolute time), ratio or ms bound, kind)
-TARGETS = [
-    ("vecadd", [67108864], "torch.add", 0.95, "speed"),
-    ("matvec", [16384, 4096], "torch.mv (cuBLAS)", 1.0, "speed"),
-    ("matmul", [4096, 4096, 4096], "torch.matmul (cuBLAS, TF32 off)", 0.5, "speed"),
-    ("softmax", [8192, 8192], "torch.softmax", 1.2, "speed"),
-    ("softmax", [65536, 1024], "torch.softmax", 0.95, "speed"),
-    ("quantize", [67108864], None, 0.245, "ms"),
-]
+
+def standard() -> dict[str, list[tuple[str, int]]]:
+    """kernel -> [(size, threads)]: the standard GPU sizes of each kernel's spec (``bench_sizes``)."""
+    from lab.core.registry import specs
+
+    return {s.name: list(s.bench_sizes) for s in specs()}
+
+
+def targets() -> list[tuple]:
+    """(kernel, size as run, library row to beat (None: an absolute time), ratio or ms bound, kind):
+    each kernel's spec's ``targets``, in kernels.NAMES order."""
+    from lab.core.registry import specs
+
+    return [(s.name, list(t.size), t.against, t.bound, t.kind) for s in specs() for t in s.targets]
+
+
+def __getattr__(name: str):
+    """``STANDARD`` and ``TARGETS``, the tables of earlier versions, computed from the specs."""
+    if name == "STANDARD":
+        return standard()
+    if name == "TARGETS":
+        return targets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def versions() -> str:
@@ -114,9 +118,11 @@ def load(path: str) -> dict:
 
 def configurations(kernel_names, quick: bool) -> list[tuple[str, str | None, int]]:
     """(kernel, --size or None for the simulator default, --threads) for each run of the bench."""
+    import kernels
+
     out = []
     for k in kernel_names:
-        out += [(k, None, QUICK_THREADS)] if quick else [(k, s, t) for s, t in STANDARD[k]]
+        out += [(k, None, QUICK_THREADS)] if quick else [(k, s, t) for s, t in kernels.load(k).bench_sizes]
     return out
 
 
@@ -155,7 +161,7 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
 
         from lab.bench import shapes as shape_sweep
 
-        total = sum(len(v) for v in shape_sweep.SHAPES.values())
+        total = sum(len(v) for v in shape_sweep.sweep_shapes().values())
         done = iter(range(total))
         rows = shape_sweep.sweep(backend, progress=lambda text: progress(next(done, total), total, f"shape sweep: {text}"))
         doc["shape_sweep"] = [asdict(r) for r in rows]
@@ -252,7 +258,7 @@ def targets_section(doc: dict) -> list[str]:
         return ["## Targets", "", "Not judged: the CUDA simulator's times are not GPU times.", ""]
     best = _best(doc)
     out = ["## Targets", "", "| kernel | size | target | best Numba | reference | result |", "|---|---|---|---|---|---|"]
-    for kernel, size, lib, bound, kind in TARGETS:
+    for kernel, size, lib, bound, kind in targets():
         ours = best.get((kernel, tuple(size), "numba"))
         if ours is None:
             continue
@@ -309,7 +315,7 @@ def render_markdown(doc: dict, sections=None) -> str:
 
 
 def measure_simcost(threads: int = 32) -> dict:
-    """Re-measure ``lab.core.simcost.PER_THREAD_MS`` in the simulator (each kernel at its default
+    """Re-measure each kernel's ``KernelSpec.sim_cost`` (lab.core.simcost) in the simulator (each kernel at its default
     simulator size): (median call ms - FLOPs * PER_FLOP_MS) / threads launched, per (kernel, variant)."""
     from lab.core.session import select
 

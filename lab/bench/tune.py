@@ -37,14 +37,17 @@ SIM_THREADS = (32, 64, 128)  # in the simulator (each simulated thread is a Pyth
 GPU_BUDGET_S = 120.0
 SIM_BUDGET_S = 30.0
 GPU_CALLS = 10  # timed calls a candidate (after 2 warm-up calls): enough to rank, cheap to repeat
-SIM_SHAPES = {"matmul": ["24x20x18", "1x40x70", "30x1x70"], "matvec": ["8x100"], "vecadd": ["1000"]}
-# Shapes the tuner adds to the public sweep's on a GPU: classes the sweep does not name (vector-shaped
-# matmuls, routed to the vector rung).
-# Beside each public shape that is a multiple of every tile, one of its class that is not: a class's
-# winner must serve both (H100, 2026-11-23: 128x64 tiles won 1024^3 alone, 0.80x cuBLAS, and ran
-# 1000^3 at 0.46x and 777x1333x901 at 0.47x, where the heuristic's small tiles ran 0.63x).
-EXTRA_SHAPES = {"matmul": ["1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536", "1000", "500", "2000",
-                           "4000x4000x250", "30x4000x4000", "4000x30x4000", "60x60x60000", "120x120x30000"]}
+# The shapes of each kernel (KernelSpec.tune_shapes): in the simulator a few tiny ones, on a GPU the
+# public sweep's and those the spec adds. ``SIM_SHAPES`` and ``EXTRA_SHAPES`` are views over the specs.
+
+
+def __getattr__(name: str):
+    if name in ("SIM_SHAPES", "EXTRA_SHAPES"):
+        from lab.core.registry import specs
+
+        key = "simulator" if name == "SIM_SHAPES" else "gpu"
+        return {s.name: list(s.tune_shapes[key]) for s in specs() if s.tune_shapes.get(key)}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass
@@ -167,13 +170,11 @@ def measure(spec, size, dtype, cand: Candidate, inputs, refs, tols, simulator: b
 
 
 def default_shapes(kernel: str, simulator: bool, spec) -> list[str]:
-    """The public sweep's shapes of ``kernel`` (lab.bench.shapes.SHAPES) and EXTRA_SHAPES on a GPU;
-    in the simulator a few tiny ones (its default size)."""
-    from lab.bench.shapes import SHAPES
-
+    """The public sweep's shapes of ``kernel`` (its spec's ``sweep.shapes``) and its ``tune_shapes["gpu"]``
+    on a GPU; in the simulator its ``tune_shapes["simulator"]`` (default: its simulator size)."""
     if simulator:
-        return SIM_SHAPES.get(kernel) or ["x".join(map(str, spec.default_size(True)))]
-    return (SHAPES.get(kernel) or ["x".join(map(str, spec.default_size(False)))]) + EXTRA_SHAPES.get(kernel, [])
+        return list(spec.tune_shapes.get("simulator", ())) or ["x".join(map(str, spec.default_size(True)))]
+    return (list(spec.sweep.shapes) or ["x".join(map(str, spec.default_size(False)))]) + list(spec.tune_shapes.get("gpu", ()))
 
 
 def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: float | None = None,

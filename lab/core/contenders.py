@@ -3,8 +3,9 @@
 A contender turns host inputs into a :class:`Prepared`: a call to time, a way to poison its outputs
 and a way to read them back. CuPy and torch are optional: they are imported only when used, and a
 missing package or a backend they cannot use (the simulator) becomes a "skipped" row with the
-reason, never a crash. Which library ops each kernel runs against is declared in one place,
-lab/core/registry.py (ops in lab.core.cupy_ops and torch_bridge.contenders); the NumPy
+reason, never a crash. Which library ops each kernel runs against is declared in one place, the
+kernel's KernelSpec (``contenders``, read through lab.core.registry; ops in lab.core.cupy_ops,
+torch_bridge.contenders or the kernel module itself); the NumPy
 contender is the kernel's own reference function run in the input dtype.
 """
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each is ``fn(cp, *inputs, out=outputs) -> outputs`` on CuPy arrays; ``cp`` is the ``cupy`` module,
 passed in so this module imports without CuPy. Which kernel gets which op is declared in
-torch_bridge/registry.py. The CuPy twin of torch_bridge.contenders (torch's contenders).
+the kernel's KernelSpec (``contenders``; lab.core.registry reads it). The CuPy twin of torch_bridge.contenders (torch's contenders).
 """
 from __future__ import annotations
 

@@ -1,51 +1,43 @@
-"""One registry of library contenders: for each kernel, the CuPy and torch ops `lab run` times it
-against, declared here and nowhere else.
+"""The kernels' declarations as lab reads them: every kernel module declares its library contenders,
+its torch op, its sizes and the rest in its ``KernelSpec`` (kernels/spec.py), and this module is
+where lab looks them up. No table here names a kernel.
 
-Kernel modules cannot import torch or CuPy, so they name no contenders; the runner asks this
-registry (through lab.core.contenders) and knows no kernel by name. Entries are ``(label,
-"module:function")``, imported only when that contender runs, so this module imports neither torch
-nor CuPy. An entry may carry a third element, a dict of options:
+Contenders are ``(label, "module:function", options)`` entries of ``KernelSpec.contenders``,
+imported only when that contender runs, so this module imports neither torch nor CuPy. Options:
 
 * ``float32_inside``: the op computes in float32 whatever the input dtype (torch.quantize_per_tensor
   takes float32 only). With ``--dtype float64`` the runner checks it against the reference of the
   inputs rounded to float32, at float32's tolerance, and its row says "float32 inside" (against the
   float64 reference such a row could only fail, at .5 rounding boundaries).
 
-Adding a kernel: its module in kernels/, its tests, and its lines here (plus the op
-functions in torch_bridge.contenders / lab.core.cupy_ops). A kernel that is also a torch op
-(``torch.ops.lab.<name>``, torch_bridge.lab_ops) gets a torch row "numba via torch op", so the
-bridge's cost shows next to the Numba rungs.
+A kernel whose spec declares a ``torch_op`` with ``contender=True`` (``torch.ops.lab.<name>``,
+torch_bridge.lab_ops) gets a torch row "numba via torch op", so the bridge's cost shows next to the
+Numba rungs. Adding a kernel: docs/adding-a-kernel.md (its module and its tests; nothing here).
+
+The tables of earlier versions (``CONTENDERS``, ``NO_CONTENDERS``, ``LAB_OPS``) are still readable
+as attributes of this module: views computed from the specs.
 """
 from __future__ import annotations
 
 import importlib
 from typing import Callable
 
-CONTENDERS: dict[str, dict[str, list[tuple]]] = {
-    "vecadd": {"cupy": [("cupy.add", "lab.core.cupy_ops:vecadd")],
-               "torch": [("torch.add", "torch_bridge.contenders:torch_vecadd")]},
-    "matvec": {"cupy": [("cupy.matmul (cuBLAS)", "lab.core.cupy_ops:matvec")],
-               "torch": [("torch.mv (cuBLAS)", "torch_bridge.contenders:torch_matvec")]},
-    "matmul": {"cupy": [("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul")],
-               "torch": [("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul")]},
-    "softmax": {"cupy": [("cupyx.scipy.special.softmax", "lab.core.cupy_ops:softmax")],
-                "torch": [("torch.softmax", "torch_bridge.contenders:torch_softmax"),
-                          ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled")]},
-    "quantize": {"cupy": [("cupy min/max + ElementwiseKernel", "lab.core.cupy_ops:quantize")],
-                 "torch": [("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.contenders:torch_quantize_seed"),
-                           ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.contenders:torch_quantize_aminmax",
-                            {"float32_inside": True})]},
-    "dequantize": {"cupy": [("cupy (q - zero_point) * scale", "lab.core.cupy_ops:dequantize")],
-                   "torch": [("torch (q - zero_point) * scale", "torch_bridge.contenders:torch_dequantize")]},
-}
-# Kernels with no library contender yet, and why (the registry test holds every kernel to one or the other)
-NO_CONTENDERS = {
-    "quantize_per_channel": "torch.quantize_per_channel and a CuPy twin are not yet checked on a GPU "
-                            "against the strict code check (kernels/quantize.py)",
-}
-# Kernels that are torch ops with the same inputs and outputs as their KernelSpec (torch_bridge.lab_ops)
-LAB_OPS = ("vecadd", "matvec", "matmul", "softmax", "quantize")
 LAB_OP_LABEL = "numba via torch op (torch.ops.lab.{})"
+LAB_OP_PATH = "torch_bridge.contenders:lab_op_{}"
+
+
+def spec(kernel: str):
+    """The KernelSpec of ``kernel`` (kernels.load: imports its module, so the backend is chosen first)."""
+    import kernels
+
+    return kernels.load(kernel)
+
+
+def specs() -> list:
+    """Every kernel's spec, in kernels.NAMES order."""
+    import kernels
+
+    return [kernels.load(name) for name in kernels.NAMES]
 
 
 def _resolve(path: str):
@@ -59,10 +51,10 @@ def _label(text: str) -> str:
 
 def _entries(library: str, kernel: str) -> list[tuple[str, str, dict]]:
     """(label, "module:function", options) of ``library``'s contenders for ``kernel``."""
-    rows = [(_label(e[0]), e[1], dict(e[2]) if len(e) > 2 else {})
-            for e in CONTENDERS.get(kernel, {}).get(library, [])]
-    if library == "torch" and kernel in LAB_OPS:
-        rows.append((LAB_OP_LABEL.format(kernel), f"torch_bridge.contenders:lab_op_{kernel}", {}))
+    s = spec(kernel)
+    rows = [(_label(label), path, dict(opts)) for label, path, opts in s.contenders.get(library, ())]
+    if library == "torch" and s.torch_op is not None and s.torch_op.contender:
+        rows.append((LAB_OP_LABEL.format(kernel), LAB_OP_PATH.format(kernel), {}))
     return rows
 
 
@@ -89,3 +81,24 @@ def function(library: str, kernel: str, label: str) -> Callable:
         if lab == label:
             return _resolve(path)
     raise KeyError(f"no {library} contender {label!r} for {kernel}")
+
+
+def no_contenders(kernel: str) -> str:
+    """Why ``kernel`` has no library contender yet ("" when it has some)."""
+    return spec(kernel).no_contenders
+
+
+def lab_ops() -> tuple[str, ...]:
+    """The kernels that are torch ops with the same inputs and outputs as their KernelSpec."""
+    return tuple(s.name for s in specs() if s.torch_op is not None and s.torch_op.contender)
+
+
+def __getattr__(name: str):
+    """The tables of earlier versions, computed from the specs."""
+    if name == "CONTENDERS":
+        return {s.name: {lib: list(rows) for lib, rows in s.contenders.items()} for s in specs() if s.contenders}
+    if name == "NO_CONTENDERS":
+        return {s.name: s.no_contenders for s in specs() if s.no_contenders}
+    if name == "LAB_OPS":
+        return lab_ops()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

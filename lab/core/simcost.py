@@ -9,8 +9,8 @@ by line, so a call costs about
 ``per_thread_ms`` is the fixed cost of a simulated thread (start, index math, barriers and warp
 shuffles, which the simulator emulates with locks); it differs by rung (a warp-shuffle reduction
 costs ~10x an element-wise thread). ``PER_FLOP_MS`` is the interpreted cost of one multiply or add.
-PER_THREAD_MS was measured with :func:`lab.bench.suite.measure_simcost` (``python -m lab.cli.scripts
-simcost``) on a 2-core CPU machine at the simulator's default sizes and --threads 32, with the
+Each kernel's ``KernelSpec.sim_cost`` (ms per thread, per rung) was measured with
+:func:`lab.bench.suite.measure_simcost` (``python -m lab.cli.scripts simcost``) on a 2-core CPU machine at the simulator's default sizes and --threads 32, with the
 runner's switch interval of 0.2 ms (lab.core.runner.simulator_threads): the median of 3 runs on a
 shared, loaded machine (2026-11-22; values below 0.05 rounded up). A faster or idle CPU runs
 proportionally faster. The estimate is rough (within ~2-3x): good enough to say "roughly 3 min"
@@ -24,48 +24,30 @@ was estimated at 10 s and took 6-7 s including imports on the idle machine, 13-1
 """
 from __future__ import annotations
 
-# ms per simulated thread launched, per (kernel, variant); measured by lab.bench.suite.measure_simcost
-PER_THREAD_MS = {
-    ("vecadd", "element_per_thread"): 0.077,
-    ("vecadd", "four_per_thread"): 0.05,
-    ("vecadd", "auto"): 0.084,
-    ("matvec", "row_per_thread"): 0.05,
-    ("matvec", "warp_per_row"): 0.52,
-    ("matvec", "warp_per_row_shared_x"): 0.71,
-    ("matvec", "group_per_row"): 0.59,
-    ("matvec", "split_k"): 1.0,
-    ("matvec", "auto"): 0.46,
-    ("matmul", "naive"): 0.05,
-    ("matmul", "shared"): 0.2,
-    ("matmul", "register_tiled"): 4.3,
-    ("matmul", "tile64"): 0.98,
-    ("matmul", "split_k"): 0.32,
-    ("matmul", "skinny_m"): 0.05,
-    ("matmul", "auto"): 0.86,
-    ("softmax", "naive"): 1.8,
-    ("softmax", "fused"): 1.1,
-    ("softmax", "online"): 0.97,
-    ("softmax", "group_rows"): 0.89,
-    ("softmax", "split_row"): 2.3,
-    ("softmax", "auto"): 0.53,
-    ("quantize", "atomic_per_element"): 0.17,
-    ("quantize", "atomic_per_block"): 1.7,
-    ("quantize", "block_partials"): 3.5,
-    ("quantize", "l2_tail_first"): 3.5,
-    ("quantize", "auto"): 2.1,
-    ("dequantize", "element_per_thread"): 0.05,
-    ("dequantize", "row_blocks"): 0.05,
-    ("dequantize", "auto"): 0.067,
-    ("quantize_per_channel", "block_per_row"): 2.0,
-    ("quantize_per_channel", "auto"): 2.0,
-}
+# ms per simulated thread launched, per variant: each kernel's ``KernelSpec.sim_cost`` (measured by
+# lab.bench.suite.measure_simcost); ``PER_THREAD_MS`` {(kernel, variant): ms} is the view over all of them.
 DEFAULT_PER_THREAD_MS = 1.0  # a rung not measured yet
 PER_FLOP_MS = 0.017
+
+
+def per_thread_ms(kernel: str, variant: str) -> float:
+    """ms per simulated thread of ``kernel``'s ``variant`` (its spec's sim_cost; DEFAULT_PER_THREAD_MS
+    for a rung not measured yet)."""
+    import kernels
+
+    return kernels.load(kernel).sim_cost.get(variant, DEFAULT_PER_THREAD_MS)
 
 
 def call_seconds(kernel: str, launches: dict[str, int], flops: int) -> float:
     """Estimated simulator seconds for one call of each variant in ``launches`` (variant -> threads
     launched), summed."""
-    ms = sum(n * PER_THREAD_MS.get((kernel, v), DEFAULT_PER_THREAD_MS) + flops * PER_FLOP_MS
-             for v, n in launches.items())
+    ms = sum(n * per_thread_ms(kernel, v) + flops * PER_FLOP_MS for v, n in launches.items())
     return ms / 1e3
+
+
+def __getattr__(name: str):
+    if name == "PER_THREAD_MS":  # the table of earlier versions, computed from the specs
+        from lab.core.registry import specs
+
+        return {(s.name, v): ms for s in specs() for v, ms in s.sim_cost.items()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
