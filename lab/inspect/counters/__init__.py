@@ -62,13 +62,13 @@ from lab.inspect.counters.metrics import (CUPTI_GROUPS, CUPTI_WEIGHT, DETAIL_MET
 from lab.inspect.counters.ncu import (MARKER, TIMER_KERNELS, _profile, aggregate, group_by_marker, ncu_command,
                                       ncu_failure, parse_ncu_csv, passes, unknown_metrics)
 from lab.inspect.counters.row import ROW_KEYS, CounterRow, blank_row, dram_ratio, verdict
-from lab.inspect.counters.simulator import SIM_SWITCH_INTERVAL, _simulate, simulator_threads
+from lab.inspect.counters.simulator import _simulate, simulator_threads
 
 _blank_row = blank_row  # the name of earlier versions
 
 __all__ = ["CUPTI_FIX", "CUPTI_GROUPS", "CUPTI_INTERVAL_NS", "CUPTI_SAMPLES", "CUPTI_WEIGHT", "DETAIL_METRICS",
            "DRAM_METRICS", "MARKER", "METRICS", "NCU_FIX", "NO_ENGINE", "PERM_FIX", "PHASES", "PREFIXES", "ROW_KEYS",
-           "RUN_PHASES", "SIM_SWITCH_INTERVAL", "STALLS", "STALL_PREFIX", "STALL_SUFFIX", "TIMER_KERNELS",
+           "RUN_PHASES", "STALLS", "STALL_PREFIX", "STALL_SUFFIX", "TIMER_KERNELS",
            "TIME_UNITS", "TOOLS", "CounterRow", "Metric", "aggregate", "blank_row", "choose_cupti_groups",
            "counters", "cupti_available", "cupti_preload", "cupti_row", "dram_ratio", "find_engine", "find_ncu",
            "for_run", "group_by_marker", "metrics_of_interest", "ncu_command", "ncu_failure", "parse_ncu_csv",
