@@ -56,9 +56,14 @@ def enabled() -> bool:
 
 def root() -> Path:
     """``<user cache>/kernels``: platformdirs' user cache dir (or ``$LAB_CACHE_DIR``, as for the tuned cache)."""
-    from kernels.tuning import cache_dir
-
-    return cache_dir() / "kernels"
+    env = os.environ.get("LAB_CACHE_DIR")  # kernels.tuning.CACHE_ENV (not imported: it imports kernels.compiler)
+    if env:
+        return Path(env) / "kernels"
+    try:
+        import platformdirs
+    except ImportError:  # a declared dependency; the fallback is its Linux answer
+        return Path.home() / ".cache" / "numba-gpu-lab" / "kernels"
+    return Path(platformdirs.user_cache_dir("numba-gpu-lab")) / "kernels"
 
 
 def sources_key(package: Path | str = PACKAGE) -> str:
