@@ -10,6 +10,12 @@ nor CuPy. An entry may carry a third element, a dict of options:
   takes float32 only). With ``--dtype float64`` the runner checks it against the reference of the
   inputs rounded to float32, at float32's tolerance, and its row says "float32 inside" (against the
   float64 reference such a row could only fail, at .5 rounding boundaries).
+* ``tf32``: the op multiplies on tensor cores with inputs rounded to TF32 (10 mantissa bits, float32
+  accumulation): the runner checks it at the tolerance of a 10-bit mantissa (float16's eps, the
+  same mantissa) instead of the input dtype's, and its row says "TF32".
+
+Library ``"triton"``: Triton kernels (lab.core.triton_ops) on torch tensors, on a GPU or in Triton's
+CPU interpreter.
 
 Adding a kernel: its module in kernels/, its tests, and its lines here (plus the op
 functions in torch_bridge.contenders / lab.core.cupy_ops). A kernel that is also a torch op
@@ -27,10 +33,14 @@ CONTENDERS: dict[str, dict[str, list[tuple]]] = {
     "matvec": {"cupy": [("cupy.matmul (cuBLAS)", "lab.core.cupy_ops:matvec")],
                "torch": [("torch.mv (cuBLAS)", "torch_bridge.contenders:torch_matvec")]},
     "matmul": {"cupy": [("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul")],
-               "torch": [("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul")]},
+               "torch": [("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul")],
+               "triton": [("@lab.core.triton_ops:matmul_fp32_label", "lab.core.triton_ops:matmul_fp32"),
+                          ("@lab.core.triton_ops:matmul_tf32_label", "lab.core.triton_ops:matmul_tf32",
+                           {"tf32": True})]},
     "softmax": {"cupy": [("cupyx.scipy.special.softmax", "lab.core.cupy_ops:softmax")],
                 "torch": [("torch.softmax", "torch_bridge.contenders:torch_softmax"),
-                          ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled")]},
+                          ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled")],
+                "triton": [("@lab.core.triton_ops:softmax_label", "lab.core.triton_ops:softmax")]},
     "quantize": {"cupy": [("cupy min/max + ElementwiseKernel", "lab.core.cupy_ops:quantize")],
                  "torch": [("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.contenders:torch_quantize_seed"),
                            ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.contenders:torch_quantize_aminmax",

@@ -25,6 +25,7 @@ import kernels
 from lab.core import compilers, resources
 from lab.core import contenders as C
 from lab.core.check import check_prepared
+from lab.core import registry
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
@@ -32,6 +33,7 @@ from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
                   "inputs rounded to float32, at float32's tolerance")
+TF32 = "TF32: inputs rounded to 10 mantissa bits on tensor cores, checked at that mantissa's tolerance"
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 # The simulator runs each CUDA thread of a block as a Python thread, and every barrier and warp
@@ -475,6 +477,10 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
                 if dtype != np.float32 and C.float32_inside(name, spec.name, label):
                     row = measure(Row(name, label, "ok"), prepare, float32_reference())
                     row.reason = FLOAT32_INSIDE + (f"; {row.reason}" if row.reason else "")
+                    add(row)
+                elif registry.options(name, spec.name, label).get("tf32"):  # 10-bit mantissa: float16's eps
+                    row = measure(Row(name, label, "ok"), prepare, (refs, spec.tolerance(inputs, refs, np.dtype(np.float16))))
+                    row.reason = TF32 + (f"; {row.reason}" if row.reason else "")
                     add(row)
                 else:
                     add(measure(Row(name, label, "ok"), prepare))
