@@ -47,6 +47,19 @@ KEEP = 3  # sources-key folders kept per compiler and version
 PACKAGE = Path(__file__).resolve().parent
 
 STATS = {"hits": 0, "misses": 0, "saved": 0, "errors": 0, "kernels": 0}
+STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr at exit (diagnostics)
+
+
+def _report_stats() -> None:
+    import sys
+
+    sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
+
+
+if os.environ.get(STATS_ENV):
+    import atexit
+
+    atexit.register(_report_stats)
 
 
 def enabled() -> bool:
