@@ -17,6 +17,7 @@ kernel's PTX (through nvJitLink), the same numbers ``ptxas -v`` prints.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import importlib.util
 import os
@@ -278,12 +279,30 @@ def dispatchers():
 
 def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
-    when nvJitLink is not available."""
+    when nvJitLink is not available. A known answer is read from the kernel cache (kernels.cache:
+    ``spills/<sha256 of the PTX and arch>``): ptxas runs with its own cache off, once per kernel."""
+    from kernels import cache
+
+    code = ptx.encode() if isinstance(ptx, str) else ptx
+    arch = f"sm_{cc[0]}{cc[1]}"
+    memo = cache.root() / "spills" / (hashlib.sha256(code + arch.encode()).hexdigest()[:32] + ".txt") if cache.enabled() else None
     try:
-        log = nvjitlink_log(ptx.encode() if isinstance(ptx, str) else ptx, f"sm_{cc[0]}{cc[1]}")
+        if memo is not None and memo.is_file():
+            return int(memo.read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        log = nvjitlink_log(code, arch)
     except Exception:  # no cuda-bindings / nvJitLink here, or the link failed: spills unknown
         return None
-    return log_spills(log)
+    spills = log_spills(log)
+    if memo is not None and spills is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.write_text(str(spills))
+        except OSError:
+            pass
+    return spills
 
 
 def kernel_attr(d, sig, attr: str) -> int:

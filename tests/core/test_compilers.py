@@ -132,7 +132,8 @@ CUDA13_SUMMARY = ("info    : 8 bytes gmem\ninfo    : Function properties for 'k'
     (CUDA13_SUMMARY, 0, {"registers": 15, "shared_bytes": 1024, "local_bytes": 16, "spill_bytes": 0}),
     ("", None, None),
 ])
-def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage):
+def test_spills_and_usage_from_either_log_format(monkeypatch, tmp_path, log, spills, usage):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))  # the remembered spill reports go there
     monkeypatch.setattr(compilers, "nvjitlink_log", lambda *a, **k: log)
     assert compilers._ptxas_spills("// ptx", (9, 0)) == spills  # stores + loads; none named: 0; no log: unknown
     if usage is None:
@@ -143,7 +144,8 @@ def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage
         assert {k: got[k] for k in usage} == usage
 
 
-def test_a_real_link_reports_registers_and_leaves_the_environment_alone():
+def test_a_real_link_reports_registers_and_leaves_the_environment_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
     pytest.importorskip("cuda.bindings.nvjitlink")
 
     ptx = (".version 8.0\n.target sm_90\n.address_size 64\n"

@@ -167,3 +167,18 @@ def test_caching_jit_never_fails_a_kernel(tmp_cache, monkeypatch):
     assert ok._cache.saved == ["sig"] and cache.STATS["saved"] == 1
     monkeypatch.setenv(cache.ENV, "0")
     assert jit(kernel).options == {}
+
+
+def test_ptxas_spill_reports_are_remembered_per_ptx_and_arch(tmp_cache, monkeypatch):
+    from lab.core import compilers
+
+    calls = []
+    monkeypatch.setattr(compilers, "nvjitlink_log", lambda code, arch, lto=False: calls.append(arch) or
+                        "info : used 8 registers, 0 stack, 0 bytes smem\n12 bytes spill stores, 4 bytes spill loads")
+    assert compilers._ptxas_spills("// ptx a", (9, 0)) == 16 and compilers._ptxas_spills("// ptx a", (9, 0)) == 16
+    assert calls == ["sm_90"]  # the second answer came from the cache
+    assert compilers._ptxas_spills("// ptx a", (8, 0)) == 16 and compilers._ptxas_spills("// ptx b", (9, 0)) == 16
+    assert calls == ["sm_90", "sm_80", "sm_90"]
+    monkeypatch.setenv(cache.ENV, "0")
+    compilers._ptxas_spills("// ptx a", (9, 0))
+    assert len(calls) == 4
