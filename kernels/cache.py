@@ -46,6 +46,7 @@ _OURS = "LAB_NUMBA_CACHE_DIR"  # the NUMBA_CACHE_DIR the lab set (a child proces
 KEEP = 3  # sources-key folders kept per compiler and version
 PACKAGE = Path(__file__).resolve().parent
 
+_READY = [False]  # configure() found a folder (or the user's NUMBA_CACHE_DIR): kernels may cache
 STATS = {"hits": 0, "misses": 0, "saved": 0, "errors": 0, "kernels": 0}
 STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr at exit (diagnostics)
 
@@ -112,25 +113,31 @@ def configure(compiler: str, version: str | None) -> str | None:
     """Point ``NUMBA_CACHE_DIR`` at this compiler's folder before the compiler is imported; returns
     the folder in use (None when the cache is off or its folder cannot be made). A value the user
     set is kept; one the lab set for another compiler (inherited by a child process) is replaced."""
+    _READY[0] = False
     if not enabled():
         return None
     current = os.environ.get(NUMBA_ENV)
     if current and current != os.environ.get(_OURS):
+        _READY[0] = True
         return current
     folder = directory(compiler, version)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         os.utime(folder)
-    except OSError:
+    except OSError:  # no cache here; a folder inherited from a parent lab process is not used either
+        if current:
+            os.environ.pop(NUMBA_ENV, None)
+            os.environ.pop(_OURS, None)
         return None
     _prune(folder)
     os.environ[NUMBA_ENV] = os.environ[_OURS] = str(folder)
+    _READY[0] = True
     return str(folder)
 
 
 def location() -> str | None:
     """The folder the compilers cache into in this process (None when off or not configured)."""
-    return os.environ.get(NUMBA_ENV) if enabled() else None
+    return os.environ.get(NUMBA_ENV) if enabled() and _READY[0] else None
 
 
 def usage(path: Path | str | None = None) -> tuple[Path, int, int]:
@@ -236,14 +243,14 @@ def _decorate(jit, func, args: tuple, kwargs: dict, bare: bool):
 
 def caching_jit(jit):
     """``jit`` (a compiler's ``cuda.jit``) that adds ``cache=True`` to kernels from source files,
-    checked at each decoration (``LAB_KERNEL_CACHE``). Device functions and calls that name
+    checked at each decoration (``LAB_KERNEL_CACHE``, and :func:`configure` found a folder). Device functions and calls that name
     ``cache`` themselves pass through unchanged."""
     if getattr(jit, "_lab_caching", False):
         return jit
 
     @functools.wraps(jit)
     def wrapper(*args, **kwargs):
-        if not enabled() or kwargs.get("device") or "cache" in kwargs:
+        if not (enabled() and _READY[0]) or kwargs.get("device") or "cache" in kwargs:
             return jit(*args, **kwargs)
         if args and hasattr(args[0], "__code__"):  # @cuda.jit, cuda.jit(func, **options)
             return _decorate(jit, args[0], args[1:], kwargs, bare=True)

@@ -22,6 +22,7 @@ def tmp_cache(tmp_path, monkeypatch):
     monkeypatch.delenv(cache._OURS, raising=False)
     for k in cache.STATS:
         monkeypatch.setitem(cache.STATS, k, 0)
+    monkeypatch.setattr(cache, "_READY", [False])
     return tmp_path / "c"
 
 
@@ -54,6 +55,28 @@ def test_configure_sets_numba_cache_dir_respects_the_user_and_turns_off(tmp_cach
     assert cache.configure("numba-cuda", "0.30.4") == str(tmp_cache / "mine")
     monkeypatch.setenv(cache.ENV, "0")
     assert not cache.enabled() and cache.configure("numba-cuda", "0.30.4") is None and cache.location() is None
+
+
+def test_an_unwritable_cache_folder_turns_the_cache_off(tmp_cache, monkeypatch):
+    """A child process that inherited the lab's folder but cannot write its own (a read-only
+    home): no cache, and the inherited NUMBA_CACHE_DIR is dropped, not written into."""
+    cache.configure("numba-cuda", "0.30.4")
+    blocker = tmp_cache.parent / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("LAB_CACHE_DIR", str(blocker))  # a file: no folder can be made under it
+    assert cache.configure("numba-cuda", "0.30.4") is None
+    assert cache.NUMBA_ENV not in os.environ and cache.location() is None
+    assert cache.caching_jit(fake_jit)(kernel).options == {}
+
+
+def test_the_sandbox_child_caches_nothing(tmp_path):
+    from lab.teach.sandbox import prepare
+
+    src = tmp_path / "sub.py"
+    src.write_text("x = 1\n")
+    private, _, env = prepare(src, dict(os.environ))
+    shutil.rmtree(private, ignore_errors=True)
+    assert env[cache.ENV] == "0"
 
 
 def test_old_source_folders_are_pruned(tmp_cache):
@@ -143,6 +166,8 @@ def kernel(a):
 
 def test_caching_jit_adds_cache_to_kernels_only(tmp_cache):
     jit = cache.caching_jit(fake_jit)
+    assert jit(kernel).options == {}  # no folder configured yet: nothing cached
+    cache.configure("numba-cuda", "0.30.4")
     assert cache.caching_jit(jit) is jit
     assert jit(kernel).options == {"cache": True}  # @cuda.jit
     assert jit(lineinfo=True)(kernel).options == {"lineinfo": True, "cache": True}  # @cuda.jit(...)
@@ -155,6 +180,7 @@ def test_caching_jit_adds_cache_to_kernels_only(tmp_cache):
 
 
 def test_caching_jit_never_fails_a_kernel(tmp_cache, monkeypatch):
+    cache.configure("numba-cuda", "0.30.4")
     jit = cache.caching_jit(fake_jit)
     assert jit(no_locator=True)(kernel).options == {"no_locator": True}  # compiled without a cache
     d = jit(fail=True)(kernel)
