@@ -47,6 +47,8 @@ if COMPILER:
 else:
     choose_default()  # settle the backend first: the default compiler depends on it
     COMPILER, WHY = default_compiler()
+if COMPILER == "numba-cuda":
+    choose_default()  # the simulator when no GPU is usable and nobody chose (a no-op once settled)
 
 
 def _version(dist: str) -> str | None:

@@ -22,10 +22,9 @@ from typing import Callable
 import numpy as np
 
 import kernels
-from lab.core import compilers, resources
+from lab.core import compilers, registry, resources
 from lab.core import contenders as C
 from lab.core.check import check_prepared
-from lab.core import registry
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
