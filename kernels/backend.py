@@ -132,3 +132,35 @@ def choose_default() -> None:
                       SimulatorFallback, stacklevel=3)
     else:
         os.environ[SIM_ENV] = "0"
+
+
+# --- which compiler by default ---------------------------------------------------------------------
+MLIR_DRIVER = 13000  # numba-cuda-mlir is the lab's compiler on CUDA 13 drivers (its [cu13] wheels)
+
+
+def default_compiler(simulator: bool | None = None) -> tuple[str, str]:
+    """(compiler, why) when nobody chose one (``LAB_COMPILER`` unset, no ``--compiler``).
+
+    numba-cuda-mlir, numba-cuda's successor, where it can run: a GPU, Python >= 3.11, the package
+    installed and a CUDA 13 driver. numba-cuda otherwise: the simulator (numba-cuda-mlir has none),
+    a CUDA 12 driver, or numba-cuda-mlir not installed. ``simulator`` None: :func:`is_simulator`
+    when a backend was chosen, else whether the driver reports no GPU. Nothing is imported.
+    """
+    import importlib.util
+
+    if simulator is None:
+        simulator = is_simulator() if SIM_ENV in os.environ else gpu_count()[0] == 0
+    if simulator:
+        return "numba-cuda", "the simulator's compiler"
+    try:
+        installed = importlib.util.find_spec("numba_cuda_mlir") is not None
+    except (ImportError, ValueError):
+        installed = False
+    if not installed:
+        return "numba-cuda", "numba-cuda-mlir not installed"
+    if sys.version_info < (3, 11):
+        return "numba-cuda", "numba-cuda-mlir needs Python >= 3.11"
+    drv = driver_version()
+    if drv is not None and drv < MLIR_DRIVER:
+        return "numba-cuda", f"CUDA {drv // 1000}.{drv % 1000 // 10} driver"
+    return "numba-cuda-mlir", "the default on CUDA 13"

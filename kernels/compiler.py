@@ -4,15 +4,21 @@ Every kernel module writes ``from kernels.compiler import cuda, float64, uint64`
 ``from numba import cuda``), so the compiler is chosen in one place, once per process, before
 anything compiles:
 
-* numba-cuda (default): ``numba.cuda``, on a GPU or in Numba's CUDA simulator;
-* numba-cuda-mlir (``LAB_COMPILER=numba-cuda-mlir``), numba-cuda's successor (NVIDIA/numba-cuda
-  issue 902): the same ``@cuda.jit`` source, typed by a vendored Numba front end and lowered through
-  MLIR. GPU only: it has no simulator. When it is chosen nothing here imports ``numba``.
+* numba-cuda-mlir, numba-cuda's successor (NVIDIA/numba-cuda issue 902): the same ``@cuda.jit``
+  source, typed by a vendored Numba front end and lowered through MLIR. GPU only: it has no
+  simulator. The default on a GPU where it is installed (Python >= 3.11, a CUDA 13 driver:
+  ``kernels.backend.default_compiler``). When it is chosen nothing here imports ``numba``.
+* numba-cuda (``numba.cuda``): the simulator, CUDA 12 machines, machines without numba-cuda-mlir,
+  and ``LAB_COMPILER=numba-cuda`` (``lab ... --compiler numba-cuda``).
 
 What the kernels import from here works under both compilers: ``cuda``, the scalar types
 (``float32 ... uint64``: each compiler's own type objects, usable as casts and as shared-array
 dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload`` or its MLIR twin), and
 ``types`` (the type module that ``overload`` implementations compare argument types against).
+
+``LAB_COMPILER`` names the compiler; unset, :func:`kernels.backend.default_compiler` decides (``WHY``
+says why). On a GPU every kernel's ``cuda.jit`` caches what it compiles on disk
+(:mod:`kernels.cache`; off with ``LAB_KERNEL_CACHE=0``).
 
 Importing this module with numba-cuda first settles the backend (``kernels.backend.choose_default``:
 the simulator when no GPU is usable and nobody chose). With numba-cuda-mlir a simulator request
@@ -22,7 +28,8 @@ from __future__ import annotations
 
 import os
 
-from kernels.backend import choose_default, is_simulator
+from kernels import cache as _cache
+from kernels.backend import choose_default, default_compiler, is_simulator
 
 COMPILERS = ("numba-cuda", "numba-cuda-mlir")
 COMPILER_ENV = "LAB_COMPILER"
@@ -33,7 +40,29 @@ MLIR = "numba-cuda-mlir"
 # under numba-cuda-mlir 0.6.0 on an H100, float32 and float64 (2026-11-22, docs/benchmarks.md).
 UNSUPPORTED: dict[tuple[str, str], str] = {}
 
-COMPILER = os.environ.get(COMPILER_ENV, "numba-cuda") or "numba-cuda"
+COMPILER = os.environ.get(COMPILER_ENV, "")
+if COMPILER:
+    _inherited = os.environ.get("LAB_COMPILER_WHY", "")  # lab.core.compilers.select's reason
+    WHY = _inherited[len(COMPILER) + 2:] if _inherited.startswith(f"{COMPILER}: ") else f"{COMPILER_ENV}={COMPILER}"
+else:
+    choose_default()  # settle the backend first: the default compiler depends on it
+    COMPILER, WHY = default_compiler()
+if COMPILER == "numba-cuda":
+    choose_default()  # the simulator when no GPU is usable and nobody chose (a no-op once settled)
+
+
+def _version(dist: str) -> str | None:
+    import importlib.metadata as md
+
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
+# Where the compiled kernels are cached (None: off, or the simulator, which compiles nothing)
+CACHE_DIR = None if is_simulator() else _cache.configure(
+    COMPILER, _version("numba-cuda" if COMPILER == "numba-cuda" else "numba_cuda_mlir"))
 
 if COMPILER == "numba-cuda":
     choose_default()
@@ -42,6 +71,12 @@ if COMPILER == "numba-cuda":
     from numba import float32, float64, int32, int64, uint8, uint32, uint64  # noqa: F401
     from numba.cuda import types  # noqa: F401
 
+    if not SIMULATOR:
+        from numba.cuda.core import config as _config
+
+        if CACHE_DIR:  # read when the config loaded, which may have been before configure()
+            _config.CACHE_DIR = CACHE_DIR
+        cuda.jit = _cache.caching_jit(cuda.jit)
     if SIMULATOR:  # the simulator has no libdevice or typed overloads; kernels take the Python path
         libdevice = overload = None
     else:
@@ -53,6 +88,11 @@ elif COMPILER == MLIR:
                           f"use {COMPILER_ENV}=numba-cuda for the simulator")
     SIMULATOR = False
     from numba_cuda_mlir import cuda  # noqa: F401
+    from numba_cuda_mlir.numba_cuda.core import config as _config
+
+    if CACHE_DIR:
+        _config.CACHE_DIR = CACHE_DIR
+    cuda.jit = _cache.caching_jit(cuda.jit)
     from numba_cuda_mlir.cuda import libdevice  # noqa: F401
     from numba_cuda_mlir import extending as _extending
     from numba_cuda_mlir.numba_cuda import types  # noqa: F401

@@ -43,7 +43,8 @@ def catalog() -> list[dict]:
             "rungs": [{"name": v.name, "summary": v.doc, "needs_whole_warps": v.warp_multiple,
                        "max_threads": v.max_threads} for v in spec.variants.values()],
             "contenders": {"numba": list(spec.variants), "numpy": ["reference (CPU)"],
-                           "cupy": C.library_labels("cupy", name), "torch": C.library_labels("torch", name)},
+                           "cupy": C.library_labels("cupy", name), "torch": C.library_labels("torch", name),
+                           "triton": C.library_labels("triton", name)},
             "unavailable": _missing(name),
         })
     return out

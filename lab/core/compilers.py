@@ -1,9 +1,11 @@
 """Which compiler turns the lab's ``@cuda.jit`` kernels into GPU code: numba-cuda or numba-cuda-mlir.
 
-numba-cuda (``numba.cuda``) is the default; it is in maintenance mode (NVIDIA/numba-cuda issue 902:
-security and critical fixes only, through the lifetime of CUDA 13). numba-cuda-mlir is its
-successor: the same kernel source, typed by a vendored Numba front end, lowered through MLIR to
-NVVM. It needs a GPU (no simulator) and Python >= 3.11.
+numba-cuda-mlir is numba-cuda's successor: the same kernel source, typed by a vendored Numba front
+end, lowered through MLIR to NVVM. It needs a GPU (no simulator) and Python >= 3.11, and is the
+default on a GPU where it is installed with a CUDA 13 driver (:func:`default`). numba-cuda
+(``numba.cuda``) is in maintenance mode (NVIDIA/numba-cuda issue 902: security and critical fixes
+only, through the lifetime of CUDA 13); it stays the compiler of the simulator, of CUDA 12 machines
+and of ``--compiler numba-cuda``.
 
 Like the backend (``lab.core.session.select``), the compiler is chosen once per process, before anything
 compiles: :func:`select` sets ``LAB_COMPILER``, which ``kernels.compiler`` reads at import. Nothing
@@ -15,27 +17,63 @@ kernel's PTX (through nvJitLink), the same numbers ``ptxas -v`` prints.
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
 import importlib.util
 import os
 import re
 import sys
 
-from kernels.backend import gpu_count
+from kernels.backend import default_compiler, gpu_count
 from lab.core.errors import LabError
 
 NUMBA_CUDA = "numba-cuda"
 MLIR = "numba-cuda-mlir"
 COMPILERS = (NUMBA_CUDA, MLIR)
 ENV = "LAB_COMPILER"
-INSTALL = {NUMBA_CUDA: "pip install numba-cuda", MLIR: "pip install 'numba-gpu-lab[mlir]'"}
+INSTALL = {NUMBA_CUDA: "pip install numba-cuda", MLIR: "pip install 'numba-gpu-lab[cuda13]'"}
 _MODULE = {NUMBA_CUDA: "numba_cuda", MLIR: "numba_cuda_mlir"}
 _DIST = {NUMBA_CUDA: "numba-cuda", MLIR: "numba_cuda_mlir"}
 
 
+_WHY: dict[str, str] = {}  # compiler -> why this process uses it (select)
+WHY_ENV = "LAB_COMPILER_WHY"  # "compiler: why", set by select for child processes
+
+
+def _env_reason(name: str) -> str:
+    """Why ``LAB_COMPILER`` names ``name``: a parent lab process's reason, or the variable itself."""
+    inherited = os.environ.get(WHY_ENV, "")
+    if inherited.startswith(f"{name}: "):
+        return inherited[len(name) + 2:]
+    return f"{ENV}={name}"
+
+
+def default(simulator: bool | None = None) -> tuple[str, str]:
+    """(compiler, why) when none is named: numba-cuda-mlir on a GPU where it is installed (Python
+    >= 3.11, a CUDA 13 driver), else numba-cuda (``kernels.backend.default_compiler``)."""
+    return default_compiler(simulator)
+
+
 def current() -> str:
-    """The compiler this process uses (``LAB_COMPILER``, default numba-cuda)."""
-    return os.environ.get(ENV, NUMBA_CUDA) or NUMBA_CUDA
+    """The compiler this process uses: ``LAB_COMPILER``, else the one ``kernels.compiler`` loaded,
+    else :func:`default`."""
+    name = os.environ.get(ENV)
+    if name:
+        return name
+    loaded = sys.modules.get("kernels.compiler")
+    return loaded.COMPILER if loaded is not None else default()[0]
+
+
+def why(name: str | None = None) -> str:
+    """Why this process uses compiler ``name`` (default :func:`current`): "--compiler", the
+    environment, or the default's reason."""
+    name = name or current()
+    if name in _WHY:
+        return _WHY[name]
+    loaded = sys.modules.get("kernels.compiler")
+    if loaded is not None and loaded.COMPILER == name:
+        return loaded.WHY
+    return _env_reason(name) if os.environ.get(ENV) == name else default()[1]
 
 
 def version(name: str) -> str | None:
@@ -79,21 +117,55 @@ def compilers_status(simulator: bool | None = None) -> dict[str, dict]:
 
 
 def doctor_check() -> tuple[bool, str]:
-    """For ``lab doctor``: (ok, one line). ok when the default compiler is usable; the line says
-    which compilers are usable and why the others are not."""
+    """For ``lab doctor``: (ok, one line). ok when the compiler used by default is usable; the line
+    names it and why, then says which compilers are usable and why the others are not."""
     status = compilers_status()
+    chosen = os.environ.get(ENV)
+    chosen, reason = (chosen, _env_reason(chosen)) if chosen else default()
     parts = [f"{n} {s['version'] or ''}".strip() + (": usable" if s["usable"] else f": {s['why']}")
              for n, s in status.items()]
-    return status[NUMBA_CUDA]["usable"], "; ".join(parts)
+    ok = chosen in status and status[chosen]["usable"]
+    return ok, f"uses {chosen} ({reason}); " + "; ".join(parts)
+
+
+def run_header(name: str) -> str:
+    """``lab run``'s header line: the compiler of the Numba rows, why, and the kernel cache."""
+    from kernels import cache
+
+    sim = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+    tail = "" if sim else " · kernel cache " + ("on" if cache.location() else f"off ({cache.ENV}=0)")
+    return f"Numba compiler: {name} ({why(name)}){tail}"
+
+
+def cache_check() -> str:
+    """For ``lab doctor``: one line on the compiled-kernel cache (kernels.cache): on or off, where,
+    how much it holds."""
+    from kernels import cache
+
+    base, size, files = cache.usage()
+    if not cache.enabled():
+        return f"off ({cache.ENV}=0); {base}: {size / 2**20:.1f} MiB in {files} files"
+    user = os.environ.get(cache.NUMBA_ENV)
+    where = f"{user} (NUMBA_CACHE_DIR)" if user and user != os.environ.get(cache._OURS) else str(base)
+    return (f"on: {where}, {size / 2**20:.1f} MiB in {files} files (keyed by kernel source, signature, "
+            f"compiler and compute capability; {cache.ENV}=0 turns it off)")
 
 
 def select(name: str | None, simulator: bool) -> str:
-    """Choose the compiler for this process (``None``: ``LAB_COMPILER`` or numba-cuda); returns it.
+    """Choose the compiler for this process (``None``: ``LAB_COMPILER``, else :func:`default`);
+    returns it.
 
     Raises LabError (one line, exit code 2) for an unknown name, numba-cuda-mlir with the simulator
     backend or not installed, or a change after ``kernels.compiler`` was imported with another one.
     """
-    name = name or current()
+    if name:
+        reason = "--compiler"
+    elif os.environ.get(ENV):
+        name = os.environ[ENV]
+        reason = _env_reason(name)
+    else:
+        loaded = sys.modules.get("kernels.compiler")
+        name, reason = (loaded.COMPILER, loaded.WHY) if loaded is not None else default(simulator)
     if name not in COMPILERS:
         raise LabError(f"--compiler {name}: choose one of {', '.join(COMPILERS)}")
     if name == MLIR:
@@ -110,6 +182,8 @@ def select(name: str | None, simulator: bool) -> str:
         raise LabError(f"kernels were already loaded with {loaded.COMPILER} in this process; "
                        f"the compiler cannot change to {name}")
     os.environ[ENV] = name
+    os.environ[WHY_ENV] = f"{name}: {reason}"
+    _WHY[name] = reason
     return name
 
 
@@ -205,12 +279,30 @@ def dispatchers():
 
 def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
-    when nvJitLink is not available."""
+    when nvJitLink is not available. A known answer is read from the kernel cache (kernels.cache:
+    ``spills/<sha256 of the PTX and arch>``): ptxas runs with its own cache off, once per kernel."""
+    from kernels import cache
+
+    code = ptx.encode() if isinstance(ptx, str) else ptx
+    arch = f"sm_{cc[0]}{cc[1]}"
+    memo = cache.root() / "spills" / (hashlib.sha256(code + arch.encode()).hexdigest()[:32] + ".txt") if cache.enabled() else None
     try:
-        log = nvjitlink_log(ptx.encode() if isinstance(ptx, str) else ptx, f"sm_{cc[0]}{cc[1]}")
+        if memo is not None and memo.is_file():
+            return int(memo.read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        log = nvjitlink_log(code, arch)
     except Exception:  # no cuda-bindings / nvJitLink here, or the link failed: spills unknown
         return None
-    return log_spills(log)
+    spills = log_spills(log)
+    if memo is not None and spills is not None:
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            memo.write_text(str(spills))
+        except OSError:
+            pass
+    return spills
 
 
 def kernel_attr(d, sig, attr: str) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from kernels.spec import poison_value
 from lab.core import registry
 
-CONTENDERS = ("numba", "numpy", "cupy", "torch")
+CONTENDERS = ("numba", "numpy", "cupy", "torch", "triton")
 
 
 @dataclass
@@ -141,6 +141,10 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
     """None if the contender can run here, else the reason its row is skipped, with an install hint
     that fits this machine: none on a machine without a CUDA GPU (CuPy and torch's CUDA ops need one,
     and ``pip install 'numba-gpu-lab[torch]'`` there would pull GBs of CUDA wheels for nothing)."""
+    if contender == "triton":  # on a GPU, or in Triton's CPU interpreter (lab.core.triton_ops)
+        from lab.core.triton_ops import why_unavailable as triton_why
+
+        return triton_why()
     if contender not in ("cupy", "torch"):
         return None
     from kernels.backend import gpu_count
@@ -184,6 +188,12 @@ def float32_inside(contender: str, kernel: str, label: str) -> bool:
 def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
     if contender == "cupy":
         return prepare_cupy(spec, size, label, inputs)
+    if contender == "triton":
+        from lab.core import triton_ops
+
+        call, poison, read, sync, mode, release = triton_ops.prepare(
+            registry.function("triton", spec.name, label), inputs, spec.out_specs(size, inputs[0].dtype))
+        return Prepared(call, poison, read, sync, mode, release)
     import torch
 
     from torch_bridge import contenders as ops

@@ -9,6 +9,12 @@ imported only when that contender runs, so this module imports neither torch nor
   takes float32 only). With ``--dtype float64`` the runner checks it against the reference of the
   inputs rounded to float32, at float32's tolerance, and its row says "float32 inside" (against the
   float64 reference such a row could only fail, at .5 rounding boundaries).
+* ``tf32``: the op multiplies on tensor cores with inputs rounded to TF32 (10 mantissa bits, float32
+  accumulation): the runner checks it at the tolerance of a 10-bit mantissa (float16's eps, the
+  same mantissa) instead of the input dtype's, and its row says "TF32".
+
+Library ``"triton"``: Triton kernels (lab.core.triton_ops) on torch tensors, on a GPU or in Triton's
+CPU interpreter.
 
 A kernel whose spec declares a ``torch_op`` with ``contender=True`` (``torch.ops.lab.<name>``,
 torch_bridge.lab_ops) gets a torch row "numba via torch op", so the bridge's cost shows next to the

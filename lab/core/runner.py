@@ -25,7 +25,7 @@ from typing import Callable
 import numpy as np
 
 import kernels
-from lab.core import compilers, resources
+from lab.core import compilers, registry, resources
 from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
@@ -36,6 +36,7 @@ from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
                   "inputs rounded to float32, at float32's tolerance")
+TF32 = "TF32: inputs rounded to 10 mantissa bits on tensor cores, checked at that mantissa's tolerance"
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
@@ -425,6 +426,7 @@ class Step:
     cfg: object = None  # kernels.spec.Launch of a Numba rung
     label: str | None = None
     float32_inside: bool = False
+    tf32: bool = False  # the op multiplies in TF32 (registry option): checked at a 10-bit mantissa's tolerance
 
 
 def plan(p: Plan) -> list[Step]:
@@ -464,7 +466,8 @@ def plan(p: Plan) -> list[Step]:
                 if p.opts.library_ops is not None and label not in p.opts.library_ops:
                     continue
                 steps.append(Step(Task(contender=name, variant=label, **base), label=label,
-                                  float32_inside=p.dtype != np.float32 and C.float32_inside(name, spec.name, label)))
+                                  float32_inside=p.dtype != np.float32 and C.float32_inside(name, spec.name, label),
+                                  tf32=bool(registry.options(name, spec.name, label).get("tf32"))))
     return steps
 
 
@@ -526,6 +529,9 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             if step.float32_inside:
                 r = _measure(p, report, rule, ref, task, emit, prepare, ref.float32())
                 add(replace(r, check=replace(r.check, reason=FLOAT32_INSIDE + (f"; {r.reason}" if r.reason else ""))))
+            elif step.tf32:  # 10-bit mantissa: float16's eps
+                r = _measure(p, report, rule, ref, task, emit, prepare, ref.tf32())
+                add(replace(r, check=replace(r.check, reason=TF32 + (f"; {r.reason}" if r.reason else ""))))
             else:
                 add(_measure(p, report, rule, ref, task, emit, prepare))
     if contender is not None:
@@ -559,6 +565,10 @@ class _Reference:
             refs32 = self.spec.reference(*[a.astype(np.float64) for a in rounded])
             self._float32 = (refs32, self.spec.tolerance(rounded, refs32, np.dtype(np.float32)))
         return self._float32
+
+    def tf32(self) -> tuple:
+        """The float64 reference at the tolerance of a 10-bit mantissa (TF32: float16's eps)."""
+        return self.refs, self.spec.tolerance(self.inputs, self.refs, np.dtype(np.float16))
 
 
 def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Task, emit, prepare,

@@ -214,13 +214,16 @@ def check_tiny_kernel() -> Check:
     return Check("tiny kernel", OK, f"a 1000-element add compiled, ran and matched NumPy ({text})")
 
 
-def check_compilers() -> Check:
-    """Which of numba-cuda (the default) and numba-cuda-mlir can compile here, and why not."""
-    from lab.core.compilers import doctor_check
+def check_compilers() -> list[Check]:
+    """Which compiler kernels use by default and why (numba-cuda-mlir on a CUDA 13 GPU where it is
+    installed, else numba-cuda), which of the two can compile here and why not; and the
+    compiled-kernel cache (where, how big, how to turn it off)."""
+    from lab.core.compilers import cache_check, doctor_check
 
     ok, text = doctor_check()
-    return Check("compilers", OK if ok else FAIL, text,
-                 "" if ok else "pip install -e . (numba-cuda, with numpy<2.5); numba-cuda-mlir: pip install -e '.[mlir]'")
+    return [Check("compilers", OK if ok else FAIL, text,
+                  "" if ok else "pip install -e . (numba-cuda, with numpy<2.5); numba-cuda-mlir: pip install -e '.[cuda13]'"),
+            Check("kernel cache", OK, cache_check())]
 
 
 def check_sandbox() -> list[Check]:

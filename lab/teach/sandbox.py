@@ -87,6 +87,7 @@ def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     env = dict(child_environment(env), HOME=private, TMPDIR=private, TEMP=private, TMP=private,
                PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=os.path.join(private, ".numba"),
                XDG_CACHE_HOME=os.path.join(private, ".cache"),
+               LAB_KERNEL_CACHE="0",  # kernels.cache: nothing to keep in a folder removed after the run
                # glibc reserves 64 MiB of address space per malloc arena, up to 8 a core: on a 16-core
                # GPU machine the simulator's 1024 threads of a block reached the address-space limit
                # ("can't start new thread", H100 machine); two arenas, whatever the machine

@@ -21,7 +21,7 @@ def test_lab_list_names_every_kernel_rung_contender_and_size(lab):
         assert [r["name"] for r in k["rungs"]] == list(spec.variants)
         assert all(r["summary"] for r in k["rungs"])
         assert k["default_size"]["simulator"] == list(spec.default_size(True))
-        assert set(k["contenders"]) == {"numba", "numpy", "cupy", "torch"}
+        assert set(k["contenders"]) == {"numba", "numpy", "cupy", "torch", "triton"}
     code, text, err = lab("list")
     assert code == 0, err
     fits(text)

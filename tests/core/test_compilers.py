@@ -21,7 +21,37 @@ def test_status_names_each_compiler_and_why_not():
     assert not mlir["usable"]  # never in the simulator
     assert "not installed" in mlir["why"] or "simulator" in mlir["why"] or "Python" in mlir["why"]
     ok, line = compilers.doctor_check()
-    assert ok and line.startswith("numba-cuda ") and "numba-cuda-mlir" in line
+    assert ok and line.startswith(f"uses {COMPILER} (") and "numba-cuda 0." in line and "numba-cuda-mlir" in line
+
+
+@pytest.mark.parametrize("sim,installed,driver,py,want,why", [
+    (True, True, 13000, (3, 12), "numba-cuda", "simulator"),
+    (False, False, 13000, (3, 12), "numba-cuda", "not installed"),
+    (False, True, 12080, (3, 12), "numba-cuda", "CUDA 12.8 driver"),
+    (False, True, 13000, (3, 10), "numba-cuda", "Python >= 3.11"),
+    (False, True, 13000, (3, 12), "numba-cuda-mlir", "default on CUDA 13"),
+    (False, True, None, (3, 12), "numba-cuda-mlir", "default on CUDA 13"),
+])
+def test_default_compiler_is_mlir_on_a_cuda13_gpu_where_installed(monkeypatch, sim, installed, driver, py, want, why):
+    import importlib.util
+
+    from kernels import backend
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object() if installed else None)
+    monkeypatch.setattr(backend, "driver_version", lambda: driver)
+    monkeypatch.setattr(backend.sys, "version_info", py)
+    name, reason = compilers.default(simulator=sim)
+    assert name == want and why in reason
+
+
+def test_why_names_the_reason(monkeypatch):
+    assert compilers.why(COMPILER)  # this session's: --compiler, LAB_COMPILER or the default's reason
+    monkeypatch.setenv(compilers.ENV, "numba-cuda")
+    monkeypatch.setenv(compilers.WHY_ENV, "numba-cuda: the simulator's compiler")
+    assert compilers._env_reason("numba-cuda") == "the simulator's compiler"
+    assert compilers._env_reason("numba-cuda-mlir") == "LAB_COMPILER=numba-cuda-mlir"
+    line = compilers.run_header("numba-cuda")
+    assert line.startswith("Numba compiler: numba-cuda (") and len(line) <= 80
 
 
 def test_mlir_with_sim_is_one_line_exit_2(lab):
@@ -102,7 +132,8 @@ CUDA13_SUMMARY = ("info    : 8 bytes gmem\ninfo    : Function properties for 'k'
     (CUDA13_SUMMARY, 0, {"registers": 15, "shared_bytes": 1024, "local_bytes": 16, "spill_bytes": 0}),
     ("", None, None),
 ])
-def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage):
+def test_spills_and_usage_from_either_log_format(monkeypatch, tmp_path, log, spills, usage):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))  # the remembered spill reports go there
     monkeypatch.setattr(compilers, "nvjitlink_log", lambda *a, **k: log)
     assert compilers._ptxas_spills("// ptx", (9, 0)) == spills  # stores + loads; none named: 0; no log: unknown
     if usage is None:
@@ -113,7 +144,8 @@ def test_spills_and_usage_from_either_log_format(monkeypatch, log, spills, usage
         assert {k: got[k] for k in usage} == usage
 
 
-def test_a_real_link_reports_registers_and_leaves_the_environment_alone():
+def test_a_real_link_reports_registers_and_leaves_the_environment_alone(monkeypatch, tmp_path):
+    monkeypatch.setenv("LAB_CACHE_DIR", str(tmp_path))
     pytest.importorskip("cuda.bindings.nvjitlink")
 
     ptx = (".version 8.0\n.target sm_90\n.address_size 64\n"

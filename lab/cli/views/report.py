@@ -86,7 +86,9 @@ def header_lines(report: Report) -> list[str]:
 
             lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
     if report.compiler:
-        lines.append(f"compiler of the Numba rows: {escape(report.compiler)}")
+        from lab.core.compilers import run_header
+
+        lines.append(escape(run_header(report.compiler)))
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")

@@ -1,0 +1,261 @@
+"""The compiled-kernel cache: a second identical ``lab run`` loads its kernels instead of compiling them.
+
+Both compilers have Numba's on-disk cache (``@cuda.jit(cache=True)``; numba-cuda's ``CUDACache``,
+numba-cuda-mlir's ``MLIRCache``): an index file per Python function and one data file per compiled
+signature, written to ``NUMBA_CACHE_DIR``. An entry is found again by
+
+* the kernel's source file: its path, modification time and size (any edit of that file drops the
+  file's index),
+* the signature (argument types), the function's bytecode and its closure's values (a factory's
+  per-size constants),
+* the compiler's "magic tuple": the CUDA runtime version and the device's compute capability
+  (numba-cuda-mlir adds the target chip, LTO and launch bounds).
+
+Numba does not notice a change in *another* file that a kernel calls into (a device function of
+kernels/warp.py used by kernels/matvec.py). The lab closes that hole with the folder: entries live
+in ``<user cache>/kernels/<compiler>-<version>/<sources key>/``, where the sources key hashes every
+``.py`` file of the ``kernels`` package, so an edit anywhere in it starts a fresh folder (older ones
+are pruned, :data:`KEEP` are kept per compiler).
+
+Generated kernels (source text built at run time and ``exec``'d) have no file, and Numba caches
+only functions with one: :func:`exec_generated` writes such a source to a file named by the hash of
+its text and compiles it from there, so the same text is the same cache entry in every process.
+
+:func:`caching_jit` wraps a compiler's ``cuda.jit`` (``kernels.compiler`` installs it on a GPU):
+every kernel (not device functions) whose source is a file gets ``cache=True``; a cache that cannot
+be read or written (a read-only home, a sandbox) is dropped for that kernel, never an error. Off
+with ``LAB_KERNEL_CACHE=0``. ``NUMBA_CACHE_DIR`` set by the user
+is respected as it is. The simulator compiles nothing and caches nothing.
+
+Source: Numba's documentation, "Notes on Caching" (numba.readthedocs.io, developer/caching.html),
+and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports a compiler.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import linecache
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+ENV = "LAB_KERNEL_CACHE"  # "0" / "off" / "no" / "false": no kernel cache
+NUMBA_ENV = "NUMBA_CACHE_DIR"
+_OURS = "LAB_NUMBA_CACHE_DIR"  # the NUMBA_CACHE_DIR the lab set (a child process recomputes it)
+KEEP = 3  # sources-key folders kept per compiler and version
+PACKAGE = Path(__file__).resolve().parent
+
+_READY = [False]  # configure() found a folder (or the user's NUMBA_CACHE_DIR): kernels may cache
+STATS = {"hits": 0, "misses": 0, "saved": 0, "errors": 0, "kernels": 0}
+STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr at exit (diagnostics)
+
+
+def _report_stats() -> None:
+    import sys
+
+    sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
+
+
+if os.environ.get(STATS_ENV):
+    import atexit
+
+    atexit.register(_report_stats)
+
+
+def enabled() -> bool:
+    """Whether the kernel cache is on (``LAB_KERNEL_CACHE`` not 0/off/no/false)."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+
+
+def root() -> Path:
+    """``<user cache>/kernels``: platformdirs' user cache dir (or ``$LAB_CACHE_DIR``, as for the tuned cache)."""
+    env = os.environ.get("LAB_CACHE_DIR")  # kernels.tuning.CACHE_ENV (not imported: it imports kernels.compiler)
+    if env:
+        return Path(env) / "kernels"
+    try:
+        import platformdirs
+    except ImportError:  # a declared dependency; the fallback is its Linux answer
+        return Path.home() / ".cache" / "numba-gpu-lab" / "kernels"
+    return Path(platformdirs.user_cache_dir("numba-gpu-lab")) / "kernels"
+
+
+def sources_key(package: Path | str = PACKAGE) -> str:
+    """16 hex digits of SHA-256 over every ``.py`` file under ``package`` (relative path and bytes,
+    in sorted order): the same sources give the same key on every machine, any edit another."""
+    h = hashlib.sha256()
+    base = Path(package)
+    for path in sorted(base.rglob("*.py")):
+        if "__pycache__" in path.parts:
+            continue
+        h.update(path.relative_to(base).as_posix().encode() + b"\0")
+        h.update(path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
+def directory(compiler: str, version: str | None, key: str | None = None) -> Path:
+    """The cache folder of ``compiler`` at ``version`` for the current kernel sources."""
+    return root() / f"{compiler}-{version or 'unknown'}" / (key or sources_key())
+
+
+def _prune(folder: Path) -> None:
+    """Keep the :data:`KEEP` most recently used sources-key folders beside ``folder``."""
+    try:
+        siblings = sorted((p for p in folder.parent.iterdir() if p.is_dir() and p != folder),
+                          key=lambda p: p.stat().st_mtime, reverse=True)
+        for old in siblings[KEEP - 1:]:
+            shutil.rmtree(old, ignore_errors=True)
+    except OSError:
+        pass
+
+
+def configure(compiler: str, version: str | None) -> str | None:
+    """Point ``NUMBA_CACHE_DIR`` at this compiler's folder before the compiler is imported; returns
+    the folder in use (None when the cache is off or its folder cannot be made). A value the user
+    set is kept; one the lab set for another compiler (inherited by a child process) is replaced."""
+    _READY[0] = False
+    if not enabled():
+        return None
+    current = os.environ.get(NUMBA_ENV)
+    if current and current != os.environ.get(_OURS):
+        _READY[0] = True
+        return current
+    folder = directory(compiler, version)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.utime(folder)
+    except OSError:  # no cache here; a folder inherited from a parent lab process is not used either
+        if current:
+            os.environ.pop(NUMBA_ENV, None)
+            os.environ.pop(_OURS, None)
+        return None
+    _prune(folder)
+    os.environ[NUMBA_ENV] = os.environ[_OURS] = str(folder)
+    _READY[0] = True
+    return str(folder)
+
+
+def location() -> str | None:
+    """The folder the compilers cache into in this process (None when off or not configured)."""
+    return os.environ.get(NUMBA_ENV) if enabled() and _READY[0] else None
+
+
+def usage(path: Path | str | None = None) -> tuple[Path, int, int]:
+    """(folder, bytes, files) of the kernel cache under ``path`` (default :func:`root`)."""
+    base = Path(path) if path is not None else root()
+    total = count = 0
+    if base.is_dir():
+        for dirpath, _, files in os.walk(base):
+            for name in files:
+                try:
+                    total += os.path.getsize(os.path.join(dirpath, name))
+                    count += 1
+                except OSError:
+                    pass
+    return base, total, count
+
+
+# --- generated kernels -------------------------------------------------------------------------
+def source_file(source: str, tag: str = "generated") -> str:
+    """The path of a file holding ``source``, named by its hash under ``<root>/generated`` (written
+    once, atomically, never rewritten: its modification time is then a stable part of Numba's key).
+    Falls back to a pseudo-file name registered in ``linecache`` when nothing can be written."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:20]
+    name = f"{''.join(c if c.isalnum() else '_' for c in tag)}_{digest}.py"
+    if enabled():
+        folder = root() / "generated"
+        path = folder / name
+        try:
+            if not path.is_file() or path.read_text() != source:
+                folder.mkdir(parents=True, exist_ok=True)
+                fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
+                with os.fdopen(fd, "w") as f:
+                    f.write(source)
+                os.replace(tmp, path)
+            return str(path)
+        except OSError:
+            pass
+    fake = f"<lab-generated {name}>"
+    linecache.cache[fake] = (len(source), None, source.splitlines(True), fake)
+    return fake
+
+
+def exec_generated(source: str, namespace: dict, tag: str = "generated") -> dict:
+    """``exec`` generated kernel ``source`` in ``namespace`` as if it were a module file
+    (:func:`source_file`), so its ``@cuda.jit`` kernels are cacheable under a key that depends only
+    on the text; returns ``namespace``."""
+    exec(compile(source, source_file(source, tag), "exec"), namespace)  # noqa: S102 (the lab's own generated source)
+    return namespace
+
+
+# --- cache=True for every kernel -------------------------------------------------------------------
+def cacheable(func) -> bool:
+    """Whether Numba can cache ``func``: a Python function whose source is a file on disk."""
+    code = getattr(func, "__code__", None)
+    return code is not None and os.path.isfile(code.co_filename)
+
+
+def _guard(disp):
+    """Make ``disp``'s disk cache fail-safe: a load or save that raises counts an error, and the
+    kernel then compiles (or stays compiled) as without a cache."""
+    cache = getattr(disp, "_cache", None)
+    if cache is None or type(cache).__name__ == "NullCache" or getattr(cache, "_lab_guarded", False):
+        return disp
+    load, save = cache.load_overload, cache.save_overload
+
+    def load_overload(*args, **kwargs):
+        try:
+            found = load(*args, **kwargs)
+        except Exception:
+            STATS["errors"] += 1
+            return None
+        STATS["hits" if found is not None else "misses"] += 1
+        return found
+
+    def save_overload(*args, **kwargs):
+        try:
+            save(*args, **kwargs)
+            STATS["saved"] += 1
+        except Exception:
+            STATS["errors"] += 1
+
+    cache.load_overload, cache.save_overload, cache._lab_guarded = load_overload, save_overload, True
+    STATS["kernels"] += 1
+    return disp
+
+
+def _decorate(jit, func, args: tuple, kwargs: dict, bare: bool):
+    """``jit(func, *args, **kwargs)`` (``bare``) or ``jit(*args, **kwargs)(func)``, with ``cache=True``
+    when ``func`` is cacheable; without it when the cache cannot be set up."""
+    def build(**extra):
+        opts = dict(kwargs, **extra)
+        return jit(func, *args, **opts) if bare else jit(*args, **opts)(func)
+
+    if not cacheable(func):
+        return build()
+    try:
+        disp = build(cache=True)
+    except Exception:  # no usable cache folder (Numba: "cannot cache function ..."): compile without
+        STATS["errors"] += 1
+        return build()
+    return _guard(disp)
+
+
+def caching_jit(jit):
+    """``jit`` (a compiler's ``cuda.jit``) that adds ``cache=True`` to kernels from source files,
+    checked at each decoration (``LAB_KERNEL_CACHE``, and :func:`configure` found a folder). Device functions and calls that name
+    ``cache`` themselves pass through unchanged."""
+    if getattr(jit, "_lab_caching", False):
+        return jit
+
+    @functools.wraps(jit)
+    def wrapper(*args, **kwargs):
+        if not (enabled() and _READY[0]) or kwargs.get("device") or "cache" in kwargs:
+            return jit(*args, **kwargs)
+        if args and hasattr(args[0], "__code__"):  # @cuda.jit, cuda.jit(func, **options)
+            return _decorate(jit, args[0], args[1:], kwargs, bare=True)
+        return lambda func: _decorate(jit, func, args, kwargs, bare=False)  # @cuda.jit(sig, **options)
+
+    wrapper._lab_caching = True
+    wrapper.__wrapped__ = jit
+    return wrapper
