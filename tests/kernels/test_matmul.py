@@ -11,7 +11,7 @@ import pytest
 import kernels
 from kernels import matmul as MM
 from tests.conftest import SIMULATOR
-from tests.helpers import check_rung, run_variant
+from tests.helpers import check_rung
 
 pytestmark = pytest.mark.gpu
 
