@@ -49,12 +49,23 @@ def pytest_xdist_auto_num_workers(config):
     return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def pytest_configure(config):
+    """Under ``-n`` (the README's ``-n auto``): work stealing instead of fixed chunks, so a worker that
+    drew a few long tests gives its queue to the idle ones (pytest-xdist >= 3.2)."""
+    if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
+        config.option.dist = "worksteal"
+
+
 def pytest_report_header(config):
     return f"lab backend: {BACKEND}; compiler: {COMPILER} {compilers.version(COMPILER) or ''}"
 
 
 def pytest_collection_modifyitems(config, items):
-    """On a GPU only tests marked ``gpu`` make sense unselected; in the simulator all run."""
+    """On a GPU only tests marked ``gpu`` make sense unselected; in the simulator all run. Under ``-n``
+    the tests marked ``slow`` go first (stable order otherwise): the long ones start while the short
+    ones fill in, instead of one worker finishing a long test alone at the end."""
+    if getattr(config.option, "dist", "no") != "no" or hasattr(config, "workerinput"):
+        items.sort(key=lambda item: "slow" not in item.keywords)
     if SIMULATOR:
         return
     skip = pytest.mark.skip(reason="simulator-only test (a GPU session runs the tests marked gpu)")
