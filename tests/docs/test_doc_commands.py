@@ -195,3 +195,16 @@ def test_every_documented_command_exists(path):
             if why:
                 bad.append(f"{path.relative_to(ROOT)}:{line}: {cmd}: {why}")
     assert not bad, "\n".join(bad)
+
+
+def test_the_readme_is_a_map_with_the_quick_start_ci_runs():
+    """At most 250 lines, by reader; the two Quick-start commands sit after the markers .ci/run parses."""
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= 250, f"README.md has {len(lines)} lines: move depth to docs/"
+    for heading in ("## Quick start", "## Learn", "## Teach", "## Measure"):
+        assert any(line.startswith(heading) for line in lines), heading
+    for marker, start in (("<!-- quickstart:main -->", "python3 -m venv .venv"),
+                          ("<!-- quickstart:test -->", "python3 -m venv .venv")):
+        k = lines.index(marker)
+        assert lines[k + 1] == "```" and lines[k + 2].startswith(start) and lines[k + 3] == "```", marker
+    assert "python -m pytest -n auto" in lines[lines.index("<!-- quickstart:test -->") + 2]
