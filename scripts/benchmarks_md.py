@@ -14,6 +14,10 @@ A benchmark script that measures a topic again writes (or replaces) its file, th
     python scripts/benchmarks_md.py            # rewrite docs/benchmarks.md
     python scripts/benchmarks_md.py --check    # exit 1 when docs/benchmarks.md is not what the JSON renders
 
+`lab bench --json` documents become a results file directly (device, date and versions from the document):
+
+    lab bench --json > bench.json && python scripts/benchmarks_md.py --from-bench bench.json --name bench-standard
+
 tests/docs/test_benchmarks_md.py runs the check.
 """
 
@@ -95,10 +99,51 @@ def _anchor(title: str) -> str:
     return re.sub(r"[^\w\- ]", "", title.lower()).replace(" ", "-")
 
 
+BENCH_COLUMNS = [("contender", "contender", "left"), ("variant", "variant", "left"), ("check", "status", "left"),
+                 ("median ms", "median_ms", "right"), ("±%", "noise", "right"), ("GB/s", "gbps", "right"),
+                 ("GFLOP/s", "gflops", "right"), ("% copy BW", "pct_copy_bandwidth", "right"),
+                 ("% FP32 peak", "pct_peak_fp32", "right"), ("x NumPy", "speedup_vs_numpy", "right"),
+                 ("max abs err", "max_abs_err", "right")]
+
+
+def _fmt(value) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def from_bench(doc: dict, title: str, order: int = 70) -> dict:
+    """A results document from one ``lab bench --json`` document (docs/schemas): one table a kernel and
+    size, one row a contender, the columns that have a value in some row."""
+    blocks = [{"text": f"`lab bench` ({'quick sizes' if doc.get('quick') else 'standard sizes'}), "
+                       f"{doc.get('repeats') or 'the stop rule'} timed calls a row; backend {doc['backend']}."}]
+    for rep in doc["reports"]:
+        size = rep["size"] if isinstance(rep["size"], str) else "x".join(map(str, rep["size"])) if isinstance(
+            rep["size"], (list, tuple)) else str(rep["size"])
+        blocks.append({"heading": f"{rep['kernel']} {size} ({rep['dtype']}, --threads {rep['threads_per_block']})"})
+        cols = [(name, key, align) for name, key, align in BENCH_COLUMNS if any(r.get(key) is not None for r in rep["results"])]
+        rows = [[_fmt(r.get(key)) for _, key, _ in cols] for r in rep["results"]]
+        blocks.append({"table": {"columns": [c[0] for c in cols], "align": [c[2] for c in cols], "rows": rows}})
+    versions = doc.get("versions") or {}
+    if isinstance(versions, str):  # "python 3.12.3; numba 0.68.0, numba-cuda 0.30.4, ..."
+        pairs = [p.strip().rsplit(" ", 1) for p in versions.replace(";", ",").split(",") if " " in p.strip()]
+        versions = {k: v for k, v in pairs}
+    device = doc["device"]["name"] if isinstance(doc.get("device"), dict) else str(doc.get("device"))
+    return {"title": title, "order": order, "device": device, "date": doc["date"], "versions": versions, "blocks": blocks}
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true", help="exit 1 when docs/benchmarks.md is out of date")
+    ap.add_argument("--from-bench", metavar="FILE", help="write docs/results/NAME.json from a `lab bench --json` document first")
+    ap.add_argument("--name", default="bench-standard", help="the results file --from-bench writes (default: bench-standard)")
+    ap.add_argument("--title", default="`lab bench`: every kernel x variant x contender at the standard sizes")
     args = ap.parse_args(argv)
+    if args.from_bench:
+        doc = from_bench(json.loads(Path(args.from_bench).read_text(encoding="utf-8")), args.title)
+        (RESULTS / f"{args.name}.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     text = render()
     if args.check:
         if OUT.read_text(encoding="utf-8") != text:
