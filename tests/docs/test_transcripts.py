@@ -53,6 +53,31 @@ def test_simulator_transcripts_match_their_commands():
     assert not bad, "run `python scripts/transcripts.py` to regenerate:\n" + "\n".join(bad)
 
 
+def gpu_commands() -> list[str]:
+    """The ``lab`` commands of the blocks after a ``<!-- run:gpu -->`` marker (README's GPU machine)."""
+    import re
+
+    out = []
+    for path in transcripts.doc_files():
+        text = path.read_text(encoding="utf-8")
+        for m in re.finditer(r"^<!-- run:gpu -->\n```[a-z]*\n(.*?)^```$", text, re.MULTILINE | re.DOTALL):
+            out += [line.split("  #")[0].strip() for line in m.group(1).splitlines() if line.startswith("lab ")]
+    return out
+
+
+def test_the_readme_names_its_gpu_commands():
+    assert "lab device --measure" in gpu_commands() and len(gpu_commands()) >= 3
+
+
+@pytest.mark.gpu
+def test_the_readme_gpu_commands_run():
+    if SIMULATOR:
+        pytest.skip("the README's GPU commands need a GPU")
+    todo = [transcripts.Transcript(ROOT / "README.md", "run:gpu", "gpu", cmd, "") for cmd in gpu_commands()]
+    bad = [f"$ {t.command}: exit {code}" for t, (code, _, _) in zip(todo, transcripts.run_all(todo, jobs=1)) if code]
+    assert not bad, "\n".join(bad)
+
+
 @pytest.mark.gpu
 def test_gpu_transcripts_match_their_commands():
     if SIMULATOR:
