@@ -77,16 +77,13 @@ needs_offline = pytest.mark.skipif(_OFFLINE is not None, reason=f"lab occupancy 
     pytest.param(["occupancy", "vecadd"], marks=needs_offline),
     pytest.param(["occupancy", "matmul", "--variant", "register_tiled", "--sweep"], marks=needs_offline),
     ["occupancy", "--registers", "64", "--shared", "4096", "--threads", "384", "--sweep"],
-    ["grid", "vecadd", "--size", "5000", "--threads", "64"],
-    ["grid", "matmul", "--variant", "shared", "--size", "40x30x8"],
-    ["grid", "softmax", "--variant", "group_rows", "--size", "7x40", "--threads", "64"],
     ["sweep", "vecadd", "--threads", "32,64", "--sizes", "100,200", *TINY],
     ["roofline"],
     ["exercise", "list"],
-    ["counters", "vecadd", "--size", "4096", "--sim"],
-    ["counters", "matvec", "--size", "32x256", "--sim", "--variant", "row_per_thread,warp_per_row"],
 ])
 def test_every_command_fits_80_columns(args):
+    """(lab grid and lab counters: on recorded documents in test_layout_recorded.py, and as the docs'
+    transcripts at 80 columns in tests/docs/test_transcripts.py)"""
     run_fits(*args)
 
 

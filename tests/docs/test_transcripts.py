@@ -25,7 +25,8 @@ def _check(backend: str) -> list[str]:
     assert todo, f"no {backend} transcripts found"
     bad = []
     for t, (code, out, _) in zip(todo, transcripts.run_all(todo)):
-        why = transcripts.drift(t, code, out)
+        why = transcripts.drift(t, code, out) or next(
+            (f"a line of {len(line)} columns: {line!r}" for line in out.splitlines() if len(line) > transcripts.COLUMNS), None)
         if why:
             bad.append(f"{t.path.relative_to(ROOT)} {t.name}: $ {t.command}: {why}")
     return bad
