@@ -15,7 +15,6 @@ import importlib.util
 import re
 import shlex
 import sys
-import tomllib
 from pathlib import Path
 
 import click
@@ -85,6 +84,10 @@ def _segments(command: str) -> list[list[str]]:
 
 
 def _extras() -> set[str]:
+    try:
+        import tomllib  # Python >= 3.11
+    except ImportError:
+        tomllib = pytest.importorskip("tomli", reason="reading pyproject.toml on Python 3.10 needs tomli")
     with open(ROOT / "pyproject.toml", "rb") as f:
         return set(tomllib.load(f)["project"]["optional-dependencies"])
 
