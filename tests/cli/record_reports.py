@@ -35,7 +35,7 @@ def main() -> int:
                               else [sys.executable, "-m", "lab", *args, "--json"],
                               cwd=ROOT, env=env, capture_output=True, text=True, check=True)
         doc = json.loads(proc.stdout)
-        (OUT / f"{name}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        (OUT / f"{name}.json").write_text(json.dumps(doc, separators=(",", ":")) + "\n")
         print(f"recorded {name}: lab {' '.join(args)} --json", file=sys.stderr)
     return 0
 
