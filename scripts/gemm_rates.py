@@ -95,7 +95,7 @@ def main() -> None:
         W = cuda.to_device(rng.standard_normal((splits, m * n)).astype(np.float32))
         C = cuda.device_array(m * n, np.float32)
         launch = MM.split_k_reduce_kernel[MM.reduce_launch(splits, m * n)]
-        ms = timed(lambda: launch(W, C))
+        ms = timed(lambda launch=launch, W=W, C=C: launch(W, C))
         out["reduce"].append([splits, m * n, ms])
         print(f"reduce {splits} x {m}x{n}: {ms:.4f} ms", flush=True)
     if args.out:

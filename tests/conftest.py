@@ -6,6 +6,7 @@ On a machine with a CUDA GPU the tests run on it (select the GPU set with ``-m g
 
 Layout: tests are filed by what they test, mirroring the code (tests/README.md).
 """
+import itertools
 import os
 
 import numpy as np
@@ -49,18 +50,51 @@ def pytest_xdist_auto_num_workers(config):
     return 2 * (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def pytest_configure(config):
+    """Under ``-n`` (the README's ``-n auto``): work stealing instead of fixed chunks, so a worker that
+    drew a few long tests gives its queue to the idle ones (pytest-xdist >= 3.2)."""
+    if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
+        config.option.dist = "worksteal"
+        os.environ["LAB_TESTS_WORKSTEAL"] = "1"  # the workers (started after this) order their collection for it
+
+
 def pytest_report_header(config):
     return f"lab backend: {BACKEND}; compiler: {COMPILER} {compilers.version(COMPILER) or ''}"
 
 
+@pytest.hookimpl(trylast=True)  # after -k / -m deselected: the workers' chunks are of what runs
 def pytest_collection_modifyitems(config, items):
-    """On a GPU only tests marked ``gpu`` make sense unselected; in the simulator all run."""
+    """On a GPU only tests marked ``gpu`` make sense unselected; in the simulator all run. Under ``-n``
+    the tests marked ``slow`` are spread over the workers, each worker's share first (see
+    :func:`_slow_first_on_every_worker`)."""
+    if hasattr(config, "workerinput") and os.environ.get("LAB_TESTS_WORKSTEAL") == "1":
+        items[:] = _slow_first_on_every_worker(items, int(config.workerinput.get("workercount", 1)))
     if SIMULATOR:
         return
     skip = pytest.mark.skip(reason="simulator-only test (a GPU session runs the tests marked gpu)")
     for item in items:
         if "gpu" not in item.keywords and "cpu_ok" not in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_first_on_every_worker(items: list, workers: int) -> list:
+    """The order in which xdist's work stealing hands out the collection: contiguous chunks, the i-th
+    worker ``len(rest) // (workers - i)`` items. The ``slow`` tests go round-robin to the chunks, at
+    each chunk's front, so every worker starts its long tests first and no worker holds them all (a
+    thief takes the tail of a queue: the short tests). Otherwise the collection order is kept."""
+    if workers < 2:
+        return items
+    slow = [it for it in items if "slow" in it.keywords]
+    fast = iter([it for it in items if "slow" not in it.keywords])
+    chunks: list[list] = [[] for _ in range(workers)]
+    for k, it in enumerate(slow):
+        chunks[k % workers].append(it)
+    left = len(items)
+    for i, chunk in enumerate(chunks):
+        size = left // (workers - i)
+        left -= size
+        chunk.extend(itertools.islice(fast, max(0, size - len(chunk))))
+    return [it for chunk in chunks for it in chunk] + list(fast)
 
 
 @pytest.fixture

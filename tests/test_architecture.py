@@ -41,12 +41,18 @@ def _cycles(adj: dict) -> list[list[str]]:
         if root in index:
             continue
         work = [(root, iter(sorted(adj[root])))]
-        index[root] = low[root] = counter[0]; counter[0] += 1; stack.append(root); on.add(root)
+        index[root] = low[root] = counter[0]
+        counter[0] += 1
+        stack.append(root)
+        on.add(root)
         while work:
             v, it = work[-1]
             for w in it:
                 if w not in index:
-                    index[w] = low[w] = counter[0]; counter[0] += 1; stack.append(w); on.add(w)
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
                     work.append((w, iter(sorted(adj[w]))))
                     break
                 if w in on:
@@ -58,7 +64,9 @@ def _cycles(adj: dict) -> list[list[str]]:
                 if low[v] == index[v]:
                     comp = []
                     while True:
-                        w = stack.pop(); on.discard(w); comp.append(w)
+                        w = stack.pop()
+                        on.discard(w)
+                        comp.append(w)
                         if w == v:
                             break
                     if len(comp) > 1:

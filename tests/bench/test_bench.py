@@ -55,10 +55,10 @@ def test_bench_targets_met_and_missed():
 
     rep = fake_gpu_report({("numba", "four_per_thread"): 0.30, ("torch", "torch.add"): 0.26})
     doc = {"backend": "gpu", "reports": [rep]}
-    (line,) = [l for l in bench.targets_section(doc) if l.startswith("| vecadd")]
+    (line,) = [row for row in bench.targets_section(doc) if row.startswith("| vecadd")]
     assert "0.87x: MISSED" in line and "four_per_thread 0.3000 ms" in line
     rep["results"][0]["median_ms"] = 0.25
-    (line,) = [l for l in bench.targets_section(doc) if l.startswith("| vecadd")]
+    (line,) = [row for row in bench.targets_section(doc) if row.startswith("| vecadd")]
     assert "1.04x: met" in line
 
 

@@ -11,7 +11,7 @@ import pytest
 
 import kernels
 from kernels import tuning
-from kernels.spec import Launch, Variant
+from kernels.spec import Variant
 from tests.conftest import SIMULATOR
 from tests.helpers import fits, one_line_exit_2, run_variant
 

@@ -205,7 +205,7 @@ def test_exercise_solution_asks_first_and_never_blocks_an_unattended_run(capsys)
         pass
 
     for no_box in (EOFError(), StdinNotImplementedError("raw_input was called, but this frontend does not support")):
-        assert magics.exercise_solution("vecadd", ask=lambda prompt: (_ for _ in ()).throw(no_box)) is None
+        assert magics.exercise_solution("vecadd", ask=lambda prompt, no_box=no_box: (_ for _ in ()).throw(no_box)) is None
         out = capsys.readouterr().out
         assert out.startswith("not shown: no input box") and "%exercise_solution vecadd --yes" in out
         assert "def vecadd_kernel" not in out and out.count("\n") == 1

@@ -22,7 +22,7 @@ from kernels import matvec as MV
 from kernels import quantize as Q
 from kernels import softmax as SM
 from kernels import vecadd as VA
-from kernels.compiler import SIMULATOR, cuda, float32, float64, int32, uint32, uint64
+from kernels.compiler import SIMULATOR, cuda, float32, float64, int32, uint32
 from kernels.spec import Launch, Variant, blocks_for, launch_once
 from kernels.warp import SCRATCH, warp_sum
 

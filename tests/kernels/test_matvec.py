@@ -6,7 +6,7 @@ import pytest
 import kernels
 from kernels.spec import split_columns
 from tests.conftest import SIMULATOR
-from tests.helpers import check_rung, run_variant
+from tests.helpers import check_rung
 
 pytestmark = pytest.mark.gpu
 

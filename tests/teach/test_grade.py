@@ -53,6 +53,7 @@ def _class(tmp_path):
     return root, target
 
 
+@pytest.mark.slow  # a class of contained children, one of them hanging to its timeout: ~18 s on 2 cores
 @pytest.mark.skipif(not SIMULATOR, reason="the class is graded in the simulator")
 def test_a_class_with_broken_hanging_and_hostile_submissions(tmp_path):
     from tests.cli.test_schemas import validate

@@ -230,7 +230,7 @@ def test_recommended_code_compiles_for_a_gpu(tmp_path):
     if offline_unavailable() is not None:
         pytest.skip("no NVVM/NVRTC here (pip install 'numba-gpu-lab[occupancy]')")
     items = []
-    for k, (name, where, quote, subs) in enumerate(ROWS_WITH_CODE):
+    for k, (name, _where, _quote, subs) in enumerate(ROWS_WITH_CODE):
         ex = exercises.load(name)
         cases = ex.hidden().cases(np.random.default_rng(k))
         (tmp_path / str(k)).mkdir()
