@@ -415,7 +415,8 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
             verdict, host_outs = checked.verdict, checked.outputs
             row.max_abs_err, row.rel_err = verdict.max_abs_err, verdict.rel_err
             if not verdict.ok:
-                reference = "the float64 reference" if against is None else "the reference of the float32-rounded inputs"
+                reference = ("the float64 reference" if against is None or against[0] is refs else
+                             "the reference of the float32-rounded inputs")
                 row.status, row.reason = "FAIL", f"output differs from {reference}: {verdict.reason}"
                 return row
             if spec.summarize and row.contender == "numba" and not report.notes:
@@ -451,6 +452,8 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
                     row.status, row.reason = "skipped", f"{v} {variant.accepts(threads)}"
                 elif compilers.unsupported(spec.name, v):
                     row.status, row.reason = "skipped", compilers.unsupported(spec.name, v)
+                elif getattr(variant, "unavailable", None) and variant.unavailable(dtype):  # e.g. a float32-only rung
+                    row.status, row.reason = "skipped", variant.unavailable(dtype)
                 else:
                     try:
                         cfg = variant.launch(size, threads)
@@ -458,7 +461,10 @@ def _run(opts: Options, backend: str, progress: Events | None) -> Report:
                         row.status, row.reason = "FAIL", f"launch math raised {type(e).__name__}: {_first_line(e)}"
                     else:
                         row.launch = report.launches[v] = cfg.as_dict()
-                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator))
+                        # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
+                        own = getattr(variant, "tolerance", None)
+                        measure(row, lambda: C.prepare_numba(spec, size, variant, cfg, inputs, simulator),
+                                (refs, own(inputs, refs, dtype)) if own else None)
                         from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
                         report.launches[v].update(launch_usage(spec, v, threads, simulator, size))

@@ -1,0 +1,424 @@
+"""Tensor cores and asynchronous copies from a Python kernel: ``mma.sync`` fragments and ``cp.async``.
+
+Two PTX instruction families the SIMT rungs cannot reach through Numba's own API:
+
+* ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` -- one warp multiplies a 16 x 8 tile of A
+  by an 8 x 8 tile of B into a 16 x 8 tile of C on the tensor cores (2,048 FLOPs an instruction).
+  Each of the 32 lanes holds a fixed piece of each tile in its registers, the *fragment*: 4 values of
+  A, 2 of B, 4 of C (:func:`a_index`, :func:`b_index`, :func:`c_index`, pictured by
+  :func:`fragment_picture`). Inputs are TF32 (float32 with 10 explicit mantissa bits, rounded by
+  ``cvt.rna.tf32.f32``); products are summed in float32.
+* ``cp.async.cg.shared.global`` -- a thread copies 16 bytes from global to shared memory without
+  passing them through its registers, and goes on computing; ``cp.async.commit_group`` closes the
+  copies issued so far into a group; ``cp.async.wait_group N`` waits until at most N groups are
+  still in flight. A copy is complete -- its bytes are visible, to the issuing thread -- only
+  after a wait that covers its group; other threads see them after a ``syncthreads`` that follows
+  that wait. This is what lets a kernel load tile k + 1 while it computes on tile k.
+
+Under numba-cuda-mlir on a GPU each function is one ``inline_ptx`` line
+(``numba_cuda_mlir.cuda.experimental.inline_ptx``: output constraints "=f"/"=r"/"=l" with a type,
+input constraints "f"/"r"/"l" with a value). Addresses are plain integers: :func:`shared_address`
+gives the 32-bit shared-window address of a shared array, :func:`global_address` the global address of a
+device array; a kernel adds byte offsets to them.
+
+In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the same functions are an
+*emulation* with the same contracts, so the lessons and their tests run on a laptop:
+
+* ``mma_tf32`` is a warp collective: the 32 lanes of a warp meet (every lane must call it, as
+  ``.aligned`` demands on a GPU), each hands in its fragment registers, and each gets back its own
+  4 elements of D = A @ B + C computed from the tiles the fragments describe, the inputs rounded to
+  TF32 first. A lane that puts an element in the wrong register gives a wrong tile, as on a GPU.
+* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the bytes per thread;
+  ``cp_async_commit`` closes a group; ``cp_async_wait(n)`` writes the buffered bytes of all but the
+  newest n groups into shared memory. A kernel that reads a tile without the wait (or waits for the
+  wrong group) reads stale or poisoned shared memory in the emulation, as it may on a GPU; copies
+  never waited for never land.
+* addresses are :class:`Address` objects (an array and a byte offset) that add like integers.
+
+Under numba-cuda on a GPU none of this compiles (numba-cuda has no inline PTX): :data:`UNAVAILABLE`
+says why, and the runner skips the rungs that need it with that line.
+
+Sources: PTX ISA 8.x, "Warp-level matrix multiply-accumulate instructions" (mma.sync, section
+"Matrix fragments for mma.m16n8k8", .tf32) and "Data movement and conversion instructions: cp.async,
+cp.async.commit_group, cp.async.wait_group", "cvt" (.rna.tf32.f32); CUDA C++ Programming Guide,
+"Asynchronous data copies" (memcpy_async, the multi-stage pipeline) and "Warp matrix functions";
+NVIDIA CUTLASS, include/cute/arch/mma_sm80.hpp (SM80_16x8x8_F32TF32TF32F32_TN) and
+copy_sm80.hpp (SM80_CP_ASYNC_CACHEGLOBAL).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, int32
+
+WARP = 32
+MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
+TF32_MANTISSA = 10  # explicit mantissa bits of TF32 (float32 has 23, bfloat16 7)
+
+EMULATED = SIMULATOR  # the functions below are the Python emulation (no tensor cores, no cp.async)
+if SIMULATOR or COMPILER == MLIR:
+    UNAVAILABLE = ""
+else:
+    UNAVAILABLE = (f"needs {MLIR}'s inline PTX for mma.sync and cp.async ({COMPILER} has none on a GPU): "
+                   f"--compiler {MLIR}, or --sim for the emulation")
+
+
+# --- The fragment layout (PTX ISA, "Matrix fragments for mma.m16n8k8", .tf32) ------------------
+def a_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of A (16 x 8) that register a_i (i = 0..3) of ``lane`` holds: row = lane // 4
+    (+ 8 for a1, a3), col = lane % 4 (+ 4 for a2, a3)."""
+    return lane // 4 + 8 * (i & 1), lane % 4 + 4 * (i >> 1)
+
+
+def b_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of B (8 x 8, k x n) that register b_i (i = 0, 1) of ``lane`` holds: row = lane % 4
+    (+ 4 for b1), col = lane // 4."""
+    return lane % 4 + 4 * i, lane // 4
+
+
+def c_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of C and D (16 x 8) that register c_i (i = 0..3) of ``lane`` holds: row = lane // 4
+    (+ 8 for c2, c3), col = 2 * (lane % 4) + (i & 1)."""
+    return lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)
+
+
+def fragment_maps() -> dict[str, np.ndarray]:
+    """{"A", "B", "C"}: for each tile an int array of its shape whose element is 10 * lane + register
+    (e.g. 312 = lane 31, register 2), from :func:`a_index`, :func:`b_index`, :func:`c_index`."""
+    maps = {"A": np.full((16, 8), -1), "B": np.full((8, 8), -1), "C": np.full((16, 8), -1)}
+    for lane in range(WARP):
+        for i in range(4):
+            maps["A"][a_index(lane, i)] = 10 * lane + i
+            maps["C"][c_index(lane, i)] = 10 * lane + i
+        for i in range(2):
+            maps["B"][b_index(lane, i)] = 10 * lane + i
+    return maps
+
+
+def fragment_picture() -> str:
+    """The three tiles of one m16n8k8 TF32 mma, each cell ``lane.register`` (``T5.2``: lane 5, its
+    register 2): which lane holds which element. Rows of A and C are m, columns of B and C are n."""
+    lines = []
+    for name, title in (("A", "A (16 x 8, m x k): a0..a3"), ("B", "B (8 x 8, k x n): b0, b1"),
+                        ("C", "C, D (16 x 8, m x n): c0..c3")):
+        grid = fragment_maps()[name]
+        lines.append(title)
+        lines.append("      " + "".join(f"{'k' if name == 'A' else 'n'}={j:<4d}" for j in range(grid.shape[1])))
+        for r in range(grid.shape[0]):
+            cells = "".join(f"T{v // 10}.{v % 10}".ljust(6) for v in grid[r])
+            lines.append(f"{'m' if name != 'B' else 'k'}={r:<3d} {cells}".rstrip())
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def round_tf32(x):
+    """x (float32 array or scalar) rounded to TF32 as ``cvt.rna.tf32.f32`` does: to the nearest value
+    with 10 explicit mantissa bits, ties away from zero; kept in float32 (low 13 bits zero)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+# --- The emulation (Numba's CUDA simulator, lab.core.simt) -------------------------------------
+class Address:
+    """A byte address in the emulation: ``array`` (shared or global) and ``offset`` bytes into its
+    elements in C order. Adds and subtracts integers like the GPU's integer addresses."""
+
+    __slots__ = ("array", "offset")
+
+    def __init__(self, array, offset=0):
+        self.array, self.offset = array, int(offset)
+
+    def __add__(self, n):
+        return Address(self.array, self.offset + int(n))
+
+    __radd__ = __add__
+
+    def __sub__(self, n):
+        return Address(self.array, self.offset - int(n))
+
+    def index(self, k: int = 0) -> tuple:
+        """The element ``k`` elements past this address, as an index of ``array``; IndexError when
+        the address is not element-aligned or outside the array."""
+        size = self.array.dtype.itemsize
+        if self.offset % size:
+            raise IndexError(f"address {self.offset} bytes into an array of {self.array.dtype} is not "
+                             f"aligned to its {size}-byte elements")
+        flat = self.offset // size + k
+        if not 0 <= flat < self.array.size:
+            raise IndexError(f"address {self.offset + k * size} bytes is outside the array of "
+                             f"{self.array.size * size} bytes")
+        return np.unravel_index(flat, self.array.shape)
+
+
+def _me():
+    return threading.current_thread()
+
+
+def _thread_key(me):
+    return (tuple(me.blockIdx), tuple(me.threadIdx))
+
+
+class _WarpExchange:
+    """A warp collective for Numba's own simulator (one Python thread per CUDA thread): the n-th
+    call of each lane of a warp meets the n-th call of the others; returns {lane: value}."""
+
+    def __init__(self, lanes_of_warp):
+        self.lock = threading.Lock()
+        self.slots: dict = {}
+        self.lanes_of_warp = lanes_of_warp
+
+    def meet(self, block, thread_id, call, value, timeout=60.0):
+        warp, lane = divmod(thread_id, WARP)
+        key = (block, warp, call)
+        need = self.lanes_of_warp(warp)
+        with self.lock:
+            slot = self.slots.get(key)
+            if slot is None:
+                slot = self.slots[key] = ({}, threading.Event())
+            values, full = slot
+            values[lane] = value
+            if len(values) >= need:
+                del self.slots[key]
+                full.set()
+        if not full.wait(timeout):
+            missing = sorted(set(range(need)) - set(values))
+            raise RuntimeError(f"mma_tf32 is a warp collective: lanes {missing} of warp {warp} never "
+                               f"reached call {call} (every lane must call it, as mma.sync.aligned demands)")
+        return values
+
+
+_EXCHANGE_LOCK = threading.Lock()
+
+
+def _warp_gather(value):
+    """{lane: value} of the calling thread's warp at this lane's next mma."""
+    me = _me()
+    if hasattr(me, "warp_collective"):  # lab.core.simt's threads: its collectives (hang diagnosis)
+        return me.warp_collective(0xFFFFFFFF, value)
+    manager = getattr(me, "_manager", None)
+    if manager is None:
+        raise RuntimeError("mma_tf32's emulation runs in a kernel launched in the CUDA simulator")
+    with _EXCHANGE_LOCK:
+        ex = getattr(manager, "_lab_warp_exchange", None)
+        if ex is None:
+            n = int(np.prod(manager._block_dim))
+            ex = manager._lab_warp_exchange = _WarpExchange(lambda w: min(WARP, n - w * WARP))
+    call = getattr(me, "_lab_mma_calls", 0)
+    me._lab_mma_calls = call + 1
+    return ex.meet(tuple(me.blockIdx), me.thread_id, call, value)
+
+
+def _mma_tf32_emulated(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    lane = _me().thread_id % WARP
+    got = _warp_gather((a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
+    A = np.zeros((MMA_M, MMA_K), np.float32)
+    B = np.zeros((MMA_K, MMA_N), np.float32)
+    C = np.zeros((MMA_M, MMA_N), np.float32)
+    for src, regs in got.items():
+        for i in range(4):
+            A[a_index(src, i)] = regs[i]
+            C[c_index(src, i)] = regs[6 + i]
+        for i in range(2):
+            B[b_index(src, i)] = regs[4 + i]
+    if len(got) < WARP:  # a partial warp: the missing lanes' registers are undefined
+        for src in set(range(WARP)) - set(got):
+            for i in range(4):
+                A[a_index(src, i)] = np.nan
+                C[c_index(src, i)] = np.nan
+            for i in range(2):
+                B[b_index(src, i)] = np.nan
+    D = (round_tf32(A).astype(np.float64) @ round_tf32(B).astype(np.float64) + C).astype(np.float32)
+    return tuple(D[c_index(lane, i)] for i in range(4))
+
+
+def _to_tf32_emulated(x):
+    return np.float32(x)  # the emulated mma rounds its inputs itself
+
+
+def _pending(me):
+    """This thread's cp.async state: {"open": [copies], "groups": [[copies], ...]}."""
+    state = me.__dict__.setdefault("_lab_cp_async", {})
+    return state.setdefault(_thread_key(me), {"open": [], "groups": []})
+
+
+def _cp_async_emulated(dst, src, size, src_bytes):
+    if not isinstance(dst, Address) or not isinstance(src, Address):
+        raise TypeError("cp_async takes addresses: shared_address(array) + bytes, global_address(array) + bytes")
+    if dst.offset % size or (src_bytes and src.offset % size):
+        raise IndexError(f"cp.async of {size} bytes needs {size}-byte aligned addresses "
+                         f"(shared offset {dst.offset}, global offset {src.offset})")
+    esize = dst.array.dtype.itemsize
+    n = size // esize
+    valid = int(src_bytes) // esize
+    values = [src.array[src.index(k)] if k < valid else dst.array.dtype.type(0) for k in range(n)]
+    _pending(_me())["open"].append((dst, values))
+
+
+def _cp_async16_emulated(dst, src, src_bytes):
+    _cp_async_emulated(dst, src, 16, src_bytes)
+
+
+def _cp_async4_emulated(dst, src, src_bytes):
+    _cp_async_emulated(dst, src, 4, src_bytes)
+
+
+def _cp_async_commit_emulated():
+    state = _pending(_me())
+    state["groups"].append(state["open"])
+    state["open"] = []
+
+
+def _cp_async_wait_emulated(n):
+    state = _pending(_me())
+    groups = state["groups"]
+    done, state["groups"] = groups[:max(0, len(groups) - int(n))], groups[max(0, len(groups) - int(n)):]
+    for group in done:
+        for dst, values in group:
+            for k, v in enumerate(values):
+                dst.array[dst.index(k)] = v
+
+
+def _shared_address_emulated(array):
+    return Address(array)
+
+
+def _global_address_emulated(array):
+    return Address(array)
+
+
+# --- The GPU (numba-cuda-mlir's inline PTX) -------------------------------------------------
+MMA_TF32_PTX = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};")
+# a shared array's address: numba-cuda-mlir may give its generic or its shared-window address
+SHARED_ADDRESS_PTX = ("{ .reg .pred p; .reg .u64 a; isspacep.shared p, %1; @p cvta.to.shared.u64 a, %1; "
+                      "@!p mov.b64 a, %1; cvt.u32.u64 %0, a; }")
+
+if COMPILER == MLIR:
+    import numba_cuda_mlir.cuda.experimental as _X
+
+    @cuda.jit(device=True, forceinline=True)
+    def to_tf32(x):
+        """x rounded to TF32 (``cvt.rna.tf32.f32``), in a float32 register, for mma_tf32."""
+        return _X.inline_ptx("cvt.rna.tf32.f32 %0, %1;", "=f", np.float32, "f", x)
+
+    @cuda.jit(device=True, forceinline=True)
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """(d0, d1, d2, d3) = this lane's fragment of D = A @ B + C, one m16n8k8 TF32 mma.sync; the
+        lane's registers hold the elements :func:`a_index`, :func:`b_index`, :func:`c_index` name."""
+        return _X.inline_ptx(MMA_TF32_PTX, "=f", np.float32, "=f", np.float32, "=f", np.float32, "=f", np.float32,
+                             "f", a0, "f", a1, "f", a2, "f", a3, "f", b0, "f", b1,
+                             "f", c0, "f", c1, "f", c2, "f", c3)
+
+    @cuda.jit(device=True, forceinline=True)
+    def shared_address(array):
+        """The 32-bit shared-window address of shared ``array``'s first element."""
+        return _X.inline_ptx(SHARED_ADDRESS_PTX, "=r", np.int32, "l", array.ctypes.data)
+
+    @cuda.jit(device=True, forceinline=True)
+    def global_address(array):
+        """The global address of device ``array``'s first element."""
+        return _X.inline_ptx("cvta.to.global.u64 %0, %1;", "=l", np.int64, "l", array.ctypes.data)
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async16(dst, src, src_bytes):
+        """Copy 16 bytes from global ``src`` to shared ``dst`` asynchronously (both 16-byte aligned);
+        bytes past ``src_bytes`` (0..16) are zeros and not read."""
+        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(dst), "l", src,
+                      "r", int32(src_bytes))
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async4(dst, src, src_bytes):
+        """Copy 4 bytes from global ``src`` to shared ``dst`` asynchronously; src_bytes 0 writes a zero."""
+        _X.inline_ptx("cp.async.ca.shared.global [%0], [%1], 4, %2;", "r", int32(dst), "l", src,
+                      "r", int32(src_bytes))
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async_commit():
+        """Close this thread's copies issued since the last commit into one group."""
+        _X.inline_ptx("cp.async.commit_group;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async_wait(n):
+        """Wait until at most ``n`` (a constant, 0..3) of this thread's groups are in flight."""
+        if n == 0:
+            _X.inline_ptx("cp.async.wait_group 0;")
+        elif n == 1:
+            _X.inline_ptx("cp.async.wait_group 1;")
+        elif n == 2:
+            _X.inline_ptx("cp.async.wait_group 2;")
+        else:
+            _X.inline_ptx("cp.async.wait_group 3;")
+else:
+    # the simulator's emulation (and, under numba-cuda on a GPU, names that are never compiled:
+    # the rungs are skipped with UNAVAILABLE)
+    to_tf32 = _to_tf32_emulated
+    mma_tf32 = _mma_tf32_emulated
+    shared_address = _shared_address_emulated
+    global_address = _global_address_emulated
+    cp_async16 = _cp_async16_emulated
+    cp_async4 = _cp_async4_emulated
+    cp_async_commit = _cp_async_commit_emulated
+    cp_async_wait = _cp_async_wait_emulated
+
+
+# --- Precision: the tolerance of a product whose inputs were rounded (TF32, bfloat16) -----------
+MANTISSA_BITS = {"tf32": TF32_MANTISSA, "bf16": 7, "fp32": 23}
+
+
+def rounded_inputs_tolerance(A, B, mantissa: int) -> np.ndarray:
+    """Absolute tolerance for A @ B on tensor cores whose inputs carry ``mantissa`` explicit bits
+    (TF32 10, bfloat16 7) and whose sums are float32.
+
+    Model (the random-walk model of kernels.spec.dot_tolerance, applied to the inputs): rounding a and
+    b changes each product a_k * b_k by a relative error of at most 2u, u = 2^-mantissa (one unit in
+    the last place: round-to-nearest errs by half of it, truncation by up to all of it), as likely up
+    as down, so the sum's error is a random walk of standard deviation about
+    u * sqrt(2/3) * sqrt(sum_k (a_k b_k)^2). The bound is DOT_SIGMAS of it, on top of the float32
+    bound for the sums (dot_tolerance). TF32-rounded products pass; the same products rounded to
+    bfloat16 (8x the error) fail it (tests/kernels/test_tensor_cores.py).
+    """
+    from kernels.spec import DOT_SIGMAS, dot_tolerance
+
+    A64 = np.asarray(A, np.float64)
+    B64 = np.asarray(B, np.float64)
+    u = 2.0 ** -mantissa
+    walk = np.sqrt(np.square(A64) @ np.square(B64))
+    return dot_tolerance(A, B, np.float32) + DOT_SIGMAS * u * np.sqrt(2.0 / 3.0) * walk
+
+
+def precision_tolerances(precision: str):
+    """A KernelSpec-style ``tolerance(inputs, refs, dtype)`` for ``precision`` ("tf32", "bf16")."""
+    bits = MANTISSA_BITS[precision]
+
+    def tolerance(inputs, refs, dtype):
+        A, B = inputs
+        return [rounded_inputs_tolerance(A, B, bits)]
+    return tolerance
+
+
+def pipeline_variant(name: str, doc: str, launch, prepare, unavailable, precision: str = "fp32", suits=None):
+    """A matmul :class:`~kernels.spec.Variant` for a rung of this package: skipped (``accepts``)
+    where its instructions cannot run (:data:`UNAVAILABLE`), checked with the tolerance of its
+    ``precision`` (``tolerance``), and with ``unavailable(dtype)`` for the dtypes it does not take."""
+    from dataclasses import dataclass
+
+    from kernels.spec import Variant
+
+    @dataclass(frozen=True)
+    class PipelineVariant(Variant):
+        precision: str = "fp32"
+        tolerance: object = None  # tolerance(inputs, refs, dtype) when coarser than dtype's, else None
+        unavailable: object = None  # unavailable(dtype) -> "" or why the rung is skipped
+
+        def accepts(self, threads: int) -> str | None:
+            if UNAVAILABLE:
+                return UNAVAILABLE
+            return super().accepts(threads)
+
+    tol = None if precision == "fp32" else precision_tolerances(precision)
+    return PipelineVariant(name, doc, launch, prepare, suits=suits, precision=precision, tolerance=tol,
+                           unavailable=unavailable)
