@@ -24,7 +24,7 @@ import numpy as np
 os.environ.setdefault("LAB_COMPILER", "numba-cuda-mlir")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CHECK_SHAPES = [(128, 128, 64), (1000, 1030, 517), (257, 4099, 130), (777, 1333, 901), (3000, 5000, 2000)]
+CHECK_SHAPES = [(128, 128, 64), (1000, 1030, 517), (257, 4099, 130), (777, 1333, 904)]
 TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (8192, 8192, 8192),
                (1000, 1030, 517), (6144, 4096, 1536)]
 
@@ -47,49 +47,39 @@ def median_ms(fn, torch, warmup=3, calls=20, budget_s=3.0):
     return float(np.median(times))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--configs", default="default", help="default | all: also the other build options")
-    args = ap.parse_args()
-    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
-           "probes": {}, "checks": [], "times": [], "errors": []}
-
-    def save():
-        with open(args.out, "w") as f:
-            json.dump(out, f, indent=1)
-
-    import torch
-
-    out["torch"] = torch.__version__
-    out["device"] = torch.cuda.get_device_name()
-    from kernels.compiler import COMPILER, cuda, float32
-
-    out["compiler"] = COMPILER
-    try:
-        import numba_cuda_mlir
-
-        out["compiler_version"] = getattr(numba_cuda_mlir, "__version__", "?")
-    except Exception:
-        pass
-    from kernels.gemm import async_copy as AC
+def part_probe(name, out, rng):
+    """A probe of one instruction, in a process of its own (a fault must not end the run)."""
+    from kernels.compiler import cuda, float32, int64
     from kernels.gemm import mma
-    from kernels.gemm import tensor_core_tf32 as TC
-    from kernels.spec import dot_tolerance
 
-    rng = np.random.default_rng(0)
+    if name == "addresses":
+        @cuda.jit
+        def addresses(X, R):
+            s = cuda.shared.array(64, float32, alignment=16)
+            s[cuda.threadIdx.x] = float32(1.0)
+            R[0] = int64(s.ctypes.data)
+            R[1] = int64(mma.shared_address(s))
+            R[2] = int64(X.ctypes.data)
+            R[3] = int64(mma.global_address(X))
 
-    # probe 1: one m16n8k8 mma, fragments loaded per the layout
-    try:
+        X = cuda.to_device(np.zeros(8, np.float32))
+        R = cuda.to_device(np.zeros(4, np.int64))
+        addresses[1, 32](X, R)
+        cuda.synchronize()
+        r = R.copy_to_host()
+        out["probes"]["addresses"] = {"shared ctypes.data": hex(int(r[0])), "shared_address": hex(int(r[1])),
+                                      "global ctypes.data": hex(int(r[2])), "global_address": hex(int(r[3])),
+                                      "device pointer": hex(int(X.__cuda_array_interface__["data"][0]))}
+    elif name == "mma":
         @cuda.jit
         def one_mma(A, B, C):
             lane = cuda.threadIdx.x
             g = lane // 4
             q = lane % 4
+            z = float32(0.0)
             d0, d1, d2, d3 = mma.mma_tf32(mma.to_tf32(A[g, q]), mma.to_tf32(A[g + 8, q]), mma.to_tf32(A[g, q + 4]),
                                           mma.to_tf32(A[g + 8, q + 4]), mma.to_tf32(B[q, g]), mma.to_tf32(B[q + 4, g]),
-                                          float32(0.0), float32(0.0), float32(0.0), float32(0.0))
+                                          z, z, z, z)
             C[g, 2 * q] = d0
             C[g, 2 * q + 1] = d1
             C[g + 8, 2 * q] = d2
@@ -97,22 +87,13 @@ def main():
 
         A = rng.standard_normal((16, 8)).astype(np.float32)
         B = rng.standard_normal((8, 8)).astype(np.float32)
-        tA, tB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
-        tC = torch.full((16, 8), float("nan"), device="cuda")
-        one_mma[1, 32](tA, tB, tC)
-        torch.cuda.synchronize()
-        C = tC.cpu().numpy()
+        dC = cuda.to_device(np.full((16, 8), np.nan, np.float32))
+        one_mma[1, 32](cuda.to_device(A), cuda.to_device(B), dC)
+        C = dC.copy_to_host()
         ref = mma.round_tf32(A).astype(np.float64) @ mma.round_tf32(B)
         out["probes"]["mma"] = {"max_err_vs_tf32_ref": float(np.abs(C - ref).max()),
                                 "max_err_vs_fp64": float(np.abs(C - A.astype(np.float64) @ B).max())}
-    except Exception as e:
-        out["probes"]["mma"] = {"error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()[-3000:]}
-    save()
-
-    # probe 2: cp.async round trip through shared memory (16-byte and 4-byte copies, zero fill)
-    try:
-        from kernels.compiler import float32
-
+    elif name == "cp_async":
         @cuda.jit
         def roundtrip(X, Y):
             s = cuda.shared.array(128, float32, alignment=16)
@@ -127,82 +108,165 @@ def main():
                 Y[t * 4 + e] = s[t * 4 + e]
 
         X = np.arange(128, dtype=np.float32) + 1
-        tX = torch.from_numpy(X).cuda()
-        tY = torch.full((128,), float("nan"), device="cuda")
-        roundtrip[1, 32](tX, tY)
-        torch.cuda.synchronize()
-        Y = tY.cpu().numpy()
+        dY = cuda.to_device(np.full(128, np.nan, np.float32))
+        roundtrip[1, 32](cuda.to_device(X), dY)
+        Y = dY.copy_to_host()
         want = X.copy()
         for t in range(16, 32):
             want[t * 4 + 2: t * 4 + 4] = 0
         out["probes"]["cp_async"] = {"ok": bool(np.array_equal(Y, want)), "got_head": Y[:8].tolist(),
                                      "got_tail": Y[-8:].tolist()}
-    except Exception as e:
-        out["probes"]["cp_async"] = {"error": f"{type(e).__name__}: {e}", "tb": traceback.format_exc()[-3000:]}
-    save()
 
-    builds = {"async_copy": lambda: AC.make_async_copy_kernel(),
-              "tensor_core_tf32": lambda: TC.make_tf32_kernel()}
-    if args.configs == "all":
-        builds.update({"async_copy bk16 s2": lambda: AC.make_async_copy_kernel(16, 2),
-                       "tensor_core_tf32 unrounded": lambda: TC.make_tf32_kernel(round_inputs=False),
-                       "tensor_core_tf32 bk8 s4": lambda: TC.make_tf32_kernel(8, 4)})
-    grid_of = {"async_copy": AC, "tensor_core_tf32": TC}
 
-    def launch(name, m, n, k, tA, tB, tC):
-        mod = grid_of[name.split()[0]]
+def build(name):
+    from kernels.gemm import async_copy as AC
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    return {"async_copy": lambda: (AC, AC.make_async_copy_kernel()),
+            "tensor_core_tf32": lambda: (TC, TC.make_tf32_kernel()),
+            "async_copy bk16 s2": lambda: (AC, AC.make_async_copy_kernel(16, 2)),
+            "async_copy bk8 s3": lambda: (AC, AC.make_async_copy_kernel(8, 3)),
+            "tensor_core_tf32 unrounded": lambda: (TC, TC.make_tf32_kernel(round_inputs=False)),
+            "tensor_core_tf32 bk8 s4": lambda: (TC, TC.make_tf32_kernel(8, 4)),
+            "tensor_core_tf32 bk32 s2": lambda: (TC, TC.make_tf32_kernel(32, 2))}[name]()
+
+
+def part_rung(name, out, rng, shapes, tshapes):
+    """Check rung build ``name`` at ``shapes``, then time it at ``tshapes`` (if every check passed)."""
+    from kernels.compiler import cuda
+    from kernels.gemm import mma
+    from kernels.spec import dot_tolerance
+    import torch
+
+    mod, kern = build(name)
+    ok_all = True
+    for (m, n, k) in shapes:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
         cfg = mod.launch((m, n, k), 256)
-        kern = builds[name]()[cfg.grid, cfg.block]
-        return lambda: kern(tA, tB, tC)
+        t0 = time.perf_counter()
+        kern[cfg.grid, cfg.block](cuda.to_device(A), cuda.to_device(B), dC)
+        cuda.synchronize()
+        first = time.perf_counter() - t0
+        C = dC.copy_to_host()
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        tol = mma.rounded_inputs_tolerance(A, B, 10) if "tf32" in name else dot_tolerance(A, B, np.float32)
+        err = np.abs(C - ref)
+        ok = bool(np.all(err <= tol))
+        ok_all &= ok
+        out["checks"].append({"rung": name, "shape": [m, n, k], "ok": ok, "max_err": float(np.nanmax(err)),
+                              "nan": int(np.isnan(C).sum()), "worst_over_tol": float(np.nanmax(err / tol)),
+                              "first_call_s": round(first, 2)})
+        save(out)
+    if not ok_all:
+        return
+    for (m, n, k) in tshapes:
+        dA = cuda.to_device(np.random.default_rng(1).standard_normal((m, k), np.float32))
+        dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
+        dC = cuda.device_array((m, n), np.float32)
+        cfg = mod.launch((m, n, k), 256)
+        launch = kern[cfg.grid, cfg.block]
 
-    shapes = CHECK_SHAPES[:3] if args.quick else CHECK_SHAPES
-    for name in builds:
-        for (m, n, k) in shapes:
-            try:
-                A = rng.standard_normal((m, k)).astype(np.float32)
-                B = rng.standard_normal((k, n)).astype(np.float32)
-                tA, tB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
-                tC = torch.full((m, n), float("nan"), device="cuda")
-                t0 = time.perf_counter()
-                launch(name, m, n, k, tA, tB, tC)()
-                torch.cuda.synchronize()
-                first = time.perf_counter() - t0
-                C = tC.cpu().numpy()
-                ref = A.astype(np.float64) @ B.astype(np.float64)
-                tol = (mma.rounded_inputs_tolerance(A, B, 10) if "tf32" in name else dot_tolerance(A, B, np.float32))
-                err = np.abs(C - ref)
-                ok = bool(np.all(err <= tol))  # NaN fails
-                out["checks"].append({"rung": name, "shape": [m, n, k], "ok": ok, "max_err": float(np.nanmax(err)),
-                                      "nan": int(np.isnan(C).sum()), "worst_over_tol": float(np.nanmax(err / tol)),
-                                      "first_call_s": round(first, 2)})
-            except Exception as e:
-                out["checks"].append({"rung": name, "shape": [m, n, k], "error": f"{type(e).__name__}: {e}",
-                                      "tb": traceback.format_exc()[-2000:]})
-            save()
+        def call():
+            launch(dA, dB, dC)
+        ms = median_ms(call, torch)
+        out["times"].append({"rung": name, "shape": [m, n, k], "ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9})
+        save(out)
 
-    tshapes = TIME_SHAPES[:2] if args.quick else TIME_SHAPES
+
+def part_torch(out, tshapes):
+    import torch
+
     for (m, n, k) in tshapes:
         A = torch.randn(m, k, device="cuda")
         B = torch.randn(k, n, device="cuda")
         C = torch.empty(m, n, device="cuda")
         flops = 2.0 * m * n * k
-        row = {"shape": [m, n, k], "tflops": {}}
-        torch.backends.cuda.matmul.allow_tf32 = False
-        row["tflops"]["torch fp32"] = flops / median_ms(lambda: torch.matmul(A, B, out=C), torch) / 1e9
-        torch.backends.cuda.matmul.allow_tf32 = True
-        row["tflops"]["torch tf32"] = flops / median_ms(lambda: torch.matmul(A, B, out=C), torch) / 1e9
+        for label, tf32 in (("torch fp32", False), ("torch tf32", True)):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            ms = median_ms(lambda: torch.matmul(A, B, out=C), torch)
+            out["times"].append({"rung": label, "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
         torch.backends.cuda.matmul.allow_tf32 = False
         Ah, Bh = A.bfloat16(), B.bfloat16()
-        row["tflops"]["torch bf16"] = flops / median_ms(lambda: torch.matmul(Ah, Bh), torch) / 1e9
-        for name in builds:
-            try:
-                row["tflops"][name] = flops / median_ms(launch(name, m, n, k, A, B, C), torch) / 1e9
-            except Exception as e:
-                row["tflops"][name] = None
-                out["errors"].append(f"{name} {m}x{n}x{k}: {type(e).__name__}: {e}")
-        out["times"].append(row)
-        save()
-    print(json.dumps(out, indent=1)[:6000])
+        ms = median_ms(lambda: torch.matmul(Ah, Bh), torch)
+        out["times"].append({"rung": "torch bf16", "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
+        save(out)
+
+
+OUT = None
+
+
+def save(out):
+    with open(OUT, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+def main():
+    global OUT
+    import subprocess
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--part", default=None)
+    ap.add_argument("--rungs", default="async_copy,tensor_core_tf32")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for the whole run")
+    args = ap.parse_args()
+    OUT = args.out
+    shapes = CHECK_SHAPES[:3] if args.quick else CHECK_SHAPES
+    tshapes = TIME_SHAPES[:2] if args.quick else TIME_SHAPES
+    if args.part:  # a child: one part, its own JSON
+        out = {"probes": {}, "checks": [], "times": []}
+        rng = np.random.default_rng(0)
+        try:
+            kind, _, name = args.part.partition(":")
+            if kind == "probe":
+                part_probe(name, out, rng)
+            elif kind == "rung":
+                part_rung(name, out, rng, shapes, tshapes)
+            else:
+                part_torch(out, tshapes)
+        except Exception as e:
+            out["error"] = f"{args.part}: {type(e).__name__}: {' '.join(str(e).split())[:1500]}"
+        save(out)
+        return
+    t_start = time.time()
+    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
+           "probes": {}, "checks": [], "times": [], "errors": []}
+    try:
+        import torch
+        out["torch"], out["device"] = torch.__version__, torch.cuda.get_device_name()
+        import numba_cuda_mlir
+        out["compiler_version"] = getattr(numba_cuda_mlir, "__version__", "?")
+    except Exception as e:
+        out["errors"].append(f"versions: {e}")
+    parts = ["probe:addresses", "probe:mma", "probe:cp_async", "torch"] + [f"rung:{r}" for r in args.rungs.split(",")]
+    for part in parts:
+        left = args.budget - (time.time() - t_start)
+        if left < 10:
+            out["errors"].append(f"{part}: not run, out of time")
+            continue
+        child = f"{OUT}.{part.replace(':', '_').replace(' ', '_')}.json"
+        cmd = [sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
+        t0 = time.time()
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+            tail = (r.stderr or "")[-1500:]
+        except subprocess.TimeoutExpired:
+            tail = "timed out"
+        try:
+            got = json.load(open(child))
+        except Exception:
+            got = {"error": f"{part}: no result; {tail}"}
+        for key in ("checks", "times"):
+            out[key] += got.get(key, [])
+        out["probes"].update(got.get("probes", {}))
+        if got.get("error"):
+            out["errors"].append(got["error"] + (" | " + tail[-600:] if tail else ""))
+        out.setdefault("part_seconds", {})[part] = round(time.time() - t0, 1)
+        save(out)
+    print(json.dumps(out, indent=1)[:8000])
 
 
 if __name__ == "__main__":

@@ -51,12 +51,15 @@ import threading
 
 import numpy as np
 
-from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, int32
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, float32, int32
 
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
 TF32_MANTISSA = 10  # explicit mantissa bits of TF32 (float32 has 23, bfloat16 7)
 
+# what to_tf32 returns and mma_tf32 takes for A and B: TF32 bits in an int32 register on a GPU, the
+# float32 value in the emulation (which rounds it itself); a kernel's fragment arrays use this type
+FRAGMENT = float32 if SIMULATOR else int32
 EMULATED = SIMULATOR  # the functions below are the Python emulation (no tensor cores, no cp.async)
 if SIMULATOR or COMPILER == MLIR:
     UNAVAILABLE = ""
@@ -302,15 +305,22 @@ if COMPILER == MLIR:
 
     @cuda.jit(device=True, forceinline=True)
     def to_tf32(x):
-        """x rounded to TF32 (``cvt.rna.tf32.f32``), in a float32 register, for mma_tf32."""
-        return _X.inline_ptx("cvt.rna.tf32.f32 %0, %1;", "=f", np.float32, "f", x)
+        """x rounded to TF32 (``cvt.rna.tf32.f32``): its 32 bits in an int32 register (FRAGMENT
+        type), as mma_tf32 takes A and B."""
+        return _X.inline_ptx("cvt.rna.tf32.f32 %0, %1;", "=r", np.int32, "f", x)
+
+    @cuda.jit(device=True, forceinline=True)
+    def tf32_bits(x):
+        """x's 32 bits unchanged in an int32 register: the tensor cores then ignore its low 13 bits."""
+        return _X.inline_ptx("mov.b32 %0, %1;", "=r", np.int32, "f", x)
 
     @cuda.jit(device=True, forceinline=True)
     def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
         """(d0, d1, d2, d3) = this lane's fragment of D = A @ B + C, one m16n8k8 TF32 mma.sync; the
-        lane's registers hold the elements :func:`a_index`, :func:`b_index`, :func:`c_index` name."""
+        lane's registers hold the elements :func:`a_index`, :func:`b_index`, :func:`c_index` name
+        (a, b: TF32 bits from to_tf32; c, d: float32)."""
         return _X.inline_ptx(MMA_TF32_PTX, "=f", np.float32, "=f", np.float32, "=f", np.float32, "=f", np.float32,
-                             "f", a0, "f", a1, "f", a2, "f", a3, "f", b0, "f", b1,
+                             "r", a0, "r", a1, "r", a2, "r", a3, "r", b0, "r", b1,
                              "f", c0, "f", c1, "f", c2, "f", c3)
 
     @cuda.jit(device=True, forceinline=True)
@@ -356,6 +366,7 @@ else:
     # the simulator's emulation (and, under numba-cuda on a GPU, names that are never compiled:
     # the rungs are skipped with UNAVAILABLE)
     to_tf32 = _to_tf32_emulated
+    tf32_bits = _to_tf32_emulated
     mma_tf32 = _mma_tf32_emulated
     shared_address = _shared_address_emulated
     global_address = _global_address_emulated

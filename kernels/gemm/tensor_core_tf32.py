@@ -46,8 +46,8 @@ import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.async_copy import load_tile_async
-from kernels.gemm.mma import (EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait, global_address, mma_tf32,
-                              shared_address, to_tf32)
+from kernels.gemm.mma import (EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, global_address,
+                              mma_tf32, shared_address, tf32_bits, to_tf32)
 from kernels.spec import Launch, blocks_for
 
 BM = BN = 128  # block tile of C
@@ -94,8 +94,8 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
         gb = global_address(B)
         vec = K % 4 == 0 and N % 4 == 0
         acc = cuda.local.array(MT * NT * 4, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
-        af = cuda.local.array(MT * 4, float32)
-        bf = cuda.local.array(NT * 2, float32)
+        af = cuda.local.array(MT * 4, FRAGMENT)  # TF32 bits (an int32 register) on a GPU
+        bf = cuda.local.array(NT * 2, FRAGMENT)
         for i in range(MT * NT * 4):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
@@ -120,12 +120,12 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
                     r = abase + (wm + mt * 16 + g) * lda + kk + q
                     for i in range(4):
                         x = sA[r + (i & 1) * 8 * lda + (i >> 1) * 4]
-                        af[mt * 4 + i] = to_tf32(x) if round_inputs else x
+                        af[mt * 4 + i] = to_tf32(x) if round_inputs else tf32_bits(x)
                 for nt in range(NT):  # B fragments: b0, b1 of each 8 x 8 tile
                     c = bbase + (kk + q) * ldb + wn + nt * 8 + g
                     for i in range(2):
                         x = sB[c + i * 4 * ldb]
-                        bf[nt * 2 + i] = to_tf32(x) if round_inputs else x
+                        bf[nt * 2 + i] = to_tf32(x) if round_inputs else tf32_bits(x)
                 for mt in range(MT):
                     for nt in range(NT):
                         o = (mt * NT + nt) * 4
