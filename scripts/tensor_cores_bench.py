@@ -175,6 +175,35 @@ def part_rung(name, out, rng, shapes, tshapes):
         save(out)
 
 
+NCU_METRICS = ["gpu__time_duration.sum", "launch__registers_per_thread",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+               "smsp__inst_executed_op_shared_ld.sum",
+               "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+               "sm__warps_active.avg.pct_of_peak_sustained_active"]
+NCU_STALLS = "regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active.ratio$"
+
+
+def part_ncu_target(rungs):
+    """Under ncu: each rung once at 4096^3 after its compile-and-warm call."""
+    from kernels.compiler import cuda
+
+    m = n = k = 4096
+    dA = cuda.to_device(np.random.default_rng(1).standard_normal((m, k), np.float32))
+    dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
+    dC = cuda.device_array((m, n), np.float32)
+    for name in rungs:
+        mod, kern = build(name)
+        cfg = mod.launch((m, n, k), 256)
+        for _ in range(2):
+            kern[cfg.grid, cfg.block](dA, dB, dC)
+        cuda.synchronize()
+
+
 def part_torch(out, tshapes):
     import torch
 
@@ -211,7 +240,11 @@ def main():
     ap.add_argument("--part", default=None)
     ap.add_argument("--rungs", default="async_copy,tensor_core_tf32")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--probes", default="addresses,mma,cp_async")
     ap.add_argument("--budget", type=float, default=200.0, help="seconds for the whole run")
+    ap.add_argument("--ncu", action="store_true", help="also ncu metrics of the two rungs at 4096^3")
+    ap.add_argument("--labrun", action="store_true", help="also lab run matmul at 4096^3 with the two rungs")
+    ap.add_argument("--extra-rungs", default="", help="rungs (build options) run after ncu and lab run")
     args = ap.parse_args()
     OUT = args.out
     shapes = CHECK_SHAPES[:3] if args.quick else CHECK_SHAPES
@@ -223,6 +256,8 @@ def main():
             kind, _, name = args.part.partition(":")
             if kind == "probe":
                 part_probe(name, out, rng)
+            elif kind == "ncu_target":
+                part_ncu_target(name.split(","))
             elif kind == "rung":
                 part_rung(name, out, rng, shapes, tshapes)
             else:
@@ -241,32 +276,75 @@ def main():
         out["compiler_version"] = getattr(numba_cuda_mlir, "__version__", "?")
     except Exception as e:
         out["errors"].append(f"versions: {e}")
-    parts = ["probe:addresses", "probe:mma", "probe:cp_async", "torch"] + [f"rung:{r}" for r in args.rungs.split(",")]
-    for part in parts:
-        left = args.budget - (time.time() - t_start)
-        if left < 10:
-            out["errors"].append(f"{part}: not run, out of time")
-            continue
-        child = f"{OUT}.{part.replace(':', '_').replace(' ', '_')}.json"
-        cmd = [sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
-        t0 = time.time()
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
-            tail = (r.stderr or "")[-1500:]
-        except subprocess.TimeoutExpired:
-            tail = "timed out"
-        try:
-            got = json.load(open(child))
-        except Exception:
-            got = {"error": f"{part}: no result; {tail}"}
-        for key in ("checks", "times"):
-            out[key] += got.get(key, [])
-        out["probes"].update(got.get("probes", {}))
-        if got.get("error"):
-            out["errors"].append(got["error"] + (" | " + tail[-600:] if tail else ""))
-        out.setdefault("part_seconds", {})[part] = round(time.time() - t0, 1)
-        save(out)
+    parts = ([f"probe:{p}" for p in args.probes.split(",") if p] + ["torch"]
+             + [f"rung:{r}" for r in args.rungs.split(",") if r])
+    def run_parts(parts):
+        for part in parts:
+            left = args.budget - (time.time() - t_start)
+            if left < 10:
+                out["errors"].append(f"{part}: not run, out of time")
+                continue
+            child = f"{OUT}.{part.replace(':', '_').replace(' ', '_')}.json"
+            cmd = [sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
+            t0 = time.time()
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+                tail = (r.stderr or "")[-1500:]
+            except subprocess.TimeoutExpired:
+                tail = "timed out"
+            try:
+                got = json.load(open(child))
+            except Exception:
+                got = {"error": f"{part}: no result; {tail}"}
+            for key in ("checks", "times"):
+                out[key] += got.get(key, [])
+            out["probes"].update(got.get("probes", {}))
+            if got.get("error"):
+                out["errors"].append(got["error"] + (" | " + tail[-600:] if tail else ""))
+            out.setdefault("part_seconds", {})[part] = round(time.time() - t0, 1)
+            save(out)
+    run_parts(parts)
+    extra(args, out, t_start)
+    run_parts([f"rung:{r}" for r in args.extra_rungs.split(",") if r])
+    save(out)
     print(json.dumps(out, indent=1)[:8000])
+
+
+def extra(args, out, t_start):
+    """ncu metrics of the two rungs at 4096^3, and lab run's own check of them (the runner's path)."""
+    import glob
+    import shutil
+    import subprocess
+
+    ncu = shutil.which("ncu") or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)), None)
+    if args.ncu and ncu:
+        for metrics in (NCU_METRICS + [NCU_STALLS], NCU_METRICS[:6]):
+            left = args.budget - (time.time() - t_start)
+            if left < 20:
+                break
+            cmd = [ncu, "--csv", "--page", "raw", "-k", "regex:async_copy_kernel|tf32_kernel", "--launch-skip", "0",
+                   "--launch-count", "4", "--metrics", ",".join(metrics),
+                   sys.executable, __file__, "--out", OUT + ".ncu.json", "--part", "ncu_target:async_copy,tensor_core_tf32"]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+                out["ncu"] = {"rc": r.returncode, "csv": r.stdout[-12000:], "stderr": r.stderr[-1500:]}
+            except subprocess.TimeoutExpired:
+                out["ncu"] = {"rc": "timeout"}
+            save(out)
+            if out["ncu"].get("rc") == 0:
+                break
+    elif args.ncu:
+        out["ncu"] = {"rc": "ncu not found"}
+    left = args.budget - (time.time() - t_start)
+    if args.labrun and left > 30:
+        cmd = [sys.executable, "-m", "lab", "run", "matmul", "--variant", "async_copy,tensor_core_tf32,wide_loads",
+               "--size", "4096", "--repeats", "10", "--compiler", "numba-cuda-mlir", "--contenders", "numba,torch"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=left - 5)
+            out["lab_run"] = {"rc": r.returncode, "stdout": r.stdout[-6000:], "stderr": r.stderr[-1500:]}
+        except subprocess.TimeoutExpired as e:
+            out["lab_run"] = {"rc": "timeout", "stdout": (e.stdout or b"")[-3000:].decode(errors="replace")
+                              if isinstance(e.stdout, bytes) else str(e.stdout)[-3000:]}
 
 
 if __name__ == "__main__":

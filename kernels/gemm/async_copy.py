@@ -88,13 +88,17 @@ def make_async_copy_kernel(bk: int = BK, stages: int = STAGES):
     lda = bk + A_PAD
     a_words = BM * lda
     b_words = bk * BN
+    # sizes as single names: numba-cuda-mlir takes a size expression as a run-time value (a shared array
+    # of 0 bytes, then an illegal address); a name is a compile-time literal
+    a_total = stages * a_words
+    b_total = stages * b_words
     bounds = {} if SIMULATOR else {"launch_bounds": (THREADS, 2)}
 
     @cuda.jit(**bounds)
     def async_copy_kernel(A, B, C):
         """C = A @ B, float32, block (256,), grid (ceil(N / 128), ceil(M / 128))."""
-        sA = cuda.shared.array(stages * a_words, float32, alignment=ALIGN)  # [stage][m][k], rows of lda
-        sB = cuda.shared.array(stages * b_words, float32, alignment=ALIGN)  # [stage][k][n]
+        sA = cuda.shared.array(a_total, float32, alignment=ALIGN)  # [stage][m][k], rows of lda
+        sB = cuda.shared.array(b_total, float32, alignment=ALIGN)  # [stage][k][n]
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]

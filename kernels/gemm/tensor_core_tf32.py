@@ -55,6 +55,9 @@ THREADS = 256  # 8 warps: 2 along m, 4 along n
 WM, WN = 64, 32  # warp tile
 MT, NT = WM // 16, WN // 8  # mma tiles a warp: 4 x 4
 BK = 16  # K-slab a stage holds (two mma k-steps)
+ACC = MT * NT * 4  # accumulators a thread (local-array sizes are single names: compile-time literals)
+A_FRAG = MT * 4
+B_FRAG = NT * 2
 STAGES = 2  # 2 x 37 KB would not fit; 2 x 18.5 KB: 37 KB of static shared memory
 A_PAD = 4  # A rows of BK + 4 words: conflict-free fragment loads
 B_PAD = 8  # B rows of BN + 8 words
@@ -69,13 +72,15 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
     ldb = BN + B_PAD
     a_words = BM * lda
     b_words = bk * ldb
+    a_total = stages * a_words  # single names: compile-time sizes under numba-cuda-mlir (async_copy.py)
+    b_total = stages * b_words
     bounds = {} if SIMULATOR else {"launch_bounds": (THREADS, 2)}
 
     @cuda.jit(**bounds)
     def tf32_kernel(A, B, C):
         """C = A @ B, float32 in and out, TF32 products; block (256,), grid (ceil(N / 128), ceil(M / 128))."""
-        sA = cuda.shared.array(stages * a_words, float32, alignment=ALIGN)  # [stage][m][k]
-        sB = cuda.shared.array(stages * b_words, float32, alignment=ALIGN)  # [stage][k][n]
+        sA = cuda.shared.array(a_total, float32, alignment=ALIGN)  # [stage][m][k]
+        sB = cuda.shared.array(b_total, float32, alignment=ALIGN)  # [stage][k][n]
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -93,10 +98,10 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
         ga = global_address(A)
         gb = global_address(B)
         vec = K % 4 == 0 and N % 4 == 0
-        acc = cuda.local.array(MT * NT * 4, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
-        af = cuda.local.array(MT * 4, FRAGMENT)  # TF32 bits (an int32 register) on a GPU
-        bf = cuda.local.array(NT * 2, FRAGMENT)
-        for i in range(MT * NT * 4):
+        acc = cuda.local.array(ACC, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
+        af = cuda.local.array(A_FRAG, FRAGMENT)  # TF32 bits (an int32 register) on a GPU
+        bf = cuda.local.array(B_FRAG, FRAGMENT)
+        for i in range(ACC):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):
