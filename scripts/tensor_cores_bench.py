@@ -98,20 +98,18 @@ def part_probe(name, out, rng):
         def roundtrip(X, Y):
             s = cuda.shared.array(128, float32, alignment=16)
             t = cuda.threadIdx.x
-            sa = mma.shared_address(s)
-            gx = mma.global_address(X)
-            mma.cp_async16(sa + t * 16, gx + t * 16, 16 if t < 16 else 8)
+            mma.cp_async16(s, t * 4, X, 0, t * 4, 4 if t < 16 else 2)
             mma.cp_async_commit()
             mma.cp_async_wait(0)
             cuda.syncthreads()
             for e in range(4):
                 Y[t * 4 + e] = s[t * 4 + e]
 
-        X = np.arange(128, dtype=np.float32) + 1
+        X = (np.arange(128, dtype=np.float32) + 1).reshape(1, 128)
         dY = cuda.to_device(np.full(128, np.nan, np.float32))
         roundtrip[1, 32](cuda.to_device(X), dY)
         Y = dY.copy_to_host()
-        want = X.copy()
+        want = X.ravel().copy()
         for t in range(16, 32):
             want[t * 4 + 2: t * 4 + 4] = 0
         out["probes"]["cp_async"] = {"ok": bool(np.array_equal(Y, want)), "got_head": Y[:8].tolist(),

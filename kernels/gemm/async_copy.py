@@ -42,8 +42,7 @@ import functools
 import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
-from kernels.gemm.mma import (EMULATED, UNAVAILABLE, cp_async4, cp_async16, cp_async_commit, cp_async_wait,
-                              global_address, shared_address)
+from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async4, cp_async16, cp_async_commit, cp_async_wait
 from kernels.spec import Launch, blocks_for
 
 BM = BN = 128  # block tile of C
@@ -56,30 +55,27 @@ ALIGN = None if SIMULATOR else 16
 
 
 @cuda.jit(device=True, **FORCEINLINE)
-def load_tile_async(sdst, gsrc, rows, cols, r0, c0, tile_rows, tile_cols, lds, t, nthreads, vec):
-    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + tile_cols] of a row-major float32
-    rows x cols matrix (global address ``gsrc``) to shared memory at address ``sdst`` (rows of
-    ``lds`` words): thread ``t`` of ``nthreads`` copies every nthreads-th 4-word chunk. ``vec``: 16-byte
-    copies (cols % 4 == 0, so chunks are aligned), else four 4-byte copies a chunk. Elements outside
-    the matrix are written as zeros (source size 0). Does not commit."""
+def load_tile_async(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds, t, nthreads, vec):
+    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + tile_cols] of ``src`` (a row-major
+    float32 rows x cols matrix) into the 1-D shared array ``sdst`` from element ``base`` on, in rows of
+    ``lds`` elements: thread ``t`` of ``nthreads`` copies every nthreads-th 4-element chunk. ``vec``:
+    16-byte copies (cols % 4 == 0, so chunks are aligned), else four 4-byte copies a chunk. Elements
+    outside the matrix are written as zeros (source size 0). Does not commit."""
     per_row = tile_cols // 4
     for c in range(t, tile_rows * per_row, nthreads):
         r = c // per_row
         k = (c - r * per_row) * 4
         gr = r0 + r
         gc = c0 + k
-        dst = sdst + (r * lds + k) * 4
+        di = base + r * lds + k
         if vec:
             n = 0
             if gr < rows and gc < cols:
-                n = min(cols - gc, 4) * 4
-            cp_async16(dst, gsrc + (gr * cols + gc) * 4 if n > 0 else gsrc, n)
+                n = min(cols - gc, 4)
+            cp_async16(sdst, di, src, gr, gc, n)
         else:
             for e in range(4):
-                if gr < rows and gc + e < cols:
-                    cp_async4(dst + 4 * e, gsrc + (gr * cols + gc + e) * 4, 4)
-                else:
-                    cp_async4(dst + 4 * e, gsrc, 0)
+                cp_async4(sdst, di + e, src, gr, gc + e, 1 if gr < rows and gc + e < cols else 0)
 
 
 @functools.lru_cache(maxsize=None)
@@ -107,10 +103,6 @@ def make_async_copy_kernel(bk: int = BK, stages: int = STAGES):
         ty = t // 16
         row0 = cuda.blockIdx.y * BM
         col0 = cuda.blockIdx.x * BN
-        sa = shared_address(sA)
-        sb = shared_address(sB)
-        ga = global_address(A)
-        gb = global_address(B)
         vec = K % 4 == 0 and N % 4 == 0
         acc = cuda.local.array(64, float32)  # indexed only by unrolled loops: registers
         a_frag = cuda.local.array(32, float32)
@@ -120,8 +112,8 @@ def make_async_copy_kernel(bk: int = BK, stages: int = STAGES):
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):  # prologue: slabs 0 .. stages-2 in flight
             if s < ntiles:
-                load_tile_async(sa + s * a_words * 4, ga, M, K, row0, s * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sb + s * b_words * 4, gb, K, N, s * bk, col0, bk, BN, BN, t, THREADS, vec)
+                load_tile_async(sA, s * a_words, A, M, K, row0, s * bk, BM, bk, lda, t, THREADS, vec)
+                load_tile_async(sB, s * b_words, B, K, N, s * bk, col0, bk, BN, BN, t, THREADS, vec)
             cp_async_commit()
         for kt in range(ntiles):
             cp_async_wait(stages - 2)  # my copies of slab kt landed
@@ -129,8 +121,8 @@ def make_async_copy_kernel(bk: int = BK, stages: int = STAGES):
             nxt = kt + stages - 1
             if nxt < ntiles:  # refill the buffer slab kt - 1 used
                 buf = nxt % stages
-                load_tile_async(sa + buf * a_words * 4, ga, M, K, row0, nxt * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sb + buf * b_words * 4, gb, K, N, nxt * bk, col0, bk, BN, BN, t, THREADS, vec)
+                load_tile_async(sA, buf * a_words, A, M, K, row0, nxt * bk, BM, bk, lda, t, THREADS, vec)
+                load_tile_async(sB, buf * b_words, B, K, N, nxt * bk, col0, bk, BN, BN, t, THREADS, vec)
             cp_async_commit()  # an empty group past the last slab keeps the count
             abase = (kt % stages) * a_words
             bbase = (kt % stages) * b_words

@@ -17,9 +17,10 @@ Two PTX instruction families the SIMT rungs cannot reach through Numba's own API
 
 Under numba-cuda-mlir on a GPU each function is one ``inline_ptx`` line
 (``numba_cuda_mlir.cuda.experimental.inline_ptx``: output constraints "=f"/"=r"/"=l" with a type,
-input constraints "f"/"r"/"l" with a value). Addresses are plain integers: :func:`shared_address`
-gives the 32-bit shared-window address of a shared array, :func:`global_address` the global address of a
-device array; a kernel adds byte offsets to them.
+input constraints "f"/"r"/"l" with a value). The copies take arrays and indices -- ``cp_async16(dst,
+di, src, row, col, count)`` copies src[row, col : col + count] into dst[di : di + 4] -- and form the
+addresses themselves (:func:`shared_address`: a shared array's 32-bit shared-window address;
+:func:`global_address`: a device array's global address).
 
 In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the same functions are an
 *emulation* with the same contracts, so the lessons and their tests run on a laptop:
@@ -28,15 +29,15 @@ In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the sa
   ``.aligned`` demands on a GPU), each hands in its fragment registers, and each gets back its own
   4 elements of D = A @ B + C computed from the tiles the fragments describe, the inputs rounded to
   TF32 first. A lane that puts an element in the wrong register gives a wrong tile, as on a GPU.
-* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the bytes per thread;
-  ``cp_async_commit`` closes a group; ``cp_async_wait(n)`` writes the buffered bytes of all but the
+* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the values per thread;
+  ``cp_async_commit`` closes a group; ``cp_async_wait(n)`` writes the buffered values of all but the
   newest n groups into shared memory. A kernel that reads a tile without the wait (or waits for the
   wrong group) reads stale or poisoned shared memory in the emulation, as it may on a GPU; copies
   never waited for never land.
-* addresses are :class:`Address` objects (an array and a byte offset) that add like integers.
 
-Under numba-cuda on a GPU none of this compiles (numba-cuda has no inline PTX): :data:`UNAVAILABLE`
-says why, and the runner skips the rungs that need it with that line.
+Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
+shuffles, the copies synchronous. That keeps a student's kernel compilable there; the matmul rungs
+are skipped there (:data:`UNAVAILABLE` says why: they would time shuffles, not tensor cores).
 
 Sources: PTX ISA 8.x, "Warp-level matrix multiply-accumulate instructions" (mma.sync, section
 "Matrix fragments for mma.m16n8k8", .tf32) and "Data movement and conversion instructions: cp.async,
@@ -57,9 +58,9 @@ WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
 TF32_MANTISSA = 10  # explicit mantissa bits of TF32 (float32 has 23, bfloat16 7)
 
-# what to_tf32 returns and mma_tf32 takes for A and B: TF32 bits in an int32 register on a GPU, the
-# float32 value in the emulation (which rounds it itself); a kernel's fragment arrays use this type
-FRAGMENT = float32 if SIMULATOR else int32
+# what to_tf32 returns and mma_tf32 takes for A and B: TF32 bits in an int32 register under
+# numba-cuda-mlir, the float32 value in the emulations (which rounds it itself); a kernel's fragment arrays use this type
+FRAGMENT = int32 if COMPILER == MLIR and not SIMULATOR else float32
 EMULATED = SIMULATOR  # the functions below are the Python emulation (no tensor cores, no cp.async)
 if SIMULATOR or COMPILER == MLIR:
     UNAVAILABLE = ""
@@ -126,37 +127,6 @@ def round_tf32(x):
 
 
 # --- The emulation (Numba's CUDA simulator, lab.core.simt) -------------------------------------
-class Address:
-    """A byte address in the emulation: ``array`` (shared or global) and ``offset`` bytes into its
-    elements in C order. Adds and subtracts integers like the GPU's integer addresses."""
-
-    __slots__ = ("array", "offset")
-
-    def __init__(self, array, offset=0):
-        self.array, self.offset = array, int(offset)
-
-    def __add__(self, n):
-        return Address(self.array, self.offset + int(n))
-
-    __radd__ = __add__
-
-    def __sub__(self, n):
-        return Address(self.array, self.offset - int(n))
-
-    def index(self, k: int = 0) -> tuple:
-        """The element ``k`` elements past this address, as an index of ``array``; IndexError when
-        the address is not element-aligned or outside the array."""
-        size = self.array.dtype.itemsize
-        if self.offset % size:
-            raise IndexError(f"address {self.offset} bytes into an array of {self.array.dtype} is not "
-                             f"aligned to its {size}-byte elements")
-        flat = self.offset // size + k
-        if not 0 <= flat < self.array.size:
-            raise IndexError(f"address {self.offset + k * size} bytes is outside the array of "
-                             f"{self.array.size * size} bytes")
-        return np.unravel_index(flat, self.array.shape)
-
-
 def _me():
     return threading.current_thread()
 
@@ -248,25 +218,24 @@ def _pending(me):
     return state.setdefault(_thread_key(me), {"open": [], "groups": []})
 
 
-def _cp_async_emulated(dst, src, size, src_bytes):
-    if not isinstance(dst, Address) or not isinstance(src, Address):
-        raise TypeError("cp_async takes addresses: shared_address(array) + bytes, global_address(array) + bytes")
-    if dst.offset % size or (src_bytes and src.offset % size):
-        raise IndexError(f"cp.async of {size} bytes needs {size}-byte aligned addresses "
-                         f"(shared offset {dst.offset}, global offset {src.offset})")
-    esize = dst.array.dtype.itemsize
-    n = size // esize
-    valid = int(src_bytes) // esize
-    values = [src.array[src.index(k)] if k < valid else dst.array.dtype.type(0) for k in range(n)]
-    _pending(_me())["open"].append((dst, values))
+def _cp_async_emulated(dst, di, src, row, col, n, count):
+    if di % n:
+        raise IndexError(f"cp.async of {4 * n} bytes needs a {4 * n}-byte aligned shared address "
+                         f"(element {di} of the shared array)")
+    count = int(count)
+    values = [src[row, col + e] if e < count else dst.dtype.type(0) for e in range(n)]
+    for e in range(n):  # the destination must exist now (an out-of-bounds copy faults on a GPU)
+        if not 0 <= di + e < dst.shape[0]:
+            raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
+    _pending(_me())["open"].append((dst, int(di), values))
 
 
-def _cp_async16_emulated(dst, src, src_bytes):
-    _cp_async_emulated(dst, src, 16, src_bytes)
+def _cp_async16_emulated(dst, di, src, row, col, count):
+    _cp_async_emulated(dst, di, src, row, col, 4, count)
 
 
-def _cp_async4_emulated(dst, src, src_bytes):
-    _cp_async_emulated(dst, src, 4, src_bytes)
+def _cp_async4_emulated(dst, di, src, row, col, count):
+    _cp_async_emulated(dst, di, src, row, col, 1, count)
 
 
 def _cp_async_commit_emulated():
@@ -278,19 +247,12 @@ def _cp_async_commit_emulated():
 def _cp_async_wait_emulated(n):
     state = _pending(_me())
     groups = state["groups"]
-    done, state["groups"] = groups[:max(0, len(groups) - int(n))], groups[max(0, len(groups) - int(n)):]
+    keep = max(0, len(groups) - int(n))
+    done, state["groups"] = groups[:keep], groups[keep:]
     for group in done:
-        for dst, values in group:
-            for k, v in enumerate(values):
-                dst.array[dst.index(k)] = v
-
-
-def _shared_address_emulated(array):
-    return Address(array)
-
-
-def _global_address_emulated(array):
-    return Address(array)
+        for dst, di, values in group:
+            for e, v in enumerate(values):
+                dst[di + e] = v
 
 
 # --- The GPU (numba-cuda-mlir's inline PTX) -------------------------------------------------
@@ -334,17 +296,26 @@ if COMPILER == MLIR:
         return _X.inline_ptx("cvta.to.global.u64 %0, %1;", "=l", np.int64, "l", array.ctypes.data)
 
     @cuda.jit(device=True, forceinline=True)
-    def cp_async16(dst, src, src_bytes):
-        """Copy 16 bytes from global ``src`` to shared ``dst`` asynchronously (both 16-byte aligned);
-        bytes past ``src_bytes`` (0..16) are zeros and not read."""
-        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(dst), "l", src,
-                      "r", int32(src_bytes))
+    def cp_async16(dst, di, src, row, col, count):
+        """Copy src[row, col : col + count] (count 0..4 float32) to dst[di : di + 4] asynchronously,
+        zeros past count: 16 bytes, both addresses 16-byte aligned. dst: a 1-D shared array; src: a
+        C-contiguous 2-D global array (nothing is read when count is 0)."""
+        d = shared_address(dst) + di * 4
+        s = global_address(src)
+        if count > 0:
+            s += (row * src.shape[1] + col) * 4
+        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(d), "l", s,
+                      "r", int32(count * 4))
 
     @cuda.jit(device=True, forceinline=True)
-    def cp_async4(dst, src, src_bytes):
-        """Copy 4 bytes from global ``src`` to shared ``dst`` asynchronously; src_bytes 0 writes a zero."""
-        _X.inline_ptx("cp.async.ca.shared.global [%0], [%1], 4, %2;", "r", int32(dst), "l", src,
-                      "r", int32(src_bytes))
+    def cp_async4(dst, di, src, row, col, count):
+        """Copy src[row, col] (count 1) or a zero (count 0) to dst[di] asynchronously: 4 bytes."""
+        d = shared_address(dst) + di * 4
+        s = global_address(src)
+        if count > 0:
+            s += (row * src.shape[1] + col) * 4
+        _X.inline_ptx("cp.async.ca.shared.global [%0], [%1], 4, %2;", "r", int32(d), "l", s,
+                      "r", int32(count * 4))
 
     @cuda.jit(device=True, forceinline=True)
     def cp_async_commit():
@@ -362,18 +333,70 @@ if COMPILER == MLIR:
             _X.inline_ptx("cp.async.wait_group 2;")
         else:
             _X.inline_ptx("cp.async.wait_group 3;")
-else:
-    # the simulator's emulation (and, under numba-cuda on a GPU, names that are never compiled:
-    # the rungs are skipped with UNAVAILABLE)
+elif SIMULATOR:  # the emulation
     to_tf32 = _to_tf32_emulated
     tf32_bits = _to_tf32_emulated
     mma_tf32 = _mma_tf32_emulated
-    shared_address = _shared_address_emulated
-    global_address = _global_address_emulated
     cp_async16 = _cp_async16_emulated
     cp_async4 = _cp_async4_emulated
     cp_async_commit = _cp_async_commit_emulated
     cp_async_wait = _cp_async_wait_emulated
+else:
+    # numba-cuda on a GPU: no inline PTX. The same functions compile (a student's kernel, the checker's
+    # GPU compile) as an emulation in plain CUDA: the mma through 32 warp shuffles, the copies
+    # synchronous (complete at once; a missing wait goes unnoticed here, the simulator catches it).
+    # The matmul rungs are skipped here (UNAVAILABLE): they would time shuffles, not tensor cores.
+    from kernels.compiler import float32 as _f32
+
+    @cuda.jit(device=True)
+    def to_tf32(x):
+        """x unchanged (this emulation multiplies in float32)."""
+        return x
+
+    tf32_bits = to_tf32
+
+    @cuda.jit(device=True)
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """The m16n8k8 mma from the fragments by shuffles: for each k, lane g * 4 + k holds
+        A[g][k], A[g+8][k], A[g][k+4], A[g+8][k+4]; lane n * 4 + k holds B[k][n], B[k+4][n]."""
+        lane = cuda.laneid
+        g = lane // 4
+        q = lane % 4
+        d0, d1, d2, d3 = c0, c1, c2, c3
+        for kk in range(4):
+            src = g * 4 + kk
+            x0 = cuda.shfl_sync(0xFFFFFFFF, a0, src)
+            x1 = cuda.shfl_sync(0xFFFFFFFF, a1, src)
+            x2 = cuda.shfl_sync(0xFFFFFFFF, a2, src)
+            x3 = cuda.shfl_sync(0xFFFFFFFF, a3, src)
+            y0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + kk)
+            y1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + kk)
+            z0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + 4 + kk)
+            z1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + 4 + kk)
+            d0 += x0 * y0 + x2 * y1
+            d1 += x0 * z0 + x2 * z1
+            d2 += x1 * y0 + x3 * y1
+            d3 += x1 * z0 + x3 * z1
+        return d0, d1, d2, d3
+
+    @cuda.jit(device=True)
+    def cp_async16(dst, di, src, row, col, count):
+        """A synchronous copy of src[row, col : col + count] to dst[di : di + 4], zeros past count."""
+        for e in range(4):
+            dst[di + e] = src[row, col + e] if e < count else _f32(0.0)
+
+    @cuda.jit(device=True)
+    def cp_async4(dst, di, src, row, col, count):
+        """A synchronous copy of src[row, col] (count 1) or a zero (count 0) to dst[di]."""
+        dst[di] = src[row, col] if count > 0 else _f32(0.0)
+
+    @cuda.jit(device=True)
+    def cp_async_commit():
+        """Nothing to do: the copies were synchronous."""
+
+    @cuda.jit(device=True)
+    def cp_async_wait(n):
+        """Nothing to wait for: the copies were synchronous."""
 
 
 # --- Precision: the tolerance of a product whose inputs were rounded (TF32, bfloat16) -----------

@@ -46,8 +46,8 @@ import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.async_copy import load_tile_async
-from kernels.gemm.mma import (EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, global_address,
-                              mma_tf32, shared_address, tf32_bits, to_tf32)
+from kernels.gemm.mma import (EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32, tf32_bits,
+                              to_tf32)
 from kernels.spec import Launch, blocks_for
 
 BM = BN = 128  # block tile of C
@@ -93,10 +93,6 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
         wn = (warp % 4) * WN
         row0 = cuda.blockIdx.y * BM
         col0 = cuda.blockIdx.x * BN
-        sa = shared_address(sA)
-        sb = shared_address(sB)
-        ga = global_address(A)
-        gb = global_address(B)
         vec = K % 4 == 0 and N % 4 == 0
         acc = cuda.local.array(ACC, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
         af = cuda.local.array(A_FRAG, FRAGMENT)  # TF32 bits (an int32 register) on a GPU
@@ -106,8 +102,8 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):
             if s < ntiles:
-                load_tile_async(sa + s * a_words * 4, ga, M, K, row0, s * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sb + s * b_words * 4, gb, K, N, s * bk, col0, bk, BN, ldb, t, THREADS, vec)
+                load_tile_async(sA, s * a_words, A, M, K, row0, s * bk, BM, bk, lda, t, THREADS, vec)
+                load_tile_async(sB, s * b_words, B, K, N, s * bk, col0, bk, BN, ldb, t, THREADS, vec)
             cp_async_commit()
         for kt in range(ntiles):
             cp_async_wait(stages - 2)
@@ -115,8 +111,8 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
             nxt = kt + stages - 1
             if nxt < ntiles:
                 buf = nxt % stages
-                load_tile_async(sa + buf * a_words * 4, ga, M, K, row0, nxt * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sb + buf * b_words * 4, gb, K, N, nxt * bk, col0, bk, BN, ldb, t, THREADS, vec)
+                load_tile_async(sA, buf * a_words, A, M, K, row0, nxt * bk, BM, bk, lda, t, THREADS, vec)
+                load_tile_async(sB, buf * b_words, B, K, N, nxt * bk, col0, bk, BN, ldb, t, THREADS, vec)
             cp_async_commit()
             abase = (kt % stages) * a_words
             bbase = (kt % stages) * b_words
