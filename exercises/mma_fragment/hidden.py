@@ -21,11 +21,11 @@ def _diagnose(A, B):
                         if bad[c_index(lane, i)[0]::16, c_index(lane, i)[1]::8].any()})
         if np.allclose(out, ref.reshape(out.shape), rtol=1e-3, atol=1e-3):
             return None
-        rows_ok = np.isclose(np.sort(out, axis=1), np.sort(ref, axis=1), rtol=1e-3, atol=1e-3).all()
+        rows_ok = np.isclose(np.sort(out, axis=None), np.sort(ref, axis=None), rtol=1e-3, atol=1e-3).all()
         where = f"registers c{', c'.join(map(str, wrong))} of the C fragment" if wrong else "C"
         if rows_ok:
-            return (f"each row of C holds the right values in the wrong columns ({where}): c0 and c1 go to "
-                    f"columns 2q and 2q + 1 of rows g, c2 and c3 to the same columns of row g + 8")
+            return (f"C holds the right values in the wrong places ({where}): c0 and c1 go to columns 2q and "
+                    f"2q + 1 of row g, c2 and c3 to the same columns of row g + 8")
         return (f"wrong values in {where}: check which element of A each a_i holds (a1: row g + 8, a2: column "
                 f"q + 4) and that B's fragment is b0 = B[k0 + q, c0 + g], b1 = B[k0 + q + 4, c0 + g]")
     return diagnose

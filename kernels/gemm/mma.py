@@ -29,11 +29,13 @@ In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the sa
   ``.aligned`` demands on a GPU), each hands in its fragment registers, and each gets back its own
   4 elements of D = A @ B + C computed from the tiles the fragments describe, the inputs rounded to
   TF32 first. A lane that puts an element in the wrong register gives a wrong tile, as on a GPU.
-* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the values per thread;
-  ``cp_async_commit`` closes a group; ``cp_async_wait(n)`` writes the buffered values of all but the
-  newest n groups into shared memory. A kernel that reads a tile without the wait (or waits for the
-  wrong group) reads stale or poisoned shared memory in the emulation, as it may on a GPU; copies
-  never waited for never land.
+* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the values per thread,
+  and poison the destination (NaN): between the issue and the wait its contents are undefined, as
+  on a GPU, where the bytes land at some moment in between. ``cp_async_commit`` closes a group;
+  ``cp_async_wait(n)`` writes the buffered values of all but the newest n groups into shared memory.
+  A kernel that reads a tile without the wait (or waits for the wrong group) reads poison; one that
+  refills a buffer other threads still read (a missing barrier) poisons their operands, and
+  lab.core.simt reports the write as a race; copies never waited for never land.
 
 Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
 shuffles, the copies synchronous. That keeps a student's kernel compilable there; the matmul rungs
@@ -227,6 +229,8 @@ def _cp_async_emulated(dst, di, src, row, col, n, count):
     for e in range(n):  # the destination must exist now (an out-of-bounds copy faults on a GPU)
         if not 0 <= di + e < dst.shape[0]:
             raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
+    for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
+        dst[di + e] = np.nan if dst.dtype.kind == "f" else 0
     _pending(_me())["open"].append((dst, int(di), values))
 
 
