@@ -5,7 +5,7 @@ PREREQUISITES = ["warp_reduce", "tiled_matmul"]
 MIRRORS = "kernels/gemm/tensor_core_tf32.py"
 KERNEL = "mma_kernel"
 LAUNCH = None
-LESSON = None  # graded by values: a lane that holds the wrong element gives a wrong tile
+LESSON = "tensor_core"  # the fragments go through mma_tf32 (lab.teach.lessons): right values by plain FMAs fail
 STATEMENT = """
 mma_fragment: C = A @ B for float32 A[M, K], B[K, N] (M a multiple of 16, N and K multiples of 8)
 on the tensor cores, with mma_tf32 (kernels.gemm.mma): one warp computes one 16 x 8 tile of C with
