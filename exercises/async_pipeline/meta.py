@@ -2,7 +2,7 @@
 TITLE = "Asynchronous copies: a double-buffered tiled matmul"
 DIFFICULTY = 5
 PREREQUISITES = ["tiled_matmul"]
-MIRRORS = "kernels/gemm/async_copy.py"
+MIRRORS = "kernels/matmul.py"  # its rung async_copy (kernels/gemm/async_copy.py)
 KERNEL = "pipeline_kernel"
 LAUNCH = None
 LESSON = "shared_reuse"  # each element of A and B is copied into shared memory once per block (lab.teach.lessons)

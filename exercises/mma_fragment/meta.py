@@ -2,7 +2,7 @@
 TITLE = "Tensor-core fragments: which lane holds which element of an mma.sync tile"
 DIFFICULTY = 4
 PREREQUISITES = ["warp_reduce", "tiled_matmul"]
-MIRRORS = "kernels/gemm/tensor_core_tf32.py"
+MIRRORS = "kernels/matmul.py"  # its rung tensor_core_tf32 (kernels/gemm/tensor_core_tf32.py)
 KERNEL = "mma_kernel"
 LAUNCH = None
 LESSON = "tensor_core"  # the fragments go through mma_tf32 (lab.teach.lessons): right values by plain FMAs fail
