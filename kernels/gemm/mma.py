@@ -111,7 +111,7 @@ def fragment_picture() -> str:
                         ("C", "C, D (16 x 8, m x n): c0..c3")):
         grid = fragment_maps()[name]
         lines.append(title)
-        lines.append("      " + "".join(f"{'k' if name == 'A' else 'n'}={j:<4d}" for j in range(grid.shape[1])))
+        lines.append(("      " + "".join(f"{'k' if name == 'A' else 'n'}={j:<4d}" for j in range(grid.shape[1]))).rstrip())
         for r in range(grid.shape[0]):
             cells = "".join(f"T{v // 10}.{v % 10}".ljust(6) for v in grid[r])
             lines.append(f"{'m' if name != 'B' else 'k'}={r:<3d} {cells}".rstrip())
