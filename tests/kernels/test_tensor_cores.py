@@ -92,8 +92,7 @@ def test_async_copy_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
-@pytest.mark.slow  # about 5 s in the simulator: 256 threads meet at every emulated mma
-@pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES)
+@pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES)  # about 1 s in the simulator
 def test_tensor_core_tf32_rung(size, rng):
     verdict = _run("tensor_core_tf32", size, rng)
     assert verdict.ok, verdict.reason
