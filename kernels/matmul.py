@@ -514,6 +514,8 @@ RUNGS = {
 }
 
 
+from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32: not auto's)
+
 SPEC = KernelSpec(
     name="matmul",
     summary="C = A @ B for M x K and K x N row-major matrices",
@@ -528,7 +530,7 @@ SPEC = KernelSpec(
     * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1] * size[2],
     square_ok=True,
-    variants={**RUNGS, "auto": auto_variant(
+    variants={**RUNGS, **PIPELINE_RUNGS, "auto": auto_variant(
         choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
         "N = 1, and wide_loads with the tile and K ranges a launch model of measured tiles picks (choose())",
         kernel="matmul")},

@@ -10,6 +10,9 @@ register_tiled): one idea a module.
   rungs.py         rungs 7-9 (warp_tiled, wide_loads, small): their launch math and prepare
   model.py         auto's launch model, from the tiles' measured times in rates.json
   build_options.py GPU-only compile options the builds share
+  mma.py           tensor-core fragments, mma.sync and cp.async (inline PTX; emulated in the simulator)
+  async_copy.py    FP32 SIMT with a cp.async shared-memory pipeline (numba-cuda-mlir)
+  tensor_core_tf32.py  TF32 mma.sync m16n8k8 warp tiles fed by that pipeline (numba-cuda-mlir)
 
 Launch math reads the device from kernels.device_limits (SMs, shared memory a block, threads and
 registers an SM). This package imports nothing at import time; import its modules.

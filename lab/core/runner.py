@@ -450,6 +450,10 @@ def plan(p: Plan) -> list[Step]:
                 if why:
                     steps.append(Step(Task(contender="numba", variant=v, **base), Check("skipped", why)))
                     continue
+                why = variant.unavailable(p.dtype) if getattr(variant, "unavailable", None) else None
+                if why:  # e.g. a float32-only rung
+                    steps.append(Step(Task(contender="numba", variant=v, **base), Check("skipped", why)))
+                    continue
                 try:
                     cfg = variant.launch(p.size, p.threads)
                 except Exception as e:  # launch math that cannot serve this input is a row, not a crash
@@ -517,8 +521,11 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             add(Row(task, step.skip, compiler=report.compiler if task.contender == "numba" else None))
         elif task.contender == "numba":
             variant = spec.variants[task.variant]
+            # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
+            own = getattr(variant, "tolerance", None)
             add(_measure(p, report, rule, ref, task, emit,
-                         lambda: C.prepare_numba(spec, size, variant, step.cfg, inputs, simulator)))
+                         lambda: C.prepare_numba(spec, size, variant, step.cfg, inputs, simulator),
+                         (ref.refs, own(inputs, ref.refs, dtype)) if own else None))
             from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
             task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size))
@@ -608,7 +615,8 @@ def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Tas
         verdict, host_outs = checked.verdict, checked.outputs
         checked_.update(max_abs_err=verdict.max_abs_err, rel_err=verdict.rel_err)
         if not verdict.ok:
-            reference = "the float64 reference" if against is None else "the reference of the float32-rounded inputs"
+            reference = ("the float64 reference" if against is None or against[0] is ref.refs else
+                         "the reference of the float32-rounded inputs")
             return Row(task, Check("FAIL", f"output differs from {reference}: {verdict.reason}", **checked_), **facts)
         if p.spec.summarize and numba and not report.notes:
             report.notes = [f"{task.variant}: {line}" for line in p.spec.summarize(ref.inputs, host_outs)]

@@ -567,7 +567,8 @@ def _lane_op(src_of):
     return shfl
 
 
-WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activemask")
+WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activemask",
+            "mma_tf32")  # kernels.gemm.mma: an emulated warp collective
 
 
 def _install_warp_ops(mod, n_threads):

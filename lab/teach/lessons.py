@@ -23,7 +23,8 @@ Lessons (:data:`LESSONS`):
   32-byte sectors per warp request that their bytes need (consecutive threads, consecutive addresses);
 * ``shared_reuse``: a block loads each element of its large inputs from global memory about once
   (at most :data:`RELOAD_RATIO` loads per distinct element a block), reading the reuse from shared
-  memory.
+  memory;
+* ``tensor_core``: the warp's fragments go through ``mma_tf32`` (kernels.gemm.mma), a warp collective.
 
 Sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory" and "Shared Memory";
 CUDA C++ Programming Guide, "Thread Hierarchy", "Atomic Functions", "Warp Shuffle Functions".
@@ -33,7 +34,7 @@ from __future__ import annotations
 import math
 
 LESSONS = ("one_element_per_thread", "block_reduction", "block_scan", "warp_shuffle", "coalesced",
-           "shared_reuse")
+           "shared_reuse", "tensor_core")
 SECTOR_RATIO = 2.0    # coalesced: sectors per request at most this x what the request's bytes need
 RELOAD_RATIO = 2.0    # shared_reuse: global loads per distinct element a block, at most
 MIN_REQUESTS = 4      # coalesced: judged only with at least this many warp requests of a kind
@@ -206,6 +207,14 @@ def _warp_shuffle(f, launch, output):
     return None
 
 
+def _tensor_core(f, launch, output):
+    if f["warp_collectives"] == 0:
+        return ("right values, but mma_tf32 never ran: this exercise is about the tensor cores' fragments: "
+                "each lane loads its a0..a3 and b0, b1, the warp calls mma_tf32 together, and each lane "
+                "stores its c0..c3")
+    return None
+
+
 def _coalesced(f, launch, output):
     for kind, verb in (("load", "loads"), ("store", "stores")):
         r = f[kind]
@@ -237,4 +246,4 @@ def _shared_reuse(f, launch, output):
 
 _JUDGES = {"one_element_per_thread": _one_element, "block_reduction": _block_work("a block reduction"),
            "block_scan": _block_work("a block scan"), "warp_shuffle": _warp_shuffle, "coalesced": _coalesced,
-           "shared_reuse": _shared_reuse}
+           "shared_reuse": _shared_reuse, "tensor_core": _tensor_core}

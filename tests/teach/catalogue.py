@@ -278,6 +278,12 @@ _MATVEC_CHUNKS = ("    for j in range(t, A.shape[1], WARP):\n        acc += A[ro
                   "    chunk = (A.shape[1] + WARP - 1) // WARP\n"
                   "    for j in range(t * chunk, min((t + 1) * chunk, A.shape[1])):\n        acc += A[row, j] * x[j]\n")
 
+# async_pipeline's loop, line by line (the catalogue moves and drops them)
+_WAIT = "        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n"
+_SYNC1 = "        cuda.syncthreads()  # everyone's copies of tile t are visible\n"
+_COMMIT = "        cp_async_commit()  # one group an iteration (an empty one at the end)\n"
+_SYNC2 = "        cuda.syncthreads()  # everyone is done with this buffer before tile t + 2 is copied into it\n"
+
 WRONG = [
     # --- map_guard --------------------------------------------------------------------------------
     Wrong("map_guard", "guard with <=", [("i < out.shape[0]", "i <= out.shape[0]")],
@@ -532,6 +538,42 @@ WRONG = [
           BARRIER, [], "syncthreads inside a branch"),
     Wrong("conv1d", "filter index reversed past the end", [("acc += w[k] * tile[t + k]", "acc += w[K - k] * tile[t + k]")],
           ["out of bounds", "w["], ["guard it"], "index arithmetic"),
+    # --- mma_fragment ---------------------------------------------------------------------------------
+    Wrong("mma_fragment", "a1 and a2 swapped",
+          [("a1 = A[r0 + g + 8, k0 + q]\n        a2 = A[r0 + g, k0 + q + 4]", "a1 = A[r0 + g, k0 + q + 4]\n        a2 = A[r0 + g + 8, k0 + q]")],
+          ["which element of A each a_i holds"], ["wrong places"], "wrong fragment lane"),
+    Wrong("mma_fragment", "B's fragment transposed",
+          [("b0 = B[k0 + q, c0 + g]\n        b1 = B[k0 + q + 4, c0 + g]", "b0 = B[k0 + g, c0 + q]\n        b1 = B[k0 + g, c0 + q + 4]")],
+          ["b0 = B[k0 + q, c0 + g]"], ["wrong places"], "wrong fragment lane"),
+    Wrong("mma_fragment", "C stored at columns q and q + 4",
+          [("C[r0 + g, c0 + 2 * q] = d0\n    C[r0 + g, c0 + 2 * q + 1] = d1\n    C[r0 + g + 8, c0 + 2 * q] = d2\n"
+            "    C[r0 + g + 8, c0 + 2 * q + 1] = d3",
+            "C[r0 + g, c0 + q] = d0\n    C[r0 + g, c0 + q + 4] = d1\n    C[r0 + g + 8, c0 + q] = d2\n"
+            "    C[r0 + g + 8, c0 + q + 4] = d3")],
+          ["wrong places", "columns 2q and 2q + 1"], [], "wrong fragment register"),
+    Wrong("mma_fragment", "c1 and c2 swapped",
+          [("C[r0 + g, c0 + 2 * q + 1] = d1\n    C[r0 + g + 8, c0 + 2 * q] = d2", "C[r0 + g, c0 + 2 * q + 1] = d2\n    C[r0 + g + 8, c0 + 2 * q] = d1")],
+          ["wrong places", "c1, c2"], [], "wrong fragment register"),
+    Wrong("mma_fragment", "lane groups of 8", [("g = lane // 4  #", "g = lane // 8  #")], ["never written"], [],
+          "wrong fragment lane"),
+    Wrong("mma_fragment", "plain FMAs instead of mma_tf32",
+          [("        d0, d1, d2, d3 = mma_tf32(to_tf32(a0), to_tf32(a1), to_tf32(a2), to_tf32(a3), to_tf32(b0), to_tf32(b1),\n"
+            "                                  d0, d1, d2, d3)\n",
+            "        for k in range(8):\n            d0 += A[r0 + g, k0 + k] * B[k0 + k, c0 + 2 * q]\n"
+            "            d1 += A[r0 + g, k0 + k] * B[k0 + k, c0 + 2 * q + 1]\n"
+            "            d2 += A[r0 + g + 8, k0 + k] * B[k0 + k, c0 + 2 * q]\n"
+            "            d3 += A[r0 + g + 8, k0 + k] * B[k0 + k, c0 + 2 * q + 1]\n")],
+          MAPPING + ["mma_tf32 never ran"], [], "no tensor-core instruction"),
+    # --- async_pipeline -------------------------------------------------------------------------------
+    Wrong("async_pipeline", "missing wait", [(_WAIT, "")], ["but it is NaN"], [], "missing wait"),
+    Wrong("async_pipeline", "wait after the barrier", [(_WAIT + _SYNC1, _SYNC1 + _WAIT)], ["race"], [],
+          "wait after the barrier"),
+    Wrong("async_pipeline", "wait before the commit", [(_COMMIT + _WAIT, _WAIT + _COMMIT)], ["but it is NaN"], [],
+          "wait before the commit"),
+    Wrong("async_pipeline", "no barrier after the products", [(_SYNC2, "")], ["race"], [],
+          "buffer overwritten while read"),
+    Wrong("async_pipeline", "waits for the wrong group", [("cp_async_wait(1)  #", "cp_async_wait(2)  #")],
+          ["but it is NaN"], [], "wait for the wrong group"),
 ]
 
 RIGHT = [
@@ -609,6 +651,10 @@ def block_sum_kernel(x, partials):
     Right("conv1d", "early return after the barrier",
           [("    if i < n:\n        acc = float32(0.0)\n        for k in range(K):\n            acc += w[k] * tile[t + k]\n        y[i] = acc",
             "    if i >= n:\n        return\n    acc = float32(0.0)\n    for k in range(K):\n        acc += w[k] * tile[t + k]\n    y[i] = acc")]),
+    Right("async_pipeline", "accumulator set before the first commit",
+          [("    cp_async_commit()\n    acc = float32(0.0)\n", "    acc = float32(0.0)\n    cp_async_commit()\n")]),
+    Right("mma_fragment", "fragments loaded through locals of the tile origin",
+          [("        a0 = A[r0 + g, k0 + q]\n", "        ra = r0 + g\n        a0 = A[ra, k0 + q]\n")]),
 ]
 
 

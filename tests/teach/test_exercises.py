@@ -143,6 +143,21 @@ MUTANTS = [
     ("conv1d", "flipped filter", [("acc += w[k] * tile[t + k]", "acc += w[K - 1 - k] * tile[t + k]")], "flipped", True),
     ("conv1d", "early return past the end", [("    n = x.shape[0]\n", "    n = x.shape[0]\n    if i >= n:\n        return\n")],
      "reached the same cuda.syncthreads()", False),
+    # the tensor-core exercises: caught by the simulator's emulation (numba-cuda on a GPU copies synchronously)
+    ("mma_fragment", "wrong fragment lane (a1 and a2 swapped)",
+     [("a1 = A[r0 + g + 8, k0 + q]\n        a2 = A[r0 + g, k0 + q + 4]", "a1 = A[r0 + g, k0 + q + 4]\n        a2 = A[r0 + g + 8, k0 + q]")],
+     "which element of A each a_i holds", False),
+    ("mma_fragment", "C stored at columns q and q + 4",
+     [("C[r0 + g, c0 + 2 * q + 1] = d1", "C[r0 + g, c0 + q + 4] = d1")], "", False),
+    ("async_pipeline", "a missing wait",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n", "")], "but it is NaN", False),
+    ("async_pipeline", "a wait in the wrong place (after the barrier)",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n"
+       "        cuda.syncthreads()  # everyone's copies of tile t are visible\n",
+       "        cuda.syncthreads()\n        cp_async_wait(1)\n")], "race", False),
+    ("async_pipeline", "a buffer overwritten while read (no barrier after the products)",
+     [("        cuda.syncthreads()  # everyone is done with this buffer before tile t + 2 is copied into it\n", "")],
+     "race", False),
 ]
 
 

@@ -1,0 +1,32 @@
+"""async_pipeline: hidden tests (one tile, ragged sizes, long K: many trips round the two buffers)."""
+import numpy as np
+
+from exercises import Case, randn, sum_hints
+from kernels.spec import dot_tolerance
+
+TILE = 8
+
+
+def _diagnose(A, B, terms):
+    def diagnose(outs, refs):
+        out = np.asarray(outs[0], np.float64)
+        if np.isnan(out).any():
+            return ("NaN in C: a product read a buffer before its copy landed (the emulation poisons a buffer "
+                    "from the copy's issue to its wait): cp_async_wait(1) after the commit of tile t + 1, then "
+                    "cuda.syncthreads(), then the products; and a barrier after the products before the next "
+                    "copy refills that buffer")
+        return sum_hints(outs[0], refs[0], terms, block=TILE, what="dot product", unit="tile")
+    return diagnose
+
+
+def cases(rng):
+    out = []
+    for m, n, k in ((1, 1, 1), (13, 19, 11), (8, 16, 24), (9, 7, 61)):
+        A, B = randn(rng, (m, k)), randn(rng, (k, n))
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        terms = A.astype(np.float64)[:, None, :] * B.astype(np.float64).T[None, :, :]
+        out.append(Case(f"M={m} N={n} K={k} ({(k + TILE - 1) // TILE} tiles along K)", [A, B],
+                        [((m, n), np.float32)], [ref], [dot_tolerance(A, B, np.float32)],
+                        grid=((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), block=(TILE, TILE),
+                        diagnose=_diagnose(A, B, terms)))
+    return out

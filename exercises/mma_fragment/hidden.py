@@ -1,0 +1,42 @@
+"""mma_fragment: hidden tests (one tile, several tiles down and across, long K), a tolerance for TF32
+inputs, and a hint naming the fragment register whose elements landed in the wrong place."""
+import numpy as np
+
+from exercises import Case, randn
+from kernels.gemm.mma import c_index, rounded_inputs_tolerance, round_tf32
+
+
+def _diagnose(A, B):
+    ref = round_tf32(A).astype(np.float64) @ round_tf32(B).astype(np.float64)
+
+    def diagnose(outs, refs):
+        out = np.asarray(outs[0], np.float64)
+        bad = ~np.isclose(out, ref, rtol=1e-3, atol=1e-3)
+        if not bad.any():
+            return None
+        if np.isnan(out).any():
+            return "some elements of C were never written: each lane stores c0..c3 at four places"
+        # which registers of the C fragment hold wrong values (over every tile)
+        wrong = sorted({i for lane in range(32) for i in range(4)
+                        if bad[c_index(lane, i)[0]::16, c_index(lane, i)[1]::8].any()})
+        if np.allclose(out, ref.reshape(out.shape), rtol=1e-3, atol=1e-3):
+            return None
+        rows_ok = np.isclose(np.sort(out, axis=None), np.sort(ref, axis=None), rtol=1e-3, atol=1e-3).all()
+        where = f"registers c{', c'.join(map(str, wrong))} of the C fragment" if wrong else "C"
+        if rows_ok:
+            return (f"C holds the right values in the wrong places ({where}): c0 and c1 go to columns 2q and "
+                    f"2q + 1 of row g, c2 and c3 to the same columns of row g + 8")
+        return (f"wrong values in {where}: check which element of A each a_i holds (a1: row g + 8, a2: column "
+                f"q + 4) and that B's fragment is b0 = B[k0 + q, c0 + g], b1 = B[k0 + q + 4, c0 + g]")
+    return diagnose
+
+
+def cases(rng):
+    out = []
+    for m, n, k in ((16, 8, 8), (32, 24, 16), (48, 16, 40)):
+        A, B = randn(rng, (m, k)), randn(rng, (k, n))
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        out.append(Case(f"M={m} N={n} K={k} ({(m // 16) * (n // 8)} warp tiles)", [A, B],
+                        [((m, n), np.float32)], [ref], [rounded_inputs_tolerance(A, B, 10)],
+                        grid=(n // 8, m // 16), block=32, diagnose=_diagnose(A, B)))
+    return out

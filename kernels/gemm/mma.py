@@ -1,0 +1,471 @@
+"""Tensor cores and asynchronous copies from a Python kernel: ``mma.sync`` fragments and ``cp.async``.
+
+Two PTX instruction families the SIMT rungs cannot reach through Numba's own API:
+
+* ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` -- one warp multiplies a 16 x 8 tile of A
+  by an 8 x 8 tile of B into a 16 x 8 tile of C on the tensor cores (2,048 FLOPs an instruction).
+  Each of the 32 lanes holds a fixed piece of each tile in its registers, the *fragment*: 4 values of
+  A, 2 of B, 4 of C (:func:`a_index`, :func:`b_index`, :func:`c_index`, pictured by
+  :func:`fragment_picture`). Inputs are TF32 (float32 with 10 explicit mantissa bits, rounded by
+  ``cvt.rna.tf32.f32``); products are summed in float32.
+* ``cp.async.cg.shared.global`` -- a thread copies 16 bytes from global to shared memory without
+  passing them through its registers, and goes on computing; ``cp.async.commit_group`` closes the
+  copies issued so far into a group; ``cp.async.wait_group N`` waits until at most N groups are
+  still in flight. A copy is complete -- its bytes are visible, to the issuing thread -- only
+  after a wait that covers its group; other threads see them after a ``syncthreads`` that follows
+  that wait. This is what lets a kernel load tile k + 1 while it computes on tile k.
+
+Under numba-cuda-mlir on a GPU each function is one ``inline_ptx`` line
+(``numba_cuda_mlir.cuda.experimental.inline_ptx``: output constraints "=f"/"=r"/"=l" with a type,
+input constraints "f"/"r"/"l" with a value). The copies take arrays and indices -- ``cp_async16(dst,
+di, src, row, col, count)`` copies src[row, col : col + count] into dst[di : di + 4] -- and form the
+addresses themselves (:func:`shared_address`: a shared array's 32-bit shared-window address;
+:func:`global_address`: a device array's global address).
+
+In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the same functions are an
+*emulation* with the same contracts, so the lessons and their tests run on a laptop:
+
+* ``mma_tf32`` is a warp collective: the 32 lanes of a warp meet (every lane must call it, as
+  ``.aligned`` demands on a GPU), each hands in its fragment registers, and each gets back its own
+  4 elements of D = A @ B + C computed from the tiles the fragments describe, the inputs rounded to
+  TF32 first. A lane that puts an element in the wrong register gives a wrong tile, as on a GPU.
+* ``cp_async16``/``cp_async4`` read the source when issued but *buffer* the values per thread,
+  and poison the destination (NaN): between the issue and the wait its contents are undefined, as
+  on a GPU, where the bytes land at some moment in between. ``cp_async_commit`` closes a group;
+  ``cp_async_wait(n)`` writes the buffered values of all but the newest n groups into shared memory.
+  A kernel that reads a tile without the wait (or waits for the wrong group) reads poison; one that
+  refills a buffer other threads still read (a missing barrier) poisons their operands, and
+  lab.core.simt reports the write as a race; copies never waited for never land.
+
+Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
+shuffles, the copies synchronous. That keeps a student's kernel compilable there; the matmul rungs
+are skipped there (:data:`UNAVAILABLE` says why: they would time shuffles, not tensor cores).
+
+Sources: PTX ISA 8.x, "Warp-level matrix multiply-accumulate instructions" (mma.sync, section
+"Matrix fragments for mma.m16n8k8", .tf32) and "Data movement and conversion instructions: cp.async,
+cp.async.commit_group, cp.async.wait_group", "cvt" (.rna.tf32.f32); CUDA C++ Programming Guide,
+"Asynchronous data copies" (memcpy_async, the multi-stage pipeline) and "Warp matrix functions";
+NVIDIA CUTLASS, include/cute/arch/mma_sm80.hpp (SM80_16x8x8_F32TF32TF32F32_TN) and
+copy_sm80.hpp (SM80_CP_ASYNC_CACHEGLOBAL).
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, float32, int32
+
+WARP = 32
+MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
+TF32_MANTISSA = 10  # explicit mantissa bits of TF32 (float32 has 23, bfloat16 7)
+
+# what to_tf32 returns and mma_tf32 takes for A and B: TF32 bits in an int32 register under
+# numba-cuda-mlir, the float32 value in the emulations (which rounds it itself); a kernel's fragment arrays use this type
+FRAGMENT = int32 if COMPILER == MLIR and not SIMULATOR else float32
+EMULATED = SIMULATOR  # the functions below are the Python emulation (no tensor cores, no cp.async)
+if SIMULATOR or COMPILER == MLIR:
+    UNAVAILABLE = ""
+else:
+    UNAVAILABLE = (f"needs {MLIR}'s inline PTX for mma.sync and cp.async ({COMPILER} has none on a GPU): "
+                   f"--compiler {MLIR}, or --sim for the emulation")
+
+
+# --- The fragment layout (PTX ISA, "Matrix fragments for mma.m16n8k8", .tf32) ------------------
+def a_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of A (16 x 8) that register a_i (i = 0..3) of ``lane`` holds: row = lane // 4
+    (+ 8 for a1, a3), col = lane % 4 (+ 4 for a2, a3)."""
+    return lane // 4 + 8 * (i & 1), lane % 4 + 4 * (i >> 1)
+
+
+def b_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of B (8 x 8, k x n) that register b_i (i = 0, 1) of ``lane`` holds: row = lane % 4
+    (+ 4 for b1), col = lane // 4."""
+    return lane % 4 + 4 * i, lane // 4
+
+
+def c_index(lane: int, i: int) -> tuple[int, int]:
+    """(row, col) of C and D (16 x 8) that register c_i (i = 0..3) of ``lane`` holds: row = lane // 4
+    (+ 8 for c2, c3), col = 2 * (lane % 4) + (i & 1)."""
+    return lane // 4 + 8 * (i >> 1), 2 * (lane % 4) + (i & 1)
+
+
+def fragment_maps() -> dict[str, np.ndarray]:
+    """{"A", "B", "C"}: for each tile an int array of its shape whose element is 10 * lane + register
+    (e.g. 312 = lane 31, register 2), from :func:`a_index`, :func:`b_index`, :func:`c_index`."""
+    maps = {"A": np.full((16, 8), -1), "B": np.full((8, 8), -1), "C": np.full((16, 8), -1)}
+    for lane in range(WARP):
+        for i in range(4):
+            maps["A"][a_index(lane, i)] = 10 * lane + i
+            maps["C"][c_index(lane, i)] = 10 * lane + i
+        for i in range(2):
+            maps["B"][b_index(lane, i)] = 10 * lane + i
+    return maps
+
+
+def fragment_picture() -> str:
+    """The three tiles of one m16n8k8 TF32 mma, each cell ``lane.register`` (``T5.2``: lane 5, its
+    register 2): which lane holds which element. Rows of A and C are m, columns of B and C are n."""
+    lines = []
+    for name, title in (("A", "A (16 x 8, m x k): a0..a3"), ("B", "B (8 x 8, k x n): b0, b1"),
+                        ("C", "C, D (16 x 8, m x n): c0..c3")):
+        grid = fragment_maps()[name]
+        lines.append(title)
+        lines.append(("      " + "".join(f"{'k' if name == 'A' else 'n'}={j:<4d}" for j in range(grid.shape[1]))).rstrip())
+        for r in range(grid.shape[0]):
+            cells = "".join(f"T{v // 10}.{v % 10}".ljust(6) for v in grid[r])
+            lines.append(f"{'m' if name != 'B' else 'k'}={r:<3d} {cells}".rstrip())
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def round_tf32(x):
+    """x (float32 array or scalar) rounded to TF32 as ``cvt.rna.tf32.f32`` does: to the nearest value
+    with 10 explicit mantissa bits, ties away from zero; kept in float32 (low 13 bits zero)."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000), bits)
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+# --- The emulation (Numba's CUDA simulator, lab.core.simt) -------------------------------------
+def _me():
+    return threading.current_thread()
+
+
+def _thread_key(me):
+    return (tuple(me.blockIdx), tuple(me.threadIdx))
+
+
+class _WarpExchange:
+    """A warp collective for Numba's own simulator (one Python thread per CUDA thread): the n-th
+    call of each lane of a warp meets the n-th call of the others; returns {lane: value}."""
+
+    def __init__(self, lanes_of_warp):
+        self.lock = threading.Lock()
+        self.slots: dict = {}
+        self.lanes_of_warp = lanes_of_warp
+
+    def meet(self, block, thread_id, call, value, timeout=60.0):
+        warp, lane = divmod(thread_id, WARP)
+        key = (block, warp, call)
+        need = self.lanes_of_warp(warp)
+        with self.lock:
+            slot = self.slots.get(key)
+            if slot is None:
+                slot = self.slots[key] = ({}, threading.Event())
+            values, full = slot
+            values[lane] = value
+            if len(values) >= need:
+                del self.slots[key]
+                full.set()
+        if not full.wait(timeout):
+            missing = sorted(set(range(need)) - set(values))
+            raise RuntimeError(f"mma_tf32 is a warp collective: lanes {missing} of warp {warp} never "
+                               f"reached call {call} (every lane must call it, as mma.sync.aligned demands)")
+        return values
+
+
+_EXCHANGE_LOCK = threading.Lock()
+
+
+def _warp_gather(value):
+    """{lane: value} of the calling thread's warp at this lane's next mma."""
+    me = _me()
+    if hasattr(me, "warp_collective"):  # lab.core.simt's threads: its collectives (hang diagnosis)
+        return me.warp_collective(0xFFFFFFFF, value)
+    manager = getattr(me, "_manager", None)
+    if manager is None:
+        raise RuntimeError("mma_tf32's emulation runs in a kernel launched in the CUDA simulator")
+    with _EXCHANGE_LOCK:
+        ex = getattr(manager, "_lab_warp_exchange", None)
+        if ex is None:
+            n = int(np.prod(manager._block_dim))
+            ex = manager._lab_warp_exchange = _WarpExchange(lambda w: min(WARP, n - w * WARP))
+    call = getattr(me, "_lab_mma_calls", 0)
+    me._lab_mma_calls = call + 1
+    return ex.meet(tuple(me.blockIdx), me.thread_id, call, value)
+
+
+_D_CACHE: dict = {}  # id(the warp's shared {lane: registers}) -> [that dict, D, lanes still to read it]
+_D_LOCK = threading.Lock()
+
+
+def _tile_product(got) -> np.ndarray:
+    """D = A @ B + C of one warp's mma from its lanes' registers ``got`` ({lane: (a0..a3, b0, b1, c0..c3)})."""
+    A = np.full((MMA_M, MMA_K), np.nan, np.float32)  # a lane that did not take part: undefined registers
+    B = np.full((MMA_K, MMA_N), np.nan, np.float32)
+    C = np.full((MMA_M, MMA_N), np.nan, np.float32)
+    for src, regs in got.items():
+        for i in range(4):
+            A[a_index(src, i)] = regs[i]
+            C[c_index(src, i)] = regs[6 + i]
+        for i in range(2):
+            B[b_index(src, i)] = regs[4 + i]
+    return (round_tf32(A).astype(np.float64) @ round_tf32(B).astype(np.float64) + C).astype(np.float32)
+
+
+def _mma_tf32_emulated(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    lane = _me().thread_id % WARP
+    got = _warp_gather((a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
+    with _D_LOCK:  # every lane of the warp gets the same dict: compute the tile once
+        entry = _D_CACHE.get(id(got))
+        if entry is None or entry[0] is not got:
+            entry = _D_CACHE[id(got)] = [got, _tile_product(got), len(got)]
+        entry[2] -= 1
+        if entry[2] <= 0:
+            del _D_CACHE[id(got)]
+    D = entry[1]
+    return tuple(D[c_index(lane, i)] for i in range(4))
+
+
+def _to_tf32_emulated(x):
+    return np.float32(x)  # the emulated mma rounds its inputs itself
+
+
+def _pending(me):
+    """This thread's cp.async state: {"open": [copies], "groups": [[copies], ...]}."""
+    state = me.__dict__.setdefault("_lab_cp_async", {})
+    return state.setdefault(_thread_key(me), {"open": [], "groups": []})
+
+
+def _cp_async_emulated(dst, di, src, row, col, n, count):
+    if di % n:
+        raise IndexError(f"cp.async of {4 * n} bytes needs a {4 * n}-byte aligned shared address "
+                         f"(element {di} of the shared array)")
+    count = int(count)
+    values = [src[row, col + e] if e < count else dst.dtype.type(0) for e in range(n)]
+    for e in range(n):  # the destination must exist now (an out-of-bounds copy faults on a GPU)
+        if not 0 <= di + e < dst.shape[0]:
+            raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
+    for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
+        dst[di + e] = np.nan if dst.dtype.kind == "f" else 0
+    _pending(_me())["open"].append((dst, int(di), values))
+
+
+def _cp_async16_emulated(dst, di, src, row, col, count):
+    _cp_async_emulated(dst, di, src, row, col, 4, count)
+
+
+def _cp_async4_emulated(dst, di, src, row, col, count):
+    _cp_async_emulated(dst, di, src, row, col, 1, count)
+
+
+def _cp_async_commit_emulated():
+    state = _pending(_me())
+    state["groups"].append(state["open"])
+    state["open"] = []
+
+
+def _cp_async_wait_emulated(n):
+    state = _pending(_me())
+    groups = state["groups"]
+    keep = max(0, len(groups) - int(n))
+    done, state["groups"] = groups[:keep], groups[keep:]
+    for group in done:
+        for dst, di, values in group:
+            for e, v in enumerate(values):
+                dst[di + e] = v
+
+
+# --- The GPU (numba-cuda-mlir's inline PTX) -------------------------------------------------
+MMA_TF32_PTX = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+                "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};")
+# a shared array's address: numba-cuda-mlir may give its generic or its shared-window address
+SHARED_ADDRESS_PTX = ("{ .reg .pred p; .reg .u64 a; isspacep.shared p, %1; @p cvta.to.shared.u64 a, %1; "
+                      "@!p mov.b64 a, %1; cvt.u32.u64 %0, a; }")
+
+if COMPILER == MLIR:
+    import numba_cuda_mlir.cuda.experimental as _X
+
+    @cuda.jit(device=True, forceinline=True)
+    def to_tf32(x):
+        """x rounded to TF32 (``cvt.rna.tf32.f32``): its 32 bits in an int32 register (FRAGMENT
+        type), as mma_tf32 takes A and B."""
+        return _X.inline_ptx("cvt.rna.tf32.f32 %0, %1;", "=r", np.int32, "f", x)
+
+    @cuda.jit(device=True, forceinline=True)
+    def tf32_bits(x):
+        """x's 32 bits unchanged in an int32 register: the tensor cores then ignore its low 13 bits."""
+        return _X.inline_ptx("mov.b32 %0, %1;", "=r", np.int32, "f", x)
+
+    @cuda.jit(device=True, forceinline=True)
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """(d0, d1, d2, d3) = this lane's fragment of D = A @ B + C, one m16n8k8 TF32 mma.sync; the
+        lane's registers hold the elements :func:`a_index`, :func:`b_index`, :func:`c_index` name
+        (a, b: TF32 bits from to_tf32; c, d: float32)."""
+        return _X.inline_ptx(MMA_TF32_PTX, "=f", np.float32, "=f", np.float32, "=f", np.float32, "=f", np.float32,
+                             "r", a0, "r", a1, "r", a2, "r", a3, "r", b0, "r", b1,
+                             "f", c0, "f", c1, "f", c2, "f", c3)
+
+    @cuda.jit(device=True, forceinline=True)
+    def shared_address(array):
+        """The 32-bit shared-window address of shared ``array``'s first element."""
+        return _X.inline_ptx(SHARED_ADDRESS_PTX, "=r", np.int32, "l", array.ctypes.data)
+
+    @cuda.jit(device=True, forceinline=True)
+    def global_address(array):
+        """The global address of device ``array``'s first element."""
+        return _X.inline_ptx("cvta.to.global.u64 %0, %1;", "=l", np.int64, "l", array.ctypes.data)
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async16(dst, di, src, row, col, count):
+        """Copy src[row, col : col + count] (count 0..4 float32) to dst[di : di + 4] asynchronously,
+        zeros past count: 16 bytes, both addresses 16-byte aligned. dst: a 1-D shared array; src: a
+        C-contiguous 2-D global array (nothing is read when count is 0)."""
+        d = shared_address(dst) + di * 4
+        s = global_address(src)
+        if count > 0:
+            s += (row * src.shape[1] + col) * 4
+        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(d), "l", s,
+                      "r", int32(count * 4))
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async4(dst, di, src, row, col, count):
+        """Copy src[row, col] (count 1) or a zero (count 0) to dst[di] asynchronously: 4 bytes."""
+        d = shared_address(dst) + di * 4
+        s = global_address(src)
+        if count > 0:
+            s += (row * src.shape[1] + col) * 4
+        _X.inline_ptx("cp.async.ca.shared.global [%0], [%1], 4, %2;", "r", int32(d), "l", s,
+                      "r", int32(count * 4))
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async_commit():
+        """Close this thread's copies issued since the last commit into one group."""
+        _X.inline_ptx("cp.async.commit_group;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async_wait(n):
+        """Wait until at most ``n`` (a constant, 0..3) of this thread's groups are in flight."""
+        if n == 0:
+            _X.inline_ptx("cp.async.wait_group 0;")
+        elif n == 1:
+            _X.inline_ptx("cp.async.wait_group 1;")
+        elif n == 2:
+            _X.inline_ptx("cp.async.wait_group 2;")
+        else:
+            _X.inline_ptx("cp.async.wait_group 3;")
+elif SIMULATOR:  # the emulation
+    to_tf32 = _to_tf32_emulated
+    tf32_bits = _to_tf32_emulated
+    mma_tf32 = _mma_tf32_emulated
+    cp_async16 = _cp_async16_emulated
+    cp_async4 = _cp_async4_emulated
+    cp_async_commit = _cp_async_commit_emulated
+    cp_async_wait = _cp_async_wait_emulated
+else:
+    # numba-cuda on a GPU: no inline PTX. The same functions compile (a student's kernel, the checker's
+    # GPU compile) as an emulation in plain CUDA: the mma through 32 warp shuffles, the copies
+    # synchronous (complete at once; a missing wait goes unnoticed here, the simulator catches it).
+    # The matmul rungs are skipped here (UNAVAILABLE): they would time shuffles, not tensor cores.
+    from kernels.compiler import float32 as _f32
+
+    @cuda.jit(device=True)
+    def to_tf32(x):
+        """x unchanged (this emulation multiplies in float32)."""
+        return x
+
+    tf32_bits = to_tf32
+
+    @cuda.jit(device=True)
+    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        """The m16n8k8 mma from the fragments by shuffles: for each k, lane g * 4 + k holds
+        A[g][k], A[g+8][k], A[g][k+4], A[g+8][k+4]; lane n * 4 + k holds B[k][n], B[k+4][n]."""
+        lane = cuda.laneid
+        g = lane // 4
+        q = lane % 4
+        d0, d1, d2, d3 = c0, c1, c2, c3
+        for kk in range(4):
+            src = g * 4 + kk
+            x0 = cuda.shfl_sync(0xFFFFFFFF, a0, src)
+            x1 = cuda.shfl_sync(0xFFFFFFFF, a1, src)
+            x2 = cuda.shfl_sync(0xFFFFFFFF, a2, src)
+            x3 = cuda.shfl_sync(0xFFFFFFFF, a3, src)
+            y0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + kk)
+            y1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + kk)
+            z0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + 4 + kk)
+            z1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + 4 + kk)
+            d0 += x0 * y0 + x2 * y1
+            d1 += x0 * z0 + x2 * z1
+            d2 += x1 * y0 + x3 * y1
+            d3 += x1 * z0 + x3 * z1
+        return d0, d1, d2, d3
+
+    @cuda.jit(device=True)
+    def cp_async16(dst, di, src, row, col, count):
+        """A synchronous copy of src[row, col : col + count] to dst[di : di + 4], zeros past count."""
+        for e in range(4):
+            dst[di + e] = src[row, col + e] if e < count else _f32(0.0)
+
+    @cuda.jit(device=True)
+    def cp_async4(dst, di, src, row, col, count):
+        """A synchronous copy of src[row, col] (count 1) or a zero (count 0) to dst[di]."""
+        dst[di] = src[row, col] if count > 0 else _f32(0.0)
+
+    @cuda.jit(device=True)
+    def cp_async_commit():
+        """Nothing to do: the copies were synchronous."""
+
+    @cuda.jit(device=True)
+    def cp_async_wait(n):
+        """Nothing to wait for: the copies were synchronous."""
+
+
+# --- Precision: the tolerance of a product whose inputs were rounded (TF32, bfloat16) -----------
+MANTISSA_BITS = {"tf32": TF32_MANTISSA, "bf16": 7, "fp32": 23}
+
+
+def rounded_inputs_tolerance(A, B, mantissa: int) -> np.ndarray:
+    """Absolute tolerance for A @ B on tensor cores whose inputs carry ``mantissa`` explicit bits
+    (TF32 10, bfloat16 7) and whose sums are float32.
+
+    Model (the random-walk model of kernels.spec.dot_tolerance, applied to the inputs): rounding a and
+    b changes each product a_k * b_k by a relative error of at most 2u, u = 2^-mantissa (one unit in
+    the last place: round-to-nearest errs by half of it, truncation by up to all of it), as likely up
+    as down, so the sum's error is a random walk of standard deviation about
+    u * sqrt(2/3) * sqrt(sum_k (a_k b_k)^2). The bound is DOT_SIGMAS of it, on top of the float32
+    bound for the sums (dot_tolerance). TF32-rounded products pass; the same products rounded to
+    bfloat16 (8x the error) fail it (tests/kernels/test_tensor_cores.py).
+    """
+    from kernels.spec import DOT_SIGMAS, dot_tolerance
+
+    A64 = np.asarray(A, np.float64)
+    B64 = np.asarray(B, np.float64)
+    u = 2.0 ** -mantissa
+    walk = np.sqrt(np.square(A64) @ np.square(B64))
+    return dot_tolerance(A, B, np.float32) + DOT_SIGMAS * u * np.sqrt(2.0 / 3.0) * walk
+
+
+def precision_tolerances(precision: str):
+    """A KernelSpec-style ``tolerance(inputs, refs, dtype)`` for ``precision`` ("tf32", "bf16")."""
+    bits = MANTISSA_BITS[precision]
+
+    def tolerance(inputs, refs, dtype):
+        A, B = inputs
+        return [rounded_inputs_tolerance(A, B, bits)]
+    return tolerance
+
+
+def pipeline_variant(name: str, doc: str, launch, prepare, unavailable, precision: str = "fp32", suits=None):
+    """A matmul :class:`~kernels.spec.Variant` for a rung of this package: skipped (``accepts``)
+    where its instructions cannot run (:data:`UNAVAILABLE`), checked with the tolerance of its
+    ``precision`` (``tolerance``), and with ``unavailable(dtype)`` for the dtypes it does not take."""
+    from dataclasses import dataclass
+
+    from kernels.spec import Variant
+
+    @dataclass(frozen=True)
+    class PipelineVariant(Variant):
+        precision: str = "fp32"
+        tolerance: object = None  # tolerance(inputs, refs, dtype) when coarser than dtype's, else None
+        unavailable: object = None  # unavailable(dtype) -> "" or why the rung is skipped
+
+        def accepts(self, threads: int) -> str | None:
+            if UNAVAILABLE:
+                return UNAVAILABLE
+            return super().accepts(threads)
+
+    tol = None if precision == "fp32" else precision_tolerances(precision)
+    return PipelineVariant(name, doc, launch, prepare, suits=suits, precision=precision, tolerance=tol,
+                           unavailable=unavailable)

@@ -1,0 +1,349 @@
+"""Check and time the cp.async and tensor-core matmul rungs (kernels/gemm/) on a GPU, beside torch at the
+same precision; writes JSON for docs/tensor-cores.md.
+
+    LAB_COMPILER=numba-cuda-mlir python scripts/tensor_cores_bench.py --out tc.json [--quick]
+
+Each rung is first checked against the float64 reference on fresh random inputs, with the tolerance of
+its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
+float32), at shapes that are not multiples of the tiles; then timed (CUDA events around each call,
+median of the calls after a warm-up) at 4096^3 and other shapes, untuned ones included. torch runs the
+same shapes: FP32 with TF32 off (cuBLAS SGEMM), TF32 on, and bfloat16 inputs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+
+import numpy as np
+
+os.environ.setdefault("LAB_COMPILER", "numba-cuda-mlir")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+CHECK_SHAPES = [(128, 128, 64), (1000, 1030, 517), (257, 4099, 130), (777, 1333, 904)]
+TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (8192, 8192, 8192),
+               (1000, 1030, 517), (6144, 4096, 1536)]
+
+
+def median_ms(fn, torch, warmup=3, calls=20, budget_s=3.0):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+        if time.perf_counter() - t0 > budget_s and len(times) >= 5:
+            break
+    return float(np.median(times))
+
+
+def part_probe(name, out, rng):
+    """A probe of one instruction, in a process of its own (a fault must not end the run)."""
+    from kernels.compiler import cuda, float32, int64
+    from kernels.gemm import mma
+
+    if name == "addresses":
+        @cuda.jit
+        def addresses(X, R):
+            s = cuda.shared.array(64, float32, alignment=16)
+            s[cuda.threadIdx.x] = float32(1.0)
+            R[0] = int64(s.ctypes.data)
+            R[1] = int64(mma.shared_address(s))
+            R[2] = int64(X.ctypes.data)
+            R[3] = int64(mma.global_address(X))
+
+        X = cuda.to_device(np.zeros(8, np.float32))
+        R = cuda.to_device(np.zeros(4, np.int64))
+        addresses[1, 32](X, R)
+        cuda.synchronize()
+        r = R.copy_to_host()
+        out["probes"]["addresses"] = {"shared ctypes.data": hex(int(r[0])), "shared_address": hex(int(r[1])),
+                                      "global ctypes.data": hex(int(r[2])), "global_address": hex(int(r[3])),
+                                      "device pointer": hex(int(X.__cuda_array_interface__["data"][0]))}
+    elif name == "mma":
+        @cuda.jit
+        def one_mma(A, B, C):
+            lane = cuda.threadIdx.x
+            g = lane // 4
+            q = lane % 4
+            z = float32(0.0)
+            d0, d1, d2, d3 = mma.mma_tf32(mma.to_tf32(A[g, q]), mma.to_tf32(A[g + 8, q]), mma.to_tf32(A[g, q + 4]),
+                                          mma.to_tf32(A[g + 8, q + 4]), mma.to_tf32(B[q, g]), mma.to_tf32(B[q + 4, g]),
+                                          z, z, z, z)
+            C[g, 2 * q] = d0
+            C[g, 2 * q + 1] = d1
+            C[g + 8, 2 * q] = d2
+            C[g + 8, 2 * q + 1] = d3
+
+        A = rng.standard_normal((16, 8)).astype(np.float32)
+        B = rng.standard_normal((8, 8)).astype(np.float32)
+        dC = cuda.to_device(np.full((16, 8), np.nan, np.float32))
+        one_mma[1, 32](cuda.to_device(A), cuda.to_device(B), dC)
+        C = dC.copy_to_host()
+        ref = mma.round_tf32(A).astype(np.float64) @ mma.round_tf32(B)
+        out["probes"]["mma"] = {"max_err_vs_tf32_ref": float(np.abs(C - ref).max()),
+                                "max_err_vs_fp64": float(np.abs(C - A.astype(np.float64) @ B).max())}
+    elif name == "cp_async":
+        @cuda.jit
+        def roundtrip(X, Y):
+            s = cuda.shared.array(128, float32, alignment=16)
+            t = cuda.threadIdx.x
+            mma.cp_async16(s, t * 4, X, 0, t * 4, 4 if t < 16 else 2)
+            mma.cp_async_commit()
+            mma.cp_async_wait(0)
+            cuda.syncthreads()
+            for e in range(4):
+                Y[t * 4 + e] = s[t * 4 + e]
+
+        X = (np.arange(128, dtype=np.float32) + 1).reshape(1, 128)
+        dY = cuda.to_device(np.full(128, np.nan, np.float32))
+        roundtrip[1, 32](cuda.to_device(X), dY)
+        Y = dY.copy_to_host()
+        want = X.ravel().copy()
+        for t in range(16, 32):
+            want[t * 4 + 2: t * 4 + 4] = 0
+        out["probes"]["cp_async"] = {"ok": bool(np.array_equal(Y, want)), "got_head": Y[:8].tolist(),
+                                     "got_tail": Y[-8:].tolist()}
+
+
+def build(name):
+    from kernels.gemm import async_copy as AC
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    return {"async_copy": lambda: (AC, AC.make_async_copy_kernel()),
+            "tensor_core_tf32": lambda: (TC, TC.make_tf32_kernel()),
+            "async_copy bk16 s2": lambda: (AC, AC.make_async_copy_kernel(16, 2)),
+            "async_copy bk8 s3": lambda: (AC, AC.make_async_copy_kernel(8, 3)),
+            "tensor_core_tf32 unrounded": lambda: (TC, TC.make_tf32_kernel(round_inputs=False)),
+            "tensor_core_tf32 bk8 s4": lambda: (TC, TC.make_tf32_kernel(8, 4)),
+            "tensor_core_tf32 bk32 s2": lambda: (TC, TC.make_tf32_kernel(32, 2))}[name]()
+
+
+def part_rung(name, out, rng, shapes, tshapes):
+    """Check rung build ``name`` at ``shapes``, then time it at ``tshapes`` (if every check passed)."""
+    from kernels.compiler import cuda
+    from kernels.gemm import mma
+    from kernels.spec import dot_tolerance
+    import torch
+
+    mod, kern = build(name)
+    ok_all = True
+    for (m, n, k) in shapes:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+        cfg = mod.launch((m, n, k), 256)
+        t0 = time.perf_counter()
+        kern[cfg.grid, cfg.block](cuda.to_device(A), cuda.to_device(B), dC)
+        cuda.synchronize()
+        first = time.perf_counter() - t0
+        C = dC.copy_to_host()
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        tol = mma.rounded_inputs_tolerance(A, B, 10) if "tf32" in name else dot_tolerance(A, B, np.float32)
+        err = np.abs(C - ref)
+        ok = bool(np.all(err <= tol))
+        ok_all &= ok
+        out["checks"].append({"rung": name, "shape": [m, n, k], "ok": ok, "max_err": float(np.nanmax(err)),
+                              "nan": int(np.isnan(C).sum()), "worst_over_tol": float(np.nanmax(err / tol)),
+                              "first_call_s": round(first, 2)})
+        save(out)
+    if not ok_all:
+        return
+    for (m, n, k) in tshapes:
+        dA = cuda.to_device(np.random.default_rng(1).standard_normal((m, k), np.float32))
+        dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
+        dC = cuda.device_array((m, n), np.float32)
+        cfg = mod.launch((m, n, k), 256)
+        launch = kern[cfg.grid, cfg.block]
+
+        def call():
+            launch(dA, dB, dC)
+        ms = median_ms(call, torch)
+        out["times"].append({"rung": name, "shape": [m, n, k], "ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9})
+        save(out)
+
+
+NCU_METRICS = ["gpu__time_duration.sum", "launch__registers_per_thread",
+               "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+               "sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active",
+               "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+               "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+               "smsp__inst_executed_op_shared_ld.sum",
+               "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+               "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+               "sm__warps_active.avg.pct_of_peak_sustained_active"]
+NCU_STALLS = "regex:^smsp__average_warps_issue_stalled_[a-z_]+_per_issue_active.ratio$"
+
+
+def part_ncu_target(rungs):
+    """Under ncu: each rung once at 4096^3 after its compile-and-warm call."""
+    from kernels.compiler import cuda
+
+    m = n = k = 4096
+    dA = cuda.to_device(np.random.default_rng(1).standard_normal((m, k), np.float32))
+    dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
+    dC = cuda.device_array((m, n), np.float32)
+    for name in rungs:
+        mod, kern = build(name)
+        cfg = mod.launch((m, n, k), 256)
+        for _ in range(2):
+            kern[cfg.grid, cfg.block](dA, dB, dC)
+        cuda.synchronize()
+
+
+def part_torch(out, tshapes):
+    import torch
+
+    for (m, n, k) in tshapes:
+        A = torch.randn(m, k, device="cuda")
+        B = torch.randn(k, n, device="cuda")
+        C = torch.empty(m, n, device="cuda")
+        flops = 2.0 * m * n * k
+        for label, tf32 in (("torch fp32", False), ("torch tf32", True)):
+            torch.backends.cuda.matmul.allow_tf32 = tf32
+            ms = median_ms(lambda: torch.matmul(A, B, out=C), torch)
+            out["times"].append({"rung": label, "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
+        torch.backends.cuda.matmul.allow_tf32 = False
+        Ah, Bh = A.bfloat16(), B.bfloat16()
+        ms = median_ms(lambda: torch.matmul(Ah, Bh), torch)
+        out["times"].append({"rung": "torch bf16", "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
+        save(out)
+
+
+OUT = None
+
+
+def save(out):
+    with open(OUT, "w") as f:
+        json.dump(out, f, indent=1)
+
+
+def main():
+    global OUT
+    import subprocess
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--part", default=None)
+    ap.add_argument("--rungs", default="async_copy,tensor_core_tf32")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--probes", default="addresses,mma,cp_async")
+    ap.add_argument("--budget", type=float, default=200.0, help="seconds for the whole run")
+    ap.add_argument("--ncu", action="store_true", help="also ncu metrics of the two rungs at 4096^3")
+    ap.add_argument("--labrun", action="store_true", help="also lab run matmul at 4096^3 with the two rungs")
+    ap.add_argument("--extra-rungs", default="", help="rungs (build options) run after ncu and lab run")
+    args = ap.parse_args()
+    OUT = args.out
+    shapes = CHECK_SHAPES[:3] if args.quick else CHECK_SHAPES
+    tshapes = TIME_SHAPES[:2] if args.quick else TIME_SHAPES
+    if args.part:  # a child: one part, its own JSON
+        out = {"probes": {}, "checks": [], "times": []}
+        rng = np.random.default_rng(0)
+        try:
+            kind, _, name = args.part.partition(":")
+            if kind == "probe":
+                part_probe(name, out, rng)
+            elif kind == "ncu_target":
+                part_ncu_target(name.split(","))
+            elif kind == "rung":
+                part_rung(name, out, rng, shapes, tshapes)
+            else:
+                part_torch(out, tshapes)
+        except Exception as e:
+            out["error"] = f"{args.part}: {type(e).__name__}: {' '.join(str(e).split())[:1500]}"
+        save(out)
+        return
+    t_start = time.time()
+    out = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version(),
+           "probes": {}, "checks": [], "times": [], "errors": []}
+    try:
+        import torch
+        out["torch"], out["device"] = torch.__version__, torch.cuda.get_device_name()
+        import numba_cuda_mlir
+        out["compiler_version"] = getattr(numba_cuda_mlir, "__version__", "?")
+    except Exception as e:
+        out["errors"].append(f"versions: {e}")
+    parts = ([f"probe:{p}" for p in args.probes.split(",") if p] + ["torch"]
+             + [f"rung:{r}" for r in args.rungs.split(",") if r])
+    def run_parts(parts):
+        for part in parts:
+            left = args.budget - (time.time() - t_start)
+            if left < 10:
+                out["errors"].append(f"{part}: not run, out of time")
+                continue
+            child = f"{OUT}.{part.replace(':', '_').replace(' ', '_')}.json"
+            cmd = [sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
+            t0 = time.time()
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+                tail = (r.stderr or "")[-1500:]
+            except subprocess.TimeoutExpired:
+                tail = "timed out"
+            try:
+                got = json.load(open(child))
+            except Exception:
+                got = {"error": f"{part}: no result; {tail}"}
+            for key in ("checks", "times"):
+                out[key] += got.get(key, [])
+            out["probes"].update(got.get("probes", {}))
+            if got.get("error"):
+                out["errors"].append(got["error"] + (" | " + tail[-600:] if tail else ""))
+            out.setdefault("part_seconds", {})[part] = round(time.time() - t0, 1)
+            save(out)
+    run_parts(parts)
+    extra(args, out, t_start)
+    run_parts([f"rung:{r}" for r in args.extra_rungs.split(",") if r])
+    save(out)
+    print(json.dumps(out, indent=1)[:8000])
+
+
+def extra(args, out, t_start):
+    """ncu metrics of the two rungs at 4096^3, and lab run's own check of them (the runner's path)."""
+    import glob
+    import shutil
+    import subprocess
+
+    ncu = shutil.which("ncu") or next(iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True)), None)
+    if args.ncu and ncu:
+        for metrics in (NCU_METRICS + [NCU_STALLS], NCU_METRICS[:6]):
+            left = args.budget - (time.time() - t_start)
+            if left < 20:
+                break
+            cmd = [ncu, "--csv", "--page", "raw", "-k", "regex:async_copy_kernel|tf32_kernel", "--launch-skip", "0",
+                   "--launch-count", "4", "--metrics", ",".join(metrics),
+                   sys.executable, __file__, "--out", OUT + ".ncu.json", "--part", "ncu_target:async_copy,tensor_core_tf32"]
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
+                out["ncu"] = {"rc": r.returncode, "csv": r.stdout[-12000:], "stderr": r.stderr[-1500:]}
+            except subprocess.TimeoutExpired:
+                out["ncu"] = {"rc": "timeout"}
+            save(out)
+            if out["ncu"].get("rc") == 0:
+                break
+    elif args.ncu:
+        out["ncu"] = {"rc": "ncu not found"}
+    left = args.budget - (time.time() - t_start)
+    if args.labrun and left > 30:
+        cmd = [sys.executable, "-m", "lab", "run", "matmul", "--variant", "async_copy,tensor_core_tf32,wide_loads",
+               "--size", "4096", "--repeats", "10", "--compiler", "numba-cuda-mlir", "--contenders", "numba,torch"]
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=left - 5)
+            out["lab_run"] = {"rc": r.returncode, "stdout": r.stdout[-6000:], "stderr": r.stderr[-1500:]}
+        except subprocess.TimeoutExpired as e:
+            out["lab_run"] = {"rc": "timeout", "stdout": (e.stdout or b"")[-3000:].decode(errors="replace")
+                              if isinstance(e.stdout, bytes) else str(e.stdout)[-3000:]}
+
+
+if __name__ == "__main__":
+    main()

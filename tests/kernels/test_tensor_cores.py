@@ -1,0 +1,109 @@
+"""The tensor-core and cp.async rungs (kernels/gemm/): the fragment layout, the simulator's emulation of
+mma.sync and cp.async (same fragments, same waits), the TF32 tolerance, and the rungs against the float64
+reference at sizes that are not multiples of their tiles. On a GPU under numba-cuda-mlir the same checks
+run on the hardware (scripts/tensor_cores_bench.py times them)."""
+import numpy as np
+import pytest
+
+import kernels
+from kernels.compiler import cuda, float32
+from kernels.gemm import mma
+from kernels.spec import dot_tolerance
+from lab.core import contenders as C
+from lab.core.check import check_prepared
+from tests.conftest import SIMULATOR
+
+pytestmark = pytest.mark.gpu
+
+
+def test_fragments_cover_each_tile_once():
+    maps = mma.fragment_maps()
+    for name, shape, regs in (("A", (16, 8), 4), ("B", (8, 8), 2), ("C", (16, 8), 4)):
+        grid = maps[name]
+        assert grid.shape == shape and (grid >= 0).all()
+        assert sorted(grid.ravel()) == sorted(10 * lane + i for lane in range(32) for i in range(regs))
+    # PTX ISA's m16n8k8 .tf32 fragments: lane 5 is group 1, thread-in-group 1
+    assert mma.a_index(5, 0) == (1, 1) and mma.a_index(5, 3) == (9, 5)
+    assert mma.b_index(5, 1) == (5, 1) and mma.c_index(5, 1) == (1, 3) and mma.c_index(5, 2) == (9, 2)
+    picture = mma.fragment_picture()
+    assert "T5.1" in picture and picture.count("\n") > 40 and max(map(len, picture.splitlines())) <= 80
+
+
+def test_round_tf32_keeps_ten_mantissa_bits():
+    one = np.float32(1.0)
+    assert mma.round_tf32(one + np.float32(2.0 ** -11)) == np.float32(1.0 + 2.0 ** -10)  # a tie, away from zero
+    assert mma.round_tf32(one + np.float32(2.0 ** -12)) == one
+    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    r = mma.round_tf32(x)
+    assert (r.view(np.uint32) & 0x1FFF == 0).all() and np.all(np.abs(r - x) <= np.abs(x) * 2.0 ** -11)
+
+
+def test_tolerance_separates_tf32_from_float32_and_bf16(rng):
+    A = rng.standard_normal((48, 512)).astype(np.float32)
+    B = rng.standard_normal((512, 40)).astype(np.float32)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    tf32 = mma.round_tf32(A).astype(np.float64) @ mma.round_tf32(B).astype(np.float64)
+    bf16 = lambda x: (x.view(np.uint32) + np.uint32(0x8000) & np.uint32(0xFFFF0000)).view(np.float32)  # noqa: E731
+    b16 = bf16(A).astype(np.float64) @ bf16(B).astype(np.float64)
+    tol = mma.rounded_inputs_tolerance(A, B, 10)
+    assert (np.abs(tf32 - exact) <= tol).all()  # TF32 passes its own tolerance
+    assert not (np.abs(tf32 - exact) <= dot_tolerance(A, B, np.float32)).all()  # and fails float32's
+    assert not (np.abs(b16 - exact) <= tol).all()  # bf16's 7 bits fail TF32's
+
+
+@cuda.jit
+def _copy_probe(X, before, after):
+    s = cuda.shared.array(8, float32)
+    t = cuda.threadIdx.x
+    s[t] = float32(-1.0)
+    mma.cp_async4(s, t, X, 0, t, 1)
+    mma.cp_async_commit()
+    before[t] = s[t]  # issued, not waited for: undefined (the emulation's poison)
+    mma.cp_async_wait(0)
+    after[t] = s[t]
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the emulation's semantics (a GPU runs the instructions)")
+def test_emulated_copy_lands_only_at_its_wait():
+    X = np.arange(1, 9, dtype=np.float32).reshape(1, 8)
+    before, after = np.zeros(8, np.float32), np.zeros(8, np.float32)
+    _copy_probe[1, 8](X, before, after)
+    assert np.isnan(before).all() and np.array_equal(after, X[0])
+
+
+def _run(variant, size, rng):
+    spec = kernels.load("matmul")
+    v = spec.variants[variant]
+    inputs = spec.make_inputs(size, np.dtype(np.float32), rng)
+    refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+    tols = v.tolerance(inputs, refs, np.float32) if v.tolerance else spec.tolerance(inputs, refs, np.float32)
+    prepared = C.prepare_numba(spec, size, v, v.launch(size, 256), inputs, SIMULATOR)
+    checked = check_prepared(prepared, refs, tols, spec.out_specs(size, np.dtype(np.float32)))
+    return checked.verdict
+
+
+SIM_SIZES = [(33, 17, 13), (20, 12, 20)]  # ragged: 4-byte copies (K % 4 != 0); 16-byte copies
+GPU_SIZES = [(1000, 1030, 517), (257, 4099, 130), (777, 1333, 904)]
+
+
+@pytest.mark.parametrize("size", SIM_SIZES if SIMULATOR else GPU_SIZES)
+def test_async_copy_rung(size, rng):
+    verdict = _run("async_copy", size, rng)
+    assert verdict.ok, verdict.reason
+
+
+@pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES)  # about 1 s in the simulator
+def test_tensor_core_tf32_rung(size, rng):
+    verdict = _run("tensor_core_tf32", size, rng)
+    assert verdict.ok, verdict.reason
+
+
+def test_pipeline_rungs_stay_out_of_auto_and_float64():
+    spec = kernels.load("matmul")
+    from kernels import matmul
+
+    assert "async_copy" not in matmul.RUNGS and "tensor_core_tf32" not in matmul.RUNGS  # auto picks from RUNGS
+    tc = spec.variants["tensor_core_tf32"]
+    assert tc.precision == "tf32" and tc.suits((4096, 4096, 4096)) is False  # lab tune leaves it out
+    assert "float32" in tc.unavailable(np.float64) and tc.unavailable(np.float32) == ""
+    assert spec.variants["async_copy"].tolerance is None  # FP32: the spec's float32 tolerance
