@@ -37,7 +37,7 @@ MLIR = "numba-cuda-mlir"
 
 # Rungs that do not run under numba-cuda-mlir, and why: (kernel, variant) -> reason. The runner
 # shows them as skipped rows. Empty: all 32 rungs of the 7 kernels compiled and passed their checks
-# under numba-cuda-mlir 0.6.0 on an H100, float32 and float64 (2026-11-22, docs/benchmarks.md).
+# under numba-cuda-mlir 0.6.0 on an H100, float32 and float64 (docs/benchmarks.md).
 UNSUPPORTED: dict[tuple[str, str], str] = {}
 
 COMPILER = os.environ.get(COMPILER_ENV, "")

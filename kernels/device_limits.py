@@ -51,7 +51,7 @@ class DeviceLimits:
     cc: tuple[int, int] | None = None
     source: str = "described"
 
-    def replace(self, **changes) -> "DeviceLimits":
+    def replace(self, **changes) -> DeviceLimits:
         return dataclasses.replace(self, **changes)
 
     @property

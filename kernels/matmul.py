@@ -38,7 +38,7 @@ kernels/gemm/rates.json) and the waves of blocks the device's SMs run (kernels/d
 so on an H100 1024^3 gets 128 x 64 tiles (one block an SM) and 777 x 1333 x 901
 gets 32 x 64 (525 blocks; 128 x 64 would leave 15 SMs two blocks and the rest one).
 
-What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters matmul --size 4096``, float32,
+What the hardware did (Nsight Compute, H100, ``lab counters matmul --size 4096``, float32,
 one call each; A and B are 64 MB each, past the 50 MB L2): global load requests naive 4.29e9, shared
 2.68e8 (16x fewer), register_tiled 3.36e7 (128x fewer); DRAM read naive 33.0 GB, shared 17.0 GB,
 register_tiled 0.58 GB, cuBLAS 0.34 GB against a minimum of 0.20 GB. Naive's re-reads mostly hit

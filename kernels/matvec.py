@@ -8,7 +8,7 @@ A is ROWS x COLS, C-contiguous (row-major), x has COLS entries, y has ROWS. Ever
 used once, so the floor is reading A once: ROWS * COLS * itemsize bytes, at copy speed. What
 separates the rungs is only *how* the threads of a warp walk through A.
 
-What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters matvec``, 16384 x 4096
+What the hardware did (Nsight Compute, H100, ``lab counters matvec``, 16384 x 4096
 float32, one call each): row_per_thread fetches 16.5 sectors per global load request (a warp's 32
 rows are 16 KB apart) and runs at 14% of DRAM peak; warp_per_row and every later rung fetch 4.0
 (128 contiguous bytes a request), read 1.00x the minimum DRAM bytes and run at 78-85% of DRAM peak.

@@ -442,7 +442,7 @@ def l2_tail_first_prepare(cfg, inputs, outputs):
     Measured on the H100 at 2^26 float32, with L2 flushed before every timed call (so only the reuse
     inside one call counts): 0.2046 ms (2.95 TB/s), 1% faster than rung 3; torch.aminmax +
     torch.quantize_per_tensor 0.322 ms. The best variant meets the 0.245 ms target.
-    What the hardware did (Nsight Compute, H100, 2026-11-23, one call at 2^26 float32, L2 flushed
+    What the hardware did (Nsight Compute, H100, one call at 2^26 float32, L2 flushed
     before it; ``lab counters quantize``): DRAM read 511.2 MB against rung 3's 536.9 MB (x is 268 MB,
     read twice): the backward pass found 25.7 MB of x still in L2, 4.8% of the call's reads.
     """

@@ -25,7 +25,7 @@ few FFMAs of range reduction, within 2 ulp; the kernels are memory-bound, so tho
 time. The kernels do not use ``fastmath=True``: it lets the compiler assume no infinities, and the
 -inf entries and the guards against exp(-inf - -inf) rely on them.
 
-What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab counters softmax``, 8192 x 8192
+What the hardware did (Nsight Compute, H100, ``lab counters softmax``, 8192 x 8192
 float32, one call each, DRAM bytes read + written against the minimum of one read and one write):
 naive 3.97x (1.34 GB read: its five launches re-read x), fused 0.95x and online 0.96x (x read once;
 below 1 because part of out is still in L2 when the call ends), group_rows and split_row 1.47x.
@@ -38,7 +38,7 @@ import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.device_limits import current
-from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count, split_columns
+from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count
 from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_merge, block_sum, rescale,  # noqa: F401
                           warp_max, warp_sum)
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops

@@ -8,7 +8,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -171,7 +172,7 @@ def sm_count() -> int:
     return current().sm_count
 
 
-def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> "Variant":
+def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> Variant:
     """An ``auto`` variant: the tuned configuration of ``kernel`` for the shape's class when
     ``lab tune`` cached one for this device (kernels.tuning.lookup), else ``choose(size) -> (rung
     name, threads, why[, params])``, the heuristic (params: the rung's tunables, as

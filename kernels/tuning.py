@@ -87,7 +87,7 @@ def device() -> tuple[str, str]:
             try:
                 dev = cuda.get_current_device()
                 name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-                _device.append((name, "%d.%d" % tuple(dev.compute_capability)))
+                _device.append((name, "{}.{}".format(*dev.compute_capability)))
             except Exception:  # no usable device: nothing tuned applies
                 _device.append(("no device", "none"))
     return _device[0]

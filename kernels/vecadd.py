@@ -7,7 +7,7 @@ Each element is read twice (a, b) and written once (c) and costs one FLOP, so th
 memory bandwidth: 3 * itemsize bytes per FLOP. The best it can do is run at the device's copy speed.
 Both rungs move the same bytes; the second keeps more of them in flight.
 
-What the hardware did (Nsight Compute, H100, 2026-11-23, ``lab run vecadd --counters --size 67108865``,
+What the hardware did (Nsight Compute, H100, ``lab run vecadd --counters --size 67108865``,
 float32): element_per_thread moved 0.99x the minimum DRAM bytes (a and b read once, c written once;
 a little of c still in L2 when the call ends) at 4.0 sectors per global load request (32 lanes x 4
 contiguous bytes); torch.add 0.98x at 16.0 sectors per request (its 16-byte vector loads).

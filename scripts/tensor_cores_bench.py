@@ -17,7 +17,6 @@ import os
 import platform
 import sys
 import time
-import traceback
 
 import numpy as np
 
@@ -166,7 +165,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         cfg = mod.launch((m, n, k), 256)
         launch = kern[cfg.grid, cfg.block]
 
-        def call():
+        def call(launch=launch, dA=dA, dB=dB, dC=dC):
             launch(dA, dB, dC)
         ms = median_ms(call, torch)
         out["times"].append({"rung": name, "shape": [m, n, k], "ms": ms, "tflops": 2.0 * m * n * k / ms / 1e9})
@@ -212,11 +211,11 @@ def part_torch(out, tshapes):
         flops = 2.0 * m * n * k
         for label, tf32 in (("torch fp32", False), ("torch tf32", True)):
             torch.backends.cuda.matmul.allow_tf32 = tf32
-            ms = median_ms(lambda: torch.matmul(A, B, out=C), torch)
+            ms = median_ms(lambda A=A, B=B, C=C: torch.matmul(A, B, out=C), torch)
             out["times"].append({"rung": label, "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
         torch.backends.cuda.matmul.allow_tf32 = False
         Ah, Bh = A.bfloat16(), B.bfloat16()
-        ms = median_ms(lambda: torch.matmul(Ah, Bh), torch)
+        ms = median_ms(lambda Ah=Ah, Bh=Bh: torch.matmul(Ah, Bh), torch)
         out["times"].append({"rung": "torch bf16", "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
         save(out)
 

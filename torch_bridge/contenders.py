@@ -42,7 +42,7 @@ def torch_matmul(A, B, out):
         torch.backends.cuda.matmul.allow_tf32 = saved
 
 
-# --- softmax (issue 3) ---
+# --- softmax ---
 def torch_softmax(x, out):
     return (torch.softmax(x, 1, out=out[0]),)
 
@@ -71,7 +71,7 @@ def torch_softmax_compiled(x, out):
     return (_compiled_naive_softmax(x),)
 
 
-# --- quantize (issue 3) ---
+# --- quantize ---
 def torch_quantize_seed(x, out):
     """The seed's ``quantize_tensor`` (ARENA 2.0 chapter 3) in torch ops, as written, plus the lab's
     rule scale = 1.0 for a constant tensor (the seed divides by zero there).
@@ -124,7 +124,7 @@ def torch_quantize_aminmax(x, out):
     return qx.int_repr(), out[1]
 
 
-# --- the lab's own kernels as torch ops (issue 10): what the bridge costs next to a direct launch ---
+# --- the lab's own kernels as torch ops: what the bridge costs next to a direct launch ---
 def _lab(name):
     import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)
 

@@ -78,7 +78,7 @@ class FastKernel:
 
         views = [to_numba(t.detach()) for t in tensors]
         argtypes = tuple(self.dispatcher.typeof_pyval(v) for v in views)
-        for t, ty in zip(tensors, argtypes):
+        for ty in argtypes:
             if getattr(ty, "layout", "C") != "C":
                 raise ValueError(f"FastKernel needs C-contiguous arrays, got {ty}")
         kernel = self.dispatcher.compile(argtypes)

@@ -82,7 +82,7 @@ def load_tile_async(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, l
                 cp_async4(sdst, di + e, src, gr, gc + e, 1 if gr < rows and gc + e < cols else 0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_async_copy_kernel(bk: int = BK, stages: int = STAGES):
     """The async_copy kernel for K-slabs of ``bk`` (a multiple of 4) and ``stages`` >= 2 buffers."""
     lda = bk + A_PAD

@@ -100,7 +100,7 @@ class GemmConfig:
                 f"a thread, {d['bufs']} buffer{'s' if d['bufs'] > 1 else ''}, {4 * d['vec']}-byte loads")
 
     @classmethod
-    def parse(cls, key: str) -> "GemmConfig":
+    def parse(cls, key: str) -> GemmConfig:
         """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
         import re
 
@@ -112,7 +112,7 @@ class GemmConfig:
         return cls(*map(int, g[:10]), prefetch=g[10] == "db", pairs=g[11] == "x2", min_blocks=int(g[12]),
                    staged=g[13] is None)
 
-    def replace(self, **changes) -> "GemmConfig":
+    def replace(self, **changes) -> GemmConfig:
         return dataclasses.replace(self, **changes)
 
     def derived(self, itemsize: int = 4, limits=None) -> dict:

@@ -105,7 +105,7 @@ def choose(size):
     * N = 1 or M = 1: vector (a matrix-vector product: matvec's auto, or the column kernel);
     * else wide_loads with the block tile (of RATES) and K ranges (MODEL_SPLITS) that
       :func:`model_ms` estimates fastest: the busiest SM's blocks, the K range's time, the reduction.
-    Measured on the H100 (2026-11-23, torch.matmul ms / auto ms, TF32 off), the fixed rules this
+    Measured on the H100 (torch.matmul ms / auto ms, TF32 off), the fixed rules this
     replaced: 1024^3 0.70x (small: 64 x 64 tiles, 2 an SM at 12% occupancy; cuBLAS ran 128 x 64 tiles,
     one an SM), 777 x 1333 x 901 0.59x (64 x 64: 273 blocks, 3 on some SMs; cuBLAS 32 x 64, 525
     blocks), 2500 x 17 x 3000 0.43x (64 x 64 split_k: 47 of each tile's 64 columns idle).

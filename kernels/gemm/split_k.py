@@ -20,7 +20,7 @@ from kernels.warp import WARP
 # wide_loads when tuned, auto) uses the enqueue and the reduction launch below.
 #
 # The reduction launch. One thread an element, looping over the splits, measured on the H100 (ncu,
-# 2026-11-23): 23.5 us for 64 x 64 x 65536 (64 partials of 4096 words: 16 blocks, each thread 64
+#): 23.5 us for 64 x 64 x 65536 (64 partials of 4096 words: 16 blocks, each thread 64
 # loads one after another, each waiting ~0.5 us for DRAM/L2) and 24.6 us at 128 x 128 x 32768, a third
 # of the call, for 1-4 MB read. So the splits are spread too: a chunk is 32 consecutive elements (a
 # warp's coalesced 128 bytes), warp g of a block's G = min(8, splits) warps adds splits g, g + G, ...

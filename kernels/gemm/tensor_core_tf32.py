@@ -3,7 +3,7 @@
 An H100 SM does 128 FP32 FMAs a clock on its SIMT lanes, and many times that on its tensor cores.
 ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` (PTX ISA, "Warp-level matrix multiply-
 accumulate instructions") lets one warp multiply a 16 x 8 tile of A by an 8 x 8 tile of B into a
-16 x 8 float32 accumulator: 1,024 FMAs in one instruction, where the SIMT rungs issue 32 a warp.
+16 x 8 float32 accumulator: 1,024 FMAs in one instruction, where the SIMT rungs execute 32 a warp.
 The inputs are TF32: float32's exponent with 10 mantissa bits (``cvt.rna.tf32.f32`` rounds each
 element, relative error up to 2^-11), the products summed in float32 -- torch's
 ``torch.backends.cuda.matmul.allow_tf32 = True``.
@@ -68,7 +68,7 @@ B_PAD = 8  # B rows of BN + 8 words
 ALIGN = None if SIMULATOR else 16
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = True):
     """The tensor_core_tf32 kernel for K-slabs of ``bk`` (a multiple of 8) and ``stages`` >= 2 buffers;
     ``round_inputs``: round A and B to TF32 with cvt.rna (else the tensor cores drop the low 13 bits)."""

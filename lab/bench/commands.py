@@ -12,7 +12,8 @@ fixed for the process by the first call that compiles, as for one ``lab`` comman
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from lab.core import args as A
 from lab.core.errors import LabError

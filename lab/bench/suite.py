@@ -18,7 +18,7 @@ import datetime
 import importlib.metadata as md
 import platform
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 from lab.core.runner import Steps, quiet
 
@@ -294,7 +294,7 @@ def resources_section(doc: dict) -> list[str]:
 
 # The markdown report, in order. Another section (e.g. a shape sweep) is one more builder here.
 def shape_sweep_section(doc: dict) -> list[str]:
-    """The public shape sweep (issue 11), when the document has one (``lab bench`` on a GPU)."""
+    """The public shape sweep, when the document has one (``lab bench`` on a GPU)."""
     if not doc.get("shape_sweep"):
         return []
     from lab.bench.shapes import SweepRow, render

@@ -297,7 +297,7 @@ def winners(kernel: str, results: list[dict], dev, compiler: str, simulated: boo
                 times[HEURISTIC] = heur["ms"]
             for ident in set(scores) | set(times):
                 scores.setdefault(ident, []).append(times[ident] / best if ident in times and best else 2.0)
-        for ident, vals in scores.items():
+        for vals in scores.values():
             vals += [2.0] * (len(rows) - len(vals))
         ident = min(scores, key=lambda k: (math.exp(sum(map(math.log, scores[k])) / len(scores[k])), k != HEURISTIC,
                                            k[0]))

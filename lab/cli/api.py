@@ -305,8 +305,8 @@ def _child_json(args: list[str]) -> dict:
                           env=child_env(NUMBA_ENABLE_CUDASIM="1"), stdin=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):
         lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-        raise LabError((lines[-1].removeprefix("error: ") if lines else f"lab {args[0]} failed "
-                        f"(exit code {proc.returncode})"))
+        raise LabError(lines[-1].removeprefix("error: ") if lines else f"lab {args[0]} failed "
+                        f"(exit code {proc.returncode})")
     return json.loads(proc.stdout)
 
 

@@ -75,7 +75,7 @@ def describe(simulator: bool) -> dict:
         return info
     dev = cuda.get_current_device()
     name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
-    info = {"name": name, "backend": "gpu", "compute_capability": "%d.%d" % dev.compute_capability}
+    info = {"name": name, "backend": "gpu", "compute_capability": "{}.{}".format(*dev.compute_capability)}
     for key, attr in ATTRIBUTES.items():
         try:
             info[key] = int(getattr(dev, attr))

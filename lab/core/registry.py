@@ -26,7 +26,7 @@ as attributes of this module: views computed from the specs.
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 LAB_OP_LABEL = "numba via torch op (torch.ops.lab.{})"
 LAB_OP_PATH = "torch_bridge.contenders:lab_op_{}"

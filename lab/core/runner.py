@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -40,10 +40,8 @@ TF32 = "TF32: inputs rounded to 10 mantissa bits on tensor cores, checked at tha
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
-# how long a simulation would take, and a smaller run that takes seconds: lab.core.simulator's estimates
-simulator_calls, simulator_seconds, quick_options = (simulation.simulator_calls, simulation.simulator_seconds,
-                                                     simulation.quick_options)
-_check_calls, _minutes = simulation.check_calls, simulation.minutes
+from lab.core.simulator import check_calls as _check_calls, minutes as _minutes  # noqa: E402 (estimates)
+from lab.core.simulator import quick_options, simulator_calls, simulator_seconds  # noqa: E402
 
 
 @dataclass
@@ -524,7 +522,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
             own = getattr(variant, "tolerance", None)
             add(_measure(p, report, rule, ref, task, emit,
-                         lambda: C.prepare_numba(spec, size, variant, step.cfg, inputs, simulator),
+                         lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator),
                          (ref.refs, own(inputs, ref.refs, dtype)) if own else None))
             from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
@@ -532,7 +530,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
         elif task.contender == "numpy":
             add(_measure(p, report, rule, ref, task, emit, lambda: C.prepare_numpy(spec, inputs)))
         else:
-            prepare = lambda label=step.label: C.prepare_library(task.contender, spec, size, label, inputs)  # noqa: E731
+            prepare = lambda label=step.label, who=task.contender: C.prepare_library(who, spec, size, label, inputs)  # noqa: E731
             if step.float32_inside:
                 r = _measure(p, report, rule, ref, task, emit, prepare, ref.float32())
                 add(replace(r, check=replace(r.check, reason=FLOAT32_INSIDE + (f"; {r.reason}" if r.reason else ""))))

@@ -39,7 +39,7 @@ def command(exe: str, tool: str, log_file: str | None = None) -> list[str]:
     """The compute-sanitizer command line the lab runs a child under: one ``--tool``, no host
     backtraces, and no reports of CUDA API calls that returned an error (``--report-api-errors no``:
     Numba's driver probes, e.g. cuGetProcAddress_v2 for entry points the driver lacks, are expected
-    errors, not kernel hazards; seen on the H100, 2026-11-23). Compute Sanitizer user guide, "Command
+    errors, not kernel hazards; seen on the H100). Compute Sanitizer user guide, "Command
     Line Options"."""
     return [exe, "--tool", tool, "--show-backtrace", "no", "--report-api-errors", "no", "--print-limit", "100",
             *(["--log-file", log_file] if log_file else [])]

@@ -12,7 +12,7 @@ costs ~10x an element-wise thread). ``PER_FLOP_MS`` is the interpreted cost of o
 Each kernel's ``KernelSpec.sim_cost`` (ms per thread, per rung) was measured with
 :func:`lab.bench.suite.measure_simcost` (``python -m lab.cli.scripts simcost``) on a 2-core CPU machine at the simulator's default sizes and --threads 32, with the
 runner's switch interval of 0.2 ms (lab.core.runner.simulator_threads): the median of 3 runs on a
-shared, loaded machine (2026-11-22; values below 0.05 rounded up). A faster or idle CPU runs
+shared, loaded machine (values below 0.05 rounded up). A faster or idle CPU runs
 proportionally faster. The estimate is rough (within ~2-3x): good enough to say "roughly 3 min"
 before a run, suggest a smaller --size, and refuse a run of hours without --yes.
 

@@ -52,7 +52,7 @@ class Trace:
     uninit: list = field(default_factory=list)  # (array, index, (block, thread), line): shared memory read before any write
     threaded: bool = False
     source: str | None = None  # the kernel's file: race lines are lines of this file (None: not known)
-    stats: "Stats" = None  # what the launch's threads did, counted (:class:`Stats`)
+    stats: Stats = None  # what the launch's threads did, counted (:class:`Stats`)
 
     def __post_init__(self):
         if self.stats is None:

@@ -101,7 +101,7 @@ def _gpu_sms():
 
 def describe(kernel: str, variant: str | None, size_text: str | None, threads: int, arch_name: str | None = None,
              sms: int | None = None, waves: bool = True, warp: int | None = None) -> dict:
-    """The ``lab grid --json`` dict (keys of issue 8) plus writers/idle-block details and waves' inputs.
+    """The ``lab grid --json`` dict (the keys of its JSON schema) plus writers/idle-block details and waves' inputs.
 
     warp: a linear warp id (block id x warps a block + warp within the block) whose global loads and
     stores are recorded (lab.core.trace.SectorTracer, the simulator's addresses): the dict then has

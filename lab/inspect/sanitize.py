@@ -165,7 +165,7 @@ def run_tool(exe: str, tool: str, kernel: str, variants: list[str], shape, threa
 def lineinfo_everywhere(prefixes=("kernels", "exercises")) -> None:
     """:func:`lineinfo_on` for every dispatcher that a loaded module under ``prefixes`` holds."""
     for name, mod in list(sys.modules.items()):
-        if mod is None or not name.split(".")[0] in prefixes:
+        if mod is None or name.split(".")[0] not in prefixes:
             continue
         for v in list(vars(mod).values()):
             if hasattr(v, "targetoptions") and hasattr(v, "py_func"):

@@ -1,4 +1,4 @@
-"""Mapping lessons graded on mapping (issue 28): an exercise declares what it teaches (``LESSON`` in
+"""Mapping lessons graded on mapping: an exercise declares what it teaches (``LESSON`` in
 ``exercises/<name>/meta.py``) and a kernel that reaches the right values another way fails, with a
 message that names the lesson.
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
+from collections.abc import Iterator
 
 if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: a bar may start before the backend is chosen
     from lab.core.runner import Steps

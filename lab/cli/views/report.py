@@ -196,7 +196,7 @@ def _opt(x, fmt):
 
 
 def launch_columns() -> list[Col]:
-    """The launch table: grid and block as AxB, thread counts, and (issue 8) per-thread resources."""
+    """The launch table: grid and block as AxB, thread counts, and per-thread resources."""
     dims = lambda key: lambda v: "x".join(map(str, v[1][key]))  # noqa: E731
     get = lambda key, fmt: lambda v: _opt(v[1].get(key), fmt)  # noqa: E731
     return [

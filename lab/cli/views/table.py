@@ -9,7 +9,7 @@ The console is stdout at the terminal's width: ``COLUMNS``, else the terminal's,
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from collections.abc import Callable
 
 from rich import box
 from rich.console import Console

@@ -20,7 +20,7 @@ Engines (the document's ``tool``):
     share L2 as they do in ``lab run`` (one pass: no replay can warm L2 for itself), then everything
     else, the L2 hit rate included, with ncu's per-kernel replay and its default cache flush. The
     first run collects nothing else: with ``lts__t_sector_hit_rate.pct`` beside the DRAM bytes, what
-    one kernel left in L2 was lost to the next (H100, 2026-11-23: quantize's l2_tail_first then read
+    one kernel left in L2 was lost to the next (H100: quantize's l2_tail_first then read
     536.94 MB like block_partials; alone, 511.23 MB against 536.94 MB).
 ``simulator``
     Numba's CUDA simulator with :class:`lab.core.trace.SectorTracer`: sectors per request and
@@ -30,7 +30,7 @@ Engines (the document's ``tool``):
     Where ncu is absent (or ``--tool cupti``): CUPTI through NVIDIA's ``cupti-python`` package
     (``pip install 'numba-gpu-lab[counters]'``; it brings libcupti and needs no toolkit). cupti-python
     13.4 binds CUPTI's *PM sampling* and *Profiler Host* APIs, not the range profiler (its
-    ``cupti.cupti`` has no ``range_profiler_*`` functions; checked 2026-11-23), so this engine samples
+    ``cupti.cupti`` has no ``range_profiler_*`` functions), so this engine samples
     the GPU's performance monitors (``cupti.pm_sampling.Collector``, GPU-time trigger) over one
     contender's call at a time, in a separate Python process prepared like ncu's (the call after an
     unsampled L2 flush, then a pause of a few sampling intervals so the last sample completes).

@@ -38,7 +38,7 @@ def cupti_preload() -> list[str]:
     Why: cupti-python finds libcupti with cuda-pathfinder, which looks in site-packages before
     PYTHONPATH. On the H100 machine torch 2.11 brings nvidia-cuda-cupti 13.0.85 there, so cupti-python
     13.4 loaded that one, and every Profiler Host call failed with ``cuptiError ERROR_INVALID_PARAMETER``.
-    With libcupti 13.5 loaded first, PM sampling worked (2026-11-23); cuda-pathfinder returns a library
+    With libcupti 13.5 loaded first, PM sampling worked; cuda-pathfinder returns a library
     that is already loaded. Raises LabError (one line, with the fix) where that package is older than
     cupti-python requires."""
     from importlib import metadata
