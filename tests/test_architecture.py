@@ -103,3 +103,13 @@ def test_ctypes_in_one_module_at_most():
     # libcuda's calls (kernels/backend.py) and the sandbox's Landlock system calls and libseccomp
     # (lab/core/isolation.py: the standard library has no binding for them)
     assert set(users) <= {"kernels/backend.py", "lab/core/isolation.py"}, users
+
+
+MAX_LINES = 700  # a module over this is several ideas: split it by idea (docs/architecture.md)
+
+
+def test_no_module_over_700_lines():
+    """Every module of lab/, kernels/ and torch_bridge/ is at most MAX_LINES lines: one idea a file."""
+    long = {str(p.relative_to(ROOT)): n for pkg in ("lab", "kernels", "torch_bridge")
+            for p in (ROOT / pkg).rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"modules over {MAX_LINES} lines: {long}"
