@@ -238,26 +238,6 @@ def _warm_gpu() -> None:
     cuda.synchronize()
 
 
-def _precompile(path, private) -> None:
-    """The checker's offline GPU compile (:mod:`lab.teach.gpu_compile`) runs in a process of its own,
-    which seccomp and the audit hook would refuse: run it now, before them, inside the limits (the
-    child inherits them), so that the executor finds its result in the private folder's cache. The
-    argument types are the judge's request's (``compile.sigs``), so the same cache key; no hidden
-    test is read here."""
-    from lab.teach import gpu_compile
-    from lab.teach.checker import REQUEST
-
-    if not gpu_compile.enabled():
-        return
-    try:
-        with open(os.path.join(private, REQUEST)) as f:
-            request = json.load(f)
-        if request.get("compile"):
-            gpu_compile.check(path, request["kernel"], request["compile"]["sigs"])
-    except Exception:  # noqa: BLE001 - the executor runs the check again and reports what went wrong
-        pass
-
-
 def drop_uid() -> None:
     """A root grader's child under bubblewrap: become LAB_SANDBOX_UID (no groups, no capabilities)."""
     uid = os.environ.get("LAB_SANDBOX_UID")
@@ -309,11 +289,11 @@ def main(argv) -> None:
         why = landlock(private, [] if bench else exercise_files())
         if why:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
-    if simulator:
-        _precompile(path, private)
     from lab.teach import gpu_compile
 
-    gpu_compile.no_more_processes()  # the hook would refuse the compiler's process: the precompile's result stands
+    # the offline compile runs in a contained child of its own (lab.teach.compile_sandbox), started by
+    # the parent; none from here (the hook would refuse its process)
+    gpu_compile.no_more_processes()
     from lab.core.isolation import lockdown
 
     why = lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on

@@ -439,13 +439,9 @@ _HIDDEN_CACHE: dict = {}
 def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
     """{exercise: its hidden tests' names} for ``seed``: the score's denominator when a file never
     listed them (it did not load). Made here, as the judge makes the cases (:func:`_run_child_once`)."""
-    import numpy as np
-
-    from lab.teach.checker import hidden_cases
-
     for n in dict.fromkeys(names):
         if (n, int(seed)) not in _HIDDEN_CACHE:
-            cases = hidden_cases(exercises.load(n), np.random.default_rng(int(seed)))
+            cases = _cases(n, seed)[0]
             _HIDDEN_CACHE[(n, int(seed))] = [c.name for c in cases]
     return {n: _HIDDEN_CACHE[(n, int(seed))] for n in names}
 
@@ -525,7 +521,7 @@ PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
-               extra=None, notes=None, skip=(), progress=None) -> list[dict]:
+               extra=None, notes=None, skip=(), progress=None, compiled=None) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
     every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
@@ -536,8 +532,16 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     run, each with a short limit (``RETRY_TIMEOUT_S``, or ``timeout`` when smaller): a test that
     hangs costs one timeout and the others still get a verdict (after ``MAX_TIMEOUTS`` the rest is
     "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
-    as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s")."""
+    as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s").
+
+    Contained in the simulator, the offline GPU compile runs in a contained child of its own
+    (:mod:`lab.teach.compile_sandbox`, beside the tests' child), whose "ok" this process believes
+    only with the PTX it checks; ``compiled``: its result already made (a Future of it: ``lab
+    exercise grade`` compiles a student's files in one child)."""
     tests, planned, limit, first = [], None, timeout, list(skip)
+    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled)
+    if pre is not None:
+        first.append(COMPILE_TEST)
     skip = list(first)
     retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
     counts = {"planned": None}
@@ -577,9 +581,85 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     for n in planned:
         if n not in done:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
+    if pre is not None:
+        _add_compile(pre, tests, notes, extra)
     if extra is not None and not (tests and all(t["passed"] for t in tests)):
         extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
     return tests
+
+
+COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
+
+
+def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
+    """The contained offline compile of ``path`` for the simulator's contained check (None when it
+    does not apply): an object whose ``result()`` is :func:`lab.teach.compile_sandbox.run`'s result."""
+    from lab.teach import gpu_compile
+
+    on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
+    if sandbox is None or backend != "simulator" or not on or COMPILE_TEST in skip:
+        return None
+    if compiled is not None:
+        return compiled
+    from concurrent.futures import Future
+
+    fut: Future = Future()
+
+    def work():
+        try:
+            fut.set_result(compile_files([(name, path)], seed, sandbox)[0])
+        except BaseException as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
+            fut.set_result({"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True})
+
+    threading.Thread(target=work, name=f"lab-compile-{name}", daemon=True).start()
+    return fut
+
+
+def compile_files(pairs, seed, sandbox) -> list[dict]:
+    """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
+    file) of ``pairs`` in one child, with the argument types of the exercise's hidden tests."""
+    from lab.teach import checker, compile_sandbox
+
+    items = [(str(path), exercises.load(n).kernel, checker.compile_sigs(_cases(n, seed)[0])) for n, path in pairs]
+    return compile_sandbox.run(items, sandbox)
+
+
+def _add_compile(pre, tests, notes, extra) -> None:
+    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load."""
+    from lab.teach import checker
+
+    if any(t["name"] == "load" and not t["passed"] for t in tests):
+        return
+    r = pre.result()
+    entry = checker.compile_entry(r, "simulator")
+    if isinstance(entry, str):
+        for where in (notes, None if extra is None else extra.setdefault("notes", [])):
+            if where is not None and entry not in where:
+                where.append(entry)
+        return
+    tests.insert(0, entry)
+
+
+_CASES: dict = {}
+_CASES_LOCK = threading.Lock()
+
+
+def _cases(name: str, seed: int):
+    """(the hidden cases of exercise ``name`` for ``seed``, the state of the seed's generator after
+    them), made once per process: every student of a grade gets the same inputs (one seed), so the
+    float64 references are computed once per exercise, not once per submission."""
+    import numpy as np
+
+    from lab.teach.checker import hidden_cases
+
+    key = (name, int(seed))
+    with _CASES_LOCK:
+        if key not in _CASES:
+            if len(_CASES) > 64:
+                _CASES.clear()
+            rng = np.random.default_rng(int(seed))
+            _CASES[key] = (hidden_cases(exercises.load(name), rng), rng.bit_generator.state)
+        return _CASES[key]
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
@@ -596,8 +676,9 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
 
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
     ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    cases = checker.hidden_cases(ex, rng)
+    cases, state = _cases(name, seed)
+    rng = np.random.default_rng()
+    rng.bit_generator.state = state  # as if the cases were just drawn from the seed's generator
     do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
     request, inputs = checker.make_request(ex, cases, backend, do_compile, rng)
     if sandbox is not None:
