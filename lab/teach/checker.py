@@ -882,31 +882,42 @@ def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dic
     names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
     poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
     simulator is drawn from ``rng``)."""
-    inputs, out = {}, []
-    for i, c in enumerate(cases):
-        args = []
-        for k, a in enumerate(c.args):
-            if isinstance(a, np.ndarray):
-                inputs[f"c{i}_a{k}"] = np.asarray(a)
-                args.append({"array": f"c{i}_a{k}"})
-            else:
-                args.append(_scalar_arg(a))
-        init = None
-        if c.init is not None:
-            init = []
-            for k, v in enumerate(c.init):
-                inputs[f"c{i}_i{k}"] = np.asarray(v)
-                init.append(f"c{i}_i{k}")
-        float_out = any(np.dtype(dt).kind == "f" for _, dt in c.outputs)
-        out.append({"name": c.name, "args": args, "init": init,
-                    "outputs": [[[int(v) for v in tuple(s)], np.dtype(dt).str] for s, dt in c.outputs],
-                    "out_names": list(c.out_names or []), "grid": encode(c.grid), "block": encode(c.block),
-                    "launch_args": encode(list(c.launch_args)), "runs": runs_of(c),
-                    "finite_rerun": backend != "simulator" and c.init is None and float_out})
+    inputs: dict = {}
+    out = [_case_entry(f"c{i}", c, backend, inputs) for i, c in enumerate(cases)]
     request = {"exercise": ex.name, "kernel": ex.kernel, "launch": ex.launch, "backend": backend,
                "shuffle_seed": int(rng.integers(1 << 62)), "bench_seed": int(rng.integers(1 << 62)),
                "compile": {"sigs": compile_sigs(cases)} if compile_check else None, "cases": out}
     return request, inputs
+
+
+def _case_entry(key: str, c, backend: str, inputs: dict) -> dict:
+    """One case of the request (its arrays into ``inputs`` under ``KEY_aK`` / ``KEY_iK``)."""
+    args = []
+    for k, a in enumerate(c.args):
+        if isinstance(a, np.ndarray):
+            inputs[f"{key}_a{k}"] = np.asarray(a)
+            args.append({"array": f"{key}_a{k}"})
+        else:
+            args.append(_scalar_arg(a))
+    init = None
+    if c.init is not None:
+        init = []
+        for k, v in enumerate(c.init):
+            inputs[f"{key}_i{k}"] = np.asarray(v)
+            init.append(f"{key}_i{k}")
+    float_out = any(np.dtype(dt).kind == "f" for _, dt in c.outputs)
+    return {"name": c.name, "args": args, "init": init,
+            "outputs": [[[int(v) for v in tuple(s)], np.dtype(dt).str] for s, dt in c.outputs],
+            "out_names": list(c.out_names or []), "grid": encode(c.grid), "block": encode(c.block),
+            "launch_args": encode(list(c.launch_args)), "runs": runs_of(c),
+            "finite_rerun": backend != "simulator" and c.init is None and float_out}
+
+
+def add_bench(request: dict, inputs: dict, case, backend: str) -> None:
+    """The benchmark's problem (:func:`lab.teach.bench.plan`, made by the judge) into the request
+    ("bench": a case as the hidden tests', its arrays under ``b_*``): the bench child reads neither
+    the hidden tests nor the reference solution."""
+    request["bench"] = _case_entry("b", case, backend, inputs)
 
 
 BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not

@@ -120,7 +120,7 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     if I.thread_limit_applies():
         env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
     root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
-    hide = [] if bench else I.exercise_files()  # the benchmark times the reference solution: it needs it
+    hide = I.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
     return I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator", hide, root, uid), []
 
 
@@ -268,16 +268,10 @@ def main(argv) -> None:
     select("sim" if simulator else "gpu")
     import numba.cuda  # noqa: F401
 
-    import exercises
     import lab.core.simt  # noqa: F401
     import lab.teach.bench  # noqa: F401
     import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
 
-    bench = "--bench" in rest[5:]
-    ex = exercises.load(name)
-    if bench:  # the benchmark draws its case from the hidden tests and times the reference solution
-        ex.hidden()
-        ex.bench()
     if simulator:
         import lab.core.runner  # noqa: F401
         import lab.core.trace  # noqa: F401
@@ -286,7 +280,7 @@ def main(argv) -> None:
     if limits.landlock:
         from lab.core.isolation import exercise_files
 
-        why = landlock(private, [] if bench else exercise_files())
+        why = landlock(private, exercise_files())
         if why:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
     from lab.teach import gpu_compile
