@@ -24,7 +24,7 @@ loaded, seccomp (no process, socket, signal to another process or executable mem
 calls it: Python, ctypes or a compiled extension). The audit hook is not a security boundary
 (CPython's documentation says so); these layers are. Where one is missing the child's notes say so
 (``lab doctor`` lists them). Not isolated: the GPU, the CPU time others get while it runs. The
-README's "What the isolation does, and what it does not" has the table per platform. Nothing here
+docs/isolation.md says what each platform gets. Nothing here
 prints.
 """
 from __future__ import annotations
