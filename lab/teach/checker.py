@@ -38,7 +38,7 @@ from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST,
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
-from lab.teach.messages import (MAP_ENV, MAP_LIMIT, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
+from lab.teach.messages import (MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
@@ -162,7 +162,7 @@ def judge_case(ex, case, raw, backend):
                                  f"with another poison tells the two apart): read before initialised (an "
                                  f"accumulator not set to 0 before +=, shared memory read before it was "
                                  f"filled)? or 0/0, inf/inf (an overflow)?; {int((unwritten & written).sum())} of "
-                                 f"{plural(out.size, 'element')} like this")
+                                 f"{plural(out.size, 'element')} like this", kind=VALUES)
                 written = None
             if written is not None and (unwritten & written).any():
                 first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
@@ -178,7 +178,7 @@ def judge_case(ex, case, raw, backend):
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
             raise Failed(_unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
-                         writers and _writers_map(onames[k], writers[k], out.shape, grid, block))
+                         writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
@@ -221,14 +221,14 @@ def judge_case(ex, case, raw, backend):
             continue
         if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
             raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
-                         f"written or added to it")
+                         f"written or added to it", kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
                 raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
                              f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
-                             f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)")
+                             f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
-                         f"cannot pass)")
+                         f"cannot pass)", kind=VALUES)
         first = tuple(int(v) for v in np.argwhere(bad)[0])
         digits = 9 if hasattr(tol, "lo") else 6
         if np.dtype(case.outputs[k][1]).kind in "iub":  # integers exactly (2.84831e+07 hid a difference of 1)
@@ -248,8 +248,8 @@ def judge_case(ex, case, raw, backend):
             extra = case.diagnose(outs, case.refs) or extra
         extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
-                     writers and _writers_map(onames[k], writers[k], out64.shape, grid, block))
-    raise Failed(f"output differs from the float64 reference: {verdict_.reason}")
+                     writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
+    raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
 
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:
@@ -413,7 +413,7 @@ class Judge:
             raw = raw_result(case, rec, npz, self.backend, self.path)
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
-            result = {"name": name, "passed": False, "message": str(e)}
+            result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}
             if e.map and os.environ.get(MAP_ENV) == "1":
                 result["map"] = e.map
             return result

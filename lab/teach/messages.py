@@ -19,13 +19,20 @@ import numpy as np
 from kernels.spec import plural
 
 
+VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
+
+
 class Failed(Exception):
     """A test failed with a message for the student; ``map``: who wrote each element of the output
-    (:func:`_writers_map`), for indexing failures in the simulator."""
+    (:func:`_writers_map`), for indexing failures in the simulator; ``kind``: :data:`VALUES` when
+    the failure is about the output's values (an element wrong, never written, all zeros, its
+    initial value, NaN although written), else :data:`DIAGNOSIS` (a finding of the trace, a launch
+    that raised, a lesson): :func:`lab.teach.union.merge` tells two backends' verdicts apart by it."""
 
-    def __init__(self, message, map=None):
+    def __init__(self, message, map=None, kind=DIAGNOSIS):
         super().__init__(message)
         self.map = map
+        self.kind = kind
 
 
 MAP_ENV = "LAB_CHECK_MAP"  # "1": a failing test's entry carries "map" (the notebook draws it; the CLI never asks)

@@ -205,6 +205,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     except KeyboardInterrupt:
         stop_all()  # the children (GPU, simulator, sanitizer) go with the check
         raise
+    # the judge's "kind" of a failure served the union of two backends (lab.teach.union); not in the document
+    tests = [{k: v for k, v in t.items() if k != "kind"} for t in tests]
     passed = bool(tests) and all(t["passed"] for t in tests)
     hidden = union.hidden_of(tests)
     if not hidden or any(t["name"] == "load" and not t["passed"] for t in tests):
