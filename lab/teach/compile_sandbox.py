@@ -97,7 +97,7 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout) -> st
     it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more).
     Returns why it stopped early, or None."""
     from lab.teach import sandbox as S
-    from lab.teach import child as W
+    from lab.teach import procs as W
 
     with open(os.path.join(private, REQUEST), "w") as f:
         json.dump({"items": [dict(request["items"][k], out=k) for k in todo]}, f)
