@@ -67,7 +67,6 @@ def decode(v):
 
 
 JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
-
 OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
 
 

@@ -24,18 +24,12 @@ from lab.teach.procs import _LIVE, _LIVE_LOCK, _STOP, _kill_group, _track, _untr
 
 
 BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
-
 RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out (simulator)
-
 RETRY_TIMEOUT_GPU_S = 3.0  # the same on a GPU, where a test takes milliseconds (and a launch's JIT compile)
-
 MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test hangs, fix that first
-
 KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
-
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
-COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
-
+COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
 
 COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
@@ -159,7 +153,6 @@ def _add_compile(pre, tests, notes, extra) -> None:
 
 
 _CASES: dict = {}
-
 _CASES_LOCK = threading.Lock()
 
 

@@ -36,7 +36,6 @@ class Failed(Exception):
 
 
 MAP_ENV = "LAB_CHECK_MAP"  # "1": a failing test's entry carries "map" (the notebook draws it; the CLI never asks)
-
 MAP_LIMIT = 1 << 16  # elements: a larger output's map is not sent
 
 

@@ -21,7 +21,6 @@ from lab.core.errors import LabError
 
 
 STATE = ".lab-state.json"
-
 NOT_STARTED, IN_PROGRESS, PASSED = "not started", "in progress", "passed"
 
 

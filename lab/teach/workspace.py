@@ -46,7 +46,6 @@ from lab.teach.records import (IN_PROGRESS, KEY_FILE, NOT_STARTED, PASSED, STATE
                                _record, _save, _sha256, _state, _status, _writing)  # noqa: F401
 
 DEFAULT_DIR = "lab-exercises"
-
 DEFAULT_TIMEOUT_S = 30.0
 
 
@@ -348,9 +347,7 @@ def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
 
 
 SANITIZER_TOOLS = ("racecheck", "memcheck", "synccheck")
-
 SANITIZER_SLOWDOWN = 10  # the tests' timeout grows by this under compute-sanitizer (racecheck is the slowest)
-
 CLEAN = {"racecheck": "no shared-memory race found", "memcheck": "no out-of-bounds or misaligned access found",
          "synccheck": "no barrier error found"}
 
