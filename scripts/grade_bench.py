@@ -95,8 +95,8 @@ def main() -> None:
 
     counted = "the grader only (bubblewrap's children are not counted)" if bwrap_problem() is None else \
         "the grader and every child"
-    print(f"CPU seconds: {cpu:.1f} ({counted}), {cpu / len(rows):.3f} a submission; projected wall for 100 x 12 at "
-          f"this rate: {wall / len(rows) * 1200:.0f} s")
+    print(f"CPU seconds: {cpu:.1f} ({counted}), {cpu / len(rows):.3f} a submission; 100 x 12 at --jobs {jobs} "
+          f"would take about {wall / len(rows) * 1200:.0f} s at this rate")
     secs = sorted(r["seconds"] for r in rows)
     print(f"seconds a submission: median {secs[len(secs) // 2]:.2f}, mean {sum(secs) / len(secs):.2f}, "
           f"max {secs[-1]:.1f}")
