@@ -4,7 +4,13 @@ mutant of the solution (tests/teach/test_exercises.py's MUTANTS), graded with ``
 Prints the wall time and the gradebook's summary; record it in docs/benchmarks.md.
 
     python scripts/grade_bench.py                      # 100 students x 12 exercises, every CPU
-    python scripts/grade_bench.py --students 10 --jobs 2
+    python scripts/grade_bench.py --students 100 --jobs 16
+    python scripts/grade_bench.py --students 4 --jobs 2
+
+Also prints the CPU seconds of the grader and the children it reaped, per submission: under
+bubblewrap the children's CPU time does not reach the grader's accounts (they are reaped inside
+their pid namespace), so that line counts the grader only; ``LAB_BWRAP=0`` (the other layers stay)
+counts every child.
 """
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -82,6 +89,14 @@ def main() -> None:
     print(f"graded against expectation: {len(rows) - len(wrongly)} of {len(rows)} right (a solution passes, a "
           f"scaffold or mutant fails)" + "".join(f"\n  {r['student']}/{r['exercise']}: {r['status']} {r['reason'][:90]}"
                                                  for r in wrongly[:5]))
+    use = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = use.ru_utime + use.ru_stime
+    from lab.core.isolation import bwrap_problem
+
+    counted = "the grader only (bubblewrap's children are not counted)" if bwrap_problem() is None else \
+        "the grader and every child"
+    print(f"CPU seconds: {cpu:.1f} ({counted}), {cpu / len(rows):.3f} a submission; 100 x 12 at --jobs {jobs} "
+          f"would take about {wall / len(rows) * 1200:.0f} s at this rate")
     secs = sorted(r["seconds"] for r in rows)
     print(f"seconds a submission: median {secs[len(secs) // 2]:.2f}, mean {sum(secs) / len(secs):.2f}, "
           f"max {secs[-1]:.1f}")

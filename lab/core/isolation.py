@@ -188,7 +188,7 @@ def read_paths(lab_root: str) -> tuple[list[str], list[str]]:
 
 # the exercises' files a child never reads (shown empty under bubblewrap, left out of Landlock's rules):
 # the reference solutions and the hidden tests (the judge makes the cases; the child gets only inputs).
-# A --bench child still reads both: it times the student's kernel against the reference solution's.
+# A --bench child too: the judge sends the bench's problem, and the reference runs in a child of its own.
 HIDDEN_FROM_CHILD = ("solution.py", "hidden.py")
 
 

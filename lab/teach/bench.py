@@ -1,8 +1,18 @@
 """Performance grading of an exercise (``lab exercise check NAME --bench``), after every hidden test
-passed. It runs in the checker's child process (``python -m lab.teach.bench ...``: :func:`main`, the
-executor's :func:`lab.teach.executor.main` plus the benchmark, once the parent judged every test
-passed), so the student's code stays contained; nothing here prints. The bench document is still
-the child's own report (its timings and sector counts are not re-checked by the parent).
+passed. Three sides, as for the hidden tests:
+
+* the parent (the judge) picks the problem (:func:`plan`: bench.py's case or the largest hidden
+  test) and sends its inputs in the request (:func:`lab.teach.checker.make_request`, key "bench");
+* the student's contained child (``python -m lab.teach.bench ...``: :func:`main`, the executor's
+  :func:`lab.teach.executor.main`, then, once the parent judged every test passed, the benchmark)
+  runs only the student's kernel on those inputs and hands back raw counts (:func:`measure`): it
+  reads neither the reference solution nor the hidden tests (hidden from it like from any child);
+* the reference's numbers come from a trusted child of the lab's own code (:func:`reference`,
+  ``python -m lab.teach.bench --reference``: no student code in it), once per exercise, backend
+  and seed in a process; and the parent computes the pass line from the two (:func:`judge`).
+
+Nothing here prints. What stays the child's word: its own counts and timings (a kernel's time can
+only be taken where it runs); forged counts can pass a bench but not a hidden test.
 
 On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
 the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are
@@ -77,27 +87,125 @@ def bytes_moved(ex, case) -> int:
     return int(n + sum(math.prod(s) * np.dtype(dt).itemsize for s, dt in case.outputs))
 
 
-def run(name: str, path: str, backend: str, seed: int) -> dict:
-    """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS)."""
-    import exercises
+def plan(ex, seed: int, simulator: bool):
+    """(Case, note or None): the problem the bench runs, drawn from ``seed`` (the request's
+    ``bench_seed``) by the judge's process (:func:`pick_case`)."""
+    return pick_case(ex, np.random.default_rng(int(seed) + 1), simulator)
+
+
+def _failure(e) -> str:
     from lab.teach.checker import Failed
+
+    if isinstance(e, Failed):
+        return f"not benchmarked: {e}"
+    text = str(e).strip().splitlines()
+    return f"the benchmark failed: {type(e).__name__}: {text[0] if text else ''}"
+
+
+def measure(mod, ex, case, backend: str) -> dict:
+    """The raw numbers of ``mod``'s kernel on ``case`` (the child's side: no verdict): in the
+    simulator {"load": traffic, "store": traffic, "atomic_ops"} (:func:`_traffic`), on a GPU
+    {"ms", "timing"}. ``ex``: anything with ``name``, ``kernel`` and ``launch``."""
+    if backend == "simulator":
+        s = trace_launch(mod, ex, case)
+        return {"load": _traffic(s, "load"), "store": _traffic(s, "store"), "atomic_ops": int(s["atomic_ops"])}
+    from numba import cuda
+
+    ms, timing = _time_launch(_device_call(mod, ex, case), cuda.synchronize)
+    return {"ms": float(ms), "timing": str(timing)}
+
+
+def run(name: str, path: str, backend: str, seed: int) -> dict:
+    """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS), every
+    side in this process (for the lab's own tests: the student's code runs here)."""
+    import exercises
     from lab.teach.executor import load_student
 
     ex = exercises.load(name)
-    doc = _blank(ex, backend)
-    rng = np.random.default_rng(int(seed) + 1)
+    case, note = plan(ex, seed, backend == "simulator")
     try:
-        mine = load_student(path, ex)
-        ref = load_student(str(ex.solution), ex)
-        case, note = pick_case(ex, rng, backend == "simulator")
-        doc["case"] = case.name
-        if note:
-            doc["notes"].append(note)
-        (_sectors if backend == "simulator" else _timed)(ex, mine, ref, case, doc)
-    except Failed as e:
-        doc["message"] = f"not benchmarked: {e}"
+        mine = measure(load_student(path, ex), ex, case, backend)
     except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
-        doc["message"] = f"the benchmark failed: {type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+        mine = {"error": _failure(e)}
+    return judge(ex, case, backend, mine, _reference_here(ex, case, backend), note)
+
+
+_REFERENCE: dict = {}
+
+
+def reference(name: str, backend: str, seed: int) -> dict:
+    """The reference solution's raw numbers for the bench of ``name`` drawn from ``seed`` (as
+    :func:`measure`'s, on a GPU with "peak_value", "peak_source" and "rung_ms"), made by a child
+    process that runs only the lab's own code (``python -m lab.teach.bench --reference``), once
+    per (exercise, backend, seed) in this process. {"error": why} when it failed."""
+    import subprocess
+
+    key = (name, backend, int(seed))
+    if key not in _REFERENCE:
+        from lab.core.session import child_env
+
+        env = child_env(NUMBA_ENABLE_CUDASIM="1" if backend == "simulator" else "0")
+        try:
+            p = subprocess.run([sys.executable, "-m", "lab.teach.bench", "--reference", name, backend, str(int(seed))],
+                               capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)
+            got = json.loads(p.stdout.strip().splitlines()[-1])
+        except (subprocess.SubprocessError, OSError, ValueError, IndexError) as e:
+            got = {"error": f"the reference's benchmark could not run ({type(e).__name__})"}
+        _REFERENCE[key] = got if isinstance(got, dict) else {"error": "the reference's benchmark returned nothing"}
+    return _REFERENCE[key]
+
+
+def _reference_here(ex, case, backend: str) -> dict:
+    """:func:`reference`'s numbers, made in this process."""
+    from lab.teach.executor import load_student
+
+    try:
+        out = measure(load_student(str(ex.solution), ex), ex, case, backend)
+        if backend != "simulator":
+            out.update(_peak(ex))
+            out["rung_ms"] = _rung(ex, case)
+        return out
+    except Exception as e:  # noqa: BLE001 - the lab's own failure: said in the document
+        return {"error": "the reference: " + _failure(e)}
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _valid(raw, backend: str) -> bool:
+    """Whether ``raw`` has the shape of :func:`measure`'s numbers (non-negative finite numbers)."""
+    if not isinstance(raw, dict):
+        return False
+    if backend != "simulator":
+        return _number(raw.get("ms")) and raw["ms"] > 0
+    keys = ("requests", "sectors", "bytes", "touched")
+    return _number(raw.get("atomic_ops")) and all(
+        isinstance(raw.get(k), dict) and all(_number(raw[k].get(f)) for f in keys)
+        and all(raw[k].get(f) is None or _number(raw[k].get(f)) for f in ("per_request", "efficiency"))
+        for k in ACCESS)
+
+
+def judge(ex, case, backend: str, mine, ref, note=None) -> dict:
+    """The bench document (keys: KEYS) from the student's raw numbers ``mine`` (the child's, checked
+    for their shape) and the reference's ``ref`` (:func:`reference`'s, or a function returning
+    them, called only when needed): the pass line is computed here, never taken from the child."""
+    doc = _blank(ex, backend)
+    doc["case"] = case.name
+    if note:
+        doc["notes"].append(note)
+    if isinstance(mine, dict) and "error" in mine:
+        doc["message"] = str(mine["error"])[:500]
+        return doc
+    if not _valid(mine, backend):
+        doc["message"] = "the benchmark's child returned no valid numbers"
+        return doc
+    ref = ref() if callable(ref) else ref
+    if not isinstance(ref, dict) or "error" in ref or not _valid(ref, backend):
+        doc["message"] = str((ref or {}).get("error") if isinstance(ref, dict) else "") or \
+            "the reference's numbers are missing"
+        return doc
+    (_sectors if backend == "simulator" else _timed)(ex, case, mine, ref, doc)
     return doc
 
 
@@ -137,21 +245,23 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
 
 def _traffic(s: dict, kind: str) -> dict:
     st = s[kind]
-    return {"requests": st.requests, "sectors": st.sectors, "bytes": st.bytes_used, "touched": s["touched"][kind],
-            "per_request": st.sectors_per_request, "efficiency": st.efficiency_pct}
+    per, eff = st.sectors_per_request, st.efficiency_pct
+    return {"requests": int(st.requests), "sectors": int(st.sectors), "bytes": int(st.bytes_used),
+            "touched": int(s["touched"][kind]), "per_request": None if per is None else float(per),
+            "efficiency": None if eff is None else float(eff)}
 
 
-def _sectors(ex, mine, ref, case, doc) -> None:
+def _sectors(ex, case, ours_raw, theirs_raw, doc) -> None:
     """The simulator's pass line: for the global loads and for the stores, the sectors fetched in all
     at most ``SECTOR_FACTOR`` x the reference's (+ SLACK_SECTORS); global atomic operations at most
     ATOMIC_FACTOR x the reference's (+ ATOMIC_SLACK). A failing line names its cause: sectors per
     warp request above the reference's (uncoalesced: consecutive threads do not touch consecutive
     elements), or more requests for the same data (re-reads: each sector fetched again and again,
     where the reference keeps the data in shared memory or registers), or atomics per element."""
-    a, b = trace_launch(mine, ex, case), trace_launch(ref, ex, case)
+    a, b = ours_raw, theirs_raw
     f = ex.sector_factor
-    ours = {k: _traffic(a, k) for k in ACCESS}
-    theirs = {k: _traffic(b, k) for k in ACCESS}
+    ours = {k: a[k] for k in ACCESS}
+    theirs = {k: b[k] for k in ACCESS}
     doc["sectors"] = {"student": ours["load"]["per_request"], "reference": theirs["load"]["per_request"],
                       "student_store": ours["store"]["per_request"], "reference_store": theirs["store"]["per_request"],
                       "factor": f,
@@ -246,37 +356,42 @@ def _device_call(mod, ex, case):
     return lambda: launch(*args, *outs)
 
 
-def _timed(ex, mine, ref, case, doc) -> None:
-    from numba import cuda
-
+def _peak(ex) -> dict:
+    """The device's peak for ``ex.peak`` (the reference's trusted child measures it)."""
     from lab.core.device import describe, measure_copy_bandwidth
 
-    doc["student_ms"], doc["timing"] = _time_launch(_device_call(mine, ex, case), cuda.synchronize)
-    doc["reference_ms"], _ = _time_launch(_device_call(ref, ex, case), cuda.synchronize)
+    if ex.peak == "fp32":
+        return {"peak_value": describe(False).get("peak_fp32_gflops"),
+                "peak_source": "nominal FP32 peak (lab.core.device.describe)"}
+    try:
+        return {"peak_value": measure_copy_bandwidth()["gbps"], "peak_source": "measured device-to-device copy"}
+    except Exception:  # noqa: BLE001 - too little free memory for the 1 GiB copy: the nominal figure
+        return {"peak_value": describe(False).get("peak_bandwidth_gbps"), "peak_source": "nominal DRAM bandwidth"}
+
+
+def _timed(ex, case, mine, ref, doc) -> None:
+    doc["student_ms"], doc["timing"] = mine["ms"], mine.get("timing")
+    doc["reference_ms"] = ref["ms"]
     doc["pct_of_reference"] = 100.0 * doc["reference_ms"] / doc["student_ms"]
     doc["pass_line"] = f"at least {ex.pass_pct:g}% of the reference's speed"
     doc["passed"] = doc["pct_of_reference"] >= ex.pass_pct
     seconds = doc["student_ms"] * 1e-3
+    doc["peak_value"], doc["peak_source"] = ref.get("peak_value"), ref.get("peak_source")
     if ex.peak == "fp32":
         mod = ex.bench()
         flops = mod.flops(case) if mod is not None and hasattr(mod, "flops") else None
-        peak = describe(False).get("peak_fp32_gflops")
-        doc.update(peak_unit="GFLOP/s", peak_source="nominal FP32 peak (lab.core.device.describe)",
-                   peak_value=peak)
+        doc["peak_unit"] = "GFLOP/s"
         if flops:
             doc["achieved"] = flops / seconds / 1e9
         else:
             doc["notes"].append(f"no flops(case) in exercises/{ex.name}/bench.py: % of FP32 peak not computed")
     else:
-        try:
-            peak, source = measure_copy_bandwidth()["gbps"], "measured device-to-device copy"
-        except Exception:  # noqa: BLE001 - too little free memory for the 1 GiB copy: the nominal figure
-            peak, source = describe(False).get("peak_bandwidth_gbps"), "nominal DRAM bandwidth"
-        doc.update(peak_unit="GB/s", peak_source=source, peak_value=peak,
-                   achieved=bytes_moved(ex, case) / seconds / 1e9)
+        doc.update(peak_unit="GB/s", achieved=bytes_moved(ex, case) / seconds / 1e9)
     if doc["achieved"] is not None and doc["peak_value"]:
         doc["pct_of_peak"] = 100.0 * doc["achieved"] / doc["peak_value"]
-    _rung(ex, case, doc)
+    if _number(ref.get("rung_ms")):
+        doc["rung_ms"] = ref["rung_ms"]
+        doc["pct_of_rung"] = 100.0 * doc["rung_ms"] / doc["student_ms"]
     doc["message"] = (f"{doc['student_ms']:.4g} ms, {doc['pct_of_reference']:.0f}% of the reference's speed "
                       f"({doc['reference_ms']:.4g} ms)"
                       + (f", {doc['pct_of_peak']:.0f}% of {'copy bandwidth' if ex.peak == 'copy' else 'FP32 peak'}"
@@ -284,11 +399,12 @@ def _timed(ex, mine, ref, case, doc) -> None:
                       + ("" if doc["passed"] else f": below the pass line ({doc['pass_line']})"))
 
 
-def _rung(ex, case, doc) -> None:
-    """Time the kernels/ rung ``ex.rung`` at the same problem size (bench.py's ``rung_size(case)``)."""
+def _rung(ex, case):
+    """The ms of the kernels/ rung ``ex.rung`` at the same problem size (bench.py's
+    ``rung_size(case)``), or None."""
     mod = ex.bench()
     if not ex.rung or mod is None or not hasattr(mod, "rung_size"):
-        return
+        return None
     import kernels
     from lab.core import contenders as C
 
@@ -296,21 +412,20 @@ def _rung(ex, case, doc) -> None:
     spec = kernels.load(kernel)
     size = tuple(mod.rung_size(case))
     v = spec.variants[variant]
-    why = v.accepts(256)
-    if why:
-        doc["notes"].append(f"kernels/ rung {ex.rung} not timed: {why}")
-        return
+    if v.accepts(256):
+        return None
     inputs = spec.make_inputs(size, np.dtype(np.float32), np.random.default_rng(0))
     prepared = C.prepare_numba(spec, size, v, v.launch(size, 256), inputs, False)
-    doc["rung_ms"], _ = _time_launch(prepared.call, prepared.sync)
-    doc["pct_of_rung"] = 100.0 * doc["rung_ms"] / doc["student_ms"]
+    return float(_time_launch(prepared.call, prepared.sync)[0])
 
 
 def main(argv) -> None:
     """The child process with ``--bench``: the hidden tests' launches (:func:`lab.teach.executor.main`)
     and, once the parent judged every one passed (it writes ``bench-go``: "1"), ``{"start": "bench"}``
-    then ``{"bench": {...}}`` on the progress file."""
+    then ``{"bench": raw}`` on the progress file: :func:`measure`'s numbers of the student's kernel
+    on the request's "bench" case, or {"error": why}. No reference, no hidden test, no verdict here."""
     import time
+    from types import SimpleNamespace
 
     from lab.teach import executor
     from lab.teach.checker import BENCH_GO
@@ -319,8 +434,6 @@ def main(argv) -> None:
     executor.main(argv)
     folder = os.path.dirname(os.path.abspath(progress))
     go = os.path.join(folder, BENCH_GO)
-    with open(os.path.join(folder, executor.REQUEST)) as f:
-        seed = int(json.load(f).get("bench_seed", 0))
     word = ""
     for _ in range(3000):  # the parent judges within moments of the last result (60 s at most)
         try:
@@ -333,12 +446,37 @@ def main(argv) -> None:
         time.sleep(0.02)
     if word != "1":
         return
+    with open(os.path.join(folder, executor.REQUEST)) as f:
+        request = json.load(f)
     with open(progress, "a", buffering=1) as out:
         out.write(json.dumps({"start": "bench"}) + "\n")
-        out.write(json.dumps({"bench": run(name, path, backend, seed)}) + "\n")
+        try:
+            ex = SimpleNamespace(name=request["exercise"], kernel=request["kernel"], launch=request.get("launch"))
+            with np.load(os.path.join(folder, executor.INPUTS), allow_pickle=False) as inputs:
+                case = executor.cases_of({"cases": [request["bench"]]}, inputs)[0]
+            raw = measure(executor.load_student(path, ex), ex, case, backend)
+        except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
+            raw = {"error": _failure(e)}
+        out.write(json.dumps({"bench": raw}) + "\n")
+
+
+def _reference_main(name: str, backend: str, seed: str) -> None:
+    """``python -m lab.teach.bench --reference NAME BACKEND SEED``: the reference's numbers
+    (:func:`reference`) as the last line of stdout. Runs the lab's own code only."""
+    import exercises
+    from lab.core.session import select
+
+    select("sim" if backend == "simulator" else "gpu")
+    ex = exercises.load(name)
+    case, _ = plan(ex, int(seed), backend == "simulator")
+    sys.stdout.write("\n" + json.dumps(_reference_here(ex, case, backend)) + "\n")
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--reference"]:
+        _reference_main(*sys.argv[2:5])
+        sys.stdout.flush()
+        os._exit(0)
     main(sys.argv[1:])
     sys.stdout.flush()
     os._exit(0)  # do not wait for simulator threads still stuck in a student's loop

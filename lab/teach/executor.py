@@ -10,10 +10,13 @@ written by the parent; the rest written here):
 * ``request.json``: {"exercise", "kernel", "launch", "backend", "shuffle_seed", "compile": null or
   {"sigs"}, "cases": [{"name", "args": [{"array": KEY} | {"scalar": value, "type"}], "outputs":
   [[shape, dtype]], "init": [KEY] or null, "out_names", "grid", "block", "launch_args", "runs":
-  [poisons], "finite_rerun": bool}]}; ``request.npz``: the input arrays and initial values by KEY.
-  No reference, tolerance, diagnosis or solution path is ever in it.
+  [poisons], "finite_rerun": bool}], "bench": a case as these, with ``--bench``}; ``request.npz``: the
+  input arrays and initial values by KEY. No reference, tolerance, diagnosis or solution path is
+  ever in it.
 * ``result-load.json``: {"failed": message} when the file does not load;
-* ``result-compile.json``: the offline GPU compile's raw result (:mod:`lab.teach.gpu_compile`);
+* ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.gpu_compile`: an "ok" with
+  the PTX of each signature, which the judge checks; a contained simulator check compiles in a
+  child of its own instead, :mod:`lab.teach.compile_sandbox`);
 * ``result-K.json`` (case K of the request): {"grid", "block", "param_names", "kernel_file",
   "failed", "kernel_error", "traces", "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the
   output arrays of poison run r), ``again_out{k}`` (the GPU's finite-poison re-run),

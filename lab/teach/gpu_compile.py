@@ -126,7 +126,7 @@ def explain(text: str, path: str, line: int | None) -> str:
 
 def compile_here(py_func, sigs: list, path: str, cc) -> dict:
     """In a process whose ``numba.cuda`` is the real one: compile ``py_func`` for each signature.
-    Returns {"ok": True} or {"ok": False, "message", "line"}."""
+    Returns {"ok": True, "ptx": [the PTX of each signature]} or {"ok": False, "message", "line"}."""
     from numba import cuda
 
     import numba.cuda.dispatcher as dispatcher
@@ -136,10 +136,11 @@ def compile_here(py_func, sigs: list, path: str, cc) -> dict:
 
     saved = dispatcher.get_current_device
     dispatcher.get_current_device = lambda: _Target
+    ptx = []
     try:
         for desc in sigs:
             try:
-                cuda.compile_ptx(py_func, _numba_sig(desc), cc=tuple(cc))
+                ptx.append(cuda.compile_ptx(py_func, _numba_sig(desc), cc=tuple(cc))[0])
             except Exception as e:  # noqa: BLE001 - the compiler's verdict on the student's code, unless
                 if _environment_error(e):  # the toolchain itself failed: no verdict, tried again next check
                     return {"skipped": f"the compiler could not run ({type(e).__name__}: "
@@ -149,7 +150,58 @@ def compile_here(py_func, sigs: list, path: str, cc) -> dict:
                 return {"ok": False, "message": explain(text, path, line), "line": line}
     finally:
         dispatcher.get_current_device = saved
-    return {"ok": True}
+    return {"ok": True, "ptx": ptx}
+
+
+PTX_CAP = 4 << 20  # bytes of PTX per signature taken as evidence at most
+_PTX_VERSION = re.compile(r"^\s*\.version\s+\d+\.\d+\s*$", re.M)
+_PTX_TARGET = re.compile(r"^\s*\.target\s+sm_(\d+)", re.M)
+_PTX_ENTRY = re.compile(r"^\s*(?:\.visible\s+)?\.entry\s+([\w$]+)", re.M)
+
+
+def ptx_problem(ptx, kernel: str, cc) -> str | None:
+    """None when ``ptx`` is the evidence of a compile of ``kernel`` for ``cc``: text of at most
+    :data:`PTX_CAP` bytes with a PTX ``.version``, ``.target sm_XY`` of that compute capability and
+    an ``.entry`` whose (mangled) name holds the kernel's name; else what is wrong. Source: PTX ISA,
+    "PTX Module Directives" and "Kernel and Function Directives: .entry"."""
+    if not isinstance(ptx, str) or not ptx.strip():
+        return "no PTX"
+    if len(ptx) > PTX_CAP:
+        return f"PTX larger than {PTX_CAP} bytes"
+    if not _PTX_VERSION.search(ptx):
+        return "not PTX (no .version directive)"
+    target = _PTX_TARGET.search(ptx)
+    want = f"{int(cc[0])}{int(cc[1])}"
+    if not target or target.group(1) != want:
+        return f"PTX for {('sm_' + target.group(1)) if target else 'no target'}, not sm_{want}"
+    if not any(kernel in name for name in _PTX_ENTRY.findall(ptx)):
+        return f"no .entry for {kernel} in the PTX"
+    return None
+
+
+def verified(result, kernel: str, nsigs: int, cc) -> dict:
+    """A compile result that a child handed back, taken only for what the parent can check: an
+    "ok" stands only with a PTX per signature that :func:`ptx_problem` accepts (else it is a
+    failure naming what was wrong); a compiler error or a skip is the child's word (it can only
+    hurt the submission itself). Returns {"ok": True, "ptx"}, {"ok": False, "message", "line"} or
+    {"skipped": why}."""
+    if not isinstance(result, dict):
+        return {"ok": False, "message": "the compile returned no result", "line": None}
+    if "skipped" in result:
+        return {"skipped": str(result["skipped"])[:300], **({"broken": True} if result.get("broken") else {})}
+    if result.get("ok") is True:
+        ptx = result.get("ptx")
+        if not isinstance(ptx, list) or len(ptx) != nsigs:
+            return {"ok": False, "line": None, "message": f"the compile said ok without the PTX of its "
+                                                          f"{nsigs} signature(s) (not a compiler's result)"}
+        for text in ptx:
+            why = ptx_problem(text, kernel, cc)
+            if why:
+                return {"ok": False, "line": None, "message": f"the compile said ok, but its evidence is not a "
+                                                              f"compile of {kernel} ({why})"}
+        return {"ok": True, "ptx": list(ptx)}
+    line = result.get("line")
+    return {"ok": False, "message": str(result.get("message"))[:300], "line": line if isinstance(line, int) else None}
 
 
 def _environment_error(e: BaseException) -> bool:
@@ -316,12 +368,15 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
                               capture_output=True, text=True, env=env, timeout=timeout * len(todo),
                               cwd=os.path.dirname(todo[0][1]["path"]))
         got = json.loads(proc.stdout.strip().splitlines()[-1])
+        got = got if isinstance(got, list) else []
+        got += [None] * (len(todo) - len(got))
     except subprocess.TimeoutExpired:
         got = [{"skipped": f"the compile took longer than {timeout:.0f} s"}] * len(todo)
     except (ValueError, IndexError):
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         got = [{"skipped": f"the compiler's process failed ({last.strip()[:120]})"}] * len(todo)
-    for (k, _), result in zip(todo, got):
+    for (k, item), result in zip(todo, got):
+        result = verified(result, item["kernel"], len(item["sigs"]), cc)
         results[k] = result
         if keys[k] is not None:
             (_MEMO if "ok" in result else _TRANSIENT)[keys[k]] = result

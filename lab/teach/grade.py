@@ -92,12 +92,13 @@ def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
 
 
 def grade_one(student: str, name: str, path: Path | None, backend: str, seed: int, timeout: float,
-              limits: Limits, bench: bool, hidden: list[str] | None = None) -> dict:
+              limits: Limits, bench: bool, hidden: list[str] | None = None, compiled=None) -> dict:
     """One gradebook row: {student, exercise, status, tests_passed, tests_total, reason, failures:
     [{name, message}], bench (or None), violations, seconds}. ``hidden``: the exercise's hidden
     tests' names for ``seed`` (default: :func:`lab.teach.workspace.hidden_names`); tests_total is
     their count whatever happened. On a GPU (``backend`` "gpu") the simulator's child runs too, in
-    the same sandbox, and its failures count (:func:`lab.teach.union.merge`)."""
+    the same sandbox, and its failures count (:func:`lab.teach.union.merge`). ``compiled``: the
+    offline GPU compile's result for this file, made already (an object with ``result()``)."""
     from lab.teach import union
     from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
 
@@ -116,7 +117,8 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
         extra["notes"] = list(extra.get("notes") or []) + [n for n in sim_notes + list(sim_extra.get("notes") or [])
                                                            if n not in (extra.get("notes") or [])]
     else:
-        tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra)
+        tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
+                           compiled=compiled)
     row["seconds"] = round(time.monotonic() - t0, 3)
     row["tests_passed"], row["tests_total"] = union.score(tests, hidden)
     row["failures"] = [{"name": t["name"], "message": t["message"]} for t in tests if not t["passed"]]
@@ -184,8 +186,11 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
+        # the offline GPU compiles first, one contained child per student for all their files (Python,
+        # Numba and NVVM start once a student, not once a file); each row waits for its own result
+        compiled = _compile_students(pool, students, names, files, chosen, seed, limits)
         futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench,
-                               hidden[n]): (s, n) for s, n in pairs}
+                               hidden[n], compiled.get((s, n))): (s, n) for s, n in pairs}
         for k, fut in enumerate(as_completed(futures), 1):
             s, n = futures[fut]
             try:
@@ -237,6 +242,38 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
             "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
             "seconds": round(time.monotonic() - t0, 3), "notes": notes, "interrupted": interrupted,
             "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]})
+
+
+class _Item:
+    """The ``k``-th result of a student's compile (a Future of a list), as ``result()``."""
+
+    def __init__(self, fut, k):
+        self.fut, self.k = fut, k
+
+    def result(self):
+        try:
+            return self.fut.result()[self.k]
+        except Exception as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
+            return {"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True}
+
+
+def _compile_students(pool, students, names, files, backend, seed, limits) -> dict:
+    """{(student, exercise): its compile result to come}: in the simulator, with the offline GPU
+    compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
+    that has not started) compiling all their files in one contained child
+    (:func:`lab.teach.workspace.compile_files`)."""
+    from lab.teach import gpu_compile
+    from lab.teach.workspace import compile_files
+
+    if backend != "simulator" or not gpu_compile.enabled():
+        return {}
+    out = {}
+    for s in students:
+        mine = [(n, files[(s, n)]) for n in names if (s, n) in files]
+        if mine:
+            fut = pool.submit(compile_files, mine, seed, limits)
+            out.update({(s, n): _Item(fut, k) for k, (n, _) in enumerate(mine)})
+    return out
 
 
 def to_csv(doc: dict) -> str:

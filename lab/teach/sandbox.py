@@ -24,7 +24,7 @@ loaded, seccomp (no process, socket, signal to another process or executable mem
 calls it: Python, ctypes or a compiled extension). The audit hook is not a security boundary
 (CPython's documentation says so); these layers are. Where one is missing the child's notes say so
 (``lab doctor`` lists them). Not isolated: the GPU, the CPU time others get while it runs. The
-README's "What the isolation does, and what it does not" has the table per platform. Nothing here
+docs/isolation.md says what each platform gets. Nothing here
 prints.
 """
 from __future__ import annotations
@@ -121,7 +121,7 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     if I.thread_limit_applies():
         env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
     root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
-    hide = [] if bench else I.exercise_files()  # the benchmark times the reference solution: it needs it
+    hide = I.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
     return I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator", hide, root, uid), []
 
 
@@ -239,26 +239,6 @@ def _warm_gpu() -> None:
     cuda.synchronize()
 
 
-def _precompile(path, private) -> None:
-    """The checker's offline GPU compile (:mod:`lab.teach.gpu_compile`) runs in a process of its own,
-    which seccomp and the audit hook would refuse: run it now, before them, inside the limits (the
-    child inherits them), so that the executor finds its result in the private folder's cache. The
-    argument types are the judge's request's (``compile.sigs``), so the same cache key; no hidden
-    test is read here."""
-    from lab.teach import gpu_compile
-    from lab.teach.checker import REQUEST
-
-    if not gpu_compile.enabled():
-        return
-    try:
-        with open(os.path.join(private, REQUEST)) as f:
-            request = json.load(f)
-        if request.get("compile"):
-            gpu_compile.check(path, request["kernel"], request["compile"]["sigs"])
-    except Exception:  # noqa: BLE001 - the executor runs the check again and reports what went wrong
-        pass
-
-
 def drop_uid() -> None:
     """A root grader's child under bubblewrap: become LAB_SANDBOX_UID (no groups, no capabilities)."""
     uid = os.environ.get("LAB_SANDBOX_UID")
@@ -289,16 +269,10 @@ def main(argv) -> None:
     select("sim" if simulator else "gpu")
     import numba.cuda  # noqa: F401
 
-    import exercises
     import lab.core.simt  # noqa: F401
     import lab.teach.bench  # noqa: F401
     import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
 
-    bench = "--bench" in rest[5:]
-    ex = exercises.load(name)
-    if bench:  # the benchmark draws its case from the hidden tests and times the reference solution
-        ex.hidden()
-        ex.bench()
     if simulator:
         import lab.core.runner  # noqa: F401
         import lab.core.trace  # noqa: F401
@@ -307,14 +281,14 @@ def main(argv) -> None:
     if limits.landlock:
         from lab.core.isolation import exercise_files
 
-        why = landlock(private, [] if bench else exercise_files())
+        why = landlock(private, exercise_files())
         if why:
             log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
-    if simulator:
-        _precompile(path, private)
     from lab.teach import gpu_compile
 
-    gpu_compile.no_more_processes()  # the hook would refuse the compiler's process: the precompile's result stands
+    # the offline compile runs in a contained child of its own (lab.teach.compile_sandbox), started by
+    # the parent; none from here (the hook would refuse its process)
+    gpu_compile.no_more_processes()
     from lab.core.isolation import lockdown
 
     why = lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on

@@ -7,7 +7,9 @@ diagnostics: one writer per output element, shared- and global-memory races, bar
 code, reads and writes outside the guard, warp masks). :func:`merge` makes one list of test entries
 from the two: a test fails when either backend fails it, and a failing message says which backend
 saw it ("seen on the GPU: ...", "seen in the simulator's trace: ..."), and when one backend's
-values were right where the other's were wrong, that the two disagree on values.
+values were right where the other's were wrong, that the two disagree on values. Whether a failure
+is about values or a finding of the trace is the judge's word on the entry (its "kind",
+:class:`lab.teach.messages.Failed`), not read from the message's wording.
 
 :func:`score` is the gradebook's and the check's "tests passed / total": hidden tests passed out of
 the exercise's hidden tests, the same denominator whatever happened. The other entries of a check
@@ -41,8 +43,16 @@ _VALUES = re.compile(r"\] = \S+, expected |never written|is all zeros|still hold
 def values_wrong(message: str) -> bool:
     """Whether a failing message is about the output's values (an element wrong, never written, all
     zeros ...), not a finding of the simulator's trace (a race, a barrier, an access outside the
-    guard, several writers) or a stop (timed out, raised)."""
+    guard, several writers) or a stop (timed out, raised). For an entry without the judge's "kind"."""
     return bool(_VALUES.search(message))
+
+
+def _values(entry: dict) -> bool:
+    """Whether a failing entry is about the output's values: the judge's "kind" ("values" or
+    "diagnosis", :class:`lab.teach.messages.Failed`); an entry without one (a timeout, a stop, a
+    load failure, an older record) by its message (:func:`values_wrong`)."""
+    kind = entry.get("kind")
+    return kind == "values" if isinstance(kind, str) else values_wrong(entry["message"])
 
 
 _ADVICE = re.compile(r"(?:: |; |, )(?=(?:guard|add|use|round|check|let|initiali[sz]e|remove|store|set)\b)")
@@ -63,7 +73,7 @@ def _one(g: dict, s: dict | None) -> dict:
     if not g["passed"] and not s["passed"]:
         if g["message"] == s["message"]:
             msg = f"{GPU_SAW} and in the simulator's trace: {g['message']}"
-        elif not values_wrong(s["message"]):  # the trace's diagnosis names the thread and the index: its advice
+        elif not _values(s):  # the trace's diagnosis names the thread and the index: its advice
             # leads, the GPU's generic advice (it cannot know the thread's own index) is left out
             msg = f"{SIM_SAW}: {s['message']}; {GPU_SAW} too: {observed(g['message'])}"
         else:
@@ -71,13 +81,13 @@ def _one(g: dict, s: dict | None) -> dict:
         out = dict(g, passed=False, message=msg, seen_by=["simulator", "gpu"])
     elif g["passed"]:  # the trace saw what this run on the hardware did not show
         why = ("the GPU's values were right: the two backends disagree on values (a race, or a read before a "
-               "write, that one run shows and the other does not?)" if values_wrong(s["message"]) else
+               "write, that one run shows and the other does not?)" if _values(s) else
                "on the GPU the values were right; the trace sees what the values do not show")
         out = dict(g, passed=False, seen_by=["simulator"], message=f"{SIM_SAW}: {s['message']} ({why})")
     else:
         why = ("the simulator's values were right: the two backends disagree on values (a race, memory read "
                "before it was written, or an order of floating-point operations that only the GPU shows?)"
-               if values_wrong(g["message"]) else "the simulator passed this test")
+               if _values(g) else "the simulator passed this test")
         out = dict(g, passed=False, seen_by=["gpu"], message=f"{GPU_SAW}: {g['message']} ({why})")
     if "map" in s:  # the simulator's who-wrote-what (the notebook draws it)
         out["map"] = s["map"]

@@ -20,69 +20,37 @@ does not verify. (Re-running the check is the other way to know, and costs a che
 ``list`` instant.) The key guards against editing the state file, not against the same user's
 code reading the key: nothing a student's own account holds can; a teacher's grade
 (:mod:`lab.teach.grade`) never reads a workspace, only the submitted files.
+
+Parts of its own module each: the records (:mod:`lab.teach.records`), the checker's child processes
+(:mod:`lab.teach.child`), a new exercise's files (:mod:`lab.teach.authoring`); their names stay
+importable from here.
 """
 from __future__ import annotations
 
 import contextlib
-import hashlib
-import hmac
-import json
 import math
 import os
-import secrets
 import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 import threading
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.teach.authoring import _HIDDEN, _KERNEL, _META, _write_new, new  # noqa: F401
+from lab.teach.child import (BENCH_TIMEOUT_S, COMPILE_ALLOWANCE_S, KILL_WAIT_S, MAX_TIMEOUTS,  # noqa: F401
+                             PROGRESS_CAP, RETRY_TIMEOUT_GPU_S, RETRY_TIMEOUT_S, _LIVE, _LIVE_LOCK, _STOP,  # noqa: F401
+                             _add_compile, _bench_failed, _cases, _kill, _kill_group, _run_child,  # noqa: F401
+                             _run_child_once, _start_compile, _track, _untrack, compile_files, stop_all)  # noqa: F401
+from lab.teach.records import (IN_PROGRESS, KEY_FILE, NOT_STARTED, PASSED, STATE, _key, _mac,  # noqa: F401
+                               _record, _save, _sha256, _state, _status, _writing)  # noqa: F401
 
 DEFAULT_DIR = "lab-exercises"
-STATE = ".lab-state.json"
 DEFAULT_TIMEOUT_S = 30.0
-NOT_STARTED, IN_PROGRESS, PASSED = "not started", "in progress", "passed"
 
 
 def workspace(directory=None) -> Path:
     return Path(directory or os.environ.get("LAB_EXERCISES_DIR") or DEFAULT_DIR)
-
-
-def _state(ws: Path) -> dict:
-    """The workspace's state; a missing or damaged state file counts as a fresh workspace."""
-    try:
-        state = json.loads((ws / STATE).read_text())
-    except (OSError, ValueError):
-        state = None
-    state = state if isinstance(state, dict) else {}
-    for key in ("status", "hints", "checks"):
-        if not isinstance(state.get(key), dict):
-            state[key] = {}
-    return state
-
-
-def _save(ws: Path, state: dict) -> None:
-    with _writing(ws):
-        ws.mkdir(parents=True, exist_ok=True)
-        from lab.core.files import write_atomic
-
-        write_atomic(ws / STATE, json.dumps(state, indent=1, sort_keys=True), "workspace state")
-
-
-@contextlib.contextmanager
-def _writing(ws: Path):
-    """OSError while writing the workspace -> LabError naming it (one line, exit code 2)."""
-    try:
-        yield
-    except OSError as e:
-        where = e.filename or ws
-        raise LabError(f"cannot write the exercise workspace {ws}: {e.strerror or e} ({where}); "
-                       f"choose another with --dir or LAB_EXERCISES_DIR") from None
 
 
 def get(name: str) -> exercises.Exercise:
@@ -111,76 +79,6 @@ def listing(directory=None) -> list[dict]:
                      "status": status, "last_check": last, "prerequisites": ex.prerequisites,
                      "mirrors": ex.mirrors})
     return rows
-
-
-KEY_FILE = "workspace-key"  # 32 random bytes, mode 0600, in the user's data folder (never in a workspace)
-
-
-def _key(create: bool = True) -> bytes | None:
-    """The per-user HMAC key for check records: ``$LAB_DATA_DIR/workspace-key``, else platformdirs'
-    user data folder for the lab; made on first use when ``create``. None when it cannot be read or
-    made (then no record verifies and no exercise is listed as passed)."""
-    base = os.environ.get("LAB_DATA_DIR")
-    if not base:
-        from platformdirs import user_data_dir
-
-        base = user_data_dir("numba-gpu-lab", appauthor=False)
-    path = Path(base) / KEY_FILE
-    with contextlib.suppress(OSError):
-        key = path.read_bytes()
-        if len(key) >= 32:
-            return key
-    if not create:
-        return None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(secrets.token_bytes(32))
-    except FileExistsError:
-        pass  # another check made it meanwhile
-    except OSError:
-        return None
-    with contextlib.suppress(OSError):
-        key = path.read_bytes()
-        return key if len(key) >= 32 else None
-    return None
-
-
-def _mac(key: bytes, name: str, rec: dict) -> str:
-    fields = [name, bool(rec.get("passed")), str(rec.get("sha256")), str(rec.get("at")), str(rec.get("backend"))]
-    return hmac.new(key, json.dumps(fields).encode(), hashlib.sha256).hexdigest()
-
-
-def _record(state: dict, name: str, passed: bool, digest: str, backend: str, key: bytes | None) -> None:
-    """Store the check of DIR/NAME.py (content ``digest``) in ``state``, signed with ``key``."""
-    rec = {"passed": bool(passed), "sha256": digest, "backend": backend,
-           "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    rec["mac"] = _mac(key, name, rec) if key else ""
-    state["checks"][name] = rec
-
-
-def _status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[str, dict | None]:
-    """(status, last_check) of exercise ``name`` (see :func:`listing`)."""
-    rec = state["checks"].get(name)
-    file = ws / f"{name}.py"
-    started = file.is_file() or name in state["status"]
-    if not isinstance(rec, dict):
-        return (IN_PROGRESS if started else NOT_STARTED), None
-    verified = bool(key) and isinstance(rec.get("mac"), str) and hmac.compare_digest(rec["mac"], _mac(key, name, rec))
-    try:
-        changed = _sha256(file.read_bytes()) != rec.get("sha256")
-    except OSError:
-        changed = True
-    last = {"passed": bool(rec.get("passed")), "at": str(rec.get("at")), "backend": str(rec.get("backend")),
-            "file_changed": changed, "verified": verified}
-    if verified and not changed and last["passed"]:
-        return PASSED, last
-    return IN_PROGRESS, last
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def start(name: str, directory=None) -> tuple[Path, bool]:
@@ -306,6 +204,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     except KeyboardInterrupt:
         stop_all()  # the children (GPU, simulator, sanitizer) go with the check
         raise
+    # the judge's "kind" of a failure served the union of two backends (lab.teach.union); not in the document
+    tests = [{k: v for k, v in t.items() if k != "kind"} for t in tests]
     passed = bool(tests) and all(t["passed"] for t in tests)
     hidden = union.hidden_of(tests)
     if not hidden or any(t["name"] == "load" and not t["passed"] for t in tests):
@@ -439,13 +339,9 @@ _HIDDEN_CACHE: dict = {}
 def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
     """{exercise: its hidden tests' names} for ``seed``: the score's denominator when a file never
     listed them (it did not load). Made here, as the judge makes the cases (:func:`_run_child_once`)."""
-    import numpy as np
-
-    from lab.teach.checker import hidden_cases
-
     for n in dict.fromkeys(names):
         if (n, int(seed)) not in _HIDDEN_CACHE:
-            cases = hidden_cases(exercises.load(n), np.random.default_rng(int(seed)))
+            cases = _cases(n, seed)[0]
             _HIDDEN_CACHE[(n, int(seed))] = [c.name for c in cases]
     return {n: _HIDDEN_CACHE[(n, int(seed))] for n in names}
 
@@ -512,411 +408,3 @@ def _in_student_file(report, mine: str, name: str) -> bool:
         return os.path.realpath(report.file) == mine
     return (os.path.basename(report.file) == os.path.basename(mine)
             and (report.kernel or "").startswith(f"student_{name}::"))
-
-
-BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
-RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out (simulator)
-RETRY_TIMEOUT_GPU_S = 3.0  # the same on a GPU, where a test takes milliseconds (and a launch's JIT compile)
-MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test hangs, fix that first
-KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
-# with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
-COMPILE_ALLOWANCE_S = 60.0  # the offline GPU compile (a child of the child) gets at least this long
-PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
-
-
-def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
-               extra=None, notes=None, skip=(), progress=None) -> list[dict]:
-    """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
-    ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
-    every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
-    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.sandbox`). ``extra`` (a dict), when
-    given, receives "bench" (the benchmark's document, or None), "violations" (what the sandbox
-    stopped), "returncode" and "notes"; ``notes``: a list that gets the child's notes (a check that
-    was skipped). When a test times out, the child is stopped and a fresh one runs the tests not yet
-    run, each with a short limit (``RETRY_TIMEOUT_S``, or ``timeout`` when smaller): a test that
-    hangs costs one timeout and the others still get a verdict (after ``MAX_TIMEOUTS`` the rest is
-    "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
-    as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s")."""
-    tests, planned, limit, first = [], None, timeout, list(skip)
-    skip = list(first)
-    retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
-    counts = {"planned": None}
-
-    def on_event(kind, value):
-        if progress is None:
-            return
-        if kind == "loaded" and counts["planned"] is None:
-            counts["planned"] = len(value)
-            return
-        total = counts["planned"] or 0
-        done = len(tests) + len(counts.get("got", []))
-        if kind == "start":
-            label = ("loading your file" if value == "load" else
-                     f"running test {done + 1}/{total}: {value}" if total else f"running {value}")
-            progress(done, total, label)
-        elif kind == "result":
-            counts.setdefault("got", []).append(value["name"])
-            if not value["passed"] and value["message"].startswith("timed out"):
-                said = value["message"].split(" while ")[0].split(" (")[0]  # "timed out after 10 s"
-                progress(done + 1, total, f"{value['name']}: {said} (stopped)")
-
-    while True:
-        counts["got"] = []
-        got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
-                                                 extra, notes, skip, retry=bool(tests), on_event=on_event)
-        planned = listed if planned is None else planned
-        before = {t["name"] for t in tests}
-        tests += got
-        done = {t["name"] for t in tests}
-        left = [n for n in planned if n not in done]
-        progressed = any(n in planned and n not in before for n in done)
-        timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
-        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set():
-            break
-        skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
-    for n in planned:
-        if n not in done:
-            tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
-    if extra is not None and not (tests and all(t["passed"] for t in tests)):
-        extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
-    return tests
-
-
-def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
-                    retry=False, on_event=None):
-    """One child process (:mod:`lab.teach.executor`, which runs the student's code): (test entries,
-    the planned test names, whether a test timed out). This process makes the tests and judges each
-    one from the raw results the child left in its folder (:class:`lab.teach.checker.Judge`); the
-    child's progress lines only drive the clock. ``on_event(kind, value)``: ("start", test name),
-    ("loaded", planned names), ("result", entry)."""
-    import numpy as np
-
-    from lab.core.session import child_env
-    from lab.teach import checker, gpu_compile
-
-    env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
-    ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    cases = checker.hidden_cases(ex, rng)
-    do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
-    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng)
-    if sandbox is not None:
-        from lab.teach import sandbox as S
-
-        private, path, env = S.prepare(path, env)
-        module = ["lab.teach.sandbox", sandbox.to_arg()]
-    else:
-        private = tempfile.mkdtemp(prefix="lab-check-")
-        module = ["lab.teach.bench" if bench else "lab.teach.executor"]
-    progress = os.path.join(private, ".lab-progress.jsonl")
-    open(progress, "w").close()
-    channel_in, channel_out = checker.write_request(private, request, inputs)
-    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile)
-    errf = tempfile.TemporaryFile()
-    # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
-    # precompile draws its argument types from it, which do not depend on the seed)
-    cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
-           json.dumps(list(skip)), *(["--bench"] if bench else [])]
-    wrap_notes: list = []
-    if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
-        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out)
-        for note in wrap_notes:
-            if notes is not None and note not in notes:
-                notes.append(note)
-    try:
-        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
-                                start_new_session=True, cwd=private)
-    except BaseException:
-        judge.close()
-        shutil.rmtree(private, ignore_errors=True)
-        errf.close()
-        raise
-    _track(proc)  # stop_all (Ctrl-C) kills it
-    bench_doc, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
-    startup = 60.0  # importing numba (and a GPU context) before the first test starts
-    tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
-    judged: set = set()
-    skipped: set = set()
-    load_done = False
-    todo = [n for n in judge.planned if n not in skip]
-    # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
-    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
-
-    def take(n):  # judge test n from its raw result, once
-        if n in judged or n not in todo:
-            return
-        r = judge.test(n)
-        if r is not None:  # (no result yet: a "done" line is only the child's word)
-            judged.add(n)
-            tests.append(r)
-            on_event and on_event("result", r)
-        elif n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
-            judged.add(n)
-            skipped.add(n)
-
-    try:
-        while True:
-            if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
-                break
-            done = proc.poll() is not None
-            try:
-                data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
-            except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
-                violations.append(f"tampered with the grader's progress file ({e})")
-                _kill(proc)
-                break
-            for raw_line in data[seen_bytes:].splitlines(keepends=True):
-                if not raw_line.endswith(b"\n"):
-                    break  # a half-written line: read it next time
-                seen_bytes += len(raw_line)
-                try:
-                    obj = json.loads(raw_line.decode(errors="replace"))
-                except (ValueError, RecursionError):
-                    continue
-                if not isinstance(obj, dict):
-                    continue
-                if "start" in obj:
-                    current, since = str(obj["start"]), time.monotonic()
-                    on_event and on_event("start", current)
-                elif "loaded" in obj:
-                    loaded = True
-                    on_event and on_event("loaded", [n for n in todo if n in obj["loaded"]] if isinstance(obj["loaded"], list) else list(todo))
-                elif "done" in obj:  # a result may be there: judge it now (a bench waits for the verdicts)
-                    load_done = load_done or obj["done"] == "load"
-                    take(str(obj["done"]))
-                    current, since = None, time.monotonic()
-                elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
-                    # once counted against the per-test limit, killing the child as "loading your file")
-                    bench_doc, current, since = obj["bench"], None, time.monotonic()
-                elif "violation" in obj:
-                    violations.append(str(obj["violation"]))
-                elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
-                    ready, since = True, time.monotonic()
-                elif "note" in obj:
-                    child_notes.append(str(obj["note"]))
-                    if notes is not None and obj["note"] not in notes:
-                        notes.append(str(obj["note"]))
-            go_file = os.path.join(private, checker.BENCH_GO)
-            if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
-                # the bench runs only once every test passed, by this process's verdicts (written in
-                # place: under bubblewrap the child sees this very file, bound into its folder)
-                go = all(t["passed"] for t in tests) and len(tests) == len(todo)
-                with open(go_file, "w") as f:
-                    f.write("1" if go else "0")
-            if done:
-                break
-            limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
-            if current == "compiles for a GPU":
-                limit = max(limit, COMPILE_ALLOWANCE_S)
-            if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
-                limit = max(limit, BENCH_TIMEOUT_S)
-            over = time.monotonic() - started > overall  # progress lines alone cannot keep a child alive
-            if time.monotonic() - since > limit or over:
-                _kill(proc)
-                if current == "bench":
-                    bench_doc, current = _bench_failed(f"the benchmark timed out after {limit:.0f} s"), None
-                    break
-                limit = overall if over else limit
-                timed_out = True
-                what = "loading your file" if current in (None, "load") else "this test"
-                shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
-                name_ = current if current in todo else "load"
-                tests.append({"name": name_, "passed": False,
-                              "message": f"timed out after {limit:.0f} s{shorter} while running {what}: an "
-                                         f"infinite loop, or threads waiting at a cuda.syncthreads() that not all "
-                                         f"threads of the block reach? (stopped by the checker)"})
-                judged.add(name_)
-                on_event and on_event("result", tests[-1])
-                break
-            time.sleep(0.02)
-        if proc.poll() is None:
-            _kill(proc)
-        # whatever the child left (its progress lines aside): the file that did not load, or each test's result
-        failed_load = judge.load_failure()
-        if failed_load is not None and not tests:
-            tests.append(failed_load)
-        elif failed_load is None:
-            for n in todo:
-                if judge.has(n):
-                    loaded = True
-                take(n)
-        for n in judge.notes:
-            child_notes.append(n)
-            if notes is not None and n not in notes:
-                notes.append(n)
-    finally:
-        _untrack(proc)
-        if proc.poll() is None:
-            if not getattr(proc, "lab_killed", False):
-                _kill(proc)
-            else:  # killed (a timeout, Ctrl-C) and still dying, a GPU context tearing down: reaped in the background
-                threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
-        elif _kill_group(proc):  # the child exited but left processes behind: it forked
-            violations.append("left processes running after it exited (it forked); they were killed")
-        judge.close()
-        shutil.rmtree(private, ignore_errors=True)
-    planned = [n for n in todo if n not in skipped] if loaded else []
-    if current == "bench":  # the process died while benchmarking
-        bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
-    if current in todo and not any(t["name"] == current for t in tests):
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
-        tests.append({"name": current, "passed": False,
-                      "message": f"the checker's process died during this test (exit code {proc.returncode})"
-                                 + (f": {last[-1].strip()}" if last else "")})
-    elif not tests and not planned:
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
-        tests.append({"name": "load", "passed": False,
-                      "message": "the checker could not start" + (f": {last[-1].strip()}" if last else "")})
-    errf.close()
-    if extra is not None:  # a retry's child adds to what the first one stopped
-        extra.update(bench=bench_doc if bench_doc is not None else extra.get("bench"),
-                     violations=extra.get("violations", []) + violations, returncode=proc.returncode,
-                     notes=extra.get("notes", []) + child_notes)
-    return tests, planned, timed_out
-
-
-def _bench_failed(message: str) -> dict:
-    """The bench document of a benchmark that never reported (timed out, or its process died)."""
-    return {"student_ms": None, "reference_ms": None, "pct_of_reference": None, "pct_of_peak": None,
-            "passed": False, "message": message, "notes": []}
-
-
-def _kill(proc):
-    proc.lab_killed = True
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
-    try:
-        proc.wait(timeout=KILL_WAIT_S)
-    except subprocess.TimeoutExpired:  # dying slowly (a GPU context tearing down): reaped in the background
-        threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
-
-
-_LIVE: set = set()  # the children running now (the checker's, the simulator's, the sanitizer's)
-_LIVE_LOCK = threading.Lock()
-_STOP = threading.Event()  # set by stop_all: children started from now on are killed at once
-
-
-def _track(proc) -> None:
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-        stopping = _STOP.is_set()
-    if stopping:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _untrack(proc) -> None:
-    with _LIVE_LOCK:
-        _LIVE.discard(proc)
-
-
-def stop_all() -> None:
-    """Kill every checker child running now (their process groups) and any started until the next
-    :func:`check` or grade: Ctrl-C stops at once, not after the running tests' timeouts."""
-    _STOP.set()
-    with _LIVE_LOCK:
-        procs = list(_LIVE)
-    for proc in procs:
-        proc.lab_killed = True  # reaped by whoever waits for it, not waited for again
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _kill_group(proc) -> bool:
-    """Kill what is left of the (exited) child's process group; True when something was left."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        return False
-    return True
-
-
-# --- Instructors --------------------------------------------------------------------------------------
-_META = '''"""{name}: metadata, statement and hints (shown to students)."""
-TITLE = "{title}"
-DIFFICULTY = 1  # 1 (first steps) .. 5
-PREREQUISITES = ["vecadd"]
-MIRRORS = "kernels/vecadd.py"  # the kernels/ module this exercise mirrors, or "-"
-KERNEL = "{name}_kernel"        # the kernel's name in the student's file
-LAUNCH = None                   # or "launch" when the student writes the launch math too
-LESSON = "one_element_per_thread"  # the mapping graded (lab.teach.lessons.LESSONS; a tuple for several, None: values only)
-PASS_PCT_OF_REFERENCE = 70      # lab exercise check --bench: at least this % of the reference's speed
-PEAK = "copy"                   # or "fp32" for a compute-bound kernel (then give bench.py a flops(case))
-STATEMENT = """
-TODO: what to compute (shapes, dtypes), the launch configuration, the pitfalls.
-"""
-HINTS = [
-    "TODO: a first nudge",
-    "TODO: a stronger one",
-    "TODO: almost the answer",
-]
-'''
-
-_HIDDEN = '''"""{name}: the hidden tests (never copied to the student's workspace)."""
-import numpy as np
-
-from exercises import Case, randn
-
-THREADS = 32
-
-
-def cases(rng):
-    """Fresh random inputs; sizes that are not multiples of the block, one element, several blocks."""
-    out = []
-    for n in (1, 45, 3 * THREADS + 7):
-        x = randn(rng, n)
-        ref = 2.0 * x.astype(np.float64)  # TODO: the float64 reference
-        out.append(Case(f"n={{n}}", [x], [((n,), np.float32)], [ref], [1e-6 * (1 + np.abs(ref))],
-                        grid=(n + THREADS - 1) // THREADS, block=THREADS))
-    return out
-'''
-
-_KERNEL = '''"""{name}: TODO one line saying what the kernel computes."""
-from numba import cuda
-
-
-@cuda.jit
-def {name}_kernel(x, out):
-    """out[i] = 2 * x[i]; thread i = cuda.grid(1) computes element i. TODO: describe yours."""
-    i = cuda.grid(1)
-    {body}
-'''
-
-
-def new(name: str, title: str = "TODO title") -> Path:
-    """Scaffold a new exercise exercises/NAME/ (meta, hidden tests, scaffold, solution, visible test)
-    to be filled in by an instructor; LabError if the name is taken or not an identifier."""
-    if not name.isidentifier() or name.startswith("_"):
-        raise LabError(f"exercise name {name!r} must be a Python identifier (letters, digits, _)")
-    d = exercises.HERE / name
-    if d.exists():
-        raise LabError(f"exercise {name!r} already exists at {d}")
-    try:
-        _write_new(d, name, title)
-    except OSError as e:
-        raise LabError(f"cannot create exercise {name!r} at {d}: {e.strerror or e}") from None
-    return d
-
-
-def _write_new(d: Path, name: str, title: str) -> None:
-    d.mkdir()
-    (d / "__init__.py").write_text("")
-    (d / "meta.py").write_text(_META.format(name=name, title=title))
-    (d / "hidden.py").write_text(_HIDDEN.format(name=name))
-    (d / "solution.py").write_text(_KERNEL.format(name=name, body="if i < out.shape[0]:\n        out[i] = 2 * x[i]"))
-    (d / "scaffold.py").write_text(_KERNEL.format(name=name, body="# TODO: roughly 2 lines"))
-    (d / "test_visible.py").write_text(
-        f'"""Visible example for {name}: python test_{name}.py"""\n'
-        "import numpy as np\n\n"
-        "from kernels.compiler import cuda  # noqa: F401  (picks the simulator when there is no GPU)\n"
-        f"from {name} import {name}_kernel\n\n\n"
-        "def test_example():\n"
-        "    x = np.arange(1, 6, dtype=np.float32)\n"
-        "    out = np.zeros_like(x)\n"
-        f"    {name}_kernel[1, 32](x, out)\n"
-        "    np.testing.assert_allclose(out, 2 * x)\n\n\n"
-        'if __name__ == "__main__":\n    test_example()\n    print("ok")\n')

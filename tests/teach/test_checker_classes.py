@@ -121,6 +121,9 @@ def fresh_compile_cache(tmp_path, monkeypatch):
 
 
 SIGS = [["array", "<f4", 1, "C"]]
+PTX = ("//\n.version 8.5\n.target sm_75\n.address_size 64\n\n.visible .entry _ZN6cudapy8__main__13vecadd_kernelB2v1E(\n"
+       "\t.param .u64 p0\n)\n{\n\tret;\n}\n")
+OK = {"ok": True, "ptx": [PTX]}
 
 
 def test_a_compile_that_could_not_run_is_tried_again(fresh_compile_cache):
@@ -131,15 +134,28 @@ def test_a_compile_that_could_not_run_is_tried_again(fresh_compile_cache):
     path, starts, answers = fresh_compile_cache
     answers += ["Traceback ...\nMemoryError\n", subprocess.TimeoutExpired("python", 50),
                 [{"skipped": "the compiler could not run (NvvmSupportError: libNVVM cannot be found)"}],
-                [{"ok": True}]]
+                [OK]]
     first = gpu_compile.check(path, "vecadd_kernel", SIGS)
     assert "MemoryError" in first["skipped"] and len(starts) == 1
     assert "longer than 50 s" in gpu_compile.check(path, "vecadd_kernel", SIGS)["skipped"] and len(starts) == 2
     assert "NvvmSupportError" in gpu_compile.check(path, "vecadd_kernel", SIGS)["skipped"] and len(starts) == 3
-    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4
-    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4  # kept
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == OK and len(starts) == 4
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == OK and len(starts) == 4  # kept
     gpu_compile._MEMO.clear()
-    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == {"ok": True} and len(starts) == 4  # on disk
+    assert gpu_compile.check(path, "vecadd_kernel", SIGS) == OK and len(starts) == 4  # on disk
+
+
+@pytest.mark.parametrize("answer", [{"ok": True}, {"ok": True, "ptx": ["// forged"]},
+                                    {"ok": True, "ptx": [PTX.replace("sm_75", "sm_90")]},
+                                    {"ok": True, "ptx": [PTX.replace("vecadd_kernel", "other_kernel")]},
+                                    {"ok": True, "ptx": [PTX, PTX]}, "not a record"])
+def test_a_compile_ok_without_its_ptx_is_a_failure(fresh_compile_cache, answer):
+    """The compile child's "ok" is its word: without a PTX per signature, for the compute capability
+    asked, with an ``.entry`` of the student's kernel, it is a failing compile, never a pass."""
+    path, starts, answers = fresh_compile_cache
+    answers.append([answer])
+    r = gpu_compile.check(path, "vecadd_kernel", SIGS)
+    assert r.get("ok") is False and r["message"], r
 
 
 def test_a_compile_error_is_kept(fresh_compile_cache):

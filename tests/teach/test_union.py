@@ -50,6 +50,15 @@ def test_values_that_only_one_backend_got_wrong_are_a_disagreement_on_values():
     assert not union.values_wrong("out of bounds: thread 31 of block 0 read a[31], outside its shape (31,)")
 
 
+def test_the_judges_kind_decides_not_the_message():
+    """The judge marks each failure "values" or "diagnosis" (lab.teach.messages.Failed): the union goes by
+    that, not by the wording; an entry without a kind (a timeout, an older record) by its message."""
+    said_values = dict(BAD("n=8", "race: a message that reads like a finding"), kind="values")
+    assert "the two backends disagree on values" in union.merge([OK("n=8")], [said_values])[0]["message"]
+    said_finding = dict(BAD("n=8", "c[0] = 1, expected 2"), kind="diagnosis")
+    assert "the trace sees what the values do not show" in union.merge([OK("n=8")], [said_finding])[0]["message"]
+
+
 def test_both_failing_differently_says_both_and_only_one_leg_keeps_its_entry():
     gpu = [BAD("n=1", "c[0] = nan, expected 2"), BAD("compiles for a GPU", "does not compile for a GPU: np.dot")]
     sim = [BAD("n=1", "c elements 0 (1 of 1) never written"), OK("n=7"), BAD("load", "importing x.py raised")]

@@ -1,0 +1,288 @@
+"""The channel between the judge (:mod:`lab.teach.checker`) and the executor
+(:mod:`lab.teach.executor`, the student's child): what goes out (``request.json``, ``request.npz``:
+inputs, shapes, launch configurations, poisons; never a reference, a tolerance or the seed) and
+what comes back (``result-K.json`` and ``.npz``), read safely (:mod:`lab.teach.childio`: regular
+files, no links, size caps) and checked against what was asked before any of it is judged. The
+file layout is :mod:`lab.teach.executor`'s docstring. Nothing here prints.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from lab.teach.cases import compile_sigs, runs_of
+from lab.teach.messages import Failed, _dims3
+
+
+REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
+
+
+def result_name(key, ext: str) -> str:
+    """``result-KEY.EXT``: the executor's result for KEY, a case index, "load" or "compile"."""
+    return f"result-{key}.{ext}"
+
+
+def encode(v):
+    """A JSON-able form of ``v`` that :func:`decode` turns back into equal values of the same types
+    (tuples, sets, dicts with any keys, NumPy scalars and small arrays)."""
+    if isinstance(v, (bool, type(None), str)):
+        return v
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    if isinstance(v, tuple) or type(v).__name__ == "Dim3":
+        return {"__t": [encode(x) for x in v]}
+    if isinstance(v, list):
+        return [encode(x) for x in v]
+    if isinstance(v, (set, frozenset)):
+        return {"__s": [encode(x) for x in v]}
+    if isinstance(v, dict):
+        return {"__d": [[encode(k), encode(x)] for k, x in v.items()]}
+    if isinstance(v, np.ndarray) and v.size <= 1 << 16:
+        return {"__a": v.tolist(), "dtype": v.dtype.str}
+    return {"__r": repr(v)[:200]}
+
+
+def decode(v):
+    """The inverse of :func:`encode` (sets come back as sets of tuples or scalars)."""
+    if isinstance(v, list):
+        return [decode(x) for x in v]
+    if not isinstance(v, dict):
+        return v
+    if "__t" in v:
+        return tuple(decode(x) for x in v["__t"])
+    if "__s" in v:
+        return {decode(x) for x in v["__s"]}
+    if "__d" in v:
+        return {decode(k): decode(x) for k, x in v["__d"]}
+    if "__a" in v:
+        return np.asarray(v["__a"], dtype=np.dtype(v["dtype"]))
+    if "__r" in v:
+        return v["__r"]
+    raise ValueError("not an encoded value")
+
+
+JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
+OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
+
+
+def result_cap(case) -> int:
+    """The largest result file (bytes) that case ``case`` can need: per run and output, the output
+    itself and its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra), twice
+    for the GPU's re-run, plus 1 MiB of headers; a larger file is not read."""
+    per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
+    return (len(runs_of(case)) + 1) * per_run + (1 << 20)
+
+
+def _scalar_arg(a):
+    if isinstance(a, (bool, np.bool_)):
+        return {"scalar": bool(a), "type": "bool"}
+    if isinstance(a, np.generic):
+        return {"scalar": a.item(), "type": "np:" + np.dtype(type(a)).str}
+    if isinstance(a, int):
+        return {"scalar": int(a), "type": "int"}
+    if isinstance(a, float):
+        return {"scalar": float(a), "type": "float"}
+    raise ValueError(f"a hidden test's argument of type {type(a).__name__} cannot be sent to the executor")
+
+
+def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dict, dict]:
+    """(request, input arrays) for :mod:`lab.teach.executor`: the kernel's and launch function's
+    names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
+    poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
+    simulator is drawn from ``rng``)."""
+    inputs: dict = {}
+    out = [_case_entry(f"c{i}", c, backend, inputs) for i, c in enumerate(cases)]
+    request = {"exercise": ex.name, "kernel": ex.kernel, "launch": ex.launch, "backend": backend,
+               "shuffle_seed": int(rng.integers(1 << 62)), "bench_seed": int(rng.integers(1 << 62)),
+               "compile": {"sigs": compile_sigs(cases)} if compile_check else None, "cases": out}
+    return request, inputs
+
+
+def _case_entry(key: str, c, backend: str, inputs: dict) -> dict:
+    """One case of the request (its arrays into ``inputs`` under ``KEY_aK`` / ``KEY_iK``)."""
+    args = []
+    for k, a in enumerate(c.args):
+        if isinstance(a, np.ndarray):
+            inputs[f"{key}_a{k}"] = np.asarray(a)
+            args.append({"array": f"{key}_a{k}"})
+        else:
+            args.append(_scalar_arg(a))
+    init = None
+    if c.init is not None:
+        init = []
+        for k, v in enumerate(c.init):
+            inputs[f"{key}_i{k}"] = np.asarray(v)
+            init.append(f"{key}_i{k}")
+    float_out = any(np.dtype(dt).kind == "f" for _, dt in c.outputs)
+    return {"name": c.name, "args": args, "init": init,
+            "outputs": [[[int(v) for v in tuple(s)], np.dtype(dt).str] for s, dt in c.outputs],
+            "out_names": list(c.out_names or []), "grid": encode(c.grid), "block": encode(c.block),
+            "launch_args": encode(list(c.launch_args)), "runs": runs_of(c),
+            "finite_rerun": backend != "simulator" and c.init is None and float_out}
+
+
+def add_bench(request: dict, inputs: dict, case, backend: str) -> None:
+    """The benchmark's problem (:func:`lab.teach.bench.plan`, made by the judge) into the request
+    ("bench": a case as the hidden tests', its arrays under ``b_*``): the bench child reads neither
+    the hidden tests nor the reference solution."""
+    request["bench"] = _case_entry("b", case, backend, inputs)
+
+
+BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not
+
+
+def write_request(folder: str, request: dict, inputs: dict) -> tuple[list[str], list[str]]:
+    """The request and its input arrays into the executor's folder, and every file the executor may
+    write there made now, empty (the results, :data:`BENCH_GO`). Returns (the files the child reads,
+    the files it writes): under bubblewrap the folder is a fresh tmpfs and these are bound into it
+    one by one (:func:`lab.teach.sandbox.wrap`), so the channel is a fixed set of files of ours, each
+    capped by the file-size limit. An empty result file is one not written yet."""
+    with open(os.path.join(folder, REQUEST), "w") as f:
+        json.dump(request, f)
+    with open(os.path.join(folder, INPUTS), "wb") as f:
+        np.savez(f, **inputs)
+    keys = ["load", "compile"] + list(range(len(request["cases"])))
+    out = [result_name(k, "json") for k in keys] + [result_name(k, "npz") for k in keys[2:]] + [BENCH_GO]
+    for n in out:
+        open(os.path.join(folder, n), "w").close()
+    return ([os.path.join(folder, n) for n in (REQUEST, INPUTS)], [os.path.join(folder, n) for n in out])
+
+
+class ResultError(Exception):
+    """A result file of the executor that is not one (a link, a FIFO, too large, not what was asked)."""
+
+
+def read_child_file(folder, name: str, cap: int, dir_fd=None) -> bytes | None:
+    """:func:`lab.teach.childio.read_child_file` (a regular file only, no link followed, never
+    blocking, at most ``cap`` bytes; None when missing), its refusals a ResultError."""
+    from lab.teach.childio import UnsafeChildFile
+    from lab.teach.childio import read_child_file as read
+
+    try:
+        return read(folder, name, cap, dir_fd)
+    except UnsafeChildFile as e:
+        raise ResultError(str(e)) from None
+
+
+def _launch_dims(v, what):
+    """A grid or block reported by the executor: an int or a tuple of 1-3 ints >= 1."""
+    t = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
+    if not isinstance(t, (tuple, list)) or not 1 <= len(t) <= 3 or \
+            not all(isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1 << 31 for x in t):
+        raise ResultError(f"an invalid {what} {v!r}")
+    return v if isinstance(v, int) else tuple(t)
+
+
+def _writers(rows) -> dict:
+    """{flat: (block, thread)} from :func:`lab.teach.executor.who_rows`'s rows."""
+    return {int(r[0]): ((int(r[1]), int(r[2]), int(r[3])), (int(r[4]), int(r[5]), int(r[6]))) for r in rows.tolist()}
+
+
+def _others(rows) -> dict:
+    out: dict = {}
+    for r in rows.tolist():
+        out.setdefault(int(r[0]), set()).add(((int(r[1]), int(r[2]), int(r[3])), (int(r[4]), int(r[5]), int(r[6]))))
+    return out
+
+
+def _trace(facts: dict, others: list):
+    """A trace object with every fact of :class:`lab.core.simt.Trace` the executor sent (defaults for
+    a missing field), for the message functions."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    from lab.core import simt
+    values = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
+              for f in dataclasses.fields(simt.Trace)}
+    if not isinstance(facts, dict):
+        raise ResultError("trace facts that are not a record")
+    values.update({str(k): decode(v) for k, v in facts.items()})
+    for k in ("oob", "races", "race_lines", "barrier_mismatch", "global_rmw"):
+        if not isinstance(values.get(k), list):
+            raise ResultError(f"trace facts without a list of {k}")
+    values["lab_others"] = others
+    return SimpleNamespace(**values)
+
+
+def raw_result(case, record, npz: bytes | None, backend: str, path: str):
+    """The executor's raw data for ``case`` checked against what was asked (every output of every run
+    there, with the asked shape and dtype; grid and block valid and, where the test sets them, the
+    asked ones), as the object :func:`judge_case` takes. Failed for what the executor reported as a
+    failure (the file, the launch function, the launch); ResultError for data that is not a result."""
+    import io
+    from types import SimpleNamespace
+
+    if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
+        raise ResultError("a record that is not the executor's")
+    if record.get("failed") is not None:
+        raise Failed(str(record["failed"])[:2000])
+    kfile = record.get("kernel_file")
+    if not isinstance(kfile, str) or os.path.realpath(kfile) != os.path.realpath(path):
+        where = os.path.basename(kfile) if isinstance(kfile, str) else "somewhere else"
+        raise Failed(f"the kernel that ran was not defined in your file (it comes from {where!s:.80}): the "
+                     f"kernel must be your own code in {os.path.basename(path)}")
+    grid = _launch_dims(decode(record.get("grid")), "grid")
+    block = _launch_dims(decode(record.get("block")), "block")
+    if case.grid is not None and (_dims3(grid) != _dims3(case.grid) or _dims3(block) != _dims3(case.block)):
+        raise ResultError(f"launched with grid {grid}, block {block}, not the test's")
+    if math.prod((block,) if isinstance(block, int) else block) > 1024:
+        raise ResultError("more than 1024 threads per block")
+    names = record.get("param_names")
+    names = [n for n in names if isinstance(n, str) and n.isidentifier()] if isinstance(names, list) else []
+    if case.out_names:
+        onames = list(case.out_names)
+    else:
+        tail = names[len(case.args):]
+        onames = [tail[k] if k < len(tail) else f"out{k}" for k in range(len(case.outputs))]
+    want = runs_of(case)
+    nruns = record.get("runs")
+    error = record.get("kernel_error") if backend == "simulator" else None
+    if error is not None and not isinstance(error, dict):
+        raise ResultError("a kernel error that is not a record")
+    if not isinstance(nruns, int) or not (nruns == len(want) or (error is not None and 1 <= nruns <= len(want))):
+        raise ResultError(f"{nruns!r} runs, not the {len(want)} asked")
+    if npz is None:
+        raise ResultError("no output arrays")
+    try:
+        with np.load(io.BytesIO(npz), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+    except Exception as e:  # noqa: BLE001 - a damaged or forged file: no result
+        raise ResultError(f"unreadable output arrays ({type(e).__name__})") from None
+
+    def output(key, k):
+        a = arrays.get(key)
+        shape, dt = case.outputs[k]
+        if not isinstance(a, np.ndarray) or a.shape != tuple(shape) or a.dtype != np.dtype(dt):
+            raise ResultError(f"{key}: not an array of shape {tuple(shape)} and dtype {np.dtype(dt)}")
+        return a
+
+    def rows(key, k):
+        a = arrays.get(key)
+        size = math.prod(case.outputs[k][0])
+        if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != 7 or \
+                (a.size and (a[:, 0].min() < 0 or a[:, 0].max() >= max(size, 1) or a[:, 1:].min() < 0)):
+            raise ResultError(f"{key}: not a table of writers")
+        return a
+
+    traces = record.get("traces")
+    if backend == "simulator" and (not isinstance(traces, list) or len(traces) < nruns):
+        raise ResultError("no trace of the simulator")
+    runs = []
+    for r in range(nruns):
+        outs = [output(f"run{r}_out{k}", k) for k in range(len(case.outputs))]
+        if backend == "simulator":
+            writers = [_writers(rows(f"run{r}_writers{k}", k)) for k in range(len(case.outputs))]
+            others = [_others(rows(f"run{r}_others{k}", k)) for k in range(len(case.outputs))]
+            runs.append((outs, _trace(traces[r], others), writers))
+        else:
+            runs.append((outs, None, None))
+    again = None
+    if backend != "simulator" and record.get("again"):
+        again = [output(f"again_out{k}", k) for k in range(len(case.outputs))]
+    return SimpleNamespace(grid=grid, block=block, onames=onames, runs=runs, again=again, error=error,
+                           names=names + onames)

@@ -1,0 +1,400 @@
+"""The checker's child processes, the parent's side (:func:`_run_child`): the hidden tests of one
+file run in a child (:mod:`lab.teach.executor`, contained by :mod:`lab.teach.sandbox` when a
+``Limits`` is given), judged here from the raw results it leaves (:class:`lab.teach.checker.Judge`),
+stopped when a test runs past its timeout, retried for the tests left; the contained offline GPU
+compile beside it (:mod:`lab.teach.compile_sandbox`); the bench's raw numbers judged
+(:mod:`lab.teach.bench`); every child tracked, so that Ctrl-C (:func:`stop_all`) ends them all.
+Nothing here prints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import exercises
+from lab.teach.procs import _LIVE, _LIVE_LOCK, _STOP, _kill_group, _track, _untrack, stop_all  # noqa: F401
+
+
+BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
+RETRY_TIMEOUT_S = 5.0  # per-test limit for the tests left after one timed out (simulator)
+RETRY_TIMEOUT_GPU_S = 3.0  # the same on a GPU, where a test takes milliseconds (and a launch's JIT compile)
+MAX_TIMEOUTS = 2  # then the rest is "not run": a second hang means every test hangs, fix that first
+KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the background (a GPU context
+# with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
+COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
+PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
+
+COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
+
+
+def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
+               extra=None, notes=None, skip=(), progress=None, compiled=None) -> list[dict]:
+    """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
+    ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
+    every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
+    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.sandbox`). ``extra`` (a dict), when
+    given, receives "bench" (the benchmark's document, or None), "violations" (what the sandbox
+    stopped), "returncode" and "notes"; ``notes``: a list that gets the child's notes (a check that
+    was skipped). When a test times out, the child is stopped and a fresh one runs the tests not yet
+    run, each with a short limit (``RETRY_TIMEOUT_S``, or ``timeout`` when smaller): a test that
+    hangs costs one timeout and the others still get a verdict (after ``MAX_TIMEOUTS`` the rest is
+    "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
+    as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s").
+
+    Contained in the simulator, the offline GPU compile runs in a contained child of its own
+    (:mod:`lab.teach.compile_sandbox`, beside the tests' child), whose "ok" this process believes
+    only with the PTX it checks; ``compiled``: its result already made (a Future of it: ``lab
+    exercise grade`` compiles a student's files in one child)."""
+    tests, planned, limit, first = [], None, timeout, list(skip)
+    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled)
+    if pre is not None:
+        first.append(COMPILE_TEST)
+    skip = list(first)
+    retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
+    counts = {"planned": None}
+
+    def on_event(kind, value):
+        if progress is None:
+            return
+        if kind == "loaded" and counts["planned"] is None:
+            counts["planned"] = len(value)
+            return
+        total = counts["planned"] or 0
+        done = len(tests) + len(counts.get("got", []))
+        if kind == "start":
+            label = ("loading your file" if value == "load" else
+                     f"running test {done + 1}/{total}: {value}" if total else f"running {value}")
+            progress(done, total, label)
+        elif kind == "result":
+            counts.setdefault("got", []).append(value["name"])
+            if not value["passed"] and value["message"].startswith("timed out"):
+                said = value["message"].split(" while ")[0].split(" (")[0]  # "timed out after 10 s"
+                progress(done + 1, total, f"{value['name']}: {said} (stopped)")
+
+    while True:
+        counts["got"] = []
+        got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
+                                                 extra, notes, skip, retry=bool(tests), on_event=on_event)
+        planned = listed if planned is None else planned
+        before = {t["name"] for t in tests}
+        tests += got
+        done = {t["name"] for t in tests}
+        left = [n for n in planned if n not in done]
+        progressed = any(n in planned and n not in before for n in done)
+        timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
+        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set():
+            break
+        skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
+    for n in planned:
+        if n not in done:
+            tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
+    if pre is not None:
+        _add_compile(pre, tests, notes, extra)
+    if extra is not None and not (tests and all(t["passed"] for t in tests)):
+        extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
+    return tests
+
+
+def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
+    """The contained offline compile of ``path`` for the simulator's contained check (None when it
+    does not apply): an object whose ``result()`` is :func:`lab.teach.compile_sandbox.run`'s result."""
+    from lab.teach import gpu_compile
+
+    on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
+    if sandbox is None or backend != "simulator" or not on or COMPILE_TEST in skip:
+        return None
+    if compiled is not None:
+        return compiled
+    from concurrent.futures import Future
+
+    fut: Future = Future()
+
+    def work():
+        try:
+            fut.set_result(compile_files([(name, path)], seed, sandbox)[0])
+        except BaseException as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
+            fut.set_result({"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True})
+
+    threading.Thread(target=work, name=f"lab-compile-{name}", daemon=True).start()
+    return fut
+
+
+def compile_files(pairs, seed, sandbox) -> list[dict]:
+    """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
+    file) of ``pairs`` in one child, with the argument types of the exercise's hidden tests."""
+    from lab.teach import checker, compile_sandbox
+
+    items = [(str(path), exercises.load(n).kernel, checker.compile_sigs(_cases(n, seed)[0])) for n, path in pairs]
+    return compile_sandbox.run(items, sandbox)
+
+
+def _add_compile(pre, tests, notes, extra) -> None:
+    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load."""
+    from lab.teach import checker
+
+    if any(t["name"] == "load" and not t["passed"] for t in tests):
+        return
+    r = pre.result()
+    entry = checker.compile_entry(r, "simulator")
+    if isinstance(entry, str):
+        for where in (notes, None if extra is None else extra.setdefault("notes", [])):
+            if where is not None and entry not in where:
+                where.append(entry)
+        return
+    tests.insert(0, entry)
+
+
+_CASES: dict = {}
+_CASES_LOCK = threading.Lock()
+
+
+def _cases(name: str, seed: int):
+    """(the hidden cases of exercise ``name`` for ``seed``, the state of the seed's generator after
+    them), made once per process: every student of a grade gets the same inputs (one seed), so the
+    float64 references are computed once per exercise, not once per submission."""
+    import numpy as np
+
+    from lab.teach.checker import hidden_cases
+
+    key = (name, int(seed))
+    with _CASES_LOCK:
+        if key not in _CASES:
+            if len(_CASES) > 64:
+                _CASES.clear()
+            rng = np.random.default_rng(int(seed))
+            _CASES[key] = (hidden_cases(exercises.load(name), rng), rng.bit_generator.state)
+        return _CASES[key]
+
+
+def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
+                    retry=False, on_event=None):
+    """One child process (:mod:`lab.teach.executor`, which runs the student's code): (test entries,
+    the planned test names, whether a test timed out). This process makes the tests and judges each
+    one from the raw results the child left in its folder (:class:`lab.teach.checker.Judge`); the
+    child's progress lines only drive the clock. ``on_event(kind, value)``: ("start", test name),
+    ("loaded", planned names), ("result", entry)."""
+    import numpy as np
+
+    from lab.core.session import child_env
+    from lab.teach import checker, gpu_compile
+
+    env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
+    ex = exercises.load(name)
+    cases, state = _cases(name, seed)
+    rng = np.random.default_rng()
+    rng.bit_generator.state = state  # as if the cases were just drawn from the seed's generator
+    do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
+    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng)
+    if bench:  # the bench's problem, picked here: the child reads no hidden test and no solution
+        from lab.teach import bench as B
+
+        bench_case, bench_note = B.plan(ex, request["bench_seed"], backend == "simulator")
+        checker.add_bench(request, inputs, bench_case, backend)
+    if sandbox is not None:
+        from lab.teach import sandbox as S
+
+        private, path, env = S.prepare(path, env)
+        module = ["lab.teach.sandbox", sandbox.to_arg()]
+    else:
+        private = tempfile.mkdtemp(prefix="lab-check-")
+        module = ["lab.teach.bench" if bench else "lab.teach.executor"]
+    progress = os.path.join(private, ".lab-progress.jsonl")
+    open(progress, "w").close()
+    channel_in, channel_out = checker.write_request(private, request, inputs)
+    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile)
+    errf = tempfile.TemporaryFile()
+    # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
+    # precompile draws its argument types from it, which do not depend on the seed)
+    cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
+           json.dumps(list(skip)), *(["--bench"] if bench else [])]
+    wrap_notes: list = []
+    if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out)
+        for note in wrap_notes:
+            if notes is not None and note not in notes:
+                notes.append(note)
+    try:
+        proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=errf,
+                                start_new_session=True, cwd=private)
+    except BaseException:
+        judge.close()
+        shutil.rmtree(private, ignore_errors=True)
+        errf.close()
+        raise
+    _track(proc)  # stop_all (Ctrl-C) kills it
+    bench_doc, bench_raw, violations, child_notes, ready, loaded = None, None, [], list(wrap_notes), False, False
+    startup = 60.0  # importing numba (and a GPU context) before the first test starts
+    tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
+    judged: set = set()
+    skipped: set = set()
+    load_done = False
+    todo = [n for n in judge.planned if n not in skip]
+    # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
+    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
+
+    def take(n):  # judge test n from its raw result, once
+        if n in judged or n not in todo:
+            return
+        r = judge.test(n)
+        if r is not None:  # (no result yet: a "done" line is only the child's word)
+            judged.add(n)
+            tests.append(r)
+            on_event and on_event("result", r)
+        elif n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
+            judged.add(n)
+            skipped.add(n)
+
+    try:
+        while True:
+            if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
+                break
+            done = proc.poll() is not None
+            try:
+                data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
+            except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
+                violations.append(f"tampered with the grader's progress file ({e})")
+                _kill(proc)
+                break
+            for raw_line in data[seen_bytes:].splitlines(keepends=True):
+                if not raw_line.endswith(b"\n"):
+                    break  # a half-written line: read it next time
+                seen_bytes += len(raw_line)
+                try:
+                    obj = json.loads(raw_line.decode(errors="replace"))
+                except (ValueError, RecursionError):
+                    continue
+                if not isinstance(obj, dict):
+                    continue
+                if "start" in obj:
+                    current, since = str(obj["start"]), time.monotonic()
+                    on_event and on_event("start", current)
+                elif "loaded" in obj:
+                    loaded = True
+                    on_event and on_event("loaded", [n for n in todo if n in obj["loaded"]] if isinstance(obj["loaded"], list) else list(todo))
+                elif "done" in obj:  # a result may be there: judge it now (a bench waits for the verdicts)
+                    load_done = load_done or obj["done"] == "load"
+                    take(str(obj["done"]))
+                    current, since = None, time.monotonic()
+                elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
+                    # once counted against the per-test limit, killing the child as "loading your file")
+                    bench_raw, current, since = obj["bench"], None, time.monotonic()  # judged below
+                elif "violation" in obj:
+                    violations.append(str(obj["violation"]))
+                elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
+                    ready, since = True, time.monotonic()
+                elif "note" in obj:
+                    child_notes.append(str(obj["note"]))
+                    if notes is not None and obj["note"] not in notes:
+                        notes.append(str(obj["note"]))
+            go_file = os.path.join(private, checker.BENCH_GO)
+            if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
+                # the bench runs only once every test passed, by this process's verdicts (written in
+                # place: under bubblewrap the child sees this very file, bound into its folder)
+                go = all(t["passed"] for t in tests) and len(tests) == len(todo)
+                with open(go_file, "w") as f:
+                    f.write("1" if go else "0")
+            if done:
+                break
+            limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
+            if current == "compiles for a GPU":
+                limit = max(limit, COMPILE_ALLOWANCE_S)
+            if current == "bench":  # three kernels timed (each up to the stop rule's 3 s), the copy bandwidth measured
+                limit = max(limit, BENCH_TIMEOUT_S)
+            over = time.monotonic() - started > overall  # progress lines alone cannot keep a child alive
+            if time.monotonic() - since > limit or over:
+                _kill(proc)
+                if current == "bench":
+                    bench_doc, current = _bench_failed(f"the benchmark timed out after {limit:.0f} s"), None
+                    break
+                limit = overall if over else limit
+                timed_out = True
+                what = "loading your file" if current in (None, "load") else "this test"
+                shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
+                name_ = current if current in todo else "load"
+                tests.append({"name": name_, "passed": False,
+                              "message": f"timed out after {limit:.0f} s{shorter} while running {what}: an "
+                                         f"infinite loop, or threads waiting at a cuda.syncthreads() that not all "
+                                         f"threads of the block reach? (stopped by the checker)"})
+                judged.add(name_)
+                on_event and on_event("result", tests[-1])
+                break
+            time.sleep(0.02)
+        if proc.poll() is None:
+            _kill(proc)
+        # whatever the child left (its progress lines aside): the file that did not load, or each test's result
+        failed_load = judge.load_failure()
+        if failed_load is not None and not tests:
+            tests.append(failed_load)
+        elif failed_load is None:
+            for n in todo:
+                if judge.has(n):
+                    loaded = True
+                take(n)
+        for n in judge.notes:
+            child_notes.append(n)
+            if notes is not None and n not in notes:
+                notes.append(n)
+    finally:
+        _untrack(proc)
+        if proc.poll() is None:
+            if not getattr(proc, "lab_killed", False):
+                _kill(proc)
+            else:  # killed (a timeout, Ctrl-C) and still dying, a GPU context tearing down: reaped in the background
+                threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
+        elif _kill_group(proc):  # the child exited but left processes behind: it forked
+            violations.append("left processes running after it exited (it forked); they were killed")
+        judge.close()
+        shutil.rmtree(private, ignore_errors=True)
+    planned = [n for n in todo if n not in skipped] if loaded else []
+    if bench_raw is not None and bench_doc is None:  # the pass line from the raw numbers, here
+        from lab.teach import bench as B
+
+        bench_doc = B.judge(ex, bench_case, backend, bench_raw,
+                            lambda: B.reference(name, backend, request["bench_seed"]), bench_note)
+    if current == "bench":  # the process died while benchmarking
+        bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
+    if current in todo and not any(t["name"] == current for t in tests):
+        errf.seek(0)
+        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        tests.append({"name": current, "passed": False,
+                      "message": f"the checker's process died during this test (exit code {proc.returncode})"
+                                 + (f": {last[-1].strip()}" if last else "")})
+    elif not tests and not planned:
+        errf.seek(0)
+        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        tests.append({"name": "load", "passed": False,
+                      "message": "the checker could not start" + (f": {last[-1].strip()}" if last else "")})
+    errf.close()
+    if extra is not None:  # a retry's child adds to what the first one stopped
+        extra.update(bench=bench_doc if bench_doc is not None else extra.get("bench"),
+                     violations=extra.get("violations", []) + violations, returncode=proc.returncode,
+                     notes=extra.get("notes", []) + child_notes)
+    return tests, planned, timed_out
+
+
+def _bench_failed(message: str) -> dict:
+    """The bench document of a benchmark that never reported (timed out, or its process died)."""
+    return {"student_ms": None, "reference_ms": None, "pct_of_reference": None, "pct_of_peak": None,
+            "passed": False, "message": message, "notes": []}
+
+
+def _kill(proc):
+    proc.lab_killed = True
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.wait(timeout=KILL_WAIT_S)
+    except subprocess.TimeoutExpired:  # dying slowly (a GPU context tearing down): reaped in the background
+        threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
+
+

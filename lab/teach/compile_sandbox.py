@@ -1,0 +1,220 @@
+"""The offline GPU compile (:mod:`lab.teach.gpu_compile`) of untrusted files, contained like the
+checker's own child (:mod:`lab.teach.sandbox`): ``python -m lab.teach.compile_sandbox LIMITS FOLDER``
+under bubblewrap where it works (no network, no GPU, a read-only view of what a compile needs, the
+exercises' solutions and hidden tests hidden), with the allow-listed environment, the resource
+limits, Landlock, then seccomp and the audit hook before the first student file is imported.
+
+The parent (:func:`run`) copies the files into a private folder, writes ``compile-request.json``
+({"items": [{"path", "kernel", "sigs", "cc"}]}) and makes every result file ``compile-K.json``
+empty beforehand; the child writes, per item, {"ok": true, "ptx": [...]}, {"ok": false, "message",
+"line"}, {"skipped": why} or {"violation": what the sandbox stopped}. The parent reads each through
+:func:`lab.teach.childio.read_child_file` (a regular file, no link, size-capped) and believes an "ok"
+only with a PTX per signature that it checks itself (:func:`lab.teach.gpu_compile.verified`: the
+``.version``, the ``.target`` of the compute capability asked, an ``.entry`` of the student's
+kernel): a child's "ok" alone is no result. Several files of one student go to one child (``lab
+exercise grade``): the start-up (Python, Numba, NVVM) is paid once per student, not per exercise.
+
+What the check cannot exclude: a student's file that compiles, at import time, some other valid
+kernel under its kernel's name and writes that PTX (the file's own code runs in this child, as in
+any check). Nothing here prints.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REQUEST = "compile-request.json"
+STARTUP_S = 60.0  # Python, Numba and NVVM loading, before the first file's own time
+
+
+def result_name(k: int) -> str:
+    return f"compile-{k}.json"
+
+
+def run(items, limits, env=None, cc=None, timeout: float = 50.0) -> list[dict]:
+    """Compile each (path, kernel, sigs) of ``items`` (:func:`lab.teach.gpu_compile.arg_types`
+    descriptors) for ``cc`` (default :data:`lab.teach.gpu_compile.CC`) in one contained child with
+    ``limits`` (:class:`lab.teach.sandbox.Limits`); ``env``: the grader's environment (default this
+    process's), of which the child gets the allow-listed part. Returns per item what
+    :func:`lab.teach.gpu_compile.verified` makes of the child's word: {"ok": True, "ptx"}, {"ok":
+    False, "message", "line"} or {"skipped": why}; a violation is a failure saying what was stopped.
+    Not cached: every call compiles."""
+    from lab.core.session import child_env
+    from lab.teach import gpu_compile
+    from lab.teach import sandbox as S
+
+    cc = tuple(cc or gpu_compile.CC)
+    if not items:
+        return []
+    private = tempfile.mkdtemp(prefix="lab-compile-")
+    copies, seen = [], set()
+    for k, (path, _, _) in enumerate(items):
+        base = os.path.basename(path)
+        name = base if base not in seen else f"{k}_{base}"
+        seen.add(name)
+        copies.append(os.path.join(private, name))
+        shutil.copyfile(path, copies[-1])
+    request = {"items": [{"path": c, "kernel": kernel, "sigs": [list(s) for s in sigs], "cc": list(cc)}
+                         for c, (_, kernel, sigs) in zip(copies, items)]}
+    with open(os.path.join(private, REQUEST), "w") as f:
+        json.dump(request, f)
+    outs = [os.path.join(private, result_name(k)) for k in range(len(items))]
+    for o in outs:
+        open(o, "w").close()
+    base_env = child_env(**{**(env or {}), "NUMBA_ENABLE_CUDASIM": "0", "LAB_COMPILER": "numba-cuda",
+                            "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS": "0"})
+    env = dict(S.child_environment(base_env), HOME=private, TMPDIR=private, TEMP=private, TMP=private,
+               PYTHONDONTWRITEBYTECODE="1", NUMBA_CACHE_DIR=os.path.join(private, ".numba"),
+               XDG_CACHE_HOME=os.path.join(private, ".cache"), MALLOC_ARENA_MAX="2")
+    env.setdefault("PATH", os.defpath)
+    for var in S.THREAD_VARS:
+        env.setdefault(var, "1")
+    results: list = [None] * len(items)
+    try:
+        todo = list(range(len(items)))
+        while todo:  # one child for the items left; a file that hangs costs its own timeout, the rest go on
+            stuck = _one_child(private, copies, outs, request, todo, limits, env, timeout)
+            done = [k for k in todo if os.path.getsize(outs[k])]
+            for k in done:
+                results[k] = _take(private, k, items[k], cc)
+            todo = [k for k in todo if k not in done]
+            if todo:
+                first = todo.pop(0)
+                results[first] = {"skipped": stuck or "the compile's process left no result"}
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
+    return results
+
+
+def _one_child(private, copies, outs, request, todo, limits, env, timeout) -> str | None:
+    """Run one child on the items ``todo`` (their request rewritten); wait until it ends, or kill
+    it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more).
+    Returns why it stopped early, or None."""
+    from lab.teach import sandbox as S
+    from lab.teach import procs as W
+
+    with open(os.path.join(private, REQUEST), "w") as f:
+        json.dump({"items": [dict(request["items"][k], out=k) for k in todo]}, f)
+    cmd = [sys.executable, "-m", "lab.teach.compile_sandbox", limits.to_arg(), private]
+    cmd, _notes = S.wrap(cmd, private, Path(copies[0]), outs[0], "simulator", False, env,  # (no GPU needed)
+                         copies[1:] + [os.path.join(private, REQUEST)], outs[1:])
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True, cwd=private)
+    W._track(proc)
+    why, since, seen = None, time.monotonic(), 0
+    try:
+        while proc.poll() is None:
+            n = sum(1 for k in todo if os.path.getsize(outs[k]))
+            if n > seen:
+                seen, since = n, time.monotonic()
+            allowed = timeout + (STARTUP_S if not seen else 0)
+            if time.monotonic() - since > allowed:
+                why = f"the compile took longer than {allowed:.0f} s"
+                break
+            time.sleep(0.02)
+        if why is None and proc.returncode:
+            why = f"the compile's process ended with exit code {proc.returncode}"
+    finally:
+        W._kill_group(proc)
+        W._untrack(proc)
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+    return why
+
+
+def _take(private, k, item, cc) -> dict:
+    """The parent's reading of result ``k``: a regular file, size-capped, its "ok" checked."""
+    from lab.teach import gpu_compile
+    from lab.teach.childio import UnsafeChildFile, read_child_file
+
+    path, kernel, sigs = item
+    try:
+        data = read_child_file(private, result_name(k), len(sigs) * gpu_compile.PTX_CAP + (1 << 20))
+        raw = json.loads(data) if data else None
+    except (UnsafeChildFile, ValueError) as e:
+        return {"ok": False, "line": None, "message": f"the compile's result file was tampered with ({e})"}
+    if isinstance(raw, dict) and "violation" in raw:
+        return {"ok": False, "line": None, "message": f"stopped by the sandbox: {str(raw['violation'])[:200]}"}
+    return gpu_compile.verified(raw, kernel, len(sigs), cc)
+
+
+# --- The child ---------------------------------------------------------------------------------------------
+def _warm(cc) -> None:
+    """Compile a tiny kernel before the lockdown: NVVM and the libraries Numba looks for load now."""
+    from lab.teach import gpu_compile
+
+    def lab_compile_warm(x):
+        x[0] = 1
+
+    gpu_compile.compile_here(lab_compile_warm, [[["array", "<i4", 1, "C"]]], __file__, cc)
+
+
+def _write(private: str, k: int, record: dict) -> None:
+    with open(os.path.join(private, result_name(k)), "w") as f:
+        f.write(json.dumps(record))
+
+
+def main(argv) -> None:
+    import importlib.util
+
+    from lab.teach import sandbox as S
+
+    S.drop_uid()
+    limits, private = S.Limits.from_arg(argv[0]), os.path.realpath(argv[1])
+    S.set_limits(limits, True)  # an address-space limit too: no GPU context here
+    with open(os.path.join(private, REQUEST)) as f:
+        items = json.load(f)["items"]
+    outs = [int(item["out"]) for item in items]
+    from lab.core.resources import offline_unavailable
+
+    why = offline_unavailable()
+    if why:
+        for k in outs:
+            _write(private, k, {"skipped": f"needs {why}"})
+        return
+    from numba import cuda  # noqa: F401 - the real one (NUMBA_ENABLE_CUDASIM=0), loaded before the lockdown
+
+    from lab.teach import gpu_compile
+
+    _warm(tuple(items[0]["cc"]) if items else gpu_compile.CC)
+    if limits.landlock:
+        from lab.core.isolation import exercise_files
+
+        S.landlock(private, exercise_files())
+    from lab.core.isolation import lockdown
+
+    lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
+    stopped: list = []
+    S.install_hook(private, stopped.append)
+    for k, item in enumerate(items):
+        path, kernel = item["path"], item["kernel"]
+        before = len(stopped)
+        sys.path.insert(0, os.path.dirname(path))
+        spec = importlib.util.spec_from_file_location(f"student_gpu_compile_{k}", path)
+        mod = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(mod)
+            fn = getattr(getattr(mod, kernel, None), "py_func", None)
+            r = (gpu_compile.compile_here(fn, item["sigs"], path, item["cc"]) if fn is not None
+                 else {"skipped": f"{kernel} is not a @cuda.jit kernel"})
+        except Exception as e:  # noqa: BLE001 - imported fine in the simulator; not the compiler's verdict
+            text = str(e).strip().splitlines()
+            r = {"skipped": f"the file does not import without the simulator ({type(e).__name__}: "
+                            f"{text[0] if text else ''})"}
+        finally:
+            sys.path.pop(0)
+        if len(stopped) > before:
+            r = {"violation": stopped[before]}
+        _write(private, outs[k], r)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    os._exit(0)

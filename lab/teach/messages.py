@@ -1,0 +1,440 @@
+"""The judge's words (:mod:`lab.teach.checker`): every failing message of a hidden test, from the raw
+facts the executor handed back (outputs, the simulator's trace: who wrote what, races, out-of-bounds
+accesses, barriers) and compute-sanitizer's reports, in the field's terms (thread, block, warp,
+shared memory, coalescing). A message names at most one expected element, never the test's code or
+its data. Pure functions of data; nothing here runs student code or prints.
+
+Sources: CUDA C++ Programming Guide, "Thread Hierarchy", "Shared Memory", "Synchronization
+Functions" and "Atomic Functions"; compute-sanitizer's documentation (racecheck, memcheck,
+synccheck).
+"""
+from __future__ import annotations
+
+import math
+import os
+import traceback
+
+import numpy as np
+
+from kernels.spec import plural
+
+
+VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
+
+
+class Failed(Exception):
+    """A test failed with a message for the student; ``map``: who wrote each element of the output
+    (:func:`_writers_map`), for indexing failures in the simulator; ``kind``: :data:`VALUES` when
+    the failure is about the output's values (an element wrong, never written, all zeros, its
+    initial value, NaN although written), else :data:`DIAGNOSIS` (a finding of the trace, a launch
+    that raised, a lesson): :func:`lab.teach.union.merge` tells two backends' verdicts apart by it."""
+
+    def __init__(self, message, map=None, kind=DIAGNOSIS):
+        super().__init__(message)
+        self.map = map
+        self.kind = kind
+
+
+MAP_ENV = "LAB_CHECK_MAP"  # "1": a failing test's entry carries "map" (the notebook draws it; the CLI never asks)
+MAP_LIMIT = 1 << 16  # elements: a larger output's map is not sent
+
+
+def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
+    """Which block and thread first wrote each element of output ``name`` (the simulator's record):
+    {"output", "shape", "grid", "block", "block_of", "thread_of"} with linear block and thread ids
+    (x fastest, as lab grid's map), -1 where nothing was written. None for a scalar or a large output."""
+    size = int(np.prod(shape)) if shape else 1
+    if not shape or size > MAP_LIMIT:
+        return None
+    g = tuple(grid) + (1,) * (3 - len(tuple(grid))) if not isinstance(grid, (int, np.integer)) else (int(grid), 1, 1)
+    b = tuple(block) + (1,) * (3 - len(tuple(block))) if not isinstance(block, (int, np.integer)) else (int(block), 1, 1)
+    block_of = np.full(size, -1, dtype=np.int64)
+    thread_of = np.full(size, -1, dtype=np.int64)
+    for flat, (who_b, who_t) in writer.items():
+        if 0 <= flat < size:
+            wb, wt = tuple(who_b) + (0,) * 3, tuple(who_t) + (0,) * 3
+            block_of[flat] = wb[0] + g[0] * (wb[1] + g[1] * wb[2])
+            thread_of[flat] = wt[0] + b[0] * (wt[1] + b[1] * wt[2])
+    return {"output": name, "shape": list(shape), "grid": [int(x) for x in g], "block": [int(x) for x in b],
+            "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
+
+
+def _one_line(e):
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _where(e, path):
+    """' (your line N)' for the deepest frame of the student's file in e's traceback."""
+    line = None
+    for fr in traceback.extract_tb(e.__traceback__):
+        if os.path.abspath(fr.filename) == os.path.abspath(path):
+            line = fr.lineno
+    return f" (line {line} of your file)" if line else ""
+
+
+def _fmt_who(who, nd):
+    b, t = who
+    b, t = tuple(b)[:nd], tuple(t)[:nd]
+    f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
+    return f"thread {f(t)} of block {f(b)}"
+
+
+def _fmt_t(t, nd):
+    t = tuple(t)[:nd]
+    return str(t[0]) if nd == 1 else "(" + ", ".join(map(str, t)) + ")"
+
+
+def _fmt_idx(name, idx):
+    return f"{name}[{', '.join(map(str, idx))}]"
+
+
+def _ranges(flat_idx):
+    """'1024..5465' style text for sorted flat indices (at most 3 runs)."""
+    from lab.core.simt import ranges_text
+
+    return ranges_text(flat_idx, most=3)
+
+
+def _ndims(d):
+    return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
+
+
+def _dims3(d):
+    d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
+    return d + (1,) * (3 - len(d))
+
+
+def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str:
+    """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
+    "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
+    that not every thread reached, a race or an out-of-bounds access that came first, else the
+    exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
+    array not among them is a shared array)."""
+    if error.get("kind") == "launch":
+        return f"bad launch configuration: {error.get('text')}"
+    nd = _ndims(grid)
+    one_line = str(error.get("one_line"))
+    if error.get("type") == "WarpError" and "reached the same cuda.syncthreads()" in str(error.get("text")):
+        who = error.get("who") or ((0,), (0,))
+        return f"{str(error.get('text')).strip()} (block {_fmt_who(who, nd).split(' of block ')[1]})"
+    if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
+        return _race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
+    if trace.oob:
+        name, idx, shape, who, kind = trace.oob[0]
+        shared = name not in set(names)  # a shared array: not one of the kernel's arguments
+        return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
+                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
+                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)}")
+    advice, kind, text = "", error.get("type"), str(error.get("text"))
+    if kind == "OverflowError" and "math range" in text:
+        advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
+    elif kind == "OverflowError" and "out of bounds for" in text:
+        advice = ": the value does not fit the output's dtype (clamp before converting?)"
+    elif kind == "ValueError" and "NaN" in text:
+        advice = ": a NaN was converted to an integer (a value read before it was written?)"
+    where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
+    who = error.get("who") or ((0,), (0,))
+    return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
+
+
+def _extra_thread(own, grid, block, out_shapes):
+    """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
+    thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
+    up to the block (x = the last dimension, y = the one before)."""
+    reach, bd = [g * b for g, b in zip(_dims3(grid), _dims3(block))], _dims3(block)
+    for shape in out_shapes:
+        shape = tuple(shape)
+        for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
+            if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
+                return True
+    return False
+
+
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
+    """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
+    in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
+    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
+    how far it is from the thread's own index, and a bound check on that index (not on the thread's
+    own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
+    slots are the threads' indices in the block."""
+    if min(idx) < 0:
+        return "a negative index: check your index arithmetic"
+    b, t = tuple(who[0]), tuple(who[1])
+    bd = _dims3(block)
+    if shared:  # a shared array: the thread's own slot is its index in the block
+        past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
+        d = past[0]
+        tt = tuple(int(v) for v in t) + (0, 0, 0)
+        mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
+        rel = f", {int(idx[d]) - mine:+d} from the thread's own slot {mine}" if mine is not None else ""
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}) of this shared array{rel}: an offset (a tree "
+                f"step that starts too large, a halo cell) or the array's size is wrong")
+    own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
+    grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
+    past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
+    d = past[0]
+    fits_t = len(idx) == 2 and idx[1] < shape[0] and idx[0] < shape[1]
+    if len(idx) == 2 and fits_t:
+        swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
+        if swapped:
+            return "past the end; the index would fit the transposed shape: are row and column swapped?"
+    if all(int(idx[k]) in own for k in past):
+        return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
+    axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
+    rel = ""
+    if axis is not None and own[axis] != int(idx[d]):
+        rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
+    if grid is not None and _extra_thread(own, grid, block, out_shapes):
+        return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
+                f"index{rel} (the thread is one of the last block's extra threads): an access at an offset (a halo "
+                f"cell, a neighbour) needs its own bound check on that index, e.g. `x[j] if j < n else 0`")
+    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
+            f"loop bound, a stride or an offset runs past the end?")
+
+
+def _race_text(trace, grid, block):
+    """The message for ``trace``'s first shared-memory problem: a lost update (two threads read,
+    changed and wrote the same element in one barrier phase: an atomic is the fix) before a race."""
+    if getattr(trace, "shared_rmw", None):
+        return shared_rmw_message(trace, 0, grid, block)
+    return race_message(trace, 0, grid, block)
+
+
+def shared_rmw_message(trace, k, grid, block):
+    """The ``k``-th lost update in shared memory: two threads of a block both read and then wrote one
+    element (``s[j] += 1``) in the same barrier phase."""
+    arr, idx, who, other, line = trace.shared_rmw[k]
+    nd, tnd = _ndims(grid), _ndims(block)
+    at = f" at line {line}" if line else ""
+    return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
+            f"read, changed and wrote {_fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
+            f"read-modify-write such as `+=` is not atomic); use cuda.atomic.add({arr}, index, value) for an update "
+            f"that several threads make to one element")
+
+
+def race_message(trace, k, grid, block):
+    """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
+    accesses (lines of the kernel's file only: simt records None for an access from elsewhere)."""
+    who, did, arr, idx, other, other_did = trace.races[k]
+    lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
+    nd, tnd = _ndims(grid), _ndims(block)
+    at = f" at line {lines[0]}" if lines[0] else ""
+    other_at = f" at line {lines[1]}" if lines[1] else ""
+    text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
+            f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
+    if did == "wrote" and other_did == "also wrote":
+        return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
+                "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
+                "neighbour's element?)")
+    return (text + " with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
+            "and reading what other threads wrote (and before overwriting what they still read)")
+
+
+def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
+    """Which elements of output ``name`` were never written, and what that pattern is evidence of:
+    "round the number of blocks up" only when the student's own grid (``checker_grid`` False) has
+    fewer threads than elements along that axis; x and y swapped only when the unwritten band starts
+    where the other axis's threads end; a guard against the wrong extent when it starts at the other
+    dimension's size; otherwise what was observed and where."""
+    idx = np.argwhere(unwritten)
+    count, total = len(idx), unwritten.size
+    whose = "the checker's grid" if checker_grid else "your launch"
+    if unwritten.ndim == 1:
+        flat = idx[:, 0]
+        text = f"{name} elements {_ranges(flat)} ({count} of {total}) never written"
+        u = int(flat[0])
+        if count == total:
+            return text + ": nothing was written: does your kernel store into " + name + "?"
+        tail = count == total - u  # everything from u on
+        tpb = math.prod(block if not isinstance(block, (int, np.integer)) else (block,))
+        launched = tpb * math.prod(grid if not isinstance(grid, (int, np.integer)) else (grid,))
+        if tail and u == tpb and launched > u:
+            return text + ": is blockIdx.x * blockDim.x in your index?"
+        if tail and u >= launched and not checker_grid:
+            return text + f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}: round the number " \
+                          f"of blocks up (ceiling division)"
+        if tail and u >= launched:
+            return text + (f": the checker's grid has {plural(launched, 'thread')} for {plural(total, 'element')}: "
+                           f"does each thread write more than its one element, or is the index scaled?")
+        if tail and count == 1:
+            return text + ": off by one in the guard (`i < n`, not `i < n - 1`)?"
+        if tail:
+            return text + (f": {whose} has {plural(launched, 'thread')} for {plural(total, 'element')}, so the "
+                           f"threads of the last {count} elements exist: the guard (or the index) stops {count} "
+                           f"elements short of n")
+        return text + f" ({whose} has {plural(launched, 'thread')}; the first unwritten is {name}[{u}])"
+    first = tuple(int(v) for v in idx[0])
+    rows = np.where(unwritten.all(axis=tuple(range(1, unwritten.ndim))))[0]
+    cols = np.where(unwritten.all(axis=0))[0] if unwritten.ndim == 2 else []
+    text = f"{count} of {total} elements of {name} never written, the first {_fmt_idx(name, first)}"
+    if count == total:
+        return text + ": nothing was written: does your kernel store into " + name + "?"
+    if unwritten.ndim != 2:
+        return text
+    # the launch's coverage, x = column and y = row (the exercises' mapping), before any grid hint
+    reach = [g * b for g, b in zip(_dims3(grid), _dims3(block))]  # threads along x, y
+    n_rows, n_cols = unwritten.shape
+    need = {"column": (0, n_cols), "row": (1, n_rows)}
+    for what, run in (("row", rows), ("column", cols)):
+        a, size = need[what]
+        if len(run) and run[-1] == size - 1 and len(run) == size - run[0]:
+            start = int(run[0])
+            other = 1 - a
+            if reach[a] < size and not checker_grid:  # the student's grid really stops short
+                g, b = _dims3(grid)[a], _dims3(block)[a]
+                if reach[a] >= unwritten.shape[a] and reach[other] >= size:  # it would fit with x and y swapped
+                    return text + (f" ({what}s {start}.. all unwritten: your grid has {reach[0]} threads along x and "
+                                   f"{reach[1]} along y for {n_cols} columns x {n_rows} rows: it would cover the "
+                                   f"matrix the other way round: are the grid's x and y swapped? x = column (from "
+                                   f"the number of columns), y = row)")
+                return text + (f" ({what}s {start}.. all unwritten: your grid has {plural(g, 'block')} of {b} threads "
+                               f"along {'xy'[a]}, {reach[a]} threads for {size} {what}s: round the number of "
+                               f"blocks up (x = column, y = row)")
+            if start == reach[other] and reach[other] < size:
+                return text + (f" ({what}s {start}.. all unwritten, and {start} is the number of threads along "
+                               f"{'xy'[other]}: the grid covers the matrix, but the {what} index comes from the {'xy'[other]} axis: are x and y "
+                               f"swapped in your indices? x = column, y = row)")
+            if start == unwritten.shape[a] and start < size:
+                dim = "rows" if a == 0 else "columns"
+                return text + (f" ({what}s {start}.. all unwritten, and {start} is the number of {dim}: does the "
+                               f"guard compare the {what} with the number of {dim}? a {what} must be below "
+                               f"{size}, shape[{1 if a == 0 else 0}])")
+            return text + (f" ({what}s {start}.. all unwritten although {whose} has {reach[0]} x {reach[1]} threads "
+                           f"for {n_cols} columns x {n_rows} rows: the guard, a loop bound or the index stops "
+                           f"short of {size} {what}s)")
+    parts = []
+    if len(rows):
+        parts.append(f"rows {_ranges(rows)} entirely")
+    if len(cols):
+        parts.append(f"columns {_ranges(cols)} entirely")
+    return text + (f" (unwritten: {', '.join(parts)})" if parts else
+                   f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
+
+
+def _many_writers_message(name, shape, writer, others, grid, block):
+    """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
+    one thread wrote (mapping exercises: each output element has exactly one writer)."""
+    flat = min(others)
+    idx = tuple(int(v) for v in np.unravel_index(flat, tuple(shape))) if shape else (0,)
+    who = [writer[flat], *sorted(others[flat])]
+    blocks = {tuple(w[0]) for w in who}
+    nblocks = math.prod(_dims3(grid))
+    nd = _ndims(grid)
+    n = len(who)
+    text = f"{_fmt_idx(name, idx)} was written by {n} threads"
+    if len(blocks) == n and n == nblocks > 1:
+        return (text + ", one per block: every block repeats the whole loop; use the block's offset "
+                "(cuda.blockIdx.x * cuda.blockDim.x, or cuda.grid(1)) so that each block does its own part")
+    if len(blocks) == 1:
+        return (text + f" of {_fmt_who(who[0], nd).split(' of ')[1]} ({_fmt_who(who[0], nd).split(' of ')[0]}, "
+                f"{_fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "
+                f"one thread: does every thread loop over all the elements?")
+    return (text + f" ({_fmt_who(who[0], nd)}, {_fmt_who(who[1], nd)}, ...): each output element must be "
+            f"written by exactly one thread")
+
+
+def _store_and_atomic_message(trace, onames, case, nd):
+    """The message for :func:`store_and_atomic`'s first finding (``trace.lab_store_atomic``): blocks
+    run in any order, so the store can wipe out updates made before it."""
+    for k, found in enumerate(getattr(trace, "lab_store_atomic", None) or []):
+        if not found:
+            continue
+        flat, who, line = found
+        shape = tuple(case.outputs[k][0])
+        idx = tuple(int(v) for v in np.unravel_index(int(flat), shape)) if shape else (0,)
+        at = f" at line {line}" if line else ""
+        if case.init is not None:
+            init = np.asarray(case.init[k], np.float64).ravel()
+            before = (f"{onames[k]} already holds its start value ({init[int(flat)]:g}) before the launch: remove the "
+                      f"store (initialise outside the kernel)")
+        else:
+            before = "initialise it before the launch (on the host or in a kernel launched first)"
+        return (f"{_fmt_idx(onames[k], idx)} is set with a plain store by {_fmt_who(who, nd)}{at} while other threads "
+                f"update it with cuda.atomic: blocks run in any order, so the store can wipe out updates made before "
+                f"it; {before}")
+    return None
+
+
+def _transposed_hint(out64, ref, bad):
+    """The transposed-position hint, only when the output matches the transposed reference: every
+    wrong element whose transposed position exists holds that position's value (and most do)."""
+    if ref.ndim != 2 or ref.size < 2:
+        return None
+    idx = np.argwhere(bad)
+    fits = (idx[:, 1] < ref.shape[0]) & (idx[:, 0] < ref.shape[1])
+    if fits.sum() < max(2, len(idx) // 2):
+        return None
+    i, j = idx[fits, 0], idx[fits, 1]
+    want = ref[j, i]
+    if np.all(np.abs(out64[i, j] - want) <= 1e-5 * (1 + np.abs(want))):
+        return "it holds the value of the transposed position: row and column swapped?"
+    return None
+
+
+def _scaled_hint(out64, ref, bad):
+    """'every wrong element is 64 times the expected value' when all wrong elements are one integer
+    multiple (2..4096) of the reference (a value added once per thread or block)."""
+    if not bad.any():
+        return None
+    o, r = out64[bad], ref[bad]
+    if not np.all(np.isfinite(o)) or np.any(np.abs(r) < 1e-6):
+        return None
+    k = o / r
+    m = float(np.round(k[0]))
+    if 2 <= m <= 4096 and np.all(np.abs(k - m) <= 1e-3 * m):
+        return (f"every wrong element is {m:g} times the expected value: is it added {m:g} times (once per "
+                f"thread of a block, once per block or per warp) instead of once?")
+    return None
+
+
+def _poison_hint(out64, ref, bad, dtype):
+    """A hint when the wrong elements are NaN (floats) or off by whole multiples of the simulator's
+    integer poison: a value read before it was written (shared memory never zeroed or filled)."""
+    o, r = out64[bad], ref[bad]
+    if np.dtype(dtype).kind == "f":
+        if np.isnan(o).any() and np.isfinite(r).all():
+            return ("it is NaN: a value read before it was written? (shared memory not filled for every "
+                    "element the block reads, e.g. threads past the end not storing 0; an accumulator not set)")
+        return None
+    from lab.core import simt
+
+    poison = float(np.asarray(simt.poisoned((), dtype))[()])
+    if poison == 0:
+        return None
+    k = (o - r) / poison
+    if np.all(np.abs(k - np.round(k)) < 1e-9) and np.all(np.round(k) != 0):
+        return (f"each wrong element is off by a multiple of {int(poison)}, the value the simulator fills fresh shared "
+                f"memory with: shared memory never zeroed (set every element, then cuda.syncthreads(), before adding "
+                f"to it)?")
+    return None
+
+
+def _who(thread, block):
+    """'thread 40 of block 3' (1-D) or 'thread (1, 2) of block (0, 1)' from a report's 3-D ids."""
+    if thread is None or block is None:
+        return "a thread"
+    nd = 3 if thread[2] or block[2] else 2 if thread[1] or block[1] else 1
+    return _fmt_who((block, thread), nd)
+
+
+def sanitizer_message(r, hazards: int = 0) -> str:
+    """One diagnosing line for compute-sanitizer report ``r`` (a lab.core.sanitizer.Report) in the
+    student's file, in the style of the simulator's race, out-of-bounds and barrier messages."""
+    at = f"line {r.line} of your file" if r.line else "your kernel (no line info)"
+    tool = f"compute-sanitizer {r.tool} on the GPU"
+    if r.kind.startswith("Race ("):
+        first, second = (w.strip().lower() for w in r.kind[6:-1].split("/"))
+        other = f"line {r.others[0].rsplit(':', 1)[-1]}" if r.others else "another line"
+        count = f"; {hazards or r.count} hazards" if (hazards or r.count) > 1 else ""
+        return (f"race ({tool}{count}): a {first} at {at} and a {second} at {other} by another thread of the same "
+                f"block, with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
+                f"and reading what other threads wrote (and before overwriting what they still read)")
+    if r.tool == "memcheck" and "Invalid" in r.kind:
+        did = "wrote" if "write" in r.kind.lower() else "read"
+        return (f"out of bounds ({tool}): {_who(r.thread, r.block)} {did} outside an array at {at} ({r.kind}); "
+                f"guard it, e.g. `if i < n:`")
+    if r.tool == "synccheck":
+        return (f"barrier ({tool}): {r.kind} at {at} ({_who(r.thread, r.block)}): not every thread of the block "
+                f"reached the same cuda.syncthreads() calls; let all threads reach every barrier")
+    return f"{r.tool} ({tool}): {r.kind} at {at} ({_who(r.thread, r.block)})"
