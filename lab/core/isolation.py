@@ -67,7 +67,7 @@ def bwrap_path() -> str | None:
     return shutil.which(chosen or "bwrap")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def bwrap_problem() -> str | None:
     """None when bubblewrap can make this process's sandbox here (its namespaces tried once), else why not."""
     if not sys.platform.startswith("linux"):
@@ -84,7 +84,7 @@ def bwrap_problem() -> str | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _bwrap_has(option: str) -> bool:
     code, text = _run([bwrap_path() or "bwrap", "--help"])
     return option in text
@@ -303,7 +303,7 @@ class _ArgCmp(ctypes.Structure):
                 ("datum_b", ctypes.c_uint64)]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _libseccomp():
     if not sys.platform.startswith("linux"):
         return None
@@ -411,7 +411,7 @@ def _expand(roots: list[str], hide: list[str], read_file: int, read_dir: int) ->
         if not inside or not os.path.isdir(r):
             rules.append((r, read_file | read_dir))
             continue
-        for folder, dirs, files in os.walk(r):
+        for folder, _dirs, files in os.walk(r):
             rules.append((folder, read_dir))
             rules += [(os.path.join(folder, f), read_file) for f in files
                       if os.path.realpath(os.path.join(folder, f)) not in hide]

@@ -62,7 +62,7 @@ class Limits:
         return json.dumps(asdict(self))
 
     @classmethod
-    def from_arg(cls, text: str) -> "Limits":
+    def from_arg(cls, text: str) -> Limits:
         return cls(**json.loads(text))
 
 
