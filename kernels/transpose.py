@@ -32,6 +32,7 @@ from kernels.compiler import cuda
 from kernels.spec import Bounds, KernelSpec, Launch, Variant, blocks_for, launch_once
 
 TILE = 32  # a tile is TILE x TILE elements: one warp wide, so a warp reads or writes one tile row
+PADDED = TILE + 1  # the padded tile's row length (a shared array's shape must be a constant: no TILE + 1 inside a kernel)
 
 
 # --- Rung 1: one thread an element ----------------------------------------------------------------
@@ -93,7 +94,7 @@ def transpose_padded_kernel(a, out):
     Saves the 32-way bank conflicts of rung 2's column reads (one shared load where rung 2 needed
     32), for 32 words of shared memory a block. Global traffic as rung 2: coalesced both ways.
     """
-    tile = cuda.shared.array((TILE, TILE + 1), out.dtype)
+    tile = cuda.shared.array((TILE, PADDED), out.dtype)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r0, c0 = cuda.blockIdx.y * TILE, cuda.blockIdx.x * TILE
     rows, cols = a.shape

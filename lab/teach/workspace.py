@@ -399,7 +399,7 @@ def _gpu_diagnoses(name, path, seed, timeout, skip=(), progress=None) -> tuple[l
 def _in_student_file(report, mine: str, name: str) -> bool:
     """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
     a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
-    2026-11-23, for the checker's student module); a base name counts only in a kernel of the
+    for the checker's student module); a base name counts only in a kernel of the
     student's module (``student_NAME::``, :func:`lab.teach.executor.load_student`), not in a lab kernel
     whose file happens to have the same name."""
     if not report.file:

@@ -383,10 +383,10 @@ def test_sanitize_without_compute_sanitizer_is_one_line_and_exit_2(monkeypatch):
 
 
 def test_counters_without_ncu_is_one_line_and_exit_2(monkeypatch):
-    import lab.cli.options as O
+    import lab.inspect.commands as IC
 
     monkeypatch.setattr(K, "find_ncu", lambda: None)
-    monkeypatch.setattr(O, "backend", lambda sim: "gpu")  # as on a GPU machine without Nsight Compute
+    monkeypatch.setattr(IC, "_backend", lambda sim: "gpu")  # as on a GPU machine without Nsight Compute
     code, out, err = run_lab("counters", "matvec")
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "Nsight Compute (ncu)" in err and "--sim" in err

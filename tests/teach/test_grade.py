@@ -390,7 +390,8 @@ def test_ctrl_c_in_the_cli_prints_the_partial_gradebook_and_exits_130(tmp_path, 
 
     monkeypatch.setattr(G, "grade", interrupted)
     out_csv = tmp_path / "partial.csv"
-    code, out, err = run_lab("exercise", "grade", _hanging_class(tmp_path), "--sim", "--timeout", "60", "--csv", out_csv)
+    code, out, err = run_lab("exercise", "grade", _hanging_class(tmp_path), "--sim", "--timeout", "60", "--jobs", "3",
+                             "--csv", out_csv)  # a job each: alice's compile waits behind no hanging one
     assert code == 130, err
     assert "alice" in out and "1 not graded" not in out and "2 not graded (interrupted)" in " ".join(out.split())
     assert "interrupted: 1 submissions graded, 2 not" in err

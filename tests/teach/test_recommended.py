@@ -21,6 +21,13 @@ from tests.conftest import BACKEND, SIMULATOR
 from tests.helpers import mutated_solution
 
 RECOMMENDED = [
+    ("mma_fragment", "hint 1", "lane = cuda.threadIdx.x; g = lane // 4; q = lane % 4; r0 = 16 * cuda.blockIdx.y; c0 = 8 * cuda.blockIdx.x", []),
+    ("mma_fragment", "hint 2", "b0 = B[k0 + q, c0 + g]", []),
+    ("mma_fragment", "hint 3", "C[r0 + g, c0 + 2 * q] = d0; C[r0 + g, c0 + 2 * q + 1] = d1; C[r0 + g + 8, c0 + 2 * q] = d2; "
+     "C[r0 + g + 8, c0 + 2 * q + 1] = d3", []),
+    ("async_pipeline", "hint 1", "ntiles = (K + TILE - 1) // TILE", []),
+    ("async_pipeline", "hint 2", "cp_async_commit(); cp_async_wait(1); cuda.syncthreads()", []),
+    ("async_pipeline", "hint 3", "if row < M and col < N: C[row, col] = acc", []),
     # map_guard
     ("map_guard", "hint 1", "the same as cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x",
      [("i = cuda.grid(1)", "i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x")]),
