@@ -47,10 +47,13 @@ def _drops_last_row(a, out):
         out[c, r] = a[r, c]
 
 
+TILE, PADDED = T.TILE, T.PADDED  # bare globals: the GPU typer folds a module's globals, not T.TILE into a constant
+
+
 @cuda.jit
 def _tile_not_transposed(a, out):
     """tile, but the tile is written back as it was read (row j of the tile to out's row j)."""
-    tile = cuda.shared.array((T.TILE, T.PADDED), out.dtype)
+    tile = cuda.shared.array((TILE, PADDED), out.dtype)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r0, c0 = cuda.blockIdx.y * T.TILE, cuda.blockIdx.x * T.TILE
     rows, cols = a.shape
@@ -66,7 +69,7 @@ def _tile_not_transposed(a, out):
 @cuda.jit
 def _whole_tiles_only(a, out):
     """padded, but the edge guard is on whole tiles: the partial tiles at the edges are never copied."""
-    tile = cuda.shared.array((T.TILE, T.PADDED), out.dtype)
+    tile = cuda.shared.array((TILE, PADDED), out.dtype)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r0, c0 = cuda.blockIdx.y * T.TILE, cuda.blockIdx.x * T.TILE
     rows, cols = a.shape
