@@ -71,29 +71,6 @@ def session(sim, compiler_=None, allow_both: bool = False):
     return start("auto" if sim is None else ("sim" if sim else "gpu"), compiler_, allow_both)
 
 
-def csv(value) -> list[str] | None:
-    """A comma-separated option as a list (None: the default, all). Empty items are bad input."""
-    if value is None or value == "all":
-        return None
-    items = [v.strip() for v in value.split(",")]
-    if not all(items):
-        raise LabError(f"{value!r}: an empty item in a comma-separated list")
-    return items
-
-
-def kernel_list(names) -> list[str]:
-    """Kernel names checked against the registry (LabError with a suggestion); all when none given."""
-    import kernels
-
-    for n in names:
-        if n not in kernels.NAMES:  # checked by name: no kernel module (numba.cuda) is imported here
-            try:
-                kernels.load(n)
-            except KeyError as e:
-                raise LabError(e.args[0]) from None
-    return list(names) or list(kernels.NAMES)
-
-
 def needs_plot(*paths) -> None:
     """Fail before any work when a picture is asked for and matplotlib is missing, or a path cannot
     be written (exit 2)."""
