@@ -228,33 +228,70 @@ def _lab(*args, env=None, cwd=None):
                           cwd=cwd, timeout=300)
 
 
+def _documented_path() -> list[str]:
+    """The student's commands in exercises/README.md's shell block, as written there (from ``lab
+    exercise list`` to ``lab exercise solution``): the walkthrough runs these, so the page cannot drift."""
+    from pathlib import Path
+
+    from tests.docs.test_doc_commands import commands
+
+    cmds = [c for _, c in commands(Path(ROOT, "exercises", "README.md"))]
+    first = cmds.index("lab exercise list")
+    last = next(i for i in range(first, len(cmds)) if cmds[i].startswith("lab exercise solution"))
+    return cmds[first:last + 1]
+
+
+def _run_documented(cmd: str, cwd):
+    """One documented command, run as a student would in ``cwd`` (``lab`` and ``python`` as written)."""
+    import shlex
+
+    argv = shlex.split(cmd)
+    if argv[0] == "lab":
+        return _lab(*argv[1:], cwd=cwd)
+    assert argv[0] == "python", cmd
+    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if BACKEND == "simulator":
+        e["NUMBA_ENABLE_CUDASIM"] = "1"
+    return subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, env=e, cwd=cwd, timeout=300)
+
+
 @pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")
 @pytest.mark.gpu
 def test_walkthrough_vecadd(tmp_path):
-    """start, fail, hint, fix, pass — the student's path, through the CLI."""
-    ws = str(tmp_path / "ws")
-    p = _lab("exercise", "start", "vecadd", "--dir", ws)
-    assert p.returncode == 0 and p.stdout.strip().splitlines()[-1].endswith("vecadd.py")
-    assert sorted(os.listdir(ws)) == [".lab-state.json", "test_vecadd.py", "vecadd.py"]  # no hidden tests, no solution
-    p = _lab("exercise", "check", "vecadd", "--dir", ws, "--json")
-    assert p.returncode == 1, p.stderr
+    """start, fail, hint, fix, pass: the student's path of exercises/README.md, its commands run as
+    written there (in a fresh folder), with the exit codes the page promises."""
+    path = _documented_path()
+    assert {"lab exercise start vecadd", "lab exercise check vecadd", "lab exercise hint vecadd"} <= set(path), path
+    ws = tmp_path / "lab-exercises"  # where `lab exercise start` puts the file (the page says so)
+    done = {}
+    for cmd in path:
+        p = done[cmd] = _run_documented(cmd, tmp_path)
+        assert "Traceback" not in p.stderr or cmd.startswith("python "), (cmd, p.stderr[-2000:])
+        if cmd == "lab exercise start vecadd":
+            assert p.returncode == 0 and p.stdout.strip().splitlines()[-1].endswith("vecadd.py")
+            assert sorted(os.listdir(ws)) == [".lab-state.json", "test_vecadd.py", "vecadd.py"]  # no hidden tests, no solution
+        elif cmd == "lab exercise check vecadd":  # the scaffold: "exit 0 all pass, 1 some fail"
+            assert p.returncode == 1, p.stdout + p.stderr
+        elif cmd.startswith("lab exercise hint vecadd"):
+            assert p.returncode == 0 and "Hint 1/" in p.stdout
+        elif cmd.startswith("lab exercise solution vecadd"):
+            assert p.returncode == 0 and "def vecadd_kernel" in p.stdout
+        elif not cmd.startswith("python "):  # the visible example may fail on the scaffold
+            assert p.returncode == 0, (cmd, p.stdout + p.stderr)
+    p = _lab("exercise", "check", "vecadd", "--json", cwd=tmp_path)
     result = json.loads(p.stdout)
-    assert set(result) >= {"exercise", "passed", "tests"} and result["passed"] is False
+    assert p.returncode == 1 and set(result) >= {"exercise", "passed", "tests"} and result["passed"] is False
     assert all({"name", "passed", "message"} <= set(t) <= {"name", "passed", "message", "seen_by", "map"}
                for t in result["tests"])  # seen_by: which backend saw a failure (on a GPU)
-    h1 = _lab("exercise", "hint", "vecadd", "--dir", ws).stdout
-    h2 = _lab("exercise", "hint", "vecadd", "--dir", ws).stdout
-    assert "Hint 1/" in h1 and "Hint 2/" in h2
-    listing = json.loads(_lab("exercise", "list", "--json", "--dir", ws).stdout)
+    assert "Hint 2/" in _lab("exercise", "hint", "vecadd", cwd=tmp_path).stdout
+    listing = json.loads(_lab("exercise", "list", "--json", cwd=tmp_path).stdout)
     assert {r["name"]: r["status"] for r in listing}["vecadd"] == "in progress"
     assert set(listing[0]) >= {"name", "title", "difficulty", "status"}
-    sol = _lab("exercise", "solution", "vecadd", "--yes")
-    assert sol.returncode == 0 and "def vecadd_kernel" in sol.stdout
-    with open(os.path.join(ws, "vecadd.py"), "w") as f:
-        f.write(sol.stdout)
-    p = _lab("exercise", "check", "vecadd", "--dir", ws)
+    solution = next(q.stdout for c, q in done.items() if c.startswith("lab exercise solution vecadd"))
+    (ws / "vecadd.py").write_text(solution)
+    p = _run_documented("lab exercise check vecadd", tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
-    listing = json.loads(_lab("exercise", "list", "--json", "--dir", ws).stdout)
+    listing = json.loads(_lab("exercise", "list", "--json", cwd=tmp_path).stdout)
     assert {r["name"]: r["status"] for r in listing}["vecadd"] == "passed"
 
 
