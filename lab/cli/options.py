@@ -33,7 +33,7 @@ SEED = click.option("--seed", type=click.IntRange(min=0), default=None,
 SIZE = click.option("--size", default=None, callback=_not_empty,
                     help="vecadd/quantize N; matvec/softmax ROWSxCOLS; matmul MxNxK or N (default: per backend).")
 VARIANT = _csv_option("--variant", "Comma-separated Numba variants (default: all).")
-CONTENDERS = _csv_option("--contenders", "Comma-separated from numba,numpy,cupy,torch,triton (default: all installed).")
+CONTENDERS = _csv_option("--contenders", "Comma-separated from numba,numpy,cupy,torch,triton (default: all but triton).")
 DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
                      help="Element type of the inputs (quantize writes uint8 codes).")
 WARMUP = click.option("--warmup", type=click.IntRange(min=0), default=None,

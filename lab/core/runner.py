@@ -306,9 +306,9 @@ def _memory_check(spec, size, dtype, device: dict, simulator: bool) -> None:
                            f"{where} is {have / 2**30:.2f} GiB")
 
 
-def _pick(requested, available, what):
+def _pick(requested, available, what, default=None):
     if requested is None:
-        return list(available)
+        return list(default or available)
     for name in requested:
         if name not in available:
             raise LabError(f"unknown {what} {name!r}; choose from: {', '.join(available)}")
@@ -316,8 +316,8 @@ def _pick(requested, available, what):
 
 
 def check_contenders(names: list[str] | None) -> list[str]:
-    """The contenders asked for (None: all), each one known; LabError naming the choices otherwise."""
-    return _pick(names, C.CONTENDERS, "contender")
+    """The contenders asked for (None: C.DEFAULT_CONTENDERS), each known; LabError naming the choices otherwise."""
+    return _pick(names, C.CONTENDERS, "contender", C.DEFAULT_CONTENDERS)
 
 
 # The simulator's set-up lives in lab.core.simulator; these names stay for the callers that use them.
@@ -387,7 +387,7 @@ def validate(opts: Options, backend: str) -> Plan:
         raise LabError(str(e)) from None
     device = describe(simulator)
     variant_names = _pick(opts.variants, spec.variants, f"variant of {spec.name}")
-    contender_names = _pick(opts.contenders, C.CONTENDERS, "contender")
+    contender_names = _pick(opts.contenders, C.CONTENDERS, "contender", C.DEFAULT_CONTENDERS)
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)

@@ -68,3 +68,11 @@ def test_a_wrong_op_fails_the_check():
         lambda x, out: (triton_ops.softmax(x, out)[0] * 1.01,), inputs, spec.out_specs(size, np.dtype(np.float32)))
     prepared = C.Prepared(call, poison, read, sync, mode, release)
     assert not check_prepared(prepared, refs, spec.tolerance(inputs, refs, np.dtype(np.float32))).verdict.ok
+
+
+def test_triton_runs_when_asked_for_by_name():
+    """Not a default contender (its first JIT compile takes tens of seconds); --contenders triton asks."""
+    from lab.core.runner import check_contenders
+
+    assert check_contenders(None) == list(C.DEFAULT_CONTENDERS) and "triton" not in C.DEFAULT_CONTENDERS
+    assert check_contenders(["numpy", "triton"]) == ["numpy", "triton"] and "triton" in C.CONTENDERS
