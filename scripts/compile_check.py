@@ -49,7 +49,7 @@ def check(names: list[str], arch: str, progress=None) -> dict:
         for rung, variant in spec.variants.items():
             if rung == "auto":  # auto launches one of the other rungs
                 continue
-            threads = 256 if variant.accepts(256) is None or variant.accepts(64) else 64
+            threads = 256 if variant.accepts(256) is None else 64  # e.g. a rung of at most 64 threads
             if progress:
                 progress(f"{name} {rung}")
             try:

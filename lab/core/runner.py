@@ -30,6 +30,8 @@ from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.core.simulator import check_calls as _check_calls, minutes as _minutes  # the simulator's estimates
+from lab.core.simulator import quick_options, simulator_calls, simulator_seconds
 from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
 
 
@@ -40,8 +42,6 @@ TF32 = "TF32: inputs rounded to 10 mantissa bits on tensor cores, checked at tha
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
-from lab.core.simulator import check_calls as _check_calls, minutes as _minutes  # noqa: E402 (estimates)
-from lab.core.simulator import quick_options, simulator_calls, simulator_seconds  # noqa: E402
 
 
 @dataclass
@@ -531,14 +531,12 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             add(_measure(p, report, rule, ref, task, emit, lambda: C.prepare_numpy(spec, inputs)))
         else:
             prepare = lambda label=step.label, who=task.contender: C.prepare_library(who, spec, size, label, inputs)  # noqa: E731
-            if step.float32_inside:
-                r = _measure(p, report, rule, ref, task, emit, prepare, ref.float32())
-                add(replace(r, check=replace(r.check, reason=FLOAT32_INSIDE + (f"; {r.reason}" if r.reason else ""))))
-            elif step.tf32:  # 10-bit mantissa: float16's eps
-                r = _measure(p, report, rule, ref, task, emit, prepare, ref.tf32())
-                add(replace(r, check=replace(r.check, reason=TF32 + (f"; {r.reason}" if r.reason else ""))))
-            else:
-                add(_measure(p, report, rule, ref, task, emit, prepare))
+            # an op that computes in float32, or multiplies in TF32, is held to that reference or
+            # tolerance, and its row says so
+            against, why = ((ref.float32(), FLOAT32_INSIDE) if step.float32_inside else
+                            (ref.tf32(), TF32) if step.tf32 else (None, None))
+            r = _measure(p, report, rule, ref, task, emit, prepare, against)
+            add(replace(r, check=replace(r.check, reason=why + (f"; {r.reason}" if r.reason else ""))) if why else r)
     if contender is not None:
         gc.collect()
     from kernels import tuning

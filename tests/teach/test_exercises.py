@@ -219,13 +219,17 @@ def test_the_five_newer_exercises_carry_a_performance_pass_line():
 
 
 # --- The CLI and containment (through the child process) ---------------------------------------------
-def _lab(*args, env=None, cwd=None):
+def _python(*args, env=None, cwd=None):
+    """``python ARGS`` in a child, with this checkout on its path and this session's backend."""
     e = dict(os.environ, **(env or {}))
     e["PYTHONPATH"] = ROOT + os.pathsep + e.get("PYTHONPATH", "")
     if BACKEND == "simulator":
         e["NUMBA_ENABLE_CUDASIM"] = "1"
-    return subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True, env=e,
-                          cwd=cwd, timeout=300)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=e, cwd=cwd, timeout=300)
+
+
+def _lab(*args, env=None, cwd=None):
+    return _python("-m", "lab", *args, env=env, cwd=cwd)
 
 
 def _documented_path() -> list[str]:
@@ -249,10 +253,7 @@ def _run_documented(cmd: str, cwd):
     if argv[0] == "lab":
         return _lab(*argv[1:], cwd=cwd)
     assert argv[0] == "python", cmd
-    e = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    if BACKEND == "simulator":
-        e["NUMBA_ENABLE_CUDASIM"] = "1"
-    return subprocess.run([sys.executable, *argv[1:]], capture_output=True, text=True, env=e, cwd=cwd, timeout=300)
+    return _python(*argv[1:], cwd=cwd)
 
 
 @pytest.mark.slow  # > 5 s in the simulator on a 2-core CPU (deselect locally with -m "not slow")

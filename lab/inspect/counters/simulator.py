@@ -4,21 +4,15 @@ kernel's small ``KernelSpec.counter_size``. DRAM, L2, occupancy and stalls are `
 (nothing measures them)."""
 from __future__ import annotations
 
-import contextlib
+from lab.core import simulator
 
 import numpy as np
 
 from lab.core.trace import SIM_LABEL
 from lab.inspect.counters.row import CounterRow
 
-@contextlib.contextmanager
-def simulator_threads():
-    """The simulator set up for counting: the lab's one simulator set-up (:func:`lab.core.simulator.threads`:
-    the switch interval and the shared-array lock), restored after."""
-    from lab.core import simulator
-
-    with simulator.threads():
-        yield
+# the simulator set up for counting: the lab's one set-up (switch interval, shared-array lock), restored after
+simulator_threads = simulator.threads
 
 
 def _simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
