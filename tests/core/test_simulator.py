@@ -40,7 +40,7 @@ class _SlowEmpty:
 
     @staticmethod
     def empty(*args, **kwargs):
-        time.sleep(0.001)
+        time.sleep(0.005)
         return np.empty(*args, **kwargs)
 
 
@@ -51,8 +51,9 @@ def test_shared_array_race_stock_vs_serialized(monkeypatch):
     patched = kernelapi.FakeCUDAShared.array
     monkeypatch.setattr(kernelapi, "np", _SlowEmpty())
     monkeypatch.setattr(kernelapi.FakeCUDAShared, "array", patched.lab_original)  # numba-cuda's own lookup
-    stock = _block_sums()
-    assert not np.all(stock == 32), "the stock simulator's race did not show (fixed upstream?)"
+    # a loaded machine can still miss the window once: the race must show within a few launches
+    raced = any(not np.all(_block_sums() == 32) for _ in range(5))
+    assert raced, "the stock simulator's race did not show in 5 launches (fixed upstream?)"
     monkeypatch.setattr(kernelapi.FakeCUDAShared, "array", patched)
     assert np.all(_block_sums() == 32)
 
