@@ -52,7 +52,7 @@ def _optional_columns(declared) -> list[Col]:
         "tensor_pipe_pct": Col("TC%", lambda r: _pct(r.get("tensor_pipe_pct")), 93,
                                explain="TC%: tensor pipe busy, % of peak"),
         "shared_wavefronts_per_request": Col("wf/req", lambda r: _f(r.get("shared_wavefronts_per_request"), "{:.2f}"),
-                                             65, explain="wf/req: shared-memory wavefronts a shared request"),
+                                             82, explain="wf/req: shared-memory wavefronts a shared request"),
         "conflicts_per_shared_load": Col("cf/ld", lambda r: _f(r.get("conflicts_per_shared_load"), "{:.2f}"), 48,
                                          explain="cf/ld: bank conflicts a shared load"),
     }

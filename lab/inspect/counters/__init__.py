@@ -43,8 +43,11 @@ Engines (the document's ``tool``):
     that torch 2.11 brings, fails every call with ``ERROR_INVALID_PARAMETER``).
 
 The package: :mod:`~lab.inspect.counters.metrics` (the metric table: each row field, its ncu and CUPTI
-metrics, unit and derivation), :mod:`~lab.inspect.counters.row` (the one row type, the DRAM ratio, the
-verdict), :mod:`~lab.inspect.counters.ncu`, :mod:`~lab.inspect.counters.cupti`,
+metrics, unit and derivation; its optional metrics, the tensor pipe, shared wavefronts and the SOL
+breakdown, collected only for a kernel that declares them in ``KernelSpec.counter_metrics``),
+:mod:`~lab.inspect.counters.row` (the one row type, the DRAM ratio, the verdict),
+:mod:`~lab.inspect.counters.bound` (what limits a call: tensor-, memory-, issue-, compute- or latency-bound,
+by Nsight Compute's Speed Of Light thresholds), :mod:`~lab.inspect.counters.ncu`, :mod:`~lab.inspect.counters.cupti`,
 :mod:`~lab.inspect.counters.child` (the profiled process) and :mod:`~lab.inspect.counters.simulator`;
 this module is the command, and every name callers use is importable from it.
 """

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lab.inspect.counters.bound import SHARED_CONFLICTS_NOTE, bound
+
 
 class _Unset:
     """The value of a field no engine filled: left out of :meth:`CounterRow.as_dict`."""
@@ -148,8 +150,6 @@ def blank_row(contender, variant, min_bytes, status="ok", reason="") -> dict:
 def verdict(row) -> str:
     """One line in the field's terms, from whatever the row measured (None values are skipped); ``row`` a
     CounterRow or its JSON dict. What limits the call comes from lab.inspect.counters.bound."""
-    from lab.inspect.counters.bound import SHARED_CONFLICTS_NOTE, bound
-
     parts = []
     spr, ideal = row.get("sectors_per_request"), row.get("ideal_sectors_per_request")
     if spr is not None and ideal and spr > 1.5 * ideal:
