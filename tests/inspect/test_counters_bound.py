@@ -98,8 +98,9 @@ def test_a_missing_metric_is_null_and_the_rest_still_judge():
     nothing = _row({})
     assert K.bound(nothing) is None and K.verdict(nothing) == "no counters"
     assert nothing.shared_wavefronts_per_request is None and nothing.conflicts_per_shared_load is None
-    only_tensor = _row({TENSOR: 75.0})
+    only_tensor = _row({TENSOR: 75.0})  # CUPTI's PM sampling: the tensor pipe and no SOL throughputs
     assert K.bound(only_tensor).kind == "tensor-bound"
+    assert K.bound(_row({TENSOR: 20.0})) is None  # not latency-bound: nothing else was measured
     kernels_without = K.aggregate([_kernel({TENSOR: 50.0})], [_kernel({TENSOR: 50.0})])
     assert "tensor_pipe_pct" not in kernels_without  # a kernel that declares none gets no optional fields
 
@@ -194,3 +195,15 @@ def test_cupti_rows_take_the_tensor_pipe_where_sampled():
     assert "tensor_pipe_pct" not in K.cupti_row({"metrics": {TENSOR: 42.0}}, 1)
     samples = [[50.0, 100.0], [10.0, 300.0], [float("nan"), 50.0]]  # weighted by active SM cycles
     assert K.reduce_samples([TENSOR, "sm__cycles_active.sum"], samples)[TENSOR] == pytest.approx(20.0)
+
+
+def test_a_cupti_row_names_no_bound_it_cannot_measure():
+    from lab.inspect.counters import _judged
+    from lab.inspect.counters.row import CounterRow
+
+    measured = K.cupti_row({"metrics": {"dram__bytes_read.sum": 3e6, "dram__bytes_write.sum": 1e6, TENSOR: 20.0}},
+                           4_000_000, ("tensor_pipe_pct",))
+    row = _judged(CounterRow.blank("numba", "tensor_core_tf32", 4_000_000).with_(**measured), OPTIONAL, "cupti")
+    d = row.as_dict()
+    assert d["tensor_pipe_pct"] == 20.0 and d["bound"] is None and d["l1_throughput_pct"] is None
+    assert d["verdict"] == "DRAM bytes 1.00x the minimum; bound: not measured (cupti)"

@@ -136,7 +136,7 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
             raise LabError(f"unknown contender {c!r}; choose from: numba, numpy, cupy, torch")
     doc = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "size": list(shape), "dtype": dtype,
            "threads_per_block": threads, "seed": seed}
-    optional = [m.name for m in declared(spec.counter_metrics) if m.optional]
+    optional = [] if lean else [m.name for m in declared(spec.counter_metrics) if m.optional]
     if simulator:
         if "numba" not in who:
             raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
@@ -150,7 +150,7 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
     else:
         doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
                             [p for p in (RUN_PHASES if lean else phases_for(spec.counter_metrics)) if p[0] in phases],
-                            () if lean else optional))
+                            optional))
     doc["counter_metrics"] = list(spec.counter_metrics)
     doc["rows"] = [_judged(r, optional, doc["tool"]).as_dict() for r in doc["rows"]]
     if optional and doc["tool"] != "ncu":

@@ -57,8 +57,8 @@ def bound(row, ratio: float | None = None) -> Bound | None:
     else latency-bound."""
     tensor, sm, issue = row.get("tensor_pipe_pct"), row.get("sm_throughput_pct"), row.get("issue_active_pct")
     memory = [(row.get(key), name) for key, name in MEMORY_UNITS if row.get(key) is not None]
-    if tensor is None and sm is None and not memory:
-        return None
+    if sm is None and not memory and (tensor is None or tensor < TENSOR_BOUND_PCT):
+        return None  # a tensor pipe below its peak alone says nothing of what else limits the call
     mem_pct, mem_name = max(memory, key=lambda m: m[0]) if memory else (None, "")
     pipe = f", tensor pipe {tensor:.0f}%" if tensor is not None else ""
     if tensor is not None and tensor >= TENSOR_BOUND_PCT and tensor >= (mem_pct or 0):
