@@ -108,6 +108,10 @@ def test_a_missing_metric_is_null_and_the_rest_still_judge():
 def test_rows_without_optional_metrics_read_as_before():
     base = dict.fromkeys(K.ROW_KEYS)
     assert K.bound(base) is None
+    assert K.bound(dict(base, sm_throughput_pct=20.0)) is None  # no memory unit measured: no latency claim
+    assert K.bound(dict(base, dram_throughput_pct=20.0)) is None
+    assert K.bound(dict(base, tensor_pipe_pct=10.0, l1_throughput_pct=70.0)).text == (
+        "memory-bound: 70% of L1/shared peak (tensor pipe 10%)")
     assert K.bound(dict(base, dram_throughput_pct=91.0, sm_throughput_pct=20.0)).kind == "memory-bound"
     assert K.bound(dict(base, dram_throughput_pct=10.0, sm_throughput_pct=70.0)).text == "compute-bound: 70% of SM peak"
     assert K.bound(dict(base, dram_throughput_pct=12.0, sm_throughput_pct=8.0)).text == (

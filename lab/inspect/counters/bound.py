@@ -66,8 +66,8 @@ def bound(row, ratio: float | None = None) -> Bound | None:
                                      + (f", {mem_pct:.0f}% of {mem_name} peak" if mem_pct is not None else ""))
     if mem_pct is not None and mem_pct >= MEMORY_BOUND_PCT:
         times = f", {ratio:.2f}x minimum bytes" if ratio is not None and mem_name == "DRAM" else ""
-        others = ", ".join(f"{name} {pct:.0f}%" for pct, name in memory if name != mem_name)
-        detail = f" ({others}{pipe})" if tensor is not None or others else ""
+        others = [f"{name} {pct:.0f}%" for pct, name in memory if name != mem_name] + [pipe.lstrip(", ")] * bool(pipe)
+        detail = f" ({', '.join(others)})" if others else ""
         return Bound("memory-bound", f"memory-bound: {mem_pct:.0f}% of {mem_name} peak{times}{detail}")
     if sm is not None and sm >= COMPUTE_BOUND_PCT:
         if issue is not None and issue >= ISSUE_BOUND_PCT:
@@ -75,11 +75,12 @@ def bound(row, ratio: float | None = None) -> Bound | None:
                                         f"{pipe}{_stall(row)}")
         return Bound("compute-bound", f"compute-bound: {sm:.0f}% of SM peak" + (
             f" (not the tensor pipe: {tensor:.0f}%)" if tensor is not None else ""))
+    if not memory or (sm is None and tensor is None):
+        return None  # latency-bound means low on both sides: one side unmeasured says nothing
     occ = row.get("achieved_occupancy_pct")
     low = f", {occ:.0f}% achieved occupancy" if occ is not None and occ < 30 else ""
-    if tensor is None and {name for _, name in memory} <= {"DRAM"}:  # DRAM and SM: the words of earlier versions
-        dram = row.get("dram_throughput_pct")
-        return Bound("latency-bound", f"latency-bound: {dram or 0:.0f}% of DRAM peak, {sm or 0:.0f}% of SM peak"
+    if tensor is None and {name for _, name in memory} == {"DRAM"}:  # DRAM and SM: the words of earlier versions
+        return Bound("latency-bound", f"latency-bound: {mem_pct:.0f}% of DRAM peak, {sm:.0f}% of SM peak"
                                       f"{low}{_stall(row)}")
     units = ([f"tensor pipe {tensor:.0f}%"] if tensor is not None else []) + (
         [f"SM {sm:.0f}%"] if sm is not None else []) + [f"{name} {pct:.0f}%" for pct, name in memory]
