@@ -555,5 +555,8 @@ SPEC = KernelSpec(
                  "gpu": ("1x4096x4096", "4096x1x4096", "1x1000x3000", "1x64x65536", "1000", "500", "2000",
                          "4000x4000x250", "30x4000x4000", "4000x30x4000", "60x60x60000", "120x120x30000")},
     counter_size=(32, 32, 32),
-    counter_metrics=("sectors_per_request", "bank_conflicts", "achieved_occupancy_pct"),
+    # the tensor-core and async-copy rungs: is the tensor pipe busy, how many shared wavefronts a request
+    # (lab.inspect.counters.bound: tensor-, memory-, issue-, compute- or latency-bound)
+    counter_metrics=("sectors_per_request", "bank_conflicts", "achieved_occupancy_pct", "tensor_pipe_pct",
+                     "shared_wavefronts_per_request", "conflicts_per_shared_load", "bound"),
 )

@@ -35,14 +35,36 @@ def test_the_ncu_passes_are_the_tables():
     assert K.DRAM_METRICS == ["dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum"]
     assert K.RUN_PHASES[1][1] == detail[:3]
     collected = set(K.DRAM_METRICS) | set(K.DETAIL_METRICS)
-    assert {n for m in METRICS for n in m.ncu} == collected
+    assert {n for m in METRICS if not m.optional for n in m.ncu} == collected
+    # the optional metrics: only for a kernel that declares them (or what needs them), after the rest
+    assert K.phases_for(("dram_bytes_ratio", "sectors_per_request")) == K.PHASES
+    optional = [m.name for m in METRICS if m.optional]
+    every = K.phases_for(optional)[1][1]
+    assert every[:len(detail)] == detail and {n for m in METRICS for n in m.ncu} == set(K.DRAM_METRICS) | set(every)
+    bound = K.phases_for(("bound",))[1][1]
+    assert bound[len(detail):] == ["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+                                   "l1tex__throughput.avg.pct_of_peak_sustained_active",
+                                   "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+                                   "sm__inst_issued.avg.pct_of_peak_sustained_active"]
+    assert [m.name for m in K.declared(("shared_wavefronts_per_request",))] == [
+        "shared_wavefronts", "shared_loads", "shared_wavefronts_per_request"]
 
 
 def test_the_cupti_groups_are_the_tables():
-    in_groups = {n for _, names in K.CUPTI_GROUPS for n in names}
+    groups = [*K.CUPTI_GROUPS, *K.CUPTI_OPTIONAL_GROUPS.values()]
+    in_groups = {n for _, names in groups for n in names}
     assert in_groups == {n for m in METRICS for n in m.cupti}
     for ratio, weight in K.CUPTI_WEIGHT.items():  # a weight sits in its ratio's group
-        assert any(ratio in names and weight in names for _, names in K.CUPTI_GROUPS)
+        assert any(ratio in names and weight in names for _, names in groups)
+    for name, (_, names) in K.CUPTI_OPTIONAL_GROUPS.items():  # an optional group is an optional metric's
+        assert K.METRICS[[m.name for m in METRICS].index(name)].optional and set(names) == set(
+            K.METRICS[[m.name for m in METRICS].index(name)].cupti)
+    fits = lambda metrics: "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active" not in metrics  # noqa: E731
+    kept, missing = K.choose_cupti_groups(fits, ("tensor_pipe_pct",))
+    assert [g for g, _ in kept] == [g for g, _ in K.CUPTI_GROUPS] and missing == ["tensor pipe"]
+    kept, missing = K.choose_cupti_groups(lambda m: True, ("tensor_pipe_pct",))
+    assert kept[-1][0] == "tensor pipe" and missing == []
+    assert K.choose_cupti_groups(lambda m: True)[0] == [(g, list(ms)) for g, ms in K.CUPTI_GROUPS]
 
 
 def test_every_metric_is_a_row_field_and_every_spec_names_metrics():

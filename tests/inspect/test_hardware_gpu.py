@@ -148,6 +148,44 @@ def test_quantize_two_passes_read_x_twice_and_l2_tail_first_less(quantize):
     assert quantize["l2_tail_first"]["dram_read_bytes"] < 0.97 * quantize["block_partials"]["dram_read_bytes"]
 
 
+# --- the tensor-core rungs: tensor pipe, shared wavefronts, what bounds them ------------------------------------
+@pytest.fixture(scope="module")
+def pipeline():
+    """matmul's rungs outside auto's ladder (async_copy, the tensor-core rungs) at 2048^3, under
+    numba-cuda-mlir (LAB_COMPILER=numba-cuda-mlir; elsewhere they are skipped with one line)."""
+    import kernels
+    from kernels.matmul import RUNGS
+
+    variants = [v for v in kernels.load("matmul").variants if v not in RUNGS and v != "auto"]
+    doc = K.counters("matmul", "gpu", variants, "2048", 256, contenders=["numba"])
+    rows = {r["variant"]: r for r in doc["rows"]}
+    if all(r["status"] == "skipped" for r in rows.values()):
+        pytest.skip(rows[variants[0]]["verdict"])
+    print(json.dumps({v: {k: r.get(k) for k in ("tensor_pipe_pct", "shared_wavefronts_per_request",
+                                                 "conflicts_per_shared_load", "l1_throughput_pct", "l2_throughput_pct",
+                                                 "issue_active_pct", "sm_throughput_pct", "dram_throughput_pct",
+                                                 "top_stalls", "bound", "verdict")}
+                      for v, r in rows.items()}, indent=1, default=str))
+    return rows
+
+
+@on_ncu("matmul-pipeline")
+def test_tensor_core_rungs_show_the_tensor_pipe_shared_wavefronts_and_their_bound(pipeline):
+    """docs/tensor-cores.md (H100, 4096^3): async_copy's tensor pipe 0.4% busy, tensor_core_tf32's 15.7%;
+    async_copy's B loads 2-way conflicted (270.3 M conflicts for 553.6 M loads), the tf32 fragment
+    loads conflict-free (0.29 M for 117.4 M)."""
+    for v, r in pipeline.items():
+        if r["status"] == "skipped" and v not in ("async_copy", "tensor_core_tf32"):
+            continue  # a rung for another dtype, say
+        assert r["status"] == "ok", f"{v}: {r['verdict']}"
+        assert r["bound"] in K.BOUNDS and r["bound"] in r["verdict"], v
+        for key in ("tensor_pipe_pct", "shared_wavefronts_per_request", "conflicts_per_shared_load", "sm_throughput_pct"):
+            assert r[key] is not None, (v, key)
+    a, t = pipeline["async_copy"], pipeline["tensor_core_tf32"]
+    assert a["tensor_pipe_pct"] < 2 < t["tensor_pipe_pct"]
+    assert t["conflicts_per_shared_load"] < 0.05 < 0.25 < a["conflicts_per_shared_load"]
+
+
 # --- section 2: the simulator's sector counts against the hardware's --------------------------------------------
 @on_ncu("sim-vs-hw")
 @pytest.mark.parametrize("kernel, variants, size", [

@@ -44,7 +44,27 @@ def _stall(r: dict) -> str | None:
     return None if not top else ", ".join(f"{s['reason']} {s['pct']:.0f}%" for s in top)
 
 
-def counters_columns(simulated: bool) -> list[Col]:
+def _optional_columns(declared) -> list[Col]:
+    """Columns of the optional metrics (lab.inspect.counters.metrics) a kernel declares, in its order."""
+    cols = {
+        "bound": Col("bound", lambda r: r.get("bound"), 97, left=True,
+                     explain="bound: what limits the call (tensor, memory, issue, compute or latency)"),
+        "tensor_pipe_pct": Col("TC%", lambda r: _pct(r.get("tensor_pipe_pct")), 93,
+                               explain="TC%: tensor pipe busy, % of peak"),
+        "shared_wavefronts_per_request": Col("wf/req", lambda r: _f(r.get("shared_wavefronts_per_request"), "{:.2f}"),
+                                             82, explain="wf/req: shared-memory wavefronts a shared request"),
+        "conflicts_per_shared_load": Col("cf/ld", lambda r: _f(r.get("conflicts_per_shared_load"), "{:.2f}"), 48,
+                                         explain="cf/ld: bank conflicts a shared load"),
+    }
+    extra = [Col("L1%", lambda r: _pct(r.get("l1_throughput_pct")), 44, explain="L1%: L1/shared throughput, % of peak"),
+             Col("L2%", lambda r: _pct(r.get("l2_throughput_pct")), 42, explain="L2%: L2 throughput, % of peak"),
+             Col("issue%", lambda r: _pct(r.get("issue_active_pct")), 41, explain="issue%: issue slots busy")]
+    return [cols[n] for n in declared if n in cols] + (extra if "bound" in declared else [])
+
+
+def counters_columns(simulated: bool, declared=()) -> list[Col]:
+    """The ``lab counters`` table's columns; ``declared``: the kernel's counter_metrics (its optional
+    metrics get columns of their own)."""
     cols = [Col("rung / contender", _name, 100, left=True, wrap=True)]
     if simulated:
         return cols + [
@@ -75,7 +95,7 @@ def counters_columns(simulated: bool) -> list[Col]:
         Col("DRAM%", lambda r: _pct(r.get("dram_throughput_pct")), 80, explain="DRAM%: DRAM throughput, % of peak"),
         Col("SM%", lambda r: _pct(r.get("sm_throughput_pct")), 70, explain="SM%: SM throughput, % of peak"),
         Col("top stalls", _stall, 20, left=True, wrap=True, explain="top stalls: share of warp stall cycles"),
-    ]
+    ] + _optional_columns(declared)
 
 
 def print_counters(doc: dict, out: Console | None = None, wide: bool = False) -> None:
@@ -87,7 +107,7 @@ def print_counters(doc: dict, out: Console | None = None, wide: bool = False) ->
     out.print(f"counters: {escape(doc['engine'])}")
     rows = [r for r in doc["rows"] if r["status"] == "ok"]
     if rows:
-        table, shown, dropped = _table(counters_columns(simulated), rows, out, wide,
+        table, shown, dropped = _table(counters_columns(simulated, doc.get("counter_metrics", ())), rows, out, wide,
                                        "simulated counters" if simulated else "hardware counters (one call each)")
         out.print(table)
         out.print(f"[dim]{escape(_explain(shown))}[/]")

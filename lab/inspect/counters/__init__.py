@@ -43,30 +43,35 @@ Engines (the document's ``tool``):
     that torch 2.11 brings, fails every call with ``ERROR_INVALID_PARAMETER``).
 
 The package: :mod:`~lab.inspect.counters.metrics` (the metric table: each row field, its ncu and CUPTI
-metrics, unit and derivation), :mod:`~lab.inspect.counters.row` (the one row type, the DRAM ratio, the
-verdict), :mod:`~lab.inspect.counters.ncu`, :mod:`~lab.inspect.counters.cupti`,
+metrics, unit and derivation; its optional metrics, the tensor pipe, shared wavefronts and the SOL
+breakdown, collected only for a kernel that declares them in ``KernelSpec.counter_metrics``),
+:mod:`~lab.inspect.counters.row` (the one row type, the DRAM ratio, the verdict),
+:mod:`~lab.inspect.counters.bound` (what limits a call: tensor-, memory-, issue-, compute- or latency-bound,
+by Nsight Compute's Speed Of Light thresholds), :mod:`~lab.inspect.counters.ncu`, :mod:`~lab.inspect.counters.cupti`,
 :mod:`~lab.inspect.counters.child` (the profiled process) and :mod:`~lab.inspect.counters.simulator`;
 this module is the command, and every name callers use is importable from it.
 """
 from __future__ import annotations
 
 from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.inspect.counters.bound import BOUNDS, Bound, bound
 from lab.inspect.counters.child import _child_main, _finish_child, _marker_kernel, _prepare_child, _profiler
 from lab.inspect.counters.cupti import (CUPTI_INTERVAL_NS, CUPTI_SAMPLES, _cupti_child_main, _profile_cupti,
                                         choose_cupti_groups, cupti_preload, cupti_row, reduce_samples)
 from lab.inspect.counters.engine import (CUPTI_FIX, NCU_FIX, NO_ENGINE, PERM_FIX, TOOLS, cupti_available,
                                          find_ncu)
-from lab.inspect.counters.metrics import (CUPTI_GROUPS, CUPTI_WEIGHT, DETAIL_METRICS, DRAM_METRICS, METRICS,
-                                          PHASES, PREFIXES, RUN_PHASES, STALL_PREFIX, STALL_SUFFIX, STALLS,
-                                          TIME_UNITS, Metric, metrics_of_interest, unit_scale)
+from lab.inspect.counters.metrics import (CUPTI_GROUPS, CUPTI_OPTIONAL_GROUPS, CUPTI_WEIGHT, DETAIL_METRICS,
+                                          DRAM_METRICS, METRICS, PHASES, PREFIXES, RUN_PHASES, STALL_PREFIX,
+                                          STALL_SUFFIX, STALLS, TIME_UNITS, Metric, declared, metrics_of_interest,
+                                          phases_for, unit_scale)
 from lab.inspect.counters.ncu import (MARKER, TIMER_KERNELS, _profile, aggregate, group_by_marker, ncu_command,
                                       ncu_failure, parse_ncu_csv, passes, unknown_metrics)
-from lab.inspect.counters.row import ROW_KEYS, CounterRow, blank_row, dram_ratio, verdict
+from lab.inspect.counters.row import ROW_KEYS, UNSET, CounterRow, blank_row, dram_ratio, verdict
 from lab.inspect.counters.simulator import _simulate, simulator_threads
 
 _blank_row = blank_row  # the name of earlier versions
 
-__all__ = ["CUPTI_FIX", "CUPTI_GROUPS", "CUPTI_INTERVAL_NS", "CUPTI_SAMPLES", "CUPTI_WEIGHT", "DETAIL_METRICS",
+__all__ = ["BOUNDS", "Bound", "CUPTI_OPTIONAL_GROUPS", "bound", "declared", "phases_for", "CUPTI_FIX", "CUPTI_GROUPS", "CUPTI_INTERVAL_NS", "CUPTI_SAMPLES", "CUPTI_WEIGHT", "DETAIL_METRICS",
            "DRAM_METRICS", "MARKER", "METRICS", "NCU_FIX", "NO_ENGINE", "PERM_FIX", "PHASES", "PREFIXES", "ROW_KEYS",
            "RUN_PHASES", "STALLS", "STALL_PREFIX", "STALL_SUFFIX", "TIMER_KERNELS",
            "TIME_UNITS", "TOOLS", "CounterRow", "Metric", "aggregate", "blank_row", "choose_cupti_groups",
@@ -131,6 +136,7 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
             raise LabError(f"unknown contender {c!r}; choose from: numba, numpy, cupy, torch")
     doc = {"schema_version": SCHEMA_VERSION, "kernel": spec.name, "size": list(shape), "dtype": dtype,
            "threads_per_block": threads, "seed": seed}
+    optional = [] if lean else [m.name for m in declared(spec.counter_metrics) if m.optional]
     if simulator:
         if "numba" not in who:
             raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
@@ -140,12 +146,39 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
         if libs and contenders:
             doc["notes"].append(f"{', '.join(libs)}: not counted in the simulator (they run on a GPU only)")
     elif engine == "cupti":
-        doc.update(_profile_cupti(spec, shape, threads, dtype, names, who, seed, progress))
+        doc.update(_profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional))
     else:
         doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
-                            [p for p in (RUN_PHASES if lean else PHASES) if p[0] in phases]))
-    doc["rows"] = [r.with_(verdict=verdict(r) if r.status == "ok" else r.reason).as_dict() for r in doc["rows"]]
+                            [p for p in (RUN_PHASES if lean else phases_for(spec.counter_metrics)) if p[0] in phases],
+                            optional))
+    doc["counter_metrics"] = list(spec.counter_metrics)
+    doc["rows"] = [_judged(r, optional, doc["tool"]).as_dict() for r in doc["rows"]]
+    if optional and doc["tool"] != "ncu":
+        doc["notes"].append(f"not measured ({_NOT_MEASURED[doc['tool']]}): "
+                            f"{', '.join(n for n in optional if n not in _MEASURED[doc['tool']])}")
     return doc
+
+
+# what each engine measures of the optional metrics, and why not the rest
+_MEASURED = {"simulator": (), "cupti": ("tensor_pipe_pct",), "ncu": ()}
+_NOT_MEASURED = {"simulator": "simulator: it has no tensor pipe and no throughput counters",
+                 "cupti": "CUPTI PM sampling has no SOL throughputs, stalls or shared wavefronts: ncu measures them"}
+
+
+def _judged(row, optional, tool):
+    """``row`` with its declared optional fields (null where not measured), its verdict and what bounds it."""
+    if row.status != "ok":
+        return row.with_(verdict=row.reason)
+    row = row.with_(**{n: None for n in optional if row.get(n, UNSET) is UNSET})
+    limit = bound(row, row.dram_bytes_ratio or None)
+    text = verdict(row)
+    if limit is None and "bound" in optional:
+        what = "tensor pipe and bound" if "tensor_pipe_pct" in optional and row.get("tensor_pipe_pct") is None else "bound"
+        text = ("" if text == "no counters" else text + "; ") + f"{what}: not measured ({tool})"
+    fields = {"verdict": text}
+    if limit is not None or "bound" in optional:
+        fields["bound"] = None if limit is None else limit.kind
+    return row.with_(**fields)
 
 
 # --- lab run --counters -------------------------------------------------------------------------------------------

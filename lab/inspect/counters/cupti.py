@@ -23,7 +23,8 @@ from lab.core.errors import LabError
 from lab.inspect.counters.child import _finish_child, _prepare_child
 from lab.inspect.counters.engine import CUPTI_FIX, NCU_FIX, PERM_FIX
 from lab.inspect.counters.metrics import (BANK, CUPTI_CYCLES, CUPTI_GROUPS, CUPTI_L1_SECTORS, CUPTI_L2_HIT,
-                                          CUPTI_LOAD_REQUESTS, CUPTI_LOAD_SHARE, CUPTI_WARPS, CUPTI_WEIGHT)
+                                          CUPTI_LOAD_REQUESTS, CUPTI_LOAD_SHARE, CUPTI_OPTIONAL_GROUPS, CUPTI_WARPS,
+                                          CUPTI_WEIGHT, TENSOR)
 from lab.inspect.counters.row import CounterRow, dram_ratio
 
 CUPTI_INTERVAL_NS = 10000  # the shortest PM sampling period, ns of GPU time (cupti-python sample's default)
@@ -87,15 +88,17 @@ def reduce_samples(metrics: list[str], samples: list) -> dict:
     return out
 
 
-def choose_cupti_groups(fits) -> tuple[list, list[str]]:
-    """The CUPTI_GROUPS the chip's PM sampling can collect, each in one pass: ([(name, metrics)], names of
-    those it cannot). ``fits(metrics)`` says whether CUPTI takes ``metrics`` in one pass. LabError where
-    DRAM bytes do not fit."""
-    kept = [(g, list(ms)) for g, ms in CUPTI_GROUPS if fits(list(ms))]
+def choose_cupti_groups(fits, optional=()) -> tuple[list, list[str]]:
+    """The CUPTI_GROUPS the chip's PM sampling can collect, each in one pass, with the CUPTI_OPTIONAL_GROUPS
+    of the metrics named in ``optional`` (a kernel's declared ones): ([(name, metrics)], names of those it
+    cannot). ``fits(metrics)`` says whether CUPTI takes ``metrics`` in one pass. LabError where DRAM bytes
+    do not fit."""
+    groups = [*CUPTI_GROUPS, *(CUPTI_OPTIONAL_GROUPS[n] for n in optional if n in CUPTI_OPTIONAL_GROUPS)]
+    kept = [(g, list(ms)) for g, ms in groups if fits(list(ms))]
     if not kept or kept[0][0] != CUPTI_GROUPS[0][0]:
         raise LabError(f"this GPU's CUPTI PM sampling cannot count {' and '.join(CUPTI_GROUPS[0][1])}: "
                        f"use Nsight Compute ({NCU_FIX})")
-    return kept, [g for g, _ in CUPTI_GROUPS if g not in {name for name, _ in kept}]
+    return kept, [g for g, _ in groups if g not in {name for name, _ in kept}]
 
 
 def _cupti_one_pass(chip: str):
@@ -160,7 +163,7 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
         collector = pm_sampling.Collector(device_index=0)
         collector.enable()
         try:
-            groups, missing = choose_cupti_groups(_cupti_one_pass(_cupti_chip(collector)))
+            groups, missing = choose_cupti_groups(_cupti_one_pass(_cupti_chip(collector)), req.get("optional", ()))
         finally:
             collector.disable()
         notes = [f"this GPU's PM sampling cannot collect {', '.join(missing)} in one pass: null"] if missing else []
@@ -187,7 +190,8 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
                     rows = [list(x.metric_values) for x in collector.decode(max_samples=4 * CUPTI_SAMPLES + 1000)]
                 finally:
                     collector.disable()
-                values.update(reduce_samples(metrics, rows))
+                for name, value in reduce_samples(metrics, rows).items():  # a weight in two groups: the first's
+                    values.setdefault(name, value)
                 samples = max(samples, len(rows))
             entries.append({**meta, "status": "ok", "index": i, "samples": samples, "passes": len(groups),
                             "max_warps_per_sm": max_warps, "metrics": values})
@@ -205,12 +209,13 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
     _finish_child(req, entries, result_path, groups=[g for g, _ in groups], notes=notes, libcupti=libcupti)
 
 
-def cupti_row(entry: dict, min_bytes: int) -> dict:
+def cupti_row(entry: dict, min_bytes: int, optional=()) -> dict:
     """A counters row's measured keys from one CUPTI child entry (its reduced ``metrics``): DRAM bytes;
     sectors per global load request = (global loads' share of L1 sectors x L1 sectors) / the LSU's
     local/global read instructions; the L2 hit rate; shared-memory bank conflicts (loads + stores);
     achieved occupancy = active warps per active SM cycle over the SM's maximum (``max_warps_per_sm``),
-    in %. None where the chip's PM sampling lacks a group."""
+    in %; the tensor pipe's utilisation where the kernel declares it (``optional``) and the chip's PM
+    sampling took it. None where the chip's PM sampling lacks a group."""
     m = entry.get("metrics") or {}
     read, write = m.get(CUPTI_GROUPS[0][1][0]), m.get(CUPTI_GROUPS[0][1][1])
     share, sectors = m.get(CUPTI_LOAD_SHARE), m.get(CUPTI_L1_SECTORS)
@@ -226,19 +231,21 @@ def cupti_row(entry: dict, min_bytes: int) -> dict:
            "load_sectors": load_sectors, "load_requests": requests, "l2_hit_pct": m.get(CUPTI_L2_HIT),
            "bank_conflicts": None if None in bank else int(sum(bank)),
            "achieved_occupancy_pct": occ, "pm_samples": entry.get("samples")}
+    if "tensor_pipe_pct" in optional:
+        row["tensor_pipe_pct"] = m.get(TENSOR)
     ratio = dram_ratio(read, write, min_bytes)
     if ratio is not None:
         row["dram_bytes_ratio"] = ratio
     return row
 
 
-def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress) -> dict:
+def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional=()) -> dict:
     from lab.core.session import child_env
 
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
                "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
-               "warmup": 2}
+               "warmup": 2, "optional": list(optional)}
     preload = cupti_preload()  # cupti-python's own libcupti, not another package's (LabError where too old)
     extra = {"LD_PRELOAD": " ".join([*preload, os.environ.get("LD_PRELOAD", "")]).strip()} if preload else {}
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1", **extra)
@@ -264,7 +271,7 @@ def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress) -> d
     for entry in result["entries"]:
         row = CounterRow.blank(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
         if entry["status"] == "ok":
-            row = row.with_(**cupti_row(entry, min_bytes))
+            row = row.with_(**cupti_row(entry, min_bytes, optional))
             if entry.get("theoretical_occupancy_pct") is not None:
                 row = row.with_(theoretical_occupancy_pct=entry["theoretical_occupancy_pct"],
                                 theoretical_occupancy_source="lab occupancy (the CUDA occupancy calculator)")

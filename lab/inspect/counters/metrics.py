@@ -23,7 +23,10 @@ class Metric:
     engine does not measure it); unit; derive: how the field is computed from them over a call's
     kernels (ncu) or samples (CUPTI); phase: the ncu pass that collects it ("dram": the call as
     ``lab run`` times it, L2 shared between its kernels; "detail": ncu's per-kernel replay, caches
-    flushed; "": derived, not collected); run: ``lab run --counters`` shows it.
+    flushed; "": derived, not collected); run: ``lab run --counters`` shows it. optional: collected
+    only for a kernel that declares it (``KernelSpec.counter_metrics``), itself or through ``needs``
+    (the metrics it is computed from): the tensor pipe and the SOL breakdown cost replay passes that
+    a kernel without tensor cores has no use for.
     """
 
     name: str
@@ -33,6 +36,8 @@ class Metric:
     derive: str
     phase: str = "detail"
     run: bool = False
+    optional: bool = False
+    needs: tuple[str, ...] = ()
 
 
 LD_SECTORS, LD_REQUESTS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
@@ -43,6 +48,12 @@ CUPTI_LOAD_SHARE, CUPTI_L1_SECTORS = "l1tex__average_t_sector_pipe_lsu_mem_globa
 CUPTI_LOAD_REQUESTS = "sm__inst_executed_pipe_lsu_mem_lg_cmd_read.sum"
 CUPTI_L2_HIT, CUPTI_L2_SECTORS = "lts__average_t_sector_hit_rate_realtime.pct", "lts__t_sectors.sum"
 CUPTI_WARPS, CUPTI_CYCLES = "sm__warps_active.sum", "sm__cycles_active.sum"
+# the tensor pipe (mma.sync runs on its HMMA sub-pipe on the H100; measured there, docs/tensor-cores.md),
+# shared-memory wavefronts (loads and stores: a conflict-free 32-bit warp access is one), the SOL breakdown
+TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
+L1_THROUGHPUT, L2_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active", "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+ISSUE = "sm__inst_issued.avg.pct_of_peak_sustained_active"
 
 METRICS: tuple[Metric, ...] = (
     Metric("dram_read_bytes", ("dram__bytes_read.sum",), ("dram__bytes_read.sum",), "bytes",
@@ -77,15 +88,51 @@ METRICS: tuple[Metric, ...] = (
            "averaged weighted by duration"),
     Metric("top_stalls", (STALLS,), (), "cycles per instruction", "the three largest stall reasons, each "
            "averaged weighted by duration, with their share of all stalls"),
+    # optional: collected for the kernels that declare them (matmul's tensor-core rungs)
+    Metric("tensor_pipe_pct", (TENSOR,), (TENSOR, CUPTI_CYCLES), "%", "cycles the tensor pipe's HMMA sub-pipe "
+           "(mma.sync) was busy, % of its peak over active cycles, averaged weighted by duration (CUPTI: by "
+           "active SM cycles, where the chip's PM sampling takes it)", optional=True),
+    Metric("shared_wavefronts", (WAVEFRONTS,), (), "wavefronts", "shared-memory wavefronts (loads and stores; "
+           "a wavefront is one pass of the 32 banks), sum over the call's kernels", optional=True),
+    Metric("shared_loads", (SHARED[0],), (), "instructions", "warp-level shared load instructions, summed",
+           optional=True),
+    Metric("shared_wavefronts_per_request", (WAVEFRONTS, *SHARED), (), "wavefronts",
+           "shared wavefronts / shared instructions (loads + stores): 1 for conflict-free 32-bit accesses, "
+           "more for conflicts or for 64/128-bit accesses (2/4)", optional=True,
+           needs=("shared_wavefronts", "shared_loads")),
+    Metric("conflicts_per_shared_load", (BANK[0], SHARED[0]), (), "conflicts", "shared load bank conflicts / "
+           "shared load instructions: 0 conflict-free, 1 a 2-way conflict on every load", optional=True),
+    Metric("l1_throughput_pct", (L1_THROUGHPUT,), (), "%", "L1/TEX (and shared memory) throughput, % of peak "
+           "(ncu's Speed Of Light), averaged weighted by duration", optional=True),
+    Metric("l2_throughput_pct", (L2_THROUGHPUT,), (), "%", "L2 throughput, % of peak (Speed Of Light), averaged "
+           "weighted by duration", optional=True),
+    Metric("issue_active_pct", (ISSUE,), (), "%", "issue slots busy: instructions issued, % of the SM's peak over "
+           "active cycles, averaged weighted by duration", optional=True),
+    Metric("bound", (), (), "label", "tensor-bound, memory-bound, issue-bound, compute-bound or latency-bound: what "
+           "limits the call, from the SOL throughputs and the tensor pipe (lab.inspect.counters.bound)", phase="",
+           optional=True, needs=("tensor_pipe_pct", "l1_throughput_pct", "l2_throughput_pct", "issue_active_pct")),
 )
 BY_NAME = {m.name: m for m in METRICS}
 
 
-def _ncu(phase: str, run_only: bool = False) -> list[str]:
-    """The ncu metrics of pass ``phase`` (each once, in METRICS' order), the kernels' duration first."""
+def declared(names) -> list[Metric]:
+    """The metrics ``names`` (a kernel's ``counter_metrics``) and those they need, each once, in METRICS' order."""
+    want, todo = set(), list(names)
+    while todo:
+        name = todo.pop()
+        if name not in want:
+            want.add(name)
+            todo += BY_NAME[name].needs
+    return [m for m in METRICS if m.name in want]
+
+
+def _ncu(phase: str, run_only: bool = False, extra: tuple[str, ...] = ()) -> list[str]:
+    """The ncu metrics of pass ``phase`` (each once, in METRICS' order), the kernels' duration first; the
+    optional ones only where named in ``extra`` (with what they need)."""
     names = [DURATION] if phase == "detail" else []
+    chosen = {m.name for m in declared(extra)}
     for m in METRICS:
-        if m.phase == phase and (m.run or not run_only):
+        if m.phase == phase and (m.run or not run_only) and (not m.optional or m.name in chosen):
             names += [n for n in m.ncu if n not in names]
     return names + ([DURATION] if phase == "dram" and DURATION not in names else [])
 
@@ -97,6 +144,12 @@ DETAIL_METRICS = _ncu("detail")
 PHASES = (("dram", DRAM_METRICS, "none"), ("detail", DETAIL_METRICS, "all"))
 # lab run --counters: its two columns only (DRAM bytes ratio, sectors per load request), fewer replays
 RUN_PHASES = (("dram", DRAM_METRICS, "none"), ("detail", _ncu("detail", run_only=True), "all"))
+
+
+def phases_for(counter_metrics) -> tuple:
+    """PHASES with the optional metrics a kernel declares (``KernelSpec.counter_metrics``) added to its
+    detail pass: PHASES itself for a kernel that declares none."""
+    return (PHASES[0], ("detail", _ncu("detail", extra=tuple(counter_metrics)), "all"))
 
 # CUPTI PM sampling: what the chip's PM sampling offers of METRICS' cupti metrics, each group in a pass of its
 # own (the call repeated, as ncu replays). On the H100 (GH100, libcupti 13.5): no global-load sector or
@@ -113,7 +166,10 @@ CUPTI_GROUPS = (
     ("bank conflicts", BANK),
     ("achieved occupancy", (CUPTI_WARPS, CUPTI_CYCLES)),
 )
-CUPTI_WEIGHT = {CUPTI_LOAD_SHARE: CUPTI_L1_SECTORS, CUPTI_L2_HIT: CUPTI_L2_SECTORS}
+# Groups sampled only for a kernel that declares their metric (KernelSpec.counter_metrics). Whether the chip's
+# PM sampling takes them is asked of CUPTI at run time (choose_cupti_groups): a group it refuses is null, noted.
+CUPTI_OPTIONAL_GROUPS = {"tensor_pipe_pct": ("tensor pipe", (TENSOR, CUPTI_CYCLES))}
+CUPTI_WEIGHT = {CUPTI_LOAD_SHARE: CUPTI_L1_SECTORS, CUPTI_L2_HIT: CUPTI_L2_SECTORS, TENSOR: CUPTI_CYCLES}
 
 TIME_UNITS = {"nsecond": 1, "usecond": 1e3, "msecond": 1e6, "second": 1e9}  # to ns
 PREFIXES = {"k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}

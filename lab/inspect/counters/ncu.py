@@ -24,7 +24,7 @@ import numpy as np
 from lab.core.errors import LabError
 from lab.inspect.counters.engine import PERM_FIX
 from lab.inspect.counters.metrics import (BANK, DURATION, LD_REQUESTS, LD_SECTORS, PHASES, SHARED, ST_REQUESTS,
-                                          ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS, unit_scale)
+                                          ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS, WAVEFRONTS, unit_scale)
 from lab.inspect.counters.metrics import BY_NAME as M
 from lab.inspect.counters.row import CounterRow
 
@@ -147,9 +147,11 @@ def _ratio(a, b):
     return a / b if a is not None and b else None
 
 
-def aggregate(dram: list[dict], detail: list[dict]) -> dict:
+def aggregate(dram: list[dict], detail: list[dict], optional=()) -> dict:
     """One contender's numbers from its kernels of the two phases (sums; duration-weighted averages), as
-    the table (lab.inspect.counters.metrics.METRICS) derives each: a dict of row fields."""
+    the table (lab.inspect.counters.metrics.METRICS) derives each: a dict of row fields. ``optional``: the
+    names of the optional metrics the kernel declares (lab.inspect.counters.metrics.declared), added to it
+    (null where ncu measured none)."""
     ld_sectors, ld_requests = _sum(detail, LD_SECTORS), _sum(detail, LD_REQUESTS)
     st_sectors, st_requests = _sum(detail, ST_SECTORS), _sum(detail, ST_REQUESTS)
     eff = _weighted(detail, M["load_efficiency_pct"].ncu[0], LD_SECTORS)
@@ -188,7 +190,19 @@ def aggregate(dram: list[dict], detail: list[dict]) -> dict:
         "duration_ms": None if duration is None else duration / 1e6,
         "kernels": len(detail or dram),
         "kernel_names": [_short_name(k["name"]) for k in (detail or dram)],
+        **_optional(detail, optional, conf_ld, sh_ld, shared),
     }
+
+
+def _optional(detail, names, conf_ld, sh_ld, shared) -> dict:
+    """The optional fields ``names`` of one contender (tensor pipe, shared wavefronts, SOL breakdown)."""
+    waves = _sum(detail, WAVEFRONTS)
+    values = {"shared_wavefronts": waves, "shared_loads": sh_ld,
+              "shared_wavefronts_per_request": _ratio(waves, shared),
+              "conflicts_per_shared_load": _ratio(conf_ld, sh_ld)}
+    for name in ("tensor_pipe_pct", "l1_throughput_pct", "l2_throughput_pct", "issue_active_pct"):
+        values[name] = _weighted(detail, M[name].ncu[0])
+    return {name: values[name] for name in values if name in names}
 
 
 def _short_name(name: str) -> str:
@@ -244,7 +258,7 @@ def passes(log: str) -> int:
 
 
 
-def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES) -> dict:
+def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES, optional=()) -> dict:
     """Run ncu over the profiled child once a phase; the document's device, tool, engine, rows (CounterRow)
     and notes. LabError (one line) when ncu or the child fails."""
     from lab.core.session import child_env
@@ -296,7 +310,7 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
             result = json.load(f)
     if progress:
         progress(len(phases), len(phases), "done")
-    rows = [ncu_row(entry, by_phase, min_bytes) for entry in result["entries"]]
+    rows = [ncu_row(entry, by_phase, min_bytes, optional) for entry in result["entries"]]
     version = _ncu_version(ncu)
     notes.insert(0, "one call per contender after warm-up, L2 flushed before it; DRAM bytes with the "
                     "call's kernels sharing L2 (ncu --cache-control none), everything else per kernel (ncu's "
@@ -305,9 +319,10 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
             "rows": rows, "notes": notes}
 
 
-def ncu_row(entry: dict, by_phase: dict, min_bytes: int) -> CounterRow:
+def ncu_row(entry: dict, by_phase: dict, min_bytes: int, optional=()) -> CounterRow:
     """The row of one child entry ({"contender", "variant", "status", "index", ...}) from its kernels in
-    each phase (``by_phase``: phase -> {index: kernels}, :func:`group_by_marker`)."""
+    each phase (``by_phase``: phase -> {index: kernels}, :func:`group_by_marker`); ``optional`` as
+    :func:`aggregate`."""
     row = CounterRow.blank(entry["contender"], entry["variant"], min_bytes, entry["status"], entry.get("reason", ""))
     if entry["status"] != "ok":
         return row
@@ -315,7 +330,7 @@ def ncu_row(entry: dict, by_phase: dict, min_bytes: int) -> CounterRow:
     dram, detail = by_phase.get("dram", {}).get(i), by_phase.get("detail", {}).get(i)
     if dram is None and detail is None:
         return row.with_(status="skipped", reason="ncu profiled none of its kernels")
-    row = row.with_(**aggregate(dram or [], detail or []))
+    row = row.with_(**aggregate(dram or [], detail or [], optional))
     if entry.get("theoretical_occupancy_pct") is not None:  # lab's calculator, as lab occupancy
         return row.with_(theoretical_occupancy_pct=entry["theoretical_occupancy_pct"],
                          theoretical_occupancy_source="lab occupancy (the CUDA occupancy calculator)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from lab.inspect.counters.bound import SHARED_CONFLICTS_NOTE, bound
+
 
 class _Unset:
     """The value of a field no engine filled: left out of :meth:`CounterRow.as_dict`."""
@@ -68,6 +70,15 @@ class CounterRow:
     dram_throughput_pct: float | None = UNSET
     sm_throughput_pct: float | None = UNSET
     duration_ms: float | None = UNSET
+    # ncu, optional (declared by the kernel: KernelSpec.counter_metrics)
+    tensor_pipe_pct: float | None = UNSET
+    shared_wavefronts: float | None = UNSET
+    shared_loads: float | None = UNSET
+    shared_wavefronts_per_request: float | None = UNSET
+    conflicts_per_shared_load: float | None = UNSET
+    l1_throughput_pct: float | None = UNSET
+    l2_throughput_pct: float | None = UNSET
+    issue_active_pct: float | None = UNSET
     kernels: int = UNSET
     kernel_names: list = UNSET
     # CUPTI
@@ -86,6 +97,7 @@ class CounterRow:
     theoretical_occupancy_source: str = UNSET
     dram_bytes_ratio: float | None = UNSET
     verdict: str = UNSET
+    bound: str | None = UNSET  # lab.inspect.counters.bound.BOUNDS, or None where nothing measured it
     # the order the fields were filled in (the JSON row's key order, as a dict filled the same way would have)
     _order: tuple = dataclasses.field(default=(), repr=False, compare=False)
 
@@ -137,7 +149,7 @@ def blank_row(contender, variant, min_bytes, status="ok", reason="") -> dict:
 # --- the verdict -------------------------------------------------------------------------------------
 def verdict(row) -> str:
     """One line in the field's terms, from whatever the row measured (None values are skipped); ``row`` a
-    CounterRow or its JSON dict."""
+    CounterRow or its JSON dict. What limits the call comes from lab.inspect.counters.bound."""
     parts = []
     spr, ideal = row.get("sectors_per_request"), row.get("ideal_sectors_per_request")
     if spr is not None and ideal and spr > 1.5 * ideal:
@@ -148,21 +160,18 @@ def verdict(row) -> str:
         ld, st = row.get("bank_conflicts_load") or 0, row.get("bank_conflicts_store") or 0
         which = "loads and stores" if ld and st else ("stores" if st > ld else "loads")
         parts.append(f"{ways:.1f}-way bank conflicts on shared {which}")
+    elif (row.get("conflicts_per_shared_load") or 0) >= SHARED_CONFLICTS_NOTE:
+        wpr = row.get("shared_wavefronts_per_request")
+        parts.append(f"{row.get('conflicts_per_shared_load'):.2f} bank conflicts a shared load"
+                     + (f", {wpr:.2f} wavefronts a shared request" if wpr is not None else ""))
     ratio = dram_ratio(row.get("dram_read_bytes"), row.get("dram_write_bytes"), row.get("min_bytes"))
-    dram, sm = row.get("dram_throughput_pct"), row.get("sm_throughput_pct")
-    occ = row.get("achieved_occupancy_pct")
-    times = f", {ratio:.2f}x minimum bytes" if ratio is not None else ""
-    if dram is not None and dram >= 60:
-        parts.append(f"memory-bound: {dram:.0f}% of DRAM peak{times}")
-    elif sm is not None and sm >= 60:
-        parts.append(f"compute-bound: {sm:.0f}% of SM peak")
+    limit = bound(row, ratio)
+    if limit is not None and limit.kind != "latency-bound":
+        parts.append(limit.text)
     elif ratio is not None and ratio > 1.5:
         parts.append(f"excess traffic: DRAM bytes {ratio:.1f}x the minimum")
-    elif dram is not None:
-        stall = (row.get("top_stalls") or [{}])[0].get("reason")
-        low = f", {occ:.0f}% achieved occupancy" if occ is not None and occ < 30 else ""
-        parts.append(f"latency-bound: {dram:.0f}% of DRAM peak, {sm or 0:.0f}% of SM peak{low}"
-                     + (f", mostly stalled on {stall}" if stall else ""))
+    elif limit is not None:
+        parts.append(limit.text)
     if not parts and ratio is not None:  # DRAM bytes alone (CUPTI PM sampling measures no throughput)
         parts.append(f"DRAM bytes {ratio:.2f}x the minimum")
     if not parts and spr is not None:
@@ -172,4 +181,3 @@ def verdict(row) -> str:
     if fetched and touched and fetched > 3 * touched:
         parts.append(f"fetches {fetched / touched:.1f}x the bytes it touches (re-reads through L1/L2)")
     return "; ".join(parts) or "no counters"
-
