@@ -62,12 +62,12 @@ def ldm(X, R, RT):
     for e in range(8):
         s[lane * 8 + e] = X[lane * 8 + e]
     cuda.syncthreads()
-    r0, r1, r2, r3 = MB.ldmatrix_x4(s, (lane % 16) * 16 + (lane // 16) * 8)
+    r0, r1, r2, r3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
     R[lane, 0] = r0
     R[lane, 1] = r1
     R[lane, 2] = r2
     R[lane, 3] = r3
-    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(s, (lane % 16) * 16 + (lane // 16) * 8)
+    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
     RT[lane, 0] = t0
     RT[lane, 1] = t1
     RT[lane, 2] = t2
@@ -83,9 +83,9 @@ def one_mma(A, B, C):
     for e in range(4):
         sb[lane * 4 + e] = B[lane * 4 + e]
     cuda.syncthreads()
-    a0, a1, a2, a3 = MB.ldmatrix_x4(s, (lane % 16) * 16 + (lane // 16) * 8)
+    a0, a1, a2, a3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
     # B is 16 x 8 (k x n), rows of 8: lanes 0..15 point at rows 0..15 (x4.trans over n 0..7 twice)
-    b0, b1, b2, b3 = MB.ldmatrix_x4_trans(sb, (lane % 16) * 8)
+    b0, b1, b2, b3 = MB.ldmatrix_x4_trans(MB.shared_base(sb), (lane % 16) * 8)
     z = float32(0.0)
     d0, d1, d2, d3 = MB.mma_bf16(a0, a1, a2, a3, b0, b1, z, z, z, z)
     g = lane // 4

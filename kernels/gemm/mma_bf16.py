@@ -21,7 +21,8 @@ Three instructions beside kernels.gemm.mma's TF32 ones:
   2q + 1 of matrix j. ``.trans`` delivers the transposed matrix: register j holds column l // 4's
   elements at rows 2q and 2q + 1 -- B's fragment read from a row-major (k x n) tile. One
   instruction replaces the 8 scalar shared loads and the packing a lane would do itself (PTX ISA,
-  "Warp-level matrix load instruction: ldmatrix"). :func:`ldmatrix_x4`, :func:`ldmatrix_x4_trans`.
+  "Warp-level matrix load instruction: ldmatrix"). :func:`ldmatrix_x4`, :func:`ldmatrix_x4_trans` take
+  ``shared_base(array)`` (the array's 32-bit shared address, computed once a kernel) and an element index.
 * ``cp.async.cg.shared.global`` of 16 bytes = 8 bfloat16 (:func:`cp_async16_b16`), with
   kernels.gemm.mma's commit and wait.
 
@@ -233,20 +234,26 @@ if COMPILER == MLIR:
     import numba_cuda_mlir.cuda.experimental as _X
 
     @cuda.jit(device=True, forceinline=True)
-    def ldmatrix_x4(array, index):
-        """(r0, r1, r2, r3): four 8 x 8 matrices of 16-bit elements from the shared uint16 ``array``;
-        this lane gives the address of element ``index`` (a multiple of 8: rows are 16 bytes, 16-byte
-        aligned) as row lane % 8 of matrix lane // 8; register j gets matrix j's row lane // 4,
-        elements 2 (lane % 4) and + 1 (:func:`ldmatrix_source`)."""
-        a = _mma.shared_address(array) + index * 2
+    def shared_base(array):
+        """What ldmatrix_x4 takes for the shared uint16 ``array``: its 32-bit shared-window address here
+        (computed once a kernel, not once a load), the array itself in the emulations."""
+        return _mma.shared_address(array)
+
+    @cuda.jit(device=True, forceinline=True)
+    def ldmatrix_x4(base, index):
+        """(r0, r1, r2, r3): four 8 x 8 matrices of 16-bit elements from the shared uint16 array whose
+        :func:`shared_base` is ``base``; this lane gives the address of element ``index`` (a multiple of
+        8: rows are 16 bytes, 16-byte aligned) as row lane % 8 of matrix lane // 8; register j gets
+        matrix j's row lane // 4, elements 2 (lane % 4) and + 1 (:func:`ldmatrix_source`)."""
+        a = base + index * 2
         return _X.inline_ptx(LDMATRIX_X4_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32,
                              "r", int32(a))
 
     @cuda.jit(device=True, forceinline=True)
-    def ldmatrix_x4_trans(array, index):
+    def ldmatrix_x4_trans(base, index):
         """:func:`ldmatrix_x4` of the transposed matrices: register j gets matrix j's column lane // 4,
         rows 2 (lane % 4) and + 1."""
-        a = _mma.shared_address(array) + index * 2
+        a = base + index * 2
         return _X.inline_ptx(LDMATRIX_X4_TRANS_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32,
                              "r", int32(a))
 
@@ -269,6 +276,10 @@ if COMPILER == MLIR:
         _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(d), "l", s,
                       "r", int32(count * 2))
 elif SIMULATOR:
+    def shared_base(array):
+        """The array itself: the emulation reads it by index."""
+        return array
+
     ldmatrix_x4 = _ldmatrix_x4_emulated
     ldmatrix_x4_trans = _ldmatrix_x4_trans_emulated
     mma_bf16 = _mma_bf16_emulated
@@ -277,6 +288,11 @@ else:
     # numba-cuda on a GPU: no inline PTX; plain CUDA with the same contracts (compiles; the rung is
     # skipped here, kernels.gemm.mma.UNAVAILABLE)
     from kernels.compiler import float32 as _f32, libdevice as _libdevice, uint16 as _u16
+
+    @cuda.jit(device=True)
+    def shared_base(array):
+        """The array itself: this emulation reads it by index."""
+        return array
 
     @cuda.jit(device=True)
     def _ld_pair(array, i0, i1):

@@ -60,7 +60,8 @@ import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32, int32, uint16
 from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
-from kernels.gemm.mma_bf16 import cp_async16_b16, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, to_bf16_bits
+from kernels.gemm.mma_bf16 import (cp_async16_b16, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, shared_base,
+                                    to_bf16_bits)
 from kernels.spec import Launch, blocks_for
 
 BK = 32  # K-slab a stage holds (two mma k-steps)
@@ -130,6 +131,8 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         grid (ceil(N / bn), ceil(M / bm))."""
         sA = cuda.shared.array(a_total, uint16, alignment=ALIGN)  # [stage][m][k]
         sB = cuda.shared.array(b_total, uint16, alignment=ALIGN)  # [stage][k][n]
+        pA = shared_base(sA)  # ldmatrix's view of them: shared-window addresses, once
+        pB = shared_base(sB)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -170,13 +173,13 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
             bbase = (kt % stages) * b_elems
             for kk in range(0, bk, 16):
                 for i in range(mt):  # a0..a3 of the 16 x 16 tile i: its quadrants
-                    r0, r1, r2, r3 = ldmatrix_x4(sA, abase + (wm + i * 16 + lrow) * lda + kk + lcol)
+                    r0, r1, r2, r3 = ldmatrix_x4(pA, abase + (wm + i * 16 + lrow) * lda + kk + lcol)
                     af[i * 4] = r0
                     af[i * 4 + 1] = r1
                     af[i * 4 + 2] = r2
                     af[i * 4 + 3] = r3
                 for p in range(nt // 2):  # b0, b1 of tiles 2p and 2p + 1
-                    r0, r1, r2, r3 = ldmatrix_x4_trans(sB, bbase + (kk + lrow) * ldb + wn + p * 16 + lcol)
+                    r0, r1, r2, r3 = ldmatrix_x4_trans(pB, bbase + (kk + lrow) * ldb + wn + p * 16 + lcol)
                     bf[p * 4] = r0
                     bf[p * 4 + 1] = r1
                     bf[p * 4 + 2] = r2

@@ -70,12 +70,12 @@ def _ldmatrix_probe(X, R, RT):
     for e in range(8):
         s[lane * 8 + e] = X[lane * 8 + e]
     cuda.syncthreads()
-    r0, r1, r2, r3 = MB.ldmatrix_x4(s, (lane % 16) * 16 + (lane // 16) * 8)
+    r0, r1, r2, r3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
     R[lane, 0] = r0
     R[lane, 1] = r1
     R[lane, 2] = r2
     R[lane, 3] = r3
-    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(s, (lane % 16) * 16 + (lane // 16) * 8)
+    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
     RT[lane, 0] = t0
     RT[lane, 1] = t1
     RT[lane, 2] = t2
