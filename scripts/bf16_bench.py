@@ -128,7 +128,11 @@ def main():
     ap.add_argument("--builds", default="default,bk16s4")
     ap.add_argument("--json", default=None)
     ap.add_argument("--budget", type=float, default=85.0)
+    ap.add_argument("--check", default=",".join("x".join(map(str, s)) for s in CHECK_SHAPES), help="MxNxK,...")
+    ap.add_argument("--time", default=",".join("x".join(map(str, s)) for s in TIME_SHAPES), help="MxNxK,...")
     args = ap.parse_args()
+    check_shapes = [tuple(int(v) for v in s.split("x")) for s in args.check.split(",") if s]
+    time_shapes = [tuple(int(v) for v in s.split("x")) for s in args.time.split(",") if s]
     t_start = time.time()
     import torch
 
@@ -141,7 +145,7 @@ def main():
 
     rng = np.random.default_rng()
     ok_all = True
-    for (m, n, k) in CHECK_SHAPES:
+    for (m, n, k) in check_shapes:
         A = rng.standard_normal((m, k)).astype(np.float32)
         B = rng.standard_normal((k, n)).astype(np.float32)
         ref = A.astype(np.float64) @ B.astype(np.float64)
@@ -166,7 +170,7 @@ def main():
                               "first_call_s": round(first, 1)})
         print("check:", json.dumps(out["checks"][-1]), flush=True)
 
-    for (m, n, k) in TIME_SHAPES:
+    for (m, n, k) in time_shapes:
         flops = 2.0 * m * n * k
         At = torch.randn(m, k, device="cuda")
         Bt = torch.randn(k, n, device="cuda")
@@ -190,7 +194,7 @@ def main():
             except Exception as e:
                 out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k],
                                      "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"})
-        if (m, n, k) == TIME_SHAPES[0]:  # the timed output is right too
+        if (m, n, k) == time_shapes[0]:  # the timed output is right too
             got = dC.copy_to_host()
             ref = (MB.round_bf16(At.cpu().numpy()[:64]).astype(np.float64) @ MB.round_bf16(Bt.cpu().numpy()).astype(np.float64))
             out["timed_4096_first_64_rows_max_rel_err"] = float(np.abs(got[:64] - ref).max() / np.abs(ref).max())
