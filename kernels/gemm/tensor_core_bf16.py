@@ -42,7 +42,9 @@ otherwise, zeros past the edges). Shared rows are padded by 8 elements (16 bytes
 addresses of each ldmatrix phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements
 (80 bytes at BK = 32: rows 20 words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of 136 (68
 words apart: 0, 4, ..., 28). Shared memory: STAGES * (128 * (BK + 8) + BK * 136) * 2 bytes, 37 KB for
-BK = 32, STAGES = 2 (static arrays stop at 48 KB).
+BK = 32, STAGES = 2 (static arrays stop at 48 KB). Offline compile for sm_90 (numba-cuda-mlir 0.6.0): 126
+registers, no spills, per 32-deep slab 32 mma.sync, 12 ldmatrix, 4 cp.async a thread. A 64 x 64 warp tile
+(128 accumulators) lands in local memory there (its loops are not all unrolled), so the warp tile is 64 x 32.
 
 Checked against the float64 reference with a tolerance for 7-bit inputs
 (kernels.gemm.mma.rounded_inputs_tolerance: the float32 bound plus the random walk of the input rounding,
