@@ -9,6 +9,7 @@ import pytest
 import kernels
 from kernels.compiler import cuda, float32, uint16
 from kernels.gemm import mma, mma_bf16 as MB
+from kernels.gemm.build_options import ALIGN
 from kernels.spec import dot_tolerance
 from tests.conftest import SIMULATOR
 from tests.kernels.test_tensor_cores import _run
@@ -65,7 +66,7 @@ def test_bf16_tolerance_passes_bf16_and_fails_coarser(rng):
 
 @cuda.jit
 def _ldmatrix_probe(X, R, RT):
-    s = cuda.shared.array(256, uint16)
+    s = cuda.shared.array(256, uint16, alignment=ALIGN)  # ldmatrix rows: 16-byte aligned
     lane = cuda.threadIdx.x
     for e in range(8):
         s[lane * 8 + e] = X[lane * 8 + e]
@@ -84,8 +85,9 @@ def _ldmatrix_probe(X, R, RT):
 
 def test_ldmatrix_reads_the_rows_the_lanes_point_at():
     X = np.arange(256, dtype=np.uint16)  # element (r, c) of the 16 x 16 tile holds 16 r + c
-    R, RT = np.zeros((32, 4), np.int32), np.zeros((32, 4), np.int32)
-    _ldmatrix_probe[1, 32](X, R, RT)
+    dR, dRT = cuda.to_device(np.zeros((32, 4), np.int32)), cuda.to_device(np.zeros((32, 4), np.int32))
+    _ldmatrix_probe[1, 32](cuda.to_device(X), dR, dRT)
+    R, RT = dR.copy_to_host(), dRT.copy_to_host()
     for lane in range(32):
         for j in range(4):
             regs = [int(R[lane, j]) & 0xFFFF, (int(R[lane, j]) >> 16) & 0xFFFF]
