@@ -12,8 +12,8 @@ anything compiles:
   and ``LAB_COMPILER=numba-cuda`` (``lab ... --compiler numba-cuda``).
 
 What the kernels import from here works under both compilers: ``cuda``, the scalar types
-(``float32 ... uint64``: each compiler's own type objects, usable as casts and as shared-array
-dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload`` or its MLIR twin), and
+(``float32 ... uint64``, and ``uint16`` for bfloat16 bit patterns: each compiler's own type objects,
+usable as casts and as shared-array dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload`` or its MLIR twin), and
 ``types`` (the type module that ``overload`` implementations compare argument types against).
 
 ``LAB_COMPILER`` names the compiler; unset, :func:`kernels.backend.default_compiler` decides (``WHY``
@@ -68,7 +68,7 @@ if COMPILER == "numba-cuda":
     choose_default()
     SIMULATOR = is_simulator()
     from numba import cuda  # noqa: F401
-    from numba import float32, float64, int32, int64, uint8, uint32, uint64  # noqa: F401
+    from numba import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
     from numba.cuda import types  # noqa: F401
 
     if not SIMULATOR:
@@ -96,7 +96,7 @@ elif COMPILER == MLIR:
     from numba_cuda_mlir.cuda import libdevice  # noqa: F401
     from numba_cuda_mlir import extending as _extending
     from numba_cuda_mlir.numba_cuda import types  # noqa: F401
-    from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint32, uint64  # noqa: F401
+    from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
 
     def overload(func, target="cuda", **kwargs):
         """numba-cuda's ``overload(func, target="cuda")`` on numba-cuda-mlir, which has one target

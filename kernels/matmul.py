@@ -514,7 +514,7 @@ RUNGS = {
 }
 
 
-from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32: not auto's)
+from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32/bf16: not auto's)
 
 SPEC = KernelSpec(
     name="matmul",

@@ -7,7 +7,8 @@ Each rung is first checked against the float64 reference on fresh random inputs,
 its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
 float32), at shapes that are not multiples of the tiles; then timed (CUDA events around each call,
 median of the calls after a warm-up) at 4096^3 and other shapes, untuned ones included. torch runs the
-same shapes: FP32 with TF32 off (cuBLAS SGEMM), TF32 on, and bfloat16 inputs.
+same shapes: FP32 with TF32 off (cuBLAS SGEMM), TF32 on, and bfloat16 inputs. ``--rungs tensor_core_bf16``
+adds the bf16 rung (inputs rounded to bf16 bits before the calls); scripts/bf16_bench.py is its quick run.
 """
 from __future__ import annotations
 
@@ -117,9 +118,11 @@ def part_probe(name, out, rng):
 
 def build(name):
     from kernels.gemm import async_copy as AC
+    from kernels.gemm import tensor_core_bf16 as TB
     from kernels.gemm import tensor_core_tf32 as TC
 
-    return {"async_copy": lambda: (AC, AC.make_async_copy_kernel()),
+    return {"tensor_core_bf16": lambda: (TB, TB.make_bf16_kernel()),
+            "tensor_core_bf16 bk16 s4": lambda: (TB, TB.make_bf16_kernel(16, 4)),"async_copy": lambda: (AC, AC.make_async_copy_kernel()),
             "tensor_core_tf32": lambda: (TC, TC.make_tf32_kernel()),
             "async_copy bk16 s2": lambda: (AC, AC.make_async_copy_kernel(16, 2)),
             "async_copy bk8 s3": lambda: (AC, AC.make_async_copy_kernel(8, 3)),
@@ -132,10 +135,13 @@ def part_rung(name, out, rng, shapes, tshapes):
     """Check rung build ``name`` at ``shapes``, then time it at ``tshapes`` (if every check passed)."""
     from kernels.compiler import cuda
     from kernels.gemm import mma
+    from kernels.gemm import mma_bf16 as MB
     from kernels.spec import dot_tolerance
     import torch
 
     mod, kern = build(name)
+    bf16 = "bf16" in name  # the kernel takes bfloat16 bits (uint16), rounded here before the call
+    dev = (lambda X: cuda.to_device(MB.to_bf16_bits(X))) if bf16 else cuda.to_device
     ok_all = True
     for (m, n, k) in shapes:
         A = rng.standard_normal((m, k)).astype(np.float32)
@@ -143,12 +149,13 @@ def part_rung(name, out, rng, shapes, tshapes):
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
         cfg = mod.launch((m, n, k), 256)
         t0 = time.perf_counter()
-        kern[cfg.grid, cfg.block](cuda.to_device(A), cuda.to_device(B), dC)
+        kern[cfg.grid, cfg.block](dev(A), dev(B), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0
         C = dC.copy_to_host()
         ref = A.astype(np.float64) @ B.astype(np.float64)
-        tol = mma.rounded_inputs_tolerance(A, B, 10) if "tf32" in name else dot_tolerance(A, B, np.float32)
+        tol = (mma.rounded_inputs_tolerance(A, B, 10) if "tf32" in name else
+               mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA) if bf16 else dot_tolerance(A, B, np.float32))
         err = np.abs(C - ref)
         ok = bool(np.all(err <= tol))
         ok_all &= ok
@@ -159,8 +166,8 @@ def part_rung(name, out, rng, shapes, tshapes):
     if not ok_all:
         return
     for (m, n, k) in tshapes:
-        dA = cuda.to_device(np.random.default_rng(1).standard_normal((m, k), np.float32))
-        dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
+        dA = dev(np.random.default_rng(1).standard_normal((m, k), np.float32))
+        dB = dev(np.random.default_rng(2).standard_normal((k, n), np.float32))
         dC = cuda.device_array((m, n), np.float32)
         cfg = mod.launch((m, n, k), 256)
         launch = kern[cfg.grid, cfg.block]

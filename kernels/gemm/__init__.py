@@ -13,6 +13,8 @@ register_tiled): one idea a module.
   mma.py           tensor-core fragments, mma.sync and cp.async (inline PTX; emulated in the simulator)
   async_copy.py    FP32 SIMT with a cp.async shared-memory pipeline (numba-cuda-mlir)
   tensor_core_tf32.py  TF32 mma.sync m16n8k8 warp tiles fed by that pipeline (numba-cuda-mlir)
+  mma_bf16.py      bfloat16 mma.sync m16n8k16, ldmatrix, 16-byte copies of bf16 (inline PTX; emulated)
+  tensor_core_bf16.py  bf16 mma.sync m16n8k16 warp tiles with ldmatrix fragments, the same pipeline
 
 Launch math reads the device from kernels.device_limits (SMs, shared memory a block, threads and
 registers an SM). This package imports nothing at import time; import its modules.

@@ -59,6 +59,7 @@ from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, float32, int32
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
 TF32_MANTISSA = 10  # explicit mantissa bits of TF32 (float32 has 23, bfloat16 7)
+BF16_NAN = 0x7FC0  # a bfloat16 NaN's bits: the emulated copy's poison in a uint16 (bfloat16) array
 
 # what to_tf32 returns and mma_tf32 takes for A and B: TF32 bits in an int32 register under
 # numba-cuda-mlir, the float32 value in the emulations (which rounds it itself); a kernel's fragment arrays use this type
@@ -239,7 +240,7 @@ def _cp_async_emulated(dst, di, src, row, col, n, count):
         if not 0 <= di + e < dst.shape[0]:
             raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
     for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
-        dst[di + e] = np.nan if dst.dtype.kind == "f" else 0
+        dst[di + e] = np.nan if dst.dtype.kind == "f" else BF16_NAN if dst.dtype == np.uint16 else 0
     _pending(_me())["open"].append((dst, int(di), values))
 
 

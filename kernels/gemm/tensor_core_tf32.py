@@ -189,6 +189,7 @@ def unavailable(dtype) -> str:
 
 def _rungs():
     from kernels.gemm import async_copy
+    from kernels.gemm import tensor_core_bf16 as bf16
     from kernels.gemm.mma import pipeline_variant
 
     return {
@@ -202,8 +203,14 @@ def _rungs():
             f"({WM}x{WN} each), {STAGES}-stage cp.async pipeline; TF32 inputs, float32 sums",
             launch, prepare, unavailable, precision="tf32",
             suits=lambda s: False),  # never tuned into auto: auto stays FP32
+        "tensor_core_bf16": pipeline_variant(
+            "tensor_core_bf16", f"bfloat16 tensor cores: mma.sync m16n8k16 with ldmatrix fragments, "
+            f"{bf16.BM}x{bf16.BN} block tile of 8 warps ({bf16.MT * 16}x{bf16.NT * 8} each), {bf16.STAGES}-stage "
+            f"cp.async pipeline; bfloat16 inputs, float32 sums", bf16.launch, bf16.prepare, bf16.unavailable,
+            precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
     }
 
 
-# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant.
+# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant (the bf16 rung's
+# kernel lives in kernels/gemm/tensor_core_bf16.py).
 PIPELINE_RUNGS = _rungs()

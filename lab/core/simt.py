@@ -568,7 +568,7 @@ def _lane_op(src_of):
 
 
 WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activemask",
-            "mma_tf32")  # kernels.gemm.mma: an emulated warp collective
+            "mma_tf32", "mma_bf16", "ldmatrix")  # kernels.gemm.mma, mma_bf16: emulated warp collectives
 
 
 def _install_warp_ops(mod, n_threads):

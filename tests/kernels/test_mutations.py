@@ -58,7 +58,8 @@ def test_mutant_fails(kernel, mutant, rng):
 REAL_CASES = [(k, v) for k in M.MUTANTS for v in kernels.load(k).variants]
 
 
-SLOW_REAL_CASES = {("matmul", "register_tiled"), ("matmul", "tensor_core_tf32")}  # > 5 s in the simulator on a 2-core CPU
+SLOW_REAL_CASES = {("matmul", "register_tiled"), ("matmul", "tensor_core_tf32"),  # > 5 s in the simulator on a 2-core CPU
+                   ("matmul", "tensor_core_bf16")}
 
 
 @pytest.mark.parametrize("kernel,variant", [

@@ -1,0 +1,253 @@
+"""Rung tensor_core_bf16: ``mma.sync`` m16n8k16 bfloat16 warp tiles, ``ldmatrix`` fragments, cp.async pipeline.
+
+The TF32 rung (kernels/gemm/tensor_core_tf32.py) loads each fragment element with a scalar shared load
+and rounds it with a ``cvt``: 28 shared loads and 24 conversions per 16 mma, and the tensor pipe was
+busy 15.7% of the time. This rung keeps that block structure and removes both costs:
+
+* bfloat16 inputs (float32's exponent, 7 explicit mantissa bits; torch's ``A.bfloat16() @ B.bfloat16()``)
+  multiplied by ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``: 2,048 FMAs an instruction,
+  twice the TF32 mma's, the products summed in float32, C float32 (torch's bf16 matmul returns bf16;
+  this rung keeps the float32 sums).
+* ``ldmatrix.sync.aligned.m8n8.x4.shared.b16`` loads a whole fragment: per 16 k a warp issues 4 of them
+  for its four 16 x 16 A tiles and 2 ``.trans`` ones for its four 16 x 8 B tiles (B is k x n row-major
+  in shared memory; .trans hands each lane its column pairs), then 16 mma: 6 shared-load instructions
+  per 16 mma, against the TF32 rung's 28 per 16 half-size mma.
+* Global and shared traffic in 2-byte elements. NumPy has no bfloat16, so the kernel takes uint16 arrays
+  of bfloat16 bit patterns (kernels.gemm.mma_bf16.to_bf16_bits, round to nearest even) and copies and
+  feeds the bits untouched. Converting float32 inside the kernel (``cvt.rn.bf16x2.f32`` after the
+  load) would read 4 bytes an element from global memory and stage float32 in shared memory, where
+  ldmatrix cannot read it: twice the traffic and a conversion pass a slab. The rung's ``prepare``
+  rounds the float32 inputs to bf16 once, before the timed calls, as a torch user calls ``.bfloat16()``
+  once; the kernel's time is the matmul of bf16 matrices.
+
+Who holds what (kernels.gemm.mma_bf16; PTX ISA, "Matrix fragments for mma.m16n8k16 with floating point
+type"; g = lane // 4, q = lane % 4; each register two bf16, lower index in the low half):
+
+    A 16 x 16   a0 = A[g][2q..2q+1]  a1 = A[g+8][2q..2q+1]  a2 = A[g][2q+8..2q+9]  a3 = A[g+8][2q+8..2q+9]
+    B 16 x 8    b0 = B[2q..2q+1][g]  b1 = B[2q+8..2q+9][g]
+    C 16 x 8    c0 = C[g][2q]  c1 = C[g][2q+1]  c2 = C[g+8][2q]  c3 = C[g+8][2q+1]
+
+ldmatrix.x4 (PTX ISA, "ldmatrix"): lanes 8j .. 8j + 7 give the row addresses of 8 x 8 matrix j, lane l
+receives row l // 4, elements 2q, 2q + 1 of matrix j in register j. With lane l pointing at row
+l % 16, column (l // 16) * 8 of a 16 x 16 A tile, matrices 0..3 are the tile's quadrants top-left,
+bottom-left, top-right, bottom-right: exactly a0..a3. For B, lane l points at k row l % 16, column
+(l // 16) * 8 of a 16 x 16 (k x n) piece; .trans gives b0, b1 of the left 16 x 8 tile in registers 0, 1
+and of the right one in 2, 3.
+
+The kernel (default build): a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile of C;
+each warp 64 x 32: 4 x 4 mma tiles, 64 float32 accumulators a thread, 16 independent mma per 16 k. The
+K-slabs of A (128 x BK) and B (BK x 128) arrive through the async_copy rung's cp.async pipeline
+(STAGES buffers; 16-byte copies of 8 elements where K and N are multiples of 8, plain loads and stores
+otherwise, zeros past the edges). Shared rows are padded by 8 elements (16 bytes) so that the 8 row
+addresses of each ldmatrix phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements
+(80 bytes at BK = 32: rows 20 words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of 136 (68
+words apart: 0, 4, ..., 28). Shared memory: STAGES * (128 * (BK + 8) + BK * 136) * 2 bytes, 37 KB for
+BK = 32, STAGES = 2 (static arrays stop at 48 KB). Offline compile for sm_90 (numba-cuda-mlir 0.6.0): 126
+registers, no spills, per 32-deep slab 32 mma.sync, 12 ldmatrix, 4 cp.async a thread. A 64 x 64 warp tile
+(128 accumulators) lands in local memory there (its loops are not all unrolled), so the warp tile is 64 x 32.
+
+Checked against the float64 reference with a tolerance for 7-bit inputs
+(kernels.gemm.mma.rounded_inputs_tolerance: the float32 bound plus the random walk of the input rounding,
+u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)). Target: 0.5x torch's bf16 matmul
+at 4096^3 on the H100 (scripts/tensor_cores_bench.py --bf16); not yet measured there.
+
+In the simulator ``ldmatrix``, ``mma_bf16`` and the copies are emulated (kernels.gemm.mma_bf16): the same
+lane-to-row addresses, fragments and waits, so a wrong address or register gives a wrong C there too.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from kernels.compiler import SIMULATOR, cuda, float32, int32, uint16
+from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
+from kernels.gemm.mma_bf16 import (cp_async16_b16, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, shared_base,
+                                    to_bf16_bits)
+from kernels.spec import Launch, blocks_for
+
+BK = 32  # K-slab a stage holds (two mma k-steps)
+STAGES = 2  # 2 x 18.5 KB of static shared memory
+WARPS_M, WARPS_N = 2, 4  # 8 warps
+MT, NT = 4, 4  # mma tiles a warp: 4 x 4 (a 64 x 32 warp tile)
+PAD = 8  # elements (16 bytes) of padding a shared row: conflict-free ldmatrix, rows 16-byte aligned
+ALIGN = None if SIMULATOR else 16
+FORCEINLINE = {} if SIMULATOR else {"forceinline": True}
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def load_tile_b16(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds, t, nthreads, vec):
+    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + tile_cols] of ``src`` (a row-major
+    rows x cols uint16 matrix of bf16 bits) into the 1-D shared uint16 ``sdst`` from element ``base``
+    on, in rows of ``lds``: thread ``t`` of ``nthreads`` takes every nthreads-th 8-element chunk.
+    ``vec`` (cols % 8 == 0: aligned chunks): 16-byte cp.async; else plain loads and stores. Elements
+    outside the matrix are zeros. Does not commit."""
+    per_row = tile_cols // 8
+    for c in range(t, tile_rows * per_row, nthreads):
+        r = c // per_row
+        k = (c - r * per_row) * 8
+        gr = r0 + r
+        gc = c0 + k
+        di = base + r * lds + k
+        if vec:
+            n = 0
+            if gr < rows and gc < cols:
+                n = min(cols - gc, 8)
+            cp_async16_b16(sdst, di, src, gr, gc, n)
+        else:
+            for e in range(8):
+                sdst[di + e] = src[gr, gc + e] if gr < rows and gc + e < cols else uint16(0)
+
+
+def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt: int = NT) -> tuple[int, int, int]:
+    """(BM, BN, threads) of a build: warps_m x warps_n warps, each mt x nt mma tiles (16 x 8 each)."""
+    return warps_m * mt * 16, warps_n * nt * 8, warps_m * warps_n * 32
+
+
+@functools.cache
+def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N,
+                     mt: int = MT, nt: int = NT, min_blocks: int = 2):
+    """The tensor_core_bf16 kernel: K-slabs of ``bk`` (a multiple of 16), ``stages`` >= 2 buffers,
+    warps_m x warps_n warps of mt x nt mma tiles (``nt`` even: B fragments come two tiles an ldmatrix);
+    launch bounds (threads, ``min_blocks``). Shared memory must stay under 48 KB (static arrays)."""
+    if bk % 16 or nt % 2 or stages < 2:
+        raise ValueError(f"bk={bk} (a multiple of 16), nt={nt} (even), stages={stages} (>= 2)")
+    bm, bn, threads = tile_shape(warps_m, warps_n, mt, nt)
+    wm_size, wn_size = mt * 16, nt * 8
+    lda = bk + PAD
+    ldb = bn + PAD
+    a_elems = bm * lda
+    b_elems = bk * ldb
+    a_total = stages * a_elems  # single names: compile-time sizes under numba-cuda-mlir
+    b_total = stages * b_elems
+    if 2 * (a_total + b_total) > 48 * 1024:
+        raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the 48 KB of static arrays")
+    acc_n = mt * nt * 4
+    a_frag = mt * 4
+    b_frag = nt * 2
+    bounds = {} if SIMULATOR else {"launch_bounds": (threads, min_blocks)}
+
+    @cuda.jit(**bounds)
+    def bf16_kernel(A, B, C):
+        """C = A @ B: A (M, K) and B (K, N) uint16 bf16 bits, C (M, N) float32; block (threads,),
+        grid (ceil(N / bn), ceil(M / bm))."""
+        sA = cuda.shared.array(a_total, uint16, alignment=ALIGN)  # [stage][m][k]
+        sB = cuda.shared.array(b_total, uint16, alignment=ALIGN)  # [stage][k][n]
+        pA = shared_base(sA)  # ldmatrix's view of them: shared-window addresses, once
+        pB = shared_base(sB)
+        M = A.shape[0]
+        K = A.shape[1]
+        N = B.shape[1]
+        t = cuda.threadIdx.x
+        lane = t % 32
+        warp = t // 32
+        g = lane // 4
+        q = lane % 4
+        lrow = lane % 16  # the row (A: m, B: k) whose address this lane gives ldmatrix
+        lcol = (lane // 16) * 8  # and the column
+        wm = (warp // warps_n) * wm_size
+        wn = (warp % warps_n) * wn_size
+        row0 = cuda.blockIdx.y * bm
+        col0 = cuda.blockIdx.x * bn
+        vec_a = K % 8 == 0
+        vec_b = N % 8 == 0
+        acc = cuda.local.array(acc_n, float32)  # [mt][nt][c0..c3]
+        af = cuda.local.array(a_frag, int32)  # [mt][a0..a3], bf16x2 each
+        bf = cuda.local.array(b_frag, int32)  # [nt][b0, b1]
+        for i in range(acc_n):
+            acc[i] = float32(0.0)
+        ntiles = (K + bk - 1) // bk
+        for s in range(stages - 1):
+            if s < ntiles:
+                load_tile_b16(sA, s * a_elems, A, M, K, row0, s * bk, bm, bk, lda, t, threads, vec_a)
+                load_tile_b16(sB, s * b_elems, B, K, N, s * bk, col0, bk, bn, ldb, t, threads, vec_b)
+            cp_async_commit()
+        for kt in range(ntiles):
+            cp_async_wait(stages - 2)  # my copies of slab kt landed
+            cuda.syncthreads()  # everyone's did, and everyone is done with slab kt - 1
+            nxt = kt + stages - 1
+            if nxt < ntiles:
+                buf = nxt % stages
+                load_tile_b16(sA, buf * a_elems, A, M, K, row0, nxt * bk, bm, bk, lda, t, threads, vec_a)
+                load_tile_b16(sB, buf * b_elems, B, K, N, nxt * bk, col0, bk, bn, ldb, t, threads, vec_b)
+            cp_async_commit()
+            abase = (kt % stages) * a_elems
+            bbase = (kt % stages) * b_elems
+            for kk in range(0, bk, 16):
+                for i in range(mt):  # a0..a3 of the 16 x 16 tile i: its quadrants
+                    r0, r1, r2, r3 = ldmatrix_x4(pA, abase + (wm + i * 16 + lrow) * lda + kk + lcol)
+                    af[i * 4] = r0
+                    af[i * 4 + 1] = r1
+                    af[i * 4 + 2] = r2
+                    af[i * 4 + 3] = r3
+                for p in range(nt // 2):  # b0, b1 of tiles 2p and 2p + 1
+                    r0, r1, r2, r3 = ldmatrix_x4_trans(pB, bbase + (kk + lrow) * ldb + wn + p * 16 + lcol)
+                    bf[p * 4] = r0
+                    bf[p * 4 + 1] = r1
+                    bf[p * 4 + 2] = r2
+                    bf[p * 4 + 3] = r3
+                for i in range(mt):
+                    for j in range(nt):
+                        o = (i * nt + j) * 4
+                        d0, d1, d2, d3 = mma_bf16(af[i * 4], af[i * 4 + 1], af[i * 4 + 2], af[i * 4 + 3],
+                                                  bf[j * 2], bf[j * 2 + 1],
+                                                  acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
+                        acc[o] = d0
+                        acc[o + 1] = d1
+                        acc[o + 2] = d2
+                        acc[o + 3] = d3
+        cp_async_wait(0)
+        for i in range(mt):
+            for j in range(nt):
+                o = (i * nt + j) * 4
+                for e in range(4):  # c_e at row g (+ 8 for c2, c3), column 2q (+ 1 for c1, c3)
+                    r = row0 + wm + i * 16 + g + (e >> 1) * 8
+                    c = col0 + wn + j * 8 + 2 * q + (e & 1)
+                    if r < M and c < N:
+                        C[r, c] = acc[o + e]
+
+    return bf16_kernel
+
+
+BM, BN, THREADS = tile_shape()
+
+
+def launch(size, threads):
+    """Block fixed at 256 threads (8 warps), one 128 x 128 tile of C a block."""
+    m, n, _ = size
+    notes = []
+    if threads != THREADS:
+        notes.append(f"block fixed at {THREADS} threads (8 warps); --threads {threads} ignored")
+    notes.append("bfloat16 inputs (7-bit mantissa, rounded once before the calls), float32 sums and output")
+    if EMULATED:
+        notes.append("emulated: mma.sync, ldmatrix and cp.async run as Python in the simulator")
+    grid = (blocks_for(n, BN), blocks_for(m, BM))
+    return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)),
+                  note="; ".join(notes))
+
+
+def device_bf16(a):
+    """A device (or simulator) float32 matrix rounded to bfloat16: a device uint16 array of its bits."""
+    host = a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+    return cuda.to_device(np.ascontiguousarray(to_bf16_bits(host)))
+
+
+def prepare(cfg, inputs, outputs):
+    """A and B (float32) rounded to bfloat16 once, here, then one launch a call; float32 only
+    (ValueError otherwise)."""
+    A, B = inputs
+    if np.dtype(A.dtype) != np.float32:
+        raise ValueError("tensor_core_bf16 takes float32 inputs (rounded to bfloat16)")
+    A16, B16 = device_bf16(A), device_bf16(B)
+    k = make_bf16_kernel()[cfg.grid, cfg.block]
+    C = outputs[0]
+    return lambda: k(A16, B16, C)
+
+
+def unavailable(dtype) -> str:
+    """Why the rung does not run here ("" when it does)."""
+    if UNAVAILABLE:
+        return f"tensor_core_bf16 {UNAVAILABLE}"
+    if np.dtype(dtype) != np.float32:
+        return f"tensor_core_bf16 takes float32 inputs, rounded to bfloat16 (--dtype {np.dtype(dtype).name})"
+    return ""

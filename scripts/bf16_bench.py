@@ -1,0 +1,219 @@
+"""Check and time the tensor_core_bf16 matmul rung on a GPU against torch's bfloat16 matmul; under 90 s.
+
+    PYTHONPATH=/tmp/ncm:$PWD LAB_COMPILER=numba-cuda-mlir python scripts/bf16_bench.py [--builds default,bk16s4] [--json out.json]
+
+1. Probes of the instructions, one warp each: ``ldmatrix.x4`` and ``.x4.trans`` on a 16 x 16 tile of known
+   codes, compared element by element with the m16n8k16 fragment layout (kernels.gemm.mma_bf16); one
+   ``mma.sync`` m16n8k16 against the float64 product of its bf16 tiles.
+2. The rung at shapes that are not multiples of its 128 x 128 x 32 tile (K or N not a multiple of 8 takes
+   the plain-load path), fresh random float32 inputs rounded to bf16, C poisoned (NaN) first, checked
+   against the float64 reference of the float32 inputs with the bf16 tolerance
+   (kernels.gemm.mma.rounded_inputs_tolerance, 7 mantissa bits); torch.matmul on the same bf16 tensors
+   is held to the same tolerance.
+3. TFLOP/s at 4096^3 and 2048^3: CUDA events around 20 back-to-back calls (launch overhead hidden),
+   median of 5 such rounds, after a warm-up; torch.matmul(A.bfloat16(), B.bfloat16()) the same way
+   (cuBLAS; it writes a bf16 C, the rung a float32 C). Prints one table; ``--json`` writes the numbers.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+os.environ.setdefault("LAB_COMPILER", "numba-cuda-mlir")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from kernels.compiler import cuda, float32, uint16  # noqa: E402  (after LAB_COMPILER is set)
+from kernels.gemm import mma, mma_bf16 as MB, tensor_core_bf16 as TC  # noqa: E402
+from kernels.gemm.build_options import ALIGN  # noqa: E402
+
+CHECK_SHAPES = [(1000, 1030, 517), (257, 4099, 136), (777, 1333, 904)]
+TIME_SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048)]
+BUILDS = {"default": dict(), "bk16s4": dict(bk=16, stages=4), "bk16s2": dict(bk=16, stages=2)}
+
+
+def rounds_ms(fn, torch, calls=20, rounds=5, budget_s=6.0):
+    """Median over ``rounds`` of (event time of ``calls`` back-to-back calls) / calls, in ms."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    per, t0 = [], time.perf_counter()
+    for _ in range(rounds):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record()
+        e.synchronize()
+        per.append(s.elapsed_time(e) / calls)
+        if time.perf_counter() - t0 > budget_s and len(per) >= 2:
+            break
+    return float(np.median(per))
+
+
+@cuda.jit
+def ldm(X, R, RT):
+    s = cuda.shared.array(256, uint16, alignment=ALIGN)
+    lane = cuda.threadIdx.x
+    for e in range(8):
+        s[lane * 8 + e] = X[lane * 8 + e]
+    cuda.syncthreads()
+    r0, r1, r2, r3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    R[lane, 0] = r0
+    R[lane, 1] = r1
+    R[lane, 2] = r2
+    R[lane, 3] = r3
+    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    RT[lane, 0] = t0
+    RT[lane, 1] = t1
+    RT[lane, 2] = t2
+    RT[lane, 3] = t3
+
+@cuda.jit
+def one_mma(A, B, C):
+    s = cuda.shared.array(256, uint16, alignment=ALIGN)
+    sb = cuda.shared.array(128, uint16, alignment=ALIGN)
+    lane = cuda.threadIdx.x
+    for e in range(8):
+        s[lane * 8 + e] = A[lane * 8 + e]
+    for e in range(4):
+        sb[lane * 4 + e] = B[lane * 4 + e]
+    cuda.syncthreads()
+    a0, a1, a2, a3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    # B is 16 x 8 (k x n), rows of 8: lanes 0..15 point at rows 0..15 (x4.trans over n 0..7 twice)
+    b0, b1, b2, b3 = MB.ldmatrix_x4_trans(MB.shared_base(sb), (lane % 16) * 8)
+    z = float32(0.0)
+    d0, d1, d2, d3 = MB.mma_bf16(a0, a1, a2, a3, b0, b1, z, z, z, z)
+    g = lane // 4
+    q = lane % 4
+    C[g, 2 * q] = d0
+    C[g, 2 * q + 1] = d1
+    C[g + 8, 2 * q] = d2
+    C[g + 8, 2 * q + 1] = d3
+
+
+def probes(out):
+    X = np.arange(256, dtype=np.uint16)
+    dR, dRT = cuda.to_device(np.zeros((32, 4), np.int32)), cuda.to_device(np.zeros((32, 4), np.int32))
+    ldm[1, 32](cuda.to_device(X), dR, dRT)
+    R, RT = dR.copy_to_host(), dRT.copy_to_host()
+    bad = bad_t = 0
+    for lane in range(32):
+        for j in range(4):
+            want = [16 * r + c for r, c in (MB.a_index(lane, 2 * j), MB.a_index(lane, 2 * j + 1))]
+            bad += [int(R[lane, j]) & 0xFFFF, (int(R[lane, j]) >> 16) & 0xFFFF] != want
+            k, n = MB.b_index(lane, 2 * (j % 2))
+            n += 8 * (j // 2)
+            bad_t += [int(RT[lane, j]) & 0xFFFF, (int(RT[lane, j]) >> 16) & 0xFFFF] != [16 * k + n, 16 * (k + 1) + n]
+    out["probes"]["ldmatrix_x4 wrong registers (of 128)"] = bad
+    out["probes"]["ldmatrix_x4_trans wrong registers (of 128)"] = bad_t
+
+    rng = np.random.default_rng(3)
+    A = MB.to_bf16_bits(rng.standard_normal((16, 16)).astype(np.float32))
+    B = MB.to_bf16_bits(rng.standard_normal((16, 8)).astype(np.float32))
+    dC = cuda.to_device(np.full((16, 8), np.nan, np.float32))
+    one_mma[1, 32](cuda.to_device(A.ravel()), cuda.to_device(B.ravel()), dC)
+    C = dC.copy_to_host()
+    ref = MB.bf16_bits_to_float32(A).astype(np.float64) @ MB.bf16_bits_to_float32(B)
+    out["probes"]["mma m16n8k16 max |D - ref|"] = float(np.nanmax(np.abs(C - ref)))
+    out["probes"]["mma NaN"] = int(np.isnan(C).sum())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--builds", default="default,bk16s4")
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--budget", type=float, default=85.0)
+    ap.add_argument("--check", default=",".join("x".join(map(str, s)) for s in CHECK_SHAPES), help="MxNxK,...")
+    ap.add_argument("--time", default=",".join("x".join(map(str, s)) for s in TIME_SHAPES), help="MxNxK,...")
+    args = ap.parse_args()
+    check_shapes = [tuple(int(v) for v in s.split("x")) for s in args.check.split(",") if s]
+    time_shapes = [tuple(int(v) for v in s.split("x")) for s in args.time.split(",") if s]
+    t_start = time.time()
+    import torch
+
+    out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "probes": {}, "checks": [], "times": []}
+    try:
+        probes(out)
+    except Exception as e:
+        out["probes"]["error"] = f"{type(e).__name__}: {' '.join(str(e).split())[:600]}"
+    print("probes:", json.dumps(out["probes"]), flush=True)
+
+    rng = np.random.default_rng()
+    ok_all = True
+    for (m, n, k) in check_shapes:
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        tol = mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA)
+        dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+        cfg = TC.launch((m, n, k), 256)
+        t0 = time.perf_counter()
+        TC.make_bf16_kernel()[cfg.grid, cfg.block](cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
+        cuda.synchronize()
+        first = time.perf_counter() - t0
+        C = dC.copy_to_host()
+        err = np.abs(C.astype(np.float64) - ref)
+        ok = bool(np.all(err <= tol))  # NaN (an element never written) fails
+        ok_all &= ok
+        r16 = MB.round_bf16(A).astype(np.float64) @ MB.round_bf16(B).astype(np.float64)
+        tC = torch.matmul(torch.from_numpy(A).cuda().bfloat16(), torch.from_numpy(B).cuda().bfloat16()).float().cpu().numpy()
+        terr = np.abs(tC.astype(np.float64) - ref)
+        out["checks"].append({"shape": [m, n, k], "ok": ok, "nan": int(np.isnan(C).sum()),
+                              "worst_err_over_tol": float(np.nanmax(err / tol)),
+                              "max_rel_err_vs_bf16_inputs_ref": float(np.nanmax(np.abs(C - r16)) / np.abs(r16).max()),
+                              "torch_bf16_ok": bool(np.all(terr <= tol)), "torch_worst_err_over_tol": float(np.max(terr / tol)),
+                              "first_call_s": round(first, 1)})
+        print("check:", json.dumps(out["checks"][-1]), flush=True)
+
+    for (m, n, k) in time_shapes:
+        flops = 2.0 * m * n * k
+        At = torch.randn(m, k, device="cuda")
+        Bt = torch.randn(k, n, device="cuda")
+        Ah, Bh = At.bfloat16(), Bt.bfloat16()
+        ms = rounds_ms(lambda Ah=Ah, Bh=Bh: torch.matmul(Ah, Bh), torch)
+        out["times"].append({"who": "torch.matmul bf16", "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9})
+        dA = cuda.to_device(MB.to_bf16_bits(At.cpu().numpy()))
+        dB = cuda.to_device(MB.to_bf16_bits(Bt.cpu().numpy()))
+        dC = cuda.device_array((m, n), np.float32)
+        for name in args.builds.split(","):
+            if time.time() - t_start > args.budget - 8 or not ok_all and name != "default":
+                out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "skipped": "time or check"})
+                continue
+            try:
+                kern = TC.make_bf16_kernel(**BUILDS[name])
+                grid = ((n + TC.BN - 1) // TC.BN, (m + TC.BM - 1) // TC.BM)
+                launch = kern[grid, (TC.THREADS,)]
+                ms = rounds_ms(lambda launch=launch, dA=dA, dB=dB, dC=dC: launch(dA, dB, dC), torch)
+                out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "ms": ms,
+                                     "tflops": flops / ms / 1e9})
+            except Exception as e:
+                out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k],
+                                     "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"})
+        if (m, n, k) == time_shapes[0]:  # the timed output is right too
+            got = dC.copy_to_host()
+            ref = (MB.round_bf16(At.cpu().numpy()[:64]).astype(np.float64) @ MB.round_bf16(Bt.cpu().numpy()).astype(np.float64))
+            out["timed_4096_first_64_rows_max_rel_err"] = float(np.abs(got[:64] - ref).max() / np.abs(ref).max())
+
+    print(f"\n{out['device']}, torch {out['torch']}; checks {'all passed' if ok_all else 'FAILED'}")
+    print(f"{'contender':<28} {'M x N x K':<16} {'ms':>9} {'TFLOP/s':>9} {'vs torch bf16':>14}")
+    torch_t = {tuple(r["shape"]): r["tflops"] for r in out["times"] if r["who"].startswith("torch") and "tflops" in r}
+    for r in out["times"]:
+        shape = "x".join(map(str, r["shape"]))
+        if "tflops" not in r:
+            print(f"{r['who']:<28} {shape:<16} {r.get('error', r.get('skipped'))}")
+            continue
+        ratio = r["tflops"] / torch_t[tuple(r["shape"])]
+        print(f"{r['who']:<28} {shape:<16} {r['ms']:>9.3f} {r['tflops']:>9.1f} {ratio:>13.2f}x")
+    print(f"(total {time.time() - t_start:.0f} s)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,151 @@
+"""The bfloat16 tensor-core rung (kernels/gemm/tensor_core_bf16.py) and its instructions (kernels/gemm/mma_bf16.py):
+the m16n8k16 fragment layout, ldmatrix's lane-to-row mapping (plain and .trans), one emulated mma, the bf16
+rounding and tolerance, and the rung against the float64 reference at sizes that are not multiples of its
+tiles. In the simulator the instructions are the emulation; on a GPU under numba-cuda-mlir the same tests run
+the hardware (scripts/tensor_cores_bench.py --bf16 times it)."""
+import numpy as np
+import pytest
+
+import kernels
+from kernels.compiler import cuda, float32, uint16
+from kernels.gemm import mma, mma_bf16 as MB
+from kernels.gemm.build_options import ALIGN
+from kernels.spec import dot_tolerance
+from tests.conftest import SIMULATOR
+from tests.kernels.test_tensor_cores import _run
+
+pytestmark = pytest.mark.gpu
+
+
+def test_m16n8k16_fragments_cover_each_tile_once():
+    maps = MB.fragment_maps()
+    for name, shape, n in (("A", (16, 16), 8), ("B", (16, 8), 4), ("C", (16, 8), 4)):
+        grid = maps[name]
+        assert grid.shape == shape and sorted(grid.ravel()) == sorted(10 * ln + i for ln in range(32) for i in range(n))
+    # PTX ISA, m16n8k16 .bf16: lane 5 is group 1, thread-in-group 1
+    assert MB.a_index(5, 0) == (1, 2) and MB.a_index(5, 3) == (9, 3) and MB.a_index(5, 6) == (9, 10)
+    assert MB.b_index(5, 1) == (3, 1) and MB.b_index(5, 2) == (10, 1)
+    assert "T31.7" in MB.fragment_picture()
+
+
+def test_ldmatrix_delivers_the_mma_fragments():
+    # lane l pointing at row l % 16, column (l // 16) * 8: registers 0..3 are a0..a3 of the 16 x 16 tile,
+    # and with .trans on a k x n tile b0, b1 of its left 16 x 8 half and b0, b1 of its right half
+    for lane in range(32):
+        for j in range(4):
+            for h in range(2):
+                (src, e) = MB.ldmatrix_source(lane, j, False)[h]
+                assert (src % 16, 8 * (src // 16) + e) == MB.a_index(lane, 2 * j + h)
+                (src, e) = MB.ldmatrix_source(lane, j, True)[h]
+                k, n = MB.b_index(lane, 2 * (j % 2) + h)
+                assert (src % 16, 8 * (src // 16) + e) == (k, n + 8 * (j // 2))
+
+
+def test_bf16_rounding_is_nearest_even():
+    one = np.float32(1.0)
+    tie = np.float32(1.0 + 2.0 ** -8)  # halfway between 1 and 1 + 2^-7: to even (1)
+    assert MB.round_bf16(tie) == one and MB.round_bf16(np.float32(1.0 + 3 * 2.0 ** -8)) == np.float32(1 + 2.0 ** -6)
+    x = np.random.default_rng(0).standard_normal(1000).astype(np.float32)
+    r = MB.round_bf16(x)
+    assert (r.view(np.uint32) & 0xFFFF == 0).all() and np.all(np.abs(r - x) <= np.abs(x) * 2.0 ** -8)
+    assert np.isnan(MB.round_bf16(np.float32(np.nan))) and MB.round_bf16(np.float32(np.inf)) == np.inf
+
+
+def test_bf16_tolerance_passes_bf16_and_fails_coarser(rng):
+    A = rng.standard_normal((40, 700)).astype(np.float32)
+    B = rng.standard_normal((700, 24)).astype(np.float32)
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    tol = mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA)
+    b16 = MB.round_bf16(A).astype(np.float64) @ MB.round_bf16(B).astype(np.float64)
+    assert (np.abs(b16 - exact) <= tol).all()
+    assert not (np.abs(b16 - exact) <= mma.rounded_inputs_tolerance(A, B, 10)).all()  # TF32's is too tight
+    coarse = lambda x: (x.view(np.uint32) & np.uint32(0xFFF80000)).view(np.float32)  # noqa: E731  (4 bits, truncated)
+    c4 = coarse(A).astype(np.float64) @ coarse(B).astype(np.float64)
+    assert not (np.abs(c4 - exact) <= tol).all()
+
+
+@cuda.jit
+def _ldmatrix_probe(X, R, RT):
+    s = cuda.shared.array(256, uint16, alignment=ALIGN)  # ldmatrix rows: 16-byte aligned
+    lane = cuda.threadIdx.x
+    for e in range(8):
+        s[lane * 8 + e] = X[lane * 8 + e]
+    cuda.syncthreads()
+    r0, r1, r2, r3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    R[lane, 0] = r0
+    R[lane, 1] = r1
+    R[lane, 2] = r2
+    R[lane, 3] = r3
+    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    RT[lane, 0] = t0
+    RT[lane, 1] = t1
+    RT[lane, 2] = t2
+    RT[lane, 3] = t3
+
+
+def test_ldmatrix_reads_the_rows_the_lanes_point_at():
+    X = np.arange(256, dtype=np.uint16)  # element (r, c) of the 16 x 16 tile holds 16 r + c
+    dR, dRT = cuda.to_device(np.zeros((32, 4), np.int32)), cuda.to_device(np.zeros((32, 4), np.int32))
+    _ldmatrix_probe[1, 32](cuda.to_device(X), dR, dRT)
+    R, RT = dR.copy_to_host(), dRT.copy_to_host()
+    for lane in range(32):
+        for j in range(4):
+            regs = [int(R[lane, j]) & 0xFFFF, (int(R[lane, j]) >> 16) & 0xFFFF]
+            assert regs == [16 * r + c for r, c in (MB.a_index(lane, 2 * j), MB.a_index(lane, 2 * j + 1))]
+            k, n = MB.b_index(lane, 2 * (j % 2))
+            n += 8 * (j // 2)
+            assert [int(RT[lane, j]) & 0xFFFF, (int(RT[lane, j]) >> 16) & 0xFFFF] == [16 * k + n, 16 * (k + 1) + n]
+
+
+@cuda.jit
+def _mma_probe(A, B, C):
+    lane = cuda.threadIdx.x
+    g = lane // 4
+    q = lane % 4
+    a = cuda.local.array(4, np.int32)
+    for r in range(4):  # a_r: A[g (+8 for r odd)][2q (+8 for r >= 2) ..+1]
+        row = g + 8 * (r % 2)
+        col = 2 * q + 8 * (r // 2)
+        a[r] = np.int32(A[row, col]) | (np.int32(A[row, col + 1]) << 16)
+    b0 = np.int32(B[2 * q, g]) | (np.int32(B[2 * q + 1, g]) << 16)
+    b1 = np.int32(B[2 * q + 8, g]) | (np.int32(B[2 * q + 9, g]) << 16)
+    z = float32(0.0)
+    d0, d1, d2, d3 = MB.mma_bf16(a[0], a[1], a[2], a[3], b0, b1, z, z, z, z)
+    C[g, 2 * q] = d0
+    C[g, 2 * q + 1] = d1
+    C[g + 8, 2 * q] = d2
+    C[g + 8, 2 * q + 1] = d3
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the emulation's fragments (a GPU runs the instruction: the bench probes it)")
+def test_one_mma_is_the_tile_product(rng):
+    A = MB.to_bf16_bits(rng.standard_normal((16, 16)).astype(np.float32))
+    B = MB.to_bf16_bits(rng.standard_normal((16, 8)).astype(np.float32))
+    C = np.full((16, 8), np.nan, np.float32)
+    _mma_probe[1, 32](A.astype(np.int32), B.astype(np.int32), C)
+    ref = MB.bf16_bits_to_float32(A).astype(np.float64) @ MB.bf16_bits_to_float32(B)
+    assert np.allclose(C, ref, rtol=1e-6, atol=1e-6)
+
+
+SIM_SIZES = [(33, 17, 13), (20, 24, 40)]  # K, N odd: plain loads; multiples of 8: cp.async, two K-slabs
+GPU_SIZES = [(1000, 1030, 517), (257, 4099, 136), (777, 1333, 904)]
+
+
+@pytest.mark.parametrize("size", SIM_SIZES if SIMULATOR else GPU_SIZES)
+def test_tensor_core_bf16_rung(size, rng):
+    verdict = _run("tensor_core_bf16", size, rng)
+    assert verdict.ok, verdict.reason
+
+
+def test_bf16_rung_stays_out_of_auto():
+    spec = kernels.load("matmul")
+    from kernels import matmul
+
+    tc = spec.variants["tensor_core_bf16"]
+    assert "tensor_core_bf16" not in matmul.RUNGS and tc.precision == "bf16" and tc.suits((4096,) * 3) is False
+    if mma.UNAVAILABLE:
+        assert tc.unavailable(np.float32) == f"tensor_core_bf16 {mma.UNAVAILABLE}"
+    else:
+        assert tc.unavailable(np.float32) == "" and "float32" in tc.unavailable(np.float64)
+    A = np.ones((4, 300), np.float32)
+    assert np.all(tc.tolerance([A, A.T.copy()], None, np.float32)[0] > dot_tolerance(A, A.T.copy(), np.float32))
