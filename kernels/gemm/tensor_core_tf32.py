@@ -116,6 +116,7 @@ def load_slab(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw
     Thread ``t`` copies chunks t, t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant):
     16-byte copies (cols % 4 == 0), else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
     per_row = tile_cols // 4
+    inside = r0 + tile_rows <= rows and c0 + tile_cols <= cols  # the whole tile: no checks a chunk
     for i in range(copies):
         c = t + i * nthreads
         r = c // per_row
@@ -123,7 +124,9 @@ def load_slab(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw
         gr = r0 + r
         gc = c0 + k * 4
         di = base + r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4
-        if vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all
+        if vec and inside:
+            cp_async16(sdst, di, src, gr, gc, 4)
+        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all
             cp_async16(sdst, di, src, gr, gc, 4 if gr < rows and gc < cols else 0)
         else:
             for e in range(4):
@@ -193,17 +196,20 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
                 load_slab(sA, s * a_words, A, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
                 load_slab(sB, s * b_words, B, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
             cp_async_commit()
+        rd = 0  # the stage slab kt sits in (kt % stages, counted: no division in the loop)
+        wr = stages - 1  # the stage slab kt + stages - 1 goes to: the one slab kt - 1 used
         for kt in range(ntiles):
             cp_async_wait(stages - 2)
             cuda.syncthreads()
             nxt = kt + stages - 1
             if nxt < ntiles:
-                buf = nxt % stages
-                load_slab(sA, buf * a_words, A, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
-                load_slab(sB, buf * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
+                load_slab(sA, wr * a_words, A, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
+                load_slab(sB, wr * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
             cp_async_commit()
-            abase = (kt % stages) * a_words + a_lane
-            bbase = (kt % stages) * b_words + b_lane
+            wr = rd
+            abase = rd * a_words + a_lane
+            bbase = rd * b_words + b_lane
+            rd = rd + 1 if rd + 1 < stages else 0
             for kk in range(bk // 16):
                 for mt in range(MT):  # A: one 128-bit load a row: k = 4q .. 4q + 3 of this 16-k group
                     for h in range(2):
