@@ -13,8 +13,11 @@ constant, an index into :data:`ROUNDINGS`):
 * ``"cvt"`` (1) -- ``cvt.rna.tf32.f32``: the PTX conversion (NaNs kept), several instructions on sm_90.
 * ``"none"`` (2) -- the bits as they are: the tensor core truncates (toward zero, a biased error).
 
-``base`` is :func:`shared_base` of the array, computed once per kernel (the shared-window address on a
-GPU); ``i`` the index of the first of the four words, a multiple of 4 (16-byte aligned).
+The load reads the words at byte ``base + 4 i`` of the array's shared window, ``base`` being
+:func:`shared_base` of the array (computed once per kernel: the shared-window address on a GPU, 0 in the
+emulation) plus 4 x an element index: a kernel adds its per-thread part to ``base`` once and passes the
+rest, a constant of the unrolled loops, as ``i``, so each load is one LDS.128 with an immediate offset.
+The word read first must be 16-byte aligned (an element index that is a multiple of 4).
 
 In Numba's CUDA simulator the load is four reads of the array and the values stay float32 (the emulated
 ``mma_tf32`` rounds its inputs itself, kernels.gemm.mma); under numba-cuda on a GPU (no inline PTX) the
@@ -49,8 +52,8 @@ if COMPILER == MLIR:
 
     @cuda.jit(device=True, forceinline=True)
     def ld4_tf32(array, base, i, mode):
-        """array[i : i + 4] in one 128-bit shared load, rounded to TF32 by ROUNDINGS[mode]: four int32
-        registers of TF32 bits (kernels.gemm.mma.FRAGMENT), as mma_tf32 takes A and B."""
+        """The 4 words at byte base + 4 i of shared ``array`` in one 128-bit load, rounded to TF32 by
+        ROUNDINGS[mode]: four int32 registers of TF32 bits (kernels.gemm.mma.FRAGMENT), as mma_tf32 takes."""
         a = int32(base + i * 4)
         if mode == 0:
             return _X.inline_ptx(LD4_ADD_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32,
@@ -67,5 +70,6 @@ else:  # the simulator's emulation, and numba-cuda on a GPU: four plain loads, f
 
     @cuda.jit(device=True)
     def ld4_tf32(array, base, i, mode):
-        """array[i : i + 4] as four float32 values (the emulated mma rounds them to TF32)."""
-        return array[i], array[i + 1], array[i + 2], array[i + 3]
+        """array[j : j + 4], j = base // 4 + i, as four float32 values (the emulated mma rounds them)."""
+        j = base // 4 + i
+        return array[j], array[j + 1], array[j + 2], array[j + 3]

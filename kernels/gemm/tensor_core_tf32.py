@@ -184,7 +184,7 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         a_odd = (g & 1) * (a_sw // 4)
         a_lane = (wm0 + g) * bk + q * 4
         b_chunk = (g * cpl) ^ ((q & 1) * b_sw + (q >> 1) * 4)
-        b_lane = 4 * q * bn + wn0
+        b_lane = 4 * q * bn + wn0  # + 4 (b_chunk ^ c) for chunk c
         acc = cuda.local.array(acc_n, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
         af = cuda.local.array(a_frag_n, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU
         bf = cuda.local.array(b_frag_n, FRAGMENT)  # [nt][b0, b1]
@@ -207,21 +207,21 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
                 load_slab(sB, wr * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
             cp_async_commit()
             wr = rd
-            abase = rd * a_words + a_lane
-            bbase = rd * b_words + b_lane
+            pa = a_addr + 4 * (rd * a_words + a_lane)  # byte addresses: the loads below add constants
+            pb = b_addr + 4 * (rd * b_words + b_lane)
             rd = rd + 1 if rd + 1 < stages else 0
             for kk in range(bk // 16):
                 for mt in range(MT):  # A: one 128-bit load a row: k = 4q .. 4q + 3 of this 16-k group
                     for h in range(2):
                         f = (mt * 2 + h) * 4
                         af[f], af[f + 1], af[f + 2], af[f + 3] = ld4_tf32(
-                            sA, a_addr, abase + (mt * 16 + h * 8) * bk + (kk ^ a_odd) * 16, mode)
+                            sA, pa + 64 * (kk ^ a_odd), (mt * 16 + h * 8) * bk, mode)
                 for s in range(2):  # k-step s: words 2s, 2s + 1 of each A load, B rows 4q + 2s, 4q + 2s + 1
                     for j in range(2):
                         for c in range(cpl):
                             f = c * 8 + j  # bf[(c * 4 + e) * 2 + j]: n tile c * 4 + e, register j
                             bf[f], bf[f + 2], bf[f + 4], bf[f + 6] = ld4_tf32(
-                                sB, b_addr, bbase + (kk * 16 + 2 * s + j) * bn + (b_chunk ^ c) * 4, mode)
+                                sB, pb + 16 * (b_chunk ^ c), (kk * 16 + 2 * s + j) * bn, mode)
                     for mt in range(MT):
                         a = mt * 8 + 2 * s
                         for nt in range(NT):
