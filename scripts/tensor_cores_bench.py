@@ -2,6 +2,11 @@
 same precision; writes JSON for docs/tensor-cores.md.
 
     LAB_COMPILER=numba-cuda-mlir python scripts/tensor_cores_bench.py --out tc.json [--quick]
+    LAB_COMPILER=numba-cuda-mlir python scripts/tensor_cores_bench.py --out tiles.json --tiles   # about 80 s
+
+``--tiles`` compares the builds of tensor_core_tf32 (TILE_BUILDS: block and warp tiles, slab depth, stages,
+rounding) and prints a table: each checked at 1001 x 1036 x 516, timed at 4096^3 and 3000 x 5000 x 2000
+beside torch's TF32 matmul, and whether rounding by an integer add gives cvt.rna's bits.
 
 Each rung is first checked against the float64 reference on fresh random inputs, with the tolerance of
 its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
@@ -13,6 +18,7 @@ adds the bf16 rung (inputs rounded to bf16 bits before the calls); scripts/bf16_
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
@@ -27,6 +33,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK_SHAPES = [(128, 128, 64), (1000, 1030, 517), (257, 4099, 130), (777, 1333, 904)]
 TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (8192, 8192, 8192),
                (1000, 1030, 517), (6144, 4096, 1536)]
+# --tiles: the builds of tensor_core_tf32 (kernels.gemm.tensor_core_tf32.TILES, roundings) side by side, each
+# checked at a shape that is no multiple of any tile (16-byte copies; the default build also at one with
+# 4-byte copies), then timed at two shapes; "cvt" and "none" are the default tile with the other roundings
+TILE_BUILDS = ["tensor_core_tf32", "tensor_core_tf32 b128x256_w64x64_k16_s2", "tensor_core_tf32 b128x128_w64x32_k16_s3",
+               "tensor_core_tf32 b128x64_w64x32_k32_s2", "tensor_core_tf32 cvt", "tensor_core_tf32 none"]
+TILE_CHECK = (1001, 1036, 516)
+TILE_TIMES = [(4096, 4096, 4096), (3000, 5000, 2000)]
 
 
 def median_ms(fn, torch, warmup=3, calls=20, budget_s=3.0):
@@ -117,18 +130,24 @@ def part_probe(name, out, rng):
 
 
 def build(name):
+    """(plan, kernel) of rung build ``name``: plan((m, n, k)) is its launch (grid, block), kernel((m, n, k))
+    its compiled kernel for that shape. Names: "async_copy [bk16 s2 | bk8 s3]", "tensor_core_tf32 [TILE]
+    [add | cvt | none]" (TILE a key of kernels.gemm.tensor_core_tf32.TILES, the rounding of A and B)."""
     from kernels.gemm import async_copy as AC
     from kernels.gemm import tensor_core_bf16 as TB
     from kernels.gemm import tensor_core_tf32 as TC
 
-    return {"tensor_core_bf16": lambda: (TB, TB.make_bf16_kernel()),
-            "tensor_core_bf16 bk16 s4": lambda: (TB, TB.make_bf16_kernel(16, 4)),"async_copy": lambda: (AC, AC.make_async_copy_kernel()),
-            "tensor_core_tf32": lambda: (TC, TC.make_tf32_kernel()),
-            "async_copy bk16 s2": lambda: (AC, AC.make_async_copy_kernel(16, 2)),
-            "async_copy bk8 s3": lambda: (AC, AC.make_async_copy_kernel(8, 3)),
-            "tensor_core_tf32 unrounded": lambda: (TC, TC.make_tf32_kernel(round_inputs=False)),
-            "tensor_core_tf32 bk8 s4": lambda: (TC, TC.make_tf32_kernel(8, 4)),
-            "tensor_core_tf32 bk32 s2": lambda: (TC, TC.make_tf32_kernel(32, 2))}[name]()
+    rung, *opts = name.split()
+    if rung == "tensor_core_bf16":
+        kern = TB.make_bf16_kernel(16, 4) if opts == ["bk16", "s4"] else TB.make_bf16_kernel()
+        return (lambda size: TB.launch(size, 256)), (lambda size: kern)
+    if rung == "async_copy":
+        bk, stages = {(): (AC.BK, AC.STAGES), ("bk16", "s2"): (16, 2), ("bk8", "s3"): (8, 3)}[tuple(opts)]
+        kern = AC.make_async_copy_kernel(bk, stages)
+        return (lambda size: AC.launch(size, AC.THREADS)), (lambda size: kern)
+    tile = next((TC.TILES[o] for o in opts if o in TC.TILES), TC.TILES[TC.DEFAULT])
+    rounding = next((o for o in opts if o in TC.ROUNDINGS), TC.ROUNDING)
+    return (lambda size: TC.launch_for(tile, size)), (lambda size: TC.kernel_for(size[2], size[1], tile, rounding))
 
 
 def part_rung(name, out, rng, shapes, tshapes):
@@ -139,7 +158,7 @@ def part_rung(name, out, rng, shapes, tshapes):
     from kernels.spec import dot_tolerance
     import torch
 
-    mod, kern = build(name)
+    plan, kernel = build(name)
     bf16 = "bf16" in name  # the kernel takes bfloat16 bits (uint16), rounded here before the call
     dev = (lambda X: cuda.to_device(MB.to_bf16_bits(X))) if bf16 else cuda.to_device
     ok_all = True
@@ -147,9 +166,9 @@ def part_rung(name, out, rng, shapes, tshapes):
         A = rng.standard_normal((m, k)).astype(np.float32)
         B = rng.standard_normal((k, n)).astype(np.float32)
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
-        cfg = mod.launch((m, n, k), 256)
+        cfg = plan((m, n, k))
         t0 = time.perf_counter()
-        kern[cfg.grid, cfg.block](dev(A), dev(B), dC)
+        kernel((m, n, k))[cfg.grid, cfg.block](dev(A), dev(B), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0
         C = dC.copy_to_host()
@@ -161,7 +180,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         ok_all &= ok
         out["checks"].append({"rung": name, "shape": [m, n, k], "ok": ok, "max_err": float(np.nanmax(err)),
                               "nan": int(np.isnan(C).sum()), "worst_over_tol": float(np.nanmax(err / tol)),
-                              "first_call_s": round(first, 2)})
+                              "first_call_s": round(first, 2), "sha1": hashlib.sha1(C.tobytes()).hexdigest()[:12]})
         save(out)
     if not ok_all:
         return
@@ -169,8 +188,8 @@ def part_rung(name, out, rng, shapes, tshapes):
         dA = dev(np.random.default_rng(1).standard_normal((m, k), np.float32))
         dB = dev(np.random.default_rng(2).standard_normal((k, n), np.float32))
         dC = cuda.device_array((m, n), np.float32)
-        cfg = mod.launch((m, n, k), 256)
-        launch = kern[cfg.grid, cfg.block]
+        cfg = plan((m, n, k))
+        launch = kernel((m, n, k))[cfg.grid, cfg.block]
 
         def call(launch=launch, dA=dA, dB=dB, dC=dC):
             launch(dA, dB, dC)
@@ -201,10 +220,10 @@ def part_ncu_target(rungs):
     dB = cuda.to_device(np.random.default_rng(2).standard_normal((k, n), np.float32))
     dC = cuda.device_array((m, n), np.float32)
     for name in rungs:
-        mod, kern = build(name)
-        cfg = mod.launch((m, n, k), 256)
+        plan, kernel = build(name)
+        cfg = plan((m, n, k))
         for _ in range(2):
-            kern[cfg.grid, cfg.block](dA, dB, dC)
+            kernel((m, n, k))[cfg.grid, cfg.block](dA, dB, dC)
         cuda.synchronize()
 
 
@@ -280,6 +299,32 @@ def results_doc(raw: dict) -> dict:
                                 "stages (docs/tensor-cores.md)."}]}
 
 
+def tiles_table(out: dict) -> str:
+    """The --tiles run as text: each build's check and TFLOP/s beside torch's TF32 matmul."""
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    t = {(r["rung"], tuple(r["shape"])): r["tflops"] for r in out["times"]}
+    head = f"{'build':58s} {'check (worst err / tol)':26s}" + "".join(f"{'x'.join(map(str, s)):>24s}" for s in TILE_TIMES)
+    lines = [f"{out.get('device', '?')}, numba-cuda-mlir {out.get('compiler_version', '?')}, torch {out.get('torch', '?')}; "
+             f"TFLOP/s (x torch TF32); default build {TC.DEFAULT}, rounding {TC.ROUNDING} "
+             f"(kernels/gemm/tensor_core_tf32.py: DEFAULT, ROUNDING)", head,
+             f"{'torch tf32':85s}" + "".join(f"{t.get(('torch tf32', s), float('nan')):24.1f}" for s in TILE_TIMES)]
+    for name in TILE_BUILDS:
+        checks = [c for c in out["checks"] if c["rung"] == name]
+        verdict = (("ok " if all(c["ok"] for c in checks) else "FAILED ")
+                   + " ".join(f"{c['worst_over_tol']:.2f}" for c in checks)) if checks else "not run"
+        cells = ""
+        for s in TILE_TIMES:
+            mine, ref = t.get((name, s)), t.get(("torch tf32", s))
+            cells += f"{mine:12.1f} ({mine / ref:.2f}x)".rjust(24) if mine and ref else f"{'-':>24s}"
+        lines.append(f"{name:58s} {verdict:26s}{cells}")
+    sha = {c["rung"]: c["sha1"] for c in out["checks"] if tuple(c["shape"]) == TILE_CHECK}
+    if "tensor_core_tf32" in sha and "tensor_core_tf32 cvt" in sha:
+        lines.append(f"rounding add == cvt.rna bit for bit at {TILE_CHECK}: {sha['tensor_core_tf32'] == sha['tensor_core_tf32 cvt']}")
+    lines += [f"error: {e}" for e in out["errors"]]
+    return "\n".join(lines)
+
+
 def main():
     global OUT
     import subprocess
@@ -294,14 +339,19 @@ def main():
     ap.add_argument("--rungs", default="async_copy,tensor_core_tf32")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--probes", default="addresses,mma,cp_async")
-    ap.add_argument("--budget", type=float, default=200.0, help="seconds for the whole run")
+    ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run (200; --tiles 85)")
     ap.add_argument("--ncu", action="store_true", help="also ncu metrics of the two rungs at 4096^3")
     ap.add_argument("--labrun", action="store_true", help="also lab run matmul at 4096^3 with the two rungs")
     ap.add_argument("--extra-rungs", default="", help="rungs (build options) run after ncu and lab run")
+    ap.add_argument("--tiles", action="store_true", help="only tensor_core_tf32's builds (TILE_BUILDS), a table")
     args = ap.parse_args()
     OUT = args.out
     shapes = CHECK_SHAPES[:3] if args.quick else CHECK_SHAPES
     tshapes = TIME_SHAPES[:2] if args.quick else TIME_SHAPES
+    args.budget = args.budget or (85.0 if args.tiles else 200.0)
+    if args.tiles:
+        shapes = [TILE_CHECK] + ([CHECK_SHAPES[2]] if args.part == "rung:tensor_core_tf32" else [])
+        tshapes = TILE_TIMES
     if args.part:  # a child: one part, its own JSON
         out = {"probes": {}, "checks": [], "times": []}
         rng = np.random.default_rng(0)
@@ -331,6 +381,8 @@ def main():
         out["errors"].append(f"versions: {e}")
     parts = ([f"probe:{p}" for p in args.probes.split(",") if p] + ["torch"]
              + [f"rung:{r}" for r in args.rungs.split(",") if r])
+    if args.tiles:
+        parts = ["torch"] + [f"rung:{r}" for r in TILE_BUILDS]
     def run_parts(parts):
         for part in parts:
             left = args.budget - (time.time() - t_start)
@@ -338,7 +390,8 @@ def main():
                 out["errors"].append(f"{part}: not run, out of time")
                 continue
             child = f"{OUT}.{part.replace(':', '_').replace(' ', '_')}.json"
-            cmd = [sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
+            cmd = ([sys.executable, __file__, "--out", child, "--part", part] + (["--quick"] if args.quick else [])
+                   + (["--tiles"] if args.tiles else []))
             t0 = time.time()
             try:
                 r = subprocess.run(cmd, capture_output=True, text=True, timeout=left)
@@ -357,6 +410,9 @@ def main():
             out.setdefault("part_seconds", {})[part] = round(time.time() - t0, 1)
             save(out)
     run_parts(parts)
+    if args.tiles:
+        print(tiles_table(out))
+        return
     extra(args, out, t_start)
     run_parts([f"rung:{r}" for r in args.extra_rungs.split(",") if r])
     save(out)

@@ -12,6 +12,7 @@ register_tiled): one idea a module.
   build_options.py GPU-only compile options the builds share
   mma.py           tensor-core fragments, mma.sync and cp.async (inline PTX; emulated in the simulator)
   async_copy.py    FP32 SIMT with a cp.async shared-memory pipeline (numba-cuda-mlir)
+  shared_vec.py    128-bit shared loads (ld.shared.v4) that round their words to TF32
   tensor_core_tf32.py  TF32 mma.sync m16n8k8 warp tiles fed by that pipeline (numba-cuda-mlir)
   mma_bf16.py      bfloat16 mma.sync m16n8k16, ldmatrix, 16-byte copies of bf16 (inline PTX; emulated)
   tensor_core_bf16.py  bf16 mma.sync m16n8k16 warp tiles with ldmatrix fragments, the same pipeline

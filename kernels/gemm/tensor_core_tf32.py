@@ -4,9 +4,8 @@ An H100 SM does 128 FP32 FMAs a clock on its SIMT lanes, and many times that on 
 ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32`` (PTX ISA, "Warp-level matrix multiply-
 accumulate instructions") lets one warp multiply a 16 x 8 tile of A by an 8 x 8 tile of B into a
 16 x 8 float32 accumulator: 1,024 FMAs in one instruction, where the SIMT rungs execute 32 a warp.
-The inputs are TF32: float32's exponent with 10 mantissa bits (``cvt.rna.tf32.f32`` rounds each
-element, relative error up to 2^-11), the products summed in float32 -- torch's
-``torch.backends.cuda.matmul.allow_tf32 = True``.
+The inputs are TF32: float32's exponent with 10 mantissa bits (rounded to nearest, relative error up
+to 2^-11), the products summed in float32 -- torch's ``torch.backends.cuda.matmul.allow_tf32 = True``.
 
 Who holds what: the 32 lanes of the warp each hold 4 elements of A, 2 of B and 4 of C in registers
 (the *fragments*; g = lane // 4, q = lane % 4):
@@ -15,76 +14,160 @@ Who holds what: the 32 lanes of the warp each hold 4 elements of A, 2 of B and 4
     B 8 x 8  (k x n)     b0 = B[q][g]    b1 = B[q+4][g]
     C 16 x 8 (m x n)     c0 = C[g][2q]   c1 = C[g][2q+1]   c2 = C[g+8][2q]   c3 = C[g+8][2q+1]
 
-    C, lane.register:   n=0   n=1   n=2   n=3   ...  n=6   n=7
-                  m=0   T0.0  T0.1  T1.0  T1.1  ...  T3.0  T3.1
-                  m=1   T4.0  T4.1  T5.0  T5.1  ...  T7.0  T7.1
-                  ...
-                  m=8   T0.2  T0.3  T1.2  T1.3  ...  T3.2  T3.3
-
 (``kernels.gemm.mma.fragment_picture()`` prints all three tiles; docs/tensor-cores.md shows them.)
 
-The kernel: a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile of C; each warp a
-64 x 32 tile: 4 x 4 mma tiles, 64 float32 accumulators a thread. The K-slabs of A (128 x BK) and B
-(BK x 128) arrive in shared memory through the same cp.async pipeline as the async_copy rung
-(kernels/gemm/async_copy.py, STAGES buffers). Per 8 k a warp loads its fragments from shared memory
-(16 words of A and 8 of B a lane, each rounded to TF32) and issues 16 mma.sync. The shared rows are
-padded so the fragment loads are free of bank conflicts: A rows of BK + 4 words (lane (g, q) reads
-word g * (BK + 4) + q: 32 distinct banks), B rows of 128 + 8 words (q * 136 + g: 32 distinct banks).
+The mma only sums over k, so which *memory* column is "k = q" is the kernel's choice, as long as A
+and B agree; likewise which memory column of B (and of C) is "n = g". This kernel picks them so that
+every fragment load is one 128-bit shared load (``ld.shared.v4``, kernels.gemm.shared_vec):
 
-Saves over the SIMT rungs: 32x fewer arithmetic instructions (one mma.sync for 1,024 FMAs); the
-price is TF32's 10-bit mantissa (checked with a tolerance for 10-bit inputs, kernels.gemm.precision).
-Measured on the H100 (numba-cuda-mlir 0.6.0, docs/tensor-cores.md): correct at every shape tried (worst
-error 0.31 of the TF32 bound), 47.2 TFLOP/s at 4096^3: 0.13x torch's TF32 matmul (359; the target was
-0.6x), 1.2x the best FP32 rung; 53.0 without cvt.rna (truncation). Issue-bound: the tensor pipe is
-active 15.7% of the time; per 16 mma a warp issues 28 shared loads, 24 cvt and the index arithmetic.
-``ldmatrix``, a 64 x 64 warp tile and more stages (dynamic shared memory) are the next steps.
+    A: lane (g, q) loads A[g][4q .. 4q+3] of a 16-deep slab  -> a0, a2 of k-step 0, then of k-step 1
+    B: lane (g, q) loads B[4q + 2s][n0 .. n0+7], B[4q + 2s + 1][n0 .. n0+7], n0 = 8g  -> b0, b1 of
+       n tiles 0..7 of k-step s (for a 64-wide warp tile; 4 words, one load, for 32 wide)
 
-In the simulator ``mma_tf32`` and the copies are emulated (kernels.gemm.mma): same fragments, same
-waits, so a lane that holds the wrong element gives a wrong C there too.
+so "k = q" of k-step s is memory column 4q + 2s, "k = q + 4" is 4q + 2s + 1, and n tile nt's column
+"n = g" is warp column g * NT + nt (C is stored at the same columns). A warp tile of 64 x 64 is 4 x 8
+mma tiles: per 16 k a lane issues 8 loads of A and 8 of B for 64 mma (the previous build: 48 scalar
+loads and 48 ``cvt`` for 32 mma). Each A fragment serves 8 mma, each B fragment 4.
+
+Shared memory holds each slab as the cp.async copies wrote it -- 16-byte chunks, verbatim -- with no
+padding: the chunks are *swizzled* instead (chunk c of row r stored at chunk c ^ f(r)), so the 8 lanes
+that share a 128-bit load phase hit 8 different 4-bank groups. B: f(r) = bit 2 of r times 1 (2 for a
+32-wide warp tile) + bit 3 of r times 4, which are q's two bits in the rows lane q reads; A: rows of
+16 words need none (rows g and g + 1 fill the 32 banks), longer rows f(r) = 4 on odd rows. Without
+padding a 128 x 128 block with 16-deep slabs takes 16 KB a stage: 3 stages fit the 48 KB of static
+shared memory.
+
+Rounding to TF32 costs one integer add a word: the bits plus half a TF32 unit in the last place (0x1000),
+after which the tensor core drops the low 13 bits -- round to nearest, ties away from zero, the value
+``cvt.rna.tf32.f32`` gives (CUTLASS's ``round_half_ulp_truncate``), where ``cvt.rna`` is several
+instructions on sm_90. ``rounding="cvt"`` (the PTX conversion) and ``"none"`` (truncation, biased toward
+zero) are the other builds (make_tf32_kernel).
+
+The kernel: a block of (bm / wm) x (bn / wn) warps computes a bm x bn tile of C, each warp a wm x wn tile
+(MT x NT = wm / 16 x wn / 8 mma tiles, 4 MT NT float32 accumulators a thread); the K-slabs of A
+(bm x bk) and B (bk x bn) arrive through the cp.async pipeline of the async_copy rung (STAGES buffers,
+one wait and one barrier a slab). :data:`TILES` lists the builds tried; :data:`DEFAULT` is the rung's.
+
+Saves over the previous build of this rung (128 x 128 block, 64 x 32 warp tiles, scalar fragment loads
+and ``cvt.rna``, padded rows, 2 stages: 47.2 TFLOP/s at 4096^3 on the H100, issue-bound with the tensor
+pipe 15.7% busy, docs/tensor-cores.md): per mma, 0.25 shared loads instead of 1.5 and one integer add
+instead of 1.5 ``cvt``s, a third stage; 4.8 SASS instructions an mma in the main loop instead of 14.8.
+Compiled offline (PTX and ptxas for sm_90): 240 registers, no local memory, 64 mma.sync and 16 LDS.128 a
+16-deep slab. Not yet timed on a GPU: ``scripts/tensor_cores_bench.py --tiles`` checks and times every
+build in :data:`TILES` against torch's TF32 matmul.
+
+In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
+kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
+wrong C there too.
+
+Sources: PTX ISA 8.x ("mma", "Matrix fragments for mma.m16n8k8", "ld", "cp.async"); NVIDIA CUTLASS
+(include/cute/arch/mma_sm80.hpp, the swizzled shared layouts of include/cute/swizzle.hpp,
+include/cutlass/numeric_conversion.h).
 """
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
-from kernels.gemm.async_copy import load_tile_async
-from kernels.gemm.mma import (EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32, tf32_bits,
-                              to_tf32)
+from kernels.gemm.build_options import ALIGN, FORCEINLINE
+from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async4, cp_async16, cp_async_commit, cp_async_wait, mma_tf32
+from kernels.gemm.shared_vec import ROUNDINGS, ld4_tf32, shared_base
 from kernels.spec import Launch, blocks_for
 
-BM = BN = 128  # block tile of C
-THREADS = 256  # 8 warps: 2 along m, 4 along n
-WM, WN = 64, 32  # warp tile
-MT, NT = WM // 16, WN // 8  # mma tiles a warp: 4 x 4
-BK = 16  # K-slab a stage holds (two mma k-steps)
-ACC = MT * NT * 4  # accumulators a thread (local-array sizes are single names: compile-time literals)
-A_FRAG = MT * 4
-B_FRAG = NT * 2
-STAGES = 2  # 2 x 37 KB would not fit; 2 x 18.5 KB: 37 KB of static shared memory
-A_PAD = 4  # A rows of BK + 4 words: conflict-free fragment loads
-B_PAD = 8  # B rows of BN + 8 words
-ALIGN = None if SIMULATOR else 16
+
+class Tile(NamedTuple):
+    """A build of the kernel: block tile bm x bn of C, warp tile wm x wn, K-slabs of bk, stages buffers."""
+    bm: int
+    bn: int
+    wm: int  # a multiple of 16 (mma tiles of 16 rows)
+    wn: int  # 32 or 64: a lane reads wn / 8 words of each B row, one or two 16-byte chunks
+    bk: int  # a multiple of 16: a lane's 128-bit A load covers two k-steps
+    stages: int
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.wm) * (self.bn // self.wn) * 32
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.stages * (self.bm * self.bk + self.bk * self.bn) * 4
+
+    def __str__(self):
+        return f"{self.bm}x{self.bn} block, {self.wm}x{self.wn} warps, bk {self.bk}, {self.stages} stages"
+
+
+# Builds that fit the 48 KB of static shared memory (numba-cuda-mlir 0.6 has no opt-in to more).
+TILES = {
+    "b128x128_w64x64_k16_s3": Tile(128, 128, 64, 64, 16, 3),  # 4 warps, 128 accumulators a thread
+    "b128x256_w64x64_k16_s2": Tile(128, 256, 64, 64, 16, 2),  # 8 warps, same warp tile, half the blocks
+    "b128x128_w64x32_k16_s3": Tile(128, 128, 64, 32, 16, 3),  # 8 warps, 64 accumulators: more warps an SM
+    "b128x64_w64x32_k32_s2": Tile(128, 64, 64, 32, 32, 2),  # 4 warps, 32-deep slabs: half the barriers
+}
+DEFAULT = "b128x128_w64x64_k16_s3"  # the rung's build (scripts/tensor_cores_bench.py --tiles times them all)
+ROUNDING = "add"
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def load_slab(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw1, shift, t, copies, nthreads, vec):
+    """Issue the copy of src[r0 : r0 + tile_rows, c0 : c0 + tile_cols] (row-major float32 rows x cols) into
+    shared ``sdst`` from element ``base`` on, rows of tile_cols words, each 16-byte chunk of row r placed at
+    chunk ``chunk ^ swizzle(r)``, swizzle(r) = bit ``shift`` of r times sw0 + bit ``shift + 1`` times sw1.
+    Thread ``t`` copies chunks t, t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant):
+    16-byte copies (cols % 4 == 0), else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
+    per_row = tile_cols // 4
+    inside = r0 + tile_rows <= rows and c0 + tile_cols <= cols  # the whole tile: no checks a chunk
+    for i in range(copies):
+        c = t + i * nthreads
+        r = c // per_row
+        k = c - r * per_row
+        gr = r0 + r
+        gc = c0 + k * 4
+        di = base + r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4
+        if vec and inside:
+            cp_async16(sdst, di, src, gr, gc, 4)
+        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all
+            cp_async16(sdst, di, src, gr, gc, 4 if gr < rows and gc < cols else 0)
+        else:
+            for e in range(4):
+                cp_async4(sdst, di + e, src, gr, gc + e, 1 if gr < rows and gc + e < cols else 0)
 
 
 @functools.cache
-def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = True):
-    """The tensor_core_tf32 kernel for K-slabs of ``bk`` (a multiple of 8) and ``stages`` >= 2 buffers;
-    ``round_inputs``: round A and B to TF32 with cvt.rna (else the tensor cores drop the low 13 bits)."""
-    lda = bk + A_PAD
-    ldb = BN + B_PAD
-    a_words = BM * lda
-    b_words = bk * ldb
-    a_total = stages * a_words  # single names: compile-time sizes under numba-cuda-mlir (async_copy.py)
+def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec: bool = True):
+    """The tensor_core_tf32 kernel for ``tile`` (a :class:`Tile`), rounding A and B to TF32 by
+    ``rounding`` (kernels.gemm.shared_vec.ROUNDINGS: "add", "cvt" or "none"); ``vec``: 16-byte copies,
+    for K and N multiples of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks)."""
+    bm, bn, wm, wn, bk, stages = tile
+    threads = tile.threads
+    warps_n = bn // wn
+    MT, NT = wm // 16, wn // 8  # mma tiles a warp
+    cpl = NT // 4  # 16-byte chunks of a B row a lane reads
+    if bk % 16 or wm % 16 or NT not in (4, 8) or bm % wm or bn % wn or tile.shared_bytes > 48 * 1024:
+        raise ValueError(f"unsupported tile {tile}")
+    acc_n = MT * NT * 4  # local-array sizes are single names: compile-time literals under numba-cuda-mlir
+    a_frag_n = MT * 8  # rows g and g + 8 of each m tile, 4 words (two k-steps) each
+    b_frag_n = NT * 2
+    a_words = bm * bk
+    b_words = bk * bn
+    a_total = stages * a_words
     b_total = stages * b_words
-    bounds = {} if SIMULATOR else {"launch_bounds": (THREADS, 2)}
+    a_copies = a_words // 4 // threads
+    b_copies = b_words // 4 // threads
+    a_sw = 0 if bk == 16 else 4  # A rows of 16 words need no swizzle; longer rows: chunk ^ 4 on odd rows
+    b_sw = 1 if cpl == 2 else 2  # B: chunk ^ (bit 2 of k) * b_sw ^ (bit 3 of k) * 4 (see the docstring)
+    mode = ROUNDINGS.index(rounding)
+    bounds = {} if SIMULATOR else {"launch_bounds": (threads, max(1, 65536 // (threads * 255)))}
 
     @cuda.jit(**bounds)
     def tf32_kernel(A, B, C):
-        """C = A @ B, float32 in and out, TF32 products; block (256,), grid (ceil(N / 128), ceil(M / 128))."""
-        sA = cuda.shared.array(a_total, float32, alignment=ALIGN)  # [stage][m][k]
-        sB = cuda.shared.array(b_total, float32, alignment=ALIGN)  # [stage][k][n]
+        """C = A @ B, float32 in and out, TF32 products; block (threads,), grid (ceil(N / bn), ceil(M / bm))."""
+        sA = cuda.shared.array(a_total, float32, alignment=ALIGN)  # [stage][m][k], 16-byte chunks swizzled
+        sB = cuda.shared.array(b_total, float32, alignment=ALIGN)  # [stage][k][n], 16-byte chunks swizzled
+        a_addr = shared_base(sA)
+        b_addr = shared_base(sB)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -93,79 +176,104 @@ def make_tf32_kernel(bk: int = BK, stages: int = STAGES, round_inputs: bool = Tr
         warp = t // 32
         g = lane // 4
         q = lane % 4
-        wm = (warp // 4) * WM  # the warp's tile inside the block tile
-        wn = (warp % 4) * WN
-        row0 = cuda.blockIdx.y * BM
-        col0 = cuda.blockIdx.x * BN
-        vec = K % 4 == 0 and N % 4 == 0
-        acc = cuda.local.array(ACC, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
-        af = cuda.local.array(A_FRAG, FRAGMENT)  # TF32 bits (an int32 register) on a GPU
-        bf = cuda.local.array(B_FRAG, FRAGMENT)
-        for i in range(ACC):
+        wm0 = (warp // warps_n) * wm  # the warp's tile inside the block tile
+        wn0 = (warp % warps_n) * wn
+        row0 = cuda.blockIdx.y * bm
+        col0 = cuda.blockIdx.x * bn
+        # this lane's words in a stage. A: row wm0 + g (+ 16 mt + 8 h), chunk q of each 16-k group, that
+        # group swapped with its neighbour on odd rows when a_sw; B: rows 4q + 2s + j of each 16-k group,
+        # columns of chunk g * cpl (+ 1), swizzled by bits 2, 3 of the row (= q's two bits)
+        a_odd = (g & 1) * (a_sw // 4)
+        a_lane = (wm0 + g) * bk + q * 4
+        b_chunk = (g * cpl) ^ ((q & 1) * b_sw + (q >> 1) * 4)
+        b_lane = 4 * q * bn + wn0  # + 4 (b_chunk ^ c) for chunk c
+        acc = cuda.local.array(acc_n, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
+        af = cuda.local.array(a_frag_n, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU
+        bf = cuda.local.array(b_frag_n, FRAGMENT)  # [nt][b0, b1]
+        for i in range(acc_n):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):
             if s < ntiles:
-                load_tile_async(sA, s * a_words, A, M, K, row0, s * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sB, s * b_words, B, K, N, s * bk, col0, bk, BN, ldb, t, THREADS, vec)
+                load_slab(sA, s * a_words, A, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
+                load_slab(sB, s * b_words, B, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
             cp_async_commit()
+        rd = 0  # the stage slab kt sits in (kt % stages, counted: no division in the loop)
+        wr = stages - 1  # the stage slab kt + stages - 1 goes to: the one slab kt - 1 used
         for kt in range(ntiles):
             cp_async_wait(stages - 2)
             cuda.syncthreads()
             nxt = kt + stages - 1
             if nxt < ntiles:
-                buf = nxt % stages
-                load_tile_async(sA, buf * a_words, A, M, K, row0, nxt * bk, BM, bk, lda, t, THREADS, vec)
-                load_tile_async(sB, buf * b_words, B, K, N, nxt * bk, col0, bk, BN, ldb, t, THREADS, vec)
+                load_slab(sA, wr * a_words, A, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
+                load_slab(sB, wr * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
             cp_async_commit()
-            abase = (kt % stages) * a_words
-            bbase = (kt % stages) * b_words
-            for kk in range(0, bk, 8):
-                for mt in range(MT):  # A fragments: a0..a3 of each 16 x 8 tile
-                    r = abase + (wm + mt * 16 + g) * lda + kk + q
-                    for i in range(4):
-                        x = sA[r + (i & 1) * 8 * lda + (i >> 1) * 4]
-                        af[mt * 4 + i] = to_tf32(x) if round_inputs else tf32_bits(x)
-                for nt in range(NT):  # B fragments: b0, b1 of each 8 x 8 tile
-                    c = bbase + (kk + q) * ldb + wn + nt * 8 + g
-                    for i in range(2):
-                        x = sB[c + i * 4 * ldb]
-                        bf[nt * 2 + i] = to_tf32(x) if round_inputs else tf32_bits(x)
-                for mt in range(MT):
-                    for nt in range(NT):
-                        o = (mt * NT + nt) * 4
-                        d0, d1, d2, d3 = mma_tf32(af[mt * 4], af[mt * 4 + 1], af[mt * 4 + 2], af[mt * 4 + 3],
-                                                  bf[nt * 2], bf[nt * 2 + 1],
-                                                  acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
-                        acc[o] = d0
-                        acc[o + 1] = d1
-                        acc[o + 2] = d2
-                        acc[o + 3] = d3
+            wr = rd
+            pa = a_addr + 4 * (rd * a_words + a_lane)  # byte addresses: the loads below add constants
+            pb = b_addr + 4 * (rd * b_words + b_lane)
+            rd = rd + 1 if rd + 1 < stages else 0
+            for kk in range(bk // 16):
+                for mt in range(MT):  # A: one 128-bit load a row: k = 4q .. 4q + 3 of this 16-k group
+                    for h in range(2):
+                        f = (mt * 2 + h) * 4
+                        af[f], af[f + 1], af[f + 2], af[f + 3] = ld4_tf32(
+                            sA, pa + 64 * (kk ^ a_odd), (mt * 16 + h * 8) * bk, mode)
+                for s in range(2):  # k-step s: words 2s, 2s + 1 of each A load, B rows 4q + 2s, 4q + 2s + 1
+                    for j in range(2):
+                        for c in range(cpl):
+                            f = c * 8 + j  # bf[(c * 4 + e) * 2 + j]: n tile c * 4 + e, register j
+                            bf[f], bf[f + 2], bf[f + 4], bf[f + 6] = ld4_tf32(
+                                sB, pb + 16 * (b_chunk ^ c), (kk * 16 + 2 * s + j) * bn, mode)
+                    for mt in range(MT):
+                        a = mt * 8 + 2 * s
+                        for nt in range(NT):
+                            o = (mt * NT + nt) * 4
+                            d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[nt * 2], bf[nt * 2 + 1],
+                                                      acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
+                            acc[o] = d0
+                            acc[o + 1] = d1
+                            acc[o + 2] = d2
+                            acc[o + 3] = d3
         cp_async_wait(0)
-        for mt in range(MT):
-            for nt in range(NT):
-                o = (mt * NT + nt) * 4
-                for i in range(4):  # c_i sits at row g (+ 8 for c2, c3), column 2q (+ 1 for c1, c3)
-                    r = row0 + wm + mt * 16 + g + (i >> 1) * 8
-                    c = col0 + wn + nt * 8 + 2 * q + (i & 1)
-                    if r < M and c < N:
-                        C[r, c] = acc[o + i]
+        for mt in range(MT):  # c0, c1 (h = 0) and c2, c3 (h = 1): row g (+ 8), logical columns 2q, 2q + 1 of
+            for h in range(2):  # each n tile, which B's lanes read at warp column n * NT + nt
+                r = row0 + wm0 + mt * 16 + h * 8 + g
+                if r < M:
+                    c = col0 + wn0 + 2 * q * NT
+                    for nt in range(NT):
+                        o = (mt * NT + nt) * 4 + h * 2
+                        if c + nt < N:
+                            C[r, c + nt] = acc[o]
+                        if c + NT + nt < N:
+                            C[r, c + NT + nt] = acc[o + 1]
 
     return tf32_kernel
 
 
-def launch(size, threads):
-    """Block fixed at 256 threads (8 warps), one 128 x 128 tile of C a block."""
+def kernel_for(k: int, n: int, tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING):
+    """The kernel for A of k columns and B of n columns: 16-byte copies when both are multiples of 4."""
+    return make_tf32_kernel(tile, rounding, k % 4 == 0 and n % 4 == 0)
+
+
+def launch_for(tile: Tile, size) -> Launch:
+    """The launch of ``tile``'s kernel for size (m, n, k): one bm x bn tile of C a block."""
     m, n, _ = size
+    grid = (blocks_for(n, tile.bn), blocks_for(m, tile.bm))
+    return Launch(grid=grid, block=(tile.threads,), threads_needed=min(grid[0] * grid[1] * tile.threads,
+                                                                      blocks_for(m * n, 64)))
+
+
+def launch(size, threads):
+    """The default build's launch: block fixed at its warps' threads, one bm x bn tile of C a block."""
+    tile = TILES[DEFAULT]
     notes = []
-    if threads != THREADS:
-        notes.append(f"block fixed at {THREADS} threads (8 warps); --threads {threads} ignored")
+    if threads != tile.threads:
+        notes.append(f"block fixed at {tile.threads} threads ({tile.threads // 32} warps); --threads {threads} ignored")
     notes.append("TF32 inputs (10-bit mantissa), float32 sums")
     if EMULATED:
-        notes.append("emulated: mma.sync and cp.async run as Python in the simulator")
-    grid = (blocks_for(n, BN), blocks_for(m, BM))
-    return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)),
-                  note="; ".join(notes))
+        notes.append("emulated: mma.sync, cp.async and ld.shared.v4 run as Python in the simulator")
+    plan = launch_for(tile, size)
+    return Launch(grid=plan.grid, block=plan.block, threads_needed=plan.threads_needed, note="; ".join(notes))
 
 
 def prepare(cfg, inputs, outputs):
@@ -173,7 +281,7 @@ def prepare(cfg, inputs, outputs):
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("tensor_core_tf32 takes float32 inputs")
-    k = make_tf32_kernel()[cfg.grid, cfg.block]
+    k = kernel_for(A.shape[1], B.shape[1])[cfg.grid, cfg.block]
     C = outputs[0]
     return lambda: k(A, B, C)
 
@@ -199,8 +307,8 @@ def _rungs():
             async_copy.launch, async_copy.prepare, async_copy.unavailable,
             suits=lambda s: 1 not in s[:2]),
         "tensor_core_tf32": pipeline_variant(
-            "tensor_core_tf32", f"TF32 tensor cores: mma.sync m16n8k8, {BM}x{BN} block tile of 8 warps "
-            f"({WM}x{WN} each), {STAGES}-stage cp.async pipeline; TF32 inputs, float32 sums",
+            "tensor_core_tf32", f"TF32 tensor cores: mma.sync m16n8k8 fed by 128-bit shared loads, "
+            f"{TILES[DEFAULT]}, cp.async pipeline; TF32 inputs, float32 sums",
             launch, prepare, unavailable, precision="tf32",
             suits=lambda s: False),  # never tuned into auto: auto stays FP32
         "tensor_core_bf16": pipeline_variant(

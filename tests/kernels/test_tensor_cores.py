@@ -98,6 +98,39 @@ def test_tensor_core_tf32_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
+# every build of tensor_core_tf32 (block and warp tiles, slab depth, stages; its swizzles) at a size that wraps
+# its stage ring, 16-byte copies unless the size says 4-byte (the rung test above runs the default build)
+TILE_SIZES = {"b128x128_w64x64_k16_s3": (20, 12, 40), "b128x256_w64x64_k16_s2": (9, 8, 16),
+              "b128x128_w64x32_k16_s3": (12, 40, 36), "b128x64_w64x32_k32_s2": (17, 21, 40)}
+
+
+@pytest.mark.parametrize("name", sorted(TILE_SIZES))
+def test_tensor_core_tf32_builds(name, rng):
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    if TC.UNAVAILABLE:
+        pytest.skip(TC.UNAVAILABLE)
+    m, n, k = TILE_SIZES[name] if SIMULATOR else (1001, 1036, 516)
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    C = np.full((m, n), np.nan, np.float32)
+    plan = TC.launch_for(TC.TILES[name], (m, n, k))
+    args = (A, B, C) if SIMULATOR else tuple(cuda.to_device(x) for x in (A, B, C))
+    TC.kernel_for(k, n, TC.TILES[name])[plan.grid, plan.block](*args)
+    got = C if SIMULATOR else args[2].copy_to_host()
+    err = np.abs(got - A.astype(np.float64) @ B.astype(np.float64))
+    assert np.all(err <= mma.rounded_inputs_tolerance(A, B, mma.TF32_MANTISSA)), np.nanmax(err)
+
+
+def test_tile_shapes_are_checked():
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    assert set(TILE_SIZES) == set(TC.TILES) and TC.DEFAULT in TC.TILES
+    assert all(t.shared_bytes <= 48 * 1024 for t in TC.TILES.values())
+    with pytest.raises(ValueError, match="unsupported tile"):
+        TC.make_tf32_kernel(TC.Tile(128, 128, 64, 48, 16, 2))  # 6 n tiles a warp: no 16-byte B loads
+
+
 def test_pipeline_rungs_stay_out_of_auto_and_float64():
     spec = kernels.load("matmul")
     from kernels import matmul
