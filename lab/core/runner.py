@@ -488,9 +488,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     rule = StopRule(repeats=p.repeats)
     report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if p.repeats == 0 else
                         f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
-                        f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
-                        f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
-                        f"{rule.time_limit_s:g} s; {p.warmup} warm-up")
+                        rule.describe(p.warmup))
     if not simulator:
         from lab.core import clocks
         from lab.core.device import copy_bandwidth
