@@ -227,15 +227,11 @@ def _write_entries(path: Path, entries: dict) -> None:
 
 
 def measured_when(bw: dict) -> str:
-    """How old a copy_bandwidth() result is, in words: "measured now", "measured 3 h ago (cached: lab
-    device --measure re-measures)"; "measured" for a result that does not say (measure_copy_bandwidth's)."""
-    if "measured_at" not in bw:
-        return "measured"
-    if not bw.get("cached"):
-        return "measured now"
-    age = bw.get("age_s") or 0.0
-    ago = f"{age / 3600:.0f} h" if age >= 5400 else f"{age / 60:.0f} min" if age >= 90 else f"{age:.0f} s"
-    return f"measured {ago} ago (cached: lab device --measure re-measures)"
+    """When a copy_bandwidth() result was measured, in words: "measured YYYY-MM-DD HH:MM UTC" (this
+    run's measurement or one remembered from an earlier run: the time tells); "measured" for a result
+    that does not say (measure_copy_bandwidth's)."""
+    at = bw.get("measured_at")
+    return f"measured {at[:10]} {at[11:16]} UTC" if isinstance(at, str) and len(at) >= 16 else "measured"
 
 
 def device_info(simulator: bool, measure: bool = False) -> dict:
