@@ -357,9 +357,53 @@ def _flush_l2() -> None:
 
         l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20)
         _flush_buffer = (cuda.to_device(np.zeros(2 * l2 // 4, np.int32)), cuda.device_array(1, np.int32))
-        _flush_kernel = flush[1024, 256]
+        configured = flush[1024, 256]
+        fast = _direct_launch(flush, (1024, 256), _flush_buffer)
+        _flush_kernel = (lambda *args: fast()) if fast else configured
     if FLUSH_L2:
         _flush_kernel(*_flush_buffer)
+
+
+def _direct_launch(dispatcher, config: tuple[int, int], arrays):
+    """``launch()`` of ``dispatcher[config](*arrays)`` on the default stream straight through
+    cuLaunchKernel (kernels.backend.launcher, as torch_bridge.launch.FastKernel does): a few us of
+    host time instead of the dispatcher's ~46 us, for a kernel launched thousands of times with the same
+    1-D int32 arrays (the L2 flush before every timed call). Checked once: the kernel must find a
+    marker planted in the first array (it writes it to the second). None where this is not
+    numba-cuda on a GPU or the check fails: the dispatcher launches it then."""
+    from kernels.compiler import COMPILER, cuda
+
+    if COMPILER != "numba-cuda":
+        return None
+    try:
+        from kernels.backend import launcher, param_block
+
+        kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in arrays))
+        cufunc = kernel._codelibrary.get_cufunc()
+        kernel.bind()
+        layout = []  # numba-cuda's flattening of a 1-D array: meminfo, parent, nitems, itemsize, data, shape, stride
+        for a in arrays:
+            if a.ndim != 1 or a.dtype != np.int32:
+                return None
+            layout += [0, 0, a.size, 4, a.device_ctypes_pointer.value, a.size, 4]
+        values, pointers = param_block(layout)
+        go = launcher(int(cufunc.handle), (config[0], 1, 1, config[1], 1, 1), pointers)
+        buf, sink = arrays
+        buf[buf.size - 1:].copy_to_device(np.array([0x5EED], np.int32))  # the marker, in the last element
+        sink.copy_to_device(np.zeros(1, np.int32))
+        go(0)
+        cuda.synchronize()
+        found = int(sink.copy_to_host()[0]) == 0x5EED
+        buf[buf.size - 1:].copy_to_device(np.zeros(1, np.int32))
+        sink.copy_to_device(np.zeros(1, np.int32))
+        if not found:
+            return None
+
+        def launch(values=values):  # values: the parameter block ``pointers`` points into, kept alive
+            go(0)
+        return launch
+    except Exception:  # no libcuda symbol, another numba-cuda layout...: the dispatcher
+        return None
 
 
 def _timeout_naps(n: int, enqueue_s: float) -> np.int64:
