@@ -357,7 +357,12 @@ def reference(A, x):
 
 
 def make_inputs(size, dtype, rng):
+    """A (ROWS, COLS) and x (COLS,): standard normals drawn in ``dtype`` itself (NumPy's float32
+    ziggurat for float32: a 16384 x 4096 A in a third of the time of drawing float64 and rounding)."""
     rows, cols = size
+    dtype = np.dtype(dtype)
+    if dtype in (np.float32, np.float64):
+        return rng.standard_normal((rows, cols), dtype=dtype), rng.standard_normal(cols, dtype=dtype)
     return (rng.standard_normal((rows, cols)).astype(dtype), rng.standard_normal(cols).astype(dtype))
 
 

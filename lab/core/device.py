@@ -7,6 +7,7 @@ reports through attributes are read from NVML (nvidia-ml-py) when it is installe
 from __future__ import annotations
 
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -101,18 +102,136 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
     """Device-to-device copy of ``nbytes``, timed with CUDA events (lab.core.timing).
 
     Returns {"gbps": median GB/s counting bytes read plus bytes written, "bytes": nbytes,
-    "median_ms": ...}. This is the practical ceiling for memory-bound kernels.
+    "median_ms": ...}. This is the practical ceiling for memory-bound kernels. The source holds
+    0, 1, 2, ... (float32): a copy's speed does not depend on the values, and a ramp is made in a
+    fraction of the time 1 GiB of random numbers takes on the CPU.
     """
     from kernels.compiler import cuda
 
     from lab.core.timing import Timer
 
     n = nbytes // 4
-    src = cuda.to_device(np.random.default_rng(0).standard_normal(n).astype(np.float32))
+    src = cuda.to_device(np.arange(n, dtype=np.float32))
     dst = cuda.device_array_like(src)
     timer = Timer(lambda: dst.copy_to_device(src), "device", cuda.synchronize)
     m = timer.measure(repeats=repeats, warmup=3)
     return {"gbps": 2 * n * 4 / (m.median_ms * 1e-3) / 1e9, "bytes": n * 4, "median_ms": m.median_ms}
+
+
+# --- the measured copy bandwidth, remembered per device ------------------------------------------------
+BANDWIDTH_MAX_AGE_S = 24 * 3600.0  # a remembered measurement older than this is measured again
+BANDWIDTH_CACHE_ENV = "LAB_BANDWIDTH_CACHE"  # 0/off/no/false: measure on every run
+BANDWIDTH_METHOD = 2  # bump when measure_copy_bandwidth measures differently: older entries then miss
+
+
+def bandwidth_cache_file() -> Path:
+    """``bandwidth.json`` in the user's cache folder ($LAB_CACHE_DIR, else platformdirs')."""
+    from kernels.tuning import cache_dir
+
+    return cache_dir() / "bandwidth.json"
+
+
+def bandwidth_key(info: dict) -> str | None:
+    """What a remembered copy bandwidth is valid for: the device (its UUID and name), the driver
+    (CUDA version and NVML's driver string), the maximum SM and memory clocks and the bus width, and
+    the measurement's method. None without a UUID (nothing is remembered then)."""
+    if not info.get("uuid"):
+        return None
+    parts = [info.get(k) for k in ("uuid", "name", "driver", "driver_version", "sm_clock_khz", "memory_clock_khz",
+                                   "memory_bus_width_bits")]
+    return "|".join(map(str, parts + [f"method {BANDWIDTH_METHOD}"]))
+
+
+def _device_identity() -> dict:
+    """describe(False)'s clocks and name plus the UUID and driver versions: bandwidth_key's input."""
+    from kernels.backend import driver_version
+    from kernels.compiler import cuda
+
+    info = dict(describe(False))
+    dev = cuda.get_current_device()
+    info["uuid"] = getattr(dev, "uuid", None)
+    info["driver"] = driver_version()
+    try:
+        from lab.core.clocks import nvml_device
+
+        with nvml_device(dev) as (nvml, _):
+            v = nvml.nvmlSystemGetDriverVersion()
+            info["driver_version"] = v.decode() if isinstance(v, bytes) else str(v)
+    except Exception:  # NVML absent: the CUDA driver version alone
+        info["driver_version"] = None
+    return info
+
+
+def copy_bandwidth(max_age_s: float = BANDWIDTH_MAX_AGE_S, fresh: bool = False, now: float | None = None,
+                   key: str | None = None) -> dict:
+    """:func:`measure_copy_bandwidth`, remembered per device (:func:`bandwidth_key`) in the user's
+    cache for ``max_age_s`` seconds. ``fresh``: measure whatever is remembered (``lab device
+    --measure``); ``$LAB_BANDWIDTH_CACHE=0``: never remember. ``key``/``now``: the device key and the
+    clock (tests; default: this GPU's, time.time()).
+
+    Returns measure_copy_bandwidth's dict plus "measured_at" (ISO 8601 UTC, when it was measured),
+    "age_s" (seconds since) and "cached" (True when remembered from an earlier run).
+    """
+    import os
+    import time
+
+    now = time.time() if now is None else now
+    use = os.environ.get(BANDWIDTH_CACHE_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
+    key = (key or bandwidth_key(_device_identity())) if use else None
+    path = bandwidth_cache_file()
+    entries = _read_entries(path) if key else {}
+    hit = entries.get(key) if key and not fresh else None
+    if hit and 0 <= now - hit["measured_unix"] <= max_age_s:
+        return {**hit["result"], "measured_at": _iso(hit["measured_unix"]), "age_s": now - hit["measured_unix"],
+                "cached": True}
+    result = dict(measure_copy_bandwidth())
+    if key:
+        entries = {k: v for k, v in entries.items() if 0 <= now - v.get("measured_unix", -1e18) <= max_age_s}
+        entries[key] = {"measured_unix": now, "result": result}
+        _write_entries(path, entries)
+    return {**result, "measured_at": _iso(now), "age_s": 0.0, "cached": False}
+
+
+def _iso(unix: float) -> str:
+    import datetime
+
+    return datetime.datetime.fromtimestamp(unix, datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+def _read_entries(path: Path) -> dict:
+    import json
+
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):  # none yet, or unreadable: measure
+        return {}
+    return {k: v for k, v in doc.items() if isinstance(v, dict) and isinstance(v.get("result"), dict)
+            and isinstance(v.get("measured_unix"), (int, float))} if isinstance(doc, dict) else {}
+
+
+def _write_entries(path: Path, entries: dict) -> None:
+    """Written whole to a temporary file, then renamed (a reader never sees half a file). A cache
+    that cannot be written is no error: the next run measures again."""
+    import json
+    import os
+    import tempfile
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bandwidth-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(entries, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+
+
+def measured_when(bw: dict) -> str:
+    """When a copy_bandwidth() result was measured, in words: "measured YYYY-MM-DD HH:MM UTC" (this
+    run's measurement or one remembered from an earlier run: the time tells); "measured" for a result
+    that does not say (measure_copy_bandwidth's)."""
+    at = bw.get("measured_at")
+    return f"measured {at[:10]} {at[11:16]} UTC" if isinstance(at, str) and len(at) >= 16 else "measured"
 
 
 def device_info(simulator: bool, measure: bool = False) -> dict:
@@ -124,8 +243,8 @@ def device_info(simulator: bool, measure: bool = False) -> dict:
     info = {"schema_version": SCHEMA_VERSION, **describe(simulator)}
     info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
                          for n, st in compilers_status(simulator).items()}
-    if measure and not simulator:
-        info["measured_copy"] = measure_copy_bandwidth()
+    if measure and not simulator:  # measured now, always (and remembered for lab run)
+        info["measured_copy"] = copy_bandwidth(fresh=True)
     elif measure:
         info["measured_copy"] = "not measured: the CUDA simulator has no device memory to time"
     return info

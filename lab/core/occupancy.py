@@ -148,12 +148,13 @@ def _device_cc():
     return tuple(cuda.get_current_device().compute_capability)
 
 
-def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None) -> dict:
+def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, records=None) -> dict:
     """The keys ``lab run`` adds to each Numba variant's launch dict: registers, shared_bytes,
     local_bytes (of the variant's lowest-occupancy kernel) and occupancy (0..1).
 
-    On a GPU: the driver's attributes of the kernels Numba loaded (a small extra run records which
-    kernels the variant launches). In the simulator nothing is compiled: all four are None (``lab
+    On a GPU: the driver's attributes of the kernels Numba loaded. ``records``: the
+    :class:`lab.core.resources.LaunchRecord` s of a call the caller already made (``lab run``'s checked
+    call); without them an extra run of the variant at ``size`` records which kernels it launches. In the simulator nothing is compiled: all four are None (``lab
     occupancy KERNEL --arch sm_XX`` reads them offline). Never raises: a failure gives None values.
     """
     keys = dict.fromkeys(("registers", "shared_bytes", "local_bytes", "occupancy"))
@@ -166,7 +167,7 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None) -
         arch = archs.for_cc(cc)
         worst = None
         size = size or spec.default_size(True)  # the run's size: some rungs pick a kernel build by size
-        for rec in resources.record_launches(spec, variant, size, threads):
+        for rec in records or resources.record_launches(spec, variant, size, threads):
             use = resources.device_resources(rec)
             t = math.prod(rec.block)
             occ = (resources.driver_blocks_per_sm(rec, t, rec.dynamic_shared) * -(-t // 32)

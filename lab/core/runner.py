@@ -488,14 +488,12 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     rule = StopRule(repeats=p.repeats)
     report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if p.repeats == 0 else
                         f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
-                        f"each row: at least {rule.min_samples} calls and {rule.min_time_s:g} s of measured time, "
-                        f"more while the noise (IQR/median) is above {rule.max_noise:.0%}, at most "
-                        f"{rule.time_limit_s:g} s; {p.warmup} warm-up")
+                        rule.describe(p.warmup))
     if not simulator:
         from lab.core import clocks
-        from lab.core.device import measure_copy_bandwidth
+        from lab.core.device import copy_bandwidth
 
-        report.copy_bandwidth = measure_copy_bandwidth()
+        report.copy_bandwidth = copy_bandwidth()  # remembered per device for a day: "measured_at" says when
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
     report.compiler = compilers.current()
@@ -521,12 +519,14 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             variant = spec.variants[task.variant]
             # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
             own = getattr(variant, "tolerance", None)
+            launched: list = []  # on a GPU: the kernels the checked call launched (lab.core.resources)
             add(_measure(p, report, rule, ref, task, emit,
                          lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator),
-                         (ref.refs, own(inputs, ref.refs, dtype)) if own else None))
+                         (ref.refs, own(inputs, ref.refs, dtype)) if own else None, launches=launched))
             from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 
-            task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size))
+            # the checked call's kernels, not a second run of the rung on inputs of its own
+            task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size, records=launched))
         elif task.contender == "numpy":
             add(_measure(p, report, rule, ref, task, emit, lambda: C.prepare_numpy(spec, inputs)))
         else:
@@ -575,13 +575,14 @@ class _Reference:
 
 
 def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Task, emit, prepare,
-             against=None) -> Row:
+             against=None, launches: list | None = None) -> Row:
     """The Row of the contender that ``prepare()`` sets up: its first (poisoned) call timed alone and
     checked (against ``against``, (refs, tols), instead of the float64 reference when given); if it
-    passed, warmed up and timed. A contender that raises is a FAIL row, not a crash of the run."""
+    passed, warmed up and timed. A contender that raises is a FAIL row, not a crash of the run.
+    ``launches``: a list that gets the LaunchRecords of a Numba row's checked call on a GPU."""
     refs_, tols_ = against or (ref.refs, ref.tols)
     numba = task.contender == "numba"
-    launches: list = []  # numba rows on a GPU: the kernels the checked call launched
+    launches = [] if launches is None else launches  # numba rows on a GPU: the kernels the checked call launched
     record = numba and not p.simulator
     facts: dict = {"compiler": report.compiler} if numba else {}
     checked_: dict = {}

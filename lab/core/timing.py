@@ -20,8 +20,11 @@ event not yet complete); if not (a call that blocks the host, e.g. one that copi
 host), the samples include host gaps and the method says so.
 
 How many calls: a stop rule like nvbench's (:class:`StopRule`): at least 10 samples and at least
-0.25 s of summed GPU time, and more while the noise (IQR / median) is above 1%, up to a time limit;
-``repeats`` fixes the count instead. Calls are enqueued in batches of at most BATCH_MAX behind one
+0.25 s of summed GPU time, and more while the noise (IQR / median) is above 1% and still changing,
+up to a time limit; ``repeats`` fixes the count instead. "Still changing" is nvbench's convergence
+test (``stdrel_criterion``): a noise that has settled above the target (the noise of the samples up
+to each of the last 8 checkpoints, 64 calls apart, within 5% of the current one) would not come
+down with more calls; the median of the hundreds of samples taken is then as good as it gets. Calls are enqueued in batches of at most BATCH_MAX behind one
 blocker, so the launch queue (about a thousand pending launches) never fills, whatever the count.
 
 Why an L2 flush: back-to-back calls on the same buffers find the end of the previous call's data
@@ -37,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 import numpy as np
@@ -117,9 +120,21 @@ class StopRule:
     min_time_s: float = 0.25
     max_noise: float = 0.01
     time_limit_s: float = 3.0
+    settle_calls: int = 512  # the convergence window (nvbench's); 0: sample a noisy call up to the time limit
+    settle_spread: float = 0.05  # settled: the window's noises within this of the current one (RMS, relative)
 
-    def done(self, samples_ms, elapsed_s: float) -> str | None:
-        """None to go on, else the reason sampling stops (a short phrase for the method line)."""
+    def describe(self, warmup: int) -> str:
+        """The adaptive rule in words (``lab run``'s header line "timed calls: ...")."""
+        settle = (f" and still changing (settled: within {self.settle_spread:.0%} over the last "
+                  f"{self.settle_calls} calls)" if self.settle_calls else "")
+        return (f"each row: at least {self.min_samples} calls and {self.min_time_s:g} s of measured time, "
+                f"more while the noise (IQR/median) is above {self.max_noise:.0%}{settle}, at most "
+                f"{self.time_limit_s:g} s; {warmup} warm-up")
+
+    def done(self, samples_ms, elapsed_s: float, settle: bool = True) -> str | None:
+        """None to go on, else the reason sampling stops (a short phrase for the method line).
+        ``settle``: test the noise's convergence this time (a caller that asks after every call asks
+        every 16th: it costs 8 noise estimates)."""
         n = len(samples_ms)
         if self.repeats is not None:
             return f"fixed count ({self.repeats})" if n >= self.repeats else None
@@ -132,7 +147,24 @@ class StopRule:
         noise = noise_of(samples_ms)
         if noise <= self.max_noise:
             return f"stopped at noise {noise:.1%} <= {self.max_noise:.0%} after >= {self.min_time_s:g} s"
+        if settle and self.settled(samples_ms):
+            return (f"noise settled at {noise:.1%} (> {self.max_noise:.0%}; within {self.settle_spread:.0%} "
+                    f"over the last {self.settle_calls} calls) after >= {self.min_time_s:g} s")
         return None
+
+    def settled(self, samples_ms) -> bool:
+        """Whether the noise has stopped changing (nvbench's convergence test): the noise of the
+        samples up to each of 8 checkpoints ``settle_calls / 8`` calls apart, ending now, has an RMS
+        distance from the current noise below ``settle_spread`` of it. Needs ``settle_calls`` calls
+        past the minimum count."""
+        n, step = len(samples_ms), self.settle_calls // 8
+        if not self.settle_calls or n < self.min_samples + self.settle_calls:
+            return False
+        noises = np.array([noise_of(samples_ms[: n - k * step]) for k in range(8)])
+        current = noises[0]
+        if not (np.isfinite(noises).all() and current > 0):
+            return False
+        return float(np.sqrt(np.mean((noises - current) ** 2)) / current) < self.settle_spread
 
     def batch(self, samples_ms, call_ms: float, cap: int) -> int:
         """How many calls to take next (1..cap): enough for the sample and time minimums, or for
@@ -178,8 +210,7 @@ class Timer:
             raise ValueError("repeats must be at least 1")
         rule = rule or StopRule()
         if repeats is not None:
-            rule = StopRule(repeats=repeats, min_samples=rule.min_samples, min_time_s=rule.min_time_s,
-                            max_noise=rule.max_noise, time_limit_s=rule.time_limit_s)
+            rule = replace(rule, repeats=repeats)
         device = self.mode == "device"
         t0 = time.perf_counter()
         # a GPU or a CPU call is warmed up at least once; a simulated one only if asked (it is slow, and
@@ -195,7 +226,7 @@ class Timer:
             samples, covered, meta = _device_samples(self.fn, rule, enqueue_s, call_ms, self.flush_l2)
             return Measurement(samples, DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS, meta)
         samples, start = [], time.perf_counter()
-        while not (why := rule.done(samples, time.perf_counter() - start)):
+        while not (why := rule.done(samples, time.perf_counter() - start, settle=len(samples) % 16 == 0)):
             t = time.perf_counter()
             self.fn()
             samples.append((time.perf_counter() - t) * 1e3)
@@ -326,9 +357,53 @@ def _flush_l2() -> None:
 
         l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20)
         _flush_buffer = (cuda.to_device(np.zeros(2 * l2 // 4, np.int32)), cuda.device_array(1, np.int32))
-        _flush_kernel = flush[1024, 256]
+        configured = flush[1024, 256]
+        fast = _direct_launch(flush, (1024, 256), _flush_buffer)
+        _flush_kernel = (lambda *args: fast()) if fast else configured
     if FLUSH_L2:
         _flush_kernel(*_flush_buffer)
+
+
+def _direct_launch(dispatcher, config: tuple[int, int], arrays):
+    """``launch()`` of ``dispatcher[config](*arrays)`` on the default stream straight through
+    cuLaunchKernel (kernels.backend.launcher, as torch_bridge.launch.FastKernel does): a few us of
+    host time instead of the dispatcher's ~46 us, for a kernel launched thousands of times with the same
+    1-D int32 arrays (the L2 flush before every timed call). Checked once: the kernel must find a
+    marker planted in the first array (it writes it to the second). None where this is not
+    numba-cuda on a GPU or the check fails: the dispatcher launches it then."""
+    from kernels.compiler import COMPILER, cuda
+
+    if COMPILER != "numba-cuda":
+        return None
+    try:
+        from kernels.backend import launcher, param_block
+
+        kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in arrays))
+        cufunc = kernel._codelibrary.get_cufunc()
+        kernel.bind()
+        layout = []  # numba-cuda's flattening of a 1-D array: meminfo, parent, nitems, itemsize, data, shape, stride
+        for a in arrays:
+            if a.ndim != 1 or a.dtype != np.int32:
+                return None
+            layout += [0, 0, a.size, 4, a.device_ctypes_pointer.value, a.size, 4]
+        values, pointers = param_block(layout)
+        go = launcher(int(cufunc.handle), (config[0], 1, 1, config[1], 1, 1), pointers)
+        buf, sink = arrays
+        buf[buf.size - 1:].copy_to_device(np.array([0x5EED], np.int32))  # the marker, in the last element
+        sink.copy_to_device(np.zeros(1, np.int32))
+        go(0)
+        cuda.synchronize()
+        found = int(sink.copy_to_host()[0]) == 0x5EED
+        buf[buf.size - 1:].copy_to_device(np.zeros(1, np.int32))
+        sink.copy_to_device(np.zeros(1, np.int32))
+        if not found:
+            return None
+
+        def launch(values=values):  # values: the parameter block ``pointers`` points into, kept alive
+            go(0)
+        return launch
+    except Exception:  # no libcuda symbol, another numba-cuda layout...: the dispatcher
+        return None
 
 
 def _timeout_naps(n: int, enqueue_s: float) -> np.int64:
@@ -337,14 +412,31 @@ def _timeout_naps(n: int, enqueue_s: float) -> np.int64:
     return np.int64(min(BLOCK_TIMEOUT_S, 10 * enqueue_s * (n + 2) + 0.05) * 1e6)
 
 
+_event_pool: dict = {"context": None, "starts": [], "ends": []}
+
+
+def _events(n: int) -> tuple[list, list]:
+    """``n`` (start, end) pairs of timing events of the current context, made once and reused by every
+    batch (a batch reads its events' times before the next one records them again): creating them
+    anew cost ~19 us an event on the H100 (cProfile of ``lab run matvec``: 1.3 s of a 37 s run)."""
+    from kernels.compiler import cuda
+
+    pool, context = _event_pool, cuda.current_context()
+    if pool["context"] is not context:  # a new context (or the first batch): its own events
+        pool.update(context=context, starts=[], ends=[])
+    while len(pool["starts"]) < n:
+        pool["starts"].append(cuda.event(timing=True))
+        pool["ends"].append(cuda.event(timing=True))
+    return pool["starts"][:n], pool["ends"][:n]
+
+
 def _device_batch(fn, n: int, enqueue_s: float, flush: bool, hold: str):
     """Time ``n`` calls queued behind one hold ("flag": the blocking kernel; "sleep": a spin;
     "none"): returns (samples ms, covered). covered: the GPU was still held when the last call had
     been enqueued, so no call waited for the host."""
     from kernels.compiler import cuda
 
-    starts = [cuda.event(timing=True) for _ in range(n)]
-    ends = [cuda.event(timing=True) for _ in range(n)]
+    starts, ends = _events(n)
     b = _blocker
     if hold == "flag":
         b["flag"][0], b["status"][0] = 0, 0

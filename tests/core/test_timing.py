@@ -62,10 +62,33 @@ def test_stop_rule_minimums(rng):
 
 
 def test_stop_rule_keeps_sampling_while_noisy_until_the_limit(rng):
-    rule = T.StopRule(time_limit_s=1.0)
+    rule = T.StopRule(time_limit_s=1.0, settle_calls=0)  # no convergence test: the time limit alone
     samples, why = drive(rule, lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
     assert T.noise_of(samples) > 0.01 and "time limit" in why
     assert sum(samples) / 1e3 >= 0.5  # ran on well past the 0.25 s minimum
+
+
+def test_stop_rule_stops_once_the_noise_has_settled(rng):
+    """A call whose noise stays put above 1% (uniform 20% spread): no more calls would lower it, so
+    sampling stops after the minimum time once 512 calls show it settled, not at the time limit."""
+    samples, why = drive(T.StopRule(time_limit_s=3.0), lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
+    assert "noise settled" in why and T.noise_of(samples) > 0.01
+    assert 0.25 <= sum(samples) / 1e3 < 0.4 and len(samples) >= 10 + 512
+
+
+def test_stop_rule_goes_on_while_the_noise_still_changes(rng):
+    """A call whose spread keeps growing (doubling every 300 calls) never settles: the time limit ends it."""
+    calls = iter(range(10**6))
+    samples, why = drive(T.StopRule(time_limit_s=1.0), lambda: 0.1 * (1 + 0.01 * rng.random() * 2 ** (next(calls) / 300)), 0.1)
+    assert "time limit" in why
+
+
+def test_stop_rule_settling_needs_the_window(rng):
+    rule = T.StopRule()
+    noisy = list(0.1 * (1 + 0.2 * rng.random(600)))
+    assert rule.settled(noisy) and not rule.settled(noisy[:500])  # fewer than 10 + 512 samples: not yet
+    assert not T.StopRule(settle_calls=0).settled(noisy)
+    assert "still changing" in rule.describe(5) and "still changing" not in T.StopRule(settle_calls=0).describe(5)
 
 
 def test_stop_rule_batches_respect_the_launch_queue_cap():

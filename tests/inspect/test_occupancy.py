@@ -164,3 +164,23 @@ def _fits(a, threads, regs):
         return True
     except LabError:
         return False
+
+
+def test_launch_usage_reads_the_given_launches_without_running_the_variant(monkeypatch):
+    """lab run hands over the kernels its checked call launched: no second run of the rung (on a GPU
+    that was a full-size input generation and launch per rung), the records' numbers used as given."""
+    from lab.core import occupancy, resources
+    from lab.core.resources import LaunchRecord
+
+    def no_rerun(*a, **k):
+        raise AssertionError("record_launches ran although the launches were given")
+
+    monkeypatch.setattr(occupancy, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(resources, "record_launches", no_rerun)
+    monkeypatch.setattr(resources, "device_resources",
+                        lambda rec: {"registers": 32, "shared_bytes": 0, "local_bytes": 0})
+    monkeypatch.setattr(resources, "driver_blocks_per_sm", lambda rec, t, dyn=0: 2)
+    recs = [LaunchRecord("kernels.matvec", "warp_per_row_kernel", [], (512,), (1024,))]
+    got = occupancy.launch_usage(None, "warp_per_row", 1024, False, (16384, 4096), records=recs)
+    assert got == {"registers": 32, "shared_bytes": 0, "local_bytes": 0,
+                   "occupancy": calculate(archs.for_cc((9, 0)), 1024, 32, 0)["occupancy"]}

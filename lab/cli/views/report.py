@@ -76,11 +76,13 @@ def header_lines(report: Report) -> list[str]:
     if report.backend == "simulator":
         lines.append("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
     else:
+        from lab.core.device import measured_when
+
         bw = report.copy_bandwidth or {}
         peak = d.get("peak_bandwidth_gbps")
         lines.append(f"{escape(str(d['name']))} · compute capability {d['compute_capability']} · "
-                     f"{d.get('sm_count')} SMs · copy bandwidth {_num(bw.get('gbps'), '{:,.0f}')} GB/s measured"
-                     + (f" (theoretical peak {peak:,.0f})" if peak else ""))
+                     f"{d.get('sm_count')} SMs · copy bandwidth {_num(bw.get('gbps'), '{:,.0f}')} GB/s "
+                     + escape(measured_when(bw)) + (f" (theoretical peak {peak:,.0f})" if peak else ""))
         if report.clocks:  # NVML: SM clock, its limit and throttle reasons, before (and after) the run
             from lab.core.clocks import describe
 
