@@ -13,8 +13,10 @@ anything compiles:
 
 What the kernels import from here works under both compilers: ``cuda``, the scalar types
 (``float32 ... uint64``, and ``uint16`` for bfloat16 bit patterns: each compiler's own type objects,
-usable as casts and as shared-array dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload`` or its MLIR twin), and
-``types`` (the type module that ``overload`` implementations compare argument types against).
+usable as casts and as shared-array dtypes), ``libdevice`` and ``overload`` (``numba.cuda.extending.overload``
+or its MLIR twin), ``types`` (the type module that ``overload`` implementations compare argument types
+against), and ``threadfence`` (``cuda.threadfence()``, which numba-cuda-mlir 0.6 types but cannot lower:
+there it is the same ``membar.gl`` as one line of inline PTX).
 
 ``LAB_COMPILER`` names the compiler; unset, :func:`kernels.backend.default_compiler` decides (``WHY``
 says why). On a GPU every kernel's ``cuda.jit`` caches what it compiles on disk
@@ -77,6 +79,12 @@ if COMPILER == "numba-cuda":
         if CACHE_DIR:  # read when the config loaded, which may have been before configure()
             _config.CACHE_DIR = CACHE_DIR
         cuda.jit = _cache.caching_jit(cuda.jit)
+
+    @cuda.jit(device=True)
+    def threadfence():
+        """``cuda.threadfence()`` (a device function: kernels call it as a global name)."""
+        cuda.threadfence()
+
     if SIMULATOR:  # the simulator has no libdevice or typed overloads; kernels take the Python path
         libdevice = overload = None
     else:
@@ -97,6 +105,14 @@ elif COMPILER == MLIR:
     from numba_cuda_mlir import extending as _extending
     from numba_cuda_mlir.numba_cuda import types  # noqa: F401
     from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
+
+    import numba_cuda_mlir.cuda.experimental as _experimental
+
+    @cuda.jit(device=True, forceinline=True)
+    def threadfence():
+        """``cuda.threadfence()``: this thread's earlier writes are seen by every thread of the GPU before
+        its later ones (PTX ``membar.gl``, what numba-cuda and CUDA C++'s ``__threadfence()`` emit)."""
+        _experimental.inline_ptx("membar.gl;")
 
     def overload(func, target="cuda", **kwargs):
         """numba-cuda's ``overload(func, target="cuda")`` on numba-cuda-mlir, which has one target

@@ -38,8 +38,11 @@ In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the sa
   lab.core.simt reports the write as a race; copies never waited for never land.
 
 Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
-shuffles, the copies synchronous. That keeps a student's kernel compilable there; the matmul rungs
-are skipped there (:data:`UNAVAILABLE` says why: they would time shuffles, not tensor cores).
+shuffles, the copies synchronous (kernels/gemm/mma_numba_cuda.py). That keeps a student's kernel
+compilable there; the matmul rungs are skipped there (:data:`UNAVAILABLE` says why: they would time
+shuffles, not tensor cores). A student's kernel (``from numba import cuda``) is always numba-cuda's,
+so where the lab's kernels are numba-cuda-mlir's the exercise checker hands it these plain-CUDA
+twins in place of the MLIR functions it imported (:func:`for_numba_cuda`).
 
 Sources: PTX ISA 8.x, "Warp-level matrix multiply-accumulate instructions" (mma.sync, section
 "Matrix fragments for mma.m16n8k8", .tf32) and "Data movement and conversion instructions: cp.async,
@@ -357,60 +360,32 @@ elif SIMULATOR:  # the emulation
     cp_async_wait = _cp_async_wait_emulated
 else:
     # numba-cuda on a GPU: no inline PTX. The same functions compile (a student's kernel, the checker's
-    # GPU compile) as an emulation in plain CUDA: the mma through 32 warp shuffles, the copies
-    # synchronous (complete at once; a missing wait goes unnoticed here, the simulator catches it).
-    # The matmul rungs are skipped here (UNAVAILABLE): they would time shuffles, not tensor cores.
-    from kernels.compiler import float32 as _f32
+    # GPU compile) as an emulation in plain CUDA (kernels/gemm/mma_numba_cuda.py): the mma through 32
+    # warp shuffles, the copies synchronous (complete at once; a missing wait goes unnoticed here, the
+    # simulator catches it). The matmul rungs are skipped here (UNAVAILABLE): they would time shuffles,
+    # not tensor cores.
+    from kernels.gemm.mma_numba_cuda import (cp_async4, cp_async16, cp_async_commit,  # noqa: F401
+                                             cp_async_wait, mma_tf32, tf32_bits, to_tf32)
 
-    @cuda.jit(device=True)
-    def to_tf32(x):
-        """x unchanged (this emulation multiplies in float32)."""
-        return x
+# The helpers a kernel calls by name; a student's kernel (``from numba import cuda``) is compiled by
+# numba-cuda, whichever compiler built the lab's own kernels (for_numba_cuda).
+HELPERS = ("to_tf32", "tf32_bits", "mma_tf32", "cp_async16", "cp_async4", "cp_async_commit", "cp_async_wait")
 
-    tf32_bits = to_tf32
 
-    @cuda.jit(device=True)
-    def mma_tf32(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-        """The m16n8k8 mma from the fragments by shuffles: for each k, lane g * 4 + k holds
-        A[g][k], A[g+8][k], A[g][k+4], A[g+8][k+4]; lane n * 4 + k holds B[k][n], B[k+4][n]."""
-        lane = cuda.laneid
-        g = lane // 4
-        q = lane % 4
-        d0, d1, d2, d3 = c0, c1, c2, c3
-        for kk in range(4):
-            src = g * 4 + kk
-            x0 = cuda.shfl_sync(0xFFFFFFFF, a0, src)
-            x1 = cuda.shfl_sync(0xFFFFFFFF, a1, src)
-            x2 = cuda.shfl_sync(0xFFFFFFFF, a2, src)
-            x3 = cuda.shfl_sync(0xFFFFFFFF, a3, src)
-            y0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + kk)
-            y1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + kk)
-            z0 = cuda.shfl_sync(0xFFFFFFFF, b0, 8 * q + 4 + kk)
-            z1 = cuda.shfl_sync(0xFFFFFFFF, b1, 8 * q + 4 + kk)
-            d0 += x0 * y0 + x2 * y1
-            d1 += x0 * z0 + x2 * z1
-            d2 += x1 * y0 + x3 * y1
-            d3 += x1 * z0 + x3 * z1
-        return d0, d1, d2, d3
+def for_numba_cuda(value):
+    """What a kernel compiled by numba-cuda calls in place of ``value``, one of :data:`HELPERS` of this
+    module: in a process whose kernels are numba-cuda-mlir's those are MLIR device functions, which
+    numba-cuda cannot call, so their plain-CUDA twin (kernels/gemm/mma_numba_cuda.py, as numba-cuda
+    on a GPU always runs them); None for any other value, or where the helpers are numba-cuda's
+    (or the simulator's) already."""
+    if COMPILER != MLIR or SIMULATOR:
+        return None
+    for name in HELPERS:
+        if value is globals()[name]:
+            from kernels.gemm import mma_numba_cuda
 
-    @cuda.jit(device=True)
-    def cp_async16(dst, di, src, row, col, count):
-        """A synchronous copy of src[row, col : col + count] to dst[di : di + 4], zeros past count."""
-        for e in range(4):
-            dst[di + e] = src[row, col + e] if e < count else _f32(0.0)
-
-    @cuda.jit(device=True)
-    def cp_async4(dst, di, src, row, col, count):
-        """A synchronous copy of src[row, col] (count 1) or a zero (count 0) to dst[di]."""
-        dst[di] = src[row, col] if count > 0 else _f32(0.0)
-
-    @cuda.jit(device=True)
-    def cp_async_commit():
-        """Nothing to do: the copies were synchronous."""
-
-    @cuda.jit(device=True)
-    def cp_async_wait(n):
-        """Nothing to wait for: the copies were synchronous."""
+            return getattr(mma_numba_cuda, name)
+    return None
 
 
 # --- Precision: the tolerance of a product whose inputs were rounded (TF32, bfloat16) -----------

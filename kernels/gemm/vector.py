@@ -6,7 +6,7 @@ Source: CUDA C++ Programming Guide, "Device Memory Accesses" (coalescing along a
 from __future__ import annotations
 
 import numpy as np
-from kernels.compiler import cuda, uint64
+from kernels.compiler import cuda, threadfence, uint64
 
 from kernels.device_limits import current
 from kernels.spec import Launch, blocks_for, plural, sm_count
@@ -110,7 +110,7 @@ def columns_split_kernel(X, B, partials, Y, counters, kchunk):
         for j in range(1, cuda.blockDim.y):
             total += sums[j, tx]
         partials[z, m, n] = total
-        cuda.threadfence()  # this partial reaches every SM before the count below says it is done
+        threadfence()  # this partial reaches every SM before the count below says it is done
     cuda.syncthreads()
     if tx == 0 and ty == 0:
         splits = cuda.gridDim.y

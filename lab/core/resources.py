@@ -65,9 +65,11 @@ def _argtype(arg):
 
 
 def _global_name(kernel) -> tuple[str, str | None]:
-    """(module, how to find the kernel there): ``NAME`` for a module global, ``FACTORY(KEY)`` for a
-    kernel a module-level factory built and cached in a module-level dict (e.g. softmax's
-    ``fused_resident_kernel(per_thread)``); None when neither."""
+    """(module, how to find the kernel there): ``NAME`` for a module global; ``FACTORY(ARGS)`` for a
+    kernel a module-level factory built and cached: in a module-level dict keyed by its arguments
+    (e.g. softmax's ``fused_resident_kernel(per_thread)``, ``group_rows_kernel(per_lane, width)``), or
+    by ``functools.cache`` when called with no arguments (``make_tf32_kernel()``); a name is given only
+    where it resolves back to this very kernel (:func:`_resolve`). None when none does."""
     fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None)
     modname = getattr(fn, "__module__", "?")
     module = sys.modules.get(modname)
@@ -77,20 +79,33 @@ def _global_name(kernel) -> tuple[str, str | None]:
         if v is kernel:
             return modname, k
     factory = fn.__qualname__.split(".<locals>.")[0] if ".<locals>." in fn.__qualname__ else None
+    if not factory or not callable(getattr(module, factory, None)):
+        return modname, None
+    names = [f"{factory}()"] if hasattr(getattr(module, factory), "cache_info") else []
     for v in vars(module).values():
-        if isinstance(v, dict) and factory and callable(getattr(module, factory, None)):
+        if isinstance(v, dict):
             for key, val in v.items():
                 if val is kernel and isinstance(key, (int, str)):
-                    return modname, f"{factory}({key!r})"
+                    names.append(f"{factory}({key!r})")
+                elif val is kernel and isinstance(key, tuple) and all(isinstance(x, (int, str)) for x in key):
+                    names.append(f"{factory}({', '.join(map(repr, key))})")
+    for name in names:
+        try:
+            if _resolve(module, name) is kernel:
+                return modname, name
+        except Exception:  # noqa: BLE001 - a dict keyed otherwise than by the factory's arguments
+            continue
     return modname, None
 
 
 def _resolve(module, name: str):
+    """The kernel ``name`` (:func:`_global_name`'s) names in ``module``: a global, or a factory's call."""
     m = re.fullmatch(r"(\w+)\((.*)\)", name)
     if m:
         import ast
 
-        return getattr(module, m.group(1))(ast.literal_eval(m.group(2)))
+        args = ast.literal_eval(f"({m.group(2)},)") if m.group(2).strip() else ()
+        return getattr(module, m.group(1))(*args)
     return getattr(module, name)
 
 

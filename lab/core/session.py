@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from kernels.backend import SIM_ENV
 from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
 from lab.core.errors import LabError
 from lab.core.simulator import choose, select  # noqa: F401  (the backend: lab.core.simulator owns it)
@@ -45,8 +46,16 @@ def start(prefer: str = "auto", compiler: str | None = None, allow_both: bool = 
 def child_env(**overrides: str) -> dict:
     """The environment for a child Python process of the lab (the exercise checker, the offline
     compile, the doctor's tiny kernel, the other compiler's run): this one's, with the folder that
-    holds the ``lab`` package first on PYTHONPATH, plus ``overrides``."""
+    holds the ``lab`` package first on PYTHONPATH, plus ``overrides``. A simulator child
+    (``NUMBA_ENABLE_CUDASIM=1``) compiles with numba-cuda, the simulator's only compiler, unless the
+    overrides name one: this process's ``LAB_COMPILER`` (numba-cuda-mlir on a GPU, chosen or the
+    default) is not inherited there."""
+    from lab.core import compilers
+
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **overrides)
+    if env.get(SIM_ENV, "0") not in ("", "0") and compilers.ENV not in overrides:
+        env[compilers.ENV] = compilers.NUMBA_CUDA
+        env[compilers.WHY_ENV] = f"{compilers.NUMBA_CUDA}: the simulator's compiler"
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     return env

@@ -48,6 +48,7 @@ import threading
 
 from kernels.backend import SIM_ENV as _SIM_ENV
 from kernels.backend import gpu_count, is_simulator
+from lab.core import compilers
 from lab.core.errors import LabError
 
 SWITCH_INTERVAL_S = 2e-4  # seconds: Python's thread switch interval while kernels are simulated
@@ -78,10 +79,14 @@ def choose(prefer: str = "auto") -> str:
 def select(prefer: str = "auto") -> str:
     """Pick the backend for this process (:func:`choose`) and return "gpu" or "simulator".
 
-    Raises LabError when a GPU is demanded but none is usable, or when ``numba.cuda`` was already
-    imported with the other backend (the choice cannot change inside one process).
+    Raises LabError when a GPU is demanded but none is usable, when the simulator is asked for with
+    ``LAB_COMPILER=numba-cuda-mlir`` (it has none), or when ``numba.cuda`` was already imported with
+    the other backend (the choice cannot change inside one process).
     """
     want_sim = choose(prefer) == "simulator"
+    if want_sim and os.environ.get(compilers.ENV) == compilers.MLIR:  # one line, not kernels.compiler's ImportError
+        raise LabError(f"{compilers.ENV}={compilers.MLIR} has no CUDA simulator: set {compilers.ENV}="
+                       f"{compilers.NUMBA_CUDA} (or unset it) for the simulator")
     if _numba_cuda_loaded():
         if want_sim != is_simulator():
             have = "simulator" if is_simulator() else "gpu"

@@ -263,7 +263,22 @@ def _spin(us: int) -> None:
 
 def _volatile_load():
     """A device function returning ``arr[0]`` (int32) through ``ld.volatile``: read from memory every
-    time, never hoisted out of a loop nor served from L1 (CUDA has no volatile in Numba)."""
+    time, never hoisted out of a loop nor served from L1 (CUDA has no volatile in Numba). One line of
+    inline PTX under either compiler: numba-cuda's through an llvmlite intrinsic, numba-cuda-mlir's
+    through ``inline_ptx`` (the array's address: ``arr.ctypes.data``, as kernels/gemm/mma.py takes it)."""
+    from kernels.compiler import COMPILER, MLIR
+
+    if COMPILER == MLIR:
+        import numba_cuda_mlir.cuda.experimental as X
+
+        from kernels.compiler import cuda
+
+        @cuda.jit(device=True, forceinline=True)
+        def volatile_load0_mlir(arr):
+            return X.inline_ptx("ld.volatile.u32 %0, [%1];", "=r", np.int32, "l", arr.ctypes.data)
+
+        return volatile_load0_mlir
+
     from llvmlite import ir
     from numba import types
     from numba.cuda.extending import intrinsic
@@ -282,6 +297,27 @@ def _volatile_load():
     return volatile_load0
 
 
+def _blocking_kernel_function():
+    """The blocking kernel (not launched): one thread naps 1 us at a time until the host sets
+    flag[0] (mapped memory, read with :func:`_volatile_load`) or max_sleeps naps have passed."""
+    from kernels.compiler import cuda
+
+    load = _volatile_load()
+
+    @cuda.jit
+    def block_until_released(flag, status, max_sleeps):
+        """One thread waits (1 us naps) until the host sets flag[0]; status 1 = released,
+        2 = gave up after max_sleeps naps."""
+        if cuda.grid(1) == 0:
+            naps = 0
+            while load(flag) == 0 and naps < max_sleeps:
+                cuda.nanosleep(1000)
+                naps += 1
+            status[0] = 1 if naps < max_sleeps else 2
+
+    return block_until_released
+
+
 def blocking_kernel() -> dict:
     """The blocking kernel and its mapped flag, self-tested once a process (a GPU is required).
 
@@ -290,25 +326,10 @@ def blocking_kernel() -> dict:
     """
     if _blocker:
         return _blocker
-    from kernels.compiler import COMPILER, cuda
+    from kernels.compiler import cuda
 
-    if COMPILER != "numba-cuda":  # the volatile load is a numba-cuda intrinsic (llvmlite inline PTX)
-        _blocker.update(works=False, why=f"no blocking kernel under {COMPILER}; sleeping instead")
-        return _blocker
     try:
-        load = _volatile_load()
-
-        @cuda.jit
-        def block_until_released(flag, status, max_sleeps):
-            """One thread waits (1 us naps) until the host sets flag[0]; status 1 = released,
-            2 = gave up after max_sleeps naps."""
-            if cuda.grid(1) == 0:
-                naps = 0
-                while load(flag) == 0 and naps < max_sleeps:
-                    cuda.nanosleep(1000)
-                    naps += 1
-                status[0] = 1 if naps < max_sleeps else 2
-
+        block_until_released = _blocking_kernel_function()
         flag = cuda.mapped_array(1, np.int32)
         status = cuda.mapped_array(1, np.int32)
         _blocker.update(kernel=block_until_released[1, 1], flag=flag, status=status)

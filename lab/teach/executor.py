@@ -58,6 +58,7 @@ def load_student(path, ex):
         raise Failed(f"{os.path.basename(path)} line {e.lineno}: SyntaxError: {e.msg}") from None
     except Exception as e:  # noqa: BLE001
         raise Failed(f"importing {os.path.basename(path)} raised {_one_line(e)}{_where(e, path)}") from None
+    _numba_cuda_helpers(mod)
     if not hasattr(mod, ex.kernel):
         raise Failed(f"{os.path.basename(path)} has no kernel named {ex.kernel!r}")
     problem = kernel_problem(getattr(mod, ex.kernel))
@@ -66,6 +67,19 @@ def load_student(path, ex):
     if ex.launch and not callable(getattr(mod, ex.launch, None)):
         raise Failed(f"{os.path.basename(path)} has no function {ex.launch}(...) for the launch configuration")
     return mod
+
+
+def _numba_cuda_helpers(mod) -> None:
+    """The student's kernel is numba-cuda's (``from numba import cuda``); where the lab's kernels are
+    numba-cuda-mlir's, the lab helpers it imported from kernels/gemm/mma.py are MLIR device functions
+    numba-cuda cannot call: swap each for its numba-cuda twin (``kernels.gemm.mma.for_numba_cuda``)."""
+    mma = sys.modules.get("kernels.gemm.mma")
+    if mma is None:
+        return
+    for name, value in list(vars(mod).items()):
+        twin = mma.for_numba_cuda(value)
+        if twin is not None:
+            setattr(mod, name, twin)
 
 
 def _launch_config(mod, ex, case):

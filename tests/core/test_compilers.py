@@ -172,3 +172,62 @@ def test_scalar_argument_names_match_numba_typeof():
     for v in (3, -2**40, 2.5, True, np.bool_(False), np.float32(1.5), np.float64(2), np.int32(7), np.int64(-1), np.uint32(5),
               np.uint8(200), np.uint64(2**63)):
         assert _argtype(v) == ("scalar", str(typeof(v))), v
+
+
+# --- The simulator's compiler is numba-cuda, whatever a GPU process chose (CPU: mlir faked) -----------
+def test_the_simulator_defaults_to_numba_cuda_where_mlir_is_installed(monkeypatch):
+    import importlib.util
+
+    from kernels import backend
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())  # numba-cuda-mlir "installed"
+    monkeypatch.setattr(backend, "driver_version", lambda: 13000)
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")
+    assert backend.default_compiler() == ("numba-cuda", "the simulator's compiler")
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "0")
+    assert backend.default_compiler()[0] == "numba-cuda-mlir"
+
+
+def test_a_simulator_child_compiles_with_numba_cuda(monkeypatch):
+    """A GPU process under numba-cuda-mlir (chosen, or its default, which lab.core.compilers.select
+    exports) starts simulator children (lab counters --sim, the exercise checker's simulator leg):
+    they get numba-cuda, unless the caller names a compiler; GPU children keep the parent's."""
+    from lab.core.session import child_env
+
+    monkeypatch.setenv(compilers.ENV, compilers.MLIR)
+    monkeypatch.setenv(compilers.WHY_ENV, f"{compilers.MLIR}: the default on CUDA 13")
+    env = child_env(NUMBA_ENABLE_CUDASIM="1")
+    assert env[compilers.ENV] == "numba-cuda" and env[compilers.WHY_ENV] == "numba-cuda: the simulator's compiler"
+    assert child_env(NUMBA_ENABLE_CUDASIM="0")[compilers.ENV] == compilers.MLIR
+    assert child_env(NUMBA_ENABLE_CUDASIM="1", LAB_COMPILER=compilers.MLIR)[compilers.ENV] == compilers.MLIR
+    monkeypatch.setenv("NUMBA_ENABLE_CUDASIM", "1")  # inherited from this process, not an override
+    assert child_env()[compilers.ENV] == "numba-cuda"
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="starts simulator children (a GPU process is not one)")
+def test_sim_commands_under_an_mlir_parent(monkeypatch):
+    """``lab counters --sim`` from a child_env of a numba-cuda-mlir process runs (numba-cuda); the same
+    command with LAB_COMPILER=numba-cuda-mlir set by the user is a one-line error, exit 2 (not the
+    ImportError of kernels.compiler as an internal error)."""
+    from lab.core.session import child_env
+
+    monkeypatch.setenv(compilers.ENV, compilers.MLIR)
+    cmd = [sys.executable, "-m", "lab", "counters", "vecadd", "--sim", "--size", "256", "--threads", "32",
+           "--variant", "element_per_thread", "--contenders", "numba", "--json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(NUMBA_ENABLE_CUDASIM="1"), timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)["kernel"] == "vecadd"
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=child_env(LAB_COMPILER=compilers.MLIR), timeout=120)
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+    assert proc.stderr.startswith("error: LAB_COMPILER=numba-cuda-mlir has no CUDA simulator")
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_select_of_the_simulator_refuses_mlir(monkeypatch):
+    from lab.core.session import select
+
+    monkeypatch.setenv(compilers.ENV, compilers.MLIR)
+    before = os.environ.get("NUMBA_ENABLE_CUDASIM")
+    with pytest.raises(compilers.LabError, match="LAB_COMPILER=numba-cuda-mlir has no CUDA simulator"):
+        select("sim")
+    assert os.environ.get("NUMBA_ENABLE_CUDASIM") == before

@@ -145,3 +145,25 @@ def test_pipeline_rungs_stay_out_of_auto_and_float64():
     else:
         assert "float32" in tc.unavailable(np.float64) and tc.unavailable(np.float32) == ""
     assert spec.variants["async_copy"].tolerance is None  # FP32: the spec's float32 tolerance
+
+
+def test_a_student_kernel_gets_the_numba_cuda_twins_where_the_lab_runs_mlir(monkeypatch, tmp_path):
+    """A student's kernel is numba-cuda's (``from numba import cuda``), which cannot call numba-cuda-mlir's
+    device functions (on the H100: "AssertionError: <class '...MLIRDispatcherType'>"): where the lab's
+    kernels are MLIR's, the checker swaps the mma helpers it imported for their plain-CUDA twins."""
+    import types
+
+    from kernels.gemm import mma, mma_numba_cuda
+    from lab.teach import executor
+
+    if mma.COMPILER != "numba-cuda-mlir":
+        assert mma.for_numba_cuda(mma.mma_tf32) is None  # the simulator's (or numba-cuda's) helpers: kept
+    monkeypatch.setattr(mma, "COMPILER", "numba-cuda-mlir")
+    monkeypatch.setattr(mma, "SIMULATOR", False)
+    student = types.ModuleType("student_x")
+    student.mma_tf32, student.to_tf32, student.cp_async4, student.other = (
+        mma.mma_tf32, mma.to_tf32, mma.cp_async4, mma.a_index)
+    executor._numba_cuda_helpers(student)
+    assert student.mma_tf32 is mma_numba_cuda.mma_tf32 and student.to_tf32 is mma_numba_cuda.to_tf32
+    assert student.cp_async4 is mma_numba_cuda.cp_async4 and student.other is mma.a_index
+    assert set(mma.HELPERS) <= set(vars(mma_numba_cuda))
