@@ -39,7 +39,7 @@ def test_factory_kernels_are_named_where_they_resolve_back():
     assert _global_name(k) == ("kernels.softmax_rows", "group_rows_kernel(4, 8)")
     assert _resolve(softmax_rows, "group_rows_kernel(4, 8)") is k
     assert _global_name(tensor_core_tf32.make_tf32_kernel()) == ("kernels.gemm.tensor_core_tf32", "make_tf32_kernel()")
-    assert _global_name(tensor_core_tf32.make_tf32_kernel(32))[1] is None  # not findable by its name: not checked
+    assert _global_name(tensor_core_tf32.make_tf32_kernel(rounding="cvt"))[1] is None  # not findable by its name: not checked
 
 
 def test_mlir_signatures_and_a_missing_interpreter(capsys):

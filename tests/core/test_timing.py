@@ -85,7 +85,7 @@ def test_stop_rule_goes_on_while_the_noise_still_changes(rng):
 
 def test_stop_rule_settling_needs_the_window(rng):
     rule = T.StopRule()
-    noisy = list(0.1 * (1 + 0.2 * rng.random(600)))
+    noisy = list(0.1 * (1 + 0.2 * rng.random(2000)))  # enough samples that the noise has settled whatever the draw
     assert rule.settled(noisy) and not rule.settled(noisy[:500])  # fewer than 10 + 512 samples: not yet
     assert not T.StopRule(settle_calls=0).settled(noisy)
     assert "still changing" in rule.describe(5) and "still changing" not in T.StopRule(settle_calls=0).describe(5)
