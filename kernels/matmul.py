@@ -556,7 +556,9 @@ SPEC = KernelSpec(
                          "4000x4000x250", "30x4000x4000", "4000x30x4000", "60x60x60000", "120x120x30000")},
     counter_size=(32, 32, 32),
     # the tensor-core and async-copy rungs: is the tensor pipe busy, how many shared wavefronts a request
-    # (lab.inspect.counters.bound: tensor-, memory-, issue-, compute- or latency-bound)
+    # (lab.inspect.counters.bound: tensor-, memory-, issue-, compute- or latency-bound), and their global
+    # loads, cp.async copies (LDGSTS), which ncu does not count as ld.global
     counter_metrics=("sectors_per_request", "bank_conflicts", "achieved_occupancy_pct", "tensor_pipe_pct",
-                     "shared_wavefronts_per_request", "conflicts_per_shared_load", "bound"),
+                     "shared_wavefronts_per_request", "conflicts_per_shared_load", "ldgsts_sectors_per_request",
+                     "bound"),
 )

@@ -1,11 +1,15 @@
 """Views of ``lab counters`` and ``lab sanitize``: a table that fits the terminal (80 columns and up,
-minor columns dropped first, ``--wide`` keeps all), the verdicts and notes under it."""
+minor columns dropped first), or with ``--wide`` every column at its natural width, however wide (as
+``lab run --wide``: the terminal may wrap the lines, the row labels stay); the verdicts and notes under it."""
 from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
 
-from lab.cli.views.report import Col, _explain, _table, console, si
+from lab.cli.views.report import Col, _explain, _table, console, print_tables, si, wide_adds
+from lab.inspect.counters import loads_by_cp_async
+
+CP = " cp"  # the mark of a cell that counts cp.async copies (LDGSTS), not ld.global requests
 
 
 def _pct(x) -> str | None:
@@ -42,6 +46,36 @@ def _occ(r: dict) -> str | None:
 def _stall(r: dict) -> str | None:
     top = r.get("top_stalls")
     return None if not top else ", ".join(f"{s['reason']} {s['pct']:.0f}%" for s in top)
+
+
+def _sectors_per_request(r: dict) -> str | None:
+    """s/req: ld.global's; a rung whose global loads are all cp.async copies, its copies' (marked " cp")."""
+    if loads_by_cp_async(r) and r.get("ldgsts_sectors_per_request") is not None:
+        return f"{r['ldgsts_sectors_per_request']:.1f}{CP}"
+    return _f(r.get("sectors_per_request"))
+
+
+def _load_efficiency(r: dict) -> str | None:
+    """ld eff: ld.global's; a rung whose global loads are all cp.async copies, its copies' (marked " cp"),
+    else "-" (never the 0% the ld.global metric reads for them)."""
+    if loads_by_cp_async(r):
+        eff = r.get("ldgsts_efficiency_pct")
+        return None if eff is None else f"{eff:.0f}%{CP}"
+    return _pct(r.get("load_efficiency_pct"))
+
+
+def _legend(rows: list, shown: list[Col]) -> list[str]:
+    """The lines under the table that say what a " cp" cell and a "-" load efficiency mean, where shown."""
+    headers = {c.header for c in shown}
+    cells = [c.cell(r) or "" for c in shown if c.header in ("s/req", "ld eff") for r in rows]
+    lines = []
+    if any(c.endswith(CP) for c in cells):
+        lines.append("cp: the rung's global loads are cp.async copies (LDGSTS), not ld.global requests: "
+                     "their own sectors a request and bytes used per sector (ncu's op_ldgsts metrics)")
+    if "ld eff" in headers and any(_load_efficiency(r) is None and (r.get("sectors_per_request") is not None
+                                                                    or loads_by_cp_async(r)) for r in rows):
+        lines.append("ld eff -: no ld.global measured; global loads by cp.async (LDGSTS) are not ld.global requests")
+    return [f"[dim]{escape(line)}[/]" for line in lines]
 
 
 def _optional_columns(declared) -> list[Col]:
@@ -85,9 +119,8 @@ def counters_columns(simulated: bool, declared=()) -> list[Col]:
         Col("DRAM rd", lambda r: _bytes(r.get("dram_read_bytes")), 85, explain="DRAM rd: bytes read"),
         Col("DRAM wr", lambda r: _bytes(r.get("dram_write_bytes")), 55, explain="DRAM wr: bytes written"),
         Col("xmin", _ratio, 90, explain="xmin: DRAM bytes / the lesson's minimum"),
-        Col("s/req", lambda r: _f(r.get("sectors_per_request")), 95,
-            explain="s/req: sectors a global load request fetches"),
-        Col("ld eff", lambda r: _pct(r.get("load_efficiency_pct")), 60, explain="ld eff: bytes used per sector"),
+        Col("s/req", _sectors_per_request, 95, explain="s/req: sectors a global load request fetches"),
+        Col("ld eff", _load_efficiency, 60, explain="ld eff: bytes used per sector"),
         Col("L2 hit", lambda r: _pct(r.get("l2_hit_pct")), 45, explain="L2 hit: sector hit rate"),
         Col("bank cf", lambda r: None if r.get("bank_conflicts") is None else f"{r['bank_conflicts']:,.0f}", 50,
             explain="bank cf: shared-memory bank conflicts"),
@@ -109,10 +142,10 @@ def print_counters(doc: dict, out: Console | None = None, wide: bool = False) ->
     if rows:
         table, shown, dropped = _table(counters_columns(simulated, doc.get("counter_metrics", ())), rows, out, wide,
                                        "simulated counters" if simulated else "hardware counters (one call each)")
-        out.print(table)
-        out.print(f"[dim]{escape(_explain(shown))}[/]")
-        if dropped:
-            out.print(f"[dim]--wide adds: {escape(', '.join(dropped))}[/]")
+        # with --wide at the table's natural width (never squeezed into the terminal: rich would drop
+        # whole columns, the row labels first), as every other --wide command
+        legend = [] if simulated else _legend(rows, shown)
+        print_tables(out, [table, f"[dim]{escape(_explain(shown))}[/]", *legend, *wide_adds(dropped)], wide)
     out.print("[bold]verdict[/]")
     for r in doc["rows"]:
         style = {"ok": "", "FAIL": "bold red", "skipped": "dim"}.get(r["status"], "")

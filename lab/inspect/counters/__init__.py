@@ -66,7 +66,7 @@ from lab.inspect.counters.metrics import (CUPTI_GROUPS, CUPTI_OPTIONAL_GROUPS, C
                                           phases_for, unit_scale)
 from lab.inspect.counters.ncu import (MARKER, TIMER_KERNELS, _profile, aggregate, group_by_marker, ncu_command,
                                       ncu_failure, parse_ncu_csv, passes, unknown_metrics)
-from lab.inspect.counters.row import ROW_KEYS, UNSET, CounterRow, blank_row, dram_ratio, verdict
+from lab.inspect.counters.row import ROW_KEYS, UNSET, CounterRow, blank_row, dram_ratio, loads_by_cp_async, verdict
 from lab.inspect.counters.simulator import _simulate, simulator_threads
 
 _blank_row = blank_row  # the name of earlier versions
@@ -76,7 +76,7 @@ __all__ = ["BOUNDS", "Bound", "CUPTI_OPTIONAL_GROUPS", "bound", "declared", "pha
            "RUN_PHASES", "STALLS", "STALL_PREFIX", "STALL_SUFFIX", "TIMER_KERNELS",
            "TIME_UNITS", "TOOLS", "CounterRow", "Metric", "aggregate", "blank_row", "choose_cupti_groups",
            "counters", "cupti_available", "cupti_preload", "cupti_row", "dram_ratio", "find_engine", "find_ncu",
-           "for_run", "group_by_marker", "metrics_of_interest", "ncu_command", "ncu_failure", "parse_ncu_csv",
+           "for_run", "group_by_marker", "loads_by_cp_async", "metrics_of_interest", "ncu_command", "ncu_failure", "parse_ncu_csv",
            "passes", "reduce_samples", "simulator_threads", "unit_scale", "unknown_metrics", "verdict",
            "_child_main", "_cupti_child_main", "_finish_child", "_marker_kernel", "_prepare_child", "_profile",
            "_profile_cupti", "_profiler", "_simulate"]

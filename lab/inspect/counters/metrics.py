@@ -54,6 +54,15 @@ TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 WAVEFRONTS = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"
 L1_THROUGHPUT, L2_THROUGHPUT = "l1tex__throughput.avg.pct_of_peak_sustained_active", "lts__throughput.avg.pct_of_peak_sustained_elapsed"
 ISSUE = "sm__inst_issued.avg.pct_of_peak_sustained_active"
+# cp.async (SASS LDGSTS: global to shared memory without registers) is not an ld.global (LDG): the SASS-level
+# load efficiency (..._mem_global_op_ld.pct) sees none of its bytes, so a kernel whose global loads are all
+# cp.async reads 0% there. Nsight Compute counts the copies under op "ldgsts" (Profiling Guide, Metrics
+# Decoder and Memory Tables: L1/TEX "Global Load To Shared Store", access and bypass); the LDG and LDGSTS
+# warp instructions tell whether a kernel's global loads are all copies.
+LDGSTS_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum"
+LDGSTS_REQUESTS = "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum"
+LDGSTS_EFFICIENCY = "smsp__sass_average_data_bytes_per_sector_mem_global_op_ldgsts.pct"
+LDG_INSTRUCTIONS, LDGSTS_INSTRUCTIONS = "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_ldgsts.sum"
 
 METRICS: tuple[Metric, ...] = (
     Metric("dram_read_bytes", ("dram__bytes_read.sum",), ("dram__bytes_read.sum",), "bytes",
@@ -70,7 +79,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("store_sectors_per_request", (ST_SECTORS, ST_REQUESTS), (), "sectors",
            "global store sectors / global store requests"),
     Metric("load_efficiency_pct", ("smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.pct",), (), "%",
-           "bytes used per sector fetched by global loads, averaged weighted by load sectors"),
+           "bytes used per sector fetched by global loads (ld.global), averaged weighted by load sectors; null "
+           "where a kernel read 0%: it executed no ld.global (cp.async copies are not ld.global: "
+           "ldgsts_efficiency_pct)"),
     Metric("ideal_sectors_per_request", (), (), "sectors", "sectors_per_request x load efficiency: what the "
            "bytes used would need", phase=""),
     Metric("bank_conflicts", BANK, BANK, "conflicts", "shared-memory bank conflicts of loads + stores"),
@@ -108,6 +119,21 @@ METRICS: tuple[Metric, ...] = (
            "weighted by duration", optional=True),
     Metric("issue_active_pct", (ISSUE,), (), "%", "issue slots busy: instructions issued, % of the SM's peak over "
            "active cycles, averaged weighted by duration", optional=True),
+    Metric("global_load_instructions", (LDG_INSTRUCTIONS,), (), "instructions", "warp-level ld.global (LDG) "
+           "instructions, summed", optional=True),
+    Metric("ldgsts_instructions", (LDGSTS_INSTRUCTIONS,), (), "instructions", "warp-level cp.async (LDGSTS) "
+           "instructions, summed", optional=True),
+    Metric("ldgsts_requests", (LDGSTS_REQUESTS,), (), "requests", "cp.async (LDGSTS) requests to L1/TEX, summed",
+           optional=True),
+    Metric("ldgsts_sectors", (LDGSTS_SECTORS,), (), "sectors", "sectors cp.async (LDGSTS) requests fetched, summed",
+           optional=True),
+    Metric("ldgsts_sectors_per_request", (LDGSTS_SECTORS, LDGSTS_REQUESTS), (), "sectors", "cp.async (LDGSTS) "
+           "sectors / requests: the sectors a request of a kernel whose global loads are copies (16 for coalesced "
+           "16-byte copies)", optional=True,
+           needs=("ldgsts_requests", "ldgsts_sectors", "ldgsts_efficiency_pct", "global_load_instructions",
+                  "ldgsts_instructions")),
+    Metric("ldgsts_efficiency_pct", (LDGSTS_EFFICIENCY,), (), "%", "bytes used per sector fetched by cp.async "
+           "(LDGSTS), averaged weighted by LDGSTS sectors", optional=True),
     Metric("bound", (), (), "label", "tensor-bound, memory-bound, issue-bound, compute-bound or latency-bound: what "
            "limits the call, from the SOL throughputs and the tensor pipe (lab.inspect.counters.bound)", phase="",
            optional=True, needs=("tensor_pipe_pct", "l1_throughput_pct", "l2_throughput_pct", "issue_active_pct")),

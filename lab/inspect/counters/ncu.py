@@ -23,8 +23,9 @@ import numpy as np
 
 from lab.core.errors import LabError
 from lab.inspect.counters.engine import PERM_FIX
-from lab.inspect.counters.metrics import (BANK, DURATION, LD_REQUESTS, LD_SECTORS, PHASES, SHARED, ST_REQUESTS,
-                                          ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS, WAVEFRONTS, unit_scale)
+from lab.inspect.counters.metrics import (BANK, DURATION, LD_REQUESTS, LD_SECTORS, LDGSTS_SECTORS, PHASES, SHARED,
+                                          ST_REQUESTS, ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS, WAVEFRONTS,
+                                          unit_scale)
 from lab.inspect.counters.metrics import BY_NAME as M
 from lab.inspect.counters.row import CounterRow
 
@@ -143,6 +144,14 @@ def _weighted(ks, name, weight=DURATION):
     return sum(v * w for v, w in pairs) / total if total else sum(v for v, _ in pairs) / len(pairs)
 
 
+def _load_efficiency(ks):
+    """The ld.global load efficiency over kernels ``ks``, weighted by load sectors; a kernel that reads 0%
+    executed no ld.global (a sector an ld.global fetched carries at least one byte it uses: its loads were
+    cp.async copies, LDGSTS, which the SASS-level ld metric does not see) and is left out; None if all are."""
+    name = M["load_efficiency_pct"].ncu[0]
+    return _weighted([k for k in ks if k["metrics"].get(name)], name, LD_SECTORS)
+
+
 def _ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -154,7 +163,7 @@ def aggregate(dram: list[dict], detail: list[dict], optional=()) -> dict:
     (null where ncu measured none)."""
     ld_sectors, ld_requests = _sum(detail, LD_SECTORS), _sum(detail, LD_REQUESTS)
     st_sectors, st_requests = _sum(detail, ST_SECTORS), _sum(detail, ST_REQUESTS)
-    eff = _weighted(detail, M["load_efficiency_pct"].ncu[0], LD_SECTORS)
+    eff = _load_efficiency(detail)
     conf_ld, conf_st = _sum(detail, BANK[0]), _sum(detail, BANK[1])
     sh_ld, sh_st = _sum(detail, SHARED[0]), _sum(detail, SHARED[1])
     conflicts = None if conf_ld is None and conf_st is None else (conf_ld or 0) + (conf_st or 0)
@@ -202,6 +211,12 @@ def _optional(detail, names, conf_ld, sh_ld, shared) -> dict:
               "conflicts_per_shared_load": _ratio(conf_ld, sh_ld)}
     for name in ("tensor_pipe_pct", "l1_throughput_pct", "l2_throughput_pct", "issue_active_pct"):
         values[name] = _weighted(detail, M[name].ncu[0])
+    for name in ("global_load_instructions", "ldgsts_instructions", "ldgsts_requests", "ldgsts_sectors"):
+        values[name] = _sum(detail, M[name].ncu[0])
+    values["ldgsts_sectors_per_request"] = _ratio(values["ldgsts_sectors"], values["ldgsts_requests"])
+    values["ldgsts_efficiency_pct"] = _weighted(
+        [k for k in detail if k["metrics"].get(M["ldgsts_efficiency_pct"].ncu[0])], M["ldgsts_efficiency_pct"].ncu[0],
+        LDGSTS_SECTORS)
     return {name: values[name] for name in values if name in names}
 
 
@@ -240,7 +255,8 @@ def unknown_metrics(log: str, metrics: list[str]) -> list[str]:
     for line in log.splitlines():
         if "==ERROR==" in line and "metric" in line.lower():
             # ncu may name the metric as asked or as the regex it made of it (regex:^NAME\.(sum|...)$)
-            bad += [m for m in metrics if m in line or (len(_base(m)) > 6 and _base(m) in line)]
+            bad += [m for m in metrics if m in line or (len(_base(m)) > 6 and re.search(
+                re.escape(_base(m)) + r"(?![A-Za-z0-9_])", line))]  # op_ld is not op_ldgsts
             if not bad and STALLS in metrics:
                 bad.append(STALLS)  # the regex: the likeliest to be refused
     return list(dict.fromkeys(bad))

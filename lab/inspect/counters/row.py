@@ -79,6 +79,12 @@ class CounterRow:
     l1_throughput_pct: float | None = UNSET
     l2_throughput_pct: float | None = UNSET
     issue_active_pct: float | None = UNSET
+    global_load_instructions: float | None = UNSET
+    ldgsts_instructions: float | None = UNSET
+    ldgsts_requests: float | None = UNSET
+    ldgsts_sectors: float | None = UNSET
+    ldgsts_sectors_per_request: float | None = UNSET
+    ldgsts_efficiency_pct: float | None = UNSET
     kernels: int = UNSET
     kernel_names: list = UNSET
     # CUPTI
@@ -146,6 +152,17 @@ def blank_row(contender, variant, min_bytes, status="ok", reason="") -> dict:
     return CounterRow.blank(contender, variant, min_bytes, status, reason).as_dict()
 
 
+def loads_by_cp_async(row) -> bool:
+    """Whether the call's global loads were all cp.async copies (LDGSTS), not ld.global: it executed LDGSTS
+    and no LDG (where the kernel declares the LDGSTS metrics, lab.inspect.counters.metrics); ``row`` a
+    CounterRow or its JSON dict. Its ld.global numbers (load efficiency) say nothing then, and the
+    ``ldgsts_*`` fields are its loads' numbers."""
+    copies = row.get("ldgsts_instructions")
+    if copies is None:  # the instruction counters refused: the requests say it
+        copies = row.get("ldgsts_requests")
+    return bool(copies) and row.get("global_load_instructions") == 0
+
+
 # --- the verdict -------------------------------------------------------------------------------------
 def verdict(row) -> str:
     """One line in the field's terms, from whatever the row measured (None values are skipped); ``row`` a
@@ -155,6 +172,10 @@ def verdict(row) -> str:
     if spr is not None and ideal and spr > 1.5 * ideal:
         where = f" (worst: {row.get('worst_load')})" if row.get("worst_load") else ""
         parts.append(f"uncoalesced: {spr:.1f} sectors per request where {ideal:.1f} suffice{where}")
+    cp_spr, cp_eff = row.get("ldgsts_sectors_per_request"), row.get("ldgsts_efficiency_pct")
+    cp_ideal = cp_spr * min(cp_eff, 100.0) / 100 if cp_spr is not None and cp_eff else None
+    if loads_by_cp_async(row) and cp_ideal and cp_spr > 1.5 * cp_ideal:
+        parts.append(f"uncoalesced cp.async copies: {cp_spr:.1f} sectors per request where {cp_ideal:.1f} suffice")
     ways = row.get("bank_ways")
     if ways is not None and ways >= 1.5:
         ld, st = row.get("bank_conflicts_load") or 0, row.get("bank_conflicts_store") or 0
