@@ -44,8 +44,8 @@ from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_merge, bloc
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
-# kernel, by values a thread K, numba-cuda / numba-cuda-mlir 0.6): float32 K=8: 32 / 32, K=32: 48 / 56;
-# float64 K=16: 56 / 54.
+# kernel by values a thread K, numba-cuda / numba-cuda-mlir 0.6, nvJitLink 13.5,
+# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58.
 # A block must get registers * threads <= 65536 or its launch fails; longer rows take the streaming
 # path.
 RESIDENT_MAX = {4: 32, 8: 16}
@@ -182,9 +182,9 @@ def naive_prepare(cfg, inputs, outputs):
 # which lets more blocks share an SM).
 # STORE_ORDER: the stores walk the columns back from the last one (j -= T) instead of recomputing
 # t + k * T. The same expression in the load and the store loop is computed once and kept: under
-# numba-cuda-mlir 0.6 that is K - 1 64-bit column indices held across both block reductions (ptxas,
-# sm_90, float32 K = 32: 128 registers a thread, one 256-thread block an SM; stepping back: 56, four
-# blocks). numba-cuda gives 48 either way (docs/compilers.md, "Registers").
+# numba-cuda-mlir 0.6 that is K - 1 64-bit column indices held across both block reductions (sm_90,
+# float32 K = 32: 136 registers a thread, one 256-thread block an SM; stepping back: 56, four blocks).
+# numba-cuda gives 56 either way (docs/compilers.md, "Registers").
 
 def _resident_per_thread(cols, threads, itemsize):
     """K = ceil(COLS / threads), the values a thread holds when the row fits in registers; None

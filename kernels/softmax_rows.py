@@ -20,8 +20,8 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops (
 # The register path's limits, by item size: at most GROUP_RESIDENT_MAX values a lane and
 # GROUP_RESIDENT_BLOCK values a block, as the fused rung's RESIDENT_MAX and RESIDENT_BLOCK
 # (kernels/softmax.py: the values a thread holds set its registers, ptxas's counts for sm_90:
-# float32 K = 32 values a lane take 100 registers under numba-cuda, 72 under numba-cuda-mlir 0.6; a
-# block must get registers x threads <= the SM's 65,536).
+# float32 K = 32 values a lane take 100 registers under numba-cuda, 72 under numba-cuda-mlir 0.6, ptxas
+# 13.0; a block must get registers x threads <= the SM's 65,536).
 GROUP_RESIDENT_MAX = {4: 32, 8: 16}
 GROUP_RESIDENT_BLOCK = {4: 16384, 8: 4096}
 
