@@ -43,8 +43,9 @@ from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_merge, bloc
                           warp_max, warp_sum)
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
-# and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread, by values a
-# thread K): float32 K=4: 31, K=8: 32, K=16: 55, K=32: 96; float64 K=4: 48, K=8: 76, K=16: 124.
+# and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
+# kernel by values a thread K, numba-cuda / numba-cuda-mlir 0.6, nvJitLink 13.5,
+# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58.
 # A block must get registers * threads <= 65536 or its launch fails; longer rows take the streaming
 # path.
 RESIDENT_MAX = {4: 32, 8: 16}
@@ -179,6 +180,11 @@ def naive_prepare(cfg, inputs, outputs):
 # and a select per access and 64-bit address math per load; an unsigned index cannot be negative,
 # so each load's address is the previous one plus T * itemsize (fewer instructions and registers,
 # which lets more blocks share an SM).
+# STORE_ORDER: the stores walk the columns back from the last one (j -= T) instead of recomputing
+# t + k * T. The same expression in the load and the store loop is computed once and kept: under
+# numba-cuda-mlir 0.6 that is K - 1 64-bit column indices held across both block reductions (sm_90,
+# float32 K = 32: 136 registers a thread, one 256-thread block an SM; stepping back: 56, four blocks).
+# numba-cuda gives 56 either way (docs/compilers.md, "Registers").
 
 def _resident_per_thread(cols, threads, itemsize):
     """K = ceil(COLS / threads), the values a thread holds when the row fits in registers; None
@@ -230,10 +236,12 @@ def fused_resident_kernel(per_thread):
             s += vals[k]
         s = block_sum(s, part_sum, scratch)
         inv = x.dtype.type(1) / s  # one division a thread, then multiplies
-        for k in range(K - 1):
-            out[row, t + uint64(k) * T] = vals[k] * inv
         if in_row:
             out[row, last] = vals[K - 1] * inv
+        j = last  # the columns again, stepping back from the last (see STORE_ORDER)
+        for k in range(K - 2, -1, -1):
+            j -= T
+            out[row, j] = vals[k] * inv
 
     _FUSED[per_thread] = fused_resident
     return fused_resident
@@ -369,10 +377,12 @@ def online_resident_kernel(per_thread):
             d += vals[k]
         big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
         scale = math.exp(m - big_m) / big_d  # m = -inf: exp gives 0 (big_m is finite)
-        for k in range(K - 1):
-            out[row, t + uint64(k) * T] = vals[k] * scale
         if in_row:
             out[row, last] = vals[K - 1] * scale
+        j = last  # as in the fused rung: stepping back from the last column (STORE_ORDER)
+        for k in range(K - 2, -1, -1):
+            j -= T
+            out[row, j] = vals[k] * scale
 
     _ONLINE[per_thread] = online_resident
     return online_resident
