@@ -73,8 +73,8 @@ import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
-from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async4, cp_async16, cp_async_commit, cp_async_wait, mma_tf32
-from kernels.gemm.shared_vec import ROUNDINGS, ld4_tf32, shared_base
+from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32
+from kernels.gemm.shared_vec import ROUNDINGS, cp_async4_at, cp_async16_at, global_base, ld4_tf32, shared_base
 from kernels.spec import Launch, blocks_for
 
 
@@ -129,28 +129,35 @@ ROUNDING = "add"
 
 
 @cuda.jit(device=True, **FORCEINLINE)
-def load_slab(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw1, shift, t, copies, nthreads, vec):
+def load_slab(sdst, saddr, src, gaddr, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw1, shift, t, copies,
+              nthreads, vec):
     """Issue the copy of src[r0 : r0 + tile_rows, c0 : c0 + tile_cols] (row-major float32 rows x cols) into
-    shared ``sdst`` from element ``base`` on, rows of tile_cols words, each 16-byte chunk of row r placed at
-    chunk ``chunk ^ swizzle(r)``, swizzle(r) = bit ``shift`` of r times sw0 + bit ``shift + 1`` times sw1.
-    Thread ``t`` copies chunks t, t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant):
-    16-byte copies (cols % 4 == 0), else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
-    per_row = tile_cols // 4
+    shared ``sdst`` from byte address ``saddr`` on (shared_base + 4 x an element index; ``gaddr``: src's
+    global_base), rows of tile_cols words, each 16-byte chunk of row r placed at chunk ``chunk ^ swizzle(r)``,
+    swizzle(r) = bit ``shift`` of r times sw0 + bit ``shift + 1`` times sw1. Thread ``t`` copies chunks t,
+    t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant): 16-byte copies (cols % 4 == 0),
+    else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
+    per_row = tile_cols // 4  # chunks a row; nthreads is a multiple: thread t copies chunk k of rows rt + i rpp
+    rpp = nthreads // per_row
+    rt = t // per_row
+    k = t - rt * per_row
+    gc = c0 + k * 4
+    g = gaddr + ((r0 + rt) * cols + gc) * 4  # the global address of the thread's first chunk
     inside = r0 + tile_rows <= rows and c0 + tile_cols <= cols  # the whole tile: no checks a chunk
     for i in range(copies):
-        c = t + i * nthreads
-        r = c // per_row
-        k = c - r * per_row
+        r = rt + i * rpp
         gr = r0 + r
-        gc = c0 + k * 4
-        di = base + r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4
+        d = saddr + 4 * (r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4)
+        gi = g + i * rpp * cols * 4  # src[gr, gc]'s address
         if vec and inside:
-            cp_async16(sdst, di, src, gr, gc, 4)
-        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all
-            cp_async16(sdst, di, src, gr, gc, 4 if gr < rows and gc < cols else 0)
+            cp_async16_at(sdst, d, src, gi, gr, gc, 4)
+        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all (outside: zeros, nothing read)
+            ok = gr < rows and gc < cols
+            cp_async16_at(sdst, d, src, gi if ok else gaddr, gr, gc, 4 if ok else 0)
         else:
             for e in range(4):
-                cp_async4(sdst, di + e, src, gr, gc + e, 1 if gr < rows and gc + e < cols else 0)
+                ok = gr < rows and gc + e < cols
+                cp_async4_at(sdst, d + 4 * e, src, gi + 4 * e if ok else gaddr, gr, gc + e, 1 if ok else 0)
 
 
 @functools.cache
@@ -219,6 +226,8 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         sm = cuda.shared.array(smem_n, float32, alignment=ALIGN)
         a_addr = shared_base(sm)
         b_addr = a_addr + 4 * a_total
+        ga = global_base(A)  # the copies' global addresses start here (computed once: inline PTX stays put)
+        gb = global_base(B)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -246,8 +255,9 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):
             if s < ntiles:
-                load_slab(sm, s * a_words, A, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
-                load_slab(sm, a_total + s * b_words, B, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies,
+                load_slab(sm, a_addr + 4 * s * a_words, A, ga, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies,
+                          threads, vec)
+                load_slab(sm, b_addr + 4 * s * b_words, B, gb, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies,
                           threads, vec)
             cp_async_commit()
         rd = 0  # the stage slab kt sits in (kt % stages, counted: no division in the loop)
@@ -264,9 +274,10 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
                 cuda.syncthreads()
             nxt = kt + stages - 1  # into the stage slab kt - 1 used: every warp is past its loads of it
             if nxt < ntiles:
-                load_slab(sm, wr * a_words, A, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
-                load_slab(sm, a_total + wr * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies,
+                load_slab(sm, a_addr + 4 * wr * a_words, A, ga, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies,
                           threads, vec)
+                load_slab(sm, b_addr + 4 * wr * b_words, B, gb, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t,
+                          b_copies, threads, vec)
             cp_async_commit()
             wr = rd
             pa = a_addr + 4 * (rd * a_words + a_lane)  # byte addresses: the loads below add constants
