@@ -22,7 +22,7 @@ The word read first must be 16-byte aligned (an element index that is a multiple
 :func:`cp_async16_at` and :func:`cp_async4_at` are kernels.gemm.mma's cp.async copies with both addresses
 worked out by the caller: the shared one from :func:`shared_base`, the global one from :func:`global_base`
 (each computed once per kernel). mma's ``cp_async16`` recomputes both a copy -- an ``isspacep.shared`` (a
-QSPC, which goes through L1 and waits on the long scoreboard) and a ``cvta`` each time, since the compiler
+QSPC instruction, which the next one waits for) and a ``cvta`` each time, since the compiler
 cannot move inline PTX out of a loop.
 
 In Numba's CUDA simulator the load is four reads of the array and the values stay float32 (the emulated

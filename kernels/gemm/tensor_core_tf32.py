@@ -35,7 +35,22 @@ that share a 128-bit load phase hit 8 different 4-bank groups. B: f(r) = bit 2 o
 32-wide warp tile) + bit 3 of r times 4, which are q's two bits in the rows lane q reads; A: rows of
 16 words need none (rows g and g + 1 fill the 32 banks), longer rows f(r) = 4 on odd rows. Without
 padding a 128 x 128 block with 16-deep slabs takes 16 KB a stage: 3 stages fit the 48 KB of static
-shared memory.
+shared memory. Builds that need more take it as dynamic shared memory (``cuda.shared.array(0, ...)``,
+the bytes given at launch: :func:`configure`; numba-cuda-mlir raises the function's limit past 48 KB
+itself, up to the H100's 227 KB a block).
+
+Each thread's copies are one 16-byte column of a slab's rows (chunk k of rows rt, rt + rpp, ...), their
+shared and global byte addresses worked out from two per-kernel bases (kernels.gemm.shared_vec's
+``cp_async16_at``): the generic copy helpers convert both addresses on every call (an ``isspacep``, a QSPC
+instruction the next one waits for, and a ``cvta``), and the compiler cannot hoist inline PTX out of a loop.
+
+*Pipelined* builds (``Tile.pipelined``, names ending ``_p``) double-buffer the fragments in registers
+(CUTLASS's warp-level software pipelining): each k-step's loads are issued before the mma of the k-step
+before it, so the shared-memory latency hides behind 32 mma instead of stalling the warp. B has two
+buffers (k-step s's in buffer s); A is reloaded m tile by m tile right after that tile's last mma of the
+group. The slab barrier moves into the last k-step: wait for the next slab's copies, barrier, load its
+first fragments, then the last 32 mma of this slab; the next copies are issued at the top of the slab,
+into the stage every warp finished reading before that barrier.
 
 Rounding to TF32 costs one integer add a word: the bits plus half a TF32 unit in the last place (0x1000),
 after which the tensor core drops the low 13 bits -- round to nearest, ties away from zero, the value
@@ -51,10 +66,14 @@ one wait and one barrier a slab). :data:`TILES` lists the builds tried; :data:`D
 Saves over the previous build of this rung (128 x 128 block, 64 x 32 warp tiles, scalar fragment loads
 and ``cvt.rna``, padded rows, 2 stages: 47.2 TFLOP/s at 4096^3 on the H100, issue-bound with the tensor
 pipe 15.7% busy, docs/tensor-cores.md): per mma, 0.25 shared loads instead of 1.5 and one integer add
-instead of 1.5 ``cvt``s, a third stage; 4.8 SASS instructions an mma in the main loop instead of 14.8.
-Compiled offline (PTX and ptxas for sm_90): 240 registers, no local memory, 64 mma.sync and 16 LDS.128 a
-16-deep slab. Not yet timed on a GPU: ``scripts/tensor_cores_bench.py --tiles`` checks and times every
-build in :data:`TILES` against torch's TF32 matmul.
+instead of 1.5 ``cvt``s, a third stage. Measured on the H100 (``scripts/tensor_cores_bench.py --tiles``,
+before the copy addresses above): b128x128_w64x64_k16_s3 116.4 TFLOP/s at 4096^3 (0.30x torch TF32's
+387.2), 88.1 at 3000 x 5000 x 2000 (0.37x); Nsight Compute at 2048^3: latency-bound (tensor pipe 32%,
+12% occupancy: 240 registers x 128 threads, 2 blocks = 8 warps an SM), mostly stalled on the long
+scoreboard, no bank conflicts. Compiled offline (PTX and ptxas for sm_90), every build in :data:`TILES`
+without local memory or spills; the default's main loop went from 535 SASS instructions a 16-deep slab
+(64 mma) to 341 with the copy addresses. The pipelined and dynamic-shared-memory builds are not yet
+timed: ``scripts/tensor_cores_bench.py --tiles`` checks and times them beside the default.
 
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
