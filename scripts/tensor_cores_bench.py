@@ -5,8 +5,9 @@ same precision; writes JSON for docs/tensor-cores.md.
     LAB_COMPILER=numba-cuda-mlir python scripts/tensor_cores_bench.py --out tiles.json --tiles   # about 80 s
 
 ``--tiles`` compares the builds of tensor_core_tf32 (TILE_BUILDS: block and warp tiles, slab depth, stages,
-rounding) and prints a table: each checked at 1001 x 1036 x 516, timed at 4096^3 and 3000 x 5000 x 2000
-beside torch's TF32 matmul, and whether rounding by an integer add gives cvt.rna's bits.
+pipelined fragments, dynamic shared memory) and prints a table: each checked at 1001 x 1036 x 516, timed at
+4096^3 and 3000 x 5000 x 2000 beside torch's TF32 matmul (with "tensor_core_tf32 cvt" in the list, also
+whether rounding by an integer add gives cvt.rna's bits).
 
 Each rung is first checked against the float64 reference on fresh random inputs, with the tolerance of
 its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
