@@ -191,7 +191,8 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     MT, NT = wm // 16, wn // 8  # mma tiles a warp
     cpl = NT // 4  # 16-byte chunks of a B row a lane reads
     if (bk % 16 or wm % 16 or NT not in (4, 8) or bm % wm or bn % wn or tile.shared_bytes > MAX_SHARED
-            or not 2 <= stages <= 5):
+            or not 2 <= stages <= 5  # cp_async_wait takes 0..3
+            or (bm * bk // 4) % threads or (bk * bn // 4) % threads or threads % (bn // 4)):  # load_slab's chunks
         raise ValueError(f"unsupported tile {tile}")
     acc_n = MT * NT * 4  # local-array sizes are single names: compile-time literals under numba-cuda-mlir
     a_frag = MT * 8  # rows g and g + 8 of each m tile, 4 words (two k-steps) each
