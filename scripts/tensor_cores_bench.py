@@ -5,8 +5,9 @@ same precision; writes JSON for docs/tensor-cores.md.
     LAB_COMPILER=numba-cuda-mlir python scripts/tensor_cores_bench.py --out tiles.json --tiles   # about 80 s
 
 ``--tiles`` compares the builds of tensor_core_tf32 (TILE_BUILDS: block and warp tiles, slab depth, stages,
-rounding) and prints a table: each checked at 1001 x 1036 x 516, timed at 4096^3 and 3000 x 5000 x 2000
-beside torch's TF32 matmul, and whether rounding by an integer add gives cvt.rna's bits.
+pipelined fragments, dynamic shared memory) and prints a table: each checked at 1001 x 1036 x 516, timed at
+4096^3 and 3000 x 5000 x 2000 beside torch's TF32 matmul (with "tensor_core_tf32 cvt" in the list, also
+whether rounding by an integer add gives cvt.rna's bits).
 
 Each rung is first checked against the float64 reference on fresh random inputs, with the tolerance of
 its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
@@ -33,11 +34,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK_SHAPES = [(128, 128, 64), (1000, 1030, 517), (257, 4099, 130), (777, 1333, 904)]
 TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (8192, 8192, 8192),
                (1000, 1030, 517), (6144, 4096, 1536)]
-# --tiles: the builds of tensor_core_tf32 (kernels.gemm.tensor_core_tf32.TILES, roundings) side by side, each
-# checked at a shape that is no multiple of any tile (16-byte copies; the default build also at one with
-# 4-byte copies), then timed at two shapes; "cvt" and "none" are the default tile with the other roundings
-TILE_BUILDS = ["tensor_core_tf32", "tensor_core_tf32 b128x256_w64x64_k16_s2", "tensor_core_tf32 b128x128_w64x32_k16_s3",
-               "tensor_core_tf32 b128x64_w64x32_k32_s2", "tensor_core_tf32 cvt", "tensor_core_tf32 none"]
+# --tiles: builds of tensor_core_tf32 (kernels.gemm.tensor_core_tf32.TILES) side by side, each checked at a
+# shape that is no multiple of any tile (16-byte copies; the default build also at one with 4-byte copies),
+# then timed at two shapes. build() also takes "tensor_core_tf32 cvt" / "none" (the default tile with the other
+# roundings) and the TILES left out here; their numbers are in docs/tensor-cores.md.
+TILE_BUILDS = ["tensor_core_tf32"] + [f"tensor_core_tf32 {t}" for t in (
+    "b128x128_w64x64_k16_s3_p", "b128x128_w64x64_k16_s5", "b128x128_w64x64_k16_s5_p", "b128x128_w64x64_k32_s3_p",
+    "b128x256_w64x64_k16_s4_p", "b128x256_w64x64_k32_s3_p")]
 TILE_CHECK = (1001, 1036, 516)
 TILE_TIMES = [(4096, 4096, 4096), (3000, 5000, 2000)]
 
@@ -147,7 +150,20 @@ def build(name):
         return (lambda size: AC.launch(size, AC.THREADS)), (lambda size: kern)
     tile = next((TC.TILES[o] for o in opts if o in TC.TILES), TC.TILES[TC.DEFAULT])
     rounding = next((o for o in opts if o in TC.ROUNDINGS), TC.ROUNDING)
-    return (lambda size: TC.launch_for(tile, size)), (lambda size: TC.kernel_for(size[2], size[1], tile, rounding))
+    return (lambda size: TC.launch_for(tile, size)), (lambda size: _Configured(TC.kernel_for(size[2], size[1], tile,
+                                                                                            rounding), tile))
+
+
+class _Configured:
+    """A tensor_core_tf32 kernel whose ``[grid, block]`` asks for its tile's dynamic shared memory."""
+
+    def __init__(self, kernel, tile):
+        self.kernel, self.tile = kernel, tile
+
+    def __getitem__(self, grid_block):
+        from kernels.gemm import tensor_core_tf32 as TC
+
+        return TC.configure(self.kernel, self.tile, *grid_block)
 
 
 def part_rung(name, out, rng, shapes, tshapes):

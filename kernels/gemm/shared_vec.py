@@ -19,6 +19,12 @@ emulation) plus 4 x an element index: a kernel adds its per-thread part to ``bas
 rest, a constant of the unrolled loops, as ``i``, so each load is one LDS.128 with an immediate offset.
 The word read first must be 16-byte aligned (an element index that is a multiple of 4).
 
+:func:`cp_async16_at` and :func:`cp_async4_at` are kernels.gemm.mma's cp.async copies with both addresses
+worked out by the caller: the shared one from :func:`shared_base`, the global one from :func:`global_base`
+(each computed once per kernel). mma's ``cp_async16`` recomputes both a copy -- an ``isspacep.shared`` (a
+QSPC instruction, which the next one waits for) and a ``cvta`` each time, since the compiler
+cannot move inline PTX out of a loop.
+
 In Numba's CUDA simulator the load is four reads of the array and the values stay float32 (the emulated
 ``mma_tf32`` rounds its inputs itself, kernels.gemm.mma); under numba-cuda on a GPU (no inline PTX) the
 same: the matmul rungs are skipped there (kernels.gemm.mma.UNAVAILABLE), a kernel still compiles.
@@ -43,12 +49,32 @@ LD4_BITS_PTX = "ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
 if COMPILER == MLIR:
     import numba_cuda_mlir.cuda.experimental as _X
 
-    from kernels.gemm.mma import shared_address
+    from kernels.gemm.mma import global_address, shared_address
 
     @cuda.jit(device=True, forceinline=True)
     def shared_base(array):
         """The 32-bit shared-window address of shared ``array``'s first element."""
         return shared_address(array)
+
+    @cuda.jit(device=True, forceinline=True)
+    def global_base(array):
+        """The global address of device ``array``'s first element."""
+        return global_address(array)
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async16_at(dst, daddr, src, gaddr, row, col, count):
+        """Copy src[row, col : col + count] (count 0..4 float32) to the 16 shared bytes at ``daddr`` (dst's
+        shared_base + 4 x an element index) asynchronously, zeros past count. ``gaddr``: the global address
+        of src[row, col] (global_base(src) + 4 (row * columns + col)), not read when count is 0."""
+        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(daddr), "l", gaddr,
+                      "r", int32(count * 4))
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async4_at(dst, daddr, src, gaddr, row, col, count):
+        """Copy src[row, col] (count 1; ``gaddr`` its global address) or a zero (count 0) to the shared word
+        at ``daddr`` asynchronously."""
+        _X.inline_ptx("cp.async.ca.shared.global [%0], [%1], 4, %2;", "r", int32(daddr), "l", gaddr,
+                      "r", int32(count * 4))
 
     @cuda.jit(device=True, forceinline=True)
     def ld4_tf32(array, base, i, mode):
@@ -63,10 +89,27 @@ if COMPILER == MLIR:
                                  "r", a)
         return _X.inline_ptx(LD4_BITS_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32, "r", a)
 else:  # the simulator's emulation, and numba-cuda on a GPU: four plain loads, float32 values
+    from kernels.gemm.mma import cp_async4, cp_async16
+
     @cuda.jit(device=True)
     def shared_base(array):
         """0: the emulation indexes the array itself."""
         return 0
+
+    @cuda.jit(device=True)
+    def global_base(array):
+        """0: the emulation indexes the array itself."""
+        return 0
+
+    @cuda.jit(device=True)
+    def cp_async16_at(dst, daddr, src, gaddr, row, col, count):
+        """kernels.gemm.mma.cp_async16 into dst[daddr // 4 :]."""
+        cp_async16(dst, daddr // 4, src, row, col, count)
+
+    @cuda.jit(device=True)
+    def cp_async4_at(dst, daddr, src, gaddr, row, col, count):
+        """kernels.gemm.mma.cp_async4 into dst[daddr // 4]."""
+        cp_async4(dst, daddr // 4, src, row, col, count)
 
     @cuda.jit(device=True)
     def ld4_tf32(array, base, i, mode):

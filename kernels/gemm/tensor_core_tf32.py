@@ -35,7 +35,22 @@ that share a 128-bit load phase hit 8 different 4-bank groups. B: f(r) = bit 2 o
 32-wide warp tile) + bit 3 of r times 4, which are q's two bits in the rows lane q reads; A: rows of
 16 words need none (rows g and g + 1 fill the 32 banks), longer rows f(r) = 4 on odd rows. Without
 padding a 128 x 128 block with 16-deep slabs takes 16 KB a stage: 3 stages fit the 48 KB of static
-shared memory.
+shared memory. Builds that need more take it as dynamic shared memory (``cuda.shared.array(0, ...)``,
+the bytes given at launch: :func:`configure`; numba-cuda-mlir raises the function's limit past 48 KB
+itself, up to the H100's 227 KB a block).
+
+Each thread's copies are one 16-byte column of a slab's rows (chunk k of rows rt, rt + rpp, ...), their
+shared and global byte addresses worked out from two per-kernel bases (kernels.gemm.shared_vec's
+``cp_async16_at``): the generic copy helpers convert both addresses on every call (an ``isspacep``, a QSPC
+instruction the next one waits for, and a ``cvta``), and the compiler cannot hoist inline PTX out of a loop.
+
+*Pipelined* builds (``Tile.pipelined``, names ending ``_p``) double-buffer the fragments in registers
+(CUTLASS's warp-level software pipelining): each k-step's loads are issued before the mma of the k-step
+before it, so the shared-memory latency hides behind 32 mma instead of stalling the warp. B has two
+buffers (k-step s's in buffer s); A is reloaded m tile by m tile right after that tile's last mma of the
+group. The slab barrier moves into the last k-step: wait for the next slab's copies, barrier, load its
+first fragments, then the last 32 mma of this slab; the next copies are issued at the top of the slab,
+into the stage every warp finished reading before that barrier.
 
 Rounding to TF32 costs one integer add a word: the bits plus half a TF32 unit in the last place (0x1000),
 after which the tensor core drops the low 13 bits -- round to nearest, ties away from zero, the value
@@ -51,10 +66,14 @@ one wait and one barrier a slab). :data:`TILES` lists the builds tried; :data:`D
 Saves over the previous build of this rung (128 x 128 block, 64 x 32 warp tiles, scalar fragment loads
 and ``cvt.rna``, padded rows, 2 stages: 47.2 TFLOP/s at 4096^3 on the H100, issue-bound with the tensor
 pipe 15.7% busy, docs/tensor-cores.md): per mma, 0.25 shared loads instead of 1.5 and one integer add
-instead of 1.5 ``cvt``s, a third stage; 4.8 SASS instructions an mma in the main loop instead of 14.8.
-Compiled offline (PTX and ptxas for sm_90): 240 registers, no local memory, 64 mma.sync and 16 LDS.128 a
-16-deep slab. Not yet timed on a GPU: ``scripts/tensor_cores_bench.py --tiles`` checks and times every
-build in :data:`TILES` against torch's TF32 matmul.
+instead of 1.5 ``cvt``s, a third stage. Measured on the H100 (``scripts/tensor_cores_bench.py --tiles``,
+before the copy addresses above): b128x128_w64x64_k16_s3 116.4 TFLOP/s at 4096^3 (0.30x torch TF32's
+387.2), 88.1 at 3000 x 5000 x 2000 (0.37x); Nsight Compute at 2048^3: latency-bound (tensor pipe 32%,
+12% occupancy: 240 registers x 128 threads, 2 blocks = 8 warps an SM), mostly stalled on the long
+scoreboard, no bank conflicts. Compiled offline (PTX and ptxas for sm_90), every build in :data:`TILES`
+without local memory or spills; the default's main loop went from 535 SASS instructions a 16-deep slab
+(64 mma) to 341 with the copy addresses. The pipelined and dynamic-shared-memory builds are not yet
+timed: ``scripts/tensor_cores_bench.py --tiles`` checks and times them beside the default.
 
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
@@ -73,19 +92,21 @@ import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
-from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async4, cp_async16, cp_async_commit, cp_async_wait, mma_tf32
-from kernels.gemm.shared_vec import ROUNDINGS, ld4_tf32, shared_base
+from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32
+from kernels.gemm.shared_vec import ROUNDINGS, cp_async4_at, cp_async16_at, global_base, ld4_tf32, shared_base
 from kernels.spec import Launch, blocks_for
 
 
 class Tile(NamedTuple):
-    """A build of the kernel: block tile bm x bn of C, warp tile wm x wn, K-slabs of bk, stages buffers."""
+    """A build of the kernel: block tile bm x bn of C, warp tile wm x wn, K-slabs of bk, stages buffers;
+    ``pipelined``: the fragments double-buffered in registers (see the module docstring)."""
     bm: int
     bn: int
     wm: int  # a multiple of 16 (mma tiles of 16 rows)
     wn: int  # 32 or 64: a lane reads wn / 8 words of each B row, one or two 16-byte chunks
     bk: int  # a multiple of 16: a lane's 128-bit A load covers two k-steps
     stages: int
+    pipelined: bool = False
 
     @property
     def threads(self) -> int:
@@ -95,65 +116,93 @@ class Tile(NamedTuple):
     def shared_bytes(self) -> int:
         return self.stages * (self.bm * self.bk + self.bk * self.bn) * 4
 
+    @property
+    def dynamic_bytes(self) -> int:
+        """Bytes of dynamic shared memory the launch asks for: 0 (static) up to 48 KB, all of it past."""
+        return self.shared_bytes if self.shared_bytes > STATIC_SHARED else 0
+
     def __str__(self):
-        return f"{self.bm}x{self.bn} block, {self.wm}x{self.wn} warps, bk {self.bk}, {self.stages} stages"
+        return (f"{self.bm}x{self.bn} block, {self.wm}x{self.wn} warps, bk {self.bk}, {self.stages} stages"
+                + (", fragments double-buffered" if self.pipelined else ""))
 
 
-# Builds that fit the 48 KB of static shared memory (numba-cuda-mlir 0.6 has no opt-in to more).
+STATIC_SHARED = 48 * 1024  # a block's static shared memory; past it, dynamic (the launch sets the opt-in limit)
+MAX_SHARED = 227 * 1024  # an H100 block's opt-in shared memory
+# The builds scripts/tensor_cores_bench.py --tiles times. Up to 48 KB the stages are a static shared array;
+# past it, dynamic shared memory (numba-cuda-mlir raises the function's limit when a launch asks for more).
 TILES = {
     "b128x128_w64x64_k16_s3": Tile(128, 128, 64, 64, 16, 3),  # 4 warps, 128 accumulators a thread
     "b128x256_w64x64_k16_s2": Tile(128, 256, 64, 64, 16, 2),  # 8 warps, same warp tile, half the blocks
     "b128x128_w64x32_k16_s3": Tile(128, 128, 64, 32, 16, 3),  # 8 warps, 64 accumulators: more warps an SM
-    "b128x64_w64x32_k32_s2": Tile(128, 64, 64, 32, 32, 2),  # 4 warps, 32-deep slabs: half the barriers
+    # fragments double-buffered in registers (suffix _p); s4 and more, or k32: dynamic shared memory
+    "b128x128_w64x64_k16_s3_p": Tile(128, 128, 64, 64, 16, 3, True),  # the default, pipelined: 48 KB
+    "b128x128_w64x64_k16_s5_p": Tile(128, 128, 64, 64, 16, 5, True),  # 80 KB: 2 blocks an SM, 4 slabs ahead
+    "b128x128_w64x64_k32_s3_p": Tile(128, 128, 64, 64, 32, 3, True),  # 96 KB: 2 blocks an SM, half the barriers
+    "b128x256_w64x64_k16_s4_p": Tile(128, 256, 64, 64, 16, 4, True),  # 96 KB: 8 warps, 1 block an SM
+    "b256x128_w64x64_k16_s4_p": Tile(256, 128, 64, 64, 16, 4, True),  # the same, 4 x 2 warps
+    "b128x256_w64x64_k32_s3_p": Tile(128, 256, 64, 64, 32, 3, True),  # 144 KB: 8 warps, 32-deep slabs
+    "b128x128_w64x64_k16_s5": Tile(128, 128, 64, 64, 16, 5),  # stages alone (not pipelined), 80 KB
 }
 DEFAULT = "b128x128_w64x64_k16_s3"  # the rung's build (scripts/tensor_cores_bench.py --tiles times them all)
 ROUNDING = "add"
 
 
 @cuda.jit(device=True, **FORCEINLINE)
-def load_slab(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw1, shift, t, copies, nthreads, vec):
+def load_slab(sdst, saddr, src, gaddr, rows, cols, r0, c0, tile_rows, tile_cols, sw0, sw1, shift, t, copies,
+              nthreads, vec):
     """Issue the copy of src[r0 : r0 + tile_rows, c0 : c0 + tile_cols] (row-major float32 rows x cols) into
-    shared ``sdst`` from element ``base`` on, rows of tile_cols words, each 16-byte chunk of row r placed at
-    chunk ``chunk ^ swizzle(r)``, swizzle(r) = bit ``shift`` of r times sw0 + bit ``shift + 1`` times sw1.
-    Thread ``t`` copies chunks t, t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant):
-    16-byte copies (cols % 4 == 0), else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
-    per_row = tile_cols // 4
+    shared ``sdst`` from byte address ``saddr`` on (shared_base + 4 x an element index; ``gaddr``: src's
+    global_base), rows of tile_cols words, each 16-byte chunk of row r placed at chunk ``chunk ^ swizzle(r)``,
+    swizzle(r) = bit ``shift`` of r times sw0 + bit ``shift + 1`` times sw1. Thread ``t`` copies chunks t,
+    t + nthreads, ... (``copies`` of them); ``vec`` (a compile-time constant): 16-byte copies (cols % 4 == 0),
+    else four 4-byte copies a chunk. Outside the matrix: zeros. Does not commit."""
+    per_row = tile_cols // 4  # chunks a row; nthreads is a multiple: thread t copies chunk k of rows rt + i rpp
+    rpp = nthreads // per_row
+    rt = t // per_row
+    k = t - rt * per_row
+    gc = c0 + k * 4
+    g = gaddr + ((r0 + rt) * cols + gc) * 4  # the global address of the thread's first chunk
     inside = r0 + tile_rows <= rows and c0 + tile_cols <= cols  # the whole tile: no checks a chunk
     for i in range(copies):
-        c = t + i * nthreads
-        r = c // per_row
-        k = c - r * per_row
+        r = rt + i * rpp
         gr = r0 + r
-        gc = c0 + k * 4
-        di = base + r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4
+        d = saddr + 4 * (r * tile_cols + (k ^ (((r >> shift) & 1) * sw0 + ((r >> (shift + 1)) & 1) * sw1)) * 4)
+        gi = g + i * rpp * cols * 4  # src[gr, gc]'s address
         if vec and inside:
-            cp_async16(sdst, di, src, gr, gc, 4)
-        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all
-            cp_async16(sdst, di, src, gr, gc, 4 if gr < rows and gc < cols else 0)
+            cp_async16_at(sdst, d, src, gi, gr, gc, 4)
+        elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all (outside: zeros, nothing read)
+            ok = gr < rows and gc < cols
+            cp_async16_at(sdst, d, src, gi if ok else gaddr, gr, gc, 4 if ok else 0)
         else:
             for e in range(4):
-                cp_async4(sdst, di + e, src, gr, gc + e, 1 if gr < rows and gc + e < cols else 0)
+                ok = gr < rows and gc + e < cols
+                cp_async4_at(sdst, d + 4 * e, src, gi + 4 * e if ok else gaddr, gr, gc + e, 1 if ok else 0)
 
 
 @functools.cache
 def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec: bool = True):
     """The tensor_core_tf32 kernel for ``tile`` (a :class:`Tile`), rounding A and B to TF32 by
     ``rounding`` (kernels.gemm.shared_vec.ROUNDINGS: "add", "cvt" or "none"); ``vec``: 16-byte copies,
-    for K and N multiples of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks)."""
-    bm, bn, wm, wn, bk, stages = tile
+    for K and N multiples of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks).
+    A tile past 48 KB of shared memory needs ``tile.dynamic_bytes`` at launch (:func:`configure`)."""
+    bm, bn, wm, wn, bk, stages, pipelined = tile
     threads = tile.threads
     warps_n = bn // wn
     MT, NT = wm // 16, wn // 8  # mma tiles a warp
     cpl = NT // 4  # 16-byte chunks of a B row a lane reads
-    if bk % 16 or wm % 16 or NT not in (4, 8) or bm % wm or bn % wn or tile.shared_bytes > 48 * 1024:
+    if (bk % 16 or wm % 16 or NT not in (4, 8) or bm % wm or bn % wn or tile.shared_bytes > MAX_SHARED
+            or not 2 <= stages <= 5  # cp_async_wait takes 0..3
+            or (bm * bk // 4) % threads or (bk * bn // 4) % threads or threads % (bn // 4)):  # load_slab's chunks
         raise ValueError(f"unsupported tile {tile}")
     acc_n = MT * NT * 4  # local-array sizes are single names: compile-time literals under numba-cuda-mlir
-    a_frag_n = MT * 8  # rows g and g + 8 of each m tile, 4 words (two k-steps) each
-    b_frag_n = NT * 2
+    a_frag = MT * 8  # rows g and g + 8 of each m tile, 4 words (two k-steps) each
+    b_frag = NT * 2
+    b_frag_n = 2 * b_frag  # two buffers: the pipelined build loads k-step s + 1's while s's mma run
+    groups = bk // 16  # 16-deep groups a slab: one 128-bit A load a row each
     a_words = bm * bk
     b_words = bk * bn
     a_total = stages * a_words
-    b_total = stages * b_words
+    smem_n = 0 if tile.dynamic_bytes else a_total + stages * b_words  # 0: the launch's dynamic shared memory
     a_copies = a_words // 4 // threads
     b_copies = b_words // 4 // threads
     a_sw = 0 if bk == 16 else 4  # A rows of 16 words need no swizzle; longer rows: chunk ^ 4 on odd rows
@@ -161,13 +210,44 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     mode = ROUNDINGS.index(rounding)
     bounds = {} if SIMULATOR else {"launch_bounds": (threads, max(1, 65536 // (threads * 255)))}
 
+    @cuda.jit(device=True, **FORCEINLINE)
+    def load_a(sm, af, mt, pa, kk, a_odd):
+        """A's fragments of m tile mt, 16-deep group kk (both k-steps): rows g and g + 8, one 128-bit load each."""
+        for h in range(2):
+            f = (mt * 2 + h) * 4
+            af[f], af[f + 1], af[f + 2], af[f + 3] = ld4_tf32(sm, pa + 64 * (kk ^ a_odd), (mt * 16 + h * 8) * bk, mode)
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def load_b(sm, bf, buf, pb, kk, s, b_chunk):
+        """B's fragments of k-step s of group kk into buffer ``buf``: rows 4q + 2s, 4q + 2s + 1."""
+        for j in range(2):
+            for c in range(cpl):
+                f = buf * b_frag + c * 8 + j  # bf[(c * 4 + e) * 2 + j]: n tile c * 4 + e, register j
+                bf[f], bf[f + 2], bf[f + 4], bf[f + 6] = ld4_tf32(sm, pb + 16 * (b_chunk ^ c), (kk * 16 + 2 * s + j) * bn, mode)
+
+    @cuda.jit(device=True, **FORCEINLINE)
+    def mma_row(acc, af, mt, bf, buf, s):
+        """The NT mma of m tile mt, k-step s: words 2s, 2s + 1 of its A loads, B buffer ``buf``."""
+        a = mt * 8 + 2 * s
+        for nt in range(NT):
+            o = (mt * NT + nt) * 4
+            b = buf * b_frag + nt * 2
+            d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[b], bf[b + 1],
+                                      acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
+            acc[o] = d0
+            acc[o + 1] = d1
+            acc[o + 2] = d2
+            acc[o + 3] = d3
+
     @cuda.jit(**bounds)
     def tf32_kernel(A, B, C):
         """C = A @ B, float32 in and out, TF32 products; block (threads,), grid (ceil(N / bn), ceil(M / bm))."""
-        sA = cuda.shared.array(a_total, float32, alignment=ALIGN)  # [stage][m][k], 16-byte chunks swizzled
-        sB = cuda.shared.array(b_total, float32, alignment=ALIGN)  # [stage][k][n], 16-byte chunks swizzled
-        a_addr = shared_base(sA)
-        b_addr = shared_base(sB)
+        # [stage][m][k] of A, then [stage][k][n] of B, 16-byte chunks swizzled; dynamic when smem_n is 0
+        sm = cuda.shared.array(smem_n, float32, alignment=ALIGN)
+        a_addr = shared_base(sm)
+        b_addr = a_addr + 4 * a_total
+        ga = global_base(A)  # the copies' global addresses start here (computed once: inline PTX stays put)
+        gb = global_base(B)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -188,52 +268,66 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         b_chunk = (g * cpl) ^ ((q & 1) * b_sw + (q >> 1) * 4)
         b_lane = 4 * q * bn + wn0  # + 4 (b_chunk ^ c) for chunk c
         acc = cuda.local.array(acc_n, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
-        af = cuda.local.array(a_frag_n, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU
-        bf = cuda.local.array(b_frag_n, FRAGMENT)  # [nt][b0, b1]
+        af = cuda.local.array(a_frag, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU
+        bf = cuda.local.array(b_frag_n, FRAGMENT)  # [buffer][nt][b0, b1]
         for i in range(acc_n):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
         for s in range(stages - 1):
             if s < ntiles:
-                load_slab(sA, s * a_words, A, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
-                load_slab(sB, s * b_words, B, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
+                load_slab(sm, a_addr + 4 * s * a_words, A, ga, M, K, row0, s * bk, bm, bk, a_sw, 0, 0, t, a_copies,
+                          threads, vec)
+                load_slab(sm, b_addr + 4 * s * b_words, B, gb, K, N, s * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies,
+                          threads, vec)
             cp_async_commit()
         rd = 0  # the stage slab kt sits in (kt % stages, counted: no division in the loop)
         wr = stages - 1  # the stage slab kt + stages - 1 goes to: the one slab kt - 1 used
-        for kt in range(ntiles):
+        if pipelined:  # the first slab's first fragments, before the loop
             cp_async_wait(stages - 2)
             cuda.syncthreads()
-            nxt = kt + stages - 1
+            for mt in range(MT):
+                load_a(sm, af, mt, a_addr + 4 * a_lane, 0, a_odd)
+            load_b(sm, bf, 0, b_addr + 4 * b_lane, 0, 0, b_chunk)
+        for kt in range(ntiles):
+            if not pipelined:
+                cp_async_wait(stages - 2)
+                cuda.syncthreads()
+            nxt = kt + stages - 1  # into the stage slab kt - 1 used: every warp is past its loads of it
             if nxt < ntiles:
-                load_slab(sA, wr * a_words, A, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies, threads, vec)
-                load_slab(sB, wr * b_words, B, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t, b_copies, threads, vec)
+                load_slab(sm, a_addr + 4 * wr * a_words, A, ga, M, K, row0, nxt * bk, bm, bk, a_sw, 0, 0, t, a_copies,
+                          threads, vec)
+                load_slab(sm, b_addr + 4 * wr * b_words, B, gb, K, N, nxt * bk, col0, bk, bn, b_sw, 4, 2, t,
+                          b_copies, threads, vec)
             cp_async_commit()
             wr = rd
             pa = a_addr + 4 * (rd * a_words + a_lane)  # byte addresses: the loads below add constants
             pb = b_addr + 4 * (rd * b_words + b_lane)
             rd = rd + 1 if rd + 1 < stages else 0
-            for kk in range(bk // 16):
-                for mt in range(MT):  # A: one 128-bit load a row: k = 4q .. 4q + 3 of this 16-k group
-                    for h in range(2):
-                        f = (mt * 2 + h) * 4
-                        af[f], af[f + 1], af[f + 2], af[f + 3] = ld4_tf32(
-                            sA, pa + 64 * (kk ^ a_odd), (mt * 16 + h * 8) * bk, mode)
-                for s in range(2):  # k-step s: words 2s, 2s + 1 of each A load, B rows 4q + 2s, 4q + 2s + 1
-                    for j in range(2):
-                        for c in range(cpl):
-                            f = c * 8 + j  # bf[(c * 4 + e) * 2 + j]: n tile c * 4 + e, register j
-                            bf[f], bf[f + 2], bf[f + 4], bf[f + 6] = ld4_tf32(
-                                sB, pb + 16 * (b_chunk ^ c), (kk * 16 + 2 * s + j) * bn, mode)
+            for kk in range(groups):
+                if not pipelined:  # a group's fragments, then its mma
                     for mt in range(MT):
-                        a = mt * 8 + 2 * s
-                        for nt in range(NT):
-                            o = (mt * NT + nt) * 4
-                            d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[nt * 2], bf[nt * 2 + 1],
-                                                      acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
-                            acc[o] = d0
-                            acc[o + 1] = d1
-                            acc[o + 2] = d2
-                            acc[o + 3] = d3
+                        load_a(sm, af, mt, pa, kk, a_odd)
+                    for s in range(2):  # k-step s: words 2s, 2s + 1 of each A load
+                        load_b(sm, bf, 0, pb, kk, s, b_chunk)
+                        for mt in range(MT):
+                            mma_row(acc, af, mt, bf, 0, s)
+                else:  # each load issued before the mma that precede its use (B: buffer s)
+                    load_b(sm, bf, 1, pb, kk, 1, b_chunk)
+                    for mt in range(MT):
+                        mma_row(acc, af, mt, bf, 0, 0)
+                    na = pa  # where the next group's fragments are: this slab's group kk + 1 ...
+                    nb = pb
+                    nk = kk + 1
+                    if kk + 1 == groups:  # ... or the next slab's group 0, once every thread's copies landed
+                        cp_async_wait(stages - 2)
+                        cuda.syncthreads()
+                        na = a_addr + 4 * (rd * a_words + a_lane)
+                        nb = b_addr + 4 * (rd * b_words + b_lane)
+                        nk = 0
+                    load_b(sm, bf, 0, nb, nk, 0, b_chunk)
+                    for mt in range(MT):  # m tile mt's last mma of the group, then its next A rows
+                        mma_row(acc, af, mt, bf, 1, 1)
+                        load_a(sm, af, mt, na, nk, a_odd)
         cp_async_wait(0)
         for mt in range(MT):  # c0, c1 (h = 0) and c2, c3 (h = 1): row g (+ 8), logical columns 2q, 2q + 1 of
             for h in range(2):  # each n tile, which B's lanes read at warp column n * NT + nt
@@ -253,6 +347,11 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
 def kernel_for(k: int, n: int, tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING):
     """The kernel for A of k columns and B of n columns: 16-byte copies when both are multiples of 4."""
     return make_tf32_kernel(tile, rounding, k % 4 == 0 and n % 4 == 0)
+
+
+def configure(kernel, tile: Tile, grid, block):
+    """``kernel[grid, block]``, with ``tile.dynamic_bytes`` of dynamic shared memory when it has any."""
+    return kernel[grid, block, 0, tile.dynamic_bytes] if tile.dynamic_bytes else kernel[grid, block]
 
 
 def launch_for(tile: Tile, size) -> Launch:
@@ -281,7 +380,7 @@ def prepare(cfg, inputs, outputs):
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("tensor_core_tf32 takes float32 inputs")
-    k = kernel_for(A.shape[1], B.shape[1])[cfg.grid, cfg.block]
+    k = configure(kernel_for(A.shape[1], B.shape[1]), TILES[DEFAULT], cfg.grid, cfg.block)
     C = outputs[0]
     return lambda: k(A, B, C)
 
