@@ -60,10 +60,10 @@ import functools
 
 import numpy as np
 
-from kernels.compiler import SIMULATOR, cuda, float32, int32, uint16
+from kernels.compiler import SIMULATOR, cuda, float32, int32, int64, uint16
 from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
-from kernels.gemm.mma_bf16 import (cp_async16_b16, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, shared_base,
-                                    to_bf16_bits)
+from kernels.gemm.mma_bf16 import (cp_async16_at, global_base, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16,
+                                    shared_base, to_bf16_bits)
 from kernels.spec import Launch, blocks_for
 
 BK = 32  # K-slab a stage holds (two mma k-steps)
@@ -76,16 +76,19 @@ FORCEINLINE = {} if SIMULATOR else {"forceinline": True}
 
 
 @cuda.jit(device=True, **FORCEINLINE)
-def load_tile_b16(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds, t, nthreads, vec):
-    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + tile_cols] of ``src`` (a row-major
-    rows x cols uint16 matrix of bf16 bits) into the 1-D shared uint16 ``sdst`` from element ``base``
-    on, in rows of ``lds``: thread ``t`` of ``nthreads`` takes every nthreads-th 8-element chunk.
-    ``vec`` (cols % 8 == 0: aligned chunks): 16-byte cp.async; else plain loads and stores. Elements
-    outside the matrix are zeros. Does not commit."""
-    per_row = tile_cols // 8
-    for c in range(t, tile_rows * per_row, nthreads):
-        r = c // per_row
-        k = (c - r * per_row) * 8
+def load_tile_b16(sbase, sdst, base, gbase, src, rows, cols, r0, c0, shift, chunks, lds, t, nthreads, vec):
+    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + 8 << shift] of ``src`` (a row-major
+    rows x cols uint16 matrix of bf16 bits, :func:`global_base` ``gbase``) into the 1-D shared uint16
+    ``sdst`` (:func:`shared_base` ``sbase``) from element ``base`` on, in rows of ``lds``: thread ``t``
+    of ``nthreads`` takes 8-element chunks t, t + nthreads, ... (``chunks`` of them, a compile-time
+    count; row c >> shift, column (c & (2^shift - 1)) * 8: shifts, no divisions). ``vec`` (cols % 8
+    == 0: aligned chunks): 16-byte cp.async; else plain loads and stores. Elements outside the matrix
+    are zeros. Does not commit."""
+    mask = (1 << shift) - 1
+    for i in range(chunks):
+        c = t + i * nthreads
+        r = c >> shift
+        k = (c & mask) * 8
         gr = r0 + r
         gc = c0 + k
         di = base + r * lds + k
@@ -93,10 +96,27 @@ def load_tile_b16(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds
             n = 0
             if gr < rows and gc < cols:
                 n = min(cols - gc, 8)
-            cp_async16_b16(sdst, di, src, gr, gc, n)
+            cp_async16_at(sbase, di, gbase, gr * cols + gc, n)
         else:
             for e in range(8):
                 sdst[di + e] = src[gr, gc + e] if gr < rows and gc + e < cols else uint16(0)
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def issue_slab(pA, abuf, gA, a_soff, a_goff, a_lim, pB, bbuf, gB, b_soff, b_goff, b_row, b_n, kofs, K, N):
+    """Issue this thread's 16-byte cp.async chunks of the K-slab from column (A) / row (B) ``kofs`` on
+    into the stage that starts at elements ``abuf`` of A's and ``bbuf`` of B's shared arrays, from the
+    per-chunk values the kernel computed once (K and N multiples of 8): A chunk i goes to a_soff[i],
+    comes from row-major element a_goff[i] + kofs, a_lim[i] - kofs elements of it exist (clamped to
+    0..8; a row past M has a_lim -2^30); B chunk i goes to b_soff[i], comes from b_goff[i] + kofs * N,
+    its k row b_row[i] + kofs exists while < K, b_n[i] of its columns exist. Two adds and a clamp a
+    chunk. Does not commit."""
+    for i in range(a_soff.shape[0]):
+        n = min(max(a_lim[i] - kofs, 0), 8)
+        cp_async16_at(pA, abuf + a_soff[i], gA, a_goff[i] + kofs, n)
+    for i in range(b_soff.shape[0]):
+        n = b_n[i] if b_row[i] + kofs < K else 0
+        cp_async16_at(pB, bbuf + b_soff[i], gB, b_goff[i] + kofs * N, n)
 
 
 def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt: int = NT) -> tuple[int, int, int]:
@@ -106,7 +126,7 @@ def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt:
 
 @functools.cache
 def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N,
-                     mt: int = MT, nt: int = NT, min_blocks: int = 2):
+                     mt: int = MT, nt: int = NT, min_blocks: int = 2, aligned: bool = False):
     """The tensor_core_bf16 kernel: K-slabs of ``bk`` (a multiple of 16), ``stages`` >= 2 buffers,
     warps_m x warps_n warps of mt x nt mma tiles (``nt`` even: B fragments come two tiles an ldmatrix);
     launch bounds (threads, ``min_blocks``). Shared memory must stay under 48 KB (static arrays)."""
@@ -122,6 +142,10 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
     b_total = stages * b_elems
     if 2 * (a_total + b_total) > 48 * 1024:
         raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the 48 KB of static arrays")
+    a_shift, b_shift = (bk // 8).bit_length() - 1, (bn // 8).bit_length() - 1  # 8-element chunks a row
+    if 8 << a_shift != bk or 8 << b_shift != bn or (bm * bk) % (8 * threads) or (bk * bn) % (8 * threads):
+        raise ValueError(f"bk={bk}, bn={bn}: powers of two, each slab a whole number of 8-element chunks a thread")
+    a_chunks, b_chunks = bm * bk // (8 * threads), bk * bn // (8 * threads)
     acc_n = mt * nt * 4
     a_frag = mt * 4
     b_frag = nt * 2
@@ -133,8 +157,10 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         grid (ceil(N / bn), ceil(M / bm))."""
         sA = cuda.shared.array(a_total, uint16, alignment=ALIGN)  # [stage][m][k]
         sB = cuda.shared.array(b_total, uint16, alignment=ALIGN)  # [stage][k][n]
-        pA = shared_base(sA)  # ldmatrix's view of them: shared-window addresses, once
+        pA = shared_base(sA)  # ldmatrix's and cp.async's view of them: shared-window addresses, once
         pB = shared_base(sB)
+        gA = global_base(A)
+        gB = global_base(B)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -157,19 +183,54 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         for i in range(acc_n):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
+        # this thread's chunks of a slab, once: shared offset, global offset at slab 0, what exists
+        a_soff = cuda.local.array(a_chunks, int32)
+        a_goff = cuda.local.array(a_chunks, int64)
+        a_lim = cuda.local.array(a_chunks, int32)
+        for i in range(a_chunks):
+            c = t + i * threads
+            r = c >> a_shift
+            k = (c & ((1 << a_shift) - 1)) * 8
+            a_soff[i] = r * lda + k
+            a_goff[i] = (row0 + r) * K + k
+            a_lim[i] = K - k if row0 + r < M else -(1 << 30)
+        b_soff = cuda.local.array(b_chunks, int32)
+        b_goff = cuda.local.array(b_chunks, int64)
+        b_row = cuda.local.array(b_chunks, int32)
+        b_n = cuda.local.array(b_chunks, int32)
+        for i in range(b_chunks):
+            c = t + i * threads
+            r = c >> b_shift
+            k = (c & ((1 << b_shift) - 1)) * 8
+            b_soff[i] = r * ldb + k
+            b_goff[i] = r * N + col0 + k
+            b_row[i] = r
+            b_n[i] = min(max(N - col0 - k, 0), 8)
         for s in range(stages - 1):
             if s < ntiles:
-                load_tile_b16(sA, s * a_elems, A, M, K, row0, s * bk, bm, bk, lda, t, threads, vec_a)
-                load_tile_b16(sB, s * b_elems, B, K, N, s * bk, col0, bk, bn, ldb, t, threads, vec_b)
+                if aligned:
+                    issue_slab(pA, s * a_elems, gA, a_soff, a_goff, a_lim, pB, s * b_elems, gB, b_soff, b_goff,
+                               b_row, b_n, s * bk, K, N)
+                else:
+                    load_tile_b16(pA, sA, s * a_elems, gA, A, M, K, row0, s * bk, a_shift, a_chunks, lda, t, threads,
+                                  vec_a)
+                    load_tile_b16(pB, sB, s * b_elems, gB, B, K, N, s * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                                  vec_b)
             cp_async_commit()
         for kt in range(ntiles):
             cp_async_wait(stages - 2)  # my copies of slab kt landed
             cuda.syncthreads()  # everyone's did, and everyone is done with slab kt - 1
             nxt = kt + stages - 1
-            if nxt < ntiles:
+            if nxt < ntiles and aligned:
                 buf = nxt % stages
-                load_tile_b16(sA, buf * a_elems, A, M, K, row0, nxt * bk, bm, bk, lda, t, threads, vec_a)
-                load_tile_b16(sB, buf * b_elems, B, K, N, nxt * bk, col0, bk, bn, ldb, t, threads, vec_b)
+                issue_slab(pA, buf * a_elems, gA, a_soff, a_goff, a_lim, pB, buf * b_elems, gB, b_soff, b_goff,
+                           b_row, b_n, nxt * bk, K, N)
+            elif nxt < ntiles:
+                buf = nxt % stages
+                load_tile_b16(pA, sA, buf * a_elems, gA, A, M, K, row0, nxt * bk, a_shift, a_chunks, lda, t, threads,
+                              vec_a)
+                load_tile_b16(pB, sB, buf * b_elems, gB, B, K, N, nxt * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                              vec_b)
             cp_async_commit()
             abase = (kt % stages) * a_elems
             bbase = (kt % stages) * b_elems
@@ -197,27 +258,45 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
                         acc[o + 2] = d2
                         acc[o + 3] = d3
         cp_async_wait(0)
-        for i in range(mt):
+        r0 = row0 + wm + g
+        c0 = col0 + wn + 2 * q
+        for i in range(mt):  # c0, c1 at row g, columns 2q, 2q + 1; c2, c3 at row g + 8
+            ra = r0 + i * 16
+            rb = ra + 8
             for j in range(nt):
                 o = (i * nt + j) * 4
-                for e in range(4):  # c_e at row g (+ 8 for c2, c3), column 2q (+ 1 for c1, c3)
-                    r = row0 + wm + i * 16 + g + (e >> 1) * 8
-                    c = col0 + wn + j * 8 + 2 * q + (e & 1)
-                    if r < M and c < N:
-                        C[r, c] = acc[o + e]
+                c = c0 + j * 8
+                if ra < M and c < N:
+                    C[ra, c] = acc[o]
+                if ra < M and c + 1 < N:
+                    C[ra, c + 1] = acc[o + 1]
+                if rb < M and c < N:
+                    C[rb, c] = acc[o + 2]
+                if rb < M and c + 1 < N:
+                    C[rb, c + 1] = acc[o + 3]
 
     return bf16_kernel
 
 
-BM, BN, THREADS = tile_shape()
+# The rung's build: make_bf16_kernel's keywords over its defaults. scripts/bf16_bench.py --builds times the
+# candidates (its BUILDS) beside it; switching the rung to one is this line, e.g. dict(warps_m=2, warps_n=2, nt=8).
+BUILD: dict = {}
+BM, BN, THREADS = tile_shape(**{k: v for k, v in BUILD.items() if k in ("warps_m", "warps_n", "mt", "nt")})
+
+
+def kernel_for(K: int, N: int, **build):
+    """The kernel for a K-deep product with N columns: ``make_bf16_kernel(**BUILD, **build)`` with
+    ``aligned`` (16-byte cp.async from per-thread offsets computed once) where K and N are multiples of
+    8, the general loads otherwise (``aligned=False`` in ``build`` forces those)."""
+    return make_bf16_kernel(**{"aligned": K % 8 == 0 and N % 8 == 0, **BUILD, **build})
 
 
 def launch(size, threads):
-    """Block fixed at 256 threads (8 warps), one 128 x 128 tile of C a block."""
+    """Block fixed at THREADS threads (8 warps by default), one BM x BN (128 x 128) tile of C a block."""
     m, n, _ = size
     notes = []
     if threads != THREADS:
-        notes.append(f"block fixed at {THREADS} threads (8 warps); --threads {threads} ignored")
+        notes.append(f"block fixed at {THREADS} threads ({THREADS // 32} warps); --threads {threads} ignored")
     notes.append("bfloat16 inputs (7-bit mantissa, rounded once before the calls), float32 sums and output")
     if EMULATED:
         notes.append("emulated: mma.sync, ldmatrix and cp.async run as Python in the simulator")
@@ -239,7 +318,7 @@ def prepare(cfg, inputs, outputs):
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("tensor_core_bf16 takes float32 inputs (rounded to bfloat16)")
     A16, B16 = device_bf16(A), device_bf16(B)
-    k = make_bf16_kernel()[cfg.grid, cfg.block]
+    k = kernel_for(A.shape[1], B.shape[1])[cfg.grid, cfg.block]
     C = outputs[0]
     return lambda: k(A16, B16, C)
 
