@@ -42,15 +42,21 @@ BUILDS = {
     "w64k16s4": dict(warps_m=2, warps_n=2, nt=8, bk=16, stages=4),
     "w64x8": dict(warps_m=2, warps_n=4, nt=8, bk=16, stages=3, min_blocks=1),  # 8 warps of 64 x 64, 128 x 256
     "bk16s4": dict(bk=16, stages=4),
+    # dynamic shared memory past 48 KB (the kernel opts in on its first launch): deeper K-slab pipelines
+    "k32s4dyn": dict(stages=4, dynamic=True),  # 8 warps of 64 x 32, BK 32, 4 stages: 74 KB
+    "w64k32s4dyn": dict(warps_m=2, warps_n=2, nt=8, stages=4, dynamic=True),  # 4 warps of 64 x 64: 74 KB
+    "w64x8k32s3dyn": dict(warps_m=2, warps_n=4, nt=8, stages=3, dynamic=True, min_blocks=1),  # 128 x 256: 80 KB
 }
 BUILD_CHECK = (777, 1336, 904)  # K, N multiples of 8 (the timed path), M not a multiple of the block
 
 
 def build_launch(name, m, n, k):
-    """(kernel, grid, block) of candidate ``name`` for an m x n x k product."""
+    """f(A, B, C): candidate ``name`` launched for an m x n x k product (TC.configured: its grid, block and
+    dynamic shared memory)."""
     build = {**TC.BUILD, **BUILDS[name]}
     bm, bn, threads = TC.tile_shape(**{key: v for key, v in build.items() if key in ("warps_m", "warps_n", "mt", "nt")})
-    return TC.kernel_for(k, n, **BUILDS[name]), ((n + bn - 1) // bn, (m + bm - 1) // bm), (threads,)
+    grid = ((n + bn - 1) // bn, (m + bm - 1) // bm)
+    return TC.configured(TC.kernel_for(k, n, **BUILDS[name]), grid, (threads,), build)
 
 
 def rounds_ms(fn, torch, calls=20, rounds=5, budget_s=6.0):
@@ -142,7 +148,8 @@ def probes(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--builds", default="default,w64,w64k16s4,w64x8,mb1,generic", help=",".join(BUILDS))
+    ap.add_argument("--builds", default="default,w64,k32s4dyn,w64k32s4dyn,w64x8k32s3dyn,w64k16s4,generic",
+                    help=",".join(BUILDS))
     ap.add_argument("--json", default=None)
     ap.add_argument("--budget", type=float, default=85.0)
     ap.add_argument("--check", default=",".join("x".join(map(str, s)) for s in CHECK_SHAPES), help="MxNxK,...")
@@ -199,8 +206,7 @@ def main():
         rec = {"build": name, "shape": [m, n, k]}
         try:
             t0 = time.perf_counter()
-            kern, grid, block = build_launch(name, m, n, k)
-            kern[grid, block](cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
+            build_launch(name, m, n, k)(cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
             cuda.synchronize()
             err = np.abs(dC.copy_to_host().astype(np.float64) - ref)
             rec.update(ok=bool(np.all(err <= tol)), worst_err_over_tol=float(np.nanmax(err / tol)),
@@ -230,8 +236,7 @@ def main():
                 out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "skipped": "time or check"})
                 continue
             try:
-                kern, grid, block = build_launch(name, m, n, k)
-                launch = kern[grid, block]
+                launch = build_launch(name, m, n, k)
                 if ref is not None:  # poisoned: a build that skips an element shows NaN
                     dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
                 ms = rounds_ms(lambda launch=launch, dA=dA, dB=dB, dC=dC: launch(dA, dB, dC), torch)

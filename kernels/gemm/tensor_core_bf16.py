@@ -119,6 +119,74 @@ def issue_slab(pA, abuf, gA, a_soff, a_goff, a_lim, pB, bbuf, gB, b_soff, b_goff
         cp_async16_at(pB, bbuf + b_soff[i], gB, b_goff[i] + kofs * N, n)
 
 
+@cuda.jit(device=True, **FORCEINLINE)
+def store_tile_row(C, acc, i, nt, r0, c0, rows_left, cols_left):
+    """Store mma tile row ``i`` of this lane's accumulators (acc[(i * nt + j) * 4 + e], e = c0..c3 of
+    tile j) to C: c0, c1 at rows r0 + 16 i, columns c0 + 8 j + 0, 1; c2, c3 eight rows down; only
+    elements within rows_left rows and cols_left columns of (r0, c0)."""
+    for j in range(nt):
+        o = (i * nt + j) * 4
+        ra = r0 + i * 16
+        c = c0 + j * 8
+        if i * 16 < rows_left and j * 8 < cols_left:
+            C[ra, c] = acc[o]
+        if i * 16 < rows_left and j * 8 + 1 < cols_left:
+            C[ra, c + 1] = acc[o + 1]
+        if i * 16 + 8 < rows_left and j * 8 < cols_left:
+            C[ra + 8, c] = acc[o + 2]
+        if i * 16 + 8 < rows_left and j * 8 + 1 < cols_left:
+            C[ra + 8, c + 1] = acc[o + 3]
+
+
+DYNAMIC_SHARED_MAX = 227 * 1024  # bytes of shared memory a block may opt into on an H100 (sm_90)
+
+
+def shared_bytes(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT,
+                 nt: int = NT, **_) -> int:
+    """Shared memory of a build: stages x (BM x (bk + PAD) + bk x (BN + PAD)) bf16 elements, in bytes."""
+    bm, bn, _t = tile_shape(warps_m, warps_n, mt, nt)
+    return 2 * stages * (bm * (bk + PAD) + bk * (bn + PAD))
+
+
+def _allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
+    kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    compiled = list(kernel.overloads.values())
+    if not compiled and hasattr(kernel, "_launch_config_compile_results"):  # numba-cuda-mlir's launch-time compiles
+        compiled = list(kernel._launch_config_compile_results())
+    for cres in compiled:
+        err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
+        if int(err) != 0:
+            raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
+
+
+def configured(kernel, grid, block, build: dict):
+    """A callable f(A, B, C) that launches ``kernel`` (a make_bf16_kernel(**build)) on ``grid``, ``block``:
+    kernel[grid, block] for static shared memory; for a ``dynamic`` build with its shared_bytes(**build)
+    of dynamic shared memory, opting the kernel in on the first call where it needs more than 48 KB
+    (the first launch compiles; a refused launch is retried once after the opt-in)."""
+    if not build.get("dynamic"):
+        return kernel[grid, block]
+    nbytes = shared_bytes(**build)
+    launch = kernel[grid, block, 0, nbytes]
+    state = {"ready": SIMULATOR or nbytes <= 48 * 1024}
+
+    def call(*args):
+        if state["ready"]:
+            return launch(*args)
+        try:
+            launch(*args)
+        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
+            _allow_dynamic_shared(kernel, nbytes)
+            launch(*args)
+        state["ready"] = True
+
+    return call
+
+
 def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt: int = NT) -> tuple[int, int, int]:
     """(BM, BN, threads) of a build: warps_m x warps_n warps, each mt x nt mma tiles (16 x 8 each)."""
     return warps_m * mt * 16, warps_n * nt * 8, warps_m * warps_n * 32
@@ -126,12 +194,13 @@ def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt:
 
 @functools.cache
 def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N,
-                     mt: int = MT, nt: int = NT, min_blocks: int = 2, aligned: bool = False):
+                     mt: int = MT, nt: int = NT, min_blocks: int = 2, aligned: bool = False,
+                     dynamic: bool = False):
     """The tensor_core_bf16 kernel: K-slabs of ``bk`` (a multiple of 16), ``stages`` >= 2 buffers,
     warps_m x warps_n warps of mt x nt mma tiles (``nt`` even: B fragments come two tiles an ldmatrix);
     launch bounds (threads, ``min_blocks``). Shared memory must stay under 48 KB (static arrays)."""
-    if bk % 16 or nt % 2 or stages < 2:
-        raise ValueError(f"bk={bk} (a multiple of 16), nt={nt} (even), stages={stages} (>= 2)")
+    if bk % 16 or nt % 2 or stages < 2 or not 1 <= mt <= 4:
+        raise ValueError(f"bk={bk} (a multiple of 16), nt={nt} (even), stages={stages} (>= 2), mt={mt} (1..4)")
     bm, bn, threads = tile_shape(warps_m, warps_n, mt, nt)
     wm_size, wn_size = mt * 16, nt * 8
     lda = bk + PAD
@@ -140,8 +209,14 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
     b_elems = bk * ldb
     a_total = stages * a_elems  # single names: compile-time sizes under numba-cuda-mlir
     b_total = stages * b_elems
-    if 2 * (a_total + b_total) > 48 * 1024:
-        raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the 48 KB of static arrays")
+    limit = DYNAMIC_SHARED_MAX if dynamic else 48 * 1024
+    if 2 * (a_total + b_total) > limit:
+        raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the {limit} of "
+                         f"{'dynamic' if dynamic else 'static'} shared memory")
+    # dynamic: one launch-sized array (both declarations of size 0 alias it), B's stages after A's
+    a_decl = 0 if dynamic else a_total
+    b_decl = 0 if dynamic else b_total
+    b_org = a_total if dynamic else 0
     a_shift, b_shift = (bk // 8).bit_length() - 1, (bn // 8).bit_length() - 1  # 8-element chunks a row
     if 8 << a_shift != bk or 8 << b_shift != bn or (bm * bk) % (8 * threads) or (bk * bn) % (8 * threads):
         raise ValueError(f"bk={bk}, bn={bn}: powers of two, each slab a whole number of 8-element chunks a thread")
@@ -155,8 +230,8 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
     def bf16_kernel(A, B, C):
         """C = A @ B: A (M, K) and B (K, N) uint16 bf16 bits, C (M, N) float32; block (threads,),
         grid (ceil(N / bn), ceil(M / bm))."""
-        sA = cuda.shared.array(a_total, uint16, alignment=ALIGN)  # [stage][m][k]
-        sB = cuda.shared.array(b_total, uint16, alignment=ALIGN)  # [stage][k][n]
+        sA = cuda.shared.array(a_decl, uint16, alignment=ALIGN)  # [stage][m][k]
+        sB = cuda.shared.array(b_decl, uint16, alignment=ALIGN)  # [stage][k][n]
         pA = shared_base(sA)  # ldmatrix's and cp.async's view of them: shared-window addresses, once
         pB = shared_base(sB)
         gA = global_base(A)
@@ -209,12 +284,12 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         for s in range(stages - 1):
             if s < ntiles:
                 if aligned:
-                    issue_slab(pA, s * a_elems, gA, a_soff, a_goff, a_lim, pB, s * b_elems, gB, b_soff, b_goff,
+                    issue_slab(pA, s * a_elems, gA, a_soff, a_goff, a_lim, pB, b_org + s * b_elems, gB, b_soff, b_goff,
                                b_row, b_n, s * bk, K, N)
                 else:
                     load_tile_b16(pA, sA, s * a_elems, gA, A, M, K, row0, s * bk, a_shift, a_chunks, lda, t, threads,
                                   vec_a)
-                    load_tile_b16(pB, sB, s * b_elems, gB, B, K, N, s * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                    load_tile_b16(pB, sB, b_org + s * b_elems, gB, B, K, N, s * bk, col0, b_shift, b_chunks, ldb, t, threads,
                                   vec_b)
             cp_async_commit()
         for kt in range(ntiles):
@@ -223,17 +298,17 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
             nxt = kt + stages - 1
             if nxt < ntiles and aligned:
                 buf = nxt % stages
-                issue_slab(pA, buf * a_elems, gA, a_soff, a_goff, a_lim, pB, buf * b_elems, gB, b_soff, b_goff,
+                issue_slab(pA, buf * a_elems, gA, a_soff, a_goff, a_lim, pB, b_org + buf * b_elems, gB, b_soff, b_goff,
                            b_row, b_n, nxt * bk, K, N)
             elif nxt < ntiles:
                 buf = nxt % stages
                 load_tile_b16(pA, sA, buf * a_elems, gA, A, M, K, row0, nxt * bk, a_shift, a_chunks, lda, t, threads,
                               vec_a)
-                load_tile_b16(pB, sB, buf * b_elems, gB, B, K, N, nxt * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                load_tile_b16(pB, sB, b_org + buf * b_elems, gB, B, K, N, nxt * bk, col0, b_shift, b_chunks, ldb, t, threads,
                               vec_b)
             cp_async_commit()
             abase = (kt % stages) * a_elems
-            bbase = (kt % stages) * b_elems
+            bbase = b_org + (kt % stages) * b_elems
             for kk in range(0, bk, 16):
                 for i in range(mt):  # a0..a3 of the 16 x 16 tile i: its quadrants
                     r0, r1, r2, r3 = ldmatrix_x4(pA, abase + (wm + i * 16 + lrow) * lda + kk + lcol)
@@ -260,20 +335,17 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         cp_async_wait(0)
         r0 = row0 + wm + g
         c0 = col0 + wn + 2 * q
-        for i in range(mt):  # c0, c1 at row g, columns 2q, 2q + 1; c2, c3 at row g + 8
-            ra = r0 + i * 16
-            rb = ra + 8
-            for j in range(nt):
-                o = (i * nt + j) * 4
-                c = c0 + j * 8
-                if ra < M and c < N:
-                    C[ra, c] = acc[o]
-                if ra < M and c + 1 < N:
-                    C[ra, c + 1] = acc[o + 1]
-                if rb < M and c < N:
-                    C[rb, c] = acc[o + 2]
-                if rb < M and c + 1 < N:
-                    C[rb, c + 1] = acc[o + 3]
+        rows_left = M - r0  # this lane's rows r0 + d exist for d < rows_left, its columns c0 + d for d < cols_left
+        cols_left = N - c0
+        # one call a tile row, each with a literal i: the loops that stay are short enough to unroll, so
+        # every acc index is a constant and the 128 accumulators of a 64 x 64 warp tile stay in registers
+        store_tile_row(C, acc, 0, nt, r0, c0, rows_left, cols_left)
+        if mt > 1:
+            store_tile_row(C, acc, 1, nt, r0, c0, rows_left, cols_left)
+        if mt > 2:
+            store_tile_row(C, acc, 2, nt, r0, c0, rows_left, cols_left)
+        if mt > 3:
+            store_tile_row(C, acc, 3, nt, r0, c0, rows_left, cols_left)
 
     return bf16_kernel
 
@@ -318,7 +390,7 @@ def prepare(cfg, inputs, outputs):
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("tensor_core_bf16 takes float32 inputs (rounded to bfloat16)")
     A16, B16 = device_bf16(A), device_bf16(B)
-    k = kernel_for(A.shape[1], B.shape[1])[cfg.grid, cfg.block]
+    k = configured(kernel_for(A.shape[1], B.shape[1]), cfg.grid, cfg.block, BUILD)
     C = outputs[0]
     return lambda: k(A16, B16, C)
 
