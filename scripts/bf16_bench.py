@@ -9,10 +9,13 @@
    the plain-load path), fresh random float32 inputs rounded to bf16, C poisoned (NaN) first, checked
    against the float64 reference of the float32 inputs with the bf16 tolerance
    (kernels.gemm.mma.rounded_inputs_tolerance, 7 mantissa bits); torch.matmul on the same bf16 tensors
-   is held to the same tolerance.
+   is held to the same tolerance. Then each candidate build of ``--builds`` (BUILDS below: make_bf16_kernel
+   keywords over the rung's TC.BUILD) at 777 x 1336 x 904 the same way; one that fails is not timed.
 3. TFLOP/s at 4096^3 and 2048^3: CUDA events around 20 back-to-back calls (launch overhead hidden),
    median of 5 such rounds, after a warm-up; torch.matmul(A.bfloat16(), B.bfloat16()) the same way
-   (cuBLAS; it writes a bf16 C, the rung a float32 C). Prints one table; ``--json`` writes the numbers.
+   (cuBLAS; it writes a bf16 C, the rung a float32 C); each build's 4096^3 output (C poisoned first) is
+   checked on its first 64 rows (``rel err``). Prints one table; ``--json`` writes the numbers. Builds past
+   ``--budget`` seconds are skipped. Switching the rung to the fastest build is TC.BUILD's one line.
 """
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ Three instructions beside kernels.gemm.mma's TF32 ones:
   instruction replaces the 8 scalar shared loads and the packing a lane would do itself (PTX ISA,
   "Warp-level matrix load instruction: ldmatrix"). :func:`ldmatrix_x4`, :func:`ldmatrix_x4_trans` take
   ``shared_base(array)`` (the array's 32-bit shared address, computed once a kernel) and an element index.
-* ``cp.async.cg.shared.global`` of 16 bytes = 8 bfloat16 (:func:`cp_async16_b16`), with
+* ``cp.async.cg.shared.global`` of 16 bytes = 8 bfloat16 (:func:`cp_async16_b16` by array, row and column;
+  :func:`cp_async16_at` by the bases :func:`shared_base`, :func:`global_base` and element offsets), with
   kernels.gemm.mma's commit and wait.
 
 bfloat16 in NumPy: NumPy has no bfloat16 dtype, so a bf16 matrix is a uint16 array of bit patterns

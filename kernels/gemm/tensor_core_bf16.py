@@ -34,22 +34,34 @@ bottom-left, top-right, bottom-right: exactly a0..a3. For B, lane l points at k 
 (l // 16) * 8 of a 16 x 16 (k x n) piece; .trans gives b0, b1 of the left 16 x 8 tile in registers 0, 1
 and of the right one in 2, 3.
 
-The kernel (default build): a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile of C;
-each warp 64 x 32: 4 x 4 mma tiles, 64 float32 accumulators a thread, 16 independent mma per 16 k. The
-K-slabs of A (128 x BK) and B (BK x 128) arrive through the async_copy rung's cp.async pipeline
-(STAGES buffers; 16-byte copies of 8 elements where K and N are multiples of 8, plain loads and stores
-otherwise, zeros past the edges). Shared rows are padded by 8 elements (16 bytes) so that the 8 row
-addresses of each ldmatrix phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements
-(80 bytes at BK = 32: rows 20 words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of 136 (68
-words apart: 0, 4, ..., 28). Shared memory: STAGES * (128 * (BK + 8) + BK * 136) * 2 bytes, 37 KB for
-BK = 32, STAGES = 2 (static arrays stop at 48 KB). Offline compile for sm_90 (numba-cuda-mlir 0.6.0): 126
-registers, no spills, per 32-deep slab 32 mma.sync, 12 ldmatrix, 4 cp.async a thread. A 64 x 64 warp tile
-(128 accumulators) lands in local memory there (its loops are not all unrolled), so the warp tile is 64 x 32.
+The kernel (default build, ``BUILD``): a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile
+of C; each warp 64 x 32: 4 x 4 mma tiles, 64 float32 accumulators a thread, 16 independent mma per 16 k.
+The K-slabs of A (128 x BK) and B (BK x 128) arrive through the async_copy rung's cp.async pipeline
+(STAGES buffers). Where K and N are multiples of 8 (:func:`kernel_for` picks ``aligned``) each thread
+computes its 16-byte chunks once -- shared offset, global offset at slab 0, how many of the 8 elements
+exist -- and a slab's copies are two adds and a clamp a chunk (:func:`issue_slab`); otherwise the general
+loads (:func:`load_tile_b16`: 16-byte copies where the row allows, plain loads past the edges, zeros
+outside). Shared rows are padded by 8 elements (16 bytes) so that the 8 row addresses of each ldmatrix
+phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements (80 bytes at BK = 32: rows 20
+words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of BN + 8 (68 words apart at BN = 128: 0, 4, ...,
+28). Shared memory: :func:`shared_bytes`, 37 KB for BK = 32, STAGES = 2; static arrays stop at 48 KB,
+``dynamic`` builds take up to 227 KB (:func:`configured` opts the kernel in). The epilogue stores one mma
+row a call with a literal row index (:func:`store_tile_row`), so the accumulators of a 64 x 64 warp tile
+(``warps_m=2, warps_n=2, nt=8``: 128 a thread) stay in registers.
+
+Measured on the H100 (scripts/bf16_bench.py; numba-cuda-mlir 0.6.0): the first build (the same tiles, its
+copies addressed by a per-chunk loop of 64-bit index arithmetic, ~1,500 SASS instructions a 32-deep slab
+for 32 HMMA) passed every check at 148.3 TFLOP/s at 4096^3, 0.19x torch bf16 (798.8), and 133.7 at 2048^3
+(0.20x of 683.8); ``bk=16, stages=4`` 124.5. Nsight Compute at 2048^3: latency-bound, tensor pipe 22%, SM
+57%, L1/shared 31% of peak, 22% achieved occupancy (25% theoretical), mostly stalled on ``wait``. Offline
+(sm_90, ptxas 13.0, the launch bounds) the current default's main loop is 255 SASS instructions a slab
+(32 HMMA, 12 LDSM, 4 LDGSTS), 127 registers, no local memory; the candidate builds (64 x 64 warp tiles,
+deeper pipelines in dynamic shared memory) are in docs/tensor-cores.md and scripts/bf16_bench.py's
+BUILDS, not yet timed. Target: 0.5x torch's bf16 matmul at 4096^3 (about 400 TFLOP/s).
 
 Checked against the float64 reference with a tolerance for 7-bit inputs
 (kernels.gemm.mma.rounded_inputs_tolerance: the float32 bound plus the random walk of the input rounding,
-u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)). Target: 0.5x torch's bf16 matmul
-at 4096^3 on the H100 (scripts/tensor_cores_bench.py --bf16); not yet measured there.
+u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)).
 
 In the simulator ``ldmatrix``, ``mma_bf16`` and the copies are emulated (kernels.gemm.mma_bf16): the same
 lane-to-row addresses, fragments and waits, so a wrong address or register gives a wrong C there too.
