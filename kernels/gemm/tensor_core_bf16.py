@@ -54,8 +54,8 @@ copies addressed by a per-chunk loop of 64-bit index arithmetic, ~1,500 SASS ins
 for 32 HMMA) passed every check at 148.3 TFLOP/s at 4096^3, 0.19x torch bf16 (798.8), and 133.7 at 2048^3
 (0.20x of 683.8); ``bk=16, stages=4`` 124.5. Nsight Compute at 2048^3: latency-bound, tensor pipe 22%, SM
 57%, L1/shared 31% of peak, 22% achieved occupancy (25% theoretical), mostly stalled on ``wait``. Offline
-(sm_90, ptxas 13.0, the launch bounds) the current default's main loop is 255 SASS instructions a slab
-(32 HMMA, 12 LDSM, 4 LDGSTS), 127 registers, no local memory; the candidate builds (64 x 64 warp tiles,
+(sm_90, ptxas 13.0, the launch bounds) the current default's main loop is 245 SASS instructions a slab
+(32 HMMA, 12 LDSM, 4 LDGSTS), 128 registers, no local memory; the candidate builds (64 x 64 warp tiles,
 deeper pipelines in dynamic shared memory) are in docs/tensor-cores.md and scripts/bf16_bench.py's
 BUILDS, not yet timed. Target: 0.5x torch's bf16 matmul at 4096^3 (about 400 TFLOP/s).
 
@@ -123,12 +123,13 @@ def issue_slab(pA, abuf, gA, a_soff, a_goff, a_lim, pB, bbuf, gB, b_soff, b_goff
     0..8; a row past M has a_lim -2^30); B chunk i goes to b_soff[i], comes from b_goff[i] + kofs * N,
     its k row b_row[i] + kofs exists while < K, b_n[i] of its columns exist. Two adds and a clamp a
     chunk. Does not commit."""
+    k32 = int32(kofs)  # 32-bit counts and offsets where they fit: fewer instructions than Python's int64
     for i in range(a_soff.shape[0]):
-        n = min(max(a_lim[i] - kofs, 0), 8)
-        cp_async16_at(pA, abuf + a_soff[i], gA, a_goff[i] + kofs, n)
+        n = int32(min(max(int32(a_lim[i] - k32), int32(0)), int32(8)))
+        cp_async16_at(pA, int32(abuf + a_soff[i]), gA, a_goff[i] + kofs, n)
     for i in range(b_soff.shape[0]):
-        n = b_n[i] if b_row[i] + kofs < K else 0
-        cp_async16_at(pB, bbuf + b_soff[i], gB, b_goff[i] + kofs * N, n)
+        n = b_n[i] if int32(b_row[i] + k32) < int32(K) else int32(0)
+        cp_async16_at(pB, int32(bbuf + b_soff[i]), gB, b_goff[i] + kofs * N, n)
 
 
 @cuda.jit(device=True, **FORCEINLINE)
@@ -171,7 +172,7 @@ def _allow_dynamic_shared(kernel, nbytes: int) -> None:
         compiled = list(kernel._launch_config_compile_results())
     for cres in compiled:
         err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
-        if int(err) != 0:
+        if getattr(err, "value", err) != 0:
             raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
 
 
