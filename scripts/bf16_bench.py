@@ -1,6 +1,6 @@
 """Check and time the tensor_core_bf16 matmul rung on a GPU against torch's bfloat16 matmul; under 90 s.
 
-    PYTHONPATH=/tmp/ncm:$PWD LAB_COMPILER=numba-cuda-mlir python scripts/bf16_bench.py [--builds default,bk16s4] [--json out.json]
+    PYTHONPATH=/tmp/ncm:$PWD LAB_COMPILER=numba-cuda-mlir python scripts/bf16_bench.py [--builds default,w64,...] [--json out.json]
 
 1. Probes of the instructions, one warp each: ``ldmatrix.x4`` and ``.x4.trans`` on a 16 x 16 tile of known
    codes, compared element by element with the m16n8k16 fragment layout (kernels.gemm.mma_bf16); one
@@ -9,10 +9,13 @@
    the plain-load path), fresh random float32 inputs rounded to bf16, C poisoned (NaN) first, checked
    against the float64 reference of the float32 inputs with the bf16 tolerance
    (kernels.gemm.mma.rounded_inputs_tolerance, 7 mantissa bits); torch.matmul on the same bf16 tensors
-   is held to the same tolerance.
+   is held to the same tolerance. Then each candidate build of ``--builds`` (BUILDS below: make_bf16_kernel
+   keywords over the rung's TC.BUILD) at 777 x 1336 x 904 the same way; one that fails is not timed.
 3. TFLOP/s at 4096^3 and 2048^3: CUDA events around 20 back-to-back calls (launch overhead hidden),
    median of 5 such rounds, after a warm-up; torch.matmul(A.bfloat16(), B.bfloat16()) the same way
-   (cuBLAS; it writes a bf16 C, the rung a float32 C). Prints one table; ``--json`` writes the numbers.
+   (cuBLAS; it writes a bf16 C, the rung a float32 C); each build's 4096^3 output (C poisoned first) is
+   checked on its first 64 rows (``rel err``). Prints one table; ``--json`` writes the numbers. Builds past
+   ``--budget`` seconds are skipped. Switching the rung to the fastest build is TC.BUILD's one line.
 """
 from __future__ import annotations
 
@@ -33,7 +36,30 @@ from kernels.gemm.build_options import ALIGN  # noqa: E402
 
 CHECK_SHAPES = [(1000, 1030, 517), (257, 4099, 136), (777, 1333, 904)]
 TIME_SHAPES = [(4096, 4096, 4096), (2048, 2048, 2048)]
-BUILDS = {"default": dict(), "bk16s4": dict(bk=16, stages=4), "bk16s2": dict(bk=16, stages=2)}
+# Candidates over the rung's build (TC.BUILD), each checked at BUILD_CHECK and on the timed 4096^3 output.
+BUILDS = {
+    "default": dict(),  # TC.BUILD: 8 warps of 64 x 32, 128 x 128 block, BK 32, 2 stages, cp.async from offsets
+    "generic": dict(aligned=False),  # the same with the general loads (the previous default's address math)
+    "mb1": dict(min_blocks=1),  # no 128-register cap (one block an SM)
+    "w64": dict(warps_m=2, warps_n=2, nt=8),  # 4 warps of 64 x 64 (128 accumulators), 128 x 128 block
+    "w64k16s4": dict(warps_m=2, warps_n=2, nt=8, bk=16, stages=4),
+    "w64x8": dict(warps_m=2, warps_n=4, nt=8, bk=16, stages=3, min_blocks=1),  # 8 warps of 64 x 64, 128 x 256
+    "bk16s4": dict(bk=16, stages=4),
+    # dynamic shared memory past 48 KB (the kernel opts in on its first launch): deeper K-slab pipelines
+    "k32s4dyn": dict(stages=4, dynamic=True),  # 8 warps of 64 x 32, BK 32, 4 stages: 74 KB
+    "w64k32s4dyn": dict(warps_m=2, warps_n=2, nt=8, stages=4, dynamic=True),  # 4 warps of 64 x 64: 74 KB
+    "w64x8k32s3dyn": dict(warps_m=2, warps_n=4, nt=8, stages=3, dynamic=True, min_blocks=1),  # 128 x 256: 80 KB
+}
+BUILD_CHECK = (777, 1336, 904)  # K, N multiples of 8 (the timed path), M not a multiple of the block
+
+
+def build_launch(name, m, n, k):
+    """f(A, B, C): candidate ``name`` launched for an m x n x k product (TC.configured: its grid, block and
+    dynamic shared memory)."""
+    build = {**TC.BUILD, **BUILDS[name]}
+    bm, bn, threads = TC.tile_shape(**{key: v for key, v in build.items() if key in ("warps_m", "warps_n", "mt", "nt")})
+    grid = ((n + bn - 1) // bn, (m + bm - 1) // bm)
+    return TC.configured(TC.kernel_for(k, n, **BUILDS[name]), grid, (threads,), build)
 
 
 def rounds_ms(fn, torch, calls=20, rounds=5, budget_s=6.0):
@@ -125,7 +151,8 @@ def probes(out):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--builds", default="default,bk16s4")
+    ap.add_argument("--builds", default="default,w64,k32s4dyn,w64k32s4dyn,w64x8k32s3dyn,w64k16s4,w64x8,mb1,generic",
+                    help=",".join(BUILDS))
     ap.add_argument("--json", default=None)
     ap.add_argument("--budget", type=float, default=85.0)
     ap.add_argument("--check", default=",".join("x".join(map(str, s)) for s in CHECK_SHAPES), help="MxNxK,...")
@@ -153,7 +180,7 @@ def main():
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
         cfg = TC.launch((m, n, k), 256)
         t0 = time.perf_counter()
-        TC.make_bf16_kernel()[cfg.grid, cfg.block](cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
+        TC.kernel_for(k, n)[cfg.grid, cfg.block](cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0
         C = dC.copy_to_host()
@@ -170,6 +197,34 @@ def main():
                               "first_call_s": round(first, 1)})
         print("check:", json.dumps(out["checks"][-1]), flush=True)
 
+    builds = [b for b in args.builds.split(",") if b]
+    bad_builds = set()
+    for name in builds:  # each candidate on fresh inputs at one aligned shape first (its compile, too)
+        if time.time() - t_start > args.budget - 20:
+            bad_builds.add(name)
+            out["checks"].append({"build": name, "skipped": "time"})
+            continue
+        m, n, k = BUILD_CHECK
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        ref = A.astype(np.float64) @ B.astype(np.float64)
+        tol = mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA)
+        dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+        rec = {"build": name, "shape": [m, n, k]}
+        try:
+            t0 = time.perf_counter()
+            build_launch(name, m, n, k)(cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
+            cuda.synchronize()
+            err = np.abs(dC.copy_to_host().astype(np.float64) - ref)
+            rec.update(ok=bool(np.all(err <= tol)), worst_err_over_tol=float(np.nanmax(err / tol)),
+                       first_call_s=round(time.perf_counter() - t0, 1))
+        except Exception as e:
+            rec.update(ok=False, error=f"{type(e).__name__}: {' '.join(str(e).split())[:300]}")
+        if not rec["ok"]:
+            bad_builds.add(name)
+        out["checks"].append(rec)
+        print("build check:", json.dumps(rec), flush=True)
+
     for (m, n, k) in time_shapes:
         flops = 2.0 * m * n * k
         At = torch.randn(m, k, device="cuda")
@@ -180,24 +235,25 @@ def main():
         dA = cuda.to_device(MB.to_bf16_bits(At.cpu().numpy()))
         dB = cuda.to_device(MB.to_bf16_bits(Bt.cpu().numpy()))
         dC = cuda.device_array((m, n), np.float32)
-        for name in args.builds.split(","):
-            if time.time() - t_start > args.budget - 8 or not ok_all and name != "default":
+        ref = None
+        if (m, n, k) == time_shapes[0]:  # each timed output is right too: its first 64 rows
+            ref = (MB.round_bf16(At.cpu().numpy()[:64]).astype(np.float64) @ MB.round_bf16(Bt.cpu().numpy()).astype(np.float64))
+        for name in builds:
+            if time.time() - t_start > args.budget - 8 or name in bad_builds or not ok_all and name != "default":
                 out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "skipped": "time or check"})
                 continue
             try:
-                kern = TC.make_bf16_kernel(**BUILDS[name])
-                grid = ((n + TC.BN - 1) // TC.BN, (m + TC.BM - 1) // TC.BM)
-                launch = kern[grid, (TC.THREADS,)]
+                launch = build_launch(name, m, n, k)
+                if ref is not None:  # poisoned: a build that skips an element shows NaN
+                    dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
                 ms = rounds_ms(lambda launch=launch, dA=dA, dB=dB, dC=dC: launch(dA, dB, dC), torch)
-                out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "ms": ms,
-                                     "tflops": flops / ms / 1e9})
+                rec = {"who": f"tensor_core_bf16 {name}", "shape": [m, n, k], "ms": ms, "tflops": flops / ms / 1e9}
+                if ref is not None:
+                    rec["first_64_rows_max_rel_err"] = float(np.abs(dC.copy_to_host()[:64] - ref).max() / np.abs(ref).max())
+                out["times"].append(rec)
             except Exception as e:
                 out["times"].append({"who": f"tensor_core_bf16 {name}", "shape": [m, n, k],
                                      "error": f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"})
-        if (m, n, k) == time_shapes[0]:  # the timed output is right too
-            got = dC.copy_to_host()
-            ref = (MB.round_bf16(At.cpu().numpy()[:64]).astype(np.float64) @ MB.round_bf16(Bt.cpu().numpy()).astype(np.float64))
-            out["timed_4096_first_64_rows_max_rel_err"] = float(np.abs(got[:64] - ref).max() / np.abs(ref).max())
 
     print(f"\n{out['device']}, torch {out['torch']}; checks {'all passed' if ok_all else 'FAILED'}")
     print(f"{'contender':<28} {'M x N x K':<16} {'ms':>9} {'TFLOP/s':>9} {'vs torch bf16':>14}")
@@ -208,7 +264,8 @@ def main():
             print(f"{r['who']:<28} {shape:<16} {r.get('error', r.get('skipped'))}")
             continue
         ratio = r["tflops"] / torch_t[tuple(r["shape"])]
-        print(f"{r['who']:<28} {shape:<16} {r['ms']:>9.3f} {r['tflops']:>9.1f} {ratio:>13.2f}x")
+        err = f"   rel err {r['first_64_rows_max_rel_err']:.1e}" if "first_64_rows_max_rel_err" in r else ""
+        print(f"{r['who']:<28} {shape:<16} {r['ms']:>9.3f} {r['tflops']:>9.1f} {ratio:>13.2f}x{err}")
     print(f"(total {time.time() - t_start:.0f} s)")
     if args.json:
         with open(args.json, "w") as f:

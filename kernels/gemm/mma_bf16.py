@@ -23,7 +23,8 @@ Three instructions beside kernels.gemm.mma's TF32 ones:
   instruction replaces the 8 scalar shared loads and the packing a lane would do itself (PTX ISA,
   "Warp-level matrix load instruction: ldmatrix"). :func:`ldmatrix_x4`, :func:`ldmatrix_x4_trans` take
   ``shared_base(array)`` (the array's 32-bit shared address, computed once a kernel) and an element index.
-* ``cp.async.cg.shared.global`` of 16 bytes = 8 bfloat16 (:func:`cp_async16_b16`), with
+* ``cp.async.cg.shared.global`` of 16 bytes = 8 bfloat16 (:func:`cp_async16_b16` by array, row and column;
+  :func:`cp_async16_at` by the bases :func:`shared_base`, :func:`global_base` and element offsets), with
   kernels.gemm.mma's commit and wait.
 
 bfloat16 in NumPy: NumPy has no bfloat16 dtype, so a bf16 matrix is a uint16 array of bit patterns
@@ -224,6 +225,11 @@ def _cp_async16_b16_emulated(dst, di, src, row, col, count):
     _mma._cp_async_emulated(dst, di, src, row, col, 8, count)
 
 
+def _cp_async16_at_emulated(dst, di, src, goff, count):
+    row, col = divmod(int(goff), src.shape[1]) if count > 0 else (0, 0)
+    _mma._cp_async_emulated(dst, di, src, row, col, 8, count)
+
+
 # --- The GPU (numba-cuda-mlir's inline PTX) ---------------------------------------------------
 MMA_BF16_PTX = ("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};")
@@ -266,6 +272,24 @@ if COMPILER == MLIR:
                              "f", c0, "f", c1, "f", c2, "f", c3)
 
     @cuda.jit(device=True, forceinline=True)
+    def global_base(array):
+        """What cp_async16_at takes for the device uint16 matrix ``array``: its global address here
+        (computed once a kernel), the array itself in the emulations."""
+        return _mma.global_address(array)
+
+    @cuda.jit(device=True, forceinline=True)
+    def cp_async16_at(sbase, di, gbase, goff, count):
+        """Copy elements goff .. goff + count - 1 (count 0..8; row-major offsets) of the matrix whose
+        :func:`global_base` is ``gbase`` to elements di .. di + 7 of the shared uint16 array whose
+        :func:`shared_base` is ``sbase``, zeros past count: 16 bytes, both 16-byte aligned; nothing is
+        read when count is 0. The addresses are two adds, no array bookkeeping."""
+        s = gbase
+        if count > 0:
+            s += goff * 2
+        _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sbase + di * 2), "l", s,
+                      "r", int32(count * 2))
+
+    @cuda.jit(device=True, forceinline=True)
     def cp_async16_b16(dst, di, src, row, col, count):
         """Copy src[row, col : col + count] (count 0..8 bfloat16 bit patterns, uint16) to dst[di : di + 8]
         asynchronously, zeros past count: 16 bytes, both addresses 16-byte aligned."""
@@ -284,6 +308,8 @@ elif SIMULATOR:
     ldmatrix_x4_trans = _ldmatrix_x4_trans_emulated
     mma_bf16 = _mma_bf16_emulated
     cp_async16_b16 = _cp_async16_b16_emulated
+    global_base = shared_base
+    cp_async16_at = _cp_async16_at_emulated
 else:
     # numba-cuda on a GPU: no inline PTX; plain CUDA with the same contracts (compiles; the rung is
     # skipped here, kernels.gemm.mma.UNAVAILABLE)
@@ -360,5 +386,18 @@ else:
     @cuda.jit(device=True)
     def cp_async16_b16(dst, di, src, row, col, count):
         """A synchronous copy of src[row, col : col + count] to dst[di : di + 8], zeros past count."""
+        for e in range(8):
+            dst[di + e] = src[row, col + e] if e < count else _u16(0)
+
+    @cuda.jit(device=True)
+    def global_base(array):
+        """The array itself: this emulation reads it by index."""
+        return array
+
+    @cuda.jit(device=True)
+    def cp_async16_at(dst, di, src, goff, count):
+        """A synchronous copy of the count elements from row-major offset goff of src to dst[di : di + 8]."""
+        row = goff // src.shape[1]
+        col = goff - row * src.shape[1]
         for e in range(8):
             dst[di + e] = src[row, col + e] if e < count else _u16(0)

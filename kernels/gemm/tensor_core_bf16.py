@@ -34,22 +34,34 @@ bottom-left, top-right, bottom-right: exactly a0..a3. For B, lane l points at k 
 (l // 16) * 8 of a 16 x 16 (k x n) piece; .trans gives b0, b1 of the left 16 x 8 tile in registers 0, 1
 and of the right one in 2, 3.
 
-The kernel (default build): a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile of C;
-each warp 64 x 32: 4 x 4 mma tiles, 64 float32 accumulators a thread, 16 independent mma per 16 k. The
-K-slabs of A (128 x BK) and B (BK x 128) arrive through the async_copy rung's cp.async pipeline
-(STAGES buffers; 16-byte copies of 8 elements where K and N are multiples of 8, plain loads and stores
-otherwise, zeros past the edges). Shared rows are padded by 8 elements (16 bytes) so that the 8 row
-addresses of each ldmatrix phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements
-(80 bytes at BK = 32: rows 20 words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of 136 (68
-words apart: 0, 4, ..., 28). Shared memory: STAGES * (128 * (BK + 8) + BK * 136) * 2 bytes, 37 KB for
-BK = 32, STAGES = 2 (static arrays stop at 48 KB). Offline compile for sm_90 (numba-cuda-mlir 0.6.0): 126
-registers, no spills, per 32-deep slab 32 mma.sync, 12 ldmatrix, 4 cp.async a thread. A 64 x 64 warp tile
-(128 accumulators) lands in local memory there (its loops are not all unrolled), so the warp tile is 64 x 32.
+The kernel (default build, ``BUILD``): a block of 256 threads (8 warps, 2 x 4) computes a 128 x 128 tile
+of C; each warp 64 x 32: 4 x 4 mma tiles, 64 float32 accumulators a thread, 16 independent mma per 16 k.
+The K-slabs of A (128 x BK) and B (BK x 128) arrive through the async_copy rung's cp.async pipeline
+(STAGES buffers). Where K and N are multiples of 8 (:func:`kernel_for` picks ``aligned``) each thread
+computes its 16-byte chunks once -- shared offset, global offset at slab 0, how many of the 8 elements
+exist -- and a slab's copies are two adds and a clamp a chunk (:func:`issue_slab`); otherwise the general
+loads (:func:`load_tile_b16`: 16-byte copies where the row allows, plain loads past the edges, zeros
+outside). Shared rows are padded by 8 elements (16 bytes) so that the 8 row addresses of each ldmatrix
+phase fall in 8 different 16-byte bank groups: A rows of BK + 8 elements (80 bytes at BK = 32: rows 20
+words apart, 0, 20, 8, 28, 16, 4, 24, 12 mod 32), B rows of BN + 8 (68 words apart at BN = 128: 0, 4, ...,
+28). Shared memory: :func:`shared_bytes`, 37 KB for BK = 32, STAGES = 2; static arrays stop at 48 KB,
+``dynamic`` builds take up to 227 KB (:func:`configured` opts the kernel in). The epilogue stores one mma
+row a call with a literal row index (:func:`store_tile_row`), so the accumulators of a 64 x 64 warp tile
+(``warps_m=2, warps_n=2, nt=8``: 128 a thread) stay in registers.
+
+Measured on the H100 (scripts/bf16_bench.py; numba-cuda-mlir 0.6.0): the first build (the same tiles, its
+copies addressed by a per-chunk loop of 64-bit index arithmetic, ~1,500 SASS instructions a 32-deep slab
+for 32 HMMA) passed every check at 148.3 TFLOP/s at 4096^3, 0.19x torch bf16 (798.8), and 133.7 at 2048^3
+(0.20x of 683.8); ``bk=16, stages=4`` 124.5. Nsight Compute at 2048^3: latency-bound, tensor pipe 22%, SM
+57%, L1/shared 31% of peak, 22% achieved occupancy (25% theoretical), mostly stalled on ``wait``. Offline
+(sm_90, ptxas 13.0, the launch bounds) the current default's main loop is 245 SASS instructions a slab
+(32 HMMA, 12 LDSM, 4 LDGSTS), 128 registers, no local memory; the candidate builds (64 x 64 warp tiles,
+deeper pipelines in dynamic shared memory) are in docs/tensor-cores.md and scripts/bf16_bench.py's
+BUILDS, not yet timed. Target: 0.5x torch's bf16 matmul at 4096^3 (about 400 TFLOP/s).
 
 Checked against the float64 reference with a tolerance for 7-bit inputs
 (kernels.gemm.mma.rounded_inputs_tolerance: the float32 bound plus the random walk of the input rounding,
-u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)). Target: 0.5x torch's bf16 matmul
-at 4096^3 on the H100 (scripts/tensor_cores_bench.py --bf16); not yet measured there.
+u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)).
 
 In the simulator ``ldmatrix``, ``mma_bf16`` and the copies are emulated (kernels.gemm.mma_bf16): the same
 lane-to-row addresses, fragments and waits, so a wrong address or register gives a wrong C there too.
@@ -60,10 +72,10 @@ import functools
 
 import numpy as np
 
-from kernels.compiler import SIMULATOR, cuda, float32, int32, uint16
+from kernels.compiler import SIMULATOR, cuda, float32, int32, int64, uint16
 from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
-from kernels.gemm.mma_bf16 import (cp_async16_b16, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16, shared_base,
-                                    to_bf16_bits)
+from kernels.gemm.mma_bf16 import (cp_async16_at, global_base, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16,
+                                    shared_base, to_bf16_bits)
 from kernels.spec import Launch, blocks_for
 
 BK = 32  # K-slab a stage holds (two mma k-steps)
@@ -76,16 +88,19 @@ FORCEINLINE = {} if SIMULATOR else {"forceinline": True}
 
 
 @cuda.jit(device=True, **FORCEINLINE)
-def load_tile_b16(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds, t, nthreads, vec):
-    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + tile_cols] of ``src`` (a row-major
-    rows x cols uint16 matrix of bf16 bits) into the 1-D shared uint16 ``sdst`` from element ``base``
-    on, in rows of ``lds``: thread ``t`` of ``nthreads`` takes every nthreads-th 8-element chunk.
-    ``vec`` (cols % 8 == 0: aligned chunks): 16-byte cp.async; else plain loads and stores. Elements
-    outside the matrix are zeros. Does not commit."""
-    per_row = tile_cols // 8
-    for c in range(t, tile_rows * per_row, nthreads):
-        r = c // per_row
-        k = (c - r * per_row) * 8
+def load_tile_b16(sbase, sdst, base, gbase, src, rows, cols, r0, c0, shift, chunks, lds, t, nthreads, vec):
+    """Issue the copy of the tile [r0 : r0 + tile_rows, c0 : c0 + 8 << shift] of ``src`` (a row-major
+    rows x cols uint16 matrix of bf16 bits, :func:`global_base` ``gbase``) into the 1-D shared uint16
+    ``sdst`` (:func:`shared_base` ``sbase``) from element ``base`` on, in rows of ``lds``: thread ``t``
+    of ``nthreads`` takes 8-element chunks t, t + nthreads, ... (``chunks`` of them, a compile-time
+    count; row c >> shift, column (c & (2^shift - 1)) * 8: shifts, no divisions). ``vec`` (cols % 8
+    == 0: aligned chunks): 16-byte cp.async; else plain loads and stores. Elements outside the matrix
+    are zeros. Does not commit."""
+    mask = (1 << shift) - 1
+    for i in range(chunks):
+        c = t + i * nthreads
+        r = c >> shift
+        k = (c & mask) * 8
         gr = r0 + r
         gc = c0 + k
         di = base + r * lds + k
@@ -93,10 +108,96 @@ def load_tile_b16(sdst, base, src, rows, cols, r0, c0, tile_rows, tile_cols, lds
             n = 0
             if gr < rows and gc < cols:
                 n = min(cols - gc, 8)
-            cp_async16_b16(sdst, di, src, gr, gc, n)
+            cp_async16_at(sbase, di, gbase, gr * cols + gc, n)
         else:
             for e in range(8):
                 sdst[di + e] = src[gr, gc + e] if gr < rows and gc + e < cols else uint16(0)
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def issue_slab(pA, abuf, gA, a_soff, a_goff, a_lim, pB, bbuf, gB, b_soff, b_goff, b_row, b_n, kofs, K, N):
+    """Issue this thread's 16-byte cp.async chunks of the K-slab from column (A) / row (B) ``kofs`` on
+    into the stage that starts at elements ``abuf`` of A's and ``bbuf`` of B's shared arrays, from the
+    per-chunk values the kernel computed once (K and N multiples of 8): A chunk i goes to a_soff[i],
+    comes from row-major element a_goff[i] + kofs, a_lim[i] - kofs elements of it exist (clamped to
+    0..8; a row past M has a_lim -2^30); B chunk i goes to b_soff[i], comes from b_goff[i] + kofs * N,
+    its k row b_row[i] + kofs exists while < K, b_n[i] of its columns exist. Two adds and a clamp a
+    chunk. Does not commit."""
+    k32 = int32(kofs)  # 32-bit counts and offsets where they fit: fewer instructions than Python's int64
+    for i in range(a_soff.shape[0]):
+        n = int32(min(max(int32(a_lim[i] - k32), int32(0)), int32(8)))
+        cp_async16_at(pA, int32(abuf + a_soff[i]), gA, a_goff[i] + kofs, n)
+    for i in range(b_soff.shape[0]):
+        n = b_n[i] if int32(b_row[i] + k32) < int32(K) else int32(0)
+        cp_async16_at(pB, int32(bbuf + b_soff[i]), gB, b_goff[i] + kofs * N, n)
+
+
+@cuda.jit(device=True, **FORCEINLINE)
+def store_tile_row(C, acc, i, nt, r0, c0, rows_left, cols_left):
+    """Store mma tile row ``i`` of this lane's accumulators (acc[(i * nt + j) * 4 + e], e = c0..c3 of
+    tile j) to C: c0, c1 at rows r0 + 16 i, columns c0 + 8 j + 0, 1; c2, c3 eight rows down; only
+    elements within rows_left rows and cols_left columns of (r0, c0)."""
+    for j in range(nt):
+        o = (i * nt + j) * 4
+        ra = r0 + i * 16
+        c = c0 + j * 8
+        if i * 16 < rows_left and j * 8 < cols_left:
+            C[ra, c] = acc[o]
+        if i * 16 < rows_left and j * 8 + 1 < cols_left:
+            C[ra, c + 1] = acc[o + 1]
+        if i * 16 + 8 < rows_left and j * 8 < cols_left:
+            C[ra + 8, c] = acc[o + 2]
+        if i * 16 + 8 < rows_left and j * 8 + 1 < cols_left:
+            C[ra + 8, c + 1] = acc[o + 3]
+
+
+DYNAMIC_SHARED_MAX = 227 * 1024  # bytes of shared memory a block may opt into on an H100 (sm_90)
+
+
+def shared_bytes(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT,
+                 nt: int = NT, **_) -> int:
+    """Shared memory of a build: stages x (BM x (bk + PAD) + bk x (BN + PAD)) bf16 elements, in bytes."""
+    bm, bn, _t = tile_shape(warps_m, warps_n, mt, nt)
+    return 2 * stages * (bm * (bk + PAD) + bk * (bn + PAD))
+
+
+def _allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
+    kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    compiled = list(kernel.overloads.values())
+    if not compiled and hasattr(kernel, "_launch_config_compile_results"):  # numba-cuda-mlir's launch-time compiles
+        compiled = list(kernel._launch_config_compile_results())
+    for cres in compiled:
+        err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
+        if getattr(err, "value", err) != 0:
+            raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
+
+
+def configured(kernel, grid, block, build: dict):
+    """A callable f(A, B, C) that launches ``kernel`` (a make_bf16_kernel(**build)) on ``grid``, ``block``:
+    kernel[grid, block] for static shared memory; for a ``dynamic`` build with its shared_bytes(**build)
+    of dynamic shared memory, opting the kernel in on the first call where it needs more than 48 KB
+    (the first launch compiles; a refused launch is retried once after the opt-in)."""
+    if not build.get("dynamic"):
+        return kernel[grid, block]
+    nbytes = shared_bytes(**build)
+    launch = kernel[grid, block, 0, nbytes]
+    state = {"ready": SIMULATOR or nbytes <= 48 * 1024}
+
+    def call(*args):
+        if state["ready"]:
+            return launch(*args)
+        try:
+            launch(*args)
+        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
+            _allow_dynamic_shared(kernel, nbytes)
+            launch(*args)
+        state["ready"] = True
+
+    return call
 
 
 def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt: int = NT) -> tuple[int, int, int]:
@@ -106,12 +207,13 @@ def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt:
 
 @functools.cache
 def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, warps_n: int = WARPS_N,
-                     mt: int = MT, nt: int = NT, min_blocks: int = 2):
+                     mt: int = MT, nt: int = NT, min_blocks: int = 2, aligned: bool = False,
+                     dynamic: bool = False):
     """The tensor_core_bf16 kernel: K-slabs of ``bk`` (a multiple of 16), ``stages`` >= 2 buffers,
     warps_m x warps_n warps of mt x nt mma tiles (``nt`` even: B fragments come two tiles an ldmatrix);
     launch bounds (threads, ``min_blocks``). Shared memory must stay under 48 KB (static arrays)."""
-    if bk % 16 or nt % 2 or stages < 2:
-        raise ValueError(f"bk={bk} (a multiple of 16), nt={nt} (even), stages={stages} (>= 2)")
+    if bk % 16 or nt % 2 or stages < 2 or not 1 <= mt <= 4:
+        raise ValueError(f"bk={bk} (a multiple of 16), nt={nt} (even), stages={stages} (>= 2), mt={mt} (1..4)")
     bm, bn, threads = tile_shape(warps_m, warps_n, mt, nt)
     wm_size, wn_size = mt * 16, nt * 8
     lda = bk + PAD
@@ -120,8 +222,18 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
     b_elems = bk * ldb
     a_total = stages * a_elems  # single names: compile-time sizes under numba-cuda-mlir
     b_total = stages * b_elems
-    if 2 * (a_total + b_total) > 48 * 1024:
-        raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the 48 KB of static arrays")
+    limit = DYNAMIC_SHARED_MAX if dynamic else 48 * 1024
+    if 2 * (a_total + b_total) > limit:
+        raise ValueError(f"{2 * (a_total + b_total)} bytes of shared memory: over the {limit} of "
+                         f"{'dynamic' if dynamic else 'static'} shared memory")
+    # dynamic: one launch-sized array (both declarations of size 0 alias it), B's stages after A's
+    a_decl = 0 if dynamic else a_total
+    b_decl = 0 if dynamic else b_total
+    b_org = a_total if dynamic else 0
+    a_shift, b_shift = (bk // 8).bit_length() - 1, (bn // 8).bit_length() - 1  # 8-element chunks a row
+    if 8 << a_shift != bk or 8 << b_shift != bn or (bm * bk) % (8 * threads) or (bk * bn) % (8 * threads):
+        raise ValueError(f"bk={bk}, bn={bn}: powers of two, each slab a whole number of 8-element chunks a thread")
+    a_chunks, b_chunks = bm * bk // (8 * threads), bk * bn // (8 * threads)
     acc_n = mt * nt * 4
     a_frag = mt * 4
     b_frag = nt * 2
@@ -131,10 +243,12 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
     def bf16_kernel(A, B, C):
         """C = A @ B: A (M, K) and B (K, N) uint16 bf16 bits, C (M, N) float32; block (threads,),
         grid (ceil(N / bn), ceil(M / bm))."""
-        sA = cuda.shared.array(a_total, uint16, alignment=ALIGN)  # [stage][m][k]
-        sB = cuda.shared.array(b_total, uint16, alignment=ALIGN)  # [stage][k][n]
-        pA = shared_base(sA)  # ldmatrix's view of them: shared-window addresses, once
+        sA = cuda.shared.array(a_decl, uint16, alignment=ALIGN)  # [stage][m][k]
+        sB = cuda.shared.array(b_decl, uint16, alignment=ALIGN)  # [stage][k][n]
+        pA = shared_base(sA)  # ldmatrix's and cp.async's view of them: shared-window addresses, once
         pB = shared_base(sB)
+        gA = global_base(A)
+        gB = global_base(B)
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
@@ -157,22 +271,57 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         for i in range(acc_n):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk
+        # this thread's chunks of a slab, once: shared offset, global offset at slab 0, what exists
+        a_soff = cuda.local.array(a_chunks, int32)
+        a_goff = cuda.local.array(a_chunks, int64)
+        a_lim = cuda.local.array(a_chunks, int32)
+        for i in range(a_chunks):
+            c = t + i * threads
+            r = c >> a_shift
+            k = (c & ((1 << a_shift) - 1)) * 8
+            a_soff[i] = r * lda + k
+            a_goff[i] = (row0 + r) * K + k
+            a_lim[i] = K - k if row0 + r < M else -(1 << 30)
+        b_soff = cuda.local.array(b_chunks, int32)
+        b_goff = cuda.local.array(b_chunks, int64)
+        b_row = cuda.local.array(b_chunks, int32)
+        b_n = cuda.local.array(b_chunks, int32)
+        for i in range(b_chunks):
+            c = t + i * threads
+            r = c >> b_shift
+            k = (c & ((1 << b_shift) - 1)) * 8
+            b_soff[i] = r * ldb + k
+            b_goff[i] = r * N + col0 + k
+            b_row[i] = r
+            b_n[i] = min(max(N - col0 - k, 0), 8)
         for s in range(stages - 1):
             if s < ntiles:
-                load_tile_b16(sA, s * a_elems, A, M, K, row0, s * bk, bm, bk, lda, t, threads, vec_a)
-                load_tile_b16(sB, s * b_elems, B, K, N, s * bk, col0, bk, bn, ldb, t, threads, vec_b)
+                if aligned:
+                    issue_slab(pA, s * a_elems, gA, a_soff, a_goff, a_lim, pB, b_org + s * b_elems, gB, b_soff, b_goff,
+                               b_row, b_n, s * bk, K, N)
+                else:
+                    load_tile_b16(pA, sA, s * a_elems, gA, A, M, K, row0, s * bk, a_shift, a_chunks, lda, t, threads,
+                                  vec_a)
+                    load_tile_b16(pB, sB, b_org + s * b_elems, gB, B, K, N, s * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                                  vec_b)
             cp_async_commit()
         for kt in range(ntiles):
             cp_async_wait(stages - 2)  # my copies of slab kt landed
             cuda.syncthreads()  # everyone's did, and everyone is done with slab kt - 1
             nxt = kt + stages - 1
-            if nxt < ntiles:
+            if nxt < ntiles and aligned:
                 buf = nxt % stages
-                load_tile_b16(sA, buf * a_elems, A, M, K, row0, nxt * bk, bm, bk, lda, t, threads, vec_a)
-                load_tile_b16(sB, buf * b_elems, B, K, N, nxt * bk, col0, bk, bn, ldb, t, threads, vec_b)
+                issue_slab(pA, buf * a_elems, gA, a_soff, a_goff, a_lim, pB, b_org + buf * b_elems, gB, b_soff, b_goff,
+                           b_row, b_n, nxt * bk, K, N)
+            elif nxt < ntiles:
+                buf = nxt % stages
+                load_tile_b16(pA, sA, buf * a_elems, gA, A, M, K, row0, nxt * bk, a_shift, a_chunks, lda, t, threads,
+                              vec_a)
+                load_tile_b16(pB, sB, b_org + buf * b_elems, gB, B, K, N, nxt * bk, col0, b_shift, b_chunks, ldb, t, threads,
+                              vec_b)
             cp_async_commit()
             abase = (kt % stages) * a_elems
-            bbase = (kt % stages) * b_elems
+            bbase = b_org + (kt % stages) * b_elems
             for kk in range(0, bk, 16):
                 for i in range(mt):  # a0..a3 of the 16 x 16 tile i: its quadrants
                     r0, r1, r2, r3 = ldmatrix_x4(pA, abase + (wm + i * 16 + lrow) * lda + kk + lcol)
@@ -197,27 +346,42 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
                         acc[o + 2] = d2
                         acc[o + 3] = d3
         cp_async_wait(0)
-        for i in range(mt):
-            for j in range(nt):
-                o = (i * nt + j) * 4
-                for e in range(4):  # c_e at row g (+ 8 for c2, c3), column 2q (+ 1 for c1, c3)
-                    r = row0 + wm + i * 16 + g + (e >> 1) * 8
-                    c = col0 + wn + j * 8 + 2 * q + (e & 1)
-                    if r < M and c < N:
-                        C[r, c] = acc[o + e]
+        r0 = row0 + wm + g
+        c0 = col0 + wn + 2 * q
+        rows_left = M - r0  # this lane's rows r0 + d exist for d < rows_left, its columns c0 + d for d < cols_left
+        cols_left = N - c0
+        # one call a tile row, each with a literal i: the loops that stay are short enough to unroll, so
+        # every acc index is a constant and the 128 accumulators of a 64 x 64 warp tile stay in registers
+        store_tile_row(C, acc, 0, nt, r0, c0, rows_left, cols_left)
+        if mt > 1:
+            store_tile_row(C, acc, 1, nt, r0, c0, rows_left, cols_left)
+        if mt > 2:
+            store_tile_row(C, acc, 2, nt, r0, c0, rows_left, cols_left)
+        if mt > 3:
+            store_tile_row(C, acc, 3, nt, r0, c0, rows_left, cols_left)
 
     return bf16_kernel
 
 
-BM, BN, THREADS = tile_shape()
+# The rung's build: make_bf16_kernel's keywords over its defaults. scripts/bf16_bench.py --builds times the
+# candidates (its BUILDS) beside it; switching the rung to one is this line, e.g. dict(warps_m=2, warps_n=2, nt=8).
+BUILD: dict = {}
+BM, BN, THREADS = tile_shape(**{k: v for k, v in BUILD.items() if k in ("warps_m", "warps_n", "mt", "nt")})
+
+
+def kernel_for(K: int, N: int, **build):
+    """The kernel for a K-deep product with N columns: ``make_bf16_kernel(**BUILD, **build)`` with
+    ``aligned`` (16-byte cp.async from per-thread offsets computed once) where K and N are multiples of
+    8, the general loads otherwise (``aligned=False`` in ``build`` forces those)."""
+    return make_bf16_kernel(**{"aligned": K % 8 == 0 and N % 8 == 0, **BUILD, **build})
 
 
 def launch(size, threads):
-    """Block fixed at 256 threads (8 warps), one 128 x 128 tile of C a block."""
+    """Block fixed at THREADS threads (8 warps by default), one BM x BN (128 x 128) tile of C a block."""
     m, n, _ = size
     notes = []
     if threads != THREADS:
-        notes.append(f"block fixed at {THREADS} threads (8 warps); --threads {threads} ignored")
+        notes.append(f"block fixed at {THREADS} threads ({THREADS // 32} warps); --threads {threads} ignored")
     notes.append("bfloat16 inputs (7-bit mantissa, rounded once before the calls), float32 sums and output")
     if EMULATED:
         notes.append("emulated: mma.sync, ldmatrix and cp.async run as Python in the simulator")
@@ -239,7 +403,7 @@ def prepare(cfg, inputs, outputs):
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("tensor_core_bf16 takes float32 inputs (rounded to bfloat16)")
     A16, B16 = device_bf16(A), device_bf16(B)
-    k = make_bf16_kernel()[cfg.grid, cfg.block]
+    k = configured(kernel_for(A.shape[1], B.shape[1]), cfg.grid, cfg.block, BUILD)
     C = outputs[0]
     return lambda: k(A16, B16, C)
 

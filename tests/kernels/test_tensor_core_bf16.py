@@ -137,6 +137,25 @@ def test_tensor_core_bf16_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
+def test_bf16_wide_warp_tiles_and_dynamic_shared_memory(rng):
+    # a candidate build of scripts/bf16_bench.py: 4 warps of 64 x 64 (literal-index epilogue), BK 32 over
+    # 3 stages in dynamic shared memory (both declarations alias it, B after A); two column blocks, edges
+    from kernels.gemm import tensor_core_bf16 as TC
+
+    build = dict(warps_m=2, warps_n=2, nt=8, stages=3, dynamic=True)
+    m, n, k = (40, 136, 40) if SIMULATOR else (300, 1000, 1000)
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    bm, bn, threads = TC.tile_shape(2, 2, 4, 8)
+    assert (bm, bn, threads) == (128, 128, 128) and TC.shared_bytes(**build) == 2 * 3 * (128 * 40 + 32 * 136)
+    C = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    grid = ((n + bn - 1) // bn, (m + bm - 1) // bm)
+    TC.configured(TC.kernel_for(k, n, **build), grid, (threads,), build)(
+        cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), C)
+    err = np.abs(C.copy_to_host().astype(np.float64) - A.astype(np.float64) @ B.astype(np.float64))
+    assert np.all(err <= mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA))
+
+
 def test_bf16_rung_stays_out_of_auto():
     spec = kernels.load("matmul")
     from kernels import matmul
