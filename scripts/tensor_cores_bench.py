@@ -141,9 +141,14 @@ def build(name):
     from kernels.gemm import tensor_core_tf32 as TC
 
     rung, *opts = name.split()
-    if rung == "tensor_core_bf16":
-        kern = TB.make_bf16_kernel(16, 4) if opts == ["bk16", "s4"] else TB.make_bf16_kernel()
-        return (lambda size: TB.launch(size, 256)), (lambda size: kern)
+    if rung == "tensor_core_bf16":  # the rung's build (TB.BUILD: dynamic shared memory, launched by TB.configured)
+        class _Configured:
+            def __init__(self, size):
+                self.size = size
+
+            def __getitem__(self, grid_block):
+                return TB.configured(TB.kernel_for(self.size[2], self.size[1]), *grid_block, TB.BUILD)
+        return (lambda size: TB.launch(size, TB.THREADS)), _Configured
     if rung == "async_copy":
         bk, stages = {(): (AC.BK, AC.STAGES), ("bk16", "s2"): (16, 2), ("bk8", "s3"): (8, 3)}[tuple(opts)]
         kern = AC.make_async_copy_kernel(bk, stages)

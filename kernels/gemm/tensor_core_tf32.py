@@ -71,9 +71,16 @@ before the copy addresses above): b128x128_w64x64_k16_s3 116.4 TFLOP/s at 4096^3
 387.2), 88.1 at 3000 x 5000 x 2000 (0.37x); Nsight Compute at 2048^3: latency-bound (tensor pipe 32%,
 12% occupancy: 240 registers x 128 threads, 2 blocks = 8 warps an SM), mostly stalled on the long
 scoreboard, no bank conflicts. Compiled offline (PTX and ptxas for sm_90), every build in :data:`TILES`
-without local memory or spills; the default's main loop went from 535 SASS instructions a 16-deep slab
-(64 mma) to 341 with the copy addresses. The pipelined and dynamic-shared-memory builds are not yet
-timed: ``scripts/tensor_cores_bench.py --tiles`` checks and times them beside the default.
+without local memory or spills; the main loop went from 535 SASS instructions a 16-deep slab
+(64 mma) to 341 with the copy addresses. Then, with those copies (H100, the same run, every build
+checked first): b128x128_w64x64_k16_s3 138.8 TFLOP/s at 4096^3 (0.37x torch TF32's 378.8) and 101.2 at
+3000 x 5000 x 2000 (0.46x of 219.6); fragments double-buffered in registers (``_p``) 140.1 / 110.0;
+5 stages 139.1, pipelined 142.0 / 111.3; the default, b128x128_w64x64_k32_s3_p (32-deep slabs, 3 stages
+in 96 KB of dynamic shared memory, pipelined): **147.2 TFLOP/s at 4096^3 (0.39x) and 114.7 (0.52x)**;
+8 warps of 64 x 64 (b128x256, 4 stages) 134.7. Nsight Compute at 2048^3 (``lab counters matmul
+--variant tensor_core_tf32``, the k16_s3 build): latency-bound, tensor pipe 38%, 12% occupancy, stalls
+long_scoreboard 30%, wait 26%: 242 registers cap every 64 x 64 build at 8 warps an SM, too few to hide
+the shared-load latency; the 0.6x target (about 230 TFLOP/s) is missed.
 
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
@@ -143,7 +150,7 @@ TILES = {
     "b128x256_w64x64_k32_s3_p": Tile(128, 256, 64, 64, 32, 3, True),  # 144 KB: 8 warps, 32-deep slabs
     "b128x128_w64x64_k16_s5": Tile(128, 128, 64, 64, 16, 5),  # stages alone (not pipelined), 80 KB
 }
-DEFAULT = "b128x128_w64x64_k16_s3"  # the rung's build (scripts/tensor_cores_bench.py --tiles times them all)
+DEFAULT = "b128x128_w64x64_k32_s3_p"  # the rung's build, the fastest measured (scripts/tensor_cores_bench.py --tiles times them all)
 ROUNDING = "add"
 
 
