@@ -132,6 +132,19 @@ def part_probe(name, out, rng):
                                      "got_tail": Y[-8:].tolist()}
 
 
+class _Bf16Launch:
+    """kernel(size)[grid, block] for the bf16 rung: its build launched through configured() (dynamic
+    shared memory opted in on the first call)."""
+
+    def __init__(self, size):
+        self.size = size
+
+    def __getitem__(self, grid_block):
+        from kernels.gemm import tensor_core_bf16 as TB
+
+        return TB.configured(TB.kernel_for(self.size[2], self.size[1]), *grid_block, TB.BUILD)
+
+
 def build(name):
     """(plan, kernel) of rung build ``name``: plan((m, n, k)) is its launch (grid, block), kernel((m, n, k))
     its compiled kernel for that shape. Names: "async_copy [bk16 s2 | bk8 s3]", "tensor_core_tf32 [TILE]
@@ -142,13 +155,7 @@ def build(name):
 
     rung, *opts = name.split()
     if rung == "tensor_core_bf16":  # the rung's build (TB.BUILD: dynamic shared memory, launched by TB.configured)
-        class _Configured:
-            def __init__(self, size):
-                self.size = size
-
-            def __getitem__(self, grid_block):
-                return TB.configured(TB.kernel_for(self.size[2], self.size[1]), *grid_block, TB.BUILD)
-        return (lambda size: TB.launch(size, TB.THREADS)), _Configured
+        return (lambda size: TB.launch(size, TB.THREADS)), _Bf16Launch
     if rung == "async_copy":
         bk, stages = {(): (AC.BK, AC.STAGES), ("bk16", "s2"): (16, 2), ("bk8", "s3"): (8, 3)}[tuple(opts)]
         kern = AC.make_async_copy_kernel(bk, stages)
