@@ -68,7 +68,12 @@ def test_softmax_target_sizes(variant, size, threads, rng, simulator):
     assert ok, f"{variant} at {size}: max abs err {err}"
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+# naive has no register-resident path to fall out of (each of its five launches streams the row): in the
+# simulator, where it alone took ~20 s here, it is left to the GPU sizes
+LONG_VARIANTS = [v for v in VARIANTS if v != "naive"] if SIMULATOR else VARIANTS
+
+
+@pytest.mark.parametrize("variant", LONG_VARIANTS)
 @pytest.mark.parametrize("size,threads", LONG_CASES)
 def test_softmax_long_rows(variant, size, threads, rng, simulator):
     """Rows longer than a block holds in registers take the streaming path and still match."""
