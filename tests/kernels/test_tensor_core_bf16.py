@@ -137,6 +137,7 @@ def test_tensor_core_bf16_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
+@pytest.mark.slow  # ~6 s in the simulator
 def test_bf16_wide_warp_tiles_and_dynamic_shared_memory(rng):
     # a candidate build of scripts/bf16_bench.py: 4 warps of 64 x 64 (literal-index epilogue), BK 32 over
     # 3 stages in dynamic shared memory (both declarations alias it, B after A); edges (the rung test: two blocks)
