@@ -43,8 +43,9 @@ BACKEND = click.option("--sim/--gpu", "sim", default=None,
 # every command that compiles kernels: session(sim, compiler) fixes both at once
 COMPILER = click.option(
     "--compiler", type=click.Choice(["numba-cuda", "numba-cuda-mlir", "both"]), default=None,
-    help="Compiler of the Numba kernels: numba-cuda (default; also LAB_COMPILER), numba-cuda-mlir "
-         "(GPU only), or both (lab run: each variant once per compiler).")
+    help="Compiler of the Numba kernels: numba-cuda-mlir (GPU only; the default on a GPU where it is "
+         "installed), numba-cuda (the simulator's, and the default elsewhere), or both (lab run: each "
+         "variant once per compiler). Also LAB_COMPILER; `lab doctor` says which is used and why.")
 
 
 def threads_option(default=None, help_="Threads per block (default: 256 on a GPU, 32 in the simulator)."):
