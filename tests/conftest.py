@@ -97,6 +97,17 @@ def _slow_first_on_every_worker(items: list, workers: int) -> list:
     return [it for chunk in chunks for it in chunk] + list(fast)
 
 
+def skip_unavailable(kernel: str, variant: str, dtype="float32") -> None:
+    """pytest.skip with the rung's own one-line reason where it does not run here, as `lab run` skips it
+    (e.g. the tensor-core rungs under numba-cuda on a GPU: no inline PTX)."""
+    import kernels
+
+    v = kernels.load(kernel).variants[variant]
+    why = v.unavailable(np.dtype(dtype)) if getattr(v, "unavailable", None) else None
+    if why:
+        pytest.skip(why)
+
+
 @pytest.fixture
 def rng():
     """Fresh random inputs every run; the seed is printed on failure for a replay."""

@@ -13,7 +13,7 @@ from kernels.compiler import COMPILER
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from tests.kernels import mutants as M
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, skip_unavailable
 
 pytestmark = pytest.mark.gpu
 
@@ -65,6 +65,7 @@ SLOW_REAL_CASES = {("matmul", "register_tiled"), ("matmul", "tensor_core_tf32"),
 @pytest.mark.parametrize("kernel,variant", [
     pytest.param(k, v, id=f"{k}-{v}", marks=[pytest.mark.slow] if (k, v) in SLOW_REAL_CASES else []) for k, v in REAL_CASES])
 def test_real_rung_passes(kernel, variant, rng):
+    skip_unavailable(kernel, variant)
     make = M.quantize_inputs if kernel == "quantize" else None
     ok, reason = verdict(kernel, kernels.load(kernel).variants[variant], rng, make)
     assert ok, f"{kernel}/{variant}: {reason}"

@@ -11,7 +11,7 @@ from kernels.compiler import cuda, float32, uint16
 from kernels.gemm import mma, mma_bf16 as MB
 from kernels.gemm.build_options import ALIGN
 from kernels.spec import dot_tolerance
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, skip_unavailable
 from tests.kernels.test_tensor_cores import _run
 
 pytestmark = pytest.mark.gpu
@@ -141,6 +141,7 @@ def test_tensor_core_bf16_rung(size, rng):
 def test_bf16_wide_warp_tiles_and_dynamic_shared_memory(rng):
     # a candidate build of scripts/bf16_bench.py: 4 warps of 64 x 64 (literal-index epilogue), BK 32 over
     # 3 stages in dynamic shared memory (both declarations alias it, B after A); edges (the rung test: two blocks)
+    skip_unavailable("matmul", "tensor_core_bf16")
     from kernels.gemm import tensor_core_bf16 as TC
 
     build = dict(warps_m=2, warps_n=2, nt=8, stages=3, dynamic=True)

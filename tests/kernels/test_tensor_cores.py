@@ -11,7 +11,7 @@ from kernels.gemm import mma
 from kernels.spec import dot_tolerance
 from lab.core import contenders as C
 from lab.core.check import check_prepared
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, skip_unavailable
 
 pytestmark = pytest.mark.gpu
 
@@ -72,6 +72,7 @@ def test_emulated_copy_lands_only_at_its_wait():
 
 
 def _run(variant, size, rng):
+    skip_unavailable("matmul", variant)
     spec = kernels.load("matmul")
     v = spec.variants[variant]
     inputs = spec.make_inputs(size, np.dtype(np.float32), rng)
