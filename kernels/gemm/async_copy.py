@@ -59,8 +59,12 @@ Saves over warp_tiled: the global-load latency and the register staging of the n
 Measured on the H100 (numba-cuda-mlir 0.6.0, docs/tensor-cores.md), the previous build (128 x 128
 block of 256 threads, 8 x 8 a thread, 32-bit shared loads): correct at every shape tried, 15.2 TFLOP/s
 at 4096^3, 0.30x cuBLAS FP32, issue-bound (553.6 M shared loads, B's 2-way bank conflicted). The
-builds below are not measured on a GPU yet (scripts/async_copy_bench.py times them beside torch);
-compiled offline for sm_90 (PTX and ptxas), without local memory.
+builds of :data:`BUILDS` are not measured on a GPU yet (scripts/async_copy_bench.py checks and times them beside
+torch). Compiled offline for sm_90 (numba-cuda-mlir 0.6.0's PTX with the kernel's launch bounds, ptxas):
+no local arrays left in local memory; the 8 x 16 builds at 255 registers without spills, their
+4-deep group loop 561 SASS instructions for 512 FFMA; the 8 x 8 builds capped at 128 registers spill
+36-68 bytes (a few LDL a slab, none between the FFMA); their 16 k take 4 x ~307 instructions for 1,024
+FFMA; uncapped (``_r1``) 168 registers, no spills.
 
 In the simulator the copies and the 128-bit loads are emulated (kernels.gemm.mma, kernels.gemm.shared_vec):
 the copies buffered per thread and written at the wait, so a missing or misplaced wait gives wrong
