@@ -1,7 +1,7 @@
 """Check and time the builds of the async_copy rung (kernels.gemm.async_copy.BUILDS) on a GPU, beside
 torch's FP32 matmul (TF32 off: cuBLAS SGEMM); prints a table and writes JSON.
 
-    LAB_COMPILER=numba-cuda-mlir python scripts/async_copy_bench.py --out acopy.json   # about 60 s on an H100
+    LAB_COMPILER=numba-cuda-mlir python scripts/async_copy_bench.py --out acopy.json   # meant for < 90 s on an H100
     python scripts/async_copy_bench.py --builds b128x128_w64x32_t8x8_k16_s3,b128x128_w64x64_t8x16_k16_s3
 
 Each build is first checked against the float64 reference on fresh random inputs at CHECK_SHAPES (no
