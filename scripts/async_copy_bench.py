@@ -115,7 +115,9 @@ def main():
         except Exception as e:  # a compile error or a fault: record it; after a fault the context is gone
             out["errors"].append(f"{name}: {type(e).__name__}: {' '.join(str(e).split())[:800]}")
             save()
-            if "CUDA" in type(e).__name__ or "cuda" in str(e).lower():
+            try:  # a compile error leaves the context usable; a fault does not
+                cuda.synchronize()
+            except Exception:
                 break
     out["seconds"] = round(time.time() - t_start, 1)
     save()
