@@ -147,7 +147,7 @@ class _Bf16Launch:
 
 def build(name):
     """(plan, kernel) of rung build ``name``: plan((m, n, k)) is its launch (grid, block), kernel((m, n, k))
-    its compiled kernel for that shape. Names: "async_copy [bk16 s2 | bk8 s3]", "tensor_core_tf32 [TILE]
+    its compiled kernel for that shape. Names: "async_copy [BUILD]" (a key of kernels.gemm.async_copy.BUILDS), "tensor_core_tf32 [TILE]
     [add | cvt | none]" (TILE a key of kernels.gemm.tensor_core_tf32.TILES, the rounding of A and B)."""
     from kernels.gemm import async_copy as AC
     from kernels.gemm import tensor_core_bf16 as TB
@@ -156,10 +156,10 @@ def build(name):
     rung, *opts = name.split()
     if rung == "tensor_core_bf16":  # the rung's build (TB.BUILD: dynamic shared memory, launched by TB.configured)
         return (lambda size: TB.launch(size, TB.THREADS)), _Bf16Launch
-    if rung == "async_copy":
-        bk, stages = {(): (AC.BK, AC.STAGES), ("bk16", "s2"): (16, 2), ("bk8", "s3"): (8, 3)}[tuple(opts)]
-        kern = AC.make_async_copy_kernel(bk, stages)
-        return (lambda size: AC.launch(size, AC.THREADS)), (lambda size: kern)
+    if rung == "async_copy":  # "async_copy [BUILD]", BUILD a key of kernels.gemm.async_copy.BUILDS
+        b = AC.BUILDS[opts[0] if opts else AC.DEFAULT]
+        return (lambda size: AC.launch_for(b, size)), (lambda size: _Configured(AC.kernel_for(size[2], size[1], b), b,
+                                                                                AC.configure))
     tile = next((TC.TILES[o] for o in opts if o in TC.TILES), TC.TILES[TC.DEFAULT])
     rounding = next((o for o in opts if o in TC.ROUNDINGS), TC.ROUNDING)
     return (lambda size: TC.launch_for(tile, size)), (lambda size: _Configured(TC.kernel_for(size[2], size[1], tile,
@@ -167,15 +167,16 @@ def build(name):
 
 
 class _Configured:
-    """A tensor_core_tf32 kernel whose ``[grid, block]`` asks for its tile's dynamic shared memory."""
+    """A kernel whose ``[grid, block]`` asks for its tile's dynamic shared memory (``configure``: the rung
+    module's, tensor_core_tf32's by default)."""
 
-    def __init__(self, kernel, tile):
-        self.kernel, self.tile = kernel, tile
+    def __init__(self, kernel, tile, configure=None):
+        self.kernel, self.tile, self.configure = kernel, tile, configure
 
     def __getitem__(self, grid_block):
         from kernels.gemm import tensor_core_tf32 as TC
 
-        return TC.configure(self.kernel, self.tile, *grid_block)
+        return (self.configure or TC.configure)(self.kernel, self.tile, *grid_block)
 
 
 def part_rung(name, out, rng, shapes, tshapes):

@@ -13,7 +13,10 @@ constant, an index into :data:`ROUNDINGS`):
 * ``"cvt"`` (1) -- ``cvt.rna.tf32.f32``: the PTX conversion (NaNs kept), several instructions on sm_90.
 * ``"none"`` (2) -- the bits as they are: the tensor core truncates (toward zero, a biased error).
 
-The load reads the words at byte ``base + 4 i`` of the array's shared window, ``base`` being
+:func:`ld4_f32` is the same 128-bit load with no rounding, four float32 values (``ld.shared.v4.f32``):
+the FP32 SIMT rung async_copy reads its A and B fragments with it.
+
+Each load reads the words at byte ``base + 4 i`` of the array's shared window, ``base`` being
 :func:`shared_base` of the array (computed once per kernel: the shared-window address on a GPU, 0 in the
 emulation) plus 4 x an element index: a kernel adds its per-thread part to ``base`` once and passes the
 rest, a constant of the unrolled loops, as ``i``, so each load is one LDS.128 with an immediate offset.
@@ -45,6 +48,7 @@ LD4_ADD_PTX = ("{ .reg .b32 t0, t1, t2, t3; ld.shared.v4.b32 {t0, t1, t2, t3}, [
 LD4_CVT_PTX = ("{ .reg .f32 t0, t1, t2, t3; ld.shared.v4.f32 {t0, t1, t2, t3}, [%4]; cvt.rna.tf32.f32 %0, t0; "
                "cvt.rna.tf32.f32 %1, t1; cvt.rna.tf32.f32 %2, t2; cvt.rna.tf32.f32 %3, t3; }")
 LD4_BITS_PTX = "ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+LD4_F32_PTX = "ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
 
 if COMPILER == MLIR:
     import numba_cuda_mlir.cuda.experimental as _X
@@ -88,6 +92,12 @@ if COMPILER == MLIR:
             return _X.inline_ptx(LD4_CVT_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32,
                                  "r", a)
         return _X.inline_ptx(LD4_BITS_PTX, "=r", np.int32, "=r", np.int32, "=r", np.int32, "=r", np.int32, "r", a)
+
+    @cuda.jit(device=True, forceinline=True)
+    def ld4_f32(array, base, i):
+        """The 4 float32 words at byte base + 4 i of shared ``array`` in one 128-bit load (an LDS.128)."""
+        return _X.inline_ptx(LD4_F32_PTX, "=f", np.float32, "=f", np.float32, "=f", np.float32, "=f", np.float32,
+                             "r", int32(base + i * 4))
 else:  # the simulator's emulation, and numba-cuda on a GPU: four plain loads, float32 values
     from kernels.gemm.mma import cp_async4, cp_async16
 
@@ -114,5 +124,11 @@ else:  # the simulator's emulation, and numba-cuda on a GPU: four plain loads, f
     @cuda.jit(device=True)
     def ld4_tf32(array, base, i, mode):
         """array[j : j + 4], j = base // 4 + i, as four float32 values (the emulated mma rounds them)."""
+        j = base // 4 + i
+        return array[j], array[j + 1], array[j + 2], array[j + 3]
+
+    @cuda.jit(device=True)
+    def ld4_f32(array, base, i):
+        """array[j : j + 4], j = base // 4 + i: four float32 reads."""
         j = base // 4 + i
         return array[j], array[j + 1], array[j + 2], array[j + 3]

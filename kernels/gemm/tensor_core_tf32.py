@@ -408,8 +408,8 @@ def _rungs():
 
     return {
         "async_copy": pipeline_variant(
-            "async_copy", f"FP32 SIMT, {async_copy.BM}x{async_copy.BN} block tile, 8x8 per thread, a "
-            f"{async_copy.STAGES}-stage cp.async shared-memory pipeline (block fixed at {async_copy.THREADS})",
+            "async_copy", f"FP32 SIMT fed by 128-bit shared loads, {async_copy.BUILDS[async_copy.DEFAULT]}, "
+            f"cp.async shared-memory pipeline (block fixed at {async_copy.THREADS})",
             async_copy.launch, async_copy.prepare, async_copy.unavailable,
             suits=lambda s: 1 not in s[:2]),
         "tensor_core_tf32": pipeline_variant(

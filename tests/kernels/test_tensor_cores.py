@@ -93,6 +93,30 @@ def test_async_copy_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
+# builds of async_copy with 16-byte copies (the rung test above runs the default build's 4-byte path): the
+# default at a size whose 4 slabs wrap its 3-stage ring, the 8 x 8 lanes of 8 warps at 3 slabs (simulator time)
+ACOPY_SIZES = {"b128x128_w64x64_t8x16_k16_s3": (20, 12, 56), "b128x128_w64x32_t8x8_k16_s3": (9, 8, 36)}
+
+
+@pytest.mark.parametrize("name", sorted(ACOPY_SIZES))
+def test_async_copy_builds(name, rng):
+    from kernels.gemm import async_copy as AC
+
+    if AC.UNAVAILABLE:
+        pytest.skip(AC.UNAVAILABLE)
+    m, n, k = ACOPY_SIZES[name] if SIMULATOR else (1001, 1036, 516)
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    C = np.full((m, n), np.nan, np.float32)
+    build = AC.BUILDS[name]
+    plan = AC.launch_for(build, (m, n, k))
+    args = (A, B, C) if SIMULATOR else tuple(cuda.to_device(x) for x in (A, B, C))
+    AC.configure(AC.kernel_for(k, n, build), build, plan.grid, plan.block)(*args)
+    got = C if SIMULATOR else args[2].copy_to_host()
+    err = np.abs(got - A.astype(np.float64) @ B.astype(np.float64))
+    assert np.all(err <= dot_tolerance(A, B, np.float32)), np.nanmax(err)
+
+
 @pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES)  # about 1 s in the simulator
 def test_tensor_core_tf32_rung(size, rng):
     verdict = _run("tensor_core_tf32", size, rng)
