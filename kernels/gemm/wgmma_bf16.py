@@ -254,3 +254,137 @@ if COMPILER == MLIR and not SIMULATOR:
             store(out, 16 * (t // 32) + (t % 32) // 4, 2 * (t % 4), 64, PROBE_N)
 
         return probe
+
+# --- The GEMM: two warpgroups, a 128 x 128 block tile, 64-wide K slabs in a cp.async pipeline -------
+BM, BN, BK = 128, 128, 64  # block tile; each warpgroup 64 x 128 (m64n128k16, 64 accumulators a thread)
+THREADS = 2 * WARPGROUP
+A_BYTES, B_BYTES = BM * BK * 2, BK * BN * 2  # one stage: A 128 x 64 K-major sw128, B 64 x 128 MN-major sw128
+STAGE_BYTES = A_BYTES + B_BYTES
+STAGES = 4
+DYNAMIC_SHARED_MAX = 227 * 1024  # an H100 block's dynamic shared memory, opted in
+
+
+def shared_bytes(stages: int = STAGES) -> int:
+    """Dynamic shared memory of a build: stages x 32 KB and 1 KB to align the first stage to 1,024 bytes."""
+    return stages * STAGE_BYTES + 1024
+
+
+if COMPILER == MLIR and not SIMULATOR:
+    from kernels.gemm.mma import cp_async_commit, cp_async_wait
+    from kernels.gemm.mma_bf16 import cp_async16_at, global_base
+
+    @cuda.jit(device=True, forceinline=True)
+    def _copy8(smem, e0, di, src, row, col, rows, cols):
+        """smem[e0 + di : + 8] = src[row, col : col + 8], zeros past ``rows`` x ``cols`` (plain loads: rows
+        of src not 16-byte aligned)."""
+        for e in range(8):
+            v = uint16(0)
+            if row < rows and col + e < cols:
+                v = src[row, col + e]
+            smem[e0 + di + e] = v
+
+    @functools.cache
+    def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
+                          b_lbo: int = B_LBO, b_sbo: int = B_SBO):
+        """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
+        (THREADS,), grid (ceil(N / BN), ceil(M / BM)), shared_bytes(stages) of dynamic shared memory.
+        ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous)."""
+        if stages < 3:
+            raise ValueError("stages >= 3: the copy of slab k + stages - 2 overlaps the wgmmas of k and k - 1")
+        regs = BN // 2
+        declare, issue, store = acc_declare(regs), wgmma_issue(BN, BK // K_STEP, 1), acc_store(regs)
+        ahead = stages - 2  # slabs in flight ahead of the one being multiplied
+        a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
+
+        @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
+        def gemm(A, B, C):
+            declare()
+            smem = cuda.shared.array(0, uint16)
+            M, K = A.shape
+            N = B.shape[1]
+            t = cuda.threadIdx.x
+            wg, tw = t // WARPGROUP, t % WARPGROUP
+            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+            base, e0 = aligned_base(smem, 1024)
+            ga, gb = global_base(A), global_base(B)
+            nk = (K + BK - 1) // BK
+            for s in range(ahead):
+                if s < nk:
+                    for i in range(4):  # A: 128 rows x 8 chunks; B: 64 rows x 16 chunks; 4 of each a thread
+                        q = t + THREADS * i
+                        ar, ac = q // 8, q % 8
+                        a_di = (s * STAGE_BYTES + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
+                        br, bc = q // 16, q % 16
+                        b_di = (s * STAGE_BYTES + A_BYTES + (bc // 8) * 8192 + br * 128
+                                + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                        k0 = s * BK
+                        if aligned:
+                            cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
+                            cp_async16_at(base, a_di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
+                            cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
+                            cp_async16_at(base, b_di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
+                        else:
+                            _copy8(smem, e0, a_di, A, m0 + ar, k0 + 8 * ac, M, K)
+                            _copy8(smem, e0, b_di, B, k0 + br, n0 + 8 * bc, K, N)
+                cp_async_commit()  # always: the wait below counts groups
+            for kt in range(nk):
+                cp_async_wait(ahead - 1)  # slab kt has landed (this thread's copies)
+                fence_proxy_async()
+                cuda.syncthreads()  # everyone's copies of kt visible; the wgmmas of kt - 2 done (wait 1 below)
+                s = kt + ahead
+                if s < nk:
+                    st = s % stages
+                    for i in range(4):
+                        q = t + THREADS * i
+                        ar, ac = q // 8, q % 8
+                        a_di = (st * STAGE_BYTES + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
+                        br, bc = q // 16, q % 16
+                        b_di = (st * STAGE_BYTES + A_BYTES + (bc // 8) * 8192 + br * 128
+                                + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                        k0 = s * BK
+                        if aligned:
+                            cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
+                            cp_async16_at(base, a_di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
+                            cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
+                            cp_async16_at(base, b_di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
+                        else:
+                            _copy8(smem, e0, a_di, A, m0 + ar, k0 + 8 * ac, M, K)
+                            _copy8(smem, e0, b_di, B, k0 + br, n0 + 8 * bc, K, N)
+                cp_async_commit()  # (an empty group past the last slab keeps the count)
+                sb = base + (kt % stages) * STAGE_BYTES
+                da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
+                db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
+                issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
+                      db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
+                wgmma_commit()
+                wgmma_wait1()
+            wgmma_wait0()
+            store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
+
+        return gemm
+
+
+def launcher(m: int, n: int, k: int, stages: int = STAGES, **build):
+    """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), **build) launched for an
+    m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling call
+    is refused)."""
+    if UNAVAILABLE:
+        raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
+    from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
+
+    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, **build)
+    nbytes = shared_bytes(stages)
+    launch = kernel[((n + BN - 1) // BN, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
+    state = {"ready": False}
+
+    def call(A, B, C):
+        if state["ready"]:
+            return launch(A, B, C)
+        try:
+            launch(A, B, C)
+        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
+            _allow_dynamic_shared(kernel, nbytes)
+            launch(A, B, C)
+        state["ready"] = True
+
+    return call
