@@ -33,9 +33,10 @@ from kernels.gemm import mma_bf16 as MB, wgmma_bf16 as W  # noqa: E402
 CHECK_SHAPES = [(1001, 1032, 520), (1001, 1036, 520), (1001, 1036, 517), (130, 136, 64)]
 TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000)]
 BUILDS = {  # launcher keywords
-    "s4": dict(stages=4),  # 4 stages of 32 KB (129 KB): one block an SM
-    "s3mb2": dict(stages=3, min_blocks=2),  # 3 stages (97 KB): two blocks an SM
-    "s5": dict(stages=5),
+    "s4": dict(stages=4),  # 128 x 128 blocks (m64n128k16), 4 stages of 32 KB (129 KB): one block an SM
+    "s3mb2": dict(stages=3, min_blocks=2),  # 3 stages (97 KB), 128 registers: two blocks an SM
+    "n256s4": dict(stages=4, bn=256),  # 128 x 256 blocks (m64n256k16, 128 accumulators), 4 x 48 KB
+    "n256s3": dict(stages=3, bn=256),
 }
 SWAP = dict(b_lbo=W.B_SBO, b_sbo=W.B_LBO)
 

@@ -40,6 +40,21 @@ Shared-memory layouts (bf16; a "core matrix" is 8 rows of 16 bytes), as :func:`k
 Which descriptor field holds which offset for the MN-major layout is the probe's question
 (scripts/wgmma_probe.py tries both); :data:`B_LBO`, :data:`B_SBO` are the kernel's choice.
 
+The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups, a 128 x BN
+block tile (BN 128 or 256), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
+m64n{BN}k16 instruction covers its whole tile 16 k at a time. K advances in slabs of 64 (128 bytes of bf16:
+one swizzle row): A's 128 x 64 K-major, B's 64 x BN MN-major, both 128-byte swizzled, placed there by 16-byte
+``cp.async`` copies (the swizzle is just where each chunk goes) into ``stages`` buffers of dynamic shared
+memory, ``stages - 2`` slabs ahead. Per slab: wait for its copies, ``fence.proxy.async``, a barrier, issue
+the next slab's copies, then four wgmmas (the descriptors' start addresses stepped 32 bytes in A, 2,048 in
+B), commit, and ``wgmma.wait_group 1``: the MMAs of slab k run while the warpgroup goes on to slab k + 1's
+barrier and copies; the buffer refilled at slab k is the one slab k - 2 read, which wait_group 1 has
+retired. Against the bf16 mma.sync rung (kernels/gemm/tensor_core_bf16.py) for one 64 x 128 x 64 piece:
+4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps issue 8 ldmatrix.x4 per 16 k:
+64 for the piece) -- the shared-memory reads go from the tensor cores' own path, not through registers. Ragged edges: copies past M, N or K are zero-filled (cp.async
+src-size 0), stores guarded. K or N not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
+(``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
+
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
 simulator and under numba-cuda there is no emulation: the module imports and :data:`UNAVAILABLE` says why.
@@ -255,18 +270,18 @@ if COMPILER == MLIR and not SIMULATOR:
 
         return probe
 
-# --- The GEMM: two warpgroups, a 128 x 128 block tile, 64-wide K slabs in a cp.async pipeline -------
-BM, BN, BK = 128, 128, 64  # block tile; each warpgroup 64 x 128 (m64n128k16, 64 accumulators a thread)
+# --- The GEMM: two warpgroups, a 128 x BN block tile, 64-wide K slabs in a cp.async pipeline -----
+BM, BK = 128, 64  # block rows (a warpgroup's 64 each) and the K slab; BN = 128 or 256 (m64nBNk16)
+BN = 128  # the default build's
 THREADS = 2 * WARPGROUP
-A_BYTES, B_BYTES = BM * BK * 2, BK * BN * 2  # one stage: A 128 x 64 K-major sw128, B 64 x 128 MN-major sw128
-STAGE_BYTES = A_BYTES + B_BYTES
+A_BYTES = BM * BK * 2  # a stage's A: 128 x 64 K-major sw128; then its B: 64 x BN MN-major sw128
 STAGES = 4
 DYNAMIC_SHARED_MAX = 227 * 1024  # an H100 block's dynamic shared memory, opted in
 
 
-def shared_bytes(stages: int = STAGES) -> int:
-    """Dynamic shared memory of a build: stages x 32 KB and 1 KB to align the first stage to 1,024 bytes."""
-    return stages * STAGE_BYTES + 1024
+def shared_bytes(stages: int = STAGES, bn: int = BN) -> int:
+    """Dynamic shared memory of a build: stages x (A 16 KB + B 128 bn bytes) and 1 KB to align to 1,024."""
+    return stages * (A_BYTES + BK * bn * 2) + 1024
 
 
 if COMPILER == MLIR and not SIMULATOR:
@@ -285,16 +300,46 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
-                          b_lbo: int = B_LBO, b_sbo: int = B_SBO):
+                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
-        (THREADS,), grid (ceil(N / BN), ceil(M / BM)), shared_bytes(stages) of dynamic shared memory.
-        ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous)."""
-        if stages < 3:
-            raise ValueError("stages >= 3: the copy of slab k + stages - 2 overlaps the wgmmas of k and k - 1")
-        regs = BN // 2
-        declare, issue, store = acc_declare(regs), wgmma_issue(BN, BK // K_STEP, 1), acc_store(regs)
+        (THREADS,), grid (ceil(N / bn), ceil(M / BM)), shared_bytes(stages, bn) of dynamic shared memory.
+        ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous).
+        Each warpgroup multiplies its 64 rows by the whole bn-wide B slab: m64n{bn}k16, bn / 2
+        accumulators a thread."""
+        if stages < 3 or bn not in (128, 256):
+            raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
+                             "bn 128 or 256")
+        regs = bn // 2
+        declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
         ahead = stages - 2  # slabs in flight ahead of the one being multiplied
+        stage_bytes = A_BYTES + BK * bn * 2
+        b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
+        b_per_thread = BK * b_chunks // THREADS
         a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
+
+        @cuda.jit(device=True, inline="always")
+        def load(smem, base, e0, ga, gb, A, B, st, s, t, m0, n0, M, N, K):
+            """Issue this thread's copies of slab s (A[m0:+128, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
+            each 16-byte chunk at its swizzled place (k_major_offset, mn_major_offset)."""
+            k0 = s * BK
+            for i in range(4):  # A: 128 rows x 8 chunks
+                q = t + THREADS * i
+                ar, ac = q // 8, q % 8
+                di = (st * stage_bytes + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
+                if aligned:
+                    cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
+                    cp_async16_at(base, di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
+                else:
+                    _copy8(smem, e0, di, A, m0 + ar, k0 + 8 * ac, M, K)
+            for i in range(b_per_thread):  # B: 64 rows x bn / 8 chunks
+                q = t + THREADS * i
+                br, bc = q // b_chunks, q % b_chunks
+                di = (st * stage_bytes + A_BYTES + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                if aligned:
+                    cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
+                    cp_async16_at(base, di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
+                else:
+                    _copy8(smem, e0, di, B, k0 + br, n0 + 8 * bc, K, N)
 
         @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
         def gemm(A, B, C):
@@ -304,54 +349,22 @@ if COMPILER == MLIR and not SIMULATOR:
             N = B.shape[1]
             t = cuda.threadIdx.x
             wg, tw = t // WARPGROUP, t % WARPGROUP
-            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * bn
             base, e0 = aligned_base(smem, 1024)
             ga, gb = global_base(A), global_base(B)
             nk = (K + BK - 1) // BK
             for s in range(ahead):
                 if s < nk:
-                    for i in range(4):  # A: 128 rows x 8 chunks; B: 64 rows x 16 chunks; 4 of each a thread
-                        q = t + THREADS * i
-                        ar, ac = q // 8, q % 8
-                        a_di = (s * STAGE_BYTES + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
-                        br, bc = q // 16, q % 16
-                        b_di = (s * STAGE_BYTES + A_BYTES + (bc // 8) * 8192 + br * 128
-                                + (((bc % 8) ^ (br % 8)) * 16)) // 2
-                        k0 = s * BK
-                        if aligned:
-                            cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
-                            cp_async16_at(base, a_di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
-                            cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
-                            cp_async16_at(base, b_di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
-                        else:
-                            _copy8(smem, e0, a_di, A, m0 + ar, k0 + 8 * ac, M, K)
-                            _copy8(smem, e0, b_di, B, k0 + br, n0 + 8 * bc, K, N)
+                    load(smem, base, e0, ga, gb, A, B, s, s, t, m0, n0, M, N, K)
                 cp_async_commit()  # always: the wait below counts groups
             for kt in range(nk):
                 cp_async_wait(ahead - 1)  # slab kt has landed (this thread's copies)
                 fence_proxy_async()
                 cuda.syncthreads()  # everyone's copies of kt visible; the wgmmas of kt - 2 done (wait 1 below)
-                s = kt + ahead
-                if s < nk:
-                    st = s % stages
-                    for i in range(4):
-                        q = t + THREADS * i
-                        ar, ac = q // 8, q % 8
-                        a_di = (st * STAGE_BYTES + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
-                        br, bc = q // 16, q % 16
-                        b_di = (st * STAGE_BYTES + A_BYTES + (bc // 8) * 8192 + br * 128
-                                + (((bc % 8) ^ (br % 8)) * 16)) // 2
-                        k0 = s * BK
-                        if aligned:
-                            cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
-                            cp_async16_at(base, a_di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
-                            cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
-                            cp_async16_at(base, b_di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
-                        else:
-                            _copy8(smem, e0, a_di, A, m0 + ar, k0 + 8 * ac, M, K)
-                            _copy8(smem, e0, b_di, B, k0 + br, n0 + 8 * bc, K, N)
+                if kt + ahead < nk:
+                    load(smem, base, e0, ga, gb, A, B, (kt + ahead) % stages, kt + ahead, t, m0, n0, M, N, K)
                 cp_async_commit()  # (an empty group past the last slab keeps the count)
-                sb = base + (kt % stages) * STAGE_BYTES
+                sb = base + (kt % stages) * stage_bytes
                 da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
                 db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
                 issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
@@ -364,17 +377,19 @@ if COMPILER == MLIR and not SIMULATOR:
         return gemm
 
 
-def launcher(m: int, n: int, k: int, stages: int = STAGES, **build):
-    """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), **build) launched for an
-    m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling call
-    is refused)."""
+def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build):
+    """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), bn=bn, **build) launched
+    for an m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling
+    call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
     from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
 
-    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, **build)
-    nbytes = shared_bytes(stages)
-    launch = kernel[((n + BN - 1) // BN, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
+    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, **build)
+    nbytes = shared_bytes(stages, bn)
+    if nbytes > DYNAMIC_SHARED_MAX:
+        raise ValueError(f"{nbytes} bytes of shared memory: over {DYNAMIC_SHARED_MAX}")
+    launch = kernel[((n + bn - 1) // bn, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
     state = {"ready": False}
 
     def call(A, B, C):

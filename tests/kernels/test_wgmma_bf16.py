@@ -41,3 +41,15 @@ def test_generated_ptx():
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16") == 4 and "wacc63}" in ptx
     assert "%8" in ptx and "%9" not in ptx  # 4 + 4 descriptors, then scale-d: 9 operands
     assert W.acc_declare_ptx(64).startswith(".reg .f32 wacc<64>;")
+
+
+def test_gemm_build_sizes_and_unavailable_launcher():
+    assert W.shared_bytes(4, 128) == 4 * 32 * 1024 + 1024 and W.shared_bytes(4, 256) <= W.DYNAMIC_SHARED_MAX
+    if W.UNAVAILABLE:
+        assert not hasattr(W, "make_wgmma_kernel")
+        try:
+            W.launcher(130, 136, 64)
+        except RuntimeError as e:
+            assert "sm_90a" in str(e)
+        else:
+            raise AssertionError("launcher must refuse where wgmma is unavailable")
