@@ -136,9 +136,14 @@ def measure(name, sms, iters):
 
 
 def main(argv):
-    dev = cuda.get_current_device()
-    sms = int(dev.MULTIPROCESSOR_COUNT)
-    name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    from kernels.spec import sm_count
+
+    sms = sm_count()
+    try:
+        dev = cuda.get_current_device()
+        name = dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name)
+    except Exception:  # the name is decoration
+        name = "?"
     result = {"device": name, "sms": sms, "warps_per_block": WARPS, "blocks_per_sm": BLOCKS_PER_SM,
               "chains": CHAINS, "instructions": {}}
     for kind, instr in (("tf32", "mma.sync m16n8k8 tf32"), ("bf16", "mma.sync m16n8k16 bf16")):

@@ -50,7 +50,7 @@ the next slab's copies, then four wgmmas (the descriptors' start addresses stepp
 B), commit, and ``wgmma.wait_group 1``: the MMAs of slab k run while the warpgroup goes on to slab k + 1's
 barrier and copies; the buffer refilled at slab k is the one slab k - 2 read, which wait_group 1 has
 retired. Against the bf16 mma.sync rung (kernels/gemm/tensor_core_bf16.py) for one 64 x 128 x 64 piece:
-4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps issue 8 ldmatrix.x4 per 16 k:
+4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps load 8 four-matrix ldmatrix per 16 k:
 64 for the piece) -- the shared-memory reads go from the tensor cores' own path, not through registers. Ragged edges: copies past M, N or K are zero-filled (cp.async
 src-size 0), stores guarded. K or N not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
 (``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
