@@ -69,7 +69,12 @@ def run_variant(name, rng):
     tol = 1e-5 * (np.abs(Af) @ np.abs(Bf)).max() + 1e-6  # float32 sums of exact bf16 products, 64 terms
     err = float(np.nanmax(np.abs(D - ref))) if np.isfinite(D).any() else float("inf")
     ok = bool(np.isfinite(D).all() and err <= tol)
-    close = float(np.mean(np.abs(D - ref) <= tol))
+    good = np.abs(D - ref) <= tol
+    close = float(np.mean(good))
+    if not ok:  # which parts are right: whole 8-row groups (A's core matrices) or 8-column groups (B's)?
+        rows = "".join("#" if g.all() else "." for g in good.reshape(8, 8, N).transpose(0, 2, 1).reshape(8, -1))
+        cols = "".join("#" if g.all() else "." for g in good.reshape(M, N // 8, 8).transpose(1, 0, 2).reshape(N // 8, -1))
+        print(f"    8-row groups right: {rows}   8-column groups right: {cols}")
     return ok, err, float(tol), close, ms
 
 
