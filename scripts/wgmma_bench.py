@@ -10,7 +10,7 @@
    at the first shape the build with the B descriptor's LBO / SBO swapped is tried (scripts/wgmma_probe.py
    tells which convention the hardware wants) and, if it passes, used below.
 2. TFLOP/s at 4096^3 and 3000 x 5000 x 2000: CUDA events (torch's) around 10 back-to-back calls, median of
-   5 rounds after a warm-up; torch.matmul on bf16 tensors the same way (cuBLAS, wgmma; it writes bf16 C,
+   5 rounds after a warm-up, of each build of ``--builds`` (default s4, n256s4); torch.matmul on bf16 tensors the same way (cuBLAS, wgmma; it writes bf16 C,
    this kernel float32 C). Each build of BUILDS at 4096^3 is checked on its first 64 rows. Without torch:
    wall time around synchronized calls, no torch column.
 """
@@ -97,7 +97,8 @@ def timed_ms(fn, torch, calls=10, rounds=5):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--json")
-    ap.add_argument("--builds", default=",".join(BUILDS))
+    ap.add_argument("--builds", default="s4,n256s4", help=f"comma-separated, of {', '.join(BUILDS)} (each compile "
+                    "takes 5-30 s on first use; the kernel cache keeps them)")
     ap.add_argument("--budget", type=float, default=75.0, help="seconds; builds past it are skipped")
     args = ap.parse_args()
     if W.UNAVAILABLE:
