@@ -9,10 +9,10 @@
    takes plain element loads -- correct, slower), 130 x 136 x 64 (one slab). If the default build fails
    at the first shape the build with the B descriptor's LBO / SBO swapped is tried (scripts/wgmma_probe.py
    tells which convention the hardware wants) and, if it passes, used below.
-2. TFLOP/s at 4096^3 and 3000 x 5000 x 2000: CUDA events (torch's) around 10 back-to-back calls, median of
-   5 rounds after a warm-up, of each build of ``--builds`` (default s4, n256s4); torch.matmul on bf16 tensors the same way (cuBLAS, wgmma; it writes bf16 C,
-   this kernel float32 C). Each build of BUILDS at 4096^3 is checked on its first 64 rows. Without torch:
-   wall time around synchronized calls, no torch column.
+2. TFLOP/s at 4096^3 and 3000 x 5000 x 2000 of each build of ``--builds`` (default s4, n256s4): CUDA events
+   (torch's) around 10 back-to-back calls, median of 5 rounds after a warm-up; torch.matmul on bf16 tensors
+   the same way (cuBLAS, wgmma; it writes bf16 C, this kernel float32 C). Each build's 4096^3 output is
+   checked on its first 64 rows. Without torch: wall time around synchronized calls, no torch column.
 """
 from __future__ import annotations
 
