@@ -1,0 +1,405 @@
+"""Hopper's warpgroup MMA from a Python kernel: ``wgmma.mma_async`` bf16 with shared-memory matrix descriptors.
+
+The lab's tensor-core rungs use Ampere's warp-level ``mma.sync``: each warp first loads its operand
+*fragments* from shared memory into registers (``ldmatrix``, kernels.gemm.mma_bf16), then issues a
+16 x 8 x 16 product that the warp waits for. On an H100 that path tops out well under the quoted peak
+(scripts/mma_peak.py measures the mma.sync ceiling). Hopper's ``wgmma`` is what cuBLAS uses:
+
+* A *warpgroup* (4 consecutive warps, 128 threads, the first warp's index a multiple of 4) issues one
+  instruction for a 64 x N x 16 product (N = 8 .. 256 in steps of 8): ``wgmma.mma_async.sync.aligned.
+  m64nNk16.f32.bf16.bf16`` -- m64n128k16 is 262,144 FMAs, 64 x one m16n8k16 ``mma.sync``.
+* The operands are read by the tensor cores straight from shared memory: no fragment loads, no registers
+  for A and B, no ldmatrix. Each operand is named by a 64-bit *matrix descriptor* (PTX ISA, "Matrix
+  Descriptor Format"): bits 0-13 the tile's shared address >> 4, 16-29 the leading-dimension byte
+  offset >> 4, 32-45 the stride-dimension byte offset >> 4, 62-63 the swizzle mode (0 none, 1 128-byte,
+  2 64-byte, 3 32-byte). :func:`descriptor` builds one on the host, ``make_desc`` in a kernel.
+* It is asynchronous: ``wgmma.fence.sync.aligned`` orders earlier register writes of the accumulators
+  before the MMA; the MMAs issued are closed into a group by ``wgmma.commit_group.sync.aligned``;
+  ``wgmma.wait_group.sync.aligned N`` waits until at most N groups are in flight. Only the accumulators
+  (float32, N / 2 registers a thread) live in registers, laid out as mma.sync's C fragment repeated: thread
+  t (warp w = t // 32, lane l) holds element i at row 16 w + l // 4 + 8 ((i // 2) % 2), column 8 (i // 4)
+  + 2 (l % 4) + i % 2 (:func:`d_index`; PTX ISA, "Register Fragments and Shared Memory Matrix Layouts",
+  wgmma .m64nNk16 D).
+* Shared memory written by ordinary stores or cp.async must be made visible to the tensor cores' "async
+  proxy" by ``fence.proxy.async.shared::cta`` before the wgmma reads it.
+
+Shared-memory layouts (bf16; a "core matrix" is 8 rows of 16 bytes), as :func:`k_major_offset` and
+:func:`mn_major_offset` compute byte offsets:
+
+* K-major with the 128-byte swizzle (A: M x K row-major; rows of 64 bf16 = 128 bytes): row r at r x 128,
+  its 16-byte chunk c stored at chunk c ^ (r % 8); 8 rows form a 1,024-byte atom, the stride-dimension
+  offset (SBO) 1,024; the tile starts 1,024-byte aligned. The k-th 16-wide step of a 64-wide slab: the
+  descriptor's start address + 32 k bytes (the hardware applies the XOR to the address it forms).
+* MN-major with the 128-byte swizzle (B: K x N row-major as it is in global memory, read transposed by
+  the ``imm-trans-b`` operand = 1): K rows of 64 N-elements, chunk c of row k at c ^ (k % 8), 8 K-rows an
+  atom (1,024 bytes, the offset to the next 8 K-rows), 64-column blocks 64 x 128 = 8,192 bytes apart
+  (the offset between atoms in N). The k-th 16-wide step: + 2,048 k bytes.
+* No swizzle ("interleave"): core matrices stored whole (128 contiguous bytes), LBO apart in K and SBO
+  apart in M/N.
+
+Which descriptor field holds which offset for the MN-major layout is the probe's question
+(scripts/wgmma_probe.py tries both); :data:`B_LBO`, :data:`B_SBO` are the kernel's choice.
+
+The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups, a 128 x BN
+block tile (BN 128 or 256), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
+m64n{BN}k16 instruction covers its whole tile 16 k at a time. K advances in slabs of 64 (128 bytes of bf16:
+one swizzle row): A's 128 x 64 K-major, B's 64 x BN MN-major, both 128-byte swizzled, placed there by 16-byte
+``cp.async`` copies (the swizzle is just where each chunk goes) into ``stages`` buffers of dynamic shared
+memory, ``stages - 2`` slabs ahead. Per slab: wait for its copies, ``fence.proxy.async``, a barrier, issue
+the next slab's copies, then four wgmmas (the descriptors' start addresses stepped 32 bytes in A, 2,048 in
+B), commit, and ``wgmma.wait_group 1``: the MMAs of slab k run while the warpgroup goes on to slab k + 1's
+barrier and copies; the buffer refilled at slab k is the one slab k - 2 read, which wait_group 1 has
+retired. Against the bf16 mma.sync rung (kernels/gemm/tensor_core_bf16.py) for one 64 x 128 x 64 piece:
+4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps load 8 four-matrix ldmatrix per 16 k:
+64 for the piece) -- the shared-memory reads go from the tensor cores' own path, not through registers. Ragged edges: copies past M, N or K are zero-filled (cp.async
+src-size 0), stores guarded. K or N not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
+(``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
+
+What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
+here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
+simulator and under numba-cuda there is no emulation: the module imports and :data:`UNAVAILABLE` says why.
+
+Sources: PTX ISA 8.x, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate Instructions" (wgmma.fence,
+wgmma.mma_async, wgmma.commit_group, wgmma.wait_group; "Matrix Descriptor Format"; "Shared Memory Matrix
+Layout", the swizzling modes; "Register Fragments", m64nNk16 D), "membar/fence" (fence.proxy.async);
+NVIDIA CUTLASS, include/cute/arch/mma_sm90_gmma.hpp (SM90_64x128x16_F32BF16BF16_SS) and
+mma_sm90_desc.hpp (GmmaDescriptor), include/cute/atom/mma_traits_sm90_gmma.hpp (the canonical layouts).
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda
+
+CHIP = "sm_90a"  # wgmma is architecture-specific: sm_90a, not sm_90
+WARPGROUP = 128
+M_TILE, K_STEP = 64, 16  # one wgmma: 64 x N x 16
+SWIZZLE_NONE, SWIZZLE_128B, SWIZZLE_64B, SWIZZLE_32B = 0, 1, 2, 3  # descriptor bits 62-63
+B_LBO, B_SBO = 8192, 1024  # MN-major B (128-byte swizzle): LBO = 64-column blocks apart, SBO = 8 K-rows apart
+
+if COMPILER == MLIR and not SIMULATOR:
+    UNAVAILABLE = ""
+else:
+    UNAVAILABLE = (f"needs {MLIR}'s inline PTX and an sm_90a GPU for wgmma (no emulation in the simulator "
+                   f"or under {COMPILER or 'numba-cuda'})")
+
+
+# --- Host side: descriptors, layouts, the accumulator fragment --------------------------------
+def descriptor(address: int, lbo: int, sbo: int, swizzle: int) -> int:
+    """The 64-bit wgmma matrix descriptor (an int) of a tile at shared byte ``address`` (16-byte aligned)
+    with leading/stride byte offsets ``lbo``, ``sbo`` (multiples of 16, under 256 KB) and ``swizzle``
+    (SWIZZLE_*); base offset 0 (the swizzled tile starts at a multiple of its atom)."""
+    return (((address & 0x3FFFF) >> 4) | (((lbo & 0x3FFFF) >> 4) << 16) | (((sbo & 0x3FFFF) >> 4) << 32)
+            | ((swizzle & 3) << 62))
+
+
+def d_index(thread: int, i: int) -> tuple[int, int]:
+    """(row, col) of the 64 x N accumulator tile that register i (0 .. N/2 - 1) of warpgroup thread
+    ``thread`` (0..127) holds."""
+    warp, lane = divmod(thread, 32)
+    return 16 * warp + lane // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (lane % 4) + i % 2
+
+
+def k_major_offset(r, k, swizzle: int = SWIZZLE_128B, lbo: int = 128, sbo: int = 1024):
+    """Byte offset of element (r, k) (r: the M or N index, k: the K index; arrays or ints) of a K-major bf16
+    tile: 128-byte swizzle (rows of 64 elements, 128 bytes; ``lbo`` unused) or no swizzle (core matrices
+    of 8 x 8 elements, ``lbo`` bytes apart in K and ``sbo`` apart in r)."""
+    r, k = np.asarray(r), np.asarray(k)
+    if swizzle == SWIZZLE_128B:
+        return (r // 8) * sbo + (r % 8) * 128 + (((k // 8) % 8) ^ (r % 8)) * 16 + (k % 8) * 2
+    if swizzle == SWIZZLE_NONE:
+        return (r // 8) * sbo + (k // 8) * lbo + (r % 8) * 16 + (k % 8) * 2
+    raise ValueError(f"swizzle {swizzle}: 128-byte (1) or none (0)")
+
+
+def mn_major_offset(k, n, block: int = 8192):
+    """Byte offset of element (k, n) of an MN-major bf16 tile with the 128-byte swizzle: 64-element
+    (128-byte) rows of n for each k, chunk c of row k at c ^ (k % 8), 64-column blocks ``block`` bytes apart."""
+    k, n = np.asarray(k), np.asarray(n)
+    return (n // 64) * block + k * 128 + ((((n % 64) // 8) ^ (k % 8)) * 16) + (n % 8) * 2
+
+
+def shared_image(tile: np.ndarray, offset, nbytes: int) -> np.ndarray:
+    """A uint16 array of ``nbytes`` // 2 elements holding ``tile`` (uint16, 2-D) with element (i, j) at
+    byte offset(i, j) (a function of index arrays): the shared-memory image of a layout."""
+    img = np.zeros(nbytes // 2, np.uint16)
+    i, j = np.indices(tile.shape)
+    img[np.asarray(offset(i, j)).ravel() // 2] = tile.ravel()
+    return img
+
+
+# --- The instructions (numba-cuda-mlir inline PTX) --------------------------------------------
+# numba-cuda-mlir 0.6's inline_ptx needs literal constraint strings, and CPython 3.12 passes a call of over
+# 30 arguments as one built list (the strings then lose their literal type): at most 14 operands a
+# statement. The m64n128k16 accumulators are 64 registers, so they are not operands at all: one
+# statement at the kernel's start declares them as PTX registers of the function (``.reg .f32 wacc<R>``,
+# no braces, so later statements see them), the wgmma statements name them directly, and ACC_READ
+# statements copy 8 at a time into Numba values for the epilogue. The compiler never sees them (every
+# inline_ptx is a volatile asm: kept in order), so nothing touches them while an MMA is in flight.
+def acc_declare_ptx(regs: int) -> str:
+    """Declare the ``regs`` float32 accumulators wacc0 .. and set them to zero."""
+    return f".reg .f32 wacc<{regs}>;\n" + "\n".join(f"mov.b32 wacc{i}, 0;" for i in range(regs))
+
+
+def wgmma_ptx(n: int, steps: int, tnsp_b: int) -> str:
+    """``wgmma.fence`` then ``steps`` m64n{n}k16 bf16 wgmmas into wacc0 .. wacc{n/2-1}: A descriptors %0 ..
+    %(steps-1), B descriptors %steps .., the int scale-d last (0: D = A B, else D = A B + D); not committed."""
+    accs = ", ".join(f"wacc{i}" for i in range(n // 2))
+    lines = ["{", ".reg .pred p;", f"setp.ne.b32 p, %{2 * steps}, 0;", "wgmma.fence.sync.aligned;"]
+    lines += [f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{accs}}}, %{s}, %{steps + s}, p, 1, 1, 0, "
+              f"{tnsp_b};" for s in range(steps)]
+    return "\n".join(lines + ["}"])
+
+
+def acc_read_ptx(j: int) -> str:
+    """Copy wacc{8j} .. wacc{8j+7} into the 8 outputs."""
+    return "\n".join(f"mov.f32 %{i}, wacc{8 * j + i};" for i in range(8))
+
+
+def _generated(name: str, args: str, body: str, env: dict):
+    """A forceinline device function ``name(args)`` whose body is the generated source ``body``."""
+    exec(f"def {name}({args}):\n{body}", env)  # noqa: S102  (PTX register names are fixed in the strings)
+    return cuda.jit(device=True, inline="always")(env[name])
+
+
+if COMPILER == MLIR and not SIMULATOR:
+    import numba_cuda_mlir.cuda.experimental as _X
+
+    from kernels.compiler import int32, int64, uint16
+    from kernels.gemm.mma import shared_address
+
+    @functools.cache
+    def acc_declare(regs: int):
+        """A device function acc_declare(): declares and zeroes the accumulators (call once, first)."""
+        return _generated("acc_declare", "", f"    _X.inline_ptx({acc_declare_ptx(regs)!r})\n", {"_X": _X})
+
+    @functools.cache
+    def wgmma_issue(n: int, steps: int, tnsp_b: int):
+        """A device function issue(da0 .., db0 .., scale): wgmma_ptx(n, steps, tnsp_b) (int64 descriptors)."""
+        das, dbs = [f"da{s}" for s in range(steps)], [f"db{s}" for s in range(steps)]
+        ops = ", ".join([f'"l", {d}' for d in das + dbs] + ['"r", scale'])
+        body = f"    _X.inline_ptx({wgmma_ptx(n, steps, tnsp_b)!r}, {ops})\n"
+        return _generated("issue", ", ".join(das + dbs + ["scale"]), body, {"_X": _X})
+
+    @functools.cache
+    def acc_store(regs: int):
+        """A device function store(C, r0, c0, M, N): C[r, c] = the accumulator (r, c) of this thread's
+        fragment for every one with r < M and c < N, where r0 = the tile's first row + 16 (warp in the
+        warpgroup) + lane // 4 and c0 = the tile's first column + 2 (lane % 4) (:func:`d_index`). Straight-line
+        code: ``regs`` / 8 ACC_READ statements, each followed by its 8 guarded stores."""
+        out = ", ".join('"=f", np.float32' for _ in range(8))
+        body = []
+        for j in range(regs // 8):
+            body.append(f"    v = _X.inline_ptx({acc_read_ptx(j)!r}, {out})")
+            for i in range(8):
+                reg = 8 * j + i
+                dr, dc = 8 * ((reg // 2) % 2), 8 * (reg // 4) + reg % 2
+                body.append(f"    if r0 + {dr} < M and c0 + {dc} < N:\n        C[r0 + {dr}, c0 + {dc}] = v[{i}]")
+        return _generated("store", "C, r0, c0, M, N", "\n".join(body) + "\n", {"_X": _X, "np": np})
+
+    @cuda.jit(device=True, forceinline=True)
+    def wgmma_commit():
+        """``wgmma.commit_group.sync.aligned``: close the wgmmas issued so far into a group."""
+        _X.inline_ptx("wgmma.commit_group.sync.aligned;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def wgmma_wait0():
+        """``wgmma.wait_group.sync.aligned 0``: wait for every committed group."""
+        _X.inline_ptx("wgmma.wait_group.sync.aligned 0;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def wgmma_wait1():
+        """``wgmma.wait_group.sync.aligned 1``: wait until at most the newest group is in flight."""
+        _X.inline_ptx("wgmma.wait_group.sync.aligned 1;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def make_desc(address, lbo, sbo, swizzle):
+        """The wgmma matrix descriptor (int64) of the tile at 32-bit shared ``address`` (:func:`descriptor`)."""
+        return (int64((address & 0x3FFFF) >> 4) | (int64((lbo & 0x3FFFF) >> 4) << 16)
+                | (int64((sbo & 0x3FFFF) >> 4) << 32) | (int64(swizzle & 3) << 62))
+
+    @cuda.jit(device=True, forceinline=True)
+    def fence_proxy_async():
+        """``fence.proxy.async.shared::cta``: this thread's shared-memory writes (stores, completed
+        cp.async) become visible to the wgmma that follows a barrier."""
+        _X.inline_ptx("fence.proxy.async.shared::cta;")
+
+    @cuda.jit(device=True, forceinline=True)
+    def aligned_base(array, align):
+        """(the shared address of ``array``'s first element rounded up to ``align`` bytes, the element index
+        of that address in the uint16 ``array``): a swizzled tile must start at a multiple of its atom."""
+        base = shared_address(array)
+        pad = (align - (base & (align - 1))) & (align - 1)
+        return int32(base + pad), pad // 2
+
+    PROBE_N, PROBE_K = 128, 64  # the probe's tile: A 64 x 64, B 64 x 128, four m64n128k16 steps
+    PROBE_A, PROBE_B = 64 * PROBE_K, PROBE_K * PROBE_N  # elements of the two shared images
+    PROBE_SMEM = PROBE_A + PROBE_B + 512  # uint16: the images and 1,024 bytes to align A
+
+    @functools.cache
+    def make_probe_kernel(tnsp_b: int):
+        """probe(a_img, b_img, params, out): one warpgroup copies the shared images a_img (PROBE_A uint16)
+        and b_img (PROBE_B) to 1,024-byte aligned shared memory, builds the descriptors from params (int64:
+        a_lbo, a_sbo, a_swizzle, a_kstep, b_lbo, b_sbo, b_swizzle, b_kstep; kstep = bytes between 16-wide
+        K steps), runs the four m64n128k16 steps of a 64-wide K (B transposed when tnsp_b) and writes the
+        64 x 128 float32 product to ``out`` by the accumulator layout (:func:`d_index`). Block (128,), grid (1,)."""
+        regs = PROBE_N // 2
+        declare, issue, store = acc_declare(regs), wgmma_issue(PROBE_N, 4, tnsp_b), acc_store(regs)
+
+        @cuda.jit(chip=CHIP)
+        def probe(a_img, b_img, params, out):
+            declare()
+            smem = cuda.shared.array(PROBE_SMEM, uint16)
+            t = cuda.threadIdx.x
+            base, e0 = aligned_base(smem, 1024)
+            for i in range(t, PROBE_A, WARPGROUP):
+                smem[e0 + i] = a_img[i]
+            for i in range(t, PROBE_B, WARPGROUP):
+                smem[e0 + PROBE_A + i] = b_img[i]
+            fence_proxy_async()
+            cuda.syncthreads()
+            a0 = make_desc(base, params[0], params[1], params[2])
+            b0 = make_desc(base + PROBE_A * 2, params[4], params[5], params[6])
+            ka, kb = params[3] >> 4, params[7] >> 4
+            issue(a0, a0 + ka, a0 + 2 * ka, a0 + 3 * ka, b0, b0 + kb, b0 + 2 * kb, b0 + 3 * kb, int32(0))
+            wgmma_commit()
+            wgmma_wait0()
+            store(out, 16 * (t // 32) + (t % 32) // 4, 2 * (t % 4), 64, PROBE_N)
+
+        return probe
+
+# --- The GEMM: two warpgroups, a 128 x BN block tile, 64-wide K slabs in a cp.async pipeline -----
+BM, BK = 128, 64  # block rows (a warpgroup's 64 each) and the K slab; BN = 128 or 256 (m64nBNk16)
+BN = 128  # the default build's
+THREADS = 2 * WARPGROUP
+A_BYTES = BM * BK * 2  # a stage's A: 128 x 64 K-major sw128; then its B: 64 x BN MN-major sw128
+STAGES = 4
+DYNAMIC_SHARED_MAX = 227 * 1024  # an H100 block's dynamic shared memory, opted in
+
+
+def shared_bytes(stages: int = STAGES, bn: int = BN) -> int:
+    """Dynamic shared memory of a build: stages x (A 16 KB + B 128 bn bytes) and 1 KB to align to 1,024."""
+    return stages * (A_BYTES + BK * bn * 2) + 1024
+
+
+if COMPILER == MLIR and not SIMULATOR:
+    from kernels.gemm.mma import cp_async_commit, cp_async_wait
+    from kernels.gemm.mma_bf16 import cp_async16_at, global_base
+
+    @cuda.jit(device=True, forceinline=True)
+    def _copy8(smem, e0, di, src, row, col, rows, cols):
+        """smem[e0 + di : + 8] = src[row, col : col + 8], zeros past ``rows`` x ``cols`` (plain loads: rows
+        of src not 16-byte aligned)."""
+        for e in range(8):
+            v = uint16(0)
+            if row < rows and col + e < cols:
+                v = src[row, col + e]
+            smem[e0 + di + e] = v
+
+    @functools.cache
+    def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
+                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN):
+        """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
+        (THREADS,), grid (ceil(N / bn), ceil(M / BM)), shared_bytes(stages, bn) of dynamic shared memory.
+        ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous).
+        Each warpgroup multiplies its 64 rows by the whole bn-wide B slab: m64n{bn}k16, bn / 2
+        accumulators a thread."""
+        if stages < 3 or bn not in (128, 256):
+            raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
+                             "bn 128 or 256")
+        regs = bn // 2
+        declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
+        ahead = stages - 2  # slabs in flight ahead of the one being multiplied
+        stage_bytes = A_BYTES + BK * bn * 2
+        b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
+        b_per_thread = BK * b_chunks // THREADS
+        a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
+
+        @cuda.jit(device=True, inline="always")
+        def load(smem, base, e0, ga, gb, A, B, st, s, t, m0, n0, M, N, K):
+            """Issue this thread's copies of slab s (A[m0:+128, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
+            each 16-byte chunk at its swizzled place (k_major_offset, mn_major_offset)."""
+            k0 = s * BK
+            for i in range(4):  # A: 128 rows x 8 chunks
+                q = t + THREADS * i
+                ar, ac = q // 8, q % 8
+                di = (st * stage_bytes + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
+                if aligned:
+                    cnt = min(max(K - k0 - 8 * ac, 0), 8) if m0 + ar < M else 0
+                    cp_async16_at(base, di, ga, (m0 + ar) * K + k0 + 8 * ac, cnt)
+                else:
+                    _copy8(smem, e0, di, A, m0 + ar, k0 + 8 * ac, M, K)
+            for i in range(b_per_thread):  # B: 64 rows x bn / 8 chunks
+                q = t + THREADS * i
+                br, bc = q // b_chunks, q % b_chunks
+                di = (st * stage_bytes + A_BYTES + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                if aligned:
+                    cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
+                    cp_async16_at(base, di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
+                else:
+                    _copy8(smem, e0, di, B, k0 + br, n0 + 8 * bc, K, N)
+
+        @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
+        def gemm(A, B, C):
+            declare()
+            smem = cuda.shared.array(0, uint16)
+            M, K = A.shape
+            N = B.shape[1]
+            t = cuda.threadIdx.x
+            wg, tw = t // WARPGROUP, t % WARPGROUP
+            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * bn
+            base, e0 = aligned_base(smem, 1024)
+            ga, gb = global_base(A), global_base(B)
+            nk = (K + BK - 1) // BK
+            for s in range(ahead):
+                if s < nk:
+                    load(smem, base, e0, ga, gb, A, B, s, s, t, m0, n0, M, N, K)
+                cp_async_commit()  # always: the wait below counts groups
+            for kt in range(nk):
+                cp_async_wait(ahead - 1)  # slab kt has landed (this thread's copies)
+                fence_proxy_async()
+                cuda.syncthreads()  # everyone's copies of kt visible; the wgmmas of kt - 2 done (wait 1 below)
+                if kt + ahead < nk:
+                    load(smem, base, e0, ga, gb, A, B, (kt + ahead) % stages, kt + ahead, t, m0, n0, M, N, K)
+                cp_async_commit()  # (an empty group past the last slab keeps the count)
+                sb = base + (kt % stages) * stage_bytes
+                da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
+                db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
+                issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
+                      db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
+                wgmma_commit()
+                wgmma_wait1()
+            wgmma_wait0()
+            store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
+
+        return gemm
+
+
+def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build):
+    """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), bn=bn, **build) launched
+    for an m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling
+    call is refused)."""
+    if UNAVAILABLE:
+        raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
+    from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
+
+    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, **build)
+    nbytes = shared_bytes(stages, bn)
+    if nbytes > DYNAMIC_SHARED_MAX:
+        raise ValueError(f"{nbytes} bytes of shared memory: over {DYNAMIC_SHARED_MAX}")
+    launch = kernel[((n + bn - 1) // bn, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
+    state = {"ready": False}
+
+    def call(A, B, C):
+        if state["ready"]:
+            return launch(A, B, C)
+        try:
+            launch(A, B, C)
+        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
+            _allow_dynamic_shared(kernel, nbytes)
+            launch(A, B, C)
+        state["ready"] = True
+
+    return call
