@@ -49,6 +49,7 @@ if COMPILER:
 else:
     choose_default()  # settle the backend first: the default compiler depends on it
     COMPILER, WHY = default_compiler()
+_PLAIN_CALL = None  # numba-cuda-mlir's _ArgMarshaller.__call__ (bound())
 if COMPILER == "numba-cuda":
     choose_default()  # the simulator when no GPU is usable and nobody chose (a no-op once settled)
 
@@ -66,6 +67,7 @@ def _version(dist: str) -> str | None:
 CACHE_DIR = None if is_simulator() else _cache.configure(
     COMPILER, _version("numba-cuda" if COMPILER == "numba-cuda" else "numba_cuda_mlir"))
 
+_PLAIN_CALL = None  # numba-cuda-mlir's _ArgMarshaller.__call__ (bound())
 if COMPILER == "numba-cuda":
     choose_default()
     SIMULATOR = is_simulator()
@@ -107,6 +109,10 @@ elif COMPILER == MLIR:
     from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
 
     import numba_cuda_mlir.cuda.experimental as _experimental
+    from numba_cuda_mlir import descriptor as _descriptor
+
+    # the configured launcher's own __call__, taken before any launch hook (lab.core.resources) wraps it
+    _PLAIN_CALL = vars(getattr(_descriptor, "_ArgMarshaller", object)).get("__call__")
 
     @cuda.jit(device=True, forceinline=True)
     def threadfence():
@@ -132,9 +138,12 @@ def bound(configured, args: tuple):
     launch with those cached types (``_ArgMarshaller._launch``, what its own cached path calls after
     re-checking each array's dtype, layout and flags: ~1 s of a second ``lab run matvec``'s 46,604
     launches on the H200, under cProfile). Only when the cache holds exactly these arguments (device
-    arrays, no extensions, no launch lock); otherwise, and under numba-cuda, every call is the plain
-    call. The same kernel is launched with the same arguments either way."""
+    arrays, no extensions, no launch lock) and no launch hook is installed; otherwise, and under
+    numba-cuda, every call is the plain call. The same kernel is launched with the same arguments
+    either way."""
     if COMPILER != MLIR:
+        return lambda: configured(*args)
+    if _PLAIN_CALL is None:
         return lambda: configured(*args)
     fast = []
 
@@ -169,7 +178,8 @@ def _cached_launch(configured, args: tuple):
             if len(found) != 1:
                 return None
             argtypes = found[0]
-        launch = configured._launch
-        return lambda: launch(argtypes, args)
+        launch, cls = configured._launch, D._ArgMarshaller
+        # while a launch hook wraps __call__ (lab.core.resources), every call goes through it
+        return lambda: launch(argtypes, args) if cls.__call__ is _PLAIN_CALL else configured(*args)
     except Exception:  # another numba-cuda-mlir version: the plain call
         return None
