@@ -29,7 +29,7 @@ blocker, so the launch queue (about a thousand pending launches) never fills, wh
 Two blockers alternate: while the GPU runs one batch, the host enqueues the next behind the other
 (held until that batch is in), so a batch costs the larger of the host's enqueueing and the GPU's
 running, not their sum; each batch is still checked to be held, and the samples are the ones the
-rule asked for (a batch in flight when it stops is dropped).
+rule stopped on (a batch in flight when it stops is dropped).
 
 Why an L2 flush: back-to-back calls on the same buffers find the end of the previous call's data
 in the 50 MB L2 (H100) and run faster than a cold call would. Before each timed call (outside its
@@ -528,8 +528,8 @@ def _overlapped_samples(fn, rule: StopRule, enqueue_s: float, call_ms: float, fl
 
     The rule decides on the samples read so far, as in the sequential loop: the next batch is sized
     counting the batch in flight at the median so far (a fixed count is never exceeded), and when
-    the rule stops, the batch in flight is waited for and dropped, so the samples and the stop reason
-    are those of the sequential loop. Returns (samples, covered, stop reason, hold): hold "flag", or
+    the rule stops, the batch in flight is waited for and dropped: the samples kept are the ones the
+    rule stopped on (only where it checks may differ: batch sizes count the batch in flight). Returns (samples, covered, stop reason, hold): hold "flag", or
     "none" after a batch that was not covered (a call that blocks the host; its samples are kept,
     and the caller goes on without a hold)."""
     samples, covered_all = [], True
