@@ -19,7 +19,7 @@ import numpy as np
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
-                          launch_once, sm_count, split_columns)
+                          launch_once, sm_count, split_columns, standard_normal)
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
 
@@ -358,11 +358,12 @@ def reference(A, x):
 
 def make_inputs(size, dtype, rng):
     """A (ROWS, COLS) and x (COLS,): standard normals drawn in ``dtype`` itself (NumPy's float32
-    ziggurat for float32: a 16384 x 4096 A in a third of the time of drawing float64 and rounding)."""
+    ziggurat for float32: a 16384 x 4096 A in a third of the time of drawing float64 and rounding;
+    a large A in parallel streams, kernels.spec.standard_normal)."""
     rows, cols = size
     dtype = np.dtype(dtype)
     if dtype in (np.float32, np.float64):
-        return rng.standard_normal((rows, cols), dtype=dtype), rng.standard_normal(cols, dtype=dtype)
+        return standard_normal(rng, (rows, cols), dtype), rng.standard_normal(cols, dtype=dtype)
     return (rng.standard_normal((rows, cols)).astype(dtype), rng.standard_normal(cols).astype(dtype))
 
 

@@ -6,6 +6,7 @@ builds one at its bottom, after the kernels it describes. Nothing here imports `
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -141,15 +142,41 @@ def blocks_for(n: int, per_block: int) -> int:
     return (n + per_block - 1) // per_block
 
 
+PARALLEL_DRAW = 1 << 22  # from this many elements on, standard_normal draws in parallel streams
+
+
+def standard_normal(rng, shape, dtype):
+    """Standard normals of ``shape`` in ``dtype`` (float32 or float64: NumPy's ziggurat in that dtype)
+    from ``rng``. A large array (at least PARALLEL_DRAW elements) is drawn as 16 equal slices from 16
+    child generators (``rng.spawn(16)``), on up to 8 threads (NumPy releases the GIL while it fills):
+    the values depend on the seed alone, not on the thread count; a 16384 x 4096 float32 matrix takes
+    ~0.1 s on 16 cores instead of ~0.9 s. Smaller arrays: ``rng.standard_normal`` itself."""
+    n = int(np.prod(shape, dtype=np.int64))
+    if n < PARALLEL_DRAW:
+        return rng.standard_normal(shape, dtype=dtype)
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = np.empty(shape, dtype)
+    flat, children = out.reshape(-1), rng.spawn(16)
+    bounds = [n * i // 16 for i in range(17)]
+
+    def fill(i):
+        children[i].standard_normal(out=flat[bounds[i]:bounds[i + 1]], dtype=dtype)
+
+    with ThreadPoolExecutor(min(8, os.cpu_count() or 1)) as pool:
+        list(pool.map(fill, range(16)))
+    return out
+
+
 def launch_once(kernel, kernel_f64=None):
     """The common ``prepare`` of a one-launch rung: configure ``kernel[grid, block]`` once (keeping
     that out of the timed call) and return a function that launches it on (*inputs, *outputs).
     ``kernel_f64``, if given, is the build that runs float64 inputs."""
     def prepare(cfg, inputs, outputs):
         k = kernel_f64 if kernel_f64 is not None and inputs[0].dtype == np.float64 else kernel
-        launch = k[cfg.grid, cfg.block]
-        args = (*inputs, *outputs)
-        return lambda: launch(*args)
+        from kernels.compiler import bound
+
+        return bound(k[cfg.grid, cfg.block], (*inputs, *outputs))
     return prepare
 
 

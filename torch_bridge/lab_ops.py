@@ -8,10 +8,11 @@
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
     torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
 
-Defined with ``torch.library.custom_op`` (vecadd one level down, with ``torch.library.Library``,
-for launch overhead: see its section). Each has a fake implementation (``register_fake``: shapes and
+Defined one level below ``torch.library.custom_op``, with ``torch.library.Library`` define + impl
+(vecadd for launch overhead, the others so that a first call does not import torch._dynamo: see
+``_define``). Each has a fake implementation (``register_fake``: shapes and
 dtypes without running anything), so ``torch.compile(fullgraph=True)`` traces them; vecadd, matvec,
-matmul and softmax have a backward (``register_autograd``; softmax's is the Numba kernel in
+matmul and softmax have a backward (a torch.autograd.Function in an Autograd kernel; softmax's is the Numba kernel in
 kernels/softmax_backward.py). ``torch.library.opcheck`` passes for every op (tests/torch_bridge/test_ops.py).
 
 Tensor rules (the same for every op, checked in the real and the fake implementation):
@@ -38,7 +39,6 @@ import os
 import threading
 
 import torch
-from torch.library import custom_op
 
 # The ops launch small grids on purpose for small tensors: no low-occupancy warning for each (as lab does)
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
@@ -265,6 +265,53 @@ def _vecadd_autograd(keyset, a, b):
 _lib.impl("vecadd", _vecadd_autograd, "Autograd", with_keyset=True)
 
 
+# --- the other ops: the same Library level --------------------------------------------------------
+# Not torch.library.custom_op: its first call imports torch._dynamo (its device kernel is wrapped in
+# torch._disable_dynamo), about 800 modules (sympy, torch.fx, inductor's config): ~0.9 s on a CPU with
+# byte code cached, seconds on the GPU host, in every `lab run` that has a "numba via torch op" row.
+# define + impl + register_fake + an Autograd kernel is what custom_op registers, minus the wrapper:
+# the device implementation under CompositeExplicitAutograd (every backend reaches the op's own
+# checks, which name the device expected), the fake for Meta and FakeTensor (torch.compile), and an
+# Autograd kernel that runs a torch.autograd.Function when an input requires grad (backward given)
+# or raises (no gradient), else redispatches below autograd.
+def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad="rounding is flat almost everywhere"):
+    """Register ``torch.ops.lab.<name>`` (``schema``: "(Tensor A, ...) -> Tensor"): ``impl`` runs it,
+    ``fake`` gives its outputs' shapes and dtypes; ``backward(ctx, *grads)`` with
+    ``setup_context(ctx, inputs, output)`` (custom_op's register_autograd contract) makes it
+    differentiable, None makes an input that requires grad a RuntimeError (saying ``no_grad``: why).
+    Returns ``impl``."""
+    _lib.define(name + schema)
+    _lib.impl(name, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"lab::{name}", fake, lib=_lib)
+    op = getattr(torch.ops.lab, name).default
+
+    if backward is not None:
+        class Grad(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, *inputs):
+                with torch._C._AutoDispatchBelowAutograd():
+                    output = op(*inputs)
+                setup_context(ctx, inputs, output)
+                return output
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return backward(ctx, *grads)
+
+        Grad.__name__ = Grad.__qualname__ = f"_{name.title()}Grad"
+
+    def autograd(keyset, *inputs):
+        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            if backward is None:
+                raise RuntimeError(f"lab.{name}: an input requires grad, but {name} has no gradient "
+                                   f"({no_grad}): pass .detach()ed tensors")
+            return Grad.apply(*inputs)
+        return op.redispatch(keyset & _AFTER_AUTOGRAD, *inputs)
+
+    _lib.impl(name, autograd, "Autograd", with_keyset=True)
+    return impl
+
+
 # --- matvec and matmul: A @ x, A @ B ----------------------------------------------------------------
 def _product_check(op, A, other, name):
     """A 2-D ``A`` and ``other`` (matvec's x, 1-D; matmul's B, 2-D) with as many rows as A has columns."""
@@ -290,15 +337,13 @@ def _save_inputs(ctx, inputs, output):
     ctx.save_for_backward(*inputs)
 
 
-@custom_op("lab::matvec", mutates_args=())
 def matvec(A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """y = A @ x: A (ROWS, COLS), x (COLS,) -> y (ROWS,) (kernels/matvec.py; one warp a row)."""
     _product_check("matvec", A, x, "x")
     return _product("matvec", A, x, A.shape[0], tuple(A.shape))
 
 
-@matvec.register_fake
-def _(A, x):
+def _matvec_fake(A, x):
     _product_check("matvec", A, x, "x")
     return A.new_empty(A.shape[0])
 
@@ -311,10 +356,9 @@ def _matvec_backward(ctx, grad):
     return dA, dx
 
 
-matvec.register_autograd(_matvec_backward, setup_context=_save_inputs)
+_define("matvec", "(Tensor A, Tensor x) -> Tensor", matvec, _matvec_fake, _matvec_backward, _save_inputs)
 
 
-@custom_op("lab::matmul", mutates_args=())
 def matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     """C = A @ B: A (M, K), B (K, N) -> C (M, N) in float32/64 FMAs (kernels/matmul.py)."""
     _product_check("matmul", A, B, "B")
@@ -322,8 +366,7 @@ def matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
     return _product("matmul", A, B, (m, n), (m, n, k))
 
 
-@matmul.register_fake
-def _(A, B):
+def _matmul_fake(A, B):
     _product_check("matmul", A, B, "B")
     return A.new_empty((A.shape[0], B.shape[1]))
 
@@ -336,11 +379,10 @@ def _matmul_backward(ctx, grad):
     return dA, dB
 
 
-matmul.register_autograd(_matmul_backward, setup_context=_save_inputs)
+_define("matmul", "(Tensor A, Tensor B) -> Tensor", matmul, _matmul_fake, _matmul_backward, _save_inputs)
 
 
 # --- softmax --------------------------------------------------------------------------------------
-@custom_op("lab::softmax", mutates_args=())
 def softmax(x: torch.Tensor) -> torch.Tensor:
     """Softmax over the last dimension of a 2-D x (each row sums to 1; kernels/softmax.py)."""
     _check("softmax", {"x": x}, ndims={"x": 2})
@@ -351,13 +393,11 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
-@softmax.register_fake
-def _(x):
+def _softmax_fake(x):
     _check("softmax", {"x": x}, ndims={"x": 2})
     return torch.empty_like(x, memory_format=torch.contiguous_format)
 
 
-@custom_op("lab::softmax_backward", mutates_args=())
 def softmax_backward(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     """dx = y * (grad - rowsum(grad * y)), y the softmax output (kernels/softmax_backward.py)."""
     _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
@@ -372,8 +412,7 @@ def softmax_backward(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
     return dx
 
 
-@softmax_backward.register_fake
-def _(y, grad):
+def _softmax_backward_fake(y, grad):
     _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
     _same_shape("softmax_backward", y, grad, "y", "grad")
     return torch.empty_like(y, memory_format=torch.contiguous_format)
@@ -388,7 +427,9 @@ def _softmax_backward(ctx, grad):
     return torch.ops.lab.softmax_backward(y, grad)
 
 
-softmax.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+_define("softmax_backward", "(Tensor y, Tensor grad) -> Tensor", softmax_backward, _softmax_backward_fake,
+        no_grad="softmax has no double backward")
+_define("softmax", "(Tensor x) -> Tensor", softmax, _softmax_fake, _softmax_backward, _softmax_setup)
 
 
 # --- quantize / dequantize -------------------------------------------------------------------------
@@ -398,7 +439,6 @@ def _quantize_check(x):
         raise ValueError("lab.quantize: x is empty, expected at least 1 element (min and max are undefined)")
 
 
-@custom_op("lab::quantize", mutates_args=())
 def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Per-tensor affine uint8 quantization (kernels/quantize.py's rules): returns
     (q uint8 of x's shape, scale, zero_point), scale and zero_point 0-d tensors of x's dtype
@@ -411,8 +451,7 @@ def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]
     return q, params[0].clone(), params[1].clone()  # two outputs may not share memory
 
 
-@quantize.register_fake
-def _(x):
+def _quantize_fake(x):
     _quantize_check(x)
     return (torch.empty(x.shape, dtype=torch.uint8, device=x.device), x.new_empty(()), x.new_empty(()))
 
@@ -427,7 +466,6 @@ def _dequantize_check(q, scale, zero_point):
             raise ValueError(f"lab.dequantize: {name} must hold 1 value, got shape {tuple(t.shape)}")
 
 
-@custom_op("lab::dequantize", mutates_args=())
 def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
     """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
     _dequantize_check(q, scale, zero_point)
@@ -443,22 +481,14 @@ def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -
     return out
 
 
-@dequantize.register_fake
-def _(q, scale, zero_point):
+def _dequantize_fake(q, scale, zero_point):
     _dequantize_check(q, scale, zero_point)
     return torch.empty(q.shape, dtype=scale.dtype, device=q.device)
 
 
-def _no_gradient(op):
-    """setup_context for ops with no gradient: a clear error at the call, not a silent detach."""
-    def setup(ctx, inputs, output):
-        raise RuntimeError(f"lab.{op}: an input requires grad, but {op} has no gradient "
-                           f"(rounding is flat almost everywhere): pass .detach()ed tensors")
-    return setup
+_define("quantize", "(Tensor x) -> (Tensor, Tensor, Tensor)", quantize, _quantize_fake)
+_define("dequantize", "(Tensor q, Tensor scale, Tensor zero_point) -> Tensor", dequantize, _dequantize_fake)
 
-
-quantize.register_autograd(lambda ctx, *g: None, setup_context=_no_gradient("quantize"))
-dequantize.register_autograd(lambda ctx, g: None, setup_context=_no_gradient("dequantize"))
 
 # --- ops built from a kernel's spec alone -------------------------------------------------------------
 def _spec_op(spec) -> None:

@@ -108,6 +108,80 @@ def test_timer_host_mode_counts_and_method():
         t.measure(0, 0)
 
 
+# --- overlapped batches, on a fake GPU --------------------------------------------------------------------
+class FakeGPU:
+    """Two blocking kernels, events and a stream, faked in order: a launched blocker holds until its
+    flag is set; a call's event pair gets the next drawn time; synchronizing runs what was released.
+    ``blocks_host``: a call that waits for the GPU (its blocker must give up: not covered)."""
+
+    def __init__(self, draw, blocks_host=False):
+        self.draw, self.blocks_host, self.calls = draw, blocks_host, 0
+        self.flags = [np.zeros(1, np.int32) for _ in range(2)]
+        self.statuses = [np.zeros(1, np.int32) for _ in range(2)]
+        self.times = {}
+
+    def blocker(self, flag, status, naps):
+        status[0] = 0
+
+    def call(self):
+        self.calls += 1
+        if self.blocks_host:  # the GPU has to run: the blocker in front gives up
+            for st in self.statuses:
+                st[0] = 2 if st[0] == 0 else st[0]
+
+    def run(self):
+        for fl, st in zip(self.flags, self.statuses):
+            if fl[0] == 1 and st[0] == 0:
+                st[0] = 1
+
+    def events(self, n):
+        gpu = self
+
+        class Event:
+            def record(self):
+                gpu.times[id(self)] = gpu.draw()
+
+            def synchronize(self):
+                gpu.run()
+
+            def query(self):
+                return True
+
+        pool = getattr(self, "pool", None) or [(Event(), Event()) for _ in range(2 * T.BATCH_MAX)]
+        self.pool = pool
+        return [a for a, _ in pool[:n]], [b for _, b in pool[:n]]
+
+
+def fake_gpu(monkeypatch, draw, blocks_host=False):
+    from kernels.compiler import cuda
+
+    gpu = FakeGPU(draw, blocks_host)
+    monkeypatch.setattr(T, "_blocker", {"works": True, "why": "fake", "kernel": gpu.blocker, "flag": gpu.flags[0],
+                                        "status": gpu.statuses[0], "flags": gpu.flags, "statuses": gpu.statuses})
+    monkeypatch.setattr(T, "_events", gpu.events)
+    monkeypatch.setattr(cuda, "event_elapsed_time", lambda a, b: gpu.times[id(b)], raising=False)
+    return gpu
+
+
+def test_overlapped_batches_keep_the_rule(monkeypatch, rng):
+    """Behind two alternating blockers: a fixed count is exact (no batch past it enqueued), the
+    adaptive rule stops on what it had read (the batch in flight then is dropped), every batch covered."""
+    gpu = fake_gpu(monkeypatch, lambda: 0.1)
+    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(repeats=300), 1e-5, 0.1, False)
+    assert len(samples) == 300 == gpu.calls and covered and meta["stop"] == "fixed count (300)"
+    gpu = fake_gpu(monkeypatch, lambda: 0.1 * (1 + 0.001 * rng.standard_normal()))
+    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(), 1e-5, 0.1, False)
+    assert covered and "noise" in meta["stop"] and 250 <= sum(samples) < 400
+    assert gpu.calls - len(samples) <= T.BATCH_MAX  # at most the one batch in flight dropped
+    assert T.StopRule().done(samples, 0.0)
+
+
+def test_overlapped_batches_report_a_call_that_blocks_the_host(monkeypatch):
+    gpu = fake_gpu(monkeypatch, lambda: 0.1, blocks_host=True)
+    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(repeats=100), 1e-5, 0.1, False)
+    assert len(samples) == 100 and not covered and meta["hold"] == "flag"
+
+
 # --- clocks ---------------------------------------------------------------------------------------------
 def test_clocks_without_nvml(monkeypatch):
     import builtins
