@@ -251,7 +251,7 @@ def test_lab_run_json_has_timing_and_noise(lab):
 # --- on the GPU -------------------------------------------------------------------------------------------
 def _vecadd(n):
     from kernels import vecadd
-    from numba import cuda
+    from kernels.compiler import cuda
 
     a = cuda.to_device(np.random.default_rng(0).standard_normal(n).astype(np.float32))
     b = cuda.to_device(np.random.default_rng(1).standard_normal(n).astype(np.float32))
@@ -271,7 +271,7 @@ def test_blocking_kernel_works():
 @pytest.mark.gpu
 @needs_gpu
 def test_l2_resident_is_faster_without_the_flush():
-    from numba import cuda
+    from kernels.compiler import cuda
 
     fn = _vecadd(1 << 20)  # 12 MB: fits the H100's 50 MB L2
     flushed = T.Timer(fn, "device", cuda.synchronize).measure(200, 5)
@@ -283,7 +283,7 @@ def test_l2_resident_is_faster_without_the_flush():
 @pytest.mark.gpu
 @needs_gpu
 def test_a_call_that_synchronizes_is_reported_with_host_gaps():
-    from numba import cuda
+    from kernels.compiler import cuda
 
     fn = _vecadd(1 << 16)
 
@@ -301,7 +301,7 @@ def test_a_call_that_synchronizes_is_reported_with_host_gaps():
 def test_2000_repeats_do_not_overflow_the_launch_queue():
     import time
 
-    from numba import cuda
+    from kernels.compiler import cuda
 
     t0 = time.perf_counter()
     m = T.Timer(_vecadd(1 << 16), "device", cuda.synchronize).measure(2000, 5)
@@ -312,7 +312,7 @@ def test_2000_repeats_do_not_overflow_the_launch_queue():
 @pytest.mark.gpu
 @needs_gpu
 def test_back_to_back_contenders_agree_with_a_second_run():
-    from numba import cuda
+    from kernels.compiler import cuda
 
     one, two = _vecadd(1 << 24), _vecadd(1 << 22)
     first = [T.Timer(f, "device", cuda.synchronize).measure() for f in (one, two)]
