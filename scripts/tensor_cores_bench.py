@@ -173,9 +173,9 @@ class _Configured:
         self.kernel, self.tile = kernel, tile
 
     def __getitem__(self, grid_block):
-        from kernels.gemm import tensor_core_tf32 as TC
+        from kernels.gemm import mma
 
-        return TC.configure(self.kernel, self.tile, *grid_block)
+        return mma.with_shared(self.kernel, *grid_block, self.tile.dynamic_bytes)
 
 
 def part_rung(name, out, rng, shapes, tshapes):
