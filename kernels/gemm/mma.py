@@ -497,12 +497,14 @@ def choose_block_tile(size, tiles, sms: int) -> tuple[str, str]:
     m, n, _ = size
     blocks = [((m + bm - 1) // bm) * ((n + bn - 1) // bn) for _, bm, bn in tiles]
     pick = next((i for i, b in enumerate(blocks) if b >= sms), len(tiles) - 1)
+    from kernels.spec import plural
+
     name, bm, bn = tiles[pick]
     if pick == 0:
-        return name, f"{bm}x{bn} block tiles: {blocks[0]} blocks for {sms} SMs"
+        return name, f"{bm}x{bn} block tiles: {plural(blocks[0], 'block')} for {plural(sms, 'SM')}"
     _, bm0, bn0 = tiles[0]
-    return name, (f"{bm}x{bn} block tiles ({blocks[pick]} blocks): {bm0}x{bn0} ones would make {blocks[0]} "
-                  f"blocks for {sms} SMs")
+    return name, (f"{bm}x{bn} block tiles ({plural(blocks[pick], 'block')}): {bm0}x{bn0} ones would make "
+                  f"{plural(blocks[0], 'block')} for {plural(sms, 'SM')}")
 
 
 def float32_gate(name: str, rounded_to: str):

@@ -82,6 +82,15 @@ in 96 KB of dynamic shared memory, pipelined): **147.2 TFLOP/s at 4096^3 (0.39x)
 long_scoreboard 30%, wait 26%: 242 registers cap every 64 x 64 build at 8 warps an SM, too few to hide
 the shared-load latency; the 0.6x target (about 230 TFLOP/s) is missed.
 
+Shapes (:func:`choose`, named in the launch note): a 128 x 128 block tile at 1000 x 1030 x 517 makes 8 x 9 =
+72 blocks, 60 of an H100's 132 SMs idle for the whole product (torch TF32 25.4 TFLOP/s there, this rung
+13.4 with that build). Where the default's grid has fewer blocks than the device has SMs the rung runs
+:data:`SMALL`, 64 x 64 blocks of 4 warps of 32 x 32 (272 blocks there; 124 registers, 48 KB of static shared
+memory: 4 blocks an SM; offline 284 SASS instructions a 32-deep slab for 32 HMMA, the default's 642 for
+128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
+16-byte chunk is four 4-byte copies; a chunk of a tile wholly inside the matrix now takes them unchecked
+(four LDGSTS at immediate offsets), the edge tiles keep a check an element.
+
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
 wrong C there too.
