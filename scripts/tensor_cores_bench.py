@@ -133,8 +133,9 @@ def part_probe(name, out, rng):
 
 
 class _Bf16Launch:
-    """kernel(size)[grid, block] for the bf16 rung: its build launched through configured() (dynamic
-    shared memory opted in on the first call)."""
+    """kernel(size)[grid, block] for the bf16 rung: the build its choose() picks for the shape, at K and N
+    padded to multiples of 8 (part_rung pads the inputs as the rung's prepare does), launched through
+    configured() (dynamic shared memory opted in on the first call)."""
 
     def __init__(self, size):
         self.size = size
@@ -142,7 +143,9 @@ class _Bf16Launch:
     def __getitem__(self, grid_block):
         from kernels.gemm import tensor_core_bf16 as TB
 
-        return TB.configured(TB.kernel_for(self.size[2], self.size[1]), *grid_block, TB.BUILD)
+        build = TB.BUILDS[TB.choose(self.size)[0]]
+        kern = TB.kernel_for(TB.padded(self.size[2]), TB.padded(self.size[1]), **build)
+        return TB.configured(kern, *grid_block, build)
 
 
 def build(name):
@@ -160,10 +163,14 @@ def build(name):
         bk, stages = {(): (AC.BK, AC.STAGES), ("bk16", "s2"): (16, 2), ("bk8", "s3"): (8, 3)}[tuple(opts)]
         kern = AC.make_async_copy_kernel(bk, stages)
         return (lambda size: AC.launch(size, AC.THREADS)), (lambda size: kern)
-    tile = next((TC.TILES[o] for o in opts if o in TC.TILES), TC.TILES[TC.DEFAULT])
+    named = next((TC.TILES[o] for o in opts if o in TC.TILES), None)  # none named: the rung's choose() picks
+
+    def tile(size):
+        return named or TC.TILES[TC.choose(size)[0]]
+
     rounding = next((o for o in opts if o in TC.ROUNDINGS), TC.ROUNDING)
-    return (lambda size: TC.launch_for(tile, size)), (lambda size: _Configured(TC.kernel_for(size[2], size[1], tile,
-                                                                                            rounding), tile))
+    return (lambda size: TC.launch_for(tile(size), size)), (lambda size: _Configured(TC.kernel_for(
+        size[2], size[1], tile(size), rounding), tile(size)))
 
 
 class _Configured:
@@ -183,12 +190,19 @@ def part_rung(name, out, rng, shapes, tshapes):
     from kernels.compiler import cuda
     from kernels.gemm import mma
     from kernels.gemm import mma_bf16 as MB
+    from kernels.gemm import tensor_core_bf16 as TB
     from kernels.spec import dot_tolerance
     import torch
 
     plan, kernel = build(name)
     bf16 = "bf16" in name  # the kernel takes bfloat16 bits (uint16), rounded here before the call
-    dev = (lambda X: cuda.to_device(MB.to_bf16_bits(X))) if bf16 else cuda.to_device
+    # bf16: the bits, K and N zero-padded to multiples of 8 as the rung's prepare pads them (A's columns, B's both)
+    def dev(X, rows=None):
+        return TB.device_bf16(X, rows, TB.padded(X.shape[1])) if bf16 else cuda.to_device(X)
+
+    def dev_b(X):
+        return dev(X, TB.padded(X.shape[0]) if bf16 else None)
+
     ok_all = True
     for (m, n, k) in shapes:
         A = rng.standard_normal((m, k)).astype(np.float32)
@@ -196,7 +210,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
         cfg = plan((m, n, k))
         t0 = time.perf_counter()
-        kernel((m, n, k))[cfg.grid, cfg.block](dev(A), dev(B), dC)
+        kernel((m, n, k))[cfg.grid, cfg.block](dev(A), dev_b(B), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0
         C = dC.copy_to_host()
@@ -214,7 +228,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         return
     for (m, n, k) in tshapes:
         dA = dev(np.random.default_rng(1).standard_normal((m, k), np.float32))
-        dB = dev(np.random.default_rng(2).standard_normal((k, n), np.float32))
+        dB = dev_b(np.random.default_rng(2).standard_normal((k, n), np.float32))
         dC = cuda.device_array((m, n), np.float32)
         cfg = plan((m, n, k))
         launch = kernel((m, n, k))[cfg.grid, cfg.block]
