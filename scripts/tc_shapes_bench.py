@@ -6,8 +6,8 @@ rung checked against float64, then timed beside torch at the same precision. Abo
 Checks: tensor_core_tf32 and tensor_core_bf16 as ``lab run`` launches them (the variant's launch and
 prepare: the build each one's ``choose`` picks for the shape, the bf16 inputs rounded and zero-padded once
 before the calls) on fresh random inputs at CHECK_SHAPES, the TF32 tolerance for 10-bit inputs and the bf16
-one for 7-bit (kernels.gemm.mma.rounded_inputs_tolerance); a NaN (an element never written) fails. Then
-the other build of each rung at the first check shape (the chooser's alternative, forced).
+one for 7-bit (kernels.gemm.mma.rounded_inputs_tolerance); a NaN (an element never written) fails; and
+both builds of each rung, forced, at the first check shape (ragged rows) and the last (aligned rows).
 
 Times (CUDA events around ``CALLS`` back-to-back calls, median of ``ROUNDS``: launch overhead overlaps the
 GPU's work as in a loop of calls; with one call an event pair also holds the Python launch): at TIME_SHAPES,
@@ -29,7 +29,8 @@ import numpy as np
 os.environ.setdefault("LAB_COMPILER", "numba-cuda-mlir")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-CHECK_SHAPES = [(1000, 1030, 517), (129, 129, 129), (4097, 65, 1001)]
+# ragged K and N (TF32: 4-byte copies; bf16: padded), just past a tile, tall-skinny with aligned rows
+CHECK_SHAPES = [(1000, 1030, 517), (129, 129, 129), (4097, 72, 1000)]
 TIME_SHAPES = [(1000, 1030, 517), (1024, 1024, 1024), (129, 129, 129), (64, 4096, 4096), (4096, 64, 4096),
                (4096, 4096, 32), (2048, 2048, 2047), (4097, 4097, 4097), (4096, 4096, 4096)]
 RUNGS = ("tensor_core_tf32", "tensor_core_bf16")
@@ -146,7 +147,7 @@ def main():
             bits = mma.TF32_MANTISSA if rung.endswith("tf32") else MB.BF16_MANTISSA
             tol = mma.rounded_inputs_tolerance(A, B, bits)
             alts = [("", None)] + ([(name, prep) for name, prep in builds(rung).items() if name != "padded"]
-                                   if (m, n, k) == check_shapes[0] else [])
+                                   if (m, n, k) in (check_shapes[0], check_shapes[-1]) else [])
             for label, prep in alts:
                 dA, dB = cuda.to_device(A), cuda.to_device(B)
                 dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
