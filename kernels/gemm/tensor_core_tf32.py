@@ -85,8 +85,9 @@ the shared-load latency; the 0.6x target (about 230 TFLOP/s) is missed.
 Shapes (:func:`choose`, named in the launch note): a 128 x 128 block tile at 1000 x 1030 x 517 makes 8 x 9 =
 72 blocks, 60 of an H100's 132 SMs idle for the whole product (torch TF32 25.4 TFLOP/s there, this rung
 13.4 with that build). Where the default's grid has fewer blocks than the device has SMs the rung runs
-:data:`SMALL`, 64 x 64 blocks of 4 warps of 32 x 32 (272 blocks there; 124 registers, 48 KB of static shared
-memory: 4 blocks an SM; offline 284 SASS instructions a 32-deep slab for 32 HMMA, the default's 642 for
+:data:`SMALL`, 64 x 64 blocks of 4 warps of 32 x 32 (272 blocks there; 120 registers, 128 with 4-byte copies,
+48 KB of static shared memory: launch bounds of 4 blocks an SM; offline 316 SASS instructions a 32-deep slab
+for 32 HMMA (4-byte copies: 591), the default's 642 for
 128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
 16-byte chunk is four 4-byte copies; a chunk of a tile wholly inside the matrix now takes them unchecked
 (four LDGSTS at immediate offsets), the edge tiles keep a check an element.
@@ -228,7 +229,11 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     a_sw = 0 if bk == 16 else 4  # A rows of 16 words need no swizzle; longer rows: chunk ^ 4 on odd rows
     b_sw = 1 if cpl == 2 else 2  # B: chunk ^ (bit 2 of k) * b_sw ^ (bit 3 of k) * 4 (see the docstring)
     mode = ROUNDINGS.index(rounding)
-    bounds = {} if SIMULATOR else {"launch_bounds": (threads, max(1, 65536 // (threads * 255)))}
+    # launch bounds: 2 blocks an SM for the 64 x 64 warp tiles (their 128 accumulators need the 255 registers);
+    # 4 for 32 x 32 ones (32 accumulators, 48 KB: 4 fit an SM), which caps them at 128 registers -- the 4-byte
+    # copy build took 208 without the cap, 128 with it, no spills (ptxas through nvJitLink, sm_90)
+    min_blocks = 4 if acc_n <= 32 else max(1, 65536 // (threads * 255))
+    bounds = {} if SIMULATOR else {"launch_bounds": (threads, min_blocks)}
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_a(sm, af, mt, pa, kk, a_odd):
