@@ -87,8 +87,7 @@ Shapes (:func:`choose`, named in the launch note): a 128 x 128 block tile at 100
 13.4 with that build). Where the default's grid has fewer blocks than the device has SMs the rung runs
 :data:`SMALL`, 64 x 64 blocks of 4 warps of 32 x 32 (272 blocks there; 120 registers, 128 with 4-byte copies,
 48 KB of static shared memory: launch bounds of 4 blocks an SM; offline 316 SASS instructions a 32-deep slab
-for 32 HMMA (4-byte copies: 591), the default's 642 for
-128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
+for 32 HMMA, 591 with 4-byte copies, the default's 642 for 128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
 16-byte chunk is four 4-byte copies; a chunk of a tile wholly inside the matrix now takes them unchecked
 (four LDGSTS at immediate offsets), the edge tiles keep a check an element.
 
