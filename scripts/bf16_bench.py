@@ -83,24 +83,6 @@ def rounds_ms(fn, torch, calls=20, rounds=5, budget_s=6.0):
 
 
 @cuda.jit
-def ldm(X, R, RT):
-    s = cuda.shared.array(256, uint16, alignment=ALIGN)
-    lane = cuda.threadIdx.x
-    for e in range(8):
-        s[lane * 8 + e] = X[lane * 8 + e]
-    cuda.syncthreads()
-    r0, r1, r2, r3 = MB.ldmatrix_x4(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
-    R[lane, 0] = r0
-    R[lane, 1] = r1
-    R[lane, 2] = r2
-    R[lane, 3] = r3
-    t0, t1, t2, t3 = MB.ldmatrix_x4_trans(MB.shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
-    RT[lane, 0] = t0
-    RT[lane, 1] = t1
-    RT[lane, 2] = t2
-    RT[lane, 3] = t3
-
-@cuda.jit
 def one_mma(A, B, C):
     s = cuda.shared.array(256, uint16, alignment=ALIGN)
     sb = cuda.shared.array(128, uint16, alignment=ALIGN)
@@ -124,18 +106,7 @@ def one_mma(A, B, C):
 
 
 def probes(out):
-    X = np.arange(256, dtype=np.uint16)
-    dR, dRT = cuda.to_device(np.zeros((32, 4), np.int32)), cuda.to_device(np.zeros((32, 4), np.int32))
-    ldm[1, 32](cuda.to_device(X), dR, dRT)
-    R, RT = dR.copy_to_host(), dRT.copy_to_host()
-    bad = bad_t = 0
-    for lane in range(32):
-        for j in range(4):
-            want = [16 * r + c for r, c in (MB.a_index(lane, 2 * j), MB.a_index(lane, 2 * j + 1))]
-            bad += [int(R[lane, j]) & 0xFFFF, (int(R[lane, j]) >> 16) & 0xFFFF] != want
-            k, n = MB.b_index(lane, 2 * (j % 2))
-            n += 8 * (j // 2)
-            bad_t += [int(RT[lane, j]) & 0xFFFF, (int(RT[lane, j]) >> 16) & 0xFFFF] != [16 * k + n, 16 * (k + 1) + n]
+    bad, bad_t = MB.ldmatrix_probe_wrong()  # registers (of 128) unlike the mma fragments
     out["probes"]["ldmatrix_x4 wrong registers (of 128)"] = bad
     out["probes"]["ldmatrix_x4_trans wrong registers (of 128)"] = bad_t
 
@@ -179,9 +150,8 @@ def main():
         ref = A.astype(np.float64) @ B.astype(np.float64)
         tol = mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA)
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
-        cfg = TC.launch((m, n, k), 256)
         t0 = time.perf_counter()
-        TC.configured(TC.kernel_for(k, n), cfg.grid, cfg.block, TC.BUILD)(
+        build_launch("default", m, n, k)(  # BUILD's kernel on the unpadded bits: its general loads where K, N are ragged
             cuda.to_device(MB.to_bf16_bits(A)), cuda.to_device(MB.to_bf16_bits(B)), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0

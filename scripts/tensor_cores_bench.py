@@ -133,8 +133,9 @@ def part_probe(name, out, rng):
 
 
 class _Bf16Launch:
-    """kernel(size)[grid, block] for the bf16 rung: its build launched through configured() (dynamic
-    shared memory opted in on the first call)."""
+    """kernel(size)[grid, block] for the bf16 rung: the build its choose() picks for the shape, at K and N
+    padded to multiples of 8 (part_rung pads the inputs as the rung's prepare does), launched through
+    configured() (dynamic shared memory opted in on the first call)."""
 
     def __init__(self, size):
         self.size = size
@@ -142,7 +143,9 @@ class _Bf16Launch:
     def __getitem__(self, grid_block):
         from kernels.gemm import tensor_core_bf16 as TB
 
-        return TB.configured(TB.kernel_for(self.size[2], self.size[1]), *grid_block, TB.BUILD)
+        build = TB.BUILDS[TB.choose(self.size)[0]]
+        kern = TB.kernel_for(TB.padded(self.size[2]), TB.padded(self.size[1]), **build)
+        return TB.configured(kern, *grid_block, build)
 
 
 def build(name):
@@ -160,10 +163,14 @@ def build(name):
         b = AC.BUILDS[opts[0] if opts else AC.DEFAULT]
         return (lambda size: AC.launch_for(b, size)), (lambda size: _Configured(AC.kernel_for(size[2], size[1], b), b,
                                                                                 AC.configure))
-    tile = next((TC.TILES[o] for o in opts if o in TC.TILES), TC.TILES[TC.DEFAULT])
+    named = next((TC.TILES[o] for o in opts if o in TC.TILES), None)  # none named: the rung's choose() picks
+
+    def tile(size):
+        return named or TC.TILES[TC.choose(size)[0]]
+
     rounding = next((o for o in opts if o in TC.ROUNDINGS), TC.ROUNDING)
-    return (lambda size: TC.launch_for(tile, size)), (lambda size: _Configured(TC.kernel_for(size[2], size[1], tile,
-                                                                                            rounding), tile))
+    return (lambda size: TC.launch_for(tile(size), size)), (lambda size: _Configured(TC.kernel_for(
+        size[2], size[1], tile(size), rounding), tile(size)))
 
 
 class _Configured:
@@ -174,9 +181,11 @@ class _Configured:
         self.kernel, self.tile, self.configure = kernel, tile, configure
 
     def __getitem__(self, grid_block):
-        from kernels.gemm import tensor_core_tf32 as TC
+        from kernels.gemm import mma
 
-        return (self.configure or TC.configure)(self.kernel, self.tile, *grid_block)
+        if self.configure:
+            return self.configure(self.kernel, self.tile, *grid_block)
+        return mma.with_shared(self.kernel, *grid_block, self.tile.dynamic_bytes)
 
 
 def part_rung(name, out, rng, shapes, tshapes):
@@ -184,12 +193,19 @@ def part_rung(name, out, rng, shapes, tshapes):
     from kernels.compiler import cuda
     from kernels.gemm import mma
     from kernels.gemm import mma_bf16 as MB
+    from kernels.gemm import tensor_core_bf16 as TB
     from kernels.spec import dot_tolerance
     import torch
 
     plan, kernel = build(name)
     bf16 = "bf16" in name  # the kernel takes bfloat16 bits (uint16), rounded here before the call
-    dev = (lambda X: cuda.to_device(MB.to_bf16_bits(X))) if bf16 else cuda.to_device
+    # bf16: the bits, K and N zero-padded to multiples of 8 as the rung's prepare pads them (A's columns, B's both)
+    def dev(X, rows=None):
+        return TB.device_bf16(X, rows, TB.padded(X.shape[1])) if bf16 else cuda.to_device(X)
+
+    def dev_b(X):
+        return dev(X, TB.padded(X.shape[0]) if bf16 else None)
+
     ok_all = True
     for (m, n, k) in shapes:
         A = rng.standard_normal((m, k)).astype(np.float32)
@@ -197,7 +213,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
         cfg = plan((m, n, k))
         t0 = time.perf_counter()
-        kernel((m, n, k))[cfg.grid, cfg.block](dev(A), dev(B), dC)
+        kernel((m, n, k))[cfg.grid, cfg.block](dev(A), dev_b(B), dC)
         cuda.synchronize()
         first = time.perf_counter() - t0
         C = dC.copy_to_host()
@@ -215,7 +231,7 @@ def part_rung(name, out, rng, shapes, tshapes):
         return
     for (m, n, k) in tshapes:
         dA = dev(np.random.default_rng(1).standard_normal((m, k), np.float32))
-        dB = dev(np.random.default_rng(2).standard_normal((k, n), np.float32))
+        dB = dev_b(np.random.default_rng(2).standard_normal((k, n), np.float32))
         dC = cuda.device_array((m, n), np.float32)
         cfg = plan((m, n, k))
         launch = kernel((m, n, k))[cfg.grid, cfg.block]

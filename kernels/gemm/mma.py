@@ -445,3 +445,82 @@ def pipeline_variant(name: str, doc: str, launch, prepare, unavailable, precisio
     tol = None if precision == "fp32" else precision_tolerances(precision)
     return PipelineVariant(name, doc, launch, prepare, suits=suits, precision=precision, tolerance=tol,
                            unavailable=unavailable)
+
+
+# --- What the tensor-core rungs share: their launches, their shape chooser, their dtype gate ------
+STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may have; past it, dynamic (opted in)
+
+
+def _allow_dynamic_shared(kernel, nbytes: int) -> None:
+    """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
+    kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
+    from cuda.bindings import driver
+
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    compiled = list(kernel.overloads.values())
+    if not compiled and hasattr(kernel, "_launch_config_compile_results"):  # numba-cuda-mlir's launch-time compiles
+        compiled = list(kernel._launch_config_compile_results())
+    for cres in compiled:
+        err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
+        if getattr(err, "value", err) != 0:
+            raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
+
+
+def with_shared(kernel, grid, block, nbytes: int):
+    """A callable f(*args) that launches ``kernel`` on ``grid``, ``block`` with ``nbytes`` of dynamic
+    shared memory: ``kernel[grid, block]`` when 0 (static arrays only); past 48 KB the kernel is opted in
+    on the first call where the launch is refused (numba-cuda-mlir raises the limit itself; the first
+    launch compiles, a refused one is retried once after the opt-in)."""
+    if not nbytes:
+        return kernel[grid, block]
+    launch = kernel[grid, block, 0, nbytes]
+    state = {"ready": SIMULATOR or nbytes <= STATIC_SHARED}
+
+    def call(*args):
+        if state["ready"]:
+            return launch(*args)
+        try:
+            launch(*args)
+        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
+            _allow_dynamic_shared(kernel, nbytes)
+            launch(*args)
+        state["ready"] = True
+
+    return call
+
+
+def choose_block_tile(size, tiles, sms: int) -> tuple[str, str]:
+    """(name, why) of the block tile for an m x n x k product: ``tiles`` lists (name, bm, bn) from the
+    largest (the rung's default) down; the first whose grid, ceil(m / bm) x ceil(n / bn) blocks, gives
+    each of the ``sms`` SMs a block at least, else the last (the most blocks). A 128 x 128 grid of 72
+    blocks (1000 x 1030) leaves 60 of an H100's 132 SMs idle; 64 x 64 tiles make it 272 blocks."""
+    m, n, _ = size
+    blocks = [((m + bm - 1) // bm) * ((n + bn - 1) // bn) for _, bm, bn in tiles]
+    pick = next((i for i, b in enumerate(blocks) if b >= sms), len(tiles) - 1)
+    from kernels.spec import plural
+
+    name, bm, bn = tiles[pick]
+    if pick == 0:
+        return name, f"{bm}x{bn} block tiles: {plural(blocks[0], 'block')} for {plural(sms, 'SM')}"
+    _, bm0, bn0 = tiles[0]
+    return name, (f"{bm}x{bn} block tiles ({plural(blocks[pick], 'block')}): {bm0}x{bn0} ones would make "
+                  f"{plural(blocks[0], 'block')} for {plural(sms, 'SM')}")
+
+
+def float32_gate(name: str, rounded_to: str):
+    """The ``unavailable(dtype)`` of tensor-core rung ``name``, which takes float32 inputs rounded to
+    ``rounded_to``: why it does not run here, "" when it does."""
+    def unavailable(dtype) -> str:
+        if UNAVAILABLE:
+            return f"{name} {UNAVAILABLE}"
+        if np.dtype(dtype) != np.float32:
+            return f"{name} takes float32 inputs, rounded to {rounded_to} (--dtype {np.dtype(dtype).name})"
+        return ""
+    unavailable.__doc__ = f"Why {name} does not run here (\"\" when it does): float32 inputs only."
+    return unavailable
+
+
+def float32_inputs(name: str, rounded_to: str, A) -> None:
+    """ValueError unless A (a rung's input) is float32: the check each tensor-core rung's prepare makes."""
+    if np.dtype(A.dtype) != np.float32:
+        raise ValueError(f"{name} takes float32 inputs (rounded to {rounded_to})")

@@ -55,7 +55,8 @@ import threading
 
 import numpy as np
 
-from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, int32
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, int32, uint16
+from kernels.gemm.build_options import ALIGN
 from kernels.gemm import mma as _mma
 
 BF16_MANTISSA = 7  # explicit mantissa bits of bfloat16 (TF32 10, float32 23)
@@ -401,3 +402,45 @@ else:
         col = goff - row * src.shape[1]
         for e in range(8):
             dst[di + e] = src[row, col + e] if e < count else _u16(0)
+
+
+# --- A one-warp probe of ldmatrix (the tests run it in the simulator, scripts/bf16_bench.py on a GPU) ---
+@cuda.jit
+def ldmatrix_probe(X, R, RT):
+    """One warp: the 16 x 16 uint16 tile X (256 elements, row-major) into shared memory, then this lane's
+    four registers of ``ldmatrix_x4`` (R[lane, j]) and of ``ldmatrix_x4_trans`` (RT[lane, j]) from it, lane l
+    pointing at row l % 16, column (l // 16) * 8."""
+    s = cuda.shared.array(256, uint16, alignment=ALIGN)  # ldmatrix rows: 16-byte aligned
+    lane = cuda.threadIdx.x
+    for e in range(8):
+        s[lane * 8 + e] = X[lane * 8 + e]
+    cuda.syncthreads()
+    r0, r1, r2, r3 = ldmatrix_x4(shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    R[lane, 0] = r0
+    R[lane, 1] = r1
+    R[lane, 2] = r2
+    R[lane, 3] = r3
+    t0, t1, t2, t3 = ldmatrix_x4_trans(shared_base(s), (lane % 16) * 16 + (lane // 16) * 8)
+    RT[lane, 0] = t0
+    RT[lane, 1] = t1
+    RT[lane, 2] = t2
+    RT[lane, 3] = t3
+
+
+def ldmatrix_probe_wrong() -> tuple[int, int]:
+    """Run :func:`ldmatrix_probe` on the tile whose element (r, c) holds 16 r + c and count the registers (of
+    128 each) that differ from the mma fragments (:func:`a_index`; :func:`b_index` of both 8-column halves
+    for .trans): (plain, trans), (0, 0) when ldmatrix hands every lane its fragment."""
+    X = np.arange(256, dtype=np.uint16)
+    dR, dRT = cuda.to_device(np.zeros((32, 4), np.int32)), cuda.to_device(np.zeros((32, 4), np.int32))
+    ldmatrix_probe[1, 32](cuda.to_device(X), dR, dRT)
+    R, RT = dR.copy_to_host(), dRT.copy_to_host()
+    halves = lambda reg: [int(reg) & 0xFFFF, (int(reg) >> 16) & 0xFFFF]  # noqa: E731
+    bad = bad_t = 0
+    for lane in range(32):
+        for j in range(4):
+            bad += halves(R[lane, j]) != [16 * r + c for r, c in (a_index(lane, 2 * j), a_index(lane, 2 * j + 1))]
+            k, n = b_index(lane, 2 * (j % 2))
+            n += 8 * (j // 2)
+            bad_t += halves(RT[lane, j]) != [16 * k + n, 16 * (k + 1) + n]
+    return bad, bad_t

@@ -64,6 +64,16 @@ memory: **284.2 TFLOP/s (0.37x)**, 244.9 at 2048^3 (0.36x of 677.5). Nsight Comp
 8-warp build): memory-bound on L2 (64% of peak; DRAM 7%, tensor pipe 34%), stalls math_pipe_throttle,
 wait. Target 0.5x (about 390 TFLOP/s): missed.
 
+Shapes (:func:`choose`, :func:`prepare`; the launch note names both): the rung's ``prepare`` rounds A and B to
+bf16 once before the calls and now zero-pads K and N to multiples of 8 in that same pass, so every row is
+16-byte aligned and every build takes the 16-byte copies from offsets computed once. The general loads
+(:func:`load_tile_b16` without ``vec``) -- what 1000 x 1030 x 517 ran: plain 2-byte loads and stores
+through registers, nothing in flight while the mma ran, 255 registers, 2,131 SASS
+instructions a 32-deep slab against 319 -- gave 7.3 TFLOP/s there, under torch's FP32 (20.1). They stay
+for direct callers of :func:`kernel_for`. Where BUILD's 128 x 128 grid has fewer blocks than the device has
+SMs (72 at 1000 x 1030), the rung runs SMALL_BUILD: 64 x 64 blocks of 4 warps of 32 x 32, 4 stages in 38 KB
+of static shared memory, 118 registers (offline: 143 SASS instructions a slab for 16 HMMA).
+
 Checked against the float64 reference with a tolerance for 7-bit inputs
 (kernels.gemm.mma.rounded_inputs_tolerance: the float32 bound plus the random walk of the input rounding,
 u = 2^-7 a product, scaled by sqrt(sum_k (a_k b_k)^2), i.e. ~sqrt(K)).
@@ -78,10 +88,11 @@ import functools
 import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32, int32, int64, uint16
-from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
+from kernels.gemm import mma
+from kernels.gemm.mma import EMULATED, cp_async_commit, cp_async_wait
 from kernels.gemm.mma_bf16 import (cp_async16_at, global_base, ldmatrix_x4, ldmatrix_x4_trans, mma_bf16,
                                     shared_base, to_bf16_bits)
-from kernels.spec import Launch, blocks_for
+from kernels.spec import Launch, blocks_for, sm_count
 
 BK = 32  # K-slab a stage holds (two mma k-steps)
 STAGES = 2  # 2 x 18.5 KB of static shared memory
@@ -166,43 +177,10 @@ def shared_bytes(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M, war
     return 2 * stages * (bm * (bk + PAD) + bk * (bn + PAD))
 
 
-def _allow_dynamic_shared(kernel, nbytes: int) -> None:
-    """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
-    kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
-    from cuda.bindings import driver
-
-    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-    compiled = list(kernel.overloads.values())
-    if not compiled and hasattr(kernel, "_launch_config_compile_results"):  # numba-cuda-mlir's launch-time compiles
-        compiled = list(kernel._launch_config_compile_results())
-    for cres in compiled:
-        err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
-        if getattr(err, "value", err) != 0:
-            raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
-
-
 def configured(kernel, grid, block, build: dict):
-    """A callable f(A, B, C) that launches ``kernel`` (a make_bf16_kernel(**build)) on ``grid``, ``block``:
-    kernel[grid, block] for static shared memory; for a ``dynamic`` build with its shared_bytes(**build)
-    of dynamic shared memory, opting the kernel in on the first call where it needs more than 48 KB
-    (the first launch compiles; a refused launch is retried once after the opt-in)."""
-    if not build.get("dynamic"):
-        return kernel[grid, block]
-    nbytes = shared_bytes(**build)
-    launch = kernel[grid, block, 0, nbytes]
-    state = {"ready": SIMULATOR or nbytes <= 48 * 1024}
-
-    def call(*args):
-        if state["ready"]:
-            return launch(*args)
-        try:
-            launch(*args)
-        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
-            _allow_dynamic_shared(kernel, nbytes)
-            launch(*args)
-        state["ready"] = True
-
-    return call
+    """A callable f(A, B, C) that launches ``kernel`` (a make_bf16_kernel(**build)) on ``grid``, ``block``,
+    with shared_bytes(**build) of dynamic shared memory for a ``dynamic`` build (kernels.gemm.mma.with_shared)."""
+    return mma.with_shared(kernel, grid, block, shared_bytes(**build) if build.get("dynamic") else 0)
 
 
 def tile_shape(warps_m: int = WARPS_M, warps_n: int = WARPS_N, mt: int = MT, nt: int = NT) -> tuple[int, int, int]:
@@ -354,7 +332,7 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
         r0 = row0 + wm + g
         c0 = col0 + wn + 2 * q
         rows_left = M - r0  # this lane's rows r0 + d exist for d < rows_left, its columns c0 + d for d < cols_left
-        cols_left = N - c0
+        cols_left = C.shape[1] - c0  # B may carry zero columns past C's (the rung pads N to a multiple of 8)
         # one call a tile row, each with a literal i: the loops that stay are short enough to unroll, so
         # every acc index is a constant and the 128 accumulators of a 64 x 64 warp tile stay in registers
         store_tile_row(C, acc, 0, nt, r0, c0, rows_left, cols_left)
@@ -372,6 +350,27 @@ def make_bf16_kernel(bk: int = BK, stages: int = STAGES, warps_m: int = WARPS_M,
 # candidates (its BUILDS) beside it; switching the rung to one is this line, e.g. dict(warps_m=2, warps_n=2, nt=8).
 BUILD: dict = dict(warps_m=2, warps_n=2, nt=8, stages=4, dynamic=True)  # w64k32s4dyn: the fastest measured
 BM, BN, THREADS = tile_shape(**{k: v for k, v in BUILD.items() if k in ("warps_m", "warps_n", "mt", "nt")})
+# Where BUILD's grid would leave SMs idle (:func:`choose`): 64 x 64 block tiles, 4 warps of 32 x 32, 4 stages
+# in 38 KB of static shared memory.
+SMALL_BUILD: dict = dict(warps_m=2, warps_n=2, mt=2, nt=4, stages=4, dynamic=False)
+BUILDS = {"default": BUILD, "small": SMALL_BUILD}
+
+
+def build_tile(build: dict) -> tuple[int, int, int]:
+    """(BM, BN, threads) of ``build`` (make_bf16_kernel's keywords over its defaults)."""
+    return tile_shape(**{k: v for k, v in build.items() if k in ("warps_m", "warps_n", "mt", "nt")})
+
+
+def choose(size) -> tuple[str, str]:
+    """(name in :data:`BUILDS`, why) of the rung's build for size (m, n, k): "default" (128 x 128 block
+    tiles) where its grid has a block for every SM (kernels.spec.sm_count), else "small" (64 x 64, 4x the
+    blocks): at 1000 x 1030 x 517 the default's 72 blocks would leave 60 of an H100's 132 SMs idle."""
+    return mma.choose_block_tile(size, [(n, *build_tile(BUILDS[n])[:2]) for n in ("default", "small")], sm_count())
+
+
+def padded(n: int) -> int:
+    """n rounded up to a multiple of 8 (16 bytes of bf16): the K and N the rung's kernel runs at."""
+    return -(-n // 8) * 8
 
 
 def kernel_for(K: int, N: int, **build):
@@ -382,41 +381,51 @@ def kernel_for(K: int, N: int, **build):
 
 
 def launch(size, threads):
-    """Block fixed at THREADS threads (8 warps by default), one BM x BN (128 x 128) tile of C a block."""
-    m, n, _ = size
+    """The build :func:`choose` picks (its note says which and why), block fixed at its warps' threads,
+    one BM x BN tile of C a block."""
+    m, n, k = size
+    name, why = choose(size)
+    bm, bn, nthreads = build_tile(BUILDS[name])
     notes = []
-    if threads != THREADS:
-        notes.append(f"block fixed at {THREADS} threads ({THREADS // 32} warps); --threads {threads} ignored")
+    if threads != nthreads:
+        notes.append(f"block fixed at {nthreads} threads ({nthreads // 32} warps); --threads {threads} ignored")
+    notes.append(f"build {name}: {why}")
+    if k % 8 or n % 8:
+        notes.append(f"K, N padded with zeros to {padded(k)}, {padded(n)} (multiples of 8) in the bf16 rounding "
+                     f"before the calls: every copy 16 bytes")
     notes.append("bfloat16 inputs (7-bit mantissa, rounded once before the calls), float32 sums and output")
     if EMULATED:
         notes.append("emulated: mma.sync, ldmatrix and cp.async run as Python in the simulator")
-    grid = (blocks_for(n, BN), blocks_for(m, BM))
-    return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)),
+    grid = (blocks_for(n, bn), blocks_for(m, bm))
+    return Launch(grid=grid, block=(nthreads,), threads_needed=min(grid[0] * grid[1] * nthreads, blocks_for(m * n, 64)),
                   note="; ".join(notes))
 
 
-def device_bf16(a):
-    """A device (or simulator) float32 matrix rounded to bfloat16: a device uint16 array of its bits."""
+def device_bf16(a, rows: int | None = None, cols: int | None = None):
+    """A device (or simulator) float32 matrix rounded to bfloat16: a device uint16 array of its bits,
+    zero-padded to ``rows`` x ``cols`` when given (bf16 zeros: they add nothing to a product)."""
     host = a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
-    return cuda.to_device(np.ascontiguousarray(to_bf16_bits(host)))
+    bits = to_bf16_bits(host)
+    if (rows or bits.shape[0], cols or bits.shape[1]) != bits.shape:
+        out = np.zeros((rows or bits.shape[0], cols or bits.shape[1]), np.uint16)
+        out[:bits.shape[0], :bits.shape[1]] = bits
+        bits = out
+    return cuda.to_device(np.ascontiguousarray(bits))
 
 
 def prepare(cfg, inputs, outputs):
-    """A and B (float32) rounded to bfloat16 once, here, then one launch a call; float32 only
-    (ValueError otherwise)."""
+    """A and B (float32) rounded to bfloat16 once, here, K and N zero-padded to multiples of 8 (rows of
+    16 bytes: the 16-byte copies from offsets computed once), then one launch a call of the build
+    :func:`choose` picks; float32 only (ValueError otherwise)."""
     A, B = inputs
-    if np.dtype(A.dtype) != np.float32:
-        raise ValueError("tensor_core_bf16 takes float32 inputs (rounded to bfloat16)")
-    A16, B16 = device_bf16(A), device_bf16(B)
-    k = configured(kernel_for(A.shape[1], B.shape[1]), cfg.grid, cfg.block, BUILD)
+    mma.float32_inputs("tensor_core_bf16", "bfloat16", A)
+    m, k = A.shape
+    n = B.shape[1]
+    A16, B16 = device_bf16(A, m, padded(k)), device_bf16(B, padded(k), padded(n))
+    build = BUILDS[choose((m, n, k))[0]]
+    kern = configured(kernel_for(padded(k), padded(n), **build), cfg.grid, cfg.block, build)
     C = outputs[0]
-    return lambda: k(A16, B16, C)
+    return lambda: kern(A16, B16, C)
 
 
-def unavailable(dtype) -> str:
-    """Why the rung does not run here ("" when it does)."""
-    if UNAVAILABLE:
-        return f"tensor_core_bf16 {UNAVAILABLE}"
-    if np.dtype(dtype) != np.float32:
-        return f"tensor_core_bf16 takes float32 inputs, rounded to bfloat16 (--dtype {np.dtype(dtype).name})"
-    return ""
+unavailable = mma.float32_gate("tensor_core_bf16", "bfloat16")

@@ -36,7 +36,7 @@ that share a 128-bit load phase hit 8 different 4-bank groups. B: f(r) = bit 2 o
 16 words need none (rows g and g + 1 fill the 32 banks), longer rows f(r) = 4 on odd rows. Without
 padding a 128 x 128 block with 16-deep slabs takes 16 KB a stage: 3 stages fit the 48 KB of static
 shared memory. Builds that need more take it as dynamic shared memory (``cuda.shared.array(0, ...)``,
-the bytes given at launch: :func:`configure`; numba-cuda-mlir raises the function's limit past 48 KB
+the bytes given at launch: kernels.gemm.mma.with_shared; numba-cuda-mlir raises the function's limit past 48 KB
 itself, up to the H100's 227 KB a block).
 
 Each thread's copies are one 16-byte column of a slab's rows (chunk k of rows rt, rt + rpp, ...), their
@@ -82,6 +82,15 @@ in 96 KB of dynamic shared memory, pipelined): **147.2 TFLOP/s at 4096^3 (0.39x)
 long_scoreboard 30%, wait 26%: 242 registers cap every 64 x 64 build at 8 warps an SM, too few to hide
 the shared-load latency; the 0.6x target (about 230 TFLOP/s) is missed.
 
+Shapes (:func:`choose`, named in the launch note): a 128 x 128 block tile at 1000 x 1030 x 517 makes 8 x 9 =
+72 blocks, 60 of an H100's 132 SMs idle for the whole product (torch TF32 25.4 TFLOP/s there, this rung
+13.4 with that build). Where the default's grid has fewer blocks than the device has SMs the rung runs
+:data:`SMALL`, 64 x 64 blocks of 4 warps of 32 x 32 (272 blocks there; 120 registers, 128 with 4-byte copies,
+48 KB of static shared memory: launch bounds of 4 blocks an SM; offline 316 SASS instructions a 32-deep slab
+for 32 HMMA, 591 with 4-byte copies, the default's 642 for 128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
+16-byte chunk is four 4-byte copies; a chunk of a tile wholly inside the matrix now takes them unchecked
+(four LDGSTS at immediate offsets), the edge tiles keep a check an element.
+
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
 wrong C there too.
@@ -95,13 +104,13 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
-import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
-from kernels.gemm.mma import EMULATED, FRAGMENT, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32
+from kernels.gemm import mma
+from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32  # noqa: F401  (UNAVAILABLE: the rung says why it is off)
 from kernels.gemm.shared_vec import ROUNDINGS, cp_async4_at, cp_async16_at, global_base, ld4_tf32, shared_base
-from kernels.spec import Launch, blocks_for
+from kernels.spec import Launch, blocks_for, sm_count
 
 
 class Tile(NamedTuple):
@@ -133,7 +142,6 @@ class Tile(NamedTuple):
                 + (", fragments double-buffered" if self.pipelined else ""))
 
 
-STATIC_SHARED = 48 * 1024  # a block's static shared memory; past it, dynamic (the launch sets the opt-in limit)
 MAX_SHARED = 227 * 1024  # an H100 block's opt-in shared memory
 # The builds scripts/tensor_cores_bench.py --tiles times. Up to 48 KB the stages are a static shared array;
 # past it, dynamic shared memory (numba-cuda-mlir raises the function's limit when a launch asks for more).
@@ -149,8 +157,10 @@ TILES = {
     "b256x128_w64x64_k16_s4_p": Tile(256, 128, 64, 64, 16, 4, True),  # the same, 4 x 2 warps
     "b128x256_w64x64_k32_s3_p": Tile(128, 256, 64, 64, 32, 3, True),  # 144 KB: 8 warps, 32-deep slabs
     "b128x128_w64x64_k16_s5": Tile(128, 128, 64, 64, 16, 5),  # stages alone (not pipelined), 80 KB
+    "b64x64_w32x32_k32_s3_p": Tile(64, 64, 32, 32, 32, 3, True),  # small grids: 4 warps of 32 x 32, 48 KB static
 }
 DEFAULT = "b128x128_w64x64_k32_s3_p"  # the rung's build, the fastest measured (scripts/tensor_cores_bench.py --tiles times them all)
+SMALL = "b64x64_w32x32_k32_s3_p"  # the rung's build where DEFAULT's grid would leave SMs idle (:func:`choose`)
 ROUNDING = "add"
 
 
@@ -177,6 +187,9 @@ def load_slab(sdst, saddr, src, gaddr, rows, cols, r0, c0, tile_rows, tile_cols,
         gi = g + i * rpp * cols * 4  # src[gr, gc]'s address
         if vec and inside:
             cp_async16_at(sdst, d, src, gi, gr, gc, 4)
+        elif inside:  # 4-byte copies (rows not 16-byte aligned), the whole tile inside the matrix: no checks
+            for e in range(4):
+                cp_async4_at(sdst, d + 4 * e, src, gi + 4 * e, gr, gc + e, 1)
         elif vec:  # cols % 4 == 0: a chunk is inside the matrix whole or not at all (outside: zeros, nothing read)
             ok = gr < rows and gc < cols
             cp_async16_at(sdst, d, src, gi if ok else gaddr, gr, gc, 4 if ok else 0)
@@ -191,7 +204,7 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     """The tensor_core_tf32 kernel for ``tile`` (a :class:`Tile`), rounding A and B to TF32 by
     ``rounding`` (kernels.gemm.shared_vec.ROUNDINGS: "add", "cvt" or "none"); ``vec``: 16-byte copies,
     for K and N multiples of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks).
-    A tile past 48 KB of shared memory needs ``tile.dynamic_bytes`` at launch (:func:`configure`)."""
+    A tile past 48 KB of shared memory needs ``tile.dynamic_bytes`` at launch (kernels.gemm.mma.with_shared)."""
     bm, bn, wm, wn, bk, stages, pipelined = tile
     threads = tile.threads
     warps_n = bn // wn
@@ -215,7 +228,11 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     a_sw = 0 if bk == 16 else 4  # A rows of 16 words need no swizzle; longer rows: chunk ^ 4 on odd rows
     b_sw = 1 if cpl == 2 else 2  # B: chunk ^ (bit 2 of k) * b_sw ^ (bit 3 of k) * 4 (see the docstring)
     mode = ROUNDINGS.index(rounding)
-    bounds = {} if SIMULATOR else {"launch_bounds": (threads, max(1, 65536 // (threads * 255)))}
+    # launch bounds: 2 blocks an SM for the 64 x 64 warp tiles (their 128 accumulators need the 255 registers);
+    # 4 for 32 x 32 ones (32 accumulators, 48 KB: 4 fit an SM), which caps them at 128 registers -- the 4-byte
+    # copy build took 208 without the cap, 128 with it, no spills (ptxas through nvJitLink, sm_90)
+    min_blocks = 4 if acc_n <= 32 else max(1, 65536 // (threads * 255))
+    bounds = {} if SIMULATOR else {"launch_bounds": (threads, min_blocks)}
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_a(sm, af, mt, pa, kk, a_odd):
@@ -356,9 +373,11 @@ def kernel_for(k: int, n: int, tile: Tile = TILES[DEFAULT], rounding: str = ROUN
     return make_tf32_kernel(tile, rounding, k % 4 == 0 and n % 4 == 0)
 
 
-def configure(kernel, tile: Tile, grid, block):
-    """``kernel[grid, block]``, with ``tile.dynamic_bytes`` of dynamic shared memory when it has any."""
-    return kernel[grid, block, 0, tile.dynamic_bytes] if tile.dynamic_bytes else kernel[grid, block]
+def choose(size) -> tuple[str, str]:
+    """(name in :data:`TILES`, why) of the rung's build for size (m, n, k): :data:`DEFAULT` (128 x 128 block
+    tiles) where its grid has a block for every SM (kernels.spec.sm_count), else :data:`SMALL` (64 x 64,
+    4x the blocks): at 1000 x 1030 x 517 the default's 72 blocks would leave 60 of an H100's 132 SMs idle."""
+    return mma.choose_block_tile(size, [(n, TILES[n].bm, TILES[n].bn) for n in (DEFAULT, SMALL)], sm_count())
 
 
 def launch_for(tile: Tile, size) -> Launch:
@@ -370,11 +389,16 @@ def launch_for(tile: Tile, size) -> Launch:
 
 
 def launch(size, threads):
-    """The default build's launch: block fixed at its warps' threads, one bm x bn tile of C a block."""
-    tile = TILES[DEFAULT]
+    """The rung's launch: the build :func:`choose` picks for the shape (its note says which and why),
+    block fixed at its warps' threads, one bm x bn tile of C a block."""
+    name, why = choose(size)
+    tile = TILES[name]
     notes = []
     if threads != tile.threads:
         notes.append(f"block fixed at {tile.threads} threads ({tile.threads // 32} warps); --threads {threads} ignored")
+    notes.append(f"build {name}: {why}")
+    if size[2] % 4 or size[1] % 4:
+        notes.append("K or N not a multiple of 4: rows not 16-byte aligned, 4-byte copies")
     notes.append("TF32 inputs (10-bit mantissa), float32 sums")
     if EMULATED:
         notes.append("emulated: mma.sync, cp.async and ld.shared.v4 run as Python in the simulator")
@@ -383,22 +407,16 @@ def launch(size, threads):
 
 
 def prepare(cfg, inputs, outputs):
-    """One launch of the TF32 kernel on (A, B, C); float32 only (ValueError otherwise)."""
+    """One launch of the TF32 kernel :func:`choose` picks on (A, B, C); float32 only (ValueError otherwise)."""
     A, B = inputs
-    if np.dtype(A.dtype) != np.float32:
-        raise ValueError("tensor_core_tf32 takes float32 inputs")
-    k = configure(kernel_for(A.shape[1], B.shape[1]), TILES[DEFAULT], cfg.grid, cfg.block)
+    mma.float32_inputs("tensor_core_tf32", "TF32", A)
+    tile = TILES[choose((A.shape[0], B.shape[1], A.shape[1]))[0]]
+    k = mma.with_shared(kernel_for(A.shape[1], B.shape[1], tile), cfg.grid, cfg.block, tile.dynamic_bytes)
     C = outputs[0]
     return lambda: k(A, B, C)
 
 
-def unavailable(dtype) -> str:
-    """Why the rung does not run here ("" when it does)."""
-    if UNAVAILABLE:
-        return f"tensor_core_tf32 {UNAVAILABLE}"
-    if np.dtype(dtype) != np.float32:
-        return f"tensor_core_tf32 takes float32 inputs, rounded to TF32 (--dtype {np.dtype(dtype).name})"
-    return ""
+unavailable = mma.float32_gate("tensor_core_tf32", "TF32")
 
 
 def _rungs():
@@ -414,13 +432,16 @@ def _rungs():
             suits=lambda s: 1 not in s[:2]),
         "tensor_core_tf32": pipeline_variant(
             "tensor_core_tf32", f"TF32 tensor cores: mma.sync m16n8k8 fed by 128-bit shared loads, "
-            f"{TILES[DEFAULT]}, cp.async pipeline; TF32 inputs, float32 sums",
+            f"{TILES[DEFAULT]} ({TILES[SMALL].bm}x{TILES[SMALL].bn} blocks where that grid would leave SMs idle), "
+            f"cp.async pipeline; TF32 inputs, float32 sums",
             launch, prepare, unavailable, precision="tf32",
             suits=lambda s: False),  # never tuned into auto: auto stays FP32
         "tensor_core_bf16": pipeline_variant(
             "tensor_core_bf16", f"bfloat16 tensor cores: mma.sync m16n8k16 with ldmatrix fragments, "
-            f"{bf16.BM}x{bf16.BN} block tile of 8 warps ({bf16.MT * 16}x{bf16.NT * 8} each), {bf16.STAGES}-stage "
-            f"cp.async pipeline; bfloat16 inputs, float32 sums", bf16.launch, bf16.prepare, bf16.unavailable,
+            f"{bf16.BM}x{bf16.BN} block tile of {bf16.THREADS // 32} warps ({bf16.BUILD.get('mt', bf16.MT) * 16}x"
+            f"{bf16.BUILD.get('nt', bf16.NT) * 8} each), {bf16.BUILD.get('stages', bf16.STAGES)}-stage "
+            f"cp.async pipeline (64x64 blocks where that grid would leave SMs idle); bfloat16 inputs, float32 sums",
+            bf16.launch, bf16.prepare, bf16.unavailable,
             precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
     }
 

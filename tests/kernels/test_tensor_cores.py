@@ -127,9 +127,12 @@ def test_tensor_core_tf32_rung(size, rng):
 # one and two 16-deep groups a slab; static and dynamic shared memory) at a size that wraps its stage ring,
 # 16-byte copies unless the size says 4-byte (the rung test above runs the default build); the builds left
 # out differ from one here only in sizes (kept out for the simulator's time)
+# one each way: the default (the rung test runs the small-grid build at its size) at a 4-byte size, the
+# small-grid build at a 16-byte one over two blocks, both ragged
 TILE_SIZES = {"b128x256_w64x64_k16_s2": (9, 8, 16),
               "b128x128_w64x32_k16_s3": (12, 40, 36),
-              "b128x128_w64x64_k16_s3_p": (20, 12, 56), "b128x128_w64x64_k32_s3_p": (9, 24, 100)}
+              "b128x128_w64x64_k16_s3_p": (20, 12, 56), "b128x128_w64x64_k32_s3_p": (9, 22, 101),
+              "b64x64_w32x32_k32_s3_p": (40, 92, 40)}
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n.endswith("_p") else []) for n in sorted(TILE_SIZES)])
@@ -144,10 +147,28 @@ def test_tensor_core_tf32_builds(name, rng):
     C = np.full((m, n), np.nan, np.float32)
     plan = TC.launch_for(TC.TILES[name], (m, n, k))
     args = (A, B, C) if SIMULATOR else tuple(cuda.to_device(x) for x in (A, B, C))
-    TC.configure(TC.kernel_for(k, n, TC.TILES[name]), TC.TILES[name], plan.grid, plan.block)(*args)
+    mma.with_shared(TC.kernel_for(k, n, TC.TILES[name]), plan.grid, plan.block, TC.TILES[name].dynamic_bytes)(*args)
     got = C if SIMULATOR else args[2].copy_to_host()
     err = np.abs(got - A.astype(np.float64) @ B.astype(np.float64))
     assert np.all(err <= mma.rounded_inputs_tolerance(A, B, mma.TF32_MANTISSA)), np.nanmax(err)
+
+
+@pytest.mark.parametrize("rung", ["tensor_core_tf32", "tensor_core_bf16"])
+def test_the_rungs_pick_small_block_tiles_where_the_default_grid_leaves_sms_idle(rung):
+    # the simulator describes an H100 SXM: 132 SMs (kernels.spec.sm_count)
+    import importlib
+
+    mod = importlib.import_module(f"kernels.gemm.{rung}")
+    default, small = (mod.DEFAULT, mod.SMALL) if rung.endswith("tf32") else ("default", "small")
+    v = kernels.load("matmul").variants[rung]
+    for size, want, grid in (((1000, 1030, 517), small, (17, 16)), ((64, 4096, 4096), small, (64, 1)),
+                             ((129, 129, 129), small, (3, 3)), ((4096, 4096, 4096), default, (32, 32)),
+                             ((2048, 2048, 2047), default, (16, 16)), ((4096, 4096, 32), default, (32, 32))):
+        name, why = mod.choose(size)
+        plan = v.launch(size, 128)
+        assert name == want and plan.grid == grid and plan.block == (128,), (size, name, plan)
+        assert f"build {name}: " in plan.note and why in plan.note and "132 SMs" in why
+    assert "72 blocks" in mod.choose((1000, 1030, 517))[1]
 
 
 def test_tile_shapes_are_checked():
