@@ -64,7 +64,7 @@ class Stats:
     kernel's name for it) the plain loads and stores and the atomics, per thread; which elements each
     block loaded; the elements each thread stored; the warp requests of each load and store site (the
     n-th execution of a site by a warp's lanes is one request, as lab.core.trace counts them); shared-
-    memory accesses and warp collectives."""
+    memory accesses, warp collectives and the emulated cp.async copies."""
 
     def __init__(self):
         self.itemsize = {}     # array -> bytes an element
@@ -78,6 +78,9 @@ class Stats:
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.warp_collectives = 0
+        self.async_copies = 0   # cp.async copies issued (kernels.gemm.mma's emulation counts them)
+        self.async_groups = 0   # the most groups holding copies that one thread committed
+        self.async_overlap = 0  # 1 once a cp_async_wait returned with copies still in flight
 
     def access(self, tracker, kind, flat, who, site):
         """One access of a global array (called under the trace's lock)."""
@@ -646,7 +649,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     blocks = list(np.ndindex(*grid3[::-1]))
     rng.shuffle(blocks)
     me = threading.current_thread()
-    saved = {k: getattr(me, k, None) for k in ("blockIdx", "threadIdx", "thread_id", "lab_epoch")}
+    saved = {k: getattr(me, k, None) for k in ("blockIdx", "threadIdx", "thread_id", "lab_epoch", "lab_stats")}
     switch = simulation.enter()  # the simulator's one set-up: a barrier costs ~0.2 ms, not up to 5
     try:
         for b in blocks:
@@ -660,7 +663,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
             order = rng.permutation(len(threads))
             with swapped_cuda_module(fn, mod):
                 if not uses_barriers:
-                    me.blockIdx, me.lab_epoch = Dim3(*b), 0
+                    me.blockIdx, me.lab_epoch, me.lab_stats = Dim3(*b), 0, trace.stats
                     for k in order:
                         t = threads[k]
                         me.threadIdx = Dim3(*t)
