@@ -78,9 +78,7 @@ class Stats:
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.warp_collectives = 0
-        self.async_copies = 0   # cp.async copies issued (kernels.gemm.mma's emulation counts them)
-        self.async_groups = 0   # the most groups holding copies that one thread committed
-        self.async_overlap = 0  # 1 once a cp_async_wait returned with copies still in flight
+        self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
     def access(self, tracker, kind, flat, who, site):
         """One access of a global array (called under the trace's lock)."""

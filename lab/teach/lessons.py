@@ -69,10 +69,12 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
     thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
-    ``warp_collectives``, ``async_copies``, ``async_groups``, ``async_overlap`` (lab.core.simt.Stats),
-    ``load`` and ``store`` ({"requests", "sectors", "ideal_sectors"} of the
-    global accesses per warp request), ``inputs`` (per input array, largest first: {"name", "size",
-    "loads", "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
+    ``warp_collectives``, ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
+    holding copies that one thread committed), ``async_overlap`` (1 once a cp_async_wait returned with
+    copies still in flight; the three counted by kernels.gemm.mma's emulation), ``load`` and
+    ``store`` ({"requests", "sectors", "ideal_sectors"} of the global accesses per warp request),
+    ``inputs`` (per input array, largest first: {"name", "size", "loads", "block_elements" (distinct
+    (block, element) loads), "max_loads", "max_loads_by"}).
     """
     st = trace.stats
     g, b = _dims3(grid), _dims3(block)
