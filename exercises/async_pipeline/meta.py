@@ -36,10 +36,11 @@ after it; cp_async_wait(1) must come after the commit of tile t + 1 (before it, 
 the newest and may stay in flight); without the barrier after the products, a fast thread refills a
 buffer its neighbours still read. Commit a group every iteration, even an empty one at the end, so
 "one group may stay in flight" always means tile t + 1's.
-The overlap is the exercise: right values with no copy in flight during the products (one buffer,
-cp_async_wait(0) at every tile, or tile t + 1 issued only after the products), or plain loads into
-shared memory with no cp_async4 at all, fail (the simulator's emulation counts the copies and the
-groups a wait leaves in flight; with a single tile along K there is nothing to overlap).
+The overlap is the exercise: right values with no copy in flight while the block reads shared
+memory (one buffer waited for with cp_async_wait(0) before every tile's products, or the copy of
+tile t + 1 issued, or waited for, before the products of tile t start), or plain loads into shared
+memory with no cp_async4 at all, fail (the simulator's emulation counts the copies and the shared
+reads made with copies in flight; with a single tile along K there is nothing to overlap).
 (Sources: CUDA C++ Programming Guide, "Asynchronous Data Copies" (the two-stage pipeline); PTX ISA,
 "cp.async", "cp.async.commit_group", "cp.async.wait_group"; kernels/gemm/async_copy.py.)
 """

@@ -37,7 +37,7 @@ In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the sa
   refills a buffer other threads still read (a missing barrier) poisons their operands, and
   lab.core.simt reports the write as a race; copies never waited for never land.
   Where lab.core.simt runs the kernel, the copies are counted for the exercise checker's lessons
-  (copies issued, groups with copies a thread committed, whether a wait left copies in flight).
+  (copies issued, groups with copies a thread committed, shared reads made with copies in flight).
 
 Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
 shuffles, the copies synchronous (kernels/gemm/mma_numba_cuda.py). That keeps a student's kernel
@@ -236,16 +236,16 @@ def _pending(me):
     return state.setdefault(_thread_key(me), {"open": [], "groups": [], "filled": 0})
 
 
-def _count(me, **seen):
-    """Add to the launch's counts (lab.core.simt.Stats, where the lab's tracing executor runs the
-    kernel: ``me.lab_stats``): ``async_copies`` added up, ``async_groups`` and ``async_overlap`` kept
-    as their largest value."""
+def _count(me, state, copies=0, groups=0):
+    """Publish this thread's copies in flight (``me.lab_async_in_flight``: lab.core.simt marks a shared
+    read made while it is above 0 as overlap) and add to the launch's counts where the lab's tracing
+    executor runs the kernel (``me.lab_stats``, lab.core.simt.Stats): ``async_copies`` added up,
+    ``async_groups`` kept as its largest value."""
+    me.lab_async_in_flight = len(state["open"]) + sum(len(g) for g in state["groups"])
     stats = getattr(me, "lab_stats", None)
-    if stats is None:
-        return
-    for key, value in seen.items():
-        old = getattr(stats, key, 0)
-        setattr(stats, key, old + value if key == "async_copies" else max(old, value))
+    if stats is not None:
+        stats.async_copies = getattr(stats, "async_copies", 0) + copies
+        stats.async_groups = max(getattr(stats, "async_groups", 0), groups)
 
 
 def _cp_async_emulated(dst, di, src, row, col, n, count):
@@ -260,8 +260,9 @@ def _cp_async_emulated(dst, di, src, row, col, n, count):
     for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
         dst[di + e] = np.nan if dst.dtype.kind == "f" else BF16_NAN if dst.dtype == np.uint16 else 0
     me = _me()
-    _pending(me)["open"].append((dst, int(di), values))
-    _count(me, async_copies=1)
+    state = _pending(me)
+    state["open"].append((dst, int(di), values))
+    _count(me, state, copies=1)
 
 
 def _cp_async16_emulated(dst, di, src, row, col, count):
@@ -275,11 +276,10 @@ def _cp_async4_emulated(dst, di, src, row, col, count):
 def _cp_async_commit_emulated():
     me = _me()
     state = _pending(me)
-    if state["open"]:
-        state["filled"] += 1
-        _count(me, async_groups=state["filled"])
+    state["filled"] += 1 if state["open"] else 0
     state["groups"].append(state["open"])
     state["open"] = []
+    _count(me, state, groups=state["filled"])
 
 
 def _cp_async_wait_emulated(n):
@@ -288,8 +288,7 @@ def _cp_async_wait_emulated(n):
     groups = state["groups"]
     keep = max(0, len(groups) - int(n))
     done, state["groups"] = groups[:keep], groups[keep:]
-    if any(state["groups"]):  # copies still in flight past this wait: the pipeline overlaps
-        _count(me, async_overlap=1)
+    _count(me, state)
     for group in done:
         for dst, di, values in group:
             for e, v in enumerate(values):

@@ -27,9 +27,10 @@ Lessons (:data:`LESSONS`):
 * ``tensor_core``: the warp's fragments go through ``mma_tf32`` (kernels.gemm.mma), a warp collective,
   and every block stores (its own tile: one block doing every tile is not the mapping taught);
 * ``async_overlap``: the tiles travel by ``cp_async4``/``cp_async16`` (kernels.gemm.mma), and where a
-  thread committed at least two groups of copies, some ``cp_async_wait`` returned with a copy still in
-  flight (the next tile's copy overlaps the products of this one: no wait(0) at every tile, no copy
-  issued only after the products). Counted by kernels.gemm.mma's emulation, so judged in the simulator.
+  thread committed at least two groups of copies, some thread read shared memory while copies of its
+  own were in flight (the next tile's copy overlaps the products of this one: not one buffer with a
+  wait(0) at every tile, not the next tile issued only after the products). Counted with
+  kernels.gemm.mma's emulation, so judged in the simulator.
 
 Sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory" and "Shared Memory";
 CUDA C++ Programming Guide, "Thread Hierarchy", "Atomic Functions", "Warp Shuffle Functions".
@@ -70,8 +71,8 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
     thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
     ``warp_collectives``, ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
-    holding copies that one thread committed), ``async_overlap`` (1 once a cp_async_wait returned with
-    copies still in flight; the three counted by kernels.gemm.mma's emulation), ``load`` and
+    holding copies that one thread committed), ``async_overlap`` (1 once a thread read shared memory with
+    copies of its own in flight; the three counted with kernels.gemm.mma's emulation), ``load`` and
     ``store`` ({"requests", "sectors", "ideal_sectors"} of the global accesses per warp request),
     ``inputs`` (per input array, largest first: {"name", "size", "loads", "block_elements" (distinct
     (block, element) loads), "max_loads", "max_loads_by"}).
@@ -236,10 +237,11 @@ def _async_overlap(f, launch, output):
                 "copies: each thread issues its elements of the next tiles of A and B with cp_async4, commits "
                 "them, and waits for them with cp_async_wait before the barrier")
     if f.get("async_groups", 0) >= 2 and not f.get("async_overlap", 0):
-        return ("right values, but no copy was ever in flight while the block multiplied: every cp_async_wait "
-                "waited for every copy (wait(0), one buffer, or the next tile issued only after the products), "
-                "so nothing overlaps: issue tile t + 1 into the other buffer and commit it BEFORE the wait, "
-                "then cp_async_wait(1) (tile t + 1 may stay in flight), syncthreads, multiply tile t")
+        return ("right values, but no copy was ever in flight while the block multiplied: every copy was "
+                "waited for before shared memory was read (one buffer with wait(0), or the next tile issued only "
+                "after the products), so nothing overlaps: issue tile t + 1 into the other buffer and commit it "
+                "before the products of tile t: then cp_async_wait(1) (tile t + 1 may stay in flight), "
+                "syncthreads, multiply tile t")
     return None
 
 

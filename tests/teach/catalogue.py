@@ -833,7 +833,9 @@ def block_sum_kernel(x, partials):
           [(_ASYNC_ISSUE_LINES + _COMMIT + _WAIT,
             _ASYNC_ISSUE_LINES + "            cp_async_commit()\n            cp_async_wait(1)\n        else:\n"
             "            cp_async_wait(0)\n")]),
-    Right("async_pipeline", "products only over the k inside A", [("        for k in range(TILE):\n", "        for k in range(min(TILE, K - t * TILE)):\n")]),
+    Right("async_pipeline", "wait(0) first, then tile t + 1 issued before the products",
+          [("        if t + 1 < ntiles:  # tile t + 1", "        cp_async_wait(0)\n        cuda.syncthreads()\n        if t + 1 < ntiles:  # tile t + 1"),
+           (_COMMIT + _WAIT + _SYNC1, "        cp_async_commit()\n")]),
     Right("mma_fragment", "stores by a loop over the two row halves",
           [(_MMA_STORE, "    for h in range(2):\n        C[r0 + g + 8 * h, c0 + 2 * q] = d0 if h == 0 else d2\n"
                         "        C[r0 + g + 8 * h, c0 + 2 * q + 1] = d1 if h == 0 else d3\n")]),

@@ -182,8 +182,8 @@ def test_lesson_message_judges_facts_only():
 
 
 def test_async_overlap_and_tensor_core_judge_facts_only():
-    """async_overlap: no copy at all, or two groups of copies or more with none in flight past a wait,
-    fails; one group (one tile along K: nothing to overlap) passes. tensor_core: a block that stored
+    """async_overlap: no copy at all, or two groups of copies or more and no shared read made with
+    copies in flight, fails; one group (one tile along K: nothing to overlap) passes. tensor_core: a block that stored
     nothing fails."""
     from lab.teach.lessons import lesson_message
 
