@@ -5,7 +5,9 @@ PREREQUISITES = ["tiled_matmul"]
 MIRRORS = "kernels/matmul.py"  # its rung async_copy (kernels/gemm/async_copy.py)
 KERNEL = "pipeline_kernel"
 LAUNCH = None
-LESSON = "shared_reuse"  # each element of A and B is copied into shared memory once per block (lab.teach.lessons)
+# each element of A and B is copied into shared memory once per block, and the copy of tile t + 1 is
+# in flight while the block multiplies tile t (lab.teach.lessons)
+LESSON = ("shared_reuse", "async_overlap")
 STATEMENT = """
 async_pipeline: C = A @ B for row-major float32 A[M, K], B[K, N], C[M, N] in TILE x TILE tiles
 (TILE = 8), as in tiled_matmul, but the tiles travel by asynchronous copies (cp.async) into TWO
@@ -34,6 +36,11 @@ after it; cp_async_wait(1) must come after the commit of tile t + 1 (before it, 
 the newest and may stay in flight); without the barrier after the products, a fast thread refills a
 buffer its neighbours still read. Commit a group every iteration, even an empty one at the end, so
 "one group may stay in flight" always means tile t + 1's.
+The overlap is the exercise: right values with no copy in flight while the block reads shared
+memory (one buffer waited for with cp_async_wait(0) before every tile's products, or the copy of
+tile t + 1 issued, or waited for, before the products of tile t start), or plain loads into shared
+memory with no cp_async4 at all, fail (the simulator's emulation counts the copies and the shared
+reads made with copies in flight; with a single tile along K there is nothing to overlap).
 (Sources: CUDA C++ Programming Guide, "Asynchronous Data Copies" (the two-stage pipeline); PTX ISA,
 "cp.async", "cp.async.commit_group", "cp.async.wait_group"; kernels/gemm/async_copy.py.)
 """

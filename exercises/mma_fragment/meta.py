@@ -10,7 +10,9 @@ STATEMENT = """
 mma_fragment: C = A @ B for float32 A[M, K], B[K, N] (M a multiple of 16, N and K multiples of 8)
 on the tensor cores, with mma_tf32 (kernels.gemm.mma): one warp computes one 16 x 8 tile of C with
 one mma.sync.m16n8k8 per 8 columns of A. The checker launches blocks of 32 threads (one warp),
-grid (N // 8, M // 16): block (bx, by) computes C[16*by : 16*by + 16, 8*bx : 8*bx + 8].
+grid (N // 8, M // 16): block (bx, by) computes C[16*by : 16*by + 16, 8*bx : 8*bx + 8], and only
+that tile (one block looping over every tile gets the right values but fails: one warp a tile is
+the mapping taught).
 
 The instruction takes each operand spread over the 32 lanes of the warp, the *fragments*. With
 g = lane // 4 and q = lane % 4, for the 16 x 8 tile of A at (r0, k0), the 8 x 8 tile of B at

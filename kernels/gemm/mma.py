@@ -36,6 +36,8 @@ In Numba's CUDA simulator (and the lab's tracing executor, lab.core.simt) the sa
   A kernel that reads a tile without the wait (or waits for the wrong group) reads poison; one that
   refills a buffer other threads still read (a missing barrier) poisons their operands, and
   lab.core.simt reports the write as a race; copies never waited for never land.
+  Where lab.core.simt runs the kernel, the copies are counted for the exercise checker's lessons
+  (copies issued, groups with copies a thread committed, shared reads made with copies in flight).
 
 Under numba-cuda on a GPU (no inline PTX) the functions compile as plain CUDA: the mma by 32 warp
 shuffles, the copies synchronous (kernels/gemm/mma_numba_cuda.py). That keeps a student's kernel
@@ -228,9 +230,22 @@ def _to_tf32_emulated(x):
 
 
 def _pending(me):
-    """This thread's cp.async state: {"open": [copies], "groups": [[copies], ...]}."""
+    """This thread's cp.async state: {"open": [copies], "groups": [[copies], ...], "filled": groups
+    with copies committed so far}."""
     state = me.__dict__.setdefault("_lab_cp_async", {})
-    return state.setdefault(_thread_key(me), {"open": [], "groups": []})
+    return state.setdefault(_thread_key(me), {"open": [], "groups": [], "filled": 0})
+
+
+def _count(me, state, copies=0, groups=0):
+    """Publish this thread's copies in flight (``me.lab_async_in_flight``: lab.core.simt marks a shared
+    read made while it is above 0 as overlap) and add to the launch's counts where the lab's tracing
+    executor runs the kernel (``me.lab_stats``, lab.core.simt.Stats): ``async_copies`` added up,
+    ``async_groups`` kept as its largest value."""
+    me.lab_async_in_flight = len(state["open"]) + sum(len(g) for g in state["groups"])
+    stats = getattr(me, "lab_stats", None)
+    if stats is not None:
+        stats.async_copies = getattr(stats, "async_copies", 0) + copies
+        stats.async_groups = max(getattr(stats, "async_groups", 0), groups)
 
 
 def _cp_async_emulated(dst, di, src, row, col, n, count):
@@ -244,7 +259,10 @@ def _cp_async_emulated(dst, di, src, row, col, n, count):
             raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
     for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
         dst[di + e] = np.nan if dst.dtype.kind == "f" else BF16_NAN if dst.dtype == np.uint16 else 0
-    _pending(_me())["open"].append((dst, int(di), values))
+    me = _me()
+    state = _pending(me)
+    state["open"].append((dst, int(di), values))
+    _count(me, state, copies=1)
 
 
 def _cp_async16_emulated(dst, di, src, row, col, count):
@@ -256,16 +274,21 @@ def _cp_async4_emulated(dst, di, src, row, col, count):
 
 
 def _cp_async_commit_emulated():
-    state = _pending(_me())
+    me = _me()
+    state = _pending(me)
+    state["filled"] += 1 if state["open"] else 0
     state["groups"].append(state["open"])
     state["open"] = []
+    _count(me, state, groups=state["filled"])
 
 
 def _cp_async_wait_emulated(n):
-    state = _pending(_me())
+    me = _me()
+    state = _pending(me)
     groups = state["groups"]
     keep = max(0, len(groups) - int(n))
     done, state["groups"] = groups[:keep], groups[keep:]
+    _count(me, state)
     for group in done:
         for dst, di, values in group:
             for e, v in enumerate(values):

@@ -60,11 +60,10 @@ class Trace:
 
 
 class Stats:
-    """Counts of one launch for the mapping lessons (lab.teach.lessons): per global array (by the
-    kernel's name for it) the plain loads and stores and the atomics, per thread; which elements each
-    block loaded; the elements each thread stored; the warp requests of each load and store site (the
-    n-th execution of a site by a warp's lanes is one request, as lab.core.trace counts them); shared-
-    memory accesses and warp collectives."""
+    """Counts of one launch for the mapping lessons (lab.teach.lessons): per global array (by the kernel's name for it)
+    the plain loads and stores and the atomics, per thread; which elements each block loaded; the elements each thread
+    stored; the warp requests of each load and store site (the n-th execution of a site by a warp's lanes is one
+    request, as lab.core.trace counts them); shared-memory accesses, warp collectives, emulated cp.async copies."""
 
     def __init__(self):
         self.itemsize = {}     # array -> bytes an element
@@ -78,6 +77,7 @@ class Stats:
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.warp_collectives = 0
+        self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
     def access(self, tracker, kind, flat, who, site):
         """One access of a global array (called under the trace's lock)."""
@@ -175,6 +175,7 @@ class _Tracker:
             line, site = _site(frame, self.trace)
             if self.shared:
                 self.trace.stats.shared_accesses += 1
+                self.trace.stats.async_overlap |= bool(getattr(threading.current_thread(), "lab_async_in_flight", 0))
                 if flat not in self.ever and len(self.trace.uninit) < 3:
                     self.trace.uninit.append((self.name, self._idx(flat), who, line))
                     self.ever.add(flat)  # reported once
@@ -646,7 +647,8 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     blocks = list(np.ndindex(*grid3[::-1]))
     rng.shuffle(blocks)
     me = threading.current_thread()
-    saved = {k: getattr(me, k, None) for k in ("blockIdx", "threadIdx", "thread_id", "lab_epoch")}
+    keep = ("blockIdx", "threadIdx", "thread_id", "lab_epoch", "lab_stats", "lab_async_in_flight")
+    saved = {k: getattr(me, k, None) for k in keep}
     switch = simulation.enter()  # the simulator's one set-up: a barrier costs ~0.2 ms, not up to 5
     try:
         for b in blocks:
@@ -660,7 +662,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
             order = rng.permutation(len(threads))
             with swapped_cuda_module(fn, mod):
                 if not uses_barriers:
-                    me.blockIdx, me.lab_epoch = Dim3(*b), 0
+                    me.blockIdx, me.lab_epoch, me.lab_stats = Dim3(*b), 0, trace.stats
                     for k in order:
                         t = threads[k]
                         me.threadIdx = Dim3(*t)

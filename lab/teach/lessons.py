@@ -24,7 +24,13 @@ Lessons (:data:`LESSONS`):
 * ``shared_reuse``: a block loads each element of its large inputs from global memory about once
   (at most :data:`RELOAD_RATIO` loads per distinct element a block), reading the reuse from shared
   memory;
-* ``tensor_core``: the warp's fragments go through ``mma_tf32`` (kernels.gemm.mma), a warp collective.
+* ``tensor_core``: the warp's fragments go through ``mma_tf32`` (kernels.gemm.mma), a warp collective,
+  and every block stores (its own tile: one block doing every tile is not the mapping taught);
+* ``async_overlap``: the tiles travel by ``cp_async4``/``cp_async16`` (kernels.gemm.mma), and where a
+  thread committed at least two groups of copies, some thread read shared memory while copies of its
+  own were in flight (the next tile's copy overlaps the products of this one: not one buffer with a
+  wait(0) at every tile, not the next tile issued only after the products). Counted with
+  kernels.gemm.mma's emulation, so judged in the simulator.
 
 Sources: CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory" and "Shared Memory";
 CUDA C++ Programming Guide, "Thread Hierarchy", "Atomic Functions", "Warp Shuffle Functions".
@@ -34,7 +40,7 @@ from __future__ import annotations
 import math
 
 LESSONS = ("one_element_per_thread", "block_reduction", "block_scan", "warp_shuffle", "coalesced",
-           "shared_reuse", "tensor_core")
+           "shared_reuse", "tensor_core", "async_overlap")
 SECTOR_RATIO = 2.0    # coalesced: sectors per request at most this x what the request's bytes need
 RELOAD_RATIO = 2.0    # shared_reuse: global loads per distinct element a block, at most
 MIN_REQUESTS = 4      # coalesced: judged only with at least this many warp requests of a kind
@@ -64,9 +70,12 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
     thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
-    ``warp_collectives``, ``load`` and ``store`` ({"requests", "sectors", "ideal_sectors"} of the
-    global accesses per warp request), ``inputs`` (per input array, largest first: {"name", "size",
-    "loads", "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
+    ``warp_collectives``, ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
+    holding copies that one thread committed), ``async_overlap`` (1 once a thread read shared memory with
+    copies of its own in flight; the three counted with kernels.gemm.mma's emulation), ``load`` and
+    ``store`` ({"requests", "sectors", "ideal_sectors"} of the global accesses per warp request),
+    ``inputs`` (per input array, largest first: {"name", "size", "loads", "block_elements" (distinct
+    (block, element) loads), "max_loads", "max_loads_by"}).
     """
     st = trace.stats
     g, b = _dims3(grid), _dims3(block)
@@ -108,6 +117,8 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
             "atomics": int(atomics), "atomic_elements": int(atomic_elements),
             "blocks_atomic": len({w[0] for w in atomic_threads}), "threads_atomic": len(atomic_threads),
             "shared_accesses": int(st.shared_accesses), "warp_collectives": int(st.warp_collectives),
+            "async_copies": int(st.async_copies), "async_groups": int(st.async_groups),
+            "async_overlap": int(st.async_overlap),
             "load": req["load"], "store": req["store"], "inputs": inputs}
 
 
@@ -212,6 +223,25 @@ def _tensor_core(f, launch, output):
         return ("right values, but mma_tf32 never ran: this exercise is about the tensor cores' fragments: "
                 "each lane loads its a0..a3 and b0, b1, the warp calls mma_tf32 together, and each lane "
                 "stores its c0..c3")
+    if f["blocks_writing"] < f["blocks"]:
+        idle = f["blocks"] - f["blocks_writing"]
+        return (f"right values, but {_plural(idle, 'block')} of {f['blocks']} stored nothing to {output} while "
+                f"other blocks computed its tiles: this exercise is about one warp per 16 x 8 tile: block "
+                f"(bx, by) computes the tile at rows 16*by.., columns 8*bx.. (r0 and c0 from cuda.blockIdx)")
+    return None
+
+
+def _async_overlap(f, launch, output):
+    if not f.get("async_copies", 0):
+        return ("right values, but no cp_async4 (or cp_async16) ran: this exercise is about asynchronous "
+                "copies: each thread issues its elements of the next tiles of A and B with cp_async4, commits "
+                "them, and waits for them with cp_async_wait before the barrier")
+    if f.get("async_groups", 0) >= 2 and not f.get("async_overlap", 0):
+        return ("right values, but no copy was ever in flight while the block multiplied: every copy was "
+                "waited for before shared memory was read (one buffer with wait(0), or the next tile issued only "
+                "after the products), so nothing overlaps: issue tile t + 1 into the other buffer and commit it "
+                "before the products of tile t: then cp_async_wait(1) (tile t + 1 may stay in flight), "
+                "syncthreads, multiply tile t")
     return None
 
 
@@ -246,4 +276,4 @@ def _shared_reuse(f, launch, output):
 
 _JUDGES = {"one_element_per_thread": _one_element, "block_reduction": _block_work("a block reduction"),
            "block_scan": _block_work("a block scan"), "warp_shuffle": _warp_shuffle, "coalesced": _coalesced,
-           "shared_reuse": _shared_reuse, "tensor_core": _tensor_core}
+           "shared_reuse": _shared_reuse, "tensor_core": _tensor_core, "async_overlap": _async_overlap}

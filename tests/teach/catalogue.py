@@ -284,6 +284,120 @@ _SYNC1 = "        cuda.syncthreads()  # everyone's copies of tile t are visible\
 _COMMIT = "        cp_async_commit()  # one group an iteration (an empty one at the end)\n"
 _SYNC2 = "        cuda.syncthreads()  # everyone is done with this buffer before tile t + 2 is copied into it\n"
 
+# the fresh wrong kernels of a red-team round (none of the entries above describes them)
+_MMA_STORE = ("    C[r0 + g, c0 + 2 * q] = d0\n    C[r0 + g, c0 + 2 * q + 1] = d1\n"
+              "    C[r0 + g + 8, c0 + 2 * q] = d2\n    C[r0 + g + 8, c0 + 2 * q + 1] = d3\n")
+_MMA_ONE_BLOCK = '''from numba import cuda, float32
+
+from kernels.gemm.mma import mma_tf32, to_tf32
+
+
+@cuda.jit
+def mma_kernel(A, B, C):
+    """Block (0, 0)'s warp walks every 16 x 8 tile; the other blocks return."""
+    if cuda.blockIdx.x + cuda.blockIdx.y > 0:
+        return
+    lane = cuda.threadIdx.x
+    g = lane // 4
+    q = lane % 4
+    for r0 in range(0, C.shape[0], 16):
+        for c0 in range(0, C.shape[1], 8):
+            d0 = d1 = d2 = d3 = float32(0.0)
+            for k0 in range(0, A.shape[1], 8):
+                d0, d1, d2, d3 = mma_tf32(to_tf32(A[r0 + g, k0 + q]), to_tf32(A[r0 + g + 8, k0 + q]),
+                                          to_tf32(A[r0 + g, k0 + q + 4]), to_tf32(A[r0 + g + 8, k0 + q + 4]),
+                                          to_tf32(B[k0 + q, c0 + g]), to_tf32(B[k0 + q + 4, c0 + g]), d0, d1, d2, d3)
+            C[r0 + g, c0 + 2 * q] = d0
+            C[r0 + g, c0 + 2 * q + 1] = d1
+            C[r0 + g + 8, c0 + 2 * q] = d2
+            C[r0 + g + 8, c0 + 2 * q + 1] = d3
+'''
+
+_ASYNC_HEAD = '''from numba import cuda, float32
+
+from kernels.gemm.mma import cp_async4, cp_async_commit, cp_async_wait  # noqa: F401
+
+TILE = 8
+BUFFERS = 2 * TILE * TILE
+
+
+@cuda.jit
+def pipeline_kernel(A, B, C):
+    sA = cuda.shared.array(BUFFERS, float32)
+    sB = cuda.shared.array(BUFFERS, float32)
+    tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+    row = cuda.blockIdx.y * TILE + ty
+    col = cuda.blockIdx.x * TILE + tx
+    M, K = A.shape
+    N = B.shape[1]
+    me = ty * TILE + tx
+    acc = float32(0.0)
+'''
+_ASYNC_TAIL = '''    if row < M and col < N:
+        C[row, col] = acc
+'''
+_ASYNC_ONE_BUFFER = _ASYNC_HEAD + '''    for t in range((K + TILE - 1) // TILE):  # copy, wait for it, multiply: nothing in flight meanwhile
+        ka = t * TILE + tx
+        kb = t * TILE + ty
+        cp_async4(sA, me, A, row, ka, 1 if row < M and ka < K else 0)
+        cp_async4(sB, me, B, kb, col, 1 if kb < K and col < N else 0)
+        cp_async_commit()
+        cp_async_wait(0)
+        cuda.syncthreads()
+        for k in range(TILE):
+            acc += sA[ty * TILE + k] * sB[k * TILE + tx]
+        cuda.syncthreads()
+''' + _ASYNC_TAIL
+_ASYNC_ISSUE_AFTER = _ASYNC_HEAD + '''    ntiles = (K + TILE - 1) // TILE
+    cp_async4(sA, me, A, row, tx, 1 if row < M and tx < K else 0)
+    cp_async4(sB, me, B, ty, col, 1 if ty < K and col < N else 0)
+    cp_async_commit()
+    for t in range(ntiles):
+        cp_async_wait(0)
+        cuda.syncthreads()
+        base = (t % 2) * TILE * TILE
+        for k in range(TILE):
+            acc += sA[base + ty * TILE + k] * sB[base + k * TILE + tx]
+        if t + 1 < ntiles:  # the next tile only after the products: it never overlaps them
+            nxt = (t + 1) % 2 * TILE * TILE + me
+            ka = (t + 1) * TILE + tx
+            kb = (t + 1) * TILE + ty
+            cp_async4(sA, nxt, A, row, ka, 1 if row < M and ka < K else 0)
+            cp_async4(sB, nxt, B, kb, col, 1 if kb < K and col < N else 0)
+            cp_async_commit()
+''' + _ASYNC_TAIL
+_ASYNC_PLAIN_LOADS = _ASYNC_HEAD + '''    for t in range((K + TILE - 1) // TILE):  # tiled_matmul's synchronous loads
+        ka = t * TILE + tx
+        kb = t * TILE + ty
+        sA[me] = A[row, ka] if row < M and ka < K else float32(0.0)
+        sB[me] = B[kb, col] if kb < K and col < N else float32(0.0)
+        cuda.syncthreads()
+        for k in range(TILE):
+            acc += sA[ty * TILE + k] * sB[k * TILE + tx]
+        cuda.syncthreads()
+''' + _ASYNC_TAIL
+_ASYNC_PREFETCH_EARLY = _ASYNC_HEAD + '''    for s in range(2):  # tiles 0 and 1 up front
+        ka = s * TILE + tx
+        kb = s * TILE + ty
+        cp_async4(sA, s * TILE * TILE + me, A, row, ka, 1 if row < M and ka < K else 0)
+        cp_async4(sB, s * TILE * TILE + me, B, kb, col, 1 if kb < K and col < N else 0)
+        cp_async_commit()
+    for t in range((K + TILE - 1) // TILE):
+        cp_async_wait(1)
+        cuda.syncthreads()
+        base = (t % 2) * TILE * TILE
+        for k in range(TILE):
+            acc += sA[base + ty * TILE + k] * sB[base + k * TILE + tx]
+        ka = (t + 2) * TILE + tx  # tile t + 2 into this buffer before the barrier: neighbours still read it
+        kb = (t + 2) * TILE + ty
+        cp_async4(sA, base + me, A, row, ka, 1 if row < M and ka < K else 0)
+        cp_async4(sB, base + me, B, kb, col, 1 if kb < K and col < N else 0)
+        cp_async_commit()
+        cuda.syncthreads()
+''' + _ASYNC_TAIL
+_ASYNC_ISSUE_LINES = ("            cp_async4(sA, nxt, A, row, ka, 1 if row < M and ka < K else 0)\n"
+                      "            cp_async4(sB, nxt, B, kb, col, 1 if kb < K and col < N else 0)\n")
+
 WRONG = [
     # --- map_guard --------------------------------------------------------------------------------
     Wrong("map_guard", "guard with <=", [("i < out.shape[0]", "i <= out.shape[0]")],
@@ -574,6 +688,68 @@ WRONG = [
           "buffer overwritten while read"),
     Wrong("async_pipeline", "waits for the wrong group", [("cp_async_wait(1)  #", "cp_async_wait(2)  #")],
           ["but it is NaN"], [], "wait for the wrong group"),
+    # --- mma_fragment: fresh ones -----------------------------------------------------------------------
+    Wrong("mma_fragment", "C fragment's row and column swapped",
+          [(_MMA_STORE, "    C[r0 + 2 * q, c0 + g] = d0\n    C[r0 + 2 * q + 1, c0 + g] = d1\n"
+                        "    C[r0 + 2 * q + 8, c0 + g] = d2\n    C[r0 + 2 * q + 9, c0 + g] = d3\n")],
+          ["wrong places"], [], "wrong fragment register"),
+    Wrong("mma_fragment", "c2 and c3 stored without the + 8 rows",
+          [(_MMA_STORE, _MMA_STORE.replace("r0 + g + 8", "r0 + g"))], ["never written"], [], "wrong fragment register"),
+    Wrong("mma_fragment", "groupID and threadID_in_group swapped",
+          [("g = lane // 4  #", "g = lane % 4  #"), ("q = lane % 4  #", "q = lane // 4  #")], ["out of bounds"], [],
+          "wrong fragment lane"),
+    Wrong("mma_fragment", "every block stores the first 8 columns", [("c0 = 8 * cuda.blockIdx.x", "c0 = 0")],
+          ["never written", "columns 8.."], [], "missing block offset"),
+    Wrong("mma_fragment", "second column without the + 1", [(_MMA_STORE, _MMA_STORE.replace(" + 1] =", "] ="))],
+          ["never written", "columns 1, 3, 5"], [], "wrong fragment register"),
+    Wrong("mma_fragment", "tile staged in shared memory without a barrier",
+          [("    C[r0 + g, c0 + 2 * q] = d0\n",
+            "    tile = cuda.shared.array(128, float32)\n    tile[g * 8 + 2 * q] = d0\n    tile[g * 8 + 2 * q + 1] = d1\n"
+            "    tile[(g + 8) * 8 + 2 * q] = d2\n    tile[(g + 8) * 8 + 2 * q + 1] = d3\n"
+            "    for e in range(lane, 128, 32):\n        C[r0 + e // 8, c0 + e % 8] = tile[(e + 32) % 128]\n    return\n"
+            "    C[r0 + g, c0 + 2 * q] = d0\n")], ["race"], [], "missing barrier"),
+    Wrong("mma_fragment", "tile zeroed 16 columns wide",
+          [("    d0 = d1 = d2 = d3 = float32(0.0)\n",
+            "    d0 = d1 = d2 = d3 = float32(0.0)\n    for e in range(lane, 256, 32):\n"
+            "        if c0 + e % 16 < C.shape[1]:\n            C[r0 + e // 16, c0 + e % 16] = float32(0.0)\n")],
+          ["written by 2 threads"], [], "writes past the tile"),
+    Wrong("mma_fragment", "accumulators reset at every k-step",
+          [("    for k0 in range(0, A.shape[1], 8):\n", "    for k0 in range(0, A.shape[1], 8):\n        d0 = d1 = d2 = d3 = float32(0.0)\n")],
+          ["only the last k-step"], ["which element of A"], "accumulator reset"),
+    Wrong("mma_fragment", "a3 loads a1's element", [("a3 = A[r0 + g + 8, k0 + q + 4]", "a3 = A[r0 + g + 8, k0 + q]")],
+          ["which element of A each a_i holds"], ["wrong places"], "wrong fragment lane"),
+    Wrong("mma_fragment", "block (0, 0) computes every tile", _MMA_ONE_BLOCK,
+          MAPPING + ["stored nothing", "one warp per 16 x 8 tile"], [], "one block with a loop"),
+    # --- async_pipeline: fresh ones ---------------------------------------------------------------------
+    Wrong("async_pipeline", "commit only when a tile was issued (wait(1) then leaves the last tile in flight)",
+          [(_ASYNC_ISSUE_LINES + _COMMIT, _ASYNC_ISSUE_LINES + "            cp_async_commit()\n")],
+          ["but it is NaN"], [], "wait for the wrong group"),
+    Wrong("async_pipeline", "one buffer, cp_async_wait(0) at every tile", _ASYNC_ONE_BUFFER,
+          MAPPING + ["no copy was ever in flight"], [], "no overlap"),
+    Wrong("async_pipeline", "two buffers but cp_async_wait(0)", [("cp_async_wait(1)  #", "cp_async_wait(0)  #")],
+          MAPPING + ["no copy was ever in flight"], [], "no overlap"),
+    Wrong("async_pipeline", "next tile issued after the products", _ASYNC_ISSUE_AFTER,
+          MAPPING + ["no copy was ever in flight"], [], "no overlap"),
+    Wrong("async_pipeline", "plain loads, no cp.async", _ASYNC_PLAIN_LOADS, MAPPING + ["no cp_async4"], [], "no overlap"),
+    Wrong("async_pipeline", "products read the buffer in flight", [("base = (t % 2) * TILE", "base = ((t + 1) % 2) * TILE")],
+          ["but it is NaN"], [], "wrong buffer"),
+    Wrong("async_pipeline", "tiles along K rounded down", [("ntiles = (K + TILE - 1) // TILE", "ntiles = max(1, K // TILE)")],
+          ["misses exactly the partial of tile"], [], "missing loop / wrong shape guard"),
+    Wrong("async_pipeline", "edge copies skipped, not zero-filled",
+          [("    cp_async4(sA, me, A, row, tx, 1 if row < M and tx < K else 0)\n    cp_async4(sB, me, B, ty, col, 1 if ty < K and col < N else 0)\n",
+            "    if row < M and tx < K:\n        cp_async4(sA, me, A, row, tx, 1)\n    if ty < K and col < N:\n        cp_async4(sB, me, B, ty, col, 1)\n"),
+           (_ASYNC_ISSUE_LINES, "            if row < M and ka < K:\n                cp_async4(sA, nxt, A, row, ka, 1)\n"
+                                "            if kb < K and col < N:\n                cp_async4(sB, nxt, B, kb, col, 1)\n")],
+          ["but it is NaN"], [], "missing zero past the end"),
+    Wrong("async_pipeline", "tile t + 2 copied before the closing barrier", _ASYNC_PREFETCH_EARLY, ["race"], [],
+          "buffer overwritten while read"),
+    Wrong("async_pipeline", "B's tile copied transposed",
+          [("cp_async4(sB, nxt, B, kb, col, 1 if kb < K and col < N else 0)",
+            "cp_async4(sB, nxt, B, (t + 1) * TILE + tx, cuda.blockIdx.x * TILE + ty, "
+            "1 if (t + 1) * TILE + tx < K and cuda.blockIdx.x * TILE + ty < N else 0)"),
+           ("cp_async4(sB, me, B, ty, col, 1 if ty < K and col < N else 0)",
+            "cp_async4(sB, me, B, tx, cuda.blockIdx.x * TILE + ty, 1 if tx < K and cuda.blockIdx.x * TILE + ty < N else 0)")],
+          ["expected"], ["never written"], "index arithmetic"),
 ]
 
 RIGHT = [
@@ -653,6 +829,16 @@ def block_sum_kernel(x, partials):
             "    if i >= n:\n        return\n    acc = float32(0.0)\n    for k in range(K):\n        acc += w[k] * tile[t + k]\n    y[i] = acc")]),
     Right("async_pipeline", "accumulator set before the first commit",
           [("    cp_async_commit()\n    acc = float32(0.0)\n", "    acc = float32(0.0)\n    cp_async_commit()\n")]),
+    Right("async_pipeline", "no empty commit: cp_async_wait(0) at the last tile",
+          [(_ASYNC_ISSUE_LINES + _COMMIT + _WAIT,
+            _ASYNC_ISSUE_LINES + "            cp_async_commit()\n            cp_async_wait(1)\n        else:\n"
+            "            cp_async_wait(0)\n")]),
+    Right("async_pipeline", "wait(0) first, then tile t + 1 issued before the products",
+          [("        if t + 1 < ntiles:  # tile t + 1", "        cp_async_wait(0)\n        cuda.syncthreads()\n        if t + 1 < ntiles:  # tile t + 1"),
+           (_COMMIT + _WAIT + _SYNC1, "        cp_async_commit()\n")]),
+    Right("mma_fragment", "stores by a loop over the two row halves",
+          [(_MMA_STORE, "    for h in range(2):\n        C[r0 + g + 8 * h, c0 + 2 * q] = d0 if h == 0 else d2\n"
+                        "        C[r0 + g + 8 * h, c0 + 2 * q + 1] = d1 if h == 0 else d3\n")]),
     Right("mma_fragment", "fragments loaded through locals of the tile origin",
           [("        a0 = A[r0 + g, k0 + q]\n", "        ra = r0 + g\n        a0 = A[ra, k0 + q]\n")]),
 ]

@@ -179,3 +179,19 @@ def test_lesson_message_judges_facts_only():
     assert lesson_message("one_element_per_thread", {**base, "max_stored": 1}) is None
     with pytest.raises(ValueError, match="unknown lesson"):
         lesson_message("no_such_lesson", base)
+
+
+def test_async_overlap_and_tensor_core_judge_facts_only():
+    """async_overlap: no copy at all, or two groups of copies or more and no shared read made with
+    copies in flight, fails; one group (one tile along K: nothing to overlap) passes. tensor_core: a block that stored
+    nothing fails."""
+    from lab.teach.lessons import lesson_message
+
+    f = {"async_copies": 16, "async_groups": 2, "async_overlap": 1}
+    assert lesson_message("async_overlap", f) is None
+    assert "no copy was ever in flight" in lesson_message("async_overlap", {**f, "async_overlap": 0})
+    assert lesson_message("async_overlap", {**f, "async_groups": 1, "async_overlap": 0}) is None
+    assert "no cp_async4" in lesson_message("async_overlap", {**f, "async_copies": 0})
+    t = {"warp_collectives": 6, "blocks": 6, "blocks_writing": 6}
+    assert lesson_message("tensor_core", t) is None
+    assert "5 blocks of 6 stored nothing" in lesson_message("tensor_core", {**t, "blocks_writing": 1}, output="C")

@@ -158,6 +158,8 @@ MUTANTS = [
     ("async_pipeline", "a buffer overwritten while read (no barrier after the products)",
      [("        cuda.syncthreads()  # everyone is done with this buffer before tile t + 2 is copied into it\n", "")],
      "race", False),
+    ("async_pipeline", "right values with nothing in flight during the products (cp_async_wait(0))",
+     [("cp_async_wait(1)  #", "cp_async_wait(0)  #")], "no copy was ever in flight", False),
 ]
 
 
