@@ -104,6 +104,8 @@ from __future__ import annotations
 import functools
 from typing import NamedTuple
 
+import numpy as np
+
 
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
@@ -275,6 +277,7 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         M = A.shape[0]
         K = A.shape[1]
         N = B.shape[1]
+        NC = C.shape[1]  # N, or fewer where B was zero-padded to a multiple of 4 columns (prepare)
         t = cuda.threadIdx.x
         lane = t % 32
         warp = t // 32
@@ -360,9 +363,9 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
                     c = col0 + wn0 + 2 * q * NT
                     for nt in range(NT):
                         o = (mt * NT + nt) * 4 + h * 2
-                        if c + nt < N:
+                        if c + nt < NC:
                             C[r, c + nt] = acc[o]
-                        if c + NT + nt < N:
+                        if c + NT + nt < NC:
                             C[r, c + NT + nt] = acc[o + 1]
 
     return tf32_kernel
@@ -398,7 +401,8 @@ def launch(size, threads):
         notes.append(f"block fixed at {tile.threads} threads ({tile.threads // 32} warps); --threads {threads} ignored")
     notes.append(f"build {name}: {why}")
     if size[2] % 4 or size[1] % 4:
-        notes.append("K or N not a multiple of 4: rows not 16-byte aligned, 4-byte copies")
+        notes.append(f"K, N not multiples of 4: A and B zero-padded to {padded(size[2])}, {padded(size[1])} columns "
+                     f"by a copy kernel in every call (timed), so every cp.async is 16 bytes")
     notes.append("TF32 inputs (10-bit mantissa), float32 sums")
     if EMULATED:
         notes.append("emulated: mma.sync, cp.async and ld.shared.v4 run as Python in the simulator")
@@ -406,14 +410,56 @@ def launch(size, threads):
     return Launch(grid=plan.grid, block=plan.block, threads_needed=plan.threads_needed, note="; ".join(notes))
 
 
+def padded(n: int) -> int:
+    """n rounded up to a multiple of 4 (16 bytes of float32): the K and N the kernel runs at."""
+    return -(-n // 4) * 4
+
+
+@cuda.jit
+def pad_kernel(src, dst):
+    """dst = src zero-padded (float32, dst at least src's shape): dst[r, c] = src[r, c] inside src, 0 past
+    its edges. One thread an element of dst, row-major (coalesced): block (256,), grid
+    (ceil(dst.size / 256),). Zeros add nothing to a product, so A padded along K and B along K and N
+    give the same C."""
+    i = cuda.grid(1)
+    cols = dst.shape[1]
+    if i < dst.shape[0] * cols:
+        r = i // cols
+        c = i - r * cols
+        v = float32(0.0)
+        if r < src.shape[0] and c < src.shape[1]:
+            v = src[r, c]
+        dst[r, c] = v
+
+
 def prepare(cfg, inputs, outputs):
-    """One launch of the TF32 kernel :func:`choose` picks on (A, B, C); float32 only (ValueError otherwise)."""
+    """One launch of the TF32 kernel :func:`choose` picks on (A, B, C); float32 only (ValueError otherwise).
+
+    K or N not a multiple of 4 leaves rows that a 16-byte cp.async cannot read (4-byte copies, about
+    0.6x the speed: docs/tensor-cores.md, "Shapes"). Then every call first copies A and B into buffers
+    zero-padded to multiples of 4 columns (two launches of :func:`pad_kernel`, timed with the product:
+    about 1/10 of its time at 4097^3) and runs the 16-byte kernel on them; C keeps its N columns."""
     A, B = inputs
     mma.float32_inputs("tensor_core_tf32", "TF32", A)
-    tile = TILES[choose((A.shape[0], B.shape[1], A.shape[1]))[0]]
-    k = mma.with_shared(kernel_for(A.shape[1], B.shape[1], tile), cfg.grid, cfg.block, tile.dynamic_bytes)
+    m, k = A.shape
+    n = B.shape[1]
+    tile = TILES[choose((m, n, k))[0]]
     C = outputs[0]
-    return lambda: k(A, B, C)
+    if k % 4 == 0 and n % 4 == 0:
+        kern = mma.with_shared(kernel_for(k, n, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
+        return lambda: kern(A, B, C)
+    kp, n_p = padded(k), padded(n)
+    Ap = cuda.device_array((m, kp), np.float32)
+    Bp = cuda.device_array((kp, n_p), np.float32)
+    ga, gb = blocks_for(m * kp, 256), blocks_for(kp * n_p, 256)
+    kern = mma.with_shared(kernel_for(kp, n_p, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
+
+    def call():  # configured at each call: the simulator's kernel[grid, block] keeps only the latest configuration
+        pad_kernel[ga, 256](A, Ap)
+        pad_kernel[gb, 256](B, Bp)
+        kern(Ap, Bp, C)
+
+    return call
 
 
 unavailable = mma.float32_gate("tensor_core_tf32", "TF32")
