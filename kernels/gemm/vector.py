@@ -51,15 +51,11 @@ def _columns_sum(X, B, m, n, N, k0, k1, TY, ty):
     return acc
 
 
-@cuda.jit
-def columns_partial_kernel(X, B, partials, kchunk):
-    """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
-
-    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
-    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
-    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
-    warp 0 adds the TY warps' sums from shared memory. With one K range, partials is Y as (1, M, N)."""
-    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+@cuda.jit(device=True)
+def _columns_partial(X, B, partials, kchunk, sums):
+    """Block (bx, z, m)'s partial sums of columns_partial_kernel, stored in partials[z, m, bx * 32 + tx]
+    by warp 0 after the TY warps' sums meet in the shared array ``sums`` (MAX_WARPS x 32). True in the
+    threads that stored one (ty == 0, column inside N)."""
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     n = uint64(cuda.blockIdx.x * WARP + tx)
@@ -75,6 +71,20 @@ def columns_partial_kernel(X, B, partials, kchunk):
         for j in range(1, cuda.blockDim.y):
             total += sums[j, tx]
         partials[z, m, n] = total
+        return True
+    return False
+
+
+@cuda.jit
+def columns_partial_kernel(X, B, partials, kchunk):
+    """partials[z, m, n] = sum over k in [z * kchunk, min(K, (z + 1) * kchunk)) of X[m, k] * B[k, n].
+
+    X: (M, K), B: (K, N) row-major, partials: (splits, M, N), one float dtype. Launch: block
+    (32, TY), grid (ceil(N / 32), splits, M): lane tx of warp ty in block (bx, z, m) owns column
+    n = bx * 32 + tx and sums k = k0 + ty, k0 + ty + TY, ... (VM_UNROLL loads of B in flight), then
+    warp 0 adds the TY warps' sums from shared memory. With one K range, partials is Y as (1, M, N)."""
+    sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
+    _columns_partial(X, B, partials, kchunk, sums)
 
 
 # With K split over grid y, the partials were added by a second launch: 3.6 us of a 32 us
@@ -95,22 +105,13 @@ def columns_split_kernel(X, B, partials, Y, counters, kchunk):
     + 31]; the last block of (bx, m) to count itself in adds the splits in order z = 0, 1, ... into Y."""
     sums = cuda.shared.array((MAX_WARPS, WARP), partials.dtype)
     last = cuda.shared.array(1, np.int32)
+    if _columns_partial(X, B, partials, kchunk, sums):
+        threadfence()  # this partial reaches every SM before the count below says it is done
     tx = cuda.threadIdx.x
     ty = cuda.threadIdx.y
     n = uint64(cuda.blockIdx.x * WARP + tx)
     N = uint64(B.shape[1])
-    z = cuda.blockIdx.y
     m = uint64(cuda.blockIdx.z)
-    k0 = uint64(z) * uint64(kchunk)
-    k1 = min(k0 + uint64(kchunk), uint64(B.shape[0]))
-    sums[ty, tx] = _columns_sum(X, B, m, n, N, k0, k1, uint64(cuda.blockDim.y), ty)
-    cuda.syncthreads()
-    if ty == 0 and n < N:
-        total = sums[0, tx]
-        for j in range(1, cuda.blockDim.y):
-            total += sums[j, tx]
-        partials[z, m, n] = total
-        threadfence()  # this partial reaches every SM before the count below says it is done
     cuda.syncthreads()
     if tx == 0 and ty == 0:
         splits = cuda.gridDim.y
