@@ -416,18 +416,22 @@ def choose(size, sms: int | None = None) -> Choice:
     big, small = BUILDS[DEFAULT], BUILDS[SMALL]
     tiles = blocks_for(m, big.bm) * blocks_for(n, big.bn)
     if tiles >= sms:
-        return Choice(DEFAULT, 1, f"the {big.bm}x{big.bn} grid, {tiles} blocks, fills {sms} SMs")
+        return Choice(DEFAULT, 1, f"the {big.bm}x{big.bn} grid, {_blocks(tiles)}, fills {sms} SMs")
     small_tiles = blocks_for(m, small.bm) * blocks_for(n, small.bn)
-    why = (f"the {big.bm}x{big.bn} grid, {tiles} blocks, would leave SMs of {sms} idle: {small.bm}x{small.bn} tiles, "
-           f"{small_tiles} blocks")
+    why = (f"the {big.bm}x{big.bn} grid, {_blocks(tiles)}, would leave SMs of {sms} idle: {small.bm}x{small.bn} "
+           f"tiles, {_blocks(small_tiles)}")
     splits = 1
-    if small_tiles < sms:
+    if 0 < small_tiles < sms:
         want = blocks_for(2 * sms, small_tiles)
         splits = max(1, min(want, k // (2 * SPLIT_MIN_K if k >= 4096 else SPLIT_MIN_K)))
         if splits > 1:
             kchunk, splits = k_ranges(k, splits, small.bk)
             why += f" x {splits} K ranges of {kchunk}, then a reduction launch"
     return Choice(SMALL, splits, why)
+
+
+def _blocks(n: int) -> str:
+    return f"{n} block" + ("" if n == 1 else "s")
 
 
 def launch(size, threads):
@@ -445,9 +449,11 @@ def launch(size, threads):
 
 
 def enqueue(build: Build, A, B, C, splits: int = 1):
-    """One call of ``build``'s kernel on (A, B, C) (C = A @ B, float32 M x N), as a function of no arguments;
-    with splits > 1, the kernel writes the partials into a workspace (splits M x N, allocated here, once) and
-    kernels.gemm.split_k's reduction launch adds them into C."""
+    """C = A @ B by ``build``'s kernel, as a function of no arguments that enqueues it: A (M, K), B (K, N),
+    C (M, N), float32 and C-contiguous (device arrays; numpy arrays in the simulator), grid
+    :func:`launch_for`. With splits > 1 (K ranges over grid z) the kernel writes the partial products into
+    a workspace (splits M x N float32, allocated here, once) and kernels.gemm.split_k's reduction launch
+    adds them into C."""
     m, n = C.shape
     k = A.shape[1]
     plan = launch_for(build, (m, n, k), splits)
