@@ -52,19 +52,43 @@ both addresses on every call); 4-byte copies when K or N is not a multiple of 4 
 outside the matrix the copy's source size is 0 and it writes zeros. Shared memory: STAGES x (bm lda +
 bk bn) words; past 48 KB dynamic shared memory (``cuda.shared.array(0, ...)``, the bytes given at
 launch: :func:`configure`). :data:`BUILDS` lists the builds (tile, slab depth, stages, blocks an SM
-the registers are capped for); :data:`DEFAULT` is the rung's.
+the registers are capped for, block order); :data:`DEFAULT` is the rung's.
+
+Small grids. A 128 x 128 tile a block leaves SMs idle when C has few tiles: 1000 x 1030 is 8 x 9 = 72
+blocks for an H100's or H200's 132 SMs. The rung's build is a function of the shape and the SM count
+(:func:`choose`, named with its reason in the launch note): the default where its grid gives every SM a
+block, else :data:`SMALL` (64 x 64 tiles of 4 warps of 32 x 32, 4 x 8 a lane: 4x the blocks, 4 an SM), and
+where even those leave SMs idle (64 x 4096 x 4096: 64 blocks) K is split too, as the split_k rung does
+(kernels.gemm.split_k): grid z is K's ranges, block z writes its partial product into rows z M .. z M + M - 1
+of a workspace, and split_k's reduction launch adds them into C. Block order: a build's ``group`` launches
+the tiles a group of tile rows at a time, column by column (:func:`grouped_order`), so the blocks resident at
+one time share A rows and B columns in L2.
 
 Saves over warp_tiled: the global-load latency and the register staging of the next slab (no
 ``a_next``/``b_next`` registers: more registers for accumulators), one barrier a slab instead of two.
-Measured on the H100 (numba-cuda-mlir 0.6.0, docs/tensor-cores.md), the previous build (128 x 128
-block of 256 threads, 8 x 8 a thread, 32-bit shared loads): correct at every shape tried, 15.2 TFLOP/s
-at 4096^3, 0.30x cuBLAS FP32, issue-bound (553.6 M shared loads, B's 2-way bank conflicted). The
-builds of :data:`BUILDS` are not measured on a GPU yet (scripts/async_copy_bench.py checks and times them beside
-torch). Compiled offline for sm_90 (numba-cuda-mlir 0.6.0's PTX with the kernel's launch bounds, ptxas):
-no local arrays left in local memory; the 8 x 16 builds at 255 registers without spills, their
-4-deep group loop 561 SASS instructions for 512 FFMA; the 8 x 8 builds capped at 128 registers spill
-36-68 bytes (a few LDL a slab, none between the FFMA); their 16 k take 4 x ~307 instructions for 1,024
-FFMA; uncapped (``_r1``) 168 registers, no spills.
+Measured on the H100 (numba-cuda-mlir 0.6.0, docs/tensor-cores.md), the first build (128 x 128 block of
+256 threads, 8 x 8 a thread, 32-bit shared loads): correct at every shape tried, 15.2 TFLOP/s at 4096^3,
+0.30x cuBLAS FP32, issue-bound (553.6 M shared loads, B's 2-way bank conflicted). Measured on an H200
+(numba-cuda-mlir 0.6.0, scripts/async_copy_bench.py; TFLOP/s and x torch FP32 with TF32 off, which made
+49.9 / 42.1 / 44.9 / 21.1 at 4096^3, 3000 x 5000 x 2000, 2048^3, 1000 x 1030 x 517), every build within
+0.34 of its float64 check's tolerance:
+
+    b128x128_w64x64_t8x16_k16_s4 (default)   39.5 (0.79x)  35.1 (0.83x)  36.9 (0.82x)  9.8 (0.47x)
+    b128x128_w64x64_t8x16_k16_s3             39.6 (0.79x)  34.0 (0.81x)  34.1 (0.76x)  8.1 (0.39x)
+    b128x128_w64x64_t8x16_k32_s3             40.2 (0.80x)  34.5 (0.82x)  36.5 (0.81x)  9.8 (0.46x)
+    b128x128_w64x32_t8x8_k16_s3 (128 regs)   34.2 (0.69x)  29.1 (0.69x)  31.6 (0.70x)  9.3 (0.44x)
+
+and builds since dropped: the other 8 x 8 ones 0.64-0.76x (their best, bk 32, 36.9 at 4096^3; uncapped,
+168 registers, 34.4: the cap cost nothing), 128 x 256 blocks of 8 warps 0.73-0.77x and 0.28x at 1000 x 1030
+x 517. The 8 x 16 lanes (512 FFMA for 24 loads every 4 k) beat the 8 x 8 ones by 0.06-0.12x at the three large
+shapes, not at the small one (72 blocks: half the SMs idle, :func:`choose`); a fourth stage gains at the
+mid shapes, not at 4096^3. Not measured yet: :func:`choose`'s picks (the 64 x 64 build, K
+split), the 128 x 64 build, the grouped block order, the shapes 64 x 4096 x 4096, 4096 x 64 x 4096,
+4096 x 4096 x 64, 1024^3, 4097^3, 8192^3, and any of these on an H100. Compiled offline for sm_90
+(numba-cuda-mlir 0.6.0's PTX with the kernel's launch bounds, ptxas): no local arrays left in local
+memory; the 8 x 16 builds at 248-255 registers without spills, their 4-deep group loop 561 SASS
+instructions for 512 FFMA; the 8 x 8 build capped at 128 registers spills (36-44 bytes stored) (a few LDL a slab,
+none between the FFMA); the 128 x 64 build 168 registers and the 64 x 64 one 122-124 (of 128), no spills.
 
 In the simulator the copies and the 128-bit loads are emulated (kernels.gemm.mma, kernels.gemm.shared_vec):
 the copies buffered per thread and written at the wait, so a missing or misplaced wait gives wrong
@@ -81,7 +105,8 @@ from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
 from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
 from kernels.gemm.shared_vec import cp_async4_at, cp_async16_at, global_base, ld4_f32, shared_base
-from kernels.spec import Launch, blocks_for
+from kernels.gemm.split_k import k_ranges, reduce_launch, split_k_reduce_kernel
+from kernels.spec import Launch, blocks_for, sm_count
 
 
 class Build(NamedTuple):
@@ -96,6 +121,7 @@ class Build(NamedTuple):
     bk: int  # a multiple of 4: one A load covers 4 k-steps
     stages: int
     blocks: int = 1
+    group: int = 0  # > 0: blocks run through tile rows in groups of this many, column by column (L2 reuse)
 
     @property
     def threads(self) -> int:
@@ -116,7 +142,8 @@ class Build(NamedTuple):
 
     def __str__(self):
         return (f"{self.bm}x{self.bn} block, {self.wm}x{self.wn} warps, {self.tm}x{self.tn} a thread, "
-                f"bk {self.bk}, {self.stages} stages")
+                f"bk {self.bk}, {self.stages} stages" + (f", blocks grouped by {self.group} tile rows" if self.group
+                                                         else ""))
 
 
 STATIC_SHARED = 48 * 1024  # a block's static shared memory; past it, dynamic
@@ -124,22 +151,21 @@ MAX_SHARED = 227 * 1024  # an H100 block's opt-in shared memory
 # The builds scripts/async_copy_bench.py times. Up to 48 KB the stages are a static shared array; past it,
 # dynamic shared memory (numba-cuda-mlir raises the function's limit when a launch asks for more).
 BUILDS = {
-    # 8 warps of 64 x 32, 8 x 8 a lane, registers capped at 128 for 2 blocks (16 warps) an SM
-    "b128x128_w64x32_t8x8_k8_s4": Build(128, 128, 64, 32, 8, 8, 8, 4, 2),  # 40 KB, static
-    "b128x128_w64x32_t8x8_k16_s3": Build(128, 128, 64, 32, 8, 8, 16, 3, 2),  # 55 KB
-    "b128x128_w64x32_t8x8_k32_s3": Build(128, 128, 64, 32, 8, 8, 32, 3, 2),  # 104 KB: half the barriers
-    "b128x128_w32x64_t8x8_k16_s3": Build(128, 128, 32, 64, 8, 8, 16, 3, 2),  # lanes 4 x 8 instead of 8 x 4
-    "b128x128_w64x32_t8x8_k16_s3_r1": Build(128, 128, 64, 32, 8, 8, 16, 3, 1),  # 255 registers, 8 warps an SM
     # 4 warps of 64 x 64, 8 x 16 a lane (auto's tiling): 255 registers, 2 blocks (8 warps) an SM
-    "b128x128_w64x64_t8x16_k16_s3": Build(128, 128, 64, 64, 8, 16, 16, 3, 2),  # 55 KB
-    "b128x128_w64x64_t8x16_k16_s4": Build(128, 128, 64, 64, 8, 16, 16, 4, 2),  # 73 KB
+    "b128x128_w64x64_t8x16_k16_s4": Build(128, 128, 64, 64, 8, 16, 16, 4, 2),  # 73 KB: the default
+    "b128x128_w64x64_t8x16_k16_s3": Build(128, 128, 64, 64, 8, 16, 16, 3, 2),  # 55 KB: one stage fewer
     "b128x128_w64x64_t8x16_k32_s3": Build(128, 128, 64, 64, 8, 16, 32, 3, 2),  # 104 KB: half the barriers
-    # 8 warps of 64 x 64: 255 registers, 1 block an SM
-    "b128x256_w64x64_t8x16_k16_s3": Build(128, 256, 64, 64, 8, 16, 16, 3, 1),  # 79 KB
+    # the default with the blocks' order grouped: 8 tile rows a group, column by column (L2 reuse)
+    "b128x128_w64x64_t8x16_k16_s4_g8": Build(128, 128, 64, 64, 8, 16, 16, 4, 2, 8),
+    # 8 warps of 64 x 32, 8 x 8 a lane, registers capped at 128 for 2 blocks (16 warps) an SM
+    "b128x128_w64x32_t8x8_k16_s3": Build(128, 128, 64, 32, 8, 8, 16, 3, 2),  # 55 KB
+    # smaller blocks for grids that leave SMs idle (:func:`choose`): 4 warps each
+    "b128x64_w64x32_t8x8_k16_s4": Build(128, 64, 64, 32, 8, 8, 16, 4, 3),  # 57 KB, 168 registers
+    "b64x64_w32x32_t4x8_k16_s4": Build(64, 64, 32, 32, 4, 8, 16, 4, 4),  # 36 KB static, 128 registers
 }
-# the rung's build, chosen offline (no spills, 91% of its main loop's instructions FFMA, the 8 x 8 builds' 83%);
-# scripts/async_copy_bench.py times them all
-DEFAULT = "b128x128_w64x64_t8x16_k16_s3"
+# the rung's build: the best geometric mean over the four shapes timed on the H200 (module docstring)
+DEFAULT = "b128x128_w64x64_t8x16_k16_s4"
+SMALL = "b64x64_w32x32_t4x8_k16_s4"  # :func:`choose`'s build where the default's grid leaves SMs idle
 _D = BUILDS[DEFAULT]
 BM, BN, THREADS, STAGES = _D.bm, _D.bn, _D.threads, _D.stages  # the default build's, for the rung's description
 
@@ -175,6 +201,23 @@ def load_tile(sdst, saddr, src, gaddr, rows, cols, r0, c0, tile_rows, tile_cols,
                 cp_async4_at(sdst, d + 4 * e, src, gi + 4 * e if ok else gaddr, gr, gc + e, 1 if ok else 0)
 
 
+def grouped_order(bx, by, gx, gy, group):
+    """(tile row, tile column) of block (bx, by) of a gx x gy grid when the blocks, launched x first, go
+    through the tile rows in groups of ``group`` rows, column by column inside a group (the last group may
+    have fewer rows): the blocks resident at one time read fewer distinct A rows and B columns, so more of
+    their slabs come from L2 (Triton's matmul tutorial, "L2 cache optimizations"). A bijection of the grid."""
+    pid = by * gx + bx
+    width = group * gx
+    g = pid // width
+    first = g * group
+    in_group = min(gy - first, group)
+    r = pid - g * width
+    return first + r % in_group, r // in_group
+
+
+grouped_tile = cuda.jit(device=True, **FORCEINLINE)(grouped_order)
+
+
 def check_build(b: Build) -> None:
     """ValueError unless ``b`` is a build the kernel supports."""
     lm, ln = b.wm // b.tm, b.wn // b.tn
@@ -182,7 +225,7 @@ def check_build(b: Build) -> None:
             or b.shared_bytes > MAX_SHARED or not 2 <= b.stages <= 5  # cp_async_wait takes 0..3
             or b.threads % (b.bk // 4) or (b.bm * b.bk // 4) % b.threads  # load_tile's chunks of A ...
             or b.threads % (b.bn // 4) or (b.bk * b.bn // 4) % b.threads  # ... and of B
-            or b.threads * b.blocks > 2048):
+            or b.threads * b.blocks > 2048 or b.group < 0):
         raise ValueError(f"unsupported build {b}")
 
 
@@ -192,7 +235,8 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
     of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks). A build past 48 KB of shared
     memory needs ``build.dynamic_bytes`` at launch (:func:`configure`). ValueError for an unsupported build."""
     check_build(build)
-    bm, bn, wm, wn, tm, tn, bk, stages, blocks = build
+    bm, bn, wm, wn, tm, tn, bk, stages = build.bm, build.bn, build.wm, build.wn, build.tm, build.tn, build.bk, build.stages
+    group = build.group
     threads = build.threads
     lda = build.lda
     warps_n = bn // wn
@@ -209,7 +253,7 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
     smem_n = 0 if build.dynamic_bytes else a_total + stages * b_words  # 0: the launch's dynamic shared memory
     a_copies = bm * bk // 4 // threads
     b_copies = bk * bn // 4 // threads
-    bounds = {} if SIMULATOR else {"launch_bounds": (threads, blocks)}
+    bounds = {} if SIMULATOR else {"launch_bounds": (threads, build.blocks)}
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_a(sm, af, i, pa, kg):
@@ -240,7 +284,9 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
 
     @cuda.jit(**bounds)
     def async_copy_kernel(A, B, C):
-        """C = A @ B, float32; block (threads,), grid (ceil(N / bn), ceil(M / bm))."""
+        """C = A @ B, float32; block (threads,), grid (ceil(N / bn), ceil(M / bm), splits). With splits > 1
+        (grid z), block z adds K range z (kchunk = ceil(K / splits) rounded up to bk) into rows z M .. z M + M - 1
+        of C (splits M x N): its partial product, for a reduction launch to add."""
         sm = cuda.shared.array(smem_n, float32, alignment=ALIGN)  # [stage][m][lda] of A, then [stage][k][n] of B
         a_addr = shared_base(sm)
         b_addr = a_addr + 4 * a_total
@@ -254,8 +300,16 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
         warp = t // 32
         u = lane // ln
         v = lane % ln
-        row0 = cuda.blockIdx.y * bm
-        col0 = cuda.blockIdx.x * bn
+        by = cuda.blockIdx.y
+        bx = cuda.blockIdx.x
+        if group:
+            by, bx = grouped_tile(bx, by, cuda.gridDim.x, cuda.gridDim.y, group)
+        row0 = by * bm
+        col0 = bx * bn
+        splits = cuda.gridDim.z
+        kchunk = ((K + splits - 1) // splits + bk - 1) // bk * bk  # K range z: k0 .. k0 + kchunk - 1
+        k0 = cuda.blockIdx.z * kchunk
+        crow = cuda.blockIdx.z * M  # this range's partial: rows crow .. crow + M - 1 of C
         wm0 = (warp // warps_n) * wm
         wn0 = (warp % warps_n) * wn
         a_lane = (wm0 + u) * lda  # this lane's words in a stage: A row wm0 + u (+ lm i), B column wn0 + 4 v
@@ -265,13 +319,13 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
         bf = cuda.local.array(b_frag, float32)  # [buffer][tn]
         for i in range(acc_n):
             acc[i] = float32(0.0)
-        ntiles = (K + bk - 1) // bk
+        ntiles = (min(K - k0, kchunk) + bk - 1) // bk  # <= 0 for an empty range: zeros written
         for s in range(stages - 1):  # prologue: slabs 0 .. stages-2 in flight
             if s < ntiles:
-                load_tile(sm, a_addr + 4 * s * a_words, A, ga, M, K, row0, s * bk, bm, bk, lda, t, a_copies, threads,
-                          vec)
-                load_tile(sm, b_addr + 4 * s * b_words, B, gb, K, N, s * bk, col0, bk, bn, bn, t, b_copies, threads,
-                          vec)
+                load_tile(sm, a_addr + 4 * s * a_words, A, ga, M, K, row0, k0 + s * bk, bm, bk, lda, t, a_copies,
+                          threads, vec)
+                load_tile(sm, b_addr + 4 * s * b_words, B, gb, K, N, k0 + s * bk, col0, bk, bn, bn, t, b_copies,
+                          threads, vec)
             cp_async_commit()
         cp_async_wait(stages - 2)  # slab 0 landed, then its first fragments
         cuda.syncthreads()
@@ -283,9 +337,9 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
         for kt in range(ntiles):
             nxt = kt + stages - 1  # every thread passed the barrier after its last read of stage wr
             if nxt < ntiles:
-                load_tile(sm, a_addr + 4 * wr * a_words, A, ga, M, K, row0, nxt * bk, bm, bk, lda, t, a_copies,
+                load_tile(sm, a_addr + 4 * wr * a_words, A, ga, M, K, row0, k0 + nxt * bk, bm, bk, lda, t, a_copies,
                           threads, vec)
-                load_tile(sm, b_addr + 4 * wr * b_words, B, gb, K, N, nxt * bk, col0, bk, bn, bn, t, b_copies,
+                load_tile(sm, b_addr + 4 * wr * b_words, B, gb, K, N, k0 + nxt * bk, col0, bk, bn, bn, t, b_copies,
                           threads, vec)
             cp_async_commit()  # an empty group past the last slab keeps the count
             wr = rd
@@ -317,7 +371,7 @@ def make_async_copy_kernel(build: Build = _D, vec: bool = True):
                     col = col0 + b_lane + 4 * ln * c
                     for e in range(4):
                         if col + e < N:
-                            C[r, col + e] = acc[i * tn + c * 4 + e]
+                            C[crow + r, col + e] = acc[i * tn + c * 4 + e]
 
     return async_copy_kernel
 
@@ -332,33 +386,100 @@ def configure(kernel, build: Build, grid, block):
     return kernel[grid, block, 0, build.dynamic_bytes] if build.dynamic_bytes else kernel[grid, block]
 
 
-def launch_for(build: Build, size) -> Launch:
-    """The launch of ``build``'s kernel for size (m, n, k): one bm x bn tile of C a block."""
+def launch_for(build: Build, size, splits: int = 1) -> Launch:
+    """The launch of ``build``'s kernel for size (m, n, k): one bm x bn tile of C a block, ``splits`` K ranges
+    (grid z; :func:`enqueue` adds their partials)."""
     m, n, _ = size
-    grid = (blocks_for(n, build.bn), blocks_for(m, build.bm))
+    grid = (blocks_for(n, build.bn), blocks_for(m, build.bm)) + ((splits,) if splits > 1 else ())
     return Launch(grid=grid, block=(build.threads,), threads_needed=min(grid[0] * grid[1] * build.threads,
-                                                                       blocks_for(m * n, 64)))
+                                                                       blocks_for(m * n, build.tm * build.tn)) * splits)
+
+
+class Choice(NamedTuple):
+    """:func:`choose`'s pick: a key of :data:`BUILDS`, the K ranges (grid z) and why, in words."""
+    name: str
+    splits: int
+    why: str
+
+
+SPLIT_MIN_K = 256  # shortest K range a split gets (twice that from K = 4096 on), as kernels.gemm.split_k's plan
+
+
+def choose(size, sms: int | None = None) -> Choice:
+    """The build for size (m, n, k) on ``sms`` SMs (default: the current device's, kernels.device_limits; the
+    described H100's 132 in the simulator). The default's grid when it gives every SM a block; else
+    :data:`SMALL` (64 x 64 tiles: 4x the blocks); if that still leaves SMs idle, K split into ranges (grid z)
+    for about 2 blocks an SM, none shorter than SPLIT_MIN_K k, added by a second launch. A pure function."""
+    m, n, k = size
+    if sms is None:
+        sms = sm_count()
+    big, small = BUILDS[DEFAULT], BUILDS[SMALL]
+    tiles = blocks_for(m, big.bm) * blocks_for(n, big.bn)
+    if tiles >= sms:
+        return Choice(DEFAULT, 1, f"the {big.bm}x{big.bn} grid, {_blocks(tiles)}, fills {sms} SMs")
+    small_tiles = blocks_for(m, small.bm) * blocks_for(n, small.bn)
+    why = (f"the {big.bm}x{big.bn} grid, {_blocks(tiles)}, would leave SMs of {sms} idle: {small.bm}x{small.bn} "
+           f"tiles, {_blocks(small_tiles)}")
+    splits = 1
+    if 0 < small_tiles < sms:
+        want = blocks_for(2 * sms, small_tiles)
+        splits = max(1, min(want, k // (2 * SPLIT_MIN_K if k >= 4096 else SPLIT_MIN_K)))
+        if splits > 1:
+            kchunk, splits = k_ranges(k, splits, small.bk)
+            why += f" x {splits} K ranges of {kchunk}, then a reduction launch"
+    return Choice(SMALL, splits, why)
+
+
+def _blocks(n: int) -> str:
+    return f"{n} block" + ("" if n == 1 else "s")
 
 
 def launch(size, threads):
-    """The default build's launch: block fixed at its warps' threads, one bm x bn tile of C a block."""
-    notes = []
-    if threads != _D.threads:
-        notes.append(f"block fixed at {_D.threads} threads (compile-time tile); --threads {threads} ignored")
+    """The launch of :func:`choose`'s build: block fixed at its warps' threads, one bm x bn tile of C a block,
+    K ranges over grid z where the choice splits K; the note says which build and why."""
+    pick = choose(size)
+    build = BUILDS[pick.name]
+    notes = [f"build {pick.name} ({pick.why})"]
+    if threads != build.threads:
+        notes.append(f"block fixed at {build.threads} threads (compile-time tile); --threads {threads} ignored")
     if EMULATED:
         notes.append("emulated: cp.async and ld.shared.v4 run as Python in the simulator")
-    plan = launch_for(_D, size)
+    plan = launch_for(build, size, pick.splits)
     return Launch(grid=plan.grid, block=plan.block, threads_needed=plan.threads_needed, note="; ".join(notes))
 
 
+def enqueue(build: Build, A, B, C, splits: int = 1):
+    """C = A @ B by ``build``'s kernel, as a function of no arguments that enqueues it: A (M, K), B (K, N),
+    C (M, N), float32 and C-contiguous (device arrays; numpy arrays in the simulator), grid
+    :func:`launch_for`. With splits > 1 (K ranges over grid z) the kernel writes the partial products into
+    a workspace (splits M x N float32, allocated here, once) and kernels.gemm.split_k's reduction launch
+    adds them into C."""
+    m, n = C.shape
+    k = A.shape[1]
+    plan = launch_for(build, (m, n, k), splits)
+    kern = configure(kernel_for(k, n, build), build, plan.grid, plan.block)
+    if splits == 1:
+        return lambda: kern(A, B, C)
+    W = cuda.device_array((splits * m, n), np.float32)
+    W2, C1 = W.reshape(splits, m * n), C.reshape(m * n)
+    grid, block = reduce_launch(splits, m * n)
+    reduce = split_k_reduce_kernel[grid, block]
+
+    def run():
+        kern(A, B, W)
+        reduce(W2, C1)
+    return run
+
+
 def prepare(cfg, inputs, outputs):
-    """One launch of the async_copy kernel on (A, B, C); float32 only (ValueError otherwise)."""
+    """One launch of :func:`choose`'s build on (A, B, C) (and the reduction where it splits K); float32 only
+    (ValueError otherwise)."""
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
         raise ValueError("async_copy is a float32 kernel")
-    k = configure(kernel_for(A.shape[1], B.shape[1]), _D, cfg.grid, cfg.block)
     C = outputs[0]
-    return lambda: k(A, B, C)
+    pick = choose((C.shape[0], C.shape[1], A.shape[1]))
+    return enqueue(BUILDS[pick.name], A, B, C, pick.splits)
 
 
 def unavailable(dtype) -> str:

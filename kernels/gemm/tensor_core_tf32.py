@@ -472,8 +472,9 @@ def _rungs():
 
     return {
         "async_copy": pipeline_variant(
-            "async_copy", f"FP32 SIMT fed by 128-bit shared loads, {async_copy.BUILDS[async_copy.DEFAULT]}, "
-            f"cp.async shared-memory pipeline (block fixed at {async_copy.THREADS})",
+            "async_copy", f"FP32 SIMT fed by 128-bit shared loads, {async_copy.BUILDS[async_copy.DEFAULT]} "
+            f"(64x64 blocks, K split, where its grid leaves SMs idle), cp.async shared-memory pipeline "
+            f"(block fixed at {async_copy.THREADS})",
             async_copy.launch, async_copy.prepare, async_copy.unavailable,
             suits=lambda s: 1 not in s[:2]),
         "tensor_core_tf32": pipeline_variant(

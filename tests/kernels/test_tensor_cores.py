@@ -93,9 +93,11 @@ def test_async_copy_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
-# builds of async_copy with 16-byte copies (the rung test above runs the default build's 4-byte path): the
-# default at a size whose 4 slabs wrap its 3-stage ring, the 8 x 8 lanes of 8 warps at 3 slabs (simulator time)
-ACOPY_SIZES = {"b128x128_w64x64_t8x16_k16_s3": (20, 12, 56), "b128x128_w64x32_t8x8_k16_s3": (9, 8, 36)}
+# builds of async_copy (the rung test above runs choose()'s pick at its sizes: the 64 x 64 build): the default at
+# a size whose 6 slabs wrap its 4-stage ring (16-byte copies), the 8 x 8 lanes of 8 warps at 3 slabs, the
+# 64 x 64 build with K split into 3 ranges (the last 4 k, 4-byte copies) and the reduction launch
+ACOPY_SIZES = {"b128x128_w64x64_t8x16_k16_s4": ((20, 12, 88), 1), "b128x128_w64x32_t8x8_k16_s3": ((9, 8, 36), 1),
+               "b64x64_w32x32_t4x8_k16_s4": ((9, 13, 100), 3)}
 
 
 @pytest.mark.parametrize("name", sorted(ACOPY_SIZES))
@@ -104,17 +106,41 @@ def test_async_copy_builds(name, rng):
 
     if AC.UNAVAILABLE:
         pytest.skip(AC.UNAVAILABLE)
-    m, n, k = ACOPY_SIZES[name] if SIMULATOR else (1001, 1036, 516)
+    (m, n, k), splits = ACOPY_SIZES[name] if SIMULATOR else ((1001, 1036, 516), ACOPY_SIZES[name][1])
     A = rng.standard_normal((m, k)).astype(np.float32)
     B = rng.standard_normal((k, n)).astype(np.float32)
     C = np.full((m, n), np.nan, np.float32)
-    build = AC.BUILDS[name]
-    plan = AC.launch_for(build, (m, n, k))
     args = (A, B, C) if SIMULATOR else tuple(cuda.to_device(x) for x in (A, B, C))
-    AC.configure(AC.kernel_for(k, n, build), build, plan.grid, plan.block)(*args)
+    AC.enqueue(AC.BUILDS[name], *args, splits=splits)()
     got = C if SIMULATOR else args[2].copy_to_host()
     err = np.abs(got - A.astype(np.float64) @ B.astype(np.float64))
     assert np.all(err <= dot_tolerance(A, B, np.float32)), np.nanmax(err)
+
+
+def test_async_copy_choose_by_grid():
+    from kernels.gemm import async_copy as AC
+
+    for size in [(4096, 4096, 4096), (2048, 2048, 2048), (4097, 4097, 4097), (4096, 4096, 64)]:
+        assert AC.choose(size, 132)[:2] == (AC.DEFAULT, 1)  # >= 132 blocks of 128 x 128
+    small = AC.choose((1000, 1030, 517), 132)  # 72 blocks of 128 x 128 for 132 SMs; 272 of 64 x 64, K not split
+    assert (small.name, small.splits) == (AC.SMALL, 1) and "72 blocks" in small.why and "272 blocks" in small.why
+    assert AC.choose((1000, 1030, 517), 64).name == AC.DEFAULT  # a GPU of 64 SMs: the default fills it
+    skinny = AC.choose((64, 4096, 4096), 132)  # 64 blocks of 64 x 64: K in ranges of at least 512
+    kchunk = -(-4096 // skinny.splits)
+    assert skinny.name == AC.SMALL and 2 <= skinny.splits <= 8 and 64 * skinny.splits >= 132 and kchunk >= 512
+    assert AC.choose((33, 17, 13), 132)[:2] == (AC.SMALL, 1)  # too few k to split
+    plan = AC.launch((64, 4096, 4096), 256)
+    assert plan.grid[2] == skinny.splits and AC.SMALL in plan.note and "K ranges" in plan.note
+
+
+def test_async_copy_grouped_order_is_a_permutation():
+    from kernels.gemm.async_copy import grouped_order
+
+    for gx, gy, group in [(5, 7, 2), (3, 8, 8), (4, 3, 8), (33, 33, 8), (1, 1, 8)]:
+        tiles = [grouped_order(x, y, gx, gy, group) for y in range(gy) for x in range(gx)]
+        assert sorted(tiles) == [(r, c) for r in range(gy) for c in range(gx)]
+    # launch order: the group's 2 tile rows, column by column
+    assert [grouped_order(x, 0, 4, 3, 2) for x in range(4)] == [(0, 0), (1, 0), (0, 1), (1, 1)]
 
 
 @pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES)  # about 1 s in the simulator
