@@ -161,8 +161,7 @@ def build(name):
         return (lambda size: TB.launch(size, TB.THREADS)), _Bf16Launch
     if rung == "async_copy":  # "async_copy [BUILD]", BUILD a key of kernels.gemm.async_copy.BUILDS
         b = AC.BUILDS[opts[0] if opts else AC.DEFAULT]
-        return (lambda size: AC.launch_for(b, size)), (lambda size: _Configured(AC.kernel_for(size[2], size[1], b), b,
-                                                                                AC.configure))
+        return (lambda size: AC.launch_for(b, size)), (lambda size: _Configured(AC.kernel_for(size[2], size[1], b), b))
     named = next((TC.TILES[o] for o in opts if o in TC.TILES), None)  # none named: the rung's choose() picks
 
     def tile(size):
@@ -174,17 +173,15 @@ def build(name):
 
 
 class _Configured:
-    """A kernel whose ``[grid, block]`` asks for its tile's dynamic shared memory (``configure``: the rung
-    module's, tensor_core_tf32's by default)."""
+    """A kernel whose ``[grid, block]`` asks for its tile's (or build's) dynamic shared memory
+    (kernels.gemm.mma.with_shared)."""
 
-    def __init__(self, kernel, tile, configure=None):
-        self.kernel, self.tile, self.configure = kernel, tile, configure
+    def __init__(self, kernel, tile):
+        self.kernel, self.tile = kernel, tile
 
     def __getitem__(self, grid_block):
         from kernels.gemm import mma
 
-        if self.configure:
-            return self.configure(self.kernel, self.tile, *grid_block)
         return mma.with_shared(self.kernel, *grid_block, self.tile.dynamic_bytes)
 
 

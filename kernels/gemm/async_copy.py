@@ -102,6 +102,7 @@ from typing import NamedTuple
 import numpy as np
 
 from kernels.compiler import SIMULATOR, cuda, float32
+from kernels.gemm import mma
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
 from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
 from kernels.gemm.shared_vec import cp_async4_at, cp_async16_at, global_base, ld4_f32, shared_base
@@ -381,11 +382,6 @@ def kernel_for(k: int, n: int, build: Build = _D):
     return make_async_copy_kernel(build, k % 4 == 0 and n % 4 == 0)
 
 
-def configure(kernel, build: Build, grid, block):
-    """``kernel[grid, block]``, with ``build.dynamic_bytes`` of dynamic shared memory when it has any."""
-    return kernel[grid, block, 0, build.dynamic_bytes] if build.dynamic_bytes else kernel[grid, block]
-
-
 def launch_for(build: Build, size, splits: int = 1) -> Launch:
     """The launch of ``build``'s kernel for size (m, n, k): one bm x bn tile of C a block, ``splits`` K ranges
     (grid z; :func:`enqueue` adds their partials)."""
@@ -457,7 +453,7 @@ def enqueue(build: Build, A, B, C, splits: int = 1):
     m, n = C.shape
     k = A.shape[1]
     plan = launch_for(build, (m, n, k), splits)
-    kern = configure(kernel_for(k, n, build), build, plan.grid, plan.block)
+    kern = mma.with_shared(kernel_for(k, n, build), plan.grid, plan.block, build.dynamic_bytes)
     if splits == 1:
         return lambda: kern(A, B, C)
     W = cuda.device_array((splits * m, n), np.float32)
