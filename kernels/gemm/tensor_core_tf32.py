@@ -107,7 +107,7 @@ from typing import NamedTuple
 import numpy as np
 
 
-from kernels.compiler import SIMULATOR, cuda, float32
+from kernels.compiler import SIMULATOR, bound, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
 from kernels.gemm import mma
 from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32  # noqa: F401  (UNAVAILABLE: the rung says why it is off)
@@ -453,10 +453,18 @@ def prepare(cfg, inputs, outputs):
     Bp = cuda.device_array((kp, n_p), np.float32)
     ga, gb = blocks_for(m * kp, 256), blocks_for(kp * n_p, 256)
     kern = mma.with_shared(kernel_for(kp, n_p, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
+    if SIMULATOR:  # the simulator's kernel[grid, block] keeps only the latest configuration: configure at each call
+        def call():
+            pad_kernel[ga, 256](A, Ap)
+            pad_kernel[gb, 256](B, Bp)
+            kern(Ap, Bp, C)
 
-    def call():  # configured at each call: the simulator's kernel[grid, block] keeps only the latest configuration
-        pad_kernel[ga, 256](A, Ap)
-        pad_kernel[gb, 256](B, Bp)
+        return call
+    pad_a, pad_b = bound(pad_kernel[ga, 256], (A, Ap)), bound(pad_kernel[gb, 256], (B, Bp))
+
+    def call():
+        pad_a()
+        pad_b()
         kern(Ap, Bp, C)
 
     return call
