@@ -176,7 +176,9 @@ def _allow_dynamic_shared(kernel, nbytes: int) -> None:
     if not compiled and hasattr(kernel, "_launch_config_compile_results"):  # numba-cuda-mlir's launch-time compiles
         compiled = list(kernel._launch_config_compile_results())
     for cres in compiled:
-        err = driver.cuFuncSetAttribute(cres._codelibrary.get_cufunc()._handle, attr, nbytes)[0]
+        cufunc = cres._codelibrary.get_cufunc()  # numba-cuda: .handle; numba-cuda-mlir: ._handle
+        handle = cufunc._handle if hasattr(cufunc, "_handle") else cufunc.handle
+        err = driver.cuFuncSetAttribute(handle, attr, nbytes)[0]
         if getattr(err, "value", err) != 0:
             raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, {nbytes}): {err}")
 

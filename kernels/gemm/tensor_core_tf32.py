@@ -404,6 +404,7 @@ def unavailable(dtype) -> str:
 def _rungs():
     from kernels.gemm import async_copy
     from kernels.gemm import tensor_core_bf16 as bf16
+    from kernels.gemm import wgmma_bf16 as wg
     from kernels.gemm.mma import pipeline_variant
 
     return {
@@ -422,9 +423,14 @@ def _rungs():
             f"{bf16.BM}x{bf16.BN} block tile of 8 warps ({bf16.MT * 16}x{bf16.NT * 8} each), {bf16.STAGES}-stage "
             f"cp.async pipeline; bfloat16 inputs, float32 sums", bf16.launch, bf16.prepare, bf16.unavailable,
             precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
+        "tensor_core_wgmma": pipeline_variant(
+            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wg.BUILD['bn']}k16 "
+            f"reading both operands from 128-byte-swizzled shared memory (no ldmatrix), {wg.BM}x{wg.BUILD['bn']} "
+            f"block tile of 2 warpgroups, {wg.BUILD['stages']}-stage cp.async pipeline; bfloat16 inputs, float32 "
+            f"sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16", suits=lambda s: False),
     }
 
 
-# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant (the bf16 rung's
-# kernel lives in kernels/gemm/tensor_core_bf16.py).
+# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant (the bf16 rungs'
+# kernels live in kernels/gemm/tensor_core_bf16.py and kernels/gemm/wgmma_bf16.py).
 PIPELINE_RUNGS = _rungs()

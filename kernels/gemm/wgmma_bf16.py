@@ -377,10 +377,14 @@ if COMPILER == MLIR and not SIMULATOR:
         return gemm
 
 
-def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build):
+# The rung's build: make_wgmma_kernel's keywords (scripts/wgmma_bench.py --builds times the others beside it).
+BUILD: dict = dict(stages=4, bn=128)  # s4: 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
+
+
+def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, **build):
     """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), bn=bn, **build) launched
-    for an m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling
-    call is refused)."""
+    for an m x n x k product (on ``grid``, default one BM x bn tile of C a block) with its dynamic shared
+    memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
     from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
@@ -389,7 +393,8 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build
     nbytes = shared_bytes(stages, bn)
     if nbytes > DYNAMIC_SHARED_MAX:
         raise ValueError(f"{nbytes} bytes of shared memory: over {DYNAMIC_SHARED_MAX}")
-    launch = kernel[((n + bn - 1) // bn, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
+    grid = grid or ((n + bn - 1) // bn, (m + BM - 1) // BM)
+    launch = kernel[grid, (THREADS,), 0, nbytes]
     state = {"ready": False}
 
     def call(A, B, C):
@@ -403,3 +408,62 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build
         state["ready"] = True
 
     return call
+
+
+# --- The matmul rung tensor_core_wgmma: float32 inputs rounded to bf16 once, float32 sums and output ----
+NAME = "tensor_core_wgmma"
+
+
+def build_name(build: dict = BUILD) -> str:
+    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
+    bn = build.get("bn", BN)
+    return ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}"
+
+
+def launch(size, threads):
+    """Block fixed at THREADS (256: two warpgroups), one BM x bn (128 x 128) tile of C a block."""
+    from kernels.spec import Launch, blocks_for
+
+    m, n, _ = size
+    bn = BUILD.get("bn", BN)
+    notes = []
+    if threads != THREADS:
+        notes.append(f"block fixed at {THREADS} threads (2 warpgroups); --threads {threads} ignored")
+    notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
+                 f"{BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
+    grid = (blocks_for(n, bn), blocks_for(m, BM))
+    return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)),
+                  note="; ".join(notes))
+
+
+def prepare(cfg, inputs, outputs):
+    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), then one launch a call;
+    float32 only (ValueError otherwise)."""
+    from kernels.gemm.tensor_core_bf16 import device_bf16
+
+    A, B = inputs
+    if np.dtype(A.dtype) != np.float32:
+        raise ValueError(f"{NAME} takes float32 inputs (rounded to bfloat16)")
+    (C,) = outputs
+    m, k = A.shape
+    A16, B16 = device_bf16(A), device_bf16(B)
+    f = launcher(m, B.shape[1], k, grid=tuple(cfg.grid), **BUILD)
+    return lambda: f(A16, B16, C)
+
+
+def unavailable(dtype) -> str:
+    """Why the rung does not run here ("" when it does): the simulator and numba-cuda (no wgmma), a GPU
+    other than compute capability 9.0 (sm_90a code loads only there), a dtype other than float32."""
+    if SIMULATOR:
+        return f"{NAME}: wgmma has no emulation in the simulator; the tensor_core_bf16 rung is the emulated lesson"
+    if UNAVAILABLE:
+        return f"{NAME} {UNAVAILABLE}"
+    from kernels.device_limits import current
+
+    cc = current().cc
+    if cc is not None and tuple(cc) != (9, 0):
+        return (f"{NAME} needs a compute-capability 9.0 GPU (Hopper: sm_90a code loads only there); "
+                f"this one is {cc[0]}.{cc[1]}")
+    if np.dtype(dtype) != np.float32:
+        return f"{NAME} takes float32 inputs, rounded to bfloat16 (--dtype {np.dtype(dtype).name})"
+    return ""
