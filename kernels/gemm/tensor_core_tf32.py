@@ -424,9 +424,9 @@ def _rungs():
             f"cp.async pipeline; bfloat16 inputs, float32 sums", bf16.launch, bf16.prepare, bf16.unavailable,
             precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
         "tensor_core_wgmma": pipeline_variant(
-            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wg.BUILD['bn']}k16 "
-            f"reading both operands from 128-byte-swizzled shared memory (no ldmatrix), {wg.BM}x{wg.BUILD['bn']} "
-            f"block tile of 2 warpgroups, {wg.BUILD['stages']}-stage cp.async pipeline; bfloat16 inputs, float32 "
+            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wg.BUILD.get('bn', wg.BN)}k16 "
+            f"reading both operands from 128-byte-swizzled shared memory (no ldmatrix), {wg.BM}x{wg.BUILD.get('bn', wg.BN)} "
+            f"block tile of 2 warpgroups, {wg.BUILD.get('stages', wg.STAGES)}-stage cp.async pipeline; bfloat16 inputs, float32 "
             f"sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16", suits=lambda s: False),
     }
 

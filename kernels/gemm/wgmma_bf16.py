@@ -2,8 +2,21 @@
 
 The lab's tensor-core rungs use Ampere's warp-level ``mma.sync``: each warp first loads its operand
 *fragments* from shared memory into registers (``ldmatrix``, kernels.gemm.mma_bf16), then issues a
-16 x 8 x 16 product that the warp waits for. On an H100 that path tops out well under the quoted peak
-(scripts/mma_peak.py measures the mma.sync ceiling). Hopper's ``wgmma`` is what cuBLAS uses:
+16 x 8 x 16 product that the warp waits for. On Hopper that path tops out well under the quoted peak:
+scripts/mma_peak.py, a loop of independent mma.sync on register operands (no memory at all), reached
+592.7 TFLOP/s bf16 m16n8k16 and 298.1 TF32 m16n8k8 on an H200 -- 0.60 of the dense peaks (989, 495) that
+only ``wgmma`` reaches. Hopper's ``wgmma`` is what cuBLAS uses. What it saves, for one 64 x 128 x 64 piece
+of a block tile (the bf16 mma.sync rung's numbers, kernels/gemm/tensor_core_bf16.py):
+
+* instructions: 4 wgmma m64n128k16 issued by one warpgroup instead of 256 mma.sync m16n8k16 over its warps;
+* operand traffic through registers: none -- the tensor cores read A and B from shared memory themselves,
+  where the mma.sync rung's 64 x 64 warps first load 8 four-matrix ``ldmatrix`` per 16 k (64 for the piece)
+  and hold the fragments in registers;
+* waiting: wgmma is asynchronous, so a warpgroup issues slab k's MMAs and goes on to the next slab's
+  barrier and copies while they run (mma.sync's results are waited for, instruction by instruction).
+
+The rung ``tensor_core_wgmma`` (``lab run matmul --variant tensor_core_wgmma``; kernels/gemm/tensor_core_tf32.py
+declares it, :func:`launch`, :func:`prepare`, :func:`unavailable` here) runs :data:`BUILD`. The instruction:
 
 * A *warpgroup* (4 consecutive warps, 128 threads, the first warp's index a multiple of 4) issues one
   instruction for a 64 x N x 16 product (N = 8 .. 256 in steps of 8): ``wgmma.mma_async.sync.aligned.
@@ -34,11 +47,24 @@ Shared-memory layouts (bf16; a "core matrix" is 8 rows of 16 bytes), as :func:`k
   the ``imm-trans-b`` operand = 1): K rows of 64 N-elements, chunk c of row k at c ^ (k % 8), 8 K-rows an
   atom (1,024 bytes, the offset to the next 8 K-rows), 64-column blocks 64 x 128 = 8,192 bytes apart
   (the offset between atoms in N). The k-th 16-wide step: + 2,048 k bytes.
+* The 128-byte swizzle of one 1,024-byte atom (8 rows of 8 16-byte chunks): position p of row r holds
+  chunk p ^ r, so the 8 rows' chunk c -- one core matrix, 8 rows x 16 bytes, what the tensor cores read at a
+  time -- lie in 8 different 16-byte columns of the 128-byte bank window: one conflict-free wavefront::
+
+      position:  0   1   2   3   4   5   6   7        (16 bytes each; 128 bytes = all 32 banks)
+      row 0     c0  c1  c2  c3  c4  c5  c6  c7
+      row 1     c1  c0  c3  c2  c5  c4  c7  c6
+      row 2     c2  c3  c0  c1  c6  c7  c4  c5
+      row 3     c3  c2  c1  c0  c7  c6  c5  c4
+      ...
+      row 7     c7  c6  c5  c4  c3  c2  c1  c0
+
+  Unswizzled, chunk c of all 8 rows would sit in the same 16-byte column: an 8-way bank conflict.
 * No swizzle ("interleave"): core matrices stored whole (128 contiguous bytes), LBO apart in K and SBO
   apart in M/N.
 
-Which descriptor field holds which offset for the MN-major layout is the probe's question
-(scripts/wgmma_probe.py tries both); :data:`B_LBO`, :data:`B_SBO` are the kernel's choice.
+For the MN-major B the descriptor's LBO is the offset between 64-column blocks (8,192 bytes) and SBO the
+offset between 8-row groups of K (1,024): :data:`B_LBO`, :data:`B_SBO` (the GEMM passes its checks so).
 
 The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups, a 128 x BN
 block tile (BN 128 or 256), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
@@ -49,11 +75,24 @@ memory, ``stages - 2`` slabs ahead. Per slab: wait for its copies, ``fence.proxy
 the next slab's copies, then four wgmmas (the descriptors' start addresses stepped 32 bytes in A, 2,048 in
 B), commit, and ``wgmma.wait_group 1``: the MMAs of slab k run while the warpgroup goes on to slab k + 1's
 barrier and copies; the buffer refilled at slab k is the one slab k - 2 read, which wait_group 1 has
-retired. Against the bf16 mma.sync rung (kernels/gemm/tensor_core_bf16.py) for one 64 x 128 x 64 piece:
-4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps load 8 four-matrix ldmatrix per 16 k:
-64 for the piece) -- the shared-memory reads go from the tensor cores' own path, not through registers. Ragged edges: copies past M, N or K are zero-filled (cp.async
-src-size 0), stores guarded. K or N not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
+retired. Ragged edges: copies past M, N or K are zero-filled (cp.async src-size 0), stores guarded. K or N
+not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
 (``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
+
+Copies: by default each thread recomputes its chunks' swizzled and global addresses each slab from the
+chunk index (236 registers for the 128 x 128 build); ``strided`` builds compute them once (a thread's
+chunks are a fixed number of rows apart, and that row step is a multiple of 8, so the swizzle XOR is the
+same for all of them) and step them by constants: 127 registers, offline-compiled for sm_90a (no spills).
+
+Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it):
+the 128 x 128, 4-stage build (s4: 236 registers, one block an SM) 298.7 TFLOP/s at 4096^3 = 0.38x torch
+(779.0) and 233.3 at 3000 x 5000 x 2000 (0.36x of 652.4); the 128 x 256 build (n256s4, 210 registers)
+187.4 and 149.7. The bf16 mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU),
+the mma.sync ceiling above 592.7. Why s4 stops near 0.38x is not measured yet (``lab counters``); one
+suspect: a 128 x 128 block tile reads (128 + 128) x 2 bytes of A and B per k for 128 x 128 FMAs, so 4096^3
+moves 2 GB from L2 to the SMs, 4.6 TB/s at 0.46 ms, a large share of what the L2 delivers (unmeasured
+here); cuBLAS uses larger tiles and thread-block clusters sharing loads (TMA multicast), this kernel neither.
+The n256 build halves that traffic per FMA for B and still ran slower: the suspect is not the whole story.
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -121,13 +160,14 @@ def mn_major_offset(k, n, block: int = 8192):
     return (n // 64) * block + k * 128 + ((((n % 64) // 8) ^ (k % 8)) * 16) + (n % 8) * 2
 
 
-def shared_image(tile: np.ndarray, offset, nbytes: int) -> np.ndarray:
-    """A uint16 array of ``nbytes`` // 2 elements holding ``tile`` (uint16, 2-D) with element (i, j) at
-    byte offset(i, j) (a function of index arrays): the shared-memory image of a layout."""
-    img = np.zeros(nbytes // 2, np.uint16)
-    i, j = np.indices(tile.shape)
-    img[np.asarray(offset(i, j)).ravel() // 2] = tile.ravel()
-    return img
+def grouped_tile(b, gx, gy, group):
+    """(column, row) of the C tile that block b (numbered row-major over a gx x gy grid) computes in the
+    grouped order: the blocks walk down a group of ``group`` block rows (fewer in the last group) before the
+    next column, so those running at once share A rows and B columns in L2. A permutation of the tiles."""
+    per = group * gx  # the blocks of a full group of rows
+    first = (b // per) * group
+    rows = min(group, gy - first)
+    return (b % per) // rows, first + (b % per) % rows
 
 
 # --- The instructions (numba-cuda-mlir inline PTX) --------------------------------------------
@@ -199,6 +239,8 @@ if COMPILER == MLIR and not SIMULATOR:
                 body.append(f"    if r0 + {dr} < M and c0 + {dc} < N:\n        C[r0 + {dr}, c0 + {dc}] = v[{i}]")
         return _generated("store", "C, r0, c0, M, N", "\n".join(body) + "\n", {"_X": _X, "np": np})
 
+    grouped_tile_device = cuda.jit(device=True, inline="always")(grouped_tile)
+
     @cuda.jit(device=True, forceinline=True)
     def wgmma_commit():
         """``wgmma.commit_group.sync.aligned``: close the wgmmas issued so far into a group."""
@@ -234,41 +276,6 @@ if COMPILER == MLIR and not SIMULATOR:
         pad = (align - (base & (align - 1))) & (align - 1)
         return int32(base + pad), pad // 2
 
-    PROBE_N, PROBE_K = 128, 64  # the probe's tile: A 64 x 64, B 64 x 128, four m64n128k16 steps
-    PROBE_A, PROBE_B = 64 * PROBE_K, PROBE_K * PROBE_N  # elements of the two shared images
-    PROBE_SMEM = PROBE_A + PROBE_B + 512  # uint16: the images and 1,024 bytes to align A
-
-    @functools.cache
-    def make_probe_kernel(tnsp_b: int):
-        """probe(a_img, b_img, params, out): one warpgroup copies the shared images a_img (PROBE_A uint16)
-        and b_img (PROBE_B) to 1,024-byte aligned shared memory, builds the descriptors from params (int64:
-        a_lbo, a_sbo, a_swizzle, a_kstep, b_lbo, b_sbo, b_swizzle, b_kstep; kstep = bytes between 16-wide
-        K steps), runs the four m64n128k16 steps of a 64-wide K (B transposed when tnsp_b) and writes the
-        64 x 128 float32 product to ``out`` by the accumulator layout (:func:`d_index`). Block (128,), grid (1,)."""
-        regs = PROBE_N // 2
-        declare, issue, store = acc_declare(regs), wgmma_issue(PROBE_N, 4, tnsp_b), acc_store(regs)
-
-        @cuda.jit(chip=CHIP)
-        def probe(a_img, b_img, params, out):
-            declare()
-            smem = cuda.shared.array(PROBE_SMEM, uint16)
-            t = cuda.threadIdx.x
-            base, e0 = aligned_base(smem, 1024)
-            for i in range(t, PROBE_A, WARPGROUP):
-                smem[e0 + i] = a_img[i]
-            for i in range(t, PROBE_B, WARPGROUP):
-                smem[e0 + PROBE_A + i] = b_img[i]
-            fence_proxy_async()
-            cuda.syncthreads()
-            a0 = make_desc(base, params[0], params[1], params[2])
-            b0 = make_desc(base + PROBE_A * 2, params[4], params[5], params[6])
-            ka, kb = params[3] >> 4, params[7] >> 4
-            issue(a0, a0 + ka, a0 + 2 * ka, a0 + 3 * ka, b0, b0 + kb, b0 + 2 * kb, b0 + 3 * kb, int32(0))
-            wgmma_commit()
-            wgmma_wait0()
-            store(out, 16 * (t // 32) + (t % 32) // 4, 2 * (t % 4), 64, PROBE_N)
-
-        return probe
 
 # --- The GEMM: two warpgroups, a 128 x BN block tile, 64-wide K slabs in a cp.async pipeline -----
 BM, BK = 128, 64  # block rows (a warpgroup's 64 each) and the K slab; BN = 128 or 256 (m64nBNk16)
@@ -300,12 +307,19 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
-                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN):
+                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN, strided: bool = False,
+                          mma_first: bool = False, group: int = 1):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
         (THREADS,), grid (ceil(N / bn), ceil(M / BM)), shared_bytes(stages, bn) of dynamic shared memory.
         ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous).
         Each warpgroup multiplies its 64 rows by the whole bn-wide B slab: m64n{bn}k16, bn / 2
-        accumulators a thread."""
+        accumulators a thread. ``strided`` (aligned builds): each thread's copy addresses computed once
+        (``copy_plan`` in the kernel) and stepped by constants, not recomputed from the chunk index each slab.
+        ``mma_first``: each slab's wgmmas are issued right after the barrier, the next slab's copies behind them
+        (the stage they refill is the one slab kt - 2 read either way, retired by the last wait_group 1).
+        ``group`` > 1: the blocks launched one after another walk down a group of ``group`` block rows before
+        the next column (a permutation of the tiles), so the blocks running together share A rows and B
+        columns in L2 (the grouped order of Triton's matmul tutorial)."""
         if stages < 3 or bn not in (128, 256):
             raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
                              "bn 128 or 256")
@@ -341,6 +355,34 @@ if COMPILER == MLIR and not SIMULATOR:
                 else:
                     _copy8(smem, e0, di, B, k0 + br, n0 + 8 * bc, K, N)
 
+        a_rows, b_rows = THREADS // 8, THREADS // b_chunks  # rows one pass of the block's chunks covers
+        fast = strided and aligned
+
+        @cuda.jit(device=True, inline="always")
+        def load_strided(sb, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, k0, m0, M, N, K):
+            """Issue this thread's copies of the slab at k0 into the stage at shared byte address ``sb``, from
+            the addresses of :func:`copy_plan` (a_src, b_src: this slab's, bytes). A chunk i: a_rows i rows
+            below chunk 0, at a_dst + 128 a_rows i in the stage (a_rows a multiple of 8: the swizzle's row % 8,
+            so the XOR, is chunk 0's); B chunk i likewise b_rows i rows down; zeros past M, K, N."""
+            a_cnt = int32(min(max(K - k0 - 8 * ac, 0), 8) * 2)
+            for i in range(4):
+                ok = m0 + ar0 + a_rows * i < M and a_cnt > 0  # (nothing read: the address stays a valid one)
+                _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + a_dst + 128 * a_rows * i),
+                              "l", a_src + int64(2 * a_rows * i) * K if ok else a_src, "r", a_cnt if ok else int32(0))
+            for i in range(b_per_thread):
+                ok = k0 + br0 + b_rows * i < K and b_cnt > 0
+                _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + b_dst + 128 * b_rows * i),
+                              "l", b_src + int64(2 * b_rows * i) * N if ok else b_src, "r", b_cnt if ok else int32(0))
+
+        @cuda.jit(device=True, inline="always")
+        def slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, s, t, m0, n0, M, N, K):
+            """Issue this thread's copies of slab s into stage s % stages (load_strided or load)."""
+            if fast:
+                load_strided(base + (s % stages) * stage_bytes, a_src + 2 * BK * s, a_dst, b_src + int64(2 * BK * s) * N,
+                             b_dst, b_cnt, ar0, ac, br0, BK * s, m0, M, N, K)
+            else:
+                load(smem, base, e0, ga, gb, A, B, s % stages, s, t, m0, n0, M, N, K)
+
         @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
         def gemm(A, B, C):
             declare()
@@ -349,27 +391,45 @@ if COMPILER == MLIR and not SIMULATOR:
             N = B.shape[1]
             t = cuda.threadIdx.x
             wg, tw = t // WARPGROUP, t % WARPGROUP
-            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * bn
+            bx, by = cuda.blockIdx.x, cuda.blockIdx.y
+            if group > 1:
+                bx, by = grouped_tile_device(cuda.blockIdx.y * cuda.gridDim.x + bx, cuda.gridDim.x, cuda.gridDim.y, group)
+            m0, n0 = by * BM, bx * bn
             base, e0 = aligned_base(smem, 1024)
             ga, gb = global_base(A), global_base(B)
             nk = (K + BK - 1) // BK
+            # copy_plan: this thread's first A chunk (row ar0, chunk ac) and B chunk (row br0, chunk bc), their
+            # bytes in a stage (swizzled) and in slab 0 of global memory; B's count is the same every slab
+            ar0, ac, br0, bc = t // 8, t % 8, t // b_chunks, t % b_chunks
+            a_dst = int32(ar0 * 128 + (ac ^ (ar0 % 8)) * 16)
+            b_dst = int32(A_BYTES + (bc // 8) * 8192 + br0 * 128 + ((bc % 8) ^ (br0 % 8)) * 16)
+            a_src = ga + int64((m0 + ar0) * K + 8 * ac) * 2
+            b_src = gb + (int64(br0) * N + n0 + 8 * bc) * 2
+            b_cnt = int32(min(max(N - n0 - 8 * bc, 0), 8) * 2)
             for s in range(ahead):
                 if s < nk:
-                    load(smem, base, e0, ga, gb, A, B, s, s, t, m0, n0, M, N, K)
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, s, t, m0, n0, M, N, K)
                 cp_async_commit()  # always: the wait below counts groups
             for kt in range(nk):
                 cp_async_wait(ahead - 1)  # slab kt has landed (this thread's copies)
                 fence_proxy_async()
                 cuda.syncthreads()  # everyone's copies of kt visible; the wgmmas of kt - 2 done (wait 1 below)
-                if kt + ahead < nk:
-                    load(smem, base, e0, ga, gb, A, B, (kt + ahead) % stages, kt + ahead, t, m0, n0, M, N, K)
-                cp_async_commit()  # (an empty group past the last slab keeps the count)
+                if not mma_first and kt + ahead < nk:  # into the stage slab kt - 2 read
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, kt + ahead, t,
+                         m0, n0, M, N, K)
+                if not mma_first:
+                    cp_async_commit()  # (an empty group past the last slab keeps the count)
                 sb = base + (kt % stages) * stage_bytes
                 da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
                 db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
                 issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
                       db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
                 wgmma_commit()
+                if mma_first and kt + ahead < nk:  # the tensor cores start first, the copies go out behind them
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, kt + ahead, t,
+                         m0, n0, M, N, K)
+                if mma_first:
+                    cp_async_commit()
                 wgmma_wait1()
             wgmma_wait0()
             store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
@@ -377,8 +437,17 @@ if COMPILER == MLIR and not SIMULATOR:
         return gemm
 
 
-# The rung's build: make_wgmma_kernel's keywords (scripts/wgmma_bench.py --builds times the others beside it).
-BUILD: dict = dict(stages=4, bn=128)  # s4: 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
+# The builds scripts/wgmma_bench.py checks and times (make_wgmma_kernel's keywords), and the rung's.
+BUILDS: dict = {
+    "s4": dict(stages=4),  # 128 x 128 blocks (m64n128k16), 4 stages of 32 KB (129 KB), 236 registers: one block an SM
+    "s4st": dict(stages=4, strided=True),  # the same, copy addresses computed once and stepped
+    "n256s4": dict(stages=4, bn=256),  # 128 x 256 blocks (m64n256k16, 128 accumulators), 4 stages of 48 KB
+    "s4stmf": dict(stages=4, strided=True, mma_first=True),  # and the wgmmas issued before the copies
+    "s3st2": dict(stages=3, strided=True, min_blocks=2),  # 3 stages (97 KB), at most 128 registers: 2 blocks an SM
+    "s4stmfg8": dict(stages=4, strided=True, mma_first=True, group=8),  # and groups of 8 block rows (L2)
+    "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),
+}
+BUILD: dict = BUILDS["s4"]  # 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
 
 
 def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, **build):
@@ -417,7 +486,9 @@ NAME = "tensor_core_wgmma"
 def build_name(build: dict = BUILD) -> str:
     """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
     bn = build.get("bn", BN)
-    return ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}"
+    return (("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
+            + ("mf" if build.get("mma_first") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
+            + (str(build["min_blocks"]) if build.get("min_blocks", 1) > 1 else ""))
 
 
 def launch(size, threads):
