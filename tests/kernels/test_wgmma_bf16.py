@@ -9,7 +9,7 @@ import pytest
 
 import kernels
 from kernels.gemm import wgmma_bf16 as W
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, skip_unavailable
 from tests.kernels.test_tensor_cores import _run
 
 
@@ -101,3 +101,22 @@ GPU_SIZES = [(1000, 1030, 517), (777, 1336, 904), (130, 4104, 72)]
 def test_tensor_core_wgmma_rung(size, rng):
     verdict = _run("tensor_core_wgmma", size, rng)  # skips with the rung's reason off an sm_90a GPU
     assert verdict.ok, verdict.reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(W.BUILDS))
+def test_every_build(name, rng):
+    # each build scripts/wgmma_bench.py times, at a ragged aligned size (cp.async): M 2 blocks + 1 row, N 10 blocks
+    # + 8 columns, K 3 slabs + 8; against float64 of the same bf16 values, float32 sums' error allowed
+    skip_unavailable("matmul", "tensor_core_wgmma")
+    from kernels.compiler import cuda
+    from kernels.gemm import mma_bf16 as MB
+
+    m, n, k = 257, 1288, 200
+    A = MB.to_bf16_bits(rng.standard_normal((m, k)).astype(np.float32))
+    B = MB.to_bf16_bits(rng.standard_normal((k, n)).astype(np.float32))
+    dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    W.launcher(m, n, k, **W.BUILDS[name])(cuda.to_device(A), cuda.to_device(B), dC)
+    Af, Bf = (MB.bf16_bits_to_float32(x).astype(np.float64) for x in (A, B))
+    err = np.abs(dC.copy_to_host() - Af @ Bf) / (2e-6 * np.sqrt(k) * (np.abs(Af) @ np.abs(Bf)) + 1e-30)
+    assert np.isfinite(err).all() and err.max() <= 1, f"{name}: max err/tol {err.max():.3g}"
