@@ -407,6 +407,8 @@ def _rungs():
     from kernels.gemm import wgmma_bf16 as wg
     from kernels.gemm.mma import pipeline_variant
 
+    wbm, wbn, wthreads = wg.block_shape()
+
     return {
         "async_copy": pipeline_variant(
             "async_copy", f"FP32 SIMT fed by 128-bit shared loads, {async_copy.BUILDS[async_copy.DEFAULT]}, "
@@ -424,10 +426,11 @@ def _rungs():
             f"cp.async pipeline; bfloat16 inputs, float32 sums", bf16.launch, bf16.prepare, bf16.unavailable,
             precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
         "tensor_core_wgmma": pipeline_variant(
-            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wg.BUILD.get('bn', wg.BN)}k16 "
-            f"reading both operands from 128-byte-swizzled shared memory (no ldmatrix), {wg.BM}x{wg.BUILD.get('bn', wg.BN)} "
-            f"block tile of 2 warpgroups, {wg.BUILD.get('stages', wg.STAGES)}-stage cp.async pipeline; bfloat16 inputs, float32 "
-            f"sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16", suits=lambda s: False),
+            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wbn}k16 reading both "
+            f"operands from 128-byte-swizzled shared memory (no ldmatrix), {wbm}x{wbn} block tile of "
+            f"{wthreads // wg.WARPGROUP} warpgroups, {wg.BUILD.get('stages', wg.STAGES)}-stage cp.async pipeline; "
+            f"bfloat16 inputs, float32 sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16",
+            suits=lambda s: False),
     }
 
 

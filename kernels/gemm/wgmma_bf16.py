@@ -66,8 +66,8 @@ Shared-memory layouts (bf16; a "core matrix" is 8 rows of 16 bytes), as :func:`k
 For the MN-major B the descriptor's LBO is the offset between 64-column blocks (8,192 bytes) and SBO the
 offset between 8-row groups of K (1,024): :data:`B_LBO`, :data:`B_SBO` (the GEMM passes its checks so).
 
-The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups, a 128 x BN
-block tile (BN 128 or 256), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
+The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups (or 4), a
+128 x BN block tile (BN 128 or 256; 256 x 128 with 4), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
 m64n{BN}k16 instruction covers its whole tile 16 k at a time. K advances in slabs of 64 (128 bytes of bf16:
 one swizzle row): A's 128 x 64 K-major, B's 64 x BN MN-major, both 128-byte swizzled, placed there by 16-byte
 ``cp.async`` copies (the swizzle is just where each chunk goes) into ``stages`` buffers of dynamic shared
@@ -79,10 +79,16 @@ retired. Ragged edges: copies past M, N or K are zero-filled (cp.async src-size 
 not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
 (``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
 
-Copies: by default each thread recomputes its chunks' swizzled and global addresses each slab from the
-chunk index (236 registers for the 128 x 128 build); ``strided`` builds compute them once (a thread's
-chunks are a fixed number of rows apart, and that row step is a multiple of 8, so the swizzle XOR is the
-same for all of them) and step them by constants: 127 registers, offline-compiled for sm_90a (no spills).
+Builds (:data:`BUILDS`; scripts/wgmma_bench.py checks and times each; registers from ptxas for sm_90a, no
+spills in any aligned build). By default each thread recomputes its chunks' swizzled and global addresses
+each slab from the chunk index (230 registers for the 128 x 128 build). ``strided`` builds compute them
+once -- a thread's chunks are a fixed number of rows apart, a multiple of 8, so the swizzle XOR is the same
+for all of them -- and step them by constants: 127 registers, 113 with ``mma_first`` (the wgmmas issued
+before the next slab's copies). That leaves room for ``wgs=4``: 4 warpgroups, a 256 x 128 block tile
+(A's traffic per FMA halved against 128 x 128, as n256's halves B's), 512 threads at 109 registers;
+``min_blocks=2`` with 3 stages: two 128 x 128 blocks an SM (119 registers); ``group=8``: the grouped
+block order (:func:`grouped_tile`). The plain-load path (K or N not a multiple of 8) of the 4-warpgroup
+build spills (128 registers at most for 512 threads): correct, slower.
 
 Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it):
 the 128 x 128, 4-stage build (s4: 236 registers, one block an SM) 298.7 TFLOP/s at 4096^3 = 0.38x torch
@@ -286,9 +292,10 @@ STAGES = 4
 DYNAMIC_SHARED_MAX = 227 * 1024  # an H100 block's dynamic shared memory, opted in
 
 
-def shared_bytes(stages: int = STAGES, bn: int = BN) -> int:
-    """Dynamic shared memory of a build: stages x (A 16 KB + B 128 bn bytes) and 1 KB to align to 1,024."""
-    return stages * (A_BYTES + BK * bn * 2) + 1024
+def shared_bytes(stages: int = STAGES, bn: int = BN, wgs: int = 2) -> int:
+    """Dynamic shared memory of a build: stages x (A 8 KB a warpgroup + B 128 bn bytes) and 1 KB to align
+    to 1,024."""
+    return stages * (64 * wgs * BK * 2 + BK * bn * 2) + 1024
 
 
 if COMPILER == MLIR and not SIMULATOR:
@@ -308,9 +315,10 @@ if COMPILER == MLIR and not SIMULATOR:
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
                           b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN, strided: bool = False,
-                          mma_first: bool = False, group: int = 1):
+                          mma_first: bool = False, group: int = 1, wgs: int = 2):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
-        (THREADS,), grid (ceil(N / bn), ceil(M / BM)), shared_bytes(stages, bn) of dynamic shared memory.
+        (128 wgs,): ``wgs`` warpgroups (2 or 4), a 64 wgs x bn block tile; grid (ceil(N / bn), ceil(M / (64 wgs))),
+        shared_bytes(stages, bn, wgs) of dynamic shared memory.
         ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous).
         Each warpgroup multiplies its 64 rows by the whole bn-wide B slab: m64n{bn}k16, bn / 2
         accumulators a thread. ``strided`` (aligned builds): each thread's copy addresses computed once
@@ -320,24 +328,25 @@ if COMPILER == MLIR and not SIMULATOR:
         ``group`` > 1: the blocks launched one after another walk down a group of ``group`` block rows before
         the next column (a permutation of the tiles), so the blocks running together share A rows and B
         columns in L2 (the grouped order of Triton's matmul tutorial)."""
-        if stages < 3 or bn not in (128, 256):
+        if stages < 3 or bn not in (128, 256) or wgs not in (2, 4) or bn * wgs > 512:
             raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
-                             "bn 128 or 256")
+                             "bn 128 or 256; 2 or 4 warpgroups (4 with bn 128: 128 registers a thread at most)")
+        threads, a_bytes = wgs * WARPGROUP, 64 * wgs * BK * 2  # A: 64 wgs rows x 64 K-major sw128, then B
         regs = bn // 2
         declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
         ahead = stages - 2  # slabs in flight ahead of the one being multiplied
-        stage_bytes = A_BYTES + BK * bn * 2
+        stage_bytes = a_bytes + BK * bn * 2
         b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
-        b_per_thread = BK * b_chunks // THREADS
+        b_per_thread = BK * b_chunks // threads
         a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
 
         @cuda.jit(device=True, inline="always")
         def load(smem, base, e0, ga, gb, A, B, st, s, t, m0, n0, M, N, K):
-            """Issue this thread's copies of slab s (A[m0:+128, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
+            """Issue this thread's copies of slab s (A[m0:+64 wgs, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
             each 16-byte chunk at its swizzled place (k_major_offset, mn_major_offset)."""
             k0 = s * BK
-            for i in range(4):  # A: 128 rows x 8 chunks
-                q = t + THREADS * i
+            for i in range(4):  # A: 64 wgs rows x 8 chunks, 4 a thread
+                q = t + threads * i
                 ar, ac = q // 8, q % 8
                 di = (st * stage_bytes + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
                 if aligned:
@@ -346,16 +355,16 @@ if COMPILER == MLIR and not SIMULATOR:
                 else:
                     _copy8(smem, e0, di, A, m0 + ar, k0 + 8 * ac, M, K)
             for i in range(b_per_thread):  # B: 64 rows x bn / 8 chunks
-                q = t + THREADS * i
+                q = t + threads * i
                 br, bc = q // b_chunks, q % b_chunks
-                di = (st * stage_bytes + A_BYTES + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                di = (st * stage_bytes + a_bytes + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
                 if aligned:
                     cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
                     cp_async16_at(base, di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
                 else:
                     _copy8(smem, e0, di, B, k0 + br, n0 + 8 * bc, K, N)
 
-        a_rows, b_rows = THREADS // 8, THREADS // b_chunks  # rows one pass of the block's chunks covers
+        a_rows, b_rows = threads // 8, threads // b_chunks  # rows one pass of the block's chunks covers
         fast = strided and aligned
 
         @cuda.jit(device=True, inline="always")
@@ -383,7 +392,7 @@ if COMPILER == MLIR and not SIMULATOR:
             else:
                 load(smem, base, e0, ga, gb, A, B, s % stages, s, t, m0, n0, M, N, K)
 
-        @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
+        @cuda.jit(chip=CHIP, launch_bounds=(threads, min_blocks))
         def gemm(A, B, C):
             declare()
             smem = cuda.shared.array(0, uint16)
@@ -394,7 +403,7 @@ if COMPILER == MLIR and not SIMULATOR:
             bx, by = cuda.blockIdx.x, cuda.blockIdx.y
             if group > 1:
                 bx, by = grouped_tile_device(cuda.blockIdx.y * cuda.gridDim.x + bx, cuda.gridDim.x, cuda.gridDim.y, group)
-            m0, n0 = by * BM, bx * bn
+            m0, n0 = by * (64 * wgs), bx * bn
             base, e0 = aligned_base(smem, 1024)
             ga, gb = global_base(A), global_base(B)
             nk = (K + BK - 1) // BK
@@ -402,7 +411,7 @@ if COMPILER == MLIR and not SIMULATOR:
             # bytes in a stage (swizzled) and in slab 0 of global memory; B's count is the same every slab
             ar0, ac, br0, bc = t // 8, t % 8, t // b_chunks, t % b_chunks
             a_dst = int32(ar0 * 128 + (ac ^ (ar0 % 8)) * 16)
-            b_dst = int32(A_BYTES + (bc // 8) * 8192 + br0 * 128 + ((bc % 8) ^ (br0 % 8)) * 16)
+            b_dst = int32(a_bytes + (bc // 8) * 8192 + br0 * 128 + ((bc % 8) ^ (br0 % 8)) * 16)
             a_src = ga + int64((m0 + ar0) * K + 8 * ac) * 2
             b_src = gb + (int64(br0) * N + n0 + 8 * bc) * 2
             b_cnt = int32(min(max(N - n0 - 8 * bc, 0), 8) * 2)
@@ -421,7 +430,7 @@ if COMPILER == MLIR and not SIMULATOR:
                     cp_async_commit()  # (an empty group past the last slab keeps the count)
                 sb = base + (kt % stages) * stage_bytes
                 da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
-                db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
+                db = make_desc(sb + a_bytes, b_lbo, b_sbo, SWIZZLE_128B)
                 issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
                       db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
                 wgmma_commit()
@@ -438,19 +447,20 @@ if COMPILER == MLIR and not SIMULATOR:
 
 
 # The builds scripts/wgmma_bench.py checks and times (make_wgmma_kernel's keywords), and the rung's.
-BUILDS: dict = {
-    "s4": dict(stages=4),  # 128 x 128 blocks (m64n128k16), 4 stages of 32 KB (129 KB), 236 registers: one block an SM
-    "s4st": dict(stages=4, strided=True),  # the same, copy addresses computed once and stepped
-    "n256s4": dict(stages=4, bn=256),  # 128 x 256 blocks (m64n256k16, 128 accumulators), 4 stages of 48 KB
-    "s4stmf": dict(stages=4, strided=True, mma_first=True),  # and the wgmmas issued before the copies
-    "s3st2": dict(stages=3, strided=True, min_blocks=2),  # 3 stages (97 KB), at most 128 registers: 2 blocks an SM
-    "s4stmfg8": dict(stages=4, strided=True, mma_first=True, group=8),  # and groups of 8 block rows (L2)
-    "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),
+BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest to beat it
+    "s4": dict(stages=4),  # 128 x 128 blocks (m64n128k16), 4 stages of 32 KB (129 KB), 230 registers: one block an SM
+    "m256s4stmf": dict(stages=4, strided=True, mma_first=True, wgs=4),  # 256 x 128 blocks, 4 warpgroups, 193 KB, 109
+    "s4stmf": dict(stages=4, strided=True, mma_first=True),  # copy addresses stepped, wgmmas before copies: 113
+    "s4stmfg8": dict(stages=4, strided=True, mma_first=True, group=8),  # and groups of 8 block rows (L2): 128
+    "s3st2": dict(stages=3, strided=True, min_blocks=2),  # 3 stages (97 KB), 119 registers: two blocks an SM
+    "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),  # 128 x 256 (m64n256k16), 4 x 48 KB: 196
+    "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
+    "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
 }
 BUILD: dict = BUILDS["s4"]  # 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
 
 
-def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, **build):
+def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
     """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), bn=bn, **build) launched
     for an m x n x k product (on ``grid``, default one BM x bn tile of C a block) with its dynamic shared
     memory (opted in past 48 KB after the first, compiling call is refused)."""
@@ -458,12 +468,12 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
     from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
 
-    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, **build)
-    nbytes = shared_bytes(stages, bn)
+    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
+    nbytes = shared_bytes(stages, bn, wgs)
     if nbytes > DYNAMIC_SHARED_MAX:
         raise ValueError(f"{nbytes} bytes of shared memory: over {DYNAMIC_SHARED_MAX}")
-    grid = grid or ((n + bn - 1) // bn, (m + BM - 1) // BM)
-    launch = kernel[grid, (THREADS,), 0, nbytes]
+    grid = grid or ((n + bn - 1) // bn, (m + 64 * wgs - 1) // (64 * wgs))
+    launch = kernel[grid, (WARPGROUP * wgs,), 0, nbytes]
     state = {"ready": False}
 
     def call(A, B, C):
@@ -486,24 +496,31 @@ NAME = "tensor_core_wgmma"
 def build_name(build: dict = BUILD) -> str:
     """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
     bn = build.get("bn", BN)
-    return (("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
+    return (("" if build.get("wgs", 2) == 2 else f"m{64 * build['wgs']}") + ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
             + ("mf" if build.get("mma_first") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
             + (str(build["min_blocks"]) if build.get("min_blocks", 1) > 1 else ""))
 
 
+def block_shape(build: dict = BUILD) -> tuple[int, int, int]:
+    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a warpgroup, bn columns."""
+    wgs = build.get("wgs", 2)
+    return 64 * wgs, build.get("bn", BN), WARPGROUP * wgs
+
+
 def launch(size, threads):
-    """Block fixed at THREADS (256: two warpgroups), one BM x bn (128 x 128) tile of C a block."""
+    """Block fixed at the build's warpgroups (:func:`block_shape`: 256 threads, a 128 x 128 tile of C by
+    default), one tile a block."""
     from kernels.spec import Launch, blocks_for
 
     m, n, _ = size
-    bn = BUILD.get("bn", BN)
+    bm, bn, block = block_shape()
     notes = []
-    if threads != THREADS:
-        notes.append(f"block fixed at {THREADS} threads (2 warpgroups); --threads {threads} ignored")
+    if threads != block:
+        notes.append(f"block fixed at {block} threads ({block // WARPGROUP} warpgroups); --threads {threads} ignored")
     notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
-                 f"{BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
-    grid = (blocks_for(n, bn), blocks_for(m, BM))
-    return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)),
+                 f"{bm}x{bn} block tiles, {BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
+    grid = (blocks_for(n, bn), blocks_for(m, bm))
+    return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
                   note="; ".join(notes))
 
 
