@@ -121,3 +121,17 @@ def test_every_build(name, rng):
     Af, Bf = (MB.bf16_bits_to_float32(x).astype(np.float64) for x in (A, B))
     err = np.abs(dC.copy_to_host() - Af @ Bf) / (2e-6 * np.sqrt(k) * (np.abs(Af) @ np.abs(Bf)) + 1e-30)
     assert np.isfinite(err).all() and err.max() <= 1, f"{name}: max err/tol {err.max():.3g}"
+
+
+def test_unavailable_names_the_gpu_it_needs(monkeypatch):
+    # as on a GPU under numba-cuda-mlir: an sm_80 GPU cannot load sm_90a code; the H100 takes float32 only
+    from kernels import device_limits as D
+
+    monkeypatch.setattr(W, "SIMULATOR", False)
+    monkeypatch.setattr(W, "UNAVAILABLE", "")
+    with D.described(D.H100.replace(cc=(8, 0))):
+        assert W.unavailable(np.float32).startswith("tensor_core_wgmma needs a compute-capability 9.0 GPU")
+        assert "this one is 8.0" in W.unavailable(np.float32)
+    with D.described(D.H100.replace(cc=(9, 0))):
+        assert W.unavailable(np.float32) == ""
+        assert "float32" in W.unavailable(np.float64)
