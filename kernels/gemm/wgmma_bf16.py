@@ -87,7 +87,8 @@ for all of them -- and step them by constants: 127 registers, 113 with ``mma_fir
 before the next slab's copies). That leaves room for ``wgs=4``: 4 warpgroups, a 256 x 128 block tile
 (A's traffic per FMA halved against 128 x 128, as n256's halves B's), 512 threads at 109 registers;
 ``min_blocks=2`` with 3 stages: two 128 x 128 blocks an SM (119 registers); ``group=8``: the grouped
-block order (:func:`grouped_tile`). The plain-load path (K or N not a multiple of 8) of the 4-warpgroup
+block order (:func:`grouped_tile`); ``pairs``: the epilogue's two adjacent columns in one 8-byte store
+(half the store instructions). The plain-load path (K or N not a multiple of 8) of the 4-warpgroup
 build spills (128 registers at most for 512 threads): correct, slower.
 
 Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it):
@@ -245,6 +246,28 @@ if COMPILER == MLIR and not SIMULATOR:
                 body.append(f"    if r0 + {dr} < M and c0 + {dc} < N:\n        C[r0 + {dr}, c0 + {dc}] = v[{i}]")
         return _generated("store", "C, r0, c0, M, N", "\n".join(body) + "\n", {"_X": _X, "np": np})
 
+    @functools.cache
+    def acc_store_pairs(regs: int):
+        """As :func:`acc_store`, store(C, r0, c0, M, N, cb, ld) for a C-contiguous C, with cb = C's global
+        address and ld its row stride in bytes (4 N), or 0 where cb or ld is not a multiple of 8: registers 2i
+        and 2i + 1 hold columns c, c + 1 of one row (c even), stored by one 8-byte ``st.global.v2.f32`` where
+        both exist and ld > 0 (the pair's address then a multiple of 8), else one guarded store each."""
+        out = ", ".join('"=f", np.float32' for _ in range(8))
+        body = []
+        for j in range(regs // 8):
+            body.append(f"    v = _X.inline_ptx({acc_read_ptx(j)!r}, {out})")
+            for i in range(0, 8, 2):
+                reg = 8 * j + i
+                dr, dc = 8 * ((reg // 2) % 2), 8 * (reg // 4)
+                body.append(f"    if r0 + {dr} < M:\n"
+                            f"        if ld > 0 and c0 + {dc + 1} < N:\n"
+                            f"            _X.inline_ptx('st.global.v2.f32 [%0], {{%1, %2}};', 'l', cb + int64(r0 + {dr}) * ld"
+                            f" + (c0 + {dc}) * 4, 'f', v[{i}], 'f', v[{i + 1}])\n"
+                            f"        else:\n"
+                            f"            if c0 + {dc} < N:\n                C[r0 + {dr}, c0 + {dc}] = v[{i}]\n"
+                            f"            if c0 + {dc + 1} < N:\n                C[r0 + {dr}, c0 + {dc + 1}] = v[{i + 1}]")
+        return _generated("store", "C, r0, c0, M, N, cb, ld", "\n".join(body) + "\n", {"_X": _X, "np": np, "int64": int64})
+
     grouped_tile_device = cuda.jit(device=True, inline="always")(grouped_tile)
 
     @cuda.jit(device=True, forceinline=True)
@@ -299,7 +322,7 @@ def shared_bytes(stages: int = STAGES, bn: int = BN, wgs: int = 2) -> int:
 
 
 if COMPILER == MLIR and not SIMULATOR:
-    from kernels.gemm.mma import cp_async_commit, cp_async_wait
+    from kernels.gemm.mma import cp_async_commit, cp_async_wait, global_address
     from kernels.gemm.mma_bf16 import cp_async16_at, global_base
 
     @cuda.jit(device=True, forceinline=True)
@@ -315,7 +338,7 @@ if COMPILER == MLIR and not SIMULATOR:
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
                           b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN, strided: bool = False,
-                          mma_first: bool = False, group: int = 1, wgs: int = 2):
+                          mma_first: bool = False, group: int = 1, wgs: int = 2, pairs: bool = False):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
         (128 wgs,): ``wgs`` warpgroups (2 or 4), a 64 wgs x bn block tile; grid (ceil(N / bn), ceil(M / (64 wgs))),
         shared_bytes(stages, bn, wgs) of dynamic shared memory.
@@ -327,13 +350,15 @@ if COMPILER == MLIR and not SIMULATOR:
         (the stage they refill is the one slab kt - 2 read either way, retired by the last wait_group 1).
         ``group`` > 1: the blocks launched one after another walk down a group of ``group`` block rows before
         the next column (a permutation of the tiles), so the blocks running together share A rows and B
-        columns in L2 (the grouped order of Triton's matmul tutorial)."""
+        columns in L2 (the grouped order of Triton's matmul tutorial). ``pairs``: the epilogue stores two
+        adjacent columns with one 8-byte store (:func:`acc_store_pairs`; C must be C-contiguous)."""
         if stages < 3 or bn not in (128, 256) or wgs not in (2, 4) or bn * wgs > 512:
             raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
                              "bn 128 or 256; 2 or 4 warpgroups (4 with bn 128: 128 registers a thread at most)")
         threads, a_bytes = wgs * WARPGROUP, 64 * wgs * BK * 2  # A: 64 wgs rows x 64 K-major sw128, then B
         regs = bn // 2
         declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
+        store_pairs = acc_store_pairs(regs)
         ahead = stages - 2  # slabs in flight ahead of the one being multiplied
         stage_bytes = a_bytes + BK * bn * 2
         b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
@@ -441,7 +466,12 @@ if COMPILER == MLIR and not SIMULATOR:
                     cp_async_commit()
                 wgmma_wait1()
             wgmma_wait0()
-            store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
+            if pairs:
+                cb = global_address(C)  # C is C-contiguous (launcher checks): rows 4 N bytes apart
+                store_pairs(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N, cb,
+                            int64(4 * N) if N % 2 == 0 and cb % 8 == 0 else int64(0))
+            else:
+                store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
 
         return gemm
 
@@ -453,6 +483,7 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "s4stmf": dict(stages=4, strided=True, mma_first=True),  # copy addresses stepped, wgmmas before copies: 113
     "s4stmfg8": dict(stages=4, strided=True, mma_first=True, group=8),  # and groups of 8 block rows (L2): 128
     "s3st2": dict(stages=3, strided=True, min_blocks=2),  # 3 stages (97 KB), 119 registers: two blocks an SM
+    "m256s4stmfp": dict(stages=4, strided=True, mma_first=True, wgs=4, pairs=True),  # and 8-byte stores of C
     "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),  # 128 x 256 (m64n256k16), 4 x 48 KB: 196
     "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
     "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
@@ -479,6 +510,9 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
     def call(A, B, C):
         if state["ready"]:
             return launch(A, B, C)
+        flags = getattr(C, "flags", None)
+        if build.get("pairs") and flags is not None and not flags["C_CONTIGUOUS"]:
+            raise ValueError("a pairs build stores C's rows 4 N bytes apart: C must be C-contiguous")
         try:
             launch(A, B, C)
         except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
@@ -497,7 +531,7 @@ def build_name(build: dict = BUILD) -> str:
     """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
     bn = build.get("bn", BN)
     return (("" if build.get("wgs", 2) == 2 else f"m{64 * build['wgs']}") + ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
-            + ("mf" if build.get("mma_first") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
+            + ("mf" if build.get("mma_first") else "") + ("p" if build.get("pairs") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
             + (str(build["min_blocks"]) if build.get("min_blocks", 1) > 1 else ""))
 
 
