@@ -476,7 +476,10 @@ unavailable = mma.float32_gate("tensor_core_tf32", "TF32")
 def _rungs():
     from kernels.gemm import async_copy
     from kernels.gemm import tensor_core_bf16 as bf16
+    from kernels.gemm import wgmma_bf16 as wg
     from kernels.gemm.mma import pipeline_variant
+
+    wbm, wbn, wthreads = wg.block_shape()
 
     return {
         "async_copy": pipeline_variant(
@@ -498,9 +501,15 @@ def _rungs():
             f"cp.async pipeline (64x64 blocks where that grid would leave SMs idle); bfloat16 inputs, float32 sums",
             bf16.launch, bf16.prepare, bf16.unavailable,
             precision="bf16", suits=lambda s: False),  # asked for by name, as TF32
+        "tensor_core_wgmma": pipeline_variant(
+            "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wbn}k16 reading both "
+            f"operands from 128-byte-swizzled shared memory (no ldmatrix), {wbm}x{wbn} block tile of "
+            f"{wthreads // wg.WARPGROUP} warpgroups, {wg.BUILD.get('stages', wg.STAGES)}-stage cp.async pipeline; "
+            f"bfloat16 inputs, float32 sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16",
+            suits=lambda s: False),
     }
 
 
-# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant (the bf16 rung's
-# kernel lives in kernels/gemm/tensor_core_bf16.py).
+# The rungs this package adds to matmul (kernels/matmul.py's variants): name -> Variant (the bf16 rungs'
+# kernels live in kernels/gemm/tensor_core_bf16.py and kernels/gemm/wgmma_bf16.py).
 PIPELINE_RUNGS = _rungs()

@@ -2,8 +2,21 @@
 
 The lab's tensor-core rungs use Ampere's warp-level ``mma.sync``: each warp first loads its operand
 *fragments* from shared memory into registers (``ldmatrix``, kernels.gemm.mma_bf16), then issues a
-16 x 8 x 16 product that the warp waits for. On an H100 that path tops out well under the quoted peak
-(scripts/mma_peak.py measures the mma.sync ceiling). Hopper's ``wgmma`` is what cuBLAS uses:
+16 x 8 x 16 product that the warp waits for. On Hopper that path tops out well under the quoted peak:
+scripts/mma_peak.py, a loop of independent mma.sync on register operands (no memory at all), reached
+592.7 TFLOP/s bf16 m16n8k16 and 298.1 TF32 m16n8k8 on an H200 -- 0.60 of the dense peaks (989, 495) that
+only ``wgmma`` reaches. Hopper's ``wgmma`` is what cuBLAS uses. What it saves, for one 64 x 128 x 64 piece
+of a block tile (the bf16 mma.sync rung's numbers, kernels/gemm/tensor_core_bf16.py):
+
+* instructions: 4 wgmma m64n128k16 issued by one warpgroup instead of 256 mma.sync m16n8k16 over its warps;
+* operand traffic through registers: none -- the tensor cores read A and B from shared memory themselves,
+  where the mma.sync rung's 64 x 64 warps first load 8 four-matrix ``ldmatrix`` per 16 k (64 for the piece)
+  and hold the fragments in registers;
+* waiting: wgmma is asynchronous, so a warpgroup issues slab k's MMAs and goes on to the next slab's
+  barrier and copies while they run (mma.sync's results are waited for, instruction by instruction).
+
+The rung ``tensor_core_wgmma`` (``lab run matmul --variant tensor_core_wgmma``; kernels/gemm/tensor_core_tf32.py
+declares it, :func:`launch`, :func:`prepare`, :func:`unavailable` here) runs :data:`BUILD`. The instruction:
 
 * A *warpgroup* (4 consecutive warps, 128 threads, the first warp's index a multiple of 4) issues one
   instruction for a 64 x N x 16 product (N = 8 .. 256 in steps of 8): ``wgmma.mma_async.sync.aligned.
@@ -34,14 +47,27 @@ Shared-memory layouts (bf16; a "core matrix" is 8 rows of 16 bytes), as :func:`k
   the ``imm-trans-b`` operand = 1): K rows of 64 N-elements, chunk c of row k at c ^ (k % 8), 8 K-rows an
   atom (1,024 bytes, the offset to the next 8 K-rows), 64-column blocks 64 x 128 = 8,192 bytes apart
   (the offset between atoms in N). The k-th 16-wide step: + 2,048 k bytes.
+* The 128-byte swizzle of one 1,024-byte atom (8 rows of 8 16-byte chunks): position p of row r holds
+  chunk p ^ r, so the 8 rows' chunk c -- one core matrix, 8 rows x 16 bytes, what the tensor cores read at a
+  time -- lie in 8 different 16-byte columns of the 128-byte bank window: one conflict-free wavefront::
+
+      position:  0   1   2   3   4   5   6   7        (16 bytes each; 128 bytes = all 32 banks)
+      row 0     c0  c1  c2  c3  c4  c5  c6  c7
+      row 1     c1  c0  c3  c2  c5  c4  c7  c6
+      row 2     c2  c3  c0  c1  c6  c7  c4  c5
+      row 3     c3  c2  c1  c0  c7  c6  c5  c4
+      ...
+      row 7     c7  c6  c5  c4  c3  c2  c1  c0
+
+  Unswizzled, chunk c of all 8 rows would sit in the same 16-byte column: an 8-way bank conflict.
 * No swizzle ("interleave"): core matrices stored whole (128 contiguous bytes), LBO apart in K and SBO
   apart in M/N.
 
-Which descriptor field holds which offset for the MN-major layout is the probe's question
-(scripts/wgmma_probe.py tries both); :data:`B_LBO`, :data:`B_SBO` are the kernel's choice.
+For the MN-major B the descriptor's LBO is the offset between 64-column blocks (8,192 bytes) and SBO the
+offset between 8-row groups of K (1,024): :data:`B_LBO`, :data:`B_SBO` (the GEMM passes its checks so).
 
-The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups, a 128 x BN
-block tile (BN 128 or 256), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
+The GEMM (:func:`make_wgmma_kernel`, launched by :func:`launcher`): 256 threads = 2 warpgroups (or 4), a
+128 x BN block tile (BN 128 or 256; 256 x 128 with 4), warpgroup g owning rows 64 g .. 64 g + 63 and all BN columns, so one
 m64n{BN}k16 instruction covers its whole tile 16 k at a time. K advances in slabs of 64 (128 bytes of bf16:
 one swizzle row): A's 128 x 64 K-major, B's 64 x BN MN-major, both 128-byte swizzled, placed there by 16-byte
 ``cp.async`` copies (the swizzle is just where each chunk goes) into ``stages`` buffers of dynamic shared
@@ -49,11 +75,31 @@ memory, ``stages - 2`` slabs ahead. Per slab: wait for its copies, ``fence.proxy
 the next slab's copies, then four wgmmas (the descriptors' start addresses stepped 32 bytes in A, 2,048 in
 B), commit, and ``wgmma.wait_group 1``: the MMAs of slab k run while the warpgroup goes on to slab k + 1's
 barrier and copies; the buffer refilled at slab k is the one slab k - 2 read, which wait_group 1 has
-retired. Against the bf16 mma.sync rung (kernels/gemm/tensor_core_bf16.py) for one 64 x 128 x 64 piece:
-4 wgmma instead of 256 mma.sync, and no ldmatrix (that rung's 64 x 64 warps load 8 four-matrix ldmatrix per 16 k:
-64 for the piece) -- the shared-memory reads go from the tensor cores' own path, not through registers. Ragged edges: copies past M, N or K are zero-filled (cp.async
-src-size 0), stores guarded. K or N not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
+retired. Ragged edges: copies past M, N or K are zero-filled (cp.async src-size 0), stores guarded. K or N
+not a multiple of 8 leaves bf16 rows not 16-byte aligned: that build
 (``aligned=False``) copies with plain element loads and stores, correct but without the asynchronous copies.
+
+Builds (:data:`BUILDS`; scripts/wgmma_bench.py checks and times each; registers from ptxas for sm_90a, no
+spills in any aligned build). By default each thread recomputes its chunks' swizzled and global addresses
+each slab from the chunk index (230 registers for the 128 x 128 build). ``strided`` builds compute them
+once -- a thread's chunks are a fixed number of rows apart, a multiple of 8, so the swizzle XOR is the same
+for all of them -- and step them by constants: 127 registers, 113 with ``mma_first`` (the wgmmas issued
+before the next slab's copies). That leaves room for ``wgs=4``: 4 warpgroups, a 256 x 128 block tile
+(A's traffic per FMA halved against 128 x 128, as n256's halves B's), 512 threads at 109 registers;
+``min_blocks=2`` with 3 stages: two 128 x 128 blocks an SM (119 registers); ``group=8``: the grouped
+block order (:func:`grouped_tile`); ``pairs``: the epilogue's two adjacent columns in one 8-byte store
+(half the store instructions). The plain-load path (K or N not a multiple of 8) of the 4-warpgroup
+build spills (128 registers at most for 512 threads): correct, slower.
+
+Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it):
+the 128 x 128, 4-stage build (s4: 236 registers, one block an SM) 298.7 TFLOP/s at 4096^3 = 0.38x torch
+(779.0) and 233.3 at 3000 x 5000 x 2000 (0.36x of 652.4); the 128 x 256 build (n256s4, 210 registers)
+187.4 and 149.7. The bf16 mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU),
+the mma.sync ceiling above 592.7. Why s4 stops near 0.38x is not measured yet (``lab counters``); one
+suspect: a 128 x 128 block tile reads (128 + 128) x 2 bytes of A and B per k for 128 x 128 FMAs, so 4096^3
+moves 2 GB from L2 to the SMs, 4.6 TB/s at 0.46 ms, a large share of what the L2 delivers (unmeasured
+here); cuBLAS uses larger tiles and thread-block clusters sharing loads (TMA multicast), this kernel neither.
+The n256 build halves that traffic per FMA for B and still ran slower: the suspect is not the whole story.
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -121,13 +167,14 @@ def mn_major_offset(k, n, block: int = 8192):
     return (n // 64) * block + k * 128 + ((((n % 64) // 8) ^ (k % 8)) * 16) + (n % 8) * 2
 
 
-def shared_image(tile: np.ndarray, offset, nbytes: int) -> np.ndarray:
-    """A uint16 array of ``nbytes`` // 2 elements holding ``tile`` (uint16, 2-D) with element (i, j) at
-    byte offset(i, j) (a function of index arrays): the shared-memory image of a layout."""
-    img = np.zeros(nbytes // 2, np.uint16)
-    i, j = np.indices(tile.shape)
-    img[np.asarray(offset(i, j)).ravel() // 2] = tile.ravel()
-    return img
+def grouped_tile(b, gx, gy, group):
+    """(column, row) of the C tile that block b (numbered row-major over a gx x gy grid) computes in the
+    grouped order: the blocks walk down a group of ``group`` block rows (fewer in the last group) before the
+    next column, so those running at once share A rows and B columns in L2. A permutation of the tiles."""
+    per = group * gx  # the blocks of a full group of rows
+    first = (b // per) * group
+    rows = min(group, gy - first)
+    return (b % per) // rows, first + (b % per) % rows
 
 
 # --- The instructions (numba-cuda-mlir inline PTX) --------------------------------------------
@@ -199,6 +246,30 @@ if COMPILER == MLIR and not SIMULATOR:
                 body.append(f"    if r0 + {dr} < M and c0 + {dc} < N:\n        C[r0 + {dr}, c0 + {dc}] = v[{i}]")
         return _generated("store", "C, r0, c0, M, N", "\n".join(body) + "\n", {"_X": _X, "np": np})
 
+    @functools.cache
+    def acc_store_pairs(regs: int):
+        """As :func:`acc_store`, store(C, r0, c0, M, N, cb, ld) for a C-contiguous C, with cb = C's global
+        address and ld its row stride in bytes (4 N), or 0 where cb or ld is not a multiple of 8: registers 2i
+        and 2i + 1 hold columns c, c + 1 of one row (c even), stored by one 8-byte ``st.global.v2.f32`` where
+        both exist and ld > 0 (the pair's address then a multiple of 8), else one guarded store each."""
+        out = ", ".join('"=f", np.float32' for _ in range(8))
+        body = []
+        for j in range(regs // 8):
+            body.append(f"    v = _X.inline_ptx({acc_read_ptx(j)!r}, {out})")
+            for i in range(0, 8, 2):
+                reg = 8 * j + i
+                dr, dc = 8 * ((reg // 2) % 2), 8 * (reg // 4)
+                body.append(f"    if r0 + {dr} < M:\n"
+                            f"        if ld > 0 and c0 + {dc + 1} < N:\n"
+                            f"            _X.inline_ptx('st.global.v2.f32 [%0], {{%1, %2}};', 'l', cb + int64(r0 + {dr}) * ld"
+                            f" + (c0 + {dc}) * 4, 'f', v[{i}], 'f', v[{i + 1}])\n"
+                            f"        else:\n"
+                            f"            if c0 + {dc} < N:\n                C[r0 + {dr}, c0 + {dc}] = v[{i}]\n"
+                            f"            if c0 + {dc + 1} < N:\n                C[r0 + {dr}, c0 + {dc + 1}] = v[{i + 1}]")
+        return _generated("store", "C, r0, c0, M, N, cb, ld", "\n".join(body) + "\n", {"_X": _X, "np": np, "int64": int64})
+
+    grouped_tile_device = cuda.jit(device=True, inline="always")(grouped_tile)
+
     @cuda.jit(device=True, forceinline=True)
     def wgmma_commit():
         """``wgmma.commit_group.sync.aligned``: close the wgmmas issued so far into a group."""
@@ -234,41 +305,6 @@ if COMPILER == MLIR and not SIMULATOR:
         pad = (align - (base & (align - 1))) & (align - 1)
         return int32(base + pad), pad // 2
 
-    PROBE_N, PROBE_K = 128, 64  # the probe's tile: A 64 x 64, B 64 x 128, four m64n128k16 steps
-    PROBE_A, PROBE_B = 64 * PROBE_K, PROBE_K * PROBE_N  # elements of the two shared images
-    PROBE_SMEM = PROBE_A + PROBE_B + 512  # uint16: the images and 1,024 bytes to align A
-
-    @functools.cache
-    def make_probe_kernel(tnsp_b: int):
-        """probe(a_img, b_img, params, out): one warpgroup copies the shared images a_img (PROBE_A uint16)
-        and b_img (PROBE_B) to 1,024-byte aligned shared memory, builds the descriptors from params (int64:
-        a_lbo, a_sbo, a_swizzle, a_kstep, b_lbo, b_sbo, b_swizzle, b_kstep; kstep = bytes between 16-wide
-        K steps), runs the four m64n128k16 steps of a 64-wide K (B transposed when tnsp_b) and writes the
-        64 x 128 float32 product to ``out`` by the accumulator layout (:func:`d_index`). Block (128,), grid (1,)."""
-        regs = PROBE_N // 2
-        declare, issue, store = acc_declare(regs), wgmma_issue(PROBE_N, 4, tnsp_b), acc_store(regs)
-
-        @cuda.jit(chip=CHIP)
-        def probe(a_img, b_img, params, out):
-            declare()
-            smem = cuda.shared.array(PROBE_SMEM, uint16)
-            t = cuda.threadIdx.x
-            base, e0 = aligned_base(smem, 1024)
-            for i in range(t, PROBE_A, WARPGROUP):
-                smem[e0 + i] = a_img[i]
-            for i in range(t, PROBE_B, WARPGROUP):
-                smem[e0 + PROBE_A + i] = b_img[i]
-            fence_proxy_async()
-            cuda.syncthreads()
-            a0 = make_desc(base, params[0], params[1], params[2])
-            b0 = make_desc(base + PROBE_A * 2, params[4], params[5], params[6])
-            ka, kb = params[3] >> 4, params[7] >> 4
-            issue(a0, a0 + ka, a0 + 2 * ka, a0 + 3 * ka, b0, b0 + kb, b0 + 2 * kb, b0 + 3 * kb, int32(0))
-            wgmma_commit()
-            wgmma_wait0()
-            store(out, 16 * (t // 32) + (t % 32) // 4, 2 * (t % 4), 64, PROBE_N)
-
-        return probe
 
 # --- The GEMM: two warpgroups, a 128 x BN block tile, 64-wide K slabs in a cp.async pipeline -----
 BM, BK = 128, 64  # block rows (a warpgroup's 64 each) and the K slab; BN = 128 or 256 (m64nBNk16)
@@ -279,13 +315,14 @@ STAGES = 4
 DYNAMIC_SHARED_MAX = 227 * 1024  # an H100 block's dynamic shared memory, opted in
 
 
-def shared_bytes(stages: int = STAGES, bn: int = BN) -> int:
-    """Dynamic shared memory of a build: stages x (A 16 KB + B 128 bn bytes) and 1 KB to align to 1,024."""
-    return stages * (A_BYTES + BK * bn * 2) + 1024
+def shared_bytes(stages: int = STAGES, bn: int = BN, wgs: int = 2) -> int:
+    """Dynamic shared memory of a build: stages x (A 8 KB a warpgroup + B 128 bn bytes) and 1 KB to align
+    to 1,024."""
+    return stages * (64 * wgs * BK * 2 + BK * bn * 2) + 1024
 
 
 if COMPILER == MLIR and not SIMULATOR:
-    from kernels.gemm.mma import cp_async_commit, cp_async_wait
+    from kernels.gemm.mma import cp_async_commit, cp_async_wait, global_address
     from kernels.gemm.mma_bf16 import cp_async16_at, global_base
 
     @cuda.jit(device=True, forceinline=True)
@@ -300,30 +337,41 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
-                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN):
+                          b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN, strided: bool = False,
+                          mma_first: bool = False, group: int = 1, wgs: int = 2, pairs: bool = False):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
-        (THREADS,), grid (ceil(N / bn), ceil(M / BM)), shared_bytes(stages, bn) of dynamic shared memory.
+        (128 wgs,): ``wgs`` warpgroups (2 or 4), a 64 wgs x bn block tile; grid (ceil(N / bn), ceil(M / (64 wgs))),
+        shared_bytes(stages, bn, wgs) of dynamic shared memory.
         ``aligned`` (K and N multiples of 8): 16-byte cp.async copies; else plain loads (synchronous).
         Each warpgroup multiplies its 64 rows by the whole bn-wide B slab: m64n{bn}k16, bn / 2
-        accumulators a thread."""
-        if stages < 3 or bn not in (128, 256):
+        accumulators a thread. ``strided`` (aligned builds): each thread's copy addresses computed once
+        (``copy_plan`` in the kernel) and stepped by constants, not recomputed from the chunk index each slab.
+        ``mma_first``: each slab's wgmmas are issued right after the barrier, the next slab's copies behind them
+        (the stage they refill is the one slab kt - 2 read either way, retired by the last wait_group 1).
+        ``group`` > 1: the blocks launched one after another walk down a group of ``group`` block rows before
+        the next column (a permutation of the tiles), so the blocks running together share A rows and B
+        columns in L2 (the grouped order of Triton's matmul tutorial). ``pairs``: the epilogue stores two
+        adjacent columns with one 8-byte store (:func:`acc_store_pairs`; C must be C-contiguous)."""
+        if stages < 3 or bn not in (128, 256) or wgs not in (2, 4) or bn * wgs > 512:
             raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
-                             "bn 128 or 256")
+                             "bn 128 or 256; 2 or 4 warpgroups (4 with bn 128: 128 registers a thread at most)")
+        threads, a_bytes = wgs * WARPGROUP, 64 * wgs * BK * 2  # A: 64 wgs rows x 64 K-major sw128, then B
         regs = bn // 2
         declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
+        store_pairs = acc_store_pairs(regs)
         ahead = stages - 2  # slabs in flight ahead of the one being multiplied
-        stage_bytes = A_BYTES + BK * bn * 2
+        stage_bytes = a_bytes + BK * bn * 2
         b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
-        b_per_thread = BK * b_chunks // THREADS
+        b_per_thread = BK * b_chunks // threads
         a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
 
         @cuda.jit(device=True, inline="always")
         def load(smem, base, e0, ga, gb, A, B, st, s, t, m0, n0, M, N, K):
-            """Issue this thread's copies of slab s (A[m0:+128, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
+            """Issue this thread's copies of slab s (A[m0:+64 wgs, 64 s:+64], B[64 s:+64, n0:+bn]) into stage st,
             each 16-byte chunk at its swizzled place (k_major_offset, mn_major_offset)."""
             k0 = s * BK
-            for i in range(4):  # A: 128 rows x 8 chunks
-                q = t + THREADS * i
+            for i in range(4):  # A: 64 wgs rows x 8 chunks, 4 a thread
+                q = t + threads * i
                 ar, ac = q // 8, q % 8
                 di = (st * stage_bytes + ar * 128 + ((ac ^ (ar % 8)) * 16)) // 2
                 if aligned:
@@ -332,16 +380,44 @@ if COMPILER == MLIR and not SIMULATOR:
                 else:
                     _copy8(smem, e0, di, A, m0 + ar, k0 + 8 * ac, M, K)
             for i in range(b_per_thread):  # B: 64 rows x bn / 8 chunks
-                q = t + THREADS * i
+                q = t + threads * i
                 br, bc = q // b_chunks, q % b_chunks
-                di = (st * stage_bytes + A_BYTES + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
+                di = (st * stage_bytes + a_bytes + (bc // 8) * 8192 + br * 128 + (((bc % 8) ^ (br % 8)) * 16)) // 2
                 if aligned:
                     cnt = min(max(N - n0 - 8 * bc, 0), 8) if k0 + br < K else 0
                     cp_async16_at(base, di, gb, (k0 + br) * N + n0 + 8 * bc, cnt)
                 else:
                     _copy8(smem, e0, di, B, k0 + br, n0 + 8 * bc, K, N)
 
-        @cuda.jit(chip=CHIP, launch_bounds=(THREADS, min_blocks))
+        a_rows, b_rows = threads // 8, threads // b_chunks  # rows one pass of the block's chunks covers
+        fast = strided and aligned
+
+        @cuda.jit(device=True, inline="always")
+        def load_strided(sb, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, k0, m0, M, N, K):
+            """Issue this thread's copies of the slab at k0 into the stage at shared byte address ``sb``, from
+            the addresses of :func:`copy_plan` (a_src, b_src: this slab's, bytes). A chunk i: a_rows i rows
+            below chunk 0, at a_dst + 128 a_rows i in the stage (a_rows a multiple of 8: the swizzle's row % 8,
+            so the XOR, is chunk 0's); B chunk i likewise b_rows i rows down; zeros past M, K, N."""
+            a_cnt = int32(min(max(K - k0 - 8 * ac, 0), 8) * 2)
+            for i in range(4):
+                ok = m0 + ar0 + a_rows * i < M and a_cnt > 0  # (nothing read: the address stays a valid one)
+                _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + a_dst + 128 * a_rows * i),
+                              "l", a_src + int64(2 * a_rows * i) * K if ok else a_src, "r", a_cnt if ok else int32(0))
+            for i in range(b_per_thread):
+                ok = k0 + br0 + b_rows * i < K and b_cnt > 0
+                _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + b_dst + 128 * b_rows * i),
+                              "l", b_src + int64(2 * b_rows * i) * N if ok else b_src, "r", b_cnt if ok else int32(0))
+
+        @cuda.jit(device=True, inline="always")
+        def slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, s, t, m0, n0, M, N, K):
+            """Issue this thread's copies of slab s into stage s % stages (load_strided or load)."""
+            if fast:
+                load_strided(base + (s % stages) * stage_bytes, a_src + 2 * BK * s, a_dst, b_src + int64(2 * BK * s) * N,
+                             b_dst, b_cnt, ar0, ac, br0, BK * s, m0, M, N, K)
+            else:
+                load(smem, base, e0, ga, gb, A, B, s % stages, s, t, m0, n0, M, N, K)
+
+        @cuda.jit(chip=CHIP, launch_bounds=(threads, min_blocks))
         def gemm(A, B, C):
             declare()
             smem = cuda.shared.array(0, uint16)
@@ -349,57 +425,161 @@ if COMPILER == MLIR and not SIMULATOR:
             N = B.shape[1]
             t = cuda.threadIdx.x
             wg, tw = t // WARPGROUP, t % WARPGROUP
-            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * bn
+            bx, by = cuda.blockIdx.x, cuda.blockIdx.y
+            if group > 1:
+                bx, by = grouped_tile_device(cuda.blockIdx.y * cuda.gridDim.x + bx, cuda.gridDim.x, cuda.gridDim.y, group)
+            m0, n0 = by * (64 * wgs), bx * bn
             base, e0 = aligned_base(smem, 1024)
             ga, gb = global_base(A), global_base(B)
             nk = (K + BK - 1) // BK
+            # copy_plan: this thread's first A chunk (row ar0, chunk ac) and B chunk (row br0, chunk bc), their
+            # bytes in a stage (swizzled) and in slab 0 of global memory; B's count is the same every slab
+            ar0, ac, br0, bc = t // 8, t % 8, t // b_chunks, t % b_chunks
+            a_dst = int32(ar0 * 128 + (ac ^ (ar0 % 8)) * 16)
+            b_dst = int32(a_bytes + (bc // 8) * 8192 + br0 * 128 + ((bc % 8) ^ (br0 % 8)) * 16)
+            a_src = ga + int64((m0 + ar0) * K + 8 * ac) * 2
+            b_src = gb + (int64(br0) * N + n0 + 8 * bc) * 2
+            b_cnt = int32(min(max(N - n0 - 8 * bc, 0), 8) * 2)
             for s in range(ahead):
                 if s < nk:
-                    load(smem, base, e0, ga, gb, A, B, s, s, t, m0, n0, M, N, K)
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, s, t, m0, n0, M, N, K)
                 cp_async_commit()  # always: the wait below counts groups
             for kt in range(nk):
                 cp_async_wait(ahead - 1)  # slab kt has landed (this thread's copies)
                 fence_proxy_async()
                 cuda.syncthreads()  # everyone's copies of kt visible; the wgmmas of kt - 2 done (wait 1 below)
-                if kt + ahead < nk:
-                    load(smem, base, e0, ga, gb, A, B, (kt + ahead) % stages, kt + ahead, t, m0, n0, M, N, K)
-                cp_async_commit()  # (an empty group past the last slab keeps the count)
+                if not mma_first and kt + ahead < nk:  # into the stage slab kt - 2 read
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, kt + ahead, t,
+                         m0, n0, M, N, K)
+                if not mma_first:
+                    cp_async_commit()  # (an empty group past the last slab keeps the count)
                 sb = base + (kt % stages) * stage_bytes
                 da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
-                db = make_desc(sb + A_BYTES, b_lbo, b_sbo, SWIZZLE_128B)
+                db = make_desc(sb + a_bytes, b_lbo, b_sbo, SWIZZLE_128B)
                 issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
                       db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
                 wgmma_commit()
+                if mma_first and kt + ahead < nk:  # the tensor cores start first, the copies go out behind them
+                    slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, kt + ahead, t,
+                         m0, n0, M, N, K)
+                if mma_first:
+                    cp_async_commit()
                 wgmma_wait1()
             wgmma_wait0()
-            store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
+            if pairs:
+                cb = global_address(C)  # C is C-contiguous (launcher checks): rows 4 N bytes apart
+                store_pairs(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N, cb,
+                            int64(4 * N) if N % 2 == 0 and cb % 8 == 0 else int64(0))
+            else:
+                store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
 
         return gemm
 
 
-def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, **build):
+# The builds scripts/wgmma_bench.py checks and times (make_wgmma_kernel's keywords), and the rung's.
+BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest to beat it
+    "s4": dict(stages=4),  # 128 x 128 blocks (m64n128k16), 4 stages of 32 KB (129 KB), 230 registers: one block an SM
+    "m256s4stmf": dict(stages=4, strided=True, mma_first=True, wgs=4),  # 256 x 128 blocks, 4 warpgroups, 193 KB, 109
+    "s4stmf": dict(stages=4, strided=True, mma_first=True),  # copy addresses stepped, wgmmas before copies: 113
+    "s4stmfg8": dict(stages=4, strided=True, mma_first=True, group=8),  # and groups of 8 block rows (L2): 128
+    "s3st2": dict(stages=3, strided=True, min_blocks=2),  # 3 stages (97 KB), 119 registers: two blocks an SM
+    "m256s4stmfp": dict(stages=4, strided=True, mma_first=True, wgs=4, pairs=True),  # and 8-byte stores of C
+    "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),  # 128 x 256 (m64n256k16), 4 x 48 KB: 196
+    "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
+    "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
+}
+BUILD: dict = BUILDS["s4"]  # 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
+
+
+def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
     """f(A, B, C): make_wgmma_kernel(stages, aligned=(k % 8 == 0 and n % 8 == 0), bn=bn, **build) launched
-    for an m x n x k product with its dynamic shared memory (opted in past 48 KB after the first, compiling
-    call is refused)."""
+    for an m x n x k product (on ``grid``, default one BM x bn tile of C a block) with its dynamic shared
+    memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
-    from kernels.gemm.tensor_core_bf16 import _allow_dynamic_shared
+    from kernels.gemm.mma import with_shared
 
-    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, **build)
-    nbytes = shared_bytes(stages, bn)
+    kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
+    nbytes = shared_bytes(stages, bn, wgs)
     if nbytes > DYNAMIC_SHARED_MAX:
         raise ValueError(f"{nbytes} bytes of shared memory: over {DYNAMIC_SHARED_MAX}")
-    launch = kernel[((n + bn - 1) // bn, (m + BM - 1) // BM), (THREADS,), 0, nbytes]
-    state = {"ready": False}
+    grid = grid or ((n + bn - 1) // bn, (m + 64 * wgs - 1) // (64 * wgs))
+    launch = with_shared(kernel, grid, (WARPGROUP * wgs,), nbytes)
+    if not build.get("pairs"):
+        return launch
 
     def call(A, B, C):
-        if state["ready"]:
-            return launch(A, B, C)
-        try:
-            launch(A, B, C)
-        except Exception:  # refused before the opt-in (compiled by now): opt in, launch again
-            _allow_dynamic_shared(kernel, nbytes)
-            launch(A, B, C)
-        state["ready"] = True
+        flags = getattr(C, "flags", None)
+        if flags is not None and not flags["C_CONTIGUOUS"]:
+            raise ValueError("a pairs build stores C's rows 4 N bytes apart: C must be C-contiguous")
+        return launch(A, B, C)
 
     return call
+
+
+# --- The matmul rung tensor_core_wgmma: float32 inputs rounded to bf16 once, float32 sums and output ----
+NAME = "tensor_core_wgmma"
+
+
+def build_name(build: dict = BUILD) -> str:
+    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
+    bn = build.get("bn", BN)
+    return (("" if build.get("wgs", 2) == 2 else f"m{64 * build['wgs']}") + ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
+            + ("mf" if build.get("mma_first") else "") + ("p" if build.get("pairs") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
+            + (str(build["min_blocks"]) if build.get("min_blocks", 1) > 1 else ""))
+
+
+def block_shape(build: dict = BUILD) -> tuple[int, int, int]:
+    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a warpgroup, bn columns."""
+    wgs = build.get("wgs", 2)
+    return 64 * wgs, build.get("bn", BN), WARPGROUP * wgs
+
+
+def launch(size, threads):
+    """Block fixed at the build's warpgroups (:func:`block_shape`: 256 threads, a 128 x 128 tile of C by
+    default), one tile a block."""
+    from kernels.spec import Launch, blocks_for
+
+    m, n, _ = size
+    bm, bn, block = block_shape()
+    notes = []
+    if threads != block:
+        notes.append(f"block fixed at {block} threads ({block // WARPGROUP} warpgroups); --threads {threads} ignored")
+    notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
+                 f"{bm}x{bn} block tiles, {BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
+    grid = (blocks_for(n, bn), blocks_for(m, bm))
+    return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
+                  note="; ".join(notes))
+
+
+def prepare(cfg, inputs, outputs):
+    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), then one launch a call;
+    float32 only (ValueError otherwise)."""
+    from kernels.gemm.tensor_core_bf16 import device_bf16
+
+    A, B = inputs
+    if np.dtype(A.dtype) != np.float32:
+        raise ValueError(f"{NAME} takes float32 inputs (rounded to bfloat16)")
+    (C,) = outputs
+    m, k = A.shape
+    A16, B16 = device_bf16(A), device_bf16(B)
+    f = launcher(m, B.shape[1], k, grid=tuple(cfg.grid), **BUILD)
+    return lambda: f(A16, B16, C)
+
+
+def unavailable(dtype) -> str:
+    """Why the rung does not run here ("" when it does): the simulator and numba-cuda (no wgmma), a GPU
+    other than compute capability 9.0 (sm_90a code loads only there), a dtype other than float32."""
+    if SIMULATOR:
+        return f"{NAME}: wgmma has no emulation in the simulator; the tensor_core_bf16 rung is the emulated lesson"
+    if UNAVAILABLE:
+        return f"{NAME} {UNAVAILABLE}"
+    from kernels.device_limits import current
+
+    cc = current().cc
+    if cc is not None and tuple(cc) != (9, 0):
+        return (f"{NAME} needs a compute-capability 9.0 GPU (Hopper: sm_90a code loads only there); "
+                f"this one is {cc[0]}.{cc[1]}")
+    if np.dtype(dtype) != np.float32:
+        return f"{NAME} takes float32 inputs, rounded to bfloat16 (--dtype {np.dtype(dtype).name})"
+    return ""

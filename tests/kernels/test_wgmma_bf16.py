@@ -1,11 +1,16 @@
 """kernels/gemm/wgmma_bf16.py off the GPU: the module imports (and says why it is unavailable) in the
 simulator, and its host-side pieces -- the matrix descriptor's bit fields, the m64nNk16 accumulator layout,
 the shared-memory layouts and the generated PTX -- are what the PTX ISA describes. The wgmma kernels
-themselves need an sm_90a GPU under numba-cuda-mlir (scripts/wgmma_probe.py, scripts/wgmma_bench.py)."""
+themselves need an sm_90a GPU under numba-cuda-mlir: the tests marked gpu run the matmul rung
+tensor_core_wgmma there against the float64 reference (elsewhere they skip with the rung's one-line reason;
+scripts/wgmma_bench.py times the builds)."""
 import numpy as np
+import pytest
 
+import kernels
 from kernels.gemm import wgmma_bf16 as W
-from tests.conftest import SIMULATOR
+from tests.conftest import SIMULATOR, skip_unavailable
+from tests.kernels.test_tensor_cores import _run
 
 
 def test_unavailable_off_numba_cuda_mlir():
@@ -53,3 +58,80 @@ def test_gemm_build_sizes_and_unavailable_launcher():
             assert "sm_90a" in str(e)
         else:
             raise AssertionError("launcher must refuse where wgmma is unavailable")
+
+
+def test_grouped_tile_order_is_a_permutation():
+    for gx, gy, group in [(32, 32, 8), (40, 24, 8), (3, 5, 8), (7, 13, 4)]:
+        tiles = [W.grouped_tile(b, gx, gy, group) for b in range(gx * gy)]
+        assert sorted(tiles) == [(x, y) for x in range(gx) for y in range(gy)]
+    assert [W.grouped_tile(b, 4, 16, 8) for b in range(3)] == [(0, 0), (0, 1), (0, 2)]  # down the group first
+
+
+def test_build_names():
+    assert all(W.build_name(b) == name for name, b in W.BUILDS.items()) and W.build_name() in W.BUILDS
+
+
+def test_rung_declared_after_the_bf16_rung():
+    from kernels import matmul
+
+    spec = kernels.load("matmul")
+    names = list(spec.variants)
+    assert names.index("tensor_core_wgmma") == names.index("tensor_core_bf16") + 1
+    v = spec.variants["tensor_core_wgmma"]
+    assert "tensor_core_wgmma" not in matmul.RUNGS and v.precision == "bf16" and v.suits((4096,) * 3) is False
+    assert v.tolerance is not None  # bf16 inputs: the 7-bit-mantissa tolerance, as the bf16 rung's
+    if SIMULATOR:
+        assert v.unavailable(np.float32) == ("tensor_core_wgmma: wgmma has no emulation in the simulator; "
+                                             "the tensor_core_bf16 rung is the emulated lesson")
+    elif not v.unavailable(np.float32):
+        assert "float32" in v.unavailable(np.float64)
+    launch = v.launch((1000, 1030, 517), 32)
+    bm, bn, threads = W.block_shape()
+    assert launch.grid == (-(-1030 // bn), -(-1000 // bm)) and launch.block == (threads,)
+    assert "ignored" in launch.note and "float32 sums" in launch.note and "wgmma" in launch.note
+
+
+# Ragged sizes: (1000, 1030, 517) K and N not multiples of 8 (plain loads, a partial last K slab of 5);
+# (777, 1336, 904) K, N multiples of 8 (cp.async), M and N not multiples of the 128 x 128 tile;
+# (130, 4104, 72) cp.async, two K slabs the second of 8, 8 columns into the last block.
+GPU_SIZES = [(1000, 1030, 517), (777, 1336, 904), (130, 4104, 72)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("size", GPU_SIZES)
+def test_tensor_core_wgmma_rung(size, rng):
+    verdict = _run("tensor_core_wgmma", size, rng)  # skips with the rung's reason off an sm_90a GPU
+    assert verdict.ok, verdict.reason
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", list(W.BUILDS))
+def test_every_build(name, rng):
+    # each build scripts/wgmma_bench.py times, at a ragged aligned size (cp.async): M 2 blocks + 1 row, N 10 blocks
+    # + 8 columns, K 3 slabs + 8; against float64 of the same bf16 values, float32 sums' error allowed
+    skip_unavailable("matmul", "tensor_core_wgmma")
+    from kernels.compiler import cuda
+    from kernels.gemm import mma_bf16 as MB
+
+    m, n, k = 257, 1288, 200
+    A = MB.to_bf16_bits(rng.standard_normal((m, k)).astype(np.float32))
+    B = MB.to_bf16_bits(rng.standard_normal((k, n)).astype(np.float32))
+    dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    W.launcher(m, n, k, **W.BUILDS[name])(cuda.to_device(A), cuda.to_device(B), dC)
+    Af, Bf = (MB.bf16_bits_to_float32(x).astype(np.float64) for x in (A, B))
+    err = np.abs(dC.copy_to_host() - Af @ Bf) / (2e-6 * np.sqrt(k) * (np.abs(Af) @ np.abs(Bf)) + 1e-30)
+    assert np.isfinite(err).all() and err.max() <= 1, f"{name}: max err/tol {err.max():.3g}"
+
+
+def test_unavailable_names_the_gpu_it_needs(monkeypatch):
+    # as on a GPU under numba-cuda-mlir: an sm_80 GPU cannot load sm_90a code; the H100 takes float32 only
+    from kernels import device_limits as D
+
+    monkeypatch.setattr(W, "SIMULATOR", False)
+    monkeypatch.setattr(W, "UNAVAILABLE", "")
+    with D.described(D.H100.replace(cc=(8, 0))):
+        assert W.unavailable(np.float32).startswith("tensor_core_wgmma needs a compute-capability 9.0 GPU")
+        assert "this one is 8.0" in W.unavailable(np.float32)
+    with D.described(D.H100.replace(cc=(9, 0))):
+        assert W.unavailable(np.float32) == ""
+        assert "float32" in W.unavailable(np.float64)
