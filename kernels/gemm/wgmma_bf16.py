@@ -91,15 +91,17 @@ block order (:func:`grouped_tile`); ``pairs``: the epilogue's two adjacent colum
 (half the store instructions). The plain-load path (K or N not a multiple of 8) of the 4-warpgroup
 build spills (128 registers at most for 512 threads): correct, slower.
 
-Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it):
-the 128 x 128, 4-stage build (s4: 236 registers, one block an SM) 298.7 TFLOP/s at 4096^3 = 0.38x torch
-(779.0) and 233.3 at 3000 x 5000 x 2000 (0.36x of 652.4); the 128 x 256 build (n256s4, 210 registers)
-187.4 and 149.7. The bf16 mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU),
-the mma.sync ceiling above 592.7. Why s4 stops near 0.38x is not measured yet (``lab counters``); one
-suspect: a 128 x 128 block tile reads (128 + 128) x 2 bytes of A and B per k for 128 x 128 FMAs, so 4096^3
-moves 2 GB from L2 to the SMs, 4.6 TB/s at 0.46 ms, a large share of what the L2 delivers (unmeasured
-here); cuBLAS uses larger tiles and thread-block clusters sharing loads (TMA multicast), this kernel neither.
-The n256 build halves that traffic per FMA for B and still ran slower: the suspect is not the whole story.
+Measured (numba-cuda-mlir 0.6.0, an H200, scripts/wgmma_bench.py; torch.matmul bf16 = cuBLAS beside it,
+TFLOP/s at 4096^3 and 3000 x 5000 x 2000, x torch in brackets; every build checked first, worst error 0.007
+of the bf16 bound): torch 782.9 and 649.4; **m256s4stmfp, the rung's build, 563.6 (0.72x) and 411.7
+(0.63x)**; m256s4stmf 494.6 and 340.0 (the 8-byte stores of C: +14%); n256s4stmf 505.1 and 341.6;
+s3st2 432.7 and 300.4; s4st 429.2 and 310.2; s4stmf 384.1 and 280.1; s4stmfg8 348.8 and 246.0 (the
+grouped order lost); s4, the first build, 298.7 (0.38x) and 228.1. Nsight Compute (``lab counters``,
+2048^3) on s4: latency-bound, tensor pipe 28%, 12% achieved occupancy, mostly stalled on wait; the builds
+since cut the registers (230 -> 109) and the copy instructions, and put 16 warps on an SM. The bf16
+mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU); mma.sync's own ceiling
+on the H200 is 592.7 (scripts/mma_peak.py), wgmma's dense peak 989. cuBLAS also uses thread-block
+clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg); this kernel neither.
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -466,12 +468,13 @@ if COMPILER == MLIR and not SIMULATOR:
                     cp_async_commit()
                 wgmma_wait1()
             wgmma_wait0()
+            NC = C.shape[1]  # N, or fewer where B was zero-padded to a multiple of 8 columns (prepare)
             if pairs:
-                cb = global_address(C)  # C is C-contiguous (launcher checks): rows 4 N bytes apart
-                store_pairs(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N, cb,
-                            int64(4 * N) if N % 2 == 0 and cb % 8 == 0 else int64(0))
+                cb = global_address(C)  # C is C-contiguous (launcher checks): rows 4 NC bytes apart
+                store_pairs(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, NC, cb,
+                            int64(4 * NC) if NC % 2 == 0 and cb % 8 == 0 else int64(0))
             else:
-                store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, N)
+                store(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, NC)
 
         return gemm
 
@@ -488,7 +491,7 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
     "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
 }
-BUILD: dict = BUILDS["s4"]  # 298.7 TFLOP/s at 4096^3 on an H200, the fastest measured
+BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest measured
 
 
 def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
@@ -553,17 +556,19 @@ def launch(size, threads):
 
 
 def prepare(cfg, inputs, outputs):
-    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), then one launch a call;
-    float32 only (ValueError otherwise)."""
-    from kernels.gemm.tensor_core_bf16 import device_bf16
+    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded to
+    multiples of 8 in that pass as the bf16 rung pads them (rows of 16 bytes: every copy a 16-byte cp.async;
+    zeros add nothing), then one launch a call; C keeps its N columns. float32 only (ValueError otherwise)."""
+    from kernels.gemm.tensor_core_bf16 import device_bf16, padded
 
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
         raise ValueError(f"{NAME} takes float32 inputs (rounded to bfloat16)")
     (C,) = outputs
     m, k = A.shape
-    A16, B16 = device_bf16(A), device_bf16(B)
-    f = launcher(m, B.shape[1], k, grid=tuple(cfg.grid), **BUILD)
+    n = B.shape[1]
+    A16, B16 = device_bf16(A, m, padded(k)), device_bf16(B, padded(k), padded(n))
+    f = launcher(m, padded(n), padded(k), grid=tuple(cfg.grid), **BUILD)
     return lambda: f(A16, B16, C)
 
 
