@@ -174,9 +174,9 @@ def pipeline():
 
 @on_ncu("matmul-pipeline")
 def test_tensor_core_rungs_show_the_tensor_pipe_shared_wavefronts_and_their_bound(pipeline):
-    """docs/tensor-cores.md (H100, 4096^3): async_copy's tensor pipe 0.4% busy, tensor_core_tf32's 15.7%;
-    async_copy's B loads 2-way conflicted (270.3 M conflicts for 553.6 M loads), the tf32 fragment
-    loads conflict-free (0.29 M for 117.4 M)."""
+    """docs/tensor-cores.md: async_copy's tensor pipe idle (FP32 FMAs), tensor_core_tf32's busy; both rungs'
+    shared loads conflict-free: the tf32 fragments by the swizzle, async_copy's 128-bit loads (A's padded rows,
+    B's chunks read by adjacent lanes or broadcast; the first build's 32-bit B loads were 2-way conflicted)."""
     for v, r in pipeline.items():
         if r["status"] == "skipped" and v not in ("async_copy", "tensor_core_tf32"):
             continue  # a rung for another dtype, say
@@ -186,7 +186,7 @@ def test_tensor_core_rungs_show_the_tensor_pipe_shared_wavefronts_and_their_boun
             assert r[key] is not None, (v, key)
     a, t = pipeline["async_copy"], pipeline["tensor_core_tf32"]
     assert a["tensor_pipe_pct"] < 2 < t["tensor_pipe_pct"]
-    assert t["conflicts_per_shared_load"] < 0.05 < 0.25 < a["conflicts_per_shared_load"]
+    assert t["conflicts_per_shared_load"] < 0.05 and a["conflicts_per_shared_load"] < 0.05
 
 
 # --- section 2: the simulator's sector counts against the hardware's --------------------------------------------
