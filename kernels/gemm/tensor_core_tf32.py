@@ -400,7 +400,9 @@ def launch(size, threads):
     if threads != tile.threads:
         notes.append(f"block fixed at {tile.threads} threads ({tile.threads // 32} warps); --threads {threads} ignored")
     notes.append(f"build {name}: {why}")
-    if size[2] % 4 or size[1] % 4:
+    if (size[2] % 4 or size[1] % 4) and size[0] * size[1] * size[2] < PAD_MIN_MNK:
+        notes.append("K or N not a multiple of 4: rows not 16-byte aligned, 4-byte copies")
+    elif size[2] % 4 or size[1] % 4:
         notes.append(f"K, N not multiples of 4: A and B zero-padded to {padded(size[2])}, {padded(size[1])} columns "
                      f"by a copy kernel in every call (timed), so every cp.async is 16 bytes")
     notes.append("TF32 inputs (10-bit mantissa), float32 sums")
@@ -408,6 +410,12 @@ def launch(size, threads):
         notes.append("emulated: mma.sync, cp.async and ld.shared.v4 run as Python in the simulator")
     plan = launch_for(tile, size)
     return Launch(grid=plan.grid, block=plan.block, threads_needed=plan.threads_needed, note="; ".join(notes))
+
+
+# From this many multiply-adds on, a ragged product pays for its padding copy. Measured on an H200
+# (scripts/tc_shapes_bench.py, TFLOP/s as chosen / padded in the call / 4-byte copies): 4097^3 116.3 / 82.1,
+# 2048 x 2048 x 2047 89.5 / 80.7, but 1000 x 1030 x 517 19.5 / 23.3 (two more launches for a 0.05 ms product).
+PAD_MIN_MNK = 1 << 31
 
 
 def padded(n: int) -> int:
@@ -436,7 +444,8 @@ def prepare(cfg, inputs, outputs):
     """One launch of the TF32 kernel :func:`choose` picks on (A, B, C); float32 only (ValueError otherwise).
 
     K or N not a multiple of 4 leaves rows that a 16-byte cp.async cannot read (4-byte copies, about
-    0.6x the speed: docs/tensor-cores.md, "Shapes"). Then every call first copies A and B into buffers
+    0.7x the speed: docs/tensor-cores.md, "Shapes"). From PAD_MIN_MNK multiply-adds on, every call then first
+    copies A and B into buffers
     zero-padded to multiples of 4 columns (two launches of :func:`pad_kernel`, timed with the product:
     about 1/10 of its time at 4097^3) and runs the 16-byte kernel on them; C keeps its N columns."""
     A, B = inputs
@@ -445,7 +454,7 @@ def prepare(cfg, inputs, outputs):
     n = B.shape[1]
     tile = TILES[choose((m, n, k))[0]]
     C = outputs[0]
-    if k % 4 == 0 and n % 4 == 0:
+    if (k % 4 == 0 and n % 4 == 0) or m * n * k < PAD_MIN_MNK:
         kern = mma.with_shared(kernel_for(k, n, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
         return lambda: kern(A, B, C)
     kp, n_p = padded(k), padded(n)

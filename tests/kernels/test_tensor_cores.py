@@ -149,6 +149,17 @@ def test_tensor_core_tf32_rung(size, rng):
     assert verdict.ok, verdict.reason
 
 
+@pytest.mark.parametrize("size", SIM_SIZES[:1] if SIMULATOR else GPU_SIZES[:1])
+def test_tensor_core_tf32_pads_ragged_rows(size, rng, monkeypatch):
+    # K, N not multiples of 4: the copy into zero-padded buffers inside the call (large products take it)
+    from kernels.gemm import tensor_core_tf32 as TC
+
+    monkeypatch.setattr(TC, "PAD_MIN_MNK", 0)
+    assert "zero-padded" in TC.launch(size, 256).note
+    verdict = _run("tensor_core_tf32", size, rng)
+    assert verdict.ok, verdict.reason
+
+
 # builds of tensor_core_tf32 (block and warp tiles, slab depth, stages; its swizzles; the pipelined loop with
 # one and two 16-deep groups a slab; static and dynamic shared memory) at a size that wraps its stage ring,
 # 16-byte copies unless the size says 4-byte (the rung test above runs the default build); the builds left
