@@ -89,7 +89,10 @@ Shapes (:func:`choose`, named in the launch note): a 128 x 128 block tile at 100
 48 KB of static shared memory: launch bounds of 4 blocks an SM; offline 316 SASS instructions a 32-deep slab
 for 32 HMMA, 591 with 4-byte copies, the default's 642 for 128). K or N not a multiple of 4 leaves rows 4-byte aligned only, where a 16-byte cp.async cannot go: each
 16-byte chunk is four 4-byte copies; a chunk of a tile wholly inside the matrix now takes them unchecked
-(four LDGSTS at immediate offsets), the edge tiles keep a check an element.
+(four LDGSTS at immediate offsets), the edge tiles keep a check an element. Those copies cost a third of the
+speed at large ragged shapes (4097^3 on an H200: 82.1 TFLOP/s, 131.9 on padded copies), so from
+:data:`PAD_MIN_MNK` multiply-adds on :func:`prepare` copies A and B into zero-padded buffers inside every
+call (:func:`pad_kernel`, timed with the product: 116.3 there); smaller ones keep the 4-byte copies.
 
 In the simulator ``mma_tf32``, the copies and the 128-bit loads are emulated (kernels.gemm.mma,
 kernels.gemm.shared_vec): same fragments, same waits, so a lane that holds the wrong element gives a
