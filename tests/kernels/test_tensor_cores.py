@@ -100,7 +100,13 @@ ACOPY_SIZES = {"b128x128_w64x64_t8x16_k16_s4": ((20, 12, 88), 1), "b128x128_w64x
                "b64x64_w32x32_t4x8_k16_s4": ((9, 13, 100), 3)}
 
 
-@pytest.mark.parametrize("name", sorted(ACOPY_SIZES))
+# builds that are neither a rung's default nor its small-grid pick: on the GPU only (the simulator's time)
+GPU_ONLY_BUILDS = {"b128x128_w64x32_t8x8_k16_s3", "b128x256_w64x64_k16_s2", "b128x128_w64x32_k16_s3"}
+_GPU_ONLY = pytest.mark.skipif(SIMULATOR, reason="a build no rung picks: checked on the GPU (the simulator's time)")
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[_GPU_ONLY] if n in GPU_ONLY_BUILDS else [])
+                                  for n in sorted(ACOPY_SIZES)])
 def test_async_copy_builds(name, rng):
     from kernels.gemm import async_copy as AC
 
@@ -172,7 +178,9 @@ TILE_SIZES = {"b128x256_w64x64_k16_s2": (9, 8, 16),
               "b64x64_w32x32_k32_s3_p": (40, 92, 40)}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] if n.endswith("_p") else []) for n in sorted(TILE_SIZES)])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=([pytest.mark.slow] if n.endswith("_p") else [])
+                                                 + ([_GPU_ONLY] if n in GPU_ONLY_BUILDS else []))
+                                  for n in sorted(TILE_SIZES)])
 def test_tensor_core_tf32_builds(name, rng):
     from kernels.gemm import tensor_core_tf32 as TC
 
