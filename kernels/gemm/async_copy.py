@@ -104,7 +104,7 @@ import numpy as np
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm import mma
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
-from kernels.gemm.mma import EMULATED, UNAVAILABLE, cp_async_commit, cp_async_wait
+from kernels.gemm.mma import EMULATED, STATIC_SHARED, UNAVAILABLE, cp_async_commit, cp_async_wait
 from kernels.gemm.shared_vec import cp_async4_at, cp_async16_at, global_base, ld4_f32, shared_base
 from kernels.gemm.split_k import k_ranges, reduce_launch, split_k_reduce_kernel
 from kernels.spec import Launch, blocks_for, sm_count
@@ -147,7 +147,6 @@ class Build(NamedTuple):
                                                          else ""))
 
 
-STATIC_SHARED = 48 * 1024  # a block's static shared memory; past it, dynamic
 MAX_SHARED = 227 * 1024  # an H100 block's opt-in shared memory
 # The builds scripts/async_copy_bench.py times. Up to 48 KB the stages are a static shared array; past it,
 # dynamic shared memory (numba-cuda-mlir raises the function's limit when a launch asks for more).
