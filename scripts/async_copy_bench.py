@@ -37,11 +37,22 @@ TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (1000
 OTHERS = ["b128x128_w64x64_t8x16_k16_s4_g8", "b64x64_w32x32_t4x8_k16_s4", "b128x64_w64x32_t8x8_k16_s4"]
 
 
-def median_ms(fn, torch, budget_s):
-    """tensor_cores_bench's timing (CUDA events around each call, the median) with this script's budget."""
-    from tensor_cores_bench import median_ms as timed  # scripts/ is sys.path[0] when a script runs
-
-    return timed(fn, torch, warmup=2, calls=15, budget_s=budget_s)
+def median_ms(fn, torch, budget_s, warmup=2, calls=15):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        fn()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e))
+        if time.perf_counter() - t0 > budget_s and len(times) >= 3:
+            break
+    return float(np.median(times))
 
 
 def main():

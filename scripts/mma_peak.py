@@ -50,47 +50,66 @@ def _init(t, c):
     return float32(t * 0.001 + c)
 
 
-def _peak_kernel(mma_fn, a_bits, b_bits):
-    """A kernel: out[thread] = the sum of the thread's 32 accumulators after ``iters`` x CHAINS mmas of
-    ``mma_fn`` (mma.mma_tf32 or mma_bf16.mma_bf16: the same 4 + 2 fragment registers, 4 accumulators). The
-    register operands are ``a_bits`` / ``b_bits``: (base, mask) a register, base + (thread & mask) as int32,
-    distinct across threads so nothing folds."""
-    (a0b, a0m), (a1b, a1m), (a2b, a2m), (a3b, a3m) = a_bits
-    (b0b, b0m), (b1b, b1m) = b_bits
-
-    @cuda.jit
-    def peak(iters, out):
-        t = cuda.grid(1)
-        a0, a1, a2, a3 = int32(a0b + (t & a0m)), int32(a1b + (t & a1m)), int32(a2b + (t & a2m)), int32(a3b + (t & a3m))
-        b0, b1 = int32(b0b + (t & b0m)), int32(b1b + (t & b1m))
-        c00, c01, c02, c03 = _init(t, 0), _init(t, 1), _init(t, 2), _init(t, 3)
-        c10, c11, c12, c13 = _init(t, 4), _init(t, 5), _init(t, 6), _init(t, 7)
-        c20, c21, c22, c23 = _init(t, 8), _init(t, 9), _init(t, 10), _init(t, 11)
-        c30, c31, c32, c33 = _init(t, 12), _init(t, 13), _init(t, 14), _init(t, 15)
-        c40, c41, c42, c43 = _init(t, 16), _init(t, 17), _init(t, 18), _init(t, 19)
-        c50, c51, c52, c53 = _init(t, 20), _init(t, 21), _init(t, 22), _init(t, 23)
-        c60, c61, c62, c63 = _init(t, 24), _init(t, 25), _init(t, 26), _init(t, 27)
-        c70, c71, c72, c73 = _init(t, 28), _init(t, 29), _init(t, 30), _init(t, 31)
-        for _ in range(iters):
-            c00, c01, c02, c03 = mma_fn(a0, a1, a2, a3, b0, b1, c00, c01, c02, c03)
-            c10, c11, c12, c13 = mma_fn(a0, a1, a2, a3, b0, b1, c10, c11, c12, c13)
-            c20, c21, c22, c23 = mma_fn(a0, a1, a2, a3, b0, b1, c20, c21, c22, c23)
-            c30, c31, c32, c33 = mma_fn(a0, a1, a2, a3, b0, b1, c30, c31, c32, c33)
-            c40, c41, c42, c43 = mma_fn(a0, a1, a2, a3, b0, b1, c40, c41, c42, c43)
-            c50, c51, c52, c53 = mma_fn(a0, a1, a2, a3, b0, b1, c50, c51, c52, c53)
-            c60, c61, c62, c63 = mma_fn(a0, a1, a2, a3, b0, b1, c60, c61, c62, c63)
-            c70, c71, c72, c73 = mma_fn(a0, a1, a2, a3, b0, b1, c70, c71, c72, c73)
-        out[t] = (c00 + c01 + c02 + c03 + c10 + c11 + c12 + c13 + c20 + c21 + c22 + c23 + c30 + c31 + c32 + c33
-                  + c40 + c41 + c42 + c43 + c50 + c51 + c52 + c53 + c60 + c61 + c62 + c63 + c70 + c71 + c72 + c73)
-
-    return peak
+@cuda.jit
+def tf32_peak(iters, out):
+    """out[thread] = the sum of the thread's 32 accumulators after ``iters`` x CHAINS m16n8k8 TF32 mmas."""
+    t = cuda.grid(1)
+    a0 = int32(0x3A800000 + (t & 255))  # about 1e-3: TF32 bits (the low 13 ignored)
+    a1 = int32(0x3A810000 + (t & 127))
+    a2 = int32(0x3A820000)
+    a3 = int32(0x3A830000)
+    b0 = int32(0x3A840000 + (t & 63))
+    b1 = int32(0x3A850000)
+    c00, c01, c02, c03 = _init(t, 0), _init(t, 1), _init(t, 2), _init(t, 3)
+    c10, c11, c12, c13 = _init(t, 4), _init(t, 5), _init(t, 6), _init(t, 7)
+    c20, c21, c22, c23 = _init(t, 8), _init(t, 9), _init(t, 10), _init(t, 11)
+    c30, c31, c32, c33 = _init(t, 12), _init(t, 13), _init(t, 14), _init(t, 15)
+    c40, c41, c42, c43 = _init(t, 16), _init(t, 17), _init(t, 18), _init(t, 19)
+    c50, c51, c52, c53 = _init(t, 20), _init(t, 21), _init(t, 22), _init(t, 23)
+    c60, c61, c62, c63 = _init(t, 24), _init(t, 25), _init(t, 26), _init(t, 27)
+    c70, c71, c72, c73 = _init(t, 28), _init(t, 29), _init(t, 30), _init(t, 31)
+    for _ in range(iters):
+        c00, c01, c02, c03 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c00, c01, c02, c03)
+        c10, c11, c12, c13 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c10, c11, c12, c13)
+        c20, c21, c22, c23 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c20, c21, c22, c23)
+        c30, c31, c32, c33 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c30, c31, c32, c33)
+        c40, c41, c42, c43 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c40, c41, c42, c43)
+        c50, c51, c52, c53 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c50, c51, c52, c53)
+        c60, c61, c62, c63 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c60, c61, c62, c63)
+        c70, c71, c72, c73 = mma.mma_tf32(a0, a1, a2, a3, b0, b1, c70, c71, c72, c73)
+    out[t] = (c00 + c01 + c02 + c03 + c10 + c11 + c12 + c13 + c20 + c21 + c22 + c23 + c30 + c31 + c32 + c33
+              + c40 + c41 + c42 + c43 + c50 + c51 + c52 + c53 + c60 + c61 + c62 + c63 + c70 + c71 + c72 + c73)
 
 
-# TF32: about 1e-3 a register (the low 13 bits ignored); bf16: two bf16 of about 1e-3 a register
-tf32_peak = _peak_kernel(mma.mma_tf32, ((0x3A800000, 255), (0x3A810000, 127), (0x3A820000, 0), (0x3A830000, 0)),
-                         ((0x3A840000, 63), (0x3A850000, 0)))
-bf16_peak = _peak_kernel(mma_bf16.mma_bf16, ((0x3A803A80, 7), (0x3A813A81, 0), (0x3A823A82, 3), (0x3A833A83, 0)),
-                         ((0x3A843A84, 15), (0x3A853A85, 0)))
+@cuda.jit
+def bf16_peak(iters, out):
+    """out[thread] = the sum of the thread's 32 accumulators after ``iters`` x CHAINS m16n8k16 bf16 mmas."""
+    t = cuda.grid(1)
+    a0 = int32(0x3A803A80 + (t & 7))  # two bf16 of about 1e-3 a register
+    a1 = int32(0x3A813A81)
+    a2 = int32(0x3A823A82 + (t & 3))
+    a3 = int32(0x3A833A83)
+    b0 = int32(0x3A843A84 + (t & 15))
+    b1 = int32(0x3A853A85)
+    c00, c01, c02, c03 = _init(t, 0), _init(t, 1), _init(t, 2), _init(t, 3)
+    c10, c11, c12, c13 = _init(t, 4), _init(t, 5), _init(t, 6), _init(t, 7)
+    c20, c21, c22, c23 = _init(t, 8), _init(t, 9), _init(t, 10), _init(t, 11)
+    c30, c31, c32, c33 = _init(t, 12), _init(t, 13), _init(t, 14), _init(t, 15)
+    c40, c41, c42, c43 = _init(t, 16), _init(t, 17), _init(t, 18), _init(t, 19)
+    c50, c51, c52, c53 = _init(t, 20), _init(t, 21), _init(t, 22), _init(t, 23)
+    c60, c61, c62, c63 = _init(t, 24), _init(t, 25), _init(t, 26), _init(t, 27)
+    c70, c71, c72, c73 = _init(t, 28), _init(t, 29), _init(t, 30), _init(t, 31)
+    for _ in range(iters):
+        c00, c01, c02, c03 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c00, c01, c02, c03)
+        c10, c11, c12, c13 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c10, c11, c12, c13)
+        c20, c21, c22, c23 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c20, c21, c22, c23)
+        c30, c31, c32, c33 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c30, c31, c32, c33)
+        c40, c41, c42, c43 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c40, c41, c42, c43)
+        c50, c51, c52, c53 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c50, c51, c52, c53)
+        c60, c61, c62, c63 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c60, c61, c62, c63)
+        c70, c71, c72, c73 = mma_bf16.mma_bf16(a0, a1, a2, a3, b0, b1, c70, c71, c72, c73)
+    out[t] = (c00 + c01 + c02 + c03 + c10 + c11 + c12 + c13 + c20 + c21 + c22 + c23 + c30 + c31 + c32 + c33
+              + c40 + c41 + c42 + c43 + c50 + c51 + c52 + c53 + c60 + c61 + c62 + c63 + c70 + c71 + c72 + c73)
 
 
 KERNELS = {"tf32": tf32_peak, "bf16": bf16_peak}

@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHECK_SHAPES = [(1000, 1030, 517), (129, 129, 129), (4097, 72, 1000)]
 TIME_SHAPES = [(1000, 1030, 517), (1024, 1024, 1024), (129, 129, 129), (64, 4096, 4096), (4096, 64, 4096),
                (4096, 4096, 32), (2048, 2048, 2047), (4097, 4097, 4097), (4096, 4096, 4096)]
-RUNGS = ("tensor_core_tf32", "tensor_core_bf16", "tensor_core_wgmma")  # wgmma: as chosen only
+RUNGS = ("tensor_core_tf32", "tensor_core_bf16")
 CALLS, ROUNDS = 10, 5
 
 
@@ -64,8 +64,6 @@ def builds(rung):
     from kernels.gemm import tensor_core_tf32 as TC
     from kernels.compiler import cuda
 
-    if rung == "tensor_core_wgmma":
-        return {}
     if rung == "tensor_core_tf32":
         def forced(name):
             def prep(dA, dB, dC, size):
