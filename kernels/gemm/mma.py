@@ -514,14 +514,15 @@ def with_shared(kernel, grid, block, nbytes: int):
     return call
 
 
-def choose_block_tile(size, tiles, sms: int) -> tuple[str, str]:
+def choose_block_tile(size, tiles, sms: int, share: float = 1.0) -> tuple[str, str]:
     """(name, why) of the block tile for an m x n x k product: ``tiles`` lists (name, bm, bn) from the
     largest (the rung's default) down; the first whose grid, ceil(m / bm) x ceil(n / bn) blocks, gives
-    each of the ``sms`` SMs a block at least, else the last (the most blocks). A 128 x 128 grid of 72
-    blocks (1000 x 1030) leaves 60 of an H100's 132 SMs idle; 64 x 64 tiles make it 272 blocks."""
+    ``share`` of the ``sms`` SMs a block at least (all of them by default), else the last (the most
+    blocks). A 128 x 128 grid of 72 blocks (1000 x 1030) leaves 60 of an H100's 132 SMs idle; 64 x 64
+    tiles make it 272 blocks."""
     m, n, _ = size
     blocks = [((m + bm - 1) // bm) * ((n + bn - 1) // bn) for _, bm, bn in tiles]
-    pick = next((i for i, b in enumerate(blocks) if b >= sms), len(tiles) - 1)
+    pick = next((i for i, b in enumerate(blocks) if b >= sms * share), len(tiles) - 1)
     from kernels.spec import plural
 
     name, bm, bn = tiles[pick]

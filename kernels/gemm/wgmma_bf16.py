@@ -192,13 +192,15 @@ def acc_declare_ptx(regs: int) -> str:
     return f".reg .f32 wacc<{regs}>;\n" + "\n".join(f"mov.b32 wacc{i}, 0;" for i in range(regs))
 
 
-def wgmma_ptx(n: int, steps: int, tnsp_b: int) -> str:
-    """``wgmma.fence`` then ``steps`` m64n{n}k16 bf16 wgmmas into wacc0 .. wacc{n/2-1}: A descriptors %0 ..
-    %(steps-1), B descriptors %steps .., the int scale-d last (0: D = A B, else D = A B + D); not committed."""
+def wgmma_ptx(n: int, steps: int, tnsp_b: int, tf32: bool = False) -> str:
+    """``wgmma.fence`` then ``steps`` m64n{n}k16 bf16 wgmmas (m64n{n}k8 TF32 ones with ``tf32``: no transpose
+    operands, both K-major) into wacc0 .. wacc{n/2-1}: A descriptors %0 .. %(steps-1), B descriptors %steps ..,
+    the int scale-d last (0: D = A B, else D = A B + D); not committed."""
     accs = ", ".join(f"wacc{i}" for i in range(n // 2))
     lines = ["{", ".reg .pred p;", f"setp.ne.b32 p, %{2 * steps}, 0;", "wgmma.fence.sync.aligned;"]
-    lines += [f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{accs}}}, %{s}, %{steps + s}, p, 1, 1, 0, "
-              f"{tnsp_b};" for s in range(steps)]
+    shape, tail = (f"m64n{n}k8.f32.tf32.tf32", "") if tf32 else (f"m64n{n}k16.f32.bf16.bf16", f", 0, {tnsp_b}")
+    lines += [f"wgmma.mma_async.sync.aligned.{shape} {{{accs}}}, %{s}, %{steps + s}, p, 1, 1{tail};"
+              for s in range(steps)]
     return "\n".join(lines + ["}"])
 
 
@@ -225,11 +227,11 @@ if COMPILER == MLIR and not SIMULATOR:
         return _generated("acc_declare", "", f"    _X.inline_ptx({acc_declare_ptx(regs)!r})\n", {"_X": _X})
 
     @functools.cache
-    def wgmma_issue(n: int, steps: int, tnsp_b: int):
-        """A device function issue(da0 .., db0 .., scale): wgmma_ptx(n, steps, tnsp_b) (int64 descriptors)."""
+    def wgmma_issue(n: int, steps: int, tnsp_b: int, tf32: bool = False):
+        """A device function issue(da0 .., db0 .., scale): wgmma_ptx(n, steps, tnsp_b, tf32) (int64 descriptors)."""
         das, dbs = [f"da{s}" for s in range(steps)], [f"db{s}" for s in range(steps)]
         ops = ", ".join([f'"l", {d}' for d in das + dbs] + ['"r", scale'])
-        body = f"    _X.inline_ptx({wgmma_ptx(n, steps, tnsp_b)!r}, {ops})\n"
+        body = f"    _X.inline_ptx({wgmma_ptx(n, steps, tnsp_b, tf32)!r}, {ops})\n"
         return _generated("issue", ", ".join(das + dbs + ["scale"]), body, {"_X": _X})
 
     @functools.cache
@@ -340,7 +342,8 @@ if COMPILER == MLIR and not SIMULATOR:
     @functools.cache
     def make_wgmma_kernel(stages: int = STAGES, aligned: bool = True, min_blocks: int = 1,
                           b_lbo: int = B_LBO, b_sbo: int = B_SBO, bn: int = BN, strided: bool = False,
-                          mma_first: bool = False, group: int = 1, wgs: int = 2, pairs: bool = False):
+                          mma_first: bool = False, group: int = 1, wgs: int = 2, pairs: bool = False,
+                          tf32: bool = False):
         """gemm(A, B, C): C = A @ B with A (M, K), B (K, N) uint16 bf16 bits, C (M, N) float32; block
         (128 wgs,): ``wgs`` warpgroups (2 or 4), a 64 wgs x bn block tile; grid (ceil(N / bn), ceil(M / (64 wgs))),
         shared_bytes(stages, bn, wgs) of dynamic shared memory.
@@ -353,19 +356,28 @@ if COMPILER == MLIR and not SIMULATOR:
         ``group`` > 1: the blocks launched one after another walk down a group of ``group`` block rows before
         the next column (a permutation of the tiles), so the blocks running together share A rows and B
         columns in L2 (the grouped order of Triton's matmul tutorial). ``pairs``: the epilogue stores two
-        adjacent columns with one 8-byte store (:func:`acc_store_pairs`; C must be C-contiguous)."""
+        adjacent columns with one 8-byte store (:func:`acc_store_pairs`; C must be C-contiguous).
+        ``tf32`` (strided aligned builds only): gemm(A, BT, C) with A (M, K) and BT (N, K) float32 (or uint32 TF32
+        bits), K a multiple of 4: m64n{bn}k8 TF32 wgmmas, both operands K-major (the TF32 wgmma has no transpose),
+        slabs of 32 k (128 bytes, the same swizzled rows as bf16's 64), B's chunks copied as A's are
+        (kernels/gemm/wgmma_tf32.py)."""
+        if tf32 and not (strided and aligned):
+            raise ValueError("a TF32 build takes the strided 16-byte copies only (K a multiple of 4)")
         if stages < 3 or bn not in (128, 256) or wgs not in (2, 4) or bn * wgs > 512:
             raise ValueError("stages >= 3 (slab k + stages - 2 is copied during the wgmmas of k and k - 1); "
                              "bn 128 or 256; 2 or 4 warpgroups (4 with bn 128: 128 registers a thread at most)")
         threads, a_bytes = wgs * WARPGROUP, 64 * wgs * BK * 2  # A: 64 wgs rows x 64 K-major sw128, then B
         regs = bn // 2
-        declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1), acc_store(regs)
+        declare, issue, store = acc_declare(regs), wgmma_issue(bn, BK // K_STEP, 1, tf32), acc_store(regs)
+        esize = 4 if tf32 else 2  # bytes an element: a 16-byte chunk holds epc of them, a 128-byte slab row bk
+        epc, bk = 16 // esize, 128 // esize
         store_pairs = acc_store_pairs(regs)
         ahead = stages - 2  # slabs in flight ahead of the one being multiplied
         stage_bytes = a_bytes + BK * bn * 2
-        b_chunks = bn // 8  # 16-byte chunks a B row; A rows have 8
-        b_per_thread = BK * b_chunks // threads
-        a_kstep, b_kstep = (K_STEP * 2) >> 4, (K_STEP * 128) >> 4  # descriptor units (16 bytes) a k16 step
+        b_chunks = 8 if tf32 else bn // 8  # 16-byte chunks a B row (TF32: bn rows of K, as A's; bf16: 64 rows of N)
+        b_per_thread = 8 * bn // threads
+        a_kstep = (K_STEP * 2) >> 4  # descriptor units (16 bytes) a k step: 32 bytes (16 bf16 or 8 TF32)
+        b_kstep = a_kstep if tf32 else (K_STEP * 128) >> 4  # MN-major bf16 B: 16 rows of 128 bytes
 
         @cuda.jit(device=True, inline="always")
         def load(smem, base, e0, ga, gb, A, B, st, s, t, m0, n0, M, N, K):
@@ -395,27 +407,33 @@ if COMPILER == MLIR and not SIMULATOR:
         fast = strided and aligned
 
         @cuda.jit(device=True, inline="always")
-        def load_strided(sb, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, k0, m0, M, N, K):
+        def load_strided(sb, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, k0, m0, n0, M, N, K):
             """Issue this thread's copies of the slab at k0 into the stage at shared byte address ``sb``, from
             the addresses of :func:`copy_plan` (a_src, b_src: this slab's, bytes). A chunk i: a_rows i rows
             below chunk 0, at a_dst + 128 a_rows i in the stage (a_rows a multiple of 8: the swizzle's row % 8,
             so the XOR, is chunk 0's); B chunk i likewise b_rows i rows down; zeros past M, K, N."""
-            a_cnt = int32(min(max(K - k0 - 8 * ac, 0), 8) * 2)
+            a_cnt = int32(min(max(K - k0 - epc * ac, 0), epc) * esize)
             for i in range(4):
                 ok = m0 + ar0 + a_rows * i < M and a_cnt > 0  # (nothing read: the address stays a valid one)
                 _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + a_dst + 128 * a_rows * i),
-                              "l", a_src + int64(2 * a_rows * i) * K if ok else a_src, "r", a_cnt if ok else int32(0))
+                              "l", a_src + int64(esize * a_rows * i) * K if ok else a_src, "r", a_cnt if ok else int32(0))
             for i in range(b_per_thread):
-                ok = k0 + br0 + b_rows * i < K and b_cnt > 0
+                if tf32:  # BT's rows are N's, K-major like A's: the count is A's
+                    ok = n0 + br0 + b_rows * i < N and a_cnt > 0
+                    src, cnt = b_src + int64(4 * b_rows * i) * K, a_cnt
+                else:
+                    ok = k0 + br0 + b_rows * i < K and b_cnt > 0
+                    src, cnt = b_src + int64(2 * b_rows * i) * N, b_cnt
                 _X.inline_ptx("cp.async.cg.shared.global [%0], [%1], 16, %2;", "r", int32(sb + b_dst + 128 * b_rows * i),
-                              "l", b_src + int64(2 * b_rows * i) * N if ok else b_src, "r", b_cnt if ok else int32(0))
+                              "l", src if ok else b_src, "r", cnt if ok else int32(0))
 
         @cuda.jit(device=True, inline="always")
         def slab(smem, base, e0, ga, gb, A, B, a_src, a_dst, b_src, b_dst, b_cnt, ar0, ac, br0, s, t, m0, n0, M, N, K):
             """Issue this thread's copies of slab s into stage s % stages (load_strided or load)."""
             if fast:
-                load_strided(base + (s % stages) * stage_bytes, a_src + 2 * BK * s, a_dst, b_src + int64(2 * BK * s) * N,
-                             b_dst, b_cnt, ar0, ac, br0, BK * s, m0, M, N, K)
+                load_strided(base + (s % stages) * stage_bytes, a_src + 128 * s, a_dst,
+                             b_src + (int64(128 * s) if tf32 else int64(2 * BK * s) * N),
+                             b_dst, b_cnt, ar0, ac, br0, bk * s, m0, n0, M, N, K)
             else:
                 load(smem, base, e0, ga, gb, A, B, s % stages, s, t, m0, n0, M, N, K)
 
@@ -424,7 +442,7 @@ if COMPILER == MLIR and not SIMULATOR:
             declare()
             smem = cuda.shared.array(0, uint16)
             M, K = A.shape
-            N = B.shape[1]
+            N = B.shape[0] if tf32 else B.shape[1]
             t = cuda.threadIdx.x
             wg, tw = t // WARPGROUP, t % WARPGROUP
             bx, by = cuda.blockIdx.x, cuda.blockIdx.y
@@ -433,14 +451,18 @@ if COMPILER == MLIR and not SIMULATOR:
             m0, n0 = by * (64 * wgs), bx * bn
             base, e0 = aligned_base(smem, 1024)
             ga, gb = global_base(A), global_base(B)
-            nk = (K + BK - 1) // BK
+            nk = (K + bk - 1) // bk
             # copy_plan: this thread's first A chunk (row ar0, chunk ac) and B chunk (row br0, chunk bc), their
             # bytes in a stage (swizzled) and in slab 0 of global memory; B's count is the same every slab
             ar0, ac, br0, bc = t // 8, t % 8, t // b_chunks, t % b_chunks
             a_dst = int32(ar0 * 128 + (ac ^ (ar0 % 8)) * 16)
             b_dst = int32(a_bytes + (bc // 8) * 8192 + br0 * 128 + ((bc % 8) ^ (br0 % 8)) * 16)
-            a_src = ga + int64((m0 + ar0) * K + 8 * ac) * 2
-            b_src = gb + (int64(br0) * N + n0 + 8 * bc) * 2
+            a_src = ga + int64((m0 + ar0) * K + epc * ac) * esize
+            if tf32:  # BT (N x K): rows n0 + br0 .., chunk bc of K, placed as A's are
+                b_dst = int32(a_bytes + br0 * 128 + (bc ^ (br0 % 8)) * 16)
+                b_src = gb + int64((n0 + br0) * K + 4 * bc) * 4
+            else:
+                b_src = gb + (int64(br0) * N + n0 + 8 * bc) * 2
             b_cnt = int32(min(max(N - n0 - 8 * bc, 0), 8) * 2)
             for s in range(ahead):
                 if s < nk:
@@ -457,7 +479,7 @@ if COMPILER == MLIR and not SIMULATOR:
                     cp_async_commit()  # (an empty group past the last slab keeps the count)
                 sb = base + (kt % stages) * stage_bytes
                 da = make_desc(sb + wg * (64 * 128), 16, 1024, SWIZZLE_128B)
-                db = make_desc(sb + a_bytes, b_lbo, b_sbo, SWIZZLE_128B)
+                db = make_desc(sb + a_bytes, 16 if tf32 else b_lbo, 1024 if tf32 else b_sbo, SWIZZLE_128B)
                 issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
                       db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
                 wgmma_commit()
@@ -572,19 +594,20 @@ def prepare(cfg, inputs, outputs):
     return lambda: f(A16, B16, C)
 
 
-def unavailable(dtype) -> str:
-    """Why the rung does not run here ("" when it does): the simulator and numba-cuda (no wgmma), a GPU
-    other than compute capability 9.0 (sm_90a code loads only there), a dtype other than float32."""
+def unavailable(dtype, name: str = NAME, lesson: str = "tensor_core_bf16", rounded: str = "bfloat16") -> str:
+    """Why the rung ``name`` does not run here ("" when it does): the simulator and numba-cuda (no wgmma; the
+    rung ``lesson`` is the emulated one), a GPU other than compute capability 9.0 (sm_90a code loads only
+    there), a dtype other than float32 (the inputs are rounded to ``rounded``)."""
     if SIMULATOR:
-        return f"{NAME}: wgmma has no emulation in the simulator; the tensor_core_bf16 rung is the emulated lesson"
+        return f"{name}: wgmma has no emulation in the simulator; the {lesson} rung is the emulated lesson"
     if UNAVAILABLE:
-        return f"{NAME} {UNAVAILABLE}"
+        return f"{name} {UNAVAILABLE}"
     from kernels.device_limits import current
 
     cc = current().cc
     if cc is not None and tuple(cc) != (9, 0):
-        return (f"{NAME} needs a compute-capability 9.0 GPU (Hopper: sm_90a code loads only there); "
+        return (f"{name} needs a compute-capability 9.0 GPU (Hopper: sm_90a code loads only there); "
                 f"this one is {cc[0]}.{cc[1]}")
     if np.dtype(dtype) != np.float32:
-        return f"{NAME} takes float32 inputs, rounded to bfloat16 (--dtype {np.dtype(dtype).name})"
+        return f"{name} takes float32 inputs, rounded to {rounded} (--dtype {np.dtype(dtype).name})"
     return ""
