@@ -33,6 +33,8 @@ import sys
 
 import numpy as np
 
+from kernels.backend import is_simulator
+
 ARRAYS = ("numba", "torch", "cupy")  # who owns the device buffers
 _OWNER = "_lab_array_owner"  # the attribute of a view made here that holds the torch/CuPy array it views
 
@@ -57,20 +59,29 @@ def owner(x):
 def device_arg(x):
     """``x`` as the active compiler's launch takes it, sharing its memory: Numba device arrays (and
     host arrays, which a launch copies) unchanged; a CUDA tensor or CuPy array as a device-array view
-    (kept alive by the view). ValueError for a CPU tensor or a tensor that requires grad (a kernel
-    writing through the view would bypass autograd)."""
+    (kept alive by the view). In the simulator a CPU tensor is viewed as a simulator array over its
+    memory (as torch_bridge does there). ValueError for a CPU tensor on a GPU, or a tensor that
+    requires grad (a kernel writing through the view would bypass autograd)."""
     k = kind(x)
     if k not in ("torch", "cupy"):
         return x
+    if k == "torch" and x.requires_grad:
+        raise ValueError("the tensor requires grad (a kernel would bypass autograd): pass t.detach()")
+    if k == "torch" and is_simulator():  # the simulator's device memory is host memory: a CPU tensor's
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+        return _keep(FakeCUDAArray(x.numpy()), x)
     if k == "torch":
         if not x.is_cuda:
             raise ValueError(f"a kernel takes CUDA tensors; this one is on {x.device} (no implicit copies)")
-        if x.requires_grad:
-            raise ValueError("the tensor requires grad (a kernel would bypass autograd): pass t.detach()")
     from kernels.compiler import cuda
 
     cai = _torch_interface(x) if k == "torch" else x.__cuda_array_interface__
-    view = cuda.from_cuda_array_interface(cai, owner=x, sync=False)
+    return _keep(cuda.from_cuda_array_interface(cai, owner=x, sync=False), x)
+
+
+def _keep(view, x):
+    """``view`` remembering the array it views (:func:`owner`: where its scratch comes from)."""
     try:
         setattr(view, _OWNER, x)
     except AttributeError:  # a device-array class without a __dict__: the view still works

@@ -32,15 +32,22 @@ def test_kind_and_numba_arrays_left_alone():
         assert K.kind(d) == "numba" and K.device_arg(d) is d and K.owner(d) is d
 
 
-def test_cpu_tensors_and_tensors_that_require_grad_are_refused():
+def test_cpu_tensors_and_tensors_that_require_grad():
+    """Refused on a GPU (no implicit copies); in the simulator, whose device memory is host memory, a
+    CPU tensor is viewed in place. A tensor that requires grad is refused everywhere."""
     torch = pytest.importorskip("torch")
 
-    assert K.kind(torch.zeros(2)) == "torch"
-    with pytest.raises(ValueError, match="CUDA tensors; this one is on cpu"):
-        K.device_arg(torch.zeros(2))
-    Tensor = type("Tensor", (), {"__module__": "torch", "is_cuda": True, "requires_grad": True})
+    t = torch.zeros(2)
+    assert K.kind(t) == "torch"
+    if SIMULATOR:
+        v = K.device_arg(t)
+        v[0] = 5.0
+        assert t[0] == 5.0 and K.owner(v) is t
+    else:
+        with pytest.raises(ValueError, match="CUDA tensors; this one is on cpu"):
+            K.device_arg(t)
     with pytest.raises(ValueError, match="requires grad"):
-        K.device_arg(Tensor())
+        K.device_arg(torch.zeros(2, requires_grad=True))
 
 
 def test_torch_interface_has_byte_strides_and_a_uint16_typestr():
@@ -142,6 +149,46 @@ def test_no_prepare_allocates_behind_the_inputs_library():
     assert found == []
 
 
+def _tolerance(spec, variant, inputs, refs):
+    """The rung's own tolerance where its arithmetic is coarser than float32 (bf16, TF32), as lab run checks it."""
+    own = getattr(variant, "tolerance", None)
+    return (own or spec.tolerance)(inputs, refs, np.dtype(np.float32))
+
+
+# the rungs whose prepare allocates scratch, copies to the host or reads addresses, and a small ragged size
+SCRATCH_RUNGS = [("matvec", "split_k", (9, 70)), ("matmul", "vector", (4, 6, 600)),
+                 ("matmul", "tensor_core_bf16", (9, 10, 11)), ("matmul", "skinny_m", (4, 6, 600)),
+                 ("softmax", "naive", (3, 33)), ("softmax", "split_row", (2, 90)),
+                 ("quantize", "atomic_per_block", (300,)), ("quantize", "block_partials", (300,))]
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="CPU tensors stand for CUDA tensors in the simulator only")
+@pytest.mark.parametrize("kernel, variant, size", SCRATCH_RUNGS)
+def test_rungs_with_scratch_on_tensors_in_the_simulator(rng, kernel, variant, size):
+    """Each rung's prepare on torch (CPU) tensors in the simulator: its scratch comes from torch, its
+    outputs land in the tensors, checked against float64."""
+    torch = pytest.importorskip("torch")
+    import kernels
+    from lab.core.check import check_outputs
+
+    spec = kernels.load(kernel)
+    v = spec.variants[variant]
+    inputs = spec.make_inputs(size, np.dtype(np.float32), rng)
+    refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+    t_in = [torch.from_numpy(a.copy()) for a in inputs]
+    t_out = [torch.from_numpy(np.full(shape, 7, dtype)) for shape, dtype in spec.out_specs(size, np.float32)]
+    made = []  # the library of each scratch array the rung allocated (kernels.arrays.empty / from_host)
+    with pytest.MonkeyPatch.context() as mp:
+        for name, at in (("empty", 2), ("from_host", 1)):  # the position of ``arrays``
+            real = getattr(K, name)
+            mp.setattr(K, name, lambda *a, _real=real, _at=at, **k: made.append(a[_at] if len(a) > _at else
+                                                                             k.get("arrays")) or _real(*a, **k))
+        v.prepare(v.launch(size, 32), t_in, t_out)()
+    assert made and set(made) == {"torch"}, made
+    verdict = check_outputs([t.numpy() for t in t_out], refs, _tolerance(spec, v, inputs, refs))
+    assert verdict.ok, verdict.reason
+
+
 # --- lab run --arrays: parsing and errors ------------------------------------------------------------
 @pytest.mark.skipif(not SIMULATOR, reason="the simulator's refusal")
 @pytest.mark.parametrize("arrays", ["torch", "cupy"])
@@ -210,7 +257,7 @@ def test_a_lab_kernel_on_torch_and_cupy_arrays(rng, arrays, kernel, variant, siz
     v.prepare(v.launch(size, 128), d_in, outs)()
     host = [K.to_host(o) for o in outs]
     assert all(K.kind(o) == arrays for o in outs)
-    verdict = check_outputs(host, refs, spec.tolerance(inputs, refs, np.dtype(np.float32)))
+    verdict = check_outputs(host, refs, _tolerance(spec, v, inputs, refs))
     assert verdict.ok, verdict.reason
 
 
