@@ -117,7 +117,10 @@ def _torch_interface(t) -> dict:
     """CUDA tensor ``t``'s array interface (version 2, no stream), written here rather than read from
     ``t.__cuda_array_interface__``, which has no typestr for torch.uint16 (the bfloat16 rungs' bit
     patterns): byte strides, the NumPy type of the same name."""
-    dtype = np.dtype(str(t.dtype).removeprefix("torch."))
+    try:
+        dtype = np.dtype(str(t.dtype).removeprefix("torch."))
+    except TypeError:  # a dtype NumPy lacks (bfloat16): torch's own interface says what it can
+        return t.__cuda_array_interface__
     return {"shape": tuple(t.shape), "strides": tuple(s * dtype.itemsize for s in t.stride()),
             "typestr": dtype.str, "data": (int(t.data_ptr()), False), "version": 2}
 
