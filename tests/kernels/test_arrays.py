@@ -212,6 +212,22 @@ def test_unknown_arrays_and_runs_without_numba_rows(lab):
         check_arrays("jax", simulator=False)
 
 
+def test_on_a_gpu_without_the_library_the_error_says_why(monkeypatch):
+    """A GPU (pretended) where CuPy is not installed, or torch has no CUDA: one line naming why."""
+    from kernels import backend
+    from lab.core import contenders as C
+
+    monkeypatch.setattr(backend, "gpu_count", lambda: (1, ""))
+    monkeypatch.setattr(C, "installed", lambda module: False)
+    with pytest.raises(LabError, match=r"^--arrays cupy: cupy not installed \(pip install .*use --arrays numba$"):
+        C.check_arrays("cupy", simulator=False)
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        monkeypatch.setattr(C, "installed", lambda module: True)
+        with pytest.raises(LabError, match=r"^--arrays torch: torch .* has no CUDA support here"):
+            C.check_arrays("torch", simulator=False)
+
+
 @pytest.mark.skipif(not SIMULATOR, reason="a simulator run")
 def test_the_report_records_the_arrays(lab):
     code, out, _ = lab("run", "vecadd", "--sim", "--size", "77", "--contenders", "numba", "--variant", "auto",
@@ -239,15 +255,20 @@ def _library(name):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("arrays", ["torch", "cupy"])
-@pytest.mark.parametrize("kernel, variant, size", [("vecadd", "auto", (1000,)), ("matvec", "split_k", (37, 1001)),
-                                                   ("softmax", "naive", (6, 70)), ("quantize", "auto", (1000,))])
+@pytest.mark.parametrize("kernel, variant, size", [
+    ("vecadd", "auto", (1000,)), ("matvec", "split_k", (37, 1001)), ("softmax", "naive", (6, 70)),
+    ("quantize", "auto", (1000,)), ("matmul", "skinny_m", (4, 6, 4001)),
+    ("matmul", "tensor_core_bf16", (37, 41, 45)),  # uint16 bits from the inputs' library
+    ("matmul", "tensor_core_tf32", (1030, 1030, 2050))])  # A and B padded into scratch (>= 2^31 multiply-adds)
 def test_a_lab_kernel_on_torch_and_cupy_arrays(rng, arrays, kernel, variant, size):
     """One rung's prepare (scratch included) launched on that library's arrays, read back through it,
     checked against the float64 reference."""
     import kernels
     from lab.core.check import check_outputs
+    from tests.conftest import skip_unavailable
 
     _library(arrays)
+    skip_unavailable(kernel, variant)
     spec = kernels.load(kernel)
     v = spec.variants[variant]
     inputs = spec.make_inputs(size, np.dtype(np.float32), rng)
@@ -255,10 +276,14 @@ def test_a_lab_kernel_on_torch_and_cupy_arrays(rng, arrays, kernel, variant, siz
     d_in = [K.from_host(a, arrays) for a in inputs]
     outs = [K.empty(shape, dtype, arrays) for shape, dtype in spec.out_specs(size, np.float32)]
     v.prepare(v.launch(size, 128), d_in, outs)()
+    from kernels.compiler import cuda
+
+    cuda.synchronize()
     host = [K.to_host(o) for o in outs]
     assert all(K.kind(o) == arrays for o in outs)
     verdict = check_outputs(host, refs, _tolerance(spec, v, inputs, refs))
     assert verdict.ok, verdict.reason
+    assert all(K.kind(K.owner(a)) == arrays for a in K.agnostic(lambda c, i, o: i)(None, d_in, []))
 
 
 @pytest.mark.gpu
