@@ -22,7 +22,7 @@ of torch/CuPy arrays; the lab's kernels take all three, under both compilers, wi
 
 Ordering: torch and CuPy allocate and copy on their current stream, Numba launches on the legacy
 default stream (0), which waits for all other work of the context's blocking streams; the views
-import no stream (``sync=False``). Nothing here imports torch or CuPy unless an array of theirs is
+import no stream (``sync=False``, and CuPy's ``stream`` entry left out) and synchronize nothing. Nothing here imports torch or CuPy unless an array of theirs is
 given or asked for. Sources: Numba docs, "CUDA Array Interface (Version 3)"; numba-cuda-mlir 0.6.0
 ``descriptor.py`` (``_ArgMarshaller``).
 """
@@ -76,7 +76,10 @@ def device_arg(x):
             raise ValueError(f"a kernel takes CUDA tensors; this one is on {x.device} (no implicit copies)")
     from kernels.compiler import cuda
 
-    cai = _torch_interface(x) if k == "torch" else x.__cuda_array_interface__
+    if k == "torch":
+        cai = _torch_interface(x)
+    else:  # without CuPy's stream: the view orders its own copies on the legacy default stream, as launches
+        cai = {key: val for key, val in x.__cuda_array_interface__.items() if key != "stream"}
     return _keep(cuda.from_cuda_array_interface(cai, owner=x, sync=False), x)
 
 
