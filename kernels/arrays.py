@@ -22,8 +22,8 @@ of torch/CuPy arrays; the lab's kernels take all three, under both compilers, wi
 
 Ordering: torch and CuPy allocate and copy on their current stream, Numba launches on the legacy
 default stream (0), which waits for all other work of the context's blocking streams; the views
-import no stream (``sync=False``, and CuPy's ``stream`` entry left out) and synchronize nothing. Nothing here imports torch or CuPy unless an array of theirs is
-given or asked for. Sources: Numba docs, "CUDA Array Interface (Version 3)"; numba-cuda-mlir 0.6.0
+import no stream (``sync=False``, and CuPy's ``stream`` entry left out) and synchronize nothing.
+Nothing here imports torch or CuPy unless an array of theirs is given or asked for. Sources: Numba docs, "CUDA Array Interface (Version 3)"; numba-cuda-mlir 0.6.0
 ``descriptor.py`` (``_ArgMarshaller``).
 """
 from __future__ import annotations
