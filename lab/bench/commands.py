@@ -74,8 +74,8 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     the passed rows afterwards, e.g. lab.inspect.counters.for_run, and without one they are not
     measured); compiler: numba-cuda, numba-cuda-mlir or both; arrays: who owns the Numba rows' device
     buffers (inputs, outputs, canaries, the rungs' scratch): "numba" (the compiler's device arrays),
-    "torch" (CUDA tensors) or "cupy" (a GPU with that library only; LabError otherwise). progress: ``progress(event, report,
-    **info)`` (lab.core.runner's events).
+    "torch" (CUDA tensors) or "cupy" (a GPU with that library only; LabError otherwise). progress:
+    ``progress(event, report, **info)`` (lab.core.runner's events).
 
     Returns the :class:`lab.core.runner.Report` (``to_dict()``: docs/schemas/run.json), or with
     ``compiler="both"`` the comparison document (docs/schemas/run-both.json). A FAIL row is in the
