@@ -159,7 +159,10 @@ def dequantize_per_channel_reference(q, params, dtype=np.float64):
 
 # --- Library functions: device arrays in, device arrays out ---------------------------------------------
 def _device(a):
-    return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a
+    """A NumPy array copied to the device; a torch tensor or CuPy array viewed (kernels.arrays.device_arg)."""
+    from kernels.arrays import device_arg
+
+    return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else device_arg(a)
 
 
 def _check_threads(threads):
@@ -171,8 +174,8 @@ def _check_threads(threads):
 def quantize_per_tensor(x, threads=256):
     """Quantize a 1-D float32/float64 array with one (scale, zero_point); the block_partials rung.
 
-    x: NumPy or device array, N >= 1 elements. Returns device arrays (q uint8[N], params x.dtype[2]
-    = (scale, zero_point)). ValueError for an empty x or threads not a multiple of 32.
+    x: NumPy or device array (Numba, a CUDA tensor, CuPy), N >= 1 elements. Returns Numba device
+    arrays (q uint8[N], params x.dtype[2] = (scale, zero_point)). ValueError for an empty x or threads not a multiple of 32.
     """
     _check_threads(threads)
     x = _device(x)

@@ -16,6 +16,7 @@ rows are 16 KB apart) and runs at 14% of DRAM peak; warp_per_row and every later
 from __future__ import annotations
 
 import numpy as np
+from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
@@ -318,7 +319,7 @@ def split_k_prepare(cfg, inputs, outputs):
     chunk, splits = split_k_chunk(A.shape, cfg.block[0])
     if "chunk" in cfg.param:  # a tuned split: the launch math's plan
         chunk, splits = cfg.param["chunk"], cfg.grid[1]
-    partials = cuda.device_array((rows, splits), A.dtype)  # scratch, allocated once
+    partials = empty_like(A, (rows, splits), A.dtype)  # scratch, allocated once, by A's library
     partial = split_k_partial_kernel[cfg.grid, cfg.block]
     reduce = split_k_reduce_kernel[blocks_for(rows, REDUCE_THREADS // WARP), REDUCE_THREADS]
 

@@ -60,6 +60,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, int64, uint32, uint64
 
 from kernels.device_limits import current
@@ -288,7 +289,7 @@ def _init_minmax_quantize(minmax_kernel, quantize_kernel, cfg, inputs, outputs):
     """The 3-launch pipeline of rungs 1 and 2: init mm, atomic min/max into mm, quantize."""
     (x,) = inputs
     q, params = outputs
-    mm = cuda.device_array(2, x.dtype)  # scratch, allocated once, outside the timed call
+    mm = empty_like(x, 2, x.dtype)  # scratch, allocated once (by x's library), outside the timed call
     init = init_minmax_kernel[1, 1]
     minmax = minmax_kernel[cfg.grid, cfg.block]
     quantize = quantize_kernel[cfg.grid, cfg.block]
@@ -395,7 +396,7 @@ def _partials_prepare(quantize_kernel):
     def prepare(cfg, inputs, outputs):
         (x,) = inputs
         q, params = outputs
-        partials = cuda.device_array((2, cfg.grid[0]), x.dtype)  # every slot is written each call
+        partials = empty_like(x, (2, cfg.grid[0]), x.dtype)  # every slot is written each call
         minmax = minmax_partials_kernel[cfg.grid, cfg.block]
         quantize = quantize_kernel[cfg.grid, cfg.block]
 

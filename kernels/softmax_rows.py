@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import Launch, blocks_for, plural, split_columns
@@ -263,7 +264,7 @@ def split_row_prepare(cfg, inputs, outputs):
     0.036)."""
     (x,), (out,) = inputs, outputs
     chunk, splits = split_columns(x.shape[0], x.shape[1], cfg.block[0], UNROLL)
-    stats = cuda.device_array((x.shape[0], splits, 2), x.dtype)
+    stats = empty_like(x, (x.shape[0], splits, 2), x.dtype)
     first = split_stats_kernel[cfg.grid, cfg.block]
     second = split_write_kernel[cfg.grid, cfg.block]
 

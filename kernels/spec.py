@@ -250,7 +250,9 @@ class Variant:
     launch(size, threads) -> Launch: the launch math for ``threads`` threads per block.
     prepare(launch, inputs, outputs) -> callable: allocates any scratch space once and returns a
       zero-argument function that enqueues the whole computation (one or more launches), so that
-      only the kernels are timed. inputs/outputs are device arrays.
+      only the kernels are timed. inputs/outputs are device arrays of any owner: Numba's (either
+      compiler), torch CUDA tensors or CuPy arrays; the rung's own function sees device arrays
+      (:func:`kernels.arrays.agnostic`, applied here) and allocates its scratch with the inputs' library.
     warp_multiple: the variant needs whole warps (threads per block a multiple of 32).
     """
 
@@ -270,6 +272,11 @@ class Variant:
     # suits(size) -> bool: the shapes the rung is meant for (None: all). A rung stays correct at every
     # shape (lab run runs it anywhere); ``lab tune`` tries it only where it suits.
     suits: Callable[[Size], bool] | None = None
+
+    def __post_init__(self):
+        from kernels.arrays import agnostic
+
+        object.__setattr__(self, "prepare", agnostic(self.prepare))
 
     def configure(self, size, threads: int, params: dict | None = None) -> Launch:
         """The launch configuration at ``threads`` with tunable ``params`` (None or {}: defaults)."""

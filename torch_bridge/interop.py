@@ -49,12 +49,15 @@ def to_numba(t: torch.Tensor, sync: bool = False):
     (torch_bridge.streams.numba_stream). Raises ValueError if ``t`` is not on a CUDA device or
     requires grad (a kernel writing through the view would bypass autograd: pass ``t.detach()``).
     """
+    from kernels.arrays import device_arg
     from kernels.compiler import cuda
 
     _need_device(t, "to_numba")
     if t.requires_grad:
         raise ValueError("to_numba: tensor requires grad (a Numba kernel would bypass autograd): pass t.detach()")
-    return cuda.from_cuda_array_interface(t.__cuda_array_interface__, owner=t, sync=sync)
+    if not sync:  # the view every lab kernel's launch takes (kernels.arrays: byte strides, uint16 too)
+        return device_arg(t)
+    return cuda.from_cuda_array_interface(t.__cuda_array_interface__, owner=t, sync=True)
 
 
 def to_torch(array) -> torch.Tensor:

@@ -88,11 +88,11 @@ def _same_shape(op, a, b, an="a", bn="b"):
 # --- Running a kernel variant on tensors -------------------------------------------------------------
 def _view(t: torch.Tensor):
     """A Numba array over ``t``'s memory: a device view on a GPU, a simulator array over the CPU
-    tensor's memory in the simulator (no copy either way)."""
+    tensor's memory in the simulator (no copy either way; kernels.arrays.device_arg)."""
     if SIMULATOR:
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from kernels.arrays import device_arg
 
-        return FakeCUDAArray(t.detach().numpy())
+        return device_arg(t.detach())
     from torch_bridge.interop import to_numba
 
     return to_numba(t.detach())

@@ -101,6 +101,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from kernels.arrays import empty_like
 from kernels.compiler import SIMULATOR, cuda, float32
 from kernels.gemm import mma
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
@@ -455,7 +456,7 @@ def enqueue(build: Build, A, B, C, splits: int = 1):
     kern = mma.with_shared(kernel_for(k, n, build), plan.grid, plan.block, build.dynamic_bytes)
     if splits == 1:
         return lambda: kern(A, B, C)
-    W = cuda.device_array((splits * m, n), np.float32)
+    W = empty_like(C, (splits * m, n), np.float32)  # by C's library
     W2, C1 = W.reshape(splits, m * n), C.reshape(m * n)
     grid, block = reduce_launch(splits, m * n)
     reduce = split_k_reduce_kernel[grid, block]

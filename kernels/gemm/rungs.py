@@ -8,6 +8,7 @@ import dataclasses
 
 import numpy as np
 
+from kernels.arrays import address
 from kernels.compiler import SIMULATOR
 from kernels.gemm.config import GEMM_TILES, WARP_TILED_F64, GemmConfig, gemm_config
 from kernels.gemm.generator import gemm_kernel
@@ -45,7 +46,7 @@ def _pairs_ok(a) -> bool:
     flags = getattr(a, "flags", None)
     if flags is not None and not flags["C_CONTIGUOUS"]:
         return False
-    ptr = getattr(getattr(a, "device_ctypes_pointer", None), "value", None)
+    ptr = address(a)
     return SIMULATOR or ptr is None or ptr % 8 == 0
 
 

@@ -5,6 +5,7 @@ launch's grid is one wave of blocks on the current device (kernels.device_limits
 """
 from __future__ import annotations
 
+from kernels.arrays import empty_like
 from kernels.compiler import cuda
 
 from kernels.device_limits import current
@@ -96,7 +97,7 @@ def split_k_enqueue(part, A, B, C, splits: int, kchunk: int):
     if splits == 1:
         W1 = C.reshape(1, m, n)
         return lambda: part(A, B, W1, kchunk)
-    W = cuda.device_array((splits, m, n), C.dtype)
+    W = empty_like(C, (splits, m, n), C.dtype)  # by C's library
     W2, C1 = W.reshape(splits, m * n), C.reshape(m * n)
     grid, block = reduce_launch(splits, m * n)
     reduce = split_k_reduce_kernel[grid, block]

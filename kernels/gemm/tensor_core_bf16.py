@@ -87,6 +87,7 @@ import functools
 
 import numpy as np
 
+from kernels.arrays import to_device_like, to_host
 from kernels.compiler import SIMULATOR, cuda, float32, int32, int64, uint16
 from kernels.gemm import mma
 from kernels.gemm.mma import EMULATED, cp_async_commit, cp_async_wait
@@ -404,13 +405,13 @@ def launch(size, threads):
 def device_bf16(a, rows: int | None = None, cols: int | None = None):
     """A device (or simulator) float32 matrix rounded to bfloat16: a device uint16 array of its bits,
     zero-padded to ``rows`` x ``cols`` when given (bf16 zeros: they add nothing to a product)."""
-    host = a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+    host = to_host(a)
     bits = to_bf16_bits(host)
     if (rows or bits.shape[0], cols or bits.shape[1]) != bits.shape:
         out = np.zeros((rows or bits.shape[0], cols or bits.shape[1]), np.uint16)
         out[:bits.shape[0], :bits.shape[1]] = bits
         bits = out
-    return cuda.to_device(np.ascontiguousarray(bits))
+    return to_device_like(bits, a)
 
 
 def prepare(cfg, inputs, outputs):

@@ -110,6 +110,7 @@ from typing import NamedTuple
 import numpy as np
 
 
+from kernels.arrays import empty_like
 from kernels.compiler import SIMULATOR, bound, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
 from kernels.gemm import mma
@@ -461,8 +462,8 @@ def prepare(cfg, inputs, outputs):
         kern = mma.with_shared(kernel_for(k, n, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
         return lambda: kern(A, B, C)
     kp, n_p = padded(k), padded(n)
-    Ap = cuda.device_array((m, kp), np.float32)
-    Bp = cuda.device_array((kp, n_p), np.float32)
+    Ap = empty_like(A, (m, kp), np.float32)  # by A's library
+    Bp = empty_like(A, (kp, n_p), np.float32)
     ga, gb = blocks_for(m * kp, 256), blocks_for(kp * n_p, 256)
     kern = mma.with_shared(kernel_for(kp, n_p, tile), cfg.grid, cfg.block, tile.dynamic_bytes)
     if SIMULATOR:  # the simulator's kernel[grid, block] keeps only the latest configuration: configure at each call

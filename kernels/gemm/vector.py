@@ -6,6 +6,7 @@ Source: CUDA C++ Programming Guide, "Device Memory Accesses" (coalescing along a
 from __future__ import annotations
 
 import numpy as np
+from kernels.arrays import empty_like, to_device_like
 from kernels.compiler import cuda, threadfence, uint64
 
 from kernels.device_limits import current
@@ -155,8 +156,8 @@ def columns_prepare(X, B, Y, threads: int, kchunk: int):
     if splits == 1:
         Y1 = Y.reshape(1, m, n)
         return lambda: part(X, B, Y1, kchunk)
-    partials = cuda.device_array((splits, m, n), Y.dtype)  # scratch, allocated once
-    counters = cuda.to_device(np.zeros((m, blocks_for(n, WARP)), np.int32))  # zero again after each call
+    partials = empty_like(Y, (splits, m, n), Y.dtype)  # scratch, allocated once, by Y's library
+    counters = to_device_like(np.zeros((m, blocks_for(n, WARP)), np.int32), Y)  # zero again after each call
     fused = columns_split_kernel[(blocks_for(n, WARP), splits, m), columns_block(threads)]
     return lambda: fused(X, B, partials, Y, counters, kchunk)
 

@@ -28,6 +28,7 @@ def quiet(done: int, total: int, label: str) -> None:
 DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
 COMPILERS = ("numba-cuda", "numba-cuda-mlir", "both")
 METRICS = ("auto", "ms", "gbps", "gflops")
+ARRAYS = ("numba", "torch", "cupy")  # kernels.arrays.ARRAYS (not imported here: lab run --help stays light)
 
 
 def _session(sim, compiler=None, allow_both: bool = False):
@@ -59,8 +60,8 @@ def _kernels(names) -> list[str]:
 def run(kernel: str, *, threads: int | None = None, size: str | None = None, dtype: str = "float32",
         variant: str | list | None = None, contenders: str | list | None = None, repeats: int | None = None,
         warmup: int | None = None, seed: int | None = None, yes: bool = False, counters: bool = False,
-        sim: bool | None = None, compiler: str | None = None, counters_engine: Callable | None = None,
-        progress: Events | None = None):
+        sim: bool | None = None, compiler: str | None = None, arrays: str = "numba",
+        counters_engine: Callable | None = None, progress: Events | None = None):
     """``lab run KERNEL``: each Numba variant beside NumPy, CuPy and torch, checked against float64, then
     timed (CUDA events on a GPU; in the simulator each row is checked once, not timed).
 
@@ -71,8 +72,10 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     10 minutes; counters: DRAM bytes / the minimum traffic and sectors per load request per row (in the
     simulator from the Numba rows' recorded addresses; on a GPU ``counters_engine(report)`` profiles
     the passed rows afterwards, e.g. lab.inspect.counters.for_run, and without one they are not
-    measured); compiler: numba-cuda, numba-cuda-mlir or both. progress: ``progress(event, report,
-    **info)`` (lab.core.runner's events).
+    measured); compiler: numba-cuda, numba-cuda-mlir or both; arrays: who owns the Numba rows' device
+    buffers (inputs, outputs, canaries, the rungs' scratch): "numba" (the compiler's device arrays),
+    "torch" (CUDA tensors) or "cupy" (a GPU with that library only; LabError otherwise). progress:
+    ``progress(event, report, **info)`` (lab.core.runner's events).
 
     Returns the :class:`lab.core.runner.Report` (``to_dict()``: docs/schemas/run.json), or with
     ``compiler="both"`` the comparison document (docs/schemas/run-both.json). A FAIL row is in the
@@ -84,6 +87,7 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     repeats, warmup = A.integer(repeats, "--repeats"), A.integer(warmup, "--warmup")
     seed = A.integer(seed, "--seed", min=0)
     yes, counters = A.flag(yes, "--yes"), A.flag(counters, "--counters")
+    arrays = A.choice(arrays, "--arrays", ARRAYS) or "numba"
     session = _session(sim, compiler, allow_both=True)
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
@@ -91,12 +95,13 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
         from lab.bench.compilers import run_both
 
         return run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
-                             contenders=contenders, repeats=repeats, warmup=warmup, seed=seed), session.backend)
+                             contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays),
+                        session.backend)
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=A.csv(variant),
                    contenders=A.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes,
-                   counters=counters, counters_engine=counters_engine)
+                   counters=counters, counters_engine=counters_engine, arrays=arrays)
     return run_kernel(opts, session.backend, progress=progress)
 
 

@@ -37,8 +37,13 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
                    "addresses).")
 @O.BACKEND
 @O.COMPILER
+@click.option("--arrays", type=click.Choice(["numba", "torch", "cupy"]), default="numba", show_default=True,
+              help="Who owns the Numba rows' device buffers (inputs, outputs and their canaries, the rungs' "
+                   "scratch): numba (cuda.to_device / cuda.device_array), torch (CUDA tensors) or cupy; the "
+                   "kernels take all three, zero-copy, under both compilers (docs/compilers.md, \"Device "
+                   "arrays\"). torch and cupy need a GPU with that library installed.")
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
-        compiler):
+        compiler, arrays):
     from lab.bench.commands import run as run_kernel
     from lab.cli.views import report
 
@@ -47,7 +52,7 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
     try:
         result = run_kernel(kernel, threads=threads, size=size, dtype=dtype, variant=variant, contenders=contenders,
                             repeats=repeats, warmup=warmup, seed=seed, yes=yes, counters=counters, sim=sim,
-                            compiler=compiler, counters_engine=engine, progress=progress)
+                            compiler=compiler, arrays=arrays, counters_engine=engine, progress=progress)
     finally:
         progress.close()  # a run stopped by Ctrl-C or an error leaves the terminal as it was
     if isinstance(result, dict):  # --compiler both: one row per variant and compiler

@@ -62,26 +62,32 @@ def canary_value(dtype, which: int = 0, salt: float = 1.0):
     return poison_value(dtype, which)
 
 
-def _with_canary(shape, dtype):
+def _with_canary(shape, dtype, arrays: str = "numba"):
     """A device array of ``shape`` that is the front of a larger one; the rest is the canary that a
-    kernel writing past the end of the output (a missing bounds guard) lands in.
-    Returns (output view, whole buffer)."""
-    from kernels.compiler import cuda
+    kernel writing past the end of the output (a missing bounds guard) lands in. ``arrays``: the
+    library that allocates it (kernels.arrays.ARRAYS). Returns (output view, whole buffer)."""
+    from kernels.arrays import empty
 
     shape = tuple(shape)
     row = int(np.prod(shape[1:], dtype=np.int64)) or 1
     extra = max(CANARY_ROWS, -(-CANARY_MIN // row))
-    big = cuda.device_array((shape[0] + extra,) + shape[1:], dtype)
+    big = empty((shape[0] + extra,) + shape[1:], dtype, arrays)
     return big[: shape[0]], big
 
 
-def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepared:
+def prepare_numba(spec, size, variant, launch, inputs, simulator: bool, arrays: str = "numba") -> Prepared:
     """Copy inputs to the device, allocate outputs (each followed by a canary region), and wrap
-    ``variant.prepare``'s launch call."""
+    ``variant.prepare``'s launch call. ``arrays`` owns the device buffers (``lab run --arrays``):
+    "numba" (``cuda.to_device``/``cuda.device_array``), "torch" (CUDA tensors) or "cupy"; the rung's
+    prepare takes them as they are (kernels.arrays.agnostic), and allocates its scratch from the
+    same library. Poisoning, the canary check and the copy back work alike for all three."""
+    from kernels import arrays as K
     from kernels.compiler import cuda
 
-    d_in = [cuda.to_device(np.ascontiguousarray(a)) for a in inputs]
-    pairs = [_with_canary(shape, dtype) for shape, dtype in spec.out_specs(size, inputs[0].dtype)]
+    d_in = [K.from_host(a, arrays) for a in inputs]
+    specs = spec.out_specs(size, inputs[0].dtype)
+    pairs = [_with_canary(shape, dtype, arrays) for shape, dtype in specs]
+    dtypes = [np.dtype(dtype) for _, dtype in specs]
     outs = [view for view, _ in pairs]
     enqueue = variant.prepare(launch, d_in, outs)
     canaries = {}
@@ -93,16 +99,16 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepa
 
     def poison(which=0):
         for i, (view, big) in enumerate(pairs):
-            canaries[i] = canary_value(big.dtype, which, salt)
-            fill = np.full(big.shape, canaries[i], big.dtype)
-            fill[: view.shape[0]] = poison_value(big.dtype, which)
-            big.copy_to_device(fill)
+            canaries[i] = canary_value(dtypes[i], which, salt)
+            fill = np.full(tuple(big.shape), canaries[i], dtypes[i])
+            fill[: view.shape[0]] = poison_value(dtypes[i], which)
+            K.copy_from_host(big, fill)
 
     def overrun():
         for i, (view, big) in enumerate(pairs):
             if i not in canaries:
                 continue
-            tail = big.copy_to_host()[view.shape[0]:]
+            tail = K.to_host(big)[view.shape[0]:]
             touched = tail != canaries[i]  # a NaN written there counts too (NaN != anything)
             if touched.any():
                 first = int(np.argmax(touched.reshape(-1)))
@@ -110,8 +116,38 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool) -> Prepa
                         f"{int(touched.sum())} elements of the canary after it, the first {first} elements in")
         return None
 
-    return Prepared(call, poison, lambda res: [o.copy_to_host() for o in res], cuda.synchronize,
-                    "simulator" if simulator else "device", overrun=overrun)
+    def release():
+        d_in.clear(), pairs.clear(), outs.clear()
+        K.release(arrays)
+
+    return Prepared(call, poison, lambda res: [K.to_host(o) for o in res], cuda.synchronize,
+                    "simulator" if simulator else "device", overrun=overrun,
+                    release=release if arrays != "numba" else lambda: None)
+
+
+def check_arrays(arrays: str, simulator: bool, numba: bool = True) -> None:
+    """LabError (one line) when ``arrays`` is not one of kernels.arrays.ARRAYS, or the Numba rows
+    (``numba``: whether any run) cannot have their buffers owned by it here (:func:`why_no_arrays`)."""
+    from kernels.arrays import ARRAYS
+    from lab.core.errors import LabError
+
+    if arrays not in ARRAYS:
+        raise LabError(f"--arrays {arrays!r}: choose one of {', '.join(ARRAYS)}")
+    why = why_no_arrays(arrays, simulator) if numba else None
+    if why:
+        raise LabError(why)
+
+
+def why_no_arrays(arrays: str, simulator: bool) -> str | None:
+    """None when ``lab run --arrays ARRAYS`` can run here, else the one-line reason: torch and CuPy
+    arrays need a CUDA GPU (not the simulator) and the library installed with CUDA support."""
+    if arrays == "numba":
+        return None
+    if simulator:
+        return (f"--arrays {arrays}: {arrays} arrays live on a CUDA GPU and the CUDA simulator is active; "
+                f"use --arrays numba here")
+    why = why_unavailable(arrays, simulator)
+    return None if why is None else f"--arrays {arrays}: {arrays} {why}; use --arrays numba"
 
 
 # --- NumPy ----------------------------------------------------------------------------------------

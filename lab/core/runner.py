@@ -30,10 +30,9 @@ from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.simulator import check_calls as _check_calls, minutes as _minutes  # the simulator's estimates
-from lab.core.simulator import quick_options, simulator_calls, simulator_seconds
+from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes,  # the simulator's estimates
+                                quick_options, simulator_calls, simulator_seconds)
 from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
-
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
@@ -66,6 +65,7 @@ class Options:
     # {"dram_ratio", "sectors_per_request"}}}; a LabError it raises becomes a warning, not a lost run.
     counters: bool = False
     counters_engine: Callable | None = None
+    arrays: str = "numba"  # who owns the Numba rows' device buffers: numba, torch or cupy (kernels.arrays)
 
 
 @dataclass(frozen=True)
@@ -216,6 +216,7 @@ class Report:
     estimate_s: float | None = None  # simulator only: rough wall time of the whole run, before it starts
     quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
     compiler: str = ""  # the compiler of the Numba rows
+    arrays: str = "numba"  # who owned the Numba rows' device buffers (lab run --arrays)
     counters: dict | None = None  # --counters: {"tool": "ncu"|"cupti"|"simulator", "engine", "notes"}
 
     def to_dict(self) -> dict:
@@ -240,7 +241,7 @@ class Report:
             "launches": self.launches,
             "copy_bandwidth": self.copy_bandwidth,
             "numpy_threads": self.numpy_threads,
-            "compiler": self.compiler,
+            "compiler": self.compiler, "arrays": self.arrays,
             "warnings": self.warnings,
             "notes": self.notes,
             "stop_rule": self.stop_rule,
@@ -391,6 +392,7 @@ def validate(opts: Options, backend: str) -> Plan:
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
+    C.check_arrays(opts.arrays, simulator, numba="numba" in contender_names)
     if (opts.repeats is not None and opts.repeats < 1) or (opts.warmup is not None and opts.warmup < 0):
         raise LabError("--repeats must be >= 1 and --warmup >= 0")
     # the simulator checks each row once and times nothing unless --repeats asks (repeats 0)
@@ -484,7 +486,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     ref = _Reference(spec, inputs, refs, spec.tolerance(inputs, refs, dtype), spec.out_specs(size, dtype))
 
     report = Report(spec.name, spec.summary, p.backend, p.device, size, str(dtype), p.seed, p.repeats, p.warmup,
-                    spec.bytes_moved(size, dtype), spec.flops(size), threads=p.threads, warnings=list(p.warnings))
+                    spec.bytes_moved(size, dtype), spec.flops(size), threads=p.threads, warnings=list(p.warnings), arrays=opts.arrays)
     rule = StopRule(repeats=p.repeats)
     report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if p.repeats == 0 else
                         f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
@@ -521,7 +523,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             own = getattr(variant, "tolerance", None)
             launched: list = []  # on a GPU: the kernels the checked call launched (lab.core.resources)
             add(_measure(p, report, rule, ref, task, emit,
-                         lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator),
+                         lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator, opts.arrays),
                          (ref.refs, own(inputs, ref.refs, dtype)) if own else None, launches=launched))
             from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
 

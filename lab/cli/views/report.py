@@ -91,6 +91,8 @@ def header_lines(report: Report) -> list[str]:
         from lab.core.compilers import run_header
 
         lines.append(escape(run_header(report.compiler)))
+    if getattr(report, "arrays", "numba") != "numba":  # lab run --arrays torch|cupy
+        lines.append(escape(f"Numba rows' device arrays: {report.arrays} (zero-copy views at each launch)"))
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
