@@ -18,14 +18,13 @@ GPU time, and repeating it only makes the first ten minutes longer).
 from __future__ import annotations
 
 import contextlib
-import gc
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 import numpy as np
 
 import kernels
-from lab.core import compilers, registry, resources
+from lab.core import collect, compilers, registry, resources
 from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
@@ -334,7 +333,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     checked then timed). progress: optional ``progress(event, report, **info)`` callback (events
     listed above).
     """
-    with simulation.threads(backend == "simulator"):
+    with simulation.threads(backend == "simulator"), collect.frozen():  # collections scan only new objects
         plan_ = validate(opts, backend)
         return execute(plan_, plan(plan_), progress)
 
@@ -508,7 +507,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     contender = None
     for step in steps:
         if contender is not None and step.task.contender != contender:
-            gc.collect()  # between contenders, as each one's copies go
+            collect.between()  # between contenders, as each one's copies go (lab.core.collect)
         contender = step.task.contender
         task = step.task
         if task.launch is not None:
@@ -538,7 +537,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             r = _measure(p, report, rule, ref, task, emit, prepare, against)
             add(replace(r, check=replace(r.check, reason=why + (f"; {r.reason}" if r.reason else ""))) if why else r)
     if contender is not None:
-        gc.collect()
+        collect.between()
     from kernels import tuning
 
     report.warnings += [w for w in tuning.problems() if "auto" in report.launches and w not in report.warnings]
