@@ -30,12 +30,12 @@ CPU rows (host mode: NumPy, timed with ``time.perf_counter``) have one more way 
 noise is the operating system's and the CPU's (thread wake-ups, frequency changes), which neither
 settles nor falls below 1% on a loaded host: once the median's 95% confidence interval is within
 ``host_median_ci`` (2%) of it. The interval is distribution-free (the order statistics at ranks
-n/2 -+ 1.96 sqrt(n)/2, the binomial interval of the median, e.g. Conover, Practical Nonparametric
-Statistics, 3.2), so it holds whatever the shape of the spread, for calls independent of each
+n/2 -+ 1.96 sqrt(n)/2, the binomial interval of the median: Conover, Practical Nonparametric
+Statistics, the quantile test), so it holds whatever the shape of the spread, for calls independent of each
 other; a CPU whose speed drifts during the row makes it too narrow. The reported statistic is the
 same median, the stop reason says how well it is known (``meta["stop"]``: "median within ±1.8%
 (95% interval) ..."), and the noise flag (``noisy``, above 10%) still marks a spread-out row. A
-1.6 ms NumPy call with 20% noise stops after ~330 calls instead of settling after 500-1,200;
+1.6 ms NumPy call with 20% noise stops after 300-500 calls instead of settling after 500-1,200;
 the GPU rows never use this test. Calls are enqueued in batches of at most BATCH_MAX behind one
 blocker, so the launch queue (about a thousand pending launches) never fills, whatever the count.
 Two blockers alternate: while the GPU runs one batch, the host enqueues the next behind the other
