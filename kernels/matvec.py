@@ -19,7 +19,7 @@ import numpy as np
 from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, uint64
 
-from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_tolerances,
+from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_reference, dot_tolerances,
                           launch_once, sm_count, split_columns, standard_normal)
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
@@ -357,6 +357,11 @@ def reference(A, x):
     return (A @ x,)
 
 
+def reference64(A, x):
+    """The float64 reference (A @ x in float64,) without a float64 copy of A (kernels.spec.dot_reference)."""
+    return (dot_reference(A, x),)
+
+
 def make_inputs(size, dtype, rng):
     """A (ROWS, COLS) and x (COLS,): standard normals drawn in ``dtype`` itself (NumPy's float32
     ziggurat for float32: a 16384 x 4096 A in a third of the time of drawing float64 and rounding;
@@ -401,6 +406,7 @@ SPEC = KernelSpec(
     make_inputs=make_inputs,
     out_specs=lambda size, dtype: [((size[0],), np.dtype(dtype))],
     reference=reference,
+    reference64=reference64,
     tolerance=dot_tolerances,
     bytes_moved=lambda size, dtype: (size[0] * size[1] + size[0] + size[1]) * np.dtype(dtype).itemsize,
     flops=lambda size: 2 * size[0] * size[1],

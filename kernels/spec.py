@@ -51,6 +51,45 @@ DOT_SIGMAS = 6.0  # the bound in standard deviations of the rounding-error model
 DOT_CHUNKS = 16  # points along K where the partial sums are sampled
 
 
+DOT_BLOCK = 1 << 18  # elements of A a block of rows holds when B is a vector (2 MB in float64: see _row_blocks)
+
+
+def _row_blocks(A: np.ndarray, B64: np.ndarray):
+    """(r0, r1, A[r0:r1] in float64) for the products below. A vector B (matvec): blocks of about
+    DOT_BLOCK elements, converted into one reused float64 buffer, so the whole float64 A (512 MB
+    for a 16384 x 4096 matrix, all fresh pages) is never made and each block is read from cache by
+    the several products that follow; DOT_BLOCK stays below the size at which OpenBLAS's gemv starts
+    threads (460,800 elements), whose start-up per small call costs more than the product. A
+    matrix B (matmul): all of A at once (the products are compute-bound and want large blocks)."""
+    rows, cols = A.shape
+    step = rows if B64.ndim > 1 else max(1, DOT_BLOCK // max(cols, 1))
+    if step >= rows:
+        yield 0, rows, np.asarray(A, np.float64)
+        return
+    buf = None if A.dtype == np.float64 else np.empty((step, cols))
+    for r0 in range(0, rows, step):
+        r1 = min(rows, r0 + step)
+        if buf is None:  # float64 already: the rows themselves
+            yield r0, r1, A[r0:r1]
+            continue
+        block = buf[:r1 - r0]
+        np.copyto(block, A[r0:r1])
+        yield r0, r1, block
+
+
+def dot_reference(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """A @ B in float64 (each element the BLAS product of A's row in float64 and B in float64), for
+    A in any float dtype, without a float64 copy of all of A when B is a vector (:func:`_row_blocks`).
+    The values of ``A.astype(np.float64) @ B.astype(np.float64)`` up to float64 rounding: BLAS may
+    add a row's products in another order for a block than for the whole matrix (at most 2e-14
+    relative seen at 100 x 5000; bit for bit at 16384 x 4096)."""
+    B64 = np.asarray(B, np.float64)
+    out = np.empty(A.shape[:1] + B64.shape[1:])
+    for r0, r1, block in _row_blocks(A, B64):
+        np.matmul(block, B64, out=out[r0:r1])
+    return out
+
+
 def dot_tolerance(A: np.ndarray, B: np.ndarray, dtype) -> np.ndarray:
     """Absolute tolerance for A @ B computed in ``dtype`` (matvec: B is a vector; matmul), calibrated
     on the statistics of float32 rounding, so that a correct float32 kernel passes and a product
@@ -67,24 +106,27 @@ def dot_tolerance(A: np.ndarray, B: np.ndarray, dtype) -> np.ndarray:
     0.3 of the bound (sequential with and without FMA, and NumPy's blocked sgemm, K = 64..16384);
     TF32-rounded products exceed it at every K >= 64 (median element 5x-85x over the bound).
     The old bound, eps * sqrt(K) * |A| @ |B|, was hundreds of times the float32 error at K = 4096
-    and let TF32 through. Cost: about two float64 matrix products on the host.
+    and let TF32 through. Cost: about two float64 matrix products on the host; for a vector B in
+    blocks of rows (:func:`_row_blocks`: each row's bound depends on that row alone).
     """
-    A64 = np.asarray(A, np.float64)
     B64 = np.asarray(B, np.float64)
-    K = A64.shape[1]
+    K = A.shape[1]
     edges = np.linspace(0, K, min(K, DOT_CHUNKS) + 1).astype(np.int64)
-    S = np.zeros((A64[:, :1] @ B64[:1]).shape)
-    walk = np.zeros_like(S)
-    widest = 1
-    for k0, k1 in zip(edges[:-1], edges[1:]):
-        prev = S
-        S = S + A64[:, k0:k1] @ B64[k0:k1]
-        walk += (k1 - k0) * np.maximum(prev ** 2, S ** 2)
-        widest = max(widest, int(k1 - k0))
-    products = np.square(A64) @ np.square(B64)
-    walk += widest / 2 * products
+    widest = max(1, int(np.diff(edges).max()))
+    squares = np.square(B64)
     u = np.finfo(dtype).eps / 2 + np.finfo(np.float64).eps / 2
-    return DOT_SIGMAS * u * (np.sqrt(walk) + np.sqrt(products)) + 4 * float(np.finfo(dtype).tiny)
+    out = np.empty(A.shape[:1] + B64.shape[1:])
+    for r0, r1, A64 in _row_blocks(A, B64):
+        S = np.zeros(out[r0:r1].shape)
+        walk = np.zeros_like(S)
+        for k0, k1 in zip(edges[:-1], edges[1:]):
+            prev = S
+            S = S + A64[:, k0:k1] @ B64[k0:k1]
+            walk += (k1 - k0) * np.maximum(prev ** 2, S ** 2)
+        products = np.square(A64) @ squares
+        walk += widest / 2 * products
+        out[r0:r1] = DOT_SIGMAS * u * (np.sqrt(walk) + np.sqrt(products)) + 4 * float(np.finfo(dtype).tiny)
+    return out
 
 
 def dot_tolerances(inputs, ref, dtype) -> list:
@@ -354,7 +396,8 @@ class KernelSpec:
     make_inputs(size, dtype, rng) -> tuple of host arrays, fresh random values.
     out_specs(size, dtype) -> list of (shape, dtype) of the outputs.
     reference(*inputs) -> tuple of outputs, NumPy; the runner calls it on float64 copies of the
-      inputs for the reference and on the inputs themselves for the NumPy contender.
+      inputs for the reference (unless ``reference64`` is given) and on the inputs themselves for
+      the NumPy contender.
     tolerance(inputs, ref, dtype) -> per-output absolute tolerances (arrays or floats).
     bytes_moved(size, dtype), flops(size): the minimum traffic and arithmetic per call.
 
@@ -383,6 +426,11 @@ class KernelSpec:
     # summarize(inputs, outputs) -> lines the report prints about a checked result (e.g. quantize's
     # round-trip error); called on the first Numba variant that passed.
     summarize: Callable[..., list[str]] | None = None
+    # reference64(*inputs) -> the float64 reference straight from the inputs in their own dtype: the
+    # values of reference() of float64 copies (to float64 rounding) without making the copies (matvec:
+    # kernels.spec.dot_reference converts A a block of rows at a time). None: reference() of float64
+    # copies (float64_reference).
+    reference64: Callable[..., tuple[np.ndarray, ...]] | None = None
 
     # --- what lab's commands know of the kernel: declared here, read by lab and torch_bridge ----------
     # Library contenders: library ("cupy", "torch") -> ((label, "module:function"[, options]), ...).
@@ -428,6 +476,13 @@ class KernelSpec:
                                   for lib, rows in self.contenders.items()})
         if self.counter_size is not None:
             set_(self, "counter_size", tuple(self.counter_size))
+
+    def float64_reference(self, inputs) -> tuple:
+        """The float64 reference outputs of ``inputs``: ``reference64(*inputs)`` where the kernel
+        gives one, else ``reference`` of float64 copies of the inputs."""
+        if self.reference64 is not None:
+            return tuple(self.reference64(*inputs))
+        return tuple(self.reference(*[np.asarray(a).astype(np.float64) for a in inputs]))
 
     @property
     def size_dims(self) -> int:

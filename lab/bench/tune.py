@@ -239,7 +239,7 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
         shape_deadline = now + (deadline - now) / (len(sizes) - i)
         rng = np.random.default_rng(seed)
         inputs = spec.make_inputs(size, np_dtype, rng)
-        refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+        refs = spec.float64_reference(inputs)
         tols = spec.tolerance(inputs, refs, np_dtype)
         cands = spaces[i]
         for j, cand in enumerate(cands):

@@ -13,7 +13,9 @@ tables, progress and plots are :mod:`lab.cli.views`. This package is the only pl
 imports it but the entry points (``lab``, ``python -m lab``, the forwarding script modules).
 
 The backend (GPU or CUDA simulator) is chosen before anything imports ``numba.cuda``, so the heavy
-modules are imported inside the commands.
+modules are imported inside the commands. The process entry points (the ``lab`` script,
+``python -m lab``) call :func:`entry`, which ends the process as soon as the command is done
+(:func:`exit_now`); code that calls :func:`main` in its own process keeps the usual exit.
 """
 from __future__ import annotations
 
@@ -69,6 +71,53 @@ def main(argv=None) -> None:
         click.echo(f"error: internal error (a bug in the lab, please report it): {type(e).__name__}: "
                    f"{_one_line(e)} (LAB_DEBUG=1 shows the traceback)", err=True)
         sys.exit(3)
+
+
+def entry() -> None:
+    """The process entry of ``lab`` and ``python -m lab``: :func:`main`, then :func:`exit_now` with its
+    exit code (a KeyboardInterrupt ends the process the usual way)."""
+    try:
+        main()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    exit_now(code)
+
+
+# A profiler, sanitizer or counter library loaded into the process (Nsight Systems and Compute,
+# compute-sanitizer, the CUPTI child of lab counters) may write its results when the process tears down.
+INJECTED = ("CUDA_INJECTION64_PATH", "LD_PRELOAD")
+
+
+def exit_now(code=0) -> None:
+    """End the process with ``code`` (as ``sys.exit`` takes it) without tearing the interpreter down:
+    the ``atexit`` handlers run (weakref finalizers, logging, the libraries' own), stdout and stderr
+    are flushed, then ``os._exit``. What is skipped is the teardown itself: clearing every module and
+    collecting every object, and the C++ destructors of the libraries a GPU run loads (torch, CuPy,
+    the compiler, the CUDA driver's contexts, whose memory the driver frees with the process):
+    work that changes nothing once the process ends (0.3 s with torch's CPU build and Numba on a
+    2-core host). The usual ``sys.exit`` instead where a thread that is not a daemon is still
+    running (the interpreter would wait for it), or a profiler or sanitizer library is injected
+    (``INJECTED``: it may write its results at teardown)."""
+    import threading
+
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("text"): the text on stderr, exit code 1
+        print(code, file=sys.stderr)
+        code = 1
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
+    if others or any(os.environ.get(name) for name in INJECTED):
+        sys.exit(code)
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:  # a closed pipe (lab run ... | head): the interpreter's own exit reports it
+        sys.exit(code)
+    os._exit(code)
 
 
 def _one_line(message) -> str:

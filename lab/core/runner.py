@@ -18,14 +18,13 @@ GPU time, and repeating it only makes the first ten minutes longer).
 from __future__ import annotations
 
 import contextlib
-import gc
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 
 import numpy as np
 
 import kernels
-from lab.core import compilers, registry, resources
+from lab.core import collect, compilers, registry, resources
 from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
@@ -335,7 +334,7 @@ def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     checked then timed). progress: optional ``progress(event, report, **info)`` callback (events
     listed above).
     """
-    with simulation.threads(backend == "simulator"):
+    with simulation.threads(backend == "simulator"), collect.frozen():  # collections scan only new objects
         plan_ = validate(opts, backend)
         return execute(plan_, plan(plan_), progress)
 
@@ -482,7 +481,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     spec, size, dtype, simulator, opts = p.spec, p.size, p.dtype, p.simulator, p.opts
     rng = np.random.default_rng(p.seed)
     inputs = spec.make_inputs(size, dtype, rng)
-    refs = spec.reference(*[a.astype(np.float64) for a in inputs])
+    refs = spec.float64_reference(inputs)  # reference() of float64 copies, or the kernel's own reference64
     ref = _Reference(spec, inputs, refs, spec.tolerance(inputs, refs, dtype), spec.out_specs(size, dtype))
 
     report = Report(spec.name, spec.summary, p.backend, p.device, size, str(dtype), p.seed, p.repeats, p.warmup,
@@ -510,7 +509,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     contender = None
     for step in steps:
         if contender is not None and step.task.contender != contender:
-            gc.collect()  # between contenders, as each one's copies go
+            collect.between()  # between contenders, as each one's copies go (lab.core.collect)
         contender = step.task.contender
         task = step.task
         if task.launch is not None:
@@ -540,7 +539,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             r = _measure(p, report, rule, ref, task, emit, prepare, against)
             add(replace(r, check=replace(r.check, reason=why + (f"; {r.reason}" if r.reason else ""))) if why else r)
     if contender is not None:
-        gc.collect()
+        collect.between()
     from kernels import tuning
 
     report.warnings += [w for w in tuning.problems() if "auto" in report.launches and w not in report.warnings]
@@ -567,7 +566,7 @@ class _Reference:
     def float32(self) -> tuple:
         if self._float32 is None:
             rounded = [a.astype(np.float32) if a.dtype.kind == "f" else a for a in self.inputs]
-            refs32 = self.spec.reference(*[a.astype(np.float64) for a in rounded])
+            refs32 = self.spec.float64_reference(rounded)
             self._float32 = (refs32, self.spec.tolerance(rounded, refs32, np.dtype(np.float32)))
         return self._float32
 

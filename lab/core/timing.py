@@ -24,7 +24,19 @@ How many calls: a stop rule like nvbench's (:class:`StopRule`): at least 10 samp
 up to a time limit; ``repeats`` fixes the count instead. "Still changing" is nvbench's convergence
 test (``stdrel_criterion``): a noise that has settled above the target (the noise of the samples up
 to each of the last 8 checkpoints, 64 calls apart, within 5% of the current one) would not come
-down with more calls; the median of the hundreds of samples taken is then as good as it gets. Calls are enqueued in batches of at most BATCH_MAX behind one
+down with more calls; the median of the hundreds of samples taken is then as good as it gets.
+
+CPU rows (host mode: NumPy, timed with ``time.perf_counter``) have one more way to stop, since their
+noise is the operating system's and the CPU's (thread wake-ups, frequency changes), which neither
+settles nor falls below 1% on a loaded host: once the median's 95% confidence interval is within
+``host_median_ci`` (2%) of it. The interval is distribution-free (the order statistics at ranks
+n/2 -+ 1.96 sqrt(n)/2, the binomial interval of the median: Conover, Practical Nonparametric
+Statistics, the quantile test), so it holds whatever the shape of the spread, for calls independent of each
+other; a CPU whose speed drifts during the row makes it too narrow. The reported statistic is the
+same median, the stop reason says how well it is known (``meta["stop"]``: "median within ±1.8%
+(95% interval) ..."), and the noise flag (``noisy``, above 10%) still marks a spread-out row. A
+1.6 ms NumPy call with 20% noise stops after 300-500 calls instead of settling after 500-1,200;
+the GPU rows never use this test. Calls are enqueued in batches of at most BATCH_MAX behind one
 blocker, so the launch queue (about a thousand pending launches) never fills, whatever the count.
 Two blockers alternate: while the GPU runs one batch, the host enqueues the next behind the other
 (held until that batch is in), so a batch costs the larger of the host's enqueueing and the GPU's
@@ -56,6 +68,7 @@ DEVICE_EVENTS_GAPS = ("CUDA events, one pair a call, L2 flushed before each call
 HOST_CLOCK = "time.perf_counter around each call"
 SIMULATOR_CLOCK = "CUDA simulator: wall clock of the simulation, not a GPU time"
 NOISY = 0.10  # a row whose noise (IQR / median) exceeds this is flagged in the report
+MEDIAN_Z = 1.96  # the median's interval in the host rule: 95% (two-sided normal quantile)
 
 
 @dataclass
@@ -109,13 +122,30 @@ def noise_of(samples_ms) -> float:
     return float((q3 - q1) / med) if med > 0 else math.inf
 
 
+def median_halfwidth(samples_ms, z: float = MEDIAN_Z) -> float:
+    """Half the width of the median's distribution-free confidence interval, relative to the median:
+    the order statistics at ranks n/2 - z sqrt(n)/2 and 1 + n/2 + z sqrt(n)/2 (1-based, clipped to
+    1..n; the normal approximation of the binomial interval; z = 1.96: 95%) for independent calls.
+    inf for fewer than 3 samples or a zero median."""
+    n = len(samples_ms)
+    if n < 3:
+        return math.inf
+    x = np.sort(np.asarray(samples_ms, dtype=np.float64))
+    lo = max(1, math.floor(n / 2 - z * math.sqrt(n) / 2))
+    hi = min(n, math.ceil(1 + n / 2 + z * math.sqrt(n) / 2))
+    med = float(np.median(x))
+    return float((x[hi - 1] - x[lo - 1]) / 2 / med) if med > 0 else math.inf
+
+
 @dataclass
 class StopRule:
     """When to stop sampling, like nvbench's stopping criterion.
 
     Adaptive (``repeats`` None): at least ``min_samples`` samples and ``min_time_s`` of summed
     measured time; then stop once the noise (IQR / median) is at most ``max_noise``, or when
-    ``time_limit_s`` of wall clock has passed since sampling began (with at least ``min_samples``).
+    ``time_limit_s`` of wall clock has passed since sampling began (with at least ``min_samples``),
+    or once the noise has settled (``settle_calls``). A CPU row (``done(..., host=True)``) also stops
+    once the median's 95% interval is within ``host_median_ci`` of it (:func:`median_halfwidth`).
     Fixed (``repeats`` = N): exactly N samples.
     """
 
@@ -126,19 +156,23 @@ class StopRule:
     time_limit_s: float = 3.0
     settle_calls: int = 512  # the convergence window (nvbench's); 0: sample a noisy call up to the time limit
     settle_spread: float = 0.05  # settled: the window's noises within this of the current one (RMS, relative)
+    host_median_ci: float = 0.02  # CPU rows: stop once the median's 95% interval is within this of it; 0: off
 
     def describe(self, warmup: int) -> str:
         """The adaptive rule in words (``lab run``'s header line "timed calls: ...")."""
         settle = (f" and still changing (settled: within {self.settle_spread:.0%} over the last "
                   f"{self.settle_calls} calls)" if self.settle_calls else "")
+        host = (f"; CPU rows also stop once the median's 95% interval is within ±{self.host_median_ci:.0%}"
+                if self.host_median_ci else "")
         return (f"each row: at least {self.min_samples} calls and {self.min_time_s:g} s of measured time, "
                 f"more while the noise (IQR/median) is above {self.max_noise:.0%}{settle}, at most "
-                f"{self.time_limit_s:g} s; {warmup} warm-up")
+                f"{self.time_limit_s:g} s{host}; {warmup} warm-up")
 
-    def done(self, samples_ms, elapsed_s: float, settle: bool = True) -> str | None:
+    def done(self, samples_ms, elapsed_s: float, settle: bool = True, host: bool = False) -> str | None:
         """None to go on, else the reason sampling stops (a short phrase for the method line).
-        ``settle``: test the noise's convergence this time (a caller that asks after every call asks
-        every 16th: it costs 8 noise estimates)."""
+        ``settle``: test the noise's convergence (and a CPU row's median interval) this time (a
+        caller that asks after every call asks every 16th: it costs 8 noise estimates). ``host``: a
+        CPU row, which may also stop on its median's interval (``host_median_ci``)."""
         n = len(samples_ms)
         if self.repeats is not None:
             return f"fixed count ({self.repeats})" if n >= self.repeats else None
@@ -154,6 +188,11 @@ class StopRule:
         if settle and self.settled(samples_ms):
             return (f"noise settled at {noise:.1%} (> {self.max_noise:.0%}; within {self.settle_spread:.0%} "
                     f"over the last {self.settle_calls} calls) after >= {self.min_time_s:g} s")
+        if settle and host and self.host_median_ci:
+            half = median_halfwidth(samples_ms)
+            if half <= self.host_median_ci:
+                return (f"median within ±{half:.1%} (95% interval, <= ±{self.host_median_ci:.0%}) at noise "
+                        f"{noise:.1%} after >= {self.min_time_s:g} s")
         return None
 
     def settled(self, samples_ms) -> bool:
@@ -229,8 +268,8 @@ class Timer:
         if device:
             samples, covered, meta = _device_samples(self.fn, rule, enqueue_s, call_ms, self.flush_l2)
             return Measurement(samples, DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS, meta)
-        samples, start = [], time.perf_counter()
-        while not (why := rule.done(samples, time.perf_counter() - start, settle=len(samples) % 16 == 0)):
+        samples, start, host = [], time.perf_counter(), self.mode == "host"
+        while not (why := rule.done(samples, time.perf_counter() - start, settle=len(samples) % 16 == 0, host=host)):
             t = time.perf_counter()
             self.fn()
             samples.append((time.perf_counter() - t) * 1e3)

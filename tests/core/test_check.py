@@ -160,3 +160,19 @@ def test_dot_bound_float64(rng):
     tol = dot_tolerance(A, B, np.dtype(np.float64))
     assert check_outputs([sequential_f32(A.astype(np.float64), B)], [ref], [tol]).ok
     assert not check_outputs([(A.astype(np.float32) @ B.astype(np.float32))], [ref], [tol]).ok
+
+
+def test_matvec_float64_reference_in_row_blocks(rng):
+    """A vector B is taken a block of rows at a time (no float64 copy of all of A): the reference and
+    the bound are those of the whole float64 matrix, to float64 rounding, blocks ending mid-matrix."""
+    from kernels import spec as S
+
+    spec = kernels.load("matvec")
+    rows = 3 * (S.DOT_BLOCK // 300) + 7  # three full blocks of 300-column rows and a partial one
+    for dtype in (F32, np.dtype(np.float64)):
+        A, x = spec.make_inputs((rows, 300), dtype, rng)
+        (ref,) = spec.float64_reference((A, x))
+        whole = A.astype(np.float64) @ x.astype(np.float64)
+        assert ref.dtype == np.float64 and np.allclose(ref, whole, rtol=1e-13, atol=0)
+        old = S.dot_tolerance(A, x[:, None], dtype)[:, 0]  # a matrix B: all of A at once, as before
+        assert np.allclose(S.dot_tolerance(A, x, dtype), old, rtol=1e-13, atol=0)

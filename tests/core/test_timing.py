@@ -91,6 +91,27 @@ def test_stop_rule_settling_needs_the_window(rng):
     assert "still changing" in rule.describe(5) and "still changing" not in T.StopRule(settle_calls=0).describe(5)
 
 
+def test_median_interval_matches_the_normal_theory(rng):
+    """The order statistics' 95% interval of the median of n normal draws: 1.96 x 1.2533 sigma / sqrt(n) a side."""
+    samples = list(100 + 10 * rng.standard_normal(4000))
+    assert T.median_halfwidth(samples) == pytest.approx(1.96 * 1.2533 * 10 / math.sqrt(4000) / 100, rel=0.2)
+    assert T.median_halfwidth([1.0, 2.0]) == math.inf
+
+
+def test_host_rows_stop_once_the_median_is_known(rng):
+    """A CPU call with a noise that neither falls below 1% nor settles soon (7 ms, 2% spread): the
+    GPU rule runs to its time limit, a CPU row stops once its median's 95% interval is within 2%."""
+    draw = lambda: 7.0 * (1 + 0.04 * rng.random())  # noqa: E731
+    rule = T.StopRule()
+    samples, elapsed, why = [], 0.0, None
+    while not (why := rule.done(samples, elapsed, settle=len(samples) % 16 == 0, host=True)):
+        samples.append(draw())
+        elapsed += samples[-1] / 1e3
+    assert "median within" in why and sum(samples) / 1e3 < 0.5 and T.median_halfwidth(samples) <= 0.02
+    assert rule.done(samples, elapsed) is None  # not a CPU row: the noise is above 1% and has not settled
+    assert "CPU rows also stop" in rule.describe(5) and "CPU rows" not in T.StopRule(host_median_ci=0).describe(5)
+
+
 def test_stop_rule_batches_respect_the_launch_queue_cap():
     rule = T.StopRule(repeats=2000)
     assert rule.batch([], 0.01, 64) == 64 and rule.batch([0.01] * 1990, 0.01, 64) == 10
