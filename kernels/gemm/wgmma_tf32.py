@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kernels.arrays import empty_like
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, bound, cuda, int32
 from kernels.gemm import mma
 from kernels.gemm import wgmma_bf16 as W
@@ -194,14 +195,14 @@ def prepare(cfg, inputs, outputs, build: str | None = None, rounding: str = ROUN
     name = build or choose((m, n, k))[0]
     grid = tuple(cfg.grid) if build is None else None
     f = launcher(m, n, kp, BUILDS[name], grid=grid)
-    BT = cuda.device_array((n, kp), np.int32)
+    BT = empty_like(B, (n, kp), np.int32)
     trans = bound(tf32_transpose[(blocks_for(kp, TILE), blocks_for(n, TILE)), (TILE, ROWS)], (B, BT))
     if rounding == "truncate" and k == kp:
         def call():
             trans()
             f(A, BT, C)
         return call
-    Ar = cuda.device_array((m, kp), np.int32)
+    Ar = empty_like(A, (m, kp), np.int32)
     rnd = bound(tf32_round[round_grid(m, kp), ROUND_BLOCK], (A, Ar))
 
     def call():
