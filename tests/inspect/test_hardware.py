@@ -147,7 +147,7 @@ def test_verdict_in_the_fields_terms():
     assert K.verdict(banks) == "4.0-way bank conflicts on shared loads; compute-bound: 70% of SM peak"
     extra = dict(base, dram_read_bytes=5e8, dram_write_bytes=0, min_bytes=1e8, dram_throughput_pct=40,
                  sm_throughput_pct=10)
-    assert K.verdict(extra) == "excess traffic: DRAM bytes 5.0x the minimum"
+    assert K.verdict(extra) == "excess traffic: DRAM bytes 5.0x the minimum; latency-bound: 40% of DRAM peak, 10% of SM peak"
     lat = dict(base, dram_throughput_pct=12, sm_throughput_pct=8, achieved_occupancy_pct=12.6,
                top_stalls=[{"reason": "long_scoreboard", "pct": 80}])
     assert K.verdict(lat) == ("latency-bound: 12% of DRAM peak, 8% of SM peak, 13% achieved occupancy, "

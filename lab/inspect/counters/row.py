@@ -189,10 +189,11 @@ def verdict(row) -> str:
     limit = bound(row, ratio)
     if limit is not None and limit.kind != "latency-bound":
         parts.append(limit.text)
-    elif ratio is not None and ratio > 1.5:
-        parts.append(f"excess traffic: DRAM bytes {ratio:.1f}x the minimum")
-    elif limit is not None:
-        parts.append(limit.text)
+    else:  # latency-bound or not known: excess traffic first (what to fix), then the bound, always named
+        if ratio is not None and ratio > 1.5:
+            parts.append(f"excess traffic: DRAM bytes {ratio:.1f}x the minimum")
+        if limit is not None:
+            parts.append(limit.text)
     if not parts and ratio is not None:  # DRAM bytes alone (CUPTI PM sampling measures no throughput)
         parts.append(f"DRAM bytes {ratio:.2f}x the minimum")
     if not parts and spr is not None:
