@@ -98,37 +98,33 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @cuda.jit
     def tf32_round(A, Ar):
-        """Ar[r, c] = A[r, c] rounded to TF32 (int32 bits) for c < K, 0 for K <= c < Ar.shape[1]. A (M, K)
-        float32, Ar (M, Kp) int32; block (256,): row blockIdx.x, columns c0 + threadIdx.x + 256 j (j = 0..3)
-        with c0 = 1,024 blockIdx.y: four loads in flight a thread, then four stores, each warp's access 128
-        contiguous bytes (coalesced: 4 sectors a request); grid (M, ceil(Kp / 1024))."""
+        """Ar[r, c] = A[r, c] rounded to TF32 (int32 bits) for c < K, 0 for K <= c < Ar.shape[1] (a multiple of
+        4). A (M, K) float32, Ar (M, Kp) int32; block (256,): row blockIdx.x, 4 adjacent columns a thread from
+        4 (256 blockIdx.y + threadIdx.x) (four loads in flight, then four stores; a warp's loads one contiguous
+        512-byte run); grid (M, ceil(Kp / 1024))."""
         r = cuda.blockIdx.x
-        c = cuda.blockIdx.y * (4 * ROUND_BLOCK) + cuda.threadIdx.x
-        K, cols = A.shape[1], Ar.shape[1]
-        v0, v1, v2, v3 = int32(0), int32(0), int32(0), int32(0)
-        if c < K:
-            v0 = to_tf32(A[r, c])
-        if c + ROUND_BLOCK < K:
-            v1 = to_tf32(A[r, c + ROUND_BLOCK])
-        if c + 2 * ROUND_BLOCK < K:
-            v2 = to_tf32(A[r, c + 2 * ROUND_BLOCK])
-        if c + 3 * ROUND_BLOCK < K:
-            v3 = to_tf32(A[r, c + 3 * ROUND_BLOCK])
-        if c < cols:
-            Ar[r, c] = v0
-        if c + ROUND_BLOCK < cols:
-            Ar[r, c + ROUND_BLOCK] = v1
-        if c + 2 * ROUND_BLOCK < cols:
-            Ar[r, c + 2 * ROUND_BLOCK] = v2
-        if c + 3 * ROUND_BLOCK < cols:
-            Ar[r, c + 3 * ROUND_BLOCK] = v3
+        c0 = (cuda.blockIdx.y * ROUND_BLOCK + cuda.threadIdx.x) * 4
+        K = A.shape[1]
+        if c0 < Ar.shape[1]:
+            v0, v1, v2, v3 = int32(0), int32(0), int32(0), int32(0)
+            if c0 + 3 < K:
+                v0, v1, v2, v3 = to_tf32(A[r, c0]), to_tf32(A[r, c0 + 1]), to_tf32(A[r, c0 + 2]), to_tf32(A[r, c0 + 3])
+            else:
+                if c0 < K:
+                    v0 = to_tf32(A[r, c0])
+                if c0 + 1 < K:
+                    v1 = to_tf32(A[r, c0 + 1])
+                if c0 + 2 < K:
+                    v2 = to_tf32(A[r, c0 + 2])
+            Ar[r, c0], Ar[r, c0 + 1], Ar[r, c0 + 2], Ar[r, c0 + 3] = v0, v1, v2, v3
 
     @cuda.jit
     def tf32_round_flat(A, Ar):
         """The first build of :func:`tf32_round` (scripts/wgmma_tf32_bench.py times both): one thread an element
         of Ar, row-major, its row and column from one division; block (256,), grid (ceil(M Kp / 256),). At
-        4096 x 4096 on the H100: 0.089 ms; 4 adjacent columns a thread 0.051 ms (but 16 sectors a warp's
-        request: its 32 loads 16 bytes apart); torch's A.clone() of the same bytes 0.035."""
+        4096 x 4096 on the H100: 0.089 ms; :func:`tf32_round` 0.051 (Nsight Compute counts 16 sectors a warp's
+        request, its 32 loads 16 bytes apart, but the thread's next three loads hit those lines in L1); a build
+        reading 4 columns 256 apart (each warp access 128 contiguous bytes) 0.067; torch's A.clone() 0.048."""
         i = cuda.grid(1)
         cols = Ar.shape[1]
         if i < Ar.shape[0] * cols:
