@@ -145,7 +145,15 @@ def test_quantize_two_passes_read_x_twice_and_l2_tail_first_less(quantize):
     for v in ("atomic_per_block", "block_partials"):
         ratio = quantize[v]["dram_read_bytes"] / x_bytes
         assert 1.8 <= ratio <= 2.1, f"{v} read x {ratio:.2f} times"
-    assert quantize["l2_tail_first"]["dram_read_bytes"] < 0.97 * quantize["block_partials"]["dram_read_bytes"]
+    # l2_tail_first's second pass starts on the tail the first pass left in L2: a shared L2, so another test's
+    # kernels running on the GPU meanwhile (pytest -n) can evict it. Measured again, alone in its ncu run, up to
+    # twice: on the H100, 512 MB against 537 alone; 537 once, beside the -n 14 suite.
+    tail, two = quantize["l2_tail_first"]["dram_read_bytes"], quantize["block_partials"]["dram_read_bytes"]
+    for _ in range(2):
+        if tail < 0.97 * two:
+            break
+        tail = _counters("quantize", ["l2_tail_first"], "67108864", phases=("dram",))["l2_tail_first"]["dram_read_bytes"]
+    assert tail < 0.97 * two, f"l2_tail_first read {tail / 1e6:.0f} MB, the two-pass rung {two / 1e6:.0f} MB"
 
 
 # --- the tensor-core rungs: tensor pipe, shared wavefronts, what bounds them ------------------------------------
