@@ -494,6 +494,7 @@ def _rungs():
     from kernels.gemm.mma import pipeline_variant
 
     wbm, wbn, wthreads = wg.block_shape()
+    tbm, tbn, tthreads = wg.block_shape(wt.BUILDS[wt.DEFAULT])
 
     return {
         "async_copy": pipeline_variant(
@@ -522,10 +523,10 @@ def _rungs():
             f"bfloat16 inputs, float32 sums; sm_90a only", wg.launch, wg.prepare, wg.unavailable, precision="bf16",
             suits=lambda s: False),
         "tensor_core_wgmma_tf32": pipeline_variant(
-            "tensor_core_wgmma_tf32", f"TF32 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wbn}k8 with both "
+            "tensor_core_wgmma_tf32", f"TF32 tensor cores, Hopper's warpgroup MMA: wgmma m64n{tbn}k8 with both "
             f"operands K-major (B transposed, A and B rounded to TF32, in a pre-pass inside every call), "
-            f"{wbm}x{wbn} block tile of {wthreads // wg.WARPGROUP} warpgroups (128x128 where that grid would leave "
-            f"SMs idle), {wg.BUILD.get('stages', wg.STAGES)}-stage cp.async pipeline; TF32 inputs, float32 sums; "
+            f"{tbm}x{tbn} block tile of {tthreads // wg.WARPGROUP} warpgroups (128x128 where that grid would leave "
+            f"over half the SMs idle), {wt.BUILDS[wt.DEFAULT].get('stages', wg.STAGES)}-stage cp.async pipeline; TF32 inputs, float32 sums; "
             f"sm_90a only", wt.launch, wt.prepare, wt.unavailable, precision="tf32", suits=lambda s: False),
     }
 

@@ -305,3 +305,11 @@ def test_every_numba_row_that_passes_with_numba_arrays_passes_with_torch_and_cup
         lost += [(name, v, rows[arrays].get(v)) for v, (status, _) in rows["numba"].items()
                  if status == "ok" and rows[arrays].get(v, ("",))[0] != "ok"]
     assert lost == []
+
+
+def test_the_option_lists_the_owners_kernels_arrays_knows():
+    # lab.bench.commands keeps its own copy (importing kernels.arrays would import NumPy into lab run --help)
+    from kernels.arrays import ARRAYS
+    from lab.bench.commands import ARRAYS as OPTION
+
+    assert OPTION == ARRAYS
