@@ -29,7 +29,7 @@ import click
 # only repeat it, once per small launch, between the table rows.
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from lab.cli import bench, exercise, hardware, inspect, run  # noqa: E402
+from lab.cli import bench, exercise, hardware, inspect, interrupt, run  # noqa: E402
 from lab.core.errors import LabError  # noqa: E402
 
 
@@ -49,6 +49,7 @@ def main(argv=None) -> None:
 
     Anything else is a bug of the lab: one line saying so, exit code 3 (``LAB_DEBUG=1`` shows the
     traceback instead)."""
+    _sane_columns()
     try:
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as e:  # `lab`, `lab exercise`: the usual help, exit 0
@@ -60,10 +61,14 @@ def main(argv=None) -> None:
     except click.ClickException as e:
         click.echo(f"error: {_one_line(e.format_message())}", err=True)
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:  # click turns Ctrl-C into Abort; a refused prompt is one too
+        if isinstance(e.__context__, KeyboardInterrupt) or interrupt.came():
+            _interrupted()
         click.echo("aborted", err=True)
         sys.exit(1)
-    except (SystemExit, KeyboardInterrupt):
+    except KeyboardInterrupt:
+        _interrupted()
+    except SystemExit:
         raise
     except Exception as e:
         if os.environ.get("LAB_DEBUG"):
@@ -76,12 +81,44 @@ def main(argv=None) -> None:
 def entry() -> None:
     """The process entry of ``lab`` and ``python -m lab``: :func:`main`, then :func:`exit_now` with its
     exit code (a KeyboardInterrupt ends the process the usual way)."""
+    interrupt.install()
     try:
         main()
         code = 0
     except SystemExit as e:
         code = e.code
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's line was printed
+        code = interrupt.EXIT
+    if interrupt.came() and code != interrupt.EXIT:  # an interrupt Python swallowed: never lost
+        click.echo(interrupt.message(), err=True)
+        code = interrupt.EXIT
     exit_now(code)
+
+
+def _interrupted() -> None:
+    """Ctrl-C anywhere in a command: one line, exit 130 (what the command finished is already shown)."""
+    click.echo(interrupt.message(), err=True)
+    sys.exit(interrupt.EXIT)
+
+
+MIN_COLUMNS = 40  # below this (or a COLUMNS that is not a number) the tables are laid out for 80
+
+
+def _sane_columns() -> None:
+    """COLUMNS (or the terminal's width) below :data:`MIN_COLUMNS`, or not a number: 80 instead, so that
+    every command renders something readable and a verdict is never squeezed out of its line."""
+    value = os.environ.get("COLUMNS")
+    if value is None:
+        import shutil
+
+        width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
+    else:
+        try:
+            width = int(value.strip())
+        except ValueError:
+            width = 0
+    if width < MIN_COLUMNS:
+        os.environ["COLUMNS"] = "80"
 
 
 # A profiler, sanitizer or counter library loaded into the process (Nsight Systems and Compute,

@@ -53,6 +53,12 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
         result = run_kernel(kernel, threads=threads, size=size, dtype=dtype, variant=variant, contenders=contenders,
                             repeats=repeats, warmup=warmup, seed=seed, yes=yes, counters=counters, sim=sim,
                             compiler=compiler, arrays=arrays, counters_engine=engine, progress=progress)
+    except KeyboardInterrupt:
+        from lab.cli import interrupt
+
+        done = progress.interrupted()
+        click.echo(interrupt.message(f"{done} row{'s' if done != 1 else ''} finished (shown above)"), err=True)
+        sys.exit(interrupt.EXIT)
     finally:
         progress.close()  # a run stopped by Ctrl-C or an error leaves the terminal as it was
     if isinstance(result, dict):  # --compiler both: one row per variant and compiler

@@ -189,3 +189,26 @@ def test_a_table_whose_text_wraps_keeps_its_last_number_column_whole():
     text = out.file.getvalue()
     assert not dropped and "ok/tried" in text and all(f"{k}/{k}" in text for k in (14, 8, 5)), text
     assert max(len(line.rstrip()) for line in text.splitlines()) <= WIDTH
+
+
+@pytest.mark.parametrize("columns", ["0", "1", "-5", "abc", "", "20", "39"])
+def test_any_columns_value_renders_at_80(columns, tmp_path):
+    """COLUMNS below 40 or not a number: laid out for 80, and a verdict is never lost (it printed
+    nothing at COLUMNS=0 and a character a line at COLUMNS=1)."""
+    out, err = run_fits_columns(columns, "run", "vecadd", "--size", "1000", *TINY)
+    assert "element_per_thread" in out and " ok " in out
+    out, _ = run_fits_columns(columns, "list")
+    assert "vecadd" in out and "matmul" in out
+    if columns in ("0", "20"):  # the verdict's line (one check is enough: it takes seconds)
+        solution = os.path.join(os.path.dirname(__file__), "..", "..", "exercises", "vecadd", "solution.py")
+        out, _ = run_fits_columns(columns, "exercise", "check", "vecadd", "--file", solution, "--dir", str(tmp_path))
+        assert "PASS" in out
+
+
+def run_fits_columns(columns, *args):
+    code, out, err = lab(*args, columns=columns)
+    assert code == 0, (args, code, err[-2000:])
+    assert "Traceback" not in out + err
+    fits(out, where=f"COLUMNS={columns!r} lab {' '.join(args)}")
+    assert max((len(line) for line in out.splitlines()), default=0) > 40  # not squeezed to a sliver
+    return out, err

@@ -36,7 +36,8 @@ def test_a_callers_own_freeze_is_left_alone():
         count = gc.get_freeze_count()
         with collect.frozen():
             collect.between()
-            assert gc.get_freeze_count() == count
-        assert gc.get_freeze_count() == count
+            # nothing new frozen (a frozen object that was freed meanwhile can only lower the count)
+            assert gc.get_freeze_count() <= count
+        assert gc.get_freeze_count() > 0  # the caller's freeze was not undone
     finally:
         gc.unfreeze()

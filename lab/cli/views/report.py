@@ -314,11 +314,16 @@ class LiveProgress:
         self.err = Console(stderr=True, highlight=False)
         self.wide, self.json = wide, json
         self.live = None
+        self.report = None
         self.status = ""
         self.started = time.perf_counter()
         self.spinner = _Status(self)
 
     def __call__(self, event: str, report: Report, **info) -> None:
+        from lab.cli import interrupt
+
+        interrupt.check()  # a Ctrl-C that Python swallowed stops the run here
+        self.report = report
         getattr(self, f"on_{event}")(report, **info)
 
     def on_start(self, report: Report) -> None:
@@ -363,6 +368,15 @@ class LiveProgress:
         """Stop the live display if the run ended early (an error or Ctrl-C)."""
         if self.live and self.live.is_started:
             self.live.stop()
+
+    def interrupted(self) -> int:
+        """After Ctrl-C: the rows that finished stay on the screen (a terminal's live tables already
+        show them; piped, they are printed now, as the tables of a shorter run). Returns their count."""
+        self.close()
+        rows = list(self.report.rows) if self.report is not None else []
+        if rows and not self.live and not self.json:
+            print_body(self.report, self.out, self.wide)
+        return len(rows)
 
     def _tail(self, report, renderables):
         if self.wide:
