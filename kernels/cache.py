@@ -57,7 +57,7 @@ def _report_stats() -> None:
     sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
 
 
-if os.environ.get(STATS_ENV):
+if os.environ.get(STATS_ENV, "0").strip().lower() not in ("", "0", "off", "no", "false"):
     import atexit
 
     atexit.register(_report_stats)

@@ -183,7 +183,8 @@ def lookup(kernel: str, size) -> tuple[dict, str] | None:
         return memo[1]
     if len(_hits) > 4096:
         _hits.clear()
-    hit = _lookup(kernel, size) if memo_key[2] != "0" else None  # LAB_TUNED=0: the heuristic only
+    off = (memo_key[2] or "").strip().lower() in ("0", "off", "no", "false")
+    hit = None if off else _lookup(kernel, size)  # LAB_TUNED=0 (off/no/false): the heuristic only
     _hits[memo_key] = (now, hit)
     return hit
 

@@ -108,10 +108,11 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
 def sweep(kernel: str, *, threads: str | list | None = None, sizes: str | list | None = None,
           variant: str | list | None = None, contenders: str | list | None = None, dtype: str = "float32",
           repeats: int | None = None, warmup: int | None = None, seed: int | None = None, sim: bool | None = None,
-          compiler: str | None = None, progress: Steps = quiet) -> dict:
+          compiler: str | None = None, progress: Steps = quiet, yes: bool = False) -> dict:
     """``lab sweep KERNEL``: ``lab run`` at every threads-per-block value ("32,64,128" or a list)
     and/or size, each checked and timed. Returns docs/schemas/sweep.json's document; LabError on bad
-    input."""
+    input, and (before anything runs) for a simulation estimated above 10 minutes in all without
+    ``yes``."""
     from lab.bench import sweep as S
 
     kernel = A.text(kernel, "KERNEL")
@@ -123,16 +124,20 @@ def sweep(kernel: str, *, threads: str | list | None = None, sizes: str | list |
     seed = A.integer(seed, "--seed", min=0)
     backend = _session(sim, compiler).backend
     return S.sweep(kernel, backend, threads_list, size_list, variants=A.csv(variant), contenders=A.csv(contenders),
-                   dtype=dtype, repeats=repeats, warmup=warmup, seed=seed, progress=progress)
+                   dtype=dtype, repeats=repeats, warmup=warmup, seed=seed, progress=progress,
+                   yes=A.flag(yes, "--yes"))
 
 
 def bench(kernel_names=(), *, kernels: str | list | None = None, quick: bool = False, repeats: int | None = None,
           contenders: str | list | None = None, seed: int | None = None, from_json: str | None = None,
-          shapes: bool = True, sim: bool | None = None, compiler: str | None = None, progress: Steps = quiet) -> dict:
+          shapes: bool = True, sim: bool | None = None, compiler: str | None = None, progress: Steps = quiet,
+          out: str | None = None, force: bool = False) -> dict:
     """``lab bench [KERNEL]...``: every kernel x variant x contender at the standard sizes (``quick``:
     each kernel's small simulator size), plus the shape sweep when all kernels run at full size; or
     ``from_json``: a saved bench document. Returns the bench document (every run's ``lab run --json``
-    dict); its markdown is :func:`lab.bench.suite.render_markdown`. LabError on bad input."""
+    dict); its markdown is :func:`lab.bench.suite.render_markdown`. LabError on bad input, and (before
+    any work) when ``out`` holds a GPU's results and this run is in the simulator, unless ``force``
+    (:func:`lab.core.files.check_results`)."""
     from lab.bench import suite as B
 
     if isinstance(kernel_names, str):
@@ -144,6 +149,9 @@ def bench(kernel_names=(), *, kernels: str | list | None = None, quick: bool = F
     if from_json is not None:
         return B.load(A.existing_file(from_json, "--from"))
     backend = _session(sim, compiler).backend
+    from lab.core.files import check_results
+
+    check_results(out, backend == "simulator", A.flag(force, "--force"))
     names = _kernels(list(kernel_names) + (A.csv(kernels_csv) or []))
     from lab.core.runner import check_contenders
 

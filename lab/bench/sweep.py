@@ -46,7 +46,7 @@ def parse_sizes(text: str | None) -> list[str] | None:
 
 def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: list[str] | None = None,
           variants=None, contenders=None, dtype: str = "float32", repeats: int | None = None,
-          warmup: int | None = None, seed: int | None = None, progress: Steps = quiet) -> dict:
+          warmup: int | None = None, seed: int | None = None, progress: Steps = quiet, yes: bool = False) -> dict:
     """Run ``kernel`` at every (size, threads) pair; return a JSON-able dict.
 
     threads: threads per block to try (None: the backend default); sizes: ``--size`` strings (None:
@@ -82,12 +82,28 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(str(e)) from None
     seed = seed if seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     configs = [(s, t) for s in (sizes or [None]) for t in (threads or [None])]
+    estimate = ""
+    if backend == "simulator":  # the whole sweep's estimate, before anything runs (each run's own is lifted)
+        from lab.core.runner import REFUSE_SIMULATION_S, validate
+        from lab.core.simulator import minutes
+
+        plans = [validate(Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,
+                                  contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, yes=True), backend)
+                 for size, t in configs]
+        total = sum(p.estimate_s or 0.0 for p in plans)
+        if total > REFUSE_SIMULATION_S and not yes:
+            worst = max(zip(plans, configs), key=lambda pc: pc[0].estimate_s or 0.0)[1]
+            raise LabError(f"the simulator would take roughly {minutes(total)} for this sweep of {len(configs)} "
+                           f"configurations (estimated; the largest is --sizes {worst[0] or 'default'}); use smaller "
+                           "or fewer --sizes, fewer --threads or one --variant, or --yes to run it anyway")
+        if total > 30:  # announced, as lab run announces a long simulation
+            estimate = f" (the simulator: roughly {minutes(total)} for the whole sweep, estimated)"
     doc = {"schema_version": SCHEMA_VERSION, "kernel": kernel, "backend": backend, "threads": threads, "sizes": sizes,
            "seed": seed, "reports": []}
     for i, (size, t) in enumerate(configs):
-        progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {t or 'default'}")
+        progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {t or 'default'}{estimate}")
         opts = Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,
-                       contenders=contenders, repeats=repeats, warmup=warmup, seed=seed)
+                       contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, yes=True)
         doc["reports"].append(run(opts, backend).to_dict())
     progress(len(configs), len(configs), "done")
     return doc

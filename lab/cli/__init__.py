@@ -51,6 +51,10 @@ def main(argv=None) -> None:
     traceback instead)."""
     _sane_columns()
     try:
+        if not _help_only(argv):  # a bad setting still lets --help, --version and lab doctor (which lists it) through
+            from lab.core.settings import validate
+
+            validate()
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as e:  # `lab`, `lab exercise`: the usual help, exit 0
         click.echo(e.ctx.get_help())
@@ -71,7 +75,9 @@ def main(argv=None) -> None:
     except SystemExit:
         raise
     except Exception as e:
-        if os.environ.get("LAB_DEBUG"):
+        from lab.core.settings import on
+
+        if on("LAB_DEBUG"):
             raise
         click.echo(f"error: internal error (a bug in the lab, please report it): {type(e).__name__}: "
                    f"{_one_line(e)} (LAB_DEBUG=1 shows the traceback)", err=True)
@@ -93,6 +99,11 @@ def entry() -> None:
         click.echo(interrupt.message(), err=True)
         code = interrupt.EXIT
     exit_now(code)
+
+
+def _help_only(argv) -> bool:
+    args = sys.argv[1:] if argv is None else argv
+    return not args or any(a in ("-h", "--help", "--version") for a in args) or args[0] == "doctor"
 
 
 def _interrupted() -> None:

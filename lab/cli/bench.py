@@ -35,9 +35,10 @@ def _print(*renderables, wide: bool = False) -> None:
               help="Render the markdown from a saved `lab bench --json` file instead of running.")
 @click.option("--shapes/--no-shapes", default=True, show_default=True,
               help="Add the public shape sweep (tiny, skinny, odd, huge shapes; best variant, auto, torch); GPU only.")
+@click.option("--force", is_flag=True, help="Let a CUDA-simulator run replace an --out file that holds a GPU's results.")
 @O.BACKEND
 @O.COMPILER
-def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json, from_json, shapes, sim, compiler):
+def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json, from_json, shapes, force, sim, compiler):
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
     from kernels.spec import plural
     from lab.bench import suite as B
@@ -48,7 +49,8 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
     check_writable(out, "report")  # before minutes of benchmarks, not after
     with bar("bench") if not from_json else contextlib.nullcontext() as progress:
         doc = run_bench(kernel_names, kernels=kernels, quick=quick, repeats=repeats, contenders=contenders, seed=seed,
-                        from_json=from_json, shapes=shapes, sim=sim, compiler=compiler, progress=progress or _quiet)
+                        from_json=from_json, shapes=shapes, sim=sim, compiler=compiler, progress=progress or _quiet,
+                        out=out, force=force)
     from lab.bench.compare import reading
 
     with reading(from_json) if from_json else contextlib.nullcontext():
@@ -81,10 +83,12 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
 @click.option("--metric", type=click.Choice(["auto", "ms", "gbps", "gflops"]), default="auto", show_default=True,
               help="What --png plots (auto: GB/s when measured, else ms).")
 @O.WIDE
+@click.option("--yes", is_flag=True, help="Start a simulator sweep estimated above 10 minutes anyway (without it: an "
+              "error naming the estimate and what to shrink).")
 @O.BACKEND
 @O.COMPILER
 def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
-          sim, compiler):
+          yes, sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
     from lab.bench import sweep as S
     from lab.bench.commands import sweep as run_sweep
@@ -94,7 +98,8 @@ def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, s
     O.needs_plot(png)
     with bar("sweep") as progress:
         doc = run_sweep(kernel, threads=threads, sizes=sizes, variant=variant, contenders=contenders, dtype=dtype,
-                        repeats=repeats, warmup=warmup, seed=seed, sim=sim, compiler=compiler, progress=progress)
+                        repeats=repeats, warmup=warmup, seed=seed, sim=sim, compiler=compiler, progress=progress,
+                        yes=yes)
     if png:
         used = V.sweep_plot(doc, png, metric)
         click.echo(f"wrote {png} ({S.METRICS[used][1]})", err=True)

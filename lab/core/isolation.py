@@ -74,7 +74,9 @@ def bwrap_problem() -> str | None:
         return f"bubblewrap is Linux-only ({sys.platform})"
     exe = bwrap_path()
     if exe is None:
-        return ("turned off (LAB_BWRAP=0)" if os.environ.get("LAB_BWRAP") == "0"
+        chosen = os.environ.get("LAB_BWRAP")
+        return ("turned off (LAB_BWRAP=0)" if chosen == "0"
+                else f"LAB_BWRAP={chosen} is not an executable file or program" if chosen
                 else "bubblewrap (bwrap) is not installed")
     cmd = [exe, *_namespace_args(), "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "true"]
     code, err = _run(cmd)
@@ -363,7 +365,9 @@ def lockdown() -> str | None:
     why = seccomp_problem()
     if why:
         return why
-    if os.environ.get("LAB_SANDBOX_SECCOMP") == "0":  # the grader's switch (never the student's: set before it runs)
+    from lab.core.settings import on
+
+    if not on("LAB_SANDBOX_SECCOMP"):  # the grader's switch (never the student's: set before it runs)
         return "turned off (LAB_SANDBOX_SECCOMP=0)"
     lib = _libseccomp()
     ctx = lib.seccomp_init(_ALLOW)

@@ -63,10 +63,16 @@ def choose(prefer: str = "auto") -> str:
     """Which backend ``prefer`` means here, "gpu" or "simulator", without setting it (the exercise
     checker sets it in its child process).
 
-    prefer: "auto" (an explicit NUMBA_ENABLE_CUDASIM=1 wins, else a usable GPU, else the
-    simulator), "gpu" or "sim". Raises LabError when a GPU is demanded but none is usable.
+    prefer: "auto" (an explicit NUMBA_ENABLE_CUDASIM=1 wins, =0 demands a GPU, else a usable GPU, else
+    the simulator), "gpu" or "sim". Raises LabError when a GPU is demanded but none is usable.
     """
     want_sim = {"sim": True, "gpu": False}.get(prefer)
+    if want_sim is None and os.environ.get(_SIM_ENV, "").strip() == "0":  # the user insists on a GPU
+        n, why = gpu_count()
+        if n == 0:
+            raise LabError(f"{_SIM_ENV}=0 insists on a CUDA GPU, but {why}; unset it (or use --sim) for the CUDA "
+                           "simulator")
+        want_sim = False
     if want_sim is None:
         want_sim = is_simulator() or gpu_count()[0] == 0
     elif not want_sim:

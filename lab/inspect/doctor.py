@@ -235,6 +235,19 @@ def check_sandbox() -> list[Check]:
     return [Check(p["name"], OK if p["status"] == "ok" else WARN, p["message"], p["fix"]) for p in protections()]
 
 
+def check_settings() -> Check:
+    """The lab's environment variables that are set (lab.core.settings), each with its value; fail
+    when one holds a value it does not take (every command then refuses to start)."""
+    from lab.core.settings import doctor_lines
+
+    lines = doctor_lines()
+    if not lines:
+        return Check("settings", OK, "no LAB_* variable set: every default (docs/settings.md)")
+    bad = [text for _, ok, text in lines if not ok]
+    return Check("settings", FAIL if bad else OK, "; ".join(text for _, _, text in lines),
+                 "fix or unset: " + ", ".join(name for name, ok, _ in lines if not ok) if bad else "")
+
+
 # The checks, in order. A check returns a Check or a list of them.
 CHECKS = [
     check_python,
@@ -248,6 +261,7 @@ CHECKS = [
     check_compilers,
     check_tiny_kernel,
     check_sandbox,
+    check_settings,
 ]
 
 

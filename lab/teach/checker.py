@@ -414,7 +414,7 @@ class Judge:
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
             result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}
-            if e.map and os.environ.get(MAP_ENV) == "1":
+            if e.map and os.environ.get(MAP_ENV, "").strip().lower() in ("1", "on", "yes", "true"):
                 result["map"] = e.map
             return result
         except ResultError as e:

@@ -55,7 +55,8 @@ def load_student(path, ex):
     try:
         spec.loader.exec_module(mod)
     except SyntaxError as e:
-        raise Failed(f"{os.path.basename(path)} line {e.lineno}: SyntaxError: {e.msg}") from None
+        where = f" line {e.lineno}" if e.lineno else ""  # a file with null bytes has no line to name
+        raise Failed(f"{os.path.basename(path)}{where}: SyntaxError: {e.msg}") from None
     except Exception as e:  # noqa: BLE001
         raise Failed(f"importing {os.path.basename(path)} raised {_one_line(e)}{_where(e, path)}") from None
     _numba_cuda_helpers(mod)

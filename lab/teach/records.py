@@ -38,8 +38,11 @@ def _state(ws: Path) -> dict:
 
 
 def _save(ws: Path, state: dict) -> None:
+    """Write the state file of an existing workspace (only ``lab exercise start`` makes the folder):
+    LabError when it is missing."""
+    if not ws.is_dir():
+        raise LabError(f"workspace {ws} does not exist (`lab exercise start NAME` makes it)")
     with _writing(ws):
-        ws.mkdir(parents=True, exist_ok=True)
         from lab.core.files import write_atomic
 
         write_atomic(ws / STATE, json.dumps(state, indent=1, sort_keys=True), "workspace state")

@@ -53,6 +53,17 @@ def workspace(directory=None) -> Path:
     return Path(directory or os.environ.get("LAB_EXERCISES_DIR") or DEFAULT_DIR)
 
 
+def existing(directory=None) -> Path:
+    """The workspace, which must exist (only ``lab exercise start`` makes it): LabError naming where
+    the folder came from (--dir, LAB_EXERCISES_DIR or the default) when it does not."""
+    ws = workspace(directory)
+    if not ws.is_dir():
+        where = "--dir" if directory else "LAB_EXERCISES_DIR" if os.environ.get("LAB_EXERCISES_DIR") else "the default"
+        what = "is not a folder" if ws.exists() else "does not exist"
+        raise LabError(f"workspace {ws} ({where}) {what}; `lab exercise start NAME` makes it")
+    return ws
+
+
 def get(name: str) -> exercises.Exercise:
     try:
         return exercises.load(name)
@@ -68,8 +79,8 @@ def listing(directory=None) -> list[dict]:
     the file still has the content that was checked; "in progress" when the file is there or was
     started; else "not started". last_check: None, or {"passed", "at" (UTC, ISO 8601), "backend",
     "file_changed" (the file is not the one checked), "verified" (the record's HMAC)}."""
-    ws = workspace(directory)
-    state = _state(ws)
+    ws = workspace(directory) if not (directory or os.environ.get("LAB_EXERCISES_DIR")) else existing(directory)
+    state = _state(ws)  # the default folder may be missing: nothing was started yet
     key = _key(create=False)
     rows = []
     for n in exercises.names():
@@ -107,7 +118,7 @@ def hint(name: str, directory=None, number: int | None = None) -> tuple[int, int
     no more). ``number`` (1..len(hints)): that hint, every time (``new`` True), remembered as shown
     (the next hint after it comes next); LabError naming the range when there is no such hint."""
     ex = get(name)
-    ws = workspace(directory)
+    ws = existing(directory)
     state = _state(ws)
     shown = state["hints"].get(name, 0)
     if number is not None and not 1 <= number <= len(ex.hints):
