@@ -71,8 +71,8 @@ def print_check(result, out: Console | None = None) -> None:
         hidden = set(hidden_of(result["tests"]))
         gates = [t["name"] for t in result["tests"] if t["name"] not in hidden and not t["passed"]]
         failed = f" (and it failed: {escape(', '.join(dict.fromkeys(gates)))})" if gates else ""
-        _out.print(f"{verdict}: {result['tests_passed']} of {plural(result['tests_total'], 'hidden test')} "
-                   f"passed{failed}")
+        _out.print(f"{result['tests_passed']} of {plural(result['tests_total'], 'hidden test')} passed{failed}: "
+                   f"{verdict}")
     else:
         n_ok = sum(t["passed"] for t in result["tests"])
         _out.print(f"{n_ok} of {plural(len(result['tests']), 'test')} passed: {verdict}")
