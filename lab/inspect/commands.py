@@ -88,6 +88,13 @@ def sanitize(kernel: str, *, variant: str | list | None = None, tools: str | lis
     tools, size = A.text(tools, "--tool"), A.text(size, "--size")
     threads, dtype = A.integer(threads, "--threads"), A.choice(dtype, "--dtype", DTYPES)
     seed = A.integer(seed, "--seed", min=0)
+    import kernels
+
+    if kernel not in kernels.NAMES:  # the name first: a typo is the user's first problem, not the toolkit
+        try:
+            kernels.load(kernel)
+        except KeyError as e:
+            raise LabError(e.args[0]) from None
     if San.find_sanitizer() is None:  # before choosing a backend: it is the first thing missing here
         raise LabError(San.unavailable_reason())
     backend = _backend(sim)

@@ -219,7 +219,7 @@ def install_hook(private: str, report) -> None:
             why = f"tried to change its resource limits ({event})"
         if why:
             report(why)
-            raise PermissionError(f"lab exercise grade: {why}")
+            raise PermissionError(f"the sandbox refused it: {why}")
 
     sys.addaudithook(hook)
 

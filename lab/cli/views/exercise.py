@@ -36,9 +36,21 @@ def print_list(rows) -> None:
     show(cols, [dict(r, k=k) for k, r in enumerate(rows, 1)], _out, title="Exercises (lab exercise start NAME)")
 
 
+def reflow(text: str) -> str:
+    """A statement's paragraphs as single lines, for the console to wrap at its width (the sources are
+    wrapped at 100 columns: printed as they are, each line broke again at 80). Indented lines and
+    list items keep their own lines."""
+    out = []
+    for para in text.split("\n\n"):
+        lines = para.split("\n")
+        keep = any(line.startswith((" ", "\t", "-", "*", "|")) or line[:2].rstrip(".").isdigit() for line in lines[1:])
+        out.append(para if keep else " ".join(line.strip() for line in lines))
+    return "\n\n".join(out)
+
+
 def print_started(path, statement, kept: bool = False) -> None:
     _out = _console()
-    _out.print(escape(statement))
+    _out.print(escape(reflow(statement)))
     _out.print()
     if kept:
         _out.print(f"{escape(str(path))} already exists: kept it as it is (your work); delete it to start over")
