@@ -27,6 +27,13 @@ be read or written (a read-only home, a sandbox) is dropped for that kernel, nev
 with ``LAB_KERNEL_CACHE=0``. ``NUMBA_CACHE_DIR`` set by the user
 is respected as it is. The simulator compiles nothing and caches nothing.
 
+A miss of a kernel's cache is where the compiler starts compiling in this process. Inside
+:func:`no_compile` it raises :class:`WouldCompile` instead (the lab then has a child process compile
+it: ``lab.core.compile_child``); elsewhere it writes a crash marker, ``<user cache>/kernels/compiling/
+<host>-<pid>.json`` (the kernel, and what ``compiling_for`` names: compiler and rung), removed once the
+compile is saved, so that a process killed by a compiler abort is named by the next run
+(:func:`crashed_compiles`). With the cache off neither happens.
+
 Source: Numba's documentation, "Notes on Caching" (numba.readthedocs.io, developer/caching.html),
 and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports a compiler.
 """

@@ -4,15 +4,19 @@ then the numba-cuda-mlir abort reproducer for the time that is left.
 
     python scripts/compile_crash_gpu.py OUT [--budget SECONDS]
 
+(about 5 minutes before the reproducer on an H200: steps 1-2 took 57 and 37 s, the first runs of
+step 3 54 and 44 s on 2026-11-29)
+
 1. ``lab run softmax --size 300x700 --dtype float64 --threads 128 --contenders numba --json`` with
    ``LAB_TEST_COMPILE_ABORT=softmax/group_rows`` on an empty kernel cache: the compile child really
    compiles the other rungs under numba-cuda-mlir and aborts (SIGABRT) at group_rows' first cache
    miss; the run must go on, say so in group_rows' row and run it under numba-cuda.
 2. The same without the hook: group_rows is now compiled (by a child) under numba-cuda-mlir.
-3. ``lab run softmax`` (its defaults) on an empty cache: the first run, with its compile child;
-   again: the second run (every kernel cached: no child); and a first run on another empty cache
-   with ``LAB_COMPILE_CHILD=1`` (the guard off: everything compiles in the run's process), for the
-   child's cost. Wall times of ``python -m lab``; ``LAB_KERNEL_CACHE_STATS=1`` counts the children.
+3. ``lab run softmax --contenders numba`` on an empty cache (the first run: a compile child), again
+   (the second run: every kernel cached, so no child), and on another empty cache with
+   ``LAB_COMPILE_CHILD=1`` (the guard off: everything compiles in the run's process), for the
+   child's cost; then ``lab run softmax`` (its defaults) twice on the first cache. Wall times of ``python -m lab``; ``LAB_KERNEL_CACHE_STATS=1``
+   counts the children.
 4. ``scripts/mlir_abort_repro.py --procs 8`` for the rest of ``--budget``.
 """
 from __future__ import annotations
@@ -54,7 +58,7 @@ def say(log, text):
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--budget", type=float, default=220.0)
+    ap.add_argument("--budget", type=float, default=420.0)
     a = ap.parse_args()
     t_start = time.perf_counter()
     os.makedirs(a.out, exist_ok=True)
@@ -93,13 +97,19 @@ def main() -> int:
             text = open(os.path.join(crashes, name), errors="replace").read()
             say(log, f"kept crash log {name}: {len(text.splitlines())} lines; first 12:\n" + "\n".join(text.splitlines()[:12]))
 
-        # 3: first run, second run, first run without the guard
-        for label, cache, env in (("first run", "b", {}), ("second run", "b", {}),
-                                  ("first run, guard off (LAB_COMPILE_CHILD=1)", "c", {"LAB_COMPILE_CHILD": "1"}),
-                                  ("second run again", "b", {})):
-            rc, dt, out, err = lab(["run", "softmax"], log, 150, LAB_CACHE_DIR=f"{base}/{cache}", **env)
+        # 3: the child's cost on a first run (Numba rows only: the libraries' own first-run costs, torch.compile's
+        # above all, would not be the same twice), then a plain run and a second plain run on that cache
+        for label, cache, args, env in (
+                ("first run, numba rows", "b", ["--contenders", "numba"], {}),
+                ("second run, numba rows (all cached: no child)", "b", ["--contenders", "numba"], {}),
+                ("first run, numba rows, guard off (LAB_COMPILE_CHILD=1)", "c", ["--contenders", "numba"],
+                 {"LAB_COMPILE_CHILD": "1"}),
+                ("plain run (its Numba kernels cached)", "b", [], {}),
+                ("second plain run", "b", [], {})):
+            rc, dt, out, err = lab(["run", "softmax", *args], log, 150, LAB_CACHE_DIR=f"{base}/{cache}", **env)
             say(log, f"[{label}] {dt:.1f} s")
-            (open(os.path.join(a.out, f"run-{cache}-{label.split()[0]}.txt"), "a")).write(out + "\n--- stderr\n" + err[-4000:])
+            with open(os.path.join(a.out, f"run-{cache}-{'plain' if not args else 'numba'}.txt"), "a") as f:
+                f.write(f"=== {label}\n{out}\n--- stderr\n{err[-3000:]}\n")
 
         # 4: the reproducer for the rest of the budget
         left = a.budget - (time.perf_counter() - t_start) - 25

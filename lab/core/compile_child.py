@@ -14,9 +14,9 @@ How (``lab.core.runner`` drives it, one :class:`Guard` a run):
    all cached (the second ``lab run``) therefore starts no child at all.
 2. **Compile child.** Otherwise one child process (``python -X faulthandler -c ... JOB``, this
    module's :func:`main`) makes the same inputs (same seed, size, dtype, threads, arrays) and makes
-   each rung's first call, this one and the later ones no child has tried yet, in order: what it
-   compiles lands in the kernel cache, and the run's own call then loads it. The row's "1st call"
-   is the child's (compile + load + one run).
+   each rung's first call, this one and the later ones no child has tried yet, in order, then
+   builds the timer's own kernels: what it compiles lands in the kernel cache, and the run's own
+   calls then load it. Those rows' "1st call" is the child's (compile + load + one run).
 3. **Crash.** A child that dies by a signal (SIGABRT, SIGSEGV ...) or exits in the middle of a rung
    names that rung (it writes ``start``/``ok``/``error`` lines as it goes; its crash marker names the
    kernel function). The run says so in one line, in the row (its ``reason``) and in the report's
@@ -169,9 +169,9 @@ class Guard:
                 self.compile(v)
                 if self.crash(v) is None:
                     got, launched = attempt(self.probe(v))
-                    ms = self.first_call_ms(v)  # the rung's first call was the child's: compile + load + run
-                    if got is not None and ms is not None and got.first_call_ms is not None:
-                        got = replace(got, check=replace(got.check, first_call_ms=ms))
+            ms = self.first_call_ms(v)  # a child of this run compiled it: its first call was the child's
+            if got is not None and ms is not None and got.first_call_ms is not None:
+                got = replace(got, check=replace(got.check, first_call_ms=ms))
             if got is not None:
                 return got, launched
         crash = self.crash(v)
@@ -389,3 +389,10 @@ def main() -> None:
                 cache.MISS_HOOKS.clear()
                 if prepared is not None:
                     prepared.release()
+    if not simulator:  # the timer's own kernels (the blocking kernel, the L2 flush): the run's next compiles
+        from kernels.compiler import cuda
+        from lab.core import timing
+
+        timing.blocking_kernel()
+        timing._flush_l2()
+        cuda.synchronize()

@@ -159,3 +159,31 @@ def test_the_simulator_starts_no_child(tmp_cache, monkeypatch):
     monkeypatch.setattr(compile_child, "spawn", refuse)
     monkeypatch.setenv(compile_child.ABORT_ENV, "softmax/fused")  # read by a compile child only
     assert _run(["fused"]).rows[0].ok
+
+
+def test_a_rung_a_child_compiled_shows_the_childs_first_call(tmp_cache):
+    """The child compiled this rung and the later ones; each of their rows shows the child's first call
+    (compile + load + one run), not the run's own load; a rung no child compiled keeps its own."""
+    from lab.core.rows import row
+
+    problem = compile_child.Problem("softmax", (4, 40), "float32", 32, "numba", 1, "gpu")
+    guard = compile_child.Guard(problem, "numba-cuda-mlir", ["fused", "online"], simulator=False)
+    guard.done["online"] = ("ok", 1234.5)
+    attempt = lambda probe: (row("numba", "online", first_call_ms=1.5), [])  # noqa: E731
+    got, launched = guard.row(row("numba", "online").task, attempt, lambda stage: None)
+    assert got.first_call_ms == 1234.5 and launched == []
+    got, _ = guard.row(row("numba", "fused").task, lambda probe: (row("numba", "fused", first_call_ms=2.5), []),
+                       lambda stage: None)
+    assert got.first_call_ms == 2.5
+
+
+def test_the_crash_line_is_printed_once_under_the_table():
+    from lab.cli.views.report import notes_lines
+    from lab.core.runner import Report
+    from lab.core.rows import row
+
+    line = ("numba-cuda-mlir crashed compiling softmax/group_rows (float64, 300x700, 128 threads): SIGABRT; "
+            "fell back to numba-cuda for this rung")
+    rep = Report("softmax", "", "gpu", {}, (300, 700), "float64", 1, None, 5, 0, 0,
+                 rows=[row("numba", "group_rows", "ok", line, compiler="numba-cuda")], warnings=[line])
+    assert sum(line in n for n in notes_lines(rep)) == 1
