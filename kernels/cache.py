@@ -27,17 +27,28 @@ be read or written (a read-only home, a sandbox) is dropped for that kernel, nev
 with ``LAB_KERNEL_CACHE=0``. ``NUMBA_CACHE_DIR`` set by the user
 is respected as it is. The simulator compiles nothing and caches nothing.
 
+A miss of a kernel's cache is where the compiler starts compiling in this process. Inside
+:func:`no_compile` it raises :class:`WouldCompile` instead (the lab then has a child process compile
+it: ``lab.core.compile_child``); elsewhere it writes a crash marker, ``<user cache>/kernels/compiling/
+<host>-<pid>.json`` (the kernel, and what ``compiling_for`` names: compiler and rung), removed once the
+compile is saved, so that a process killed by a compiler abort is named by the next run
+(:func:`crashed_compiles`). With the cache off neither happens.
+
 Source: Numba's documentation, "Notes on Caching" (numba.readthedocs.io, developer/caching.html),
 and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports a compiler.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import json
 import linecache
 import os
 import shutil
+import socket
 import tempfile
+import time
 from pathlib import Path
 
 ENV = "LAB_KERNEL_CACHE"  # "0" / "off" / "no" / "false": no kernel cache
@@ -47,7 +58,8 @@ KEEP = 3  # sources-key folders kept per compiler and version
 PACKAGE = Path(__file__).resolve().parent
 
 _READY = [False]  # configure() found a folder (or the user's NUMBA_CACHE_DIR): kernels may cache
-STATS = {"hits": 0, "misses": 0, "saved": 0, "errors": 0, "kernels": 0}
+STATS = {"hits": 0, "misses": 0, "saved": 0, "errors": 0, "kernels": 0,
+         "children": 0}  # children: compile or fallback child processes started (lab.core.compile_child)
 STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr at exit (diagnostics)
 
 
@@ -197,7 +209,10 @@ def cacheable(func) -> bool:
 
 def _guard(disp):
     """Make ``disp``'s disk cache fail-safe: a load or save that raises counts an error, and the
-    kernel then compiles (or stays compiled) as without a cache."""
+    kernel then compiles (or stays compiled) as without a cache. A miss is where the compiler is
+    about to compile in this process: inside :func:`no_compile` it raises :class:`WouldCompile`
+    instead; elsewhere it writes the crash marker (:func:`crashed_compiles`), which the save after
+    the compile removes."""
     cache = getattr(disp, "_cache", None)
     if cache is None or type(cache).__name__ == "NullCache" or getattr(cache, "_lab_guarded", False):
         return disp
@@ -208,8 +223,11 @@ def _guard(disp):
             found = load(*args, **kwargs)
         except Exception:
             STATS["errors"] += 1
-            return None
-        STATS["hits" if found is not None else "misses"] += 1
+            found = None
+        else:
+            STATS["hits" if found is not None else "misses"] += 1
+        if found is None:
+            _missed(disp, args[0] if args else None)
         return found
 
     def save_overload(*args, **kwargs):
@@ -218,6 +236,8 @@ def _guard(disp):
             STATS["saved"] += 1
         except Exception:
             STATS["errors"] += 1
+        finally:
+            clear_marker()
 
     cache.load_overload, cache.save_overload, cache._lab_guarded = load_overload, save_overload, True
     STATS["kernels"] += 1
@@ -259,3 +279,150 @@ def caching_jit(jit):
     wrapper._lab_caching = True
     wrapper.__wrapped__ = jit
     return wrapper
+
+
+# --- compiles that a crash can interrupt: the probe and the crash marker ---------------------------
+# A compiler that aborts (numba-cuda-mlir 0.6.0 once did, in mlir_optimization.optimize, after many
+# compiles in one pytest worker: docs/upstream-numba-cuda-mlir-abort.md) takes its process down with
+# it. The lab (lab.core.compile_child) therefore asks first whether a call would compile
+# (:func:`no_compile`) and has a child process compile what would; a compile that still happens in
+# a process leaves a marker file while it runs, so that the next lab process can say what killed it.
+class WouldCompile(RuntimeError):
+    """Raised by a cached kernel's lookup inside :func:`no_compile` when the kernel is not in the
+    cache: this process was about to compile it. Nothing was compiled or changed."""
+
+
+_PROBE = [0, False]  # [depth of no_compile(), whether a WouldCompile was raised in the outermost one]
+_CONTEXT: dict = {}  # what is being compiled for (compiling_for): written into the crash marker
+MISS_HOOKS: list = []  # callables run at a miss outside no_compile (the compile child's test-only abort)
+MARKERS = "compiling"  # <root>/compiling/<host>-<pid>.json while this process compiles a kernel
+
+
+@contextlib.contextmanager
+def no_compile():
+    """Inside: a kernel that would compile (a miss of its disk cache) raises :class:`WouldCompile`
+    instead; kernels in the cache (or already in memory) load and run. :func:`would_have_compiled`
+    says, inside the block, whether one was raised (also when a compiler wrapped it in its own error)."""
+    if _PROBE[0] == 0:
+        _PROBE[1] = False
+    _PROBE[0] += 1
+    try:
+        yield
+    finally:
+        _PROBE[0] -= 1
+
+
+def would_have_compiled() -> bool:
+    """Whether the :func:`no_compile` block this code runs in stopped a compile (False outside one)."""
+    return _PROBE[0] > 0 and _PROBE[1]
+
+
+@contextlib.contextmanager
+def compiling_for(**context):
+    """Name what a compile inside is for (``compiler``, ``rung``: "softmax/group_rows (float64, ...)")
+    in the crash marker; the marker is removed on the way out, however the block ends."""
+    saved = dict(_CONTEXT)
+    _CONTEXT.clear()
+    _CONTEXT.update(context)
+    try:
+        yield
+    finally:
+        _CONTEXT.clear()
+        _CONTEXT.update(saved)
+        clear_marker()
+
+
+def _missed(disp, sig) -> None:
+    func = getattr(disp, "py_func", None)
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None) or type(disp).__name__
+    if _PROBE[0]:
+        _PROBE[1] = True
+        raise WouldCompile(f"{name} is not in the kernel cache: calling it would compile it")
+    _mark({"kernel": name, "signature": str(sig) if sig is not None else None})
+    for hook in list(MISS_HOOKS):
+        hook()
+
+
+def marker_path(pid: int | None = None) -> Path:
+    """The crash marker of process ``pid`` (default: this one) on this host."""
+    return root() / MARKERS / f"{socket.gethostname()}-{pid or os.getpid()}.json"
+
+
+_ATEXIT = [False]
+
+
+def _mark(facts: dict) -> None:
+    """Write this process's crash marker (atomically; never an error): it is compiling now."""
+    doc = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(),
+           "compiler": _CONTEXT.get("compiler") or os.environ.get("LAB_COMPILER") or None,
+           "rung": _CONTEXT.get("rung"), **facts}
+    path = marker_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f)
+        os.replace(tmp, path)
+    except OSError:
+        return
+    if not _ATEXIT[0]:  # a compile that raised leaves no marker behind at a normal exit
+        import atexit
+
+        atexit.register(clear_marker)
+        _ATEXIT[0] = True
+
+
+def clear_marker(pid: int | None = None) -> None:
+    """Remove the crash marker of process ``pid`` (default: this one), if any."""
+    try:
+        marker_path(pid).unlink()
+    except OSError:
+        pass
+
+
+def read_marker(pid: int | None = None) -> dict | None:
+    """The crash marker of process ``pid`` on this host (None when there is none)."""
+    try:
+        return json.loads(marker_path(pid).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process (EPERM): alive
+        return True
+    return True
+
+
+def crashed_compiles(forget: bool = True) -> list[dict]:
+    """Crash markers left on this host by processes that are gone: each one died while it compiled
+    (a compiler abort or segfault, or a kill). Each dict: pid, host, started (epoch s), compiler,
+    rung (or None outside ``lab run``), kernel (the Python function), signature. ``forget``: remove
+    them once read (each is reported once)."""
+    folder = root() / MARKERS
+    prefix = socket.gethostname() + "-"
+    found = []
+    try:
+        paths = sorted(folder.glob(prefix + "*.json"))
+    except OSError:
+        return found
+    for path in paths:
+        try:
+            pid = int(path.stem[len(prefix):])
+        except ValueError:
+            continue
+        if pid == os.getpid() or _alive(pid):
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError):
+            doc = {"pid": pid}
+        found.append(doc)
+        if forget:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    return found

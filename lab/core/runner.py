@@ -24,14 +24,16 @@ from collections.abc import Callable
 import numpy as np
 
 import kernels
-from lab.core import collect, compilers, registry, resources
+from kernels.cache import WouldCompile, would_have_compiled
+from lab.core import collect, compile_child, compilers, registry, resources
 from lab.core import simulator as simulation
 from lab.core import contenders as C
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes,  # the simulator's estimates
                                 quick_options, simulator_calls, simulator_seconds)
-from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer
+from lab.core.rows import Check, Rates, Row, Task, row  # noqa: F401  (the rows' types live there; re-exported)
+from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer  # noqa: F401  (re-exported)
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
@@ -65,129 +67,6 @@ class Options:
     counters: bool = False
     counters_engine: Callable | None = None
     arrays: str = "numba"  # who owns the Numba rows' device buffers: numba, torch or cupy (kernels.arrays)
-
-
-@dataclass(frozen=True)
-class Task:
-    """One row's work, fixed before it runs: a contender (and its variant) on one problem.
-
-    kernel: the KernelSpec name; contender: "numba", "numpy", "cupy" or "torch"; variant: the Numba
-    rung, the library op's label, "reference (CPU)" for NumPy or "-" for a contender that cannot run;
-    size: the problem's dimensions; dtype: the inputs' element type; launch: a Numba rung's launch
-    (``Launch.as_dict()``: grid, block, threads; after its checked call also registers, shared memory
-    and occupancy, lab.core.occupancy.launch_usage), None otherwise; bytes_moved / flops: the
-    problem's minimum DRAM traffic (bytes) and floating-point operations (the KernelSpec's)."""
-
-    kernel: str
-    contender: str
-    variant: str
-    size: tuple = ()
-    dtype: str = "float32"
-    launch: dict | None = field(default=None, compare=False)
-    bytes_moved: int = 0
-    flops: int = 0
-
-
-@dataclass(frozen=True)
-class Check:
-    """What checking a task found: ``status`` "ok", "FAIL" or "skipped", with the ``reason``; the
-    largest absolute and relative errors against the reference; the first (poisoned, checked) call's
-    wall time in ms (compile + load + run for a Numba rung)."""
-
-    status: str
-    reason: str = ""
-    max_abs_err: float | None = None
-    rel_err: float | None = None
-    first_call_ms: float | None = None
-
-
-@dataclass(frozen=True)
-class Rates:
-    """The yardsticks a timed row is held to: the device's measured copy bandwidth (GB/s), its peak
-    FP32 rate (GFLOP/s), and NumPy's median time on the same problem (ms); None where not known."""
-
-    copy_gbps: float | None = None
-    peak_fp32_gflops: float | None = None
-    numpy_ms: float | None = None
-
-
-@dataclass(frozen=True)
-class Row:
-    """One contender (and variant) of a run: its :class:`Task`, its :class:`Check`, its
-    :class:`lab.core.timing.Measurement` (None when not timed), and what the compiler and the counters
-    reported. GB/s, GFLOP/s, % of copy bandwidth and of peak FP32, and the speedup over NumPy are
-    derived (properties) from the task's bytes and FLOPs, the measurement's median and ``rates``;
-    None where not timed on a GPU (a simulated kernel's wall clock says nothing about GPU speed)."""
-
-    task: Task
-    check: Check
-    measurement: Measurement | None = None
-    compiler: str | None = None  # numba rows: numba-cuda or numba-cuda-mlir
-    registers: int | None = None  # numba rows: registers a thread (the most among the rung's kernels)
-    spill_bytes: int | None = None  # numba rows: ptxas spill stores + loads a thread (summed)
-    local_bytes: int | None = None  # numba rows: local memory a thread (spills and local arrays)
-    # --counters (None where not measured): DRAM bytes read + written / the kernel's minimum traffic (in
-    # the simulator: distinct 32-byte sectors touched x 32 / the minimum), and 32-byte sectors a warp's
-    # global load request fetched (l1tex__t_sectors / l1tex__t_requests, _op_ld)
-    dram_ratio: float | None = None
-    sectors_per_request: float | None = None
-    rates: Rates = Rates()
-
-    # the task's and the check's facts, by the names the views and the JSON use
-    contender = property(lambda self: self.task.contender)
-    variant = property(lambda self: self.task.variant)
-    launch = property(lambda self: self.task.launch)
-    status = property(lambda self: self.check.status)
-    reason = property(lambda self: self.check.reason)
-    max_abs_err = property(lambda self: self.check.max_abs_err)
-    rel_err = property(lambda self: self.check.rel_err)
-    first_call_ms = property(lambda self: self.check.first_call_ms)
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "ok"
-
-    @property
-    def seconds(self) -> float | None:
-        """The median timed call in seconds; None when not timed, or timed on the simulator's clock."""
-        m = self.measurement
-        return None if m is None or m.method == SIMULATOR_CLOCK else m.median_ms * 1e-3
-
-    @property
-    def gbps(self) -> float | None:
-        """The task's minimum bytes moved / the median time, GB/s (1e9 bytes a second)."""
-        return self.task.bytes_moved / self.seconds / 1e9 if self.seconds else None
-
-    @property
-    def gflops(self) -> float | None:
-        """The task's floating-point operations / the median time, GFLOP/s."""
-        return self.task.flops / self.seconds / 1e9 if self.seconds else None
-
-    @property
-    def pct_copy(self) -> float | None:
-        """GB/s as a % of the measured device-to-device copy bandwidth (GPU contenders only)."""
-        copy = self.rates.copy_gbps
-        return 100 * self.gbps / copy if copy and self.seconds and self.contender != "numpy" else None
-
-    @property
-    def pct_peak_flops(self) -> float | None:
-        """GFLOP/s as a % of the device's peak FP32 rate (GPU contenders only)."""
-        peak = self.rates.peak_fp32_gflops
-        return 100 * self.gflops / peak if peak and self.seconds and self.contender != "numpy" else None
-
-    @property
-    def speedup_vs_numpy(self) -> float | None:
-        """NumPy's median time / this row's (above 1: faster than NumPy)."""
-        numpy_ms = self.rates.numpy_ms
-        return numpy_ms / self.measurement.median_ms if numpy_ms and self.seconds else None
-
-
-def row(contender: str, variant: str, status: str = "ok", reason: str = "", *, kernel: str = "",
-        measurement: Measurement | None = None, launch: dict | None = None, **facts) -> Row:
-    """A :class:`Row` from its parts' main fields (tests and stand-ins): ``facts`` are Row fields
-    (compiler, registers, dram_ratio ...) or Check fields (max_abs_err, rel_err, first_call_ms)."""
-    check = {k: facts.pop(k) for k in ("max_abs_err", "rel_err", "first_call_ms") if k in facts}
-    return Row(Task(kernel, contender, variant, launch=launch), Check(status, reason, **check), measurement, **facts)
 
 
 @dataclass
@@ -498,6 +377,12 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
     report.compiler = compilers.current()
+    # a rung's first compile runs in a child process, and a crash there falls back (lab.core.compile_child)
+    guard = compile_child.Guard(
+        compile_child.Problem(spec.name, tuple(size), str(dtype), p.threads, opts.arrays, p.seed, p.backend),
+        report.compiler, [s.task.variant for s in steps if s.task.contender == "numba" and s.skip is None], simulator,
+        opts.repeats, opts.warmup)
+    report.warnings += compile_child.earlier_crashes()
     if simulator:
         report.estimate_s, report.quick_options = p.estimate_s, p.quick
     emit("start", report)
@@ -520,14 +405,23 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             variant = spec.variants[task.variant]
             # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
             own = getattr(variant, "tolerance", None)
-            launched: list = []  # on a GPU: the kernels the checked call launched (lab.core.resources)
-            add(_measure(p, report, rule, ref, task, emit,
-                         lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator, opts.arrays),
-                         (ref.refs, own(inputs, ref.refs, dtype)) if own else None, launches=launched))
-            from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+            prepare = lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator, opts.arrays)  # noqa: E731
+            against = (ref.refs, own(inputs, ref.refs, dtype)) if own else None
 
-            # the checked call's kernels, not a second run of the rung on inputs of its own
-            task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size, records=launched))
+            def attempt(probe, task=task, prepare=prepare, against=against):  # the checked (and timed) call
+                launched: list = []  # on a GPU: the kernels the checked call launched (lab.core.resources)
+                return _measure(p, report, rule, ref, task, emit, prepare, against, launches=launched, probe=probe), launched
+
+            # compiled by a child process when it would compile here; another compiler's when that crashed
+            row_, launched = guard.row(task, attempt, lambda stage, v=task.variant: emit(
+                "stage", report, contender="numba", variant=v, stage=stage))
+            report.warnings += [w for w in guard.warnings if w not in report.warnings]
+            add(row_)
+            if launched is not None:  # None: the rung ran in another process (a compiler crash's fallback)
+                from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
+
+                # the checked call's kernels, not a second run of the rung on inputs of its own
+                task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size, records=launched))
         elif task.contender == "numpy":
             add(_measure(p, report, rule, ref, task, emit, lambda: C.prepare_numpy(spec, inputs)))
         else:
@@ -575,12 +469,48 @@ class _Reference:
         return self.refs, self.spec.tolerance(self.inputs, self.refs, np.dtype(np.float16))
 
 
+def child_row() -> None:
+    """The fallback child (lab.core.compile_child.Guard.fallback): one Numba rung run, checked and
+    timed under the compiler the job names; its Row pickled to the job's result file. Never by hand."""
+    import json
+    import pickle
+    import sys
+    from pathlib import Path
+
+    from lab.core.session import start
+
+    job = json.loads(Path(sys.argv[1]).read_text())
+    backend = start("sim" if job["backend"] == "simulator" else "gpu", job["compiler"]).backend
+    report = run(Options(job["kernel"], threads=job["threads"], size="x".join(map(str, job["size"])),
+                         dtype=job["dtype"], variants=[job["variant"]], contenders=["numba"],
+                         repeats=job["repeats"], warmup=job["warmup"], seed=job["seed"], arrays=job["arrays"],
+                         yes=True), backend)
+    Path(job["result"]).write_bytes(pickle.dumps(report.rows[0]))
+
+
 def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Task, emit, prepare,
-             against=None, launches: list | None = None) -> Row:
+             against=None, launches: list | None = None, probe=None) -> Row | None:
     """The Row of the contender that ``prepare()`` sets up: its first (poisoned) call timed alone and
     checked (against ``against``, (refs, tols), instead of the float64 reference when given); if it
     passed, warmed up and timed. A contender that raises is a FAIL row, not a crash of the run.
-    ``launches``: a list that gets the LaunchRecords of a Numba row's checked call on a GPU."""
+    ``launches``: a list that gets the LaunchRecords of a Numba row's checked call on a GPU.
+    ``probe``: a context (lab.core.compile_child.Guard.probe) the setup and checked call run in;
+    None is returned when it stopped a compile (kernels.cache.WouldCompile)."""
+    try:
+        with probe if probe is not None else contextlib.nullcontext():
+            return _measure_in(p, report, rule, ref, task, emit, prepare, against, launches)
+    except WouldCompile:
+        return None
+
+
+def _stopped_compile(e: Exception) -> None:
+    """Re-raise a compile the probe stopped, also when the compiler wrapped it in an error of its own."""
+    if isinstance(e, WouldCompile) or would_have_compiled():
+        raise WouldCompile(str(e)) from e
+
+
+def _measure_in(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Task, emit, prepare,
+                against=None, launches: list | None = None) -> Row:
     refs_, tols_ = against or (ref.refs, ref.tols)
     numba = task.contender == "numba"
     launches = [] if launches is None else launches  # numba rows on a GPU: the kernels the checked call launched
@@ -590,6 +520,7 @@ def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Tas
     try:
         prepared = prepare()
     except Exception as e:
+        _stopped_compile(e)
         return Row(task, Check("FAIL", f"setup raised {type(e).__name__}: {_first_line(e)}"), **facts)
     try:
         emit("stage", report, contender=task.contender, variant=task.variant,
@@ -629,6 +560,7 @@ def _measure(p: Plan, report: Report, rule: StopRule, ref: _Reference, task: Tas
         emit("stage", report, contender=task.contender, variant=task.variant, stage="time", calls=n)
         return Row(task, Check("ok", **checked_), timer.measure(n, warm, rule), **facts)
     except Exception as e:  # a contender that raises is a FAIL row, not a crash of the whole run
+        _stopped_compile(e)
         return Row(task, Check("FAIL", f"raised {type(e).__name__}: {_first_line(e)}", **checked_), **facts)
     finally:
         prepared.release()

@@ -272,7 +272,7 @@ def notes_lines(report: Report) -> list[str]:
         lines.append(f"[yellow]noise ! = IQR/median above 10%: {escape(', '.join(noisy))}; rerun or read the "
                      f"median with care[/]")
     for r in report.rows:
-        if r.reason and r.status != "skipped":
+        if r.reason and r.status != "skipped" and r.reason not in report.warnings:  # a crash's line: once
             lines.append(f"[dim]{escape(f'{r.contender} {r.variant}: {r.reason}')}[/]")
     lines += [f"[dim]{escape(line)}[/]" for line in _skipped(report)]
     for w in report.warnings:
