@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import stat
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -41,12 +42,38 @@ CSV_COLUMNS = ["student", "exercise", "status", "tests_passed", "tests_total", "
                "student_sectors", "reference_sectors", "seconds"]
 
 
-def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str], dict, list[str]]:
-    """(students, exercises, {(student, exercise): path}, notes) of a submissions folder.
+class Refused(str):
+    """A submission that is there but is not graded, and why (the gradebook row's reason): a symbolic
+    link (it could point at a solution or another student's file), a hard link, a FIFO or device."""
 
-    Students: the folder's subfolders (hidden ones skipped), sorted. Exercises: ``only``, else every
-    exercise that some student submitted, in the path's order. LabError for a folder that is not
-    there, an unknown exercise in ``only``, or nothing to grade."""
+
+def _kind(path: Path) -> str | None:
+    """Why ``path`` (not followed) is no submission, or None for a regular file with one name."""
+    st = path.lstat()
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link, not a regular file: not followed, not graded (submit the file itself)"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file (a FIFO, device or socket): not graded"
+    if st.st_nlink > 1:
+        return f"a hard link ({st.st_nlink} names for one file): not graded (submit a copy of the file)"
+    return None
+
+
+def _shown(name: str) -> str:
+    """A file or folder name as one printable line (a newline in a name must not make a row)."""
+    return name if name.isprintable() else repr(name)
+
+
+def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str], dict, list[str]]:
+    """(students, exercises, {(student, exercise): path or Refused}, notes) of a submissions folder.
+
+    Students: the folder's subfolders, sorted; never followed through a link. A hidden folder, a
+    linked folder or one whose name is not printable is not graded, and a note says so. In a student's
+    folder only regular files count: a link, hard link, FIFO or device named after an exercise is
+    :class:`Refused` (its row says why; its target is never opened), and a file one folder down is
+    named in a note. Exercises: ``only``, else every exercise that some student submitted, in the
+    path's order. LabError for a folder that is not there, an unknown exercise in ``only``, or nothing
+    to grade."""
     root = Path(folder)
     if not root.is_dir():
         raise LabError(f"no such submissions folder: {root} (one subfolder per student, files named by exercise)")
@@ -55,19 +82,37 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
         bad = [n for n in only if n not in known]
         if bad:
             raise LabError(f"unknown exercise {bad[0]!r} in --exercises; choose from: {', '.join(known)}")
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    students, notes = [], []
+    for p in sorted(root.iterdir()):
+        if p.is_symlink():
+            notes.append(f"{_shown(p.name)}: a symbolic link, not a student folder: not followed, not graded")
+        elif not p.is_dir():
+            continue
+        elif p.name.startswith("."):
+            notes.append(f"{_shown(p.name)}: a hidden folder: not graded (rename it without the dot to grade it)")
+        elif not p.name.isprintable():
+            notes.append(f"{_shown(p.name)}: a folder name with control characters: not graded (rename it)")
+        else:
+            students.append(p.name)
     if not students:
         raise LabError(f"{root} has no student folders: put each student's files in SUBMISSIONS/STUDENT/EXERCISE.py")
-    files, notes, seen = {}, [], set()
+    files, seen = {}, set()
     for s in students:
         for f in sorted((root / s).iterdir()):
-            if f.suffix != ".py" or not f.is_file():
+            if f.is_dir() and not f.is_symlink():  # one folder down: said, never graded
+                nested = sorted(g.name for g in f.iterdir() if g.suffix == ".py" and g.stem in known)
+                if nested:
+                    notes.append(f"{s}/{_shown(f.name)}/: {', '.join(map(_shown, nested))} one folder down: not "
+                                 "graded (submissions go directly in the student's folder)")
+                continue
+            if f.suffix != ".py":
                 continue
             if f.stem in known and (not only or f.stem in only):
-                files[(s, f.stem)] = f
+                why = _kind(f)
+                files[(s, f.stem)] = Refused(why) if why else f
                 seen.add(f.stem)
             elif f.stem not in known:
-                notes.append(f"{s}/{f.name}: not an exercise name; skipped")
+                notes.append(f"{s}/{_shown(f.name)}: not an exercise name; skipped")
     names = list(only) if only else [n for n in known if n in seen]
     if not names:
         raise LabError(f"no submission in {root} is named after an exercise (e.g. alice/vecadd.py); "
@@ -107,6 +152,9 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": len(hidden),
            "reason": "no file submitted", "failures": [], "bench": None, "violations": [], "seconds": 0.0}
     if path is None:
+        return row
+    if isinstance(path, Refused):
+        row.update(status=FAILED, reason=str(path))
         return row
     t0 = time.monotonic()
     extra: dict = {}
@@ -269,7 +317,7 @@ def _compile_students(pool, students, names, files, backend, seed, limits) -> di
         return {}
     out = {}
     for s in students:
-        mine = [(n, files[(s, n)]) for n in names if (s, n) in files]
+        mine = [(n, files[(s, n)]) for n in names if (s, n) in files and not isinstance(files[(s, n)], Refused)]
         if mine:
             fut = pool.submit(compile_files, mine, seed, limits)
             out.update({(s, n): _Item(fut, k) for k, (n, _) in enumerate(mine)})

@@ -122,3 +122,36 @@ def test_a_file_with_null_bytes_is_named_without_line_none(tmp_path):
     path.write_bytes(b"from numba import cuda\n\x00\x00\n")
     code, out, err = lab("exercise", "check", "vecadd", "--file", str(path), "--dir", str(tmp_path))
     assert code in (1, 2) and "line None" not in out + err
+
+
+def test_grading_reports_links_hidden_folders_and_nested_files_as_what_they_are(tmp_path):
+    """A linked submission (to the shipped solution, or another student's file) is never followed;
+    hidden, linked and oddly named student folders and files one folder down are named in a note;
+    a folder name with a newline cannot print rows of its own."""
+    from lab.teach.grade import Refused, discover
+
+    solution = ROOT / "exercises" / "vecadd" / "solution.py"
+    root = tmp_path / "class"
+    for d in ("s1/sub", ".hidden", "s2", "s3", "bad\nname | vecadd | passed"):
+        (root / d).mkdir(parents=True)
+    (root / "s1" / "sub" / "vecadd.py").write_text(solution.read_text())
+    (root / ".hidden" / "vecadd.py").write_text(solution.read_text())
+    (root / "s2" / "vecadd.py").symlink_to(solution)
+    (root / "s2" / "dot.py").symlink_to(root / "s3" / "dot.py")
+    (root / "s3" / "dot.py").write_text("x = 1\n")
+    os.link(root / "s3" / "dot.py", root / "s3" / "hard.py")
+    (root / "s3" / "vecadd.py").write_text(solution.read_text())
+    os.mkfifo(root / "s3" / "softmax_fused.py")
+    (root / "linked").symlink_to(root / "s3")
+    students, names, files, notes = discover(root)
+    assert students == ["s1", "s2", "s3"]
+    assert isinstance(files[("s2", "vecadd")], Refused) and "symbolic link" in files[("s2", "vecadd")]
+    assert isinstance(files[("s2", "dot")], Refused)
+    assert isinstance(files[("s3", "dot")], Refused) and "hard link" in files[("s3", "dot")]
+    assert isinstance(files[("s3", "softmax_fused")], Refused) and "not a regular file" in files[("s3", "softmax_fused")]
+    assert files[("s3", "vecadd")] == root / "s3" / "vecadd.py"
+    assert ("s1", "vecadd") not in files
+    text = "\n".join(notes)
+    assert ".hidden: a hidden folder" in text and "linked: a symbolic link" in text
+    assert "s1/sub/: vecadd.py one folder down" in text
+    assert "'bad\\nname | vecadd | passed'" in text and all("\n" not in n for n in notes)
