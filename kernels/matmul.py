@@ -514,7 +514,9 @@ RUNGS = {
 }
 
 
-from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32/bf16: not auto's)
+from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32/bf16 ...)
+from kernels.gemm.tensor_core_3xtf32 import RUNG as TF32X3, auto_route  # noqa: E402  (3xTF32, auto's tensor-core route)
+PIPELINE_RUNGS = {**PIPELINE_RUNGS, TF32X3.name: TF32X3}
 
 SPEC = KernelSpec(
     name="matmul",
@@ -531,9 +533,13 @@ SPEC = KernelSpec(
     flops=lambda size: 2 * size[0] * size[1] * size[2],
     square_ok=True,
     variants={**RUNGS, **PIPELINE_RUNGS, "auto": auto_variant(
-        choose, RUNGS, "the tuned configuration of the shape's class (lab tune), else: vector for M = 1 or "
-        "N = 1, and wide_loads with the tile and K ranges a launch model of measured tiles picks (choose())",
-        kernel="matmul")},
+        choose, {**RUNGS, **PIPELINE_RUNGS}, "float32 on a GPU with the tensor cores for it (compute capability "
+        "9.0 or 8.0, numba-cuda-mlir): tensor_core_3xtf32 (3xTF32 on tensor cores, FP32-accurate; --precision "
+        "high, the default; medium: TF32, highest: SIMT only) from 2^29 FLOPs where M N / (M + N) >= 320; else the "
+        "tuned configuration of the "
+        "shape's class (lab tune), else: vector for M = 1 or N = 1, and wide_loads with the tile and K ranges a "
+        "launch model of measured tiles picks (choose())",
+        kernel="matmul", first=auto_route)},
     order=30,
     contenders={"cupy": (("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul"),),
                 "torch": (("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul"),

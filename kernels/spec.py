@@ -241,7 +241,7 @@ def sm_count() -> int:
     return current().sm_count
 
 
-def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> Variant:
+def auto_variant(choose, rungs: dict, doc: str, kernel: str = "", first=None) -> Variant:
     """An ``auto`` variant: the tuned configuration of ``kernel`` for the shape's class when
     ``lab tune`` cached one for this device (kernels.tuning.lookup), else ``choose(size) -> (rung
     name, threads, why[, params])``, the heuristic (params: the rung's tunables, as
@@ -250,10 +250,18 @@ def auto_variant(choose, rungs: dict, doc: str, kernel: str = "") -> Variant:
     ``tuning.HEURISTIC_RUNG`` says the heuristic won the class (the note says so too). The user's
     ``--threads`` is ignored (the named rungs honour it). The Launch note says what was chosen, by
     which ("tuned (cache)", "tuned (shipped)" or "heuristic") and why; ``Launch.rung`` and
-    ``Launch.params`` carry the choice to ``prepare``."""
+    ``Launch.params`` carry the choice to ``prepare``. ``first(size)``, when given, is asked before the tuned
+    cache: (rung, threads, why) to run instead of any SIMT choice (matmul's tensor-core route, kernels/gemm/
+    tensor_core_3xtf32.auto_route), or None."""
     from kernels import tuning
 
     def launch(size, threads):
+        pick = first(size) if first else None
+        if pick:
+            name, t, why = pick
+            cfg = rungs[name].configure(size, t)
+            note = f"auto: {name} at {t} threads, {why}" + (f"; {cfg.note}" if cfg.note else "")
+            return Launch(cfg.grid, cfg.block, cfg.threads_needed, note=note, rung=name, params=cfg.params)
         hit = tuning.lookup(kernel, size) if kernel else None
         cfg = None
         if hit and hit[0]["rung"] == tuning.HEURISTIC_RUNG:  # tuned: the per-shape choice won the class

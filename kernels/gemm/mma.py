@@ -134,6 +134,29 @@ def round_tf32(x):
     return rounded.astype(np.uint32).view(np.float32)
 
 
+def split_tf32(x):
+    """(big, small): x (float32 array or scalar) as the sum of two TF32 values, the 3xTF32 split
+    (kernels/gemm/tensor_core_3xtf32.py); both float32 arrays with their low 13 bits zero.
+
+    big = x rounded to TF32 (as :func:`round_tf32`: to nearest, ties away from zero), small = x - big (exact in
+    float32: at most 13 significant bits) rounded to TF32 likewise, so x - big - small is under 2^-22 |x|
+    (2^-11 of small's 2^-11 of x). Near FLT_MAX the rounding would carry into the exponent (x = 3.4028235e38
+    rounds up to infinity): there big is x truncated to TF32 instead, and small = x - big, still finite. An
+    infinity is (x, 0); a NaN is (a quiet NaN, 0). The same bits as :func:`split_word` on a GPU (PTX
+    :data:`SPLIT_PTX`) and in the emulation."""
+    bits = np.asarray(x, np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    big = (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)
+    carried = finite & ((big & 0x7F800000) == 0x7F800000)
+    big = np.where(carried | ~finite, bits & np.uint32(0xFFFFE000), big)
+    big = np.where(~finite & ((bits & 0x7FFFFF) != 0), np.uint32(0x7FC00000), big).astype(np.uint32)
+    bigf = big.view(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):
+        rest = (np.asarray(x, np.float32) - bigf).astype(np.float32)
+    small = np.where(finite, (rest.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000), 0)
+    return bigf, small.astype(np.uint32).view(np.float32)
+
+
 # --- The emulation (Numba's CUDA simulator, lab.core.simt) -------------------------------------
 def _me():
     return threading.current_thread()
@@ -296,6 +319,16 @@ def _cp_async_wait_emulated(n):
 
 
 # --- The GPU (numba-cuda-mlir's inline PTX) -------------------------------------------------
+# the 3xTF32 split of one word (split_tf32's bits): %2 the float32's bits in, %0 big, %1 small (TF32 bits) out
+SPLIT_PTX = ("{ .reg .b32 t, hi, lo; .reg .f32 fx, fh, fl; .reg .pred pf, po, pn; "
+             "and.b32 t, %2, 0x7F800000; setp.ne.b32 pf, t, 0x7F800000; "  # pf: x finite
+             "add.s32 hi, %2, 4096; and.b32 hi, hi, 0xFFFFE000; "  # round to nearest, ties away (cvt.rna's value)
+             "and.b32 t, hi, 0x7F800000; setp.eq.and.b32 po, t, 0x7F800000, pf; "  # carried past FLT_MAX:
+             "@po and.b32 hi, %2, 0xFFFFE000; @!pf and.b32 hi, %2, 0xFFFFE000; "  # truncate; an infinity stays one
+             "and.b32 t, %2, 0x007FFFFF; setp.ne.and.b32 pn, t, 0, !pf; @pn mov.b32 hi, 0x7FC00000; "  # NaN: quiet
+             "mov.b32 fx, %2; mov.b32 fh, hi; sub.rn.f32 fl, fx, fh; mov.b32 lo, fl; "  # x - big: exact
+             "add.s32 lo, lo, 4096; and.b32 lo, lo, 0xFFFFE000; @!pf mov.b32 lo, 0; "
+             "mov.b32 %0, hi; mov.b32 %1, lo; }")
 MMA_TF32_PTX = ("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};")
 # a shared array's address: numba-cuda-mlir may give its generic or its shared-window address
@@ -310,6 +343,12 @@ if COMPILER == MLIR:
         """x rounded to TF32 (``cvt.rna.tf32.f32``): its 32 bits in an int32 register (FRAGMENT
         type), as mma_tf32 takes A and B."""
         return _X.inline_ptx("cvt.rna.tf32.f32 %0, %1;", "=r", np.int32, "f", x)
+
+    @cuda.jit(device=True, forceinline=True)
+    def split_word(bits):
+        """(big, small) TF32 bits (int32 registers, FRAGMENT type) of the float32 whose bits are ``bits`` (an
+        int32 register): :func:`split_tf32` in one inline PTX block (:data:`SPLIT_PTX`)."""
+        return _X.inline_ptx(SPLIT_PTX, "=r", np.int32, "=r", np.int32, "r", bits)
 
     @cuda.jit(device=True, forceinline=True)
     def tf32_bits(x):
@@ -374,6 +413,11 @@ if COMPILER == MLIR:
         else:
             _X.inline_ptx("cp.async.wait_group 3;")
 elif SIMULATOR:  # the emulation
+    def split_word(x):
+        """(big, small) float32 values of float32 ``x`` (the emulated fragments hold values, not bits)."""
+        big, small = split_tf32(np.float32(x))
+        return np.float32(big), np.float32(small)
+
     to_tf32 = _to_tf32_emulated
     tf32_bits = _to_tf32_emulated
     mma_tf32 = _mma_tf32_emulated

@@ -205,12 +205,22 @@ def load_slab(sdst, saddr, src, gaddr, rows, cols, r0, c0, tile_rows, tile_cols,
                 cp_async4_at(sdst, d + 4 * e, src, gi + 4 * e if ok else gaddr, gr, gc + e, 1 if ok else 0)
 
 
+@cuda.jit(device=True, **FORCEINLINE)
+def _unsplit(x):
+    """(x, x): what the builds without ``split`` name in place of kernels.gemm.mma.split_word (in branches that
+    their constant ``split`` leaves dead), so that every build types under every compiler."""
+    return x, x
+
+
 @functools.cache
-def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec: bool = True):
+def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec: bool = True, split: bool = False):
     """The tensor_core_tf32 kernel for ``tile`` (a :class:`Tile`), rounding A and B to TF32 by
     ``rounding`` (kernels.gemm.shared_vec.ROUNDINGS: "add", "cvt" or "none"); ``vec``: 16-byte copies,
     for K and N multiples of 4 (rows 16-byte aligned), else 4-byte copies (:func:`kernel_for` picks).
-    A tile past 48 KB of shared memory needs ``tile.dynamic_bytes`` at launch (kernels.gemm.mma.with_shared)."""
+    A tile past 48 KB of shared memory needs ``tile.dynamic_bytes`` at launch (kernels.gemm.mma.with_shared).
+    ``split``: the 3xTF32 build (kernels/gemm/tensor_core_3xtf32.py; ``rounding`` unused): each fragment word
+    loaded as float32 bits and split in registers into a TF32 big and small part (kernels.gemm.mma.split_word),
+    three mma a step: small A x big B, big A x small B, then big x big."""
     bm, bn, wm, wn, bk, stages, pipelined = tile
     threads = tile.threads
     warps_n = bn // wn
@@ -224,6 +234,7 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     a_frag = MT * 8  # rows g and g + 8 of each m tile, 4 words (two k-steps) each
     b_frag = NT * 2
     b_frag_n = 2 * b_frag  # two buffers: the pipelined build loads k-step s + 1's while s's mma run
+    a_words_n, b_words_n = (2 * a_frag, 2 * b_frag_n) if split else (a_frag, b_frag_n)  # split: + small parts
     groups = bk // 16  # 16-deep groups a slab: one 128-bit A load a row each
     a_words = bm * bk
     b_words = bk * bn
@@ -233,11 +244,14 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
     b_copies = b_words // 4 // threads
     a_sw = 0 if bk == 16 else 4  # A rows of 16 words need no swizzle; longer rows: chunk ^ 4 on odd rows
     b_sw = 1 if cpl == 2 else 2  # B: chunk ^ (bit 2 of k) * b_sw ^ (bit 3 of k) * 4 (see the docstring)
-    mode = ROUNDINGS.index(rounding)
+    mode = ROUNDINGS.index("none" if split else rounding)
+    sa, sb = (a_frag, b_frag_n) if split else (0, 0)  # where the small parts sit in af, bf (split builds)
+    split_word = mma.split_word if split else _unsplit
     # launch bounds: 2 blocks an SM for the 64 x 64 warp tiles (their 128 accumulators need the 255 registers);
     # 4 for 32 x 32 ones (32 accumulators, 48 KB: 4 fit an SM), which caps them at 128 registers -- the 4-byte
     # copy build took 208 without the cap, 128 with it, no spills (ptxas through nvJitLink, sm_90)
-    min_blocks = 4 if acc_n <= 32 else max(1, 65536 // (threads * 255))
+    # (split builds of 32 x 32 warps: 3 blocks, 170 registers -- their doubled fragments spilled 92 bytes at 128)
+    min_blocks = (3 if split else 4) if acc_n <= 32 else max(1, 65536 // (threads * 255))
     bounds = {} if SIMULATOR else {"launch_bounds": (threads, min_blocks)}
 
     @cuda.jit(device=True, **FORCEINLINE)
@@ -246,6 +260,9 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         for h in range(2):
             f = (mt * 2 + h) * 4
             af[f], af[f + 1], af[f + 2], af[f + 3] = ld4_tf32(sm, pa + 64 * (kk ^ a_odd), (mt * 16 + h * 8) * bk, mode)
+            if split:
+                for e in range(4):
+                    af[f + e], af[sa + f + e] = split_word(af[f + e])
 
     @cuda.jit(device=True, **FORCEINLINE)
     def load_b(sm, bf, buf, pb, kk, s, b_chunk):
@@ -254,6 +271,9 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
             for c in range(cpl):
                 f = buf * b_frag + c * 8 + j  # bf[(c * 4 + e) * 2 + j]: n tile c * 4 + e, register j
                 bf[f], bf[f + 2], bf[f + 4], bf[f + 6] = ld4_tf32(sm, pb + 16 * (b_chunk ^ c), (kk * 16 + 2 * s + j) * bn, mode)
+                if split:
+                    for e in range(4):
+                        bf[f + 2 * e], bf[sb + f + 2 * e] = split_word(bf[f + 2 * e])
 
     @cuda.jit(device=True, **FORCEINLINE)
     def mma_row(acc, af, mt, bf, buf, s):
@@ -262,8 +282,19 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         for nt in range(NT):
             o = (mt * NT + nt) * 4
             b = buf * b_frag + nt * 2
-            d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[b], bf[b + 1],
-                                      acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
+            if split:  # the two correction products first (CUTLASS's order), then big x big, from zero: the tensor
+                # cores' own sums truncate (round toward zero), so the step's sum is added to acc by the CUDA
+                # cores, rounded to nearest (Ootomo and Yokota's accumulation outside the tensor cores)
+                z = float32(0.0)
+                d0, d1, d2, d3 = mma_tf32(af[sa + a], af[sa + a + 4], af[sa + a + 1], af[sa + a + 5], bf[b], bf[b + 1],
+                                          z, z, z, z)
+                d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[sb + b], bf[sb + b + 1],
+                                          d0, d1, d2, d3)
+                d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[b], bf[b + 1], d0, d1, d2, d3)
+                d0, d1, d2, d3 = acc[o] + d0, acc[o + 1] + d1, acc[o + 2] + d2, acc[o + 3] + d3
+            else:
+                d0, d1, d2, d3 = mma_tf32(af[a], af[a + 4], af[a + 1], af[a + 5], bf[b], bf[b + 1],
+                                          acc[o], acc[o + 1], acc[o + 2], acc[o + 3])
             acc[o] = d0
             acc[o + 1] = d1
             acc[o + 2] = d2
@@ -299,8 +330,8 @@ def make_tf32_kernel(tile: Tile = TILES[DEFAULT], rounding: str = ROUNDING, vec:
         b_chunk = (g * cpl) ^ ((q & 1) * b_sw + (q >> 1) * 4)
         b_lane = 4 * q * bn + wn0  # + 4 (b_chunk ^ c) for chunk c
         acc = cuda.local.array(acc_n, float32)  # [mt][nt][c0..c3]: registers (unrolled loops only)
-        af = cuda.local.array(a_frag, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU
-        bf = cuda.local.array(b_frag_n, FRAGMENT)  # [buffer][nt][b0, b1]
+        af = cuda.local.array(a_words_n, FRAGMENT)  # [mt][h][4 words]: TF32 bits on a GPU (then the small parts)
+        bf = cuda.local.array(b_words_n, FRAGMENT)  # [buffer][nt][b0, b1] (then the small parts)
         for i in range(acc_n):
             acc[i] = float32(0.0)
         ntiles = (K + bk - 1) // bk

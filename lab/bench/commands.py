@@ -60,7 +60,7 @@ def _kernels(names) -> list[str]:
 def run(kernel: str, *, threads: int | None = None, size: str | None = None, dtype: str = "float32",
         variant: str | list | None = None, contenders: str | list | None = None, repeats: int | None = None,
         warmup: int | None = None, seed: int | None = None, yes: bool = False, counters: bool = False,
-        sim: bool | None = None, compiler: str | None = None, arrays: str = "numba",
+        sim: bool | None = None, compiler: str | None = None, arrays: str = "numba", precision: str | None = None,
         counters_engine: Callable | None = None, progress: Events | None = None):
     """``lab run KERNEL``: each Numba variant beside NumPy, CuPy and torch, checked against float64, then
     timed (CUDA events on a GPU; in the simulator each row is checked once, not timed).
@@ -74,7 +74,10 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     the passed rows afterwards, e.g. lab.inspect.counters.for_run, and without one they are not
     measured); compiler: numba-cuda, numba-cuda-mlir or both; arrays: who owns the Numba rows' device
     buffers (inputs, outputs, canaries, the rungs' scratch): "numba" (the compiler's device arrays),
-    "torch" (CUDA tensors) or "cupy" (a GPU with that library only; LabError otherwise). progress:
+    "torch" (CUDA tensors) or "cupy" (a GPU with that library only; LabError otherwise). precision: what a
+    float32 matmul's auto may run, torch's float32_matmul_precision names (kernels/gemm/precision.py): "highest"
+    (SIMT FP32 only), "high" (also 3xTF32 on tensor cores, FP32-accurate; the default), "medium" (also TF32,
+    checked at TF32's tolerance); the JSON's "precision" key says which was in force. progress:
     ``progress(event, report, **info)`` (lab.core.runner's events).
 
     Returns the :class:`lab.core.runner.Report` (``to_dict()``: docs/schemas/run.json), or with
@@ -88,6 +91,9 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     seed = A.integer(seed, "--seed", min=0)
     yes, counters = A.flag(yes, "--yes"), A.flag(counters, "--counters")
     arrays = A.choice(arrays, "--arrays", ARRAYS) or "numba"
+    from kernels.gemm.precision import PRECISIONS
+
+    precision = A.choice(precision, "--precision", PRECISIONS)
     session = _session(sim, compiler, allow_both=True)
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
@@ -95,13 +101,14 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
         from lab.bench.compilers import run_both
 
         return run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
-                             contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays),
+                             contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays,
+                             precision=precision),
                         session.backend)
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=A.csv(variant),
                    contenders=A.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes,
-                   counters=counters, counters_engine=counters_engine, arrays=arrays)
+                   counters=counters, counters_engine=counters_engine, arrays=arrays, precision=precision)
     return run_kernel(opts, session.backend, progress=progress)
 
 

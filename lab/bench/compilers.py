@@ -26,7 +26,7 @@ def child_args(params: dict, compiler: str, backend: str, numba_only: bool) -> l
     """``lab run`` arguments for one compiler's process, from the parent's click parameters."""
     args = ["run", params["kernel"], "--json", "--compiler", compiler,
             "--sim" if backend == "simulator" else "--gpu", "--seed", str(params["seed"])]
-    for opt in ("threads", "size", "dtype", "variant", "repeats", "warmup", "arrays"):
+    for opt in ("threads", "size", "dtype", "variant", "repeats", "warmup", "arrays", "precision"):
         if params.get(opt) is not None:
             args += [f"--{opt}", str(params[opt])]
     contenders = params.get("contenders")

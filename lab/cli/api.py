@@ -223,7 +223,8 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     Options as the CLI's: threads (per block), size ("N", "ROWSxCOLS" ...), dtype, variant (also
     ``variants=``; comma-separated or a list), contenders, repeats, warmup, seed, yes, counters (the
     DRAM× and sec/req columns, as ``lab run --counters``), sim (True: simulator, False: GPU, None:
-    auto), compiler, arrays ("numba", "torch" or "cupy": who owns the Numba rows' device buffers).
+    auto), compiler, arrays ("numba", "torch" or "cupy": who owns the Numba rows' device buffers), precision
+    ("highest", "high" or "medium": what a float32 matmul's auto may run, kernels/gemm/precision.py).
     ``to_dict()``: docs/schemas/run.json (or run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
     from lab.bench.commands import run as work

@@ -42,8 +42,12 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
                    "scratch): numba (cuda.to_device / cuda.device_array), torch (CUDA tensors) or cupy; the "
                    "kernels take all three, zero-copy, under both compilers (docs/compilers.md, \"Device "
                    "arrays\"). torch and cupy need a GPU with that library installed.")
+@click.option("--precision", type=click.Choice(["highest", "high", "medium"]), default=None,
+              help="What a float32 matmul's auto may run, in torch's float32_matmul_precision words: highest (SIMT "
+                   "FP32 only), high (also 3xTF32 on tensor cores, FP32-accurate: the default), medium (also TF32, "
+                   "checked at TF32's tolerance). Rungs named with --variant run whatever it says.")
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
-        compiler, arrays):
+        compiler, arrays, precision):
     from lab.bench.commands import run as run_kernel
     from lab.cli.views import report
 
@@ -52,7 +56,8 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
     try:
         result = run_kernel(kernel, threads=threads, size=size, dtype=dtype, variant=variant, contenders=contenders,
                             repeats=repeats, warmup=warmup, seed=seed, yes=yes, counters=counters, sim=sim,
-                            compiler=compiler, arrays=arrays, counters_engine=engine, progress=progress)
+                            compiler=compiler, arrays=arrays, precision=precision, counters_engine=engine,
+                            progress=progress)
     except KeyboardInterrupt:
         from lab.cli import interrupt
 

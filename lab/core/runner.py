@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-import kernels
+import kernels.gemm.precision  # (binds kernels too)
 from kernels.cache import WouldCompile, would_have_compiled
 from lab.core import collect, compile_child, compilers, registry, resources
 from lab.core import simulator as simulation
@@ -67,6 +67,7 @@ class Options:
     counters: bool = False
     counters_engine: Callable | None = None
     arrays: str = "numba"  # who owns the Numba rows' device buffers: numba, torch or cupy (kernels.arrays)
+    precision: str | None = None  # what float32 matmul's auto may run (kernels/gemm/precision.py); None: the process's
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Report:
     quick_options: str | None = None  # simulator only: e.g. "--size 7x11", a run of seconds, when estimate_s is long
     compiler: str = ""  # the compiler of the Numba rows
     arrays: str = "numba"  # who owned the Numba rows' device buffers (lab run --arrays)
+    precision: str = ""  # lab run --precision in force (kernels/gemm/precision.py)
     counters: dict | None = None  # --counters: {"tool": "ncu"|"cupti"|"simulator", "engine", "notes"}
 
     def to_dict(self) -> dict:
@@ -119,7 +121,7 @@ class Report:
             "launches": self.launches,
             "copy_bandwidth": self.copy_bandwidth,
             "numpy_threads": self.numpy_threads,
-            "compiler": self.compiler, "arrays": self.arrays,
+            "compiler": self.compiler, "arrays": self.arrays, "precision": self.precision,
             "warnings": self.warnings,
             "notes": self.notes,
             "stop_rule": self.stop_rule,
@@ -208,14 +210,13 @@ _serialize_shared_arrays = simulation.serialize_shared_arrays
 def run(opts: Options, backend: str, progress: Events | None = None) -> Report:
     """Run, check and time ``opts.kernel`` on the selected backend; raises LabError on bad input.
 
-    Three steps: :func:`validate` (every option checked, nothing made yet), :func:`plan` (the rows'
-    tasks, in order: launch math per rung, skips), :func:`execute` (inputs, reference, each task
-    checked then timed). progress: optional ``progress(event, report, **info)`` callback (events
-    listed above).
-    """
+    Three steps: :func:`validate` (every option checked, nothing made yet), :func:`plan` (the rows' tasks, in
+    order: launch math per rung, skips), :func:`execute` (inputs, reference, each task checked then timed),
+    under ``opts.precision``; progress: optional ``progress(event, report, **info)`` (events listed above)."""
     with simulation.threads(backend == "simulator"), collect.frozen():  # collections scan only new objects
         plan_ = validate(opts, backend)
-        return execute(plan_, plan(plan_), progress)
+        with kernels.gemm.precision.using(opts.precision, plan_.dtype):  # what auto may choose: launch and run
+            return execute(plan_, plan(plan_), progress)
 
 
 @dataclass(frozen=True)
@@ -364,7 +365,7 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
     ref = _Reference(spec, inputs, refs, spec.tolerance(inputs, refs, dtype), spec.out_specs(size, dtype))
 
     report = Report(spec.name, spec.summary, p.backend, p.device, size, str(dtype), p.seed, p.repeats, p.warmup,
-                    spec.bytes_moved(size, dtype), spec.flops(size), threads=p.threads, warnings=list(p.warnings), arrays=opts.arrays)
+                    spec.bytes_moved(size, dtype), spec.flops(size), threads=p.threads, warnings=list(p.warnings), arrays=opts.arrays, precision=kernels.gemm.precision.get())
     rule = StopRule(repeats=p.repeats)
     report.stop_rule = ("none (each row checked once; --repeats N times N calls)" if p.repeats == 0 else
                         f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
@@ -403,8 +404,8 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             add(Row(task, step.skip, compiler=report.compiler if task.contender == "numba" else None))
         elif task.contender == "numba":
             variant = spec.variants[task.variant]
-            # a rung with coarser arithmetic than dtype (tensor cores: TF32, bf16) has its own tolerance
-            own = getattr(variant, "tolerance", None)
+            # a rung with coarser arithmetic than dtype (TF32, bf16) has its own tolerance; auto that of its choice
+            own = getattr(variant, "tolerance", None) or getattr(spec.variants.get(step.cfg.rung), "tolerance", None)
             prepare = lambda variant=variant, cfg=step.cfg: C.prepare_numba(spec, size, variant, cfg, inputs, simulator, opts.arrays)  # noqa: E731
             against = (ref.refs, own(inputs, ref.refs, dtype)) if own else None
 

@@ -93,6 +93,11 @@ def header_lines(report: Report) -> list[str]:
         lines.append(escape(run_header(report.compiler)))
     if getattr(report, "arrays", "numba") != "numba":  # lab run --arrays torch|cupy
         lines.append(escape(f"Numba rows' device arrays: {report.arrays} (zero-copy views at each launch)"))
+    if report.kernel == "matmul" and report.dtype == "float32" and getattr(report, "precision", ""):
+        lines.append(escape(f"precision {report.precision}: auto may run "
+                            + {"highest": "SIMT FP32 only", "high": "3xTF32 on tensor cores (FP32-accurate) or SIMT FP32",
+                               "medium": "TF32 on tensor cores (TF32's tolerance), 3xTF32 or SIMT FP32"}[report.precision]
+                            + " (--precision)"))
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")
