@@ -148,6 +148,7 @@ def test_exercise_list_and_check(tmp_path):
     import exercises
 
     ws = str(tmp_path / "ws")
+    (tmp_path / "ws").mkdir()  # an explicit --dir must exist (only lab exercise start makes one)
     rows = validated("exercise-list.json", "exercise", "list", "--json", "--dir", ws)
     assert "vecadd" in [r["name"] for r in rows]
     solution = exercises.load("vecadd").solution
