@@ -454,7 +454,7 @@ def main(argv) -> None:
             ex = SimpleNamespace(name=request["exercise"], kernel=request["kernel"], launch=request.get("launch"))
             with np.load(os.path.join(folder, executor.INPUTS), allow_pickle=False) as inputs:
                 case = executor.cases_of({"cases": [request["bench"]]}, inputs)[0]
-            raw = measure(executor.load_student(path, ex), ex, case, backend)
+            raw = measure(executor.load_student(path, ex, text=request.get("source")), ex, case, backend)
         except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
             raw = {"error": _failure(e)}
         out.write(json.dumps({"bench": raw}) + "\n")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 
 import numpy as np
@@ -38,7 +39,7 @@ from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST,
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
-from lab.teach.messages import (MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
+from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
@@ -84,6 +85,60 @@ def kernel_problem(obj) -> str:
     if mod.startswith("numba"):
         return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
     return "not a CUDA kernel: decorate it with @cuda.jit"
+
+
+def launch_config(launch, ex, case):
+    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.source.Launch`: the file's
+    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
+    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
+    each, or more than 1024 threads a block. The judge checks it; no process of the student's
+    gives a launch configuration."""
+    if not callable(launch):
+        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
+    try:
+        cfg = launch(*case.launch_args)
+    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
+    try:
+        grid, block = cfg
+        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
+        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
+        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
+    except Exception:  # noqa: BLE001
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
+                     f"threads per block), each an int or a tuple of 1-3 ints") from None
+    if min(g + b) < 1:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
+                     f"dimension must be at least 1")
+    if max(g + b) > 1 << 31:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
+                     f"past 2^31")
+    if math.prod(b) > 1024:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
+                     f"the limit is 1024")
+    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
+    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
+    return grid, block
+
+
+def launch_plan(ex, prog, cases) -> list:
+    """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
+    (:func:`launch_config`, from the :class:`lab.teach.source.Program` ``prog``), or the Failed
+    message (a str) when launch() failed for that test."""
+    from lab.teach.source import Launch
+
+    launch = Launch(prog, ex.launch) if ex.launch else None
+    out = []
+    for c in cases:
+        if c.grid is not None:
+            out.append((c.grid, c.block))
+            continue
+        try:
+            out.append(launch_config(launch, ex, c))
+        except Failed as e:
+            out.append(str(e))
+    return out
 
 
 def guard_elements() -> int:
@@ -138,8 +193,13 @@ def judge_case(ex, case, raw, backend):
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
         _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
-    # the mapping lesson's counts (lab.teach.lessons.mapping_facts), made by the executor
-    facts = getattr(trace, "lab_facts", None) if trace is not None and getattr(ex, "lesson", None) else None
+    # the mapping lesson's facts, derived here from the tracer's raw counts (lab.teach.lessons.facts_from_counts;
+    # raw_result refused a simulator's result without them: a lesson is never skipped for want of facts)
+    facts = None
+    if trace is not None and getattr(ex, "lesson", None):
+        from lab.teach.lessons import facts_from_counts
+
+        facts = facts_from_counts(trace.lab_counts, writers, grid, block, onames)
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
@@ -331,8 +391,12 @@ class Judge:
     """The parent's side of one executor child: it judges each test from the raw results the child
     left in ``folder`` (never from what the child printed), in the order they come."""
 
-    def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False):
+    def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False,
+                 launches=None):
         self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
+        # per case: (grid, block) the judge evaluated (lab.teach.checker.launch_plan), or its failure (a str)
+        self.launches = list(launches) if launches is not None else [
+            (c.grid, c.block) if c.grid is not None else None for c in cases]
         self.index = {c.name: i for i, c in enumerate(cases)}
         self.planned = ([COMPILE_TEST] if compile_planned else []) + [c.name for c in cases]
         self.notes: list[str] = []
@@ -392,6 +456,8 @@ class Judge:
         key = "compile" if name == COMPILE_TEST else self.index.get(name)
         if key is None:
             return False
+        if key != "compile" and isinstance(self.launches[key], str):
+            return True  # its launch() failed: judged without a result
         try:
             return os.stat(result_name(key, "json"), dir_fd=self.dir_fd, follow_symlinks=False).st_size > 0
         except OSError:
@@ -405,12 +471,15 @@ class Judge:
         if i is None:
             return None
         case = self.cases[i]
+        if isinstance(self.launches[i], str):  # the file's launch() failed here: no kernel ran
+            return {"name": name, "passed": False, "message": self.launches[i], "kind": DIAGNOSIS}
         try:
             rec = self._json(i)
             if rec is None:
                 return None
-            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case), self.dir_fd)
-            raw = raw_result(case, rec, npz, self.backend, self.path)
+            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case, self.launches[i]),
+                                  self.dir_fd)
+            raw = raw_result(case, rec, npz, self.backend, self.path, launch=self.launches[i])
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
             result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}
