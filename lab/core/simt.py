@@ -116,22 +116,60 @@ def _epoch():
 
 
 class Traced(np.ndarray):
-    """An ndarray that checks scalar indices against its shape and reports accesses to a tracker."""
+    """An ndarray that checks scalar indices against its shape and reports accesses to a tracker.
+
+    A slice, a partial index (``A[i]`` of a 2-D array) or a mask taken inside a kernel is a Traced
+    view too, each of its elements mapped to its element of the traced array (``_lab_flat``): an
+    element read or written through it (``A[i][j] = v``) is traced as one of the array's, and a
+    store into a slice (``c[:] = v``) is traced as this thread's store of every element it covers."""
+
+    def _lab_flats(self):
+        flat = getattr(self, "_lab_flat", None)
+        if flat is None:
+            n = int(np.prod(self.shape)) if self.shape else 1
+            flat = np.arange(n).reshape(self.shape)
+        return flat
+
+    def _lab_element(self, tr, idx, kind):
+        """The traced array's flat index of element ``idx`` of this view, or None (not one element)."""
+        if getattr(self, "_lab_flat", None) is None:
+            return tr.index(self, idx, kind)
+        key = idx if isinstance(idx, tuple) else (idx,)
+        if len(key) != self.ndim or not all(isinstance(i, (int, np.integer)) for i in key):
+            return None
+        for i, n in zip(key, self.shape):
+            if i < 0 or i >= n:
+                who = _who()
+                with tr.lock:
+                    tr.trace.oob.append((tr.name, tuple(int(j) for j in key), tuple(self.shape), who, kind))
+                raise IndexError(f"{kind} of {tr.name}{list(map(int, key))} outside its shape {tuple(self.shape)}")
+        return int(self._lab_flat[key])
 
     def __getitem__(self, idx):
         tr = getattr(self, "_lab_tracker", None)
         if tr is not None:
-            flat = tr.index(self, idx, "read")
+            flat = self._lab_element(tr, idx, "read")
             if flat is not None:
                 tr.read(flat, sys._getframe(1))
+            elif hasattr(threading.current_thread(), "blockIdx"):  # a view taken in a kernel: traced too
+                out = np.ndarray.__getitem__(self.view(np.ndarray), idx)
+                if isinstance(out, np.ndarray):
+                    view = out.view(Traced)
+                    view._lab_tracker, view._lab_flat = tr, self._lab_flats()[idx]
+                    return view
+                return out
         return np.ndarray.__getitem__(self.view(np.ndarray), idx)
 
     def __setitem__(self, idx, val):
         tr = getattr(self, "_lab_tracker", None)
         if tr is not None:
-            flat = tr.index(self, idx, "write")
+            flat = self._lab_element(tr, idx, "write")
             if flat is not None:
                 tr.write(flat, sys._getframe(1))
+            elif hasattr(threading.current_thread(), "blockIdx"):  # a slice store: each element it covers
+                frame = sys._getframe(1)
+                for f in np.asarray(self._lab_flats()[idx]).ravel():
+                    tr.write(int(f), frame)
         np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
 
 

@@ -34,6 +34,7 @@ CUDA Python" (what a kernel may use).
 from __future__ import annotations
 
 import ast
+import builtins
 import linecache
 import math
 import operator
@@ -626,6 +627,10 @@ class _DeviceRules(ast.NodeVisitor):
                 self.refuse(node, f"{name} is not a device function (@cuda.jit(device=True)): a kernel cannot "
                                   f"call it")
             self.calls.add(name)
+        elif name not in self.prog.imports and name not in self.prog.constants and name not in BUILTINS \
+                and hasattr(builtins, name):
+            self.refuse(node, f"Python's {name} (a kernel may call only {', '.join(BUILTINS[:24])} of Python's "
+                              f"builtins)")
         # a name of the imports, the constants or BUILTINS is in the kernel's module; any other name is
         # undefined where the kernel runs (its module holds nothing else): a NameError there
 
@@ -750,8 +755,6 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
     the constants and these functions; its builtins :data:`BUILTINS`. The file's line numbers stay
     (its text is what :mod:`linecache` gives for ``prog.path``). Nothing of the file runs: its
     ``def`` statements define functions."""
-    import builtins
-
     import numba
     from numba import cuda
 
