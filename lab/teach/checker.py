@@ -1,10 +1,13 @@
-"""The judge of the exercise checker: it makes the hidden tests, their float64 references and every
-verdict, and it never imports the student's code. The student's file is loaded and launched only by
-:mod:`lab.teach.executor`, in a child process that the parent (:func:`lab.teach.workspace.check`) kills
-when a test runs past its timeout; the child gets each test's inputs (never a reference, a
-tolerance or the seed) and hands back raw data (output arrays, the simulator's trace facts) in
-files of its folder, which :class:`Judge` reads safely and re-checks against what was asked.
-Nothing the child prints or writes is taken as a verdict.
+"""The judge of the exercise checker: it makes the hidden tests, their float64 references, the
+launch configurations (the student's ``launch()`` interpreted here, :func:`launch_config`) and every
+verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.source`).
+The kernel built from that source is launched only by :mod:`lab.teach.executor`, in a child process
+that the parent (:func:`lab.teach.workspace.check`) kills when a test runs past its timeout; the
+child gets the source, each test's inputs and launch configuration (never a reference, a tolerance
+or the seed) and hands back raw data (output arrays, the simulator's tracer's records and counts) in
+files of its folder, which :class:`Judge` reads safely and re-checks against what was asked; the
+mapping lessons' facts are derived here from the counts. Nothing the child prints or writes is taken
+as a verdict.
 
 Per hidden test: poison the outputs (NaN; integer outputs twice, with two different poisons), launch
 the student's kernel (in the simulator through :mod:`lab.core.simt`, which traces who wrote what, out-of-
@@ -12,11 +15,11 @@ bounds accesses and shared-memory races; on a GPU with guard bands around each o
 the float64 reference, and turn what went wrong into one diagnosing message. Messages name at most
 one expected element, never the test's code or its data.
 
-What the judge cannot tell from the data: outputs that the child computed right on the CPU (from the
-inputs it was given) and passed off as the kernel's, with forged writers; the simulator's trace
-catches the plain form (an output that holds values no traced thread stored), and a kernel defined
-outside the student's file (the shipped solution imported) is refused; the grader's sandbox
-(:mod:`lab.teach.sandbox`) must keep the solutions unreadable.
+What the child runs is the kernel built from the checked source and nothing else of the file (its
+top level never runs; the kernel's module holds only the allow-list's objects), so no code of the
+student's can compute outputs on the CPU or forge the tracer's records; an output that holds values
+no traced thread stored fails all the same. A kernel must be defined in the file: importing the
+lab's code (its kernels, the shipped solution) is refused as source.
 
 The judge's parts, one idea each: :mod:`lab.teach.cases` (the hidden tests and their poisons),
 :mod:`lab.teach.channel` (the request out, the raw results back, read safely and checked against

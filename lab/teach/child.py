@@ -37,7 +37,7 @@ COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
                extra=None, notes=None, skip=(), progress=None, compiled=None,
-               require_compile: bool = False) -> list[dict]:
+               require_compile: bool = False, report_compile: bool = True) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
     every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
@@ -61,7 +61,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     the PTX it checks: a kernel that does not compile for a GPU is never run (its entry alone comes
     back); ``compiled``: its result already made (a Future of it: ``lab exercise grade`` compiles a
     student's files in one child). ``require_compile`` (a teacher's grade): a compile that could not
-    give a verdict (no NVVM, its process failed) fails the gate instead of being a note."""
+    give a verdict (no NVVM, its process failed) fails the gate instead of being a note;
+    ``report_compile`` False (the simulator's leg beside a GPU, whose child reports the compile): the
+    compile only gates the tests, its entry is left out (a kernel that does not compile: no tests)."""
     from lab.teach import source as SRC
     from lab.teach.checker import launch_plan
     from lab.teach.messages import Failed
@@ -85,7 +87,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         if gate is not None and not gate["passed"]:  # never run: the kernel is not proven device code
             if extra is not None:
                 extra["bench"] = None
-            return [gate]
+            return [gate] if report_compile else []
+        if not report_compile:
+            gate = None
     skip = list(first)
     retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
     counts = {"planned": None}

@@ -2,7 +2,7 @@
 checker's own child (:mod:`lab.teach.sandbox`): ``python -m lab.teach.compile_sandbox LIMITS FOLDER``
 under bubblewrap where it works (no network, no GPU, a read-only view of what a compile needs, the
 exercises' solutions and hidden tests hidden), with the allow-listed environment, the resource
-limits, Landlock, then seccomp and the audit hook before the first student file is imported.
+limits, Landlock, then seccomp and the audit hook before the first kernel is built from its source.
 
 The parent (:func:`run`) copies the files into a private folder, writes ``compile-request.json``
 ({"items": [{"path", "kernel", "sigs", "cc"}]}) and makes every result file ``compile-K.json``
@@ -14,9 +14,9 @@ only with a PTX per signature that it checks itself (:func:`lab.teach.gpu_compil
 kernel): a child's "ok" alone is no result. Several files of one student go to one child (``lab
 exercise grade``): the start-up (Python, Numba, NVVM) is paid once per student, not per exercise.
 
-What the check cannot exclude: a student's file that compiles, at import time, some other valid
-kernel under its kernel's name and writes that PTX (the file's own code runs in this child, as in
-any check). Nothing here prints.
+The child builds each kernel from the source text the parent wrote
+(:func:`lab.teach.gpu_compile.compile_source`): the student's file is never imported, so nothing of
+it runs here but the compiler on its syntax tree. Nothing here prints.
 """
 from __future__ import annotations
 

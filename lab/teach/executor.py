@@ -1,27 +1,33 @@
-"""The student's side of the exercise checker: the only code of the lab that imports a student's
-file. It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
-or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it loads the file,
-launches the kernel on the inputs the parent gave it and hands back raw data. The verdict, the
-references and every message are the parent's (:mod:`lab.teach.checker`, the judge).
+"""The student's side of the exercise checker: the only code of the lab that runs a student's kernel.
+It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
+or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it builds the kernel
+from the source text the judge read and sent (:func:`lab.teach.source.load`: the file's syntax tree
+checked, the kernel and the device functions it reaches defined from it; the file is never imported
+and its top level never runs), launches it with the launch configuration the judge evaluated on
+the inputs the parent gave it and hands back raw data. The verdict, the references, the launch
+configurations, the lessons' facts and every message are the parent's (:mod:`lab.teach.checker`,
+the judge).
 
 The channel (files in the child's folder, the folder of PROGRESS; :data:`REQUEST`, :data:`INPUTS`,
 written by the parent; the rest written here):
 
 * ``request.json``: {"exercise", "kernel", "launch", "backend", "shuffle_seed", "compile": null or
-  {"sigs"}, "cases": [{"name", "args": [{"array": KEY} | {"scalar": value, "type"}], "outputs":
-  [[shape, dtype]], "init": [KEY] or null, "out_names", "grid", "block", "launch_args", "runs":
-  [poisons], "finite_rerun": bool}], "bench": a case as these, with ``--bench``}; ``request.npz``: the
-  input arrays and initial values by KEY. No reference, tolerance, diagnosis or solution path is
-  ever in it.
+  {"sigs"}, "source": the file's text, "cases": [{"name", "args": [{"array": KEY} | {"scalar":
+  value, "type"}], "outputs": [[shape, dtype]], "init": [KEY] or null, "out_names", "grid", "block"
+  (the judge's), "launch_args", "runs": [poisons], "finite_rerun": bool, "launch_failed": bool (not
+  run)}], "bench": a case as these, with ``--bench``}; ``request.npz``: the input arrays and initial
+  values by KEY. No reference, tolerance, diagnosis or solution path is ever in it.
 * ``result-load.json``: {"failed": message} when the file does not load;
 * ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.gpu_compile`: an "ok" with
   the PTX of each signature, which the judge checks; a contained simulator check compiles in a
   child of its own instead, :mod:`lab.teach.compile_sandbox`);
 * ``result-K.json`` (case K of the request): {"grid", "block", "param_names", "kernel_file",
-  "failed", "kernel_error", "traces", "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the
-  output arrays of poison run r), ``again_out{k}`` (the GPU's finite-poison re-run),
-  ``run{r}_writers{k}`` and ``run{r}_others{k}`` (the simulator's writers per output element: rows of
-  flat index, block x, y, z, thread x, y, z).
+  "failed", "kernel_error", "traces" (per run the tracer's records and "lab_counts", the JSON part of
+  its raw counts), "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the output arrays of poison
+  run r), ``again_out{k}`` (the GPU's finite-poison re-run), ``run{r}_writers{k}`` and
+  ``run{r}_others{k}`` (the simulator's writers per output element: rows of flat index, block x, y,
+  z, thread x, y, z), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests`` (the tracer's
+  count tables, :func:`lab.teach.lessons.stats_counts`).
 * the progress file: ``{"start": NAME}``, ``{"loaded": [NAMES]}``, ``{"done": NAME}``, ``{"note": text}``
   (the parent's clock and progress only: it never takes a result from it).
 """

@@ -7,7 +7,9 @@ hidden tests, and turns the compiler's error into one line at the student's line
 
 In a process that runs the simulator (``NUMBA_ENABLE_CUDASIM=1``) ``numba.cuda`` *is* the simulator,
 so the compile runs in a child process without it (``python -m lab.teach.gpu_compile``), like
-``lab occupancy``'s offline compile (:mod:`lab.core.resources`). Results are cached per file content,
+``lab occupancy``'s offline compile (:mod:`lab.core.resources`), from the file's source
+(:func:`compile_source`: the kernel built from its checked syntax tree, the file never imported).
+Results are cached per source,
 argument types and numba-cuda version; only the compiler's verdicts (compiled, or an error in the
 student's code) are: a compile that could not run (no NVVM, out of memory, a killed or timed-out
 process) is tried again at the next check. Without NVVM/NVRTC (``pip install 'numba-gpu-lab[occupancy]'``)
