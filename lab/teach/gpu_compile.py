@@ -304,7 +304,8 @@ def _key(path: str, kernel: str, sigs: list, cc, text: str) -> str:
     except PackageNotFoundError:
         nv = "?"
     h = hashlib.sha256(text.encode())  # the student's source, this module and the source rules (their messages)
-    for f in (__file__, os.path.join(os.path.dirname(__file__), "source.py")):
+    for f in (__file__, *(os.path.join(os.path.dirname(__file__), f"{m}.py") for m in ("source", "source_rules",
+                                                                                         "source_eval", "allowlist"))):
         with open(f, "rb") as fh:
             h.update(fh.read())
     h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 2]).encode())
