@@ -69,6 +69,26 @@ NUMPY_ATTRS = frozenset(
     + [n for n in _NP_TYPES if hasattr(np, n)] + [n for n in _NP_CONSTANTS if hasattr(np, n)]
     + [n for n in _NP_PURE if hasattr(np, n)])
 MATH_ATTRS = frozenset(n for n in dir(math) if not n.startswith("_"))
+
+
+def _positional_before_out(fn) -> int | None:
+    """How many positional arguments NumPy's ``fn`` takes before its ``out`` (a ufunc: its inputs;
+    a function with an ``out`` parameter: those before it; None: no ``out``). A kernel's call gets at
+    most that many, and no ``out=``: numpy would write a whole array past the tracer."""
+    if isinstance(fn, np.ufunc):
+        return fn.nin
+    import inspect
+
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return 0  # no signature to tell: no array argument past the first ... none at all
+    names = [p.name for p in params]
+    return names.index("out") if "out" in names else None
+
+
+NUMPY_MAX_ARGS = {n: _positional_before_out(getattr(np, n)) for n in NUMPY_ATTRS if callable(getattr(np, n, None))
+                  and not isinstance(getattr(np, n), type)}
 # attributes of values (arrays, scalars, cuda.threadIdx ...): read-only facts, never a method that
 # reaches memory (view, ctypes), a file (tofile) or Python's objects (format, __class__)
 VALUE_ATTRS = frozenset({"shape", "size", "ndim", "dtype", "itemsize", "strides", "nbytes", "x", "y", "z",

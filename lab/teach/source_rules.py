@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 import builtins
 
-from lab.teach.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, VALUE_ATTRS, Program,
+from lab.teach.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, NUMPY_MAX_ARGS,
+                                 VALUE_ATTRS, Program,
                               _fail, _src)
 
 
@@ -95,6 +96,22 @@ class _DeviceRules(ast.NodeVisitor):
             if allowed is not None and node.attr not in allowed:
                 self.refuse(node, f"{_src(node)} is not {kind}'s device API")
         self.visit(node.value)  # cuda.threadIdx of cuda.threadIdx.x, the array of a.shape ...
+
+    def visit_Call(self, node):
+        f = node.func
+        name = None
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id not in self.locals \
+                and self.prog.imports.get(f.value.id) == ("numpy", None):
+            name = f.attr
+        elif isinstance(f, ast.Name) and f.id not in self.locals and (self.prog.imports.get(f.id) or ("",))[0] == "numpy":
+            name = self.prog.imports[f.id][1]
+        if name in NUMPY_MAX_ARGS:  # no whole-array write by numpy (out=, a ufunc's output argument)
+            most = NUMPY_MAX_ARGS[name]
+            if any(k.arg in ("out", None) for k in node.keywords) or \
+                    most is not None and (len(node.args) > most or any(isinstance(a, ast.Starred) for a in node.args)):
+                self.refuse(node, f"{_src(node)}: numpy writing into an array (out): a kernel's threads store "
+                                  f"their elements themselves")
+        self.generic_visit(node)
 
     def visit_Subscript(self, node):
         if isinstance(node.ctx, (ast.Store, ast.Del)):
