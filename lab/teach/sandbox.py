@@ -272,6 +272,7 @@ def main(argv) -> None:
     import lab.core.simt  # noqa: F401
     import lab.teach.bench  # noqa: F401
     import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
+    import lab.teach.source  # noqa: F401 - the kernel is built from the source (lab.teach.executor.load_student)
 
     if simulator:
         import lab.core.runner  # noqa: F401

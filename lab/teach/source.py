@@ -64,7 +64,7 @@ def read(path) -> str:
     if len(data) > SOURCE_CAP:
         raise Failed(f"{base} is larger than {SOURCE_CAP >> 10} KiB: not a kernel's source file")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # (a byte-order mark, as Python's own import takes it)
     except UnicodeDecodeError as e:
         raise Failed(f"{base} is not UTF-8 text (byte {e.start}): save it as UTF-8") from None
 
