@@ -93,9 +93,12 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 @click.option("--no-landlock", is_flag=True, help="Do not confine file access with Landlock (if it gets in the "
               "way of a GPU driver); the other limits stay.")
 @click.option("--seed", type=click.IntRange(min=0), default=None, help="Seed for the inputs (the same for everyone).")
+@click.option("--no-gpu-compile", "no_gpu_compile", is_flag=True,
+              help="Grade without the offline GPU compile (where NVVM is missing): kernels checked from their source "
+                   "alone; the gradebook says so.")
 @O.BACKEND
 def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, timeout, cpu_limit, memory_limit, file_limit,
-                   no_landlock, seed, sim):
+                   no_landlock, seed, no_gpu_compile, sim):
     """Grade a class: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained process.
 
     tests: hidden tests passed of the exercise's hidden tests (0 of N for a missing file, one that
@@ -110,7 +113,8 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
         with bar_unless(as_json, "grading", finished=True) as progress:
             doc = grade(submissions, exercises=exercises, jobs=jobs, csv=csv, bench=bench, timeout=timeout,
                         cpu_limit=cpu_limit, memory_limit=memory_limit, file_limit=file_limit,
-                        no_landlock=no_landlock, seed=seed, sim=sim, progress=progress)
+                        no_landlock=no_landlock, seed=seed, sim=sim, progress=progress,
+                        no_gpu_compile=no_gpu_compile)
     except KeyboardInterrupt:  # before the first submission started (grade returns what it has after)
         click.echo("interrupted: nothing was graded", err=True)
         sys.exit(INTERRUPTED)

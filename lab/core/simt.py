@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.core import simulator as simulation
+from lab.core.simt_warp import WARP_OPS, _install_warp_ops, _lane_op, _undefined  # noqa: F401 - (names of this module)
 from lab.core.trace import _instruction  # a load or store site: (code, bytecode offset), as the sector tracer's
 
 
@@ -116,22 +117,60 @@ def _epoch():
 
 
 class Traced(np.ndarray):
-    """An ndarray that checks scalar indices against its shape and reports accesses to a tracker."""
+    """An ndarray that checks scalar indices against its shape and reports accesses to a tracker.
+
+    A slice, a partial index (``A[i]`` of a 2-D array) or a mask taken inside a kernel is a Traced
+    view too, each of its elements mapped to its element of the traced array (``_lab_flat``): an
+    element read or written through it (``A[i][j] = v``) is traced as one of the array's, and a
+    store into a slice (``c[:] = v``) is traced as this thread's store of every element it covers."""
+
+    def _lab_flats(self):
+        flat = getattr(self, "_lab_flat", None)
+        if flat is None:
+            n = int(np.prod(self.shape)) if self.shape else 1
+            flat = np.arange(n).reshape(self.shape)
+        return flat
+
+    def _lab_element(self, tr, idx, kind):
+        """The traced array's flat index of element ``idx`` of this view, or None (not one element)."""
+        if getattr(self, "_lab_flat", None) is None:
+            return tr.index(self, idx, kind)
+        key = idx if isinstance(idx, tuple) else (idx,)
+        if len(key) != self.ndim or not all(isinstance(i, (int, np.integer)) for i in key):
+            return None
+        for i, n in zip(key, self.shape):
+            if i < 0 or i >= n:
+                who = _who()
+                with tr.lock:
+                    tr.trace.oob.append((tr.name, tuple(int(j) for j in key), tuple(self.shape), who, kind))
+                raise IndexError(f"{kind} of {tr.name}{list(map(int, key))} outside its shape {tuple(self.shape)}")
+        return int(self._lab_flat[key])
 
     def __getitem__(self, idx):
         tr = getattr(self, "_lab_tracker", None)
         if tr is not None:
-            flat = tr.index(self, idx, "read")
+            flat = self._lab_element(tr, idx, "read")
             if flat is not None:
                 tr.read(flat, sys._getframe(1))
+            elif hasattr(threading.current_thread(), "blockIdx"):  # a view taken in a kernel: traced too
+                out = np.ndarray.__getitem__(self.view(np.ndarray), idx)
+                if isinstance(out, np.ndarray):
+                    view = out.view(Traced)
+                    view._lab_tracker, view._lab_flat = tr, self._lab_flats()[idx]
+                    return view
+                return out
         return np.ndarray.__getitem__(self.view(np.ndarray), idx)
 
     def __setitem__(self, idx, val):
         tr = getattr(self, "_lab_tracker", None)
         if tr is not None:
-            flat = tr.index(self, idx, "write")
+            flat = self._lab_element(tr, idx, "write")
             if flat is not None:
                 tr.write(flat, sys._getframe(1))
+            elif hasattr(threading.current_thread(), "blockIdx"):  # a slice store: each element it covers
+                frame = sys._getframe(1)
+                for f in np.asarray(self._lab_flats()[idx]).ravel():
+                    tr.write(int(f), frame)
         np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
 
 
@@ -542,65 +581,6 @@ class _CudaThread(threading.Thread):
             self.barrier.stop()
         finally:
             self.barrier.leave(self.thread_id)
-
-
-def _undefined(value):
-    """What a shuffle returns from a lane that did not take part (undefined in CUDA): a poison."""
-    if isinstance(value, (float, np.floating)):
-        return type(value)(np.nan)
-    if isinstance(value, np.integer):
-        return np.array(poisoned((), value.dtype)).astype(value.dtype)[()]
-    if isinstance(value, (bool, np.bool_)):
-        return value
-    return 0x5A5A5A5A
-
-
-def _lane_op(src_of):
-    """A ``cuda.shfl_*_sync(mask, value, arg)``: the value of lane ``src_of(lane, arg)`` (None: the
-    caller's own value, as CUDA defines for a source outside the warp)."""
-    def shfl(mask, value, arg):
-        me = threading.current_thread()
-        got = me.warp_collective(mask, value)
-        src = src_of(me.thread_id % 32, int(arg))
-        if src is None:
-            return value
-        return got[src] if src in got else _undefined(value)
-    return shfl
-
-
-WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activemask",
-            "mma_tf32", "mma_bf16", "ldmatrix")  # kernels.gemm.mma, mma_bf16: emulated warp collectives
-
-
-def _install_warp_ops(mod, n_threads):
-    """The warp collectives Numba's simulator lacks (CUDA C++ Programming Guide, "Warp Shuffle
-    Functions", "Warp Vote Functions", "Synchronization Functions"), on a FakeCUDAModule: the 32-lane
-    width (numba-cuda's shuffles take no width), every lane of the mask must call them."""
-    mod.shfl_sync = _lane_op(lambda lane, src: src % 32)
-    mod.shfl_up_sync = _lane_op(lambda lane, d: lane - d if lane - d >= 0 else None)
-    mod.shfl_down_sync = _lane_op(lambda lane, d: lane + d if lane + d < 32 else None)
-    mod.shfl_xor_sync = _lane_op(lambda lane, m: lane ^ m if (lane ^ m) < 32 else None)
-
-    def syncwarp(mask=0xFFFFFFFF):
-        threading.current_thread().warp_collective(mask, None)
-
-    def vote(combine):
-        def op(mask, predicate):
-            got = threading.current_thread().warp_collective(mask, bool(predicate))
-            return combine(got)
-        return op
-
-    def activemask():
-        me = threading.current_thread()
-        warp = me.thread_id // 32
-        gone = me.barrier.exited
-        return sum(1 << k for k in range(32) if warp * 32 + k < n_threads and warp * 32 + k not in gone)
-
-    mod.syncwarp = syncwarp
-    mod.all_sync = vote(lambda got: all(got.values()))
-    mod.any_sync = vote(lambda got: any(got.values()))
-    mod.ballot_sync = vote(lambda got: sum(1 << k for k, v in got.items() if v))
-    mod.activemask = activemask
 
 
 class KernelError(Exception):

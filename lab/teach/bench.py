@@ -11,8 +11,10 @@ passed. Three sides, as for the hidden tests:
   ``python -m lab.teach.bench --reference``: no student code in it), once per exercise, backend
   and seed in a process; and the parent computes the pass line from the two (:func:`judge`).
 
-Nothing here prints. What stays the child's word: its own counts and timings (a kernel's time can
-only be taken where it runs); forged counts can pass a bench but not a hidden test.
+Nothing here prints. The counts and timings come from the lab's own tracer and timer in the child,
+around the kernel built from the source the judge read (:func:`lab.teach.executor.load_student`:
+nothing of the file but its kernel runs, so nothing can replace :func:`measure`); the launch
+configuration is the judge's.
 
 On a GPU: the student's kernel, the reference solution (``exercises/NAME/solution.py``) and, where
 the exercise names one (meta ``RUNG = "kernel:variant"``), the ``kernels/`` rung it mirrors are
@@ -117,7 +119,7 @@ def measure(mod, ex, case, backend: str) -> dict:
 
 def run(name: str, path: str, backend: str, seed: int) -> dict:
     """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS), every
-    side in this process (for the lab's own tests: the student's code runs here)."""
+    side in this process (for the lab's own tests: the student's kernel runs here)."""
     import exercises
     from lab.teach.executor import load_student
 
@@ -454,7 +456,7 @@ def main(argv) -> None:
             ex = SimpleNamespace(name=request["exercise"], kernel=request["kernel"], launch=request.get("launch"))
             with np.load(os.path.join(folder, executor.INPUTS), allow_pickle=False) as inputs:
                 case = executor.cases_of({"cases": [request["bench"]]}, inputs)[0]
-            raw = measure(executor.load_student(path, ex), ex, case, backend)
+            raw = measure(executor.load_student(path, ex, text=request.get("source")), ex, case, backend)
         except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
             raw = {"error": _failure(e)}
         out.write(json.dumps({"bench": raw}) + "\n")

@@ -70,11 +70,18 @@ JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are 
 OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
 
 
-def result_cap(case) -> int:
+COUNT_CAP = 64 << 20  # bytes of the tracer's count tables a run may add, beyond 2 KiB a thread of its launch
+
+
+def result_cap(case, launch=None) -> int:
     """The largest result file (bytes) that case ``case`` can need: per run and output, the output
     itself and its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra), twice
-    for the GPU's re-run, plus 1 MiB of headers; a larger file is not read."""
+    for the GPU's re-run, the tracer's count tables (:data:`COUNT_CAP` and 2 KiB a thread of the
+    ``launch``, (grid, block)), plus 1 MiB of headers; a larger file is not read."""
     per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
+    launch = launch if isinstance(launch, tuple) else (case.grid, case.block)
+    threads = math.prod(_dims3(launch[0])) * math.prod(_dims3(launch[1])) if launch[0] is not None else 1 << 16
+    per_run += COUNT_CAP + 2048 * threads
     return (len(runs_of(case)) + 1) * per_run + (1 << 20)
 
 
@@ -90,21 +97,27 @@ def _scalar_arg(a):
     raise ValueError(f"a hidden test's argument of type {type(a).__name__} cannot be sent to the executor")
 
 
-def make_request(ex, cases, backend: str, compile_check: bool, rng) -> tuple[dict, dict]:
+def make_request(ex, cases, backend: str, compile_check: bool, rng, launches=None,
+                 source: str | None = None) -> tuple[dict, dict]:
     """(request, input arrays) for :mod:`lab.teach.executor`: the kernel's and launch function's
     names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
     poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
-    simulator is drawn from ``rng``)."""
+    simulator is drawn from ``rng``). ``launches``: per case the (grid, block) the judge evaluated
+    (:func:`lab.teach.checker.launch_plan`; a str: launch() failed, the case is not run); ``source``:
+    the file's text as the judge read it, which the executor builds the kernel from."""
     inputs: dict = {}
-    out = [_case_entry(f"c{i}", c, backend, inputs) for i, c in enumerate(cases)]
+    out = [_case_entry(f"c{i}", c, backend, inputs, None if launches is None else launches[i])
+           for i, c in enumerate(cases)]
     request = {"exercise": ex.name, "kernel": ex.kernel, "launch": ex.launch, "backend": backend,
                "shuffle_seed": int(rng.integers(1 << 62)), "bench_seed": int(rng.integers(1 << 62)),
-               "compile": {"sigs": compile_sigs(cases)} if compile_check else None, "cases": out}
+               "compile": {"sigs": compile_sigs(cases)} if compile_check else None, "cases": out,
+               "source": source}
     return request, inputs
 
 
-def _case_entry(key: str, c, backend: str, inputs: dict) -> dict:
-    """One case of the request (its arrays into ``inputs`` under ``KEY_aK`` / ``KEY_iK``)."""
+def _case_entry(key: str, c, backend: str, inputs: dict, launch=None) -> dict:
+    """One case of the request (its arrays into ``inputs`` under ``KEY_aK`` / ``KEY_iK``); ``launch``:
+    the (grid, block) the judge evaluated for it, or a str (launch() failed: not run)."""
     args = []
     for k, a in enumerate(c.args):
         if isinstance(a, np.ndarray):
@@ -119,18 +132,21 @@ def _case_entry(key: str, c, backend: str, inputs: dict) -> dict:
             inputs[f"{key}_i{k}"] = np.asarray(v)
             init.append(f"{key}_i{k}")
     float_out = any(np.dtype(dt).kind == "f" for _, dt in c.outputs)
+    grid, block = (c.grid, c.block) if launch is None or isinstance(launch, str) else launch
     return {"name": c.name, "args": args, "init": init,
             "outputs": [[[int(v) for v in tuple(s)], np.dtype(dt).str] for s, dt in c.outputs],
-            "out_names": list(c.out_names or []), "grid": encode(c.grid), "block": encode(c.block),
+            "out_names": list(c.out_names or []), "grid": encode(grid), "block": encode(block),
             "launch_args": encode(list(c.launch_args)), "runs": runs_of(c),
-            "finite_rerun": backend != "simulator" and c.init is None and float_out}
+            "finite_rerun": backend != "simulator" and c.init is None and float_out,
+            "launch_failed": isinstance(launch, str)}
 
 
-def add_bench(request: dict, inputs: dict, case, backend: str) -> None:
+def add_bench(request: dict, inputs: dict, case, backend: str, launch=None) -> None:
     """The benchmark's problem (:func:`lab.teach.bench.plan`, made by the judge) into the request
-    ("bench": a case as the hidden tests', its arrays under ``b_*``): the bench child reads neither
-    the hidden tests nor the reference solution."""
-    request["bench"] = _case_entry("b", case, backend, inputs)
+    ("bench": a case as the hidden tests', its arrays under ``b_*``; ``launch``: the (grid, block)
+    the judge evaluated for it): the bench child reads neither the hidden tests nor the reference
+    solution, and evaluates no launch()."""
+    request["bench"] = _case_entry("b", case, backend, inputs, launch)
 
 
 BENCH_GO = "bench-go"  # the parent's word to the child, once every test was judged: "1" bench, "0" do not
@@ -209,11 +225,54 @@ def _trace(facts: dict, others: list):
     return SimpleNamespace(**values)
 
 
-def raw_result(case, record, npz: bytes | None, backend: str, path: str):
+COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4))  # lab.teach.executor.count_arrays
+
+
+def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
+    """The tracer's raw counts of run ``r`` (:func:`lab.teach.lessons.stats_counts`: the JSON part
+    ``facts``, the tables in ``arrays``), checked: every field there, of the right type, every index
+    in range. ResultError otherwise: the mapping lesson is judged from these, never skipped."""
+    if not isinstance(facts, dict):
+        raise ResultError("no counts of the tracer")
+    names = facts.get("arrays")
+    if not isinstance(names, list) or len(names) > 4096 or not all(
+            isinstance(a, list) and len(a) == 4 and isinstance(a[0], str) and all(
+                isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in a[1:3]) and isinstance(a[3], bool)
+            for a in names):
+        raise ResultError("counts of the tracer without their arrays")
+    out = {"arrays": names}
+    for key in ("atomic_elements", "block_elements"):
+        v = facts.get(key)
+        if not isinstance(v, list) or len(v) != len(names) or not all(
+                isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in v):
+            raise ResultError(f"counts of the tracer without {key}")
+        out[key] = v
+    for key in ("shared_accesses", "warp_collectives", "async_copies", "async_groups", "async_overlap"):
+        v = facts.get(key)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ResultError(f"counts of the tracer without {key}")
+        out[key] = v
+    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    for key, width in COUNT_TABLES:
+        a = arrays.get(f"run{r}_{key}")
+        if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != width:
+            raise ResultError(f"run{r}_{key}: not a table of counts")
+        if a.size:
+            col = {"per_thread": (1, 2), "stored": (0, 1), "requests": (1, None)}[key]
+            if a.min() < 0 or a[:, col[0]].max() >= len(names) or \
+                    (col[1] is not None and a[:, col[1]].max() >= threads) or \
+                    (key != "stored" and a[:, 0].max() > (2 if key == "per_thread" else 1)):
+                raise ResultError(f"run{r}_{key}: counts out of range")
+        out[key] = a.tolist()
+    return out
+
+
+def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=None):
     """The executor's raw data for ``case`` checked against what was asked (every output of every run
-    there, with the asked shape and dtype; grid and block valid and, where the test sets them, the
-    asked ones), as the object :func:`judge_case` takes. Failed for what the executor reported as a
-    failure (the file, the launch function, the launch); ResultError for data that is not a result."""
+    there, with the asked shape and dtype; grid and block the asked ones: the test's, or ``launch``,
+    the (grid, block) the judge evaluated; in the simulator the tracer's facts and raw counts of every
+    run), as the object :func:`judge_case` takes. Failed for what the executor reported as a failure
+    (the launch); ResultError for data that is not a result."""
     import io
     from types import SimpleNamespace
 
@@ -228,8 +287,9 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
                      f"kernel must be your own code in {os.path.basename(path)}")
     grid = _launch_dims(decode(record.get("grid")), "grid")
     block = _launch_dims(decode(record.get("block")), "block")
-    if case.grid is not None and (_dims3(grid) != _dims3(case.grid) or _dims3(block) != _dims3(case.block)):
-        raise ResultError(f"launched with grid {grid}, block {block}, not the test's")
+    asked = launch if launch is not None else (case.grid, case.block) if case.grid is not None else None
+    if asked is not None and (_dims3(grid) != _dims3(asked[0]) or _dims3(block) != _dims3(asked[1])):
+        raise ResultError(f"launched with grid {grid}, block {block}, not the one asked")
     if math.prod((block,) if isinstance(block, int) else block) > 1024:
         raise ResultError("more than 1024 threads per block")
     names = record.get("param_names")
@@ -278,7 +338,10 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str):
         if backend == "simulator":
             writers = [_writers(rows(f"run{r}_writers{k}", k)) for k in range(len(case.outputs))]
             others = [_others(rows(f"run{r}_others{k}", k)) for k in range(len(case.outputs))]
-            runs.append((outs, _trace(traces[r], others), writers))
+            trace = _trace(traces[r], others)
+            trace.lab_counts = _counts(trace.lab_counts if hasattr(trace, "lab_counts") else None, arrays, r,
+                                       grid, block)
+            runs.append((outs, trace, writers))
         else:
             runs.append((outs, None, None))
     again = None

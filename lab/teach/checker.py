@@ -1,10 +1,13 @@
-"""The judge of the exercise checker: it makes the hidden tests, their float64 references and every
-verdict, and it never imports the student's code. The student's file is loaded and launched only by
-:mod:`lab.teach.executor`, in a child process that the parent (:func:`lab.teach.workspace.check`) kills
-when a test runs past its timeout; the child gets each test's inputs (never a reference, a
-tolerance or the seed) and hands back raw data (output arrays, the simulator's trace facts) in
-files of its folder, which :class:`Judge` reads safely and re-checks against what was asked.
-Nothing the child prints or writes is taken as a verdict.
+"""The judge of the exercise checker: it makes the hidden tests, their float64 references, the
+launch configurations (the student's ``launch()`` interpreted here, :func:`launch_config`) and every
+verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.source`).
+The kernel built from that source is launched only by :mod:`lab.teach.executor`, in a child process
+that the parent (:func:`lab.teach.workspace.check`) kills when a test runs past its timeout; the
+child gets the source, each test's inputs and launch configuration (never a reference, a tolerance
+or the seed) and hands back raw data (output arrays, the simulator's tracer's records and counts) in
+files of its folder, which :class:`Judge` reads safely and re-checks against what was asked; the
+mapping lessons' facts are derived here from the counts. Nothing the child prints or writes is taken
+as a verdict.
 
 Per hidden test: poison the outputs (NaN; integer outputs twice, with two different poisons), launch
 the student's kernel (in the simulator through :mod:`lab.core.simt`, which traces who wrote what, out-of-
@@ -12,11 +15,11 @@ bounds accesses and shared-memory races; on a GPU with guard bands around each o
 the float64 reference, and turn what went wrong into one diagnosing message. Messages name at most
 one expected element, never the test's code or its data.
 
-What the judge cannot tell from the data: outputs that the child computed right on the CPU (from the
-inputs it was given) and passed off as the kernel's, with forged writers; the simulator's trace
-catches the plain form (an output that holds values no traced thread stored), and a kernel defined
-outside the student's file (the shipped solution imported) is refused; the grader's sandbox
-(:mod:`lab.teach.sandbox`) must keep the solutions unreadable.
+What the child runs is the kernel built from the checked source and nothing else of the file (its
+top level never runs; the kernel's module holds only the allow-list's objects), so no code of the
+student's can compute outputs on the CPU or forge the tracer's records; an output that holds values
+no traced thread stored fails all the same. A kernel must be defined in the file: importing the
+lab's code (its kernels, the shipped solution) is refused as source.
 
 The judge's parts, one idea each: :mod:`lab.teach.cases` (the hidden tests and their poisons),
 :mod:`lab.teach.channel` (the request out, the raw results back, read safely and checked against
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import os
 
 import numpy as np
@@ -38,7 +42,7 @@ from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST,
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
-from lab.teach.messages import (MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
+from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
@@ -84,6 +88,60 @@ def kernel_problem(obj) -> str:
     if mod.startswith("numba"):
         return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
     return "not a CUDA kernel: decorate it with @cuda.jit"
+
+
+def launch_config(launch, ex, case):
+    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.source.Launch`: the file's
+    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
+    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
+    each, or more than 1024 threads a block. The judge checks it; no process of the student's
+    gives a launch configuration."""
+    if not callable(launch):
+        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
+    try:
+        cfg = launch(*case.launch_args)
+    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
+    try:
+        grid, block = cfg
+        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
+        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
+        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
+    except Exception:  # noqa: BLE001
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
+                     f"threads per block), each an int or a tuple of 1-3 ints") from None
+    if min(g + b) < 1:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
+                     f"dimension must be at least 1")
+    if max(g + b) > 1 << 31:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
+                     f"past 2^31")
+    if math.prod(b) > 1024:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
+                     f"the limit is 1024")
+    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
+    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
+    return grid, block
+
+
+def launch_plan(ex, prog, cases) -> list:
+    """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
+    (:func:`launch_config`, from the :class:`lab.teach.source.Program` ``prog``), or the Failed
+    message (a str) when launch() failed for that test."""
+    from lab.teach.source import Launch
+
+    launch = Launch(prog, ex.launch) if ex.launch else None
+    out = []
+    for c in cases:
+        if c.grid is not None:
+            out.append((c.grid, c.block))
+            continue
+        try:
+            out.append(launch_config(launch, ex, c))
+        except Failed as e:
+            out.append(str(e))
+    return out
 
 
 def guard_elements() -> int:
@@ -138,8 +196,13 @@ def judge_case(ex, case, raw, backend):
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
         _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
-    # the mapping lesson's counts (lab.teach.lessons.mapping_facts), made by the executor
-    facts = getattr(trace, "lab_facts", None) if trace is not None and getattr(ex, "lesson", None) else None
+    # the mapping lesson's facts, derived here from the tracer's raw counts (lab.teach.lessons.facts_from_counts;
+    # raw_result refused a simulator's result without them: a lesson is never skipped for want of facts)
+    facts = None
+    if trace is not None and getattr(ex, "lesson", None):
+        from lab.teach.lessons import facts_from_counts
+
+        facts = facts_from_counts(trace.lab_counts, writers, grid, block, onames)
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
     for k, (out, ref) in enumerate(zip(outs, case.refs)):
@@ -254,10 +317,10 @@ def judge_case(ex, case, raw, backend):
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:
     """Failed when an output holds values (not its poison, not its initial value) that no thread of
-    the kernel stored: nothing at all was stored into it, not even an index taken (``touched``: the
-    executor's per-output record; ``out[i][j] = v`` is indexed but not followed by the tracer), or the
-    tracer followed this kernel's stores to it and an element changed without one. Such values were
-    not computed by the kernel's threads (the output filled around the launch)."""
+    the kernel stored: nothing at all was stored into it, or an element changed without a store of
+    a traced thread (the tracer follows views and slices too; ``touched``, the executor's record of
+    an output indexed at all, no longer excuses one). Such values were not computed by the kernel's
+    threads."""
     from lab.core.simt import poisoned
 
     for k, out in enumerate(outs):
@@ -272,9 +335,7 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
         changed = ~((out == before) | (np.isnan(out) & np.isnan(before))) if out.dtype.kind == "f" else out != before
         if not changed.any():
             continue
-        if not writers[k]:
-            if touched is not None and k < len(touched) and touched[k]:
-                continue
+        if not writers[k]:  # (a store through a view or a slice is traced too: lab.core.simt.Traced)
             raise Failed(f"{onames[k]} holds values, but no thread of your kernel stored into it (the simulator "
                          f"traced every thread): its values were not computed by the kernel's threads (filled "
                          f"around the launch?)")
@@ -331,8 +392,12 @@ class Judge:
     """The parent's side of one executor child: it judges each test from the raw results the child
     left in ``folder`` (never from what the child printed), in the order they come."""
 
-    def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False):
+    def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False,
+                 launches=None):
         self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
+        # per case: (grid, block) the judge evaluated (lab.teach.checker.launch_plan), or its failure (a str)
+        self.launches = list(launches) if launches is not None else [
+            (c.grid, c.block) if c.grid is not None else None for c in cases]
         self.index = {c.name: i for i, c in enumerate(cases)}
         self.planned = ([COMPILE_TEST] if compile_planned else []) + [c.name for c in cases]
         self.notes: list[str] = []
@@ -392,6 +457,8 @@ class Judge:
         key = "compile" if name == COMPILE_TEST else self.index.get(name)
         if key is None:
             return False
+        if key != "compile" and isinstance(self.launches[key], str):
+            return True  # its launch() failed: judged without a result
         try:
             return os.stat(result_name(key, "json"), dir_fd=self.dir_fd, follow_symlinks=False).st_size > 0
         except OSError:
@@ -405,12 +472,15 @@ class Judge:
         if i is None:
             return None
         case = self.cases[i]
+        if isinstance(self.launches[i], str):  # the file's launch() failed here: no kernel ran
+            return {"name": name, "passed": False, "message": self.launches[i], "kind": DIAGNOSIS}
         try:
             rec = self._json(i)
             if rec is None:
                 return None
-            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case), self.dir_fd)
-            raw = raw_result(case, rec, npz, self.backend, self.path)
+            npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case, self.launches[i]),
+                                  self.dir_fd)
+            raw = raw_result(case, rec, npz, self.backend, self.path, launch=self.launches[i])
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
             result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}

@@ -36,7 +36,8 @@ COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
-               extra=None, notes=None, skip=(), progress=None, compiled=None) -> list[dict]:
+               extra=None, notes=None, skip=(), progress=None, compiled=None,
+               require_compile: bool = False, report_compile: bool = True) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
     every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
@@ -49,14 +50,46 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
     as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s").
 
-    Contained in the simulator, the offline GPU compile runs in a contained child of its own
-    (:mod:`lab.teach.compile_sandbox`, beside the tests' child), whose "ok" this process believes
-    only with the PTX it checks; ``compiled``: its result already made (a Future of it: ``lab
-    exercise grade`` compiles a student's files in one child)."""
+    This process reads the file once, as source (:func:`lab.teach.source.extract`): a file it refuses
+    (an import outside the allow-list, top-level code, no kernel defined in it, a function a kernel
+    reaches that is not device code ...) is the "load" failure, and no process starts. Its launch()
+    is evaluated here (:func:`lab.teach.checker.launch_plan`); the child gets the source text and the
+    launch configurations, builds the kernel from the text and runs nothing else of the file.
+
+    Contained in the simulator, the offline GPU compile runs first, in a contained child of its own
+    (:mod:`lab.teach.compile_sandbox`, from the source), whose "ok" this process believes only with
+    the PTX it checks: a kernel that does not compile for a GPU is never run (its entry alone comes
+    back); ``compiled``: its result already made (a Future of it: ``lab exercise grade`` compiles a
+    student's files in one child). ``require_compile`` (a teacher's grade): a compile that could not
+    give a verdict (no NVVM, its process failed) fails the gate instead of being a note;
+    ``report_compile`` False (the simulator's leg beside a GPU, whose child reports the compile): the
+    compile only gates the tests, its entry is left out (a kernel that does not compile: no tests)."""
+    from lab.teach import source as SRC
+    from lab.teach.checker import launch_plan
+    from lab.teach.messages import Failed
+
+    ex = exercises.load(name)
+    try:
+        text = SRC.read(path)
+        prog = SRC.extract(text, str(path), ex.kernel, ex.launch)
+    except Failed as e:
+        return [{"name": "load", "passed": False, "message": str(e)}]
+    except OSError as e:
+        return [{"name": "load", "passed": False,
+                 "message": f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}]
+    launches = launch_plan(ex, prog, _cases(name, seed)[0])
     tests, planned, limit, first = [], None, timeout, list(skip)
-    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled)
+    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled, text)
+    gate = None
     if pre is not None:
         first.append(COMPILE_TEST)
+        gate = _compile_gate(pre, notes, extra, require_compile)
+        if gate is not None and not gate["passed"]:  # never run: the kernel is not proven device code
+            if extra is not None:
+                extra["bench"] = None
+            return [gate] if report_compile else []
+        if not report_compile:
+            gate = None
     skip = list(first)
     retry_s = RETRY_TIMEOUT_GPU_S if backend == "gpu" and not wrap else RETRY_TIMEOUT_S
     counts = {"planned": None}
@@ -82,7 +115,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     while True:
         counts["got"] = []
         got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
-                                                 extra, notes, skip, retry=bool(tests), on_event=on_event)
+                                                 extra, notes, skip, retry=bool(tests), on_event=on_event,
+                                                 source=(text, prog, launches))
         planned = listed if planned is None else planned
         before = {t["name"] for t in tests}
         tests += got
@@ -96,16 +130,17 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     for n in planned:
         if n not in done:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
-    if pre is not None:
-        _add_compile(pre, tests, notes, extra)
+    if gate is not None and not any(t["name"] == "load" and not t["passed"] for t in tests):
+        tests.insert(0, gate)
     if extra is not None and not (tests and all(t["passed"] for t in tests)):
         extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
     return tests
 
 
-def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
-    """The contained offline compile of ``path`` for the simulator's contained check (None when it
-    does not apply): an object whose ``result()`` is :func:`lab.teach.compile_sandbox.run`'s result."""
+def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text=None):
+    """The contained offline compile of ``path`` (its source ``text``) for the simulator's contained
+    check (None when it does not apply): an object whose ``result()`` is
+    :func:`lab.teach.compile_sandbox.run`'s result."""
     from lab.teach import gpu_compile
 
     on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
@@ -119,7 +154,7 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
 
     def work():
         try:
-            fut.set_result(compile_files([(name, path)], seed, sandbox)[0])
+            fut.set_result(compile_files([(name, path, text)], seed, sandbox)[0])
         except BaseException as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
             fut.set_result({"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True})
 
@@ -129,27 +164,45 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
 
 def compile_files(pairs, seed, sandbox) -> list[dict]:
     """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
-    file) of ``pairs`` in one child, with the argument types of the exercise's hidden tests."""
+    file[, its source text]) of ``pairs`` in one child, with the argument types of the exercise's
+    hidden tests."""
     from lab.teach import checker, compile_sandbox
 
-    items = [(str(path), exercises.load(n).kernel, checker.compile_sigs(_cases(n, seed)[0])) for n, path in pairs]
+    items = [(str(p[1]), exercises.load(p[0]).kernel, checker.compile_sigs(_cases(p[0], seed)[0]),
+              p[2] if len(p) > 2 else None) for p in pairs]
     return compile_sandbox.run(items, sandbox)
+
+
+NOT_COMPILED = "a grade requires it"
+
+
+def _compile_gate(pre, notes, extra, required: bool) -> dict | None:
+    """The compile's entry (waited for): a dict, or None when it was skipped (no NVVM, its process
+    failed: a note then, or with ``required`` a failing entry saying why)."""
+    from lab.teach import checker
+
+    r = pre.result()
+    entry = checker.compile_entry(r, "simulator")
+    if not isinstance(entry, str):
+        return entry
+    if required:
+        why = str(r.get("skipped", "no result"))[:200] if isinstance(r, dict) else "no result"
+        return {"name": COMPILE_TEST, "passed": False,
+                "message": f"could not be checked ({why}): {NOT_COMPILED} (the compile proves the kernel holds "
+                           f"only device code before it runs)"}
+    for where in (notes, None if extra is None else extra.setdefault("notes", [])):
+        if where is not None and entry not in where:
+            where.append(entry)
+    return None
 
 
 def _add_compile(pre, tests, notes, extra) -> None:
     """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load."""
-    from lab.teach import checker
-
     if any(t["name"] == "load" and not t["passed"] for t in tests):
         return
-    r = pre.result()
-    entry = checker.compile_entry(r, "simulator")
-    if isinstance(entry, str):
-        for where in (notes, None if extra is None else extra.setdefault("notes", [])):
-            if where is not None and entry not in where:
-                where.append(entry)
-        return
-    tests.insert(0, entry)
+    entry = _compile_gate(pre, notes, extra, False)
+    if entry is not None:
+        tests.insert(0, entry)
 
 
 _CASES: dict = {}
@@ -175,12 +228,14 @@ def _cases(name: str, seed: int):
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
-                    retry=False, on_event=None):
-    """One child process (:mod:`lab.teach.executor`, which runs the student's code): (test entries,
-    the planned test names, whether a test timed out). This process makes the tests and judges each
-    one from the raw results the child left in its folder (:class:`lab.teach.checker.Judge`); the
-    child's progress lines only drive the clock. ``on_event(kind, value)``: ("start", test name),
-    ("loaded", planned names), ("result", entry)."""
+                    retry=False, on_event=None, source=None):
+    """One child process (:mod:`lab.teach.executor`, which builds the kernel from the source and runs
+    it): (test entries, the planned test names, whether a test timed out). This process makes the
+    tests and judges each one from the raw results the child left in its folder
+    (:class:`lab.teach.checker.Judge`); the child's progress lines only drive the clock.
+    ``on_event(kind, value)``: ("start", test name), ("loaded", planned names), ("result", entry).
+    ``source``: (the file's text, its :class:`lab.teach.source.Program`, the launch plan), as
+    :func:`_run_child` read them (default: read and checked here)."""
     import numpy as np
 
     from lab.core.session import child_env
@@ -189,15 +244,27 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
     ex = exercises.load(name)
     cases, state = _cases(name, seed)
+    if source is None:
+        from lab.teach import source as SRC
+
+        text = SRC.read(path)
+        prog = SRC.extract(text, str(path), ex.kernel, ex.launch)  # Failed: the caller's load failure
+        source = (text, prog, checker.launch_plan(ex, prog, cases))
+    text, prog, launches = source
     rng = np.random.default_rng()
     rng.bit_generator.state = state  # as if the cases were just drawn from the seed's generator
     do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
-    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng)
+    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
+    bench_doc = None
     if bench:  # the bench's problem, picked here: the child reads no hidden test and no solution
         from lab.teach import bench as B
 
         bench_case, bench_note = B.plan(ex, request["bench_seed"], backend == "simulator")
-        checker.add_bench(request, inputs, bench_case, backend)
+        bench_launch = checker.launch_plan(ex, prog, [bench_case])[0]
+        if isinstance(bench_launch, str):  # launch() failed at the bench's size: judged here, nothing timed
+            bench_doc = B.judge(ex, bench_case, backend, {"error": f"not benchmarked: {bench_launch}"}, {}, bench_note)
+        else:
+            checker.add_bench(request, inputs, bench_case, backend, bench_launch)
     if sandbox is not None:
         from lab.teach import sandbox as S
 
@@ -209,7 +276,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
     channel_in, channel_out = checker.write_request(private, request, inputs)
-    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile)
+    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches)
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
     # precompile draws its argument types from it, which do not depend on the seed)
@@ -230,7 +297,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         errf.close()
         raise
     _track(proc)  # stop_all (Ctrl-C) kills it
-    bench_doc, bench_raw, violations, child_notes, ready, loaded = None, None, [], list(wrap_notes), False, False
+    bench_raw, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
     startup = 60.0  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
     judged: set = set()

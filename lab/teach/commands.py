@@ -51,11 +51,12 @@ def exercise_grade(submissions: str, *, exercises: str | list | None = None, job
                    csv: str | None = None, bench: bool = False, timeout: float | None = None,
                    cpu_limit: int | None = None, memory_limit: int | None = None, file_limit: int | None = None,
                    no_landlock: bool = False, seed: int | None = None, sim: bool | None = None,
-                   progress=None) -> dict:
+                   progress=None, no_gpu_compile: bool = False) -> dict:
     """``lab exercise grade SUBMISSIONS``: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained
     process with ``cpu_limit`` CPU seconds, ``memory_limit`` MiB of address space (simulator; 0:
     none), ``file_limit`` MiB a file, Landlock unless ``no_landlock``; ``csv``: also the gradebook as
-    CSV. Returns docs/schemas/exercise-grade.json's document."""
+    CSV; ``no_gpu_compile``: grade without the offline GPU compile (where NVVM is missing; else a
+    simulator's grade refuses to start). Returns docs/schemas/exercise-grade.json's document."""
     from lab.core.files import check_writable, write_atomic
     from lab.teach import grade as G
     from lab.teach.sandbox import Limits
@@ -73,7 +74,9 @@ def exercise_grade(submissions: str, *, exercises: str | list | None = None, job
                     memory_limit if memory_limit is not None else d.memory_mb,
                     file_limit if file_limit is not None else d.fsize_mb, landlock=not no_landlock)
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-    doc = G.grade(submissions, names, jobs, _backend(sim), timeout, seed, bench, limits, progress)
+    no_gpu_compile = A.flag(no_gpu_compile, "--no-gpu-compile")
+    doc = G.grade(submissions, names, jobs, _backend(sim), timeout, seed, bench, limits, progress,
+                  gpu_compile=not no_gpu_compile)
     if csv:
         write_atomic(csv, G.to_csv(doc), "gradebook CSV")
     return doc

@@ -2,7 +2,7 @@
 checker's own child (:mod:`lab.teach.sandbox`): ``python -m lab.teach.compile_sandbox LIMITS FOLDER``
 under bubblewrap where it works (no network, no GPU, a read-only view of what a compile needs, the
 exercises' solutions and hidden tests hidden), with the allow-listed environment, the resource
-limits, Landlock, then seccomp and the audit hook before the first student file is imported.
+limits, Landlock, then seccomp and the audit hook before the first kernel is built from its source.
 
 The parent (:func:`run`) copies the files into a private folder, writes ``compile-request.json``
 ({"items": [{"path", "kernel", "sigs", "cc"}]}) and makes every result file ``compile-K.json``
@@ -14,9 +14,9 @@ only with a PTX per signature that it checks itself (:func:`lab.teach.gpu_compil
 kernel): a child's "ok" alone is no result. Several files of one student go to one child (``lab
 exercise grade``): the start-up (Python, Numba, NVVM) is paid once per student, not per exercise.
 
-What the check cannot exclude: a student's file that compiles, at import time, some other valid
-kernel under its kernel's name and writes that PTX (the file's own code runs in this child, as in
-any check). Nothing here prints.
+The child builds each kernel from the source text the parent wrote
+(:func:`lab.teach.gpu_compile.compile_source`): the student's file is never imported, so nothing of
+it runs here but the compiler on its syntax tree. Nothing here prints.
 """
 from __future__ import annotations
 
@@ -52,16 +52,28 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0) -> list[dict]:
     cc = tuple(cc or gpu_compile.CC)
     if not items:
         return []
+    from lab.teach import source
+
+    items = list(items)
     private = tempfile.mkdtemp(prefix="lab-compile-")
-    copies, seen = [], set()
-    for k, (path, _, _) in enumerate(items):
+    copies, seen, texts = [], set(), []
+    for k, (path, _, _, *rest) in enumerate(items):
         base = os.path.basename(path)
         name = base if base not in seen else f"{k}_{base}"
         seen.add(name)
         copies.append(os.path.join(private, name))
-        shutil.copyfile(path, copies[-1])
-    request = {"items": [{"path": c, "kernel": kernel, "sigs": [list(s) for s in sigs], "cc": list(cc)}
-                         for c, (_, kernel, sigs) in zip(copies, items)]}
+        text = rest[0] if rest and rest[0] is not None else None
+        if text is None:
+            try:
+                text = source.read(path)
+            except Exception as e:  # noqa: BLE001 - no source to compile: the reason, in the child's place
+                text = ""
+                items[k] = (path, items[k][1], items[k][2], None, str(e))
+        texts.append(text)
+        with open(copies[-1], "w", encoding="utf-8") as f:  # the text the judge read: the child compiles it
+            f.write(text)
+    request = {"items": [{"path": c, "kernel": item[1], "sigs": [list(s) for s in item[2]], "cc": list(cc)}
+                         for c, item in zip(copies, items)]}
     with open(os.path.join(private, REQUEST), "w") as f:
         json.dump(request, f)
     outs = [os.path.join(private, result_name(k)) for k in range(len(items))]
@@ -86,6 +98,7 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0) -> list[dict]:
             todo = [k for k in todo if k not in done]
             if todo:
                 first = todo.pop(0)
+                # no verdict (a grade's gate then fails: lab.teach.child._compile_gate; a self-check notes it)
                 results[first] = {"skipped": stuck or "the compile's process left no result"}
     finally:
         shutil.rmtree(private, ignore_errors=True)
@@ -134,7 +147,9 @@ def _take(private, k, item, cc) -> dict:
     from lab.teach import gpu_compile
     from lab.teach.childio import UnsafeChildFile, read_child_file
 
-    path, kernel, sigs = item
+    path, kernel, sigs = item[:3]
+    if len(item) > 4:  # the file could not be read as source
+        return {"ok": False, "line": None, "message": str(item[4])[:300]}
     try:
         data = read_child_file(private, result_name(k), len(sigs) * gpu_compile.PTX_CAP + (1 << 20))
         raw = json.loads(data) if data else None
@@ -162,8 +177,6 @@ def _write(private: str, k: int, record: dict) -> None:
 
 
 def main(argv) -> None:
-    import importlib.util
-
     from lab.teach import sandbox as S
 
     S.drop_uid()
@@ -196,20 +209,12 @@ def main(argv) -> None:
     for k, item in enumerate(items):
         path, kernel = item["path"], item["kernel"]
         before = len(stopped)
-        sys.path.insert(0, os.path.dirname(path))
-        spec = importlib.util.spec_from_file_location(f"student_gpu_compile_{k}", path)
-        mod = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(mod)
-            fn = getattr(getattr(mod, kernel, None), "py_func", None)
-            r = (gpu_compile.compile_here(fn, item["sigs"], path, item["cc"]) if fn is not None
-                 else {"skipped": f"{kernel} is not a @cuda.jit kernel"})
-        except Exception as e:  # noqa: BLE001 - imported fine in the simulator; not the compiler's verdict
-            text = str(e).strip().splitlines()
-            r = {"skipped": f"the file does not import without the simulator ({type(e).__name__}: "
-                            f"{text[0] if text else ''})"}
-        finally:
-            sys.path.pop(0)
+        try:  # from the source the parent wrote (the student's file is never imported: nothing of it runs)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            r = gpu_compile.compile_source(text, path, kernel, item["sigs"], item["cc"])
+        except Exception as e:  # noqa: BLE001 - the compile itself broke: no verdict
+            r = {"skipped": f"the compile could not run ({type(e).__name__}: {str(e).strip()[:120]})", "broken": True}
         if len(stopped) > before:
             r = {"violation": stopped[before]}
         _write(private, outs[k], r)

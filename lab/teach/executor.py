@@ -1,33 +1,38 @@
-"""The student's side of the exercise checker: the only code of the lab that imports a student's
-file. It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
-or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it loads the file,
-launches the kernel on the inputs the parent gave it and hands back raw data. The verdict, the
-references and every message are the parent's (:mod:`lab.teach.checker`, the judge).
+"""The student's side of the exercise checker: the only code of the lab that runs a student's kernel.
+It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
+or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it builds the kernel
+from the source text the judge read and sent (:func:`lab.teach.source.load`: the file's syntax tree
+checked, the kernel and the device functions it reaches defined from it; the file is never imported
+and its top level never runs), launches it with the launch configuration the judge evaluated on
+the inputs the parent gave it and hands back raw data. The verdict, the references, the launch
+configurations, the lessons' facts and every message are the parent's (:mod:`lab.teach.checker`,
+the judge).
 
 The channel (files in the child's folder, the folder of PROGRESS; :data:`REQUEST`, :data:`INPUTS`,
 written by the parent; the rest written here):
 
 * ``request.json``: {"exercise", "kernel", "launch", "backend", "shuffle_seed", "compile": null or
-  {"sigs"}, "cases": [{"name", "args": [{"array": KEY} | {"scalar": value, "type"}], "outputs":
-  [[shape, dtype]], "init": [KEY] or null, "out_names", "grid", "block", "launch_args", "runs":
-  [poisons], "finite_rerun": bool}], "bench": a case as these, with ``--bench``}; ``request.npz``: the
-  input arrays and initial values by KEY. No reference, tolerance, diagnosis or solution path is
-  ever in it.
+  {"sigs"}, "source": the file's text, "cases": [{"name", "args": [{"array": KEY} | {"scalar":
+  value, "type"}], "outputs": [[shape, dtype]], "init": [KEY] or null, "out_names", "grid", "block"
+  (the judge's), "launch_args", "runs": [poisons], "finite_rerun": bool, "launch_failed": bool (not
+  run)}], "bench": a case as these, with ``--bench``}; ``request.npz``: the input arrays and initial
+  values by KEY. No reference, tolerance, diagnosis or solution path is ever in it.
 * ``result-load.json``: {"failed": message} when the file does not load;
 * ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.gpu_compile`: an "ok" with
   the PTX of each signature, which the judge checks; a contained simulator check compiles in a
   child of its own instead, :mod:`lab.teach.compile_sandbox`);
 * ``result-K.json`` (case K of the request): {"grid", "block", "param_names", "kernel_file",
-  "failed", "kernel_error", "traces", "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the
-  output arrays of poison run r), ``again_out{k}`` (the GPU's finite-poison re-run),
-  ``run{r}_writers{k}`` and ``run{r}_others{k}`` (the simulator's writers per output element: rows of
-  flat index, block x, y, z, thread x, y, z).
+  "failed", "kernel_error", "traces" (per run the tracer's records and "lab_counts", the JSON part of
+  its raw counts), "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the output arrays of poison
+  run r), ``again_out{k}`` (the GPU's finite-poison re-run), ``run{r}_writers{k}`` and
+  ``run{r}_others{k}`` (the simulator's writers per output element: rows of flat index, block x, y,
+  z, thread x, y, z), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests`` (the tracer's
+  count tables, :func:`lab.teach.lessons.stats_counts`).
 * the progress file: ``{"start": NAME}``, ``{"loaded": [NAMES]}``, ``{"done": NAME}``, ``{"note": text}``
   (the parent's clock and progress only: it never takes a result from it).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -38,35 +43,32 @@ from types import SimpleNamespace
 import numpy as np
 
 from lab.teach.checker import (COMPILE_TEST, GUARD, INPUTS, REQUEST, Failed, _ndims, _one_line,  # noqa: F401
-                               _out_names, _param_names, _where, decode, encode, guard_elements, kernel_problem,
-                               result_name, store_and_atomic)
+                               _out_names, _param_names, _where, compile_sigs, decode, encode, guard_elements,
+                               kernel_problem, result_name, store_and_atomic)
 
 LOAD, COMPILE = "load", "compile"
 OTHERS_ROWS = 1 << 16  # the extra writers handed back per output (the first elements' all: messages name the first)
 
 
 # --- Loading the student's file ---------------------------------------------------------------------
-def load_student(path, ex):
-    """Import the student's file; Failed with the error's line when it does not import. ``ex``: any
-    object with ``name``, ``kernel`` and ``launch`` (an exercise, or the request)."""
-    spec = importlib.util.spec_from_file_location(f"student_{ex.name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-    try:
-        spec.loader.exec_module(mod)
-    except SyntaxError as e:
-        where = f" line {e.lineno}" if e.lineno else ""  # a file with null bytes has no line to name
-        raise Failed(f"{os.path.basename(path)}{where}: SyntaxError: {e.msg}") from None
-    except Exception as e:  # noqa: BLE001
-        raise Failed(f"importing {os.path.basename(path)} raised {_one_line(e)}{_where(e, path)}") from None
-    _numba_cuda_helpers(mod)
-    if not hasattr(mod, ex.kernel):
-        raise Failed(f"{os.path.basename(path)} has no kernel named {ex.kernel!r}")
+def load_student(path, ex, text: str | None = None):
+    """The student's kernel as a module, built from the file's source (:func:`lab.teach.source.load`):
+    its syntax tree checked, its kernels and the device functions they reach compiled from it, its
+    top level never run (no import of the file). ``text``: the file's text as the judge read it
+    (default: read ``path`` now). Failed with the line for a file the checker refuses. ``ex``: any
+    object with ``name``, ``kernel`` and ``launch`` (an exercise, or the request); ``launch`` on the
+    module is :class:`lab.teach.source.Launch` (interpreted, never run)."""
+    from lab.teach import source
+
+    if text is None:
+        try:
+            text = source.read(path)
+        except OSError as e:
+            raise Failed(f"cannot read {os.path.basename(str(path))}: {e.strerror or e}") from None
+    mod = source.load(text, str(path), ex.kernel, ex.launch, module_name=f"student_{ex.name}")
     problem = kernel_problem(getattr(mod, ex.kernel))
     if problem:
         raise Failed(f"{ex.kernel} is {problem}")
-    if ex.launch and not callable(getattr(mod, ex.launch, None)):
-        raise Failed(f"{os.path.basename(path)} has no function {ex.launch}(...) for the launch configuration")
     return mod
 
 
@@ -84,28 +86,13 @@ def _numba_cuda_helpers(mod) -> None:
 
 
 def _launch_config(mod, ex, case):
+    """(grid, block) of ``case``: the test's own, or the judge's evaluation of the file's launch()
+    (:func:`lab.teach.checker.launch_config`)."""
     if case.grid is not None:
         return case.grid, case.block
-    try:
-        cfg = getattr(mod, ex.launch)(*case.launch_args)
-    except Exception as e:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{case.launch_args} raised {_one_line(e)}") from None
-    try:
-        grid, block = cfg
-        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
-        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
-        assert all(isinstance(v, (int, np.integer)) for v in g + b)
-    except Exception:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{case.launch_args} returned {cfg!r}: return (blocks per grid, "
-                     f"threads per block), each an int or a tuple of 1-3 ints") from None
-    if min(g + b) < 1:
-        raise Failed(f"your {ex.launch}{case.launch_args} returned grid {g}, block {b}: every "
-                     f"dimension must be at least 1")
-    if math.prod(b) > 1024:
-        raise Failed(f"your {ex.launch}{case.launch_args} asks for {math.prod(b)} threads per block; "
-                     f"the limit is 1024")
-    return grid, block
+    from lab.teach.checker import launch_config
+
+    return launch_config(getattr(mod, ex.launch, None), ex, case)
 
 
 # --- Launching --------------------------------------------------------------------------------------
@@ -142,12 +129,6 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
     # plain stores beside atomics of other blocks, per output (lab.teach.checker.store_and_atomic)
     trace.lab_store_atomic = store_and_atomic([tr._lab_tracker for tr in targs])
-    try:  # the mapping lesson's counts (lab.teach.lessons): JSON-able numbers, judged by the parent
-        from lab.teach.lessons import mapping_facts
-
-        trace.lab_facts = mapping_facts(trace, writers, grid, block, onames)
-    except Exception:  # noqa: BLE001 - a launch that raised early can leave counts half made: no lesson
-        trace.lab_facts = None
     return outs, trace, writers, error
 
 
@@ -244,9 +225,22 @@ def who_rows(pairs) -> np.ndarray:
 
 def _trace_facts(trace) -> dict:
     """Every fact of a :class:`lab.core.simt.Trace` (its fields and what the checker added to it),
-    as JSON-able data; the writers go to the npz (:func:`who_rows`)."""
+    as JSON-able data; the writers go to the npz (:func:`who_rows`), the tracer's counts too
+    (:func:`count_arrays`)."""
     return {k: encode(v) for k, v in vars(trace).items()
-            if not k.startswith("_") and k not in ("lab_others", "stats")}  # stats: summed up in lab_facts
+            if not k.startswith("_") and k not in ("lab_others", "stats")}
+
+
+def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
+    """(JSON part, npz arrays ``run{r}_pt``, ``run{r}_stored``, ``run{r}_requests``) of the tracer's
+    raw counts of one launch (:func:`lab.teach.lessons.stats_counts`): the judge derives the mapping
+    lesson's facts from them (:func:`lab.teach.lessons.facts_from_counts`)."""
+    from lab.teach.lessons import stats_counts
+
+    c = stats_counts(trace.stats, grid, block)
+    arrays = {f"run{r}_{k}": np.asarray(c.pop(k), dtype=np.int64).reshape(-1, w)
+              for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4))}
+    return c, arrays
 
 
 # --- One test ----------------------------------------------------------------------------------------
@@ -270,7 +264,11 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
             record["traces"] = []
             for r, which in enumerate(case.runs):
                 outs, trace, writers, error = _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path)
-                record["traces"].append(_trace_facts(trace))
+                facts = _trace_facts(trace)
+                counts, counted = count_arrays(trace, grid, block, r)
+                facts["lab_counts"] = encode(counts)
+                record["traces"].append(facts)
+                arrays.update(counted)
                 for k, o in enumerate(outs):
                     arrays[f"run{r}_out{k}"] = np.asarray(o)
                     arrays[f"run{r}_writers{k}"] = who_rows(writers[k].items())
@@ -326,7 +324,8 @@ def cases_of(request: dict, inputs) -> list:
                                    grid=decode(c.get("grid")), block=decode(c.get("block")),
                                    launch_args=tuple(decode(c.get("launch_args") or [])),
                                    out_names=list(c.get("out_names") or []), runs=list(c["runs"]),
-                                   finite_rerun=bool(c.get("finite_rerun"))))
+                                   finite_rerun=bool(c.get("finite_rerun")),
+                                   launch_failed=bool(c.get("launch_failed"))))
     return out
 
 
@@ -349,7 +348,7 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
     cases = cases_of(request, inputs)
     emit({"start": LOAD})
     try:
-        mod = load_student(path, ex)
+        mod = load_student(path, ex, text=request.get("source"))
         if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
             from lab.teach.checker import _lineinfo
 
@@ -363,7 +362,7 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
     if do_compile:
         emit({"start": COMPILE_TEST})
         try:
-            r = compile_raw(mod, ex, request["compile"]["sigs"], backend, path)
+            r = compile_raw(mod, ex, request["compile"]["sigs"], backend, path, request.get("source"))
         except Exception as e:  # noqa: BLE001 - the check itself broke: a note, not the student's failure
             r = {"skipped": f"could not run ({_one_line(e)})", "broken": True}
         _save(folder, COMPILE, r)
@@ -376,18 +375,21 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
         if case.name in skip:
             continue
         emit({"start": case.name})
-        record, arrays = run_case(mod, ex, case, backend, rng, path)
-        _save(folder, i, record, arrays)
+        if not case.launch_failed:  # (the judge's evaluation of launch() failed: its verdict is made)
+            record, arrays = run_case(mod, ex, case, backend, rng, path)
+            _save(folder, i, record, arrays)
         emit({"done": case.name})
 
 
-def compile_raw(mod, ex, sigs, backend, path) -> dict:
+def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     """The offline GPU compile's raw result ({"ok": True}, {"ok": False, "message", "line"} or
-    {"skipped": why}) and the compute capability it compiled for ("cc")."""
+    {"skipped": why}) and the compute capability it compiled for ("cc"): in the simulator from the
+    file's source ``text`` in a process of its own (:func:`lab.teach.gpu_compile.check`), on a GPU
+    here, of the module built from the source (:func:`load_student`)."""
     from lab.teach import gpu_compile
 
     if backend == "simulator":
-        r = dict(gpu_compile.check(path, ex.kernel, sigs))
+        r = dict(gpu_compile.check(path, ex.kernel, sigs, text=text))
         r["cc"] = list(gpu_compile.CC)
         return r
     from numba import cuda  # the real one here: compile in this process for this GPU
@@ -401,35 +403,57 @@ def compile_raw(mod, ex, sigs, backend, path) -> dict:
 
 def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
     """Every hidden test of exercise ``name`` on the student's file ``path``, executor and judge in
-    this process, through the same request and result files (for the lab's own tests: the student's
-    code runs here, so this is no contained check; :func:`lab.teach.workspace.check` runs the executor
-    in a child). The backend must already be
-    selected. Returns [{"name", "passed", "message"}]; ``emit`` gets the progress events and
-    ``{"note": text}`` for a check that was skipped; ``skip``: names of tests not to run;
-    ``compile_check``: also compile the kernel offline for a GPU, the test "compiles for a GPU", first."""
+    this process, through the same request and result files (for the lab's own tests: the kernel
+    runs here, so this is no contained check; :func:`lab.teach.workspace.check` runs the executor
+    in a child). The backend must already be selected. Returns [{"name", "passed", "message"}];
+    ``emit`` gets the progress events and ``{"note": text}`` for a check that was skipped; ``skip``:
+    names of tests not to run; ``compile_check``: also compile the kernel offline for a GPU, the
+    test "compiles for a GPU", first: in the simulator nothing runs a kernel that does not compile
+    (only that test comes back)."""
     import tempfile
 
     import exercises
     from lab.teach import gpu_compile
-    from lab.teach.checker import COMPILE_TEST, Judge, hidden_cases, make_request, write_request
+    from lab.teach import source as S
+    from lab.teach.checker import (COMPILE_TEST, Judge, compile_entry, hidden_cases, launch_plan, make_request,
+                                   write_request)
 
     ex = exercises.load(name)
     rng = np.random.default_rng(int(seed))
     cases = hidden_cases(ex, rng)
+    try:  # the judge reads the file as source: nothing of it runs when it is refused
+        text = S.read(path)
+        prog = S.extract(text, str(path), ex.kernel, ex.launch)
+    except (Failed, OSError) as e:
+        failed = {"name": "load", "passed": False, "message": str(e) if isinstance(e, Failed) else
+                  f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}
+        emit(failed)
+        return [failed]
+    launches = launch_plan(ex, prog, cases)
     do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
-    request, inputs = make_request(ex, cases, backend, do_compile, rng)
+    results = []
+    if do_compile and backend == "simulator":  # the compile first: it proves the kernel holds only device code
+        gate = compile_entry(gpu_compile.check(str(path), ex.kernel, compile_sigs(cases), text=text), backend)
+        if isinstance(gate, str):
+            emit({"note": gate})
+        else:
+            emit(gate)
+            results.append(gate)
+            if not gate["passed"]:
+                return results
+        do_compile = False
+    request, inputs = make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
     with tempfile.TemporaryDirectory(prefix="lab-check-") as folder:
         write_request(folder, request, inputs)
         with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as z:
             execute(json.loads(open(os.path.join(folder, REQUEST)).read()), z, str(path),
-                             folder, emit, skip)
-        judge = Judge(ex, cases, backend, path, folder, do_compile)
+                    folder, emit, skip)
+        judge = Judge(ex, cases, backend, path, folder, do_compile, launches=launches)
         try:
             failed = judge.load_failure()
             if failed:
                 emit(failed)
                 return [failed]
-            results = []
             for n in judge.planned:
                 if n in skip:
                     continue
@@ -442,7 +466,6 @@ def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_c
             return results
         finally:
             judge.close()
-
 
 
 def main(argv) -> None:

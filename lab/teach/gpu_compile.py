@@ -7,7 +7,9 @@ hidden tests, and turns the compiler's error into one line at the student's line
 
 In a process that runs the simulator (``NUMBA_ENABLE_CUDASIM=1``) ``numba.cuda`` *is* the simulator,
 so the compile runs in a child process without it (``python -m lab.teach.gpu_compile``), like
-``lab occupancy``'s offline compile (:mod:`lab.core.resources`). Results are cached per file content,
+``lab occupancy``'s offline compile (:mod:`lab.core.resources`), from the file's source
+(:func:`compile_source`: the kernel built from its checked syntax tree, the file never imported).
+Results are cached per source,
 argument types and numba-cuda version; only the compiler's verdicts (compiled, or an error in the
 student's code) are: a compile that could not run (no NVVM, out of memory, a killed or timed-out
 process) is tried again at the next check. Without NVVM/NVRTC (``pip install 'numba-gpu-lab[occupancy]'``)
@@ -75,10 +77,13 @@ _LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 
 def _source_line(path, line):
+    """Line ``line`` of the student's source: the text the checker read (:mod:`linecache`, filled by
+    :func:`lab.teach.source.build`), else the file."""
+    import linecache
+
     try:
-        with open(path) as f:
-            return f.read().splitlines()[line - 1]
-    except (OSError, IndexError, TypeError):
+        return linecache.getline(path, int(line)).rstrip("\n")
+    except (TypeError, ValueError):
         return ""
 
 
@@ -249,10 +254,26 @@ def message(result: dict, cc=CC) -> str:
 
 
 # --- The child process ------------------------------------------------------------------------------
-def _child(request: dict) -> list[dict]:
-    """In the child (no simulator): compile each item {"path", "kernel", "sigs", "cc"} of the request."""
-    import importlib.util
+def compile_source(text: str, path: str, kernel: str, sigs: list, cc) -> dict:
+    """:func:`compile_here` of ``kernel`` built from the file's source ``text`` (:func:`lab.teach.source.load`:
+    its syntax tree checked, nothing of the file run), in a process whose ``numba.cuda`` is the real one.
+    A file the checker refuses is a failure with the reason (the judge refused it first)."""
+    from lab.teach import source
+    from lab.teach.messages import Failed
 
+    try:
+        mod = source.load(text, path, kernel)
+    except Failed as e:
+        return {"ok": False, "message": str(e)[:300], "line": None}
+    fn = getattr(getattr(mod, kernel, None), "py_func", None)
+    if fn is None:
+        return {"ok": False, "message": f"{kernel} is not a @cuda.jit kernel", "line": None}
+    return compile_here(fn, sigs, path, cc)
+
+
+def _child(request: dict) -> list[dict]:
+    """In the child (no simulator): compile each item {"path", "text", "kernel", "sigs", "cc"} of the
+    request from its source text (the student's file is never imported)."""
     from lab.core.resources import offline_unavailable
 
     why = offline_unavailable()
@@ -262,28 +283,9 @@ def _child(request: dict) -> list[dict]:
 
     from lab.core.isolation import lockdown
 
-    # the student's file is imported here too: no process, socket or signal from it, like any child
     lockdown()  # (where libseccomp is missing the parent's notes say so already)
-    out = []
-    for k, item in enumerate(request["items"]):
-        path = item["path"]
-        sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
-        spec = importlib.util.spec_from_file_location(f"student_gpu_compile_{k}", path)
-        mod = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(mod)
-        except Exception as e:  # noqa: BLE001 - imported fine in the simulator; not the compiler's verdict
-            out.append({"skipped": f"the file does not import without the simulator ({type(e).__name__}: "
-                                   f"{str(e).strip().splitlines()[0] if str(e).strip() else ''})"})
-            continue
-        finally:
-            sys.path.pop(0)
-        fn = getattr(getattr(mod, item["kernel"], None), "py_func", None)
-        if fn is None:
-            out.append({"skipped": f"{item['kernel']} is not a @cuda.jit kernel"})
-            continue
-        out.append(compile_here(fn, item["sigs"], path, item["cc"]))
-    return out
+    return [compile_source(item["text"], item["path"], item["kernel"], item["sigs"], item["cc"])
+            for item in request["items"]]
 
 
 def _cache_file(key: str):
@@ -294,27 +296,30 @@ def _cache_file(key: str):
     return os.path.join(user_cache_dir("numba-gpu-lab"), "gpu-compile", key + ".json")
 
 
-def _key(path: str, kernel: str, sigs: list, cc) -> str:
+def _key(path: str, kernel: str, sigs: list, cc, text: str) -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
         nv = version("numba-cuda")
     except PackageNotFoundError:
         nv = "?"
-    h = hashlib.sha256()
-    for f in (path, __file__):  # the student's file, and this module (its messages)
+    h = hashlib.sha256(text.encode())  # the student's source, this module and the source rules (their messages)
+    for f in (__file__, *(os.path.join(os.path.dirname(__file__), f"{m}.py") for m in ("source", "source_rules",
+                                                                                         "source_eval", "allowlist"))):
         with open(f, "rb") as fh:
             h.update(fh.read())
-    h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 1]).encode())
+    h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 2]).encode())
     return h.hexdigest()[:32]
 
 
-def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0) -> dict:
-    """Compile ``kernel`` of the student's file ``path`` for ``cc`` with each signature of ``sigs``
-    (:func:`arg_types` descriptors) in a child process without the simulator. Returns {"ok": True},
-    {"ok": False, "message", "line"} (the compiler's error at the student's line) or {"skipped": why}.
-    Cached per file content, kernel, signatures and numba-cuda version."""
-    return check_many([(path, kernel, sigs)], cc, timeout)[0]
+def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0, text: str | None = None) -> dict:
+    """Compile ``kernel`` of the student's file ``path`` (its source ``text``, default: read now) for
+    ``cc`` with each signature of ``sigs`` (:func:`arg_types` descriptors) in a child process without
+    the simulator, from the source (:func:`compile_source`: the file is never imported). Returns
+    {"ok": True}, {"ok": False, "message", "line"} (the compiler's error at the student's line) or
+    {"skipped": why} (no verdict: no NVVM, the process failed or took longer than ``timeout`` s). Cached per source,
+    kernel, signatures and numba-cuda version."""
+    return check_many([(path, kernel, sigs, text)], cc, timeout)[0]
 
 
 _MEMO: dict = {}  # cache key -> the compiler's verdict ({"ok": ...}), this process (and on disk)
@@ -336,13 +341,21 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
     (``{"skipped": ...}``: no NVVM, out of memory, the process killed or timed out) is tried again at
     the next call, except after :func:`no_more_processes`."""
     todo, results, caches, keys = [], [None] * len(items), [None] * len(items), [None] * len(items)
-    for k, (path, kernel, sigs) in enumerate(items):
+    for k, (path, kernel, sigs, *rest) in enumerate(items):
         sigs = [json.loads(s) for s in dict.fromkeys(json.dumps(s) for s in sigs)]
+        text = rest[0] if rest and rest[0] is not None else None
         try:
-            keys[k] = _key(path, kernel, sigs, cc)
+            if text is None:
+                from lab.teach.source import read
+
+                text = read(path)
+            keys[k] = _key(path, kernel, sigs, cc, text)
             caches[k] = _cache_file(keys[k])
         except OSError:
             caches[k] = None
+        except Exception as e:  # noqa: BLE001 - a file that is no source (too large, not UTF-8): the reason
+            results[k] = {"ok": False, "message": str(e)[:300], "line": None}
+            continue
         if keys[k] in _MEMO:
             results[k] = _MEMO[keys[k]]
             continue
@@ -356,21 +369,24 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
         if _NO_PROCESS:
             results[k] = _TRANSIENT.get(keys[k]) or {"skipped": _NO_PROCESS[0]}
             continue
-        todo.append((k, {"path": os.path.abspath(path), "kernel": kernel, "sigs": sigs, "cc": list(cc)}))
+        todo.append((k, {"path": os.path.abspath(path), "text": text, "kernel": kernel, "sigs": sigs,
+                         "cc": list(cc)}))
     if not todo:
         return results
     from lab.core.session import child_env
 
     env = child_env(NUMBA_ENABLE_CUDASIM="0", LAB_COMPILER="numba-cuda", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
     request = {"items": [item for _, item in todo]}
+    import tempfile
+
     try:
-        proc = subprocess.run([sys.executable, "-m", "lab.teach.gpu_compile"], input=json.dumps(request),
-                              capture_output=True, text=True, env=env, timeout=timeout * len(todo),
-                              cwd=os.path.dirname(todo[0][1]["path"]))
+        with tempfile.TemporaryDirectory(prefix="lab-compile-") as empty:  # python -m puts its cwd on sys.path
+            proc = subprocess.run([sys.executable, "-m", "lab.teach.gpu_compile"], input=json.dumps(request),
+                                  capture_output=True, text=True, env=env, timeout=timeout * len(todo), cwd=empty)
         got = json.loads(proc.stdout.strip().splitlines()[-1])
         got = got if isinstance(got, list) else []
         got += [None] * (len(todo) - len(got))
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired:  # no verdict (a grade's gate fails on it: lab.teach.child._compile_gate)
         got = [{"skipped": f"the compile took longer than {timeout:.0f} s"}] * len(todo)
     except (ValueError, IndexError):
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]

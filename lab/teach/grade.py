@@ -137,13 +137,16 @@ def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
 
 
 def grade_one(student: str, name: str, path: Path | None, backend: str, seed: int, timeout: float,
-              limits: Limits, bench: bool, hidden: list[str] | None = None, compiled=None) -> dict:
+              limits: Limits, bench: bool, hidden: list[str] | None = None, compiled=None,
+              gpu_compile: bool = True) -> dict:
     """One gradebook row: {student, exercise, status, tests_passed, tests_total, reason, failures:
     [{name, message}], bench (or None), violations, seconds}. ``hidden``: the exercise's hidden
     tests' names for ``seed`` (default: :func:`lab.teach.workspace.hidden_names`); tests_total is
     their count whatever happened. On a GPU (``backend`` "gpu") the simulator's child runs too, in
     the same sandbox, and its failures count (:func:`lab.teach.union.merge`). ``compiled``: the
-    offline GPU compile's result for this file, made already (an object with ``result()``)."""
+    offline GPU compile's result for this file, made already (an object with ``result()``);
+    ``gpu_compile``: the compile gates the tests and must give a verdict (a compile that could not run
+    fails the row); False: no compile, the kernel checked from its source alone."""
     from lab.teach import union
     from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
 
@@ -166,7 +169,8 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
                                                            if n not in (extra.get("notes") or [])]
     else:
         tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
-                           compiled=compiled)
+                           compiled=compiled, require_compile=gpu_compile,
+                           env=None if gpu_compile else {"LAB_GPU_COMPILE": "0"})
     row["seconds"] = round(time.monotonic() - t0, 3)
     row["tests_passed"], row["tests_total"] = union.score(tests, hidden)
     row["failures"] = [{"name": t["name"], "message": t["message"]} for t in tests if not t["passed"]]
@@ -199,9 +203,14 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     return row
 
 
+NO_COMPILE_OPTION = "--no-gpu-compile"
+GPU_COMPILE_OFF = ("not compiled for a GPU ({why}): each kernel was checked from its source alone (the device "
+                   "rules of lab.teach.source) before it ran in the simulator; code a GPU cannot compile may pass")
+
+
 def grade(folder, only: list[str] | None = None, jobs: int | None = None, backend: str = "auto",
           timeout: float | None = None, seed: int | None = None, bench: bool = False,
-          limits: Limits | None = None, progress=None) -> dict:
+          limits: Limits | None = None, progress=None, gpu_compile: bool = True) -> dict:
     """The gradebook document (docs/schemas/exercise-grade.json).
 
     folder: SUBMISSIONS; only: exercise names (default: every one submitted); jobs: children at once
@@ -209,13 +218,30 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     hidden test (default 10); bench: the performance grade too (:mod:`lab.teach.bench`);
     progress(done, total, text): after each row, ``done`` rows finished (1 .. total). Ctrl-C
     (KeyboardInterrupt) kills the running children and returns the rows finished so far, with
-    ``interrupted`` true and a note. LabError on bad input (before any work)."""
+    ``interrupted`` true and a note. LabError on bad input (before any work).
+
+    In the simulator every kernel must compile offline for a GPU before it runs (the compile proves
+    it holds only device code): where that compiler (NVVM) is missing, LabError (one line) unless
+    ``gpu_compile`` is False (``--no-gpu-compile``; also ``LAB_GPU_COMPILE=0``), which grades
+    without it and says so in the notes."""
     from lab.core.session import choose
+    from lab.teach import gpu_compile as GC
     from lab.teach import workspace as W
 
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
     chosen = choose(backend)
+    gpu_compile = bool(gpu_compile) and GC.enabled()
+    if chosen == "simulator":
+        from lab.core.resources import offline_unavailable
+
+        why = offline_unavailable() if gpu_compile else None
+        if why:
+            raise LabError(f"lab exercise grade needs the offline GPU compile, which proves each kernel holds only "
+                           f"device code before it runs, and it cannot run here ({why}): {GC.ENABLE_HINT}; or grade "
+                           f"without it: {NO_COMPILE_OPTION}")
+        if not gpu_compile:
+            notes.append(GPU_COMPILE_OFF.format(why=f"{NO_COMPILE_OPTION} or {GC.ENV}=0"))
     if not jobs:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     if jobs < 1:
@@ -236,9 +262,9 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     try:
         # the offline GPU compiles first, one contained child per student for all their files (Python,
         # Numba and NVVM start once a student, not once a file); each row waits for its own result
-        compiled = _compile_students(pool, students, names, files, chosen, seed, limits)
+        compiled = _compile_students(pool, students, names, files, chosen, seed, limits) if gpu_compile else {}
         futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench,
-                               hidden[n], compiled.get((s, n))): (s, n) for s, n in pairs}
+                               hidden[n], compiled.get((s, n)), gpu_compile): (s, n) for s, n in pairs}
         for k, fut in enumerate(as_completed(futures), 1):
             s, n = futures[fut]
             try:

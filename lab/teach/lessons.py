@@ -60,12 +60,66 @@ def _who(who) -> list:
     return [list(map(int, b)), list(map(int, t))]
 
 
-def mapping_facts(trace, writers, grid, block, outputs) -> dict:
-    """What the launch's threads did, as JSON-able numbers (child side).
+KINDS = ("load", "store", "atomic")
 
-    trace: the :class:`lab.core.simt.Trace` of one simulated launch; writers: per output, the
-    {flat index: (block, thread)} of its first writer; grid, block: the launch configuration (an int
-    or a tuple of 1-3 ints); outputs: the kernel's names of the output arrays, in order. Keys:
+
+def _thread_id(who, g, b) -> int:
+    """The launch-wide linear id of ``who`` = (block, thread): block x fastest, then the thread's."""
+    (bx, by, bz), (tx, ty, tz) = (tuple(who[0]) + (0, 0))[:3], (tuple(who[1]) + (0, 0))[:3]
+    return ((bx + g[0] * (by + g[1] * bz)) * (b[0] * b[1] * b[2])) + tx + b[0] * (ty + b[1] * tz)
+
+
+def _who_of(tid: int, g, b) -> tuple:
+    """The (block, thread) of launch-wide linear id ``tid`` (:func:`_thread_id`'s inverse)."""
+    per = b[0] * b[1] * b[2]
+    blk, t = divmod(int(tid), per)
+    return ((blk % g[0], blk // g[0] % g[1], blk // (g[0] * g[1])), (t % b[0], t // b[0] % b[1], t // (b[0] * b[1])))
+
+
+def stats_counts(stats, grid, block) -> dict:
+    """What the tracer counted in one launch (:class:`lab.core.simt.Stats`), as raw counts the
+    judge derives the lesson's facts from (:func:`facts_from_counts`): ``arrays`` ([name, elements,
+    bytes an element, output?], the tracer's order), ``per_thread`` (rows [kind: 0 load, 1 store,
+    2 atomic, array, thread id, accesses]), ``stored`` (rows [array, thread id, distinct elements
+    it stored]), ``requests`` (rows [kind, array, elements, 32-byte sectors] of each warp request),
+    ``atomic_elements`` and ``block_elements`` (per array: elements updated atomically; distinct
+    (block, element) loads), the scalar counts. Thread ids: :func:`_thread_id`. Executor side."""
+    g, b = _dims3(grid), _dims3(block)
+    names = list(stats.size)
+    index = {n: k for k, n in enumerate(names)}
+    per_thread = [[KINDS.index(kind), index[name], _thread_id(who, g, b), int(c)]
+                  for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
+    stored = [[index[name], _thread_id(who, g, b), len(flats)]
+              for name, d in stats.stored.items() if name in index for who, flats in d.items()]
+    requests = []
+    for (kind, name, _blk, _warp, _site, _n), flats in stats.requests.items():
+        if name not in index:
+            continue
+        isz = stats.itemsize.get(name, 4) or 4
+        requests.append([KINDS.index(kind), index[name], len(flats), len({f * isz // SECTOR for f in flats})])
+    return {"arrays": [[n, int(stats.size[n]), int(stats.itemsize.get(n, 4) or 4), bool(stats.output.get(n))]
+                       for n in names],
+            "per_thread": per_thread, "stored": stored, "requests": requests,
+            "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
+            "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
+            "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
+            "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
+            "async_overlap": int(stats.async_overlap)}
+
+
+def mapping_facts(trace, writers, grid, block, outputs) -> dict:
+    """What the launch's threads did, as JSON-able numbers: :func:`facts_from_counts` of the trace's
+    counts (:func:`stats_counts`). trace: the :class:`lab.core.simt.Trace` of one simulated launch."""
+    return facts_from_counts(stats_counts(trace.stats, grid, block), writers, grid, block, outputs)
+
+
+def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
+    """What the launch's threads did, as JSON-able numbers (the judge's side), from the tracer's raw
+    counts ``counts`` (:func:`stats_counts`).
+
+    writers: per output, the {flat index: (block, thread)} of its first writer; grid, block: the
+    launch configuration (an int or a tuple of 1-3 ints); outputs: the kernel's names of the output
+    arrays, in order. Keys:
     ``grid``, ``block`` (3 ints), ``blocks``, ``threads_per_block``, ``elements`` (output elements),
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
@@ -77,48 +131,59 @@ def mapping_facts(trace, writers, grid, block, outputs) -> dict:
     ``inputs`` (per input array, largest first: {"name", "size", "loads", "block_elements" (distinct
     (block, element) loads), "max_loads", "max_loads_by"}).
     """
-    st = trace.stats
     g, b = _dims3(grid), _dims3(block)
-    outs = [n for n in outputs]
-    elements = sum(st.size.get(n, 0) for n in outs) or sum(len(w) for w in (writers or []))
+    arrays = counts["arrays"]
+    index = {a[0]: k for k, a in enumerate(arrays)}
+    size = {a[0]: int(a[1]) for a in arrays}
+    itemsize = {a[0]: int(a[2]) for a in arrays}
+    outs = [index[n] for n in outputs if n in index]
+    elements = sum(size[arrays[k][0]] for k in outs) or sum(len(w) for w in (writers or []))
     writing, atomic_threads, atomics = set(), set(), 0
     max_stored, max_by = 0, None
-    for n in outs:
-        for who, flats in st.stored.get(n, {}).items():
-            writing.add(who)
-            if len(flats) > max_stored:
-                max_stored, max_by = len(flats), _who(who)
-        for who, c in st.per_thread.get((n, "atomic"), {}).items():
-            writing.add(who)
-            atomic_threads.add(who)
+    for out in outs:  # the outputs' order, then the tracer's: the first thread with the most is named
+        for k, tid, n in counts["stored"]:
+            if k == out:
+                writing.add(tid)
+                if n > max_stored:
+                    max_stored, max_by = n, tid
+    per_load: dict = {}
+    for kind, k, tid, c in counts["per_thread"]:
+        if kind == 2 and k in outs:
+            writing.add(tid)
+            atomic_threads.add(tid)
             atomics += c
-    atomic_elements = sum(len(st.atomic_elems.get(n, ())) for n in outs)
-    req = {k: {"requests": 0, "sectors": 0, "ideal_sectors": 0} for k in ("load", "store")}
-    for (kind, name, _blk, _warp, _site, _n), flats in st.requests.items():
-        isz = st.itemsize.get(name, 4) or 4
-        sectors = len({f * isz // SECTOR for f in flats})
-        r = req[kind]
+        elif kind == 0:
+            per_load.setdefault(k, []).append((tid, c))
+    req = {kind: {"requests": 0, "sectors": 0, "ideal_sectors": 0} for kind in ("load", "store")}
+    for kind, k, nflat, sectors in counts["requests"]:
+        if kind not in (0, 1):
+            continue
+        r = req[KINDS[kind]]
+        isz = itemsize.get(arrays[k][0], 4) or 4
         r["requests"] += 1
         r["sectors"] += sectors
-        r["ideal_sectors"] += max(1, math.ceil(len(flats) * isz / SECTOR))
+        r["ideal_sectors"] += max(1, math.ceil(nflat * isz / SECTOR))
     inputs = []
-    for name, size in st.size.items():
-        if st.output.get(name):
+    for k, (name, n, _isz, is_out) in enumerate(arrays):
+        if is_out:
             continue
-        per = st.per_thread.get((name, "load"), {})
-        top = max(per.items(), key=lambda kv: kv[1]) if per else None
-        inputs.append({"name": name, "size": int(size), "loads": int(sum(per.values())),
-                       "block_elements": len(st.block_loads.get(name, ())),
-                       "max_loads": int(top[1]) if top else 0, "max_loads_by": _who(top[0]) if top else None})
+        per = per_load.get(k, [])
+        top = max(per, key=lambda kv: kv[1]) if per else None
+        inputs.append({"name": name, "size": int(n), "loads": int(sum(c for _, c in per)),
+                       "block_elements": int(counts["block_elements"][k]),
+                       "max_loads": int(top[1]) if top else 0,
+                       "max_loads_by": _who(_who_of(top[0], g, b)) if top else None})
     inputs.sort(key=lambda d: -d["size"])
+    per_block = b[0] * b[1] * b[2]
     return {"grid": g, "block": b, "blocks": math.prod(g), "threads_per_block": math.prod(b),
-            "elements": int(elements), "blocks_writing": len({w[0] for w in writing}),
-            "threads_writing": len(writing), "max_stored": int(max_stored), "max_stored_by": max_by,
-            "atomics": int(atomics), "atomic_elements": int(atomic_elements),
-            "blocks_atomic": len({w[0] for w in atomic_threads}), "threads_atomic": len(atomic_threads),
-            "shared_accesses": int(st.shared_accesses), "warp_collectives": int(st.warp_collectives),
-            "async_copies": int(st.async_copies), "async_groups": int(st.async_groups),
-            "async_overlap": int(st.async_overlap),
+            "elements": int(elements), "blocks_writing": len({t // per_block for t in writing}),
+            "threads_writing": len(writing), "max_stored": int(max_stored),
+            "max_stored_by": _who(_who_of(max_by, g, b)) if max_by is not None else None,
+            "atomics": int(atomics), "atomic_elements": int(sum(counts["atomic_elements"][k] for k in outs)),
+            "blocks_atomic": len({t // per_block for t in atomic_threads}), "threads_atomic": len(atomic_threads),
+            "shared_accesses": int(counts["shared_accesses"]), "warp_collectives": int(counts["warp_collectives"]),
+            "async_copies": int(counts["async_copies"]), "async_groups": int(counts["async_groups"]),
+            "async_overlap": int(counts["async_overlap"]),
             "load": req["load"], "store": req["store"], "inputs": inputs}
 
 

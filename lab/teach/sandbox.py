@@ -1,6 +1,6 @@
 """Containment for untrusted submissions (``lab exercise grade``): the checker's child process
 (:mod:`lab.teach.checker`, or :mod:`lab.teach.bench` with ``--bench``) run as ``python -m lab.teach.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
-[--bench]``, which, before the student's file is imported:
+[--bench]``, which, before the kernel is built from the student's source (lab.teach.source):
 
 1. sets resource limits (``resource.setrlimit``; POSIX ``setrlimit(2)``): ``RLIMIT_CPU`` (CPU seconds,
    over all threads; SIGXCPU then SIGKILL), ``RLIMIT_AS`` (address space, in the simulator only: a
@@ -272,6 +272,7 @@ def main(argv) -> None:
     import lab.core.simt  # noqa: F401
     import lab.teach.bench  # noqa: F401
     import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
+    import lab.teach.source  # noqa: F401 - the kernel is built from the source (lab.teach.executor.load_student)
 
     if simulator:
         import lab.core.runner  # noqa: F401

@@ -2,6 +2,8 @@
 the deadlocks it reports instead of hanging, and shared-memory atomics against plain accesses.
 
 Simulator-only (a GPU session skips unmarked tests): these are the simulator's own semantics."""
+import threading
+
 import numpy as np
 import pytest
 from numba import cuda
@@ -120,3 +122,37 @@ def test_atomics_race_with_plain_accesses_of_the_same_epoch_only():
     assert not trace.races and out.tolist() == [8, 8, 8, 8]
     trace = _run(_shared_counts, 32, x, np.zeros(4, np.int32), False)
     assert trace.races and "atomically updated" in {trace.races[0][1], trace.races[0][5]}
+
+
+def _row_views(A, out):
+    """out[y][x] = A[y][x] + 1 through partial indices (row views), thread (x, y)."""
+    x, y = cuda.threadIdx.x, cuda.threadIdx.y
+    row = out[y]
+    row[x] = A[y][x] + 1
+
+
+def _slice_store(a, out):
+    if cuda.threadIdx.x == 0:
+        out[1:] = a[1:]
+
+
+def test_views_taken_in_a_kernel_are_traced_as_the_arrays_elements():
+    """A partial index (``out[y]``) or a slice taken in a kernel is a traced view: its elements are the
+    array's (who wrote each, out of bounds), and a slice store is the thread's store of every element."""
+    trace = simt.Trace()
+    lock = threading.RLock()
+    A = np.arange(12, dtype=np.float32).reshape(3, 4)
+    out = np.full((3, 4), np.nan, np.float32)
+    tA, tout = simt.traced(A, "A", trace, lock), simt.traced(out, "out", trace, lock, output=True)
+    simt.run(_row_views, 1, (4, 3), [tA, tout], np.random.default_rng(0), trace=trace, lock=lock)
+    np.testing.assert_array_equal(out, A + 1)
+    writer = tout._lab_tracker.writer
+    assert sorted(writer) == list(range(12)) and writer[6] == ((0, 0, 0), (2, 1, 0))  # out[1][2] by thread (2, 1)
+    assert trace.stats.per_thread[("A", "load")][((0, 0, 0), (3, 2, 0))] == 1  # A[2][3] read by thread (3, 2)
+    trace = simt.Trace()
+    a, out = np.arange(8, dtype=np.float32), np.full(8, np.nan, np.float32)
+    ta, tout = simt.traced(a, "a", trace, lock), simt.traced(out, "out", trace, lock, output=True)
+    simt.run(_slice_store, 1, 32, [ta, tout], np.random.default_rng(0), trace=trace, lock=lock)
+    assert sorted(tout._lab_tracker.writer) == list(range(1, 8))
+    assert set(tout._lab_tracker.writer.values()) == {((0, 0, 0), (0, 0, 0))} and np.isnan(out[0])
+    assert (trace.stats.stored["out"][((0, 0, 0), (0, 0, 0))]) == set(range(1, 8))
