@@ -79,7 +79,8 @@ def extract(text: str, path, kernel: str, launch: str | None = None) -> Program:
     try:
         tree = ast.parse(text, filename=str(path))
     except SyntaxError as e:
-        raise Failed(f"{base} line {e.lineno}: SyntaxError: {e.msg}") from None
+        where = f" line {e.lineno}" if e.lineno else ""  # a file with null bytes has no line to name
+        raise Failed(f"{base}{where}: SyntaxError: {e.msg}") from None
     except (ValueError, RecursionError, MemoryError) as e:  # NUL bytes, nesting too deep
         raise Failed(f"{base}: not Python source that the checker can read ({type(e).__name__})") from None
     prog = Program(path=str(path), text=text, kernel=kernel, launch=launch)
