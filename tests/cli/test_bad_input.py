@@ -3,8 +3,6 @@ regular file, a link is written through to its target, a simulator run does not 
 results, a missing workspace is said (not made), and a long simulator sweep is refused up front with
 advice that names the options sweep has. (Ctrl-C: test_interrupt.py; COLUMNS: test_columns.py;
 settings: tests/core/test_settings.py.)"""
-import contextlib
-import io
 import os
 import socket
 import stat
@@ -12,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.cli import main
+from tests.cli.test_fuzz import lab  # the in-process CLI harness of the bad-input checks
 from tests.conftest import SIMULATOR
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,17 +28,6 @@ OUTPUTS = [
     ("occupancy", "vecadd", "--png"),
     ("exercise", "grade", "{class}", "--csv"),
 ]
-
-
-def lab(*args):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(list(args))
-            code = 0
-        except SystemExit as e:
-            code = e.code or 0
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
