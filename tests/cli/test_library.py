@@ -12,7 +12,7 @@ from tests.conftest import SIMULATOR, run_lab
 
 # options that only choose how a result is shown or written as text, not what is computed
 VIEW_ONLY = {"as_json", "wide", "png", "svg"}
-VIEW_ONLY_OF = {"bench": {"out"}, "sweep": {"metric"}, "exercise solution": {"yes"}}  # yes: the view asks first
+VIEW_ONLY_OF = {"sweep": {"metric"}, "exercise solution": {"yes"}}  # yes: the view asks first
 INTERNAL = {"progress", "counters_engine"}  # the library's hooks, filled in by the views
 
 

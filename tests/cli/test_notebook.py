@@ -221,6 +221,7 @@ def test_hint_number_shows_that_hint_every_time_and_the_cli_goes_on_after_it(tmp
 
     hints = exercises.load("vecadd").hints
     ws = tmp_path / "ws"
+    ws.mkdir()  # a workspace (only lab exercise start, or a %%exercise cell, makes one)
     env = {"LAB_EXERCISES_DIR": str(ws)}
     first = [magics.exercise_hint(f"vecadd 2 --dir {ws}") for _ in range(3)]
     assert [r.to_dict()["hint"] for r in first] == [2, 2, 2] and first[0].to_dict()["text"] == hints[1]
