@@ -5,6 +5,7 @@ away from the headline ones are tested in each kernel's file.)"""
 import pytest
 
 import kernels
+from kernels.gemm import precision
 from tests.conftest import SIMULATOR
 from tests.helpers import check_rung
 
@@ -45,8 +46,9 @@ def test_auto_choices_and_explicit_threads(monkeypatch):
     # matmul's launch model (choose(): wave quantization over measured tiles, the H100's 132 SMs):
     # the biggest tile where it fills the SMs, smaller tiles where a big one leaves SMs idle or
     # gives some SMs an extra block, K split where M x N has too few tiles
-    def picked(size):
-        cfg = mm.variants["auto"].launch(size, 64)
+    def picked(size):  # FP32 on the SIMT rungs only ("highest"): on a GPU with tensor cores "high" picks 3xTF32
+        with precision.using("highest"):
+            cfg = mm.variants["auto"].launch(size, 64)
         assert cfg.rung == "wide_loads" and "launch model" in cfg.note
         p = dict(cfg.params)
         return p["tile"], p.get("splits", 1)
