@@ -18,7 +18,10 @@ Where the winners live (later ones win):
 1. shipped tables, ``kernels/tuned/*.json``: each applies when its ``match`` text is in the device
    name (``"H100"``: any H100) and its compute capability is the device's;
 2. the user's cache, ``tuned.json`` in ``platformdirs.user_cache_dir("numba-gpu-lab")``, or in
-   ``$LAB_CACHE_DIR`` (tests, CI); ``lab tune`` writes it (atomically, lab.core.files).
+   ``$LAB_CACHE_DIR`` (tests, CI); ``lab tune`` on a GPU writes it (atomically, lab.core.files).
+
+An entry marked ``"simulated": true`` (tuned in the CUDA simulator) is never used: simulated times
+say nothing of a GPU, and ``lab tune`` in the simulator must not change ``auto``'s later choices.
 
 A file that cannot be read (not JSON, wrong layout) is ignored as a whole and said once
 (:func:`problems`): ``auto`` falls back to the heuristic ``choose()``, and ``lab run`` prints the
@@ -190,15 +193,18 @@ def lookup(kernel: str, size) -> tuple[dict, str] | None:
 
 
 def _lookup(kernel: str, size) -> tuple[dict, str] | None:
+    """An entry measured on a GPU (never a simulated one: ``lab tune`` in the simulator times Python
+    interpreting threads, which says nothing of a GPU, and must not change ``auto``'s choices)."""
     name, cc = device()
     cls = shape_class(size)
     hit = read(cache_path()).get(key(kernel, cls, (name, cc)))
-    if hit:
+    if hit and not hit.get("simulated"):
         return hit, "cache"
     for path in shipped_paths():
         for k, e in read(path).items():
             dev_match, rest = k.split("|", 1)
-            if dev_match.startswith("*") and dev_match[1:] in name and rest == key(kernel, cls, ("", cc))[1:]:
+            if (dev_match.startswith("*") and dev_match[1:] in name and rest == key(kernel, cls, ("", cc))[1:]
+                    and not e.get("simulated")):
                 return e, "shipped"
     return None
 

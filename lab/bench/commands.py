@@ -230,11 +230,12 @@ def compare(a: str, b: str) -> dict:
 
 def tune(kernel: str, *, shapes: str | list | None = None, budget: float | None = None, dtype: str = "float32",
          seed: int | None = None, out: str | None = None, match: str | None = None, no_cache: bool = False,
-         sim: bool | None = None, compiler: str | None = None, progress: Steps = quiet) -> dict:
+         sim: bool | None = None, compiler: str | None = None, yes: bool = False, progress: Steps = quiet) -> dict:
     """``lab tune KERNEL``: every rung x threads per block x tunable parameter at each shape, each
-    checked then timed; the fastest per shape class goes to the user's tuned cache (unless
-    ``no_cache``), and with ``out`` to a shipped table for devices named like ``match``. Returns
-    docs/schemas/tune.json's document; LabError on bad input."""
+    checked then timed; on a GPU the fastest per shape class goes to the user's tuned cache (unless
+    ``no_cache``; a simulator search is shown, never cached), and with ``out`` to a shipped table for
+    devices named like ``match``. Returns docs/schemas/tune.json's document; LabError on bad input, or
+    for a simulator search estimated above 10 minutes without ``yes``."""
     from lab.bench import sweep as S
     from lab.bench import tune as T
     from lab.core.files import check_writable
@@ -242,14 +243,14 @@ def tune(kernel: str, *, shapes: str | list | None = None, budget: float | None 
     kernel, shapes = A.text(kernel, "KERNEL"), A.text(shapes, "--shapes")
     budget, dtype = A.number(budget, "--budget"), A.choice(dtype, "--dtype", DTYPES)
     seed, match = A.integer(seed, "--seed", min=0), A.text(match, "--match")
-    no_cache = A.flag(no_cache, "--no-cache")
+    no_cache, yes = A.flag(no_cache, "--no-cache"), A.flag(yes, "--yes")
     _kernels([kernel])
     check_writable(out, "tuned table")  # before minutes of tuning
     if match and not out:
         raise LabError("--match names the devices of a shipped table: give --out FILE too")
     session = _session(sim, compiler)
     doc = T.tune(kernel, session.backend, S.parse_sizes(shapes), budget, dtype, seed or 0, write=not no_cache,
-                 progress=progress or quiet)
+                 progress=progress or quiet, yes=yes)
     if out:
         doc["table_path"] = T.save(doc["entries"], out, match)
     return doc

@@ -19,7 +19,11 @@ Winners are written per (device, compute capability, compiler, kernel, shape cla
 cache (kernels.tuning), merged with what it held, atomically (lab.core.files). When several tuned
 shapes share a class, the configuration with the best geometric-mean slowdown against each shape's
 fastest wins the class. In the simulator the same logic runs on tiny shapes; its "times" are wall
-clocks of simulated calls (marked ``simulated``), which only test the logic.
+clocks of simulated calls (marked ``simulated``), which only test the logic: they are shown (and
+written with ``--out``), never put in the user's cache, and ``auto`` never reads a simulated entry
+(kernels.tuning), so tuning in the simulator does not change the simulator's later ``auto`` choices.
+A simulator search estimated above 10 minutes (lab.core.simcost: the heuristic's runs, which always
+happen, plus the budget and one candidate's overrun) does not start without ``yes``.
 """
 from __future__ import annotations
 
@@ -178,12 +182,15 @@ def default_shapes(kernel: str, simulator: bool, spec) -> list[str]:
 
 
 def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: float | None = None,
-         dtype: str = "float32", seed: int = 0, write: bool = True, progress: Steps = quiet) -> dict:
+         dtype: str = "float32", seed: int = 0, write: bool = True, progress: Steps = quiet,
+         yes: bool = False) -> dict:
     """Tune ``kernel`` on ``backend`` ("gpu" or "simulator"); returns the ``lab tune --json`` dict
-    (docs/schemas/tune.json) and, when ``write``, merges the winners into the user's cache.
+    (docs/schemas/tune.json) and, when ``write`` on a GPU, merges the winners into the user's cache
+    (in the simulator never: ``cache_path`` is null).
 
     shapes: ``--size`` strings (default :func:`default_shapes`); budget_s: wall seconds for the whole
-    search (default 120 on a GPU, 30 in the simulator). LabError (one line) for bad input.
+    search (default 120 on a GPU, 30 in the simulator). LabError (one line) for bad input, or for a
+    simulator search estimated above 10 minutes without ``yes``.
     """
     import numpy as np
 
@@ -204,6 +211,7 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
             sizes.append(spec.parse_size(text))
         except ValueError as e:
             raise LabError(str(e)) from None
+    write = write and not simulator  # simulated times say nothing of a GPU: auto never reads them
     if write:
         from lab.core.files import check_writable
 
@@ -219,6 +227,11 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
     max_t = info.get("max_threads_per_block") or 1024
     axis = SIM_THREADS if simulator else THREADS
     spaces = [candidates(spec, size, max_t, axis) for size in sizes]  # launch math only: before the clock starts
+    if simulator and not yes:
+        from lab.core.simulator import refuse_long
+
+        refuse_long(_simulator_seconds(spec, sizes, spaces, np.dtype(dtype), budget), f"lab tune {kernel}",
+                    "smaller --shapes (or leave --shapes out: a few tiny shapes), a smaller --budget", yes)
     start = time.monotonic()
     deadline = start + budget
     total, done = sum(map(len, spaces)), 0
@@ -270,6 +283,31 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
     if write and entries:
         save(entries)
     return doc
+
+
+def _simulator_seconds(spec, sizes, spaces, dtype, budget: float) -> float:
+    """Rough wall seconds of a simulator search (lab.core.simcost): each shape's heuristic candidate
+    (always run), the others up to the budget, and the costliest one's overrun (a candidate started
+    before the budget ran out runs to its end)."""
+    from lab.core import simcost
+    from lab.core.simulator import check_calls
+
+    def cost(size, cand) -> float:
+        try:
+            cfg = spec.variants[cand.rung].configure(size, cand.threads, cand.params)
+        except Exception:
+            return 0.0
+        return check_calls(spec, size, dtype) * simcost.call_seconds(spec.name, {cand.rung: cfg.threads_total},
+                                                                     spec.flops(size))
+
+    first, rest = 0.0, []
+    for size, cands in zip(sizes, spaces):
+        for c in cands:
+            if c.heuristic:
+                first += cost(size, c)
+            else:
+                rest.append(cost(size, c))
+    return first + min(budget, sum(rest)) + (max(rest) if sum(rest) > budget else 0.0)
 
 
 HEURISTIC = (tuning.HEURISTIC_RUNG, 0, ())  # the heuristic's choice at each shape, scored as one configuration

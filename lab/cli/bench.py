@@ -201,12 +201,14 @@ def compare(a, b, as_json, wide):
               help="Also write the winners as a shipped table to FILE (e.g. kernels/tuned/h100.json).")
 @click.option("--match", default=None, callback=O._not_empty,
               help="With --out: the device-name text the shipped table applies to (e.g. H100).")
-@click.option("--no-cache", is_flag=True, help="Do not write the winners to the user's tuned cache.")
+@click.option("--no-cache", is_flag=True, help="Do not write the winners to the user's tuned cache (a "
+              "simulator search never writes it: simulated times say nothing of a GPU).")
+@click.option("--yes", is_flag=True, help="Start a simulator search estimated above 10 minutes anyway.")
 @O.JSON
 @O.WIDE
 @O.BACKEND
 @O.COMPILER
-def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, as_json, wide, sim, compiler):
+def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, yes, as_json, wide, sim, compiler):
     """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
     against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
     which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
@@ -216,7 +218,8 @@ def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, as_json, wid
 
     with bar_unless(as_json, "tune") as progress:
         doc = run_tune(kernel, shapes=shapes, budget=budget, dtype=dtype, seed=seed, out=out, match=match,
-                       no_cache=no_cache, sim=sim, compiler=compiler, progress=progress or _quiet)
+                       no_cache=no_cache, sim=sim, compiler=compiler, yes=yes,
+                       progress=progress or _quiet)
     if as_json:
         O.emit_json(doc)
         return

@@ -192,6 +192,18 @@ def minutes(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h" if seconds >= 5400 else f"{seconds / 60:.0f} min"
 
 
+REFUSE_S = 600.0  # as lab.core.runner.REFUSE_SIMULATION_S: longer simulations need --yes
+
+
+def refuse_long(estimate_s: float, what: str, advice: str, yes: bool = False) -> None:
+    """LabError (one line) when a simulation estimated at ``estimate_s`` seconds is above
+    :data:`REFUSE_S` and ``yes`` (--yes) was not given: how long, for ``what``, and ``advice`` (options
+    of the command that asks, e.g. "smaller --shapes")."""
+    if estimate_s > REFUSE_S and not yes:
+        raise LabError(f"the simulator would take roughly {minutes(estimate_s)} for {what} (estimated); "
+                       f"try {advice}, or --yes to run it anyway")
+
+
 def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
     """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
     from lab.core import simcost

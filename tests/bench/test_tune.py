@@ -39,8 +39,13 @@ def test_shape_classes():
 
 @sim_only
 def test_tune_picks_writes_and_auto_uses_the_cache(cache):
-    from lab.bench.tune import tune
+    """The search and its winners; in the simulator nothing goes to the cache (simulated times say
+    nothing of a GPU, and must not change auto's later choices); the same winners, as a GPU run
+    would save them (simulated false), go to the cache and auto uses them."""
+    from lab.bench.tune import save, tune
 
+    spec = kernels.load("vecadd")
+    before = spec.variants["auto"].launch((1000,), 32).note
     doc = tune("vecadd", "simulator", ["300", "1000"], budget_s=60)
     assert doc["simulated"] and [r["shape_class"] for r in doc["shapes"]] == ["2^8", "2^10"]
     for r in doc["shapes"]:
@@ -48,9 +53,13 @@ def test_tune_picks_writes_and_auto_uses_the_cache(cache):
         assert r["winner"] and r["winner"]["ms"] == min(c["ms"] for c in ok)  # the fastest checked one
         assert r["candidates"][0]["heuristic"]
         assert len({c["threads"] for c in r["candidates"] if c["rung"] == r["winner"]["rung"]}) > 1
+    assert doc["cache_path"] is None and not cache.exists()  # the simulator's search is shown, not cached
+    assert spec.variants["auto"].launch((1000,), 32).note == before  # auto's choice did not change
+    save([dict(e, simulated=True) for e in doc["entries"]])  # a simulated entry in the cache: never used
+    assert spec.variants["auto"].launch((1000,), 32).note == before
+    save([dict(e, simulated=False) for e in doc["entries"]])  # as a GPU's run saves them
     written = json.loads(cache.read_text())
     assert tuning.validate(written) and {e["shape_class"] for e in written["entries"]} == {"2^8", "2^10"}
-    spec = kernels.load("vecadd")
     win = doc["shapes"][1]["winner"]
     cfg = spec.variants["auto"].launch((1000,), 32)
     assert cfg.rung == win["rung"] and cfg.threads_per_block == win["threads"] or cfg.rung == win["rung"]
@@ -58,8 +67,8 @@ def test_tune_picks_writes_and_auto_uses_the_cache(cache):
     # same class, another shape: tuned; another class: the heuristic
     assert "tuned (cache)" in spec.variants["auto"].launch((1100,), 32).note
     assert "heuristic" in spec.variants["auto"].launch((1 << 20,), 32).note
-    # a second tuning run merges: the first run's classes stay
-    tune("vecadd", "simulator", ["5"], budget_s=30)
+    # a second run's winners merge: the first run's classes stay
+    save([dict(e, simulated=False) for e in tune("vecadd", "simulator", ["5"], budget_s=30)["entries"]])
     assert {e["shape_class"] for e in json.loads(cache.read_text())["entries"]} == {"2^8", "2^10", "2^2"}
 
 
@@ -218,23 +227,27 @@ def test_cli_json_text_and_bad_input(cache, lab):
     code, out, err = lab("tune", "vecadd", "--sim", "--shapes", "64", "--budget", "30", "--json", env=env)
     assert code == 0, err
     doc = validate(json.loads(out), "tune.json")
-    validate_cache = json.loads(cache.read_text())
+    assert doc["entries"] and err == "" and doc["cache_path"] is None and not cache.exists()  # simulated: not cached
     from jsonschema import Draft202012Validator
     from tests.cli.test_schemas import REGISTRY, SCHEMAS
 
-    Draft202012Validator(json.loads((SCHEMAS / "tune-cache.json").read_text()), registry=REGISTRY).validate(validate_cache)
-    assert doc["entries"] and err == ""
     table = tmp = cache.parent / "h.json"
     code, out, err = lab("tune", "vecadd", "--sim", "--shapes", "64", "--budget", "30", "--out", str(table),
                          "--match", "simulator", env=env)
     assert code == 0, err
     fits(out)
     assert "lab tune vecadd" in out and "simulated" in out and json.loads(tmp.read_text())["match"] == "simulator"
+    Draft202012Validator(json.loads((SCHEMAS / "tune-cache.json").read_text()),
+                         registry=REGISTRY).validate(json.loads(tmp.read_text()))
     bad("--budget", "tune", "vecadd", "--sim", "--budget", "0")
     bad("--out", "tune", "vecadd", "--sim", "--match", "H100")
     bad("malformed", "tune", "vecadd", "--sim", "--shapes", "2x3")
     bad("does not exist", "tune", "vecadd", "--sim", "--out", str(cache.parent / "no" / "x.json"))
     bad("unknown kernel", "tune", "nosuch", "--sim")
+    # a search the simulator would spend hours on is refused before it starts, naming tune's own options
+    code, out, err = lab("tune", "matmul", "--sim", "--shapes", "2048x2048x2048", "--budget", "100000", env=env)
+    one_line_exit_2(code, err, "--yes")
+    assert "--shapes" in err and "--budget" in err
 
 
 @pytest.mark.parametrize("path", tuning.shipped_paths() or [None], ids=lambda p: getattr(p, "name", "none"))
@@ -299,9 +312,10 @@ def test_a_class_the_heuristic_wins_keeps_the_heuristic(cache):
     # a fixed configuration faster at both shapes wins the class as before
     rows = [row((1024, 1024, 1024), 0.075, 0.070), row((777, 1333, 901), 0.078, 0.077)]
     assert winners("matmul", rows, dev, "numba-cuda", False)[0]["rung"] == "small"
-    # auto reads such an entry as "use the heuristic", and says the class was tuned
+    # auto reads such an entry as "use the heuristic", and says the class was tuned (an entry as a
+    # GPU run writes it: a simulated one is never used)
     (entry,) = winners("matmul", [row((24, 20, 18), 0.01, 0.02)], (tuning.device()[0], tuning.device()[1]),
-                       tuning.compiler(), SIMULATOR)
+                       tuning.compiler(), False)
     cache.write_text(json.dumps({"format": tuning.FORMAT, "format_version": tuning.FORMAT_VERSION, "entries": [entry]}))
     tuning.forget()
     note = kernels.load("matmul").variants["auto"].launch((24, 20, 18), 64).note

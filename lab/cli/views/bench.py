@@ -248,7 +248,8 @@ def tune_table(doc: dict, console=None, wide: bool = False) -> list:
     table, shown, dropped = fit(cols, doc["shapes"], out, wide, title)
     lines = [table, *([f"[dim]{escape(explain(shown))}[/]"] if explain(shown) else []), *wide_adds(dropped)]
     lines.append(f"{len(doc['entries'])} shape classes tuned in {doc['elapsed_s']:.1f} s of a "
-                 f"{doc['budget_s']:g} s budget" + (f"; written to {doc['cache_path']}" if doc["cache_path"] and doc["entries"] else ""))
+                 f"{doc['budget_s']:g} s budget" + (f"; written to {doc['cache_path']}" if doc["cache_path"] and doc["entries"]
+                                                    else "; not cached (simulated)" if sim else ""))
     kept = sorted(e["shape_class"] for e in doc["entries"] if e["rung"] == "heuristic")
     if kept:
         lines.append(f"the heuristic's own per-shape choice won {plural(len(kept), 'class', 'classes')} "
