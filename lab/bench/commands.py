@@ -192,10 +192,12 @@ def roofline(*, kernels: str | list | None = None, contenders: str | list | None
 
 def profile(kernel: str, *, size: str | None = None, threads: int | None = None, variant: str | list | None = None,
             contenders: str | list | None = None, dtype: str = "float32", repeats: int | None = None,
-            seed: int | None = None, trace: str | None = None, row_limit: int = 15, sim: bool | None = None) -> dict:
+            seed: int | None = None, trace: str | None = None, row_limit: int = 15, sim: bool | None = None,
+            yes: bool = False) -> dict:
     """``lab profile KERNEL``: the Numba variants and torch ops under torch.profiler (CPU + CUDA),
     NVTX-named; ``trace``: also a Chrome/Perfetto trace file. Returns the profile document (tables
-    as rows); LabError on bad input or without torch."""
+    as rows); LabError on bad input, without torch, or for a simulation estimated above 10 minutes
+    without ``yes``."""
     from lab.bench.profiling import profile as run_profile
     from lab.core.files import check_writable
 
@@ -204,13 +206,13 @@ def profile(kernel: str, *, size: str | None = None, threads: int | None = None,
     variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
     dtype = A.choice(dtype, "--dtype", DTYPES)
     repeats, seed = A.integer(repeats, "--repeats", min=1), A.integer(seed, "--seed", min=0)
-    row_limit = A.integer(row_limit, "--row-limit", min=1)
+    row_limit, yes = A.integer(row_limit, "--row-limit", min=1), A.flag(yes, "--yes")
     _kernels([kernel])  # an unknown kernel is named before anything about torch
     check_writable(trace, "trace")
     backend = _backend(sim)
     return run_profile(kernel, backend, size=size, threads=threads, variants=A.csv(variant),
                        contenders=A.csv(contenders), dtype=dtype, repeats=repeats, seed=seed, trace=trace,
-                       row_limit=row_limit)
+                       row_limit=row_limit, yes=yes)
 
 
 def compare(a: str, b: str) -> dict:

@@ -40,13 +40,15 @@ def _torch():
 def profile(kernel: str, backend: str, size: str | None = None, threads: int | None = None,
             variants: list[str] | None = None, contenders: list[str] | None = None, dtype: str = "float32",
             repeats: int | None = None, seed: int | None = None, trace: str | None = None,
-            row_limit: int = 15) -> dict:
+            row_limit: int = 15, yes: bool = False) -> dict:
     """Profile ``repeats`` calls of each Numba variant and torch op of ``kernel``.
 
     contenders: from ("numba", "torch"), default both. Returns {"kernel", "backend", "size",
     "threads", "activities", "sort_by", "contenders" (names, in order), "skipped" (name: why),
     "table" (the key_averages text), "trace" (path or None), "notes"}. Raises LabError on bad
-    input, without torch, or when --gpu is active but torch has no CUDA.
+    input, without torch, when --gpu is active but torch has no CUDA, or in the simulator for a
+    profile estimated above 10 minutes without ``yes`` (lab.core.simcost; the estimate and a
+    quicker --size).
     """
     import numpy as np
 
@@ -75,6 +77,14 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     repeats = repeats if repeats is not None else (1 if simulator else 20)
     if repeats < 1:
         raise LabError("--repeats must be >= 1")
+    if simulator and "numba" in who and not yes:  # before any input is made: hours do not start unless asked
+        from lab.core.simulator import quick_options, refuse_long, simulator_seconds
+
+        names, calls = list(variants or spec.variants), 1 + repeats  # one call outside the profile, then repeats
+        refuse_long(simulator_seconds(spec, shape, names, threads, calls),
+                    f"lab profile {kernel} {'x'.join(map(str, shape))}",
+                    quick_options(spec, shape, names, threads, calls) + " for a run of seconds"
+                    + (" (and --repeats 1)" if repeats > 1 else ""), yes)
     rng = np.random.default_rng(seed)
     inputs = spec.make_inputs(shape, np.dtype(dtype), rng)
 

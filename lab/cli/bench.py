@@ -83,8 +83,7 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
 @click.option("--metric", type=click.Choice(["auto", "ms", "gbps", "gflops"]), default="auto", show_default=True,
               help="What --png plots (auto: GB/s when measured, else ms).")
 @O.WIDE
-@click.option("--yes", is_flag=True, help="Start a simulator sweep estimated above 10 minutes anyway (without it: an "
-              "error naming the estimate and what to shrink).")
+@O.yes_option("sweep")
 @O.BACKEND
 @O.COMPILER
 def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
@@ -153,13 +152,14 @@ def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
 @click.option("--trace", default=None, metavar="FILE", help="Write a Chrome/Perfetto trace (JSON) to FILE.")
 @click.option("--row-limit", type=click.IntRange(min=1), default=15, show_default=True, help="Rows of the key_averages table.")
 @O.WIDE
+@O.yes_option("profile")
 @O.BACKEND
-def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, wide, sim):
+def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, wide, yes, sim):
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
     from lab.bench.commands import profile as run_profile
 
     doc = run_profile(kernel, size=size, threads=threads, variant=variant, contenders=contenders, dtype=dtype,
-                      repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim)
+                      repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim, yes=yes)
     from lab.cli.views.bench import print_profile
 
     print_profile(doc, wide=wide)
@@ -203,7 +203,7 @@ def compare(a, b, as_json, wide):
               help="With --out: the device-name text the shipped table applies to (e.g. H100).")
 @click.option("--no-cache", is_flag=True, help="Do not write the winners to the user's tuned cache (a "
               "simulator search never writes it: simulated times say nothing of a GPU).")
-@click.option("--yes", is_flag=True, help="Start a simulator search estimated above 10 minutes anyway.")
+@O.yes_option("search")
 @O.JSON
 @O.WIDE
 @O.BACKEND

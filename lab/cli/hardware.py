@@ -23,8 +23,9 @@ from lab.cli import options as O
 @click.option("--tool", "tool", type=click.Choice(["auto", "ncu", "cupti"]), default="auto", show_default=True,
               help="On a GPU: Nsight Compute (ncu), CUPTI PM sampling (cupti-python: DRAM bytes and, where the "
                    "GPU offers them, sectors per request), or auto: ncu where found, else CUPTI.")
+@O.yes_option("traced run")
 @O.BACKEND
-def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, wide, tool, sim):
+def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, wide, tool, yes, sim):
     """Hardware counters of one call of each rung and library op (Nsight Compute, else CUPTI), with a
     verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
     addresses."""
@@ -33,7 +34,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
 
     with bar_unless(as_json, "counters") as progress:
         doc = count(kernel, variant=variant, size=size, threads=threads, dtype=dtype, contenders=contenders, seed=seed,
-                    tool=tool, sim=sim, progress=progress)
+                    tool=tool, sim=sim, yes=yes, progress=progress)
     if as_json:
         O.emit_json(doc)
         return

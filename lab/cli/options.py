@@ -28,6 +28,12 @@ def _csv_option(name, help_, dest=None):
 
 JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 WIDE = click.option("--wide", is_flag=True, help="Show every column, however wide the terminal.")
+
+
+def yes_option(what: str):
+    """``--yes``: start a simulator ``what`` estimated above 10 minutes anyway (lab.core.simulator.refuse_long)."""
+    return click.option("--yes", is_flag=True, help=f"Start a simulator {what} estimated above 10 minutes anyway "
+                        "(without it: an error naming the estimate and what to shrink).")
 SEED = click.option("--seed", type=click.IntRange(min=0), default=None,
                     help="Seed for the random inputs (a non-negative integer; default: fresh, printed).")
 SIZE = click.option("--size", default=None, callback=_not_empty,

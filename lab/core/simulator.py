@@ -193,6 +193,9 @@ def minutes(seconds: float) -> str:
 
 
 REFUSE_S = 600.0  # as lab.core.runner.REFUSE_SIMULATION_S: longer simulations need --yes
+# a traced call (lab counters --sim: every global load and store recorded) against a plain one:
+# matvec 64x200, every rung at 32 threads, 47 s traced vs 41 s for lab run (2-core CPU, loaded)
+TRACE_FACTOR = 1.5
 
 
 def refuse_long(estimate_s: float, what: str, advice: str, yes: bool = False) -> None:

@@ -58,7 +58,7 @@ def occupancy(kernel: str | None = None, *, variant: str | None = None, threads:
 
 def counters(kernel: str, *, variant: str | list | None = None, size: str | None = None, threads: int | None = None,
              dtype: str = "float32", contenders: str | list | None = None, seed: int | None = None,
-             tool: str = "auto", sim: bool | None = None, progress=None) -> dict:
+             tool: str = "auto", sim: bool | None = None, yes: bool = False, progress=None) -> dict:
     """``lab counters KERNEL``: one call of each rung and library op under Nsight Compute (else CUPTI;
     ``tool``) with a verdict; in the simulator sectors per request from the recorded addresses.
     Returns docs/schemas/counters.json's document; LabError on bad input or when no engine is
@@ -68,10 +68,10 @@ def counters(kernel: str, *, variant: str | list | None = None, size: str | None
     kernel, variant, size = A.text(kernel, "KERNEL"), A.text(variant, "--variant"), A.text(size, "--size")
     threads, dtype = A.integer(threads, "--threads"), A.choice(dtype, "--dtype", DTYPES)
     contenders, seed = A.text(contenders, "--contenders"), A.integer(seed, "--seed", min=0)
-    tool = A.choice(tool, "--tool", COUNTER_TOOLS)
+    tool, yes = A.choice(tool, "--tool", COUNTER_TOOLS), A.flag(yes, "--yes")
     backend = _backend(sim)
     return K.counters(kernel, backend, A.csv(variant), size, threads, dtype, A.csv(contenders),
-                      seed if seed is not None else 0, progress, tool=tool)
+                      seed if seed is not None else 0, progress, tool=tool, yes=yes)
 
 
 def sanitize(kernel: str, *, variant: str | list | None = None, tools: str | list = "memcheck",

@@ -104,6 +104,18 @@ def test_a_long_simulator_sweep_is_refused_with_its_own_options():
     assert code == 2 and "roughly" in err and "--yes" in err and "--sizes" in err and "--size " not in err
 
 
+@pytest.mark.parametrize("argv,advice", [
+    (("counters", "vecadd", "--size", "50000000"), "--size "),
+    (("profile", "vecadd", "--size", "50000000", "--contenders", "numba"), "--size "),
+    (("tune", "matmul", "--shapes", "2048x2048x2048", "--budget", "100000"), "--shapes"),
+], ids=lambda a: a[0] if isinstance(a, tuple) else None)
+def test_every_long_simulator_command_is_refused_with_its_own_options(argv, advice):
+    """counters, profile and tune estimate a simulator run before making any input (lab.core.simulator.
+    refuse_long): hours are refused in one line naming an option the command has, and --yes."""
+    code, _, err = lab(*argv)
+    assert code == 2 and "roughly" in err and "--yes" in err and advice in err and len(err.strip().splitlines()) == 1
+
+
 def test_a_file_with_null_bytes_is_named_without_line_none(tmp_path):
     path = tmp_path / "vecadd.py"
     path.write_bytes(b"from numba import cuda\n\x00\x00\n")

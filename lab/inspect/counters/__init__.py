@@ -120,7 +120,7 @@ def _resolve(kernel, variants, size, threads, dtype, simulator):
 def counters(kernel: str, backend: str, variants: list[str] | None = None, size: str | None = None,
              threads: int | None = None, dtype: str = "float32", contenders: list[str] | None = None,
              seed: int = 0, progress=None, phases: tuple[str, ...] = ("dram", "detail"), tool: str = "auto",
-             lean: bool = False) -> dict:
+             lean: bool = False, yes: bool = False) -> dict:
     """The ``lab counters --json`` document (docs/schemas/counters.json); LabError on bad input or
     when no engine can run here (one line: the reason and the fix). ``phases`` (ncu only): "dram"
     (DRAM bytes) and/or "detail" (everything else, the L2 hit rate included); the other's values are null.
@@ -141,6 +141,13 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
         if "numba" not in who:
             raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
                            "run on a GPU for the CuPy and torch ops")
+        if not yes:  # before any input is made: hours do not start unless asked
+            from lab.core import simulator as S
+
+            calls = S.TRACE_FACTOR  # one traced call costs about this many plain ones
+            S.refuse_long(S.simulator_seconds(spec, shape, names, threads, calls),
+                          f"lab counters {spec.name} {'x'.join(map(str, shape))} (every load and store traced)",
+                          S.quick_options(spec, shape, names, threads, calls) + " for a run of seconds", yes)
         doc.update(_simulate(spec, shape, threads, dtype, names, seed, progress))
         libs = [c for c in who if c in ("cupy", "torch")]
         if libs and contenders:
