@@ -49,6 +49,14 @@ from kernels.compiler import COMPILER, SIMULATOR  # noqa: E402  (settles the bac
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
 _DEVICE = "cpu" if SIMULATOR else "cuda"
+# every op registered here, in registration order: name -> (what it computes, in one line; whether it
+# has a backward). docs/torch.md's table is generated from it (lab.cli.doctables).
+DECLARED: dict[str, tuple[str, bool]] = {}
+
+
+def _declare(name: str, backward: bool, doc: str = "") -> None:
+    """Record op ``name`` in :data:`DECLARED`; ``doc`` defaults to its kernel's ``torch_op.doc``."""
+    DECLARED[name] = (doc or kernels.load(name).torch_op.doc, backward)
 
 
 # --- Checks ---------------------------------------------------------------------------------------
@@ -263,6 +271,7 @@ def _vecadd_autograd(keyset, a, b):
 
 
 _lib.impl("vecadd", _vecadd_autograd, "Autograd", with_keyset=True)
+_declare("vecadd", backward=True)
 
 
 # --- the other ops: the same Library level --------------------------------------------------------
@@ -309,6 +318,7 @@ def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad
         return op.redispatch(keyset & _AFTER_AUTOGRAD, *inputs)
 
     _lib.impl(name, autograd, "Autograd", with_keyset=True)
+    _declare(name, backward is not None, (impl.__doc__ or "").split("\n")[0] if name not in kernels.NAMES else "")
     return impl
 
 
@@ -537,6 +547,7 @@ def _spec_op(spec) -> None:
     _lib.impl(name, impl, "CPU" if SIMULATOR else "CUDA")
     torch.library.register_fake(f"lab::{name}", fake, lib=_lib)
     _lib.impl(name, autograd, "Autograd", with_keyset=True)
+    _declare(name, False, op.doc or spec.summary)
     globals()[name] = impl
 
 
