@@ -42,7 +42,7 @@ def test_the_kernel_table_has_every_kernel_and_says_which_have_auto():
         rungs = [v for v in spec.variants if v != "auto"]
         assert rows[name][1] == ", ".join(f"`{r}`" for r in rungs), name
         assert rows[name][2] == ("yes" if "auto" in spec.variants else "no"), name
-    assert rows["transpose"][2] == "no"  # the drift issue 42 found: "every kernel has auto"
+    assert rows["transpose"][2] == "no"  # not "every kernel has auto", as a hand-written table once said
 
 
 def test_the_run_options_table_has_every_option(lab):
