@@ -93,3 +93,22 @@ def test_render_rewrites_a_stale_region_and_refuses_an_unknown_one():
     assert D.render(new) == new
     with pytest.raises(ValueError, match="no such list"):
         D.render("<!-- generated:nonsense -->\nx\n<!-- /generated:nonsense -->")
+
+
+def test_adding_a_kernel_names_every_field_of_a_kernelspec():
+    """docs/adding-a-kernel.md's table of declarations covers every KernelSpec field: a row names it,
+    or it lies in a row's "`first` ... `last`" range (in the dataclass's order)."""
+    import dataclasses
+
+    from kernels.spec import KernelSpec
+
+    text = (ROOT / "docs" / "adding-a-kernel.md").read_text(encoding="utf-8")
+    start = text.index("| field | read by | what it is |")
+    fields = [f.name for f in dataclasses.fields(KernelSpec)]
+    named = set()
+    for row in _rows(text[start:text.index("\n\n", start)]):
+        names = re.findall(r"`(\w+)`", row[0])
+        if "..." in row[0] and len(names) == 2:
+            names = fields[fields.index(names[0]):fields.index(names[1]) + 1]
+        named |= set(names)
+    assert not [f for f in fields if f not in named], "add these KernelSpec fields to docs/adding-a-kernel.md's table"
