@@ -20,9 +20,10 @@ import re
 _SPEC_LINE = re.compile(r"^SPEC = KernelSpec\(", re.MULTILINE)
 
 
-def _declared_order(path: str) -> int | None:
-    """The ``order=`` of the ``SPEC = KernelSpec(...)`` statement in the module at ``path`` (100 when
-    not given), or None when the module declares no spec. Only that statement is parsed."""
+def _spec_keywords(path: str) -> dict | None:
+    """The keyword arguments of the ``SPEC = KernelSpec(...)`` statement in the module at ``path`` whose
+    values are literals (``order=``, ``size_help=``, ``square_ok=`` ...), or None when the module declares
+    no spec. Only that statement is parsed; nothing is imported."""
     with open(path, encoding="utf-8") as f:
         text = f.read()
     m = _SPEC_LINE.search(text)
@@ -34,11 +35,19 @@ def _declared_order(path: str) -> int | None:
         tree = ast.parse(text)
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "SPEC" for t in node.targets):
-            for kw in getattr(node.value, "keywords", []):
-                if kw.arg == "order" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, int):
-                    return kw.value.value
-            return 100
-    return 100
+            return {kw.arg: kw.value.value for kw in getattr(node.value, "keywords", [])
+                    if kw.arg and isinstance(kw.value, ast.Constant)}
+    return {}
+
+
+def _declared_order(path: str) -> int | None:
+    """The ``order=`` of the ``SPEC = KernelSpec(...)`` statement in the module at ``path`` (100 when
+    not given), or None when the module declares no spec."""
+    found = _spec_keywords(path)
+    if found is None:
+        return None
+    order = found.get("order", 100)
+    return order if isinstance(order, int) else 100
 
 
 def discover(folder: str | None = None) -> tuple[str, ...]:
@@ -55,6 +64,19 @@ def discover(folder: str | None = None) -> tuple[str, ...]:
 
 
 NAMES = discover()
+
+
+def size_forms() -> str:
+    """How ``--size`` is written for each kernel, grouped by form, from the specs' literal ``size_help``
+    and ``square_ok`` (read from the sources: nothing imported, so the CLI's help costs no numba), e.g.
+    "vecadd, quantize: N; matvec, softmax: ROWSxCOLS; matmul: MxNxK or N"."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    groups: dict[str, list[str]] = {}
+    for name in NAMES:
+        kw = _spec_keywords(os.path.join(here, name + ".py")) or {}
+        form = re.split(r",| \(", str(kw.get("size_help", "?")), maxsplit=1)[0].strip()
+        groups.setdefault(form + (" or N" if kw.get("square_ok") else ""), []).append(name)
+    return "; ".join(f"{', '.join(names)}: {form}" for form, names in groups.items())
 
 
 def load(name: str):

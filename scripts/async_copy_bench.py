@@ -9,8 +9,8 @@ Each build is first checked against the float64 reference on fresh random inputs
 multiple of any tile; 1001 x 1036 x 516 takes the 16-byte copies, 257 x 4099 x 130 the 4-byte ones; ``auto``
 also at 60 x 1030 x 2051, where it splits K), with float32's dot-product tolerance (kernels.spec.dot_tolerance);
 a build that fails is not timed. Then each is timed at TIME_SHAPES (the same device inputs for every build):
-CUDA events around each call, the median of the calls after a warm-up (at most ``--budget-per`` seconds a
-build and shape). One process: a build that faults ends the run, the JSON keeps what was measured before it
+the median ms a call of lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call), its stop rule capped at ``--budget-per`` seconds a
+build and shape. One process: a build that faults ends the run, the JSON keeps what was measured before it
 (``--builds`` leaves it out next time).
 """
 from __future__ import annotations
@@ -37,22 +37,11 @@ TIME_SHAPES = [(4096, 4096, 4096), (3000, 5000, 2000), (2048, 2048, 2048), (1000
 OTHERS = ["b128x128_w64x64_t8x16_k16_s4_g8", "b64x64_w32x32_t4x8_k16_s4", "b128x64_w64x32_t8x8_k16_s4"]
 
 
-def median_ms(fn, torch, budget_s, warmup=2, calls=15):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-        if time.perf_counter() - t0 > budget_s and len(times) >= 3:
-            break
-    return float(np.median(times))
+def median_ms(fn, torch, budget_s, warmup=2):
+    """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=warmup, rule=StopRule(time_limit_s=budget_s)).median_ms
 
 
 def main():

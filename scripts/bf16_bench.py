@@ -11,8 +11,8 @@
    (kernels.gemm.mma.rounded_inputs_tolerance, 7 mantissa bits); torch.matmul on the same bf16 tensors
    is held to the same tolerance. Then each candidate build of ``--builds`` (BUILDS below: make_bf16_kernel
    keywords over its defaults; "default" is the rung's TC.BUILD) at 777 x 1336 x 904 the same way; one that fails is not timed.
-3. TFLOP/s at 4096^3 and 2048^3: CUDA events around 20 back-to-back calls (launch overhead hidden),
-   median of 5 such rounds, after a warm-up; torch.matmul(A.bfloat16(), B.bfloat16()) the same way
+3. TFLOP/s at 4096^3 and 2048^3: the median ms a call of lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call),
+   after a warm-up; torch.matmul(A.bfloat16(), B.bfloat16()) the same way
    (cuBLAS; it writes a bf16 C, the rung a float32 C); each build's 4096^3 output (C poisoned first) is
    checked on its first 64 rows (``rel err``). Prints one table; ``--json`` writes the numbers. Builds past
    ``--budget`` seconds are skipped. Switching the rung to the fastest build is TC.BUILD's one line.
@@ -63,23 +63,11 @@ def build_launch(name, m, n, k):
     return TC.configured(TC.make_bf16_kernel(**{"aligned": k % 8 == 0 and n % 8 == 0, **build}), grid, (threads,), build)
 
 
-def rounds_ms(fn, torch, calls=20, rounds=5, budget_s=6.0):
-    """Median over ``rounds`` of (event time of ``calls`` back-to-back calls) / calls, in ms."""
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    per, t0 = [], time.perf_counter()
-    for _ in range(rounds):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(calls):
-            fn()
-        e.record()
-        e.synchronize()
-        per.append(s.elapsed_time(e) / calls)
-        if time.perf_counter() - t0 > budget_s and len(per) >= 2:
-            break
-    return float(np.median(per))
+def rounds_ms(fn, torch, budget_s=6.0):
+    """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=3, rule=StopRule(time_limit_s=budget_s)).median_ms
 
 
 @cuda.jit

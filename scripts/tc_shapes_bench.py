@@ -9,8 +9,8 @@ before the calls) on fresh random inputs at CHECK_SHAPES, the TF32 tolerance for
 one for 7-bit (kernels.gemm.mma.rounded_inputs_tolerance); a NaN (an element never written) fails; and
 both builds of each rung, forced, at the first check shape (ragged rows) and the last (aligned rows).
 
-Times (CUDA events around ``CALLS`` back-to-back calls, median of ``ROUNDS``: launch overhead overlaps the
-GPU's work as in a loop of calls; with one call an event pair also holds the Python launch): at TIME_SHAPES,
+Times (the median ms a call of lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call): the
+Python launch of one call overlaps the GPU's work of the ones before it): at TIME_SHAPES,
 each rung as chosen ("tensor_core_tf32"), each of its two builds forced ("tensor_core_tf32 default" /
 "small"), the TF32 rung on copies of A and B padded to multiples of 4 ("tensor_core_tf32 padded": what the
 4-byte copies cost, where K or N is not a multiple of 4), and torch: FP32 (TF32 off, cuBLAS SGEMM), TF32,
@@ -34,26 +34,13 @@ CHECK_SHAPES = [(1000, 1030, 517), (129, 129, 129), (4097, 72, 1000)]
 TIME_SHAPES = [(1000, 1030, 517), (1024, 1024, 1024), (129, 129, 129), (64, 4096, 4096), (4096, 64, 4096),
                (4096, 4096, 32), (2048, 2048, 2047), (4097, 4097, 4097), (4096, 4096, 4096)]
 RUNGS = ("tensor_core_tf32", "tensor_core_bf16")
-CALLS, ROUNDS = 10, 5
 
 
 def rounds_ms(fn, torch, budget_s=1.5):
-    """Median over ROUNDS of (event time of CALLS back-to-back calls) / CALLS, in ms, after 2 warm-up calls."""
-    for _ in range(2):
-        fn()
-    torch.cuda.synchronize()
-    per, t0 = [], time.perf_counter()
-    for _ in range(ROUNDS):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(CALLS):
-            fn()
-        e.record()
-        e.synchronize()
-        per.append(s.elapsed_time(e) / CALLS)
-        if time.perf_counter() - t0 > budget_s and len(per) >= 2:
-            break
-    return float(np.median(per))
+    """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=2, rule=StopRule(time_limit_s=budget_s)).median_ms
 
 
 def builds(rung):
@@ -131,7 +118,7 @@ def main():
 
     t_start = time.perf_counter()
     out = {"device": torch.cuda.get_device_name(), "compiler": COMPILER, "torch": torch.__version__,
-           "calls_per_round": CALLS, "checks": [], "times": [], "notes": {}, "skipped": []}
+           "timing": "lab.core.timing.Timer (median a call)", "checks": [], "times": [], "notes": {}, "skipped": []}
 
     def save():
         with open(args.out, "w") as f:
@@ -220,7 +207,7 @@ def main():
         save()
 
     shapes = [s for s in time_shapes if list(s) not in out["skipped"]]
-    print(f"\nTFLOP/s on {out['device']} ({CALLS} back-to-back calls a round, median of {ROUNDS} rounds)")
+    print(f"\nTFLOP/s on {out['device']} (median ms a call, lab.core.timing's Timer)")
     head = f"{'':26}" + "".join(f"{'x'.join(map(str, s)):>16}" for s in shapes)
     print(head)
     for label, r in rows.items():

@@ -11,8 +11,8 @@ whether rounding by an integer add gives cvt.rna's bits).
 
 Each rung is first checked against the float64 reference on fresh random inputs, with the tolerance of
 its precision (kernels.gemm.mma.rounded_inputs_tolerance for TF32, kernels.spec.dot_tolerance for
-float32), at shapes that are not multiples of the tiles; then timed (CUDA events around each call,
-median of the calls after a warm-up) at 4096^3 and other shapes, untuned ones included. torch runs the
+float32), at shapes that are not multiples of the tiles; then timed (the median ms a call of
+lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call)) at 4096^3 and other shapes, untuned ones included. torch runs the
 same shapes: FP32 with TF32 off (cuBLAS SGEMM), TF32 on, and bfloat16 inputs. ``--rungs tensor_core_bf16``
 adds the bf16 rung (inputs rounded to bf16 bits before the calls); scripts/bf16_bench.py is its quick run.
 """
@@ -45,22 +45,11 @@ TILE_CHECK = (1001, 1036, 516)
 TILE_TIMES = [(4096, 4096, 4096), (3000, 5000, 2000)]
 
 
-def median_ms(fn, torch, warmup=3, calls=20, budget_s=3.0):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        fn()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e))
-        if time.perf_counter() - t0 > budget_s and len(times) >= 5:
-            break
-    return float(np.median(times))
+def median_ms(fn, torch, warmup=3, budget_s=3.0):
+    """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=warmup, rule=StopRule(time_limit_s=budget_s)).median_ms
 
 
 def part_probe(name, out, rng):

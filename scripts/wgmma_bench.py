@@ -10,9 +10,9 @@
    (two slabs, the second 8 deep). Every other build of ``--builds`` is checked at the cp.async shapes.
 2. TFLOP/s at 4096^3 and 3000 x 5000 x 2000 of each build of ``--builds`` (wgmma_bf16.BUILDS; default all
    but n256s4):
-   CUDA events (torch's) around 10 back-to-back calls, median of 5 rounds after a warm-up; torch.matmul on
-   bf16 tensors the same way (cuBLAS, wgmma; it writes bf16 C, this kernel float32 C). Each build's 4096^3
-   output is checked on its first 64 rows. Without torch: wall time around synchronized calls, no torch column.
+   the median ms a call of lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call);
+   torch.matmul on bf16 tensors the same way (cuBLAS, wgmma; it writes bf16 C, this kernel float32 C). Each
+   build's 4096^3 output is checked on its first 64 rows. Without torch: no torch column.
 """
 from __future__ import annotations
 
@@ -65,27 +65,11 @@ def run(m, n, k, A, B, **build):
     return f, dA, dB, dC
 
 
-def timed_ms(fn, torch, calls=10, rounds=5):
-    for _ in range(2):
-        fn()
-    cuda.synchronize()
-    per = []
-    for _ in range(rounds):
-        if torch is not None:
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(calls):
-                fn()
-            e.record()
-            e.synchronize()
-            per.append(s.elapsed_time(e) / calls)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                fn()
-            cuda.synchronize()
-            per.append((time.perf_counter() - t0) * 1e3 / calls)
-    return float(np.median(per))
+def timed_ms(fn, torch, budget_s=3.0):
+    """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", cuda.synchronize).measure(warmup=2, rule=StopRule(time_limit_s=budget_s)).median_ms
 
 
 def main():

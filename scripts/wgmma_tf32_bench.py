@@ -8,8 +8,8 @@
    (K and N ragged, one slab, tiny) for every build; then non-negative inputs (uniform [0, 1): every product
    positive, so a rounding bias adds up instead of cancelling) at 512 x 520 x 8192 with A rounded ("rna", the
    rung's) and with A truncated by the tensor cores ("truncate").
-2. TFLOP/s (2 m n k / time) at TIME_SHAPES, CUDA events around 10 back-to-back calls, median of 5 rounds after
-   a warm-up (scripts/wgmma_bench.timed_ms): torch.matmul with TF32 allowed (cuBLAS) and with it off (cuBLAS
+2. TFLOP/s (2 m n k / time) at TIME_SHAPES, the median ms a call of lab.core.timing's Timer, as ``lab run`` times (CUDA events a call, queued behind the blocking kernel, L2 flushed before each call)
+   (scripts/wgmma_bench.timed_ms): torch.matmul with TF32 allowed (cuBLAS) and with it off (cuBLAS
    FP32: an upper bound of the lab's FP32 rungs); the rung as chosen (pre-pass + kernel: what ``lab run``
    times); its two pre-pass kernels alone (and the first build of the rounding, and torch's A.clone() and
    B.t().contiguous() for the same bytes); each build of ``--builds`` (pre-pass + kernel); A truncated; and the mma.sync

@@ -44,6 +44,7 @@ def main(argv=None) -> int:
 
     import torch_bridge.lab_ops as L
     from kernels import vecadd as V
+    from torch_bridge.launch import vecadd as fast_vecadd
 
     if L.SIMULATOR:
         print("the simulator is active: launch overhead needs a GPU")
@@ -61,8 +62,8 @@ def main(argv=None) -> int:
     rows = [
         ("Numba direct, device arrays: kernel[grid, block](da, db, dc)", lambda: k(da, db, dc), cuda.synchronize),
         ("Numba direct, torch tensors: kernel[grid, block](a, b, c)", lambda: k(a, b, c), cuda.synchronize),
-        ("bridge launch path alone (FastKernel, preallocated c)", lambda: L._vecadd_gpu(a, b, c, n),
-         torch.cuda.synchronize),
+        ("fast launch path, the lesson (torch_bridge.launch.vecadd, preallocated c)",
+         lambda: fast_vecadd(a, b, c), torch.cuda.synchronize),
         ("bridge: torch.ops.lab.vecadd(a, b)", lambda: torch.ops.lab.vecadd(a, b), torch.cuda.synchronize),
     ]
 
@@ -87,7 +88,7 @@ def main(argv=None) -> int:
     rows += [("torch: torch.add(a, b, out=c)", lambda: torch.add(a, b, out=c), torch.cuda.synchronize),
              ("torch: a + b", lambda: a + b, torch.cuda.synchronize)]
 
-    assert torch.equal(torch.ops.lab.vecadd(a, b), a + b)
+    assert torch.equal(torch.ops.lab.vecadd(a, b), a + b) and torch.equal(fast_vecadd(a, b), a + b)
     results = [(label, *measure(fn, args.calls, args.rounds, sync)) for label, fn, sync in rows]
     cupy_us = next((m for label, m, _ in results if label.startswith("CuPy: cupy.add(a, b)")), None)
     print(f"Launch overhead, vecadd of {n} float32 elements: host time per call, median (min) of "

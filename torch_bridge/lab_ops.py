@@ -8,12 +8,17 @@
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
     torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
 
-Defined one level below ``torch.library.custom_op``, with ``torch.library.Library`` define + impl
-(vecadd for launch overhead, the others so that a first call does not import torch._dynamo: see
-``_define``). Each has a fake implementation (``register_fake``: shapes and
-dtypes without running anything), so ``torch.compile(fullgraph=True)`` traces them; vecadd, matvec,
-matmul and softmax have a backward (a torch.autograd.Function in an Autograd kernel; softmax's is the Numba kernel in
-kernels/softmax_backward.py). ``torch.library.opcheck`` passes for every op (tests/torch_bridge/test_ops.py).
+Each op is registered with torch.library's public API, the parts ``torch.library.custom_op`` is made of
+(:func:`_define`): ``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl``
+(the implementation, under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
+``torch.library.register_fake`` (shapes and dtypes without running anything, so
+``torch.compile(fullgraph=True)`` traces them) and ``torch.library.register_autograd``: vecadd, matvec,
+matmul and softmax have a backward (softmax's is the Numba kernel of kernels/softmax_backward.py); the
+others refuse an input that requires grad. Not ``custom_op`` itself: its first call imports
+torch._dynamo (about 800 modules, ~1 s on a CPU) in every ``lab run`` with a "numba via torch op" row,
+and its generic wrapper costs more per call than these registrations. ``torch.library.opcheck``
+passes for every op (tests/torch_bridge/test_ops.py). PyTorch docs: "torch.library", "Python Custom
+Operators".
 
 Tensor rules (the same for every op, checked in the real and the fake implementation):
 
@@ -27,16 +32,17 @@ Tensor rules (the same for every op, checked in the real and the fake implementa
   raise a RuntimeError instead of silently detaching;
 * every launch goes to torch's current stream (torch_bridge.streams).
 
-Which rung runs: the kernel's ``auto`` variant when it has one, else the rung its KernelSpec's
-``torch_op.rungs`` names (on a GPU the fastest measured one; in the simulator a small-block one). ``lab.vecadd`` on a GPU
-takes the fast launch path (torch_bridge.launch.FastKernel: ~11 µs of host time on the H100, about
-what cupy.add costs); the others launch through Numba's dispatcher (tens of µs: fine for big tensors).
+Which rung runs: the kernel's ``auto`` variant when it has one (its ``choose()``, or ``lab tune``'s
+winner), else the rung its KernelSpec's ``torch_op.rungs`` names (on a GPU the fastest measured one;
+in the simulator a small-block one). Every op launches through Numba's dispatcher (tens of µs of host
+time a call: nothing next to a large tensor's kernel). How to take a small op's host time down to
+about cupy.add's, and what that gives up, is a lesson of its own: :func:`torch_bridge.launch.vecadd`
+(docs/torch.md, "The fast launch path").
 """
 from __future__ import annotations
 
 import math
 import os
-import threading
 
 import torch
 
@@ -44,11 +50,14 @@ import torch
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 import kernels  # noqa: E402
-from kernels.compiler import COMPILER, SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
+from kernels.compiler import SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
 
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
 _DEVICE = "cpu" if SIMULATOR else "cuda"
+# every op registered here, in registration order: name -> (what it computes, in one line; whether it
+# has a backward). docs/torch.md's table is generated from it (lab.cli.doctables).
+DECLARED: dict[str, tuple[str, bool]] = {}
 
 
 # --- Checks ---------------------------------------------------------------------------------------
@@ -126,190 +135,69 @@ def _launch(kernel_fn, grid, block, *tensors) -> None:
     kernel_fn[grid, block, numba_stream()](*[_view(t) for t in tensors])
 
 
-# --- vecadd -------------------------------------------------------------------------------------------
-_X4_FROM = 1 << 20  # from this many elements on, the four-per-thread rung (rung 2 is ~10% faster at 2^26)
-_fast = {}  # x4 (bool) -> FastKernel of that rung
-
-
-_raw_stream_of = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-
-
-def _raw_stream(index: int) -> int:
-    """torch's current cudaStream_t on device ``index`` (the private accessor skips a Stream object)."""
-    if _raw_stream_of is not None:
-        return _raw_stream_of(index)
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-_local = threading.local()  # .entries: (n, dtype) -> FastKernel entry, per thread as the parameter blocks are
-
-
-def _vecadd_gpu(a, b, c, n):
-    """The hot path: one cached parameter block per (n, dtype); write 3 pointers, cuLaunchKernel.
-    a, b, c: contiguous tensors of n elements (any shape: only their data pointers are written; a
-    miss builds the entry from flattened views). Per call: one dict lookup, three data_ptr(), the
-    stream, one ctypes call; nothing allocated (no closure, no view, no key tuple of shapes)."""
-    try:
-        e = _local.entries.get((n, a.dtype))
-    except AttributeError:
-        e = None
-        _local.entries = {}
-    if e is None:
-        if COMPILER != "numba-cuda":  # FastKernel writes numba-cuda's kernel parameter layout; MLIR's differs
-            from kernels import vecadd as V
-
-            x4 = n >= _X4_FROM
-            cfg = (V.launch_x4 if x4 else V.launch)((n,), THREADS)
-            _launch(V.vecadd_x4_kernel if x4 else V.vecadd_kernel, cfg.grid, cfg.block,
-                    a.view(-1), b.view(-1), c.view(-1))
-            return
-        e = _vecadd_entry(a, b, c, n)
-    values, (sa, sb, sc) = e.values, e.data_slots
-    values[sa] = a.data_ptr()
-    values[sb] = b.data_ptr()
-    values[sc] = c.data_ptr()
-    e.launch(_raw_stream(a.get_device()))
-
-
-def _vecadd_entry(a, b, c, n):
-    """Build (once per (n, dtype)) the FastKernel entry of the rung for n elements."""
-    x4 = n >= _X4_FROM
-    fk = _fast.get(x4)
-    if fk is None:
-        from kernels import vecadd as V
-        from torch_bridge.launch import FastKernel
-
-        fk = _fast[x4] = FastKernel(V.vecadd_x4_kernel if x4 else V.vecadd_kernel)
-        fk.launch_math = V.launch_x4 if x4 else V.launch
-
-    def config():
-        cfg = fk.launch_math((n,), THREADS)
-        return cfg.grid, cfg.block
-
-    e = fk.entry((n, a.dtype), config, (a.view(-1), b.view(-1), c.view(-1)))
-    entries = _local.entries
-    if len(entries) >= fk.max_entries:
-        entries.clear()
-    entries[n, a.dtype] = e
-    return e
-
-
-# vecadd is the op whose launch overhead the lab measures, so it is registered one level down from
-# custom_op: torch.library.Library.define + impl, with a lean Autograd kernel. custom_op's generic
-# Autograd wrapper (pytree flattening, metadata objects) cost ~20 us a call on the H100 host, more than
-# the launch itself (docs/benchmarks.md); this one checks requires_grad and redispatches. The
-# contract is the same: register_fake, opcheck, torch.compile(fullgraph=True) all work.
+# --- registering an op: torch.library's public API ------------------------------------------------
 _lib = torch.library.Library("lab", "FRAGMENT")
-_lib.define("vecadd(Tensor a, Tensor b) -> Tensor")
-_AFTER_AUTOGRAD = torch._C._after_autograd_keyset
+
+
+def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad="rounding is flat almost everywhere",
+            doc=""):
+    """Register ``torch.ops.lab.<name>`` (``schema``: "(Tensor A, ...) -> Tensor"): ``impl`` runs it,
+    ``fake`` gives its outputs' shapes and dtypes (``torch.library.register_fake``); ``backward(ctx,
+    *grads)`` with ``setup_context(ctx, inputs, output)`` (``torch.library.register_autograd``'s
+    contract) makes it differentiable; without a backward an input that requires grad is a
+    RuntimeError at the call, saying ``no_grad`` (why). ``doc``: one line for :data:`DECLARED`
+    (default: the kernel's ``torch_op.doc``). Returns ``impl``."""
+    qualname = f"lab::{name}"
+    _lib.define(name + schema)
+    _lib.impl(name, impl, "CompositeExplicitAutograd")
+    torch.library.register_fake(qualname, fake, lib=_lib)
+    if backward is None:
+        def refuse(ctx, inputs, output):  # register_autograd calls it only when an input requires grad
+            raise RuntimeError(f"lab.{name}: an input requires grad, but {name} has no gradient ({no_grad}): "
+                               "pass .detach()ed tensors")
+
+        torch.library.register_autograd(qualname, _no_backward, setup_context=refuse, lib=_lib)
+    else:
+        torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=_lib)
+    if not doc:  # a kernel's op: its spec's line; another (softmax_backward): its docstring's first line
+        doc = kernels.load(name).torch_op.doc if name in kernels.NAMES else (impl.__doc__ or "").split("\n")[0]
+    DECLARED[name] = (doc, backward is not None)
+    return impl
+
+
+def _no_backward(ctx, *grads):
+    raise RuntimeError("unreachable: the op refused an input that requires grad at the call")
+
+
+# --- vecadd -------------------------------------------------------------------------------------------
+def _vecadd_check(a, b):
+    _check("vecadd", {"a": a, "b": b})
+    _same_shape("vecadd", a, b)
 
 
 def vecadd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """c = a + b elementwise (same shape, any number of dimensions; flattened for the kernel:
-    one thread an element, kernels/vecadd.py). The implementation behind torch.ops.lab.vecadd."""
-    if not (a.dtype == b.dtype and a.shape == b.shape and a.device == b.device and a.dtype in FLOATS
-            and a.device.type == _DEVICE):  # the common case checks cheaply; the rest explains itself
-        _check("vecadd", {"a": a, "b": b})
-        _same_shape("vecadd", a, b)
+    kernels/vecadd.py, the rung its ``choose()`` picks for the element count). The implementation
+    behind torch.ops.lab.vecadd."""
+    _vecadd_check(a, b)
     a, b = a.contiguous(), b.contiguous()
-    c = torch.empty_like(a)
-    n = a.numel()
-    if n == 0:
-        return c
-    if SIMULATOR:
-        _run("vecadd", (n,), [a.view(-1), b.view(-1)], [c.view(-1)])
-    else:
-        _vecadd_gpu(a, b, c, n)  # contiguous: the kernel sees n elements, no flattened views needed
+    c = torch.empty_like(a, memory_format=torch.contiguous_format)
+    if c.numel():
+        _run("vecadd", (c.numel(),), [a.view(-1), b.view(-1)], [c.view(-1)])
     return c
 
 
-_lib.impl("vecadd", vecadd, "CPU" if SIMULATOR else "CUDA")
-_vecadd_op = torch.ops.lab.vecadd.default
-
-
-@torch.library.register_fake("lab::vecadd", lib=_lib)
-def _(a, b):
-    _check("vecadd", {"a": a, "b": b})
-    _same_shape("vecadd", a, b)
+def _vecadd_fake(a, b):
+    _vecadd_check(a, b)
     return torch.empty_like(a, memory_format=torch.contiguous_format)
 
 
-class _VecaddGrad(torch.autograd.Function):
+def _vecadd_backward(ctx, grad):
     """d(a + b)/da = d(a + b)/db = identity: the upstream gradient passes to both inputs."""
-
-    @staticmethod
-    def forward(ctx, a, b):
-        with torch._C._AutoDispatchBelowAutograd():
-            return _vecadd_op(a, b)
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad, grad
+    return grad, grad
 
 
-_Tensor = torch.Tensor
-_PYTHON_KEY = torch._C.DispatchKey.Python
-
-
-def _vecadd_autograd(keyset, a, b):
-    """No gradient wanted: plain tensors (not fake, functional or other subclasses, no Python
-    dispatch key) go straight to the implementation, skipping a second pass through the
-    dispatcher (redispatch below autograd); anything else redispatches as usual."""
-    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
-        return _VecaddGrad.apply(a, b)
-    if type(a) is _Tensor and type(b) is _Tensor and not keyset.has(_PYTHON_KEY):
-        return vecadd(a, b)
-    return _vecadd_op.redispatch(keyset & _AFTER_AUTOGRAD, a, b)
-
-
-_lib.impl("vecadd", _vecadd_autograd, "Autograd", with_keyset=True)
-
-
-# --- the other ops: the same Library level --------------------------------------------------------
-# Not torch.library.custom_op: its first call imports torch._dynamo (its device kernel is wrapped in
-# torch._disable_dynamo), about 800 modules (sympy, torch.fx, inductor's config): ~0.9 s on a CPU with
-# byte code cached, seconds on the GPU host, in every `lab run` that has a "numba via torch op" row.
-# define + impl + register_fake + an Autograd kernel is what custom_op registers, minus the wrapper:
-# the device implementation under CompositeExplicitAutograd (every backend reaches the op's own
-# checks, which name the device expected), the fake for Meta and FakeTensor (torch.compile), and an
-# Autograd kernel that runs a torch.autograd.Function when an input requires grad (backward given)
-# or raises (no gradient), else redispatches below autograd.
-def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad="rounding is flat almost everywhere"):
-    """Register ``torch.ops.lab.<name>`` (``schema``: "(Tensor A, ...) -> Tensor"): ``impl`` runs it,
-    ``fake`` gives its outputs' shapes and dtypes; ``backward(ctx, *grads)`` with
-    ``setup_context(ctx, inputs, output)`` (custom_op's register_autograd contract) makes it
-    differentiable, None makes an input that requires grad a RuntimeError (saying ``no_grad``: why).
-    Returns ``impl``."""
-    _lib.define(name + schema)
-    _lib.impl(name, impl, "CompositeExplicitAutograd")
-    torch.library.register_fake(f"lab::{name}", fake, lib=_lib)
-    op = getattr(torch.ops.lab, name).default
-
-    if backward is not None:
-        class Grad(torch.autograd.Function):
-            @staticmethod
-            def forward(ctx, *inputs):
-                with torch._C._AutoDispatchBelowAutograd():
-                    output = op(*inputs)
-                setup_context(ctx, inputs, output)
-                return output
-
-            @staticmethod
-            def backward(ctx, *grads):
-                return backward(ctx, *grads)
-
-        Grad.__name__ = Grad.__qualname__ = f"_{name.title()}Grad"
-
-    def autograd(keyset, *inputs):
-        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-            if backward is None:
-                raise RuntimeError(f"lab.{name}: an input requires grad, but {name} has no gradient "
-                                   f"({no_grad}): pass .detach()ed tensors")
-            return Grad.apply(*inputs)
-        return op.redispatch(keyset & _AFTER_AUTOGRAD, *inputs)
-
-    _lib.impl(name, autograd, "Autograd", with_keyset=True)
-    return impl
+_define("vecadd", "(Tensor a, Tensor b) -> Tensor", vecadd, _vecadd_fake, _vecadd_backward)
 
 
 # --- matvec and matmul: A @ x, A @ B ----------------------------------------------------------------
@@ -504,7 +392,6 @@ def _spec_op(spec) -> None:
 
     op, name = spec.torch_op, spec.name
     names = re.findall(r"Tensor (\w+)", op.schema.split("->")[0])
-    _lib.define(name + op.schema)
 
     def outputs(tensors, device):
         _check(name, dict(zip(names, tensors)))
@@ -527,16 +414,8 @@ def _spec_op(spec) -> None:
     def fake(*tensors):
         return (lambda outs: outs[0] if len(outs) == 1 else tuple(outs))(outputs(tensors, tensors[0].device)[1])
 
-    def autograd(keyset, *tensors):
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            raise RuntimeError(f"lab.{name}: an input requires grad, but the op has no gradient: pass .detach()ed "
-                               "tensors")
-        return getattr(torch.ops.lab, name).default.redispatch(keyset & _AFTER_AUTOGRAD, *tensors)
-
     impl.__doc__ = f"{op.doc or spec.summary} (kernels/{name}.py; built from its KernelSpec)."
-    _lib.impl(name, impl, "CPU" if SIMULATOR else "CUDA")
-    torch.library.register_fake(f"lab::{name}", fake, lib=_lib)
-    _lib.impl(name, autograd, "Autograd", with_keyset=True)
+    _define(name, op.schema, impl, fake, no_grad="its KernelSpec declares no backward", doc=op.doc or spec.summary)
     globals()[name] = impl
 
 

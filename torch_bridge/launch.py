@@ -107,3 +107,65 @@ class FastKernel:
         for slot, t in zip(e.data_slots, tensors):
             values[slot] = t.data_ptr()
         e.launch(stream)
+
+
+# --- The lesson: vecadd without torch's dispatcher ---------------------------------------------------
+# torch.ops.lab.vecadd (torch_bridge.lab_ops) is the op to use: checked inputs, autograd,
+# torch.compile, any contiguity. What it costs on the host at 1024 elements, where the GPU needs ~2 us:
+# torch's dispatcher and the op's autograd kernel, then Numba's launch path (above). This function is
+# what remains when all of that is skipped: one cached parameter block per (n, dtype), three data
+# pointers written, one cuLaunchKernel on torch's current stream (docs/torch.md, "The fast launch
+# path"; python -m torch_bridge.bench_launch measures both). What it gives up: no autograd, no
+# torch.compile, no fake tensors, CUDA tensors of one float dtype only.
+_vecadd_kernels: dict = {}  # rung -> FastKernel of its @cuda.jit kernel
+_vecadd_launches: dict = {}  # n -> (rung, grid, block): auto's choice, made once per element count
+_VECADD_RUNGS = {"element_per_thread": "vecadd_kernel", "four_per_thread": "vecadd_x4_kernel"}
+
+
+def vecadd(a, b, out=None):
+    """``out = a + b`` through :class:`FastKernel`: a, b (and ``out``, allocated when None) contiguous
+    CUDA tensors of one float dtype and shape; returns ``out``. The rung and threads are the ones
+    torch.ops.lab.vecadd runs: kernels/vecadd.py's ``auto`` (its ``choose()`` for the element count,
+    or ``lab tune``'s winner), configured once per (n, dtype). Under numba-cuda-mlir, whose kernel
+    parameters FastKernel does not lay out, the same rung is launched the ordinary way. ValueError for
+    anything else (no copies, no broadcasting). GPU only."""
+    import torch
+
+    from kernels import vecadd as V
+    from kernels.compiler import COMPILER, SIMULATOR
+
+    if SIMULATOR:
+        raise ValueError("torch_bridge.launch.vecadd: the fast launch path needs a GPU (the simulator has no "
+                         "cuLaunchKernel); use torch.ops.lab.vecadd")
+    tensors = (a, b) if out is None else (a, b, out)
+    for t in tensors:
+        if not (isinstance(t, torch.Tensor) and t.is_cuda and t.is_contiguous() and t.dtype == a.dtype
+                and t.shape == a.shape and t.dtype in (torch.float32, torch.float64)):
+            raise ValueError("torch_bridge.launch.vecadd: a, b and out must be contiguous CUDA tensors of one "
+                             "float32 or float64 dtype and one shape")
+    out = torch.empty_like(a) if out is None else out
+    n = a.numel()
+    if n == 0:
+        return out
+    launch = _vecadd_launches.get(n)
+    if launch is None:  # the rung auto picks, with its grid and block (the tuned table is read here only)
+        cfg = V.SPEC.variants["auto"].launch((n,), 256)
+        if len(_vecadd_launches) >= 256:
+            _vecadd_launches.clear()
+        launch = _vecadd_launches[n] = (cfg.rung, cfg.grid, cfg.block)
+    rung, grid, block = launch
+    kernel = getattr(V, _VECADD_RUNGS[rung])
+    flat = (a.view(-1), b.view(-1), out.view(-1))
+    if COMPILER != "numba-cuda":
+        from torch_bridge.streams import numba_stream
+
+        kernel[grid, block, numba_stream(a.device)](*flat)
+        return out
+    fk = _vecadd_kernels.get(rung)
+    if fk is None:
+        fk = _vecadd_kernels[rung] = FastKernel(kernel)
+    e = fk.entry((n, a.dtype), lambda: (grid, block), flat)  # compiled and laid out once per (n, dtype)
+    for slot, t in zip(e.data_slots, flat):
+        e.values[slot] = t.data_ptr()
+    e.launch(torch.cuda.current_stream(a.device).cuda_stream)  # torch's stream, as every op's launch
+    return out

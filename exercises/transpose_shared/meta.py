@@ -2,7 +2,7 @@
 TITLE = "Matrix transpose through a shared-memory tile"
 DIFFICULTY = 3
 PREREQUISITES = ["matrix_add_2d", "tiled_matmul"]
-MIRRORS = "-"  # no kernels/ module transposes (the NVIDIA blog's transposeCoalesced is the model)
+MIRRORS = "kernels/transpose.py"  # the same three rungs (the NVIDIA blog's transposeCoalesced)
 KERNEL = "transpose_kernel"
 LAUNCH = None
 LESSON = "coalesced"  # the mapping the checker grades (lab.teach.lessons.LESSONS): right values another way fail

@@ -10,6 +10,7 @@ import json
 
 import click
 
+from kernels import size_forms
 from lab.bench.commands import DTYPES  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
 from lab.core.errors import LabError
 
@@ -37,7 +38,7 @@ def yes_option(what: str):
 SEED = click.option("--seed", type=click.IntRange(min=0), default=None,
                     help="Seed for the random inputs (a non-negative integer; default: fresh, printed).")
 SIZE = click.option("--size", default=None, callback=_not_empty,
-                    help="vecadd/quantize N; matvec/softmax ROWSxCOLS; matmul MxNxK or N (default: per backend).")
+                    help=f"The problem size: {size_forms()} (default: per backend; `lab list` gives each kernel's).")
 VARIANT = _csv_option("--variant", "Comma-separated Numba variants (default: all).")
 CONTENDERS = _csv_option("--contenders", "Comma-separated from numba,numpy,cupy,torch,triton (default: all but triton).")
 DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,

@@ -148,9 +148,17 @@ def test_bridge_launches_are_ordered_on_torchs_stream(rng):
 @pytest.mark.gpu
 @pytest.mark.skipif(not GPU, reason="needs a CUDA GPU and CUDA torch")
 def test_fast_launch_path_reuses_its_cache_with_new_pointers(rng):
-    import torch_bridge.lab_ops  # noqa: F401
+    """The lesson (torch_bridge.launch.vecadd): both rungs kernels.vecadd's auto picks, ragged ends, the
+    cached parameter block given new pointers, torch's current stream; it refuses what it cannot take."""
+    from torch_bridge.launch import vecadd
 
     for n in (1, 255, 1024, 1000003, (1 << 20) + 5):  # element and four-per-thread rungs, ragged ends
         for _ in range(3):  # same shape, new tensors: the cached parameter block gets new pointers
             a, b = cuda_rand(rng, n), cuda_rand(rng, n)
-            assert torch.equal(torch.ops.lab.vecadd(a, b), a + b)
+            assert torch.equal(vecadd(a, b), a + b)
+            out = torch.empty_like(a)
+            assert vecadd(a, b, out) is out and torch.equal(out, a + b)
+    with pytest.raises(ValueError, match="contiguous CUDA tensors"):
+        vecadd(a[::2], b[::2])
+    with pytest.raises(ValueError, match="contiguous CUDA tensors"):
+        vecadd(a, b.double())

@@ -186,3 +186,65 @@ def test_compile_fullgraph_traces_the_ops(rng):
     gw2, = torch.autograd.grad((y2 * weights).sum(), w2)
     torch.testing.assert_close(y, y2)
     torch.testing.assert_close(gw, gw2)
+
+
+# --- public API only; vecadd's rung is kernels.vecadd's choice; the fast path is a lesson apart ---------
+def _private_torch_names(path) -> list[str]:
+    """``torch._X`` attribute uses in a module's code (docstrings and comments aside)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id == "torch":
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_the_ops_are_registered_through_public_torch_apis_only():
+    from pathlib import Path
+
+    from torch_bridge import launch, streams
+
+    for module in (lab_ops, launch, streams):
+        assert not _private_torch_names(Path(module.__file__)), module.__name__
+    assert _private_torch_names(Path(__file__)), "the scan finds test_compile's torch._dynamo.reset() here"
+    assert list(lab_ops.DECLARED)[:1] == ["vecadd"] and all(hasattr(ops, name) for name in lab_ops.DECLARED)
+
+
+def test_vecadd_runs_the_rung_kernels_vecadd_chooses(rng, monkeypatch):
+    """On a described device of one SM, choose() moves from element_per_thread to four_per_thread at
+    4 x 256 x 4 = 4,096 elements: the op follows it (no threshold of its own)."""
+    import dataclasses
+
+    from kernels import vecadd as V
+    from kernels.device_limits import H100, described
+
+    monkeypatch.setenv("LAB_TUNED", "0")  # the heuristic, not a tuned table
+    ran = []
+    for name in ("element_per_thread", "four_per_thread"):
+        def spy(cfg, inputs, outputs, _orig=V.RUNGS[name], _name=name):
+            ran.append(_name)
+            return _orig.prepare(cfg, inputs, outputs)
+
+        monkeypatch.setitem(V.RUNGS, name, dataclasses.replace(V.RUNGS[name], prepare=spy))
+    with described(dataclasses.replace(H100, sm_count=1)):
+        for n in (4095, 4096):
+            a, b = rand(rng, n), rand(rng, n)
+            torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+            assert ran[-1] == V.choose((n,))[0], n
+    assert ran == ["element_per_thread", "four_per_thread"]
+
+
+def test_the_fast_launch_path_is_a_gpu_lesson_apart_from_the_op(rng):
+    from torch_bridge.launch import vecadd
+
+    if SIMULATOR:
+        with pytest.raises(ValueError, match="needs a GPU"):
+            vecadd(rand(rng, 8), rand(rng, 8))
+    else:
+        with pytest.raises(ValueError, match="contiguous CUDA tensors"):
+            vecadd(rand(rng, 8).cpu(), rand(rng, 8).cpu())
