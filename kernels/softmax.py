@@ -440,10 +440,16 @@ def online_streaming_kernel(x, out):
 # --- Rungs 4-5: shapes one block a row serves badly (kernels/softmax_rows.py) ------------------------
 # group_rows: rows of 32-1024 columns, a row per group of G lanes (shuffles only, no barrier), several
 # rows a block; split_row: a few very long rows, several blocks a row in two launches.
+# --- Rung 6: split_tail, a few hundred long rows (kernels/softmax_rows.py) ----------------------------
+# Rows too long for registers (streaming: 3 reads a row) and fewer rows than the GPU holds 256-thread
+# blocks: split_row's two launches with 8 loads in flight a thread, every SM's thread slots filled,
+# and the second launch run tail-first so that its re-read of x comes from L2.
 from kernels.softmax_rows import (GROUP_VALUES, group_rows_kernel, group_rows_launch,  # noqa: E402,F401
                                   group_rows_prepare, group_width, split_row_launch,  # noqa: F401
                                   split_row_prepare, split_stats_kernel, split_write_kernel,  # noqa: F401
-                                  warp_row_streaming_kernel)  # noqa: F401
+                                  SPLIT_BLOCKS_PER_SM, split_tail_launch, split_tail_plan,  # noqa: F401
+                                  split_tail_prepare, split_tail_stats_kernel,  # noqa: F401
+                                  split_tail_write_kernel, warp_row_streaming_kernel)  # noqa: F401
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
@@ -453,6 +459,8 @@ def choose(size):
 
     * COLS <= 1024: group_rows at 128 threads (G lanes a row, no barrier);
     * fewer rows than SMs and COLS >= 16384: split_row at 256 threads;
+    * fewer rows than SPLIT_BLOCKS_PER_SM x SMs (the 256-thread blocks the GPU holds) and rows too
+      long for a block's registers (COLS > RESIDENT_BLOCK[4] = 16384): split_tail at 256 threads;
     * otherwise fused (one block a row) with threads = COLS / 8 rounded to a power of two in
       128..1024, so a thread holds about 8 values (8192 columns: 1024 threads).
     """
@@ -462,6 +470,9 @@ def choose(size):
         return "group_rows", 128, f"COLS <= 1024: {plural(group_width(cols), 'lane')} a row"
     if rows < sms and cols >= 16384:
         return "split_row", 256, f"ROWS < {plural(sms, 'SM')}, long rows: several blocks a row"
+    if rows < SPLIT_BLOCKS_PER_SM * sms and cols > RESIDENT_BLOCK[4]:
+        return "split_tail", 256, (f"ROWS < {SPLIT_BLOCKS_PER_SM} x {plural(sms, 'SM')}, rows too long for "
+                                   f"registers: several blocks a row, second launch tail-first")
     t, top = 128, min(1024, current().max_threads_per_block)
     while t < top and t * 8 < cols:
         t *= 2
@@ -534,6 +545,10 @@ RUNGS = {
     "split_row": Variant(
         "split_row", "several blocks a row, 2 launches: chunk (max, sum) pairs, then merge and write",
         split_row_launch, split_row_prepare, warp_multiple=True),
+    "split_tail": Variant(
+        "split_tail", "several blocks a row, 2 launches, every SM filled, 8 loads in flight a thread; the "
+        "second launch tail-first, re-reading x from L2",
+        split_tail_launch, split_tail_prepare, warp_multiple=True),
 }
 
 
@@ -564,7 +579,7 @@ SPEC = KernelSpec(
     sweep=dict(shapes=("1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",
                        "8192x8192", "32x65536", "4x1000000", "1x1048576"),
                skip=frozenset({"naive"}), against="torch.softmax", memory_bound=True),
-    sim_cost={"naive": 1.8, "fused": 1.1, "online": 0.97, "group_rows": 0.89, "split_row": 2.3, "auto": 0.53},
+    sim_cost={"naive": 1.8, "fused": 1.1, "online": 0.97, "group_rows": 0.89, "split_row": 2.3, "split_tail": 2.3, "auto": 0.53},
     counter_size=(8, 256),
     counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

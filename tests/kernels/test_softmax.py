@@ -15,7 +15,7 @@ from tests.helpers import check_rung, run_variant
 pytestmark = pytest.mark.gpu
 
 SPEC = kernels.load("softmax")
-VARIANTS = [v for v in SPEC.variants if v != "split_row"]  # split_row: its own shapes, below
+VARIANTS = [v for v in SPEC.variants if v not in ("split_row", "split_tail")]  # their own shapes, below
 ONE_PASS = ["fused", "online"]
 
 # (size, threads): one element, one row, COLS not a multiple of the block (1, 31, 33, 70), one
@@ -243,3 +243,47 @@ def test_group_rows_keeps_the_fused_register_budget():
 
     assert softmax_rows.GROUP_RESIDENT_MAX == softmax.RESIDENT_MAX
     assert softmax_rows.GROUP_RESIDENT_BLOCK == softmax.RESIDENT_BLOCK
+
+
+# --- split_tail (a few hundred long rows): odd sizes, every chunk boundary, poisoned outputs ----------
+# The simulator runs ~3,000 elements a second here: 7 x 20,011 and 1 x 65,537 took 110 s and 134 s
+# (they passed), so they are GPU cases; the simulator's odd sizes still cut rows into 4-17 chunks.
+SPLIT_TAIL = [((3, 1001), 32), ((1, 4099), 32), ((5, 1), 32)] + ([] if SIMULATOR else [
+    ((7, 20011), 64), ((1, 65537), 128), ((500, 20000), 256), ((300, 30000), 256), ((64, 100000), 256),
+    ((1000, 16411), 512), ((1, 1048577), 256), ((2, 300), 1024)])
+
+
+@pytest.mark.parametrize("size,threads", SPLIT_TAIL)
+def test_softmax_split_tail(size, threads, rng, simulator):
+    """split_tail against the float64 reference (outputs poisoned first), the rows summing to 1."""
+    chunk, splits = S.split_tail_plan(size[0], size[1], threads)
+    assert size[1] == 1 or splits > 1  # really split (and the chunks cover the row exactly)
+    assert (splits - 1) * chunk < size[1] <= splits * chunk and chunk % 32 == 0
+    x = SPEC.make_inputs(size, np.dtype(np.float32), rng)[0]
+    ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
+    assert ok, f"split_tail at {size}, {threads} threads: max abs err {err}"
+    assert rows_sum_to_one(out, tol)
+
+
+def test_softmax_split_tail_hard_rows_and_float64(rng, simulator):
+    """-inf guards (a whole chunk of -inf, a row of -inf but one), huge magnitudes, and float64."""
+    cols, threads = (330, 32) if SIMULATOR else (100000, 256)
+    x, keep = hard_rows(cols, rng)
+    chunk, _ = S.split_tail_plan(6, cols, threads)
+    x[3, : chunk + 5] = -np.inf  # the first chunk of row 3 only -inf, and a bit of the next
+    ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
+    assert ok, f"split_tail: max abs err {err}"
+    assert (out[np.isneginf(x)] == 0).all() and out[4, keep] == 1
+    assert rows_sum_to_one(out, tol)
+    check_rung("softmax", "split_tail", (2, 333) if SIMULATOR else (300, 30001), threads, rng, simulator,
+               np.float64)
+
+
+def test_auto_split_tail_choice():
+    """auto takes split_tail for long rows (past the registers) and fewer rows than the GPU holds
+    256-thread blocks; the fused rung keeps rows in registers and many long rows."""
+    sms = S.sm_count()
+    assert S.choose((500, 20000))[0] == "split_tail" and S.choose((300, 30000))[0] == "split_tail"
+    assert S.choose((S.SPLIT_BLOCKS_PER_SM * sms, 20000))[0] == "fused"  # enough rows for every SM
+    assert S.choose((500, 16384))[0] == "fused"  # the row fits a block's registers
+    assert S.choose((8192, 8192))[0] == "fused" and S.choose((1000, 1000))[0] == "group_rows"
