@@ -46,11 +46,13 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
 # kernel by values a thread K, numba-cuda / numba-cuda-mlir 0.6, nvJitLink 13.5,
-# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58.
-# A block must get registers * threads <= 65536 or its launch fails; longer rows take the streaming
-# path.
+# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58 (numba-cuda,
+# float32 K = 17..32: 40-56). A block must get registers * threads <= 65536 or its launch fails; longer
+# rows take the streaming path. float32 K = 32 at 1,024 threads: 56 x 1,024 = 57,344 registers, one block
+# an SM (issue 40: rows of 16,385-32,768 columns held so, 1 read + 1 write, against the streaming rungs'
+# 2-3 reads: see rung 6, kernels/softmax_rows.py).
 RESIDENT_MAX = {4: 32, 8: 16}
-RESIDENT_BLOCK = {4: 16384, 8: 4096}
+RESIDENT_BLOCK = {4: 32768, 8: 4096}
 
 
 # Block-wide reductions (every rung): kernels/warp.py's block_max and block_sum (shuffles inside each
@@ -447,7 +449,7 @@ def online_streaming_kernel(x, out):
 from kernels.softmax_rows import (GROUP_VALUES, group_rows_kernel, group_rows_launch,  # noqa: E402,F401
                                   group_rows_prepare, group_width, split_row_launch,  # noqa: F401
                                   split_row_prepare, split_stats_kernel, split_write_kernel,  # noqa: F401
-                                  SPLIT_BLOCKS_PER_SM, split_tail_launch, split_tail_plan,  # noqa: F401
+                                  SPLIT_BLOCKS_PER_SM, SPLIT_UNROLL, split_tail_launch, split_tail_plan,  # noqa: F401
                                   split_tail_prepare, split_tail_stats_kernel,  # noqa: F401
                                   split_tail_write_kernel, warp_row_streaming_kernel)  # noqa: F401
 
@@ -459,8 +461,8 @@ def choose(size):
 
     * COLS <= 1024: group_rows at 128 threads (G lanes a row, no barrier);
     * fewer rows than SMs and COLS >= 16384: split_row at 256 threads;
-    * fewer rows than SPLIT_BLOCKS_PER_SM x SMs (the 256-thread blocks the GPU holds) and rows too
-      long for a block's registers (COLS > RESIDENT_BLOCK[4] = 16384): split_tail at 256 threads;
+    * otherwise rows too long for a block's registers (COLS > RESIDENT_BLOCK[4] = 32768):
+      split_tail at 256 threads (several blocks a row while rows are fewer than the GPU holds);
     * otherwise fused (one block a row) with threads = COLS / 8 rounded to a power of two in
       128..1024, so a thread holds about 8 values (8192 columns: 1024 threads).
     """
@@ -470,9 +472,9 @@ def choose(size):
         return "group_rows", 128, f"COLS <= 1024: {plural(group_width(cols), 'lane')} a row"
     if rows < sms and cols >= 16384:
         return "split_row", 256, f"ROWS < {plural(sms, 'SM')}, long rows: several blocks a row"
-    if rows < SPLIT_BLOCKS_PER_SM * sms and cols > RESIDENT_BLOCK[4]:
-        return "split_tail", 256, (f"ROWS < {SPLIT_BLOCKS_PER_SM} x {plural(sms, 'SM')}, rows too long for "
-                                   f"registers: several blocks a row, second launch tail-first")
+    if cols > RESIDENT_BLOCK[4]:
+        return "split_tail", 256, ("rows too long for registers: 2 reads + 1 write, "
+                                   f"{SPLIT_BLOCKS_PER_SM} blocks an SM, second launch tail-first")
     t, top = 128, min(1024, current().max_threads_per_block)
     while t < top and t * 8 < cols:
         t *= 2

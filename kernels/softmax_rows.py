@@ -23,6 +23,8 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops (
 # (kernels/softmax.py: the values a thread holds set its registers, ptxas's counts for sm_90:
 # float32 K = 32 values a lane take 100 registers under numba-cuda, 72 under numba-cuda-mlir 0.6, ptxas
 # 13.0; a block must get registers x threads <= the SM's 65,536).
+# (The fused rung's float32 block limit is 32,768 values; here it stays 16,384: K = 32 values a lane at
+# 1,024 threads would need up to 100 x 1,024 registers.)
 GROUP_RESIDENT_MAX = {4: 32, 8: 16}
 GROUP_RESIDENT_BLOCK = {4: 16384, 8: 4096}
 

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 
 SHAPES = ["132x16384", "300x30000", "500x20000", "64x100000", "1000x20000", "200x50000", "700x24000",
-          "2000x20000", "1000x8192", "4099x3001", "32x65536", "4x1000000"]
+          "2000x20000", "132x32768", "1000x50000", "1000x8192", "4099x3001", "8192x8192", "32x65536",
+          "4x1000000"]
 BACKEND = "gpu"
-RUNGS = ["auto", "fused", "online", "split_row", "split_tail"]
+RUNGS = ["auto", "online", "split_row", "split_tail"]
 
 
 def _ms(row, rung) -> str:

@@ -22,7 +22,7 @@ ONE_PASS = ["fused", "online"]
 # column, several rows, a row held 3 values a thread, several warps a block.
 CASES = [((1, 1), 32), ((1, 31), 32), ((3, 33), 32), ((3, 70), 64), ((5, 1), 32), ((2, 100), 32)] + (
     [] if SIMULATOR else [((1000, 4097), 256), ((4099, 1001), 1024), ((300, 8192), 1024),
-                          ((513, 1024), 128)])
+                          ((513, 1024), 128), ((300, 30000), 1024), ((7, 16411), 1024)])
 # Sizes of the performance targets, for the one-pass rungs (1 read + 1 write).
 BIG_CASES = [] if SIMULATOR else [((8192, 8192), 1024), ((65536, 1024), 256), ((65536, 1024), 128)]
 # Rows longer than a block holds in registers: the streaming path (3 or 2 reads + 1 write).
@@ -178,6 +178,8 @@ def test_launch_math():
     assert S._resident_per_thread(8192, 256, 4) == 32
     assert S._resident_per_thread(8192, 128, 4) is None  # 64 values a thread: streaming
     assert S._resident_per_thread(8192, 1024, 8) is None  # float64: registers run out sooner
+    assert S._resident_per_thread(30000, 1024, 4) == 30  # 56 registers x 1024 threads: one block an SM
+    assert S._resident_per_thread(32769, 1024, 4) is None
     assert S._resident_per_thread(4096, 1024, 8) == 4
     assert SPEC.bytes_moved((8192, 8192), np.dtype(np.float32)) == 2 * 8192 * 8192 * 4
 
@@ -242,7 +244,9 @@ def test_group_rows_keeps_the_fused_register_budget():
     from kernels import softmax, softmax_rows
 
     assert softmax_rows.GROUP_RESIDENT_MAX == softmax.RESIDENT_MAX
-    assert softmax_rows.GROUP_RESIDENT_BLOCK == softmax.RESIDENT_BLOCK
+    # at most the fused rung's block limit: a lane's K = 32 values take more registers than a thread's
+    assert all(softmax_rows.GROUP_RESIDENT_BLOCK[i] <= softmax.RESIDENT_BLOCK[i] for i in (4, 8))
+    assert softmax_rows.GROUP_RESIDENT_BLOCK == {4: 16384, 8: 4096}
 
 
 # --- split_tail (a few hundred long rows): odd sizes, every chunk boundary, poisoned outputs ----------
@@ -257,7 +261,7 @@ SPLIT_TAIL = [((3, 1001), 32), ((1, 4099), 32), ((5, 1), 32)] + ([] if SIMULATOR
 def test_softmax_split_tail(size, threads, rng, simulator):
     """split_tail against the float64 reference (outputs poisoned first), the rows summing to 1."""
     chunk, splits = S.split_tail_plan(size[0], size[1], threads)
-    assert size[1] == 1 or splits > 1  # really split (and the chunks cover the row exactly)
+    assert size[1] <= threads * S.SPLIT_UNROLL or splits > 1  # really split, past one trip of the block
     assert (splits - 1) * chunk < size[1] <= splits * chunk and chunk % 32 == 0
     x = SPEC.make_inputs(size, np.dtype(np.float32), rng)[0]
     ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
@@ -279,11 +283,14 @@ def test_softmax_split_tail_hard_rows_and_float64(rng, simulator):
                np.float64)
 
 
-def test_auto_split_tail_choice():
-    """auto takes split_tail for long rows (past the registers) and fewer rows than the GPU holds
-    256-thread blocks; the fused rung keeps rows in registers and many long rows."""
+def test_auto_long_rows_choice():
+    """auto holds rows of up to 32,768 columns in registers (fused, 1024 threads, K <= 32) and takes
+    split_tail past that; a few rows (fewer than SMs) stay with split_row; short rows with group_rows."""
     sms = S.sm_count()
-    assert S.choose((500, 20000))[0] == "split_tail" and S.choose((300, 30000))[0] == "split_tail"
-    assert S.choose((S.SPLIT_BLOCKS_PER_SM * sms, 20000))[0] == "fused"  # enough rows for every SM
-    assert S.choose((500, 16384))[0] == "fused"  # the row fits a block's registers
-    assert S.choose((8192, 8192))[0] == "fused" and S.choose((1000, 1000))[0] == "group_rows"
+    for size in [(500, 20000), (300, 30000), (2000, 20000), (sms, 32768)]:
+        rung, threads, _ = S.choose(size)
+        assert (rung, threads) == ("fused", 1024)
+        assert S._resident_per_thread(size[1], threads, 4) == -(-size[1] // 1024)  # in registers
+    assert S.choose((200, 50000))[0] == "split_tail" and S.choose((5000, 32769))[0] == "split_tail"
+    assert S.choose((sms - 1, 20000))[0] == "split_row" and S.choose((4, 10 ** 6))[0] == "split_row"
+    assert S.choose((8192, 8192))[:2] == ("fused", 1024) and S.choose((1000, 1000))[0] == "group_rows"
