@@ -16,9 +16,18 @@ subtract, exp, add, multiply), so softmax is bound by memory bandwidth: the floo
 2 * ROWS * COLS * itemsize bytes, at the device's copy speed. The rungs differ in how many times
 the matrix crosses the memory bus:
 
-    naive   5 launches, 5 reads + 3 writes of the matrix (plus a scratch matrix)
-    fused   1 launch,   1 read + 1 write   (3 reads + 1 write for rows too long for registers)
-    online  1 launch,   1 read + 1 write   (2 reads + 1 write for rows too long for registers)
+    naive       5 launches, 5 reads + 3 writes of the matrix (plus a scratch matrix)
+    fused       1 launch,   1 read + 1 write   (3 reads + 1 write for rows too long for registers)
+    online      1 launch,   1 read + 1 write   (2 reads + 1 write for rows too long for registers)
+    group_rows  1 launch,   1 read + 1 write   (short rows: a row per group of lanes)
+    split_row   2 launches, 2 reads + 1 write  (a few very long rows: several blocks a row)
+    split_tail  2 launches, 2 reads + 1 write, the second read tail-first from L2 (long rows past
+                the registers: every SM filled)
+
+"Too long for registers": more than 32,768 float32 (4,096 float64) values a row. Rows of 16,385-
+32,768 float32 columns are held at 1,024 threads, one block an SM: a few hundred such
+rows ran 0.69-0.79x torch.softmax re-reading them (fused streaming, online, split_tail) and
+1.20-1.41x holding them (H200, docs/results/softmax-long-rows.json).
 
 exp: ``math.exp`` on float32 compiles to libdevice's expf, MUFU.EX2 (the hardware 2**x) plus a
 few FFMAs of range reduction, within 2 ulp; the kernels are memory-bound, so those FFMAs cost no
@@ -49,7 +58,7 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58 (numba-cuda,
 # float32 K = 17..32: 40-56). A block must get registers * threads <= 65536 or its launch fails; longer
 # rows take the streaming path. float32 K = 32 at 1,024 threads: 56 x 1,024 = 57,344 registers, one block
-# an SM (issue 40: rows of 16,385-32,768 columns held so, 1 read + 1 write, against the streaming rungs'
+# an SM (rows of 16,385-32,768 columns held so, 1 read + 1 write, against the streaming rungs'
 # 2-3 reads: see rung 6, kernels/softmax_rows.py).
 RESIDENT_MAX = {4: 32, 8: 16}
 RESIDENT_BLOCK = {4: 32768, 8: 4096}

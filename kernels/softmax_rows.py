@@ -276,12 +276,11 @@ def split_row_prepare(cfg, inputs, outputs):
     return enqueue
 
 
-# --- Rung 6: split rows, the second launch tail-first, for a few hundred long rows ----------------
-# Rows too long for a block's registers (more than 16,384 float32 columns) and fewer of them than the
-# GPU holds blocks: 500 x 20,000 float32 is 500 blocks of one-block-a-row, about 3.8 blocks an SM at
-# 256 threads (or 1.9 waves of 1,024-thread blocks, idle at every barrier), and the fused rung reads
-# each row three times (once from DRAM, twice from L2). torch.softmax's block-a-row kernel reads it
-# three times as well but with 16-byte loads; it was 1.37x faster than the fused rung there.
+# --- Rung 6: split rows, the second launch tail-first, for long rows past the registers -------------
+# Rows too long for a block's registers (more than 32,768 float32 columns; it was 16,384 when this rung
+# was written) and few enough that one block a row leaves thread slots empty: 200 x 50,000 float32 is
+# 200 blocks of one-block-a-row, 1.5 blocks an SM, and the fused rung reads each row three times (once
+# from DRAM, twice from L2), the online rung twice.
 # split_tail cuts every row into chunks, enough blocks of 256 threads to fill every SM's 2,048 thread
 # slots (spec.split_columns at SPLIT_BLOCKS_PER_SM), and keeps SPLIT_UNROLL = 8 loads in flight a
 # thread, twice rung 5's: 2,048 threads x 8 x 4 bytes = 64 KB in flight an SM, over the ~25 KB that
@@ -292,6 +291,17 @@ def split_row_prepare(cfg, inputs, outputs):
 # blocks start in index order, so the chunks launch 1 read last, still in L2, are re-read first
 # (quantize's l2_tail_first does the same). A matrix that fits in L2 (50 MB on an H100 or H200) is
 # read from DRAM about once: 1 read + 1 write of DRAM traffic and one extra read from L2.
+#
+# What it measured (H200, numba-cuda-mlir 0.6, float32, docs/results/softmax-long-rows.json), torch
+# ms / split_tail ms: 64 x 100,000 1.36x (split_row 1.23x), 200 x 50,000 0.86x (online 0.55x), 32 x
+# 65,536 1.52x, 2000 x 20,000 0.76x (fused streaming 0.55x). It is the fastest rung that re-reads the
+# row, but at a few hundred rows of 20,000-30,000 columns it stayed below torch (500 x 20,000 0.69x,
+# 300 x 30,000 0.79x: 60 us for 80 MB of traffic, 1.3 TB/s, far from the 4.3 TB/s copy): the re-read
+# and the second launch cost more than the idle slots they fill. What won there is not re-reading at
+# all: the fused rung now holds rows of up to 32,768 columns in registers (K <= 32 values a thread at
+# 1,024 threads, 56 registers, one block an SM; kernels/softmax.py RESIDENT_BLOCK): 500 x 20,000
+# 0.0307 ms (1.38x torch), 300 x 30,000 0.0302 ms (1.41x). auto takes split_tail only past 32,768
+# columns (with ROWS >= SMs; fewer rows stay with split_row).
 SPLIT_UNROLL = 8  # loads each thread keeps in flight per trip in split_tail
 SPLIT_BLOCKS_PER_SM = 8  # split_tail's blocks an SM to aim for (2,048 threads at 256 a block)
 
@@ -381,11 +391,13 @@ def split_tail_launch(size, threads):
 
 
 def split_tail_prepare(cfg, inputs, outputs):
-    """Rung 6. Saves over fused at a few hundred long rows: one of the three reads of each row, the
-    idle thread slots of too few blocks, and the barriers' stalls (each block is short). Costs a
-    second launch and a re-read that comes from L2 only as far as the matrix fits there.
+    """Rung 6. Saves over fused's streaming path: one of the three reads of each row, the idle thread
+    slots of too few blocks, and the barriers' stalls (each block is short). Costs a second launch
+    and a re-read that comes from L2 only as far as the matrix fits there.
     Predicted on the H200 at 500 x 20,000 float32 (40 MB; 18.7 us at the copy speed for 1 read + 1
-    write): 22-26 us, against ~34 us for the fused rung. Measured: see kernels/softmax.py, "auto"."""
+    write): 22-26 us, against ~34 us for fused streaming. Measured: 61 us (fused streaming at 256
+    threads 62 us, online 56 us, torch.softmax 42 us); prediction missed, the rows now stay in
+    registers there (the comment above). 200 x 50,000: 0.0588 ms (torch 0.0505, 0.86x)."""
     (x,), (out,) = inputs, outputs
     chunk, splits = split_tail_plan(x.shape[0], x.shape[1], cfg.block[0])
     stats = empty_like(x, (x.shape[0], splits, 2), x.dtype)
