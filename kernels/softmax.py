@@ -16,9 +16,18 @@ subtract, exp, add, multiply), so softmax is bound by memory bandwidth: the floo
 2 * ROWS * COLS * itemsize bytes, at the device's copy speed. The rungs differ in how many times
 the matrix crosses the memory bus:
 
-    naive   5 launches, 5 reads + 3 writes of the matrix (plus a scratch matrix)
-    fused   1 launch,   1 read + 1 write   (3 reads + 1 write for rows too long for registers)
-    online  1 launch,   1 read + 1 write   (2 reads + 1 write for rows too long for registers)
+    naive       5 launches, 5 reads + 3 writes of the matrix (plus a scratch matrix)
+    fused       1 launch,   1 read + 1 write   (3 reads + 1 write for rows too long for registers)
+    online      1 launch,   1 read + 1 write   (2 reads + 1 write for rows too long for registers)
+    group_rows  1 launch,   1 read + 1 write   (short rows: a row per group of lanes)
+    split_row   2 launches, 2 reads + 1 write  (a few very long rows: several blocks a row)
+    split_tail  2 launches, 2 reads + 1 write, the second read tail-first from L2 (long rows past
+                the registers: every SM filled)
+
+"Too long for registers": more than 32,768 float32 (4,096 float64) values a row. Rows of 16,385-
+32,768 float32 columns are held at 1,024 threads, one block an SM: a few hundred such
+rows ran 0.69-0.79x torch.softmax re-reading them (fused streaming, online, split_tail) and
+1.20-1.41x holding them (H200, docs/results/softmax-long-rows.json).
 
 exp: ``math.exp`` on float32 compiles to libdevice's expf, MUFU.EX2 (the hardware 2**x) plus a
 few FFMAs of range reduction, within 2 ulp; the kernels are memory-bound, so those FFMAs cost no
@@ -46,11 +55,13 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
 # kernel by values a thread K, numba-cuda / numba-cuda-mlir 0.6, nvJitLink 13.5,
-# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58.
-# A block must get registers * threads <= 65536 or its launch fails; longer rows take the streaming
-# path.
+# scripts/index_registers.py): float32 K=8: 32 / 32, K=32: 56 / 56; float64 K=16: 58 / 58 (numba-cuda,
+# float32 K = 17..32: 40-56). A block must get registers * threads <= 65536 or its launch fails; longer
+# rows take the streaming path. float32 K = 32 at 1,024 threads: 56 x 1,024 = 57,344 registers, one block
+# an SM (rows of 16,385-32,768 columns held so, 1 read + 1 write, against the streaming rungs'
+# 2-3 reads: see rung 6, kernels/softmax_rows.py).
 RESIDENT_MAX = {4: 32, 8: 16}
-RESIDENT_BLOCK = {4: 16384, 8: 4096}
+RESIDENT_BLOCK = {4: 32768, 8: 4096}
 
 
 # Block-wide reductions (every rung): kernels/warp.py's block_max and block_sum (shuffles inside each
@@ -440,10 +451,16 @@ def online_streaming_kernel(x, out):
 # --- Rungs 4-5: shapes one block a row serves badly (kernels/softmax_rows.py) ------------------------
 # group_rows: rows of 32-1024 columns, a row per group of G lanes (shuffles only, no barrier), several
 # rows a block; split_row: a few very long rows, several blocks a row in two launches.
+# --- Rung 6: split_tail, a few hundred long rows (kernels/softmax_rows.py) ----------------------------
+# Rows too long for registers (streaming: 3 reads a row) and fewer rows than the GPU holds 256-thread
+# blocks: split_row's two launches with 8 loads in flight a thread, every SM's thread slots filled,
+# and the second launch run tail-first so that its re-read of x comes from L2.
 from kernels.softmax_rows import (GROUP_VALUES, group_rows_kernel, group_rows_launch,  # noqa: E402,F401
                                   group_rows_prepare, group_width, split_row_launch,  # noqa: F401
                                   split_row_prepare, split_stats_kernel, split_write_kernel,  # noqa: F401
-                                  warp_row_streaming_kernel)  # noqa: F401
+                                  SPLIT_BLOCKS_PER_SM, SPLIT_UNROLL, split_tail_launch, split_tail_plan,  # noqa: F401
+                                  split_tail_prepare, split_tail_stats_kernel,  # noqa: F401
+                                  split_tail_write_kernel, warp_row_streaming_kernel)  # noqa: F401
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------
@@ -453,6 +470,8 @@ def choose(size):
 
     * COLS <= 1024: group_rows at 128 threads (G lanes a row, no barrier);
     * fewer rows than SMs and COLS >= 16384: split_row at 256 threads;
+    * otherwise rows too long for a block's registers (COLS > RESIDENT_BLOCK[4] = 32768):
+      split_tail at 256 threads (several blocks a row while rows are fewer than the GPU holds);
     * otherwise fused (one block a row) with threads = COLS / 8 rounded to a power of two in
       128..1024, so a thread holds about 8 values (8192 columns: 1024 threads).
     """
@@ -462,6 +481,9 @@ def choose(size):
         return "group_rows", 128, f"COLS <= 1024: {plural(group_width(cols), 'lane')} a row"
     if rows < sms and cols >= 16384:
         return "split_row", 256, f"ROWS < {plural(sms, 'SM')}, long rows: several blocks a row"
+    if cols > RESIDENT_BLOCK[4]:
+        return "split_tail", 256, ("rows too long for registers: 2 reads + 1 write, "
+                                   f"{SPLIT_BLOCKS_PER_SM} blocks an SM, second launch tail-first")
     t, top = 128, min(1024, current().max_threads_per_block)
     while t < top and t * 8 < cols:
         t *= 2
@@ -534,6 +556,10 @@ RUNGS = {
     "split_row": Variant(
         "split_row", "several blocks a row, 2 launches: chunk (max, sum) pairs, then merge and write",
         split_row_launch, split_row_prepare, warp_multiple=True),
+    "split_tail": Variant(
+        "split_tail", "several blocks a row, 2 launches, every SM filled, 8 loads in flight a thread; the "
+        "second launch tail-first, re-reading x from L2",
+        split_tail_launch, split_tail_prepare, warp_multiple=True),
 }
 
 
@@ -564,7 +590,7 @@ SPEC = KernelSpec(
     sweep=dict(shapes=("1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",
                        "8192x8192", "32x65536", "4x1000000", "1x1048576"),
                skip=frozenset({"naive"}), against="torch.softmax", memory_bound=True),
-    sim_cost={"naive": 1.8, "fused": 1.1, "online": 0.97, "group_rows": 0.89, "split_row": 2.3, "auto": 0.53},
+    sim_cost={"naive": 1.8, "fused": 1.1, "online": 0.97, "group_rows": 0.89, "split_row": 2.3, "split_tail": 2.3, "auto": 0.53},
     counter_size=(8, 256),
     counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

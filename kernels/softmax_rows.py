@@ -23,6 +23,8 @@ UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops (
 # (kernels/softmax.py: the values a thread holds set its registers, ptxas's counts for sm_90:
 # float32 K = 32 values a lane take 100 registers under numba-cuda, 72 under numba-cuda-mlir 0.6, ptxas
 # 13.0; a block must get registers x threads <= the SM's 65,536).
+# (The fused rung's float32 block limit is 32,768 values; here it stays 16,384: K = 32 values a lane at
+# 1,024 threads would need up to 100 x 1,024 registers.)
 GROUP_RESIDENT_MAX = {4: 32, 8: 16}
 GROUP_RESIDENT_BLOCK = {4: 16384, 8: 4096}
 
@@ -267,6 +269,140 @@ def split_row_prepare(cfg, inputs, outputs):
     stats = empty_like(x, (x.shape[0], splits, 2), x.dtype)
     first = split_stats_kernel[cfg.grid, cfg.block]
     second = split_write_kernel[cfg.grid, cfg.block]
+
+    def enqueue():
+        first(x, stats, chunk)
+        second(x, stats, out, chunk)
+    return enqueue
+
+
+# --- Rung 6: split rows, the second launch tail-first, for long rows past the registers -------------
+# Rows too long for a block's registers (more than 32,768 float32 columns; it was 16,384 when this rung
+# was written) and few enough that one block a row leaves thread slots empty: 200 x 50,000 float32 is
+# 200 blocks of one-block-a-row, 1.5 blocks an SM, and the fused rung reads each row three times (once
+# from DRAM, twice from L2), the online rung twice.
+# split_tail cuts every row into chunks, enough blocks of 256 threads to fill every SM's 2,048 thread
+# slots (spec.split_columns at SPLIT_BLOCKS_PER_SM), and keeps SPLIT_UNROLL = 8 loads in flight a
+# thread, twice rung 5's: 2,048 threads x 8 x 4 bytes = 64 KB in flight an SM, over the ~25 KB that
+# Little's law asks of an H200 SM (4.8 TB/s x ~700 ns / 132 SMs).
+# Launch 1: each chunk's online (m, d). The update is done a trip at a time (the max of the trip's 8
+# values, one rescale, then 8 exps), not an element at a time: no branch per element.
+# Launch 2 runs its blocks in the REVERSE order of launch 1 (block b takes launch 1's block N - 1 - b):
+# blocks start in index order, so the chunks launch 1 read last, still in L2, are re-read first
+# (quantize's l2_tail_first does the same). A matrix that fits in L2 (50 MB on an H100 or H200) is
+# read from DRAM about once: 1 read + 1 write of DRAM traffic and one extra read from L2.
+#
+# What it measured (H200, numba-cuda-mlir 0.6, float32, docs/results/softmax-long-rows.json), torch
+# ms / split_tail ms: 64 x 100,000 1.36x (split_row 1.23x), 200 x 50,000 0.86x (online 0.55x), 32 x
+# 65,536 1.52x, 2000 x 20,000 0.76x (fused streaming 0.55x). It is the fastest rung that re-reads the
+# row, but at a few hundred rows of 20,000-30,000 columns it stayed below torch (500 x 20,000 0.69x,
+# 300 x 30,000 0.79x: 60 us for 80 MB of traffic, 1.3 TB/s, far from the 4.3 TB/s copy): the re-read
+# and the second launch cost more than the idle slots they fill. What won there is not re-reading at
+# all: the fused rung now holds rows of up to 32,768 columns in registers (K <= 32 values a thread at
+# 1,024 threads, 56 registers, one block an SM; kernels/softmax.py RESIDENT_BLOCK): 500 x 20,000
+# 0.0307 ms (1.38x torch), 300 x 30,000 0.0302 ms (1.41x). auto takes split_tail only past 32,768
+# columns (with ROWS >= SMs; fewer rows stay with split_row).
+SPLIT_UNROLL = 8  # loads each thread keeps in flight per trip in split_tail
+SPLIT_BLOCKS_PER_SM = 8  # split_tail's blocks an SM to aim for (2,048 threads at 256 a block)
+
+
+@cuda.jit
+def split_tail_stats_kernel(x, stats, chunk):
+    """stats[r, s] = (m, d) of chunk s of row r, the columns s * chunk .. (s + 1) * chunk - 1: block
+    (r, s) = (blockIdx.x, blockIdx.y); thread t reads c0 + t + u T for u < SPLIT_UNROLL each trip."""
+    part_m = cuda.shared.array(MAX_WARPS, x.dtype)
+    part_d = cuda.shared.array(MAX_WARPS, x.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)
+    v = cuda.local.array(SPLIT_UNROLL, x.dtype)
+    row, t, T = uint64(cuda.blockIdx.x), uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
+    c0 = uint64(cuda.blockIdx.y) * uint64(chunk)
+    c1 = min(c0 + uint64(chunk), uint64(x.shape[1]))
+    step = T * uint64(SPLIT_UNROLL)
+    ninf = x.dtype.type(-math.inf)
+    m = ninf
+    d = x.dtype.type(0)
+    for j in range(c0 + t, c1, step):
+        for u in range(SPLIT_UNROLL):  # the trip's loads, all issued before any is used
+            jj = j + uint64(u) * T
+            v[u] = x[row, jj] if jj < c1 else ninf
+        top = v[0]
+        for u in range(1, SPLIT_UNROLL):
+            top = max(top, v[u])
+        if top > m:  # a new max: re-express the sum so far (rescale: 0 stays 0, no exp(-inf + inf))
+            d = rescale(d, m, top)
+            m = top
+        if m != ninf:  # m = -inf: everything so far was -inf and adds 0
+            for u in range(SPLIT_UNROLL):
+                d += math.exp(v[u] - m)
+    big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+    if t == 0:
+        stats[row, cuda.blockIdx.y, 0] = big_m
+        stats[row, cuda.blockIdx.y, 1] = big_d
+
+
+@cuda.jit
+def split_tail_write_kernel(x, stats, out, chunk):
+    """Block b of launch 2 takes launch 1's block N - 1 - b: (r, s) = (ROWS - 1 - blockIdx.x,
+    splits - 1 - blockIdx.y). It merges row r's chunk pairs (thread t folds pairs t, t + T, ...,
+    then block_merge) into (M, D) and writes out[r, chunk s] = exp(x - M) * (1 / D)."""
+    part_m = cuda.shared.array(MAX_WARPS, x.dtype)
+    part_d = cuda.shared.array(MAX_WARPS, x.dtype)
+    scratch = cuda.shared.array(SCRATCH, float64)
+    v = cuda.local.array(SPLIT_UNROLL, x.dtype)
+    row = uint64(x.shape[0] - 1) - uint64(cuda.blockIdx.x)
+    split = uint64(stats.shape[1] - 1) - uint64(cuda.blockIdx.y)
+    t, T = uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
+    ninf = x.dtype.type(-math.inf)
+    m = ninf
+    d = x.dtype.type(0)
+    for s in range(t, uint64(stats.shape[1]), T):
+        ms = stats[row, s, 0]
+        new_m = max(m, ms)
+        d = rescale(d, m, new_m) + rescale(stats[row, s, 1], ms, new_m)
+        m = new_m
+    big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+    inv = x.dtype.type(1) / big_d
+    c0 = split * uint64(chunk)
+    c1 = min(c0 + uint64(chunk), uint64(x.shape[1]))
+    step = T * uint64(SPLIT_UNROLL)
+    for j in range(c0 + t, c1, step):
+        for u in range(SPLIT_UNROLL):
+            jj = j + uint64(u) * T
+            v[u] = x[row, jj] if jj < c1 else ninf
+        for u in range(SPLIT_UNROLL):
+            jj = j + uint64(u) * T
+            if jj < c1:
+                out[row, jj] = math.exp(v[u] - big_m) * inv
+
+
+def split_tail_plan(rows, cols, threads):
+    """(chunk, splits): enough chunks for SPLIT_BLOCKS_PER_SM blocks on every SM over all rows, no
+    chunk shorter than one trip (threads * SPLIT_UNROLL columns), chunks whole multiples of 32."""
+    return split_columns(rows, cols, threads, SPLIT_UNROLL, SPLIT_BLOCKS_PER_SM)
+
+
+def split_tail_launch(size, threads):
+    """Both launches: grid (ROWS, splits), block (threads,); the second runs its blocks backwards."""
+    rows, cols = size
+    chunk, splits = split_tail_plan(rows, cols, threads)
+    return Launch(grid=(rows, splits), block=(threads,), threads_needed=rows * min(cols, splits * threads),
+                  note=f"{plural(splits, 'block')} a row of {plural(chunk, 'column')} each; 2 launches, "
+                       f"the second tail-first")
+
+
+def split_tail_prepare(cfg, inputs, outputs):
+    """Rung 6. Saves over fused's streaming path: one of the three reads of each row, the idle thread
+    slots of too few blocks, and the barriers' stalls (each block is short). Costs a second launch
+    and a re-read that comes from L2 only as far as the matrix fits there.
+    Predicted on the H200 at 500 x 20,000 float32 (40 MB; 18.7 us at the copy speed for 1 read + 1
+    write): 22-26 us, against ~34 us for fused streaming. Measured: 61 us (fused streaming at 256
+    threads 62 us, online 56 us, torch.softmax 42 us); prediction missed, the rows now stay in
+    registers there (the comment above). 200 x 50,000: 0.0588 ms (torch 0.0505, 0.86x)."""
+    (x,), (out,) = inputs, outputs
+    chunk, splits = split_tail_plan(x.shape[0], x.shape[1], cfg.block[0])
+    stats = empty_like(x, (x.shape[0], splits, 2), x.dtype)
+    first = split_tail_stats_kernel[cfg.grid, cfg.block]
+    second = split_tail_write_kernel[cfg.grid, cfg.block]
 
     def enqueue():
         first(x, stats, chunk)

@@ -15,14 +15,14 @@ from tests.helpers import check_rung, run_variant
 pytestmark = pytest.mark.gpu
 
 SPEC = kernels.load("softmax")
-VARIANTS = [v for v in SPEC.variants if v != "split_row"]  # split_row: its own shapes, below
+VARIANTS = [v for v in SPEC.variants if v not in ("split_row", "split_tail")]  # their own shapes, below
 ONE_PASS = ["fused", "online"]
 
 # (size, threads): one element, one row, COLS not a multiple of the block (1, 31, 33, 70), one
 # column, several rows, a row held 3 values a thread, several warps a block.
 CASES = [((1, 1), 32), ((1, 31), 32), ((3, 33), 32), ((3, 70), 64), ((5, 1), 32), ((2, 100), 32)] + (
     [] if SIMULATOR else [((1000, 4097), 256), ((4099, 1001), 1024), ((300, 8192), 1024),
-                          ((513, 1024), 128)])
+                          ((513, 1024), 128), ((300, 30000), 1024), ((7, 16411), 1024)])
 # Sizes of the performance targets, for the one-pass rungs (1 read + 1 write).
 BIG_CASES = [] if SIMULATOR else [((8192, 8192), 1024), ((65536, 1024), 256), ((65536, 1024), 128)]
 # Rows longer than a block holds in registers: the streaming path (3 or 2 reads + 1 write).
@@ -178,6 +178,8 @@ def test_launch_math():
     assert S._resident_per_thread(8192, 256, 4) == 32
     assert S._resident_per_thread(8192, 128, 4) is None  # 64 values a thread: streaming
     assert S._resident_per_thread(8192, 1024, 8) is None  # float64: registers run out sooner
+    assert S._resident_per_thread(30000, 1024, 4) == 30  # 56 registers x 1024 threads: one block an SM
+    assert S._resident_per_thread(32769, 1024, 4) is None
     assert S._resident_per_thread(4096, 1024, 8) == 4
     assert SPEC.bytes_moved((8192, 8192), np.dtype(np.float32)) == 2 * 8192 * 8192 * 4
 
@@ -242,4 +244,53 @@ def test_group_rows_keeps_the_fused_register_budget():
     from kernels import softmax, softmax_rows
 
     assert softmax_rows.GROUP_RESIDENT_MAX == softmax.RESIDENT_MAX
-    assert softmax_rows.GROUP_RESIDENT_BLOCK == softmax.RESIDENT_BLOCK
+    # at most the fused rung's block limit: a lane's K = 32 values take more registers than a thread's
+    assert all(softmax_rows.GROUP_RESIDENT_BLOCK[i] <= softmax.RESIDENT_BLOCK[i] for i in (4, 8))
+    assert softmax_rows.GROUP_RESIDENT_BLOCK == {4: 16384, 8: 4096}
+
+
+# --- split_tail (a few hundred long rows): odd sizes, every chunk boundary, poisoned outputs ----------
+# The simulator runs ~3,000 elements a second here: 7 x 20,011 and 1 x 65,537 took 110 s and 134 s
+# (they passed), so they are GPU cases; the simulator's odd sizes still cut rows into 4-17 chunks.
+SPLIT_TAIL = [((3, 1001), 32), ((1, 4099), 32), ((5, 1), 32)] + ([] if SIMULATOR else [
+    ((7, 20011), 64), ((1, 65537), 128), ((500, 20000), 256), ((300, 30000), 256), ((64, 100000), 256),
+    ((1000, 16411), 512), ((1, 1048577), 256), ((2, 300), 1024)])
+
+
+@pytest.mark.parametrize("size,threads", SPLIT_TAIL)
+def test_softmax_split_tail(size, threads, rng, simulator):
+    """split_tail against the float64 reference (outputs poisoned first), the rows summing to 1."""
+    chunk, splits = S.split_tail_plan(size[0], size[1], threads)
+    assert size[1] <= threads * S.SPLIT_UNROLL or splits > 1  # really split, past one trip of the block
+    assert (splits - 1) * chunk < size[1] <= splits * chunk and chunk % 32 == 0
+    x = SPEC.make_inputs(size, np.dtype(np.float32), rng)[0]
+    ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
+    assert ok, f"split_tail at {size}, {threads} threads: max abs err {err}"
+    assert rows_sum_to_one(out, tol)
+
+
+def test_softmax_split_tail_hard_rows_and_float64(rng, simulator):
+    """-inf guards (a whole chunk of -inf, a row of -inf but one), huge magnitudes, and float64."""
+    cols, threads = (330, 32) if SIMULATOR else (100000, 256)
+    x, keep = hard_rows(cols, rng)
+    chunk, _ = S.split_tail_plan(6, cols, threads)
+    x[3, : chunk + 5] = -np.inf  # the first chunk of row 3 only -inf, and a bit of the next
+    ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
+    assert ok, f"split_tail: max abs err {err}"
+    assert (out[np.isneginf(x)] == 0).all() and out[4, keep] == 1
+    assert rows_sum_to_one(out, tol)
+    check_rung("softmax", "split_tail", (2, 333) if SIMULATOR else (300, 30001), threads, rng, simulator,
+               np.float64)
+
+
+def test_auto_long_rows_choice():
+    """auto holds rows of up to 32,768 columns in registers (fused, 1024 threads, K <= 32) and takes
+    split_tail past that; a few rows (fewer than SMs) stay with split_row; short rows with group_rows."""
+    sms = S.sm_count()
+    for size in [(500, 20000), (300, 30000), (2000, 20000), (sms, 32768)]:
+        rung, threads, _ = S.choose(size)
+        assert (rung, threads) == ("fused", 1024)
+        assert S._resident_per_thread(size[1], threads, 4) == -(-size[1] // 1024)  # in registers
+    assert S.choose((200, 50000))[0] == "split_tail" and S.choose((5000, 32769))[0] == "split_tail"
+    assert S.choose((sms - 1, 20000))[0] == "split_row" and S.choose((4, 10 ** 6))[0] == "split_row"
+    assert S.choose((8192, 8192))[:2] == ("fused", 1024) and S.choose((1000, 1000))[0] == "group_rows"
