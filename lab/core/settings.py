@@ -77,7 +77,7 @@ SETTINGS = (
             "compiler of the Numba kernels (as --compiler)", ("numba-cuda", "numba-cuda-mlir")),
     Setting("LAB_KERNEL_CACHE", "switch", "on", "the on-disk cache of compiled kernels (kernels.cache)"),
     Setting("LAB_CACHE_DIR", "folder", "platformdirs' user cache folder",
-            "where the tuned table, the kernel cache and the measured copy bandwidth are kept"),
+            "where the tuned table, the kernel cache, the measured copy bandwidth and the checker's GPU-compile verdicts are kept"),
     Setting("LAB_DATA_DIR", "folder", "platformdirs' user data folder",
             "where the key that signs exercise check records is kept"),
     Setting("LAB_TUNED", "switch", "on", "auto uses `lab tune`'s measured winners (off: the heuristic only)"),

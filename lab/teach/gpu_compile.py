@@ -289,11 +289,11 @@ def _child(request: dict) -> list[dict]:
 
 
 def _cache_file(key: str):
-    try:
-        from platformdirs import user_cache_dir
-    except ImportError:
-        return None
-    return os.path.join(user_cache_dir("numba-gpu-lab"), "gpu-compile", key + ".json")
+    """The verdict's file in the lab's cache folder ($LAB_CACHE_DIR, else platformdirs' user cache
+    folder; kernels.tuning.cache_dir): written by the judge only, never by a child."""
+    from kernels.tuning import cache_dir
+
+    return os.path.join(cache_dir(), "gpu-compile", key + ".json")
 
 
 def _key(path: str, kernel: str, sigs: list, cc, text: str) -> str:
