@@ -227,7 +227,7 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     ("highest", "high" or "medium": what a float32 matmul's auto may run, kernels/gemm/precision.py).
     ``to_dict()``: docs/schemas/run.json (or run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
-    from lab.bench.commands import run as work
+    from lab.library import run as work
     from lab.cli.views import report as V
 
     if variants is not None:
@@ -253,7 +253,7 @@ def grid(kernel: str, **options) -> Result:
     output element (block, thread, writers). Raises LabError on bad input (the CLI's message)."""
     from lab.cli.views import inspect as V
     from lab.core.session import choose, is_simulator
-    from lab.inspect.commands import grid as work
+    from lab.library import grid as work
 
     png, svg = options.pop("png", None), options.pop("svg", None)
     _check(work, "grid", dict(kernel=kernel, **options))
@@ -319,7 +319,7 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
     Raises LabError on bad input (the CLI's message)."""
     from kernels.spec import plural
     from lab.cli.views import inspect as V
-    from lab.inspect.commands import occupancy as work
+    from lab.library import occupancy as work
 
     _check(work, "occupancy", dict(kernel=kernel, **options))
     O.needs_plot(png)
@@ -352,7 +352,7 @@ def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     tool, sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when no
     counters engine is usable on a GPU (the CLI's message)."""
     from lab.cli.views.hardware import print_counters
-    from lab.inspect.commands import counters as work
+    from lab.library import counters as work
 
     _check(work, "counters", dict(kernel=kernel, **options))
     with progress_bar(f"lab counters {kernel}") as update:
@@ -370,7 +370,8 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
     from rich.markup import escape
 
     from lab.bench import sweep as S
-    from lab.bench.commands import METRICS, sweep as work
+    from lab.bench.commands import METRICS
+    from lab.library import sweep as work
     from lab.cli.views import bench as V
     from lab.cli.views.table import print_tables
     from lab.core import args as A
@@ -395,7 +396,7 @@ def device(*, measure: bool = False, sim: bool | None = None) -> Result:
     usable; ``measure=True`` adds the measured device-to-device copy bandwidth (GB/s).
     ``to_dict()``: docs/schemas/device.json."""
     from lab.cli.views.report import print_device
-    from lab.core.commands import device as work
+    from lab.library import device as work
 
     info = work(measure=measure, sim=sim)
     return Result("device", info, lambda out: print_device(info, out),

@@ -42,7 +42,7 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
     from kernels.spec import plural
     from lab.bench import suite as B
-    from lab.bench.commands import bench as run_bench
+    from lab.library import bench as run_bench
     from lab.cli.views.progress import bar
     from lab.core.files import check_writable, write_atomic
 
@@ -90,7 +90,7 @@ def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, s
           yes, sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
     from lab.bench import sweep as S
-    from lab.bench.commands import sweep as run_sweep
+    from lab.library import sweep as run_sweep
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar
 
@@ -122,7 +122,7 @@ def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, s
 @O.BACKEND
 def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
     """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
-    from lab.bench.commands import roofline as run_roofline
+    from lab.library import roofline as run_roofline
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar
 
@@ -156,7 +156,7 @@ def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
 @O.BACKEND
 def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, trace, row_limit, wide, yes, sim):
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
-    from lab.bench.commands import profile as run_profile
+    from lab.library import profile as run_profile
 
     doc = run_profile(kernel, size=size, threads=threads, variant=variant, contenders=contenders, dtype=dtype,
                       repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim, yes=yes)
@@ -173,7 +173,7 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
 def compare(a, b, as_json, wide):
     """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
     from lab.bench import compare as K
-    from lab.bench.commands import compare as run_compare
+    from lab.library import compare as run_compare
     from lab.cli.views import bench as V
 
     result = run_compare(a, b)
@@ -212,7 +212,7 @@ def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, yes, as_json
     """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
     against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
     which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
-    from lab.bench.commands import tune as run_tune
+    from lab.library import tune as run_tune
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar_unless
 

@@ -24,7 +24,7 @@ DIR = click.option("--dir", "directory", default=None, callback=O._not_empty, he
 def exercise_list(as_json, directory):
     """Every exercise, in order: name, title, difficulty, status."""
     from lab.cli.views import exercise as V
-    from lab.teach.commands import exercise_list as listing
+    from lab.library import exercise_list as listing
 
     rows = listing(directory=directory)
     O.emit_json(rows) if as_json else V.print_list(rows)
@@ -36,7 +36,7 @@ def exercise_list(as_json, directory):
 def exercise_start(name, directory):
     """Copy NAME's scaffold (DIR/NAME.py) and visible test; prints the path."""
     from lab.cli.views import exercise as V
-    from lab.teach.commands import exercise_start as start
+    from lab.library import exercise_start as start
 
     path, kept, statement = start(name, directory=directory)
     V.print_started(path, statement, kept)
@@ -59,7 +59,7 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
     when either backend fails it. In a terminal a line shows which test is running."""
     from lab.cli.views import exercise as V
     from lab.cli.views.progress import status_line
-    from lab.teach.commands import exercise_check as check
+    from lab.library import exercise_check as check
 
     try:
         with status_line(as_json, f"checking {name}") as progress:
@@ -107,7 +107,7 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
     printed, and written with --csv)."""
     from lab.cli.views import exercise as V
     from lab.cli.views.progress import bar_unless
-    from lab.teach.commands import exercise_grade as grade
+    from lab.library import exercise_grade as grade
 
     try:
         with bar_unless(as_json, "grading", finished=True) as progress:
@@ -133,7 +133,7 @@ def exercise_hint(name, number, directory):
     """Show NAME's next hint (remembered in the workspace), or hint NUMBER (the same one every time;
     the next hint then comes after it)."""
     from lab.cli.views import exercise as V
-    from lab.teach.commands import exercise_hint as hint
+    from lab.library import exercise_hint as hint
 
     V.print_hint(name, *hint(name, number, directory=directory))
 
@@ -143,7 +143,7 @@ def exercise_hint(name, number, directory):
 @click.option("--yes", is_flag=True, help="Do not ask: print the reference solution.")
 def exercise_solution(name, yes):
     """Print NAME's reference solution (asks first; changes no file)."""
-    from lab.teach.commands import exercise_solution as solution
+    from lab.library import exercise_solution as solution
 
     text = solution(name)  # an unknown name fails before the question
     if not yes and not click.confirm(f"Show the reference solution of {name}?", default=False, err=True):
@@ -156,7 +156,7 @@ def exercise_solution(name, yes):
 @click.option("--title", default="TODO title", callback=O._not_empty, help="The exercise's title.")
 def exercise_new(name, title):
     """Scaffold a new exercise exercises/NAME/ for instructors."""
-    from lab.teach.commands import exercise_new as new
+    from lab.library import exercise_new as new
 
     click.echo(f"created {new(name, title=title)}: fill in meta.py, hidden.py, scaffold.py, solution.py, test_visible.py")
 
@@ -171,7 +171,7 @@ def exercise_notebook(names, out, force):
     the scaffold in a %%exercise cell, hints, solution, and what the hardware did. A notebook whose
     cells you edited (or a file the lab did not generate) is kept, one line each, unless --force."""
     from lab.teach import notebooks as N
-    from lab.teach.commands import exercise_notebook as write_notebooks
+    from lab.library import exercise_notebook as write_notebooks
 
     for p, st, written in write_notebooks(names, out=out, force=force):
         if st == N.SAME:

@@ -30,7 +30,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
     addresses."""
     from lab.cli.views.progress import bar_unless
-    from lab.inspect.commands import counters as count
+    from lab.library import counters as count
 
     with bar_unless(as_json, "counters") as progress:
         doc = count(kernel, variant=variant, size=size, threads=threads, dtype=dtype, contenders=contenders, seed=seed,
@@ -59,7 +59,7 @@ def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     """Run each rung of KERNEL once under NVIDIA compute-sanitizer (kernels built with line info):
     clean, or how many errors and the first, by file and line. Exit 1 when anything was found."""
     from lab.cli.views.progress import bar_unless
-    from lab.inspect.commands import sanitize as run_sanitizer
+    from lab.library import sanitize as run_sanitizer
 
     with bar_unless(as_json, "sanitize") as progress:
         doc = run_sanitizer(kernel, variant=variant, tools=tools, size=size, threads=threads, dtype=dtype, seed=seed,

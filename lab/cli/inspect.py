@@ -25,7 +25,7 @@ from lab.cli import options as O
                    "--png/--svg colour the 32-byte sectors each of its requests touched; --json lists them.")
 def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, warp):
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
-    from lab.inspect.commands import grid as map_grid
+    from lab.library import grid as map_grid
 
     O.needs_plot(png, svg)
     info = map_grid(kernel, variant=variant, size=size, threads=threads, arch=arch, sms=sms, waves=waves, warp=warp)
@@ -59,7 +59,7 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
     """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
     from kernels.spec import plural
     from lab.cli.views import inspect as V
-    from lab.inspect.commands import occupancy as calculate
+    from lab.library import occupancy as calculate
 
     O.needs_plot(png)
     result = calculate(kernel, variant=variant, threads=threads, arch=arch, registers=registers, shared=shared,
@@ -84,7 +84,7 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
 def doctor(as_json):
     """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
     from lab.inspect import doctor as D
-    from lab.inspect.commands import doctor as run_checks
+    from lab.library import doctor as run_checks
 
     results = run_checks()
     if as_json:

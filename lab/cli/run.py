@@ -48,7 +48,7 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
                    "checked at TF32's tolerance). Rungs named with --variant run whatever it says.")
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
         compiler, arrays, precision):
-    from lab.bench.commands import run as run_kernel
+    from lab.library import run as run_kernel
     from lab.cli.views import report
 
     engine = O.counters_engine(counters, sim, compiler)
@@ -85,7 +85,7 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
 @O.BACKEND
 def list_(as_json, sim):
     """List the kernels: their variants (the ladder's rungs), contenders and sizes."""
-    from lab.core.commands import list_kernels
+    from lab.library import list_kernels
 
     info = list_kernels(sim=sim)
     if as_json:
@@ -102,7 +102,7 @@ def list_(as_json, sim):
 @O.BACKEND
 def device(measure, as_json, sim):
     """Show the GPU's attributes (or what the simulator reports), and which compilers are usable."""
-    from lab.core.commands import device as device_info
+    from lab.library import device as device_info
 
     info = device_info(measure=measure, sim=sim)
     if as_json:

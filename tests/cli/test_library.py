@@ -152,3 +152,16 @@ def test_importing_the_library_chooses_no_backend():
     code = "import sys, lab; lab.library.run; print([m for m in ('numba', 'click', 'rich') if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_cli_calls_the_library_not_the_packages_commands():
+    """The commands and the notebook API call lab.library's functions (the one place the CLI reaches
+    the work through); a constant declared beside them (DTYPES, METRICS) may come from its module."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "lab" / "cli"
+    found = [f"{p.name}: {m.group(0)}" for p in sorted(root.glob("*.py"))
+             for m in re.finditer(r"from lab\.(?:bench|inspect|teach|core)\.commands import ([\w, ]+)", p.read_text())
+             if set(n.strip() for n in m.group(1).split(",")) - {"DTYPES", "METRICS"}]
+    assert not found, found
