@@ -484,6 +484,18 @@ class KernelSpec:
                                   for lib, rows in self.contenders.items()})
         if self.counter_size is not None:
             set_(self, "counter_size", tuple(self.counter_size))
+        self._check_references()
+
+    def _check_references(self) -> None:
+        """Cross-references checked when the spec is defined: every ``against`` (targets, sweep) names
+        one of the spec's own library contender labels; a misspelled label would drop its target
+        from ``lab bench`` silently. ValueError naming the kernel and the labels it has."""
+        labels = {e[0] for rows in self.contenders.values() for e in rows}
+        named = [t.against for t in self.targets if t.against] + ([self.sweep.against] if self.sweep.against else [])
+        wrong = [a for a in named if a not in labels]
+        if wrong:
+            raise ValueError(f"kernel {self.name}: against {wrong[0]!r} is not one of its contenders' labels "
+                             f"({', '.join(sorted(labels)) or 'none'})")
 
     def float64_reference(self, inputs) -> tuple:
         """The float64 reference outputs of ``inputs``: ``reference64(*inputs)`` where the kernel

@@ -143,3 +143,18 @@ def test_a_new_spec_runs_and_is_counted(scale2):
     assert report.size == (70,)
     doc = counters("scale2", "simulator")
     assert doc["size"] == [96] and doc["rows"][0]["status"] == "ok" and doc["rows"][0]["sectors_per_request"] == 4.0
+
+
+def test_a_misspelled_against_fails_when_the_spec_is_defined():
+    """A target or sweep measured against a label no contender has is refused at definition (it would
+    drop out of lab bench silently), naming the labels the kernel has."""
+    import dataclasses
+
+    import kernels
+
+    spec = kernels.load("vecadd")
+    with pytest.raises(ValueError, match="torch.ad'.*torch.add"):
+        dataclasses.replace(spec, targets=(dict(size=(4096,), against="torch.ad", bound=0.5),))
+    with pytest.raises(ValueError, match="not one of its contenders"):
+        dataclasses.replace(spec, sweep=dict(shapes=(), skip=(), against="cupy.ad"))
+    assert dataclasses.replace(spec, targets=spec.targets).targets == spec.targets  # the real ones pass
