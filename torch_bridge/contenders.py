@@ -48,6 +48,25 @@ def torch_matmul_tf32(A, B, out):
     return torch_matmul(A, B, out, tf32=True)
 
 
+def torch_matmul_bf16(A, B, out):
+    """``C = A @ B`` by cuBLAS on bfloat16 copies of the float32 ``A`` and ``B`` (tensor cores, float32
+    sums; ``torch.mm(..., out_dtype=torch.float32)`` where torch has it for the device, else the bf16
+    product widened into C): what the lab's bf16 rungs (``tensor_core_bf16``, ``tensor_core_wgmma``)
+    are compared with. The rounding of A and B is inside the call, as the lab's bf16 rungs round
+    theirs in a pre-pass of every call. Declared with the registry option ``tolerance``: checked at
+    the bf16 rungs' tolerance (kernels.gemm.mma.rounded_inputs_tolerance, 7 mantissa bits)."""
+    a, b = A.to(torch.bfloat16), B.to(torch.bfloat16)
+    if _MM_OUT_DTYPE.get(A.device.type, True):
+        try:
+            return (torch.mm(a, b, out_dtype=torch.float32, out=out[0]),)
+        except (RuntimeError, TypeError, NotImplementedError):  # no mm.dtype kernel for this device (CPU)
+            _MM_OUT_DTYPE[A.device.type] = False
+    return (out[0].copy_(torch.matmul(a, b)),)
+
+
+_MM_OUT_DTYPE: dict = {}  # device type -> whether torch.mm(..., out_dtype=float32) runs there
+
+
 # --- softmax ---
 def torch_softmax(x, out):
     return (torch.softmax(x, 1, out=out[0]),)

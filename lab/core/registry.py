@@ -12,6 +12,9 @@ imported only when that contender runs, so this module imports neither torch nor
 * ``tf32``: the op multiplies on tensor cores with inputs rounded to TF32 (10 mantissa bits, float32
   accumulation): the runner checks it at the tolerance of a 10-bit mantissa (float16's eps, the
   same mantissa) instead of the input dtype's, and its row says "TF32".
+* ``tolerance``: the op's own ``tolerance(inputs, refs, dtype)`` (a KernelSpec-style function, e.g.
+  bfloat16 inputs: kernels.gemm.mma.precision_tolerances), checked against the float64 reference at
+  it; ``why``: what its row says of it.
 
 Library ``"triton"``: Triton kernels (lab.core.triton_ops) on torch tensors, on a GPU or in Triton's
 CPU interpreter.

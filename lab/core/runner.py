@@ -39,6 +39,7 @@ HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
                   "inputs rounded to float32, at float32's tolerance")
 TF32 = "TF32: inputs rounded to 10 mantissa bits on tensor cores, checked at that mantissa's tolerance"
+OWN_TOLERANCE = "checked at the tolerance its declaration gives (coarser arithmetic than the dtype)"
 SLOW_SIMULATION_S = 30.0  # a simulator run estimated longer than this is announced with a smaller --size
 REFUSE_SIMULATION_S = 600.0  # ... and one estimated longer than this does not start without Options.yes
 SIMULATOR_SWITCH_INTERVAL_S = simulation.SWITCH_INTERVAL_S  # the simulator's set-up: lab.core.simulator
@@ -306,6 +307,8 @@ class Step:
     label: str | None = None
     float32_inside: bool = False
     tf32: bool = False  # the op multiplies in TF32 (registry option): checked at a 10-bit mantissa's tolerance
+    tolerance: object = None  # (registry option) the op's own tolerance(inputs, refs, dtype), e.g. bf16 inputs
+    why: str | None = None  # what its row says of that tolerance (registry option "why")
 
 
 def plan(p: Plan) -> list[Step]:
@@ -350,7 +353,9 @@ def plan(p: Plan) -> list[Step]:
                     continue
                 steps.append(Step(Task(contender=name, variant=label, **base), label=label,
                                   float32_inside=p.dtype != np.float32 and C.float32_inside(name, spec.name, label),
-                                  tf32=bool(registry.options(name, spec.name, label).get("tf32"))))
+                                  tf32=bool(registry.options(name, spec.name, label).get("tf32")),
+                                  tolerance=registry.options(name, spec.name, label).get("tolerance"),
+                                  why=registry.options(name, spec.name, label).get("why")))
     return steps
 
 
@@ -430,7 +435,9 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             # an op that computes in float32, or multiplies in TF32, is held to that reference or
             # tolerance, and its row says so
             against, why = ((ref.float32(), FLOAT32_INSIDE) if step.float32_inside else
-                            (ref.tf32(), TF32) if step.tf32 else (None, None))
+                            (ref.tf32(), TF32) if step.tf32 else
+                            ((ref.refs, step.tolerance(inputs, ref.refs, dtype)), step.why or OWN_TOLERANCE)
+                            if step.tolerance else (None, None))
             r = _measure(p, report, rule, ref, task, emit, prepare, against)
             add(replace(r, check=replace(r.check, reason=why + (f"; {r.reason}" if r.reason else ""))) if why else r)
     if contender is not None:

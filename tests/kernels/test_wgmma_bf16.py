@@ -135,3 +135,17 @@ def test_unavailable_names_the_gpu_it_needs(monkeypatch):
     with D.described(D.H100.replace(cc=(9, 0))):
         assert W.unavailable(np.float32) == ""
         assert "float32" in W.unavailable(np.float64)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(SIMULATOR, reason="torch's contenders need a CUDA GPU")
+def test_torch_bf16_row_is_checked_at_the_bf16_tolerance():
+    """torch.matmul on bf16 copies (the bf16 rungs' comparison) passes at the bf16 rungs' tolerance on an
+    odd shape, and its row says so; the FP32 row beside it is held to float32's."""
+    import lab.library as L
+
+    doc = L.run("matmul", size="1000x1030x517", variant="naive", contenders="torch", repeats=3, sim=False).to_dict()
+    rows = {r["variant"]: r for r in doc["results"] if r["contender"] == "torch"}
+    bf16 = rows["torch.matmul (cuBLAS, bf16)"]
+    assert bf16["status"] == "ok" and "bf16" in bf16["reason"], bf16
+    assert rows["torch.matmul (cuBLAS, TF32 off)"]["status"] == "ok"
