@@ -87,7 +87,7 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     threads, size = A.integer(threads, "--threads"), A.text(size, "--size")
     dtype = A.choice(dtype, "--dtype", DTYPES)
     variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
-    repeats, warmup = A.integer(repeats, "--repeats"), A.integer(warmup, "--warmup")
+    repeats, warmup = A.integer(repeats, "--repeats", min=1), A.integer(warmup, "--warmup", min=0)
     seed = A.integer(seed, "--seed", min=0)
     yes, counters = A.flag(yes, "--yes"), A.flag(counters, "--counters")
     arrays = A.choice(arrays, "--arrays", ARRAYS) or "numba"
@@ -127,7 +127,7 @@ def sweep(kernel: str, *, threads: str | list | None = None, sizes: str | list |
     size_list = S.parse_sizes(A.text(sizes, "--sizes"))
     variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
     dtype = A.choice(dtype, "--dtype", DTYPES)
-    repeats, warmup = A.integer(repeats, "--repeats"), A.integer(warmup, "--warmup")
+    repeats, warmup = A.integer(repeats, "--repeats", min=1), A.integer(warmup, "--warmup", min=0)
     seed = A.integer(seed, "--seed", min=0)
     backend = _session(sim, compiler).backend
     return S.sweep(kernel, backend, threads_list, size_list, variants=A.csv(variant), contenders=A.csv(contenders),

@@ -69,8 +69,10 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
-    if (repeats is not None and repeats < 1) or (warmup is not None and warmup < 0):
-        raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    from lab.core import args as A  # the options' one message, as click and the library give it
+
+    A.integer(repeats, "--repeats", min=1)
+    A.integer(warmup, "--warmup", min=0)
     limit = describe(backend == "simulator").get("max_threads_per_block") or 1024
     for t in threads or []:
         if not 1 <= t <= limit:

@@ -75,8 +75,8 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
 @O.VARIANT
 @O.CONTENDERS
 @O.DTYPE
-@click.option("--repeats", type=int, default=None, help="Timed calls per configuration (default on a GPU: the stop rule; none in the simulator).")
-@click.option("--warmup", type=int, default=None, help="Untimed calls before timing.")
+@O.repeats_option("Timed calls per configuration (default on a GPU: the stop rule; none in the simulator).")
+@O.WARMUP
 @O.SEED
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (every configuration's lab run --json dict).")
 @click.option("--png", default=None, metavar="FILE", help="Plot the metric against threads per block (or size) to FILE (needs matplotlib).")

@@ -60,7 +60,9 @@ def threads_option(default=None, help_="Threads per block (default: 256 on a GPU
 
 
 def repeats_option(help_="Timed calls (default on a GPU: the stop rule; 1 checked call, none timed, in the simulator)."):
+    """``--repeats``: at least 1, the same declaration (and message) in every command that has it."""
     return click.option("--repeats", type=click.IntRange(min=1), default=None, help=help_)
+
 
 
 def backend(sim) -> str:

@@ -20,10 +20,9 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.DTYPE
 @O.VARIANT
 @O.CONTENDERS
-@click.option("--repeats", type=int, default=None,
-              help="Timed calls (default on a GPU: a stop rule, at least 10 calls and 0.25 s, more while noisy; "
-                   "in the simulator: none, each variant is checked once).")
-@click.option("--warmup", type=int, default=None, help="Untimed calls before timing (default: 5; 0 in the simulator).")
+@O.repeats_option("Timed calls (default on a GPU: a stop rule, at least 10 calls and 0.25 s, more while noisy; "
+                  "in the simulator: none, each variant is checked once).")
+@O.WARMUP
 @O.SEED
 @O.JSON
 @click.option("--wide", is_flag=True, help="Show every column, however wide the terminal.")

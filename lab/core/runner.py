@@ -273,8 +273,10 @@ def validate(opts: Options, backend: str) -> Plan:
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
     C.check_arrays(opts.arrays, simulator, numba="numba" in contender_names)
-    if (opts.repeats is not None and opts.repeats < 1) or (opts.warmup is not None and opts.warmup < 0):
-        raise LabError("--repeats must be >= 1 and --warmup >= 0")
+    from lab.core import args as A  # the options' one message, as click and the library give it
+
+    A.integer(opts.repeats, "--repeats", min=1)
+    A.integer(opts.warmup, "--warmup", min=0)
     # the simulator checks each row once and times nothing unless --repeats asks (repeats 0)
     repeats = opts.repeats if opts.repeats is not None else (0 if simulator else None)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)

@@ -165,3 +165,31 @@ def test_the_cli_calls_the_library_not_the_packages_commands():
              for m in re.finditer(r"from lab\.(?:bench|inspect|teach|core)\.commands import ([\w, ]+)", p.read_text())
              if set(n.strip() for n in m.group(1).split(",")) - {"DTYPES", "METRICS"}]
     assert not found, found
+
+
+def test_an_option_shared_by_commands_fails_the_same_way_everywhere():
+    """--repeats, --warmup, --threads and --seed: the same bad value gets the same message from every
+    command that has the option (one declaration, lab.cli.options) and from its library function."""
+    import re
+
+    bad = {"repeats": "0", "warmup": "-1", "seed": "-1"}
+    seen: dict = {}
+    who: dict = {}
+    for name, cmd in _commands():
+        params = {p.name for p in cmd.params}
+        for opt, value in bad.items():
+            if opt not in params:
+                continue
+            args = name.split() + ["vecadd" for p in cmd.params if isinstance(p, click.Argument) and p.required]
+            code, _, err = run_lab(*args, f"--{opt}", value, *(["--sim"] if "sim" in params else []))
+            if code != 2 or "Invalid value" not in err:
+                continue  # another error first (an argument the command needs): not this option's message
+            seen.setdefault(opt, set()).add(re.sub(r"^error: ", "", err.strip().splitlines()[-1]))
+            who.setdefault(opt, []).append(name)
+    assert len(who.get("repeats", [])) >= 4 and len(who.get("seed", [])) >= 4, who  # run, sweep, bench, profile ...
+    for opt, messages in seen.items():
+        assert len(messages) == 1, (opt, messages, who[opt])
+    for opt, value in bad.items():  # the library's message is the command's
+        with pytest.raises(Exception) as e:
+            L.run("vecadd", **{opt: int(value)}, sim=True)
+        assert str(e.value) in seen.get(opt, {str(e.value)})
