@@ -55,7 +55,7 @@ run matvec --variant fast         | unknown variant
 run matvec --contenders numba,jax | unknown contender
 run matvec --dtype int7           | float32
 run matvec --threads many         | not a valid integer
-run matvec --repeats 0            | --repeats must be >= 1
+run matvec --repeats 0            | '--repeats': 0 is not in the range x>=1
 bogus                             | No such command
 """))
 def test_bad_input_is_one_line_exit_2(lab, args, needle):
