@@ -132,6 +132,7 @@ class Report:
                 "contender": r.contender, "variant": r.variant, "status": r.status, "reason": r.reason,
                 "ok": r.ok, "median_ms": m(r, "median_ms"), "iqr_ms": m(r, "iqr_ms"),
                 "first_call_ms": r.first_call_ms, "timing": r.measurement.timing if r.measurement else None,
+                "stop": r.measurement.stop if r.measurement else None,
                 "timed_calls": len(r.measurement.samples_ms) if r.measurement else 0,
                 "noise": m(r, "noise"), "noisy": m(r, "noisy"), "host_gaps": m(r, "host_gaps"),
                 "gbps": r.gbps, "gflops": r.gflops, "pct_copy_bandwidth": r.pct_copy,

@@ -112,6 +112,13 @@ class Measurement:
         return self.method == DEVICE_EVENTS_GAPS
 
     @property
+    def stop(self) -> dict | None:
+        """The named criterion that stopped sampling and the noise then (``results[].stop`` of ``lab run
+        --json``), or None (no criterion: a simulator clock, a single call)."""
+        why = self.meta.get("stop")
+        return why.as_dict() if isinstance(why, Stop) else None
+
+    @property
     def timing(self) -> str:
         """The method sentence plus the count: what ``--json`` puts in ``results[].timing``."""
         return f"median of {self.n}: {self.method}" + (f"; {self.meta['stop']}" if self.meta.get("stop") else "")
@@ -137,9 +144,38 @@ def median_halfwidth(samples_ms, z: float = MEDIAN_Z) -> float:
     return float((x[hi - 1] - x[lo - 1]) / 2 / med) if med > 0 else math.inf
 
 
+class Stop(str):
+    """Why sampling stopped: the phrase of ``lab run``'s method line (a ``str``) and the named criterion
+    that stopped it (:data:`CRITERIA`, nvbench's "stopping criterion" by name), with the noise it
+    stopped at (IQR / median; None for a fixed count). ``lab run --json`` puts ``{"criterion",
+    "noise"}`` in ``results[].stop``."""
+
+    criterion: str
+    noise: float | None
+
+    def __new__(cls, criterion: str, text: str, noise: float | None = None):
+        if criterion not in CRITERIA:
+            raise ValueError(f"stop criterion {criterion!r}: one of {', '.join(CRITERIA)}")
+        s = super().__new__(cls, text)
+        s.criterion, s.noise = criterion, noise
+        return s
+
+    def __getnewargs__(self):  # pickled with its Row (lab.core.compile_child's fallback child)
+        return self.criterion, str(self), self.noise
+
+    def as_dict(self) -> dict:
+        return {"criterion": self.criterion, "noise": self.noise}
+
+
+# The named stop criteria of StopRule.done, in the order it tests them: a fixed count (--repeats N);
+# the wall-clock limit; the noise at or below max_noise; the noise settled (nvbench's convergence);
+# a CPU row's median known within host_median_ci.
+CRITERIA = ("fixed_count", "time_limit", "max_noise", "noise_settled", "median_interval")
+
+
 @dataclass
 class StopRule:
-    """When to stop sampling, like nvbench's stopping criterion.
+    """When to stop sampling, like nvbench's stopping criterion (each named in :data:`CRITERIA`).
 
     Adaptive (``repeats`` None): at least ``min_samples`` samples and ``min_time_s`` of summed
     measured time; then stop once the noise (IQR / median) is at most ``max_noise``, or when
@@ -168,31 +204,35 @@ class StopRule:
                 f"more while the noise (IQR/median) is above {self.max_noise:.0%}{settle}, at most "
                 f"{self.time_limit_s:g} s{host}; {warmup} warm-up")
 
-    def done(self, samples_ms, elapsed_s: float, settle: bool = True, host: bool = False) -> str | None:
-        """None to go on, else the reason sampling stops (a short phrase for the method line).
+    def done(self, samples_ms, elapsed_s: float, settle: bool = True, host: bool = False) -> Stop | None:
+        """None to go on, else the reason sampling stops: a :class:`Stop` (a short phrase for the method
+        line, and its named criterion).
         ``settle``: test the noise's convergence (and a CPU row's median interval) this time (a
         caller that asks after every call asks every 16th: it costs 8 noise estimates). ``host``: a
         CPU row, which may also stop on its median's interval (``host_median_ci``)."""
         n = len(samples_ms)
         if self.repeats is not None:
-            return f"fixed count ({self.repeats})" if n >= self.repeats else None
+            return Stop("fixed_count", f"fixed count ({self.repeats})") if n >= self.repeats else None
         if n < self.min_samples:
             return None
         if elapsed_s >= self.time_limit_s:
-            return f"time limit {self.time_limit_s:g} s reached at noise {noise_of(samples_ms):.1%}"
+            noise = noise_of(samples_ms)
+            return Stop("time_limit", f"time limit {self.time_limit_s:g} s reached at noise {noise:.1%}", noise)
         if sum(samples_ms) < self.min_time_s * 1e3:
             return None
         noise = noise_of(samples_ms)
         if noise <= self.max_noise:
-            return f"stopped at noise {noise:.1%} <= {self.max_noise:.0%} after >= {self.min_time_s:g} s"
+            return Stop("max_noise", f"stopped at noise {noise:.1%} <= {self.max_noise:.0%} after >= "
+                        f"{self.min_time_s:g} s", noise)
         if settle and self.settled(samples_ms):
-            return (f"noise settled at {noise:.1%} (> {self.max_noise:.0%}; within {self.settle_spread:.0%} "
-                    f"over the last {self.settle_calls} calls) after >= {self.min_time_s:g} s")
+            return Stop("noise_settled", f"noise settled at {noise:.1%} (> {self.max_noise:.0%}; within "
+                        f"{self.settle_spread:.0%} over the last {self.settle_calls} calls) after >= "
+                        f"{self.min_time_s:g} s", noise)
         if settle and host and self.host_median_ci:
             half = median_halfwidth(samples_ms)
             if half <= self.host_median_ci:
-                return (f"median within ±{half:.1%} (95% interval, <= ±{self.host_median_ci:.0%}) at noise "
-                        f"{noise:.1%} after >= {self.min_time_s:g} s")
+                return Stop("median_interval", f"median within ±{half:.1%} (95% interval, <= "
+                            f"±{self.host_median_ci:.0%}) at noise {noise:.1%} after >= {self.min_time_s:g} s", noise)
         return None
 
     def settled(self, samples_ms) -> bool:

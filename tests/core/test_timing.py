@@ -49,13 +49,14 @@ def drive(rule, draw, call_ms, cap=T.BATCH_MAX):
 
 def test_stop_rule_fixed_count():
     samples, why = drive(T.StopRule(repeats=2000), lambda: 0.01, 0.01)
-    assert len(samples) == 2000 and "fixed" in why
+    assert len(samples) == 2000 and "fixed" in why and why.criterion == "fixed_count" and why.noise is None
 
 
 def test_stop_rule_minimums(rng):
     """Quiet, fast calls: stop once 10 samples and 0.25 s of measured time are in."""
     samples, why = drive(T.StopRule(), lambda: 0.1 * (1 + 0.001 * rng.standard_normal()), 0.1)
-    assert len(samples) >= 10 and sum(samples) >= 250 and "noise" in why
+    assert len(samples) >= 10 and sum(samples) >= 250 and "noise" in why and why.criterion == "max_noise"
+    assert why.as_dict() == {"criterion": "max_noise", "noise": T.noise_of(samples)}
     assert sum(samples) < 400  # not far past the minimum time
     slow, why = drive(T.StopRule(), lambda: 50.0, 50.0)  # 50 ms calls: at least 10 of them
     assert len(slow) == 10
@@ -64,7 +65,7 @@ def test_stop_rule_minimums(rng):
 def test_stop_rule_keeps_sampling_while_noisy_until_the_limit(rng):
     rule = T.StopRule(time_limit_s=1.0, settle_calls=0)  # no convergence test: the time limit alone
     samples, why = drive(rule, lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
-    assert T.noise_of(samples) > 0.01 and "time limit" in why
+    assert T.noise_of(samples) > 0.01 and "time limit" in why and why.criterion == "time_limit"
     assert sum(samples) / 1e3 >= 0.5  # ran on well past the 0.25 s minimum
 
 
@@ -72,7 +73,7 @@ def test_stop_rule_stops_once_the_noise_has_settled(rng):
     """A call whose noise stays put above 1% (uniform 20% spread): no more calls would lower it, so
     sampling stops after the minimum time once 512 calls show it settled, not at the time limit."""
     samples, why = drive(T.StopRule(time_limit_s=3.0), lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
-    assert "noise settled" in why and T.noise_of(samples) > 0.01
+    assert "noise settled" in why and T.noise_of(samples) > 0.01 and why.criterion == "noise_settled"
     assert 0.25 <= sum(samples) / 1e3 < 0.4 and len(samples) >= 10 + 512
 
 
@@ -108,6 +109,7 @@ def test_host_rows_stop_once_the_median_is_known(rng):
         samples.append(draw())
         elapsed += samples[-1] / 1e3
     assert "median within" in why and sum(samples) / 1e3 < 0.5 and T.median_halfwidth(samples) <= 0.02
+    assert why.criterion == "median_interval"
     assert rule.done(samples, elapsed) is None  # not a CPU row: the noise is above 1% and has not settled
     assert "CPU rows also stop" in rule.describe(5) and "CPU rows" not in T.StopRule(host_median_ci=0).describe(5)
 
@@ -357,3 +359,22 @@ def test_nvml_clocks_by_pci_bus_id():
     busid = busid.decode() if isinstance(busid, bytes) else busid
     assert busid.upper().endswith(clocks.pci_bus_id()[-7:])
     assert 0 < info["sm_clock_mhz"] <= info["sm_clock_max_mhz"] * 1.01
+
+
+def test_stop_criteria_are_named_in_the_run_schema():
+    """Every named criterion is one the run document's results[].stop may hold, and no other; a
+    Measurement gives its Stop as that object (None without one: the simulator's clock)."""
+    import json
+    from pathlib import Path
+
+    schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "run.json").read_text())
+    assert tuple(schema["$defs"]["result"]["properties"]["stop"]["properties"]["criterion"]["enum"]) == T.CRITERIA
+    with pytest.raises(ValueError, match="criterion"):
+        T.Stop("lucky", "stopped by luck")
+    m = T.Measurement([1.0, 1.0], T.DEVICE_EVENTS, {"stop": T.Stop("fixed_count", "fixed count (2)")})
+    assert m.stop == {"criterion": "fixed_count", "noise": None} and m.timing.endswith("fixed count (2)")
+    assert T.Measurement([1.0], T.SIMULATOR_CLOCK).stop is None
+    import pickle  # a Row crosses processes pickled (lab.core.compile_child): its Stop keeps its name
+
+    back = pickle.loads(pickle.dumps(m))
+    assert back.stop == m.stop and back.timing == m.timing
