@@ -1,5 +1,5 @@
 """Benchmark (not a test): matmul ``auto`` against ``torch.matmul`` (cuBLAS, FP32, TF32 off) at every
-public sweep shape (lab.bench.shapes.SHAPES["matmul"]), the issue's shapes and shapes neither names,
+public sweep shape (lab.bench.shapes.sweep_shapes()["matmul"]), the issue's shapes and shapes neither names,
 the same run for both columns, with the configuration ``auto`` ran (tuned or heuristic: its launch
 note). Output: a markdown table for docs/benchmarks.md, one row as each shape finishes, then the
 geometric mean and the worst ratio.
@@ -51,13 +51,13 @@ def row(size: str) -> tuple:
 
 
 def main() -> None:
-    from lab.bench.shapes import SHAPES
+    from lab.bench.shapes import sweep_shapes
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shapes", default=None, help="comma-separated sizes (default: public + issue + unnamed)")
     ap.add_argument("--deadline", type=float, default=540, help="wall seconds; later shapes are listed as skipped")
     args = ap.parse_args()
-    shapes = args.shapes.split(",") if args.shapes else list(dict.fromkeys(SHAPES["matmul"] + ISSUE + UNNAMED))
+    shapes = args.shapes.split(",") if args.shapes else list(dict.fromkeys(sweep_shapes()["matmul"] + ISSUE + UNNAMED))
     from lab.core.errors import LabError
     from lab.core.session import select
 

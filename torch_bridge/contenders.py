@@ -1,8 +1,9 @@
 """torch contenders for ``lab run``: per kernel, the library op(s) a student compares against.
 
 Each is ``fn(*inputs, out=outputs) -> outputs`` on CUDA tensors; which kernel gets which op (and
-its label) is declared in the kernel's KernelSpec (``contenders``; lab.core.registry reads it). ``lab_op_<kernel>`` runs the lab's own Numba
-kernel through ``torch.ops.lab.<kernel>`` (torch_bridge.lab_ops): the "numba via torch op" row.
+its label) is declared in the kernel's KernelSpec (``contenders``; lab.core.registry reads it).
+``lab_op(kernel)`` runs the lab's own Numba kernel through ``torch.ops.lab.<kernel>``
+(torch_bridge.lab_ops): the "numba via torch op" row.
 """
 from __future__ import annotations
 
@@ -156,28 +157,6 @@ def _lab(name):
     return getattr(torch.ops.lab, name)
 
 
-def lab_op_vecadd(a, b, out):
-    return (_lab("vecadd")(a, b),)
-
-
-def lab_op_matvec(A, x, out):
-    return (_lab("matvec")(A, x),)
-
-
-def lab_op_matmul(A, B, out):
-    return (_lab("matmul")(A, B),)
-
-
-def lab_op_softmax(x, out):
-    return (_lab("softmax")(x),)
-
-
-def lab_op_quantize(x, out):
-    """(q, scale, zero_point) -> the spec's outputs (q, [scale, zero_point]): one small stack."""
-    q, scale, zero_point = _lab("quantize")(x)
-    return q, torch.stack([scale, zero_point])
-
-
 def prepare(fn, inputs, out_specs):
     """CUDA copies of ``inputs`` and poisonable outputs for the torch contender function ``fn``
     (one of this module's, found through lab.core.registry); returns (call, poison, read, release)."""
@@ -207,18 +186,17 @@ def _numpy_dtype(dt):
 
 
 def lab_op(kernel: str):
-    """The "numba via torch op" contender of ``kernel``: ``fn(*inputs, out=outputs)`` that calls
-    ``torch.ops.lab.<kernel>`` and returns its outputs as a tuple (for a kernel whose spec builds the op)."""
+    """The "numba via torch op" contender of ``kernel`` (lab.core.registry builds it for a kernel whose
+    spec declares its torch op a contender): ``fn(*inputs, out=outputs)`` that calls
+    ``torch.ops.lab.<kernel>`` and returns its outputs as a tuple, in the spec's layout: outputs of the
+    op past the spec's count are the spec's last output's elements, stacked (quantize's op returns q,
+    scale, zero_point; its spec holds (q, [scale, zero_point]))."""
     def fn(*inputs, out):
         res = _lab(kernel)(*inputs)
-        return tuple(res) if isinstance(res, (tuple, list)) else (res,)
+        res = tuple(res) if isinstance(res, (tuple, list)) else (res,)
+        if len(res) > len(out):
+            res = (*res[:len(out) - 1], torch.stack([torch.as_tensor(r) for r in res[len(out) - 1:]]))
+        return res
 
     fn.__name__ = f"lab_op_{kernel}"
     return fn
-
-
-def __getattr__(name: str):
-    """``lab_op_<kernel>`` of a kernel without a hand-written one above (lab.core.registry names it)."""
-    if name.startswith("lab_op_"):
-        return lab_op(name[len("lab_op_"):])
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,11 +50,12 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
     import numpy as np
 
     import kernels
-    from lab.bench.suite import STANDARD
+    from lab.bench.suite import standard
     from lab.core.device import describe
     from lab.core.runner import Options, run
 
     simulator = backend == "simulator"
+    STANDARD = standard()
     names = list(kernel_names or kernels.NAMES)
     device = describe(simulator)
     doc = {"schema_version": SCHEMA_VERSION, "backend": backend, "device": device, "copy_gbps": None,

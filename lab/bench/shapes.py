@@ -31,8 +31,8 @@ def _specs():
 
 
 def sweep_shapes() -> dict[str, list[str]]:
-    """kernel -> shapes of the public sweep (``SHAPES``; a test may replace that attribute)."""
-    return globals().get("SHAPES") or {s.name: list(s.sweep.shapes) for s in _specs()}
+    """kernel -> shapes of the public sweep (the specs' ``sweep.shapes``)."""
+    return {s.name: list(s.sweep.shapes) for s in _specs()}
 
 
 def torch_op(kernel: str) -> str | None:
@@ -51,18 +51,6 @@ def skipped(kernel: str) -> set[str]:
 
 def memory_bound() -> tuple[str, ...]:
     return tuple(s.name for s in _specs() if s.sweep.memory_bound)
-
-
-def __getattr__(name: str):
-    if name == "SHAPES":
-        return sweep_shapes()
-    if name == "TORCH_OP":
-        return {s.name: s.sweep.against for s in _specs() if s.sweep.against}
-    if name == "SKIP":
-        return {s.name: set(s.sweep.skip) for s in _specs() if s.sweep.skip}
-    if name == "MEMORY_BOUND":
-        return memory_bound()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 MATMUL_MIN_FLOPS = 1 << 27  # matmul target: >= 0.6x cuBLAS at every shape with at least this many

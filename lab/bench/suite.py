@@ -41,15 +41,6 @@ def targets() -> list[tuple]:
     return [(s.name, list(t.size), t.against, t.bound, t.kind) for s in specs() for t in s.targets]
 
 
-def __getattr__(name: str):
-    """``STANDARD`` and ``TARGETS``, the tables of earlier versions, computed from the specs."""
-    if name == "STANDARD":
-        return standard()
-    if name == "TARGETS":
-        return targets()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def versions() -> str:
     names = ["numba", "numba-cuda", "numba_cuda_mlir", "numpy", "llvmlite", "torch", "cupy-cuda13x", "cupy-cuda12x",
              "cuda-core", "rich", "click"]

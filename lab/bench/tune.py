@@ -42,16 +42,7 @@ GPU_BUDGET_S = 120.0
 SIM_BUDGET_S = 30.0
 GPU_CALLS = 10  # timed calls a candidate (after 2 warm-up calls): enough to rank, cheap to repeat
 # The shapes of each kernel (KernelSpec.tune_shapes): in the simulator a few tiny ones, on a GPU the
-# public sweep's and those the spec adds. ``SIM_SHAPES`` and ``EXTRA_SHAPES`` are views over the specs.
-
-
-def __getattr__(name: str):
-    if name in ("SIM_SHAPES", "EXTRA_SHAPES"):
-        from lab.core.registry import specs
-
-        key = "simulator" if name == "SIM_SHAPES" else "gpu"
-        return {s.name: list(s.tune_shapes[key]) for s in specs() if s.tune_shapes.get(key)}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# public sweep's and those the spec adds (default_shapes).
 
 
 @dataclass
@@ -83,9 +74,9 @@ def candidates(spec, size, max_threads: int = 1024, threads_axis=THREADS) -> lis
     """Every distinct configuration of every rung at ``size``, the heuristic's first. Two configurations
     with the same launch (grid, block, parameters) of a rung are one: a rung with a fixed block
     contributes one per parameter combination, not one per threads value. Lesson rungs slow by design
-    (lab.bench.shapes.SKIP) and rungs that do not suit the shape (``Variant.suits``) are left out;
+    (lab.bench.shapes.skipped) and rungs that do not suit the shape (``Variant.suits``) are left out;
     the heuristic's rung comes right after the heuristic's own choice."""
-    from lab.bench.shapes import SKIP
+    from lab.bench.shapes import skipped
 
     auto = spec.variants.get("auto")
     first = None
@@ -100,7 +91,7 @@ def candidates(spec, size, max_threads: int = 1024, threads_axis=THREADS) -> lis
         except Exception:
             pass
     for name, v in spec.variants.items():
-        if name == "auto" or name in SKIP.get(spec.name, set()) or (v.suits and not v.suits(size)):
+        if name == "auto" or name in skipped(spec.name) or (v.suits and not v.suits(size)):
             continue
         axes = list(v.tunables.items())
         combos = [dict(zip([a for a, _ in axes], values)) for values in itertools.product(*[vals for _, vals in axes])]

@@ -47,13 +47,13 @@ def shape_sweep(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=shapes.__doc__.splitlines()[0])
     ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
-    ap.add_argument("--kernels", default=",".join(shapes.SHAPES), help="comma-separated kernels")
+    ap.add_argument("--kernels", default=",".join(shapes.sweep_shapes()), help="comma-separated kernels")
     ap.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args(argv)
     check_writable(args.out, "report")  # before the sweep, not after it
-    unknown = [k for k in args.kernels.split(",") if k not in shapes.SHAPES]
+    unknown = [k for k in args.kernels.split(",") if k not in shapes.sweep_shapes()]
     if unknown:
-        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(shapes.SHAPES)}")
+        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(shapes.sweep_shapes())}")
     if args.repeats < 1:
         raise LabError("--repeats must be >= 1")
     from lab.core.session import select
@@ -68,7 +68,7 @@ def shape_sweep(argv=None) -> int:
     dev = describe(False)
     kernels_ = args.kernels.split(",")
     header = f"- device: {dev['name']}; backend: {backend}\n\n"
-    total = sum(len(shapes.SHAPES[k]) for k in kernels_)
+    total = sum(len(shapes.sweep_shapes()[k]) for k in kernels_)
 
     def save(rows):  # after every shape: a run cut by a time limit keeps its finished rows
         if len(rows) < total:
@@ -94,9 +94,11 @@ def bench_alias(argv=None) -> None:
 def compiler_table(argv=None) -> int:
     """Every rung of every kernel through numba-cuda and numba-cuda-mlir; markdown for docs/benchmarks.md."""
     from lab.bench import compilers as CT
-    from lab.bench.suite import STANDARD
+    from lab.bench.suite import standard
     from lab.core import compilers
     from lab.core.session import select
+
+    STANDARD = standard()
 
     ap = argparse.ArgumentParser(description=compiler_table.__doc__)
     ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")

@@ -15,7 +15,7 @@ def _missing(kernel: str) -> dict:
     out = {}
     for lib in ("cupy", "torch"):
         if not C.library_labels(lib, kernel):
-            out[lib] = f"none yet: {registry.NO_CONTENDERS.get(kernel, 'no op declared')}"
+            out[lib] = f"none yet: {registry.no_contenders(kernel) or 'no op declared'}"
         elif not C.installed(lib):
             out[lib] = "not installed"
         else:

@@ -32,7 +32,7 @@ import importlib
 from collections.abc import Callable
 
 LAB_OP_LABEL = "numba via torch op (torch.ops.lab.{})"
-LAB_OP_PATH = "torch_bridge.contenders:lab_op_{}"
+LAB_OP_PATH = "torch_bridge.contenders:lab_op"  # a factory: lab_op(kernel) is the contender
 
 
 def spec(kernel: str):
@@ -63,7 +63,7 @@ def _entries(library: str, kernel: str) -> list[tuple[str, str, dict]]:
     s = spec(kernel)
     rows = [(_label(label), path, dict(opts)) for label, path, opts in s.contenders.get(library, ())]
     if library == "torch" and s.torch_op is not None and s.torch_op.contender:
-        rows.append((LAB_OP_LABEL.format(kernel), LAB_OP_PATH.format(kernel), {}))
+        rows.append((LAB_OP_LABEL.format(kernel), LAB_OP_PATH, {}))
     return rows
 
 
@@ -88,7 +88,7 @@ def function(library: str, kernel: str, label: str) -> Callable:
     """The op behind ``label``: ``fn(*inputs, out=outputs)`` (CuPy's take ``cp`` first)."""
     for lab, path in entries(library, kernel):
         if lab == label:
-            return _resolve(path)
+            return _resolve(path)(kernel) if path == LAB_OP_PATH else _resolve(path)
     raise KeyError(f"no {library} contender {label!r} for {kernel}")
 
 
@@ -100,14 +100,3 @@ def no_contenders(kernel: str) -> str:
 def lab_ops() -> tuple[str, ...]:
     """The kernels that are torch ops with the same inputs and outputs as their KernelSpec."""
     return tuple(s.name for s in specs() if s.torch_op is not None and s.torch_op.contender)
-
-
-def __getattr__(name: str):
-    """The tables of earlier versions, computed from the specs."""
-    if name == "CONTENDERS":
-        return {s.name: {lib: list(rows) for lib, rows in s.contenders.items()} for s in specs() if s.contenders}
-    if name == "NO_CONTENDERS":
-        return {s.name: s.no_contenders for s in specs() if s.no_contenders}
-    if name == "LAB_OPS":
-        return lab_ops()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

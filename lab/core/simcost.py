@@ -25,7 +25,7 @@ was estimated at 10 s and took 6-7 s including imports on the idle machine, 13-1
 from __future__ import annotations
 
 # ms per simulated thread launched, per variant: each kernel's ``KernelSpec.sim_cost`` (measured by
-# lab.bench.suite.measure_simcost); ``PER_THREAD_MS`` {(kernel, variant): ms} is the view over all of them.
+# lab.bench.suite.measure_simcost); per_thread_ms(kernel, variant) reads them.
 DEFAULT_PER_THREAD_MS = 1.0  # a rung not measured yet
 PER_FLOP_MS = 0.017
 
@@ -43,11 +43,3 @@ def call_seconds(kernel: str, launches: dict[str, int], flops: int) -> float:
     launched), summed."""
     ms = sum(n * per_thread_ms(kernel, v) + flops * PER_FLOP_MS for v, n in launches.items())
     return ms / 1e3
-
-
-def __getattr__(name: str):
-    if name == "PER_THREAD_MS":  # the table of earlier versions, computed from the specs
-        from lab.core.registry import specs
-
-        return {(s.name, v): ms for s in specs() for v, ms in s.sim_cost.items()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

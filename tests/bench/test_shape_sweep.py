@@ -50,7 +50,7 @@ def sweep_cli(monkeypatch):
             raise RuntimeError(f"cut at {opts.size}")
         return real_run(opts, "simulator")
 
-    monkeypatch.setattr(S, "SHAPES", {"vecadd": ["37", "41"]})
+    monkeypatch.setattr(S, "sweep_shapes", lambda: {"vecadd": ["37", "41"]})
     monkeypatch.setattr(session, "select", lambda *_: "gpu")
     monkeypatch.setattr(device, "describe", lambda *_: {"name": "a test GPU"})
     monkeypatch.setattr(runner, "run", run)

@@ -118,16 +118,16 @@ def test_a_new_spec_is_seen_by_every_table(scale2):
     assert registry.labels("torch", "scale2") == ["torch.mul"]  # no torch op declared: no bridge row
     assert registry.options("torch", "scale2", "torch.mul") == {"float32_inside": True}
     assert registry.function("cupy", "scale2", "cupy.multiply") is cupy_scale2
-    assert registry.CONTENDERS["scale2"]["cupy"][0][:2] == ("cupy.multiply", f"{__name__}:cupy_scale2")
+    assert registry.entries("cupy", "scale2")[0][:2] == ("cupy.multiply", f"{__name__}:cupy_scale2")
     assert suite.configurations(["scale2"], quick=False) == [("scale2", "1000003", 256)]
     assert suite.configurations(["scale2"], quick=True) == [("scale2", None, suite.QUICK_THREADS)]
-    assert suite.STANDARD["scale2"] == [("1000003", 256)]
-    assert ("scale2", [1000003], "torch.mul", 0.9, "speed") in suite.TARGETS
-    assert shapes.SHAPES["scale2"] == ["1", "1000003"] and shapes.TORCH_OP["scale2"] == "torch.mul"
-    assert "scale2" in shapes.MEMORY_BOUND
+    assert suite.standard()["scale2"] == [("1000003", 256)]
+    assert ("scale2", [1000003], "torch.mul", 0.9, "speed") in suite.targets()
+    assert shapes.sweep_shapes()["scale2"] == ["1", "1000003"] and shapes.torch_op("scale2") == "torch.mul"
+    assert "scale2" in shapes.memory_bound()
     assert tune.default_shapes("scale2", True, scale2) == ["33"]
     assert tune.default_shapes("scale2", False, scale2) == ["1", "1000003", "77"]
-    assert simcost.PER_THREAD_MS[("scale2", "one")] == 0.123
+    assert simcost.per_thread_ms("scale2", "one") == 0.123
     assert simcost.call_seconds("scale2", {"one": 1000}, 0) == pytest.approx(0.123)
     listed = {k["name"]: k for k in catalog.catalog()}["scale2"]
     assert listed["contenders"]["cupy"] == ["cupy.multiply"] and listed["rungs"][0]["name"] == "one"
