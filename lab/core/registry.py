@@ -22,9 +22,6 @@ CPU interpreter.
 A kernel whose spec declares a ``torch_op`` with ``contender=True`` (``torch.ops.lab.<name>``,
 torch_bridge.lab_ops) gets a torch row "numba via torch op", so the bridge's cost shows next to the
 Numba rungs. Adding a kernel: docs/adding-a-kernel.md (its module and its tests; nothing here).
-
-The tables of earlier versions (``CONTENDERS``, ``NO_CONTENDERS``, ``LAB_OPS``) are still readable
-as attributes of this module: views computed from the specs.
 """
 from __future__ import annotations
 
