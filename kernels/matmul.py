@@ -440,23 +440,16 @@ def register_tiled_prepare(cfg, inputs, outputs):
 #   config.py, generator.py, rungs.py   rungs 7-9 (warp_tiled, wide_loads, small): one kernel factory
 #                 built from a GemmConfig, so a tuner varies the tile without new code;
 #   model.py      auto's launch model, from the tiles' measured times (rates.json).
-# Their names are re-exported here, so ``kernels.matmul.X`` keeps working for scripts and tests.
-from kernels.gemm.tile import (T_BK, T_BM, T_BN, T_THREADS, make_tile_kernel, tile64_kernel,  # noqa: E402,F401
-                               tile64_launch, tile64_prepare, tile_build)  # noqa: F401
-from kernels.gemm.split_k import (SPLIT_BLOCKS_PER_SM, SPLIT_LONG_K, SPLIT_MIN_K, k_ranges,  # noqa: E402,F401
-                                  reduce_launch, split_k_enqueue, split_k_launch, split_k_plan, split_k_prepare,  # noqa: F401
-                                  split_k_reduce_kernel)  # noqa: F401
-from kernels.gemm.skinny import SK_M, skinny_m_kernel, skinny_m_launch, skinny_m_plan, skinny_m_prepare  # noqa: E402,F401
+# matmul's rungs read what they need of them below; other code imports them from kernels.gemm.
+from kernels.gemm.tile import T_BM, T_BN, T_THREADS, tile64_launch, tile64_prepare  # noqa: E402
+from kernels.gemm.split_k import split_k_launch, split_k_prepare  # noqa: E402
+from kernels.gemm.skinny import SK_M, skinny_m_launch, skinny_m_prepare  # noqa: E402
 from kernels.gemm.vector import vector_launch, vector_prepare  # noqa: E402
-from kernels.gemm.config import (GEMM_SPLITS, GEMM_TILES, SMALL_CONFIGS, SMALL_MAX_FLOPS, TUNABLE,  # noqa: E402,F401
-                                 WARP_TILED, WARP_TILED_F64, WIDE_LOADS, GemmConfig, gemm_config)  # noqa: F401
-from kernels.gemm.generator import gemm_kernel  # noqa: E402,F401
-from kernels.gemm.rungs import (_pairs_ok, gemm_launch, gemm_launch_config, gemm_launch_with,  # noqa: E402,F401
-                                gemm_prepare_config, small_prepare, tuned_gemm_config, warp_tiled_prepare,  # noqa: F401
-                                wide_loads_prepare)  # noqa: F401
-from kernels.gemm.model import (MODEL_SPLITS, RATE_KS, RATES, REDUCE_MS, choose, model_ms,  # noqa: E402,F401
-                                reduce_ms, wave_ms)  # noqa: F401
-from kernels.spec import plural, sm_count  # noqa: E402,F401  (re-exported: scripts read MM.sm_count)
+from kernels.gemm.config import TUNABLE, WARP_TILED  # noqa: E402
+from kernels.gemm.rungs import (gemm_launch, gemm_launch_with, small_prepare, warp_tiled_prepare,  # noqa: E402
+                                wide_loads_prepare)
+from kernels.gemm.model import choose  # noqa: E402
+from kernels.spec import plural  # noqa: E402
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Benchmark (not a test): the measurements behind matmul's launch model (kernels/gemm/rates.json,
-loaded as ``kernels.gemm.model.RATES``; ``kernels.matmul.RATES`` re-exports it).
+loaded as ``kernels.gemm.model.RATES``).
 
 For each block tile of ``RATES`` (``GEMM_TILES`` builds, read as float64 pairs, as
 the wide_loads rung) and each r = 1, 2, 3, 4, 6, 8 blocks an SM, a grid of exactly r x SMs tiles
@@ -50,7 +50,8 @@ def main() -> None:
     ap.add_argument("--tiles", default=None, help="comma-separated GEMM_TILES names (default: RATES' tiles; '' "
                     "for none: only the reduction)")
     args = ap.parse_args()
-    from kernels import matmul as MM
+    from kernels.gemm import config as GC, model as GM, rungs as GR, split_k as SK
+    from kernels import spec as KS
     from kernels.compiler import SIMULATOR, cuda
     from kernels.gemm.model import RATES_INFO
     from lab.core.files import write_atomic
@@ -58,11 +59,11 @@ def main() -> None:
 
     if SIMULATOR:
         sys.exit("gemm_rates.py needs a GPU")
-    tiles = list(MM.RATES) if args.tiles is None else [t for t in args.tiles.split(",") if t]
-    if set(tiles) - set(MM.GEMM_TILES):
-        ap.error(f"--tiles: {', '.join(sorted(set(tiles) - set(MM.GEMM_TILES)))} not in GEMM_TILES "
-                 f"({', '.join(MM.GEMM_TILES)})")
-    sms = MM.sm_count()
+    tiles = list(GM.RATES) if args.tiles is None else [t for t in args.tiles.split(",") if t]
+    if set(tiles) - set(GC.GEMM_TILES):
+        ap.error(f"--tiles: {', '.join(sorted(set(tiles) - set(GC.GEMM_TILES)))} not in GEMM_TILES "
+                 f"({', '.join(GC.GEMM_TILES)})")
+    sms = KS.sm_count()
     rng = np.random.default_rng(0)
     out = {"device": cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes)
            else str(cuda.get_current_device().name), "sms": sms, "tiles": {}, "reduce": []}
@@ -71,7 +72,7 @@ def main() -> None:
         return Timer(fn, "device", sync=cuda.synchronize).measure(repeats=15).median_ms
 
     for tile in tiles:
-        cfg = MM.GEMM_TILES[tile].replace(pairs=True)
+        cfg = GC.GEMM_TILES[tile].replace(pairs=True)
         out["tiles"][tile] = {}
         for per_sm in PER_SM:
             m, n = grid_shape(tile, per_sm, sms)
@@ -81,7 +82,7 @@ def main() -> None:
                 B = rng.standard_normal((k, n)).astype(np.float32)
                 dA, dB = cuda.to_device(A), cuda.to_device(B)
                 dC = cuda.device_array((m, n), np.float32)
-                fn = MM.gemm_prepare_config(cfg, (dA, dB), (dC,))
+                fn = GR.gemm_prepare_config(cfg, (dA, dB), (dC,))
                 fn()
                 cuda.synchronize()
                 err = float(np.abs(dC.copy_to_host() - A.astype(np.float64) @ B).max()) if k == KS[0] else float("nan")
@@ -94,7 +95,7 @@ def main() -> None:
         m = elems // n
         W = cuda.to_device(rng.standard_normal((splits, m * n)).astype(np.float32))
         C = cuda.device_array(m * n, np.float32)
-        launch = MM.split_k_reduce_kernel[MM.reduce_launch(splits, m * n)]
+        launch = SK.split_k_reduce_kernel[SK.reduce_launch(splits, m * n)]
         ms = timed(lambda launch=launch, W=W, C=C: launch(W, C))
         out["reduce"].append([splits, m * n, ms])
         print(f"reduce {splits} x {m}x{n}: {ms:.4f} ms", flush=True)

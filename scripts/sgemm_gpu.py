@@ -115,12 +115,12 @@ class Bench:
 
     def numba_call(self, variant_or_cfg, A, B, C, splits=1):
         """An enqueue function for a rung (Variant) or a GemmConfig, on torch tensors."""
-        from kernels import matmul as MM
+        from kernels.gemm import config as GC, rungs as GR
 
         a, b, c = (self.cuda.as_cuda_array(t) for t in (A, B, C))
         m, n, k = A.shape[0], B.shape[1], A.shape[1]
-        if isinstance(variant_or_cfg, MM.GemmConfig):
-            return MM.gemm_prepare_config(variant_or_cfg, [a, b], [c], splits)
+        if isinstance(variant_or_cfg, GC.GemmConfig):
+            return GR.gemm_prepare_config(variant_or_cfg, [a, b], [c], splits)
         cfg = variant_or_cfg.launch((m, n, k), 256)
         return variant_or_cfg.prepare(cfg, [a, b], [c])
 
@@ -135,7 +135,7 @@ class Bench:
         for r in recs:
             label = r.label
             if label.startswith("gemm_kernel("):  # gemm_kernel('bm=128,...'): the config's short name
-                from kernels.matmul import GemmConfig
+                from kernels.gemm.config import GemmConfig
 
                 label = "gemm " + GemmConfig.parse(label[len("gemm_kernel('"):-2]).label
             out = next((a for a in r.argtypes[2:3] if a[0] == "array"), r.argtypes[0] if r.argtypes else ("", "?"))
@@ -259,26 +259,27 @@ def run_rungs(bench, spec, shapes, skip):
 def config_list():
     """Tile configurations worth timing (GemmConfig keys are what a tuner would store)."""
     from kernels import matmul as MM
+    from kernels.gemm import config as GC
 
     base = MM.WARP_TILED
     cands = [
         ("warp_tiled", base),
-        ("wide_loads", MM.WIDE_LOADS),
-        ("x2 bk8", MM.WIDE_LOADS.replace(bk=8)),
-        ("x2 pad0 (conflicts)", MM.WIDE_LOADS.replace(pad=0)),
-        ("x2 single buffer", MM.WIDE_LOADS.replace(prefetch=False)),
-        ("x2 bk32 single buf", MM.WIDE_LOADS.replace(bk=32, prefetch=False)),
-        ("x2 t8x8 w64x64/2", MM.WIDE_LOADS.replace(wniter=2, tn=8)),
-        ("x2 w32x128", MM.WIDE_LOADS.replace(wm=32, wn=128)),
-        ("x2 256t 8x8", MM.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256)),
-        ("x2 256t 8x8 lb1", MM.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256, min_blocks=1)),
-        ("x2 128x64", MM.WIDE_LOADS.replace(bn=64, wn=32, wniter=2, min_blocks=3)),
-        ("x2 256x128 bk8", MM.WIDE_LOADS.replace(bm=256, bk=8, threads=256, min_blocks=1)),
-        ("small 64x64", MM.SMALL_CONFIGS[0]),
-        ("small 32x64", MM.SMALL_CONFIGS[1]),
-        ("small 32x32", MM.SMALL_CONFIGS[2]),
-        ("small 64x64 x1", MM.SMALL_CONFIGS[0].replace(pairs=False)),
-        ("64x64 bk32 sb", MM.SMALL_CONFIGS[0].replace(bk=32, prefetch=False)),
+        ("wide_loads", GC.WIDE_LOADS),
+        ("x2 bk8", GC.WIDE_LOADS.replace(bk=8)),
+        ("x2 pad0 (conflicts)", GC.WIDE_LOADS.replace(pad=0)),
+        ("x2 single buffer", GC.WIDE_LOADS.replace(prefetch=False)),
+        ("x2 bk32 single buf", GC.WIDE_LOADS.replace(bk=32, prefetch=False)),
+        ("x2 t8x8 w64x64/2", GC.WIDE_LOADS.replace(wniter=2, tn=8)),
+        ("x2 w32x128", GC.WIDE_LOADS.replace(wm=32, wn=128)),
+        ("x2 256t 8x8", GC.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256)),
+        ("x2 256t 8x8 lb1", GC.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256, min_blocks=1)),
+        ("x2 128x64", GC.WIDE_LOADS.replace(bn=64, wn=32, wniter=2, min_blocks=3)),
+        ("x2 256x128 bk8", GC.WIDE_LOADS.replace(bm=256, bk=8, threads=256, min_blocks=1)),
+        ("small 64x64", GC.SMALL_CONFIGS[0]),
+        ("small 32x64", GC.SMALL_CONFIGS[1]),
+        ("small 32x32", GC.SMALL_CONFIGS[2]),
+        ("small 64x64 x1", GC.SMALL_CONFIGS[0].replace(pairs=False)),
+        ("64x64 bk32 sb", GC.SMALL_CONFIGS[0].replace(bk=32, prefetch=False)),
     ]
     return cands
 
@@ -290,7 +291,7 @@ SPLIT_CONFIGS = [("small 64x64", 0), ("small 32x32", 2)]
 
 
 def run_configs(bench, shapes):
-    from kernels import matmul as MM
+    from kernels.gemm import config as GC
 
     cands = config_list()
     print("== configs: GemmConfig builds (x2 = float32 pairs through float64 views); ratio = torch / config")
@@ -313,7 +314,7 @@ def run_configs(bench, shapes):
         print(f"\n{fmt_shape(size)}: torch {t_ms:.4f} ms {flops / t_ms / 1e9:.1f} TFLOP/s", flush=True)
         trials = [(name, cfg, 1) for name, cfg in cands]
         if size in SPLIT_SHAPES or k >= 16 * max(m, n):
-            trials += [(f"{name} split {s}", MM.SMALL_CONFIGS[i], s) for name, i in SPLIT_CONFIGS for s in (2, 4, 8, 16, 32)]
+            trials += [(f"{name} split {s}", GC.SMALL_CONFIGS[i], s) for name, i in SPLIT_CONFIGS for s in (2, 4, 8, 16, 32)]
         for name, cfg, splits in trials:
             try:
                 fn = bench.numba_call(cfg, A, B, C, splits)

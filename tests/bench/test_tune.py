@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kernels
+from kernels.gemm import config as GC
 from kernels import tuning
 from kernels.spec import Variant
 from tests.conftest import SIMULATOR
@@ -195,7 +196,6 @@ def test_tunable_parameters_stay_correct(rung, params, rng, simulator):
 def test_matmul_search_space_has_tiles_splits_and_stages():
     """lab tune searches the gemm rungs' block tiles (GEMM_TILES: 32x32 to 256x128, slabs of 8-32,
     one or two shared buffers) and split-K factors, and leaves out what cannot pay at the shape."""
-    from kernels import matmul as MM
     from lab.bench.tune import candidates
 
     spec = kernels.load("matmul")
@@ -207,7 +207,7 @@ def test_matmul_search_space_has_tiles_splits_and_stages():
     split = {(c.params.get("tile"), c.params.get("splits")) for c in long_k if c.rung == "wide_loads"}
     assert ("64x64x16", 128) in split and ("32x32x32", 64) in split
     assert not any(t == "256x128x8" for t, _ in split)  # a tile over twice the output
-    for name, cfg in MM.GEMM_TILES.items():
+    for name, cfg in GC.GEMM_TILES.items():
         cfg.derived()
         launch = spec.variants["warp_tiled"].configure((300, 300, 300), 128, {"tile": name})
         assert launch.block == (cfg.threads,) and launch.param == {"tile": name}

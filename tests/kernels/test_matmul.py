@@ -11,7 +11,7 @@ import pytest
 import kernels
 from kernels import matmul as MM
 from kernels.device_limits import current
-from kernels.gemm import skinny as SKINNY_M, split_k as SK
+from kernels.gemm import config as GC, model as GM, rungs as GR, skinny as SKINNY_M, split_k as SK
 from tests.conftest import SIMULATOR
 from tests.helpers import check_rung
 
@@ -153,7 +153,7 @@ MATMUL_SPLIT = [(5, 7, 50)] if SIMULATOR else [(64, 64, 65536), (32, 4096, 4096)
 def test_matmul_split_k(size, rng, simulator, monkeypatch):
     if SIMULATOR:
         monkeypatch.setattr(SK, "SPLIT_MIN_K", 16)  # K ranges of 16: 50 k in 2 ranges, a few blocks
-    assert MM.split_k_plan(size)[1] > 1  # really split
+    assert SK.split_k_plan(size)[1] > 1  # really split
     check_rung("matmul", "split_k", size, 256, rng, simulator)
     if not SIMULATOR:
         check_rung("matmul", "split_k", (100, 90, 5001), 256, rng, simulator, np.float64)
@@ -174,7 +174,7 @@ def test_split_k_reduce(splits, m, n, dtype, rng, simulator):
     want = W.astype(np.float64).sum(axis=0)
     dW = cuda.to_device(W.reshape(splits, m * n))
     dC = cuda.to_device(np.full(m * n, np.nan, dtype))
-    reduce = MM.split_k_reduce_kernel[MM.reduce_launch(splits, m * n)]
+    reduce = SK.split_k_reduce_kernel[SK.reduce_launch(splits, m * n)]
     reduce(dW, dC)
     got = dC.copy_to_host().reshape(m, n)
     eps = np.finfo(dtype).eps
@@ -189,7 +189,7 @@ def test_split_k_reduce_loops_over_chunks(rng, simulator):
     from kernels.device_limits import H100, described
 
     with described(H100.replace(name="1 SM", sm_count=1, max_threads_per_sm=256)):
-        grid, block = MM.reduce_launch(11, 7 * 33)
+        grid, block = SK.reduce_launch(11, 7 * 33)
         assert grid == 1 and block == (32, 8)
         test_split_k_reduce(11, 7, 33, np.float32, rng, simulator)
 
@@ -236,24 +236,24 @@ def test_matmul_skinny_m(size, rng, simulator, monkeypatch):
 def test_launch_model_reads_the_measured_tiles():
     """wave_ms is the measured time at a measured (r, K), between them in between, in proportion past
     r = 8; longer K and more blocks an SM never cost less; refused candidates have no estimate."""
-    for tile, rows in MM.RATES.items():
+    for tile, rows in GM.RATES.items():
         for r, times in rows.items():
-            for k, ms in zip(MM.RATE_KS, times):
-                assert MM.wave_ms(tile, r, k) == pytest.approx(ms)
+            for k, ms in zip(GM.RATE_KS, times):
+                assert GM.wave_ms(tile, r, k) == pytest.approx(ms)
         for r in range(1, 20):
             ks = [1, 32, 100, 256, 1000, 2048, 5000]
-            assert all(MM.wave_ms(tile, r, a) <= MM.wave_ms(tile, r, b) for a, b in zip(ks, ks[1:]))
-        assert MM.wave_ms(tile, 16, 256) == pytest.approx(2 * rows[8][1])
-    assert MM.reduce_ms(8, 1 << 20) > MM.reduce_ms(2, 1 << 20) > MM.REDUCE_MS
-    assert MM.model_ms((40, 40, 100), "128x128x16") is None  # a tile over twice the output
-    assert MM.model_ms((4096, 4096, 4096), "128x128x16", 4) is None  # the grid fills the SMs unsplit
-    assert MM.model_ms((64, 64, 65536), "32x32x32", 64) < MM.model_ms((64, 64, 65536), "32x32x32", 1)
+            assert all(GM.wave_ms(tile, r, a) <= GM.wave_ms(tile, r, b) for a, b in zip(ks, ks[1:]))
+        assert GM.wave_ms(tile, 16, 256) == pytest.approx(2 * rows[8][1])
+    assert GM.reduce_ms(8, 1 << 20) > GM.reduce_ms(2, 1 << 20) > GM.REDUCE_MS
+    assert GM.model_ms((40, 40, 100), "128x128x16") is None  # a tile over twice the output
+    assert GM.model_ms((4096, 4096, 4096), "128x128x16", 4) is None  # the grid fills the SMs unsplit
+    assert GM.model_ms((64, 64, 65536), "32x32x32", 64) < GM.model_ms((64, 64, 65536), "32x32x32", 1)
 
 
 def test_split_k_and_tile64_launch_math():
-    kchunk, splits = MM.split_k_plan((64, 64, 65536))
+    kchunk, splits = SK.split_k_plan((64, 64, 65536))
     assert kchunk % 16 == 0 and splits * kchunk >= 65536 and (splits - 1) * kchunk < 65536 and splits > 1
-    assert MM.split_k_plan((4096, 4096, 4096))[1] == 1
+    assert SK.split_k_plan((4096, 4096, 4096))[1] == 1
     cfg = kernels.load("matmul").variants["tile64"].launch((1000, 1030, 517), 256)
     assert cfg.grid == (17, 16, 1) and cfg.block == (256,)
 
@@ -283,8 +283,8 @@ def test_gemm_rungs_float64(variant, rng, simulator):
 def _config_variant(cfg, splits=1):
     from kernels.spec import Variant
 
-    return Variant("cfg", "", lambda size, threads: MM.gemm_launch_config(cfg, size, splits),
-                   lambda launch, inputs, outputs: MM.gemm_prepare_config(cfg, inputs, outputs, splits))
+    return Variant("cfg", "", lambda size, threads: GR.gemm_launch_config(cfg, size, splits),
+                   lambda launch, inputs, outputs: GR.gemm_prepare_config(cfg, inputs, outputs, splits))
 
 
 def _check_config(cfg, size, rng, splits=1, dtype=np.float32):
@@ -303,7 +303,7 @@ def _check_config(cfg, size, rng, splits=1, dtype=np.float32):
 # The 32 x 32 tile (64 threads, slabs of 32) is cheap in the simulator: full tiles whose slabs load
 # through the unguarded interior path, ragged edges, split K (a workspace and the reduction launch),
 # single loads, one buffer (prefetch off) and unpadded rows: each knob's code path once.
-SMALL32 = MM.SMALL_CONFIGS[-1]
+SMALL32 = GC.SMALL_CONFIGS[-1]
 
 
 @pytest.mark.parametrize("cfg,size,splits", [
@@ -318,10 +318,10 @@ def test_gemm_configs(cfg, size, splits, rng):
 
 
 @pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems")
-@pytest.mark.parametrize("cfg", [MM.WIDE_LOADS.replace(bk=8), MM.WIDE_LOADS.replace(pad=0),
-                                 MM.WIDE_LOADS.replace(prefetch=False), MM.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256),
-                                 MM.WIDE_LOADS.replace(bn=64, wn=32, wniter=2, min_blocks=3),
-                                 MM.WIDE_LOADS.replace(bm=256, bk=8, threads=256, min_blocks=1)] + list(MM.SMALL_CONFIGS),
+@pytest.mark.parametrize("cfg", [GC.WIDE_LOADS.replace(bk=8), GC.WIDE_LOADS.replace(pad=0),
+                                 GC.WIDE_LOADS.replace(prefetch=False), GC.WIDE_LOADS.replace(wm=64, wn=32, wniter=2, threads=256),
+                                 GC.WIDE_LOADS.replace(bn=64, wn=32, wniter=2, min_blocks=3),
+                                 GC.WIDE_LOADS.replace(bm=256, bk=8, threads=256, min_blocks=1)] + list(GC.SMALL_CONFIGS),
                          ids=lambda c: c.label)
 def test_gemm_configs_gpu(cfg, rng):
     for size, splits in [((1000, 1030, 518), 1), ((999, 1031, 517), 1), ((64, 64, 65536), 8), ((129, 257, 4096), 3)]:
@@ -329,39 +329,39 @@ def test_gemm_configs_gpu(cfg, rng):
 
 
 def test_gemm_config_rules():
-    cfg = MM.GemmConfig()
-    assert MM.GemmConfig.parse(cfg.key) == cfg and MM.GemmConfig.parse(MM.WIDE_LOADS.key).pairs
+    cfg = GC.GemmConfig()
+    assert GC.GemmConfig.parse(cfg.key) == cfg and GC.GemmConfig.parse(GC.WIDE_LOADS.key).pairs
     d = cfg.derived()
     assert (d["wmiter"], d["wsubm"], d["wsubn"], d["tcols"], d["rows"], d["cols"]) == (1, 64, 16, 4, 8, 16)
-    assert d["smem"] == 2 * 16 * (132 + 128) * 4 and d["a_loads"] == 16 and MM.WIDE_LOADS.derived()["a_loads"] == 8
+    assert d["smem"] == 2 * 16 * (132 + 128) * 4 and d["a_loads"] == 16 and GC.WIDE_LOADS.derived()["a_loads"] == 8
     for bad, why in [(dict(threads=96), "power of 2"), (dict(wm=32), "warp tiles"), (dict(tm=6), "multiples of 4"),
                      (dict(bk=12), "multiple of 8"), (dict(bk=32), "shared memory"), (dict(tn=8), "whole number"),
                      (dict(pad=2), "multiple of 8, pad")]:
         with pytest.raises(ValueError, match=why):
             cfg.replace(**bad).derived()
     with pytest.raises(ValueError, match="not a GemmConfig key"):
-        MM.GemmConfig.parse("bm=64,colour=3")
-    odd = MM.GemmConfig(bm=64, bn=32, bk=8, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=128, pad=0, prefetch=False,
+        GC.GemmConfig.parse("bm=64,colour=3")
+    odd = GC.GemmConfig(bm=64, bn=32, bk=8, wm=32, wn=16, wniter=1, tm=4, tn=4, threads=128, pad=0, prefetch=False,
                         pairs=True, min_blocks=3)
-    assert MM.GemmConfig.parse(odd.key) == odd
-    direct = MM.GEMM_TILES["128x128x16-direct"]
-    assert MM.GemmConfig.parse(direct.key) == direct and direct.key.endswith("_direct") and direct.key != cfg.key
+    assert GC.GemmConfig.parse(odd.key) == odd
+    direct = GC.GEMM_TILES["128x128x16-direct"]
+    assert GC.GemmConfig.parse(direct.key) == direct and direct.key.endswith("_direct") and direct.key != cfg.key
     assert d["staged"] and not direct.derived()["staged"]  # staged: the C tile goes out through shared memory
     # a sub-tile a warp must fit: the 256 x 128 tile's A buffer grows to hold 8 warps' 64 x 16 stages
-    big = MM.GEMM_TILES["256x128x8"].derived()
+    big = GC.GEMM_TILES["256x128x8"].derived()
     assert big["staged"] and big["a_words"] == 8 * 64 * 16 > 2 * 8 * (256 + 4)
-    assert MM.WARP_TILED_F64.derived(8)["smem"] <= current().shared_per_block
-    for c in MM.SMALL_CONFIGS:
+    assert GC.WARP_TILED_F64.derived(8)["smem"] <= current().shared_per_block
+    for c in GC.SMALL_CONFIGS:
         c.derived(8)  # the small tiles fit in float64 too
 
 
 def test_gemm_config_choice():
-    assert MM.gemm_config("wide_loads", (4096, 4096, 4096)).pairs
-    assert not MM.gemm_config("wide_loads", (4096, 4096, 4095)).pairs  # odd K: single loads
-    assert not MM.gemm_config("wide_loads", (4096, 4095, 4096)).pairs  # odd N
-    assert MM.gemm_config("wide_loads", (64, 64, 64), np.float64) == MM.WARP_TILED_F64
-    assert MM.gemm_config("small", (4096, 4096, 64)) == MM.SMALL_CONFIGS[0]  # 4096 tiles of 64 x 64
-    assert MM.gemm_config("small", (300, 300, 300)).bm == 32  # 25 tiles of 64 x 64 < 132 SMs
+    assert GC.gemm_config("wide_loads", (4096, 4096, 4096)).pairs
+    assert not GC.gemm_config("wide_loads", (4096, 4096, 4095)).pairs  # odd K: single loads
+    assert not GC.gemm_config("wide_loads", (4096, 4095, 4096)).pairs  # odd N
+    assert GC.gemm_config("wide_loads", (64, 64, 64), np.float64) == GC.WARP_TILED_F64
+    assert GC.gemm_config("small", (4096, 4096, 64)) == GC.SMALL_CONFIGS[0]  # 4096 tiles of 64 x 64
+    assert GC.gemm_config("small", (300, 300, 300)).bm == 32  # 25 tiles of 64 x 64 < 132 SMs
     cfg = kernels.load("matmul").variants["small"].launch((300, 300, 300), 256)
     assert cfg.grid == (10, 10, 1) and cfg.block == (64,) and "ignored" in cfg.note
     cfg = kernels.load("matmul").variants["warp_tiled"].launch((4096, 4096, 4096), 128)
@@ -388,18 +388,18 @@ def _brute_force_gemm_threads(cfg, m, n):
     return count
 
 
-@pytest.mark.parametrize("cfg", [MM.WARP_TILED, MM.WARP_TILED_F64] + list(MM.SMALL_CONFIGS), ids=lambda c: c.label)
+@pytest.mark.parametrize("cfg", [MM.WARP_TILED, GC.WARP_TILED_F64] + list(GC.SMALL_CONFIGS), ids=lambda c: c.label)
 def test_gemm_launch_math(cfg):
     for m, n in [(1, 1), (130, 9), (64, 65), (300, 200), (129, 257)]:
-        launch = MM.gemm_launch_config(cfg, (m, n, 7))
+        launch = GR.gemm_launch_config(cfg, (m, n, 7))
         assert launch.threads_needed == _brute_force_gemm_threads(cfg, m, n), (cfg.label, m, n)
         assert launch.grid[0] * cfg.bn >= n and launch.grid[1] * cfg.bm >= m
 
 
 def test_pairs_need_contiguous_even_rows():
-    assert MM._pairs_ok(np.zeros((3, 4), np.float32))
-    assert not MM._pairs_ok(np.zeros((3, 5), np.float32))
-    assert not MM._pairs_ok(np.zeros((4, 8), np.float32)[:, :4])  # rows 32 bytes apart: not C-contiguous
+    assert GR._pairs_ok(np.zeros((3, 4), np.float32))
+    assert not GR._pairs_ok(np.zeros((3, 5), np.float32))
+    assert not GR._pairs_ok(np.zeros((4, 8), np.float32)[:, :4])  # rows 32 bytes apart: not C-contiguous
 
 
 def test_launch_model_rates_come_from_the_data_file(tmp_path):
@@ -412,8 +412,8 @@ def test_launch_model_rates_come_from_the_data_file(tmp_path):
     info = json.loads(model.RATES_FILE.read_text())
     assert info["device"].startswith("NVIDIA H100") and info["sms"] == 132 and info["date"]
     assert {"numba-cuda", "numpy", "python"} <= set(info["versions"])
-    assert model.RATES == MM.RATES and tuple(info["ks"]) == MM.RATE_KS
-    assert set(MM.RATES) <= set(MM.GEMM_TILES)
+    assert model.RATES == GM.RATES and tuple(info["ks"]) == GM.RATE_KS
+    assert set(GM.RATES) <= set(GC.GEMM_TILES)
     bad = dict(info, tiles={"64x64x16": {"1": [0.1, 0.2]}})
     path = tmp_path / "rates.json"
     path.write_text(json.dumps(bad))
