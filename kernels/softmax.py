@@ -49,8 +49,7 @@ from kernels.compiler import cuda, float64, uint64
 
 from kernels.device_limits import current
 from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count
-from kernels.warp import (MAX_WARPS, SCRATCH, WARP, block_max, block_merge, block_sum, rescale,  # noqa: F401
-                          warp_max, warp_sum)
+from kernels.warp import MAX_WARPS, SCRATCH, block_max, block_merge, block_sum, rescale
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
@@ -455,12 +454,9 @@ def online_streaming_kernel(x, out):
 # Rows too long for registers (streaming: 3 reads a row) and fewer rows than the GPU holds 256-thread
 # blocks: split_row's two launches with 8 loads in flight a thread, every SM's thread slots filled,
 # and the second launch run tail-first so that its re-read of x comes from L2.
-from kernels.softmax_rows import (GROUP_VALUES, group_rows_kernel, group_rows_launch,  # noqa: E402,F401
-                                  group_rows_prepare, group_width, split_row_launch,  # noqa: F401
-                                  split_row_prepare, split_stats_kernel, split_write_kernel,  # noqa: F401
-                                  SPLIT_BLOCKS_PER_SM, SPLIT_UNROLL, split_tail_launch, split_tail_plan,  # noqa: F401
-                                  split_tail_prepare, split_tail_stats_kernel,  # noqa: F401
-                                  split_tail_write_kernel, warp_row_streaming_kernel)  # noqa: F401
+from kernels.softmax_rows import (group_rows_launch, group_rows_prepare, group_width,  # noqa: E402
+                                  split_row_launch, split_row_prepare, SPLIT_BLOCKS_PER_SM, split_tail_launch,
+                                  split_tail_prepare)
 
 
 # --- auto: the launch heuristic ------------------------------------------------------------------------

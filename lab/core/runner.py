@@ -32,8 +32,8 @@ from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes,  # the simulator's estimates
                                 quick_options, simulator_calls, simulator_seconds)
-from lab.core.rows import Check, Rates, Row, Task, row  # noqa: F401  (the rows' types live there; re-exported)
-from lab.core.timing import SIMULATOR_CLOCK, Measurement, StopRule, Timer  # noqa: F401  (re-exported)
+from lab.core.rows import Check, Rates, Row, Task
+from lab.core.timing import StopRule, Timer
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "

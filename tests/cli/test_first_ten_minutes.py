@@ -124,7 +124,8 @@ def test_list_labels_missing_libraries_and_missing_ops_consistently(monkeypatch)
 def test_noise_marker_is_shown_next_to_a_noisy_value_in_the_simulator():
     from lab.cli.views import report as R
     from lab.core import timing as T
-    from lab.core.runner import Report, row
+    from lab.core.rows import row
+    from lab.core.runner import Report
 
     rep = Report("vecadd", "c = a + b", "simulator", {"name": "sim"}, (10,), "float32", 0, 2, 0, 120, 10)
     rep.rows = [row("numba", "quiet", "ok", measurement=T.Measurement([1.0, 1.0, 1.0], T.SIMULATOR_CLOCK)),

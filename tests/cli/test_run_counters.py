@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from lab.core import runner
+from lab.core import rows as rows_mod, runner
 from lab.core.errors import LabError
 from lab.inspect import counters as K
 from tests.cli.test_schemas import validate
@@ -76,7 +76,7 @@ def test_counters_with_both_compilers_is_one_line_exit_2():
 def _gpu_report(rows):
     rep = runner.Report("vecadd", "", "gpu", {"name": "Test GPU"}, (1000,), "float32", 7, None, 5, 12000, 1000,
                         threads=256)
-    rep.rows = [runner.row(c, v, s) for c, v, s in rows]
+    rep.rows = [rows_mod.row(c, v, s) for c, v, s in rows]
     return rep
 
 

@@ -235,7 +235,8 @@ def test_clocks_text_and_drop_warning():
 
 # --- the report ------------------------------------------------------------------------------------------
 def _report_with(samples, method):
-    from lab.core.runner import Report, row
+    from lab.core.rows import row
+    from lab.core.runner import Report
 
     rep = Report("vecadd", "c = a + b", "gpu", {"name": "GPU", "compute_capability": "9.0"}, (10,), "float32",
                  0, None, 5, 120, 10, stop_rule="adaptive", clocks={"before": {"error": "NVML absent"}})

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import kernels
-from kernels import softmax as S
+from kernels import softmax as S, softmax_rows as SR
 from kernels.spec import split_columns
 from lab.core import contenders as C
 from lab.core.check import check_outputs
@@ -260,8 +260,8 @@ SPLIT_TAIL = [((3, 1001), 32), ((1, 4099), 32), ((5, 1), 32)] + ([] if SIMULATOR
 @pytest.mark.parametrize("size,threads", SPLIT_TAIL)
 def test_softmax_split_tail(size, threads, rng, simulator):
     """split_tail against the float64 reference (outputs poisoned first), the rows summing to 1."""
-    chunk, splits = S.split_tail_plan(size[0], size[1], threads)
-    assert size[1] <= threads * S.SPLIT_UNROLL or splits > 1  # really split, past one trip of the block
+    chunk, splits = SR.split_tail_plan(size[0], size[1], threads)
+    assert size[1] <= threads * SR.SPLIT_UNROLL or splits > 1  # really split, past one trip of the block
     assert (splits - 1) * chunk < size[1] <= splits * chunk and chunk % 32 == 0
     x = SPEC.make_inputs(size, np.dtype(np.float32), rng)[0]
     ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
@@ -273,7 +273,7 @@ def test_softmax_split_tail_hard_rows_and_float64(rng, simulator):
     """-inf guards (a whole chunk of -inf, a row of -inf but one), huge magnitudes, and float64."""
     cols, threads = (330, 32) if SIMULATOR else (100000, 256)
     x, keep = hard_rows(cols, rng)
-    chunk, _ = S.split_tail_plan(6, cols, threads)
+    chunk, _ = SR.split_tail_plan(6, cols, threads)
     x[3, : chunk + 5] = -np.inf  # the first chunk of row 3 only -inf, and a bit of the next
     ok, err, out, ref, tol = run_on("split_tail", x, threads, simulator)
     assert ok, f"split_tail: max abs err {err}"
