@@ -27,7 +27,6 @@ from kernels.compiler import cuda, float64, uint64
 
 from kernels.quantize import (block_partials_prepare, grid_stride_launch, quant_code,
                               quant_params, reference as quantize_reference)
-from kernels.quantize import dequantize_reference, roundtrip_bound  # noqa: F401  (this module's API too)
 from kernels.device_limits import current
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from kernels.spec import Bounds, plural, poison_value  # noqa: F401  (Bounds re-exported for callers)
+from kernels.spec import Bounds, plural, poison_value
 
 
 @dataclass(frozen=True)

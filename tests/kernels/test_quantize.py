@@ -144,9 +144,9 @@ def test_roundtrip_bound(kind, rng, simulator):
     scale, zero_point = (float(p) for p in params.copy_to_host())
     err = np.abs(x.astype(np.float64) - back)
     slack = 4 * EPS32 * (np.abs(x) + 256 * scale)
-    bound = D.roundtrip_bound(x, scale, zero_point)
+    bound = Q.roundtrip_bound(x, scale, zero_point)
     assert np.all(err <= bound + slack), f"worst excess {np.max(err - bound - slack)}"
-    expect = D.dequantize_reference(q.copy_to_host(), params.copy_to_host())
+    expect = Q.dequantize_reference(q.copy_to_host(), params.copy_to_host())
     assert np.all(np.abs(back - expect) <= EPS32 * (np.abs(expect) + scale))
     lo, hi = float(x.min()), float(x.max())
     if kind == "normal" and lo <= 0 <= hi:
@@ -188,7 +188,7 @@ def test_per_channel(shape, rng, simulator):
     expect = D.dequantize_per_channel_reference(q, params)
     assert np.all(np.abs(back - expect) <= EPS32 * (np.abs(expect) + params[:, :1]))
     err = np.abs(x.astype(np.float64) - back)
-    bound = np.stack([D.roundtrip_bound(row, s, z) for row, (s, z) in zip(x, params.astype(np.float64))])
+    bound = np.stack([Q.roundtrip_bound(row, s, z) for row, (s, z) in zip(x, params.astype(np.float64))])
     assert np.all(err <= bound + 4 * EPS32 * (np.abs(x) + 256 * params[:, :1]))
 
 
@@ -198,7 +198,7 @@ def test_dequantize_per_tensor(n, rng, simulator):
     params = np.array([10 ** rng.uniform(-3, 2), rng.integers(0, 256)], np.float32)
     back = D.dequantize_per_tensor(q, params, threads=THREADS).copy_to_host()
     assert back.dtype == np.float32
-    expect = D.dequantize_reference(q, params)
+    expect = Q.dequantize_reference(q, params)
     assert np.all(np.abs(back - expect) <= EPS32 * (np.abs(expect) + params[0]))
 
 

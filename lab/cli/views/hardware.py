@@ -6,7 +6,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from lab.cli.views.report import Col, _explain, _table, console, print_tables, si, wide_adds
+from lab.cli.views.report import _explain, _table, si
+from lab.cli.views.table import Col, console, print_tables, wide_adds
 from lab.inspect.counters import loads_by_cp_async
 
 CP = " cp"  # the mark of a cell that counts cp.async copies (LDGSTS), not ld.global requests

@@ -12,7 +12,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from lab.cli.views.table import CHECK_STYLE, Col, console, fit, print_tables, wide_adds  # noqa: F401
+from lab.cli.views.table import CHECK_STYLE, Col, console, fit, print_tables, wide_adds
 from lab.core.runner import Report
 from lab.core.timing import SIMULATOR_CLOCK
 
