@@ -13,13 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import exercises
+from lab.core.text import printable
 from lab.teach.procs import _LIVE, _LIVE_LOCK, _STOP, _kill_group, _track, _untrack, stop_all  # noqa: F401
 
 
@@ -31,8 +31,22 @@ KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the 
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
+FOLDER_CHECK_S = 0.25  # lab.teach.sandbox.FOLDER_CHECK_S
+MAX_CHILD_LINES = 20  # violations taken from one child's progress file at most
+LINE_CHARS = 300  # characters of such a line kept
 
 COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
+STARTUP_S = 60.0  # a child importing Numba and the lab (a GPU context) before its first test
+
+
+def submission_limit(timeout: float, tests: int, bench: bool = False, compile_: bool = False) -> float:
+    """Seconds one submission may hold its grading slot, whatever its processes write (progress
+    lines restart no clock past it): a start-up and ``timeout`` per test for the first child, a
+    start-up and the shorter retries for the one after a timeout (:data:`MAX_TIMEOUTS`), the
+    offline compile's start-up and ``timeout`` when it runs in the tests' child or waits for its own,
+    and the benchmark's limit with ``bench``."""
+    return (2 * STARTUP_S + timeout * (tests + MAX_TIMEOUTS + 1) + (STARTUP_S + timeout if compile_ else 0)
+            + (BENCH_TIMEOUT_S if bench else 0))
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
@@ -54,7 +68,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     only with the PTX it checks; ``compiled``: its result already made (a Future of it: ``lab
     exercise grade`` compiles a student's files in one child)."""
     tests, planned, limit, first = [], None, timeout, list(skip)
-    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled)
+    total = len(_cases(name, seed)[0])
+    deadline = time.monotonic() + submission_limit(timeout, total, bench, backend != "simulator" or sandbox is not None)
+    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled, timeout)
     if pre is not None:
         first.append(COMPILE_TEST)
     skip = list(first)
@@ -82,7 +98,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     while True:
         counts["got"] = []
         got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
-                                                 extra, notes, skip, retry=bool(tests), on_event=on_event)
+                                                 extra, notes, skip, retry=bool(tests), on_event=on_event,
+                                                 deadline=deadline)
         planned = listed if planned is None else planned
         before = {t["name"] for t in tests}
         tests += got
@@ -90,20 +107,21 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         left = [n for n in planned if n not in done]
         progressed = any(n in planned and n not in before for n in done)
         timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
-        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set():
+        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set() or \
+                time.monotonic() >= deadline:
             break
         skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
     for n in planned:
         if n not in done:
             tests.append({"name": n, "passed": False, "message": "not run (an earlier test was stopped)"})
     if pre is not None:
-        _add_compile(pre, tests, notes, extra)
+        _add_compile(pre, tests, notes, extra, deadline)
     if extra is not None and not (tests and all(t["passed"] for t in tests)):
         extra["bench"] = None  # a benchmark counts only for a kernel that passed every test (this process's verdicts)
     return tests
 
 
-def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
+def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, timeout=None):
     """The contained offline compile of ``path`` for the simulator's contained check (None when it
     does not apply): an object whose ``result()`` is :func:`lab.teach.compile_sandbox.run`'s result."""
     from lab.teach import gpu_compile
@@ -119,7 +137,7 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
 
     def work():
         try:
-            fut.set_result(compile_files([(name, path)], seed, sandbox)[0])
+            fut.set_result(compile_files([(name, path)], seed, sandbox, timeout)[0])
         except BaseException as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
             fut.set_result({"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True})
 
@@ -127,22 +145,34 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled):
     return fut
 
 
-def compile_files(pairs, seed, sandbox) -> list[dict]:
+def compile_files(pairs, seed, sandbox, timeout=None) -> list[dict]:
     """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
-    file) of ``pairs`` in one child, with the argument types of the exercise's hidden tests."""
+    file) of ``pairs`` in one child, with the argument types of the exercise's hidden tests;
+    ``timeout``: the per-test timeout (--timeout), also each file's compile limit (the child's
+    start-up aside); the whole compile ends by a start-up and ``timeout`` per file, plus one."""
     from lab.teach import checker, compile_sandbox
 
     items = [(str(path), exercises.load(n).kernel, checker.compile_sigs(_cases(n, seed)[0])) for n, path in pairs]
-    return compile_sandbox.run(items, sandbox)
+    if timeout is None:
+        return compile_sandbox.run(items, sandbox)
+    return compile_sandbox.run(items, sandbox, timeout=float(timeout),
+                               deadline=time.monotonic() + STARTUP_S + timeout * (len(items) + 1))
 
 
-def _add_compile(pre, tests, notes, extra) -> None:
-    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load."""
+def _add_compile(pre, tests, notes, extra, deadline=None) -> None:
+    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load;
+    waited for until ``deadline`` (time.monotonic()), then a failure."""
+    from concurrent.futures import TimeoutError as Timeout
+
     from lab.teach import checker
 
     if any(t["name"] == "load" and not t["passed"] for t in tests):
         return
-    r = pre.result()
+    try:
+        r = pre.result(timeout=None if deadline is None else max(deadline - time.monotonic(), 0.0))
+    except Timeout:
+        r = {"ok": False, "line": None, "message": "the compile for a GPU did not finish within the submission's "
+                                                   "time limit (stopped by the checker)"}
     entry = checker.compile_entry(r, "simulator")
     if isinstance(entry, str):
         for where in (notes, None if extra is None else extra.setdefault("notes", [])):
@@ -175,7 +205,7 @@ def _cases(name: str, seed: int):
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
-                    retry=False, on_event=None):
+                    retry=False, on_event=None, deadline=None):
     """One child process (:mod:`lab.teach.executor`, which runs the student's code): (test entries,
     the planned test names, whether a test timed out). This process makes the tests and judges each
     one from the raw results the child left in its folder (:class:`lab.teach.checker.Judge`); the
@@ -183,10 +213,10 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     ("loaded", planned names), ("result", entry)."""
     import numpy as np
 
-    from lab.core.session import child_env
+    from lab.core.session import child_env, python_module
     from lab.teach import checker, gpu_compile
 
-    env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
+    env = child_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     ex = exercises.load(name)
     cases, state = _cases(name, seed)
     rng = np.random.default_rng()
@@ -213,11 +243,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
     # precompile draws its argument types from it, which do not depend on the seed)
-    cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
+    cmd = [*wrap, *python_module(module[0]), *module[1:], name, str(Path(path).resolve()), backend, "0", progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
     wrap_notes: list = []
     if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
-        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out,
+                                 landlock=sandbox.landlock)
         for note in wrap_notes:
             if notes is not None and note not in notes:
                 notes.append(note)
@@ -231,26 +262,38 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         raise
     _track(proc)  # stop_all (Ctrl-C) kills it
     bench_doc, bench_raw, violations, child_notes, ready, loaded = None, None, [], list(wrap_notes), False, False
-    startup = 60.0  # importing numba (and a GPU context) before the first test starts
+    startup = STARTUP_S  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
+    measured = 0.0  # when the private folder's size was last measured (lab.teach.sandbox.folder_problem)
     judged: set = set()
     skipped: set = set()
     load_done = False
     todo = [n for n in judge.planned if n not in skip]
     # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
-    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
+    started = time.monotonic()
+    overall = (startup + timeout * (len(todo) + 1) + (COMPILE_ALLOWANCE_S if checker.COMPILE_TEST in todo else 0)
+               + (BENCH_TIMEOUT_S if bench else 0))
+    if deadline is not None:  # the submission's own limit, over its retries and its compile (submission_limit)
+        overall = max(min(overall, deadline - started), 0.0)
+    # the clocks move on the judge's evidence, not the child's word: a test's clock starts at its first
+    # "start" line and never again; a "done" restarts the clock only when a new result was judged
+    clocks: dict = {}
+    known = set(todo) | {"load", "bench"}
 
-    def take(n):  # judge test n from its raw result, once
+    def take(n) -> bool:  # judge test n from its raw result, once; True when it was judged now
         if n in judged or n not in todo:
-            return
+            return False
         r = judge.test(n)
         if r is not None:  # (no result yet: a "done" line is only the child's word)
             judged.add(n)
             tests.append(r)
             on_event and on_event("result", r)
-        elif n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
+            return True
+        if n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
             judged.add(n)
             skipped.add(n)
+            return True
+        return False
 
     try:
         while True:
@@ -258,12 +301,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 break
             done = proc.poll() is not None
             try:
-                data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
+                data = read_progress(private, seen_bytes, judge.dir_fd)
             except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
                 violations.append(f"tampered with the grader's progress file ({e})")
                 _kill(proc)
                 break
-            for raw_line in data[seen_bytes:].splitlines(keepends=True):
+            for raw_line in data.splitlines(keepends=True):
                 if not raw_line.endswith(b"\n"):
                     break  # a half-written line: read it next time
                 seen_bytes += len(raw_line)
@@ -274,26 +317,41 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 if not isinstance(obj, dict):
                     continue
                 if "start" in obj:
-                    current, since = str(obj["start"]), time.monotonic()
+                    if str(obj["start"]) not in known:
+                        continue
+                    current = str(obj["start"])
+                    since = clocks.setdefault(current, time.monotonic())
                     on_event and on_event("start", current)
                 elif "loaded" in obj:
                     loaded = True
                     on_event and on_event("loaded", [n for n in todo if n in obj["loaded"]] if isinstance(obj["loaded"], list) else list(todo))
                 elif "done" in obj:  # a result may be there: judge it now (a bench waits for the verdicts)
+                    first_load = obj["done"] == "load" and not load_done
                     load_done = load_done or obj["done"] == "load"
-                    take(str(obj["done"]))
-                    current, since = None, time.monotonic()
+                    if take(str(obj["done"])) or first_load:
+                        current, since = None, time.monotonic()
                 elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
                     # once counted against the per-test limit, killing the child as "loading your file")
-                    bench_raw, current, since = obj["bench"], None, time.monotonic()  # judged below
+                    if bench and bench_raw is None and current == "bench":
+                        bench_raw, current, since = obj["bench"], None, time.monotonic()  # judged below
                 elif "violation" in obj:
-                    violations.append(str(obj["violation"]))
+                    if len(violations) < MAX_CHILD_LINES:
+                        violations.append(printable(str(obj["violation"])[:LINE_CHARS]))
                 elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
-                    ready, since = True, time.monotonic()
-                elif "note" in obj:
-                    child_notes.append(str(obj["note"]))
-                    if notes is not None and obj["note"] not in notes:
-                        notes.append(str(obj["note"]))
+                    if not ready:
+                        ready, since = True, time.monotonic()
+                # {"note": ...}: never shown. The child's notes once came from the sandbox before the
+                # submission ran, but the submission writes to this file too ("plagiarism check: ...");
+                # what the sandbox lacks is said by this process (lab.teach.sandbox.layer_notes)
+            if time.monotonic() - measured > FOLDER_CHECK_S:  # a disk filled without bubblewrap's tmpfs
+                from lab.teach.sandbox import folder_problem
+
+                measured = time.monotonic()
+                full = folder_problem(private)
+                if full:
+                    violations.append(full)
+                    _kill(proc)
+                    break
             go_file = os.path.join(private, checker.BENCH_GO)
             if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
                 # the bench runs only once every test passed, by this process's verdicts (written in
@@ -316,6 +374,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     break
                 limit = overall if over else limit
                 timed_out = True
+                if over and deadline is not None and time.monotonic() >= deadline - 0.5:
+                    tests.append({"name": current if current in todo else "load", "passed": False,
+                                  "message": f"timed out: the submission's time limit ({overall:.0f} s here, from "
+                                             f"--timeout {timeout:g} s per test) ran out (stopped by the checker)"})
+                    judged.add(tests[-1]["name"])
+                    on_event and on_event("result", tests[-1])
+                    break
                 what = "loading your file" if current in (None, "load") else "this test"
                 shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
                 name_ = current if current in todo else "load"
@@ -378,6 +443,19 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                      violations=extra.get("violations", []) + violations, returncode=proc.returncode,
                      notes=extra.get("notes", []) + child_notes)
     return tests, planned, timed_out
+
+
+def read_progress(private: str, start: int, dir_fd) -> bytes:
+    """The child's progress file from byte ``start`` on (a regular file, no link, at most
+    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.childio.read_child_file`); ResultError else."""
+    from lab.teach import checker
+
+    try:
+        from lab.teach.childio import UnsafeChildFile, read_child_file
+
+        return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
+    except UnsafeChildFile as e:
+        raise checker.ResultError(str(e)) from None
 
 
 def _bench_failed(message: str) -> dict:

@@ -19,12 +19,13 @@ def _kind(mode) -> str:
             else "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
 
 
-def read_child_file(folder, name: str, cap: int = PROGRESS_CAP, dir_fd=None) -> bytes | None:
+def read_child_file(folder, name: str, cap: int = PROGRESS_CAP, dir_fd=None, start: int = 0) -> bytes | None:
     """The bytes of ``name`` in the child's ``folder`` (or opened relative to ``dir_fd``, an open
     descriptor of that folder), opened without following a link (``O_NOFOLLOW``) and without
     blocking (``O_NONBLOCK``: a FIFO cannot stall the reader), read only when it is a regular file of
-    at most ``cap`` bytes. None when it does not exist; UnsafeChildFile, naming what it is, when it is
-    a link, not a regular file, or larger than ``cap``."""
+    at most ``cap`` bytes; from byte ``start`` on (what was read before is not read again). None when
+    it does not exist; UnsafeChildFile, naming what it is, when it is a link, not a regular file, or
+    larger than ``cap``."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     path = os.path.join(os.fspath(folder), name)
     try:
@@ -41,7 +42,9 @@ def read_child_file(folder, name: str, cap: int = PROGRESS_CAP, dir_fd=None) -> 
             raise UnsafeChildFile(f"{name} was replaced by {_kind(st.st_mode)}")
         if st.st_size > cap:
             raise UnsafeChildFile(f"{name} is larger than {cap} bytes")
-        chunks, left = [], cap + 1
+        if start:
+            os.lseek(fd, start, os.SEEK_SET)
+        chunks, left = [], cap + 1 - start
         while left > 0:
             b = os.read(fd, min(left, 1 << 20))
             if not b:
@@ -49,7 +52,7 @@ def read_child_file(folder, name: str, cap: int = PROGRESS_CAP, dir_fd=None) -> 
             chunks.append(b)
             left -= len(b)
         data = b"".join(chunks)
-        if len(data) > cap:
+        if len(data) + start > cap:
             raise UnsafeChildFile(f"{name} is larger than {cap} bytes")
         return data
     finally:
