@@ -31,7 +31,7 @@ from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.text import printable_tree, spreadsheet_cell
+from lab.core.text import printable_line, printable_tree, spreadsheet_cell
 from lab.teach.sandbox import Limits
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
@@ -41,12 +41,26 @@ CSV_COLUMNS = ["student", "exercise", "status", "tests_passed", "tests_total", "
                "student_sectors", "reference_sectors", "seconds"]
 
 
-def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str], dict, list[str]]:
-    """(students, exercises, {(student, exercise): path}, notes) of a submissions folder.
+NESTED_DEPTH = 3  # folders below a student's folder searched for misplaced submissions
+NESTED_ENTRIES = 2000  # entries looked at in that search at most (per student)
 
-    Students: the folder's subfolders (hidden ones skipped), sorted. Exercises: ``only``, else every
-    exercise that some student submitted, in the path's order. LabError for a folder that is not
-    there, an unknown exercise in ``only``, or nothing to grade."""
+
+def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str], dict, list[str]]:
+    """(students, exercises, {(student, exercise): path or :class:`lab.teach.submission.NotGraded`}, notes)
+    of a submissions folder.
+
+    Students: the folder's subfolders, sorted; a student's folder that is a symbolic link is a
+    student whose rows say so (never followed: its files are not read). A hidden folder
+    (``.name``) that holds files named after exercises is said in a note (not graded); other
+    hidden folders (``.git``) are skipped. Files: ``STUDENT/EXERCISE.py``; one that is a link, a
+    FIFO, a device or a folder is a row saying what it is (no link is followed, no target read);
+    a file one or more folders down (``alice/hw1/vecadd.py``) makes that exercise's "no file
+    submitted" row say where it was found. Exercises: ``only``, else every exercise that some
+    student submitted (or tried to), in the path's order. LabError for a folder that is not
+    there, an unknown exercise in ``only``, or nothing to grade. Names are as the folder has them;
+    the gradebook escapes them (:func:`lab.core.text.printable_line`)."""
+    from lab.teach.submission import NotGraded, problem
+
     root = Path(folder)
     if not root.is_dir():
         raise LabError(f"no such submissions folder: {root} (one subfolder per student, files named by exercise)")
@@ -55,24 +69,101 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
         bad = [n for n in only if n not in known]
         if bad:
             raise LabError(f"unknown exercise {bad[0]!r} in --exercises; choose from: {', '.join(known)}")
-    students = sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    files, notes, seen = {}, [], set()
+    students, linked = [], set()
+    for p in sorted(root.iterdir()):
+        if p.is_symlink():
+            if p.is_dir():
+                students.append(p.name)
+                linked.add(p.name)
+            else:
+                notes.append(f"{p.name}: a symbolic link at the top of the class folder, not a student's folder; skipped")
+        elif p.is_dir():
+            if p.name.startswith("."):
+                mine = _exercise_files(p, known)
+                if mine:
+                    notes.append(f"{p.name}/: a hidden folder (its name starts with '.') holding {', '.join(mine[:3])}"
+                                 f"{' ...' if len(mine) > 3 else ''}: not graded (rename it to grade it)")
+            else:
+                students.append(p.name)
+        elif p.suffix == ".py":
+            notes.append(f"{p.name}: a file at the top of the class folder, not in a student's folder; skipped")
     if not students:
         raise LabError(f"{root} has no student folders: put each student's files in SUBMISSIONS/STUDENT/EXERCISE.py")
-    files, notes, seen = {}, [], set()
     for s in students:
-        for f in sorted((root / s).iterdir()):
-            if f.suffix != ".py" or not f.is_file():
+        wanted = [n for n in known if not only or n in only]
+        if s in linked:  # its names only (which exercises to list); rows below
+            seen.update(n for n in _exercise_files(root / s, known, follow=True) if n in wanted)
+            continue
+        try:
+            entries = sorted((root / s).iterdir())
+        except OSError as e:
+            notes.append(f"{s}/: cannot be listed ({e.strerror or e}); not graded")
+            continue
+        for f in entries:
+            if f.suffix != ".py" or f.name.startswith("."):
                 continue
-            if f.stem in known and (not only or f.stem in only):
-                files[(s, f.stem)] = f
-                seen.add(f.stem)
-            elif f.stem not in known:
-                notes.append(f"{s}/{f.name}: not an exercise name; skipped")
+            if f.stem not in known:
+                if not f.is_dir() or f.is_symlink():
+                    notes.append(f"{s}/{f.name}: not an exercise name; skipped")
+                continue
+            if only and f.stem not in only:
+                continue
+            why = problem(f)
+            files[(s, f.stem)] = NotGraded("failed", f"{f.name} is {why}") if why else f
+            seen.add(f.stem)
+        for n, where in _nested(root / s, wanted).items():
+            if (s, n) not in files:
+                down = where.count("/")
+                files[(s, n)] = NotGraded("missing", f"no file submitted at {s}/{n}.py; {s}/{where} lies "
+                                                     f"{'one folder' if down == 1 else f'{down} folders'} down and is not "
+                                                     f"graded (move it to {s}/{n}.py)")
+                seen.add(n)
     names = list(only) if only else [n for n in known if n in seen]
     if not names:
         raise LabError(f"no submission in {root} is named after an exercise (e.g. alice/vecadd.py); "
                        f"exercises: {', '.join(known)}")
+    for s in linked:  # every row of a linked folder says so, whatever lies behind it
+        for n in names:
+            files[(s, n)] = NotGraded("failed", f"the student's folder {s} is a symbolic link (to a folder elsewhere): "
+                                                f"not graded; copy the files into the class folder")
     return students, names, files, notes
+
+
+def _exercise_files(folder: Path, known, follow: bool = False) -> list[str]:
+    """The exercises that ``folder`` has a ``NAME.py`` entry of (any kind; nothing opened)."""
+    try:
+        return [n for n in known if os.path.lexists(folder / f"{n}.py")] if follow or not folder.is_symlink() else []
+    except OSError:
+        return []
+
+
+def _nested(folder: Path, wanted) -> dict:
+    """{exercise: "sub/…/NAME.py"} for exercise files below ``folder``'s own level (not links, at
+    most :data:`NESTED_DEPTH` folders down and :data:`NESTED_ENTRIES` entries looked at), the
+    shallowest first."""
+    found, looked, level = {}, 0, [(folder, "")]
+    for _ in range(NESTED_DEPTH):
+        nxt = []
+        for d, rel in level:
+            try:
+                with os.scandir(d) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                looked += 1
+                if looked > NESTED_ENTRIES:
+                    return found
+                if not e.is_dir(follow_symlinks=False) or e.name.startswith((".", "__pycache__")):
+                    continue
+                sub = f"{rel}{e.name}/"
+                for n in wanted:
+                    if n not in found and os.path.lexists(os.path.join(e.path, f"{n}.py")):
+                        found[n] = f"{sub}{n}.py"
+                nxt.append((Path(e.path), sub))
+        level = nxt
+    return found
 
 
 def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
@@ -102,11 +193,16 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     from lab.teach import union
     from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
 
+    from lab.teach.submission import NotGraded
+
     if hidden is None:
         hidden = hidden_names([name], seed)[name]
     row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": len(hidden),
            "reason": "no file submitted", "failures": [], "bench": None, "violations": [], "seconds": 0.0}
     if path is None:
+        return row
+    if isinstance(path, NotGraded):  # a link, a FIFO, a file one folder down ...: said, never read
+        row["status"], row["reason"] = path.status, path.reason
         return row
     t0 = time.monotonic()
     extra: dict = {}
@@ -165,8 +261,13 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     from lab.core.session import choose
     from lab.teach import workspace as W
 
+    from lab.teach.sandbox import refusal
+
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
+    why = refusal(limits)
+    if why:
+        raise LabError(f"lab exercise grade: {why}")
     chosen = choose(backend)
     if not jobs:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -181,6 +282,8 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     pairs = [(s, n) for s in students for n in names]
     rows: dict = {}
     t0 = time.monotonic()
+    snaps: list = []
+    files = _read_once({p: files.get(p) for p in pairs}, snaps)
     W._STOP.clear()
     hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
     interrupted = False
@@ -188,7 +291,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     try:
         # the offline GPU compiles first, one contained child per student for all their files (Python,
         # Numba and NVVM start once a student, not once a file); each row waits for its own result
-        compiled = _compile_students(pool, students, names, files, chosen, seed, limits)
+        compiled = _compile_students(pool, students, names, files, chosen, seed, limits, timeout)
         futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench,
                                hidden[n], compiled.get((s, n))): (s, n) for s, n in pairs}
         for k, fut in enumerate(as_completed(futures), 1):
@@ -201,7 +304,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                                 "reason": f"the grader could not run it: {type(e).__name__}: {e}", "failures": [],
                                 "bench": None, "violations": [], "seconds": 0.0}
             if progress:
-                progress(k, len(pairs), f"{s}/{n}: {rows[(s, n)]['status']}")
+                progress(k, len(pairs), printable_line(f"{s}/{n}: {rows[(s, n)]['status']}"))
     except KeyboardInterrupt:  # Ctrl-C: the children die now, the finished rows stay
         interrupted = True
         W.stop_all()
@@ -210,6 +313,9 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                      f"in this gradebook")
     else:
         pool.shutdown(wait=True)
+    finally:
+        for snap in snaps:
+            snap.remove()
     ordered = [rows[p] for p in pairs if p in rows]
     for r in ordered:  # what the children said about their containment (e.g. no Landlock here), once each
         for note in r.pop("notes", []):
@@ -236,12 +342,33 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)},
                "not_graded": len(pairs) - len(ordered)}
     # every string a submission could shape (names, messages, notes) shown, never obeyed by a terminal
-    return printable_tree({"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
+    return printable_tree(one_line=True, obj={"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
             "timeout_s": timeout, "bench": bench, "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                                                               "fsize_mb": limits.fsize_mb, "landlock": limits.landlock},
             "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
             "seconds": round(time.monotonic() - t0, 3), "notes": notes, "interrupted": interrupted,
             "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]})
+
+
+def _read_once(files: dict, snaps: list) -> dict:
+    """Each submitted file read once (:func:`lab.teach.submission.snapshot`): {pair: the private
+    copy's path, a NotGraded, or None}; the snapshots into ``snaps`` (removed by the caller). What
+    the tests, the compile and the benchmark check is those bytes, whatever the file becomes."""
+    from lab.teach.submission import NotGraded, SubmissionError, snapshot
+
+    out = {}
+    for pair, path in files.items():
+        if path is None or isinstance(path, NotGraded):
+            out[pair] = path
+            continue
+        try:
+            snap = snapshot(path)
+        except SubmissionError as e:
+            out[pair] = NotGraded(FAILED, f"{Path(path).name}: {e}")
+            continue
+        snaps.append(snap)
+        out[pair] = snap.path
+    return out
 
 
 class _Item:
@@ -250,14 +377,18 @@ class _Item:
     def __init__(self, fut, k):
         self.fut, self.k = fut, k
 
-    def result(self):
+    def result(self, timeout=None):
+        from concurrent.futures import TimeoutError as Timeout
+
         try:
-            return self.fut.result()[self.k]
+            return self.fut.result(timeout)[self.k]
+        except Timeout:  # the row's own limit ran out first (lab.teach.child._add_compile)
+            raise
         except Exception as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
             return {"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True}
 
 
-def _compile_students(pool, students, names, files, backend, seed, limits) -> dict:
+def _compile_students(pool, students, names, files, backend, seed, limits, timeout=None) -> dict:
     """{(student, exercise): its compile result to come}: in the simulator, with the offline GPU
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
@@ -269,9 +400,9 @@ def _compile_students(pool, students, names, files, backend, seed, limits) -> di
         return {}
     out = {}
     for s in students:
-        mine = [(n, files[(s, n)]) for n in names if (s, n) in files]
+        mine = [(n, files[(s, n)]) for n in names if isinstance(files.get((s, n)), Path)]
         if mine:
-            fut = pool.submit(compile_files, mine, seed, limits)
+            fut = pool.submit(compile_files, mine, seed, limits, timeout)
             out.update({(s, n): _Item(fut, k) for k, (n, _) in enumerate(mine)})
     return out
 
