@@ -265,6 +265,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     startup = STARTUP_S  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
     measured = 0.0  # when the private folder's size was last measured (lab.teach.sandbox.folder_problem)
+    said_go = False  # the bench's word written (lab.teach.checker.BENCH_GO)
     judged: set = set()
     skipped: set = set()
     load_done = False
@@ -278,7 +279,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     # the clocks move on the judge's evidence, not the child's word: a test's clock starts at its first
     # "start" line and never again; a "done" restarts the clock only when a new result was judged
     clocks: dict = {}
-    known = set(todo) | {"load", "bench"}
+    known = set(todo) | {"load"}  # (and "bench", once this process said "go": below)
 
     def take(n) -> bool:  # judge test n from its raw result, once; True when it was judged now
         if n in judged or n not in todo:
@@ -352,13 +353,18 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     violations.append(full)
                     _kill(proc)
                     break
-            go_file = os.path.join(private, checker.BENCH_GO)
-            if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
+            if bench and not said_go and (load_done or all(n in judged for n in todo)):
                 # the bench runs only once every test passed, by this process's verdicts (written in
                 # place: under bubblewrap the child sees this very file, bound into its folder)
                 go = all(t["passed"] for t in tests) and len(tests) == len(todo)
-                with open(go_file, "w") as f:
-                    f.write("1" if go else "0")
+                said_go = True
+                why = write_child_file(judge.dir_fd, checker.BENCH_GO, b"1" if go else b"0")
+                if why:  # a link or a FIFO in its place: never written through
+                    violations.append(f"tampered with the grader's files ({why})")
+                    _kill(proc)
+                    break
+                if go:  # only now may the child's clock be the benchmark's (BENCH_TIMEOUT_S)
+                    known.add("bench")
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
@@ -456,6 +462,29 @@ def read_progress(private: str, start: int, dir_fd) -> bytes:
         return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
     except UnsafeChildFile as e:
         raise checker.ResultError(str(e)) from None
+
+
+def write_child_file(dir_fd, name: str, data: bytes) -> str | None:
+    """Write ``data`` into the child's file ``name`` (relative to ``dir_fd``, its folder) in place,
+    only when it is still a regular file: no link followed (``O_NOFOLLOW``), no FIFO waited on
+    (``O_NONBLOCK``), nothing but a regular file written. None when written, else what it is."""
+    import stat
+
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as e:
+        return f"{name}: {e.strerror or e}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"{name} is no longer a regular file"
+        os.ftruncate(fd, 0)
+        os.write(fd, data)
+    except OSError as e:
+        return f"{name}: {e.strerror or e}"
+    finally:
+        os.close(fd)
+    return None
 
 
 def _bench_failed(message: str) -> dict:

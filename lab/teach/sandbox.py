@@ -117,7 +117,7 @@ def folder_problem(folder: str, mb: int | None = None) -> str | None:
                         st = e.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    used += getattr(st, "st_blocks", 0) * 512 or st.st_size
+                    used += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
                     if used > cap:
                         return f"filled its private folder past {cap >> 20} MiB (the disk limit)"
                     if e.is_dir(follow_symlinks=False):
