@@ -433,14 +433,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     if current == "bench":  # the process died while benchmarking
         bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
     if current in todo and not any(t["name"] == current for t in tests):
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        last = _stderr_tail(errf)
         tests.append({"name": current, "passed": False,
                       "message": f"the checker's process died during this test (exit code {proc.returncode})"
                                  + (f": {last[-1].strip()}" if last else "")})
     elif not tests and not planned:
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        last = _stderr_tail(errf)
         tests.append({"name": "load", "passed": False,
                       "message": "the checker could not start" + (f": {last[-1].strip()}" if last else "")})
     errf.close()
@@ -449,6 +447,17 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                      violations=extra.get("violations", []) + violations, returncode=proc.returncode,
                      notes=extra.get("notes", []) + child_notes)
     return tests, planned, timed_out
+
+
+STDERR_TAIL = 64 << 10  # bytes of a child's stderr read (its last lines: a flood is not read)
+
+
+def _stderr_tail(errf) -> list[str]:
+    """The non-empty lines of the last :data:`STDERR_TAIL` bytes a child wrote to stderr."""
+    size = errf.seek(0, os.SEEK_END)
+    errf.seek(max(size - STDERR_TAIL, 0))
+    lines = errf.read(STDERR_TAIL).decode(errors="replace").splitlines()
+    return [printable(ln)[:LINE_CHARS] for ln in (lines[1:] if size > STDERR_TAIL else lines) if ln.strip()]
 
 
 def read_progress(private: str, start: int, dir_fd) -> bytes:
