@@ -13,8 +13,13 @@
 * **seccomp** (libseccomp, https://github.com/seccomp/libseccomp, ``seccomp(2)``), loaded by the
   child itself after Python, Numba and the lab were imported (:func:`lockdown`): no new process
   (fork, vfork, clone without ``CLONE_THREAD``, execve), no socket, no signal to another process,
-  no ptrace or reading another process's memory, no executable memory made writable, no new
-  resource limits, no namespaces or mounts, no io_uring. Every thread, the native ABI only.
+  nor one sent by proxy (``F_SETOWN``/``F_SETSIG``, ``FIOSETOWN``: SIGIO to another process), no
+  keystrokes into a terminal (TIOCSTI, TIOCLINUX), no change to another process's priority, CPUs,
+  scheduling or I/O class, no ptrace or reading another process's memory, no executable memory made
+  writable, no new resource limits, no namespaces or mounts, no io_uring. Every thread, the native
+  ABI only.
+* **capabilities** (:func:`drop_capabilities`): every one given up in the child before the
+  submission runs (a root grader's child without bubblewrap keeps uid 0, with none).
 * **Landlock** (``landlock(7)``, :func:`landlock`; its read roots from :mod:`lab.teach.sandbox`): writes only to the private
   folder, reads only the system's, Python's and the lab's folders (the layer on Linux without
   user namespaces).
@@ -593,8 +598,10 @@ def protections() -> list[dict]:
                                f"other processes", "fix": fix})
     why = seccomp_problem()
     out.append({"name": "sandbox: seccomp", "status": "ok" if why is None else "warn",
-                "message": ("no process, socket, signal to another process or executable memory once "
-                            "the checker is loaded") if why is None else
+                "message": ("no process, socket, signal to another process (nor SIGIO aimed at one: "
+                            "F_SETOWN), keystrokes into a terminal (TIOCSTI), change to another process's "
+                            "priority or CPUs, or executable memory once the checker is loaded")
+                           if why is None else
                            f"{why}: processes and sockets made through the C library are not stopped",
                 "fix": "" if why is None else "install libseccomp (apt-get install libseccomp2)"})
     abi = landlock_abi()
