@@ -280,11 +280,15 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
         args += _more_binds(extra, binds)
     else:
         args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-    if _bwrap_has("--size"):
+    if _bwrap_has("--size"):  # a tmpfs of TMPFS_MB: the disk limit
         args += ["--size", str(TMPFS_MB << 20)]
-    if uid is not None and _bwrap_has("--perms"):
-        args += ["--perms", "0777"]  # the child (another uid) makes its files in it; it is alone in there
-    args += ["--tmpfs", private]
+        if uid is not None and _bwrap_has("--perms"):
+            args += ["--perms", "0777"]  # the child (another uid) makes its files in it; it is alone in there
+        args += ["--tmpfs", private]
+    else:  # an older bubblewrap (< 0.5) makes tmpfs of no size: the host folder itself, which the grader measures
+        if uid is not None:
+            os.chmod(private, 0o777)  # (its own folder, 0700 above it: no one else reaches it)
+        args += ["--bind", private, private]
     for f in files:
         args += ["--ro-bind", f, f]
     for f in rw_files:
