@@ -544,25 +544,11 @@ def read_progress(private: str, start: int, dir_fd) -> bytes:
 
 def write_child_file(dir_fd, name: str, data: bytes) -> str | None:
     """Write ``data`` into the child's file ``name`` (relative to ``dir_fd``, its folder) in place,
-    only when it is still a regular file: no link followed (``O_NOFOLLOW``), no FIFO waited on
-    (``O_NONBLOCK``), nothing but a regular file written. None when written, else what it is."""
-    import stat
+    only while it is a regular file (:func:`lab.core.files.write_in_place`: no link followed, no
+    FIFO waited on). None when written, else what it is."""
+    from lab.core.files import write_in_place
 
-    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError as e:
-        return f"{name}: {e.strerror or e}"
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return f"{name} is no longer a regular file"
-        os.ftruncate(fd, 0)
-        os.write(fd, data)
-    except OSError as e:
-        return f"{name}: {e.strerror or e}"
-    finally:
-        os.close(fd)
-    return None
+    return write_in_place(dir_fd, name, data)
 
 
 def _bench_failed(message: str) -> dict:

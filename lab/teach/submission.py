@@ -119,7 +119,7 @@ def snapshot(path, root: str | None = None) -> Snapshot:
     data = read(path)
     folder = tempfile.mkdtemp(prefix="lab-submission-", dir=root)
     copy = Path(folder) / Path(path).name
-    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
+    from lab.core.files import write_new
+
+    write_new(copy, data)
     return Snapshot(copy, Path(path), hashlib.sha256(data).hexdigest())
