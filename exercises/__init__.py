@@ -12,6 +12,8 @@ is chosen. See exercises/README.md.
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Callable
@@ -85,8 +87,9 @@ class Exercise:
         return self.path / "test_visible.py"
 
     def hidden(self):
-        """The module with ``cases(rng)``: import only after the backend is chosen."""
-        return importlib.import_module(f"exercises.{self.name}.hidden")
+        """The module with ``cases(rng)``: import only after the backend is chosen. Imported without
+        writing ``__pycache__/hidden.*.pyc`` beside it (:func:`import_private`)."""
+        return import_private(f"exercises.{self.name}.hidden", self.path / "hidden.py")
 
     def bench(self):
         """The optional module ``bench.py`` with ``case(rng, simulator) -> Case`` (the size to time)
@@ -94,6 +97,44 @@ class Exercise:
         if not (self.path / "bench.py").is_file():
             return None
         return importlib.import_module(f"exercises.{self.name}.bench")
+
+
+_PRIVATE_LOCK = threading.RLock()
+
+
+class _NoBytecodeLoader(importlib.machinery.SourceFileLoader):
+    """A source loader that never writes a ``.pyc``: nothing compiled from a hidden file lands
+    where a student could read it (``__pycache__`` beside it)."""
+
+    def set_data(self, path, data, *, _mode=0o666):  # the bytecode cache: not written
+        return None
+
+
+def import_private(module: str, path: Path):
+    """Import ``module`` from ``path`` (once; then ``sys.modules``'s) without writing bytecode:
+    for the hidden tests and the reference solutions, whose ``__pycache__/*.pyc`` would be as
+    readable as the folder (the files themselves are hidden from a submission's process; their
+    cache must not tell what they hold)."""
+    import importlib.util
+    import sys
+
+    with _PRIVATE_LOCK:  # grading threads: one import, never a half-made module
+        if module in sys.modules:
+            return sys.modules[module]
+        parent = module.rpartition(".")[0]
+        if parent:
+            importlib.import_module(parent)  # relative imports inside it
+        loader = _NoBytecodeLoader(module, str(path))
+        spec = importlib.util.spec_from_file_location(module, str(path), loader=loader)
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[module] = mod
+        try:
+            loader.exec_module(mod)
+        except BaseException:
+            sys.modules.pop(module, None)
+            raise
+        return mod
+
 
 
 def names() -> list[str]:

@@ -117,6 +117,39 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, what: str = "output
             f.write(data.encode() if isinstance(data, str) else data)
 
 
+def write_new(path: str | os.PathLike, data: bytes, mode: int = 0o644) -> None:
+    """Create ``path`` and write ``data``: a file that must not exist yet (``O_EXCL``; a name already
+    there, a link included, is never written through: OSError), e.g. a private copy in a fresh folder
+    of the lab's own. Empty data makes an empty file."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags, mode)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+
+
+def write_in_place(dir_fd: int, name: str, data: bytes) -> str | None:
+    """Replace the contents of ``name`` (relative to ``dir_fd``, an open folder) with ``data`` in
+    place, only while it is a regular file: a file the lab shares with a contained child (bound into
+    its folder by its inode, so it is never replaced by another file). No link followed
+    (``O_NOFOLLOW``), no FIFO waited on (``O_NONBLOCK``), nothing but a regular file written. None
+    when written, else what is wrong, in words."""
+    flags = os.O_WRONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as e:
+        return f"{name}: {e.strerror or e}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return f"{name} is no longer a regular file"
+        os.ftruncate(fd, 0)
+        os.write(fd, data)
+    except OSError as e:
+        return f"{name}: {e.strerror or e}"
+    finally:
+        os.close(fd)
+    return None
+
+
 # Text that only a GPU run writes into a results file: the device's name (lab run's header, lab bench's
 # "device:" line, docs/results' "device" key), its compute capability as a GPU has it, or "backend: gpu".
 _GPU_MADE = re.compile(r"NVIDIA|GeForce|Quadro|Tesla [A-Z]|backend: gpu|\"backend\": \"gpu\"")

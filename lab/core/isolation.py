@@ -13,8 +13,13 @@
 * **seccomp** (libseccomp, https://github.com/seccomp/libseccomp, ``seccomp(2)``), loaded by the
   child itself after Python, Numba and the lab were imported (:func:`lockdown`): no new process
   (fork, vfork, clone without ``CLONE_THREAD``, execve), no socket, no signal to another process,
-  no ptrace or reading another process's memory, no executable memory made writable, no new
-  resource limits, no namespaces or mounts, no io_uring. Every thread, the native ABI only.
+  nor one sent by proxy (``F_SETOWN``/``F_SETSIG``, ``FIOSETOWN``: SIGIO to another process), no
+  keystrokes into a terminal (TIOCSTI, TIOCLINUX), no change to another process's priority, CPUs,
+  scheduling or I/O class, no ptrace or reading another process's memory, no executable memory made
+  writable, no new resource limits, no namespaces or mounts, no io_uring. Every thread, the native
+  ABI only.
+* **capabilities** (:func:`drop_capabilities`): every one given up in the child before the
+  submission runs (a root grader's child without bubblewrap keeps uid 0, with none).
 * **Landlock** (``landlock(7)``, :func:`landlock`; its read roots from :mod:`lab.teach.sandbox`): writes only to the private
   folder, reads only the system's, Python's and the lab's folders (the layer on Linux without
   user namespaces).
@@ -28,6 +33,7 @@ user_namespaces(7).
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import functools
@@ -207,6 +213,9 @@ def exercise_files(names=None) -> list[str]:
         seen.add(d)
         for n in names:
             out += glob.glob(os.path.join(d, "*", n))
+            stem, ext = os.path.splitext(n)
+            if ext == ".py":  # its compiled form too, where an import wrote one (an older lab, a test run)
+                out += glob.glob(os.path.join(d, "*", "__pycache__", f"{stem}.*.pyc"))
     return sorted(out)
 
 
@@ -273,11 +282,15 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
         args += _more_binds(extra, binds)
     else:
         args += ["--ro-bind-try", "/sys/devices/system/cpu", "/sys/devices/system/cpu"]
-    if _bwrap_has("--size"):
+    if _bwrap_has("--size"):  # a tmpfs of TMPFS_MB: the disk limit
         args += ["--size", str(TMPFS_MB << 20)]
-    if uid is not None and _bwrap_has("--perms"):
-        args += ["--perms", "0777"]  # the child (another uid) makes its files in it; it is alone in there
-    args += ["--tmpfs", private]
+        if uid is not None and _bwrap_has("--perms"):
+            args += ["--perms", "0777"]  # the child (another uid) makes its files in it; it is alone in there
+        args += ["--tmpfs", private]
+    else:  # an older bubblewrap (< 0.5) makes tmpfs of no size: the host folder itself, which the grader measures
+        if uid is not None:
+            os.chmod(private, 0o777)  # (its own folder, 0700 above it: no one else reaches it)
+        args += ["--bind", private, private]
     for f in files:
         args += ["--ro-bind", f, f]
     for f in rw_files:
@@ -337,8 +350,32 @@ def seccomp_problem() -> str | None:
     return None
 
 
+# ioctl requests refused (the request is an ``unsigned int``: compared on its low 32 bits, so a
+# value with high bits set cannot slip past): typing into a terminal (TIOCSTI, "faking input";
+# TIOCLINUX's selection paste), taking a terminal as the controlling one (TIOCSCTTY) or as the
+# console (TIOCCONS), and naming the process that gets SIGIO/SIGURG (FIOSETOWN, SIOCSPGRP: the
+# ioctl forms of F_SETOWN). Source: ioctl_tty(2), ioctl(2), socket(7).
+IOCTLS_REFUSED = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C, "TIOCSCTTY": 0x540E, "TIOCCONS": 0x541D,
+                  "FIOSETOWN": 0x8901, "SIOCSPGRP": 0x8902}
+# fcntl commands refused: F_SETOWN/F_SETOWN_EX name a process (another student's child, the grader)
+# that the kernel then signals (SIGIO, or F_SETSIG's signal) on I/O of the descriptor: a kill by proxy.
+# Source: fcntl(2), "Managing signals".
+FCNTLS_REFUSED = {"F_SETOWN": 8, "F_SETSIG": 10, "F_SETOWN_EX": 15}
+# calls that act on another process's scheduling, priority, CPUs or memory placement when given
+# its pid: (call, the argument holding the pid). Only 0 (this thread or process) passes: libseccomp
+# compares one argument once per rule, so "neither 0 nor our own pid" cannot be said, and naming
+# oneself by pid is refused too (the C library and Python name themselves by 0).
+# Source: setpriority(2), sched_setaffinity(2), sched_setscheduler(2), sched_setattr(2), ioprio_set(2),
+# migrate_pages(2), move_pages(2).
+OTHER_PROCESS_CALLS = (("sched_setaffinity", 0), ("sched_setscheduler", 0), ("sched_setparam", 0),
+                       ("sched_setattr", 0), ("migrate_pages", 0), ("move_pages", 0))
+_PRIO_PROCESS, _IOPRIO_WHO_PROCESS = 0, 1
+_LOW32 = 0xFFFFFFFF
+
+
 def _rules(pid: int) -> list[tuple[str, int, list[tuple[int, int, int, int]]]]:
-    """(system call, action, [(argument, comparison, a, b)]) refused after :func:`lockdown`."""
+    """(system call, action, [(argument, comparison, a, b)]) refused after :func:`lockdown` (the
+    comparisons of one rule all hold; any rule refuses)."""
     eperm, enosys = _errno(1), _errno(38)
     out = [(n, eperm, []) for n in ("fork", "vfork", "execve", "execveat", "socket", "ptrace",
                                    "process_vm_readv", "process_vm_writev", "setrlimit", "unshare", "setns",
@@ -355,6 +392,16 @@ def _rules(pid: int) -> list[tuple[str, int, list[tuple[int, int, int, int]]]]:
     for call in ("mprotect", "pkey_mprotect"):
         out.append((call, eperm, [(2, _CMP_MASKED_EQ, _PROT_EXEC, _PROT_EXEC)]))  # making memory executable
     out.append(("mmap", eperm, [(2, _CMP_MASKED_EQ, _PROT_WRITE | _PROT_EXEC, _PROT_WRITE | _PROT_EXEC)]))
+    for request in IOCTLS_REFUSED.values():
+        out.append(("ioctl", eperm, [(1, _CMP_MASKED_EQ, _LOW32, request)]))
+    for command in FCNTLS_REFUSED.values():
+        out.append(("fcntl", eperm, [(1, _CMP_MASKED_EQ, _LOW32, command)]))
+    # another process: any pid but 0 (compared on all 64 bits: refusing more, never less)
+    for call, arg in OTHER_PROCESS_CALLS:
+        out.append((call, eperm, [(arg, _CMP_NE, 0, 0)]))
+    for call, which in (("setpriority", _PRIO_PROCESS), ("ioprio_set", _IOPRIO_WHO_PROCESS)):
+        out.append((call, eperm, [(0, _CMP_NE, which, 0)]))  # a process group, a user: others
+        out.append((call, eperm, [(1, _CMP_NE, 0, 0)]))
     return out
 
 
@@ -390,6 +437,65 @@ def lockdown() -> str | None:
     finally:
         lib.seccomp_release(ctx)
     return None
+
+
+# --- capabilities -------------------------------------------------------------------------------------
+_PR_CAPBSET_DROP, _PR_SET_KEEPCAPS, _PR_SET_NO_NEW_PRIVS, _PR_CAP_AMBIENT = 24, 8, 38, 47
+_PR_CAP_AMBIENT_CLEAR_ALL = 4
+_CAP_VERSION_3 = 0x20080522
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def capabilities() -> dict[str, int]:
+    """This process's capability sets from /proc/self/status: {"CapInh", "CapPrm", "CapEff", "CapBnd",
+    "CapAmb"} as integers (empty off Linux)."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Cap"):
+                    k, v = line.split(":", 1)
+                    out[k] = int(v.strip(), 16)
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def drop_capabilities() -> str | None:
+    """Give up every capability for good, in this process and whatever it could run: the bounding set
+    emptied (where this process may: CAP_SETPCAP), the ambient set cleared, the effective, permitted
+    and inheritable sets zeroed (``capset(2)``), ``PR_SET_NO_NEW_PRIVS`` (no set-uid or file
+    capability regains any). A root grader's child without bubblewrap keeps uid 0 but can no longer
+    override file permissions, set files immutable, kill other users' processes or type into a
+    terminal (CAP_SYS_ADMIN). Returns None when no capability is left in the effective and permitted
+    sets, else why not. Source: capabilities(7), prctl(2), capset(2)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    last = 63
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    for cap in range(last + 1):  # EPERM without CAP_SETPCAP (e.g. after bubblewrap): then it stays, unused
+        libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    libc.prctl(_PR_SET_KEEPCAPS, 0, 0, 0, 0)
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"capset failed ({os.strerror(ctypes.get_errno())})"
+    if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        return f"prctl(PR_SET_NO_NEW_PRIVS) failed ({os.strerror(ctypes.get_errno())})"
+    caps = capabilities()
+    left = caps.get("CapEff", 0) | caps.get("CapPrm", 0) | caps.get("CapAmb", 0)
+    return None if not left else f"capabilities left after dropping them ({left:#x})"
 
 
 # --- Landlock -------------------------------------------------------------------------------------------
@@ -500,8 +606,10 @@ def protections() -> list[dict]:
                                f"other processes", "fix": fix})
     why = seccomp_problem()
     out.append({"name": "sandbox: seccomp", "status": "ok" if why is None else "warn",
-                "message": ("no process, socket, signal to another process or executable memory once "
-                            "the checker is loaded") if why is None else
+                "message": ("no process, socket, signal to another process (nor SIGIO aimed at one: "
+                            "F_SETOWN), keystrokes into a terminal (TIOCSTI), change to another process's "
+                            "priority or CPUs, or executable memory once the checker is loaded")
+                           if why is None else
                            f"{why}: processes and sockets made through the C library are not stopped",
                 "fix": "" if why is None else "install libseccomp (apt-get install libseccomp2)"})
     abi = landlock_abi()

@@ -57,5 +57,26 @@ def child_env(**overrides: str) -> dict:
     if env.get(SIM_ENV, "0") not in ("", "0") and compilers.ENV not in overrides:
         env[compilers.ENV] = compilers.NUMBA_CUDA
         env[compilers.WHY_ENV] = f"{compilers.NUMBA_CUDA}: the simulator's compiler"
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    # no empty entry (an empty PYTHONPATH entry is the working folder: a json.py there would shadow
+    # the standard library), and no working folder on sys.path at all (PYTHONSAFEPATH, Python >= 3.11)
+    rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root]
+    env["PYTHONPATH"] = os.pathsep.join([root, *rest])
+    env["PYTHONSAFEPATH"] = "1"
     return env
+
+
+# Python < 3.11 has no -P: the module is run by a bootstrap that first drops sys.path[0] (the working folder)
+_BOOT = ("import runpy, sys; del sys.path[0]; m = sys.argv.pop(1); sys.argv[0] = m; "
+         "runpy.run_module(m, run_name='__main__', alter_sys=True)")
+
+
+def python_module(module: str) -> list[str]:
+    """The command that runs ``python -m MODULE`` in a child of the lab without the working folder (or
+    the script's) on ``sys.path``: ``-P`` (Python >= 3.11), else a bootstrap that drops it. A
+    folder's ``json.py`` or ``numpy.py`` (a student's, where a teacher runs the lab) never shadows
+    a module the child imports. Source: the Python docs, "Command line and environment", -P."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        return [sys.executable, "-P", "-m", module]
+    return [sys.executable, "-c", _BOOT, module]

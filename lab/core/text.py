@@ -30,15 +30,28 @@ def printable(text) -> str:
     return _UNSAFE.sub(_escaped, text)
 
 
-def printable_tree(obj):
+_LINE_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + _BIDI + "\u2028\u2029\u0085]")
+
+
+def printable_line(text) -> str:
+    """:func:`printable`, and newlines and tabs escaped too (``\\x0a``, ``\\x09``): one line, for a
+    name or a gradebook cell, where a newline would print a row of its own (a student's folder
+    named ``"x\\nbob  vecadd  6/6  passed"``)."""
+    text = text if isinstance(text, str) else str(text)
+    return _LINE_UNSAFE.sub(_escaped, text)
+
+
+def printable_tree(obj, one_line: bool = False):
     """A JSON-like value (dicts, lists, strings, numbers) with every string passed through
-    :func:`printable`, keys too. The same object shape; numbers, booleans and None as they are."""
+    :func:`printable` (``one_line``: :func:`printable_line`), keys too. The same object shape;
+    numbers, booleans and None as they are."""
+    show = printable_line if one_line else printable
     if isinstance(obj, str):
-        return printable(obj)
+        return show(obj)
     if isinstance(obj, dict):
-        return {printable(k) if isinstance(k, str) else k: printable_tree(v) for k, v in obj.items()}
+        return {show(k) if isinstance(k, str) else k: printable_tree(v, one_line) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [printable_tree(v) for v in obj]
+        return [printable_tree(v, one_line) for v in obj]
     return obj
 
 

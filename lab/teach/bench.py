@@ -133,6 +133,7 @@ def run(name: str, path: str, backend: str, seed: int) -> dict:
 
 
 _REFERENCE: dict = {}
+REFERENCE_TIMEOUT_S = 300.0  # the reference's own benchmark (the lab's code; once per exercise and seed)
 
 
 def reference(name: str, backend: str, seed: int) -> dict:
@@ -142,15 +143,33 @@ def reference(name: str, backend: str, seed: int) -> dict:
     per (exercise, backend, seed) in this process. {"error": why} when it failed."""
     import subprocess
 
+    import tempfile
+
     key = (name, backend, int(seed))
     if key not in _REFERENCE:
-        from lab.core.session import child_env
+        from lab.core.session import child_env, python_module
+        from lab.teach.procs import _kill_group, _track, _untrack
 
-        env = child_env(NUMBA_ENABLE_CUDASIM="1" if backend == "simulator" else "0")
+        # the lab's own code only: from an empty folder, with no folder of the caller's on sys.path
+        # (a student's json.py beside the file checked once ran here, as the teacher), no bytecode
+        # written next to the solution it imports, its own session (no terminal; killed as a group)
+        env = child_env(NUMBA_ENABLE_CUDASIM="1" if backend == "simulator" else "0", PYTHONDONTWRITEBYTECODE="1")
         try:
-            p = subprocess.run([sys.executable, "-m", "lab.teach.bench", "--reference", name, backend, str(int(seed))],
-                               capture_output=True, text=True, env=env, timeout=300, stdin=subprocess.DEVNULL)
-            got = json.loads(p.stdout.strip().splitlines()[-1])
+            with tempfile.TemporaryDirectory(prefix="lab-reference-") as empty:
+                proc = subprocess.Popen([*python_module("lab.teach.bench"), "--reference", name, backend,
+                                         str(int(seed))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        stdin=subprocess.DEVNULL, text=True, env=env, cwd=empty,
+                                        start_new_session=True)
+                _track(proc)
+                try:
+                    out, _ = proc.communicate(timeout=REFERENCE_TIMEOUT_S)
+                finally:
+                    _kill_group(proc)
+                    _untrack(proc)
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+            got = json.loads(out.strip().splitlines()[-1])
         except (subprocess.SubprocessError, OSError, ValueError, IndexError) as e:
             got = {"error": f"the reference's benchmark could not run ({type(e).__name__})"}
         _REFERENCE[key] = got if isinstance(got, dict) else {"error": "the reference's benchmark returned nothing"}
@@ -465,6 +484,7 @@ def main(argv) -> None:
 def _reference_main(name: str, backend: str, seed: str) -> None:
     """``python -m lab.teach.bench --reference NAME BACKEND SEED``: the reference's numbers
     (:func:`reference`) as the last line of stdout. Runs the lab's own code only."""
+    sys.dont_write_bytecode = True  # no __pycache__/solution.*.pyc beside the hidden solution
     import exercises
     from lab.core.session import select
 

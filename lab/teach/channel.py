@@ -60,10 +60,21 @@ def decode(v):
     if "__d" in v:
         return {decode(k): decode(x) for k, x in v["__d"]}
     if "__a" in v:
-        return np.asarray(v["__a"], dtype=np.dtype(v["dtype"]))
+        return np.asarray(v["__a"], dtype=_small_dtype(v.get("dtype")))
     if "__r" in v:
         return v["__r"]
     raise ValueError("not an encoded value")
+
+
+def _small_dtype(name) -> np.dtype:
+    """A dtype named in a child's record: a number (bool, int, uint, float, complex) of at most 16
+    bytes; ValueError else (a 300-byte record naming ``V8200000000`` once allocated 8.2 GB)."""
+    if not isinstance(name, str) or len(name) > 8:
+        raise ValueError("not a dtype of a number")
+    dt = np.dtype(name)
+    if dt.kind not in "biufc" or dt.itemsize > 16 or dt.fields is not None or dt.subdtype is not None:
+        raise ValueError(f"not a dtype of a number: {name!r}")
+    return dt
 
 
 JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
@@ -267,13 +278,37 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
     return out
 
 
+def _arrays(case, npz: bytes, nruns: int, grid, block) -> dict:
+    """The result file's arrays, only those asked (:func:`lab.teach.childio.read_npz`: shapes and
+    dtypes checked against the case's outputs, and the tracer's count tables against the bytes
+    :func:`result_cap` allows them for the launch (grid, block), before anything is allocated);
+    ResultError else."""
+    from lab.teach.childio import UnsafeChildFile, read_npz
+
+    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    expected = {}
+    for k, (shape, dt) in enumerate(case.outputs):
+        size = max(math.prod(shape), 1)
+        expected[f"again_out{k}"] = (dt, tuple(shape))
+        for r in range(nruns):
+            expected[f"run{r}_out{k}"] = (dt, tuple(shape))
+            expected[f"run{r}_writers{k}"] = (np.int64, ((None, size), 7))
+            expected[f"run{r}_others{k}"] = (np.int64, ((None, OTHERS_ROWS), 7))
+    for r in range(nruns):
+        for key, width in COUNT_TABLES:
+            expected[f"run{r}_{key}"] = (np.int64, ((None, (COUNT_CAP + 2048 * threads) // (8 * width)), width))
+    try:
+        return read_npz(npz, expected)
+    except UnsafeChildFile as e:
+        raise ResultError(f"unreadable output arrays ({e})") from None
+
+
 def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=None):
     """The executor's raw data for ``case`` checked against what was asked (every output of every run
     there, with the asked shape and dtype; grid and block the asked ones: the test's, or ``launch``,
     the (grid, block) the judge evaluated; in the simulator the tracer's facts and raw counts of every
     run), as the object :func:`judge_case` takes. Failed for what the executor reported as a failure
     (the launch); ResultError for data that is not a result."""
-    import io
     from types import SimpleNamespace
 
     if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
@@ -308,11 +343,7 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
         raise ResultError(f"{nruns!r} runs, not the {len(want)} asked")
     if npz is None:
         raise ResultError("no output arrays")
-    try:
-        with np.load(io.BytesIO(npz), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-    except Exception as e:  # noqa: BLE001 - a damaged or forged file: no result
-        raise ResultError(f"unreadable output arrays ({type(e).__name__})") from None
+    arrays = _arrays(case, npz, nruns, grid, block)
 
     def output(key, k):
         a = arrays.get(key)

@@ -13,13 +13,13 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 import exercises
+from lab.core.text import printable
 from lab.teach.procs import _LIVE, _LIVE_LOCK, _STOP, _kill_group, _track, _untrack, stop_all  # noqa: F401
 
 
@@ -31,8 +31,22 @@ KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the 
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
+FOLDER_CHECK_S = 0.25  # lab.teach.sandbox.FOLDER_CHECK_S
+MAX_CHILD_LINES = 20  # violations taken from one child's progress file at most
+LINE_CHARS = 300  # characters of such a line kept
 
 COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
+STARTUP_S = 60.0  # a child importing Numba and the lab (a GPU context) before its first test
+
+
+def submission_limit(timeout: float, tests: int, bench: bool = False, compile_: bool = False) -> float:
+    """Seconds one submission may hold its grading slot, whatever its processes write (progress
+    lines restart no clock past it): a start-up and ``timeout`` per test for the first child, a
+    start-up and the shorter retries for the one after a timeout (:data:`MAX_TIMEOUTS`), the
+    offline compile's start-up and ``timeout`` when it runs in the tests' child or waits for its own,
+    and the benchmark's limit with ``bench``."""
+    return (2 * STARTUP_S + timeout * (tests + MAX_TIMEOUTS + 1) + (STARTUP_S + timeout if compile_ else 0)
+            + (BENCH_TIMEOUT_S if bench else 0))
 
 
 def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
@@ -79,7 +93,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
                  "message": f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}]
     launches = launch_plan(ex, prog, _cases(name, seed)[0])
     tests, planned, limit, first = [], None, timeout, list(skip)
-    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled, text)
+    total = len(_cases(name, seed)[0])
+    deadline = time.monotonic() + submission_limit(timeout, total, bench, backend != "simulator" or sandbox is not None)
+    pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled, text, timeout)
     gate = None
     if pre is not None:
         first.append(COMPILE_TEST)
@@ -116,7 +132,7 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         counts["got"] = []
         got, listed, timed_out = _run_child_once(name, path, backend, seed, limit, wrap, env, bench, sandbox,
                                                  extra, notes, skip, retry=bool(tests), on_event=on_event,
-                                                 source=(text, prog, launches))
+                                                 source=(text, prog, launches), deadline=deadline)
         planned = listed if planned is None else planned
         before = {t["name"] for t in tests}
         tests += got
@@ -124,7 +140,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         left = [n for n in planned if n not in done]
         progressed = any(n in planned and n not in before for n in done)
         timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
-        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set():
+        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set() or \
+                time.monotonic() >= deadline:
             break
         skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
     for n in planned:
@@ -137,10 +154,10 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     return tests
 
 
-def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text=None):
+def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text=None, timeout=None):
     """The contained offline compile of ``path`` (its source ``text``) for the simulator's contained
     check (None when it does not apply): an object whose ``result()`` is
-    :func:`lab.teach.compile_sandbox.run`'s result."""
+    :func:`lab.teach.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
     from lab.teach import gpu_compile
 
     on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
@@ -154,7 +171,7 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text
 
     def work():
         try:
-            fut.set_result(compile_files([(name, path, text)], seed, sandbox)[0])
+            fut.set_result(compile_files([(name, path, text)], seed, sandbox, timeout)[0])
         except BaseException as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
             fut.set_result({"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True})
 
@@ -162,26 +179,38 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text
     return fut
 
 
-def compile_files(pairs, seed, sandbox) -> list[dict]:
+def compile_files(pairs, seed, sandbox, timeout=None) -> list[dict]:
     """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
     file[, its source text]) of ``pairs`` in one child, with the argument types of the exercise's
-    hidden tests."""
+    hidden tests; ``timeout``: the per-test timeout (--timeout), also each file's compile limit (the
+    child's start-up aside); the whole compile ends by a start-up and ``timeout`` per file, plus one."""
     from lab.teach import checker, compile_sandbox
 
     items = [(str(p[1]), exercises.load(p[0]).kernel, checker.compile_sigs(_cases(p[0], seed)[0]),
               p[2] if len(p) > 2 else None) for p in pairs]
-    return compile_sandbox.run(items, sandbox)
+    if timeout is None:
+        return compile_sandbox.run(items, sandbox)
+    return compile_sandbox.run(items, sandbox, timeout=float(timeout),
+                               deadline=time.monotonic() + STARTUP_S + timeout * (len(items) + 1))
 
 
 NOT_COMPILED = "a grade requires it"
+LATE_COMPILE = ("the compile for a GPU did not finish within the submission's time limit (stopped by the "
+                "checker)")
 
 
-def _compile_gate(pre, notes, extra, required: bool) -> dict | None:
-    """The compile's entry (waited for): a dict, or None when it was skipped (no NVVM, its process
-    failed: a note then, or with ``required`` a failing entry saying why)."""
+def _compile_gate(pre, notes, extra, required: bool, deadline=None) -> dict | None:
+    """The compile's entry (waited for until ``deadline``, ``time.monotonic()``: then a failure): a
+    dict, or None when it was skipped (no NVVM, its process failed: a note then, or with
+    ``required`` a failing entry saying why)."""
+    from concurrent.futures import TimeoutError as Timeout
+
     from lab.teach import checker
 
-    r = pre.result()
+    try:
+        r = pre.result(timeout=None if deadline is None else max(deadline - time.monotonic(), 0.0))
+    except Timeout:
+        r = {"ok": False, "line": None, "message": LATE_COMPILE}
     entry = checker.compile_entry(r, "simulator")
     if not isinstance(entry, str):
         return entry
@@ -196,11 +225,12 @@ def _compile_gate(pre, notes, extra, required: bool) -> dict | None:
     return None
 
 
-def _add_compile(pre, tests, notes, extra) -> None:
-    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load."""
+def _add_compile(pre, tests, notes, extra, deadline=None) -> None:
+    """The compile's entry first in ``tests`` (a skip: a note), unless the file did not load;
+    waited for until ``deadline`` (time.monotonic()), then a failure."""
     if any(t["name"] == "load" and not t["passed"] for t in tests):
         return
-    entry = _compile_gate(pre, notes, extra, False)
+    entry = _compile_gate(pre, notes, extra, False, deadline)
     if entry is not None:
         tests.insert(0, entry)
 
@@ -228,20 +258,22 @@ def _cases(name: str, seed: int):
 
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
-                    retry=False, on_event=None, source=None):
+                    retry=False, on_event=None, source=None, deadline=None):
     """One child process (:mod:`lab.teach.executor`, which builds the kernel from the source and runs
     it): (test entries, the planned test names, whether a test timed out). This process makes the
     tests and judges each one from the raw results the child left in its folder
-    (:class:`lab.teach.checker.Judge`); the child's progress lines only drive the clock.
-    ``on_event(kind, value)``: ("start", test name), ("loaded", planned names), ("result", entry).
-    ``source``: (the file's text, its :class:`lab.teach.source.Program`, the launch plan), as
-    :func:`_run_child` read them (default: read and checked here)."""
+    (:class:`lab.teach.checker.Judge`); the child's progress lines only drive the clock, and only
+    forward (a test's clock starts once). ``on_event(kind, value)``: ("start", test name),
+    ("loaded", planned names), ("result", entry). ``source``: (the file's text, its
+    :class:`lab.teach.source.Program`, the launch plan), as :func:`_run_child` read them (default:
+    read and checked here); ``deadline`` (``time.monotonic()``): the submission's own limit
+    (:func:`submission_limit`), over its retries."""
     import numpy as np
 
-    from lab.core.session import child_env
+    from lab.core.session import child_env, python_module
     from lab.teach import checker, gpu_compile
 
-    env = child_env(PYTHONUNBUFFERED="1", **(env or {}))
+    env = child_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     ex = exercises.load(name)
     cases, state = _cases(name, seed)
     if source is None:
@@ -280,11 +312,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
     # precompile draws its argument types from it, which do not depend on the seed)
-    cmd = [*wrap, sys.executable, "-m", *module, name, str(Path(path).resolve()), backend, "0", progress,
+    cmd = [*wrap, *python_module(module[0]), *module[1:], name, str(Path(path).resolve()), backend, "0", progress,
            json.dumps(list(skip)), *(["--bench"] if bench else [])]
     wrap_notes: list = []
     if sandbox is not None:  # bubblewrap around it where it works (lab.core.isolation)
-        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out)
+        cmd, wrap_notes = S.wrap(cmd, private, path, progress, backend, bench, env, channel_in, channel_out,
+                                 landlock=sandbox.landlock)
         for note in wrap_notes:
             if notes is not None and note not in notes:
                 notes.append(note)
@@ -298,26 +331,39 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         raise
     _track(proc)  # stop_all (Ctrl-C) kills it
     bench_raw, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
-    startup = 60.0  # importing numba (and a GPU context) before the first test starts
+    startup = STARTUP_S  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
+    measured = 0.0  # when the private folder's size was last measured (lab.teach.sandbox.folder_problem)
+    said_go = False  # the bench's word written (lab.teach.checker.BENCH_GO)
     judged: set = set()
     skipped: set = set()
     load_done = False
     todo = [n for n in judge.planned if n not in skip]
     # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
-    started, overall = time.monotonic(), startup + COMPILE_ALLOWANCE_S + BENCH_TIMEOUT_S + timeout * (len(todo) + 1)
+    started = time.monotonic()
+    overall = (startup + timeout * (len(todo) + 1) + (COMPILE_ALLOWANCE_S if checker.COMPILE_TEST in todo else 0)
+               + (BENCH_TIMEOUT_S if bench else 0))
+    if deadline is not None:  # the submission's own limit, over its retries and its compile (submission_limit)
+        overall = max(min(overall, deadline - started), 0.0)
+    # the clocks move on the judge's evidence, not the child's word: a test's clock starts at its first
+    # "start" line and never again; a "done" restarts the clock only when a new result was judged
+    clocks: dict = {}
+    known = set(todo) | {"load"}  # (and "bench", once this process said "go": below)
 
-    def take(n):  # judge test n from its raw result, once
+    def take(n) -> bool:  # judge test n from its raw result, once; True when it was judged now
         if n in judged or n not in todo:
-            return
+            return False
         r = judge.test(n)
         if r is not None:  # (no result yet: a "done" line is only the child's word)
             judged.add(n)
             tests.append(r)
             on_event and on_event("result", r)
-        elif n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
+            return True
+        if n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
             judged.add(n)
             skipped.add(n)
+            return True
+        return False
 
     try:
         while True:
@@ -325,12 +371,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 break
             done = proc.poll() is not None
             try:
-                data = checker.read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, judge.dir_fd) or b""
+                data = read_progress(private, seen_bytes, judge.dir_fd)
             except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
                 violations.append(f"tampered with the grader's progress file ({e})")
                 _kill(proc)
                 break
-            for raw_line in data[seen_bytes:].splitlines(keepends=True):
+            for raw_line in data.splitlines(keepends=True):
                 if not raw_line.endswith(b"\n"):
                     break  # a half-written line: read it next time
                 seen_bytes += len(raw_line)
@@ -341,33 +387,53 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 if not isinstance(obj, dict):
                     continue
                 if "start" in obj:
-                    current, since = str(obj["start"]), time.monotonic()
+                    if str(obj["start"]) not in known:
+                        continue
+                    current = str(obj["start"])
+                    since = clocks.setdefault(current, time.monotonic())
                     on_event and on_event("start", current)
                 elif "loaded" in obj:
                     loaded = True
                     on_event and on_event("loaded", [n for n in todo if n in obj["loaded"]] if isinstance(obj["loaded"], list) else list(todo))
                 elif "done" in obj:  # a result may be there: judge it now (a bench waits for the verdicts)
+                    first_load = obj["done"] == "load" and not load_done
                     load_done = load_done or obj["done"] == "load"
-                    take(str(obj["done"]))
-                    current, since = None, time.monotonic()
+                    if take(str(obj["done"])) or first_load:
+                        current, since = None, time.monotonic()
                 elif "bench" in obj:  # the clock restarts: the child now only exits (a 10+ s GPU bench
                     # once counted against the per-test limit, killing the child as "loading your file")
-                    bench_raw, current, since = obj["bench"], None, time.monotonic()  # judged below
+                    if bench and bench_raw is None and current == "bench":
+                        bench_raw, current, since = obj["bench"], None, time.monotonic()  # judged below
                 elif "violation" in obj:
-                    violations.append(str(obj["violation"]))
+                    if len(violations) < MAX_CHILD_LINES:
+                        violations.append(printable(str(obj["violation"])[:LINE_CHARS]))
                 elif "ready" in obj:  # the sandbox loaded Numba and the lab: no start-up allowance from here
-                    ready, since = True, time.monotonic()
-                elif "note" in obj:
-                    child_notes.append(str(obj["note"]))
-                    if notes is not None and obj["note"] not in notes:
-                        notes.append(str(obj["note"]))
-            go_file = os.path.join(private, checker.BENCH_GO)
-            if bench and (load_done or all(n in judged for n in todo)) and not os.path.getsize(go_file):
+                    if not ready:
+                        ready, since = True, time.monotonic()
+                # {"note": ...}: never shown. The child's notes once came from the sandbox before the
+                # submission ran, but the submission writes to this file too ("plagiarism check: ...");
+                # what the sandbox lacks is said by this process (lab.teach.sandbox.layer_notes)
+            if time.monotonic() - measured > FOLDER_CHECK_S:  # a disk filled without bubblewrap's tmpfs
+                from lab.teach.sandbox import folder_problem
+
+                measured = time.monotonic()
+                full = folder_problem(private)
+                if full:
+                    violations.append(full)
+                    _kill(proc)
+                    break
+            if bench and not said_go and (load_done or all(n in judged for n in todo)):
                 # the bench runs only once every test passed, by this process's verdicts (written in
                 # place: under bubblewrap the child sees this very file, bound into its folder)
                 go = all(t["passed"] for t in tests) and len(tests) == len(todo)
-                with open(go_file, "w") as f:
-                    f.write("1" if go else "0")
+                said_go = True
+                why = write_child_file(judge.dir_fd, checker.BENCH_GO, b"1" if go else b"0")
+                if why:  # a link or a FIFO in its place: never written through
+                    violations.append(f"tampered with the grader's files ({why})")
+                    _kill(proc)
+                    break
+                if go:  # only now may the child's clock be the benchmark's (BENCH_TIMEOUT_S)
+                    known.add("bench")
             if done:
                 break
             limit = timeout + (startup if not ready and (current == "load" or current is None and not tests) else 0)
@@ -383,6 +449,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                     break
                 limit = overall if over else limit
                 timed_out = True
+                if over and deadline is not None and time.monotonic() >= deadline - 0.5:
+                    tests.append({"name": current if current in todo else "load", "passed": False,
+                                  "message": f"timed out: the submission's time limit ({overall:.0f} s here, from "
+                                             f"--timeout {timeout:g} s per test) ran out (stopped by the checker)"})
+                    judged.add(tests[-1]["name"])
+                    on_event and on_event("result", tests[-1])
+                    break
                 what = "loading your file" if current in (None, "load") else "this test"
                 shorter = " (a shorter limit: an earlier test timed out)" if retry else ""
                 name_ = current if current in todo else "load"
@@ -429,14 +502,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     if current == "bench":  # the process died while benchmarking
         bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
     if current in todo and not any(t["name"] == current for t in tests):
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        last = _stderr_tail(errf)
         tests.append({"name": current, "passed": False,
                       "message": f"the checker's process died during this test (exit code {proc.returncode})"
                                  + (f": {last[-1].strip()}" if last else "")})
     elif not tests and not planned:
-        errf.seek(0)
-        last = [ln for ln in errf.read().decode(errors="replace").splitlines() if ln.strip()]
+        last = _stderr_tail(errf)
         tests.append({"name": "load", "passed": False,
                       "message": "the checker could not start" + (f": {last[-1].strip()}" if last else "")})
     errf.close()
@@ -445,6 +516,39 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                      violations=extra.get("violations", []) + violations, returncode=proc.returncode,
                      notes=extra.get("notes", []) + child_notes)
     return tests, planned, timed_out
+
+
+STDERR_TAIL = 64 << 10  # bytes of a child's stderr read (its last lines: a flood is not read)
+
+
+def _stderr_tail(errf) -> list[str]:
+    """The non-empty lines of the last :data:`STDERR_TAIL` bytes a child wrote to stderr."""
+    size = errf.seek(0, os.SEEK_END)
+    errf.seek(max(size - STDERR_TAIL, 0))
+    lines = errf.read(STDERR_TAIL).decode(errors="replace").splitlines()
+    return [printable(ln)[:LINE_CHARS] for ln in (lines[1:] if size > STDERR_TAIL else lines) if ln.strip()]
+
+
+def read_progress(private: str, start: int, dir_fd) -> bytes:
+    """The child's progress file from byte ``start`` on (a regular file, no link, at most
+    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.childio.read_child_file`); ResultError else."""
+    from lab.teach import checker
+
+    try:
+        from lab.teach.childio import UnsafeChildFile, read_child_file
+
+        return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
+    except UnsafeChildFile as e:
+        raise checker.ResultError(str(e)) from None
+
+
+def write_child_file(dir_fd, name: str, data: bytes) -> str | None:
+    """Write ``data`` into the child's file ``name`` (relative to ``dir_fd``, its folder) in place,
+    only while it is a regular file (:func:`lab.core.files.write_in_place`: no link followed, no
+    FIFO waited on). None when written, else what it is."""
+    from lab.core.files import write_in_place
+
+    return write_in_place(dir_fd, name, data)
 
 
 def _bench_failed(message: str) -> dict:

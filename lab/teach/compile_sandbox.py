@@ -37,14 +37,16 @@ def result_name(k: int) -> str:
     return f"compile-{k}.json"
 
 
-def run(items, limits, env=None, cc=None, timeout: float = 50.0) -> list[dict]:
+def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float | None = None) -> list[dict]:
     """Compile each (path, kernel, sigs) of ``items`` (:func:`lab.teach.gpu_compile.arg_types`
     descriptors) for ``cc`` (default :data:`lab.teach.gpu_compile.CC`) in one contained child with
     ``limits`` (:class:`lab.teach.sandbox.Limits`); ``env``: the grader's environment (default this
     process's), of which the child gets the allow-listed part. Returns per item what
     :func:`lab.teach.gpu_compile.verified` makes of the child's word: {"ok": True, "ptx"}, {"ok":
     False, "message", "line"} or {"skipped": why}; a violation is a failure saying what was stopped.
-    Not cached: every call compiles."""
+    ``timeout``: seconds per file (the first one gets :data:`STARTUP_S` more); ``deadline``
+    (``time.monotonic()``): the whole compile stops there. A file whose compile runs past either
+    fails ("took longer"), it is not skipped. Not cached: every call compiles."""
     from lab.core.session import child_env
     from lab.teach import gpu_compile
     from lab.teach import sandbox as S
@@ -91,45 +93,68 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0) -> list[dict]:
     try:
         todo = list(range(len(items)))
         while todo:  # one child for the items left; a file that hangs costs its own timeout, the rest go on
-            stuck = _one_child(private, copies, outs, request, todo, limits, env, timeout)
+            stuck = _one_child(private, copies, outs, request, todo, limits, env, timeout, deadline)
             done = [k for k in todo if os.path.getsize(outs[k])]
             for k in done:
                 results[k] = _take(private, k, items[k], cc)
             todo = [k for k in todo if k not in done]
-            if todo:
+            if todo and stuck and stuck.startswith((TOOK_LONGER, STOPPED)):  # the file's own doing: its failure
+                first = todo.pop(0)
+                results[first] = {"ok": False, "line": None, "message": f"{stuck} (stopped by the checker)"}
+            elif todo:
                 first = todo.pop(0)
                 # no verdict (a grade's gate then fails: lab.teach.child._compile_gate; a self-check notes it)
                 results[first] = {"skipped": stuck or "the compile's process left no result"}
+            if todo and deadline is not None and time.monotonic() >= deadline:
+                for k in todo:
+                    results[k] = {"ok": False, "line": None,
+                                  "message": "not compiled: the compile's time ran out on an earlier file"}
+                todo = []
     finally:
         shutil.rmtree(private, ignore_errors=True)
     return results
 
 
-def _one_child(private, copies, outs, request, todo, limits, env, timeout) -> str | None:
+TOOK_LONGER = "the compile took longer than"
+STOPPED = "stopped by the sandbox:"
+
+
+def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadline=None) -> str | None:
     """Run one child on the items ``todo`` (their request rewritten); wait until it ends, or kill
-    it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more).
-    Returns why it stopped early, or None."""
+    it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more), or
+    at ``deadline``, or when its private folder grows past the disk limit
+    (:func:`lab.teach.sandbox.folder_problem`). Returns why it stopped early, or None."""
     from lab.teach import sandbox as S
     from lab.teach import procs as W
 
     with open(os.path.join(private, REQUEST), "w") as f:
         json.dump({"items": [dict(request["items"][k], out=k) for k in todo]}, f)
-    cmd = [sys.executable, "-m", "lab.teach.compile_sandbox", limits.to_arg(), private]
+    cmd = [*S.python("lab.teach.compile_sandbox"), limits.to_arg(), private]
     cmd, _notes = S.wrap(cmd, private, Path(copies[0]), outs[0], "simulator", False, env,  # (no GPU needed)
-                         copies[1:] + [os.path.join(private, REQUEST)], outs[1:])
+                         copies[1:] + [os.path.join(private, REQUEST)], outs[1:], landlock=limits.landlock)
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd=private)
     W._track(proc)
-    why, since, seen = None, time.monotonic(), 0
+    why, since, seen, checked = None, time.monotonic(), 0, 0.0
     try:
         while proc.poll() is None:
             n = sum(1 for k in todo if os.path.getsize(outs[k]))
             if n > seen:
                 seen, since = n, time.monotonic()
             allowed = timeout + (STARTUP_S if not seen else 0)
-            if time.monotonic() - since > allowed:
-                why = f"the compile took longer than {allowed:.0f} s"
+            now = time.monotonic()
+            if now - since > allowed:
+                why = f"{TOOK_LONGER} {allowed:.0f} s"
                 break
+            if deadline is not None and now >= deadline:
+                why = f"{TOOK_LONGER} the time left for this submission's compile"
+                break
+            if now - checked > S.FOLDER_CHECK_S:
+                checked = now
+                full = S.folder_problem(private)
+                if full:
+                    why = f"{STOPPED} {full}"
+                    break
             time.sleep(0.02)
         if why is None and proc.returncode:
             why = f"the compile's process ended with exit code {proc.returncode}"
@@ -179,7 +204,7 @@ def _write(private: str, k: int, record: dict) -> None:
 def main(argv) -> None:
     from lab.teach import sandbox as S
 
-    S.drop_uid()
+    S.contain_process()
     limits, private = S.Limits.from_arg(argv[0]), os.path.realpath(argv[1])
     S.set_limits(limits, True)  # an address-space limit too: no GPU context here
     with open(os.path.join(private, REQUEST)) as f:
@@ -197,13 +222,8 @@ def main(argv) -> None:
     from lab.teach import gpu_compile
 
     _warm(tuple(items[0]["cc"]) if items else gpu_compile.CC)
-    if limits.landlock:
-        from lab.core.isolation import exercise_files
-
-        S.landlock(private, exercise_files())
-    from lab.core.isolation import lockdown
-
-    lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
+    S.confine(private, limits)
+    S.lock()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
     stopped: list = []
     S.install_hook(private, stopped.append)
     for k, item in enumerate(items):

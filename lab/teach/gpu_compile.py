@@ -25,6 +25,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -377,11 +378,11 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
 
     env = child_env(NUMBA_ENABLE_CUDASIM="0", LAB_COMPILER="numba-cuda", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
     request = {"items": [item for _, item in todo]}
-    import tempfile
+    from lab.core.session import python_module
 
-    try:
-        with tempfile.TemporaryDirectory(prefix="lab-compile-") as empty:  # python -m puts its cwd on sys.path
-            proc = subprocess.run([sys.executable, "-m", "lab.teach.gpu_compile"], input=json.dumps(request),
+    try:  # from an empty folder, the student's folder not on sys.path (its json.py shadows nothing)
+        with tempfile.TemporaryDirectory(prefix="lab-compile-") as empty:
+            proc = subprocess.run(python_module("lab.teach.gpu_compile"), input=json.dumps(request),
                                   capture_output=True, text=True, env=env, timeout=timeout * len(todo), cwd=empty)
         got = json.loads(proc.stdout.strip().splitlines()[-1])
         got = got if isinstance(got, list) else []

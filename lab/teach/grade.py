@@ -32,7 +32,7 @@ from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.text import printable_tree, spreadsheet_cell
+from lab.core.text import printable_line, printable_tree, spreadsheet_cell
 from lab.teach.sandbox import Limits
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
@@ -44,7 +44,12 @@ CSV_COLUMNS = ["student", "exercise", "status", "tests_passed", "tests_total", "
 
 class Refused(str):
     """A submission that is there but is not graded, and why (the gradebook row's reason): a symbolic
-    link (it could point at a solution or another student's file), a hard link, a FIFO or device."""
+    link (it could point at a solution or another student's file), a hard link, a FIFO or device, a
+    file that changed into one of these before it was read (:func:`lab.teach.submission.read`)."""
+
+
+NESTED_DEPTH = 3  # folders below a student's folder searched for misplaced submissions
+NESTED_ENTRIES = 2000  # entries looked at in that search at most (per student)
 
 
 def _kind(path: Path) -> str | None:
@@ -70,10 +75,11 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
     Students: the folder's subfolders, sorted; never followed through a link. A hidden folder, a
     linked folder or one whose name is not printable is not graded, and a note says so. In a student's
     folder only regular files count: a link, hard link, FIFO or device named after an exercise is
-    :class:`Refused` (its row says why; its target is never opened), and a file one folder down is
-    named in a note. Exercises: ``only``, else every exercise that some student submitted, in the
-    path's order. LabError for a folder that is not there, an unknown exercise in ``only``, or nothing
-    to grade."""
+    :class:`Refused` (its row says why; its target is never opened), and a file one or more folders
+    down (at most :data:`NESTED_DEPTH`, never through a link) is named in a note; a ``.py`` file at
+    the top of the class folder, or a student's folder that cannot be listed, too. Exercises:
+    ``only``, else every exercise that some student submitted, in the path's order. LabError for a
+    folder that is not there, an unknown exercise in ``only``, or nothing to grade."""
     root = Path(folder)
     if not root.is_dir():
         raise LabError(f"no such submissions folder: {root} (one subfolder per student, files named by exercise)")
@@ -87,6 +93,9 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
         if p.is_symlink():
             notes.append(f"{_shown(p.name)}: a symbolic link, not a student folder: not followed, not graded")
         elif not p.is_dir():
+            if p.suffix == ".py":
+                notes.append(f"{_shown(p.name)}: a file at the top of the class folder, not in a student's folder: "
+                             "not graded")
             continue
         elif p.name.startswith("."):
             notes.append(f"{_shown(p.name)}: a hidden folder: not graded (rename it without the dot to grade it)")
@@ -98,12 +107,13 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
         raise LabError(f"{root} has no student folders: put each student's files in SUBMISSIONS/STUDENT/EXERCISE.py")
     files, seen = {}, set()
     for s in students:
-        for f in sorted((root / s).iterdir()):
-            if f.is_dir() and not f.is_symlink():  # one folder down: said, never graded
-                nested = sorted(g.name for g in f.iterdir() if g.suffix == ".py" and g.stem in known)
-                if nested:
-                    notes.append(f"{s}/{_shown(f.name)}/: {', '.join(map(_shown, nested))} one folder down: not "
-                                 "graded (submissions go directly in the student's folder)")
+        try:
+            entries = sorted((root / s).iterdir())
+        except OSError as e:
+            notes.append(f"{s}/: cannot be listed ({e.strerror or e}): not graded")
+            continue
+        for f in entries:
+            if f.is_dir() and not f.is_symlink():  # below the student's folder: said (below), never graded
                 continue
             if f.suffix != ".py":
                 continue
@@ -113,11 +123,43 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
                 seen.add(f.stem)
             elif f.stem not in known:
                 notes.append(f"{s}/{_shown(f.name)}: not an exercise name; skipped")
+        for where, nested in _nested(root / s, known).items():
+            down = where.count("/")
+            notes.append(f"{s}/{_shown(where)}: {', '.join(map(_shown, nested))} "
+                         f"{'one folder' if down == 1 else f'{down} folders'} down: not graded (submissions go "
+                         f"directly in the student's folder)")
     names = list(only) if only else [n for n in known if n in seen]
     if not names:
         raise LabError(f"no submission in {root} is named after an exercise (e.g. alice/vecadd.py); "
                        f"exercises: {', '.join(known)}")
     return students, names, files, notes
+
+
+def _nested(folder: Path, known) -> dict:
+    """{"sub/…/": [exercise file names there]} for the files named after an exercise below
+    ``folder``'s own level (any kind, nothing opened; no link followed; at most
+    :data:`NESTED_DEPTH` folders down and :data:`NESTED_ENTRIES` entries looked at), the
+    shallowest first."""
+    found, looked, level = {}, 0, [(folder, "")]
+    for depth in range(NESTED_DEPTH + 1):
+        nxt = []
+        for d, rel in level:
+            try:
+                with os.scandir(d) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError:
+                continue
+            for e in entries:
+                looked += 1
+                if looked > NESTED_ENTRIES:
+                    return found
+                if depth and e.name.endswith(".py") and e.name[:-3] in known:
+                    found.setdefault(rel, []).append(e.name)
+                if depth < NESTED_DEPTH and e.is_dir(follow_symlinks=False) and \
+                        not e.name.startswith((".", "__pycache__")):
+                    nxt.append((Path(e.path), f"{rel}{e.name}/"))
+        level = nxt
+    return found
 
 
 def _reason_from_exit(code: int | None, limits: Limits) -> str | None:
@@ -227,9 +269,13 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     from lab.core.session import choose
     from lab.teach import gpu_compile as GC
     from lab.teach import workspace as W
+    from lab.teach.sandbox import refusal
 
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
+    why = refusal(limits)
+    if why:
+        raise LabError(f"lab exercise grade: {why}")
     chosen = choose(backend)
     gpu_compile = bool(gpu_compile) and GC.enabled()
     if chosen == "simulator":
@@ -255,6 +301,8 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     pairs = [(s, n) for s in students for n in names]
     rows: dict = {}
     t0 = time.monotonic()
+    snaps: list = []
+    files = _read_once({p: files.get(p) for p in pairs}, snaps)
     W._STOP.clear()
     hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
     interrupted = False
@@ -262,7 +310,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     try:
         # the offline GPU compiles first, one contained child per student for all their files (Python,
         # Numba and NVVM start once a student, not once a file); each row waits for its own result
-        compiled = _compile_students(pool, students, names, files, chosen, seed, limits) if gpu_compile else {}
+        compiled = _compile_students(pool, students, names, files, chosen, seed, limits, timeout) if gpu_compile else {}
         futures = {pool.submit(grade_one, s, n, files.get((s, n)), chosen, seed, timeout, limits, bench,
                                hidden[n], compiled.get((s, n)), gpu_compile): (s, n) for s, n in pairs}
         for k, fut in enumerate(as_completed(futures), 1):
@@ -275,7 +323,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                                 "reason": f"the grader could not run it: {type(e).__name__}: {e}", "failures": [],
                                 "bench": None, "violations": [], "seconds": 0.0}
             if progress:
-                progress(k, len(pairs), f"{s}/{n}: {rows[(s, n)]['status']}")
+                progress(k, len(pairs), printable_line(f"{s}/{n}: {rows[(s, n)]['status']}"))
     except KeyboardInterrupt:  # Ctrl-C: the children die now, the finished rows stay
         interrupted = True
         W.stop_all()
@@ -284,6 +332,9 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                      f"in this gradebook")
     else:
         pool.shutdown(wait=True)
+    finally:
+        for snap in snaps:
+            snap.remove()
     ordered = [rows[p] for p in pairs if p in rows]
     for r in ordered:  # what the children said about their containment (e.g. no Landlock here), once each
         for note in r.pop("notes", []):
@@ -310,12 +361,34 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                **{st: sum(r["status"] == st for r in ordered) for st in (PASSED, FAILED, MISSING)},
                "not_graded": len(pairs) - len(ordered)}
     # every string a submission could shape (names, messages, notes) shown, never obeyed by a terminal
-    return printable_tree({"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
+    return printable_tree(one_line=True, obj={"schema_version": SCHEMA_VERSION, "folder": str(folder), "backend": chosen, "seed": seed, "jobs": jobs,
             "timeout_s": timeout, "bench": bench, "limits": {"cpu_s": limits.cpu_s, "memory_mb": limits.memory_mb,
                                                               "fsize_mb": limits.fsize_mb, "landlock": limits.landlock},
             "isolation": isolation, "students": students, "exercises": names, "rows": ordered, "summary": summary,
             "seconds": round(time.monotonic() - t0, 3), "notes": notes, "interrupted": interrupted,
             "verdict_from": ["gpu", "simulator"] if chosen == "gpu" else ["simulator"]})
+
+
+def _read_once(files: dict, snaps: list) -> dict:
+    """Each submitted file read once (:func:`lab.teach.submission.snapshot`): {pair: the private
+    copy's path, a :class:`Refused`, or None}; the snapshots into ``snaps`` (removed by the caller).
+    What the tests, the compile and the benchmark check is those bytes, whatever the file becomes (a
+    file swapped for a link or a hard link after :func:`discover` is refused here)."""
+    from lab.teach.submission import SubmissionError, snapshot
+
+    out = {}
+    for pair, path in files.items():
+        if path is None or isinstance(path, Refused):
+            out[pair] = path
+            continue
+        try:
+            snap = snapshot(path)
+        except SubmissionError as e:
+            out[pair] = Refused(f"{Path(path).name}: {e}")
+            continue
+        snaps.append(snap)
+        out[pair] = snap.path
+    return out
 
 
 class _Item:
@@ -324,14 +397,18 @@ class _Item:
     def __init__(self, fut, k):
         self.fut, self.k = fut, k
 
-    def result(self):
+    def result(self, timeout=None):
+        from concurrent.futures import TimeoutError as Timeout
+
         try:
-            return self.fut.result()[self.k]
+            return self.fut.result(timeout)[self.k]
+        except Timeout:  # the row's own limit ran out first (lab.teach.child._add_compile)
+            raise
         except Exception as e:  # noqa: BLE001 - the lab's own failure: a note, not the student's
             return {"skipped": f"could not run ({type(e).__name__}: {e})", "broken": True}
 
 
-def _compile_students(pool, students, names, files, backend, seed, limits) -> dict:
+def _compile_students(pool, students, names, files, backend, seed, limits, timeout=None) -> dict:
     """{(student, exercise): its compile result to come}: in the simulator, with the offline GPU
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
@@ -343,9 +420,9 @@ def _compile_students(pool, students, names, files, backend, seed, limits) -> di
         return {}
     out = {}
     for s in students:
-        mine = [(n, files[(s, n)]) for n in names if (s, n) in files and not isinstance(files[(s, n)], Refused)]
+        mine = [(n, files[(s, n)]) for n in names if isinstance(files.get((s, n)), Path)]
         if mine:
-            fut = pool.submit(compile_files, mine, seed, limits)
+            fut = pool.submit(compile_files, mine, seed, limits, timeout)
             out.update({(s, n): _Item(fut, k) for k, (n, _) in enumerate(mine)})
     return out
 

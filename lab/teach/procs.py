@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import threading
+import time
 
 _LIVE: set = set()  # the children running now (the checker's, the simulator's, the sanitizer's)
 _LIVE_LOCK = threading.Lock()
@@ -40,10 +41,49 @@ def stop_all() -> None:
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _kill_group(proc) -> bool:
-    """Kill what is left of the (exited) child's process group; True when something was left."""
+LEFTOVER_GRACE_S = 2.0  # an exited child's process group may take this long to empty by itself
+
+
+def _group_running(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` is still running: not a zombie, which has ended and only
+    waits to be reaped (``kill(2)`` still finds a zombie). From ``/proc/PID/stat`` (its state and
+    process group: proc(5)); where there is no ``/proc``, whether ``killpg(pgid, 0)`` finds one."""
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        pids = [d for d in os.listdir("/proc") if d.isdigit()]
+    except OSError:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # (ended meanwhile)
+        if len(fields) > 2 and int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _kill_group(proc, grace: float = LEFTOVER_GRACE_S) -> bool:
+    """Kill what is left of the (exited) child's process group; True when a process of it still ran
+    ``grace`` s after the child ended (it forked, and its process stayed). A process that ends by
+    itself within ``grace`` is not counted: bubblewrap, the child's parent, exits once the sandbox's
+    init (pid 1 of its namespace, in the same group) has told it the exit status, and that init ends
+    a moment later; under load that moment was once read as "left processes running (it forked)"."""
+    try:
+        os.killpg(proc.pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
-    return True
+    deadline = time.monotonic() + grace
+    while _group_running(proc.pid):
+        if time.monotonic() >= deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return True
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # (zombies only: nothing to kill, nothing left running)
+    return False

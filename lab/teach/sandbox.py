@@ -66,15 +66,72 @@ class Limits:
         return cls(**json.loads(text))
 
 
-# the child's environment: only these names (and prefixes) of the grader's, never the whole of it
-ENV_NAMES = ("PATH", "LANG", "LANGUAGE", "TZ", "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "LD_LIBRARY_PATH",
-             "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", *THREAD_VARS)
-ENV_PREFIXES = ("LC_", "LAB_", "NUMBA_", "NVIDIA_", "CUDA_")
+# the child's environment: only these exact names of the grader's, never the whole of it, and no
+# prefix (a prefix such as NVIDIA_ once passed the grader's NVIDIA_API_KEY): the locale, Python's
+# own, what CUDA and the driver read (CUDA_HOME/CUDA_PATH to find the toolkit, the devices visible,
+# the container runtime's NVIDIA_VISIBLE_DEVICES and NVIDIA_DRIVER_CAPABILITIES), the Numba settings
+# that change how a kernel compiles or runs, and the lab's own switches for the child
+ENV_NAMES = frozenset((
+    "PATH", "LANG", "LANGUAGE", "TZ", "LC_ALL", "LC_CTYPE", "LC_NUMERIC", "LC_TIME", "LC_COLLATE", "LC_MONETARY",
+    "LC_MESSAGES", "LC_PAPER", "LC_NAME", "LC_ADDRESS", "LC_TELEPHONE", "LC_MEASUREMENT", "LC_IDENTIFICATION",
+    "PYTHONPATH", "PYTHONUNBUFFERED", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONSAFEPATH", "LD_LIBRARY_PATH",
+    "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_CACHE_DISABLE", "CUDA_MODULE_LOADING",
+    "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES",
+    "NUMBA_ENABLE_CUDASIM", "NUMBA_DISABLE_CUDA", "NUMBA_CUDA_DRIVER", "NUMBA_CUDA_USE_NVIDIA_BINDING",
+    "NUMBA_CUDA_DEFAULT_PTX_CC", "NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM",
+    "NUMBA_CUDA_ARRAY_INTERFACE_SYNC", "NUMBA_CUDA_WARN_ON_IMPLICIT_COPY", "NUMBA_CUDA_DEBUGINFO", "NUMBA_OPT",
+    "NUMBA_DEBUGINFO", "NUMBA_BOUNDSCHECK", "NUMBA_FASTMATH",
+    "LAB_COMPILER", "LAB_COMPILER_WHY", "LAB_GPU_COMPILE", "LAB_LINEINFO", "LAB_SANITIZER", "LAB_KERNEL_CACHE",
+    "LAB_SANDBOX_SECCOMP", "LAB_SANDBOX_UID", "LAB_SANDBOX_THREADS", "LAB_EXERCISE_TIMEOUT", "LAB_DEBUG",
+    *THREAD_VARS))
 
 
 def child_environment(env: dict) -> dict:
-    """The allow-listed part of ``env`` (:data:`ENV_NAMES`, :data:`ENV_PREFIXES`)."""
-    return {k: v for k, v in env.items() if k in ENV_NAMES or k.startswith(ENV_PREFIXES)}
+    """The allow-listed part of ``env``: the variables named exactly in :data:`ENV_NAMES`."""
+    return {k: v for k, v in env.items() if k in ENV_NAMES}
+
+
+FOLDER_CHECK_S = 0.25  # the parent measures a child's private folder this often
+FOLDER_ENTRIES_MAX = 20_000  # files and folders a child may make in it
+
+
+def folder_problem(folder: str, mb: int | None = None) -> str | None:
+    """What is wrong with a child's private ``folder``, or None: more than ``mb`` MiB on disk
+    (allocated blocks: sparse files count what they hold; default :data:`lab.core.isolation.TMPFS_MB`,
+    bubblewrap's tmpfs size) or more than :data:`FOLDER_ENTRIES_MAX` entries. Under bubblewrap the
+    child writes into a size-capped tmpfs; without it, into the grader's disk: the parent measures
+    (every :data:`FOLDER_CHECK_S` s) and stops a child past the limit (``RLIMIT_FSIZE`` caps one
+    file only). No link is followed."""
+    from lab.core.isolation import TMPFS_MB
+
+    cap = (TMPFS_MB if mb is None else mb) << 20
+    used, entries, stack = 0, 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    entries += 1
+                    if entries > FOLDER_ENTRIES_MAX:
+                        return f"made more than {FOLDER_ENTRIES_MAX} files in its private folder (the file limit)"
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    used += st.st_blocks * 512 if hasattr(st, "st_blocks") else st.st_size
+                    if used > cap:
+                        return f"filled its private folder past {cap >> 20} MiB (the disk limit)"
+                    if e.is_dir(follow_symlinks=False):
+                        stack.append(e.path)
+        except OSError:
+            continue
+    return None
+
+
+def python(module: str) -> list[str]:
+    """``python -m MODULE`` without the working folder on sys.path (:func:`lab.core.session.python_module`)."""
+    from lab.core.session import python_module
+
+    return python_module(module)
 
 
 def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
@@ -100,19 +157,63 @@ def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
     return private, copy, env
 
 
+def layer_notes(landlock: bool = True) -> list[str]:
+    """What this machine's sandbox lacks, as the grader's notes (made here, in the parent: a child
+    writes no note the grader shows; a layer that should be in force and fails in the child stops
+    the child instead, :func:`main`)."""
+    from lab.core import isolation as I
+
+    notes = []
+    why = I.bwrap_problem()
+    if why:
+        notes.append(f"bubblewrap not in force: {why}; {I.FIX_BWRAP}" if "installed" in why
+                     else f"bubblewrap not in force: {why}")
+    if landlock and not I.landlock_abi():
+        notes.append("Landlock not in force: the kernel has no Landlock (Linux >= 5.13 with landlock in its LSM list)")
+    why = _seccomp_off()
+    if why:
+        notes.append(f"seccomp not in force: {why}")
+    return notes
+
+
+def _seccomp_off() -> str | None:
+    from lab.core import isolation as I
+
+    if os.environ.get("LAB_SANDBOX_SECCOMP") == "0":
+        return "turned off (LAB_SANDBOX_SECCOMP=0)"
+    return I.seccomp_problem()
+
+
+ROOT_NEEDS = ("grading as root without bubblewrap needs Landlock to keep the submissions' processes (uid 0, "
+              "though without capabilities) from reading and writing root's files")
+
+
+def refusal(limits: Limits) -> str | None:
+    """Why this grader must not run submissions here, or None: a root grader without bubblewrap
+    runs its children as uid 0 without capabilities (:func:`contain_process`), which only Landlock
+    keeps out of root's own files; without Landlock (or with ``--no-landlock``) it refuses."""
+    from lab.core import isolation as I
+
+    if os.geteuid() != 0 or I.bwrap_problem() is None:
+        return None
+    if limits.landlock and I.landlock_abi():
+        return None
+    why = "Landlock is turned off (--no-landlock)" if not limits.landlock else "this kernel has no Landlock"
+    return f"{ROOT_NEEDS}, and {why}: {I.FIX_BWRAP}, or grade as an unprivileged user"
+
+
 def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, bench: bool,
-         env: dict, channel_in=(), channel_out=()) -> tuple[list[str], list[str]]:
+         env: dict, channel_in=(), channel_out=(), landlock: bool = True) -> tuple[list[str], list[str]]:
     """The child's command under bubblewrap where it works here (:mod:`lab.core.isolation`), and
     ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
-    in force). ``channel_in``/``channel_out``: the judge's request files the child reads and the
+    in force, :func:`layer_notes`). ``channel_in``/``channel_out``: the judge's request files the child reads and the
     result files it writes (:func:`lab.teach.checker.write_request`), bound into its folder."""
     from lab.core import isolation as I
 
     why = I.bwrap_problem()
     if why:
-        return cmd, [f"bubblewrap not in force: {why}; {I.FIX_BWRAP}" if "installed" in why
-                     else f"bubblewrap not in force: {why}"]
+        return cmd, layer_notes(landlock)
     uid = I.child_uid()
     if uid is not None:
         for f in (progress, *channel_out):
@@ -122,7 +223,8 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
         env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
     root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
     hide = I.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
-    return I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator", hide, root, uid), []
+    return (I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator",
+                            hide, root, uid), layer_notes(landlock))
 
 
 # --- 1. resource limits ------------------------------------------------------------------------------------
@@ -248,8 +350,65 @@ def drop_uid() -> None:
         os.setresuid(int(uid), int(uid), int(uid))
 
 
-def main(argv) -> None:
+def contain_process() -> None:
+    """Before anything else in a child: no terminal (its own session, standard streams that are
+    not a terminal: no TIOCSTI into the grader's), a root grader's uid given up
+    (:func:`drop_uid`), and no capability left (:func:`lab.core.isolation.drop_capabilities`; a
+    root grader's child without bubblewrap keeps uid 0 but no capability). A child that cannot drop
+    its capabilities stops here (exit code 3, the reason on stderr): it never runs a submission."""
+    from lab.core.isolation import drop_capabilities
+
+    if os.getsid(0) != os.getpid():
+        try:
+            os.setsid()
+        except OSError:
+            pass
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                os.dup2(null, fd)
+        except OSError:
+            pass
+    os.close(null)
     drop_uid()
+    why = drop_capabilities()
+    if why:
+        sys.stderr.write(f"the sandbox could not drop its capabilities: {why}\n")
+        sys.stderr.flush()
+        os._exit(3)
+
+
+def _stop(why: str) -> None:
+    sys.stderr.write(f"the sandbox is not what the grader expects: {why}\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+def confine(private: str, limits: Limits) -> None:
+    """Landlock (:func:`landlock`, the solutions hidden) where ``limits`` asks for it. Where the
+    kernel has Landlock and it still fails, the child stops (exit code 3): the grader said it is in
+    force (:func:`layer_notes` says only what this machine lacks)."""
+    from lab.core import isolation as I
+
+    if limits.landlock:
+        why = landlock(private, I.exercise_files())
+        if why and I.landlock_abi():
+            _stop(f"Landlock: {why}")
+
+
+def lock() -> None:
+    """seccomp (:func:`lab.core.isolation.lockdown`); where libseccomp is there and the grader did
+    not turn it off, a failure stops the child (exit code 3)."""
+    from lab.core.isolation import lockdown
+
+    why = lockdown()
+    if why and not _seccomp_off():
+        _stop(f"seccomp: {why}")
+
+
+def main(argv) -> None:
+    contain_process()
     limits, rest = Limits.from_arg(argv[0]), argv[1:]
     name, path, backend, seed, progress = rest[:5]
     private = os.path.dirname(os.path.abspath(progress))
@@ -279,22 +438,13 @@ def main(argv) -> None:
         import lab.core.trace  # noqa: F401
     else:
         _warm_gpu()
-    if limits.landlock:
-        from lab.core.isolation import exercise_files
-
-        why = landlock(private, exercise_files())
-        if why:
-            log.write(json.dumps({"note": f"Landlock not in force: {why}"}) + "\n")
+    confine(private, limits)
     from lab.teach import gpu_compile
 
     # the offline compile runs in a contained child of its own (lab.teach.compile_sandbox), started by
     # the parent; none from here (the hook would refuse its process)
     gpu_compile.no_more_processes()
-    from lab.core.isolation import lockdown
-
-    why = lockdown()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
-    if why:
-        log.write(json.dumps({"note": f"seccomp not in force: {why}"}) + "\n")
+    lock()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
     import lab.teach.executor as executor  # the only module that imports the student's file: raw results, no verdict

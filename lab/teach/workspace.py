@@ -160,25 +160,39 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     LAB_EXERCISE_TIMEOUT) or an unusable backend.
     """
     from lab.core.session import choose
-    from lab.teach import union
 
     ex = get(name)
     ws = workspace(directory)
-    path = student_file(name, file, ws)
+    given = student_file(name, file, ws)
     timeout = timeout_s(timeout)
     chosen = choose(backend)  # the child process selects it (lab.teach.executor.main)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
+    from lab.teach import submission
+    from lab.teach.sandbox import Limits, refusal
+
+    contained = Limits()  # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
+    why = refusal(contained)
+    if why:
+        raise LabError(f"lab exercise check: {why}")
+    try:  # read once: every step below checks these bytes, and the record hashes them
+        snap = submission.snapshot(given)
+    except submission.SubmissionError as e:
+        raise LabError(f"{given}: {e}") from None
     try:
-        digest = _sha256(path.read_bytes())  # the content this check is about (the record's hash)
-    except OSError as e:
-        raise LabError(f"cannot read {path}: {e.strerror or e}") from None
+        return _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, progress, contained)
+    finally:
+        snap.remove()
+
+
+def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, progress, contained) -> dict:
+    """:func:`check` on the submission read once (``snap``: :class:`lab.teach.submission.Snapshot`)."""
+    from lab.teach import union
+
+    path, digest = snap.path, snap.sha256  # the content this check is about (the record's hash)
     extra: dict = {}
     notes: list[str] = []
-    from lab.teach.sandbox import Limits
-
     _STOP.clear()
     shown = _Progress(progress)
-    contained = Limits()  # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
     try:
         if chosen == "gpu":
             sim_extra: dict = {}
@@ -222,7 +236,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     if not hidden or any(t["name"] == "load" and not t["passed"] for t in tests):
         hidden = hidden_names([ex.name], seed)[ex.name]  # the file never listed them: ask the exercise
     tests_passed, tests_total = union.score(tests, hidden)
-    if path.resolve() == (ws / f"{name}.py").resolve():
+    if given.resolve() == (ws / f"{name}.py").resolve():
         state = _state(ws)
         # the state file's "status" says what the latest check found (read by people, never by list:
         # list goes by the signed record below)
@@ -315,6 +329,8 @@ def student_file(name: str, file, ws: Path) -> Path:
     folder or not a Python file (.py)."""
     path = Path(file) if file else ws / f"{name}.py"
     what = f"--file {file}" if file else str(path)
+    if path.is_symlink():  # never followed: a link to a solution or to another student's file once passed
+        raise LabError(f"{what}: a symbolic link; check the file itself, not a link to it")
     if path.is_dir():
         raise LabError(f"{what}: a folder, not a file; give the .py file of your kernel")
     if not path.exists():

@@ -235,7 +235,7 @@ from lab.teach import executor
 executor.main(args[i + 2:])  # the real launches: the parent judges their results
 progress = args[i + 6]
 go = os.path.join(os.path.dirname(progress), "bench-go")
-while not os.path.exists(go):
+while not (os.path.exists(go) and os.path.getsize(go)):  # the parent's word, as lab.teach.bench.main waits for it
     time.sleep(0.02)
 with open(progress, "a", buffering=1) as out:
     w = lambda obj: out.write(json.dumps(obj) + "\\n")
@@ -248,8 +248,9 @@ def test_a_bench_longer_than_the_test_limit_does_not_fail_the_submission(tmp_pat
     """H100, 2026-11-23: ``grade --gpu --bench`` failed a right kernel as "timed out ... loading your file":
     the per-test clock still ran from the bench's start when its result came, so the child, which then only
     had to exit, was killed past the 10 s limit. A stand-in child (through ``wrap``) replays that protocol."""
-    from lab.teach.workspace import _run_child
+    from lab.teach.workspace import _STOP, _run_child
 
+    _STOP.clear()  # (as check and grade do first: an earlier test's Ctrl-C leaves it set, killing every child)
     fake = tmp_path / "fake_child.py"
     fake.write_text(FAKE_CHILD)
     sol = exercises.load("vecadd").solution

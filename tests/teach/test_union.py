@@ -189,9 +189,6 @@ def test_check_on_a_gpu_fails_what_only_the_simulators_trace_sees(tmp_path, gpu_
 
 @pytest.mark.slow  # two contained children (GPU stand-in, simulator) and the hidden-test listing: ~6 s
 @pytest.mark.skipif(not SIMULATOR, reason="the GPU's leg is a stand-in on the simulator's arrays")
-@pytest.mark.xfail(strict=False, reason="known defect (2026-11-29, open): under a loaded full suite the row is "
-                   "sometimes 'left processes running after it exited (it forked)' instead of the simulator's "
-                   "finding; passes alone. See the session note of that date.")
 def test_grade_on_a_gpu_takes_the_union_in_the_sandbox(tmp_path, gpu_stand_in):
     from lab.teach import grade as G
     from lab.teach.sandbox import Limits
