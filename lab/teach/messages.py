@@ -123,9 +123,11 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
+        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
+        if not shared and "swapped" not in advice:
+            advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
         return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)}")
+                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -136,6 +138,21 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
     where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
+
+
+def _other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
+    """When an out-of-bounds index of array ``name`` lies inside another argument's shape (same number
+    of dimensions, another shape): the evidence of a guard or loop bound that tests that array's
+    shape (transpose_shared's store guarded by A's rows and columns)."""
+    arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
+    arrays += [(n, tuple(s)) for n, (s, _) in zip(names[len(case.args):], case.outputs)]
+    for other, oshape in arrays:
+        if other == name or len(oshape) != len(idx) or oshape == tuple(shape):
+            continue
+        if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
+            return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
+                    f"{'store' if kind == 'write' else 'load'} must test {name}'s shape {tuple(shape)}, not {other}'s")
+    return None
 
 
 def _extra_thread(own, grid, block, out_shapes):
@@ -223,6 +240,11 @@ def race_message(trace, k, grid, block):
     other_at = f" at line {lines[1]}" if lines[1] else ""
     text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
+    from lab.teach.diagnose import tree_step_race
+
+    step = tree_step_race(trace.races[k], bool(lines[0]) and lines[0] == lines[1], block)
+    if step:
+        return f"{text}: {step}"
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "

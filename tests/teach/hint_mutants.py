@@ -11,19 +11,19 @@ tests/teach/test_hint_accuracy.py runs them and prints the three shares.
 
 # bug class -> the phrases (all of them) of a message that names it
 CLASSES = {
-    "launch for another block size": ["launch(", "blocks for"],
-    "launch divides by the wrong block dimension": ["launch(", "divides"],
-    "tree step without its thread test": ["if t < s"],
+    "launch for another block size": ["launch()", "divides n by", "threads a block"],
+    "launch divides by the wrong block dimension": ["launch()", "divides rows by", "along y"],
+    "tree step without its thread test": ["tree step", "if t < s"],
     "scale direction": ["divide by the scale"],
     "clamp missing": ["clamp"],
-    "k loop short": ["last k-step"],
-    "min/max identity": ["identity"],
+    "k loop short": ["last k-step", "stops one step early"],
+    "min/max identity": ["identit", "+inf"],
     "scan offset twice": ["offset", "twice"],
     "scan steps": ["scan", "step"],
     "softmax shift": ["row maximum"],
-    "stride from the output": ["stride"],
-    "guard on the wrong array's shape": ["guard", "shape"],
-    "shuffle offset start": ["shuffle", "offset"],
+    "stride from the output": ["stride0", "out.shape"],
+    "guard on the wrong array's shape": ["must test", "shape", "not A's"],
+    "shuffle offset start": ["shuffle", "offsets run 16"],
     "one block does all": ["one block did all the work"],
 }
 
