@@ -232,7 +232,14 @@ def shared_rmw_message(trace, k, grid, block):
 
 def race_message(trace, k, grid, block):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
-    accesses (lines of the kernel's file only: simt records None for an access from elsewhere)."""
+    accesses (lines of the kernel's file only: simt records None for an access from elsewhere). For
+    the first race, a race among the trace's that is the evidence of a tree or scan step run by the
+    wrong threads (:func:`lab.teach.diagnose.tree_step_race`) is named instead, with its lesson."""
+    from lab.teach.diagnose import tree_step_race
+
+    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block) if k == 0 else None
+    if step:
+        k = step[0]
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
     nd, tnd = _ndims(grid), _ndims(block)
@@ -240,11 +247,8 @@ def race_message(trace, k, grid, block):
     other_at = f" at line {lines[1]}" if lines[1] else ""
     text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
-    from lab.teach.diagnose import tree_step_race
-
-    step = tree_step_race(trace.races[k], bool(lines[0]) and lines[0] == lines[1], block)
     if step:
-        return f"{text}: {step}"
+        return f"{text}: {step[1]}"
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
