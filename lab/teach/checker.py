@@ -341,6 +341,10 @@ def judge_case(ex, case, raw, backend):
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
         extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
+        if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
+            from lab.teach.diagnose import differential
+
+            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)

@@ -215,3 +215,90 @@ def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
                        f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
                        f"a register, cuda.syncthreads(), then add and store")
     return None
+
+
+# --- Differential diagnosis: the reference solution traced on the same case ---------------------------
+def reference_run(ex, case):
+    """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
+    in the lab's tracing simulator (:func:`lab.core.simt.run`), on ``case`` (the lab's own code, run by
+    the judge: no student code involved); None when the run fails. Called only for a simulator
+    check (the student's trace is there to compare with)."""
+    try:
+        from lab.teach import executor
+
+        mod = executor.load_student(str(ex.solution), ex)
+        kernel = getattr(mod, ex.kernel)
+        grid, block = executor._launch_config(mod, ex, case)
+        outs, trace, writers, error = executor._launch_sim(mod, ex, kernel, case, grid, block, 0,
+                                                           np.random.default_rng(0), str(ex.solution))
+        if error is not None:
+            return None
+        return outs, trace, writers, grid, block, executor._param_names(kernel)
+    except Exception:  # noqa: BLE001 - no reference run: no differential facts
+        return None
+
+
+def _per_thread(rows, arrays, kind: int) -> dict:
+    """{(array name, thread id): count} of one kind (0 load, 2 atomic) from a per_thread table."""
+    out: dict = {}
+    for kd, a, tid, c in rows:
+        if int(kd) == kind:
+            key = (arrays[int(a)][0], int(tid))
+            out[key] = out.get(key, 0) + int(c)
+    return out
+
+
+def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names) -> str | None:
+    """What the student's launch did differently from the reference solution's on ``case``, around
+    the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
+    input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
+    shuffles; only facts that differ are named. None without a trace or a reference run.
+    ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
+    from lab.teach.lessons import _dims3, _thread_id, stats_counts
+    from lab.teach.messages import _fmt_idx, _fmt_who, _ndims
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or writers is None:
+        return None
+    ref = reference_run(ex, case)
+    if ref is None:
+        return None
+    r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
+    shape = tuple(case.outputs[k][0])
+    flat = int(np.ravel_multi_index(first, shape)) if shape else 0
+    onames = names[len(case.args):] if len(names) > len(case.args) else [f"out{j}" for j in range(len(case.outputs))]
+    oname = onames[k] if k < len(onames) else f"out{k}"
+    nd = _ndims(grid)
+    ws, wr = writers[k].get(flat), r_writers[k].get(flat)
+    facts = []
+    if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
+        ws = wr = None
+    if ws is not None and wr is not None and _dims3(ws[0]) + _dims3(ws[1]) != _dims3(wr[0]) + _dims3(wr[1]):
+        facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
+                     f"{_fmt_who(ws, nd)}")
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    if ws is not None and wr is not None:
+        mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
+        theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
+        tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
+        tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
+        for j, a in enumerate(case.args):
+            if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
+                continue
+            n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
+            if n_s != n_r:
+                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}, the reference's "
+                             f"{n_r}")
+    a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
+    a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
+    if a_s != a_r:
+        facts.append(f"{a_s} atomic update{'s' if a_s != 1 else ''} in all, the reference {a_r}")
+    for key, what in (("shared_accesses", "shared-memory accesses"), ("warp_collectives", "warp shuffles")):
+        v_s, v_r = int(counts.get(key, 0)), int(rc.get(key, 0))
+        if v_s != v_r:
+            facts.append(f"{v_s} {what} in all, the reference {v_r}")
+    if not facts:
+        return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+                f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
+                f"differs is which elements were read or how they were combined")
+    return "the reference solution, run on this case: " + "; ".join(facts)

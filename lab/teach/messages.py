@@ -142,12 +142,12 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
 
 def _other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
     """When an out-of-bounds index of array ``name`` lies inside another argument's shape (same number
-    of dimensions, another shape): the evidence of a guard or loop bound that tests that array's
+    of dimensions, two or more; another shape): the evidence of a guard or loop bound that tests that array's
     shape (transpose_shared's store guarded by A's rows and columns)."""
     arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
     arrays += [(n, tuple(s)) for n, (s, _) in zip(names[len(case.args):], case.outputs)]
     for other, oshape in arrays:
-        if other == name or len(oshape) != len(idx) or oshape == tuple(shape):
+        if other == name or len(oshape) != len(idx) or len(idx) < 2 or oshape == tuple(shape):
             continue
         if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
             return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
