@@ -11,14 +11,18 @@ outputs are, and what the student's own launch() does over several sizes.
 * :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.source`,
   never run) evaluated for several sizes along an axis whose threads fall short of the elements:
   the block size its block count was computed for, against the block size it returns.
+* :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
+  run traced by the judge on the same case, and what the student's launch did differently around
+  the first wrong element (its writer, that thread's loads of each input, atomics, shared-memory
+  accesses, warp shuffles), or that none of that differs.
 
-Nothing here runs student code: the outputs are data the judge read back, launch() is the judge's
-interpretation of the file's text.
+Nothing here runs student code: the outputs and counts are data the judge read back and checked
+(:mod:`lab.teach.channel`), launch() is the judge's interpretation of the file's text.
 """
 from __future__ import annotations
 
-import math
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 
@@ -176,64 +180,63 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     return None
 
 
-def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
-    """(k, lesson) for the first of a launch's shared-memory ``races`` (with their ``race_lines``)
-    that is the evidence of a reduction or scan step run by the wrong threads, else None. The
-    evidence, in a 1-D block: at one line, a thread wrote its own slot (index = its thread index)
-    while another read that slot; a tree (``a[t] += a[t + s]``, the reader below the writer) whose
-    writer is in the upper half of the block, where no thread of a halving tree ever adds (a missing
-    barrier between steps has only lower-half writers); a scan step (``a[t] += a[t - s]``, the
-    reader above the writer) that reads and writes at one line, with no barrier between the two."""
-    dims = list(block) if isinstance(block, (tuple, list)) else [int(block)]
-    if math.prod(dims[1:]) != 1:
-        return None
-    tpb = int(dims[0])
-    for k, race in enumerate(races):
-        lines = race_lines[k] if k < len(race_lines) else (None, None)
-        if not lines[0] or lines[0] != lines[1]:
-            continue
-        who, did, arr, idx, other, other_did = race
-        if len(idx) != 1 or len(who) < 2 or not other:
-            continue
-        me, them = int(tuple(who[1])[0]), int(tuple(other)[0])
-        if did == "wrote" and other_did == "read":
-            writer, reader = me, them
-        elif did == "read" and other_did == "wrote":
-            writer, reader = them, me
-        else:
-            continue
-        if int(idx[0]) != writer or writer == reader:
-            continue
-        s = abs(writer - reader)
-        if reader < writer and 2 * writer >= tpb:
-            return k, (f"in a tree step every thread adds, thread {writer} too (the upper half of the block): it "
-                       f"overwrote its own {arr}[{writer}] at line {lines[0]} while thread {reader} read it to add into "
-                       f"{arr}[{reader}] (step s = {s}): only the lower half adds at each step: `if t < s:` around "
-                       f"the add")
-        if reader > writer:
-            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at line {lines[0]} while "
-                       f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
-                       f"a register, cuda.syncthreads(), then add and store")
-    return None
-
-
 # --- Differential diagnosis: the reference solution traced on the same case ---------------------------
+def _ndims(d) -> int:
+    return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
+
+
+def _fmt_idx(name, idx) -> str:
+    return f"{name}[{', '.join(map(str, idx))}]"
+
+
+def _fmt_who(who, nd) -> str:
+    """'thread T of block B' as lab.teach.messages words it (not imported: messages imports this module)."""
+    b, t = tuple(who[0])[:nd], tuple(who[1])[:nd]
+    f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
+    return f"thread {f(t)} of block {f(b)}"
+
+
+def _param_names(kernel) -> list:
+    import inspect
+
+    try:
+        return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
 def reference_run(ex, case):
     """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
-    in the lab's tracing simulator (:func:`lab.core.simt.run`), on ``case`` (the lab's own code, run by
-    the judge: no student code involved); None when the run fails. Called only for a simulator
-    check (the student's trace is there to compare with)."""
-    try:
-        from lab.teach import executor
+    in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
+    the student's first run: the lab's own code, built from its source (:func:`lab.teach.source.load`)
+    and run by the judge, with no student code involved. None when the run fails. Called only for
+    a simulator check (the student's trace is there to compare with)."""
+    import threading
 
-        mod = executor.load_student(str(ex.solution), ex)
+    from lab.core import simt
+    from lab.teach import source
+
+    try:
+        path = str(ex.solution)
+        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
         kernel = getattr(mod, ex.kernel)
-        grid, block = executor._launch_config(mod, ex, case)
-        outs, trace, writers, error = executor._launch_sim(mod, ex, kernel, case, grid, block, 0,
-                                                           np.random.default_rng(0), str(ex.solution))
-        if error is not None:
-            return None
-        return outs, trace, writers, grid, block, executor._param_names(kernel)
+        if case.grid is not None:
+            grid, block = case.grid, case.block
+        else:
+            grid, block = getattr(mod, ex.launch)(*case.launch_args)
+        names = _param_names(kernel)
+        trace, lock = simt.Trace(), threading.RLock()
+        args = [simt.traced(a.copy(), names[k], trace, lock) if isinstance(a, np.ndarray) else a
+                for k, a in enumerate(case.args)]
+        if case.init is not None:
+            outs = [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
+        else:
+            outs = [simt.poisoned(shape, dt, 0) for shape, dt in case.outputs]
+        onames = names[len(case.args):]
+        targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
+        simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
+        writers = [tr._lab_tracker.writer for tr in targs]
+        return outs, trace, writers, grid, block, names
     except Exception:  # noqa: BLE001 - no reference run: no differential facts
         return None
 
@@ -255,7 +258,6 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     shuffles; only facts that differ are named. None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
     from lab.teach.lessons import _dims3, _thread_id, stats_counts
-    from lab.teach.messages import _fmt_idx, _fmt_who, _ndims
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:

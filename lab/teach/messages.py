@@ -230,13 +230,52 @@ def shared_rmw_message(trace, k, grid, block):
             f"that several threads make to one element")
 
 
+def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
+    """(k, lesson) for the first of a launch's shared-memory ``races`` (with their ``race_lines``)
+    that is the evidence of a reduction or scan step run by the wrong threads, else None. The
+    evidence, in a 1-D block: at one line, a thread wrote its own slot (index = its thread index)
+    while another read that slot; a tree (``a[t] += a[t + s]``, the reader below the writer) whose
+    writer is in the upper half of the block, where no thread of a halving tree ever adds (a missing
+    barrier between steps has only lower-half writers); a scan step (``a[t] += a[t - s]``, the
+    reader above the writer) that reads and writes at one line, with no barrier between the two."""
+    dims = list(block) if isinstance(block, (tuple, list)) else [int(block)]
+    if math.prod(dims[1:]) != 1:
+        return None
+    tpb = int(dims[0])
+    for k, race in enumerate(races):
+        lines = race_lines[k] if k < len(race_lines) else (None, None)
+        if not lines[0] or lines[0] != lines[1]:
+            continue
+        who, did, arr, idx, other, other_did = race
+        if len(idx) != 1 or len(who) < 2 or not other:
+            continue
+        me, them = int(tuple(who[1])[0]), int(tuple(other)[0])
+        if did == "wrote" and other_did == "read":
+            writer, reader = me, them
+        elif did == "read" and other_did == "wrote":
+            writer, reader = them, me
+        else:
+            continue
+        if int(idx[0]) != writer or writer == reader:
+            continue
+        s = abs(writer - reader)
+        if reader < writer and 2 * writer >= tpb:
+            return k, (f"in a tree step every thread adds, thread {writer} too (the upper half of the block): it "
+                       f"overwrote its own {arr}[{writer}] at line {lines[0]} while thread {reader} read it to add into "
+                       f"{arr}[{reader}] (step s = {s}): only the lower half adds at each step: `if t < s:` around "
+                       f"the add")
+        if reader > writer:
+            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at line {lines[0]} while "
+                       f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
+                       f"a register, cuda.syncthreads(), then add and store")
+    return None
+
+
 def race_message(trace, k, grid, block):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
     accesses (lines of the kernel's file only: simt records None for an access from elsewhere). For
     the first race, a race among the trace's that is the evidence of a tree or scan step run by the
-    wrong threads (:func:`lab.teach.diagnose.tree_step_race`) is named instead, with its lesson."""
-    from lab.teach.diagnose import tree_step_race
-
+    wrong threads (:func:`tree_step_race`) is named instead, with its lesson."""
     step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block) if k == 0 else None
     if step:
         k = step[0]
