@@ -189,7 +189,7 @@ def judge_case(ex, case, raw, backend):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
             if lesson:
-                msg = f"{msg.split('; ')[0]}. Hint: {lesson}"
+                msg = f"{msg}. Hint: {lesson}"
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:

@@ -25,6 +25,7 @@ CLASSES = {
     "guard on the wrong array's shape": ["must test", "shape", "not A's"],
     "shuffle offset start": ["shuffle", "offsets run 16"],
     "one block does all": ["one block did all the work"],
+    "halo guard": ["halo", "right < n"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -80,6 +81,9 @@ MUTANTS = [
     # warp shuffles
     ("warp_reduce", "shuffle offsets start at 32", [("    offset = 16\n    while offset > 0:  # after", "    offset = 32\n    while offset > 0:  # after")],
      "shuffle offset start"),
+    # conv1d: the right halo cell's guard
+    ("conv1d", "right halo guarded with <=", [("x[right] if right < n else", "x[right] if right <= n else")], "halo guard"),
+    ("conv1d", "right halo unguarded", [("x[right] if right < n else float32(0.0)", "x[right]")], "halo guard"),
     # mapping: one block does everything
     ("dot", "block 0 does the whole dot", [_DOT_ONE_BLOCK], "one block does all"),
 ]
