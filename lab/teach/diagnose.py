@@ -21,6 +21,7 @@ Nothing here runs student code: the outputs and counts are data the judge read b
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -181,6 +182,9 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
 
 
 # --- Differential diagnosis: the reference solution traced on the same case ---------------------------
+DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
+
+
 def _ndims(d) -> int:
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
 
@@ -261,6 +265,9 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
+        return None
+    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    if threads > DIFFERENTIAL_THREADS:  # the reference's simulated run would cost more than the hint is worth
         return None
     ref = reference_run(ex, case)
     if ref is None:
