@@ -37,6 +37,7 @@ def _first_failures(tmp_path):
     return seed, rows
 
 
+@pytest.mark.slow  # about 15 s of CPU (30 s on 2 loaded cores): every hidden case of 24 mutants, in this process
 def test_first_message_names_the_bug(tmp_path):
     seed, rows = _first_failures(tmp_path)
     n = len(rows)
