@@ -33,7 +33,7 @@ def _diagnose(x64, w64, n):
 
 def cases(rng):
     out = []
-    for n in (1, 2, 31, THREADS + 1, 2 * THREADS + 17):
+    for n in (1, 2, 31, THREADS + 1, 2 * THREADS + 17, 3 * THREADS + 2):  # n % THREADS < R: a right halo cell at n
         x = randn(rng, n)
         if n > THREADS:  # large values at the blocks' edges, where the halo cells are needed
             edges = [j for j in range(n) if j % THREADS in (0, THREADS - 1)]
@@ -46,3 +46,19 @@ def cases(rng):
         out.append(Case(f"n={n}", [x, w], [((n,), np.float32)], [ref], [tol], grid=(n + THREADS - 1) // THREADS,
                         block=THREADS, diagnose=_diagnose(x64, w64, n)))
     return out
+
+
+def _right_halo(case, who):
+    """("x", (index,)) of the right halo cell that thread ``who`` (block, thread) loads (threads t < R)."""
+    b, t = int(tuple(who[0])[0]), int(tuple(who[1])[0])
+    return ("x", (b * THREADS + t + THREADS,)) if t < R else (None, ())
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, the access
+# of a thread: (array, index)])
+MISTAKES = [
+    ("halo guard", lambda c: None,
+     "this is a right halo cell, x[i + THREADS] loaded by a thread t < R, past the end of x: load it only when "
+     "right < n and put 0 in the tile otherwise (`x[right] if right < n else 0`; x is 0 outside)",
+     _right_halo),
+]

@@ -22,6 +22,10 @@ grid = (blocks along columns, blocks along rows), each rounded up.
 
 Pitfalls: rows != cols (a swapped index passes only on square matrices), both dimensions need a
 guard, and grid x pairs with columns.
+
+Grading: `lab exercise check` grades the values and one element per thread; coalescing (x along
+columns) is graded only by `lab exercise check --bench`, which counts the sectors your warps touch:
+x along rows gives right values and passes the plain check, and fails --bench.
 """
 HINTS = [
     "x, y = cuda.grid(2) gives x = blockIdx.x * blockDim.x + threadIdx.x and y likewise; x is the column.",

@@ -31,3 +31,23 @@ def cases(rng):
                         block=THREADS, init=[np.array([np.inf, -np.inf])],
                         diagnose=lambda outs, refs, x=x: dropped_block_hint(outs[0], x, THREADS)))
     return out
+
+
+def _identities(case, lo, hi):
+    """out when threads past the end load ``lo`` into the min tree and ``hi`` into the max tree."""
+    x = np.asarray(case.args[0], np.float64)
+    if case.grid * case.block <= x.size:
+        return None
+    return [np.array([min(x.min(), lo), max(x.max(), hi)])]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("identity", lambda c: _identities(c, -np.inf, np.inf),
+     "out is [-inf, inf]: the threads past the end loaded -inf into the min's tree and +inf into the max's: the "
+     "identities are swapped: the identity of min is +inf (it never wins a min), of max -inf"),
+    ("identity", lambda c: _identities(c, 0.0, 0.0),
+     "out is the min and max of x and 0: the threads past the end loaded 0, which wins the min when every value "
+     "is positive (the max when every value is negative): use each reduction's identity, +inf for min and -inf "
+     "for max"),
+]

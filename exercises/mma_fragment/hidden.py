@@ -48,3 +48,17 @@ def cases(rng):
                         [((m, n), np.float32)], [ref], [rounded_inputs_tolerance(A, B, 10)],
                         grid=(n // 8, m // 16), block=32, diagnose=_diagnose(A, B)))
     return out
+
+
+def _short_k(case):
+    A, B = (np.asarray(a, np.float64) for a in case.args[:2])
+    k = A.shape[1] - 8
+    return [A[:, :k] @ B[:k, :]]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("k loop", _short_k,
+     "C is A @ B without the last k-step (columns K - 8 .. K - 1 of A never multiplied): the k loop stops one "
+     "step early; range(0, K, 8) runs every k-step of 8"),
+]

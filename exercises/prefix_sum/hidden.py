@@ -87,3 +87,36 @@ def cases(rng):
                         [x, sums.astype(np.int32)], [((n,), np.int32)], [ref], [0.0],
                         grid=blocks, block=THREADS, diagnose=_float32_hint(_diagnose(x.astype(np.int64), sums))))
     return out
+
+
+def _block_scan(case, last_step=THREADS // 2, strict=False, offsets=1):
+    """out of a Hillis-Steele block scan with steps s = 1, 2, .., ``last_step``, the neighbour read for
+    t > s (``strict``) or t >= s, and each block's offset added ``offsets`` times."""
+    x, sums = np.asarray(case.args[0], np.int64), np.asarray(case.args[1], np.int64)
+    out = np.empty_like(x)
+    for b in range(len(sums)):
+        temp = np.zeros(THREADS, np.int64)
+        part = x[b * THREADS:(b + 1) * THREADS]
+        temp[:part.size] = part
+        s = 1
+        while s <= last_step:
+            t = np.arange(THREADS)
+            take = (t > s) if strict else (t >= s)
+            temp = temp + np.where(take, np.roll(temp, s), 0)
+            s *= 2
+        out[b * THREADS:b * THREADS + part.size] = temp[:part.size] + offsets * sums[:b].sum()
+    return [out.astype(np.float64)]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("offset twice", lambda c: _block_scan(c, offsets=2),
+     "every element of block b is off by exactly its offset sum(block_sums[0:b]): the block's offset was added "
+     "twice (into temp and again at the store, or to the scan and to the result); add it once"),
+    ("scan steps", lambda c: _block_scan(c, last_step=THREADS // 4),
+     "out is a block scan whose last step is s = 16: element t misses x[t - 63 .. t - 32]: the scan's steps "
+     "must go on while s < THREADS (s = 1, 2, 4, ..., 32), each element's window doubles at every step"),
+    ("scan steps", lambda c: _block_scan(c, strict=True),
+     "out is a scan step that reads the neighbour temp[t - s] only for t > s: thread t = s skips temp[0] at every "
+     "step; the test is t >= s (every thread with a neighbour s to its left adds it)"),
+]

@@ -41,3 +41,26 @@ def cases(rng):
                         grid=(n + THREADS - 1) // THREADS, block=THREADS,
                         diagnose=lambda outs, refs: clamp_hint(outs[0], refs[0], 0, 255)))
     return out
+
+
+def _codes(case, v, rounding=np.round, clamp=True):
+    return [rounding(np.clip(v, 0, 255)) if clamp else np.mod(rounding(v), 256)]
+
+
+def _v(case, scale_times=False):
+    x, scale, zp = np.asarray(case.args[0], np.float64), case.args[1], case.args[2]
+    return x * scale + zp if scale_times else x / scale + zp
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("scale direction", lambda c: _codes(c, _v(c, True)),
+     "q is round(clamp(x * scale + zero_point)) for every element: the scale is the step between two codes, so x "
+     "goes to codes by dividing: divide by the scale, q = round(clamp(x / scale + zero_point, 0, 255))"),
+    ("clamp", lambda c: _codes(c, _v(c), clamp=False),
+     "q is round(x / scale + zero_point) wrapped modulo 256: values below 0 or above 255 were not clamped; clamp to "
+     "[0, 255] before converting to uint8"),
+    ("rounding", lambda c: _codes(c, _v(c), rounding=np.floor),
+     "q is the code truncated (floor) instead of rounded to the nearest: converting a float to an integer "
+     "truncates; round first (round(v): half to even)"),
+]

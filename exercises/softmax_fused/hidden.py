@@ -64,3 +64,32 @@ def cases(rng):
                         tolerance((x,), [ref], np.dtype(np.float32)), grid=rows, block=32,
                         diagnose=lambda outs, refs, x=x: _diagnose(outs, refs, x)))
     return out
+
+
+def _shifted(case, shift):
+    """softmax with each row shifted by ``shift(x)`` (a column of row values), in the kernel's float32:
+    exp of a large difference overflows to inf there, inf / inf is NaN."""
+    x = np.asarray(case.args[0], np.float32)
+    m = np.asarray(shift(x), np.float32).reshape(-1, 1)
+    e = np.exp((x - m).astype(np.float64)).astype(np.float32)
+    total = e.sum(axis=1, dtype=np.float32).reshape(-1, 1)
+    return [(e / total).astype(np.float64)]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("max shift", lambda c: _shifted(c, lambda x: x[:, 0]),
+     "out is exp(x - x[r, 0]) / sum: the shift is the row's first element, not the row maximum: exp overflows "
+     "float32 (inf / inf = NaN) when the maximum lies far above the first element; subtract the row maximum "
+     "(the max over every column of the row)"),
+    ("max shift", lambda c: _shifted(c, lambda x: x[:, :THREADS].max(axis=1)),
+     f"out is exp(x - m) / sum with m the maximum of the first {THREADS} columns only: a larger value further "
+     f"along the row overflows exp; subtract the row maximum: each thread's max over its columns t, t + "
+     f"{THREADS}, ..., then the block's max of those"),
+    ("max identity", lambda c: _shifted(c, lambda x: np.maximum(x.max(axis=1), 0)),
+     "out is exp(x - max(0, row max)) / sum: the max's starting value (its identity) was 0, which wins when a "
+     "row is all negative; start the row maximum at -inf"),
+    ("max shift", lambda c: _shifted(c, lambda x: np.zeros(x.shape[0])),
+     "out is exp(x) / sum(exp(x)) without a shift: exp overflows float32 for large x (inf / inf = NaN); subtract "
+     "the row maximum first (softmax(x) = softmax(x - max))"),
+]

@@ -26,3 +26,40 @@ def cases(rng):
         _case("transposed slice M[3:, 5:9].T", storage, M[3:, 5:9].T),
         _case("one element M[4:5, 7:8]", storage, M[4:5, 7:8]),
     ]
+
+
+def _indices(case, row_step):
+    """storage indices of every out[r, c] with the row step ``row_step(case)`` (None past storage)."""
+    storage, offset, _, s1 = case.args
+    rows, cols = case.outputs[0][0]
+    r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    idx = offset + r * row_step(case) + c * s1
+    return None if idx.min() < 0 or idx.max() >= storage.size else idx
+
+
+def _values(case, row_step):
+    idx = _indices(case, row_step)
+    return None if idx is None else [np.asarray(case.args[0], np.float64)[idx]]
+
+
+def _access(case, who, row_step):
+    """("storage", (index,)) that thread ``who`` (block, thread) reads with the row step ``row_step``."""
+    (bx, by, *_), (tx, ty, *_) = (tuple(who[0]) + (0, 0))[:2], (tuple(who[1]) + (0, 0))[:2]
+    bdx, bdy = case.block
+    c, r = bx * bdx + tx, by * bdy + ty
+    return "storage", (case.args[1] + r * row_step(case) + c * case.args[3],)
+
+
+def _out_width(case):
+    return case.outputs[0][0][1]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, the access
+# of a thread: (array, index)])
+MISTAKES = [
+    ("stride", lambda c: _values(c, _out_width),
+     "out[r, c] is storage[offset + r * out.shape[1] + c * stride1]: the row step was taken from the output's "
+     "shape, not stride0: a view's strides are steps in the storage (stride0 between rows, stride1 between "
+     "columns), whatever shape the output has",
+     lambda c, who: _access(c, who, _out_width)),
+]

@@ -7,7 +7,8 @@ from kernels.vecadd import tolerance
 
 def cases(rng):
     out = []
-    for n, threads in ((5466, 1024), (1, 1024), (1000, 256), (33, 32), (31, 32), (1025, 1024)):
+    for n, threads in ((5466, 1024), (1, 1024), (1000, 256), (33, 32), (31, 32), (1025, 1024),
+                       (200, 64), (777, 96)):
         a, b = randn(rng, n), randn(rng, n, scale=3.0)
         ref = a.astype(np.float64) + b
         out.append(Case(f"n={n}, {threads} threads a block", [a, b], [((n,), np.float32)], [ref],

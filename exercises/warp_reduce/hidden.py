@@ -51,3 +51,12 @@ def cases(rng):
         out.append(Case(f"n={n} ({blocks} block{'s' if blocks > 1 else ''})", [x], [((blocks,), np.float32)],
                         [ref], [tol], grid=blocks, block=THREADS, diagnose=_diagnose(x64, blocks)))
     return out
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("shuffle offset", lambda c: [2 * np.asarray(c.refs[0])],
+     "every partial is exactly 2 times its block's sum: one shuffle step added each lane's own value again (a "
+     "shfl_down_sync by 32, the warp's width, returns the lane's own value): the offsets run 16, 8, 4, 2, 1 "
+     "(offset = 16 while offset > 0, halved each step)"),
+]

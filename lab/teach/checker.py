@@ -42,6 +42,7 @@ from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST,
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
+from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
@@ -141,6 +142,12 @@ def launch_plan(ex, prog, cases) -> list:
             out.append(launch_config(launch, ex, c))
         except Failed as e:
             out.append(str(e))
+            continue
+        from lab.teach.diagnose import launch_mismatch
+
+        shape = tuple(c.outputs[0][0]) if c.outputs else ()
+        # the launch's own evidence, for the never-written message (the judge's data, not the child's)
+        c.launch_hint = launch_mismatch(launch, ex.launch, tuple(c.launch_args), shape)
     return out
 
 
@@ -176,7 +183,14 @@ def judge_case(ex, case, raw, backend):
     nd = _ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        raise Failed(kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names))  # the run that raised
+        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names)  # the run that raised
+        last = runs[-1][1]
+        if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
+            name, idx, _, who, _ = last.oob[0]
+            lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
+            if lesson:
+                msg = f"{msg}. Hint: {lesson}"
+        raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
             b, counts = trace.barrier_mismatch[0]
@@ -236,11 +250,20 @@ def judge_case(ex, case, raw, backend):
                     arr, uidx, uwho, uline = trace.uninit[0]
                     seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
                             f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
+                lesson = mistake_message(exercise_mistakes(ex), case, outs)
+                if lesson:
+                    raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                                 f"is {what}. Hint: {lesson}", kind=VALUES)
                 raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
-            raise Failed(_unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
+            hint = getattr(case, "launch_hint", None) if case.grid is None and k == 0 else None
+            if hint:
+                first = tuple(int(v) for v in np.argwhere(unwritten)[0])
+                hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
+                        f"first {_fmt_idx(onames[k], first)}: {hint}")
+            raise Failed(hint or _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
@@ -274,6 +297,7 @@ def judge_case(ex, case, raw, backend):
             if lesson:
                 raise Failed(lesson)
         return f"ok (max abs error {verdict_.max_abs_err:.2g})"
+    lesson = mistake_message(exercise_mistakes(ex), case, outs)
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
         out64 = np.asarray(out, dtype=np.float64)
         ref = np.asarray(ref, dtype=np.float64)
@@ -285,6 +309,13 @@ def judge_case(ex, case, raw, backend):
         if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
             raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
                          f"written or added to it", kind=VALUES)
+        if lesson:
+            first = tuple(int(v) for v in np.argwhere(bad)[0])
+            who = writers[k].get(int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) if writers else None
+            raise Failed(f"{_fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
+                         f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong"
+                         f"{f'; written by {_fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
+                         writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
                 raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
@@ -310,6 +341,10 @@ def judge_case(ex, case, raw, backend):
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
         extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
+        if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
+            from lab.teach.diagnose import differential
+
+            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)

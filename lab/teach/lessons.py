@@ -128,8 +128,8 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
     holding copies that one thread committed), ``async_overlap`` (1 once a thread read shared memory with
     copies of its own in flight; the three counted with kernels.gemm.mma's emulation), ``load`` and
     ``store`` ({"requests", "sectors", "ideal_sectors"} of the global accesses per warp request),
-    ``inputs`` (per input array, largest first: {"name", "size", "loads", "block_elements" (distinct
-    (block, element) loads), "max_loads", "max_loads_by"}).
+    ``inputs`` (per input array, largest first: {"name", "size", "loads", "blocks_loading" (blocks that
+    loaded any of it), "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
     """
     g, b = _dims3(grid), _dims3(block)
     arrays = counts["arrays"]
@@ -170,6 +170,7 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
         per = per_load.get(k, [])
         top = max(per, key=lambda kv: kv[1]) if per else None
         inputs.append({"name": name, "size": int(n), "loads": int(sum(c for _, c in per)),
+                       "blocks_loading": len({tid // max(1, b[0] * b[1] * b[2]) for tid, _ in per}),
                        "block_elements": int(counts["block_elements"][k]),
                        "max_loads": int(top[1]) if top else 0,
                        "max_loads_by": _who(_who_of(top[0], g, b)) if top else None})
@@ -266,6 +267,12 @@ def _block_work(what):
                     f"then one atomic per block and output element")
         if f["inputs"]:
             big = f["inputs"][0]
+            if (f["blocks"] > 1 and f["blocks_writing"] == 1 and big.get("blocks_loading") == 1
+                    and big["size"] > f["threads_per_block"]):
+                return (f"right values, but one block did all the work: of {_plural(f['blocks'], 'block')} launched, "
+                        f"one loaded all {big['size']} elements of {big['name']} and wrote {output}; the other "
+                        f"{f['blocks'] - 1} did nothing: this exercise is about {what}: each block combines its own "
+                        f"elements (blockIdx.x * blockDim.x + threadIdx.x), then adds its one result")
             share = math.ceil(big["size"] / max(1, launched))
             if big["max_loads"] > SERIAL_FACTOR * share + SERIAL_SLACK:
                 return (f"right values, but {_thread(big['max_loads_by'])} loaded {big['max_loads']} elements of "

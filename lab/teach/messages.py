@@ -123,9 +123,11 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
+        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
+        if not shared and "swapped" not in advice:
+            advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
         return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; "
-                f"{_oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)}")
+                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -136,6 +138,21 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
     where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
+
+
+def _other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
+    """When an out-of-bounds index of array ``name`` lies inside another argument's shape (same number
+    of dimensions, two or more; another shape): the evidence of a guard or loop bound that tests that array's
+    shape (transpose_shared's store guarded by A's rows and columns)."""
+    arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
+    arrays += [(n, tuple(s)) for n, (s, _) in zip(names[len(case.args):], case.outputs)]
+    for other, oshape in arrays:
+        if other == name or len(oshape) != len(idx) or len(idx) < 2 or oshape == tuple(shape):
+            continue
+        if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
+            return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
+                    f"{'store' if kind == 'write' else 'load'} must test {name}'s shape {tuple(shape)}, not {other}'s")
+    return None
 
 
 def _extra_thread(own, grid, block, out_shapes):
@@ -213,9 +230,55 @@ def shared_rmw_message(trace, k, grid, block):
             f"that several threads make to one element")
 
 
+def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
+    """(k, lesson) for the first of a launch's shared-memory ``races`` (with their ``race_lines``)
+    that is the evidence of a reduction or scan step run by the wrong threads, else None. The
+    evidence, in a 1-D block: at one line, a thread wrote its own slot (index = its thread index)
+    while another read that slot; a tree (``a[t] += a[t + s]``, the reader below the writer) whose
+    writer is in the upper half of the block, where no thread of a halving tree ever adds (a missing
+    barrier between steps has only lower-half writers); a scan step (``a[t] += a[t - s]``, the
+    reader above the writer) that reads and writes at one line, with no barrier between the two."""
+    dims = list(block) if isinstance(block, (tuple, list)) else [int(block)]
+    if math.prod(dims[1:]) != 1:
+        return None
+    tpb = int(dims[0])
+    for k, race in enumerate(races):
+        lines = race_lines[k] if k < len(race_lines) else (None, None)
+        if not lines[0] or lines[0] != lines[1]:
+            continue
+        who, did, arr, idx, other, other_did = race
+        if len(idx) != 1 or len(who) < 2 or not other:
+            continue
+        me, them = int(tuple(who[1])[0]), int(tuple(other)[0])
+        if did == "wrote" and other_did == "read":
+            writer, reader = me, them
+        elif did == "read" and other_did == "wrote":
+            writer, reader = them, me
+        else:
+            continue
+        if int(idx[0]) != writer or writer == reader:
+            continue
+        s = abs(writer - reader)
+        if reader < writer and 2 * writer >= tpb:
+            return k, (f"in a tree step every thread adds, thread {writer} too (the upper half of the block): it "
+                       f"overwrote its own {arr}[{writer}] at line {lines[0]} while thread {reader} read it to add into "
+                       f"{arr}[{reader}] (step s = {s}): only the lower half adds at each step: `if t < s:` around "
+                       f"the add")
+        if reader > writer:
+            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at line {lines[0]} while "
+                       f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
+                       f"a register, cuda.syncthreads(), then add and store")
+    return None
+
+
 def race_message(trace, k, grid, block):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
-    accesses (lines of the kernel's file only: simt records None for an access from elsewhere)."""
+    accesses (lines of the kernel's file only: simt records None for an access from elsewhere). For
+    the first race, a race among the trace's that is the evidence of a tree or scan step run by the
+    wrong threads (:func:`tree_step_race`) is named instead, with its lesson."""
+    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block) if k == 0 else None
+    if step:
+        k = step[0]
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
     nd, tnd = _ndims(grid), _ndims(block)
@@ -223,6 +286,8 @@ def race_message(trace, k, grid, block):
     other_at = f" at line {lines[1]}" if lines[1] else ""
     text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
+    if step:
+        return f"{text}: {step[1]}"
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "

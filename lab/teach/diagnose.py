@@ -1,0 +1,313 @@
+"""Diagnoses from evidence, judge side (issue 41): which mistake of an exercise's lesson the student's
+outputs are, and what the student's own launch() does over several sizes.
+
+* :class:`Mistake` and :func:`mistake_message`: each exercise declares, in its hidden.py
+  (``MISTAKES``, next to the cases it judges), the mistakes its lesson is about (softmax: the max
+  shift; min/max: the identities; scans: the offset and the steps; quantize: the scale's direction,
+  the clamp, the rounding; mma: the k loop), each with the outputs that mistake produces on a case
+  (computed here, in NumPy, from the case's inputs) and the lesson's message. A mistake is named only
+  when the student's outputs equal its outputs (within the case's tolerance, NaN where it has NaN)
+  and differ from the reference: the evidence is the student's own values, never a guess.
+* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.source`,
+  never run) evaluated for several sizes along an axis whose threads fall short of the elements:
+  the block size its block count was computed for, against the block size it returns.
+* :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
+  run traced by the judge on the same case, and what the student's launch did differently around
+  the first wrong element (its writer, that thread's loads of each input, atomics, shared-memory
+  accesses, warp shuffles), or that none of that differs.
+
+Nothing here runs student code: the outputs and counts are data the judge read back and checked
+(:mod:`lab.teach.channel`), launch() is the judge's interpretation of the file's text.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from kernels.spec import plural
+
+
+class Mistake(NamedTuple):
+    """One mistake an exercise's lesson is about.
+
+    concept: the lesson's concept ("max shift", "identity", ...), for reports.
+    outputs: case -> the outputs (a list of arrays, the case's output shapes) that this mistake gives
+      on ``case``, or None where it cannot be told apart there (computed in the precision the
+      kernel works in, so an overflow shows as it does in the kernel).
+    message: what the student reads: the mistake named, the concept, the fix.
+    """
+
+    concept: str
+    outputs: Callable
+    message: str
+    access: Callable | None = None  # (case, who: (block, thread)) -> (array, index) this mistake accesses
+
+
+def mistake_for_access(mistakes, case, name, idx, who) -> str | None:
+    """The message of the first of ``mistakes`` whose access for thread ``who`` is the out-of-bounds
+    access ``name[idx]`` the simulator saw (None when none is)."""
+    for m in mistakes or ():
+        m = Mistake(*m)
+        if m.access is None:
+            continue
+        try:
+            arr, at = m.access(case, who)
+        except Exception:  # noqa: BLE001
+            continue
+        if arr == name and tuple(int(v) for v in at) == tuple(int(v) for v in idx):
+            return m.message
+    return None
+
+
+def _same(out, alt, tol) -> bool:
+    out = np.asarray(out, np.float64)
+    alt = np.asarray(alt, np.float64)
+    if out.shape != alt.shape:
+        return False
+    nan_o, nan_a = np.isnan(out), np.isnan(alt)
+    if not np.array_equal(nan_o, nan_a):
+        return False
+    ok = ~nan_o
+    o, a = out[ok], alt[ok]
+    inf = np.isinf(o) | np.isinf(a)
+    if not np.array_equal(o[inf], a[inf]):
+        return False
+    t = np.broadcast_to(np.asarray(tol, np.float64), out.shape)[ok][~inf]
+    fin_o, fin_a = o[~inf], a[~inf]
+    return bool(np.all(np.abs(fin_o - fin_a) <= t + 1e-5 * np.abs(fin_a) + 1e-12))
+
+
+def mistake_message(mistakes, case, outs) -> str | None:
+    """The message of the first of ``mistakes`` whose outputs on ``case`` are the student's ``outs``
+    and are not the reference's (None when none is)."""
+    for m in mistakes or ():
+        m = Mistake(*m)  # hidden.py declares plain (concept, outputs, message) tuples
+        try:
+            with np.errstate(all="ignore"):
+                alt = m.outputs(case)
+        except Exception:  # noqa: BLE001 - a declaration that does not apply to this case
+            continue
+        if alt is None or len(alt) != len(outs):
+            continue
+        tols = case.tols
+        if all(_same(r, a, 0.0) for r, a in zip(case.refs, alt)):
+            continue  # the mistake does not show on this case
+        if all(_same(o, a, t) for o, a, t in zip(outs, alt, tols)):
+            return m.message
+    return None
+
+
+def exercise_mistakes(ex) -> list:
+    """The exercise's declared mistakes (``MISTAKES`` of its hidden.py), or []."""
+    try:
+        return list(getattr(ex.hidden(), "MISTAKES", ()) or ())
+    except Exception:  # noqa: BLE001
+        return []
+
+
+# --- launch() over several sizes -----------------------------------------------------------------------
+_AXES = ("x", "y", "z")
+
+
+def _fit(sizes, blocks) -> tuple[int, str] | None:
+    """(D, form): the block size D that ``blocks`` were computed for from ``sizes``, by ceil(size / D)
+    or size // D + 1, for every size; None when neither form fits one D."""
+    for d in range(1, 2049):
+        if all(b == -(-s // d) for s, b in zip(sizes, blocks)):
+            return d, "ceil"
+    for d in range(1, 2049):
+        if all(b == s // d + 1 for s, b in zip(sizes, blocks)):
+            return d, "floor+1"
+    return None
+
+
+def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
+    """Why the launch ``launch(*args)`` (the student's launch(), as the judge interprets it) has fewer
+    threads than elements along an axis, from launch() itself: the sizes along that axis varied
+    (the first ``len(shape)`` arguments of launch() are the output's shape, rows first), the number
+    of blocks it returns fitted to ceil(size / D), and D compared with the threads a block it returns
+    along that axis. None when the blocks were counted for the block size it returns (plain
+    rounding down is :func:`lab.teach.messages._unwritten_message`'s), or when nothing fits."""
+    def dims(v):
+        return [int(v)] if isinstance(v, (int, np.integer)) else [int(u) for u in v]
+
+    try:
+        grid, block = launch(*args)
+        g, b = dims(grid), dims(block)
+    except Exception:  # noqa: BLE001
+        return None
+    nd = len(shape)
+    for axis in range(min(nd, len(g), len(b))):
+        k = nd - 1 - axis  # x = the last dimension (columns), y = rows
+        elements = int(shape[k])
+        if g[axis] * b[axis] >= elements:
+            continue
+        sizes, blocks, threads = [], [], set()
+        base = int(args[k])
+        for s in sorted({1, 2, 3, 100, 1000, base} | {p + d for p in (32, 64, 128, 256, 512, 1024, 2048) for d in (-1, 0, 1)}):
+            a = list(args)
+            a[k] = s
+            try:
+                gg, bb = launch(*a)
+                gg, bb = dims(gg), dims(bb)
+            except Exception:  # noqa: BLE001
+                return None
+            if axis >= len(gg) or axis >= len(bb):
+                return None
+            sizes.append(s)
+            blocks.append(gg[axis])
+            threads.add(bb[axis])
+        fit = _fit(sizes, blocks)
+        if fit is None or len(threads) != 1:
+            return None
+        d, form = fit
+        t = b[axis]
+        if d == t:
+            return None
+        what = ("n" if nd == 1 else ("rows" if k == 0 else "cols")) if nd <= 2 else f"dimension {k}"
+        how = f"ceil({what} / {d})" if form == "ceil" else f"{what} // {d} + 1"
+        call = f"{name}({', '.join(str(v) for v in args)})"
+        axis_words = "" if nd == 1 else f" along {_AXES[axis]}"
+        return (f"your launch() divides {what} by {d} (blocks{axis_words} = {how} for every size tried), but its "
+                f"blocks have {t} threads{axis_words}: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads "
+                f"for {elements} {what if nd > 1 else 'elements'}; divide by the block's own size{axis_words} "
+                f"(x = columns by block[0], y = rows by block[1])" if nd > 1 else
+                f"your launch() divides n by {d} (blocks = {how} for every n tried), but its blocks have {t} threads "
+                f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
+                f"count the blocks with the block size you return: (n + threads - 1) // threads")
+    return None
+
+
+# --- Differential diagnosis: the reference solution traced on the same case ---------------------------
+DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
+
+
+def _ndims(d) -> int:
+    return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
+
+
+def _fmt_idx(name, idx) -> str:
+    return f"{name}[{', '.join(map(str, idx))}]"
+
+
+def _fmt_who(who, nd) -> str:
+    """'thread T of block B' as lab.teach.messages words it (not imported: messages imports this module)."""
+    b, t = tuple(who[0])[:nd], tuple(who[1])[:nd]
+    f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
+    return f"thread {f(t)} of block {f(b)}"
+
+
+def _param_names(kernel) -> list:
+    import inspect
+
+    try:
+        return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def reference_run(ex, case):
+    """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
+    in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
+    the student's first run: the lab's own code, built from its source (:func:`lab.teach.source.load`)
+    and run by the judge, with no student code involved. None when the run fails. Called only for
+    a simulator check (the student's trace is there to compare with)."""
+    import threading
+
+    from lab.core import simt
+    from lab.teach import source
+
+    try:
+        path = str(ex.solution)
+        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
+        kernel = getattr(mod, ex.kernel)
+        if case.grid is not None:
+            grid, block = case.grid, case.block
+        else:
+            grid, block = getattr(mod, ex.launch)(*case.launch_args)
+        names = _param_names(kernel)
+        trace, lock = simt.Trace(), threading.RLock()
+        args = [simt.traced(a.copy(), names[k], trace, lock) if isinstance(a, np.ndarray) else a
+                for k, a in enumerate(case.args)]
+        if case.init is not None:
+            outs = [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
+        else:
+            outs = [simt.poisoned(shape, dt, 0) for shape, dt in case.outputs]
+        onames = names[len(case.args):]
+        targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
+        simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
+        writers = [tr._lab_tracker.writer for tr in targs]
+        return outs, trace, writers, grid, block, names
+    except Exception:  # noqa: BLE001 - no reference run: no differential facts
+        return None
+
+
+def _per_thread(rows, arrays, kind: int) -> dict:
+    """{(array name, thread id): count} of one kind (0 load, 2 atomic) from a per_thread table."""
+    out: dict = {}
+    for kd, a, tid, c in rows:
+        if int(kd) == kind:
+            key = (arrays[int(a)][0], int(tid))
+            out[key] = out.get(key, 0) + int(c)
+    return out
+
+
+def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names) -> str | None:
+    """What the student's launch did differently from the reference solution's on ``case``, around
+    the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
+    input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
+    shuffles; only facts that differ are named. None without a trace or a reference run.
+    ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
+    from lab.teach.lessons import _dims3, _thread_id, stats_counts
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or writers is None:
+        return None
+    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    if threads > DIFFERENTIAL_THREADS:  # the reference's simulated run would cost more than the hint is worth
+        return None
+    ref = reference_run(ex, case)
+    if ref is None:
+        return None
+    r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
+    shape = tuple(case.outputs[k][0])
+    flat = int(np.ravel_multi_index(first, shape)) if shape else 0
+    onames = names[len(case.args):] if len(names) > len(case.args) else [f"out{j}" for j in range(len(case.outputs))]
+    oname = onames[k] if k < len(onames) else f"out{k}"
+    nd = _ndims(grid)
+    ws, wr = writers[k].get(flat), r_writers[k].get(flat)
+    facts = []
+    if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
+        ws = wr = None
+    if ws is not None and wr is not None and _dims3(ws[0]) + _dims3(ws[1]) != _dims3(wr[0]) + _dims3(wr[1]):
+        facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
+                     f"{_fmt_who(ws, nd)}")
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    if ws is not None and wr is not None:
+        mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
+        theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
+        tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
+        tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
+        for j, a in enumerate(case.args):
+            if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
+                continue
+            n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
+            if n_s != n_r:
+                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}, the reference's "
+                             f"{n_r}")
+    a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
+    a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
+    if a_s != a_r:
+        facts.append(f"{a_s} atomic update{'s' if a_s != 1 else ''} in all, the reference {a_r}")
+    for key, what in (("shared_accesses", "shared-memory accesses"), ("warp_collectives", "warp shuffles")):
+        v_s, v_r = int(counts.get(key, 0)), int(rc.get(key, 0))
+        if v_s != v_r:
+            facts.append(f"{v_s} {what} in all, the reference {v_r}")
+    if not facts:
+        return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+                f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
+                f"differs is which elements were read or how they were combined")
+    return "the reference solution, run on this case: " + "; ".join(facts)

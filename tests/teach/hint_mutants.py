@@ -1,0 +1,113 @@
+"""Issue 41's mutants: wrong kernels in styles unlike tests/teach/catalogue.py and mutants.py, one or
+more per bug class the issue names (and a few more), each declaring the bug it was written to have.
+
+Every entry: (exercise, label, subs, cls). ``subs``: (old, new) substitutions in the exercise's
+solution.py (each ``old`` must be there). ``cls``: a key of :data:`CLASSES`, whose phrases a message
+must all have to *name* that bug. A first failing message that has the phrases of another class
+names another bug; one with neither describes only the symptom.
+
+tests/teach/test_hint_accuracy.py runs them and prints the three shares.
+"""
+
+# bug class -> the phrases (all of them) of a message that names it
+CLASSES = {
+    "launch for another block size": ["launch()", "divides n by", "threads a block"],
+    "launch divides by the wrong block dimension": ["launch()", "divides rows by", "along y"],
+    "tree step without its thread test": ["tree step", "if t < s"],
+    "scale direction": ["divide by the scale"],
+    "clamp missing": ["clamp"],
+    "k loop short": ["last k-step", "stops one step early"],
+    "min/max identity": ["identit", "+inf"],
+    "scan offset twice": ["offset", "twice"],
+    "scan steps": ["scan", "step"],
+    "softmax shift": ["row maximum"],
+    "stride from the output": ["stride0", "out.shape"],
+    "guard on the wrong array's shape": ["must test", "shape", "not A's"],
+    "shuffle offset start": ["shuffle", "offsets run 16"],
+    "one block does all": ["one block did all the work"],
+    "halo guard": ["halo", "right < n"],
+}
+
+_SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
+_DOT_ONE_BLOCK = ("    cache[t] = a[i] * b[i] if i < a.shape[0] else float32(0.0)\n",
+                  "    if cuda.blockIdx.x != 0:\n        return\n    acc = float32(0.0)\n"
+                  "    for j in range(t, a.shape[0], THREADS):\n        acc += a[j] * b[j]\n    cache[t] = acc\n")
+
+MUTANTS = [
+    # launch() evaluated: the block size it rounds for is not the one it returns
+    ("vecadd", "rounds up for a hard-coded 256", [("    blocks = (n + threads - 1) // threads\n",
+                                                   "    blocks = (n + 255) // 256\n")], "launch for another block size"),
+    ("vecadd", "blocks from a constant 128, plus one", [("    blocks = (n + threads - 1) // threads\n",
+                                                         "    blocks = n // 128 + 1\n")], "launch for another block size"),
+    ("matrix_add_2d", "rows divided by the block's width", [("(rows + block[1] - 1) // block[1]", "(rows + block[0] - 1) // block[0]")],
+     "launch divides by the wrong block dimension"),
+    ("matrix_add_2d", "rows divided by a literal 16", [("(rows + block[1] - 1) // block[1]", "(rows + 15) // 16")],
+     "launch divides by the wrong block dimension"),
+    # reductions: which threads act at each step
+    ("block_sum", "tree step guarded by t + s < THREADS", [("        if t < s:\n", "        if t + s < THREADS:\n")],
+     "tree step without its thread test"),
+    ("dot", "tree step for every thread", [("        if t < s:\n            cache[t] += cache[t + s]\n",
+                                             "        if t + s < THREADS:\n            cache[t] = cache[t] + cache[t + s]\n")],
+     "tree step without its thread test"),
+    # quantize: scale direction, clamp
+    ("quantize", "multiplies by the scale", [("x[i] / scale", "x[i] * scale")], "scale direction"),
+    ("quantize", "scale inverted in a local", [("        v = x[i] / scale + zero_point\n",
+                                                 "        inv = 1.0 / scale\n        v = x[i] / inv + zero_point\n")], "scale direction"),
+    ("quantize", "no clamp", [("round(min(max(v, 0.0), 255.0))", "round(v) % 256")], "clamp missing"),
+    # mma: the K loop one step short
+    ("mma_fragment", "k loop stops one step early", [("range(0, A.shape[1], 8)", "range(0, A.shape[1] - 8, 8)")], "k loop short"),
+    ("mma_fragment", "k steps counted down from K // 8 - 1", [("for k0 in range(0, A.shape[1], 8):", "for k0 in range(8 * (A.shape[1] // 8 - 1) - 8, -1, -8):")],
+     "k loop short"),
+    # min/max identities
+    ("minmax", "identities swapped", [("        lo[t] = math.inf\n        hi[t] = -math.inf\n",
+                                        "        lo[t] = -math.inf\n        hi[t] = math.inf\n")], "min/max identity"),
+    ("minmax", "zero identities", [("        lo[t] = math.inf\n        hi[t] = -math.inf\n",
+                                     "        lo[t] = 0.0\n        hi[t] = 0.0\n")], "min/max identity"),
+    # scans: offsets and step order
+    ("prefix_sum", "offset added into temp and again at the store", [(_SCAN_OUT, "    temp[t] += offset[0]\n" + _SCAN_OUT)],
+     "scan offset twice"),
+    ("prefix_sum", "scan stops at s = 16", [("    while s < THREADS:\n", "    while s < THREADS // 2:\n")], "scan steps"),
+    ("prefix_sum", "neighbour read only for t > s", [("temp[t - s] if t >= s else 0", "temp[t - s] if t > s else 0")], "scan steps"),
+    # softmax: the max shift
+    ("softmax_fused", "shifted by the row's first element", [("    m = cache[0]\n    cuda.syncthreads()", "    m = x[r, 0]\n    cuda.syncthreads()")],
+     "softmax shift"),
+    ("softmax_fused", "max of the first 32 columns only", [("    for j in range(t, cols, THREADS):\n        m = max(m, x[r, j])\n",
+                                                           "    if t < cols:\n        m = x[r, t]\n")], "softmax shift"),
+    # strides
+    ("strided_index", "row stride from the output's width", [("r * stride0", "r * out.shape[1]")], "stride from the output"),
+    # transpose: the store guarded by A's shape
+    ("transpose_shared", "store guarded by A's shape", [("        if y + j < cols and x < rows:\n", "        if y + j < rows and x < cols:\n")],
+     "guard on the wrong array's shape"),
+    # warp shuffles
+    ("warp_reduce", "shuffle offsets start at 32", [("    offset = 16\n    while offset > 0:  # after", "    offset = 32\n    while offset > 0:  # after")],
+     "shuffle offset start"),
+    # conv1d: the right halo cell's guard
+    ("conv1d", "right halo guarded with <=", [("x[right] if right < n else", "x[right] if right <= n else")], "halo guard"),
+    ("conv1d", "right halo unguarded", [("x[right] if right < n else float32(0.0)", "x[right]")], "halo guard"),
+    # mapping: one block does everything
+    ("dot", "block 0 does the whole dot", [_DOT_ONE_BLOCK], "one block does all"),
+]
+
+# phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
+# message with one of these, and not the mutant's own phrases, names another bug
+OTHER_HINTS = {
+    "round the number of blocks up": "grid rounded down",
+    "starts too large": "tree start",
+    "clamp before converting": "conversion",
+    "check the formula": "formula",
+    "which element of A each a_i holds": "fragment mapping",
+    "guard it": "missing guard",
+    "swapped": "swapped indices",
+    "read before initialised": "uninitialised read",
+    "times the expected value": "repeated partial",
+    "block offset": "block offset",
+    "are x and y swapped": "swapped indices",
+}
+
+
+def classify(message: str, cls: str) -> str:
+    """"named" (every phrase of ``cls``), "other" (a phrase of another class or hint), or "symptom"."""
+    if all(p in message for p in CLASSES[cls]):
+        return "named"
+    others = [ps for c, ps in CLASSES.items() if c != cls] + [[p] for p in OTHER_HINTS]
+    return "other" if any(all(p in message for p in ps) for ps in others) else "symptom"
