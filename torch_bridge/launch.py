@@ -156,10 +156,11 @@ def vecadd(a, b, out=None):
     rung, grid, block = launch
     kernel = getattr(V, _VECADD_RUNGS[rung])
     flat = (a.view(-1), b.view(-1), out.view(-1))
-    if COMPILER != "numba-cuda":
+    if COMPILER != "numba-cuda":  # device arrays over torch's memory (numba-cuda-mlir takes no torch tensor)
+        from kernels.compiler import cuda
         from torch_bridge.streams import numba_stream
 
-        kernel[grid, block, numba_stream(a.device)](*flat)
+        kernel[grid, block, numba_stream(a.device)](*(cuda.as_cuda_array(t) for t in flat))
         return out
     fk = _vecadd_kernels.get(rung)
     if fk is None:

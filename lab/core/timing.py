@@ -409,32 +409,40 @@ def blocking_kernel() -> dict:
     """
     if _blocker:
         return _blocker
+    from kernels.cache import compile_allowed
     from kernels.compiler import cuda
 
     try:
-        block_until_released = _blocking_kernel_function()
-        flags = [cuda.mapped_array(1, np.int32) for _ in range(2)]  # two: batches overlap (_overlapped_samples)
-        statuses = [cuda.mapped_array(1, np.int32) for _ in range(2)]
-        flag, status = flags[0], statuses[0]
-        _blocker.update(kernel=block_until_released[1, 1], flag=flag, status=status, flags=flags, statuses=statuses)
-        flag[0], status[0] = 1, 0  # first launch pre-released: compiles and loads the kernel
-        _blocker["kernel"](flag, status, np.int64(1000))
-        cuda.synchronize()
-        flag[0], status[0] = 0, 0
-        t0 = time.perf_counter()
-        _blocker["kernel"](flag, status, np.int64(BLOCK_TIMEOUT_S * 1e6))
-        time.sleep(0.005)
-        held = status[0] == 0  # still waiting 5 ms later: it does block
-        flag[0] = 1
-        cuda.synchronize()
-        waited = time.perf_counter() - t0
-        works = held and status[0] == 1
-        _blocker["works"] = works
-        _blocker["why"] = (f"blocking kernel released by the host after {waited * 1e3:.1f} ms" if works else
-                           f"blocking kernel did not work (held: {held}, status {status[0]}); sleeping instead")
+        with compile_allowed("the timer's blocking kernel"):  # also inside a rung's no-compile probe
+            return _build_blocker(cuda)
     except Exception as e:  # no inline PTX, no mapped memory...: fall back to the sleep
         _blocker.clear()
         _blocker.update(works=False, why=f"blocking kernel unavailable ({type(e).__name__}: {e}); sleeping instead")
+    return _blocker
+
+
+def _build_blocker(cuda) -> dict:
+    """:func:`blocking_kernel`'s work: build, load and self-test the kernel (raises where it cannot)."""
+    block_until_released = _blocking_kernel_function()
+    flags = [cuda.mapped_array(1, np.int32) for _ in range(2)]  # two: batches overlap (_overlapped_samples)
+    statuses = [cuda.mapped_array(1, np.int32) for _ in range(2)]
+    flag, status = flags[0], statuses[0]
+    _blocker.update(kernel=block_until_released[1, 1], flag=flag, status=status, flags=flags, statuses=statuses)
+    flag[0], status[0] = 1, 0  # first launch pre-released: compiles and loads the kernel
+    _blocker["kernel"](flag, status, np.int64(1000))
+    cuda.synchronize()
+    flag[0], status[0] = 0, 0
+    t0 = time.perf_counter()
+    _blocker["kernel"](flag, status, np.int64(BLOCK_TIMEOUT_S * 1e6))
+    time.sleep(0.005)
+    held = status[0] == 0  # still waiting 5 ms later: it does block
+    flag[0] = 1
+    cuda.synchronize()
+    waited = time.perf_counter() - t0
+    works = held and status[0] == 1
+    _blocker["works"] = works
+    _blocker["why"] = (f"blocking kernel released by the host after {waited * 1e3:.1f} ms" if works else
+                       f"blocking kernel did not work (held: {held}, status {status[0]}); sleeping instead")
     return _blocker
 
 
@@ -445,29 +453,39 @@ _flush_buffer = None
 
 def _flush_l2() -> None:
     """Enqueue a kernel that reads a buffer of twice the L2 size (evicting the last call's data)."""
-    global _flush_kernel, _flush_buffer
+    global _flush_kernel
     from kernels.compiler import cuda
 
     if _flush_kernel is None:
-        @cuda.jit
-        def flush(buf, sink):
-            i = cuda.grid(1)
-            stride = cuda.gridsize(1)
-            acc = 0
-            while i < buf.shape[0]:
-                acc ^= buf[i]
-                i += stride
-            if acc == 0x5EED:  # the buffer is zeros: never true, but the loads must stay
-                sink[0] = acc
+        from kernels.cache import compile_allowed
 
-        l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20)
-        _flush_buffer = (cuda.to_device(np.zeros(2 * l2 // 4, np.int32)), cuda.device_array(1, np.int32))
-        from kernels.compiler import bound
-
-        fast = _direct_launch(flush, (1024, 256), _flush_buffer)  # numba-cuda; numba-cuda-mlir: bound()
-        _flush_kernel = fast or bound(flush[1024, 256], _flush_buffer)
+        with compile_allowed("the timer's L2 flush"):  # also inside a rung's no-compile probe
+            _flush_kernel = _build_flush(cuda)
     if FLUSH_L2:
         _flush_kernel()
+
+
+def _build_flush(cuda):
+    """:func:`_flush_l2`'s kernel over a buffer of twice the L2 size, compiled and bound once."""
+    global _flush_buffer
+
+    @cuda.jit
+    def flush(buf, sink):
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        acc = 0
+        while i < buf.shape[0]:
+            acc ^= buf[i]
+            i += stride
+        if acc == 0x5EED:  # the buffer is zeros: never true, but the loads must stay
+            sink[0] = acc
+
+    l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20)
+    _flush_buffer = (cuda.to_device(np.zeros(2 * l2 // 4, np.int32)), cuda.device_array(1, np.int32))
+    from kernels.compiler import bound
+
+    fast = _direct_launch(flush, (1024, 256), _flush_buffer)  # numba-cuda; numba-cuda-mlir: bound()
+    return fast or bound(flush[1024, 256], _flush_buffer)
 
 
 def _direct_launch(dispatcher, config: tuple[int, int], arrays):

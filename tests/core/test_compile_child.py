@@ -62,6 +62,30 @@ def test_the_probe_stops_a_compile_and_lets_a_cached_kernel_run(tmp_cache, monke
         assert fresh()(5) == 15 + k and not cache.would_have_compiled()
 
 
+def test_the_labs_own_helper_kernels_compile_inside_a_probe(tmp_cache, monkeypatch):
+    """compile_allowed (the timer's blocking and flush kernels): inside a rung's no_compile probe the
+    helper compiles here, its crash marker naming it; the probe stops a rung's compile as before,
+    after it and around it (the timer once fell back to sleeping for the whole process)."""
+    numba = pytest.importorskip("numba")
+    from numba.core import config
+
+    cache.configure("test", "0")
+    monkeypatch.setattr(config, "CACHE_DIR", os.environ[cache.NUMBA_ENV])
+    k = int.from_bytes(os.urandom(3), "little")
+    helper, rung = (cache._guard(numba.njit(cache=True)(cache.exec_generated(GEN.format(k=k + i), {})[f"triple_{k + i}"]))
+                    for i in (0, 1))
+    seen = []
+    monkeypatch.setattr(cache, "MISS_HOOKS", [lambda: seen.append(cache.read_marker())])
+    with cache.no_compile():
+        with cache.compile_allowed("the timer's blocking kernel"):
+            assert helper(2) == 6 + k
+        assert not cache.would_have_compiled()
+        with pytest.raises(cache.WouldCompile, match=f"triple_{k + 1}"):
+            rung(2)
+        assert cache.would_have_compiled()
+    assert seen and seen[0]["rung"] == "the timer's blocking kernel" and cache.read_marker() is None
+
+
 def test_markers_of_dead_processes_are_reported_once(tmp_cache):
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True, check=True)
