@@ -59,9 +59,17 @@ def main(argv=None) -> int:
     da, db, dc = cuda.to_device(ha), cuda.to_device(hb), cuda.device_array(n, np.float32)
     cfg = V.launch((n,), L.THREADS)
     k = V.vecadd_kernel[cfg.grid, cfg.block]
+    from kernels.compiler import COMPILER
+    from kernels.compiler import cuda as kcuda
+
+    if COMPILER == "numba-cuda":  # a torch tensor straight in (its __cuda_array_interface__, read each call)
+        direct = ("Numba direct, torch tensors: kernel[grid, block](a, b, c)", lambda: k(a, b, c))
+    else:  # numba-cuda-mlir takes no torch tensor: a device array over it, made each call
+        direct = ("Numba direct, torch tensors wrapped each call: kernel[grid, block](as_cuda_array(a), ...)",
+                  lambda: k(kcuda.as_cuda_array(a), kcuda.as_cuda_array(b), kcuda.as_cuda_array(c)))
     rows = [
         ("Numba direct, device arrays: kernel[grid, block](da, db, dc)", lambda: k(da, db, dc), cuda.synchronize),
-        ("Numba direct, torch tensors: kernel[grid, block](a, b, c)", lambda: k(a, b, c), cuda.synchronize),
+        (*direct, cuda.synchronize),
         ("fast launch path, the lesson (torch_bridge.launch.vecadd, preallocated c)",
          lambda: fast_vecadd(a, b, c), torch.cuda.synchronize),
         ("bridge: torch.ops.lab.vecadd(a, b)", lambda: torch.ops.lab.vecadd(a, b), torch.cuda.synchronize),

@@ -107,6 +107,9 @@ def test_naive_numba_launch_on_a_side_stream_reads_stale_data(rng):
     old, new, x = side_stream_update(rng, (n,))
     b = cuda_rand(rng, n)
     c = torch.full_like(b, float("nan"))
+    vecadd_kernel[n // 256, 256](to_numba(b), to_numba(b), to_numba(c))  # compiled and loaded first: a
+    torch.cuda.synchronize()  # compile inside the race would outlast the side stream's sleep (test order)
+    c.fill_(float("nan"))
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         torch.cuda._sleep(SLEEP_CYCLES)
