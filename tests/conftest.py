@@ -108,6 +108,20 @@ def skip_unavailable(kernel: str, variant: str, dtype="float32") -> None:
         pytest.skip(why)
 
 
+@pytest.fixture(autouse=True)
+def _no_stop_flag_left_behind():
+    """A test that delivers Ctrl-C (lab.teach.procs.stop_all, as lab's interrupt handler does) leaves the
+    checker's stop flag set for its process: the next test starts without it, as a new ``lab`` command
+    does (check and grade clear it first; a test calling their parts directly would see every child
+    killed at once)."""
+    yield
+    import sys
+
+    procs = sys.modules.get("lab.teach.procs")
+    if procs is not None:
+        procs._STOP.clear()
+
+
 @pytest.fixture
 def rng():
     """Fresh random inputs every run; the seed is printed on failure for a replay."""

@@ -1,4 +1,4 @@
-"""Diagnoses from evidence, judge side (issue 41): which mistake of an exercise's lesson the student's
+"""Diagnoses from evidence, judge side: which mistake of an exercise's lesson the student's
 outputs are, and what the student's own launch() does over several sizes.
 
 * :class:`Mistake` and :func:`mistake_message`: each exercise declares, in its hidden.py

@@ -223,12 +223,12 @@ def test_unknown_names_are_one_line_exit_2(args, needle):
 
 def test_an_unexpected_exception_is_one_line_not_a_traceback(monkeypatch):
     """A bug of the lab (not bad input): one line saying so, exit code 3; LAB_DEBUG=1 re-raises."""
-    from lab.core import commands as C
+    import lab.library as L
 
     def boom(*a, **k):
         raise RuntimeError("something broke\nacross two lines")
 
-    monkeypatch.setattr(C, "list_kernels", boom)
+    monkeypatch.setattr(L, "list_kernels", boom)  # what the command calls (lab.library)
     code, out, err = lab("list")
     assert code == 3 and "Traceback" not in err
     assert err.strip().splitlines() == ["error: internal error (a bug in the lab, please report it): RuntimeError: "

@@ -197,4 +197,4 @@ def test_grade_on_a_gpu_takes_the_union_in_the_sandbox(tmp_path, gpu_stand_in):
     row = G.grade_one("bob", "vecadd", path, "gpu", 7, 20, Limits(), False)
     assert gpu_stand_in.count("simulator") == 1 and row["status"] == "failed", row
     assert row["reason"].split(": ", 1)[1].startswith("seen in the simulator's trace: ")
-    assert "one per block" in row["reason"] and row["tests_total"] == 6 and row["tests_passed"] < 6
+    assert "one per block" in row["reason"] and row["tests_total"] >= 6 and row["tests_passed"] < row["tests_total"]
