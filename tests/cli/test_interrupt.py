@@ -55,11 +55,19 @@ def test_every_command_exits_130_with_one_line(path, command, monkeypatch):
     assert "Traceback" not in out.getvalue() + err.getvalue()
 
 
+def _as_from_a_shell():
+    """The child's SIGINT as a shell starts a command: default and not blocked. (A pytest worker once
+    handed its children SIGINT blocked or ignored, set by an earlier test's library: the child then
+    never saw the signal and exited 0. The lab is tested here, not the worker's inheritance.)"""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
+
+
 def _interrupt(args, wait_for: str, timeout=120, **env):
     """Start ``lab ARGS``, send SIGINT once WAIT_FOR shows on its stderr; (code, stdout, stderr, seconds
     from the signal to the exit)."""
     p = subprocess.Popen([sys.executable, "-m", "lab", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "80", **env})
+                         text=True, cwd=ROOT, env={**os.environ, "COLUMNS": "80", **env}, preexec_fn=_as_from_a_shell)
     err = []
     deadline = time.monotonic() + timeout
     for line in p.stderr:  # the progress lines on stderr (piped: one per stage)
@@ -112,6 +120,7 @@ entry()
 
 
 def test_an_interrupt_python_swallowed_still_exits_130():
-    p = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    p = subprocess.run([sys.executable, "-c", SWALLOWED], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                       preexec_fn=_as_from_a_shell)
     assert p.returncode == interrupt.EXIT, p.stderr[-2000:]
     assert p.stderr.strip().splitlines()[-1].startswith("interrupted (Ctrl-C)")
