@@ -109,7 +109,7 @@ def run_all(transcripts: list[Transcript], jobs: int | None = None) -> list[tupl
 # --- structure -------------------------------------------------------------------------------------------
 _FILE_LINE = re.compile(r"\b([\w/]+\.py):(\d+)")
 _NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?")
-_TIME_UNIT = re.compile(r"# (?:ns|µs|us|ms|s)\b")
+_TIME_UNIT = re.compile(r"# (?:ns|µs|us|ms|s|min|h)\b")  # a loaded machine turns s into min
 
 
 def structure(text: str) -> list[str]:
