@@ -180,6 +180,9 @@ def _reference_here(ex, case, backend: str) -> dict:
     """:func:`reference`'s numbers, made in this process."""
     from lab.teach.executor import load_student
 
+    if not ex.has_solution:  # a student's install of a course that ships the solutions to teachers only
+        return {"error": f"the reference solution of {ex.name} is not installed here, so there is nothing to time "
+                         f"against (LAB_SOLUTIONS=DIR names the teacher's folder of solutions)"}
     try:
         out = measure(load_student(str(ex.solution), ex), ex, case, backend)
         if backend != "simulator":

@@ -83,6 +83,7 @@ ENV_NAMES = frozenset((
     "NUMBA_DEBUGINFO", "NUMBA_BOUNDSCHECK", "NUMBA_FASTMATH",
     "LAB_COMPILER", "LAB_COMPILER_WHY", "LAB_GPU_COMPILE", "LAB_LINEINFO", "LAB_SANITIZER", "LAB_KERNEL_CACHE",
     "LAB_SANDBOX_SECCOMP", "LAB_SANDBOX_UID", "LAB_SANDBOX_THREADS", "LAB_EXERCISE_TIMEOUT", "LAB_DEBUG",
+    "LAB_SOLUTIONS",  # (only so that Landlock leaves the teacher's solutions out where a read root holds them)
     *THREAD_VARS))
 
 
