@@ -254,6 +254,16 @@ def set_limits(limits: Limits, simulator: bool) -> None:
 _LAB_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
 
 
+SHARED_DEV = ("shm", "mqueue")  # /dev's folders of other processes' data: never read by a child
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def _read_roots() -> list[str]:
     """What the checker must read: the system's library folders, Python's, the site-packages, the
     lab's packages (not the folder around them: a class or a gradebook may lie there),
@@ -261,7 +271,10 @@ def _read_roots() -> list[str]:
     from lab.core import isolation as I
 
     roots, _ = I.read_paths(_LAB_ROOT)
-    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys", "/dev"]
+    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys"]
+    # /dev's devices, not its shared memory: /dev/shm and /dev/mqueue hold other processes' data (the
+    # grader's, another program's; without bubblewrap the child shares the machine's /dev)
+    roots += [os.path.join("/dev", e) for e in _listdir("/dev") if e not in SHARED_DEV]
     # /proc: its own process and the machine's, not another process's (the grader's environment)
     roots += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver"]
     for var in ("CUDA_HOME", "CUDA_PATH"):
