@@ -289,7 +289,8 @@ def landlock(private: str, hide: list[str] = ()) -> str | None:
     :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
     from lab.core import isolation as I
 
-    return I.landlock(private, _read_roots(), hide, I.read_paths(_LAB_ROOT)[1])
+    # /dev listed (its names, as before; what it holds read only device by device, _read_roots)
+    return I.landlock(private, _read_roots(), hide, [*I.read_paths(_LAB_ROOT)[1], "/dev"])
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
