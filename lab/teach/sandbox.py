@@ -273,8 +273,10 @@ def _read_roots() -> list[str]:
     roots, _ = I.read_paths(_LAB_ROOT)
     roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys"]
     # /dev's devices, not its shared memory: /dev/shm and /dev/mqueue hold other processes' data (the
-    # grader's, another program's; without bubblewrap the child shares the machine's /dev)
-    roots += [os.path.join("/dev", e) for e in _listdir("/dev") if e not in SHARED_DEV]
+    # grader's, another program's; without bubblewrap the child shares the machine's /dev); not its
+    # links either (/dev/core -> /proc/kcore: what a link names is granted, or not, where it lies)
+    roots += [os.path.join("/dev", e) for e in _listdir("/dev")
+              if e not in SHARED_DEV and not os.path.islink(os.path.join("/dev", e))]
     # /proc: its own process and the machine's, not another process's (the grader's environment)
     roots += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver"]
     for var in ("CUDA_HOME", "CUDA_PATH"):
