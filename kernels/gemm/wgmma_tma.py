@@ -163,7 +163,7 @@ def schedule(nk: int, stages: int, wgs: int, rng, full=full_parity, empty=empty_
 BUILDS: dict = {
     "tma_m256s4": dict(stages=4, wgs=4, bn=128),  # the cp.async rung's tile (256 x 128, 4 warpgroups), TMA + mbarriers
     "tma_ws_n256s4": dict(stages=4, wgs=2, bn=256, ws=True, maxnreg=(40, 232)),  # producer + 2 consumers, 128 x 256
-    "tma_ws_m256s4": dict(stages=4, wgs=4, bn=128, ws=True, maxnreg=(40, 112)),  # producer + 4 consumers, 256 x 128
+    "tma_ws_m256s4": dict(stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers, 256 x 128
     "tma_ws_n256s4r": dict(stages=4, wgs=2, bn=256, ws=True),  # the same without setmaxnreg
 }
 BUILD: dict = BUILDS["tma_ws_n256s4"]
@@ -176,10 +176,28 @@ def block_shape(build: dict) -> tuple[int, int, int]:
     return 64 * wgs, build.get("bn", 128), WARPGROUP * (wgs + (1 if build.get("ws") else 0))
 
 
+REGISTERS = 65536  # an SM's (and a block's, at most) 32-bit registers
+
+
+def register_cap(threads: int) -> int:
+    """Registers a thread of a ``threads``-thread block gets under ``launch_bounds=(threads, 1)``: the file's
+    share, rounded down to the allocation unit of 8 (255 at most). setmaxnreg moves registers within this
+    pool (PTX ISA, "setmaxnreg": an increase waits until the block's pool has them)."""
+    return min(REGISTERS // threads // 8 * 8, 255)
+
+
+def consumer_registers(wgs: int, producer: int) -> int:
+    """The most registers a consumer thread can take with ``setmaxnreg.inc`` once the producer warpgroup has
+    given up all but ``producer`` a thread: the pool is register_cap x threads, a multiple of 8."""
+    cap = register_cap(WARPGROUP * (wgs + 1))
+    return min((cap + (cap - producer) // wgs) // 8 * 8, 256)
+
+
 def check_build(stages: int, wgs: int, bn: int, ws: bool, maxnreg) -> None:
     """ValueError (one line) for a build the kernel cannot run: bn 128 or 256, 2 or 4 consumer warpgroups with
     64 wgs <= 256 (one box of A), 2 to 8 stages, shared memory within a block's 227 KB, and ``maxnreg``
-    (producer, consumer) registers -- multiples of 8 in 24 .. 256 -- fitting the 64 K registers of an SM."""
+    (producer, consumer) registers -- multiples of 8, the producer's 24 or more and at most the block's share,
+    the consumers' at most :func:`consumer_registers` (more would wait forever for registers the pool has not)."""
     if bn not in (128, 256) or wgs not in (2, 4) or not 2 <= stages <= 8:
         raise ValueError("a TMA build: bn 128 or 256, 2 or 4 consumer warpgroups, 2 to 8 stages")
     if shared_bytes(stages, wgs, bn) > W.DYNAMIC_SHARED_MAX:
@@ -188,9 +206,10 @@ def check_build(stages: int, wgs: int, bn: int, ws: bool, maxnreg) -> None:
         if not ws:
             raise ValueError("setmaxnreg moves registers between roles: a warp-specialized build (ws) only")
         lo, hi = maxnreg
-        if any(r % 8 or not 24 <= r <= 256 for r in (lo, hi)) or (lo + wgs * hi) * WARPGROUP > 65536:
-            raise ValueError(f"maxnreg {maxnreg}: multiples of 8 in 24 .. 256, (producer + {wgs} x consumer) x 128 "
-                             "registers within 65,536")
+        cap = register_cap(WARPGROUP * (wgs + 1))
+        if lo % 8 or hi % 8 or not 24 <= lo <= cap or not cap <= hi <= consumer_registers(wgs, lo):
+            raise ValueError(f"maxnreg {tuple(maxnreg)}: multiples of 8, the producer's 24 .. {cap}, the consumers' "
+                             f"{cap} .. {consumer_registers(wgs, lo)} (the pool of 65,536 registers)")
 
 
 if COMPILER == MLIR and not SIMULATOR:

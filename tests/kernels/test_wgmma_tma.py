@@ -66,6 +66,8 @@ def test_limits_are_one_line_errors():
         T.check_build(5, 4, 128, True, None)
     with pytest.raises(ValueError, match="65,536"):
         T.check_build(4, 2, 256, True, (40, 240))
+    assert T.register_cap(384) == 168 and T.consumer_registers(2, 40) == 232 and T.consumer_registers(2, 24) == 240
+    assert T.register_cap(640) == 96 and T.consumer_registers(4, 24) == 112  # (96 - 24) 128 = (112 - 96) 512 + 1,024
     with pytest.raises(ValueError, match="ws"):
         T.check_build(4, 2, 256, False, (40, 232))
     for b in T.BUILDS.values():
