@@ -271,9 +271,10 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @functools.cache
     def set_maxnreg(n: int, inc: bool):
-        """setmax(): ``setmaxnreg.inc`` (or ``.dec``) to ``n`` registers a thread, for the whole warpgroup."""
+        """setmax(): ``setmaxnreg.inc`` (or ``.dec``) to ``n`` registers a thread, for the whole warpgroup;
+        nothing when n is 0."""
         ptx = f"setmaxnreg.{'inc' if inc else 'dec'}.sync.aligned.u32 {n};"
-        return W._generated("setmax", "", f"    _X.inline_ptx({ptx!r})\n", {"_X": _X})
+        return W._generated("setmax", "", f"    _X.inline_ptx({ptx!r})\n" if n else "    pass\n", {"_X": _X})
 
     @functools.cache
     def make_tma_kernel(stages: int = 4, wgs: int = 2, bn: int = 128, ws: bool = False, maxnreg=None,
@@ -294,7 +295,8 @@ if COMPILER == MLIR and not SIMULATOR:
         b_lbo, b_sbo = (16, 1024) if tf32 else (W.B_LBO, W.B_SBO)
         nboxes = 1 if tf32 else bn // BOX_N
         lo, hi = maxnreg or (0, 0)
-        dec, inc = (set_maxnreg(lo, False), set_maxnreg(hi, True)) if maxnreg else (None, None)
+        dec, inc = set_maxnreg(lo, False), set_maxnreg(hi, True)  # no-ops without maxnreg
+        sw, blbo = W.SWIZZLE_128B, W.B_LBO
         make_desc, aligned_base, grouped = W.make_desc, W.aligned_base, W.grouped_tile_device
         commit, wait1, wait0 = W.wgmma_commit, W.wgmma_wait1, W.wgmma_wait0
 
@@ -308,7 +310,7 @@ if COMPILER == MLIR and not SIMULATOR:
                 tma_load(sb + a_bytes, tmap + 128, j * bk, n0, fb)
             else:
                 for h in range(nboxes):
-                    tma_load(sb + a_bytes + h * W.B_LBO, tmap + 128, n0 + BOX_N * h, j * bk, fb)
+                    tma_load(sb + a_bytes + h * blbo, tmap + 128, n0 + BOX_N * h, j * bk, fb)
 
         @cuda.jit(chip=W.CHIP, launch_bounds=(threads, 1))
         def gemm(A, B, C, maps):
@@ -319,8 +321,7 @@ if COMPILER == MLIR and not SIMULATOR:
             wg, tw = t // WARPGROUP, t % WARPGROUP
             bx, by = cuda.blockIdx.x, cuda.blockIdx.y
             if group > 1:
-                bx, by = grouped(cuda.blockIdx.y * cuda.gridDim.x + bx, cuda.gridDim.x,
-                                               cuda.gridDim.y, group)
+                bx, by = grouped(cuda.blockIdx.y * cuda.gridDim.x + bx, cuda.gridDim.x, cuda.gridDim.y, group)
             m0, n0 = by * (64 * wgs), bx * bn
             base, e0 = aligned_base(smem, 1024)
             bars = base + stages * sbytes  # full[s] at bars + 8 s, empty[s] at bars + 8 (stages + s)
@@ -334,19 +335,16 @@ if COMPILER == MLIR and not SIMULATOR:
                     mbar_init(bars + BAR_BYTES * (stages + s), wgs)
                 mbar_fence_init()
             cuda.syncthreads()
-            producer = ws and wg == wgs
-            if producer:
-                if maxnreg:
-                    dec()
+            if ws and wg == wgs:  # the producer warpgroup: one thread issues every copy
+                dec()
                 if tw == 0:
                     for j in range(nk):
                         s = j % stages
                         if j >= stages:
                             mbar_wait(bars + BAR_BYTES * (stages + s), (j // stages - 1) & 1)
                         produce(j, s, base, bars, tmap, m0, n0)
-            else:
-                if maxnreg:
-                    inc()
+            else:  # a consumer warpgroup
+                inc()
                 if not ws and t == 0:
                     for j in range(stages):
                         if j < nk:
@@ -356,8 +354,8 @@ if COMPILER == MLIR and not SIMULATOR:
                     s = kt % stages
                     mbar_wait(bars + BAR_BYTES * s, (kt // stages) & 1)
                     sb = base + s * sbytes
-                    da = make_desc(sb + wg * (64 * SLAB_BYTES), 16, 1024, W.SWIZZLE_128B)
-                    db = make_desc(sb + a_bytes, b_lbo, b_sbo, W.SWIZZLE_128B)
+                    da = make_desc(sb + wg * (64 * SLAB_BYTES), 16, 1024, sw)
+                    db = make_desc(sb + a_bytes, b_lbo, b_sbo, sw)
                     issue(da, da + a_kstep, da + 2 * a_kstep, da + 3 * a_kstep,
                           db, db + b_kstep, db + 2 * b_kstep, db + 3 * b_kstep, int32(1))
                     commit()
