@@ -512,6 +512,10 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),  # 128 x 256 (m64n256k16), 4 x 48 KB: 196
     "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
     "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
+    # The TMA pipeline (kernels/gemm/wgmma_tma.py): TMA copies completing on mbarriers, no cp.async
+    "tma_ws_n256s4": dict(tma=True, stages=4, wgs=2, bn=256, ws=True, maxnreg=(40, 232)),  # producer + 2 consumers
+    "tma_ws_m256s4": dict(tma=True, stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers
+    "tma_m256s4": dict(tma=True, stages=4, wgs=4, bn=128),  # thread 0 issues the copies between its wgmmas
 }
 BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest measured
 
@@ -522,6 +526,11 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
     memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
+    if build.get("tma"):
+        from kernels.gemm import wgmma_tma
+
+        return wgmma_tma.launcher(m, n, k, stages=stages, bn=bn, wgs=wgs, grid=grid,
+                                  **{key: v for key, v in build.items() if key != "tma"})
     from kernels.gemm.mma import with_shared
 
     kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
@@ -547,7 +556,10 @@ NAME = "tensor_core_wgmma"
 
 
 def build_name(build: dict = BUILD) -> str:
-    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
+    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ...; a TMA build's, its
+    :data:`BUILDS` name."""
+    if build.get("tma"):
+        return next((name for name, b in BUILDS.items() if b == build), "tma")
     bn = build.get("bn", BN)
     return (("" if build.get("wgs", 2) == 2 else f"m{64 * build['wgs']}") + ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
             + ("mf" if build.get("mma_first") else "") + ("p" if build.get("pairs") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
@@ -555,9 +567,18 @@ def build_name(build: dict = BUILD) -> str:
 
 
 def block_shape(build: dict = BUILD) -> tuple[int, int, int]:
-    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a warpgroup, bn columns."""
+    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a (consumer) warpgroup, bn columns,
+    and 128 threads more for a warp-specialized TMA build's producer warpgroup."""
     wgs = build.get("wgs", 2)
-    return 64 * wgs, build.get("bn", BN), WARPGROUP * wgs
+    return 64 * wgs, build.get("bn", BN), WARPGROUP * (wgs + (1 if build.get("ws") else 0))
+
+
+def pipeline_words(build: dict = BUILD) -> str:
+    """How a build feeds the tensor cores, in words for a rung's note."""
+    stages = build.get("stages", STAGES)
+    if build.get("tma"):
+        return f"{stages}-stage TMA pipeline on mbarriers" + (", a producer warpgroup" if build.get("ws") else "")
+    return f"{stages}-stage cp.async pipeline"
 
 
 def launch(size, threads):
@@ -571,7 +592,7 @@ def launch(size, threads):
     if threads != block:
         notes.append(f"block fixed at {block} threads ({block // WARPGROUP} warpgroups); --threads {threads} ignored")
     notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
-                 f"{bm}x{bn} block tiles, {BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
+                 f"{bm}x{bn} block tiles, {pipeline_words()}; bf16 inputs, float32 sums")
     grid = (blocks_for(n, bn), blocks_for(m, bm))
     return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
                   note="; ".join(notes))

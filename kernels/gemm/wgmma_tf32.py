@@ -60,6 +60,9 @@ BUILDS: dict = {
     "n256s4stmfp": dict(stages=4, bn=256, strided=True, mma_first=True, pairs=True),  # 128 x 256 (m64n256k8)
     "s3st2p": dict(stages=3, strided=True, min_blocks=2, pairs=True),  # 128 x 128, two blocks an SM
     "m256s3stmfp": dict(stages=3, strided=True, mma_first=True, wgs=4, pairs=True),  # 256 x 128, 3 stages
+    # TMA copies completing on mbarriers, a producer warpgroup (kernels/gemm/wgmma_tma.py)
+    "tma_ws_m256s4": W.BUILDS["tma_ws_m256s4"],  # 256 x 128, producer + 4 consumers
+    "tma_ws_n256s4": W.BUILDS["tma_ws_n256s4"],  # 128 x 256 (m64n256k8), producer + 2 consumers
 }
 DEFAULT, SMALL = "m256s4stmfp", "s4stmfp"
 ROUNDING = "rna"  # "rna": A and B rounded to nearest in the pre-pass; "truncate": A's low bits dropped by
@@ -150,6 +153,10 @@ def launcher(m: int, n: int, kp: int, build: dict, grid=None):
     if kp % 4:
         raise ValueError(f"K = {kp}: the TF32 wgmma kernel copies 16-byte rows (K a multiple of 4; prepare pads)")
     bm, bn, threads = W.block_shape(build)
+    if build.get("tma"):
+        from kernels.gemm import wgmma_tma
+
+        return wgmma_tma.launcher(m, n, kp, tf32=True, grid=grid, **{key: v for key, v in build.items() if key != "tma"})
     kernel = W.make_wgmma_kernel(aligned=True, tf32=True, **build)
     grid = grid or (blocks_for(n, bn), blocks_for(m, bm))
     return mma.with_shared(kernel, grid, (threads,), W.shared_bytes(build.get("stages", W.STAGES), bn,

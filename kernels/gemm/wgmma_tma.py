@@ -159,13 +159,8 @@ def schedule(nk: int, stages: int, wgs: int, rng, full=full_parity, empty=empty_
     return events
 
 
-# --- The builds: make_tma_kernel's keywords --------------------------------------------------
-BUILDS: dict = {
-    "tma_m256s4": dict(stages=4, wgs=4, bn=128),  # the cp.async rung's tile (256 x 128, 4 warpgroups), TMA + mbarriers
-    "tma_ws_n256s4": dict(stages=4, wgs=2, bn=256, ws=True, maxnreg=(40, 232)),  # producer + 2 consumers, 128 x 256
-    "tma_ws_m256s4": dict(stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers, 256 x 128
-    "tma_ws_n256s4r": dict(stages=4, wgs=2, bn=256, ws=True),  # the same without setmaxnreg
-}
+# --- The builds: make_tma_kernel's keywords (declared with the rung's in kernels.gemm.wgmma_bf16.BUILDS) ---
+BUILDS: dict = {name: {k: v for k, v in b.items() if k != "tma"} for name, b in W.BUILDS.items() if b.get("tma")}
 BUILD: dict = BUILDS["tma_ws_n256s4"]
 
 
