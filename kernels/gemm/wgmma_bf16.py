@@ -101,7 +101,10 @@ grouped order lost); s4, the first build, 298.7 (0.38x) and 228.1. Nsight Comput
 since cut the registers (230 -> 109) and the copy instructions, and put 16 warps on an SM. The bf16
 mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU); mma.sync's own ceiling
 on the H200 is 592.7 (scripts/mma_peak.py), wgmma's dense peak 989. cuBLAS also uses thread-block
-clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg); this kernel neither.
+clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg). The next step, kernels/gemm/wgmma_tma.py,
+feeds the same wgmmas by TMA copies completing on mbarriers, with a producer warpgroup and setmaxnreg: its
+``tma_ws_n256s4`` is the rung's build now (0.2154 ms at 4096^3 on an H200, 0.88x torch bf16, against 0.2619 for
+m256s4stmfp in the same run; docs/tensor-cores.md, "TMA and mbarriers").
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -517,7 +520,9 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "tma_ws_m256s4": dict(tma=True, stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers
     "tma_m256s4": dict(tma=True, stages=4, wgs=4, bn=128),  # thread 0 issues the copies between its wgmmas
 }
-BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest measured
+BUILD: dict = BUILDS["tma_ws_n256s4"]  # 0.2154 ms at 4096^3 on an H200 (0.88x torch bf16; the cp.async
+# m256s4stmfp beside it 0.2619, 0.73x), faster at each shape measured (docs/tensor-cores.md, "TMA and mbarriers")
+TMA_PAD = 64  # a TMA build's K and N padded to multiples of 64 (rows of whole 128-byte lines): measured faster
 
 
 def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
@@ -599,9 +604,10 @@ def launch(size, threads):
 
 
 def prepare(cfg, inputs, outputs):
-    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded to
-    multiples of 8 in that pass as the bf16 rung pads them (rows of 16 bytes: every copy a 16-byte cp.async;
-    zeros add nothing), then one launch a call; C keeps its N columns. float32 only (ValueError otherwise)."""
+    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded in
+    that pass (zeros add nothing) to multiples of 8 as the bf16 rung pads them (rows of 16 bytes: every copy
+    a 16-byte cp.async), or of :data:`TMA_PAD` for a TMA build (rows of whole 128-byte lines; K's slab count
+    unchanged), then one launch a call; C keeps its N columns. float32 only (ValueError otherwise)."""
     from kernels.gemm.tensor_core_bf16 import device_bf16, padded
 
     A, B = inputs
@@ -610,8 +616,9 @@ def prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, k = A.shape
     n = B.shape[1]
-    A16, B16 = device_bf16(A, m, padded(k)), device_bf16(B, padded(k), padded(n))
-    f = launcher(m, padded(n), padded(k), grid=tuple(cfg.grid), **BUILD)
+    pad = (lambda x: -(-x // TMA_PAD) * TMA_PAD) if BUILD.get("tma") else padded
+    A16, B16 = device_bf16(A, m, pad(k)), device_bf16(B, pad(k), pad(n))
+    f = launcher(m, pad(n), pad(k), grid=tuple(cfg.grid), **BUILD)
     return lambda: f(A16, B16, C)
 
 

@@ -24,8 +24,10 @@ docstring first -- descriptors, the 128-byte swizzle, the asynchronous groups) o
   + 32 k bytes in both.
 
 Builds (:data:`BUILDS`, launched by kernels.gemm.wgmma_bf16.make_wgmma_kernel with ``tf32=True``; the
-strided, wgmma-first pipeline of the bf16 rung): the default 4 warpgroups, 256 x 128 block tiles, 4 stages
-of 48 KB, 8-byte stores of C. :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
+strided, wgmma-first pipeline of the bf16 rung; the TMA builds by kernels/gemm/wgmma_tma.py): the default
+``tma_ws_n256s4``, TMA copies on mbarriers, a producer warpgroup and 2 consumer warpgroups (m64n256k8), 128 x 256
+block tiles, 4 stages of 48 KB (kernel 0.3805 ms at 4096^3 on an H200, the cp.async m256s4stmfp's 4 warpgroups
+and 256 x 128 tiles 0.4671 in the same run). :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
 leaves SMs idle.
 
 Measured: see docs/tensor-cores.md ("tensor_core_wgmma_tf32") and scripts/wgmma_bench.py --tf32.
@@ -64,7 +66,8 @@ BUILDS: dict = {
     "tma_ws_m256s4": W.BUILDS["tma_ws_m256s4"],  # 256 x 128, producer + 4 consumers
     "tma_ws_n256s4": W.BUILDS["tma_ws_n256s4"],  # 128 x 256 (m64n256k8), producer + 2 consumers
 }
-DEFAULT, SMALL = "m256s4stmfp", "s4stmfp"
+DEFAULT, SMALL = "tma_ws_n256s4", "s4stmfp"  # the TMA build: kernel 0.3805 ms at 4096^3 on an H200, the cp.async
+# m256s4stmfp 0.4671; faster at each shape measured (docs/tensor-cores.md, "TMA and mbarriers")
 ROUNDING = "rna"  # "rna": A and B rounded to nearest in the pre-pass; "truncate": A's low bits dropped by
 # the tensor cores (no pass over A; B^T still rounded on its way)
 
