@@ -32,7 +32,11 @@ empty barrier. bf16: A (M x K) K-major, one box of 64 x 64 wgs; B (K x N) MN-maj
 x 64 columns, 8 KB apart (the descriptor's LBO). TF32: A and B^T (N x K) both K-major, one box each. Global
 rows must be 16-byte multiples (K and N multiples of 8 in bf16, K of 4 in TF32: the rungs' prepare pads).
 
-Measured: docs/tensor-cores.md, "TMA and mbarriers" (scripts/wgmma_tma_bench.py).
+Measured (an H200, scripts/wgmma_tma_bench.py, the kernel alone, ms; docs/tensor-cores.md, "TMA and
+mbarriers"): bf16 at 4096^3 the cp.async build 0.2619, ``tma_ws_n256s4`` 0.2154 (0.88x torch bf16; now the
+rung's build), 5000 x 3000 x 2504 0.1917 and 0.1794 (0.1360 with K and N padded to 64: whole 128-byte rows);
+TF32 at 4096^3 0.4671 and 0.3805 (1.00x torch TF32, the rung's pre-pass not included). Thread 0 issuing the
+copies without a producer warpgroup: 0.2327; setmaxnreg: no measurable change (0.2200 without).
 
 What needs what: sm_90a (wgmma, setmaxnreg) under numba-cuda-mlir's inline PTX, and the CUDA driver's
 cuTensorMapEncodeTiled. In the simulator and under numba-cuda the module imports, :data:`UNAVAILABLE`
