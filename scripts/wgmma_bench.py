@@ -87,8 +87,7 @@ def main():
     rng = np.random.default_rng()
     out = {"check": [], "time": [], "default": W.build_name()}
     names = args.builds.split(",")
-    checks = [(W.build_name(), W.BUILD, shape) for shape in CHECK_SHAPES  # a TMA build takes 16-byte rows only
-              if not W.BUILD.get("tma") or (shape[1] % 8 == 0 and shape[2] % 8 == 0)]
+    checks = [(W.build_name(), W.BUILD, shape) for shape in CHECK_SHAPES]
     checks += [(name, BUILDS[name], shape) for name in names if BUILDS[name] != W.BUILD
                for shape in CHECK_SHAPES if shape[1] % 8 == 0 and shape[2] % 8 == 0]
     for name, build, (m, n, k) in checks:

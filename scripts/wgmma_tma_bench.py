@@ -4,7 +4,7 @@ hung barrier wait costs that build, not the run). About 3 minutes for the defaul
 
     PYTHONPATH=/tmp/ncm:$PWD LAB_COMPILER=numba-cuda-mlir python scripts/wgmma_tma_bench.py [--json out.json]
 
-Builds: names of kernels.gemm.wgmma_bf16.BUILDS (bf16 operands), and "tf32:" + a name of
+Builds: names of kernels.gemm.wgmma_tma.BUILDS or kernels.gemm.wgmma_bf16.BUILDS (bf16 operands), and "tf32:" + a name of
 kernels.gemm.wgmma_tf32.BUILDS (A and B^T already TF32: the kernel alone, without the rung's pre-pass).
 
 1. Correctness of each build: fresh random float32 inputs rounded to bf16 (or TF32), C poisoned (NaN), against
@@ -86,13 +86,15 @@ def one(name: str, budget_s: float) -> dict:
     """Check and time build ``name`` ("tf32:" + a wgmma_tf32 build, else a wgmma_bf16 build) in this process:
     at TIME_SHAPES with K, N padded to 8 (bf16) or K to 4 (TF32), and, for bf16, padded to 64 as well."""
     from kernels.compiler import cuda
-    from kernels.gemm import wgmma_bf16 as W, wgmma_tf32 as WT
+    from kernels.gemm import wgmma_bf16 as W, wgmma_tf32 as WT, wgmma_tma as T
 
     tf32 = name.startswith("tf32:")
-    build = WT.BUILDS[name[5:]] if tf32 else W.BUILDS[name]
+    build = WT.BUILDS[name[5:]] if tf32 else T.BUILDS[name] if name in T.BUILDS else W.BUILDS[name]
 
     def make(m, n, k):
-        return WT.launcher(m, n, k, build) if tf32 else W.launcher(m, n, k, **build)
+        if tf32:
+            return WT.launcher(m, n, k, build)
+        return T.launcher(m, n, k, **build) if build.get("tma") else W.launcher(m, n, k, **build)
 
     def run(m, n, k, pad, rng):
         Ad, Bd, Af, Bf = inputs(m, n, k, rng, tf32, pad)

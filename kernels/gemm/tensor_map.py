@@ -20,8 +20,6 @@ Accelerator (TMA)"; PTX ISA 8.x, "cp.async.bulk.tensor", "Tensor-map".
 """
 from __future__ import annotations
 
-import ctypes
-
 SWIZZLE_NONE, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B = 0, 1, 2, 3  # CUtensorMapSwizzle
 SWIZZLE_BYTES = {SWIZZLE_NONE: 0, SWIZZLE_32B: 32, SWIZZLE_64B: 64, SWIZZLE_128B: 128}
 MAP_BYTES, MAP_ALIGN = 128, 64
@@ -66,7 +64,9 @@ def encode_2d(address: int, itemsize: int, rows: int, cols: int, row_bytes: int,
         D.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != D.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled: {err}")
-    return ctypes.string_at(tmap.getPtr(), MAP_BYTES)
+    import numpy as np
+
+    return np.array([int(w) for w in tmap.opaque], np.uint64).tobytes()  # the 16 64-bit words of the opaque map, little-endian
 
 
 def swizzled_offset(r, c, itemsize: int):

@@ -103,8 +103,9 @@ mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU); 
 on the H200 is 592.7 (scripts/mma_peak.py), wgmma's dense peak 989. cuBLAS also uses thread-block
 clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg). The next step, kernels/gemm/wgmma_tma.py,
 feeds the same wgmmas by TMA copies completing on mbarriers, with a producer warpgroup and setmaxnreg: its
-``tma_ws_n256s4`` is the rung's build now (0.2154 ms at 4096^3 on an H200, 0.88x torch bf16, against 0.2619 for
-m256s4stmfp in the same run; docs/tensor-cores.md, "TMA and mbarriers").
+``tma_ws_n256s4`` is the rung's build now (the rung runs wgmma_tma.launch and wgmma_tma.prepare, which are
+:func:`launch` and :func:`prepare` here with that build; 0.2154 ms at 4096^3 on an H200, 0.88x torch bf16,
+against 0.2619 for m256s4stmfp in the same run; docs/tensor-cores.md, "TMA and mbarriers").
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -515,14 +516,9 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "n256s4stmf": dict(stages=4, bn=256, strided=True, mma_first=True),  # 128 x 256 (m64n256k16), 4 x 48 KB: 196
     "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
     "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
-    # The TMA pipeline (kernels/gemm/wgmma_tma.py): TMA copies completing on mbarriers, no cp.async
-    "tma_ws_n256s4": dict(tma=True, stages=4, wgs=2, bn=256, ws=True, maxnreg=(40, 232)),  # producer + 2 consumers
-    "tma_ws_m256s4": dict(tma=True, stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers
-    "tma_m256s4": dict(tma=True, stages=4, wgs=4, bn=128),  # thread 0 issues the copies between its wgmmas
 }
-BUILD: dict = BUILDS["tma_ws_n256s4"]  # 0.2154 ms at 4096^3 on an H200 (0.88x torch bf16; the cp.async
-# m256s4stmfp beside it 0.2619, 0.73x), faster at each shape measured (docs/tensor-cores.md, "TMA and mbarriers")
-TMA_PAD = 64  # a TMA build's K and N padded to multiples of 64 (rows of whole 128-byte lines): measured faster
+BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest cp.async
+# build measured; the rung runs kernels/gemm/wgmma_tma.py's BUILD now (TMA, mbarriers, a producer warpgroup)
 
 
 def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
@@ -531,11 +527,6 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
     memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
-    if build.get("tma"):
-        from kernels.gemm import wgmma_tma
-
-        return wgmma_tma.launcher(m, n, k, stages=stages, bn=bn, wgs=wgs, grid=grid,
-                                  **{key: v for key, v in build.items() if key != "tma"})
     from kernels.gemm.mma import with_shared
 
     kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
@@ -561,10 +552,7 @@ NAME = "tensor_core_wgmma"
 
 
 def build_name(build: dict = BUILD) -> str:
-    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ...; a TMA build's, its
-    :data:`BUILDS` name."""
-    if build.get("tma"):
-        return next((name for name, b in BUILDS.items() if b == build), "tma")
+    """A build's short name, as scripts/wgmma_bench.py lists them: s4, n256s4, ..."""
     bn = build.get("bn", BN)
     return (("" if build.get("wgs", 2) == 2 else f"m{64 * build['wgs']}") + ("" if bn == BN else f"n{bn}") + f"s{build.get('stages', STAGES)}" + ("st" if build.get("strided") else "")
             + ("mf" if build.get("mma_first") else "") + ("p" if build.get("pairs") else "") + (f"g{build['group']}" if build.get("group", 1) > 1 else "")
@@ -586,29 +574,31 @@ def pipeline_words(build: dict = BUILD) -> str:
     return f"{stages}-stage cp.async pipeline"
 
 
-def launch(size, threads):
+def launch(size, threads, build: dict = BUILD, name: str | None = None):
     """Block fixed at the build's warpgroups (:func:`block_shape`: 256 threads, a 128 x 128 tile of C by
-    default), one tile a block."""
+    default), one tile a block. ``build`` and its ``name`` (default :data:`BUILD`, :func:`build_name`): the
+    TMA rung (kernels/gemm/wgmma_tma.py) passes its own."""
     from kernels.spec import Launch, blocks_for
 
     m, n, _ = size
-    bm, bn, block = block_shape()
+    bm, bn, block = block_shape(build)
     notes = []
     if threads != block:
         notes.append(f"block fixed at {block} threads ({block // WARPGROUP} warpgroups); --threads {threads} ignored")
-    notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
-                 f"{bm}x{bn} block tiles, {pipeline_words()}; bf16 inputs, float32 sums")
+    notes.append(f"build {name or build_name(build)}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
+                 f"{bm}x{bn} block tiles, {pipeline_words(build)}; bf16 inputs, float32 sums")
     grid = (blocks_for(n, bn), blocks_for(m, bm))
     return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
                   note="; ".join(notes))
 
 
-def prepare(cfg, inputs, outputs):
-    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded in
-    that pass (zeros add nothing) to multiples of 8 as the bf16 rung pads them (rows of 16 bytes: every copy
-    a 16-byte cp.async), or of :data:`TMA_PAD` for a TMA build (rows of whole 128-byte lines; K's slab count
-    unchanged), then one launch a call; C keeps its N columns. float32 only (ValueError otherwise)."""
-    from kernels.gemm.tensor_core_bf16 import device_bf16, padded
+def prepare(cfg, inputs, outputs, build: dict = BUILD, make=None, pad: int = 8):
+    """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded to
+    multiples of ``pad`` in that pass (zeros add nothing): 8 as the bf16 rung pads them (rows of 16 bytes:
+    every copy a 16-byte cp.async), 64 for the TMA rung (rows of whole 128-byte lines); then one launch a call
+    of ``make(m, n, k, grid=..., **build)`` (default :func:`launcher`; the TMA rung passes its own); C keeps
+    its N columns. float32 only (ValueError otherwise)."""
+    from kernels.gemm.tensor_core_bf16 import device_bf16
 
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
@@ -616,9 +606,12 @@ def prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, k = A.shape
     n = B.shape[1]
-    pad = (lambda x: -(-x // TMA_PAD) * TMA_PAD) if BUILD.get("tma") else padded
-    A16, B16 = device_bf16(A, m, pad(k)), device_bf16(B, pad(k), pad(n))
-    f = launcher(m, pad(n), pad(k), grid=tuple(cfg.grid), **BUILD)
+
+    def up(x):
+        return -(-x // pad) * pad
+
+    A16, B16 = device_bf16(A, m, up(k)), device_bf16(B, up(k), up(n))
+    f = (make or launcher)(m, up(n), up(k), grid=tuple(cfg.grid), **build)
     return lambda: f(A16, B16, C)
 
 

@@ -48,6 +48,7 @@ from kernels.arrays import empty_like
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, bound, cuda, int32
 from kernels.gemm import mma
 from kernels.gemm import wgmma_bf16 as W
+from kernels.gemm import wgmma_tma as TMA
 from kernels.spec import blocks_for, sm_count
 
 NAME = "tensor_core_wgmma_tf32"
@@ -63,8 +64,8 @@ BUILDS: dict = {
     "s3st2p": dict(stages=3, strided=True, min_blocks=2, pairs=True),  # 128 x 128, two blocks an SM
     "m256s3stmfp": dict(stages=3, strided=True, mma_first=True, wgs=4, pairs=True),  # 256 x 128, 3 stages
     # TMA copies completing on mbarriers, a producer warpgroup (kernels/gemm/wgmma_tma.py)
-    "tma_ws_m256s4": W.BUILDS["tma_ws_m256s4"],  # 256 x 128, producer + 4 consumers
-    "tma_ws_n256s4": W.BUILDS["tma_ws_n256s4"],  # 128 x 256 (m64n256k8), producer + 2 consumers
+    "tma_ws_m256s4": TMA.BUILDS["tma_ws_m256s4"],  # 256 x 128, producer + 4 consumers
+    "tma_ws_n256s4": TMA.BUILDS["tma_ws_n256s4"],  # 128 x 256 (m64n256k8), producer + 2 consumers
 }
 DEFAULT, SMALL = "tma_ws_n256s4", "s4stmfp"  # the TMA build: kernel 0.3805 ms at 4096^3 on an H200, the cp.async
 # m256s4stmfp 0.4671; faster at each shape measured (docs/tensor-cores.md, "TMA and mbarriers")
@@ -157,9 +158,7 @@ def launcher(m: int, n: int, kp: int, build: dict, grid=None):
         raise ValueError(f"K = {kp}: the TF32 wgmma kernel copies 16-byte rows (K a multiple of 4; prepare pads)")
     bm, bn, threads = W.block_shape(build)
     if build.get("tma"):
-        from kernels.gemm import wgmma_tma
-
-        return wgmma_tma.launcher(m, n, kp, tf32=True, grid=grid, **{key: v for key, v in build.items() if key != "tma"})
+        return TMA.launcher(m, n, kp, tf32=True, grid=grid, **build)
     kernel = W.make_wgmma_kernel(aligned=True, tf32=True, **build)
     grid = grid or (blocks_for(n, bn), blocks_for(m, bm))
     return mma.with_shared(kernel, grid, (threads,), W.shared_bytes(build.get("stages", W.STAGES), bn,

@@ -164,8 +164,13 @@ def schedule(nk: int, stages: int, wgs: int, rng, full=full_parity, empty=empty_
 
 
 # --- The builds: make_tma_kernel's keywords (declared with the rung's in kernels.gemm.wgmma_bf16.BUILDS) ---
-BUILDS: dict = {name: {k: v for k, v in b.items() if k != "tma"} for name, b in W.BUILDS.items() if b.get("tma")}
-BUILD: dict = BUILDS["tma_ws_n256s4"]
+BUILDS: dict = {  # "tma": True marks them for the rungs' launchers (kernels.gemm.wgmma_tf32) and notes
+    "tma_ws_n256s4": dict(tma=True, stages=4, wgs=2, bn=256, ws=True, maxnreg=(40, 232)),  # producer + 2 consumers
+    "tma_ws_m256s4": dict(tma=True, stages=4, wgs=4, bn=128, ws=True, maxnreg=(24, 112)),  # producer + 4 consumers
+    "tma_m256s4": dict(tma=True, stages=4, wgs=4, bn=128),  # thread 0 issues the copies between its wgmmas
+}
+BUILD: dict = BUILDS["tma_ws_n256s4"]  # the rung tensor_core_wgmma's: faster than the cp.async build at each shape
+PAD = 64  # the rung's K and N padded to multiples of 64 (rows of whole 128-byte lines): measured faster
 
 
 def block_shape(build: dict) -> tuple[int, int, int]:
@@ -395,11 +400,11 @@ def tensor_maps(A, B, wgs: int, bn: int, tf32: bool):
 
 
 def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 128, ws: bool = False,
-             maxnreg=None, tf32: bool = False, group: int = 1, grid=None):
+             maxnreg=None, tf32: bool = False, group: int = 1, grid=None, tma: bool = True):
     """f(A, B, C): :func:`make_tma_kernel` for an m x n x k product (k and n multiples of 8 for bf16, k of 4 for
     TF32: 16-byte rows), one 64 wgs x bn tile of C a block (or ``grid``), its dynamic shared memory; the tensor
     maps encoded on the first call with each (A, B) pair of device buffers and kept (one small copy to the
-    device then, none after)."""
+    device then, none after). ``tma``: the builds' marker, ignored."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_tma {UNAVAILABLE}")
     if (k % 4 if tf32 else (k % 8 or n % 8)):
@@ -430,4 +435,17 @@ def build_name(build: dict) -> str:
     for name, b in BUILDS.items():
         if b == build:
             return name
-    return "tma" + "".join(f"_{k}{v}" for k, v in sorted(build.items()))
+    return "tma" + "".join(f"_{k}{v}" for k, v in sorted(build.items()) if k != "tma")
+
+
+# --- The rung tensor_core_wgmma (declared in kernels/gemm/tensor_core_tf32.py) runs BUILD ----------------
+def launch(size, threads):
+    """kernels.gemm.wgmma_bf16.launch with :data:`BUILD`: block fixed at its 3 warpgroups (384 threads), one
+    128 x 256 tile of C a block."""
+    return W.launch(size, threads, BUILD, build_name(BUILD))
+
+
+def prepare(cfg, inputs, outputs):
+    """kernels.gemm.wgmma_bf16.prepare with :data:`BUILD` and :func:`launcher`: A and B rounded to bf16 once,
+    K and N zero-padded to multiples of :data:`PAD`, one launch a call."""
+    return W.prepare(cfg, inputs, outputs, BUILD, launcher, PAD)
