@@ -102,3 +102,31 @@ def test_every_tma_build(name, size, rng):
     Af, Bf = (MB.bf16_bits_to_float32(x).astype(np.float64) for x in (A, B))
     err = np.abs(dC.copy_to_host() - Af @ Bf) / (2e-6 * np.sqrt(k) * (np.abs(Af) @ np.abs(Bf)) + 1e-30)
     assert np.isfinite(err).all() and err.max() <= 1, f"{name}: max err/tol {err.max():.3g}"
+
+
+def test_the_rung_pads_to_whole_lines_and_launches_the_tma_build(monkeypatch, rng):
+    # the rung tensor_core_wgmma runs wgmma_tma.prepare: A and B rounded to bf16 once, K and N zero-padded to
+    # multiples of 64 (the slab count unchanged), then the TMA launcher with the rung's build on the launch's grid
+    from types import SimpleNamespace
+
+    from kernels.gemm import mma_bf16 as MB
+
+    calls = []
+
+    def fake_launcher(m, n, k, grid=None, **build):
+        calls.append((m, n, k, grid, build))
+        return lambda A16, B16, C: calls.append((A16, B16, C))
+
+    monkeypatch.setattr(T, "launcher", fake_launcher)
+    m, n, k = 130, 1030, 517
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    C = np.zeros((m, n), np.float32)
+    cfg = T.launch((m, n, k), 384)
+    assert cfg.block == (384,) and cfg.grid == (-(-n // 256), -(-m // 128)) and "TMA" in cfg.note
+    T.prepare(SimpleNamespace(grid=cfg.grid), (A, B), (C,))()
+    (m_, n_, k_, grid, build), (A16, B16, C_) = calls
+    assert (m_, n_, k_) == (130, 1088, 576) and grid == cfg.grid and build == T.BUILD and C_ is C
+    A16, B16 = (np.asarray(x.copy_to_host() if hasattr(x, "copy_to_host") else x) for x in (A16, B16))
+    assert A16.shape == (130, 576) and B16.shape == (576, 1088)
+    assert (A16[:, :k] == MB.to_bf16_bits(A)).all() and not A16[:, k:].any() and not B16[k:].any() and not B16[:, n:].any()
