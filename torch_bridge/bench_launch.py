@@ -1,12 +1,15 @@
 """Host latency per call of a 1024-element vecadd: Numba direct, the torch bridge, CuPy, torch.
 
-    python -m torch_bridge.bench_launch [--n 1024] [--calls 2000] [--rounds 15]
+    python -m torch_bridge.bench_launch [--n 1024] [--calls 2000] [--rounds 15] [--json PATH]
 
 What is timed: the host time a call takes to return (``time.perf_counter`` around ``--calls``
 back-to-back calls, divided by the calls), the median and the minimum over ``--rounds`` rounds,
 after a warm-up; the GPU is synchronized between rounds, outside the timed loop. At 1024 elements
 the kernel itself takes ~2 us of GPU time, so the host, not the GPU, sets the pace: this is the
-launch overhead a small op pays. Output: a Markdown table for docs/benchmarks.md (GPU only).
+launch overhead a small op pays. Output: a Markdown table (GPU only), headed by the device and the
+compiler (``LAB_COMPILER``: numba-cuda-mlir launches a torch tensor through a device array made each
+call); ``--json PATH``: the same rows as JSON ({"device", "compiler", "n", "rows": [[call, median us,
+min us]]}) for docs/results/launch-overhead.json.
 """
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=1024)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--json", default=None, help="also write the rows as JSON to this path")
     args = parser.parse_args(argv)
 
     import numba
@@ -103,12 +107,19 @@ def main(argv=None) -> int:
           f"{args.rounds} rounds x {args.calls} calls.  ")
     print(f"{torch.cuda.get_device_name()}, {datetime.date.today()}, Python {platform.python_version()}, "
           f"torch {torch.__version__}, numba {numba.__version__}, numba-cuda {_numba_cuda_version()}, "
-          f"CuPy {cupy_version}.\n")
+          f"CuPy {cupy_version}, compiler {COMPILER}.\n")
     print("| call | us per call (median) | min | vs cupy.add(a, b) |")
     print("|---|---:|---:|---:|")
     for label, med, lo in results:
         ratio = f"{med / cupy_us:.2f}x" if cupy_us else "-"
         print(f"| {label} | {med:.1f} | {lo:.1f} | {ratio} |")
+    if args.json:
+        import json
+
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "compiler": COMPILER, "n": n,
+                       "date": str(datetime.date.today()), "cupy": cupy_version, "torch": torch.__version__,
+                       "rows": [[label, round(med, 2), round(lo, 2)] for label, med, lo in results]}, f, indent=1)
     return 0
 
 

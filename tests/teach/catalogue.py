@@ -861,8 +861,8 @@ _GENERATED = {"every block loops over the rows": _every_block_softmax}
 def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     """Check ``path`` (the entry's file) in this process as the checker does (the executor runs the
     launches, the judge decides: lab.teach.executor.run_all, no GPU compile), one hidden test at a
-    time, stopping at the first failing test whose message has the wanted hint (a Wrong) or at the
-    first failure (a Right).
+    time, stopping at the first failing test whose message has the wanted hint (a Wrong); a Right runs
+    every test in one request (its first failure is reported with the others).
 
     Returns {"failed": bool, "messages": [failing messages], "hint_ok": bool (a Wrong: one failing
     message has every ``want`` phrase and no ``avoid`` phrase)}.
@@ -878,6 +878,10 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     def good(m):
         return all(w in m for w in want) and not any(a in m for a in avoid)
 
+    if not isinstance(entry, Wrong):  # a right kernel runs every test: one request, one load, not one a test
+        results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False)
+        messages = [f"{r['name']}: {r['message']}" for r in results if not r["passed"]]
+        return {"failed": bool(messages), "messages": messages, "hint_ok": False}
     names = [c.name for c in hidden_cases(exercises.load(entry.exercise), np.random.default_rng(int(seed)))]
     messages, hint_ok = [], False
     for name in names:
