@@ -4,7 +4,7 @@ passed. Three sides, as for the hidden tests:
 * the parent (the judge) picks the problem (:func:`plan`: bench.py's case or the largest hidden
   test) and sends its inputs in the request (:func:`lab.teach.checker.make_request`, key "bench");
 * the student's contained child (``python -m lab.teach.bench ...``: :func:`main`, the executor's
-  :func:`lab.teach.executor.main`, then, once the parent judged every test passed, the benchmark)
+  :func:`lab.teach.contained.executor.main`, then, once the parent judged every test passed, the benchmark)
   runs only the student's kernel on those inputs and hands back raw counts (:func:`measure`): it
   reads neither the reference solution nor the hidden tests (hidden from it like from any child);
 * the reference's numbers come from a trusted child of the lab's own code (:func:`reference`,
@@ -12,7 +12,7 @@ passed. Three sides, as for the hidden tests:
   and seed in a process; and the parent computes the pass line from the two (:func:`judge`).
 
 Nothing here prints. The counts and timings come from the lab's own tracer and timer in the child,
-around the kernel built from the source the judge read (:func:`lab.teach.executor.load_student`:
+around the kernel built from the source the judge read (:func:`lab.teach.contained.executor.load_student`:
 nothing of the file but its kernel runs, so nothing can replace :func:`measure`); the launch
 configuration is the judge's.
 
@@ -121,7 +121,7 @@ def run(name: str, path: str, backend: str, seed: int) -> dict:
     """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS), every
     side in this process (for the lab's own tests: the student's kernel runs here)."""
     import exercises
-    from lab.teach.executor import load_student
+    from lab.teach.contained.executor import load_student
 
     ex = exercises.load(name)
     case, note = plan(ex, seed, backend == "simulator")
@@ -178,7 +178,7 @@ def reference(name: str, backend: str, seed: int) -> dict:
 
 def _reference_here(ex, case, backend: str) -> dict:
     """:func:`reference`'s numbers, made in this process."""
-    from lab.teach.executor import load_student
+    from lab.teach.contained.executor import load_student
 
     try:
         out = measure(load_student(str(ex.solution), ex), ex, case, backend)
@@ -248,7 +248,7 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
     from lab.core import simt
     from lab.core.runner import simulator_threads
     from lab.core.trace import SectorTracer
-    from lab.teach.executor import _launch_config
+    from lab.teach.contained.executor import _launch_config
 
     grid, block = _launch_config(mod, ex, case)
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
@@ -365,7 +365,7 @@ def _time_launch(fn, sync):
 def _device_call(mod, ex, case):
     from numba import cuda
 
-    from lab.teach.executor import _launch_config
+    from lab.teach.contained.executor import _launch_config
 
     grid, block = _launch_config(mod, ex, case)
     args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in case.args]
@@ -441,14 +441,14 @@ def _rung(ex, case):
 
 
 def main(argv) -> None:
-    """The child process with ``--bench``: the hidden tests' launches (:func:`lab.teach.executor.main`)
+    """The child process with ``--bench``: the hidden tests' launches (:func:`lab.teach.contained.executor.main`)
     and, once the parent judged every one passed (it writes ``bench-go``: "1"), ``{"start": "bench"}``
     then ``{"bench": raw}`` on the progress file: :func:`measure`'s numbers of the student's kernel
     on the request's "bench" case, or {"error": why}. No reference, no hidden test, no verdict here."""
     import time
     from types import SimpleNamespace
 
-    from lab.teach import executor
+    from lab.teach.contained import executor
     from lab.teach.checker import BENCH_GO
 
     name, path, backend, _unused, progress, *rest = argv

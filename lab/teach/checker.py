@@ -1,7 +1,7 @@
 """The judge of the exercise checker: it makes the hidden tests, their float64 references, the
 launch configurations (the student's ``launch()`` interpreted here, :func:`launch_config`) and every
-verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.source`).
-The kernel built from that source is launched only by :mod:`lab.teach.executor`, in a child process
+verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.contained.source`).
+The kernel built from that source is launched only by :mod:`lab.teach.contained.executor`, in a child process
 that the parent (:func:`lab.teach.workspace.check`) kills when a test runs past its timeout; the
 child gets the source, each test's inputs and launch configuration (never a reference, a tolerance
 or the seed) and hands back raw data (output arrays, the simulator's tracer's records and counts) in
@@ -22,7 +22,7 @@ no traced thread stored fails all the same. A kernel must be defined in the file
 lab's code (its kernels, the shipped solution) is refused as source.
 
 The judge's parts, one idea each: :mod:`lab.teach.cases` (the hidden tests and their poisons),
-:mod:`lab.teach.channel` (the request out, the raw results back, read safely and checked against
+:mod:`lab.teach.contained.channel` (the request out, the raw results back, read safely and checked against
 what was asked), :mod:`lab.teach.messages` (the words of every failure); this module judges. Their
 names stay importable from here.
 """
@@ -38,7 +38,7 @@ import numpy as np
 from kernels.spec import plural
 from lab.teach.cases import (COMPILE_TEST, _QUIET, compile_entry, compile_sigs, hidden_cases,  # noqa: F401
                              runs_of, unique_names)  # noqa: F401
-from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST, ResultError,  # noqa: F401
+from lab.teach.contained.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST, ResultError,  # noqa: F401
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
@@ -92,7 +92,7 @@ def kernel_problem(obj) -> str:
 
 
 def launch_config(launch, ex, case):
-    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.source.Launch`: the file's
+    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.contained.source.Launch`: the file's
     launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
     raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
     each, or more than 1024 threads a block. The judge checks it; no process of the student's
@@ -128,9 +128,9 @@ def launch_config(launch, ex, case):
 
 def launch_plan(ex, prog, cases) -> list:
     """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
-    (:func:`launch_config`, from the :class:`lab.teach.source.Program` ``prog``), or the Failed
+    (:func:`launch_config`, from the :class:`lab.teach.contained.source.Program` ``prog``), or the Failed
     message (a str) when launch() failed for that test."""
-    from lab.teach.source import Launch
+    from lab.teach.contained.source import Launch
 
     launch = Launch(prog, ex.launch) if ex.launch else None
     out = []
@@ -473,7 +473,7 @@ class Judge:
             if not isinstance(rec, dict):
                 raise ResultError("a compile record that is not one")
             if "skipped" not in rec:  # an "ok" is believed only with the PTX this process checks
-                from lab.teach import gpu_compile
+                from lab.teach.contained import gpu_compile
 
                 cc = tuple(int(v) for v in (rec.get("cc") or gpu_compile.CC))[:2]
                 rec = dict(gpu_compile.verified(rec, self.ex.kernel, len(compile_sigs(self.cases)), cc), cc=list(cc))

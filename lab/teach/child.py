@@ -1,8 +1,8 @@
 """The checker's child processes, the parent's side (:func:`_run_child`): the hidden tests of one
-file run in a child (:mod:`lab.teach.executor`, contained by :mod:`lab.teach.sandbox` when a
+file run in a child (:mod:`lab.teach.contained.executor`, contained by :mod:`lab.teach.contained.sandbox` when a
 ``Limits`` is given), judged here from the raw results it leaves (:class:`lab.teach.checker.Judge`),
 stopped when a test runs past its timeout, retried for the tests left; the contained offline GPU
-compile beside it (:mod:`lab.teach.compile_sandbox`); the bench's raw numbers judged
+compile beside it (:mod:`lab.teach.contained.compile_sandbox`); the bench's raw numbers judged
 (:mod:`lab.teach.bench`); every child tracked, so that Ctrl-C (:func:`stop_all`) ends them all.
 Nothing here prints.
 """
@@ -31,7 +31,7 @@ KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the 
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
-FOLDER_CHECK_S = 0.25  # lab.teach.sandbox.FOLDER_CHECK_S
+FOLDER_CHECK_S = 0.25  # lab.teach.contained.sandbox.FOLDER_CHECK_S
 MAX_CHILD_LINES = 20  # violations taken from one child's progress file at most
 LINE_CHARS = 300  # characters of such a line kept
 
@@ -54,8 +54,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
                require_compile: bool = False, report_compile: bool = True) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
-    every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
-    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.sandbox`). ``extra`` (a dict), when
+    every test passed; ``sandbox``: a :class:`lab.teach.contained.sandbox.Limits` to run it contained (a private
+    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.contained.sandbox`). ``extra`` (a dict), when
     given, receives "bench" (the benchmark's document, or None), "violations" (what the sandbox
     stopped), "returncode" and "notes"; ``notes``: a list that gets the child's notes (a check that
     was skipped). When a test times out, the child is stopped and a fresh one runs the tests not yet
@@ -64,21 +64,21 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
     as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s").
 
-    This process reads the file once, as source (:func:`lab.teach.source.extract`): a file it refuses
+    This process reads the file once, as source (:func:`lab.teach.contained.source.extract`): a file it refuses
     (an import outside the allow-list, top-level code, no kernel defined in it, a function a kernel
     reaches that is not device code ...) is the "load" failure, and no process starts. Its launch()
     is evaluated here (:func:`lab.teach.checker.launch_plan`); the child gets the source text and the
     launch configurations, builds the kernel from the text and runs nothing else of the file.
 
     Contained in the simulator, the offline GPU compile runs first, in a contained child of its own
-    (:mod:`lab.teach.compile_sandbox`, from the source), whose "ok" this process believes only with
+    (:mod:`lab.teach.contained.compile_sandbox`, from the source), whose "ok" this process believes only with
     the PTX it checks: a kernel that does not compile for a GPU is never run (its entry alone comes
     back); ``compiled``: its result already made (a Future of it: ``lab exercise grade`` compiles a
     student's files in one child). ``require_compile`` (a teacher's grade): a compile that could not
     give a verdict (no NVVM, its process failed) fails the gate instead of being a note;
     ``report_compile`` False (the simulator's leg beside a GPU, whose child reports the compile): the
     compile only gates the tests, its entry is left out (a kernel that does not compile: no tests)."""
-    from lab.teach import source as SRC
+    from lab.teach.contained import source as SRC
     from lab.teach.checker import launch_plan
     from lab.teach.messages import Failed
 
@@ -157,8 +157,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
 def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text=None, timeout=None):
     """The contained offline compile of ``path`` (its source ``text``) for the simulator's contained
     check (None when it does not apply): an object whose ``result()`` is
-    :func:`lab.teach.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
-    from lab.teach import gpu_compile
+    :func:`lab.teach.contained.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
+    from lab.teach.contained import gpu_compile
 
     on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
     if sandbox is None or backend != "simulator" or not on or COMPILE_TEST in skip:
@@ -180,11 +180,12 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text
 
 
 def compile_files(pairs, seed, sandbox, timeout=None) -> list[dict]:
-    """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
+    """The contained offline GPU compile (:func:`lab.teach.contained.compile_sandbox.run`) of each (exercise,
     file[, its source text]) of ``pairs`` in one child, with the argument types of the exercise's
     hidden tests; ``timeout``: the per-test timeout (--timeout), also each file's compile limit (the
     child's start-up aside); the whole compile ends by a start-up and ``timeout`` per file, plus one."""
-    from lab.teach import checker, compile_sandbox
+    from lab.teach import checker
+    from lab.teach.contained import compile_sandbox
 
     items = [(str(p[1]), exercises.load(p[0]).kernel, checker.compile_sigs(_cases(p[0], seed)[0]),
               p[2] if len(p) > 2 else None) for p in pairs]
@@ -259,25 +260,26 @@ def _cases(name: str, seed: int):
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
                     retry=False, on_event=None, source=None, deadline=None):
-    """One child process (:mod:`lab.teach.executor`, which builds the kernel from the source and runs
+    """One child process (:mod:`lab.teach.contained.executor`, which builds the kernel from the source and runs
     it): (test entries, the planned test names, whether a test timed out). This process makes the
     tests and judges each one from the raw results the child left in its folder
     (:class:`lab.teach.checker.Judge`); the child's progress lines only drive the clock, and only
     forward (a test's clock starts once). ``on_event(kind, value)``: ("start", test name),
     ("loaded", planned names), ("result", entry). ``source``: (the file's text, its
-    :class:`lab.teach.source.Program`, the launch plan), as :func:`_run_child` read them (default:
+    :class:`lab.teach.contained.source.Program`, the launch plan), as :func:`_run_child` read them (default:
     read and checked here); ``deadline`` (``time.monotonic()``): the submission's own limit
     (:func:`submission_limit`), over its retries."""
     import numpy as np
 
     from lab.core.session import child_env, python_module
-    from lab.teach import checker, gpu_compile
+    from lab.teach import checker
+    from lab.teach.contained import gpu_compile
 
     env = child_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     ex = exercises.load(name)
     cases, state = _cases(name, seed)
     if source is None:
-        from lab.teach import source as SRC
+        from lab.teach.contained import source as SRC
 
         text = SRC.read(path)
         prog = SRC.extract(text, str(path), ex.kernel, ex.launch)  # Failed: the caller's load failure
@@ -298,13 +300,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         else:
             checker.add_bench(request, inputs, bench_case, backend, bench_launch)
     if sandbox is not None:
-        from lab.teach import sandbox as S
+        from lab.teach.contained import sandbox as S
 
         private, path, env = S.prepare(path, env)
-        module = ["lab.teach.sandbox", sandbox.to_arg()]
+        module = ["lab.teach.contained.sandbox", sandbox.to_arg()]
     else:
         private = tempfile.mkdtemp(prefix="lab-check-")
-        module = ["lab.teach.bench" if bench else "lab.teach.executor"]
+        module = ["lab.teach.bench" if bench else "lab.teach.contained.executor"]
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
     channel_in, channel_out = checker.write_request(private, request, inputs)
@@ -333,7 +335,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     bench_raw, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
     startup = STARTUP_S  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
-    measured = 0.0  # when the private folder's size was last measured (lab.teach.sandbox.folder_problem)
+    measured = 0.0  # when the private folder's size was last measured (lab.teach.contained.sandbox.folder_problem)
     said_go = False  # the bench's word written (lab.teach.checker.BENCH_GO)
     judged: set = set()
     skipped: set = set()
@@ -412,9 +414,9 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                         ready, since = True, time.monotonic()
                 # {"note": ...}: never shown. The child's notes once came from the sandbox before the
                 # submission ran, but the submission writes to this file too ("plagiarism check: ...");
-                # what the sandbox lacks is said by this process (lab.teach.sandbox.layer_notes)
+                # what the sandbox lacks is said by this process (lab.teach.contained.sandbox.layer_notes)
             if time.monotonic() - measured > FOLDER_CHECK_S:  # a disk filled without bubblewrap's tmpfs
-                from lab.teach.sandbox import folder_problem
+                from lab.teach.contained.sandbox import folder_problem
 
                 measured = time.monotonic()
                 full = folder_problem(private)
@@ -531,11 +533,11 @@ def _stderr_tail(errf) -> list[str]:
 
 def read_progress(private: str, start: int, dir_fd) -> bytes:
     """The child's progress file from byte ``start`` on (a regular file, no link, at most
-    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.childio.read_child_file`); ResultError else."""
+    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.contained.childio.read_child_file`); ResultError else."""
     from lab.teach import checker
 
     try:
-        from lab.teach.childio import UnsafeChildFile, read_child_file
+        from lab.teach.contained.childio import UnsafeChildFile, read_child_file
 
         return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
     except UnsafeChildFile as e:

@@ -8,7 +8,7 @@ outputs are, and what the student's own launch() does over several sizes.
   (computed here, in NumPy, from the case's inputs) and the lesson's message. A mistake is named only
   when the student's outputs equal its outputs (within the case's tolerance, NaN where it has NaN)
   and differ from the reference: the evidence is the student's own values, never a guess.
-* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.source`,
+* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.contained.source`,
   never run) evaluated for several sizes along an axis whose threads fall short of the elements:
   the block size its block count was computed for, against the block size it returns.
 * :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
@@ -17,7 +17,7 @@ outputs are, and what the student's own launch() does over several sizes.
   accesses, warp shuffles), or that none of that differs.
 
 Nothing here runs student code: the outputs and counts are data the judge read back and checked
-(:mod:`lab.teach.channel`), launch() is the judge's interpretation of the file's text.
+(:mod:`lab.teach.contained.channel`), launch() is the judge's interpretation of the file's text.
 """
 from __future__ import annotations
 
@@ -212,13 +212,13 @@ def _param_names(kernel) -> list:
 def reference_run(ex, case):
     """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
     in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
-    the student's first run: the lab's own code, built from its source (:func:`lab.teach.source.load`)
+    the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
     and run by the judge, with no student code involved. None when the run fails. Called only for
     a simulator check (the student's trace is there to compare with)."""
     import threading
 
     from lab.core import simt
-    from lab.teach import source
+    from lab.teach.contained import source
 
     try:
         path = str(ex.solution)

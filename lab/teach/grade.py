@@ -4,7 +4,7 @@ the gradebook as data (the CLI prints it, writes the CSV). Nothing here prints.
 SUBMISSIONS holds one folder per student, and in it one file per exercise, named by the exercise
 (``alice/vecadd.py``, ``alice/dot.py``, ...). Every (student, exercise) pair is graded by the
 exercise checker's child process (:func:`lab.teach.workspace._run_child`) under
-:mod:`lab.teach.sandbox`: its own process, CPU-time, memory and file-size limits, a private
+:mod:`lab.teach.contained.sandbox`: its own process, CPU-time, memory and file-size limits, a private
 temporary folder, Landlock where the kernel has it, an audit hook against forks and writes
 elsewhere. A pool of ``jobs`` threads keeps that many children running; a submission that does not
 load, raises, hangs (the per-test timeout), exhausts a limit, forks or writes elsewhere gets a row
@@ -33,7 +33,7 @@ from pathlib import Path
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.text import printable_line, printable_tree, spreadsheet_cell
-from lab.teach.sandbox import Limits
+from lab.teach.contained.sandbox import Limits
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
 PASSED, FAILED, MISSING = "passed", "failed", "missing"
@@ -247,7 +247,7 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
 
 NO_COMPILE_OPTION = "--no-gpu-compile"
 GPU_COMPILE_OFF = ("not compiled for a GPU ({why}): each kernel was checked from its source alone (the device "
-                   "rules of lab.teach.source) before it ran in the simulator; code a GPU cannot compile may pass")
+                   "rules of lab.teach.contained.source) before it ran in the simulator; code a GPU cannot compile may pass")
 
 
 def grade(folder, only: list[str] | None = None, jobs: int | None = None, backend: str = "auto",
@@ -267,9 +267,9 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     ``gpu_compile`` is False (``--no-gpu-compile``; also ``LAB_GPU_COMPILE=0``), which grades
     without it and says so in the notes."""
     from lab.core.session import choose
-    from lab.teach import gpu_compile as GC
+    from lab.teach.contained import gpu_compile as GC
     from lab.teach import workspace as W
-    from lab.teach.sandbox import refusal
+    from lab.teach.contained.sandbox import refusal
 
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
@@ -413,7 +413,7 @@ def _compile_students(pool, students, names, files, backend, seed, limits, timeo
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
     (:func:`lab.teach.workspace.compile_files`)."""
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
     from lab.teach.workspace import compile_files
 
     if backend != "simulator" or not gpu_compile.enabled():

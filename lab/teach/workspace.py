@@ -5,7 +5,7 @@ scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state
 exercises started, the hints shown, and per exercise the last check's record). Hidden tests and
 solutions stay inside the installed package.
 
-:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.executor`), judges
+:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.contained.executor`), judges
 their raw results here (:mod:`lab.teach.checker`, which never imports the student's code) and kills it
 when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
 barrier that not all threads reach is reported, never waited for. On a GPU a second child runs
@@ -165,12 +165,12 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     ws = workspace(directory)
     given = student_file(name, file, ws)
     timeout = timeout_s(timeout)
-    chosen = choose(backend)  # the child process selects it (lab.teach.executor.main)
+    chosen = choose(backend)  # the child process selects it (lab.teach.contained.executor.main)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     from lab.teach import submission
-    from lab.teach.sandbox import Limits, refusal
+    from lab.teach.contained.sandbox import Limits, refusal
 
-    contained = Limits()  # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
+    contained = Limits()  # contained like a graded submission (lab.teach.contained.sandbox): its own copy, namespaces, seccomp, limits
     why = refusal(contained)
     if why:
         raise LabError(f"lab exercise check: {why}")
@@ -430,7 +430,7 @@ def _in_student_file(report, mine: str, name: str) -> bool:
     """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
     a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
     for the checker's student module); a base name counts only in a kernel of the
-    student's module (``student_NAME::``, :func:`lab.teach.executor.load_student`), not in a lab kernel
+    student's module (``student_NAME::``, :func:`lab.teach.contained.executor.load_student`), not in a lab kernel
     whose file happens to have the same name."""
     if not report.file:
         return False

@@ -439,7 +439,7 @@ FAKE_CHECKER_SANITIZER = '''
 import sys
 args = sys.argv[1:]
 tool, log = args[args.index("--tool") + 1], args[args.index("--log-file") + 1]
-student = args[args.index("lab.teach.executor") + 2]
+student = args[args.index("lab.teach.contained.executor") + 2]
 lines = ["========= COMPUTE-SANITIZER"]
 if tool == "racecheck":
     lines += ["========= Error: Race reported between Write access at cudapy::student_block_sum::block_sum_kernel+0xb0"

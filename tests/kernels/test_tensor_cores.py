@@ -250,7 +250,7 @@ def test_a_student_kernel_gets_the_numba_cuda_twins_where_the_lab_runs_mlir(monk
     import types
 
     from kernels.gemm import mma, mma_numba_cuda
-    from lab.teach import executor
+    from lab.teach.contained import executor
 
     if mma.COMPILER != "numba-cuda-mlir":
         assert mma.for_numba_cuda(mma.mma_tf32) is None  # the simulator's (or numba-cuda's) helpers: kept

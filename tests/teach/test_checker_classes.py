@@ -12,8 +12,9 @@ import os
 import pytest
 
 import exercises
-from lab.teach import checker, gpu_compile
-from lab.teach.executor import run_all
+from lab.teach import checker
+from lab.teach.contained import gpu_compile
+from lab.teach.contained.executor import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution

@@ -231,7 +231,7 @@ FAKE_CHILD = '''
 import json, os, sys, time
 args = sys.argv[1:]
 i = args.index("-m")
-from lab.teach import executor
+from lab.teach.contained import executor
 executor.main(args[i + 2:])  # the real launches: the parent judges their results
 progress = args[i + 6]
 go = os.path.join(os.path.dirname(progress), "bench-go")

@@ -8,7 +8,8 @@ import pytest
 
 from exercises import Case
 from kernels.compiler import cuda
-from lab.teach import checker, executor
+from lab.teach import checker
+from lab.teach.contained import executor
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the launch code runs on the simulator's arrays here")

@@ -1,8 +1,8 @@
-"""The judge's interpreter for a student's file (:mod:`lab.teach.source`): module constants computed
+"""The judge's interpreter for a student's file (:mod:`lab.teach.contained.source`): module constants computed
 from their syntax trees (:func:`constant`), and ``launch()`` evaluated by walking its syntax tree
 (:class:`Launch`, :func:`interpret`; what it may hold checked first by :class:`_LaunchRules`).
-Nothing of the file runs as Python; values are bounded (:data:`lab.teach.source.INT_LIMIT`, steps
-:data:`lab.teach.source.LAUNCH_STEPS`). Nothing here prints.
+Nothing of the file runs as Python; values are bounded (:data:`lab.teach.contained.source.INT_LIMIT`, steps
+:data:`lab.teach.contained.source.LAUNCH_STEPS`). Nothing here prints.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from lab.teach.messages import Failed
-from lab.teach.allowlist import (_NP_CONSTANTS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, Program, _fail,
+from lab.teach.contained.allowlist import (_NP_CONSTANTS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, Program, _fail,
                               _module_of, _src)
 
 

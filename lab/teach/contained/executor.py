@@ -1,7 +1,7 @@
 """The student's side of the exercise checker: the only code of the lab that runs a student's kernel.
-It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
-or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it builds the kernel
-from the source text the judge read and sent (:func:`lab.teach.source.load`: the file's syntax tree
+It runs in a child process (``python -m lab.teach.contained.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
+or under :mod:`lab.teach.contained.sandbox` when grading) and does no judging at all: it builds the kernel
+from the source text the judge read and sent (:func:`lab.teach.contained.source.load`: the file's syntax tree
 checked, the kernel and the device functions it reaches defined from it; the file is never imported
 and its top level never runs), launches it with the launch configuration the judge evaluated on
 the inputs the parent gave it and hands back raw data. The verdict, the references, the launch
@@ -18,9 +18,9 @@ written by the parent; the rest written here):
   run)}], "bench": a case as these, with ``--bench``}; ``request.npz``: the input arrays and initial
   values by KEY. No reference, tolerance, diagnosis or solution path is ever in it.
 * ``result-load.json``: {"failed": message} when the file does not load;
-* ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.gpu_compile`: an "ok" with
+* ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.contained.gpu_compile`: an "ok" with
   the PTX of each signature, which the judge checks; a contained simulator check compiles in a
-  child of its own instead, :mod:`lab.teach.compile_sandbox`);
+  child of its own instead, :mod:`lab.teach.contained.compile_sandbox`);
 * ``result-K.json`` (case K of the request): {"grid", "block", "param_names", "kernel_file",
   "failed", "kernel_error", "traces" (per run the tracer's records and "lab_counts", the JSON part of
   its raw counts), "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the output arrays of poison
@@ -52,13 +52,13 @@ OTHERS_ROWS = 1 << 16  # the extra writers handed back per output (the first ele
 
 # --- Loading the student's file ---------------------------------------------------------------------
 def load_student(path, ex, text: str | None = None):
-    """The student's kernel as a module, built from the file's source (:func:`lab.teach.source.load`):
+    """The student's kernel as a module, built from the file's source (:func:`lab.teach.contained.source.load`):
     its syntax tree checked, its kernels and the device functions they reach compiled from it, its
     top level never run (no import of the file). ``text``: the file's text as the judge read it
     (default: read ``path`` now). Failed with the line for a file the checker refuses. ``ex``: any
     object with ``name``, ``kernel`` and ``launch`` (an exercise, or the request); ``launch`` on the
-    module is :class:`lab.teach.source.Launch` (interpreted, never run)."""
-    from lab.teach import source
+    module is :class:`lab.teach.contained.source.Launch` (interpreted, never run)."""
+    from lab.teach.contained import source
 
     if text is None:
         try:
@@ -384,9 +384,9 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
 def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     """The offline GPU compile's raw result ({"ok": True}, {"ok": False, "message", "line"} or
     {"skipped": why}) and the compute capability it compiled for ("cc"): in the simulator from the
-    file's source ``text`` in a process of its own (:func:`lab.teach.gpu_compile.check`), on a GPU
+    file's source ``text`` in a process of its own (:func:`lab.teach.contained.gpu_compile.check`), on a GPU
     here, of the module built from the source (:func:`load_student`)."""
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
     if backend == "simulator":
         r = dict(gpu_compile.check(path, ex.kernel, sigs, text=text))
@@ -413,8 +413,8 @@ def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_c
     import tempfile
 
     import exercises
-    from lab.teach import gpu_compile
-    from lab.teach import source as S
+    from lab.teach.contained import gpu_compile
+    from lab.teach.contained import source as S
     from lab.teach.checker import (COMPILE_TEST, Judge, compile_entry, hidden_cases, launch_plan, make_request,
                                    write_request)
 
@@ -488,7 +488,7 @@ def main(argv) -> None:
 def warm(backend, out) -> None:
     """Import what every test needs (Numba, the tracer; on a GPU the CUDA context) and say
     ``{"ready": true}``: the parent's start-up allowance ends here, so from now on a file that hangs
-    while it loads gets the per-test timeout, as any test does (lab.teach.sandbox does the same)."""
+    while it loads gets the per-test timeout, as any test does (lab.teach.contained.sandbox does the same)."""
     import numba.cuda
 
     if backend == "simulator":

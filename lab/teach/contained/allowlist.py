@@ -1,5 +1,5 @@
 """What a student's file may name, for the exercise checker's reading of it as source
-(:mod:`lab.teach.source`): the allow-lists of its imports and of a kernel's names and attributes,
+(:mod:`lab.teach.contained.source`): the allow-lists of its imports and of a kernel's names and attributes,
 the limits of the judge's interpreter, and :class:`Program` (what was taken from a file). Data and
 small helpers only; nothing here prints.
 

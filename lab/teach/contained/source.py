@@ -28,9 +28,9 @@ from its syntax tree (``ast``), with their line numbers, and never runs its top 
   arguments the judge gives; bounded steps and integers. What comes back is data the judge checks
   (integers, 1-3 a dimension), never a claim.
 
-The allow-lists live in :mod:`lab.teach.allowlist`, the device rules in
-:mod:`lab.teach.source_rules`, the interpreter of constants and ``launch()`` in
-:mod:`lab.teach.source_eval` (their public names are reachable from here).
+The allow-lists live in :mod:`lab.teach.contained.allowlist`, the device rules in
+:mod:`lab.teach.contained.source_rules`, the interpreter of constants and ``launch()`` in
+:mod:`lab.teach.contained.source_eval` (their public names are reachable from here).
 
 Nothing here prints. Source: Python's ``ast`` module; numba-cuda's "Supported Python features in
 CUDA Python" (what a kernel may use).
@@ -46,12 +46,12 @@ import types
 
 import numpy as np
 
-from lab.teach.allowlist import (_ALLOWED_IMPORTS, _CUDA_JIT_OPTIONS, BUILTINS, CPU_JITS, CUDA_ATTRS,  # noqa: F401
+from lab.teach.contained.allowlist import (_ALLOWED_IMPORTS, _CUDA_JIT_OPTIONS, BUILTINS, CPU_JITS, CUDA_ATTRS,  # noqa: F401
                                  HELPER_MODULE, HELPERS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, NUMBA_TYPES,
                                  NUMPY_ATTRS, SOURCE_CAP, VALUE_ATTRS, Program, _fail, _module_of, _src)
 from lab.teach.messages import Failed
-from lab.teach.source_eval import Launch, LaunchLimit, _LaunchRules, constant, interpret  # noqa: F401
-from lab.teach.source_rules import _reach
+from lab.teach.contained.source_eval import Launch, LaunchLimit, _LaunchRules, constant, interpret  # noqa: F401
+from lab.teach.contained.source_rules import _reach
 
 
 # --- Reading ---------------------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ def _helpers():
     out = {}
     for name in HELPERS:
         value = getattr(mma, name)
-        out[name] = mma.for_numba_cuda(value) or value  # a student's kernel is numba-cuda's (lab.teach.executor)
+        out[name] = mma.for_numba_cuda(value) or value  # a student's kernel is numba-cuda's (lab.teach.contained.executor)
     return out
 
 

@@ -1,6 +1,6 @@
-"""The device rules (:mod:`lab.teach.source`): what a kernel, and every function of the file it
+"""The device rules (:mod:`lab.teach.contained.source`): what a kernel, and every function of the file it
 reaches, may hold, checked on its syntax tree before anything builds or runs it (see
-:mod:`lab.teach.source`'s docstring). Failed, naming the file's line, for the first thing a kernel
+:mod:`lab.teach.contained.source`'s docstring). Failed, naming the file's line, for the first thing a kernel
 may not use. Nothing here prints.
 """
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import ast
 import builtins
 
-from lab.teach.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, NUMPY_MAX_ARGS,
+from lab.teach.contained.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, NUMPY_MAX_ARGS,
                                  VALUE_ATTRS, Program,
                               _fail, _src)
 
