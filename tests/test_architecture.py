@@ -113,3 +113,36 @@ def test_no_module_over_700_lines():
     long = {str(p.relative_to(ROOT)): n for pkg in ("lab", "kernels", "torch_bridge")
             for p in (ROOT / pkg).rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+CONTAINED = "lab.teach.contained"  # what runs in the student's contained child (the trust boundary)
+# the modules of lab.teach outside it that the child may load: the error type and its one-line words
+# (messages), the hidden tests' names and signatures the channel carries (cases), the children's
+# process registry (procs); none of them decides a verdict
+CHILD_MAY_IMPORT = {"lab.teach", "lab.teach.messages", "lab.teach.cases", "lab.teach.procs"}
+
+
+def test_the_contained_child_imports_only_what_it_needs_of_lab_teach():
+    """Every module of lab.teach that lab.teach.contained reaches, at any depth (function-level imports
+    too), is in the package or in CHILD_MAY_IMPORT: a new judge module is refused until named here,
+    which the import-linter contract (its explicit list of judge modules) cannot do."""
+    g = _graph()
+    reached = g.find_upstream_modules(CONTAINED, as_package=True)
+    outside = sorted(m for m in reached if (m == "lab.teach" or m.startswith("lab.teach."))
+                     and not m.startswith(CONTAINED) and m not in CHILD_MAY_IMPORT)
+    assert not outside, f"{CONTAINED} reaches judge modules: {outside}"
+    assert not any(m == "exercises" or m.startswith("exercises.") for m in reached), "the child reaches exercises/"
+
+
+def test_the_contract_names_every_judge_module():
+    """The import-linter contract forbids every module of lab.teach outside the contained package but
+    those the child may import: a module added to lab.teach is either named there or here."""
+    import tomllib
+
+    contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    forbidden = next(set(c["forbidden_modules"]) for c in contracts if c.get("source_modules") == [CONTAINED])
+    teach = {f"lab.teach.{p.stem}" for p in (ROOT / "lab" / "teach").glob("*.py") if p.stem != "__init__"}
+    teach |= {f"lab.teach.{p.name}" for p in (ROOT / "lab" / "teach").iterdir()
+              if p.is_dir() and (p / "__init__.py").exists() and f"lab.teach.{p.name}" != CONTAINED}
+    assert teach - CHILD_MAY_IMPORT == forbidden - {"exercises"}, "update the contract in pyproject.toml"
+    assert "exercises" in forbidden

@@ -28,9 +28,7 @@ names stay importable from here.
 """
 from __future__ import annotations
 
-import inspect
 import json
-import math
 import os
 
 import numpy as np
@@ -42,14 +40,13 @@ from lab.teach.contained.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS
                                _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
                                decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
                                result_name, write_request)  # noqa: F401
+from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
                                 race_message, sanitizer_message, shared_rmw_message)  # noqa: F401
-
-GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -76,56 +73,6 @@ def _bad(out64, ref, tol):
     return ~(np.abs(out64 - ref) <= bound), lambda i: f"tolerance {bound[i]:.2g}"
 
 
-def kernel_problem(obj) -> str:
-    """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
-    instead: a plain function passes the simulator's tests but is no CUDA kernel."""
-    mod = type(obj).__module__ or ""
-    if mod.startswith("numba.cuda"):
-        device = getattr(obj, "_device", False) or (getattr(obj, "targetoptions", None) or {}).get("device")
-        if device:
-            return ("a device function (@cuda.jit(device=True)), not a kernel: decorate it with @cuda.jit "
-                    "(device functions are called from kernels, not launched)")
-        return ""
-    if mod.startswith("numba"):
-        return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
-    return "not a CUDA kernel: decorate it with @cuda.jit"
-
-
-def launch_config(launch, ex, case):
-    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.contained.source.Launch`: the file's
-    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
-    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
-    each, or more than 1024 threads a block. The judge checks it; no process of the student's
-    gives a launch configuration."""
-    if not callable(launch):
-        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
-    try:
-        cfg = launch(*case.launch_args)
-    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
-    try:
-        grid, block = cfg
-        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
-        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
-        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
-    except Exception:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
-                     f"threads per block), each an int or a tuple of 1-3 ints") from None
-    if min(g + b) < 1:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
-                     f"dimension must be at least 1")
-    if max(g + b) > 1 << 31:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
-                     f"past 2^31")
-    if math.prod(b) > 1024:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
-                     f"the limit is 1024")
-    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
-    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
-    return grid, block
-
-
 def launch_plan(ex, prog, cases) -> list:
     """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
     (:func:`launch_config`, from the :class:`lab.teach.contained.source.Program` ``prog``), or the Failed
@@ -149,27 +96,6 @@ def launch_plan(ex, prog, cases) -> list:
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)
         c.launch_hint = launch_mismatch(launch, ex.launch, tuple(c.launch_args), shape)
     return out
-
-
-def guard_elements() -> int:
-    """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
-    by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
-    return 0 if os.environ.get("LAB_SANITIZER") else GUARD
-
-
-def _param_names(kernel):
-    fn = getattr(kernel, "py_func", kernel)
-    try:
-        return list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def _out_names(kernel, case):
-    if case.out_names:
-        return case.out_names
-    names = _param_names(kernel)[len(case.args):]
-    return [names[k] if k < len(names) else f"out{k}" for k in range(len(case.outputs))]
 
 
 def judge_case(ex, case, raw, backend):
@@ -383,23 +309,6 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
                          f"threads (filled around the launch?)")
 
 
-def store_and_atomic(trackers) -> list:
-    """Per output (the simulator's trackers of a launch, executor side): None, or [flat, who, line]
-    of the first element that got both a plain store and atomic updates from another block (an
-    output initialised, or reset, inside a kernel whose other threads add to it atomically)."""
-    out = []
-    for tr in trackers:
-        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
-        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
-        if not both:
-            out.append(None)
-            continue
-        flat = min(both)
-        who, line = tr.plain[flat]
-        out.append([int(flat), who, line])
-    return out
-
-
 def simt_poison(dtype):
     from lab.core.simt import FLOAT_SENTINEL
 
@@ -412,15 +321,6 @@ def _written_mask(writer, shape):
     if writer:
         mask[np.fromiter(writer.keys(), int, len(writer))] = True
     return mask.reshape(shape) if shape else mask.reshape(())
-
-
-def _lineinfo(mod):
-    """Line info for every kernel and device function of the student's module, before they compile."""
-    from lab.core.sanitizer import lineinfo_on
-
-    for v in vars(mod).values():
-        if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
-            lineinfo_on(v)
 
 
 class Judge:

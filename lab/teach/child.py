@@ -306,7 +306,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         module = ["lab.teach.contained.sandbox", sandbox.to_arg()]
     else:
         private = tempfile.mkdtemp(prefix="lab-check-")
-        module = ["lab.teach.bench" if bench else "lab.teach.contained.executor"]
+        module = ["lab.teach.contained.measure" if bench else "lab.teach.contained.executor"]
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
     channel_in, channel_out = checker.write_request(private, request, inputs)

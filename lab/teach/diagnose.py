@@ -261,12 +261,12 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
     shuffles; only facts that differ are named. None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
-    from lab.teach.lessons import _dims3, _thread_id, stats_counts
+    from lab.teach.contained.counts import dims3, stats_counts, thread_id
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
         return None
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(dims3(grid)) * math.prod(dims3(block))
     if threads > DIFFERENTIAL_THREADS:  # the reference's simulated run would cost more than the hint is worth
         return None
     ref = reference_run(ex, case)
@@ -282,15 +282,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
-    if ws is not None and wr is not None and _dims3(ws[0]) + _dims3(ws[1]) != _dims3(wr[0]) + _dims3(wr[1]):
+    if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
         theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
-        tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
-        tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
+        tid_s = thread_id(ws, dims3(grid), dims3(block))
+        tid_r = thread_id(wr, dims3(r_grid), dims3(r_block))
         for j, a in enumerate(case.args):
             if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
                 continue

@@ -860,7 +860,7 @@ _GENERATED = {"every block loops over the rows": _every_block_softmax}
 
 def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     """Check ``path`` (the entry's file) in this process as the checker does (the executor runs the
-    launches, the judge decides: lab.teach.contained.executor.run_all, no GPU compile), one hidden test at a
+    launches, the judge decides: lab.teach.inprocess.run_all, no GPU compile), one hidden test at a
     time, stopping at the first failing test whose message has the wanted hint (a Wrong) or at the
     first failure (a Right).
 
@@ -871,7 +871,7 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
 
     import exercises
     from lab.teach.checker import hidden_cases
-    from lab.teach.contained.executor import run_all
+    from lab.teach.inprocess import run_all
 
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])
 

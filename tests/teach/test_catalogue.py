@@ -119,10 +119,10 @@ def test_solutions_keep_their_lesson(name, tmp_path):
     rng = np.random.default_rng(_seed())
     mod = executor.load_student(str(ex.solution), ex)
     case = max(checker.hidden_cases(ex, rng), key=lambda c: sum(np.prod(s) for s, _ in c.outputs))
-    grid, block = executor._launch_config(mod, ex, case)
+    grid, block = executor.case_launch(mod, ex, case)
     _, trace, writers, _ = executor._launch_sim(mod, ex, getattr(mod, ex.kernel), case, grid, block, 0, rng,
                                                 str(ex.solution))
-    names = checker._out_names(getattr(mod, ex.kernel), case)
+    names = executor.out_names(getattr(mod, ex.kernel), case)
     facts = mapping_facts(trace, writers, grid, block, names)
     import json
 

@@ -14,7 +14,7 @@ import pytest
 import exercises
 from lab.teach import checker
 from lab.teach.contained import gpu_compile
-from lab.teach.contained.executor import run_all
+from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution

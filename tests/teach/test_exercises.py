@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import exercises
-from lab.teach.contained.executor import run_all
+from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution

@@ -39,12 +39,12 @@ def _case(rng, n):
 
 def test_guard_band_only_outside_the_sanitizer(monkeypatch):
     monkeypatch.delenv("LAB_SANITIZER", raising=False)
-    assert checker.guard_elements() == checker.GUARD > 0
+    assert executor.guard_elements() == executor.GUARD > 0
     monkeypatch.setenv("LAB_SANITIZER", "memcheck")
-    assert checker.guard_elements() == 0
+    assert executor.guard_elements() == 0
 
 
-@pytest.mark.parametrize("sanitizer, extra", [(None, 2 * checker.GUARD), ("memcheck", 0)])
+@pytest.mark.parametrize("sanitizer, extra", [(None, 2 * executor.GUARD), ("memcheck", 0)])
 def test_output_allocations_are_exact_only_under_the_sanitizer(rng, monkeypatch, sanitizer, extra):
     import numba.cuda
 

@@ -6,7 +6,7 @@ checked, the kernel and the device functions it reaches defined from it; the fil
 and its top level never runs), launches it with the launch configuration the judge evaluated on
 the inputs the parent gave it and hands back raw data. The verdict, the references, the launch
 configurations, the lessons' facts and every message are the parent's (:mod:`lab.teach.checker`,
-the judge).
+the judge), which this package never imports (pyproject.toml's import-linter contract).
 
 The channel (files in the child's folder, the folder of PROGRESS; :data:`REQUEST`, :data:`INPUTS`,
 written by the parent; the rest written here):
@@ -27,12 +27,13 @@ written by the parent; the rest written here):
   run r), ``again_out{k}`` (the GPU's finite-poison re-run), ``run{r}_writers{k}`` and
   ``run{r}_others{k}`` (the simulator's writers per output element: rows of flat index, block x, y,
   z, thread x, y, z), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests`` (the tracer's
-  count tables, :func:`lab.teach.lessons.stats_counts`).
+  count tables, :func:`lab.teach.contained.counts.stats_counts`).
 * the progress file: ``{"start": NAME}``, ``{"loaded": [NAMES]}``, ``{"done": NAME}``, ``{"note": text}``
   (the parent's clock and progress only: it never takes a result from it).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -42,12 +43,113 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.teach.checker import (COMPILE_TEST, GUARD, INPUTS, REQUEST, Failed, _ndims, _one_line,  # noqa: F401
-                               _out_names, _param_names, _where, compile_sigs, decode, encode, guard_elements,
-                               kernel_problem, result_name, store_and_atomic)
+from lab.teach.cases import COMPILE_TEST
+from lab.teach.contained.channel import INPUTS, OTHERS_ROWS, REQUEST, decode, encode, result_name
+from lab.teach.contained.counts import stats_counts
+from lab.teach.messages import Failed, _one_line, _where
 
 LOAD, COMPILE = "load", "compile"
-OTHERS_ROWS = 1 << 16  # the extra writers handed back per output (the first elements' all: messages name the first)
+
+
+# --- What the launch needs: the guard band, the kernel's and launch()'s checks, the names ---------
+GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
+
+
+def guard_elements() -> int:
+    """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
+    by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
+    return 0 if os.environ.get("LAB_SANITIZER") else GUARD
+
+
+def kernel_problem(obj) -> str:
+    """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
+    instead: a plain function passes the simulator's tests but is no CUDA kernel."""
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba.cuda"):
+        device = getattr(obj, "_device", False) or (getattr(obj, "targetoptions", None) or {}).get("device")
+        if device:
+            return ("a device function (@cuda.jit(device=True)), not a kernel: decorate it with @cuda.jit "
+                    "(device functions are called from kernels, not launched)")
+        return ""
+    if mod.startswith("numba"):
+        return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
+    return "not a CUDA kernel: decorate it with @cuda.jit"
+
+
+def launch_config(launch, ex, case):
+    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.contained.source.Launch`: the file's
+    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
+    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
+    each, or more than 1024 threads a block. The judge checks it; no process of the student's
+    gives a launch configuration."""
+    if not callable(launch):
+        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
+    try:
+        cfg = launch(*case.launch_args)
+    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
+    try:
+        grid, block = cfg
+        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
+        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
+        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
+    except Exception:  # noqa: BLE001
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
+                     f"threads per block), each an int or a tuple of 1-3 ints") from None
+    if min(g + b) < 1:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
+                     f"dimension must be at least 1")
+    if max(g + b) > 1 << 31:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
+                     f"past 2^31")
+    if math.prod(b) > 1024:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
+                     f"the limit is 1024")
+    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
+    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
+    return grid, block
+
+
+def param_names(kernel):
+    fn = getattr(kernel, "py_func", kernel)
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def out_names(kernel, case):
+    if case.out_names:
+        return case.out_names
+    names = param_names(kernel)[len(case.args):]
+    return [names[k] if k < len(names) else f"out{k}" for k in range(len(case.outputs))]
+
+
+def store_and_atomic(trackers) -> list:
+    """Per output (the simulator's trackers of a launch, executor side): None, or [flat, who, line]
+    of the first element that got both a plain store and atomic updates from another block (an
+    output initialised, or reset, inside a kernel whose other threads add to it atomically)."""
+    out = []
+    for tr in trackers:
+        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
+        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
+        if not both:
+            out.append(None)
+            continue
+        flat = min(both)
+        who, line = tr.plain[flat]
+        out.append([int(flat), who, line])
+    return out
+
+
+def _lineinfo(mod):
+    """Line info for every kernel and device function of the student's module, before they compile."""
+    from lab.core.sanitizer import lineinfo_on
+
+    for v in vars(mod).values():
+        if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
+            lineinfo_on(v)
 
 
 # --- Loading the student's file ---------------------------------------------------------------------
@@ -85,13 +187,11 @@ def _numba_cuda_helpers(mod) -> None:
             setattr(mod, name, twin)
 
 
-def _launch_config(mod, ex, case):
+def case_launch(mod, ex, case):
     """(grid, block) of ``case``: the test's own, or the judge's evaluation of the file's launch()
-    (:func:`lab.teach.checker.launch_config`)."""
+    (:func:`launch_config`, as the judge evaluates it)."""
     if case.grid is not None:
         return case.grid, case.block
-    from lab.teach.checker import launch_config
-
     return launch_config(getattr(mod, ex.launch, None), ex, case)
 
 
@@ -103,7 +203,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     from lab.core import simt
 
     trace, lock = simt.Trace(), threading.RLock()
-    names = _param_names(kernel)
+    names = param_names(kernel)
     args = []
     for k, a in enumerate(case.args):
         if isinstance(a, np.ndarray):
@@ -111,7 +211,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
         else:
             args.append(a)
     outs = _initial(case, which)
-    onames = _out_names(kernel, case)
+    onames = out_names(kernel, case)
     targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
     touched = [_touched(tr._lab_tracker) for tr in targs]
     error = None
@@ -127,7 +227,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     writers = [tr._lab_tracker.writer for tr in targs]
     trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
     trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
-    # plain stores beside atomics of other blocks, per output (lab.teach.checker.store_and_atomic)
+    # plain stores beside atomics of other blocks, per output (store_and_atomic)
     trace.lab_store_atomic = store_and_atomic([tr._lab_tracker for tr in targs])
     return outs, trace, writers, error
 
@@ -233,10 +333,8 @@ def _trace_facts(trace) -> dict:
 
 def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
     """(JSON part, npz arrays ``run{r}_pt``, ``run{r}_stored``, ``run{r}_requests``) of the tracer's
-    raw counts of one launch (:func:`lab.teach.lessons.stats_counts`): the judge derives the mapping
+    raw counts of one launch (:func:`lab.teach.contained.counts.stats_counts`): the judge derives the mapping
     lesson's facts from them (:func:`lab.teach.lessons.facts_from_counts`)."""
-    from lab.teach.lessons import stats_counts
-
     c = stats_counts(trace.stats, grid, block)
     arrays = {f"run{r}_{k}": np.asarray(c.pop(k), dtype=np.int64).reshape(-1, w)
               for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4))}
@@ -249,12 +347,12 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
     kernel = getattr(mod, ex.kernel)
     fn = getattr(kernel, "py_func", kernel)
     code = getattr(fn, "__code__", None)
-    record = {"param_names": [str(n)[:64] for n in _param_names(kernel)],
+    record = {"param_names": [str(n)[:64] for n in param_names(kernel)],
               "kernel_file": getattr(code, "co_filename", None), "failed": None, "kernel_error": None,
               "traces": None, "runs": 0, "again": False}
     arrays: dict = {}
     try:
-        grid, block = _launch_config(mod, ex, case)
+        grid, block = case_launch(mod, ex, case)
     except Failed as e:
         record["failed"] = str(e)
         return record, arrays
@@ -350,8 +448,6 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
     try:
         mod = load_student(path, ex, text=request.get("source"))
         if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
-            from lab.teach.checker import _lineinfo
-
             _lineinfo(mod)
     except Failed as e:
         _save(folder, LOAD, {"failed": str(e)})
@@ -399,73 +495,6 @@ def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     r = dict(gpu_compile.compile_here(fn, sigs, path, cc) if fn else {"skipped": "no Python function"})
     r["cc"] = list(cc)
     return r
-
-
-def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
-    """Every hidden test of exercise ``name`` on the student's file ``path``, executor and judge in
-    this process, through the same request and result files (for the lab's own tests: the kernel
-    runs here, so this is no contained check; :func:`lab.teach.workspace.check` runs the executor
-    in a child). The backend must already be selected. Returns [{"name", "passed", "message"}];
-    ``emit`` gets the progress events and ``{"note": text}`` for a check that was skipped; ``skip``:
-    names of tests not to run; ``compile_check``: also compile the kernel offline for a GPU, the
-    test "compiles for a GPU", first: in the simulator nothing runs a kernel that does not compile
-    (only that test comes back)."""
-    import tempfile
-
-    import exercises
-    from lab.teach.contained import gpu_compile
-    from lab.teach.contained import source as S
-    from lab.teach.checker import (COMPILE_TEST, Judge, compile_entry, hidden_cases, launch_plan, make_request,
-                                   write_request)
-
-    ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    cases = hidden_cases(ex, rng)
-    try:  # the judge reads the file as source: nothing of it runs when it is refused
-        text = S.read(path)
-        prog = S.extract(text, str(path), ex.kernel, ex.launch)
-    except (Failed, OSError) as e:
-        failed = {"name": "load", "passed": False, "message": str(e) if isinstance(e, Failed) else
-                  f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}
-        emit(failed)
-        return [failed]
-    launches = launch_plan(ex, prog, cases)
-    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
-    results = []
-    if do_compile and backend == "simulator":  # the compile first: it proves the kernel holds only device code
-        gate = compile_entry(gpu_compile.check(str(path), ex.kernel, compile_sigs(cases), text=text), backend)
-        if isinstance(gate, str):
-            emit({"note": gate})
-        else:
-            emit(gate)
-            results.append(gate)
-            if not gate["passed"]:
-                return results
-        do_compile = False
-    request, inputs = make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
-    with tempfile.TemporaryDirectory(prefix="lab-check-") as folder:
-        write_request(folder, request, inputs)
-        with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as z:
-            execute(json.loads(open(os.path.join(folder, REQUEST)).read()), z, str(path),
-                    folder, emit, skip)
-        judge = Judge(ex, cases, backend, path, folder, do_compile, launches=launches)
-        try:
-            failed = judge.load_failure()
-            if failed:
-                emit(failed)
-                return [failed]
-            for n in judge.planned:
-                if n in skip:
-                    continue
-                r = judge.test(n)
-                if r is not None:
-                    emit(r)
-                    results.append(r)
-            for note in judge.notes:
-                emit({"note": note})
-            return results
-        finally:
-            judge.close()
 
 
 def main(argv) -> None:

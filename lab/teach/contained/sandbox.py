@@ -1,5 +1,5 @@
 """Containment for untrusted submissions (``lab exercise grade``): the checker's child process
-(:mod:`lab.teach.checker`, or :mod:`lab.teach.bench` with ``--bench``) run as ``python -m lab.teach.contained.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
+(:mod:`lab.teach.contained.executor`, or :mod:`lab.teach.contained.measure` with ``--bench``) run as ``python -m lab.teach.contained.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
 [--bench]``, which, before the kernel is built from the student's source (lab.teach.contained.source):
 
 1. sets resource limits (``resource.setrlimit``; POSIX ``setrlimit(2)``): ``RLIMIT_CPU`` (CPU seconds,
@@ -429,8 +429,8 @@ def main(argv) -> None:
     import numba.cuda  # noqa: F401
 
     import lab.core.simt  # noqa: F401
-    import lab.teach.bench  # noqa: F401
-    import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
+    import lab.teach.contained.executor  # noqa: F401 - its channel, counts and messages too
+    import lab.teach.contained.measure  # noqa: F401
     import lab.teach.contained.source  # noqa: F401 - the kernel is built from the source (lab.teach.contained.executor.load_student)
 
     if simulator:
@@ -449,7 +449,7 @@ def main(argv) -> None:
     log.write(json.dumps({"ready": True}) + "\n")
     import lab.teach.contained.executor as executor  # the only module that imports the student's file: raw results, no verdict
 
-    (lab.teach.bench.main if "--bench" in rest[5:] else executor.main)(rest)
+    (lab.teach.contained.measure.main if "--bench" in rest[5:] else executor.main)(rest)
 
 
 if __name__ == "__main__":
