@@ -2,7 +2,7 @@
 passed. Three sides, as for the hidden tests:
 
 * the parent (the judge) picks the problem (:func:`plan`: bench.py's case or the largest hidden
-  test) and sends its inputs in the request (:func:`lab.teach.checker.make_request`, key "bench");
+  test) and sends its inputs in the request (:func:`lab.teach.contained.channel.make_request`, key "bench");
 * the student's contained child (``python -m lab.teach.contained.measure ...``:
   :func:`lab.teach.contained.measure.main`, the executor's :func:`lab.teach.contained.executor.main`,
   then, once the parent judged every test passed, the benchmark) runs only the student's kernel on
@@ -129,7 +129,7 @@ def reference(name: str, backend: str, seed: int) -> dict:
     key = (name, backend, int(seed))
     if key not in _REFERENCE:
         from lab.core.session import child_env, python_module
-        from lab.teach.procs import _kill_group, _track, _untrack
+        from lab.teach.procs import kill_group, track, untrack
 
         # the lab's own code only: from an empty folder, with no folder of the caller's on sys.path
         # (a student's json.py beside the file checked once ran here, as the teacher), no bytecode
@@ -141,12 +141,12 @@ def reference(name: str, backend: str, seed: int) -> dict:
                                          str(int(seed))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         stdin=subprocess.DEVNULL, text=True, env=env, cwd=empty,
                                         start_new_session=True)
-                _track(proc)
+                track(proc)
                 try:
                     out, _ = proc.communicate(timeout=REFERENCE_TIMEOUT_S)
                 finally:
-                    _kill_group(proc)
-                    _untrack(proc)
+                    kill_group(proc)
+                    untrack(proc)
                     if proc.poll() is None:
                         proc.kill()
                         proc.wait()
@@ -367,7 +367,7 @@ def _reference_main(name: str, backend: str, seed: str) -> None:
     (:func:`reference`) as the last line of stdout. Runs the lab's own code only."""
     sys.dont_write_bytecode = True  # no __pycache__/solution.*.pyc beside the hidden solution
     import exercises
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if backend == "simulator" else "gpu")
     ex = exercises.load(name)

@@ -34,19 +34,13 @@ import os
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.cases import (COMPILE_TEST, _QUIET, compile_entry, compile_sigs, hidden_cases,  # noqa: F401
-                             runs_of, unique_names)  # noqa: F401
-from lab.teach.contained.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST, ResultError,  # noqa: F401
-                               _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
-                               decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
-                               result_name, write_request)  # noqa: F401
+from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
+from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
-                                _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
-                                _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
-                                _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
-                                race_message, sanitizer_message, shared_rmw_message)  # noqa: F401
+from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, fmt_idx, fmt_who, many_writers_message, ndims,
+                                error_line, poison_hint, race_text, scaled_hint, store_and_atomic_message,
+                                transposed_hint, unwritten_message, writers_map, kernel_error_message)
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -106,7 +100,7 @@ def judge_case(ex, case, raw, backend):
     grid, block = raw.grid, raw.block
     runs = raw.runs
     outs, trace, writers = runs[0]
-    nd = _ndims(grid)
+    nd = ndims(grid)
     onames = raw.onames
     if raw.error is not None:
         msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names)  # the run that raised
@@ -125,14 +119,14 @@ def judge_case(ex, case, raw, backend):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races or trace.shared_rmw:
-            raise Failed(_race_text(trace, grid, block))
-        init_msg = _store_and_atomic_message(trace, onames, case, nd)
+            raise Failed(race_text(trace, grid, block))
+        init_msg = store_and_atomic_message(trace, onames, case, nd)
         if init_msg:
             raise Failed(init_msg)
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
-            raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
-                         f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
+            raise Failed(f"race: {fmt_idx(name, idx)} is read and updated by several threads "
+                         f"({fmt_who(a, nd)} and {fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
         _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
@@ -161,7 +155,7 @@ def judge_case(ex, case, raw, backend):
                 written = None if again is None else ~(again == np.asarray(simt_poison(out.dtype)))
                 if written is not None and (unwritten & written).any():
                     first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
-                    raise Failed(f"{_fmt_idx(onames[k], first)} is NaN although it was written (a second run "
+                    raise Failed(f"{fmt_idx(onames[k], first)} is NaN although it was written (a second run "
                                  f"with another poison tells the two apart): read before initialised (an "
                                  f"accumulator not set to 0 before +=, shared memory read before it was "
                                  f"filled)? or 0/0, inf/inf (an overflow)?; {int((unwritten & written).sum())} of "
@@ -174,13 +168,13 @@ def judge_case(ex, case, raw, backend):
                 seen = ""
                 if trace is not None and trace.uninit:  # the tracer saw the read: name it
                     arr, uidx, uwho, uline = trace.uninit[0]
-                    seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
+                    seen = (f"; the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                             f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
-                    raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
                                  f"is {what}. Hint: {lesson}", kind=VALUES)
-                raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
@@ -188,9 +182,9 @@ def judge_case(ex, case, raw, backend):
             if hint:
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
-                        f"first {_fmt_idx(onames[k], first)}: {hint}")
-            raise Failed(hint or _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
-                         writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
+                        f"first {fmt_idx(onames[k], first)}: {hint}")
+            raise Failed(hint or unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
+                         writers and writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
@@ -198,20 +192,20 @@ def judge_case(ex, case, raw, backend):
                 n = 1 + len(others[flat])
                 idx = tuple(int(v) for v in np.unravel_index(flat, tuple(case.outputs[k][0])))
                 one_each = len({tuple(w[0]) for w in [writers[k][flat], *others[flat]]}) == n
-                raise Failed(f"{_fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
+                raise Failed(f"{fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
                              f"with a plain store: the last one wins and the other partials are lost; add with "
                              f"cuda.atomic.add")
     if trace is not None and getattr(ex, "one_writer", False):
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
-                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
+                raise Failed(many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
         if trace is not None and trace.uninit:
             arr, idx, who, line = trace.uninit[0]
             at = f" at line {line}" if line else ""
-            raise Failed(f"right values here, but {_fmt_who(who, nd)} read {_fmt_idx(arr, idx)}{at} before any thread of "
+            raise Failed(f"right values here, but {fmt_who(who, nd)} read {fmt_idx(arr, idx)}{at} before any thread of "
                          f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
                          f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
                          f"element before it is read (e.g. 0 or the identity for threads past the end)")
@@ -238,14 +232,14 @@ def judge_case(ex, case, raw, backend):
         if lesson:
             first = tuple(int(v) for v in np.argwhere(bad)[0])
             who = writers[k].get(int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) if writers else None
-            raise Failed(f"{_fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
+            raise Failed(f"{fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
                          f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong"
-                         f"{f'; written by {_fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
-                         writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
+                         f"{f'; written by {fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
+                         writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
                 raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
-                             f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
+                             f"(expected e.g. {fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
                              f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)", kind=VALUES)
@@ -255,24 +249,24 @@ def judge_case(ex, case, raw, backend):
             got, want = f"{int(out64[first])}", f"{int(round(ref[first]))}" if np.isfinite(ref[first]) else f"{ref[first]}"
         else:
             got, want = f"{out64[first]:.{digits}g}", f"{ref[first]:.{digits}g}"
-        msg = (f"{_fmt_idx(onames[k], first)} = {got}, expected {want} "
+        msg = (f"{fmt_idx(onames[k], first)} = {got}, expected {want} "
                f"({tol_text(first)}); "
                f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong")
         if writers is not None:
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             who = writers[k].get(flat)
             if who is not None:
-                msg += f"; written by {_fmt_who(who, nd)}"
-        extra = _transposed_hint(out64, ref, bad)
+                msg += f"; written by {fmt_who(who, nd)}"
+        extra = transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
-        extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
+        extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
-                     writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
+                     writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
 
 
@@ -303,7 +297,7 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
         stray = changed & ~_written_mask(writers[k], out.shape)
         if stray.any():
             first = tuple(int(v) for v in np.argwhere(stray)[0]) if out.shape else ()
-            raise Failed(f"{_fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
+            raise Failed(f"{fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
                          f"(the simulator traced every thread's stores); {int(stray.sum())} of "
                          f"{plural(out.size, 'element')} like this: the values were not computed by the kernel's "
                          f"threads (filled around the launch?)")
@@ -358,7 +352,7 @@ class Judge:
             rec = self._json("load")
         except Exception as e:  # noqa: BLE001 - a link, a FIFO, a JSON bomb: no result, a failure
             return {"name": "load", "passed": False,
-                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else error_line(e)})"}
         if rec is None:
             return None
         msg = rec.get("failed") if isinstance(rec, dict) else None
@@ -380,7 +374,7 @@ class Judge:
             r = compile_entry(rec, self.backend)
         except Exception as e:  # noqa: BLE001 - no result, a failure
             return {"name": COMPILE_TEST, "passed": False,
-                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else error_line(e)})"}
         if isinstance(r, str):
             if r not in self.notes:
                 self.notes.append(r)
@@ -426,4 +420,4 @@ class Judge:
             return {"name": name, "passed": False, "message": f"the checker's child returned no valid result ({e})"}
         except Exception as e:  # noqa: BLE001 - data the messages could not read: no verdict but a failure
             return {"name": name, "passed": False,
-                    "message": f"the checker's child returned a result that could not be judged ({_one_line(e)})"}
+                    "message": f"the checker's child returned a result that could not be judged ({error_line(e)})"}

@@ -100,9 +100,9 @@ def exercise_solution(name: str) -> str:
 
 def exercise_new(name: str, *, title: str = "TODO title"):
     """``lab exercise new NAME``: scaffold exercises/NAME/ for an instructor; returns its folder."""
-    from lab.teach import workspace as E
+    from lab.teach.authoring import new
 
-    return E.new(A.text(name, "NAME"), A.text(title, "--title"))
+    return new(A.text(name, "NAME"), A.text(title, "--title"))
 
 
 def exercise_notebook(names=(), *, out: str = "lab-notebooks", force: bool = False) -> list[tuple]:

@@ -130,7 +130,7 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     (the first ``len(shape)`` arguments of launch() are the output's shape, rows first), the number
     of blocks it returns fitted to ceil(size / D), and D compared with the threads a block it returns
     along that axis. None when the blocks were counted for the block size it returns (plain
-    rounding down is :func:`lab.teach.messages._unwritten_message`'s), or when nothing fits."""
+    rounding down is :func:`lab.teach.messages.unwritten_message`'s), or when nothing fits."""
     def dims(v):
         return [int(v)] if isinstance(v, (int, np.integer)) else [int(u) for u in v]
 

@@ -3,7 +3,7 @@ the gradebook as data (the CLI prints it, writes the CSV). Nothing here prints.
 
 SUBMISSIONS holds one folder per student, and in it one file per exercise, named by the exercise
 (``alice/vecadd.py``, ``alice/dot.py``, ...). Every (student, exercise) pair is graded by the
-exercise checker's child process (:func:`lab.teach.workspace._run_child`) under
+exercise checker's child process (:func:`lab.teach.child.run_child`) under
 :mod:`lab.teach.contained.sandbox`: its own process, CPU-time, memory and file-size limits, a private
 temporary folder, Landlock where the kernel has it, an audit hook against forks and writes
 elsewhere. A pool of ``jobs`` threads keeps that many children running; a submission that does not
@@ -190,7 +190,7 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     ``gpu_compile``: the compile gates the tests and must give a verdict (a compile that could not run
     fails the row); False: no compile, the kernel checked from its source alone."""
     from lab.teach import union
-    from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
+    from lab.teach.workspace import Progress, hidden_names, run_child, with_simulator
 
     if hidden is None:
         hidden = hidden_names([name], seed)[name]
@@ -205,12 +205,12 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     extra: dict = {}
     sim_extra: dict = {}
     if backend == "gpu":
-        tests, sim_notes, _ = _with_simulator(name, path, seed, timeout, bench, extra, None, _Progress(None),
+        tests, sim_notes, _ = with_simulator(name, path, seed, timeout, bench, extra, None, Progress(None),
                                               sandbox=limits, sim_extra=sim_extra)
         extra["notes"] = list(extra.get("notes") or []) + [n for n in sim_notes + list(sim_extra.get("notes") or [])
                                                            if n not in (extra.get("notes") or [])]
     else:
-        tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
+        tests = run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
                            compiled=compiled, require_compile=gpu_compile,
                            env=None if gpu_compile else {"LAB_GPU_COMPILE": "0"})
     row["seconds"] = round(time.monotonic() - t0, 3)
@@ -266,9 +266,10 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     it holds only device code): where that compiler (NVVM) is missing, LabError (one line) unless
     ``gpu_compile`` is False (``--no-gpu-compile``; also ``LAB_GPU_COMPILE=0``), which grades
     without it and says so in the notes."""
-    from lab.core.session import choose
+    from lab.core.simulator import choose
     from lab.teach.contained import gpu_compile as GC
     from lab.teach import workspace as W
+    from lab.teach.procs import STOP, stop_all
     from lab.teach.contained.sandbox import refusal
 
     limits = limits or Limits()
@@ -303,7 +304,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     t0 = time.monotonic()
     snaps: list = []
     files = _read_once({p: files.get(p) for p in pairs}, snaps)
-    W._STOP.clear()
+    STOP.clear()
     hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=jobs)
@@ -326,7 +327,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                 progress(k, len(pairs), printable_line(f"{s}/{n}: {rows[(s, n)]['status']}"))
     except KeyboardInterrupt:  # Ctrl-C: the children die now, the finished rows stay
         interrupted = True
-        W.stop_all()
+        stop_all()
         pool.shutdown(wait=False, cancel_futures=True)
         notes.append(f"interrupted (Ctrl-C): {len(rows)} of {len(pairs)} submissions graded; the others are not "
                      f"in this gradebook")
@@ -414,7 +415,7 @@ def _compile_students(pool, students, names, files, backend, seed, limits, timeo
     that has not started) compiling all their files in one contained child
     (:func:`lab.teach.workspace.compile_files`)."""
     from lab.teach.contained import gpu_compile
-    from lab.teach.workspace import compile_files
+    from lab.teach.child import compile_files
 
     if backend != "simulator" or not gpu_compile.enabled():
         return {}

@@ -419,7 +419,7 @@ def test_counters_sim_cli_json_validates():
 
 # --- exercises under compute-sanitizer (lab exercise check --gpu) ------------------------------------------------
 def test_sanitizer_reports_read_like_the_simulators_diagnoses():
-    from lab.teach.checker import sanitizer_message
+    from lab.teach.messages import sanitizer_message
 
     (race,) = San.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
     assert sanitizer_message(race) == (

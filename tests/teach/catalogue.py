@@ -870,7 +870,7 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     import numpy as np
 
     import exercises
-    from lab.teach.checker import hidden_cases
+    from lab.teach.cases import hidden_cases
     from lab.teach.inprocess import run_all
 
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])

@@ -120,7 +120,7 @@ if sys.argv[sys.argv.index("-m") + 1] == "lab.teach.contained.sandbox":
     args = args[1:]  # the limits (the stand-in runs uncontained)
 name, path, backend, seed, progress = args[:5]
 skip = json.loads(args[5]) if len(args) > 5 and args[5].startswith("[") else []
-from lab.core.session import select
+from lab.core.simulator import select
 select("sim")
 import numpy as np
 from lab.teach.contained import executor
@@ -138,13 +138,13 @@ os._exit(0)
 @pytest.fixture
 def gpu_stand_in(tmp_path, monkeypatch):
     """``choose`` finds a "GPU", and every child for the backend "gpu" runs the stand-in."""
-    from lab.core import session
+    from lab.core import simulator
     from lab.teach import workspace as W
 
     script = tmp_path / "gpu_stand_in.py"
     script.write_text(STAND_IN)
-    monkeypatch.setattr(session, "choose", lambda prefer="auto": "simulator" if prefer == "sim" else "gpu")
-    real = W._run_child
+    monkeypatch.setattr(simulator, "choose", lambda prefer="auto": "simulator" if prefer == "sim" else "gpu")
+    real = W.run_child
     backends = []
 
     def run_child(name, path, backend, *args, **kw):
@@ -153,7 +153,7 @@ def gpu_stand_in(tmp_path, monkeypatch):
             kw["wrap"], kw["sandbox"] = [sys.executable, str(script)], None
         return real(name, path, backend, *args, **kw)
 
-    monkeypatch.setattr(W, "_run_child", run_child)
+    monkeypatch.setattr(W, "run_child", run_child)
     monkeypatch.setenv("LAB_GPU_COMPILE", "0")
     return backends
 

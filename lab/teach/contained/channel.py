@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from lab.teach.cases import compile_sigs, runs_of
-from lab.teach.messages import Failed, _dims3
+from lab.teach.messages import Failed, as_dims3
 
 
 REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
@@ -91,7 +91,7 @@ def result_cap(case, launch=None) -> int:
     ``launch``, (grid, block)), plus 1 MiB of headers; a larger file is not read."""
     per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
     launch = launch if isinstance(launch, tuple) else (case.grid, case.block)
-    threads = math.prod(_dims3(launch[0])) * math.prod(_dims3(launch[1])) if launch[0] is not None else 1 << 16
+    threads = math.prod(as_dims3(launch[0])) * math.prod(as_dims3(launch[1])) if launch[0] is not None else 1 << 16
     per_run += COUNT_CAP + 2048 * threads
     return (len(runs_of(case)) + 1) * per_run + (1 << 20)
 
@@ -263,7 +263,7 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ResultError(f"counts of the tracer without {key}")
         out[key] = v
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     for key, width in COUNT_TABLES:
         a = arrays.get(f"run{r}_{key}")
         if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != width:
@@ -285,7 +285,7 @@ def _arrays(case, npz: bytes, nruns: int, grid, block) -> dict:
     ResultError else."""
     from lab.teach.contained.childio import UnsafeChildFile, read_npz
 
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     expected = {}
     for k, (shape, dt) in enumerate(case.outputs):
         size = max(math.prod(shape), 1)
@@ -323,7 +323,7 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
     grid = _launch_dims(decode(record.get("grid")), "grid")
     block = _launch_dims(decode(record.get("block")), "block")
     asked = launch if launch is not None else (case.grid, case.block) if case.grid is not None else None
-    if asked is not None and (_dims3(grid) != _dims3(asked[0]) or _dims3(block) != _dims3(asked[1])):
+    if asked is not None and (as_dims3(grid) != as_dims3(asked[0]) or as_dims3(block) != as_dims3(asked[1])):
         raise ResultError(f"launched with grid {grid}, block {block}, not the one asked")
     if math.prod((block,) if isinstance(block, int) else block) > 1024:
         raise ResultError("more than 1024 threads per block")

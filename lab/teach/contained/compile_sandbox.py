@@ -134,7 +134,7 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
                          copies[1:] + [os.path.join(private, REQUEST)], outs[1:], landlock=limits.landlock)
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd=private)
-    W._track(proc)
+    W.track(proc)
     why, since, seen, checked = None, time.monotonic(), 0, 0.0
     try:
         while proc.poll() is None:
@@ -159,8 +159,8 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
         if why is None and proc.returncode:
             why = f"the compile's process ended with exit code {proc.returncode}"
     finally:
-        W._kill_group(proc)
-        W._untrack(proc)
+        W.kill_group(proc)
+        W.untrack(proc)
         if proc.poll() is None:
             proc.kill()
         proc.wait()

@@ -46,7 +46,7 @@ import numpy as np
 from lab.teach.cases import COMPILE_TEST
 from lab.teach.contained.channel import INPUTS, OTHERS_ROWS, REQUEST, decode, encode, result_name
 from lab.teach.contained.counts import stats_counts
-from lab.teach.messages import Failed, _one_line, _where
+from lab.teach.messages import Failed, error_line, where_raised
 
 LOAD, COMPILE = "load", "compile"
 
@@ -87,7 +87,7 @@ def launch_config(launch, ex, case):
     try:
         cfg = launch(*case.launch_args)
     except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {error_line(e)}") from None
     try:
         grid, block = cfg
         g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
@@ -199,7 +199,7 @@ def case_launch(mod, ex, case):
 def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     """(outputs, trace, writers, error): the kernel run in the simulator with every output poisoned
     (``which``); ``error`` is None or the raw facts of what it raised ({"kind": "kernel" | "launch",
-    ...}): the judge words them (:func:`lab.teach.checker.kernel_error_message`)."""
+    ...}): the judge words them (:func:`lab.teach.messages.kernel_error_message`)."""
     from lab.core import simt
 
     trace, lock = simt.Trace(), threading.RLock()
@@ -218,9 +218,9 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     try:
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
-        line = _where(e.error, path)
+        line = where_raised(e.error, path)
         error = {"kind": "kernel", "type": type(e.error).__name__, "text": str(e.error),
-                 "one_line": _one_line(e.error), "who": [list(map(int, w)) for w in e.who],
+                 "one_line": error_line(e.error), "who": [list(map(int, w)) for w in e.who],
                  "line": int(line.split("line ")[1].split()[0]) if line else None}
     except ValueError as e:
         error = {"kind": "launch", "text": str(e)}
@@ -277,7 +277,7 @@ def _launch_gpu(kernel, case, grid, block, which):
         kernel[grid, block](*dev_args, *views)
         cuda.synchronize()
     except Exception as e:  # noqa: BLE001
-        raise Failed(f"the launch failed: {_one_line(e)}") from None
+        raise Failed(f"the launch failed: {error_line(e)}") from None
     outs = []
     for d, (shape, dt) in zip(bufs, case.outputs):
         host = d.copy_to_host()
@@ -392,7 +392,7 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
     except Failed as e:
         record["failed"] = str(e)
     except Exception as e:  # noqa: BLE001 - the student's code misbehaved in a way we did not foresee
-        record["failed"] = f"raised {_one_line(e)}{_where(e, path)}"
+        record["failed"] = f"raised {error_line(e)}{where_raised(e, path)}"
     return record, arrays
 
 
@@ -460,7 +460,7 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
         try:
             r = compile_raw(mod, ex, request["compile"]["sigs"], backend, path, request.get("source"))
         except Exception as e:  # noqa: BLE001 - the check itself broke: a note, not the student's failure
-            r = {"skipped": f"could not run ({_one_line(e)})", "broken": True}
+            r = {"skipped": f"could not run ({error_line(e)})", "broken": True}
         _save(folder, COMPILE, r)
         emit({"done": COMPILE_TEST})
         if "skipped" in r:  # no NVVM ...: not a test after all (the judge makes it a note); the parent
@@ -505,7 +505,7 @@ def main(argv) -> None:
     folder = os.path.dirname(os.path.abspath(progress))
     with open(os.path.join(folder, REQUEST)) as f:
         request = json.load(f)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if backend == "simulator" else "gpu")
     with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as inputs, \

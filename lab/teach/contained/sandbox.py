@@ -208,7 +208,7 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
     in force, :func:`layer_notes`). ``channel_in``/``channel_out``: the judge's request files the child reads and the
-    result files it writes (:func:`lab.teach.checker.write_request`), bound into its folder."""
+    result files it writes (:func:`lab.teach.contained.channel.write_request`), bound into its folder."""
     from lab.core import isolation as I
 
     why = I.bwrap_problem()
@@ -423,7 +423,7 @@ def main(argv) -> None:
         log.write(json.dumps({"violation": text}) + "\n")
 
     # what the checker needs, loaded before the hook (Numba may look for tools as it starts)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if simulator else "gpu")
     import numba.cuda  # noqa: F401
