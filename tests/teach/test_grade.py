@@ -235,7 +235,7 @@ from lab.teach.contained import executor
 executor.main(args[i + 2:])  # the real launches: the parent judges their results
 progress = args[i + 6]
 go = os.path.join(os.path.dirname(progress), "bench-go")
-while not (os.path.exists(go) and os.path.getsize(go)):  # the parent's word, as lab.teach.bench.main waits for it
+while not (os.path.exists(go) and os.path.getsize(go)):  # the parent's word, as lab.teach.contained.measure.main waits for it
     time.sleep(0.02)
 with open(progress, "a", buffering=1) as out:
     w = lambda obj: out.write(json.dumps(obj) + "\\n")

@@ -240,7 +240,7 @@ COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4))  # lab.teach.
 
 
 def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
-    """The tracer's raw counts of run ``r`` (:func:`lab.teach.lessons.stats_counts`: the JSON part
+    """The tracer's raw counts of run ``r`` (:func:`lab.teach.contained.counts.stats_counts`: the JSON part
     ``facts``, the tables in ``arrays``), checked: every field there, of the right type, every index
     in range. ResultError otherwise: the mapping lesson is judged from these, never skipped."""
     if not isinstance(facts, dict):
