@@ -1,7 +1,10 @@
 """The exercises: each ``exercises/<name>/`` holds
 
 * ``scaffold.py``  — what the student edits (kernel signature, docstring, ``TODO`` body);
-* ``solution.py``  — the reference solution (printed by ``lab exercise solution NAME --yes``);
+* ``solution.py``  — the reference solution (printed by ``lab exercise solution NAME --yes``); a course
+  may ship it to teachers only: ``LAB_SOLUTIONS=DIR`` names a folder laid out like this one
+  (``DIR/NAME/solution.py``), read first (:func:`solutions_dir`, docs/grading.md "Who can read the
+  solutions");
 * ``test_visible.py`` — a visible example test copied next to the scaffold;
 * ``meta.py``      — title, difficulty, prerequisites, the ``kernels/`` module it mirrors, statement, hints;
 * ``hidden.py``    — the *hidden* tests (``cases(rng)``), never copied to the student's workspace.
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.machinery
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +26,14 @@ from typing import Any
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+SOLUTIONS_ENV = "LAB_SOLUTIONS"  # a teacher's folder of reference solutions: DIR/NAME/solution.py
+
+
+def solutions_dir() -> Path | None:
+    """The folder ``LAB_SOLUTIONS`` names (the teacher's copy of the reference solutions, laid out
+    ``DIR/NAME/solution.py``), or None when it is unset or empty."""
+    d = os.environ.get(SOLUTIONS_ENV, "").strip()
+    return Path(d).expanduser().resolve() if d else None
 
 ORDER = ["map_guard", "vecadd", "matrix_add_2d", "strided_index", "matvec_row", "matvec_coalesced",
          "block_sum", "dot", "minmax", "tiled_matmul", "softmax_fused", "quantize",
@@ -80,7 +92,18 @@ class Exercise:
 
     @property
     def solution(self) -> Path:
+        """The reference solution's file: ``LAB_SOLUTIONS/NAME/solution.py`` where that is a file
+        (:func:`solutions_dir`), else the shipped ``exercises/NAME/solution.py``, which an install
+        for students may leave out (then neither exists: :attr:`has_solution` is False)."""
+        d = solutions_dir()
+        if d is not None and (d / self.name / "solution.py").is_file():
+            return d / self.name / "solution.py"
         return self.path / "solution.py"
+
+    @property
+    def has_solution(self) -> bool:
+        """Whether the reference solution is installed here (:attr:`solution` is a file)."""
+        return self.solution.is_file()
 
     @property
     def visible_test(self) -> Path:

@@ -201,10 +201,18 @@ def exec_generated(source: str, namespace: dict, tag: str = "generated") -> dict
 
 
 # --- cache=True for every kernel -------------------------------------------------------------------
+# files whose compiled kernels are never cached: the exercises' reference solutions and hidden tests
+# (a cache entry holds their code as a kernel; Numba's in-tree cache would write it to __pycache__
+# beside them, where a student reads it)
+UNCACHED_NAMES = ("solution.py", "hidden.py")
+
+
 def cacheable(func) -> bool:
-    """Whether Numba can cache ``func``: a Python function whose source is a file on disk."""
+    """Whether Numba can cache ``func``: a Python function whose source is a file on disk, other than
+    one of :data:`UNCACHED_NAMES`."""
     code = getattr(func, "__code__", None)
-    return code is not None and os.path.isfile(code.co_filename)
+    return (code is not None and os.path.isfile(code.co_filename)
+            and os.path.basename(code.co_filename) not in UNCACHED_NAMES)
 
 
 def _guard(disp):

@@ -217,6 +217,21 @@ def split_stats_kernel(x, stats, chunk):
         stats[row, cuda.blockIdx.y, 1] = big_d
 
 
+@cuda.jit(device=True)
+def merge_chunk_stats(stats, row, t, T, part_m, part_d, scratch):
+    """Row ``row``'s (M, D) from its chunks' (max, sum) pairs ``stats[row, s]`` (launch 1's), returned to
+    every thread of the block: thread t folds pairs t, t + T, ... with the pairwise rule (``rescale``),
+    then :func:`kernels.warp.block_merge` (one barrier). Shared by the split and split-tail write kernels."""
+    m = stats.dtype.type(-math.inf)
+    d = stats.dtype.type(0)
+    for s in range(t, uint64(stats.shape[1]), T):
+        ms = stats[row, s, 0]
+        new_m = max(m, ms)
+        d = rescale(d, m, new_m) + rescale(stats[row, s, 1], ms, new_m)
+        m = new_m
+    return block_merge(m, d, part_m, part_d, scratch)
+
+
 @cuda.jit
 def split_write_kernel(x, stats, out, chunk):
     """Block (r, s) merges row r's chunk pairs (thread t folds pairs t, t + T, ..., then
@@ -227,14 +242,7 @@ def split_write_kernel(x, stats, out, chunk):
     v = cuda.local.array(UNROLL, x.dtype)
     row, t, T = uint64(cuda.blockIdx.x), uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
     ninf = x.dtype.type(-math.inf)
-    m = ninf
-    d = x.dtype.type(0)
-    for s in range(t, uint64(stats.shape[1]), T):
-        ms = stats[row, s, 0]
-        new_m = max(m, ms)
-        d = rescale(d, m, new_m) + rescale(stats[row, s, 1], ms, new_m)
-        m = new_m
-    big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+    big_m, big_d = merge_chunk_stats(stats, row, t, T, part_m, part_d, scratch)
     inv = x.dtype.type(1) / big_d
     c0 = uint64(cuda.blockIdx.y) * uint64(chunk)
     c1 = min(c0 + uint64(chunk), uint64(x.shape[1]))
@@ -353,14 +361,7 @@ def split_tail_write_kernel(x, stats, out, chunk):
     split = uint64(stats.shape[1] - 1) - uint64(cuda.blockIdx.y)
     t, T = uint64(cuda.threadIdx.x), uint64(cuda.blockDim.x)
     ninf = x.dtype.type(-math.inf)
-    m = ninf
-    d = x.dtype.type(0)
-    for s in range(t, uint64(stats.shape[1]), T):
-        ms = stats[row, s, 0]
-        new_m = max(m, ms)
-        d = rescale(d, m, new_m) + rescale(stats[row, s, 1], ms, new_m)
-        m = new_m
-    big_m, big_d = block_merge(m, d, part_m, part_d, scratch)
+    big_m, big_d = merge_chunk_stats(stats, row, t, T, part_m, part_d, scratch)
     inv = x.dtype.type(1) / big_d
     c0 = split * uint64(chunk)
     c1 = min(c0 + uint64(chunk), uint64(x.shape[1]))

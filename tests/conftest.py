@@ -122,6 +122,22 @@ def _no_stop_flag_left_behind():
         procs.STOP.clear()
 
 
+
+@pytest.fixture(autouse=True)
+def _signal_mask_left_as_found():
+    """A test that leaves SIGINT (or another signal) blocked in its worker's main thread passes it on to
+    every child a later test starts (they inherit the mask: a Ctrl-C test's child then ignores SIGINT):
+    the test that changed the mask fails here, by name, and the mask is put back."""
+    import signal as _signal
+
+    before = _signal.pthread_sigmask(_signal.SIG_BLOCK, [])
+    yield
+    after = _signal.pthread_sigmask(_signal.SIG_BLOCK, [])
+    if after != before:
+        _signal.pthread_sigmask(_signal.SIG_SETMASK, before)
+        pytest.fail(f"this test left the signal mask changed: {sorted(after - before)} blocked, "
+                    f"{sorted(before - after)} unblocked", pytrace=False)
+
 @pytest.fixture
 def rng():
     """Fresh random inputs every run; the seed is printed on failure for a replay."""

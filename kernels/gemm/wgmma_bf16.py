@@ -101,7 +101,11 @@ grouped order lost); s4, the first build, 298.7 (0.38x) and 228.1. Nsight Comput
 since cut the registers (230 -> 109) and the copy instructions, and put 16 warps on an SM. The bf16
 mma.sync rung measured 266-284 TFLOP/s at 4096^3 on an H100 (not the same GPU); mma.sync's own ceiling
 on the H200 is 592.7 (scripts/mma_peak.py), wgmma's dense peak 989. cuBLAS also uses thread-block
-clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg); this kernel neither.
+clusters sharing loads (TMA multicast) and a producer warp (setmaxnreg). The next step, kernels/gemm/wgmma_tma.py,
+feeds the same wgmmas by TMA copies completing on mbarriers, with a producer warpgroup and setmaxnreg: its
+``tma_ws_n256s4`` is the rung's build now (the rung runs wgmma_tma.launch and wgmma_tma.prepare, which are
+:func:`launch` and :func:`prepare` here with that build; 0.2154 ms at 4096^3 on an H200, 0.88x torch bf16,
+against 0.2619 for m256s4stmfp in the same run; docs/tensor-cores.md, "TMA and mbarriers").
 
 What needs what: ``wgmma`` exists only on sm_90a (the "a" architecture-specific target); the kernels
 here are compiled with ``cuda.jit(chip="sm_90a")`` by numba-cuda-mlir's inline PTX. In Numba's CUDA
@@ -513,7 +517,8 @@ BUILDS: dict = {  # in the bench's order: the rung's first, then the likeliest t
     "s4st": dict(stages=4, strided=True),  # copy addresses computed once and stepped: 127
     "n256s4": dict(stages=4, bn=256),  # 128 x 256, 128 accumulators: 210
 }
-BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest measured
+BUILD: dict = BUILDS["m256s4stmfp"]  # 563.6 TFLOP/s at 4096^3 on an H200 (0.72x torch bf16), the fastest cp.async
+# build measured; the rung runs kernels/gemm/wgmma_tma.py's BUILD now (TMA, mbarriers, a producer warpgroup)
 
 
 def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=None, wgs: int = 2, **build):
@@ -555,33 +560,45 @@ def build_name(build: dict = BUILD) -> str:
 
 
 def block_shape(build: dict = BUILD) -> tuple[int, int, int]:
-    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a warpgroup, bn columns."""
+    """(rows, columns, threads) of a build's block: 64 rows and 128 threads a (consumer) warpgroup, bn columns,
+    and 128 threads more for a warp-specialized TMA build's producer warpgroup."""
     wgs = build.get("wgs", 2)
-    return 64 * wgs, build.get("bn", BN), WARPGROUP * wgs
+    return 64 * wgs, build.get("bn", BN), WARPGROUP * (wgs + (1 if build.get("ws") else 0))
 
 
-def launch(size, threads):
+def pipeline_words(build: dict = BUILD) -> str:
+    """How a build feeds the tensor cores, in words for a rung's note."""
+    stages = build.get("stages", STAGES)
+    if build.get("tma"):
+        return f"{stages}-stage TMA pipeline on mbarriers" + (", a producer warpgroup" if build.get("ws") else "")
+    return f"{stages}-stage cp.async pipeline"
+
+
+def launch(size, threads, build: dict = BUILD, name: str | None = None):
     """Block fixed at the build's warpgroups (:func:`block_shape`: 256 threads, a 128 x 128 tile of C by
-    default), one tile a block."""
+    default), one tile a block. ``build`` and its ``name`` (default :data:`BUILD`, :func:`build_name`): the
+    TMA rung (kernels/gemm/wgmma_tma.py) passes its own."""
     from kernels.spec import Launch, blocks_for
 
     m, n, _ = size
-    bm, bn, block = block_shape()
+    bm, bn, block = block_shape(build)
     notes = []
     if threads != block:
         notes.append(f"block fixed at {block} threads ({block // WARPGROUP} warpgroups); --threads {threads} ignored")
-    notes.append(f"build {build_name()}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
-                 f"{bm}x{bn} block tiles, {BUILD.get('stages', STAGES)}-stage cp.async; bf16 inputs, float32 sums")
+    notes.append(f"build {name or build_name(build)}: Hopper wgmma m64n{bn}k16 from 128-byte-swizzled shared memory, "
+                 f"{bm}x{bn} block tiles, {pipeline_words(build)}; bf16 inputs, float32 sums")
     grid = (blocks_for(n, bn), blocks_for(m, bm))
     return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
                   note="; ".join(notes))
 
 
-def prepare(cfg, inputs, outputs):
+def prepare(cfg, inputs, outputs, build: dict = BUILD, make=None, pad: int = 8):
     """A and B (float32) rounded to bfloat16 once, here (uint16 bits on the device), K and N zero-padded to
-    multiples of 8 in that pass as the bf16 rung pads them (rows of 16 bytes: every copy a 16-byte cp.async;
-    zeros add nothing), then one launch a call; C keeps its N columns. float32 only (ValueError otherwise)."""
-    from kernels.gemm.tensor_core_bf16 import device_bf16, padded
+    multiples of ``pad`` in that pass (zeros add nothing): 8 as the bf16 rung pads them (rows of 16 bytes:
+    every copy a 16-byte cp.async), 64 for the TMA rung (rows of whole 128-byte lines); then one launch a call
+    of ``make(m, n, k, grid=..., **build)`` (default :func:`launcher`; the TMA rung passes its own); C keeps
+    its N columns. float32 only (ValueError otherwise)."""
+    from kernels.gemm.tensor_core_bf16 import device_bf16
 
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
@@ -589,8 +606,12 @@ def prepare(cfg, inputs, outputs):
     (C,) = outputs
     m, k = A.shape
     n = B.shape[1]
-    A16, B16 = device_bf16(A, m, padded(k)), device_bf16(B, padded(k), padded(n))
-    f = launcher(m, padded(n), padded(k), grid=tuple(cfg.grid), **BUILD)
+
+    def up(x):
+        return -(-x // pad) * pad
+
+    A16, B16 = device_bf16(A, m, up(k)), device_bf16(B, up(k), up(n))
+    f = (make or launcher)(m, up(n), up(k), grid=tuple(cfg.grid), **build)
     return lambda: f(A16, B16, C)
 
 

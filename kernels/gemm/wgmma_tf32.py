@@ -24,8 +24,10 @@ docstring first -- descriptors, the 128-byte swizzle, the asynchronous groups) o
   + 32 k bytes in both.
 
 Builds (:data:`BUILDS`, launched by kernels.gemm.wgmma_bf16.make_wgmma_kernel with ``tf32=True``; the
-strided, wgmma-first pipeline of the bf16 rung): the default 4 warpgroups, 256 x 128 block tiles, 4 stages
-of 48 KB, 8-byte stores of C. :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
+strided, wgmma-first pipeline of the bf16 rung; the TMA builds by kernels/gemm/wgmma_tma.py): the default
+``tma_ws_n256s4``, TMA copies on mbarriers, a producer warpgroup and 2 consumer warpgroups (m64n256k8), 128 x 256
+block tiles, 4 stages of 48 KB (kernel 0.3805 ms at 4096^3 on an H200, the cp.async m256s4stmfp's 4 warpgroups
+and 256 x 128 tiles 0.4671 in the same run). :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
 leaves SMs idle.
 
 Measured: see docs/tensor-cores.md ("tensor_core_wgmma_tf32") and scripts/wgmma_bench.py --tf32.
@@ -46,6 +48,7 @@ from kernels.arrays import empty_like
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, bound, cuda, int32
 from kernels.gemm import mma
 from kernels.gemm import wgmma_bf16 as W
+from kernels.gemm import wgmma_tma as TMA
 from kernels.spec import blocks_for, sm_count
 
 NAME = "tensor_core_wgmma_tf32"
@@ -60,8 +63,12 @@ BUILDS: dict = {
     "n256s4stmfp": dict(stages=4, bn=256, strided=True, mma_first=True, pairs=True),  # 128 x 256 (m64n256k8)
     "s3st2p": dict(stages=3, strided=True, min_blocks=2, pairs=True),  # 128 x 128, two blocks an SM
     "m256s3stmfp": dict(stages=3, strided=True, mma_first=True, wgs=4, pairs=True),  # 256 x 128, 3 stages
+    # TMA copies completing on mbarriers, a producer warpgroup (kernels/gemm/wgmma_tma.py)
+    "tma_ws_m256s4": TMA.BUILDS["tma_ws_m256s4"],  # 256 x 128, producer + 4 consumers
+    "tma_ws_n256s4": TMA.BUILDS["tma_ws_n256s4"],  # 128 x 256 (m64n256k8), producer + 2 consumers
 }
-DEFAULT, SMALL = "m256s4stmfp", "s4stmfp"
+DEFAULT, SMALL = "tma_ws_n256s4", "s4stmfp"  # the TMA build: kernel 0.3805 ms at 4096^3 on an H200, the cp.async
+# m256s4stmfp 0.4671; faster at each shape measured (docs/tensor-cores.md, "TMA and mbarriers")
 ROUNDING = "rna"  # "rna": A and B rounded to nearest in the pre-pass; "truncate": A's low bits dropped by
 # the tensor cores (no pass over A; B^T still rounded on its way)
 
@@ -150,6 +157,8 @@ def launcher(m: int, n: int, kp: int, build: dict, grid=None):
     if kp % 4:
         raise ValueError(f"K = {kp}: the TF32 wgmma kernel copies 16-byte rows (K a multiple of 4; prepare pads)")
     bm, bn, threads = W.block_shape(build)
+    if build.get("tma"):
+        return TMA.launcher(m, n, kp, tf32=True, grid=grid, **build)
     kernel = W.make_wgmma_kernel(aligned=True, tf32=True, **build)
     grid = grid or (blocks_for(n, bn), blocks_for(m, bm))
     return mma.with_shared(kernel, grid, (threads,), W.shared_bytes(build.get("stages", W.STAGES), bn,

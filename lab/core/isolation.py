@@ -202,13 +202,19 @@ HIDDEN_FROM_CHILD = ("solution.py", "hidden.py")
 
 def exercise_files(names=None) -> list[str]:
     """The exercises' files of these names (the reference solutions) in every ``exercises`` package
-    that the child could see: hidden from it."""
+    that the child could see, and in the teacher's folder of solutions (``LAB_SOLUTIONS``, laid out
+    like the package: where it lies inside a folder the child reads): hidden from it."""
     names = HIDDEN_FROM_CHILD if names is None else names
     out = []
     seen = set()
-    for p in [os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))] + sys.path:
-        d = os.path.realpath(os.path.join(p or ".", "exercises"))
-        if d in seen or not _is_package(d):
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    folders = [(os.path.join(p or ".", "exercises"), True) for p in [here] + sys.path]
+    teacher = os.environ.get("LAB_SOLUTIONS", "").strip()  # (exercises.SOLUTIONS_ENV)
+    if teacher:
+        folders.append((os.path.expanduser(teacher), False))
+    for d, package in folders:
+        d = os.path.realpath(d)
+        if d in seen or not (_is_package(d) if package else os.path.isdir(d)):
             continue
         seen.add(d)
         for n in names:

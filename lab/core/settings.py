@@ -84,6 +84,8 @@ SETTINGS = (
     Setting("LAB_BANDWIDTH_CACHE", "switch", "on", "remember the measured copy bandwidth (off: measure every run)"),
     Setting("LAB_EXERCISES_DIR", "folder", "./lab-exercises", "the exercise workspace (as --dir)"),
     Setting("LAB_EXERCISE_TIMEOUT", "seconds", "30", "seconds per hidden test of lab exercise check (as --timeout)"),
+    Setting("LAB_SOLUTIONS", "folder", "(none: exercises/NAME/solution.py)",
+            "a teacher's folder of reference solutions, DIR/NAME/solution.py, read first (docs/grading.md)"),
     Setting("LAB_GPU_COMPILE", "switch", "on", "the checker's offline GPU compile of a student's kernel"),
     Setting("LAB_SANDBOX_SECCOMP", "switch", "on", "the seccomp filter of the grader's contained children"),
     Setting("LAB_SANDBOX_THREADS", "count", "the lab's thread limit", "threads a contained child may start"),

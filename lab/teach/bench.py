@@ -127,6 +127,9 @@ def reference(name: str, backend: str, seed: int) -> dict:
     import tempfile
 
     key = (name, backend, int(seed))
+    missing = _no_solution(name)
+    if missing:  # no process to start for it
+        return missing
     if key not in _REFERENCE:
         from lab.core.session import child_env, python_module
         from lab.teach.procs import kill_group, track, untrack
@@ -157,10 +160,24 @@ def reference(name: str, backend: str, seed: int) -> dict:
     return _REFERENCE[key]
 
 
+def _no_solution(name: str) -> dict | None:
+    """{"error": why} where this install has no reference solution of ``name`` (a course that ships
+    the solutions to teachers only: :attr:`exercises.Exercise.solution`), else None."""
+    import exercises
+
+    if exercises.load(name).has_solution:
+        return None
+    return {"error": f"the reference solution of {name} is not installed here, so there is nothing to time against "
+                     f"(a teacher's install has it: LAB_SOLUTIONS=DIR names their folder)"}
+
+
 def _reference_here(ex, case, backend: str) -> dict:
     """:func:`reference`'s numbers, made in this process."""
     from lab.teach.contained.executor import load_student
 
+    missing = _no_solution(ex.name)
+    if missing:
+        return missing
     try:
         out = measure(load_student(str(ex.solution), ex), ex, case, backend)
         if backend != "simulator":

@@ -383,7 +383,7 @@ def _read_once(files: dict, snaps: list) -> dict:
             out[pair] = path
             continue
         try:
-            snap = snapshot(path)
+            snap = snapshot(path, folder=True)  # (the student's folder, listed as one: not a link now either)
         except SubmissionError as e:
             out[pair] = Refused(f"{Path(path).name}: {e}")
             continue

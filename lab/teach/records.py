@@ -21,14 +21,20 @@ from lab.core.errors import LabError
 
 
 STATE = ".lab-state.json"
+STATE_CAP = 4 << 20  # bytes of a state file read at most (hints and records of every exercise: a few KiB)
 NOT_STARTED, IN_PROGRESS, PASSED = "not started", "in progress", "passed"
 
 
 def read_state(ws: Path) -> dict:
-    """The workspace's state; a missing or damaged state file counts as a fresh workspace."""
+    """The workspace's state; a missing or damaged state file counts as a fresh workspace, and so does
+    one that is not a regular file or is larger than :data:`STATE_CAP` (a link to /dev/zero or a FIFO
+    in a student's workspace that a teacher lists: read without following, without waiting)."""
+    from lab.teach.contained.childio import read_child_file
+
     try:
-        state = json.loads((ws / STATE).read_text())
-    except (OSError, ValueError):
+        data = read_child_file(ws, STATE, STATE_CAP)
+        state = json.loads(data) if data is not None else None
+    except (OSError, ValueError):  # (UnsafeChildFile is an OSError)
         state = None
     state = state if isinstance(state, dict) else {}
     for key in ("status", "hints", "checks"):
@@ -114,8 +120,12 @@ def check_status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[s
     if not isinstance(rec, dict):
         return (IN_PROGRESS if started else NOT_STARTED), None
     verified = bool(key) and isinstance(rec.get("mac"), str) and hmac.compare_digest(rec["mac"], _mac(key, name, rec))
-    try:
-        changed = _sha256(file.read_bytes()) != rec.get("sha256")
+    from lab.teach.contained.childio import read_child_file
+    from lab.teach.submission import MAX_BYTES
+
+    try:  # the file as a submission is read: a regular file, never through a link, never waiting on a FIFO
+        data = read_child_file(ws, f"{name}.py", MAX_BYTES)
+        changed = data is None or _sha256(data) != rec.get("sha256")
     except OSError:
         changed = True
     last = {"passed": bool(rec.get("passed")), "at": str(rec.get("at")), "backend": str(rec.get("backend")),

@@ -54,14 +54,31 @@ def _refusal(mode: int) -> str:
     return f"{what}, not a regular file: submit the .py file itself"
 
 
-def read(path) -> bytes:
+def _open_folder(path) -> int | None:
+    """A descriptor of the folder that holds ``path``, opened without following a link (its last
+    component: a student's folder swapped for a link to another's after the grader listed it)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(folder, flags)
+    except OSError as e:
+        if e.errno in (errno.ELOOP, errno.ENOTDIR) and os.path.islink(folder):
+            raise SubmissionError(f"its folder {os.path.basename(folder)} is a symbolic link now (a link's target "
+                                  f"is not read)") from None
+        raise SubmissionError(f"its folder cannot be opened ({e.strerror or e})") from None
+
+
+def read(path, folder: bool = False) -> bytes:
     """The bytes of the submitted file ``path``, read once; SubmissionError (what it is instead)
     for a link, a FIFO, device, socket or folder, a hard link (more than :data:`HARD_LINKS`
-    names), a file larger than :data:`MAX_BYTES`, or one that cannot be read."""
+    names), a file larger than :data:`MAX_BYTES`, or one that cannot be read. ``folder``: the
+    folder that holds it must not be a link either (grading: the student's folder, listed as a
+    folder, swapped for a link to another student's before it is read)."""
     flags = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
              | getattr(os, "O_NOCTTY", 0))
+    dfd = _open_folder(path) if folder and os.open in os.supports_dir_fd else None
     try:
-        fd = os.open(path, flags)
+        fd = os.open(os.path.basename(path) if dfd is not None else path, flags, dir_fd=dfd)
     except OSError as e:
         if e.errno == errno.ELOOP or (e.errno == errno.ENXIO and os.path.islink(path)):
             raise SubmissionError(_refusal(stat.S_IFLNK)) from None
@@ -70,6 +87,9 @@ def read(path) -> bytes:
         if e.errno == errno.ENOENT:
             raise SubmissionError("no such file") from None
         raise SubmissionError(f"cannot be read ({e.strerror or e})") from None
+    finally:
+        if dfd is not None:
+            os.close(dfd)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
@@ -112,11 +132,11 @@ class Snapshot:
         shutil.rmtree(self.path.parent, ignore_errors=True)
 
 
-def snapshot(path, root: str | None = None) -> Snapshot:
-    """Read ``path`` once (:func:`read`) into a private copy (a new folder of its own under ``root``,
-    default the temporary folder); SubmissionError as :func:`read`. The caller removes it
-    (:meth:`Snapshot.remove`)."""
-    data = read(path)
+def snapshot(path, root: str | None = None, folder: bool = False) -> Snapshot:
+    """Read ``path`` once (:func:`read`, ``folder`` as there) into a private copy (a new folder of its
+    own under ``root``, default the temporary folder); SubmissionError as :func:`read`. The caller
+    removes it (:meth:`Snapshot.remove`)."""
+    data = read(path, folder=folder)
     folder = tempfile.mkdtemp(prefix="lab-submission-", dir=root)
     copy = Path(folder) / Path(path).name
     from lab.core.files import write_new

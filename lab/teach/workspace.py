@@ -126,9 +126,20 @@ def hint(name: str, directory=None, number: int | None = None) -> tuple[int, int
     return k, len(ex.hints), ex.hints[k - 1], number is not None or k > shown
 
 
+NO_SOLUTION = ("the reference solution of {name} is not installed here (this course ships it to teachers "
+               "only: LAB_SOLUTIONS=DIR names their folder, DIR/{name}/solution.py)")
+
+
 def solution(name: str) -> str:
-    """The reference solution's source."""
-    return get(name).solution.read_text()
+    """The reference solution's source (:attr:`exercises.Exercise.solution`); LabError saying so when
+    this install has none (a course that ships the solutions to teachers only)."""
+    ex = get(name)
+    try:
+        return ex.solution.read_text()
+    except OSError as e:
+        if not ex.has_solution:
+            raise LabError(NO_SOLUTION.format(name=name)) from None
+        raise LabError(f"cannot read the reference solution of {name}: {e.strerror or e}") from None
 
 
 def statement(name: str) -> str:

@@ -83,6 +83,7 @@ ENV_NAMES = frozenset((
     "NUMBA_DEBUGINFO", "NUMBA_BOUNDSCHECK", "NUMBA_FASTMATH",
     "LAB_COMPILER", "LAB_COMPILER_WHY", "LAB_GPU_COMPILE", "LAB_LINEINFO", "LAB_SANITIZER", "LAB_KERNEL_CACHE",
     "LAB_SANDBOX_SECCOMP", "LAB_SANDBOX_UID", "LAB_SANDBOX_THREADS", "LAB_EXERCISE_TIMEOUT", "LAB_DEBUG",
+    "LAB_SOLUTIONS",  # (only so that Landlock leaves the teacher's solutions out where a read root holds them)
     *THREAD_VARS))
 
 
@@ -253,6 +254,16 @@ def set_limits(limits: Limits, simulator: bool) -> None:
 _LAB_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding lab/, kernels/, exercises/
 
 
+SHARED_DEV = ("shm", "mqueue")  # /dev's folders of other processes' data: never read by a child
+
+
+def _listdir(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
 def _read_roots() -> list[str]:
     """What the checker must read: the system's library folders, Python's, the site-packages, the
     lab's packages (not the folder around them: a class or a gradebook may lie there),
@@ -260,7 +271,12 @@ def _read_roots() -> list[str]:
     from lab.core import isolation as I
 
     roots, _ = I.read_paths(_LAB_ROOT)
-    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys", "/dev"]
+    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys"]
+    # /dev's devices, not its shared memory: /dev/shm and /dev/mqueue hold other processes' data (the
+    # grader's, another program's; without bubblewrap the child shares the machine's /dev); not its
+    # links either (/dev/core -> /proc/kcore: what a link names is granted, or not, where it lies)
+    roots += [os.path.join("/dev", e) for e in _listdir("/dev")
+              if e not in SHARED_DEV and not os.path.islink(os.path.join("/dev", e))]
     # /proc: its own process and the machine's, not another process's (the grader's environment)
     roots += [f"/proc/{os.getpid()}", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/sys", "/proc/driver"]
     for var in ("CUDA_HOME", "CUDA_PATH"):
@@ -275,7 +291,8 @@ def landlock(private: str, hide: list[str] = ()) -> str | None:
     :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
     from lab.core import isolation as I
 
-    return I.landlock(private, _read_roots(), hide, I.read_paths(_LAB_ROOT)[1])
+    # /dev listed (its names, as before; what it holds read only device by device, _read_roots)
+    return I.landlock(private, _read_roots(), hide, [*I.read_paths(_LAB_ROOT)[1], "/dev"])
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
