@@ -1,7 +1,7 @@
 """The lab's kernels: each module holds the kernels, their launch math and a NumPy reference.
 
 Importing a kernel module imports ``numba.cuda`` (through ``kernels.compiler``), so the backend (GPU or simulator) is chosen
-first: by ``lab.core.session.select``, or else automatically (the simulator when no GPU is usable, with one warning); this package itself imports nothing heavy, and :func:`load` imports
+first: by ``lab.core.simulator.select``, or else automatically (the simulator when no GPU is usable, with one warning); this package itself imports nothing heavy, and :func:`load` imports
 a kernel module on demand.
 
 A kernel is a module of this package that declares ``SPEC = KernelSpec(...)`` at its bottom

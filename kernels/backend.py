@@ -3,7 +3,7 @@
 Numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the choice must
 come first. A GPU is detected through the CUDA driver API (``cuInit`` and ``cuDeviceGetCount`` from
 ``libcuda``, CUDA Driver API reference, "Initialization" and "Device Management") without importing
-Numba. ``lab`` makes the choice explicitly (``lab.core.session.select``, ``--sim/--gpu``); a user who
+Numba. ``lab`` makes the choice explicitly (``lab.core.simulator.select``, ``--sim/--gpu``); a user who
 imports a kernel module directly gets :func:`choose_default`: the GPU when one is usable, else the
 simulator, with one warning saying so. Nothing here imports Numba.
 

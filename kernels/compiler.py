@@ -33,6 +33,12 @@ import os
 from kernels import cache as _cache
 from kernels.backend import choose_default, default_compiler, is_simulator
 
+# What kernels import from here: the compiler's own objects, bound below once the compiler is chosen
+# (so imported inside the branch that chooses it, not at the top).
+__all__ = ["COMPILERS", "COMPILER_ENV", "MLIR", "UNSUPPORTED", "COMPILER", "WHY", "CACHE_DIR", "SIMULATOR", "cuda",
+           "types", "float32", "float64", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "libdevice",
+           "overload", "threadfence", "bound"]
+
 COMPILERS = ("numba-cuda", "numba-cuda-mlir")
 COMPILER_ENV = "LAB_COMPILER"
 MLIR = "numba-cuda-mlir"
@@ -71,9 +77,9 @@ _PLAIN_CALL = None  # numba-cuda-mlir's _ArgMarshaller.__call__ (bound())
 if COMPILER == "numba-cuda":
     choose_default()
     SIMULATOR = is_simulator()
-    from numba import cuda  # noqa: F401
-    from numba import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
-    from numba.cuda import types  # noqa: F401
+    from numba import cuda
+    from numba import float32, float64, int32, int64, uint8, uint16, uint32, uint64
+    from numba.cuda import types
 
     if not SIMULATOR:
         from numba.cuda.core import config as _config
@@ -90,23 +96,23 @@ if COMPILER == "numba-cuda":
     if SIMULATOR:  # the simulator has no libdevice or typed overloads; kernels take the Python path
         libdevice = overload = None
     else:
-        from numba.cuda import libdevice  # noqa: F401
-        from numba.cuda.extending import overload  # noqa: F401
+        from numba.cuda import libdevice
+        from numba.cuda.extending import overload
 elif COMPILER == MLIR:
     if is_simulator():
         raise ImportError(f"{MLIR} has no CUDA simulator (NUMBA_ENABLE_CUDASIM is set): "
                           f"use {COMPILER_ENV}=numba-cuda for the simulator")
     SIMULATOR = False
-    from numba_cuda_mlir import cuda  # noqa: F401
+    from numba_cuda_mlir import cuda
     from numba_cuda_mlir.numba_cuda.core import config as _config
 
     if CACHE_DIR:
         _config.CACHE_DIR = CACHE_DIR
     cuda.jit = _cache.caching_jit(cuda.jit)
-    from numba_cuda_mlir.cuda import libdevice  # noqa: F401
+    from numba_cuda_mlir.cuda import libdevice
     from numba_cuda_mlir import extending as _extending
-    from numba_cuda_mlir.numba_cuda import types  # noqa: F401
-    from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint16, uint32, uint64  # noqa: F401
+    from numba_cuda_mlir.numba_cuda import types
+    from numba_cuda_mlir.types import float32, float64, int32, int64, uint8, uint16, uint32, uint64
 
     import numba_cuda_mlir.cuda.experimental as _experimental
     from numba_cuda_mlir import descriptor as _descriptor

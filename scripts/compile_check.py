@@ -46,7 +46,7 @@ def check(names: list[str], arch: str, progress=None, compiler: str = "numba-cud
     """{"compiled": n, "errors": [(kernel, rung, module.name, message)], "not_recorded": [(kernel, rung,
     why)], "not_checked": [(kernel, rung, module)]} for the rungs of ``names`` (every kernel when empty),
     compiled by ``compiler`` (numba-cuda-mlir: in a child process run by ``python``)."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim")
     import kernels

@@ -59,7 +59,7 @@ def main() -> None:
     args = ap.parse_args()
     shapes = args.shapes.split(",") if args.shapes else list(dict.fromkeys(sweep_shapes()["matmul"] + ISSUE + UNNAMED))
     from lab.core.errors import LabError
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     try:
         select("gpu")  # the backend of this process, as `lab run --gpu` picks it

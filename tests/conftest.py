@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from lab.core import compilers
-from lab.core.session import select
+from lab.core.simulator import select
 from lab.core.errors import LabError
 
 # Tuned configurations: the tests never read or write the user's cache (kernels.tuning); each process
@@ -23,7 +23,7 @@ if not os.environ.get("LAB_CACHE_DIR"):
     import tempfile
 
     os.environ["LAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="lab-tests-cache-")
-# The HMAC key of exercise check records (lab.teach.workspace._key): never the user's own.
+# The HMAC key of exercise check records (lab.teach.records.record_key): never the user's own.
 if not os.environ.get("LAB_DATA_DIR"):
     import tempfile
 
@@ -119,7 +119,7 @@ def _no_stop_flag_left_behind():
 
     procs = sys.modules.get("lab.teach.procs")
     if procs is not None:
-        procs._STOP.clear()
+        procs.STOP.clear()
 
 
 

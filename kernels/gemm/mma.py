@@ -431,8 +431,15 @@ else:
     # warp shuffles, the copies synchronous (complete at once; a missing wait goes unnoticed here, the
     # simulator catches it). The matmul rungs are skipped here (UNAVAILABLE): they would time shuffles,
     # not tensor cores.
-    from kernels.gemm.mma_numba_cuda import (cp_async4, cp_async16, cp_async_commit,  # noqa: F401
-                                             cp_async_wait, mma_tf32, tf32_bits, to_tf32)
+    from kernels.gemm import mma_numba_cuda as _twin
+
+    to_tf32 = _twin.to_tf32
+    tf32_bits = _twin.tf32_bits
+    mma_tf32 = _twin.mma_tf32
+    cp_async16 = _twin.cp_async16
+    cp_async4 = _twin.cp_async4
+    cp_async_commit = _twin.cp_async_commit
+    cp_async_wait = _twin.cp_async_wait
 
 # The helpers a kernel calls by name; a student's kernel (``from numba import cuda``) is compiled by
 # numba-cuda, whichever compiler built the lab's own kernels (for_numba_cuda).

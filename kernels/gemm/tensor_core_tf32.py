@@ -114,7 +114,7 @@ from kernels.arrays import empty_like
 from kernels.compiler import SIMULATOR, bound, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
 from kernels.gemm import mma
-from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, UNAVAILABLE, cp_async_commit, cp_async_wait, mma_tf32  # noqa: F401  (UNAVAILABLE: the rung says why it is off)
+from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, cp_async_commit, cp_async_wait, mma_tf32
 from kernels.gemm.shared_vec import ROUNDINGS, cp_async4_at, cp_async16_at, global_base, ld4_tf32, shared_base
 from kernels.spec import Launch, blocks_for, sm_count
 

@@ -39,7 +39,7 @@ def _session(sim, compiler=None, allow_both: bool = False):
 
 def _backend(sim) -> str:
     """The backend alone (no compiler is involved): "gpu" or "simulator", chosen before numba.cuda loads."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     return select(A.backend(sim))
 

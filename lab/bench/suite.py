@@ -308,7 +308,7 @@ def render_markdown(doc: dict, sections=None) -> str:
 def measure_simcost(threads: int = 32) -> dict:
     """Re-measure each kernel's ``KernelSpec.sim_cost`` (lab.core.simcost) in the simulator (each kernel at its default
     simulator size): (median call ms - FLOPs * PER_FLOP_MS) / threads launched, per (kernel, variant)."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim")
     import kernels

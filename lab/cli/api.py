@@ -252,7 +252,8 @@ def grid(kernel: str, **options) -> Result:
     process (``lab grid --json``). ``to_dict()``: docs/schemas/grid.json; ``to_pandas()``: one row per
     output element (block, thread, writers). Raises LabError on bad input (the CLI's message)."""
     from lab.cli.views import inspect as V
-    from lab.core.session import choose, is_simulator
+    from lab.core.simulator import choose
+    from kernels.backend import is_simulator
     from lab.library import grid as work
 
     png, svg = options.pop("png", None), options.pop("svg", None)

@@ -31,7 +31,7 @@ def _cell(text: str) -> str:
 def kernels_table() -> str:
     """README.md's table: every kernel (kernels.NAMES order), its rungs, whether it has ``auto`` and
     the libraries it is run against (``lab list`` names each contender; lab.core.catalog)."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("auto")
     from lab.core.catalog import catalog

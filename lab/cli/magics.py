@@ -110,8 +110,8 @@ MAX_MAPS = 2  # pictures under a check: the first failing tests with an indexing
 @contextlib.contextmanager
 def _maps_asked():
     """The checker's child process adds the simulator's who-wrote-what map to a failing test's entry
-    (lab.teach.checker.MAP_ENV) for this call only."""
-    from lab.teach.checker import MAP_ENV
+    (lab.teach.messages.MAP_ENV) for this call only."""
+    from lab.teach.messages import MAP_ENV
 
     before = os.environ.get(MAP_ENV)
     os.environ[MAP_ENV] = "1"

@@ -67,7 +67,7 @@ def repeats_option(help_="Timed calls (default on a GPU: the stop rule; 1 checke
 
 def backend(sim) -> str:
     """--sim/--gpu (None: auto) -> "gpu" or "simulator", chosen before numba.cuda loads."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     return select("auto" if sim is None else ("sim" if sim else "gpu"))
 

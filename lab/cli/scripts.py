@@ -56,7 +56,7 @@ def shape_sweep(argv=None) -> int:
         raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(shapes.sweep_shapes())}")
     if args.repeats < 1:
         raise LabError("--repeats must be >= 1")
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     backend = select("auto")
     if backend == "simulator":
@@ -96,7 +96,7 @@ def compiler_table(argv=None) -> int:
     from lab.bench import compilers as CT
     from lab.bench.suite import standard
     from lab.core import compilers
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     STANDARD = standard()
 

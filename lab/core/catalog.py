@@ -29,7 +29,7 @@ def catalog() -> list[dict]:
     max_threads}], contenders {name: [labels]} (the registry's labels, installed or not) and unavailable
     {cupy|torch: why there is no row here, or None}.
 
-    Imports the kernel modules, so the backend must be chosen first (lab.core.session.select)."""
+    Imports the kernel modules, so the backend must be chosen first (lab.core.simulator.select)."""
     out = []
     for name in kernels.NAMES:
         spec = kernels.load(name)

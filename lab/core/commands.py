@@ -10,7 +10,7 @@ from lab.core import args as A
 def list_kernels(*, sim: bool | None = None) -> list[dict]:
     """``lab list``: every kernel with its variants (the ladder's rungs), contenders, dtypes and
     default sizes per backend (docs/schemas/list.json)."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select(A.backend(sim))
     from lab.core.catalog import catalog

@@ -7,7 +7,7 @@ default on a GPU where it is installed with a CUDA 13 driver (:func:`default`). 
 only, through the lifetime of CUDA 13); it stays the compiler of the simulator, of CUDA 12 machines
 and of ``--compiler numba-cuda``.
 
-Like the backend (``lab.core.session.select``), the compiler is chosen once per process, before anything
+Like the backend (``lab.core.simulator.select``), the compiler is chosen once per process, before anything
 compiles: :func:`select` sets ``LAB_COMPILER``, which ``kernels.compiler`` reads at import. Nothing
 here imports either compiler; :func:`compilers_status` only looks for them.
 

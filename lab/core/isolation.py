@@ -20,7 +20,7 @@
   ABI only.
 * **capabilities** (:func:`drop_capabilities`): every one given up in the child before the
   submission runs (a root grader's child without bubblewrap keeps uid 0, with none).
-* **Landlock** (``landlock(7)``, :func:`landlock`; its read roots from :mod:`lab.teach.sandbox`): writes only to the private
+* **Landlock** (``landlock(7)``, :func:`landlock`; its read roots from :mod:`lab.teach.contained.sandbox`): writes only to the private
   folder, reads only the system's, Python's and the lab's folders (the layer on Linux without
   user namespaces).
 * **resource limits**: CPU seconds, address space, file size, and ``RLIMIT_NPROC`` as the

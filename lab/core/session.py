@@ -1,8 +1,8 @@
 """The session: where kernels run — a CUDA GPU or Numba's CUDA simulator — and which compiler builds
 them, fixed once per process before ``numba.cuda`` loads (:func:`start` returns a :class:`Session`).
 
-The backend choice itself (:func:`choose`, :func:`select`) is :mod:`lab.core.simulator`'s, re-exported
-here. Everything that imports ``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be
+The backend choice itself (:func:`lab.core.simulator.choose`, :func:`lab.core.simulator.select`) is
+:mod:`lab.core.simulator`'s. Everything that imports ``numba.cuda`` (the ``kernels`` package, the runner, the timer) must be
 imported after :func:`select`.
 """
 from __future__ import annotations
@@ -11,9 +11,8 @@ import os
 from dataclasses import dataclass
 
 from kernels.backend import SIM_ENV
-from kernels.backend import gpu_count, is_simulator  # noqa: F401  (re-exported for lab's commands)
 from lab.core.errors import LabError
-from lab.core.simulator import choose, select  # noqa: F401  (the backend: lab.core.simulator owns it)
+from lab.core.simulator import select
 
 
 @dataclass(frozen=True)

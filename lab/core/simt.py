@@ -36,8 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.core import simulator as simulation
-from lab.core.simt_warp import WARP_OPS, _install_warp_ops, _lane_op, _undefined  # noqa: F401 - (names of this module)
-from lab.core.trace import _instruction  # a load or store site: (code, bytecode offset), as the sector tracer's
+from lab.core.simt_warp import WARP_OPS, install_warp_ops
+from lab.core.trace import instruction_offset  # a load or store site: (code, bytecode offset), as the sector tracer's
 
 
 @dataclass
@@ -322,7 +322,7 @@ def _site(frame, trace):
     source = trace.source
     while f is not None and hops < 12:
         if source is None or f.f_code.co_filename == source:
-            return f.f_lineno, (f.f_code, _instruction(f.f_code, f.f_lasti))
+            return f.f_lineno, (f.f_code, instruction_offset(f.f_code, f.f_lasti))
         f, hops = f.f_back, hops + 1
     return None, None
 
@@ -636,7 +636,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
             mod = FakeCUDAModule(grid3, block3, 0)
             mod._shared = _Shared(trace, lock)
             mod._atomic = _Atomic(mod._atomic)
-            _install_warp_ops(mod, int(np.prod(block3)))
+            install_warp_ops(mod, int(np.prod(block3)))
             simkernel._kernel_context = mod
             threads = [t[::-1] for t in np.ndindex(*block3[::-1])]
             order = rng.permutation(len(threads))

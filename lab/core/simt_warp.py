@@ -41,7 +41,7 @@ WARP_OPS = ("shfl", "syncwarp", "all_sync", "any_sync", "ballot_sync", "activema
             "mma_tf32", "mma_bf16", "ldmatrix")  # kernels.gemm.mma, mma_bf16: emulated warp collectives
 
 
-def _install_warp_ops(mod, n_threads):
+def install_warp_ops(mod, n_threads):
     """The warp collectives Numba's simulator lacks (CUDA C++ Programming Guide, "Warp Shuffle
     Functions", "Warp Vote Functions", "Synchronization Functions"), on a FakeCUDAModule: the 32-lane
     width (numba-cuda's shuffles take no width), every lane of the mask must call them."""

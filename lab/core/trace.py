@@ -216,7 +216,7 @@ class SectorTracer:
             f = f.f_back
         if f is None:
             return
-        instr = (f.f_code, _instruction(f.f_code, f.f_lasti))
+        instr = (f.f_code, instruction_offset(f.f_code, f.f_lasti))
         if atomic:
             kind = "atomic"
         from numba.cuda.simulator import kernel as simkernel
@@ -326,7 +326,7 @@ def _short(fname: str) -> str:
 _OFFSETS: dict = {}
 
 
-def _instruction(code, lasti: int) -> int:
+def instruction_offset(code, lasti: int) -> int:
     """The offset of the bytecode instruction that ``lasti`` is in. CPython 3.11+ reports a
     specialized subscript (BINARY_SUBSCR_GETITEM) at the end of its inline cache, not at its
     start, so the same load would otherwise look like two instructions."""

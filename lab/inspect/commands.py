@@ -14,7 +14,7 @@ COUNTER_TOOLS = ("auto", "ncu", "cupti")
 
 
 def _backend(sim) -> str:
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     return select(A.backend(sim))
 
@@ -31,7 +31,7 @@ def grid(kernel: str, *, variant: str | None = None, size: str | None = None, th
     threads = A.integer(threads, "--threads")
     arch, sms = A.text(arch, "--arch"), A.integer(sms, "--sms", min=1)
     waves, warp = A.flag(waves, "--waves/--no-waves"), A.integer(warp, "--warp", min=0)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
     from lab.inspect import grid as G

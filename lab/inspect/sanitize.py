@@ -177,7 +177,7 @@ def _child_main(request_path: str, result_path: str) -> None:
     the result file is rewritten after every variant so a crash keeps what was done."""
     with open(request_path) as f:
         req = json.load(f)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("gpu")
     import kernels as K

@@ -2,17 +2,18 @@
 passed. Three sides, as for the hidden tests:
 
 * the parent (the judge) picks the problem (:func:`plan`: bench.py's case or the largest hidden
-  test) and sends its inputs in the request (:func:`lab.teach.checker.make_request`, key "bench");
-* the student's contained child (``python -m lab.teach.bench ...``: :func:`main`, the executor's
-  :func:`lab.teach.executor.main`, then, once the parent judged every test passed, the benchmark)
-  runs only the student's kernel on those inputs and hands back raw counts (:func:`measure`): it
+  test) and sends its inputs in the request (:func:`lab.teach.contained.channel.make_request`, key "bench");
+* the student's contained child (``python -m lab.teach.contained.measure ...``:
+  :func:`lab.teach.contained.measure.main`, the executor's :func:`lab.teach.contained.executor.main`,
+  then, once the parent judged every test passed, the benchmark) runs only the student's kernel on
+  those inputs and hands back raw counts (:func:`lab.teach.contained.measure.measure`): it
   reads neither the reference solution nor the hidden tests (hidden from it like from any child);
 * the reference's numbers come from a trusted child of the lab's own code (:func:`reference`,
   ``python -m lab.teach.bench --reference``: no student code in it), once per exercise, backend
   and seed in a process; and the parent computes the pass line from the two (:func:`judge`).
 
 Nothing here prints. The counts and timings come from the lab's own tracer and timer in the child,
-around the kernel built from the source the judge read (:func:`lab.teach.executor.load_student`:
+around the kernel built from the source the judge read (:func:`lab.teach.contained.executor.load_student`:
 nothing of the file but its kernel runs, so nothing can replace :func:`measure`); the launch
 configuration is the judge's.
 
@@ -49,6 +50,8 @@ import os
 import sys
 
 import numpy as np
+
+from lab.teach.contained.measure import failure_text, measure, time_launch
 
 SIM_MAX_ELEMENTS = 20_000  # simulator: the largest hidden test up to this many elements (seconds, not minutes)
 KEYS = ("backend", "case", "passed", "message", "pass_line", "student_ms", "reference_ms", "pct_of_reference",
@@ -95,40 +98,18 @@ def plan(ex, seed: int, simulator: bool):
     return pick_case(ex, np.random.default_rng(int(seed) + 1), simulator)
 
 
-def _failure(e) -> str:
-    from lab.teach.checker import Failed
-
-    if isinstance(e, Failed):
-        return f"not benchmarked: {e}"
-    text = str(e).strip().splitlines()
-    return f"the benchmark failed: {type(e).__name__}: {text[0] if text else ''}"
-
-
-def measure(mod, ex, case, backend: str) -> dict:
-    """The raw numbers of ``mod``'s kernel on ``case`` (the child's side: no verdict): in the
-    simulator {"load": traffic, "store": traffic, "atomic_ops"} (:func:`_traffic`), on a GPU
-    {"ms", "timing"}. ``ex``: anything with ``name``, ``kernel`` and ``launch``."""
-    if backend == "simulator":
-        s = trace_launch(mod, ex, case)
-        return {"load": _traffic(s, "load"), "store": _traffic(s, "store"), "atomic_ops": int(s["atomic_ops"])}
-    from numba import cuda
-
-    ms, timing = _time_launch(_device_call(mod, ex, case), cuda.synchronize)
-    return {"ms": float(ms), "timing": str(timing)}
-
-
 def run(name: str, path: str, backend: str, seed: int) -> dict:
     """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS), every
     side in this process (for the lab's own tests: the student's kernel runs here)."""
     import exercises
-    from lab.teach.executor import load_student
+    from lab.teach.contained.executor import load_student
 
     ex = exercises.load(name)
     case, note = plan(ex, seed, backend == "simulator")
     try:
         mine = measure(load_student(path, ex), ex, case, backend)
     except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
-        mine = {"error": _failure(e)}
+        mine = {"error": failure_text(e)}
     return judge(ex, case, backend, mine, _reference_here(ex, case, backend), note)
 
 
@@ -151,7 +132,7 @@ def reference(name: str, backend: str, seed: int) -> dict:
         return missing
     if key not in _REFERENCE:
         from lab.core.session import child_env, python_module
-        from lab.teach.procs import _kill_group, _track, _untrack
+        from lab.teach.procs import kill_group, track, untrack
 
         # the lab's own code only: from an empty folder, with no folder of the caller's on sys.path
         # (a student's json.py beside the file checked once ran here, as the teacher), no bytecode
@@ -163,12 +144,12 @@ def reference(name: str, backend: str, seed: int) -> dict:
                                          str(int(seed))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         stdin=subprocess.DEVNULL, text=True, env=env, cwd=empty,
                                         start_new_session=True)
-                _track(proc)
+                track(proc)
                 try:
                     out, _ = proc.communicate(timeout=REFERENCE_TIMEOUT_S)
                 finally:
-                    _kill_group(proc)
-                    _untrack(proc)
+                    kill_group(proc)
+                    untrack(proc)
                     if proc.poll() is None:
                         proc.kill()
                         proc.wait()
@@ -192,7 +173,7 @@ def _no_solution(name: str) -> dict | None:
 
 def _reference_here(ex, case, backend: str) -> dict:
     """:func:`reference`'s numbers, made in this process."""
-    from lab.teach.executor import load_student
+    from lab.teach.contained.executor import load_student
 
     missing = _no_solution(ex.name)
     if missing:
@@ -204,7 +185,7 @@ def _reference_here(ex, case, backend: str) -> dict:
             out["rung_ms"] = _rung(ex, case)
         return out
     except Exception as e:  # noqa: BLE001 - the lab's own failure: said in the document
-        return {"error": "the reference: " + _failure(e)}
+        return {"error": "the reference: " + failure_text(e)}
 
 
 def _number(v) -> bool:
@@ -251,42 +232,6 @@ def judge(ex, case, backend: str, mine, ref, note=None) -> dict:
 SLACK_SECTORS = 4  # sectors a kernel may fetch or store beyond FACTOR x the reference's (one warp's request)
 ATOMIC_FACTOR, ATOMIC_SLACK = 2.0, 32  # global atomics: per element where the reference has one a block fails
 ACCESS = {"load": ("loads", "read", "read"), "store": ("stores", "write", "written")}
-
-
-def trace_launch(mod, ex, case, seed: int = 0) -> dict:
-    """One launch of ``mod``'s kernel on ``case`` in the simulator, traced: the
-    :meth:`lab.core.trace.SectorTracer.summary` of its global loads, stores and atomics.
-
-    The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
-    ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
-    the tracer sees every access. Raises what the kernel raised (a thread's exception)."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
-
-    from lab.core import simt
-    from lab.core.runner import simulator_threads
-    from lab.core.trace import SectorTracer
-    from lab.teach.executor import _launch_config
-
-    grid, block = _launch_config(mod, ex, case)
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-    outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
-        [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
-    fakes = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) and a.ndim else a
-             for a in args + outs]
-    with simulator_threads(), SectorTracer() as tr:
-        try:
-            simt.run(getattr(mod, ex.kernel), grid, block, fakes, np.random.default_rng(seed))
-        except simt.KernelError as e:
-            raise e.error from None
-    return tr.summary()
-
-
-def _traffic(s: dict, kind: str) -> dict:
-    st = s[kind]
-    per, eff = st.sectors_per_request, st.efficiency_pct
-    return {"requests": int(st.requests), "sectors": int(st.sectors), "bytes": int(st.bytes_used),
-            "touched": int(s["touched"][kind]), "per_request": None if per is None else float(per),
-            "efficiency": None if eff is None else float(eff)}
 
 
 def _sectors(ex, case, ours_raw, theirs_raw, doc) -> None:
@@ -371,29 +316,6 @@ def _why(kind, m, r, f) -> tuple:
     return ("reuse", reuse + (f"; and {uncoalesced}" if coalescing > f else ""))
 
 
-# --- a GPU: the lab's timer ----------------------------------------------------------------------------
-def _time_launch(fn, sync):
-    from lab.core.timing import Timer
-
-    m = Timer(fn, "device", sync).measure()
-    return m.median_ms, m.timing
-
-
-def _device_call(mod, ex, case):
-    from numba import cuda
-
-    from lab.teach.executor import _launch_config
-
-    grid, block = _launch_config(mod, ex, case)
-    args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in case.args]
-    if case.init is None:
-        outs = [cuda.device_array(s, dt) for s, dt in case.outputs]
-    else:
-        outs = [cuda.to_device(np.array(v, dtype=dt).reshape(s)) for v, (s, dt) in zip(case.init, case.outputs)]
-    launch = getattr(mod, ex.kernel)[grid, block]
-    return lambda: launch(*args, *outs)
-
-
 def _peak(ex) -> dict:
     """The device's peak for ``ex.peak`` (the reference's trusted child measures it)."""
     from lab.core.device import describe, measure_copy_bandwidth
@@ -454,48 +376,7 @@ def _rung(ex, case):
         return None
     inputs = spec.make_inputs(size, np.dtype(np.float32), np.random.default_rng(0))
     prepared = C.prepare_numba(spec, size, v, v.launch(size, 256), inputs, False)
-    return float(_time_launch(prepared.call, prepared.sync)[0])
-
-
-def main(argv) -> None:
-    """The child process with ``--bench``: the hidden tests' launches (:func:`lab.teach.executor.main`)
-    and, once the parent judged every one passed (it writes ``bench-go``: "1"), ``{"start": "bench"}``
-    then ``{"bench": raw}`` on the progress file: :func:`measure`'s numbers of the student's kernel
-    on the request's "bench" case, or {"error": why}. No reference, no hidden test, no verdict here."""
-    import time
-    from types import SimpleNamespace
-
-    from lab.teach import executor
-    from lab.teach.checker import BENCH_GO
-
-    name, path, backend, _unused, progress, *rest = argv
-    executor.main(argv)
-    folder = os.path.dirname(os.path.abspath(progress))
-    go = os.path.join(folder, BENCH_GO)
-    word = ""
-    for _ in range(3000):  # the parent judges within moments of the last result (60 s at most)
-        try:
-            with open(go) as f:
-                word = f.read().strip()
-        except OSError:
-            return
-        if word:
-            break
-        time.sleep(0.02)
-    if word != "1":
-        return
-    with open(os.path.join(folder, executor.REQUEST)) as f:
-        request = json.load(f)
-    with open(progress, "a", buffering=1) as out:
-        out.write(json.dumps({"start": "bench"}) + "\n")
-        try:
-            ex = SimpleNamespace(name=request["exercise"], kernel=request["kernel"], launch=request.get("launch"))
-            with np.load(os.path.join(folder, executor.INPUTS), allow_pickle=False) as inputs:
-                case = executor.cases_of({"cases": [request["bench"]]}, inputs)[0]
-            raw = measure(executor.load_student(path, ex, text=request.get("source")), ex, case, backend)
-        except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
-            raw = {"error": _failure(e)}
-        out.write(json.dumps({"bench": raw}) + "\n")
+    return float(time_launch(prepared.call, prepared.sync)[0])
 
 
 def _reference_main(name: str, backend: str, seed: str) -> None:
@@ -503,7 +384,7 @@ def _reference_main(name: str, backend: str, seed: str) -> None:
     (:func:`reference`) as the last line of stdout. Runs the lab's own code only."""
     sys.dont_write_bytecode = True  # no __pycache__/solution.*.pyc beside the hidden solution
     import exercises
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if backend == "simulator" else "gpu")
     ex = exercises.load(name)
@@ -512,10 +393,9 @@ def _reference_main(name: str, backend: str, seed: str) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--reference"]:
-        _reference_main(*sys.argv[2:5])
-        sys.stdout.flush()
-        os._exit(0)
-    main(sys.argv[1:])
+    if sys.argv[1:2] != ["--reference"] or len(sys.argv) != 5:
+        sys.exit("usage: python -m lab.teach.bench --reference NAME BACKEND SEED "
+                 "(the student's side is python -m lab.teach.contained.measure)")
+    _reference_main(*sys.argv[2:5])
     sys.stdout.flush()
-    os._exit(0)  # do not wait for simulator threads still stuck in a student's loop
+    os._exit(0)

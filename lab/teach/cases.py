@@ -50,17 +50,17 @@ def runs_of(case) -> list:
 
 def compile_sigs(cases) -> list:
     """The argument types the GPU-compile test compiles the kernel for: each hidden case's
-    (:func:`lab.teach.gpu_compile.arg_types`), each once. The contained compile child
-    (:mod:`lab.teach.compile_sandbox`) uses these too."""
-    from lab.teach import gpu_compile
+    (:func:`lab.teach.contained.gpu_compile.arg_types`), each once. The contained compile child
+    (:mod:`lab.teach.contained.compile_sandbox`) uses these too."""
+    from lab.teach.contained import gpu_compile
 
     return [json.loads(t) for t in dict.fromkeys(json.dumps(gpu_compile.arg_types(c)) for c in cases)]
 
 
 def compile_entry(r: dict, backend: str):
-    """The GPU-compile test's entry from the executor's raw result (:func:`lab.teach.executor.compile_raw`),
+    """The GPU-compile test's entry from the executor's raw result (:func:`lab.teach.contained.executor.compile_raw`),
     or a note (str) when it was skipped."""
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
     if not isinstance(r, dict):
         raise ValueError("not a compile result")

@@ -1,7 +1,7 @@
 """The judge of the exercise checker: it makes the hidden tests, their float64 references, the
 launch configurations (the student's ``launch()`` interpreted here, :func:`launch_config`) and every
-verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.source`).
-The kernel built from that source is launched only by :mod:`lab.teach.executor`, in a child process
+verdict, and it never runs the student's code: the file is read as source (:mod:`lab.teach.contained.source`).
+The kernel built from that source is launched only by :mod:`lab.teach.contained.executor`, in a child process
 that the parent (:func:`lab.teach.workspace.check`) kills when a test runs past its timeout; the
 child gets the source, each test's inputs and launch configuration (never a reference, a tolerance
 or the seed) and hands back raw data (output arrays, the simulator's tracer's records and counts) in
@@ -22,34 +22,25 @@ no traced thread stored fails all the same. A kernel must be defined in the file
 lab's code (its kernels, the shipped solution) is refused as source.
 
 The judge's parts, one idea each: :mod:`lab.teach.cases` (the hidden tests and their poisons),
-:mod:`lab.teach.channel` (the request out, the raw results back, read safely and checked against
+:mod:`lab.teach.contained.channel` (the request out, the raw results back, read safely and checked against
 what was asked), :mod:`lab.teach.messages` (the words of every failure); this module judges. Their
 names stay importable from here.
 """
 from __future__ import annotations
 
-import inspect
 import json
-import math
 import os
 
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.cases import (COMPILE_TEST, _QUIET, compile_entry, compile_sigs, hidden_cases,  # noqa: F401
-                             runs_of, unique_names)  # noqa: F401
-from lab.teach.channel import (BENCH_GO, INPUTS, JSON_CAP, OTHERS_ROWS, REQUEST, ResultError,  # noqa: F401
-                               _case_entry, _launch_dims, _others, _scalar_arg, _trace, _writers, add_bench,  # noqa: F401
-                               decode, encode, make_request, raw_result, read_child_file, result_cap,  # noqa: F401
-                               result_name, write_request)  # noqa: F401
+from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
+from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
+from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _dims3, _extra_thread, _fmt_idx, _fmt_t,  # noqa: F401
-                                _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
-                                _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
-                                _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
-                                race_message, sanitizer_message, shared_rmw_message)  # noqa: F401
-
-GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
+from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, fmt_idx, fmt_who, many_writers_message, ndims,
+                                error_line, poison_hint, race_text, scaled_hint, store_and_atomic_message,
+                                transposed_hint, unwritten_message, writers_map, kernel_error_message)
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -76,61 +67,11 @@ def _bad(out64, ref, tol):
     return ~(np.abs(out64 - ref) <= bound), lambda i: f"tolerance {bound[i]:.2g}"
 
 
-def kernel_problem(obj) -> str:
-    """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
-    instead: a plain function passes the simulator's tests but is no CUDA kernel."""
-    mod = type(obj).__module__ or ""
-    if mod.startswith("numba.cuda"):
-        device = getattr(obj, "_device", False) or (getattr(obj, "targetoptions", None) or {}).get("device")
-        if device:
-            return ("a device function (@cuda.jit(device=True)), not a kernel: decorate it with @cuda.jit "
-                    "(device functions are called from kernels, not launched)")
-        return ""
-    if mod.startswith("numba"):
-        return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
-    return "not a CUDA kernel: decorate it with @cuda.jit"
-
-
-def launch_config(launch, ex, case):
-    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.source.Launch`: the file's
-    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
-    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
-    each, or more than 1024 threads a block. The judge checks it; no process of the student's
-    gives a launch configuration."""
-    if not callable(launch):
-        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
-    try:
-        cfg = launch(*case.launch_args)
-    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {_one_line(e)}") from None
-    try:
-        grid, block = cfg
-        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
-        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
-        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
-        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
-    except Exception:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
-                     f"threads per block), each an int or a tuple of 1-3 ints") from None
-    if min(g + b) < 1:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
-                     f"dimension must be at least 1")
-    if max(g + b) > 1 << 31:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
-                     f"past 2^31")
-    if math.prod(b) > 1024:
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
-                     f"the limit is 1024")
-    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
-    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
-    return grid, block
-
-
 def launch_plan(ex, prog, cases) -> list:
     """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
-    (:func:`launch_config`, from the :class:`lab.teach.source.Program` ``prog``), or the Failed
+    (:func:`launch_config`, from the :class:`lab.teach.contained.source.Program` ``prog``), or the Failed
     message (a str) when launch() failed for that test."""
-    from lab.teach.source import Launch
+    from lab.teach.contained.source import Launch
 
     launch = Launch(prog, ex.launch) if ex.launch else None
     out = []
@@ -151,27 +92,6 @@ def launch_plan(ex, prog, cases) -> list:
     return out
 
 
-def guard_elements() -> int:
-    """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
-    by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
-    return 0 if os.environ.get("LAB_SANITIZER") else GUARD
-
-
-def _param_names(kernel):
-    fn = getattr(kernel, "py_func", kernel)
-    try:
-        return list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def _out_names(kernel, case):
-    if case.out_names:
-        return case.out_names
-    names = _param_names(kernel)[len(case.args):]
-    return [names[k] if k < len(names) else f"out{k}" for k in range(len(case.outputs))]
-
-
 def judge_case(ex, case, raw, backend):
     """Raise Failed with a diagnosing message, or return the pass message. ``raw``: what the executor
     handed back for ``case``, checked by :func:`raw_result` (grid, block, onames, runs: [(outputs,
@@ -180,7 +100,7 @@ def judge_case(ex, case, raw, backend):
     grid, block = raw.grid, raw.block
     runs = raw.runs
     outs, trace, writers = runs[0]
-    nd = _ndims(grid)
+    nd = ndims(grid)
     onames = raw.onames
     if raw.error is not None:
         msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names)  # the run that raised
@@ -199,14 +119,14 @@ def judge_case(ex, case, raw, backend):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races or trace.shared_rmw:
-            raise Failed(_race_text(trace, grid, block))
-        init_msg = _store_and_atomic_message(trace, onames, case, nd)
+            raise Failed(race_text(trace, grid, block))
+        init_msg = store_and_atomic_message(trace, onames, case, nd)
         if init_msg:
             raise Failed(init_msg)
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
-            raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
-                         f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
+            raise Failed(f"race: {fmt_idx(name, idx)} is read and updated by several threads "
+                         f"({fmt_who(a, nd)} and {fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
         _untraced_values(case, outs, writers, onames, getattr(trace, "lab_touched", None))
@@ -235,7 +155,7 @@ def judge_case(ex, case, raw, backend):
                 written = None if again is None else ~(again == np.asarray(simt_poison(out.dtype)))
                 if written is not None and (unwritten & written).any():
                     first = tuple(int(v) for v in np.argwhere(unwritten & written)[0])
-                    raise Failed(f"{_fmt_idx(onames[k], first)} is NaN although it was written (a second run "
+                    raise Failed(f"{fmt_idx(onames[k], first)} is NaN although it was written (a second run "
                                  f"with another poison tells the two apart): read before initialised (an "
                                  f"accumulator not set to 0 before +=, shared memory read before it was "
                                  f"filled)? or 0/0, inf/inf (an overflow)?; {int((unwritten & written).sum())} of "
@@ -248,13 +168,13 @@ def judge_case(ex, case, raw, backend):
                 seen = ""
                 if trace is not None and trace.uninit:  # the tracer saw the read: name it
                     arr, uidx, uwho, uline = trace.uninit[0]
-                    seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
+                    seen = (f"; the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                             f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
-                    raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
                                  f"is {what}. Hint: {lesson}", kind=VALUES)
-                raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
@@ -262,9 +182,9 @@ def judge_case(ex, case, raw, backend):
             if hint:
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
-                        f"first {_fmt_idx(onames[k], first)}: {hint}")
-            raise Failed(hint or _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
-                         writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
+                        f"first {fmt_idx(onames[k], first)}: {hint}")
+            raise Failed(hint or unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
+                         writers and writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
@@ -272,20 +192,20 @@ def judge_case(ex, case, raw, backend):
                 n = 1 + len(others[flat])
                 idx = tuple(int(v) for v in np.unravel_index(flat, tuple(case.outputs[k][0])))
                 one_each = len({tuple(w[0]) for w in [writers[k][flat], *others[flat]]}) == n
-                raise Failed(f"{_fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
+                raise Failed(f"{fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
                              f"with a plain store: the last one wins and the other partials are lost; add with "
                              f"cuda.atomic.add")
     if trace is not None and getattr(ex, "one_writer", False):
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
-                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
+                raise Failed(many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
         if trace is not None and trace.uninit:
             arr, idx, who, line = trace.uninit[0]
             at = f" at line {line}" if line else ""
-            raise Failed(f"right values here, but {_fmt_who(who, nd)} read {_fmt_idx(arr, idx)}{at} before any thread of "
+            raise Failed(f"right values here, but {fmt_who(who, nd)} read {fmt_idx(arr, idx)}{at} before any thread of "
                          f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
                          f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
                          f"element before it is read (e.g. 0 or the identity for threads past the end)")
@@ -312,14 +232,14 @@ def judge_case(ex, case, raw, backend):
         if lesson:
             first = tuple(int(v) for v in np.argwhere(bad)[0])
             who = writers[k].get(int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) if writers else None
-            raise Failed(f"{_fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
+            raise Failed(f"{fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
                          f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong"
-                         f"{f'; written by {_fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
-                         writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
+                         f"{f'; written by {fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
+                         writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
                 raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
-                             f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
+                             f"(expected e.g. {fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
                              f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)", kind=VALUES)
@@ -329,24 +249,24 @@ def judge_case(ex, case, raw, backend):
             got, want = f"{int(out64[first])}", f"{int(round(ref[first]))}" if np.isfinite(ref[first]) else f"{ref[first]}"
         else:
             got, want = f"{out64[first]:.{digits}g}", f"{ref[first]:.{digits}g}"
-        msg = (f"{_fmt_idx(onames[k], first)} = {got}, expected {want} "
+        msg = (f"{fmt_idx(onames[k], first)} = {got}, expected {want} "
                f"({tol_text(first)}); "
                f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong")
         if writers is not None:
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             who = writers[k].get(flat)
             if who is not None:
-                msg += f"; written by {_fmt_who(who, nd)}"
-        extra = _transposed_hint(out64, ref, bad)
+                msg += f"; written by {fmt_who(who, nd)}"
+        extra = transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
-        extra = _scaled_hint(out64, ref, bad) or _poison_hint(out64, ref, bad, out.dtype) or extra
+        extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
-                     writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
+                     writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
 
 
@@ -377,27 +297,10 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
         stray = changed & ~_written_mask(writers[k], out.shape)
         if stray.any():
             first = tuple(int(v) for v in np.argwhere(stray)[0]) if out.shape else ()
-            raise Failed(f"{_fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
+            raise Failed(f"{fmt_idx(onames[k], first)} holds a value, but no thread of your kernel stored into it "
                          f"(the simulator traced every thread's stores); {int(stray.sum())} of "
                          f"{plural(out.size, 'element')} like this: the values were not computed by the kernel's "
                          f"threads (filled around the launch?)")
-
-
-def store_and_atomic(trackers) -> list:
-    """Per output (the simulator's trackers of a launch, executor side): None, or [flat, who, line]
-    of the first element that got both a plain store and atomic updates from another block (an
-    output initialised, or reset, inside a kernel whose other threads add to it atomically)."""
-    out = []
-    for tr in trackers:
-        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
-        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
-        if not both:
-            out.append(None)
-            continue
-        flat = min(both)
-        who, line = tr.plain[flat]
-        out.append([int(flat), who, line])
-    return out
 
 
 def simt_poison(dtype):
@@ -412,15 +315,6 @@ def _written_mask(writer, shape):
     if writer:
         mask[np.fromiter(writer.keys(), int, len(writer))] = True
     return mask.reshape(shape) if shape else mask.reshape(())
-
-
-def _lineinfo(mod):
-    """Line info for every kernel and device function of the student's module, before they compile."""
-    from lab.core.sanitizer import lineinfo_on
-
-    for v in vars(mod).values():
-        if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
-            lineinfo_on(v)
 
 
 class Judge:
@@ -458,7 +352,7 @@ class Judge:
             rec = self._json("load")
         except Exception as e:  # noqa: BLE001 - a link, a FIFO, a JSON bomb: no result, a failure
             return {"name": "load", "passed": False,
-                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else error_line(e)})"}
         if rec is None:
             return None
         msg = rec.get("failed") if isinstance(rec, dict) else None
@@ -473,14 +367,14 @@ class Judge:
             if not isinstance(rec, dict):
                 raise ResultError("a compile record that is not one")
             if "skipped" not in rec:  # an "ok" is believed only with the PTX this process checks
-                from lab.teach import gpu_compile
+                from lab.teach.contained import gpu_compile
 
                 cc = tuple(int(v) for v in (rec.get("cc") or gpu_compile.CC))[:2]
                 rec = dict(gpu_compile.verified(rec, self.ex.kernel, len(compile_sigs(self.cases)), cc), cc=list(cc))
             r = compile_entry(rec, self.backend)
         except Exception as e:  # noqa: BLE001 - no result, a failure
             return {"name": COMPILE_TEST, "passed": False,
-                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else _one_line(e)})"}
+                    "message": f"the checker's child returned no result ({e if isinstance(e, ResultError) else error_line(e)})"}
         if isinstance(r, str):
             if r not in self.notes:
                 self.notes.append(r)
@@ -526,4 +420,4 @@ class Judge:
             return {"name": name, "passed": False, "message": f"the checker's child returned no valid result ({e})"}
         except Exception as e:  # noqa: BLE001 - data the messages could not read: no verdict but a failure
             return {"name": name, "passed": False,
-                    "message": f"the checker's child returned a result that could not be judged ({_one_line(e)})"}
+                    "message": f"the checker's child returned a result that could not be judged ({error_line(e)})"}

@@ -1,8 +1,8 @@
-"""The checker's child processes, the parent's side (:func:`_run_child`): the hidden tests of one
-file run in a child (:mod:`lab.teach.executor`, contained by :mod:`lab.teach.sandbox` when a
+"""The checker's child processes, the parent's side (:func:`run_child`): the hidden tests of one
+file run in a child (:mod:`lab.teach.contained.executor`, contained by :mod:`lab.teach.contained.sandbox` when a
 ``Limits`` is given), judged here from the raw results it leaves (:class:`lab.teach.checker.Judge`),
 stopped when a test runs past its timeout, retried for the tests left; the contained offline GPU
-compile beside it (:mod:`lab.teach.compile_sandbox`); the bench's raw numbers judged
+compile beside it (:mod:`lab.teach.contained.compile_sandbox`); the bench's raw numbers judged
 (:mod:`lab.teach.bench`); every child tracked, so that Ctrl-C (:func:`stop_all`) ends them all.
 Nothing here prints.
 """
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import exercises
 from lab.core.text import printable
-from lab.teach.procs import _LIVE, _LIVE_LOCK, _STOP, _kill_group, _track, _untrack, stop_all  # noqa: F401
+from lab.teach.procs import STOP, kill_group, track, untrack
 
 
 BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
@@ -31,11 +31,11 @@ KILL_WAIT_S = 1.0  # a killed child is waited for this long, then reaped in the 
 # with a kernel that never ends can take seconds to tear down: --timeout holds on a GPU too)
 COMPILE_ALLOWANCE_S = 60.0  # the tests' child's own GPU compile test (on a GPU, or uncontained) gets this long
 PROGRESS_CAP = 16 << 20  # bytes of the child's progress file read (a child that writes more is not read further)
-FOLDER_CHECK_S = 0.25  # lab.teach.sandbox.FOLDER_CHECK_S
+FOLDER_CHECK_S = 0.25  # lab.teach.contained.sandbox.FOLDER_CHECK_S
 MAX_CHILD_LINES = 20  # violations taken from one child's progress file at most
 LINE_CHARS = 300  # characters of such a line kept
 
-COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST
+COMPILE_TEST = "compiles for a GPU"  # lab.teach.cases.COMPILE_TEST
 STARTUP_S = 60.0  # a child importing Numba and the lab (a GPU context) before its first test
 
 
@@ -49,13 +49,13 @@ def submission_limit(timeout: float, tests: int, bench: bool = False, compile_: 
             + (BENCH_TIMEOUT_S if bench else 0))
 
 
-def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
+def run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False, sandbox=None,
                extra=None, notes=None, skip=(), progress=None, compiled=None,
                require_compile: bool = False, report_compile: bool = True) -> list[dict]:
     """The hidden tests in a child process; ``wrap``: a command to run it under (compute-sanitizer ...),
     ``env``: extra environment variables; ``bench``: then the benchmark (:mod:`lab.teach.bench`) once
-    every test passed; ``sandbox``: a :class:`lab.teach.sandbox.Limits` to run it contained (a private
-    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.sandbox`). ``extra`` (a dict), when
+    every test passed; ``sandbox``: a :class:`lab.teach.contained.sandbox.Limits` to run it contained (a private
+    folder, rlimits, Landlock, an audit hook: :mod:`lab.teach.contained.sandbox`). ``extra`` (a dict), when
     given, receives "bench" (the benchmark's document, or None), "violations" (what the sandbox
     stopped), "returncode" and "notes"; ``notes``: a list that gets the child's notes (a check that
     was skipped). When a test times out, the child is stopped and a fresh one runs the tests not yet
@@ -64,21 +64,21 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     "not run"). ``skip``: names of tests not to run at all; ``progress(done, total, label)``: called
     as tests start and end ("running test 3/7: n=1000", "n=1000: timed out after 10 s").
 
-    This process reads the file once, as source (:func:`lab.teach.source.extract`): a file it refuses
+    This process reads the file once, as source (:func:`lab.teach.contained.source.extract`): a file it refuses
     (an import outside the allow-list, top-level code, no kernel defined in it, a function a kernel
     reaches that is not device code ...) is the "load" failure, and no process starts. Its launch()
     is evaluated here (:func:`lab.teach.checker.launch_plan`); the child gets the source text and the
     launch configurations, builds the kernel from the text and runs nothing else of the file.
 
     Contained in the simulator, the offline GPU compile runs first, in a contained child of its own
-    (:mod:`lab.teach.compile_sandbox`, from the source), whose "ok" this process believes only with
+    (:mod:`lab.teach.contained.compile_sandbox`, from the source), whose "ok" this process believes only with
     the PTX it checks: a kernel that does not compile for a GPU is never run (its entry alone comes
     back); ``compiled``: its result already made (a Future of it: ``lab exercise grade`` compiles a
     student's files in one child). ``require_compile`` (a teacher's grade): a compile that could not
     give a verdict (no NVVM, its process failed) fails the gate instead of being a note;
     ``report_compile`` False (the simulator's leg beside a GPU, whose child reports the compile): the
     compile only gates the tests, its entry is left out (a kernel that does not compile: no tests)."""
-    from lab.teach import source as SRC
+    from lab.teach.contained import source as SRC
     from lab.teach.checker import launch_plan
     from lab.teach.messages import Failed
 
@@ -91,9 +91,9 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
     except OSError as e:
         return [{"name": "load", "passed": False,
                  "message": f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}]
-    launches = launch_plan(ex, prog, _cases(name, seed)[0])
+    launches = launch_plan(ex, prog, cached_cases(name, seed)[0])
     tests, planned, limit, first = [], None, timeout, list(skip)
-    total = len(_cases(name, seed)[0])
+    total = len(cached_cases(name, seed)[0])
     deadline = time.monotonic() + submission_limit(timeout, total, bench, backend != "simulator" or sandbox is not None)
     pre = _start_compile(name, path, backend, seed, env, sandbox, first, compiled, text, timeout)
     gate = None
@@ -140,7 +140,7 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
         left = [n for n in planned if n not in done]
         progressed = any(n in planned and n not in before for n in done)
         timeouts = sum(1 for t in tests if t["message"].startswith("timed out"))
-        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or _STOP.is_set() or \
+        if not (timed_out and left and progressed) or timeouts >= MAX_TIMEOUTS or STOP.is_set() or \
                 time.monotonic() >= deadline:
             break
         skip, limit = sorted(set(first) | {n for n in done if n in planned}), min(timeout, retry_s)
@@ -157,8 +157,8 @@ def _run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=Fals
 def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text=None, timeout=None):
     """The contained offline compile of ``path`` (its source ``text``) for the simulator's contained
     check (None when it does not apply): an object whose ``result()`` is
-    :func:`lab.teach.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
-    from lab.teach import gpu_compile
+    :func:`lab.teach.contained.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
+    from lab.teach.contained import gpu_compile
 
     on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
     if sandbox is None or backend != "simulator" or not on or COMPILE_TEST in skip:
@@ -180,13 +180,14 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text
 
 
 def compile_files(pairs, seed, sandbox, timeout=None) -> list[dict]:
-    """The contained offline GPU compile (:func:`lab.teach.compile_sandbox.run`) of each (exercise,
+    """The contained offline GPU compile (:func:`lab.teach.contained.compile_sandbox.run`) of each (exercise,
     file[, its source text]) of ``pairs`` in one child, with the argument types of the exercise's
     hidden tests; ``timeout``: the per-test timeout (--timeout), also each file's compile limit (the
     child's start-up aside); the whole compile ends by a start-up and ``timeout`` per file, plus one."""
-    from lab.teach import checker, compile_sandbox
+    from lab.teach.cases import compile_sigs
+    from lab.teach.contained import compile_sandbox
 
-    items = [(str(p[1]), exercises.load(p[0]).kernel, checker.compile_sigs(_cases(p[0], seed)[0]),
+    items = [(str(p[1]), exercises.load(p[0]).kernel, compile_sigs(cached_cases(p[0], seed)[0]),
               p[2] if len(p) > 2 else None) for p in pairs]
     if timeout is None:
         return compile_sandbox.run(items, sandbox)
@@ -205,13 +206,13 @@ def _compile_gate(pre, notes, extra, required: bool, deadline=None) -> dict | No
     ``required`` a failing entry saying why)."""
     from concurrent.futures import TimeoutError as Timeout
 
-    from lab.teach import checker
+    from lab.teach.cases import compile_entry
 
     try:
         r = pre.result(timeout=None if deadline is None else max(deadline - time.monotonic(), 0.0))
     except Timeout:
         r = {"ok": False, "line": None, "message": LATE_COMPILE}
-    entry = checker.compile_entry(r, "simulator")
+    entry = compile_entry(r, "simulator")
     if not isinstance(entry, str):
         return entry
     if required:
@@ -239,13 +240,13 @@ _CASES: dict = {}
 _CASES_LOCK = threading.Lock()
 
 
-def _cases(name: str, seed: int):
+def cached_cases(name: str, seed: int):
     """(the hidden cases of exercise ``name`` for ``seed``, the state of the seed's generator after
     them), made once per process: every student of a grade gets the same inputs (one seed), so the
     float64 references are computed once per exercise, not once per submission."""
     import numpy as np
 
-    from lab.teach.checker import hidden_cases
+    from lab.teach.cases import hidden_cases
 
     key = (name, int(seed))
     with _CASES_LOCK:
@@ -259,25 +260,27 @@ def _cases(name: str, seed: int):
 
 def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbox, extra, notes, skip,
                     retry=False, on_event=None, source=None, deadline=None):
-    """One child process (:mod:`lab.teach.executor`, which builds the kernel from the source and runs
+    """One child process (:mod:`lab.teach.contained.executor`, which builds the kernel from the source and runs
     it): (test entries, the planned test names, whether a test timed out). This process makes the
     tests and judges each one from the raw results the child left in its folder
     (:class:`lab.teach.checker.Judge`); the child's progress lines only drive the clock, and only
     forward (a test's clock starts once). ``on_event(kind, value)``: ("start", test name),
     ("loaded", planned names), ("result", entry). ``source``: (the file's text, its
-    :class:`lab.teach.source.Program`, the launch plan), as :func:`_run_child` read them (default:
+    :class:`lab.teach.contained.source.Program`, the launch plan), as :func:`run_child` read them (default:
     read and checked here); ``deadline`` (``time.monotonic()``): the submission's own limit
     (:func:`submission_limit`), over its retries."""
     import numpy as np
 
     from lab.core.session import child_env, python_module
-    from lab.teach import checker, gpu_compile
+    from lab.teach import checker
+    from lab.teach.contained.channel import BENCH_GO, ResultError, add_bench, make_request, write_request
+    from lab.teach.contained import gpu_compile
 
     env = child_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     ex = exercises.load(name)
-    cases, state = _cases(name, seed)
+    cases, state = cached_cases(name, seed)
     if source is None:
-        from lab.teach import source as SRC
+        from lab.teach.contained import source as SRC
 
         text = SRC.read(path)
         prog = SRC.extract(text, str(path), ex.kernel, ex.launch)  # Failed: the caller's load failure
@@ -285,8 +288,8 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     text, prog, launches = source
     rng = np.random.default_rng()
     rng.bit_generator.state = state  # as if the cases were just drawn from the seed's generator
-    do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and checker.COMPILE_TEST not in skip
-    request, inputs = checker.make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
+    do_compile = env.get(gpu_compile.ENV, "1") not in ("0", "", "no", "off") and COMPILE_TEST not in skip
+    request, inputs = make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
     bench_doc = None
     if bench:  # the bench's problem, picked here: the child reads no hidden test and no solution
         from lab.teach import bench as B
@@ -296,18 +299,18 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         if isinstance(bench_launch, str):  # launch() failed at the bench's size: judged here, nothing timed
             bench_doc = B.judge(ex, bench_case, backend, {"error": f"not benchmarked: {bench_launch}"}, {}, bench_note)
         else:
-            checker.add_bench(request, inputs, bench_case, backend, bench_launch)
+            add_bench(request, inputs, bench_case, backend, bench_launch)
     if sandbox is not None:
-        from lab.teach import sandbox as S
+        from lab.teach.contained import sandbox as S
 
         private, path, env = S.prepare(path, env)
-        module = ["lab.teach.sandbox", sandbox.to_arg()]
+        module = ["lab.teach.contained.sandbox", sandbox.to_arg()]
     else:
         private = tempfile.mkdtemp(prefix="lab-check-")
-        module = ["lab.teach.bench" if bench else "lab.teach.executor"]
+        module = ["lab.teach.contained.measure" if bench else "lab.teach.contained.executor"]
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
-    channel_in, channel_out = checker.write_request(private, request, inputs)
+    channel_in, channel_out = write_request(private, request, inputs)
     judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches)
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
@@ -329,19 +332,19 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         shutil.rmtree(private, ignore_errors=True)
         errf.close()
         raise
-    _track(proc)  # stop_all (Ctrl-C) kills it
+    track(proc)  # stop_all (Ctrl-C) kills it
     bench_raw, violations, child_notes, ready, loaded = None, [], list(wrap_notes), False, False
     startup = STARTUP_S  # importing numba (and a GPU context) before the first test starts
     tests, current, since, seen_bytes, timed_out = [], None, time.monotonic(), 0, False
-    measured = 0.0  # when the private folder's size was last measured (lab.teach.sandbox.folder_problem)
-    said_go = False  # the bench's word written (lab.teach.checker.BENCH_GO)
+    measured = 0.0  # when the private folder's size was last measured (lab.teach.contained.sandbox.folder_problem)
+    said_go = False  # the bench's word written (lab.teach.contained.channel.BENCH_GO)
     judged: set = set()
     skipped: set = set()
     load_done = False
     todo = [n for n in judge.planned if n not in skip]
     # the whole child's limit: start-up, the compile, the bench and every test's own, whatever it writes
     started = time.monotonic()
-    overall = (startup + timeout * (len(todo) + 1) + (COMPILE_ALLOWANCE_S if checker.COMPILE_TEST in todo else 0)
+    overall = (startup + timeout * (len(todo) + 1) + (COMPILE_ALLOWANCE_S if COMPILE_TEST in todo else 0)
                + (BENCH_TIMEOUT_S if bench else 0))
     if deadline is not None:  # the submission's own limit, over its retries and its compile (submission_limit)
         overall = max(min(overall, deadline - started), 0.0)
@@ -359,7 +362,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
             tests.append(r)
             on_event and on_event("result", r)
             return True
-        if n == checker.COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
+        if n == COMPILE_TEST and judge.has(n):  # skipped (no NVVM ...): a note, not a test
             judged.add(n)
             skipped.add(n)
             return True
@@ -367,12 +370,12 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
 
     try:
         while True:
-            if _STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
+            if STOP.is_set():  # Ctrl-C: stop_all killed it; a dying GPU process is not waited for
                 break
             done = proc.poll() is not None
             try:
                 data = read_progress(private, seen_bytes, judge.dir_fd)
-            except checker.ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
+            except ResultError as e:  # replaced by a link or a FIFO, or a flood: stop, and say so
                 violations.append(f"tampered with the grader's progress file ({e})")
                 _kill(proc)
                 break
@@ -412,9 +415,9 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                         ready, since = True, time.monotonic()
                 # {"note": ...}: never shown. The child's notes once came from the sandbox before the
                 # submission ran, but the submission writes to this file too ("plagiarism check: ...");
-                # what the sandbox lacks is said by this process (lab.teach.sandbox.layer_notes)
+                # what the sandbox lacks is said by this process (lab.teach.contained.sandbox.layer_notes)
             if time.monotonic() - measured > FOLDER_CHECK_S:  # a disk filled without bubblewrap's tmpfs
-                from lab.teach.sandbox import folder_problem
+                from lab.teach.contained.sandbox import folder_problem
 
                 measured = time.monotonic()
                 full = folder_problem(private)
@@ -427,7 +430,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 # place: under bubblewrap the child sees this very file, bound into its folder)
                 go = all(t["passed"] for t in tests) and len(tests) == len(todo)
                 said_go = True
-                why = write_child_file(judge.dir_fd, checker.BENCH_GO, b"1" if go else b"0")
+                why = write_child_file(judge.dir_fd, BENCH_GO, b"1" if go else b"0")
                 if why:  # a link or a FIFO in its place: never written through
                     violations.append(f"tampered with the grader's files ({why})")
                     _kill(proc)
@@ -483,13 +486,13 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
             if notes is not None and n not in notes:
                 notes.append(n)
     finally:
-        _untrack(proc)
+        untrack(proc)
         if proc.poll() is None:
             if not getattr(proc, "lab_killed", False):
                 _kill(proc)
             else:  # killed (a timeout, Ctrl-C) and still dying, a GPU context tearing down: reaped in the background
                 threading.Thread(target=proc.wait, name="lab-reap", daemon=True).start()
-        elif _kill_group(proc):  # the child exited but left processes behind: it forked
+        elif kill_group(proc):  # the child exited but left processes behind: it forked
             violations.append("left processes running after it exited (it forked); they were killed")
         judge.close()
         shutil.rmtree(private, ignore_errors=True)
@@ -531,15 +534,15 @@ def _stderr_tail(errf) -> list[str]:
 
 def read_progress(private: str, start: int, dir_fd) -> bytes:
     """The child's progress file from byte ``start`` on (a regular file, no link, at most
-    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.childio.read_child_file`); ResultError else."""
-    from lab.teach import checker
+    :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.contained.childio.read_child_file`); ResultError else."""
+    from lab.teach.contained.channel import ResultError
 
     try:
-        from lab.teach.childio import UnsafeChildFile, read_child_file
+        from lab.teach.contained.childio import UnsafeChildFile, read_child_file
 
         return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
     except UnsafeChildFile as e:
-        raise checker.ResultError(str(e)) from None
+        raise ResultError(str(e)) from None
 
 
 def write_child_file(dir_fd, name: str, data: bytes) -> str | None:

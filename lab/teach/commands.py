@@ -59,7 +59,7 @@ def exercise_grade(submissions: str, *, exercises: str | list | None = None, job
     simulator's grade refuses to start). Returns docs/schemas/exercise-grade.json's document."""
     from lab.core.files import check_writable, write_atomic
     from lab.teach import grade as G
-    from lab.teach.sandbox import Limits
+    from lab.teach.contained.sandbox import Limits
 
     submissions = A.folder(submissions, "SUBMISSIONS")
     only, jobs, csv = A.text(exercises, "--exercises"), A.integer(jobs, "--jobs", min=1), A.text(csv, "--csv")
@@ -100,9 +100,9 @@ def exercise_solution(name: str) -> str:
 
 def exercise_new(name: str, *, title: str = "TODO title"):
     """``lab exercise new NAME``: scaffold exercises/NAME/ for an instructor; returns its folder."""
-    from lab.teach import workspace as E
+    from lab.teach.authoring import new
 
-    return E.new(A.text(name, "NAME"), A.text(title, "--title"))
+    return new(A.text(name, "NAME"), A.text(title, "--title"))
 
 
 def exercise_notebook(names=(), *, out: str = "lab-notebooks", force: bool = False) -> list[tuple]:

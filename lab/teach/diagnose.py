@@ -8,7 +8,7 @@ outputs are, and what the student's own launch() does over several sizes.
   (computed here, in NumPy, from the case's inputs) and the lesson's message. A mistake is named only
   when the student's outputs equal its outputs (within the case's tolerance, NaN where it has NaN)
   and differ from the reference: the evidence is the student's own values, never a guess.
-* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.source`,
+* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.contained.source`,
   never run) evaluated for several sizes along an axis whose threads fall short of the elements:
   the block size its block count was computed for, against the block size it returns.
 * :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
@@ -17,7 +17,7 @@ outputs are, and what the student's own launch() does over several sizes.
   accesses, warp shuffles), or that none of that differs.
 
 Nothing here runs student code: the outputs and counts are data the judge read back and checked
-(:mod:`lab.teach.channel`), launch() is the judge's interpretation of the file's text.
+(:mod:`lab.teach.contained.channel`), launch() is the judge's interpretation of the file's text.
 """
 from __future__ import annotations
 
@@ -130,7 +130,7 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     (the first ``len(shape)`` arguments of launch() are the output's shape, rows first), the number
     of blocks it returns fitted to ceil(size / D), and D compared with the threads a block it returns
     along that axis. None when the blocks were counted for the block size it returns (plain
-    rounding down is :func:`lab.teach.messages._unwritten_message`'s), or when nothing fits."""
+    rounding down is :func:`lab.teach.messages.unwritten_message`'s), or when nothing fits."""
     def dims(v):
         return [int(v)] if isinstance(v, (int, np.integer)) else [int(u) for u in v]
 
@@ -212,13 +212,13 @@ def _param_names(kernel) -> list:
 def reference_run(ex, case):
     """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
     in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
-    the student's first run: the lab's own code, built from its source (:func:`lab.teach.source.load`)
+    the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
     and run by the judge, with no student code involved. None when the run fails. Called only for
     a simulator check (the student's trace is there to compare with)."""
     import threading
 
     from lab.core import simt
-    from lab.teach import source
+    from lab.teach.contained import source
 
     try:
         path = str(ex.solution)
@@ -261,12 +261,12 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
     shuffles; only facts that differ are named. None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
-    from lab.teach.lessons import _dims3, _thread_id, stats_counts
+    from lab.teach.contained.counts import dims3, stats_counts, thread_id
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
         return None
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(dims3(grid)) * math.prod(dims3(block))
     if threads > DIFFERENTIAL_THREADS:  # the reference's simulated run would cost more than the hint is worth
         return None
     if not ex.has_solution:  # a course that ships the solutions to teachers only (LAB_SOLUTIONS)
@@ -284,15 +284,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
-    if ws is not None and wr is not None and _dims3(ws[0]) + _dims3(ws[1]) != _dims3(wr[0]) + _dims3(wr[1]):
+    if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
         theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
-        tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
-        tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
+        tid_s = thread_id(ws, dims3(grid), dims3(block))
+        tid_r = thread_id(wr, dims3(r_grid), dims3(r_block))
         for j, a in enumerate(case.args):
             if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
                 continue

@@ -3,8 +3,8 @@ the gradebook as data (the CLI prints it, writes the CSV). Nothing here prints.
 
 SUBMISSIONS holds one folder per student, and in it one file per exercise, named by the exercise
 (``alice/vecadd.py``, ``alice/dot.py``, ...). Every (student, exercise) pair is graded by the
-exercise checker's child process (:func:`lab.teach.workspace._run_child`) under
-:mod:`lab.teach.sandbox`: its own process, CPU-time, memory and file-size limits, a private
+exercise checker's child process (:func:`lab.teach.child.run_child`) under
+:mod:`lab.teach.contained.sandbox`: its own process, CPU-time, memory and file-size limits, a private
 temporary folder, Landlock where the kernel has it, an audit hook against forks and writes
 elsewhere. A pool of ``jobs`` threads keeps that many children running; a submission that does not
 load, raises, hangs (the per-test timeout), exhausts a limit, forks or writes elsewhere gets a row
@@ -33,7 +33,7 @@ from pathlib import Path
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.text import printable_line, printable_tree, spreadsheet_cell
-from lab.teach.sandbox import Limits
+from lab.teach.contained.sandbox import Limits
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
 PASSED, FAILED, MISSING = "passed", "failed", "missing"
@@ -190,7 +190,7 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     ``gpu_compile``: the compile gates the tests and must give a verdict (a compile that could not run
     fails the row); False: no compile, the kernel checked from its source alone."""
     from lab.teach import union
-    from lab.teach.workspace import _Progress, _run_child, _with_simulator, hidden_names
+    from lab.teach.workspace import Progress, hidden_names, run_child, with_simulator
 
     if hidden is None:
         hidden = hidden_names([name], seed)[name]
@@ -205,12 +205,12 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     extra: dict = {}
     sim_extra: dict = {}
     if backend == "gpu":
-        tests, sim_notes, _ = _with_simulator(name, path, seed, timeout, bench, extra, None, _Progress(None),
+        tests, sim_notes, _ = with_simulator(name, path, seed, timeout, bench, extra, None, Progress(None),
                                               sandbox=limits, sim_extra=sim_extra)
         extra["notes"] = list(extra.get("notes") or []) + [n for n in sim_notes + list(sim_extra.get("notes") or [])
                                                            if n not in (extra.get("notes") or [])]
     else:
-        tests = _run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
+        tests = run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
                            compiled=compiled, require_compile=gpu_compile,
                            env=None if gpu_compile else {"LAB_GPU_COMPILE": "0"})
     row["seconds"] = round(time.monotonic() - t0, 3)
@@ -247,7 +247,7 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
 
 NO_COMPILE_OPTION = "--no-gpu-compile"
 GPU_COMPILE_OFF = ("not compiled for a GPU ({why}): each kernel was checked from its source alone (the device "
-                   "rules of lab.teach.source) before it ran in the simulator; code a GPU cannot compile may pass")
+                   "rules of lab.teach.contained.source) before it ran in the simulator; code a GPU cannot compile may pass")
 
 
 def grade(folder, only: list[str] | None = None, jobs: int | None = None, backend: str = "auto",
@@ -266,10 +266,11 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     it holds only device code): where that compiler (NVVM) is missing, LabError (one line) unless
     ``gpu_compile`` is False (``--no-gpu-compile``; also ``LAB_GPU_COMPILE=0``), which grades
     without it and says so in the notes."""
-    from lab.core.session import choose
-    from lab.teach import gpu_compile as GC
+    from lab.core.simulator import choose
+    from lab.teach.contained import gpu_compile as GC
     from lab.teach import workspace as W
-    from lab.teach.sandbox import refusal
+    from lab.teach.procs import STOP, stop_all
+    from lab.teach.contained.sandbox import refusal
 
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
@@ -303,7 +304,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     t0 = time.monotonic()
     snaps: list = []
     files = _read_once({p: files.get(p) for p in pairs}, snaps)
-    W._STOP.clear()
+    STOP.clear()
     hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=jobs)
@@ -326,7 +327,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                 progress(k, len(pairs), printable_line(f"{s}/{n}: {rows[(s, n)]['status']}"))
     except KeyboardInterrupt:  # Ctrl-C: the children die now, the finished rows stay
         interrupted = True
-        W.stop_all()
+        stop_all()
         pool.shutdown(wait=False, cancel_futures=True)
         notes.append(f"interrupted (Ctrl-C): {len(rows)} of {len(pairs)} submissions graded; the others are not "
                      f"in this gradebook")
@@ -413,8 +414,8 @@ def _compile_students(pool, students, names, files, backend, seed, limits, timeo
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
     (:func:`lab.teach.workspace.compile_files`)."""
-    from lab.teach import gpu_compile
-    from lab.teach.workspace import compile_files
+    from lab.teach.contained import gpu_compile
+    from lab.teach.child import compile_files
 
     if backend != "simulator" or not gpu_compile.enabled():
         return {}

@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import math
 
+from lab.teach.contained.counts import KINDS, SECTOR, dims3, stats_counts, who_of
+
 LESSONS = ("one_element_per_thread", "block_reduction", "block_scan", "warp_shuffle", "coalesced",
            "shared_reuse", "tensor_core", "async_overlap")
 SECTOR_RATIO = 2.0    # coalesced: sectors per request at most this x what the request's bytes need
@@ -47,64 +49,11 @@ MIN_REQUESTS = 4      # coalesced: judged only with at least this many warp requ
 SERIAL_FACTOR = 4     # block_*: a thread may load at most this x its share of the data (+ SERIAL_SLACK)
 SERIAL_SLACK = 4
 WARP = 32
-SECTOR = 32
-
-
-def _dims3(d) -> list:
-    d = [int(v) for v in d] if hasattr(d, "__len__") else [int(d)]
-    return d + [1] * (3 - len(d))
 
 
 def _who(who) -> list:
     b, t = who
     return [list(map(int, b)), list(map(int, t))]
-
-
-KINDS = ("load", "store", "atomic")
-
-
-def _thread_id(who, g, b) -> int:
-    """The launch-wide linear id of ``who`` = (block, thread): block x fastest, then the thread's."""
-    (bx, by, bz), (tx, ty, tz) = (tuple(who[0]) + (0, 0))[:3], (tuple(who[1]) + (0, 0))[:3]
-    return ((bx + g[0] * (by + g[1] * bz)) * (b[0] * b[1] * b[2])) + tx + b[0] * (ty + b[1] * tz)
-
-
-def _who_of(tid: int, g, b) -> tuple:
-    """The (block, thread) of launch-wide linear id ``tid`` (:func:`_thread_id`'s inverse)."""
-    per = b[0] * b[1] * b[2]
-    blk, t = divmod(int(tid), per)
-    return ((blk % g[0], blk // g[0] % g[1], blk // (g[0] * g[1])), (t % b[0], t // b[0] % b[1], t // (b[0] * b[1])))
-
-
-def stats_counts(stats, grid, block) -> dict:
-    """What the tracer counted in one launch (:class:`lab.core.simt.Stats`), as raw counts the
-    judge derives the lesson's facts from (:func:`facts_from_counts`): ``arrays`` ([name, elements,
-    bytes an element, output?], the tracer's order), ``per_thread`` (rows [kind: 0 load, 1 store,
-    2 atomic, array, thread id, accesses]), ``stored`` (rows [array, thread id, distinct elements
-    it stored]), ``requests`` (rows [kind, array, elements, 32-byte sectors] of each warp request),
-    ``atomic_elements`` and ``block_elements`` (per array: elements updated atomically; distinct
-    (block, element) loads), the scalar counts. Thread ids: :func:`_thread_id`. Executor side."""
-    g, b = _dims3(grid), _dims3(block)
-    names = list(stats.size)
-    index = {n: k for k, n in enumerate(names)}
-    per_thread = [[KINDS.index(kind), index[name], _thread_id(who, g, b), int(c)]
-                  for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
-    stored = [[index[name], _thread_id(who, g, b), len(flats)]
-              for name, d in stats.stored.items() if name in index for who, flats in d.items()]
-    requests = []
-    for (kind, name, _blk, _warp, _site, _n), flats in stats.requests.items():
-        if name not in index:
-            continue
-        isz = stats.itemsize.get(name, 4) or 4
-        requests.append([KINDS.index(kind), index[name], len(flats), len({f * isz // SECTOR for f in flats})])
-    return {"arrays": [[n, int(stats.size[n]), int(stats.itemsize.get(n, 4) or 4), bool(stats.output.get(n))]
-                       for n in names],
-            "per_thread": per_thread, "stored": stored, "requests": requests,
-            "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
-            "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
-            "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
-            "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
-            "async_overlap": int(stats.async_overlap)}
 
 
 def mapping_facts(trace, writers, grid, block, outputs) -> dict:
@@ -131,7 +80,7 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
     ``inputs`` (per input array, largest first: {"name", "size", "loads", "blocks_loading" (blocks that
     loaded any of it), "block_elements" (distinct (block, element) loads), "max_loads", "max_loads_by"}).
     """
-    g, b = _dims3(grid), _dims3(block)
+    g, b = dims3(grid), dims3(block)
     arrays = counts["arrays"]
     index = {a[0]: k for k, a in enumerate(arrays)}
     size = {a[0]: int(a[1]) for a in arrays}
@@ -173,13 +122,13 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
                        "blocks_loading": len({tid // max(1, b[0] * b[1] * b[2]) for tid, _ in per}),
                        "block_elements": int(counts["block_elements"][k]),
                        "max_loads": int(top[1]) if top else 0,
-                       "max_loads_by": _who(_who_of(top[0], g, b)) if top else None})
+                       "max_loads_by": _who(who_of(top[0], g, b)) if top else None})
     inputs.sort(key=lambda d: -d["size"])
     per_block = b[0] * b[1] * b[2]
     return {"grid": g, "block": b, "blocks": math.prod(g), "threads_per_block": math.prod(b),
             "elements": int(elements), "blocks_writing": len({t // per_block for t in writing}),
             "threads_writing": len(writing), "max_stored": int(max_stored),
-            "max_stored_by": _who(_who_of(max_by, g, b)) if max_by is not None else None,
+            "max_stored_by": _who(who_of(max_by, g, b)) if max_by is not None else None,
             "atomics": int(atomics), "atomic_elements": int(sum(counts["atomic_elements"][k] for k in outs)),
             "blocks_atomic": len({t // per_block for t in atomic_threads}), "threads_atomic": len(atomic_threads),
             "shared_accesses": int(counts["shared_accesses"]), "warp_collectives": int(counts["warp_collectives"]),

@@ -24,7 +24,7 @@ VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "k
 
 class Failed(Exception):
     """A test failed with a message for the student; ``map``: who wrote each element of the output
-    (:func:`_writers_map`), for indexing failures in the simulator; ``kind``: :data:`VALUES` when
+    (:func:`writers_map`), for indexing failures in the simulator; ``kind``: :data:`VALUES` when
     the failure is about the output's values (an element wrong, never written, all zeros, its
     initial value, NaN although written), else :data:`DIAGNOSIS` (a finding of the trace, a launch
     that raised, a lesson): :func:`lab.teach.union.merge` tells two backends' verdicts apart by it."""
@@ -39,7 +39,7 @@ MAP_ENV = "LAB_CHECK_MAP"  # "1": a failing test's entry carries "map" (the note
 MAP_LIMIT = 1 << 16  # elements: a larger output's map is not sent
 
 
-def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
+def writers_map(name, writer: dict, shape, grid, block) -> dict | None:
     """Which block and thread first wrote each element of output ``name`` (the simulator's record):
     {"output", "shape", "grid", "block", "block_of", "thread_of"} with linear block and thread ids
     (x fastest, as lab grid's map), -1 where nothing was written. None for a scalar or a large output."""
@@ -59,12 +59,12 @@ def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
             "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
 
 
-def _one_line(e):
+def error_line(e):
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
 
 
-def _where(e, path):
+def where_raised(e, path):
     """' (your line N)' for the deepest frame of the student's file in e's traceback."""
     line = None
     for fr in traceback.extract_tb(e.__traceback__):
@@ -73,7 +73,7 @@ def _where(e, path):
     return f" (line {line} of your file)" if line else ""
 
 
-def _fmt_who(who, nd):
+def fmt_who(who, nd):
     b, t = who
     b, t = tuple(b)[:nd], tuple(t)[:nd]
     f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
@@ -85,7 +85,7 @@ def _fmt_t(t, nd):
     return str(t[0]) if nd == 1 else "(" + ", ".join(map(str, t)) + ")"
 
 
-def _fmt_idx(name, idx):
+def fmt_idx(name, idx):
     return f"{name}[{', '.join(map(str, idx))}]"
 
 
@@ -96,11 +96,11 @@ def _ranges(flat_idx):
     return ranges_text(flat_idx, most=3)
 
 
-def _ndims(d):
+def ndims(d):
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
 
 
-def _dims3(d):
+def as_dims3(d):
     d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
     return d + (1,) * (3 - len(d))
 
@@ -113,21 +113,21 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
     array not among them is a shared array)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
-    nd = _ndims(grid)
+    nd = ndims(grid)
     one_line = str(error.get("one_line"))
     if error.get("type") == "WarpError" and "reached the same cuda.syncthreads()" in str(error.get("text")):
         who = error.get("who") or ((0,), (0,))
-        return f"{str(error.get('text')).strip()} (block {_fmt_who(who, nd).split(' of block ')[1]})"
+        return f"{str(error.get('text')).strip()} (block {fmt_who(who, nd).split(' of block ')[1]})"
     if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
-        return _race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
+        return race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
         advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
-        return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
+        return (f"out of bounds: {fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
+                f"{fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -137,7 +137,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
     where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
     who = error.get("who") or ((0,), (0,))
-    return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
+    return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
 
 
 def _other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
@@ -159,7 +159,7 @@ def _extra_thread(own, grid, block, out_shapes):
     """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
     thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
     up to the block (x = the last dimension, y = the one before)."""
-    reach, bd = [g * b for g, b in zip(_dims3(grid), _dims3(block))], _dims3(block)
+    reach, bd = [g * b for g, b in zip(as_dims3(grid), as_dims3(block))], as_dims3(block)
     for shape in out_shapes:
         shape = tuple(shape)
         for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
@@ -178,7 +178,7 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
     if min(idx) < 0:
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
-    bd = _dims3(block)
+    bd = as_dims3(block)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]
@@ -210,7 +210,7 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
             f"loop bound, a stride or an offset runs past the end?")
 
 
-def _race_text(trace, grid, block):
+def race_text(trace, grid, block):
     """The message for ``trace``'s first shared-memory problem: a lost update (two threads read,
     changed and wrote the same element in one barrier phase: an atomic is the fix) before a race."""
     if getattr(trace, "shared_rmw", None):
@@ -222,10 +222,10 @@ def shared_rmw_message(trace, k, grid, block):
     """The ``k``-th lost update in shared memory: two threads of a block both read and then wrote one
     element (``s[j] += 1``) in the same barrier phase."""
     arr, idx, who, other, line = trace.shared_rmw[k]
-    nd, tnd = _ndims(grid), _ndims(block)
+    nd, tnd = ndims(grid), ndims(block)
     at = f" at line {line}" if line else ""
-    return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
-            f"read, changed and wrote {_fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
+    return (f"race: {fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
+            f"read, changed and wrote {fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
             f"read-modify-write such as `+=` is not atomic); use cuda.atomic.add({arr}, index, value) for an update "
             f"that several threads make to one element")
 
@@ -281,10 +281,10 @@ def race_message(trace, k, grid, block):
         k = step[0]
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
-    nd, tnd = _ndims(grid), _ndims(block)
+    nd, tnd = ndims(grid), ndims(block)
     at = f" at line {lines[0]}" if lines[0] else ""
     other_at = f" at line {lines[1]}" if lines[1] else ""
-    text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
+    text = (f"race: {fmt_who(who, nd if nd == tnd else 3)} {did} {fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
     if step:
         return f"{text}: {step[1]}"
@@ -296,7 +296,7 @@ def race_message(trace, k, grid, block):
             "and reading what other threads wrote (and before overwriting what they still read)")
 
 
-def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
+def unwritten_message(name, unwritten, grid, block, checker_grid=False):
     """Which elements of output ``name`` were never written, and what that pattern is evidence of:
     "round the number of blocks up" only when the student's own grid (``checker_grid`` False) has
     fewer threads than elements along that axis; x and y swapped only when the unwritten band starts
@@ -332,13 +332,13 @@ def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
     first = tuple(int(v) for v in idx[0])
     rows = np.where(unwritten.all(axis=tuple(range(1, unwritten.ndim))))[0]
     cols = np.where(unwritten.all(axis=0))[0] if unwritten.ndim == 2 else []
-    text = f"{count} of {total} elements of {name} never written, the first {_fmt_idx(name, first)}"
+    text = f"{count} of {total} elements of {name} never written, the first {fmt_idx(name, first)}"
     if count == total:
         return text + ": nothing was written: does your kernel store into " + name + "?"
     if unwritten.ndim != 2:
         return text
     # the launch's coverage, x = column and y = row (the exercises' mapping), before any grid hint
-    reach = [g * b for g, b in zip(_dims3(grid), _dims3(block))]  # threads along x, y
+    reach = [g * b for g, b in zip(as_dims3(grid), as_dims3(block))]  # threads along x, y
     n_rows, n_cols = unwritten.shape
     need = {"column": (0, n_cols), "row": (1, n_rows)}
     for what, run in (("row", rows), ("column", cols)):
@@ -347,7 +347,7 @@ def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
             start = int(run[0])
             other = 1 - a
             if reach[a] < size and not checker_grid:  # the student's grid really stops short
-                g, b = _dims3(grid)[a], _dims3(block)[a]
+                g, b = as_dims3(grid)[a], as_dims3(block)[a]
                 if reach[a] >= unwritten.shape[a] and reach[other] >= size:  # it would fit with x and y swapped
                     return text + (f" ({what}s {start}.. all unwritten: your grid has {reach[0]} threads along x and "
                                    f"{reach[1]} along y for {n_cols} columns x {n_rows} rows: it would cover the "
@@ -377,29 +377,29 @@ def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
                    f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
 
 
-def _many_writers_message(name, shape, writer, others, grid, block):
+def many_writers_message(name, shape, writer, others, grid, block):
     """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
     one thread wrote (mapping exercises: each output element has exactly one writer)."""
     flat = min(others)
     idx = tuple(int(v) for v in np.unravel_index(flat, tuple(shape))) if shape else (0,)
     who = [writer[flat], *sorted(others[flat])]
     blocks = {tuple(w[0]) for w in who}
-    nblocks = math.prod(_dims3(grid))
-    nd = _ndims(grid)
+    nblocks = math.prod(as_dims3(grid))
+    nd = ndims(grid)
     n = len(who)
-    text = f"{_fmt_idx(name, idx)} was written by {n} threads"
+    text = f"{fmt_idx(name, idx)} was written by {n} threads"
     if len(blocks) == n and n == nblocks > 1:
         return (text + ", one per block: every block repeats the whole loop; use the block's offset "
                 "(cuda.blockIdx.x * cuda.blockDim.x, or cuda.grid(1)) so that each block does its own part")
     if len(blocks) == 1:
-        return (text + f" of {_fmt_who(who[0], nd).split(' of ')[1]} ({_fmt_who(who[0], nd).split(' of ')[0]}, "
-                f"{_fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "
+        return (text + f" of {fmt_who(who[0], nd).split(' of ')[1]} ({fmt_who(who[0], nd).split(' of ')[0]}, "
+                f"{fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "
                 f"one thread: does every thread loop over all the elements?")
-    return (text + f" ({_fmt_who(who[0], nd)}, {_fmt_who(who[1], nd)}, ...): each output element must be "
+    return (text + f" ({fmt_who(who[0], nd)}, {fmt_who(who[1], nd)}, ...): each output element must be "
             f"written by exactly one thread")
 
 
-def _store_and_atomic_message(trace, onames, case, nd):
+def store_and_atomic_message(trace, onames, case, nd):
     """The message for :func:`store_and_atomic`'s first finding (``trace.lab_store_atomic``): blocks
     run in any order, so the store can wipe out updates made before it."""
     for k, found in enumerate(getattr(trace, "lab_store_atomic", None) or []):
@@ -415,13 +415,13 @@ def _store_and_atomic_message(trace, onames, case, nd):
                       f"store (initialise outside the kernel)")
         else:
             before = "initialise it before the launch (on the host or in a kernel launched first)"
-        return (f"{_fmt_idx(onames[k], idx)} is set with a plain store by {_fmt_who(who, nd)}{at} while other threads "
+        return (f"{fmt_idx(onames[k], idx)} is set with a plain store by {fmt_who(who, nd)}{at} while other threads "
                 f"update it with cuda.atomic: blocks run in any order, so the store can wipe out updates made before "
                 f"it; {before}")
     return None
 
 
-def _transposed_hint(out64, ref, bad):
+def transposed_hint(out64, ref, bad):
     """The transposed-position hint, only when the output matches the transposed reference: every
     wrong element whose transposed position exists holds that position's value (and most do)."""
     if ref.ndim != 2 or ref.size < 2:
@@ -437,7 +437,7 @@ def _transposed_hint(out64, ref, bad):
     return None
 
 
-def _scaled_hint(out64, ref, bad):
+def scaled_hint(out64, ref, bad):
     """'every wrong element is 64 times the expected value' when all wrong elements are one integer
     multiple (2..4096) of the reference (a value added once per thread or block)."""
     if not bad.any():
@@ -453,7 +453,7 @@ def _scaled_hint(out64, ref, bad):
     return None
 
 
-def _poison_hint(out64, ref, bad, dtype):
+def poison_hint(out64, ref, bad, dtype):
     """A hint when the wrong elements are NaN (floats) or off by whole multiples of the simulator's
     integer poison: a value read before it was written (shared memory never zeroed or filled)."""
     o, r = out64[bad], ref[bad]
@@ -480,7 +480,7 @@ def _who(thread, block):
     if thread is None or block is None:
         return "a thread"
     nd = 3 if thread[2] or block[2] else 2 if thread[1] or block[1] else 1
-    return _fmt_who((block, thread), nd)
+    return fmt_who((block, thread), nd)
 
 
 def sanitizer_message(r, hazards: int = 0) -> str:

@@ -10,31 +10,31 @@ import signal
 import threading
 import time
 
-_LIVE: set = set()  # the children running now (the checker's, the simulator's, the sanitizer's)
-_LIVE_LOCK = threading.Lock()
-_STOP = threading.Event()  # set by stop_all: children started from now on are killed at once
+LIVE: set = set()  # the children running now (the checker's, the simulator's, the sanitizer's)
+LIVE_LOCK = threading.Lock()
+STOP = threading.Event()  # set by stop_all: children started from now on are killed at once
 
 
-def _track(proc) -> None:
-    with _LIVE_LOCK:
-        _LIVE.add(proc)
-        stopping = _STOP.is_set()
+def track(proc) -> None:
+    with LIVE_LOCK:
+        LIVE.add(proc)
+        stopping = STOP.is_set()
     if stopping:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _untrack(proc) -> None:
-    with _LIVE_LOCK:
-        _LIVE.discard(proc)
+def untrack(proc) -> None:
+    with LIVE_LOCK:
+        LIVE.discard(proc)
 
 
 def stop_all() -> None:
     """Kill every checker child running now (their process groups) and any started until the next
     :func:`check` or grade: Ctrl-C stops at once, not after the running tests' timeouts."""
-    _STOP.set()
-    with _LIVE_LOCK:
-        procs = list(_LIVE)
+    STOP.set()
+    with LIVE_LOCK:
+        procs = list(LIVE)
     for proc in procs:
         proc.lab_killed = True  # reaped by whoever waits for it, not waited for again
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -67,7 +67,7 @@ def _group_running(pgid: int) -> bool:
     return False
 
 
-def _kill_group(proc, grace: float = LEFTOVER_GRACE_S) -> bool:
+def kill_group(proc, grace: float = LEFTOVER_GRACE_S) -> bool:
     """Kill what is left of the (exited) child's process group; True when a process of it still ran
     ``grace`` s after the child ended (it forked, and its process stayed). A process that ends by
     itself within ``grace`` is not counted: bubblewrap, the child's parent, exits once the sandbox's

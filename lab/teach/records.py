@@ -1,7 +1,7 @@
 """The workspace's records (``.lab-state.json``): the exercises started, the hints shown, and per
 exercise the last check's record, which says whether it passed, the sha256 of the file content it
 checked, the time and the backend, signed with an HMAC whose key lives outside the workspace
-(:func:`_key`, the user's data folder). :func:`_status` says "passed" only when that record
+(:func:`record_key`, the user's data folder). :func:`check_status` says "passed" only when that record
 verifies and the file still has that content: the workspace records checks, not claims. The key
 guards against editing the state file, not against the same user's code reading the key. Nothing
 here prints. Source: RFC 2104 (HMAC), FIPS 180-4 (SHA-256).
@@ -25,11 +25,11 @@ STATE_CAP = 4 << 20  # bytes of a state file read at most (hints and records of 
 NOT_STARTED, IN_PROGRESS, PASSED = "not started", "in progress", "passed"
 
 
-def _state(ws: Path) -> dict:
+def read_state(ws: Path) -> dict:
     """The workspace's state; a missing or damaged state file counts as a fresh workspace, and so does
     one that is not a regular file or is larger than :data:`STATE_CAP` (a link to /dev/zero or a FIFO
     in a student's workspace that a teacher lists: read without following, without waiting)."""
-    from lab.teach.childio import read_child_file
+    from lab.teach.contained.childio import read_child_file
 
     try:
         data = read_child_file(ws, STATE, STATE_CAP)
@@ -43,19 +43,19 @@ def _state(ws: Path) -> dict:
     return state
 
 
-def _save(ws: Path, state: dict) -> None:
+def save_state(ws: Path, state: dict) -> None:
     """Write the state file of an existing workspace (only ``lab exercise start`` makes the folder):
     LabError when it is missing."""
     if not ws.is_dir():
         raise LabError(f"workspace {ws} does not exist (`lab exercise start NAME` makes it)")
-    with _writing(ws):
+    with writing(ws):
         from lab.core.files import write_atomic
 
         write_atomic(ws / STATE, json.dumps(state, indent=1, sort_keys=True), "workspace state")
 
 
 @contextlib.contextmanager
-def _writing(ws: Path):
+def writing(ws: Path):
     """OSError while writing the workspace -> LabError naming it (one line, exit code 2)."""
     try:
         yield
@@ -68,7 +68,7 @@ def _writing(ws: Path):
 KEY_FILE = "workspace-key"  # 32 random bytes, mode 0600, in the user's data folder (never in a workspace)
 
 
-def _key(create: bool = True) -> bytes | None:
+def record_key(create: bool = True) -> bytes | None:
     """The per-user HMAC key for check records: ``$LAB_DATA_DIR/workspace-key``, else platformdirs'
     user data folder for the lab; made on first use when ``create``. None when it cannot be read or
     made (then no record verifies and no exercise is listed as passed)."""
@@ -104,7 +104,7 @@ def _mac(key: bytes, name: str, rec: dict) -> str:
     return hmac.new(key, json.dumps(fields).encode(), hashlib.sha256).hexdigest()
 
 
-def _record(state: dict, name: str, passed: bool, digest: str, backend: str, key: bytes | None) -> None:
+def record_check(state: dict, name: str, passed: bool, digest: str, backend: str, key: bytes | None) -> None:
     """Store the check of DIR/NAME.py (content ``digest``) in ``state``, signed with ``key``."""
     rec = {"passed": bool(passed), "sha256": digest, "backend": backend,
            "at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
@@ -112,7 +112,7 @@ def _record(state: dict, name: str, passed: bool, digest: str, backend: str, key
     state["checks"][name] = rec
 
 
-def _status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[str, dict | None]:
+def check_status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[str, dict | None]:
     """(status, last_check) of exercise ``name`` (see :func:`listing`)."""
     rec = state["checks"].get(name)
     file = ws / f"{name}.py"
@@ -120,7 +120,7 @@ def _status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[str, d
     if not isinstance(rec, dict):
         return (IN_PROGRESS if started else NOT_STARTED), None
     verified = bool(key) and isinstance(rec.get("mac"), str) and hmac.compare_digest(rec["mac"], _mac(key, name, rec))
-    from lab.teach.childio import read_child_file
+    from lab.teach.contained.childio import read_child_file
     from lab.teach.submission import MAX_BYTES
 
     try:  # the file as a submission is read: a regular file, never through a link, never waiting on a FIFO

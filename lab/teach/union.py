@@ -26,7 +26,7 @@ GPU_SAW = "seen on the GPU"
 SIM_SAW = "seen in the simulator's trace"
 SANITIZER_SAW = "seen by compute-sanitizer on the GPU"
 LOAD = "load"
-COMPILE_TEST = "compiles for a GPU"  # lab.teach.checker.COMPILE_TEST (not imported: that module imports NumPy)
+COMPILE_TEST = "compiles for a GPU"  # lab.teach.cases.COMPILE_TEST (not imported: that module imports NumPy)
 SANDBOX = "sandbox"  # what the sandbox stopped (lab.teach.workspace.check): its results cannot be trusted
 ZEROING_GATES = (LOAD, COMPILE_TEST, SANDBOX)
 

@@ -5,7 +5,7 @@ scaffolds (``NAME.py``), their visible tests (``test_NAME.py``) and ``.lab-state
 exercises started, the hints shown, and per exercise the last check's record). Hidden tests and
 solutions stay inside the installed package.
 
-:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.executor`), judges
+:func:`check` runs the hidden tests' launches in a child process (:mod:`lab.teach.contained.executor`), judges
 their raw results here (:mod:`lab.teach.checker`, which never imports the student's code) and kills it
 when one test runs longer than ``timeout`` seconds: a kernel that loops forever or waits at a
 barrier that not all threads reach is reported, never waited for. On a GPU a second child runs
@@ -14,7 +14,7 @@ the union of the two (:mod:`lab.teach.union`). Nothing here prints.
 
 The workspace records checks, not claims: a check of the workspace's own file stores whether it
 passed, the sha256 of the file content it checked, the time and the backend, signed with an HMAC
-whose key lives outside the workspace (:func:`_key`, the user's data folder). ``list`` says
+whose key lives outside the workspace (:func:`record_key`, the user's data folder). ``list`` says
 "passed" only when that record verifies and the file still has that content; a hand-edited record
 does not verify. (Re-running the check is the other way to know, and costs a check; the HMAC keeps
 ``list`` instant.) The key guards against editing the state file, not against the same user's
@@ -37,13 +37,9 @@ from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.teach.authoring import _HIDDEN, _KERNEL, _META, _write_new, new  # noqa: F401
-from lab.teach.child import (BENCH_TIMEOUT_S, COMPILE_ALLOWANCE_S, KILL_WAIT_S, MAX_TIMEOUTS,  # noqa: F401
-                             PROGRESS_CAP, RETRY_TIMEOUT_GPU_S, RETRY_TIMEOUT_S, _LIVE, _LIVE_LOCK, _STOP,  # noqa: F401
-                             _add_compile, _bench_failed, _cases, _kill, _kill_group, _run_child,  # noqa: F401
-                             _run_child_once, _start_compile, _track, _untrack, compile_files, stop_all)  # noqa: F401
-from lab.teach.records import (IN_PROGRESS, KEY_FILE, NOT_STARTED, PASSED, STATE, _key, _mac,  # noqa: F401
-                               _record, _save, _sha256, _state, _status, _writing)  # noqa: F401
+from lab.teach.child import cached_cases, run_child
+from lab.teach.procs import STOP, stop_all
+from lab.teach.records import IN_PROGRESS, PASSED, record_key, record_check, save_state, read_state, check_status, writing
 
 DEFAULT_DIR = "lab-exercises"
 DEFAULT_TIMEOUT_S = 30.0
@@ -80,12 +76,12 @@ def listing(directory=None) -> list[dict]:
     started; else "not started". last_check: None, or {"passed", "at" (UTC, ISO 8601), "backend",
     "file_changed" (the file is not the one checked), "verified" (the record's HMAC)}."""
     ws = workspace(directory) if not (directory or os.environ.get("LAB_EXERCISES_DIR")) else existing(directory)
-    state = _state(ws)  # the default folder may be missing: nothing was started yet
-    key = _key(create=False)
+    state = read_state(ws)  # the default folder may be missing: nothing was started yet
+    key = record_key(create=False)
     rows = []
     for n in exercises.names():
         ex = exercises.load(n)
-        status, last = _status(ws, n, state, key)
+        status, last = check_status(ws, n, state, key)
         rows.append({"schema_version": SCHEMA_VERSION, "name": n, "title": ex.title, "difficulty": ex.difficulty,
                      "status": status, "last_check": last, "prerequisites": ex.prerequisites,
                      "mirrors": ex.mirrors})
@@ -100,15 +96,15 @@ def start(name: str, directory=None) -> tuple[Path, bool]:
     ws = workspace(directory)
     dest = ws / f"{name}.py"
     kept = dest.exists()
-    with _writing(ws):
+    with writing(ws):
         ws.mkdir(parents=True, exist_ok=True)
         if not kept:
             shutil.copyfile(ex.scaffold, dest)
         if ex.visible_test.exists():
             shutil.copyfile(ex.visible_test, ws / f"test_{name}.py")
-    state = _state(ws)
+    state = read_state(ws)
     state["status"][name] = IN_PROGRESS  # started; "passed" comes from a check's record (listing)
-    _save(ws, state)
+    save_state(ws, state)
     return dest, kept
 
 
@@ -119,14 +115,14 @@ def hint(name: str, directory=None, number: int | None = None) -> tuple[int, int
     (the next hint after it comes next); LabError naming the range when there is no such hint."""
     ex = get(name)
     ws = existing(directory)
-    state = _state(ws)
+    state = read_state(ws)
     shown = state["hints"].get(name, 0)
     if number is not None and not 1 <= number <= len(ex.hints):
         raise LabError(f"hint {number} of {name}: there is no such hint; choose 1 to {len(ex.hints)}")
     k = number if number is not None else min(shown + 1, len(ex.hints))
     state["hints"][name] = max(k, shown)
     if k > shown:
-        _save(ws, state)
+        save_state(ws, state)
     return k, len(ex.hints), ex.hints[k - 1], number is not None or k > shown
 
 
@@ -170,18 +166,18 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     LabError for an unknown exercise, a bad file (missing, a folder, not .py), a bad timeout (also
     LAB_EXERCISE_TIMEOUT) or an unusable backend.
     """
-    from lab.core.session import choose
+    from lab.core.simulator import choose
 
     ex = get(name)
     ws = workspace(directory)
     given = student_file(name, file, ws)
     timeout = timeout_s(timeout)
-    chosen = choose(backend)  # the child process selects it (lab.teach.executor.main)
+    chosen = choose(backend)  # the child process selects it (lab.teach.contained.executor.main)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     from lab.teach import submission
-    from lab.teach.sandbox import Limits, refusal
+    from lab.teach.contained.sandbox import Limits, refusal
 
-    contained = Limits()  # contained like a graded submission (lab.teach.sandbox): its own copy, namespaces, seccomp, limits
+    contained = Limits()  # contained like a graded submission (lab.teach.contained.sandbox): its own copy, namespaces, seccomp, limits
     why = refusal(contained)
     if why:
         raise LabError(f"lab exercise check: {why}")
@@ -202,18 +198,18 @@ def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, pro
     path, digest = snap.path, snap.sha256  # the content this check is about (the record's hash)
     extra: dict = {}
     notes: list[str] = []
-    _STOP.clear()
-    shown = _Progress(progress)
+    STOP.clear()
+    shown = Progress(progress)
     try:
         if chosen == "gpu":
             sim_extra: dict = {}
-            tests, sim_notes, gpu_tests = _with_simulator(ex.name, path, seed, timeout, bench, extra, notes, shown,
+            tests, sim_notes, gpu_tests = with_simulator(ex.name, path, seed, timeout, bench, extra, notes, shown,
                                                           sandbox=contained, sim_extra=sim_extra)
             extra["violations"] = (extra.get("violations") or []) + [
                 v for v in sim_extra.get("violations") or [] if v not in (extra.get("violations") or [])]
             notes += [n for n in sim_notes if n not in notes]
         else:
-            tests = gpu_tests = _run_child(ex.name, path, chosen, seed, timeout, bench=bench, sandbox=contained,
+            tests = gpu_tests = run_child(ex.name, path, chosen, seed, timeout, bench=bench, sandbox=contained,
                                            extra=extra, notes=notes, progress=shown.leg("simulator"))
         for v in extra.get("violations") or []:  # what the sandbox stopped fails the check, with the reason
             tests.append({"name": union.SANDBOX, "passed": False, "message": f"stopped: {v}"})
@@ -248,17 +244,17 @@ def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, pro
         hidden = hidden_names([ex.name], seed)[ex.name]  # the file never listed them: ask the exercise
     tests_passed, tests_total = union.score(tests, hidden)
     if given.resolve() == (ws / f"{name}.py").resolve():
-        state = _state(ws)
+        state = read_state(ws)
         # the state file's "status" says what the latest check found (read by people, never by list:
         # list goes by the signed record below)
         state["status"][name] = PASSED if passed else IN_PROGRESS
-        key = _key()
+        key = record_key()
         if key is None and passed:
             notes.append("lab exercise list cannot show this pass: the key that signs check records could not be "
                          "made (set LAB_DATA_DIR to a folder you can write)")
-        _record(state, name, passed, digest, chosen, key)
+        record_check(state, name, passed, digest, chosen, key)
         try:
-            _save(ws, state)
+            save_state(ws, state)
         except LabError as e:  # the verdict stands; only its record is missing
             notes.append(f"not recorded in the workspace: {e}")
     result = {"schema_version": SCHEMA_VERSION, "exercise": ex.name, "passed": passed, "tests": tests,
@@ -278,7 +274,7 @@ def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, pro
 SIM_LEG_ENV = {"NUMBA_ENABLE_CUDASIM": "1"}
 
 
-def _with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandbox=None, sim_extra=None):
+def with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandbox=None, sim_extra=None):
     """The hidden tests on the GPU (this thread) and, at the same time, in the simulator on the CPU
     (a second child, ``SIM_LEG_ENV``; the same ``sandbox``): (merged tests, the simulator's notes,
     the GPU's own tests).
@@ -291,7 +287,7 @@ def _with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandb
 
     def simulator_leg():
         try:
-            sim["tests"] = _run_child(name, path, "simulator", seed, timeout, env=SIM_LEG_ENV, sandbox=sandbox,
+            sim["tests"] = run_child(name, path, "simulator", seed, timeout, env=SIM_LEG_ENV, sandbox=sandbox,
                                       report_compile=False,
                                       extra=sim_extra, notes=sim_notes, progress=shown.leg("simulator"))
         except Exception as e:  # noqa: BLE001 - the lab's own failure: the GPU's verdict stands, with a note
@@ -299,7 +295,7 @@ def _with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandb
 
     leg = threading.Thread(target=simulator_leg, name=f"lab-sim-{name}", daemon=True)
     leg.start()
-    gpu = _run_child(name, path, "gpu", seed, timeout, bench=bench, sandbox=sandbox, extra=extra, notes=notes,
+    gpu = run_child(name, path, "gpu", seed, timeout, bench=bench, sandbox=sandbox, extra=extra, notes=notes,
                      progress=shown.leg("gpu"))
     leg.join()
     if "error" in sim:
@@ -309,7 +305,7 @@ def _with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandb
     return union.merge(gpu, sim["tests"]), sim_notes, gpu
 
 
-class _Progress:
+class Progress:
     """One ``progress(done, total, label)`` callback for the legs of a check that run at once (the
     GPU's, the simulator's, compute-sanitizer's): each leg's latest line, joined."""
 
@@ -382,7 +378,7 @@ def hidden_names(names: list[str], seed: int) -> dict[str, list[str]]:
     listed them (it did not load). Made here, as the judge makes the cases (:func:`_run_child_once`)."""
     for n in dict.fromkeys(names):
         if (n, int(seed)) not in _HIDDEN_CACHE:
-            cases = _cases(n, seed)[0]
+            cases = cached_cases(n, seed)[0]
             _HIDDEN_CACHE[(n, int(seed))] = [c.name for c in cases]
     return {n: _HIDDEN_CACHE[(n, int(seed))] for n in names}
 
@@ -398,9 +394,9 @@ def _gpu_diagnoses(name, path, seed, timeout, skip=(), progress=None) -> tuple[l
     synccheck (line info on), each report in your file one failing entry; a note says which
     diagnoses were not available. ``skip``: tests not to run again (they timed out without the
     sanitizer: under it each would cost ``SANITIZER_SLOWDOWN`` timeouts); ``progress``: as
-    :func:`_run_child`'s, the tool named in the label."""
+    :func:`run_child`'s, the tool named in the label."""
     from lab.core import sanitizer as san
-    from lab.teach.checker import sanitizer_message
+    from lab.teach.messages import sanitizer_message
 
     exe = san.find_sanitizer()
     if exe is None:
@@ -412,7 +408,7 @@ def _gpu_diagnoses(name, path, seed, timeout, skip=(), progress=None) -> tuple[l
         fd, log = tempfile.mkstemp(prefix=f"lab-{tool}-", suffix=".txt")
         os.close(fd)
         try:
-            _run_child(name, path, "gpu", seed, timeout * SANITIZER_SLOWDOWN,
+            run_child(name, path, "gpu", seed, timeout * SANITIZER_SLOWDOWN,
                        wrap=san.command(exe, tool, log), skip=skip,
                        env={"LAB_LINEINFO": "1", "LAB_GPU_COMPILE": "0", "LAB_SANITIZER": tool},
                        progress=progress and (lambda d, t, label, tool=tool: progress(d, t, f"{tool}: {label}")))
@@ -441,7 +437,7 @@ def _in_student_file(report, mine: str, name: str) -> bool:
     """Whether a sanitizer report is at a line of the student's file ``mine``. compute-sanitizer names
     a file as Numba's line info gives it: a full path, or only its base name (seen on the H100,
     for the checker's student module); a base name counts only in a kernel of the
-    student's module (``student_NAME::``, :func:`lab.teach.executor.load_student`), not in a lab kernel
+    student's module (``student_NAME::``, :func:`lab.teach.contained.executor.load_student`), not in a lab kernel
     whose file happens to have the same name."""
     if not report.file:
         return False

@@ -40,7 +40,7 @@ def sweep_cli(monkeypatch):
     refuses the simulator); ``cut``: sizes whose run raises, as a time limit stops a run mid-shape."""
     import lab.core.device as device
     import lab.core.runner as runner
-    import lab.core.session as session
+    import lab.core.simulator as simulator
     from lab.cli import scripts
 
     real_run, cut = runner.run, set()
@@ -51,7 +51,7 @@ def sweep_cli(monkeypatch):
         return real_run(opts, "simulator")
 
     monkeypatch.setattr(S, "sweep_shapes", lambda: {"vecadd": ["37", "41"]})
-    monkeypatch.setattr(session, "select", lambda *_: "gpu")
+    monkeypatch.setattr(simulator, "select", lambda *_: "gpu")
     monkeypatch.setattr(device, "describe", lambda *_: {"name": "a test GPU"})
     monkeypatch.setattr(runner, "run", run)
     return scripts.shape_sweep, cut

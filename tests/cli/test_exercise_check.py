@@ -10,6 +10,8 @@ import pytest
 
 import exercises
 from lab.teach import workspace as W
+from lab.teach.records import KEY_FILE, STATE
+from lab.teach.child import KILL_WAIT_S, MAX_TIMEOUTS, _kill
 from tests.conftest import SIMULATOR, run_lab
 from tests.helpers import mutated_solution, one_line_exit_2
 
@@ -75,23 +77,23 @@ def test_a_hand_edited_state_file_cannot_say_passed(tmp_path):
     ws = tmp_path / "ws"
     path, _ = W.start("map_guard", ws)
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    state = json.loads((ws / W.STATE).read_text())
+    state = json.loads((ws / STATE).read_text())
     state["status"]["map_guard"] = "passed"  # the old claim
     state["checks"] = {"map_guard": {"passed": True, "sha256": digest, "backend": "simulator",
                                      "at": "2026-01-01T00:00:00+00:00", "mac": "0" * 64}}
-    (ws / W.STATE).write_text(json.dumps(state))
+    (ws / STATE).write_text(json.dumps(state))
     row = _status(ws)
     assert row["status"] == W.IN_PROGRESS and not row["last_check"]["verified"]
     # a real record of a failed check, flipped to passed by hand: its HMAC no longer verifies
-    W._record(state, "map_guard", False, digest, "simulator", W._key())
+    W.record_check(state, "map_guard", False, digest, "simulator", W.record_key())
     state["checks"]["map_guard"]["passed"] = True
-    (ws / W.STATE).write_text(json.dumps(state))
+    (ws / STATE).write_text(json.dumps(state))
     assert _status(ws)["status"] == W.IN_PROGRESS
     # the same record with the right HMAC (what a check writes) says passed: the key is what counts
-    W._record(state, "map_guard", True, digest, "simulator", W._key())
-    (ws / W.STATE).write_text(json.dumps(state))
+    W.record_check(state, "map_guard", True, digest, "simulator", W.record_key())
+    (ws / STATE).write_text(json.dumps(state))
     assert _status(ws)["status"] == W.PASSED
-    assert not any(p.name == W.KEY_FILE for p in ws.rglob("*"))  # the key lives outside the workspace
+    assert not any(p.name == KEY_FILE for p in ws.rglob("*"))  # the key lives outside the workspace
 
 
 @pytest.mark.slow  # the hidden tests' listing and a contained child: ~5 s on a loaded 2-core machine
@@ -100,12 +102,12 @@ def test_grading_never_reads_a_workspace(tmp_path, monkeypatch):
     """A student folder that holds a workspace state claiming "passed" is graded on the file alone."""
     from lab.teach import grade as G
 
-    monkeypatch.setattr(W, "_state", lambda ws: (_ for _ in ()).throw(AssertionError("read a workspace")))
+    monkeypatch.setattr(W, "read_state", lambda ws: (_ for _ in ()).throw(AssertionError("read a workspace")))
     monkeypatch.setattr(W, "listing", lambda *a: (_ for _ in ()).throw(AssertionError("read a workspace")))
     (tmp_path / "c" / "alice").mkdir(parents=True)
     (tmp_path / "c" / "alice" / "map_guard.py").write_text(mutated_solution(tmp_path, "map_guard",
                                                                             GUARD_OFF_BY_ONE).read_text())
-    (tmp_path / "c" / "alice" / W.STATE).write_text(json.dumps({"status": {"map_guard": "passed"}}))
+    (tmp_path / "c" / "alice" / STATE).write_text(json.dumps({"status": {"map_guard": "passed"}}))
     row = G.grade(tmp_path / "c", ["map_guard"], 1, "sim", 20, 1)["rows"][0]
     assert row["status"] == "failed" and row["tests_passed"] < row["tests_total"]
 
@@ -129,7 +131,7 @@ def test_progress_names_the_running_test_and_a_hang_is_named_within_its_timeout(
     assert f"{first}: timed out after 2 s (stopped)" in labels
     assert 1.9 < stopped - started < 2 + 2.0  # the timeout plus the checker's 20 ms polling, not minutes
     timed = [t["name"] for t in doc["tests"] if t["message"].startswith("timed out")]
-    assert len(timed) == W.MAX_TIMEOUTS == 2 and doc["tests_passed"] == 0  # then the rest is not run
+    assert len(timed) == MAX_TIMEOUTS == 2 and doc["tests_passed"] == 0  # then the rest is not run
     assert all(t["message"].startswith(("timed out", "not run")) for t in doc["tests"])
 
 
@@ -140,7 +142,7 @@ def test_json_and_a_pipe_show_no_progress(tmp_path):
 
 
 def test_tests_that_timed_out_are_not_run_again_under_compute_sanitizer(tmp_path, monkeypatch):
-    from lab.core import session
+    from lab.core import simulator
 
     path = tmp_path / "map_guard.py"
     path.write_text(SOLUTION)
@@ -148,10 +150,10 @@ def test_tests_that_timed_out_are_not_run_again_under_compute_sanitizer(tmp_path
     hung = {"name": "n=2", "passed": False, "message": "timed out after 10 s while running this test"}
     skipped = {"name": "n=3", "passed": False, "message": "not run (an earlier test was stopped)"}
     calls = []
-    monkeypatch.setattr(session, "choose", lambda prefer="auto": "gpu")
+    monkeypatch.setattr(simulator, "choose", lambda prefer="auto": "gpu")
     monkeypatch.setattr(W, "_gpu_diagnoses", lambda *a, **kw: calls.append(kw["skip"]) or ([], []))
     for gpu_tests in ([ok("n=1"), hung, skipped], [hung, skipped]):
-        monkeypatch.setattr(W, "_with_simulator", lambda *a, t=gpu_tests, **kw: (t, [], t))
+        monkeypatch.setattr(W, "with_simulator", lambda *a, t=gpu_tests, **kw: (t, [], t))
         doc = W.check("map_guard", path, tmp_path, "gpu", 10, 1)
         assert not doc["passed"] and doc["tests_total"] == len(gpu_tests)
     assert calls == [["n=2", "n=3"]]  # the second time nothing was left to run under the sanitizer
@@ -181,7 +183,7 @@ def test_a_child_that_dies_slowly_is_not_waited_for(monkeypatch):
 
     t0 = time.monotonic()
     proc = Dying()
-    W._kill(proc)
-    assert time.monotonic() - t0 < 1 and waits[0] == W.KILL_WAIT_S and proc.lab_killed
+    _kill(proc)
+    assert time.monotonic() - t0 < 1 and waits[0] == KILL_WAIT_S and proc.lab_killed
     time.sleep(0.1)
     assert waits[1:] == [None]  # the background reaper

@@ -78,11 +78,12 @@ def test_start_keeps_an_existing_file_and_says_so(tmp_path):
 
 def test_a_damaged_state_file_counts_as_fresh(tmp_path):
     from lab.teach import workspace as E
+    from lab.teach.records import NOT_STARTED, STATE
 
-    (tmp_path / E.STATE).write_text("[1, 2")
+    (tmp_path / STATE).write_text("[1, 2")
     assert E.hint("vecadd", tmp_path)[0] == 1
-    (tmp_path / E.STATE).write_text('["a list"]')
-    assert E.listing(tmp_path)[0]["status"] == E.NOT_STARTED
+    (tmp_path / STATE).write_text('["a list"]')
+    assert E.listing(tmp_path)[0]["status"] == NOT_STARTED
 
 
 # --- lab doctor: the README's CPU torch pin ----------------------------------------------------------------
@@ -144,7 +145,7 @@ def test_noise_marker_is_shown_next_to_a_noisy_value_in_the_simulator():
 def test_install_hints_keep_their_brackets(capsys):
     from lab.cli.views.inspect import print_grid
     from lab.core.resources import EXTRA_HINT
-    from lab.core.session import select
+    from lab.core.simulator import select
     from lab.inspect import grid as G
 
     select("sim")

@@ -224,7 +224,7 @@ def test_sim_commands_under_an_mlir_parent(monkeypatch):
 
 
 def test_select_of_the_simulator_refuses_mlir(monkeypatch):
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     monkeypatch.setenv(compilers.ENV, compilers.MLIR)
     before = os.environ.get("NUMBA_ENABLE_CUDASIM")

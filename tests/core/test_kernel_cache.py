@@ -70,7 +70,7 @@ def test_an_unwritable_cache_folder_turns_the_cache_off(tmp_cache, monkeypatch):
 
 
 def test_the_sandbox_child_caches_nothing(tmp_path):
-    from lab.teach.sandbox import prepare
+    from lab.teach.contained.sandbox import prepare
 
     src = tmp_path / "sub.py"
     src.write_text("x = 1\n")

@@ -34,7 +34,7 @@ def line_of(marker: str) -> int:
 
 
 def _child_main(request_path: str, result_path: str) -> None:
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("gpu")
     import numpy as np

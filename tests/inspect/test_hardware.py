@@ -419,7 +419,7 @@ def test_counters_sim_cli_json_validates():
 
 # --- exercises under compute-sanitizer (lab exercise check --gpu) ------------------------------------------------
 def test_sanitizer_reports_read_like_the_simulators_diagnoses():
-    from lab.teach.checker import sanitizer_message
+    from lab.teach.messages import sanitizer_message
 
     (race,) = San.parse_report((FIX / "racecheck.txt").read_text(), "racecheck")
     assert sanitizer_message(race) == (
@@ -439,7 +439,7 @@ FAKE_CHECKER_SANITIZER = '''
 import sys
 args = sys.argv[1:]
 tool, log = args[args.index("--tool") + 1], args[args.index("--log-file") + 1]
-student = args[args.index("lab.teach.executor") + 2]
+student = args[args.index("lab.teach.contained.executor") + 2]
 lines = ["========= COMPUTE-SANITIZER"]
 if tool == "racecheck":
     lines += ["========= Error: Race reported between Write access at cudapy::student_block_sum::block_sum_kernel+0xb0"

@@ -370,7 +370,7 @@ EXERCISE_BUGS = [  # (exercise, substitutions in the solution, the diagnosis's s
     ("softmax_fused", [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max")],
      "race (", "racecheck"),
     # vecadd's missing guard: its stores go past c; under compute-sanitizer the checker's outputs are exact-size
-    # (lab.teach.checker.guard_elements), so they leave the allocation, where memcheck sees them
+    # (lab.teach.contained.executor.guard_elements), so they leave the allocation, where memcheck sees them
     ("vecadd", [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], "out of bounds (", "memcheck"),
 ]
 

@@ -184,8 +184,8 @@ TILE_SIZES = {"b128x256_w64x64_k16_s2": (9, 8, 16),
 def test_tensor_core_tf32_builds(name, rng):
     from kernels.gemm import tensor_core_tf32 as TC
 
-    if TC.UNAVAILABLE:
-        pytest.skip(TC.UNAVAILABLE)
+    if mma.UNAVAILABLE:
+        pytest.skip(mma.UNAVAILABLE)
     m, n, k = TILE_SIZES[name] if SIMULATOR else (1001, 1036, 516)
     A = rng.standard_normal((m, k)).astype(np.float32)
     B = rng.standard_normal((k, n)).astype(np.float32)
@@ -234,10 +234,8 @@ def test_pipeline_rungs_stay_out_of_auto_and_float64():
     assert "async_copy" not in matmul.RUNGS and "tensor_core_tf32" not in matmul.RUNGS  # auto picks from RUNGS
     tc = spec.variants["tensor_core_tf32"]
     assert tc.precision == "tf32" and tc.suits((4096, 4096, 4096)) is False  # lab tune leaves it out
-    from kernels.gemm import tensor_core_tf32
-
-    if tensor_core_tf32.UNAVAILABLE:  # numba-cuda on a GPU: no mma.sync; the one line says why, at any dtype
-        assert tc.unavailable(np.float32) == tc.unavailable(np.float64) == f"tensor_core_tf32 {tensor_core_tf32.UNAVAILABLE}"
+    if mma.UNAVAILABLE:  # numba-cuda on a GPU: no mma.sync; the one line says why, at any dtype
+        assert tc.unavailable(np.float32) == tc.unavailable(np.float64) == f"tensor_core_tf32 {mma.UNAVAILABLE}"
     else:
         assert "float32" in tc.unavailable(np.float64) and tc.unavailable(np.float32) == ""
     assert spec.variants["async_copy"].tolerance is None  # FP32: the spec's float32 tolerance
@@ -250,7 +248,7 @@ def test_a_student_kernel_gets_the_numba_cuda_twins_where_the_lab_runs_mlir(monk
     import types
 
     from kernels.gemm import mma, mma_numba_cuda
-    from lab.teach import executor
+    from lab.teach.contained import executor
 
     if mma.COMPILER != "numba-cuda-mlir":
         assert mma.for_numba_cuda(mma.mma_tf32) is None  # the simulator's (or numba-cuda's) helpers: kept

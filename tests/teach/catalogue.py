@@ -860,7 +860,7 @@ _GENERATED = {"every block loops over the rows": _every_block_softmax}
 
 def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     """Check ``path`` (the entry's file) in this process as the checker does (the executor runs the
-    launches, the judge decides: lab.teach.executor.run_all, no GPU compile), one hidden test at a
+    launches, the judge decides: lab.teach.inprocess.run_all, no GPU compile), one hidden test at a
     time, stopping at the first failing test whose message has the wanted hint (a Wrong); a Right runs
     every test in one request (its first failure is reported with the others).
 
@@ -870,8 +870,8 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     import numpy as np
 
     import exercises
-    from lab.teach.checker import hidden_cases
-    from lab.teach.executor import run_all
+    from lab.teach.cases import hidden_cases
+    from lab.teach.inprocess import run_all
 
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])
 

@@ -110,17 +110,19 @@ def test_solutions_keep_their_lesson(name, tmp_path):
     """The reference solution's mapping facts pass its own lesson on the hidden tests' largest case."""
     import numpy as np
 
-    from lab.teach import checker, executor
+    from lab.teach.cases import hidden_cases
+
+    from lab.teach.contained import executor
     from lab.teach.lessons import lesson_message, mapping_facts
 
     ex = exercises.load(name)
     rng = np.random.default_rng(_seed())
     mod = executor.load_student(str(ex.solution), ex)
-    case = max(checker.hidden_cases(ex, rng), key=lambda c: sum(np.prod(s) for s, _ in c.outputs))
-    grid, block = executor._launch_config(mod, ex, case)
+    case = max(hidden_cases(ex, rng), key=lambda c: sum(np.prod(s) for s, _ in c.outputs))
+    grid, block = executor.case_launch(mod, ex, case)
     _, trace, writers, _ = executor._launch_sim(mod, ex, getattr(mod, ex.kernel), case, grid, block, 0, rng,
                                                 str(ex.solution))
-    names = checker._out_names(getattr(mod, ex.kernel), case)
+    names = executor.out_names(getattr(mod, ex.kernel), case)
     facts = mapping_facts(trace, writers, grid, block, names)
     import json
 
@@ -149,21 +151,21 @@ def test_unwritten_hints_blame_only_the_students_grid():
     with a grid that would fit the other way round) another hint."""
     import numpy as np
 
-    from lab.teach.checker import _unwritten_message
+    from lab.teach.messages import unwritten_message
 
     tail = np.zeros(100, bool)
     tail[64:] = True
-    assert "round the number of blocks up" in _unwritten_message("c", tail, 2, 32)
-    assert "round the number" not in _unwritten_message("c", tail, 2, 32, checker_grid=True)
+    assert "round the number of blocks up" in unwritten_message("c", tail, 2, 32)
+    assert "round the number" not in unwritten_message("c", tail, 2, 32, checker_grid=True)
     cols = np.zeros((37, 50), bool)
     cols[:, 48:] = True  # 48 threads along x for 50 columns, 56 along y for 37 rows: fits swapped
-    text = _unwritten_message("C", cols, (3, 7), (16, 8))
+    text = unwritten_message("C", cols, (3, 7), (16, 8))
     assert "grid's x and y swapped" in text and "round the number" not in text
-    assert "round the number" not in _unwritten_message("C", cols, (3, 7), (16, 8), checker_grid=True)
+    assert "round the number" not in unwritten_message("C", cols, (3, 7), (16, 8), checker_grid=True)
     short = np.zeros(100, bool)
     short[97:] = True  # three short: not "off by one"
-    assert "off by one" not in _unwritten_message("c", short, 4, 32) and "stops 3 elements short" in \
-        _unwritten_message("c", short, 4, 32)
+    assert "off by one" not in unwritten_message("c", short, 4, 32) and "stops 3 elements short" in \
+        unwritten_message("c", short, 4, 32)
 
 
 def test_lesson_message_judges_facts_only():

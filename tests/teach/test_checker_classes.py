@@ -12,8 +12,11 @@ import os
 import pytest
 
 import exercises
-from lab.teach import checker, gpu_compile
-from lab.teach.executor import run_all
+from lab.teach import checker
+from lab.teach.cases import COMPILE_TEST, unique_names
+from lab.teach.messages import Failed
+from lab.teach.contained import gpu_compile
+from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution
@@ -57,7 +60,7 @@ def test_gpu_incompatible_python_fails_the_compile(tmp_path, name, label, subs, 
     if BACKEND == "simulator" and not _nvvm():
         pytest.skip("no NVVM/NVRTC here (pip install 'numba-gpu-lab[occupancy]')")
     results = _check(tmp_path, name, subs, want, avoid, compile_check=True)
-    assert results[0]["name"] == checker.COMPILE_TEST and not results[0]["passed"]
+    assert results[0]["name"] == COMPILE_TEST and not results[0]["passed"]
 
 
 @pytest.mark.parametrize("name,label,subs,want,avoid",
@@ -89,7 +92,7 @@ def test_skipped_compile_is_one_note(tmp_path, monkeypatch):
     notes = []
     emit = lambda obj: notes.append(obj["note"]) if "note" in obj else None  # noqa: E731
     results = run_all("map_guard", str(exercises.load("map_guard").solution), "simulator", _seed(), emit=emit)
-    assert all(r["passed"] for r in results) and checker.COMPILE_TEST not in [r["name"] for r in results]
+    assert all(r["passed"] for r in results) and COMPILE_TEST not in [r["name"] for r in results]
     assert len(notes) == 1 and "GPU compile check was skipped" in notes[0] and "pip install" in notes[0]
 
 
@@ -225,7 +228,7 @@ def test_test_labels_are_unique(name):
     cases = exercises.load(name).hidden().cases(np.random.default_rng(_seed()))
     labels = [c.name for c in cases]
     assert len(set(labels)) == len(labels), labels
-    dup = checker.unique_names([exercises.Case("n=1", [], [], [], []), exercises.Case("n=1", [], [], [], [])])
+    dup = unique_names([exercises.Case("n=1", [], [], [], []), exercises.Case("n=1", [], [], [], [])])
     assert [c.name for c in dup] == ["n=1", "n=1 (2)"]
 
 
@@ -267,7 +270,7 @@ def test_a_hanging_test_costs_one_timeout_and_the_rest_still_run(tmp_path, monke
     f = tmp_path / "map_guard.py"
     f.write_text(src)
     backend = "simulator" if BACKEND == "simulator" else "gpu"
-    tests = workspace._run_child("map_guard", Path(f), backend, _seed(), 3)
+    tests = workspace.run_child("map_guard", Path(f), backend, _seed(), 3)
     names = [t["name"] for t in tests]
     assert len(names) == len(set(names)) == 5, tests
     timed = [t for t in tests if t["message"].startswith("timed out")]
@@ -307,7 +310,7 @@ def test_gpu_tells_nan_written_from_never_written(nan_written):
 
     ex = exercises.load("map_guard")
     case = ex.hidden().cases(np.random.default_rng(_seed()))[2]
-    with pytest.raises(checker.Failed) as e:
+    with pytest.raises(Failed) as e:
         checker.judge_case(ex, case, _fake_gpu(case, write), "gpu")
     if nan_written:
         assert "[0] is NaN although it was written" in str(e.value)

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 import exercises
-from lab.teach.executor import run_all
+from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND
 from tests.helpers import mutated_solution
@@ -344,10 +344,10 @@ def test_solution_asks_first(tmp_path):
 
 
 def test_new_exercise_scaffolds_and_is_checkable(tmp_path, monkeypatch):
-    from lab.teach import workspace as E
+    from lab.teach.authoring import new
 
     monkeypatch.setattr(exercises, "HERE", tmp_path)
-    d = E.new("triple", "Triple it")
+    d = new("triple", "Triple it")
     assert sorted(p.name for p in d.iterdir()) == ["__init__.py", "hidden.py", "meta.py", "scaffold.py",
                                                   "solution.py", "test_visible.py"]
     assert "TODO" in (d / "scaffold.py").read_text()

@@ -3,7 +3,7 @@ recorded on the H100: which reports are the student's, and the message they beco
 from pathlib import Path
 
 from lab.core import sanitizer as san
-from lab.teach.checker import sanitizer_message
+from lab.teach.messages import sanitizer_message
 from lab.teach.workspace import _in_student_file
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "hardware" / "racecheck_student.txt"

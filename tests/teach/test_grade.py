@@ -231,11 +231,11 @@ FAKE_CHILD = '''
 import json, os, sys, time
 args = sys.argv[1:]
 i = args.index("-m")
-from lab.teach import executor
+from lab.teach.contained import executor
 executor.main(args[i + 2:])  # the real launches: the parent judges their results
 progress = args[i + 6]
 go = os.path.join(os.path.dirname(progress), "bench-go")
-while not (os.path.exists(go) and os.path.getsize(go)):  # the parent's word, as lab.teach.bench.main waits for it
+while not (os.path.exists(go) and os.path.getsize(go)):  # the parent's word, as lab.teach.contained.measure.main waits for it
     time.sleep(0.02)
 with open(progress, "a", buffering=1) as out:
     w = lambda obj: out.write(json.dumps(obj) + "\\n")
@@ -248,9 +248,10 @@ def test_a_bench_longer_than_the_test_limit_does_not_fail_the_submission(tmp_pat
     """H100, 2026-11-23: ``grade --gpu --bench`` failed a right kernel as "timed out ... loading your file":
     the per-test clock still ran from the bench's start when its result came, so the child, which then only
     had to exit, was killed past the 10 s limit. A stand-in child (through ``wrap``) replays that protocol."""
-    from lab.teach.workspace import _STOP, _run_child
+    from lab.teach.child import run_child
+    from lab.teach.procs import STOP
 
-    _STOP.clear()  # (as check and grade do first: an earlier test's Ctrl-C leaves it set, killing every child)
+    STOP.clear()  # (as check and grade do first: an earlier test's Ctrl-C leaves it set, killing every child)
     fake = tmp_path / "fake_child.py"
     # The per-test limit must hold a simulated n = 5466 test on a loaded 2-core machine (3 s did not, in a
     # random-order run beside other work); the stand-in's bench outlasts it by a second.
@@ -258,7 +259,7 @@ def test_a_bench_longer_than_the_test_limit_does_not_fail_the_submission(tmp_pat
     fake.write_text(FAKE_CHILD.replace("BENCH_S", str(limit + 1.0)))
     sol = exercises.load("vecadd").solution
     extra: dict = {}
-    tests = _run_child("vecadd", sol, "simulator", 0, limit, wrap=[sys.executable, str(fake)], bench=True, extra=extra,
+    tests = run_child("vecadd", sol, "simulator", 0, limit, wrap=[sys.executable, str(fake)], bench=True, extra=extra,
                        env={"LAB_GPU_COMPILE": "0"})
     assert tests and all(t["passed"] for t in tests), tests
     assert extra["bench"]["message"] == "a stand-in's bench" and not extra["bench"]["passed"], extra["bench"]
@@ -368,6 +369,7 @@ def test_ctrl_c_stops_grading_at_once_keeping_the_finished_rows(tmp_path, monkey
 
     from lab.teach import grade as G
     from lab.teach import workspace as W
+    from lab.teach.procs import LIVE
 
     monkeypatch.setitem(W._HIDDEN_CACHE, ("vecadd", 1), ["n=1"])  # no listing child: this test is about Ctrl-C
 
@@ -382,7 +384,7 @@ def test_ctrl_c_stops_grading_at_once_keeping_the_finished_rows(tmp_path, monkey
     assert doc["interrupted"] and [r["student"] for r in doc["rows"]] == ["alice"]
     assert doc["summary"]["not_graded"] == 2 and any("interrupted (Ctrl-C): 1 of 3" in n for n in doc["notes"])
     time.sleep(0.3)
-    assert not W._LIVE  # every child was killed
+    assert not LIVE  # every child was killed
 
 
 @pytest.mark.slow  # the hidden tests' listing, then a contained child: ~7 s on a loaded 2-core machine

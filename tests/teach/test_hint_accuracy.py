@@ -2,7 +2,7 @@
 class), the share whose FIRST failing message names that bug, the share whose first message names
 another bug, and the share that only describes the symptom; printed, with floors asserted. Also:
 every mutant fails, and each fails at least two hidden cases (one size away from passing is not a
-test). The kernels run in this process through the library's own entry (lab.teach.executor.run_all:
+test). The kernels run in this process through the library's own entry (lab.teach.inprocess.run_all:
 executor and judge, every hidden case, no GPU compile), one call per mutant.
 """
 import os
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(BACKEND != "simulator", reason="the tracer's dia
 
 
 def _first_failures(tmp_path):
-    from lab.teach.executor import run_all
+    from lab.teach.inprocess import run_all
 
     seed = int.from_bytes(os.urandom(4), "little")
     rows = []

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import exercises
-from lab.teach.checker import COMPILE_TEST
+from lab.teach.cases import COMPILE_TEST
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_NVVM = '''\

@@ -14,8 +14,8 @@ import os
 import pytest
 
 import exercises
-from lab.teach import gpu_compile
-from lab.teach.executor import run_all
+from lab.teach.contained import gpu_compile
+from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND, SIMULATOR
 from tests.helpers import mutated_solution
@@ -219,7 +219,7 @@ ROWS_WITH_CODE = [r for r in RECOMMENDED if r[3]]
 @pytest.mark.gpu
 @pytest.mark.parametrize("name,where,quote,subs", [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in ROWS_WITH_CODE])
 def test_recommended_code_passes_the_hidden_tests(tmp_path, name, where, quote, subs):
-    """What check's child runs (lab.teach.executor.run_all), on the solution with the row's code."""
+    """What check's child runs (lab.teach.inprocess.run_all), on the solution with the row's code."""
     results = run_all(name, str(mutated_solution(tmp_path, name, subs)), BACKEND,
                       seed=int.from_bytes(os.urandom(4), "little"), compile_check=False)
     assert all(r["passed"] for r in results), [r for r in results if not r["passed"]]

@@ -8,7 +8,8 @@ import pytest
 
 from exercises import Case
 from kernels.compiler import cuda
-from lab.teach import checker, executor
+from lab.teach.messages import Failed
+from lab.teach.contained import executor
 from tests.conftest import SIMULATOR
 
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the launch code runs on the simulator's arrays here")
@@ -38,12 +39,12 @@ def _case(rng, n):
 
 def test_guard_band_only_outside_the_sanitizer(monkeypatch):
     monkeypatch.delenv("LAB_SANITIZER", raising=False)
-    assert checker.guard_elements() == checker.GUARD > 0
+    assert executor.guard_elements() == executor.GUARD > 0
     monkeypatch.setenv("LAB_SANITIZER", "memcheck")
-    assert checker.guard_elements() == 0
+    assert executor.guard_elements() == 0
 
 
-@pytest.mark.parametrize("sanitizer, extra", [(None, 2 * checker.GUARD), ("memcheck", 0)])
+@pytest.mark.parametrize("sanitizer, extra", [(None, 2 * executor.GUARD), ("memcheck", 0)])
 def test_output_allocations_are_exact_only_under_the_sanitizer(rng, monkeypatch, sanitizer, extra):
     import numba.cuda
 
@@ -67,7 +68,7 @@ def test_under_the_sanitizer_outputs_are_exact_so_the_store_leaves_the_allocatio
     n += n == 64  # not a multiple of the block: some thread stores past the end (64 made this test flaky)
     case, _ = _case(rng, n)
     # exact size: the out-of-bounds store is outside the array (the simulator raises where memcheck reports)
-    with pytest.raises(checker.Failed, match="the launch failed"):
+    with pytest.raises(Failed, match="the launch failed"):
         executor._launch_gpu(_kernel(False), case, (-(-n // 32),), (32,), 0)
 
 
@@ -91,7 +92,7 @@ def test_the_checker_asks_for_exact_outputs_and_line_info_under_each_tool(monkey
 
     seen = []
     monkeypatch.setattr(san, "find_sanitizer", lambda: "/x/compute-sanitizer")
-    monkeypatch.setattr(workspace, "_run_child", lambda *a, wrap=(), env=None, **kw: seen.append((list(wrap), env)) or [])
+    monkeypatch.setattr(workspace, "run_child", lambda *a, wrap=(), env=None, **kw: seen.append((list(wrap), env)) or [])
     tests, notes = workspace._gpu_diagnoses("vecadd", tmp_path / "vecadd.py", 0, 10)
     assert [w[2] for w, _ in seen] == list(workspace.SANITIZER_TOOLS)
     for wrap, env in seen:
@@ -130,7 +131,7 @@ def test_a_memcheck_report_is_a_finding_with_or_without_your_line(monkeypatch, t
         return []
 
     monkeypatch.setattr(san, "find_sanitizer", lambda: "/x/compute-sanitizer")
-    monkeypatch.setattr(workspace, "_run_child", child)
+    monkeypatch.setattr(workspace, "run_child", child)
     tests, notes = workspace._gpu_diagnoses("vecadd", student, 0, 10)
     got = {t["name"]: t for t in tests}
     assert got["GPU racecheck"]["passed"] and got["GPU synccheck"]["passed"] and not notes

@@ -116,14 +116,14 @@ STAND_IN = '''
 import json, os, sys
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 args = sys.argv[sys.argv.index("-m") + 2:]
-if sys.argv[sys.argv.index("-m") + 1] == "lab.teach.sandbox":
+if sys.argv[sys.argv.index("-m") + 1] == "lab.teach.contained.sandbox":
     args = args[1:]  # the limits (the stand-in runs uncontained)
 name, path, backend, seed, progress = args[:5]
 skip = json.loads(args[5]) if len(args) > 5 and args[5].startswith("[") else []
-from lab.core.session import select
+from lab.core.simulator import select
 select("sim")
 import numpy as np
-from lab.teach import executor
+from lab.teach.contained import executor
 folder = os.path.dirname(os.path.abspath(progress))
 with open(os.path.join(folder, executor.REQUEST)) as f:
     request = json.load(f)
@@ -138,13 +138,13 @@ os._exit(0)
 @pytest.fixture
 def gpu_stand_in(tmp_path, monkeypatch):
     """``choose`` finds a "GPU", and every child for the backend "gpu" runs the stand-in."""
-    from lab.core import session
+    from lab.core import simulator
     from lab.teach import workspace as W
 
     script = tmp_path / "gpu_stand_in.py"
     script.write_text(STAND_IN)
-    monkeypatch.setattr(session, "choose", lambda prefer="auto": "simulator" if prefer == "sim" else "gpu")
-    real = W._run_child
+    monkeypatch.setattr(simulator, "choose", lambda prefer="auto": "simulator" if prefer == "sim" else "gpu")
+    real = W.run_child
     backends = []
 
     def run_child(name, path, backend, *args, **kw):
@@ -153,7 +153,7 @@ def gpu_stand_in(tmp_path, monkeypatch):
             kw["wrap"], kw["sandbox"] = [sys.executable, str(script)], None
         return real(name, path, backend, *args, **kw)
 
-    monkeypatch.setattr(W, "_run_child", run_child)
+    monkeypatch.setattr(W, "run_child", run_child)
     monkeypatch.setenv("LAB_GPU_COMPILE", "0")
     return backends
 
@@ -191,7 +191,7 @@ def test_check_on_a_gpu_fails_what_only_the_simulators_trace_sees(tmp_path, gpu_
 @pytest.mark.skipif(not SIMULATOR, reason="the GPU's leg is a stand-in on the simulator's arrays")
 def test_grade_on_a_gpu_takes_the_union_in_the_sandbox(tmp_path, gpu_stand_in):
     from lab.teach import grade as G
-    from lab.teach.sandbox import Limits
+    from lab.teach.contained.sandbox import Limits
 
     path = mutated_solution(tmp_path, "vecadd", EVERY_BLOCK)
     row = G.grade_one("bob", "vecadd", path, "gpu", 7, 20, Limits(), False)

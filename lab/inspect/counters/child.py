@@ -35,7 +35,7 @@ def _profiler():
 def _prepare_child(req: dict):
     """In a profiled child: every contender of ``req`` prepared and warmed up as lab run does.
     Returns (entries of those that could not be, [(meta, prepared)] of those that can)."""
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("gpu")
     import kernels as K

@@ -1,12 +1,12 @@
 """The student's side of the exercise checker: the only code of the lab that runs a student's kernel.
-It runs in a child process (``python -m lab.teach.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
-or under :mod:`lab.teach.sandbox` when grading) and does no judging at all: it builds the kernel
-from the source text the judge read and sent (:func:`lab.teach.source.load`: the file's syntax tree
+It runs in a child process (``python -m lab.teach.contained.executor NAME PATH BACKEND - PROGRESS [SKIP]``,
+or under :mod:`lab.teach.contained.sandbox` when grading) and does no judging at all: it builds the kernel
+from the source text the judge read and sent (:func:`lab.teach.contained.source.load`: the file's syntax tree
 checked, the kernel and the device functions it reaches defined from it; the file is never imported
 and its top level never runs), launches it with the launch configuration the judge evaluated on
 the inputs the parent gave it and hands back raw data. The verdict, the references, the launch
 configurations, the lessons' facts and every message are the parent's (:mod:`lab.teach.checker`,
-the judge).
+the judge), which this package never imports (pyproject.toml's import-linter contract).
 
 The channel (files in the child's folder, the folder of PROGRESS; :data:`REQUEST`, :data:`INPUTS`,
 written by the parent; the rest written here):
@@ -18,21 +18,22 @@ written by the parent; the rest written here):
   run)}], "bench": a case as these, with ``--bench``}; ``request.npz``: the input arrays and initial
   values by KEY. No reference, tolerance, diagnosis or solution path is ever in it.
 * ``result-load.json``: {"failed": message} when the file does not load;
-* ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.gpu_compile`: an "ok" with
+* ``result-compile.json``: the GPU compile's raw result (:mod:`lab.teach.contained.gpu_compile`: an "ok" with
   the PTX of each signature, which the judge checks; a contained simulator check compiles in a
-  child of its own instead, :mod:`lab.teach.compile_sandbox`);
+  child of its own instead, :mod:`lab.teach.contained.compile_sandbox`);
 * ``result-K.json`` (case K of the request): {"grid", "block", "param_names", "kernel_file",
   "failed", "kernel_error", "traces" (per run the tracer's records and "lab_counts", the JSON part of
   its raw counts), "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the output arrays of poison
   run r), ``again_out{k}`` (the GPU's finite-poison re-run), ``run{r}_writers{k}`` and
   ``run{r}_others{k}`` (the simulator's writers per output element: rows of flat index, block x, y,
   z, thread x, y, z), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests`` (the tracer's
-  count tables, :func:`lab.teach.lessons.stats_counts`).
+  count tables, :func:`lab.teach.contained.counts.stats_counts`).
 * the progress file: ``{"start": NAME}``, ``{"loaded": [NAMES]}``, ``{"done": NAME}``, ``{"note": text}``
   (the parent's clock and progress only: it never takes a result from it).
 """
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import os
@@ -42,23 +43,124 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from lab.teach.checker import (COMPILE_TEST, GUARD, INPUTS, REQUEST, Failed, _ndims, _one_line,  # noqa: F401
-                               _out_names, _param_names, _where, compile_sigs, decode, encode, guard_elements,
-                               kernel_problem, result_name, store_and_atomic)
+from lab.teach.cases import COMPILE_TEST
+from lab.teach.contained.channel import INPUTS, OTHERS_ROWS, REQUEST, decode, encode, result_name
+from lab.teach.contained.counts import stats_counts
+from lab.teach.messages import Failed, error_line, where_raised
 
 LOAD, COMPILE = "load", "compile"
-OTHERS_ROWS = 1 << 16  # the extra writers handed back per output (the first elements' all: messages name the first)
+
+
+# --- What the launch needs: the guard band, the kernel's and launch()'s checks, the names ---------
+GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
+
+
+def guard_elements() -> int:
+    """Poisoned elements around each GPU output: GUARD, or 0 under compute-sanitizer (LAB_SANITIZER set
+    by lab.teach.workspace), where an out-of-bounds store must leave the allocation for memcheck to see it."""
+    return 0 if os.environ.get("LAB_SANITIZER") else GUARD
+
+
+def kernel_problem(obj) -> str:
+    """'' when ``obj`` is a ``@cuda.jit`` kernel (the simulator's or the GPU's), else what it is
+    instead: a plain function passes the simulator's tests but is no CUDA kernel."""
+    mod = type(obj).__module__ or ""
+    if mod.startswith("numba.cuda"):
+        device = getattr(obj, "_device", False) or (getattr(obj, "targetoptions", None) or {}).get("device")
+        if device:
+            return ("a device function (@cuda.jit(device=True)), not a kernel: decorate it with @cuda.jit "
+                    "(device functions are called from kernels, not launched)")
+        return ""
+    if mod.startswith("numba"):
+        return "not a CUDA kernel (compiled for the CPU): decorate it with @cuda.jit, not @numba.jit"
+    return "not a CUDA kernel: decorate it with @cuda.jit"
+
+
+def launch_config(launch, ex, case):
+    """(grid, block) that the student's ``launch`` (a :class:`lab.teach.contained.source.Launch`: the file's
+    launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
+    raised, returned something else than (blocks per grid, threads per block) of 1-3 ints >= 1
+    each, or more than 1024 threads a block. The judge checks it; no process of the student's
+    gives a launch configuration."""
+    if not callable(launch):
+        raise Failed(f"your file has no function {ex.launch}(...) for the launch configuration")
+    try:
+        cfg = launch(*case.launch_args)
+    except Exception as e:  # noqa: BLE001 - what the interpreted launch() raised: the student's error
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} raised {error_line(e)}") from None
+    try:
+        grid, block = cfg
+        g = (grid,) if isinstance(grid, (int, np.integer)) else tuple(grid)
+        b = (block,) if isinstance(block, (int, np.integer)) else tuple(block)
+        assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
+        assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
+    except Exception:  # noqa: BLE001
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
+                     f"threads per block), each an int or a tuple of 1-3 ints") from None
+    if min(g + b) < 1:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
+                     f"dimension must be at least 1")
+    if max(g + b) > 1 << 31:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
+                     f"past 2^31")
+    if math.prod(b) > 1024:
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
+                     f"the limit is 1024")
+    grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
+    block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
+    return grid, block
+
+
+def param_names(kernel):
+    fn = getattr(kernel, "py_func", kernel)
+    try:
+        return list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def out_names(kernel, case):
+    if case.out_names:
+        return case.out_names
+    names = param_names(kernel)[len(case.args):]
+    return [names[k] if k < len(names) else f"out{k}" for k in range(len(case.outputs))]
+
+
+def store_and_atomic(trackers) -> list:
+    """Per output (the simulator's trackers of a launch, executor side): None, or [flat, who, line]
+    of the first element that got both a plain store and atomic updates from another block (an
+    output initialised, or reset, inside a kernel whose other threads add to it atomically)."""
+    out = []
+    for tr in trackers:
+        # a store and atomics of the same block, ordered by a barrier, are fine (a block's own slot)
+        both = [f for f in tr.plain if tr.atomics.get(f) and tr.atomic_blocks.get(f, set()) - {tr.plain[f][0][0]}]
+        if not both:
+            out.append(None)
+            continue
+        flat = min(both)
+        who, line = tr.plain[flat]
+        out.append([int(flat), who, line])
+    return out
+
+
+def _lineinfo(mod):
+    """Line info for every kernel and device function of the student's module, before they compile."""
+    from lab.core.sanitizer import lineinfo_on
+
+    for v in vars(mod).values():
+        if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
+            lineinfo_on(v)
 
 
 # --- Loading the student's file ---------------------------------------------------------------------
 def load_student(path, ex, text: str | None = None):
-    """The student's kernel as a module, built from the file's source (:func:`lab.teach.source.load`):
+    """The student's kernel as a module, built from the file's source (:func:`lab.teach.contained.source.load`):
     its syntax tree checked, its kernels and the device functions they reach compiled from it, its
     top level never run (no import of the file). ``text``: the file's text as the judge read it
     (default: read ``path`` now). Failed with the line for a file the checker refuses. ``ex``: any
     object with ``name``, ``kernel`` and ``launch`` (an exercise, or the request); ``launch`` on the
-    module is :class:`lab.teach.source.Launch` (interpreted, never run)."""
-    from lab.teach import source
+    module is :class:`lab.teach.contained.source.Launch` (interpreted, never run)."""
+    from lab.teach.contained import source
 
     if text is None:
         try:
@@ -85,13 +187,11 @@ def _numba_cuda_helpers(mod) -> None:
             setattr(mod, name, twin)
 
 
-def _launch_config(mod, ex, case):
+def case_launch(mod, ex, case):
     """(grid, block) of ``case``: the test's own, or the judge's evaluation of the file's launch()
-    (:func:`lab.teach.checker.launch_config`)."""
+    (:func:`launch_config`, as the judge evaluates it)."""
     if case.grid is not None:
         return case.grid, case.block
-    from lab.teach.checker import launch_config
-
     return launch_config(getattr(mod, ex.launch, None), ex, case)
 
 
@@ -99,11 +199,11 @@ def _launch_config(mod, ex, case):
 def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     """(outputs, trace, writers, error): the kernel run in the simulator with every output poisoned
     (``which``); ``error`` is None or the raw facts of what it raised ({"kind": "kernel" | "launch",
-    ...}): the judge words them (:func:`lab.teach.checker.kernel_error_message`)."""
+    ...}): the judge words them (:func:`lab.teach.messages.kernel_error_message`)."""
     from lab.core import simt
 
     trace, lock = simt.Trace(), threading.RLock()
-    names = _param_names(kernel)
+    names = param_names(kernel)
     args = []
     for k, a in enumerate(case.args):
         if isinstance(a, np.ndarray):
@@ -111,23 +211,23 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
         else:
             args.append(a)
     outs = _initial(case, which)
-    onames = _out_names(kernel, case)
+    onames = out_names(kernel, case)
     targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
     touched = [_touched(tr._lab_tracker) for tr in targs]
     error = None
     try:
         simt.run(kernel, grid, block, args + targs, rng, trace=trace, lock=lock)
     except simt.KernelError as e:
-        line = _where(e.error, path)
+        line = where_raised(e.error, path)
         error = {"kind": "kernel", "type": type(e.error).__name__, "text": str(e.error),
-                 "one_line": _one_line(e.error), "who": [list(map(int, w)) for w in e.who],
+                 "one_line": error_line(e.error), "who": [list(map(int, w)) for w in e.who],
                  "line": int(line.split("line ")[1].split()[0]) if line else None}
     except ValueError as e:
         error = {"kind": "launch", "text": str(e)}
     writers = [tr._lab_tracker.writer for tr in targs]
     trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
     trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
-    # plain stores beside atomics of other blocks, per output (lab.teach.checker.store_and_atomic)
+    # plain stores beside atomics of other blocks, per output (store_and_atomic)
     trace.lab_store_atomic = store_and_atomic([tr._lab_tracker for tr in targs])
     return outs, trace, writers, error
 
@@ -177,7 +277,7 @@ def _launch_gpu(kernel, case, grid, block, which):
         kernel[grid, block](*dev_args, *views)
         cuda.synchronize()
     except Exception as e:  # noqa: BLE001
-        raise Failed(f"the launch failed: {_one_line(e)}") from None
+        raise Failed(f"the launch failed: {error_line(e)}") from None
     outs = []
     for d, (shape, dt) in zip(bufs, case.outputs):
         host = d.copy_to_host()
@@ -233,10 +333,8 @@ def _trace_facts(trace) -> dict:
 
 def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
     """(JSON part, npz arrays ``run{r}_pt``, ``run{r}_stored``, ``run{r}_requests``) of the tracer's
-    raw counts of one launch (:func:`lab.teach.lessons.stats_counts`): the judge derives the mapping
+    raw counts of one launch (:func:`lab.teach.contained.counts.stats_counts`): the judge derives the mapping
     lesson's facts from them (:func:`lab.teach.lessons.facts_from_counts`)."""
-    from lab.teach.lessons import stats_counts
-
     c = stats_counts(trace.stats, grid, block)
     arrays = {f"run{r}_{k}": np.asarray(c.pop(k), dtype=np.int64).reshape(-1, w)
               for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4))}
@@ -249,12 +347,12 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
     kernel = getattr(mod, ex.kernel)
     fn = getattr(kernel, "py_func", kernel)
     code = getattr(fn, "__code__", None)
-    record = {"param_names": [str(n)[:64] for n in _param_names(kernel)],
+    record = {"param_names": [str(n)[:64] for n in param_names(kernel)],
               "kernel_file": getattr(code, "co_filename", None), "failed": None, "kernel_error": None,
               "traces": None, "runs": 0, "again": False}
     arrays: dict = {}
     try:
-        grid, block = _launch_config(mod, ex, case)
+        grid, block = case_launch(mod, ex, case)
     except Failed as e:
         record["failed"] = str(e)
         return record, arrays
@@ -294,7 +392,7 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
     except Failed as e:
         record["failed"] = str(e)
     except Exception as e:  # noqa: BLE001 - the student's code misbehaved in a way we did not foresee
-        record["failed"] = f"raised {_one_line(e)}{_where(e, path)}"
+        record["failed"] = f"raised {error_line(e)}{where_raised(e, path)}"
     return record, arrays
 
 
@@ -350,8 +448,6 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
     try:
         mod = load_student(path, ex, text=request.get("source"))
         if os.environ.get("LAB_LINEINFO"):  # under compute-sanitizer (lab.teach.workspace): reports name lines
-            from lab.teach.checker import _lineinfo
-
             _lineinfo(mod)
     except Failed as e:
         _save(folder, LOAD, {"failed": str(e)})
@@ -364,7 +460,7 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
         try:
             r = compile_raw(mod, ex, request["compile"]["sigs"], backend, path, request.get("source"))
         except Exception as e:  # noqa: BLE001 - the check itself broke: a note, not the student's failure
-            r = {"skipped": f"could not run ({_one_line(e)})", "broken": True}
+            r = {"skipped": f"could not run ({error_line(e)})", "broken": True}
         _save(folder, COMPILE, r)
         emit({"done": COMPILE_TEST})
         if "skipped" in r:  # no NVVM ...: not a test after all (the judge makes it a note); the parent
@@ -384,9 +480,9 @@ def execute(request: dict, inputs, path: str, folder: str, emit=lambda obj: None
 def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     """The offline GPU compile's raw result ({"ok": True}, {"ok": False, "message", "line"} or
     {"skipped": why}) and the compute capability it compiled for ("cc"): in the simulator from the
-    file's source ``text`` in a process of its own (:func:`lab.teach.gpu_compile.check`), on a GPU
+    file's source ``text`` in a process of its own (:func:`lab.teach.contained.gpu_compile.check`), on a GPU
     here, of the module built from the source (:func:`load_student`)."""
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
     if backend == "simulator":
         r = dict(gpu_compile.check(path, ex.kernel, sigs, text=text))
@@ -401,73 +497,6 @@ def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     return r
 
 
-def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_check=True):
-    """Every hidden test of exercise ``name`` on the student's file ``path``, executor and judge in
-    this process, through the same request and result files (for the lab's own tests: the kernel
-    runs here, so this is no contained check; :func:`lab.teach.workspace.check` runs the executor
-    in a child). The backend must already be selected. Returns [{"name", "passed", "message"}];
-    ``emit`` gets the progress events and ``{"note": text}`` for a check that was skipped; ``skip``:
-    names of tests not to run; ``compile_check``: also compile the kernel offline for a GPU, the
-    test "compiles for a GPU", first: in the simulator nothing runs a kernel that does not compile
-    (only that test comes back)."""
-    import tempfile
-
-    import exercises
-    from lab.teach import gpu_compile
-    from lab.teach import source as S
-    from lab.teach.checker import (COMPILE_TEST, Judge, compile_entry, hidden_cases, launch_plan, make_request,
-                                   write_request)
-
-    ex = exercises.load(name)
-    rng = np.random.default_rng(int(seed))
-    cases = hidden_cases(ex, rng)
-    try:  # the judge reads the file as source: nothing of it runs when it is refused
-        text = S.read(path)
-        prog = S.extract(text, str(path), ex.kernel, ex.launch)
-    except (Failed, OSError) as e:
-        failed = {"name": "load", "passed": False, "message": str(e) if isinstance(e, Failed) else
-                  f"cannot read {os.path.basename(str(path))}: {e.strerror or e}"}
-        emit(failed)
-        return [failed]
-    launches = launch_plan(ex, prog, cases)
-    do_compile = compile_check and gpu_compile.enabled() and COMPILE_TEST not in skip
-    results = []
-    if do_compile and backend == "simulator":  # the compile first: it proves the kernel holds only device code
-        gate = compile_entry(gpu_compile.check(str(path), ex.kernel, compile_sigs(cases), text=text), backend)
-        if isinstance(gate, str):
-            emit({"note": gate})
-        else:
-            emit(gate)
-            results.append(gate)
-            if not gate["passed"]:
-                return results
-        do_compile = False
-    request, inputs = make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
-    with tempfile.TemporaryDirectory(prefix="lab-check-") as folder:
-        write_request(folder, request, inputs)
-        with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as z:
-            execute(json.loads(open(os.path.join(folder, REQUEST)).read()), z, str(path),
-                    folder, emit, skip)
-        judge = Judge(ex, cases, backend, path, folder, do_compile, launches=launches)
-        try:
-            failed = judge.load_failure()
-            if failed:
-                emit(failed)
-                return [failed]
-            for n in judge.planned:
-                if n in skip:
-                    continue
-                r = judge.test(n)
-                if r is not None:
-                    emit(r)
-                    results.append(r)
-            for note in judge.notes:
-                emit({"note": note})
-            return results
-        finally:
-            judge.close()
-
-
 def main(argv) -> None:
     """The child process: ``NAME PATH BACKEND - PROGRESS [SKIP]`` (the fourth argument is unused: no
     seed reaches the child); the request lies beside PROGRESS."""
@@ -476,7 +505,7 @@ def main(argv) -> None:
     folder = os.path.dirname(os.path.abspath(progress))
     with open(os.path.join(folder, REQUEST)) as f:
         request = json.load(f)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if backend == "simulator" else "gpu")
     with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as inputs, \
@@ -488,7 +517,7 @@ def main(argv) -> None:
 def warm(backend, out) -> None:
     """Import what every test needs (Numba, the tracer; on a GPU the CUDA context) and say
     ``{"ready": true}``: the parent's start-up allowance ends here, so from now on a file that hangs
-    while it loads gets the per-test timeout, as any test does (lab.teach.sandbox does the same)."""
+    while it loads gets the per-test timeout, as any test does (lab.teach.contained.sandbox does the same)."""
     import numba.cuda
 
     if backend == "simulator":

@@ -1,6 +1,6 @@
-"""The device rules (:mod:`lab.teach.source`): what a kernel, and every function of the file it
+"""The device rules (:mod:`lab.teach.contained.source`): what a kernel, and every function of the file it
 reaches, may hold, checked on its syntax tree before anything builds or runs it (see
-:mod:`lab.teach.source`'s docstring). Failed, naming the file's line, for the first thing a kernel
+:mod:`lab.teach.contained.source`'s docstring). Failed, naming the file's line, for the first thing a kernel
 may not use. Nothing here prints.
 """
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 import ast
 import builtins
 
-from lab.teach.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, NUMPY_MAX_ARGS,
+from lab.teach.contained.allowlist import (BUILTINS, CUDA_ATTRS, MATH_ATTRS, NUMBA_TYPES, NUMPY_ATTRS, NUMPY_MAX_ARGS,
                                  VALUE_ATTRS, Program,
-                              _fail, _src)
+                              failed_at, source_of)
 
 
 # --- The device rules ---------------------------------------------------------------------------------------------
@@ -41,14 +41,14 @@ class _DeviceRules(ast.NodeVisitor):
         self.calls: set = set()
 
     def refuse(self, node, what):
-        raise _fail(self.base, node, f"{what}, in {self.fn.name}: a kernel may use only device code (numba's "
+        raise failed_at(self.base, node, f"{what}, in {self.fn.name}: a kernel may use only device code (numba's "
                                      f"CUDA Python: cuda.*, math, numpy's math, its arrays and device functions)")
 
     def check(self):
         a = self.fn.args
         for d in a.defaults + [d for d in a.kw_defaults if d is not None]:
             if not isinstance(d, ast.Constant):
-                self.refuse(d, f"the default {_src(d)} is not a constant")
+                self.refuse(d, f"the default {source_of(d)} is not a constant")
         for arg in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
             self._name(arg, arg.arg)
         for stmt in self.fn.body:
@@ -57,7 +57,7 @@ class _DeviceRules(ast.NodeVisitor):
     def generic_visit(self, node):
         what = _FORBIDDEN_NODES.get(type(node))
         if what:
-            self.refuse(node, f"{what} ({_src(node)})")
+            self.refuse(node, f"{what} ({source_of(node)})")
         super().generic_visit(node)
 
     def _name(self, node, name):
@@ -85,16 +85,16 @@ class _DeviceRules(ast.NodeVisitor):
         if node.attr.startswith("_"):
             self.refuse(node, f"the attribute .{node.attr} (names that start with _ are Python's internals)")
         if not isinstance(node.ctx, ast.Load):
-            self.refuse(node, f"setting an attribute ({_src(node)})")
+            self.refuse(node, f"setting an attribute ({source_of(node)})")
         owner = self._owner(node.value)
         if owner is None:  # a value (an array, a scalar, cuda.threadIdx ...)
             if node.attr not in VALUE_ATTRS:
-                self.refuse(node, f".{node.attr} ({_src(node)}): of a value, a kernel may read only "
+                self.refuse(node, f".{node.attr} ({source_of(node)}): of a value, a kernel may read only "
                                   f"{', '.join(sorted(VALUE_ATTRS))}")
         else:
             kind, allowed = owner
             if allowed is not None and node.attr not in allowed:
-                self.refuse(node, f"{_src(node)} is not {kind}'s device API")
+                self.refuse(node, f"{source_of(node)} is not {kind}'s device API")
         self.visit(node.value)  # cuda.threadIdx of cuda.threadIdx.x, the array of a.shape ...
 
     def visit_Call(self, node):
@@ -109,7 +109,7 @@ class _DeviceRules(ast.NodeVisitor):
             most = NUMPY_MAX_ARGS[name]
             if any(k.arg in ("out", None) for k in node.keywords) or \
                     most is not None and (len(node.args) > most or any(isinstance(a, ast.Starred) for a in node.args)):
-                self.refuse(node, f"{_src(node)}: numpy writing into an array (out): a kernel's threads store "
+                self.refuse(node, f"{source_of(node)}: numpy writing into an array (out): a kernel's threads store "
                                   f"their elements themselves")
         self.generic_visit(node)
 
@@ -119,7 +119,7 @@ class _DeviceRules(ast.NodeVisitor):
             while isinstance(base, ast.Subscript):
                 base = base.value
             if not (isinstance(base, ast.Name) and base.id in self.locals):
-                self.refuse(node, f"storing into {_src(base)} (only into the kernel's own arrays and locals)")
+                self.refuse(node, f"storing into {source_of(base)} (only into the kernel's own arrays and locals)")
         self.generic_visit(node)
 
     def _owner(self, value):
@@ -157,11 +157,11 @@ class _DeviceRules(ast.NodeVisitor):
     def visit_Delete(self, node):
         for t in node.targets:
             if not isinstance(t, ast.Name):
-                self.refuse(node, f"del {_src(t)}")
+                self.refuse(node, f"del {source_of(t)}")
         self.generic_visit(node)
 
 
-def _reach(prog: Program, base: str) -> list:
+def reach(prog: Program, base: str) -> list:
     """The file's kernels and the functions they call, each checked by the device rules, in order of
     definition."""
     todo = [n for n, k in prog.kinds.items() if k == "kernel" or n == prog.kernel]

@@ -1,5 +1,5 @@
-"""The offline GPU compile (:mod:`lab.teach.gpu_compile`) of untrusted files, contained like the
-checker's own child (:mod:`lab.teach.sandbox`): ``python -m lab.teach.compile_sandbox LIMITS FOLDER``
+"""The offline GPU compile (:mod:`lab.teach.contained.gpu_compile`) of untrusted files, contained like the
+checker's own child (:mod:`lab.teach.contained.sandbox`): ``python -m lab.teach.contained.compile_sandbox LIMITS FOLDER``
 under bubblewrap where it works (no network, no GPU, a read-only view of what a compile needs, the
 exercises' solutions and hidden tests hidden), with the allow-listed environment, the resource
 limits, Landlock, then seccomp and the audit hook before the first kernel is built from its source.
@@ -8,14 +8,14 @@ The parent (:func:`run`) copies the files into a private folder, writes ``compil
 ({"items": [{"path", "kernel", "sigs", "cc"}]}) and makes every result file ``compile-K.json``
 empty beforehand; the child writes, per item, {"ok": true, "ptx": [...]}, {"ok": false, "message",
 "line"}, {"skipped": why} or {"violation": what the sandbox stopped}. The parent reads each through
-:func:`lab.teach.childio.read_child_file` (a regular file, no link, size-capped) and believes an "ok"
-only with a PTX per signature that it checks itself (:func:`lab.teach.gpu_compile.verified`: the
+:func:`lab.teach.contained.childio.read_child_file` (a regular file, no link, size-capped) and believes an "ok"
+only with a PTX per signature that it checks itself (:func:`lab.teach.contained.gpu_compile.verified`: the
 ``.version``, the ``.target`` of the compute capability asked, an ``.entry`` of the student's
 kernel): a child's "ok" alone is no result. Several files of one student go to one child (``lab
 exercise grade``): the start-up (Python, Numba, NVVM) is paid once per student, not per exercise.
 
 The child builds each kernel from the source text the parent wrote
-(:func:`lab.teach.gpu_compile.compile_source`): the student's file is never imported, so nothing of
+(:func:`lab.teach.contained.gpu_compile.compile_source`): the student's file is never imported, so nothing of
 it runs here but the compiler on its syntax tree. Nothing here prints.
 """
 from __future__ import annotations
@@ -38,23 +38,23 @@ def result_name(k: int) -> str:
 
 
 def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float | None = None) -> list[dict]:
-    """Compile each (path, kernel, sigs) of ``items`` (:func:`lab.teach.gpu_compile.arg_types`
-    descriptors) for ``cc`` (default :data:`lab.teach.gpu_compile.CC`) in one contained child with
-    ``limits`` (:class:`lab.teach.sandbox.Limits`); ``env``: the grader's environment (default this
+    """Compile each (path, kernel, sigs) of ``items`` (:func:`lab.teach.contained.gpu_compile.arg_types`
+    descriptors) for ``cc`` (default :data:`lab.teach.contained.gpu_compile.CC`) in one contained child with
+    ``limits`` (:class:`lab.teach.contained.sandbox.Limits`); ``env``: the grader's environment (default this
     process's), of which the child gets the allow-listed part. Returns per item what
-    :func:`lab.teach.gpu_compile.verified` makes of the child's word: {"ok": True, "ptx"}, {"ok":
+    :func:`lab.teach.contained.gpu_compile.verified` makes of the child's word: {"ok": True, "ptx"}, {"ok":
     False, "message", "line"} or {"skipped": why}; a violation is a failure saying what was stopped.
     ``timeout``: seconds per file (the first one gets :data:`STARTUP_S` more); ``deadline``
     (``time.monotonic()``): the whole compile stops there. A file whose compile runs past either
     fails ("took longer"), it is not skipped. Not cached: every call compiles."""
     from lab.core.session import child_env
-    from lab.teach import gpu_compile
-    from lab.teach import sandbox as S
+    from lab.teach.contained import gpu_compile
+    from lab.teach.contained import sandbox as S
 
     cc = tuple(cc or gpu_compile.CC)
     if not items:
         return []
-    from lab.teach import source
+    from lab.teach.contained import source
 
     items = list(items)
     private = tempfile.mkdtemp(prefix="lab-compile-")
@@ -123,18 +123,18 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
     """Run one child on the items ``todo`` (their request rewritten); wait until it ends, or kill
     it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more), or
     at ``deadline``, or when its private folder grows past the disk limit
-    (:func:`lab.teach.sandbox.folder_problem`). Returns why it stopped early, or None."""
-    from lab.teach import sandbox as S
+    (:func:`lab.teach.contained.sandbox.folder_problem`). Returns why it stopped early, or None."""
+    from lab.teach.contained import sandbox as S
     from lab.teach import procs as W
 
     with open(os.path.join(private, REQUEST), "w") as f:
         json.dump({"items": [dict(request["items"][k], out=k) for k in todo]}, f)
-    cmd = [*S.python("lab.teach.compile_sandbox"), limits.to_arg(), private]
+    cmd = [*S.python("lab.teach.contained.compile_sandbox"), limits.to_arg(), private]
     cmd, _notes = S.wrap(cmd, private, Path(copies[0]), outs[0], "simulator", False, env,  # (no GPU needed)
                          copies[1:] + [os.path.join(private, REQUEST)], outs[1:], landlock=limits.landlock)
     proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, start_new_session=True, cwd=private)
-    W._track(proc)
+    W.track(proc)
     why, since, seen, checked = None, time.monotonic(), 0, 0.0
     try:
         while proc.poll() is None:
@@ -159,8 +159,8 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
         if why is None and proc.returncode:
             why = f"the compile's process ended with exit code {proc.returncode}"
     finally:
-        W._kill_group(proc)
-        W._untrack(proc)
+        W.kill_group(proc)
+        W.untrack(proc)
         if proc.poll() is None:
             proc.kill()
         proc.wait()
@@ -169,8 +169,8 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
 
 def _take(private, k, item, cc) -> dict:
     """The parent's reading of result ``k``: a regular file, size-capped, its "ok" checked."""
-    from lab.teach import gpu_compile
-    from lab.teach.childio import UnsafeChildFile, read_child_file
+    from lab.teach.contained import gpu_compile
+    from lab.teach.contained.childio import UnsafeChildFile, read_child_file
 
     path, kernel, sigs = item[:3]
     if len(item) > 4:  # the file could not be read as source
@@ -188,7 +188,7 @@ def _take(private, k, item, cc) -> dict:
 # --- The child ---------------------------------------------------------------------------------------------
 def _warm(cc) -> None:
     """Compile a tiny kernel before the lockdown: NVVM and the libraries Numba looks for load now."""
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
     def lab_compile_warm(x):
         x[0] = 1
@@ -202,7 +202,7 @@ def _write(private: str, k: int, record: dict) -> None:
 
 
 def main(argv) -> None:
-    from lab.teach import sandbox as S
+    from lab.teach.contained import sandbox as S
 
     S.contain_process()
     limits, private = S.Limits.from_arg(argv[0]), os.path.realpath(argv[1])
@@ -219,7 +219,7 @@ def main(argv) -> None:
         return
     from numba import cuda  # noqa: F401 - the real one (NUMBA_ENABLE_CUDASIM=0), loaded before the lockdown
 
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
     _warm(tuple(items[0]["cc"]) if items else gpu_compile.CC)
     S.confine(private, limits)

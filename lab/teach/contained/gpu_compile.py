@@ -6,7 +6,7 @@ hidden tests, and turns the compiler's error into one line at the student's line
 ``does not compile for a GPU: np.dot is not supported in a CUDA kernel (line 7)``.
 
 In a process that runs the simulator (``NUMBA_ENABLE_CUDASIM=1``) ``numba.cuda`` *is* the simulator,
-so the compile runs in a child process without it (``python -m lab.teach.gpu_compile``), like
+so the compile runs in a child process without it (``python -m lab.teach.contained.gpu_compile``), like
 ``lab occupancy``'s offline compile (:mod:`lab.core.resources`), from the file's source
 (:func:`compile_source`: the kernel built from its checked syntax tree, the file never imported).
 Results are cached per source,
@@ -79,7 +79,7 @@ _LINE = re.compile(r'File "([^"]+)", line (\d+)')
 
 def _source_line(path, line):
     """Line ``line`` of the student's source: the text the checker read (:mod:`linecache`, filled by
-    :func:`lab.teach.source.build`), else the file."""
+    :func:`lab.teach.contained.source.build`), else the file."""
     import linecache
 
     try:
@@ -256,10 +256,10 @@ def message(result: dict, cc=CC) -> str:
 
 # --- The child process ------------------------------------------------------------------------------
 def compile_source(text: str, path: str, kernel: str, sigs: list, cc) -> dict:
-    """:func:`compile_here` of ``kernel`` built from the file's source ``text`` (:func:`lab.teach.source.load`:
+    """:func:`compile_here` of ``kernel`` built from the file's source ``text`` (:func:`lab.teach.contained.source.load`:
     its syntax tree checked, nothing of the file run), in a process whose ``numba.cuda`` is the real one.
     A file the checker refuses is a failure with the reason (the judge refused it first)."""
-    from lab.teach import source
+    from lab.teach.contained import source
     from lab.teach.messages import Failed
 
     try:
@@ -331,7 +331,7 @@ _NO_PROCESS: list = []  # [why] once :func:`no_more_processes` was called
 def no_more_processes(why: str = "no process may start after the grader's audit hook") -> None:
     """From now on start no compile process in this process: a check answers with the result this
     process already has for it (a skipped one too) or is skipped saying ``why``. A contained grader's
-    child (:mod:`lab.teach.sandbox`) compiles before its audit hook, which refuses processes (and
+    child (:mod:`lab.teach.contained.sandbox`) compiles before its audit hook, which refuses processes (and
     fails the submission); it calls this before installing the hook."""
     _NO_PROCESS[:] = [why]
 
@@ -347,7 +347,7 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
         text = rest[0] if rest and rest[0] is not None else None
         try:
             if text is None:
-                from lab.teach.source import read
+                from lab.teach.contained.source import read
 
                 text = read(path)
             keys[k] = _key(path, kernel, sigs, cc, text)
@@ -382,7 +382,7 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
 
     try:  # from an empty folder, the student's folder not on sys.path (its json.py shadows nothing)
         with tempfile.TemporaryDirectory(prefix="lab-compile-") as empty:
-            proc = subprocess.run(python_module("lab.teach.gpu_compile"), input=json.dumps(request),
+            proc = subprocess.run(python_module("lab.teach.contained.gpu_compile"), input=json.dumps(request),
                                   capture_output=True, text=True, env=env, timeout=timeout * len(todo), cwd=empty)
         got = json.loads(proc.stdout.strip().splitlines()[-1])
         got = got if isinstance(got, list) else []

@@ -28,9 +28,9 @@ from its syntax tree (``ast``), with their line numbers, and never runs its top 
   arguments the judge gives; bounded steps and integers. What comes back is data the judge checks
   (integers, 1-3 a dimension), never a claim.
 
-The allow-lists live in :mod:`lab.teach.allowlist`, the device rules in
-:mod:`lab.teach.source_rules`, the interpreter of constants and ``launch()`` in
-:mod:`lab.teach.source_eval` (their public names are reachable from here).
+The allow-lists live in :mod:`lab.teach.contained.allowlist`, the device rules in
+:mod:`lab.teach.contained.source_rules`, the interpreter of constants and ``launch()`` in
+:mod:`lab.teach.contained.source_eval` (their public names are reachable from here).
 
 Nothing here prints. Source: Python's ``ast`` module; numba-cuda's "Supported Python features in
 CUDA Python" (what a kernel may use).
@@ -46,12 +46,12 @@ import types
 
 import numpy as np
 
-from lab.teach.allowlist import (_ALLOWED_IMPORTS, _CUDA_JIT_OPTIONS, BUILTINS, CPU_JITS, CUDA_ATTRS,  # noqa: F401
-                                 HELPER_MODULE, HELPERS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, NUMBA_TYPES,
-                                 NUMPY_ATTRS, SOURCE_CAP, VALUE_ATTRS, Program, _fail, _module_of, _src)
+from lab.teach.contained.allowlist import (ALLOWED_IMPORTS, CUDA_JIT_OPTIONS, BUILTINS, CPU_JITS, HELPER_MODULE,
+                                           HELPERS, MATH_ATTRS, NOT_RUN, NUMBA_TYPES, NUMPY_ATTRS, SOURCE_CAP, Program,
+                                           failed_at, module_of, source_of)
 from lab.teach.messages import Failed
-from lab.teach.source_eval import Launch, LaunchLimit, _LaunchRules, constant, interpret  # noqa: F401
-from lab.teach.source_rules import _reach
+from lab.teach.contained.source_eval import Launch, LaunchRules, constant
+from lab.teach.contained.source_rules import reach
 
 
 # --- Reading ---------------------------------------------------------------------------------------------
@@ -97,9 +97,9 @@ def extract(text: str, path, kernel: str, launch: str | None = None) -> Program:
         raise Failed(f"{kernel} is {problem}")
     if launch and prog.kinds.get(launch) != "plain":
         raise Failed(f"{base} has no function {launch}(...) for the launch configuration")
-    prog.device_code = _reach(prog, base)
+    prog.device_code = reach(prog, base)
     if launch:
-        _LaunchRules(prog, base).check(launch)
+        LaunchRules(prog, base).check(launch)
     return prog
 
 
@@ -123,7 +123,7 @@ def _top_level(prog: Program, node, base: str) -> None:
     what = {ast.Expr: "a statement", ast.ClassDef: "a class", ast.AsyncFunctionDef: "an async function",
             ast.For: "a loop", ast.While: "a loop", ast.If: "an if", ast.With: "a with", ast.Try: "a try",
             ast.Raise: "a raise", ast.Assert: "an assert", ast.Delete: "a del", ast.Global: "a global"}
-    raise _fail(base, node, f"{what.get(type(node), 'a statement')} at the top level ({_src(node)}): {NOT_RUN}: "
+    raise failed_at(base, node, f"{what.get(type(node), 'a statement')} at the top level ({source_of(node)}): {NOT_RUN}: "
                             f"only imports, constants (NAME = 32), functions and an if __name__ == \"__main__\": "
                             f"block may be there")
 
@@ -137,13 +137,13 @@ def _is_main(test) -> bool:
 def _bind(prog: Program, name: str, node, base: str) -> None:
     """``name`` is bound again: forget what it was (Python's last binding wins), refusing dunder names."""
     if name.startswith("__") and name.endswith("__"):
-        raise _fail(base, node, f"{name} cannot be set in a kernel's file")
+        raise failed_at(base, node, f"{name} cannot be set in a kernel's file")
     for table in (prog.imports, prog.constants, prog.functions, prog.kinds, prog.options, prog.signatures):
         table.pop(name, None)
 
 
 def _imports(prog: Program, node, base: str) -> None:
-    refused = _fail(base, node, f"{_src(node)}: only {_ALLOWED_IMPORTS} may be imported ({NOT_RUN})")
+    refused = failed_at(base, node, f"{source_of(node)}: only {ALLOWED_IMPORTS} may be imported ({NOT_RUN})")
     if isinstance(node, ast.Import):
         for a in node.names:
             if a.name in ("math", "numpy", "numba"):
@@ -161,7 +161,7 @@ def _imports(prog: Program, node, base: str) -> None:
         return
     for a in node.names:
         if a.name == "*":
-            raise _fail(base, node, f"{_src(node)}: import names one by one, not * ({NOT_RUN})")
+            raise failed_at(base, node, f"{source_of(node)}: import names one by one, not * ({NOT_RUN})")
         bound = a.asname or a.name
         if node.module == "numba" and a.name == "cuda":
             what = ("cuda", None)
@@ -184,7 +184,7 @@ def _imports(prog: Program, node, base: str) -> None:
 def _lab_kernel(base, node, module: str, name: str = "") -> Failed | None:
     if module.split(".")[0] in ("kernels", "exercises", "lab"):
         what = f"{module}.{name}" if name else module
-        return _fail(base, node, f"{_src(node)}: {what} is the lab's code, not yours: the kernel must be your own "
+        return failed_at(base, node, f"{source_of(node)}: {what} is the lab's code, not yours: the kernel must be your own "
                                  f"code in {base} (only the device helpers of {HELPER_MODULE} may be imported)")
     return None
 
@@ -192,7 +192,7 @@ def _lab_kernel(base, node, module: str, name: str = "") -> Failed | None:
 def _assignment(prog: Program, node, base: str) -> None:
     if isinstance(node, ast.AugAssign):
         if not isinstance(node.target, ast.Name) or node.target.id not in prog.constants:
-            raise _fail(base, node, f"{_src(node)}: a constant can be changed only after it is set ({NOT_RUN})")
+            raise failed_at(base, node, f"{source_of(node)}: a constant can be changed only after it is set ({NOT_RUN})")
         name = node.target.id
         value = constant(ast.BinOp(left=ast.Name(id=name, ctx=ast.Load()), op=node.op, right=node.value),
                          prog, base, node)
@@ -207,12 +207,12 @@ def _assignment(prog: Program, node, base: str) -> None:
             value = constant(node.value, prog, base, node)
             for t in targets:
                 if not isinstance(value, tuple) or len(value) != len(t.elts):
-                    raise _fail(base, node, f"{_src(node)}: the values do not unpack into {len(t.elts)} names")
+                    raise failed_at(base, node, f"{source_of(node)}: the values do not unpack into {len(t.elts)} names")
                 for e, v in zip(t.elts, value):
                     _bind(prog, e.id, node, base)
                     prog.constants[e.id] = v
             return
-        raise _fail(base, node, f"{_src(node)}: only names can be set at the top level ({NOT_RUN})")
+        raise failed_at(base, node, f"{source_of(node)}: only names can be set at the top level ({NOT_RUN})")
     if all(n.startswith("__") and n.endswith("__") for n in names):  # __all__, __version__: metadata, not used
         return
     value = constant(node.value, prog, base, node)
@@ -225,7 +225,7 @@ def _function(prog: Program, node: ast.FunctionDef, base: str) -> None:
     _bind(prog, node.name, node, base)
     kind, options, sigs = "plain", {}, None
     if len(node.decorator_list) > 1:
-        raise _fail(base, node, f"{node.name} has {len(node.decorator_list)} decorators: only one @cuda.jit(...)")
+        raise failed_at(base, node, f"{node.name} has {len(node.decorator_list)} decorators: only one @cuda.jit(...)")
     for dec in node.decorator_list:
         kind, options, sigs = _decorator(prog, dec, base)
     prog.functions[node.name] = node
@@ -236,16 +236,16 @@ def _function(prog: Program, node: ast.FunctionDef, base: str) -> None:
 
 def _decorator(prog: Program, dec, base: str) -> tuple:
     call = dec if isinstance(dec, ast.Call) else None
-    target = _module_of(prog, call.func if call else dec)
+    target = module_of(prog, call.func if call else dec)
     if target is not None and target[0] == "cpu_jit":
         return "cpu", {}, None
     if target != ("cuda_jit", None):
-        raise _fail(base, dec, f"@{_src(dec)}: the checker reads only @cuda.jit and @cuda.jit(device=True) "
+        raise failed_at(base, dec, f"@{source_of(dec)}: the checker reads only @cuda.jit and @cuda.jit(device=True) "
                                f"(from numba import cuda)")
     options, sigs = {}, None
     if call is not None:
         if len(call.args) > 1:
-            raise _fail(base, dec, f"@{_src(dec)}: at most one signature")
+            raise failed_at(base, dec, f"@{source_of(dec)}: at most one signature")
         if call.args:
             try:
                 value = ast.literal_eval(call.args[0])
@@ -256,21 +256,21 @@ def _decorator(prog: Program, dec, base: str) -> tuple:
             elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
                 sigs = list(value)
             else:
-                raise _fail(base, dec, f"@{_src(dec)}: a signature must be a string (\"void(float32[:])\") here")
+                raise failed_at(base, dec, f"@{source_of(dec)}: a signature must be a string (\"void(float32[:])\") here")
             for sig in sigs:
                 if not _signature_ok(sig):  # numba evaluates a signature string as Python (sigutils)
-                    raise _fail(base, dec, f"@{_src(dec)}: {sig[:60]!r} is not a signature of number types and "
+                    raise failed_at(base, dec, f"@{source_of(dec)}: {sig[:60]!r} is not a signature of number types and "
                                            f"arrays (e.g. \"void(float32[:], float32[:, ::1])\")")
         for kw in call.keywords:
-            if kw.arg not in _CUDA_JIT_OPTIONS:
-                raise _fail(base, dec, f"@{_src(dec)}: option {kw.arg} is not one the checker takes "
-                                       f"({', '.join(sorted(_CUDA_JIT_OPTIONS))})")
+            if kw.arg not in CUDA_JIT_OPTIONS:
+                raise failed_at(base, dec, f"@{source_of(dec)}: option {kw.arg} is not one the checker takes "
+                                       f"({', '.join(sorted(CUDA_JIT_OPTIONS))})")
             try:
                 value = ast.literal_eval(kw.value)
             except ValueError:
-                raise _fail(base, dec, f"@{_src(dec)}: {kw.arg}= must be a constant") from None
+                raise failed_at(base, dec, f"@{source_of(dec)}: {kw.arg}= must be a constant") from None
             if not isinstance(value, (bool, int, str)) or isinstance(value, str) and len(value) > 32:
-                raise _fail(base, dec, f"@{_src(dec)}: {kw.arg}= must be a bool, an int or a short string")
+                raise failed_at(base, dec, f"@{source_of(dec)}: {kw.arg}= must be a bool, an int or a short string")
             if kw.arg != "cache":  # a cache would be written next to the file: nothing to keep here
                 options[kw.arg] = value
     kind = "device" if options.pop("device", False) else "kernel"
@@ -330,7 +330,7 @@ def _helpers():
     out = {}
     for name in HELPERS:
         value = getattr(mma, name)
-        out[name] = mma.for_numba_cuda(value) or value  # a student's kernel is numba-cuda's (lab.teach.executor)
+        out[name] = mma.for_numba_cuda(value) or value  # a student's kernel is numba-cuda's (lab.teach.contained.executor)
     return out
 
 

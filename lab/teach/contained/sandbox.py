@@ -1,6 +1,6 @@
 """Containment for untrusted submissions (``lab exercise grade``): the checker's child process
-(:mod:`lab.teach.checker`, or :mod:`lab.teach.bench` with ``--bench``) run as ``python -m lab.teach.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
-[--bench]``, which, before the kernel is built from the student's source (lab.teach.source):
+(:mod:`lab.teach.contained.executor`, or :mod:`lab.teach.contained.measure` with ``--bench``) run as ``python -m lab.teach.contained.sandbox LIMITS NAME PATH BACKEND SEED PROGRESS
+[--bench]``, which, before the kernel is built from the student's source (lab.teach.contained.source):
 
 1. sets resource limits (``resource.setrlimit``; POSIX ``setrlimit(2)``): ``RLIMIT_CPU`` (CPU seconds,
    over all threads; SIGXCPU then SIGKILL), ``RLIMIT_AS`` (address space, in the simulator only: a
@@ -209,7 +209,7 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     ``env`` completed for it (a root grader's child: LAB_SANDBOX_UID, its own uid, which then owns
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
     in force, :func:`layer_notes`). ``channel_in``/``channel_out``: the judge's request files the child reads and the
-    result files it writes (:func:`lab.teach.checker.write_request`), bound into its folder."""
+    result files it writes (:func:`lab.teach.contained.channel.write_request`), bound into its folder."""
     from lab.core import isolation as I
 
     why = I.bwrap_problem()
@@ -222,7 +222,7 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
         env["LAB_SANDBOX_UID"] = str(uid)
     if I.thread_limit_applies():
         env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
-    root = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
+    root = str(Path(__file__).resolve().parents[3])  # the folder holding lab/, kernels/, exercises/
     hide = I.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
     return (I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator",
                             hide, root, uid), layer_notes(landlock))
@@ -251,7 +251,7 @@ def set_limits(limits: Limits, simulator: bool) -> None:
 
 
 # --- 2. Landlock (the system calls: lab.core.isolation.landlock) ---------------------------------------
-_LAB_ROOT = str(Path(__file__).resolve().parents[2])  # the folder holding lab/, kernels/, exercises/
+_LAB_ROOT = str(Path(__file__).resolve().parents[3])  # the folder holding lab/, kernels/, exercises/
 
 
 SHARED_DEV = ("shm", "mqueue")  # /dev's folders of other processes' data: never read by a child
@@ -440,15 +440,15 @@ def main(argv) -> None:
         log.write(json.dumps({"violation": text}) + "\n")
 
     # what the checker needs, loaded before the hook (Numba may look for tools as it starts)
-    from lab.core.session import select
+    from lab.core.simulator import select
 
     select("sim" if simulator else "gpu")
     import numba.cuda  # noqa: F401
 
     import lab.core.simt  # noqa: F401
-    import lab.teach.bench  # noqa: F401
-    import lab.teach.checker  # noqa: F401 - the executor imports it (its names and encoders)
-    import lab.teach.source  # noqa: F401 - the kernel is built from the source (lab.teach.executor.load_student)
+    import lab.teach.contained.executor  # noqa: F401 - its channel, counts and messages too
+    import lab.teach.contained.measure  # noqa: F401
+    import lab.teach.contained.source  # noqa: F401 - the kernel is built from the source (lab.teach.contained.executor.load_student)
 
     if simulator:
         import lab.core.runner  # noqa: F401
@@ -456,17 +456,17 @@ def main(argv) -> None:
     else:
         _warm_gpu()
     confine(private, limits)
-    from lab.teach import gpu_compile
+    from lab.teach.contained import gpu_compile
 
-    # the offline compile runs in a contained child of its own (lab.teach.compile_sandbox), started by
+    # the offline compile runs in a contained child of its own (lab.teach.contained.compile_sandbox), started by
     # the parent; none from here (the hook would refuse its process)
     gpu_compile.no_more_processes()
     lock()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
-    import lab.teach.executor as executor  # the only module that imports the student's file: raw results, no verdict
+    import lab.teach.contained.executor as executor  # the only module that imports the student's file: raw results, no verdict
 
-    (lab.teach.bench.main if "--bench" in rest[5:] else executor.main)(rest)
+    (lab.teach.contained.measure.main if "--bench" in rest[5:] else executor.main)(rest)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """The channel between the judge (:mod:`lab.teach.checker`) and the executor
-(:mod:`lab.teach.executor`, the student's child): what goes out (``request.json``, ``request.npz``:
+(:mod:`lab.teach.contained.executor`, the student's child): what goes out (``request.json``, ``request.npz``:
 inputs, shapes, launch configurations, poisons; never a reference, a tolerance or the seed) and
-what comes back (``result-K.json`` and ``.npz``), read safely (:mod:`lab.teach.childio`: regular
+what comes back (``result-K.json`` and ``.npz``), read safely (:mod:`lab.teach.contained.childio`: regular
 files, no links, size caps) and checked against what was asked before any of it is judged. The
-file layout is :mod:`lab.teach.executor`'s docstring. Nothing here prints.
+file layout is :mod:`lab.teach.contained.executor`'s docstring. Nothing here prints.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 import numpy as np
 
 from lab.teach.cases import compile_sigs, runs_of
-from lab.teach.messages import Failed, _dims3
+from lab.teach.messages import Failed, as_dims3
 
 
 REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
@@ -78,7 +78,7 @@ def _small_dtype(name) -> np.dtype:
 
 
 JSON_CAP = 8 << 20  # bytes: the largest JSON record read back (trace facts are a few lists, each capped)
-OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.executor)
+OTHERS_ROWS = 1 << 16  # extra writers per output the executor hands back at most (lab.teach.contained.executor)
 
 
 COUNT_CAP = 64 << 20  # bytes of the tracer's count tables a run may add, beyond 2 KiB a thread of its launch
@@ -91,7 +91,7 @@ def result_cap(case, launch=None) -> int:
     ``launch``, (grid, block)), plus 1 MiB of headers; a larger file is not read."""
     per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
     launch = launch if isinstance(launch, tuple) else (case.grid, case.block)
-    threads = math.prod(_dims3(launch[0])) * math.prod(_dims3(launch[1])) if launch[0] is not None else 1 << 16
+    threads = math.prod(as_dims3(launch[0])) * math.prod(as_dims3(launch[1])) if launch[0] is not None else 1 << 16
     per_run += COUNT_CAP + 2048 * threads
     return (len(runs_of(case)) + 1) * per_run + (1 << 20)
 
@@ -110,7 +110,7 @@ def _scalar_arg(a):
 
 def make_request(ex, cases, backend: str, compile_check: bool, rng, launches=None,
                  source: str | None = None) -> tuple[dict, dict]:
-    """(request, input arrays) for :mod:`lab.teach.executor`: the kernel's and launch function's
+    """(request, input arrays) for :mod:`lab.teach.contained.executor`: the kernel's and launch function's
     names, per case its inputs, output shapes and dtypes, initial values, launch configuration and
     poisons. Never a reference, a tolerance, a diagnosis or the seed (the block and thread order of the
     simulator is drawn from ``rng``). ``launches``: per case the (grid, block) the judge evaluated
@@ -167,7 +167,7 @@ def write_request(folder: str, request: dict, inputs: dict) -> tuple[list[str], 
     """The request and its input arrays into the executor's folder, and every file the executor may
     write there made now, empty (the results, :data:`BENCH_GO`). Returns (the files the child reads,
     the files it writes): under bubblewrap the folder is a fresh tmpfs and these are bound into it
-    one by one (:func:`lab.teach.sandbox.wrap`), so the channel is a fixed set of files of ours, each
+    one by one (:func:`lab.teach.contained.sandbox.wrap`), so the channel is a fixed set of files of ours, each
     capped by the file-size limit. An empty result file is one not written yet."""
     with open(os.path.join(folder, REQUEST), "w") as f:
         json.dump(request, f)
@@ -185,10 +185,10 @@ class ResultError(Exception):
 
 
 def read_child_file(folder, name: str, cap: int, dir_fd=None) -> bytes | None:
-    """:func:`lab.teach.childio.read_child_file` (a regular file only, no link followed, never
+    """:func:`lab.teach.contained.childio.read_child_file` (a regular file only, no link followed, never
     blocking, at most ``cap`` bytes; None when missing), its refusals a ResultError."""
-    from lab.teach.childio import UnsafeChildFile
-    from lab.teach.childio import read_child_file as read
+    from lab.teach.contained.childio import UnsafeChildFile
+    from lab.teach.contained.childio import read_child_file as read
 
     try:
         return read(folder, name, cap, dir_fd)
@@ -206,7 +206,7 @@ def _launch_dims(v, what):
 
 
 def _writers(rows) -> dict:
-    """{flat: (block, thread)} from :func:`lab.teach.executor.who_rows`'s rows."""
+    """{flat: (block, thread)} from :func:`lab.teach.contained.executor.who_rows`'s rows."""
     return {int(r[0]): ((int(r[1]), int(r[2]), int(r[3])), (int(r[4]), int(r[5]), int(r[6]))) for r in rows.tolist()}
 
 
@@ -236,11 +236,11 @@ def _trace(facts: dict, others: list):
     return SimpleNamespace(**values)
 
 
-COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4))  # lab.teach.executor.count_arrays
+COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4))  # lab.teach.contained.executor.count_arrays
 
 
 def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
-    """The tracer's raw counts of run ``r`` (:func:`lab.teach.lessons.stats_counts`: the JSON part
+    """The tracer's raw counts of run ``r`` (:func:`lab.teach.contained.counts.stats_counts`: the JSON part
     ``facts``, the tables in ``arrays``), checked: every field there, of the right type, every index
     in range. ResultError otherwise: the mapping lesson is judged from these, never skipped."""
     if not isinstance(facts, dict):
@@ -263,7 +263,7 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ResultError(f"counts of the tracer without {key}")
         out[key] = v
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     for key, width in COUNT_TABLES:
         a = arrays.get(f"run{r}_{key}")
         if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != width:
@@ -279,13 +279,13 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
 
 
 def _arrays(case, npz: bytes, nruns: int, grid, block) -> dict:
-    """The result file's arrays, only those asked (:func:`lab.teach.childio.read_npz`: shapes and
+    """The result file's arrays, only those asked (:func:`lab.teach.contained.childio.read_npz`: shapes and
     dtypes checked against the case's outputs, and the tracer's count tables against the bytes
     :func:`result_cap` allows them for the launch (grid, block), before anything is allocated);
     ResultError else."""
-    from lab.teach.childio import UnsafeChildFile, read_npz
+    from lab.teach.contained.childio import UnsafeChildFile, read_npz
 
-    threads = math.prod(_dims3(grid)) * math.prod(_dims3(block))
+    threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     expected = {}
     for k, (shape, dt) in enumerate(case.outputs):
         size = max(math.prod(shape), 1)
@@ -323,7 +323,7 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
     grid = _launch_dims(decode(record.get("grid")), "grid")
     block = _launch_dims(decode(record.get("block")), "block")
     asked = launch if launch is not None else (case.grid, case.block) if case.grid is not None else None
-    if asked is not None and (_dims3(grid) != _dims3(asked[0]) or _dims3(block) != _dims3(asked[1])):
+    if asked is not None and (as_dims3(grid) != as_dims3(asked[0]) or as_dims3(block) != as_dims3(asked[1])):
         raise ResultError(f"launched with grid {grid}, block {block}, not the one asked")
     if math.prod((block,) if isinstance(block, int) else block) > 1024:
         raise ResultError("more than 1024 threads per block")

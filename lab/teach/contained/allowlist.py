@@ -1,5 +1,5 @@
 """What a student's file may name, for the exercise checker's reading of it as source
-(:mod:`lab.teach.source`): the allow-lists of its imports and of a kernel's names and attributes,
+(:mod:`lab.teach.contained.source`): the allow-lists of its imports and of a kernel's names and attributes,
 the limits of the judge's interpreter, and :class:`Program` (what was taken from a file). Data and
 small helpers only; nothing here prints.
 
@@ -55,7 +55,7 @@ CUDA_ATTRS: dict = {
 _NP_TYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
              "uint64", "bool_", "intp", "uintp", "int_", "uint", "intc", "uintc", "half", "single", "double",
              "complex64", "complex128", "byte", "ubyte", "short", "ushort", "longlong", "ulonglong", "long", "ulong")
-_NP_CONSTANTS = ("pi", "e", "inf", "nan", "euler_gamma", "newaxis")
+NP_CONSTANTS = ("pi", "e", "inf", "nan", "euler_gamma", "newaxis")
 # pure array functions: NumPy calls a GPU cannot compile (np.dot ...) reach the offline compile's message;
 # in the simulator they compute and touch nothing else
 _NP_PURE = ("dot", "vdot", "inner", "outer", "sum", "prod", "min", "max", "amin", "amax", "mean", "std", "var",
@@ -66,7 +66,7 @@ _NP_PURE = ("dot", "vdot", "inner", "outer", "sum", "prod", "min", "max", "amin"
             "trace", "diag", "abs", "sign")
 NUMPY_ATTRS = frozenset(
     [n for n in dir(np) if not n.startswith("_") and isinstance(getattr(np, n, None), np.ufunc)]
-    + [n for n in _NP_TYPES if hasattr(np, n)] + [n for n in _NP_CONSTANTS if hasattr(np, n)]
+    + [n for n in _NP_TYPES if hasattr(np, n)] + [n for n in NP_CONSTANTS if hasattr(np, n)]
     + [n for n in _NP_PURE if hasattr(np, n)])
 MATH_ATTRS = frozenset(n for n in dir(math) if not n.startswith("_"))
 
@@ -100,21 +100,21 @@ BUILTINS = ("abs", "all", "any", "bool", "complex", "divmod", "enumerate", "floa
             "filter", "isinstance", "None", "True", "False", "Ellipsis", "ArithmeticError", "AssertionError",
             "Exception", "IndexError", "KeyError", "OverflowError", "RuntimeError", "TypeError", "ValueError",
             "ZeroDivisionError", "NotImplementedError", "FloatingPointError", "LookupError")
-_CUDA_JIT_OPTIONS = frozenset({"device", "fastmath", "lineinfo", "debug", "opt", "inline", "forceinline",
+CUDA_JIT_OPTIONS = frozenset({"device", "fastmath", "lineinfo", "debug", "opt", "inline", "forceinline",
                                "max_registers", "cache"})
-_ALLOWED_IMPORTS = ("numba's cuda and its number types (from numba import cuda, float32), math, numpy and "
+ALLOWED_IMPORTS = ("numba's cuda and its number types (from numba import cuda, float32), math, numpy and "
                     f"the device helpers of {HELPER_MODULE} ({', '.join(HELPERS)})")
 NOT_RUN = "the checker reads your file as source, it does not run it"
 INT_LIMIT = 1 << 64  # |integer| a constant or launch() may compute
 LAUNCH_STEPS = 100_000  # syntax-tree nodes launch() may evaluate
 
 
-def _fail(base: str, node, text: str) -> Failed:
+def failed_at(base: str, node, text: str) -> Failed:
     line = getattr(node, "lineno", None)
     return Failed(f"{base} line {line}: {text}" if line else f"{base}: {text}")
 
 
-def _src(node) -> str:
+def source_of(node) -> str:
     try:
         text = ast.unparse(node)
     except Exception:  # noqa: BLE001 - a node ast cannot unparse: its kind
@@ -146,12 +146,12 @@ class Program:
     device_code: list = field(default_factory=list)
 
 
-def _module_of(prog: Program, node) -> tuple | None:
+def module_of(prog: Program, node) -> tuple | None:
     """What a name or dotted name refers to among the imports: ("cuda", None), ("numba", None), ... or None."""
     if isinstance(node, ast.Name):
         return prog.imports.get(node.id)
     if isinstance(node, ast.Attribute):
-        inner = _module_of(prog, node.value)
+        inner = module_of(prog, node.value)
         if inner == ("numba", None) and node.attr == "cuda":
             return ("cuda", None)
         if inner == ("numba", None) and node.attr in CPU_JITS:

@@ -1,8 +1,8 @@
-"""The judge's interpreter for a student's file (:mod:`lab.teach.source`): module constants computed
+"""The judge's interpreter for a student's file (:mod:`lab.teach.contained.source`): module constants computed
 from their syntax trees (:func:`constant`), and ``launch()`` evaluated by walking its syntax tree
-(:class:`Launch`, :func:`interpret`; what it may hold checked first by :class:`_LaunchRules`).
-Nothing of the file runs as Python; values are bounded (:data:`lab.teach.source.INT_LIMIT`, steps
-:data:`lab.teach.source.LAUNCH_STEPS`). Nothing here prints.
+(:class:`Launch`, :func:`interpret`; what it may hold checked first by :class:`LaunchRules`).
+Nothing of the file runs as Python; values are bounded (:data:`lab.teach.contained.source.INT_LIMIT`, steps
+:data:`lab.teach.contained.source.LAUNCH_STEPS`). Nothing here prints.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import os
 import numpy as np
 
 from lab.teach.messages import Failed
-from lab.teach.allowlist import (_NP_CONSTANTS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, Program, _fail,
-                              _module_of, _src)
+from lab.teach.contained.allowlist import (NP_CONSTANTS, INT_LIMIT, LAUNCH_STEPS, MATH_ATTRS, NOT_RUN, Program, failed_at,
+                              module_of, source_of)
 
 
 # --- Module constants -----------------------------------------------------------------------------------------
@@ -77,7 +77,7 @@ def constant(node, prog: Program, base: str, where=None):
     where = where or node
 
     def bad(what):
-        return _fail(base, where, f"{_src(where)}: {what}: a module-level value must be a constant (numbers, "
+        return failed_at(base, where, f"{source_of(where)}: {what}: a module-level value must be a constant (numbers, "
                                   f"tuples, arithmetic of other constants) ({NOT_RUN})")
 
     def ev(n):
@@ -114,19 +114,19 @@ def constant(node, prog: Program, base: str, where=None):
         if isinstance(n, ast.IfExp):
             return ev(n.body) if ev(n.test) else ev(n.orelse)
         if isinstance(n, ast.Attribute):
-            mod = _module_of(prog, n.value)
+            mod = module_of(prog, n.value)
             if mod == ("math", None) and n.attr in MATH_ATTRS and not callable(getattr(math, n.attr)):
                 return getattr(math, n.attr)
-            if mod == ("numpy", None) and n.attr in _NP_CONSTANTS and n.attr != "newaxis":
+            if mod == ("numpy", None) and n.attr in NP_CONSTANTS and n.attr != "newaxis":
                 return float(getattr(np, n.attr))
-            raise bad(_src(n))
+            raise bad(source_of(n))
         if isinstance(n, ast.Call):
             return call(n)
         raise bad(type(n).__name__)
 
     def number_type(n):
         """NumPy's scalar type that ``n`` names (np.float32, float32 from numba ...), or None."""
-        if isinstance(n, ast.Attribute) and _module_of(prog, n.value) in (("numpy", None), ("numba", None),
+        if isinstance(n, ast.Attribute) and module_of(prog, n.value) in (("numpy", None), ("numba", None),
                                                                            ("cuda", None)):
             return _np_type(n.attr)
         imp = prog.imports.get(n.id) if isinstance(n, ast.Name) else None
@@ -141,7 +141,7 @@ def constant(node, prog: Program, base: str, where=None):
             raise bad("**")
         if isinstance(fn, ast.Name) and fn.id in _PURE_BUILTINS and fn.id not in prog.imports and not kwargs:
             return _bounded(_PURE_BUILTINS[fn.id](*args))
-        mod = _module_of(prog, fn.value) if isinstance(fn, ast.Attribute) else None
+        mod = module_of(prog, fn.value) if isinstance(fn, ast.Attribute) else None
         imp = prog.imports.get(fn.id) if isinstance(fn, ast.Name) else None
         cast = number_type(fn)
         if cast is not None and len(args) == 1 and not kwargs:
@@ -156,7 +156,7 @@ def constant(node, prog: Program, base: str, where=None):
                 raise bad("an array of numbers, at most 4096 of them")
             arr.flags.writeable = False
             return arr
-        raise bad(f"calling {_src(fn)}")
+        raise bad(f"calling {source_of(fn)}")
 
     try:
         return ev(node)
@@ -167,7 +167,7 @@ def constant(node, prog: Program, base: str, where=None):
 
 
 # --- launch(): an interpreter -----------------------------------------------------------------------------------
-class _LaunchRules(ast.NodeVisitor):
+class LaunchRules(ast.NodeVisitor):
     """What :func:`interpret` evaluates, checked before any test: the constructs it knows, names it can
     resolve, calls it can make. Failed naming the line of the first construct it does not know."""
 
@@ -186,22 +186,22 @@ class _LaunchRules(ast.NodeVisitor):
         fn = self.prog.functions[name]
         for d in fn.args.defaults + [d for d in fn.args.kw_defaults if d is not None]:
             if not isinstance(d, ast.Constant):
-                self.refuse(d, f"the default {_src(d)} is not a constant")
+                self.refuse(d, f"the default {source_of(d)} is not a constant")
         if fn.args.vararg or fn.args.kwarg:
             self.refuse(fn, "*args and **kwargs")
         for stmt in fn.body:
             self.visit(stmt)
 
     def refuse(self, node, what):
-        raise _fail(self.base, node, f"{what} in {self.prog.launch}(): the checker evaluates launch() itself "
+        raise failed_at(self.base, node, f"{what} in {self.prog.launch}(): the checker evaluates launch() itself "
                                      f"(arithmetic on its arguments, if, for over range, min, max, math.ceil ...) "
                                      f"and that is not among it")
 
     def generic_visit(self, node):
         if isinstance(node, ast.stmt) and not isinstance(node, self.STMTS):
-            self.refuse(node, f"{type(node).__name__.lower()} ({_src(node)})")
+            self.refuse(node, f"{type(node).__name__.lower()} ({source_of(node)})")
         if isinstance(node, ast.expr) and not isinstance(node, self.EXPRS):
-            self.refuse(node, f"{_src(node)}")
+            self.refuse(node, f"{source_of(node)}")
         super().generic_visit(node)
 
     def visit_Name(self, node):
@@ -209,10 +209,10 @@ class _LaunchRules(ast.NodeVisitor):
             self.refuse(node, f"the name {node.id}")
 
     def visit_Attribute(self, node):
-        mod = _module_of(self.prog, node.value)
+        mod = module_of(self.prog, node.value)
         if not (mod == ("math", None) and node.attr in _LAUNCH_MATH or
                 mod == ("numpy", None) and node.attr in _LAUNCH_NUMPY):
-            self.refuse(node, _src(node))
+            self.refuse(node, source_of(node))
 
     def visit_Call(self, node):
         f = node.func
@@ -224,7 +224,7 @@ class _LaunchRules(ast.NodeVisitor):
                   or isinstance(f, ast.Name) and (self.prog.imports.get(f.id) or ("",))[0] == "math"
                   and self.prog.imports[f.id][1] in _LAUNCH_MATH
                   or isinstance(f, ast.Attribute)):
-            self.refuse(node, f"calling {_src(f)}")
+            self.refuse(node, f"calling {source_of(f)}")
         for n in [*node.args, *[k.value for k in node.keywords]]:
             self.visit(n)
         if isinstance(f, ast.Attribute):
@@ -233,7 +233,7 @@ class _LaunchRules(ast.NodeVisitor):
     def visit_For(self, node):
         it = node.iter
         if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"):
-            self.refuse(node, f"for over {_src(it)} (only over range(...))")
+            self.refuse(node, f"for over {source_of(it)} (only over range(...))")
         self.generic_visit(node)
 
 
@@ -273,7 +273,7 @@ class Launch:
 
 def interpret(prog: Program, name: str, args, steps: list | None = None, depth: int = 0):
     """The value of the file's plain function ``name`` called with ``args``, computed by walking its
-    syntax tree (checked by :class:`_LaunchRules`): ints, floats, bools and tuples of them only.
+    syntax tree (checked by :class:`LaunchRules`): ints, floats, bools and tuples of them only.
     Raises the error the computation raises (ZeroDivisionError, TypeError ...) or LaunchLimit past
     :data:`LAUNCH_STEPS` nodes, :data:`INT_LIMIT` or a call depth of 16."""
     steps = steps if steps is not None else [0]
@@ -346,12 +346,12 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                 return value[slice(*(None if x is None else ev(x) for x in (s.lower, s.upper, s.step)))]
             return value[ev(n.slice)]
         if isinstance(n, ast.Attribute):
-            mod = _module_of(prog, n.value)
+            mod = module_of(prog, n.value)
             if mod == ("math", None) and n.attr in _LAUNCH_MATH:
                 return getattr(math, n.attr)
             if mod == ("numpy", None) and n.attr in _LAUNCH_NUMPY:
                 return getattr(np, n.attr)
-            raise TypeError(f"{_src(n)} is not evaluated here")
+            raise TypeError(f"{source_of(n)} is not evaluated here")
         if isinstance(n, ast.Call):
             f = n.func
             args_ = []
@@ -377,7 +377,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
             else:
                 fn_ = ev(f)
             if not callable(fn_):
-                raise TypeError(f"{_src(f)} is not callable")
+                raise TypeError(f"{source_of(f)} is not callable")
             for a in args_:
                 if isinstance(a, (tuple, list)) and len(a) > 64:
                     raise LaunchLimit("a tuple of more than 64 values")
@@ -394,7 +394,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
             for t, v in zip(target.elts, value):
                 assign(t, v)
         else:
-            raise TypeError(f"assigning to {_src(target)}")
+            raise TypeError(f"assigning to {source_of(target)}")
 
     def run(body):
         for s in body:
@@ -410,7 +410,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                     assign(s.target, ev(s.value))
             elif isinstance(s, ast.AugAssign):
                 if not isinstance(s.target, ast.Name):
-                    raise TypeError(f"assigning to {_src(s.target)}")
+                    raise TypeError(f"assigning to {source_of(s.target)}")
                 env[s.target.id] = _binop(s.op, ev(ast.Name(id=s.target.id, ctx=ast.Load())), ev(s.value))
             elif isinstance(s, ast.If):
                 run(s.body if ev(s.test) else s.orelse)

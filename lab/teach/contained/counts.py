@@ -1,0 +1,61 @@
+"""The simulator tracer's raw counts of one launch, as the executor hands them back (the counting
+half of the mapping lessons, next to the student's code in the checker's child; the judging half,
+:func:`lab.teach.lessons.facts_from_counts`, runs in the judge's process). Thread ids: a launch-wide
+linear id, block x fastest, then the thread's (CUDA C++ Programming Guide, "Thread Hierarchy");
+32-byte sectors per warp request (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory")."""
+from __future__ import annotations
+
+SECTOR = 32  # bytes of a global memory sector
+
+
+def dims3(d) -> list:
+    """A grid or block (an int, or a tuple of 1-3 ints) as 3 ints, the missing ones 1."""
+    d = [int(v) for v in d] if hasattr(d, "__len__") else [int(d)]
+    return d + [1] * (3 - len(d))
+
+
+KINDS = ("load", "store", "atomic")
+
+
+def thread_id(who, g, b) -> int:
+    """The launch-wide linear id of ``who`` = (block, thread): block x fastest, then the thread's."""
+    (bx, by, bz), (tx, ty, tz) = (tuple(who[0]) + (0, 0))[:3], (tuple(who[1]) + (0, 0))[:3]
+    return ((bx + g[0] * (by + g[1] * bz)) * (b[0] * b[1] * b[2])) + tx + b[0] * (ty + b[1] * tz)
+
+
+def who_of(tid: int, g, b) -> tuple:
+    """The (block, thread) of launch-wide linear id ``tid`` (:func:`thread_id`'s inverse)."""
+    per = b[0] * b[1] * b[2]
+    blk, t = divmod(int(tid), per)
+    return ((blk % g[0], blk // g[0] % g[1], blk // (g[0] * g[1])), (t % b[0], t // b[0] % b[1], t // (b[0] * b[1])))
+
+
+def stats_counts(stats, grid, block) -> dict:
+    """What the tracer counted in one launch (:class:`lab.core.simt.Stats`), as raw counts the
+    judge derives the lesson's facts from (:func:`lab.teach.lessons.facts_from_counts`): ``arrays`` ([name, elements,
+    bytes an element, output?], the tracer's order), ``per_thread`` (rows [kind: 0 load, 1 store,
+    2 atomic, array, thread id, accesses]), ``stored`` (rows [array, thread id, distinct elements
+    it stored]), ``requests`` (rows [kind, array, elements, 32-byte sectors] of each warp request),
+    ``atomic_elements`` and ``block_elements`` (per array: elements updated atomically; distinct
+    (block, element) loads), the scalar counts. Thread ids: :func:`thread_id`. Executor side."""
+    g, b = dims3(grid), dims3(block)
+    names = list(stats.size)
+    index = {n: k for k, n in enumerate(names)}
+    per_thread = [[KINDS.index(kind), index[name], thread_id(who, g, b), int(c)]
+                  for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
+    stored = [[index[name], thread_id(who, g, b), len(flats)]
+              for name, d in stats.stored.items() if name in index for who, flats in d.items()]
+    requests = []
+    for (kind, name, _blk, _warp, _site, _n), flats in stats.requests.items():
+        if name not in index:
+            continue
+        isz = stats.itemsize.get(name, 4) or 4
+        requests.append([KINDS.index(kind), index[name], len(flats), len({f * isz // SECTOR for f in flats})])
+    return {"arrays": [[n, int(stats.size[n]), int(stats.itemsize.get(n, 4) or 4), bool(stats.output.get(n))]
+                       for n in names],
+            "per_thread": per_thread, "stored": stored, "requests": requests,
+            "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
+            "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
+            "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
+            "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
+            "async_overlap": int(stats.async_overlap)}
