@@ -188,6 +188,7 @@ class _Tracker:
         self.rmw = {}          # shared: flat -> (epoch, threads that read then wrote it in that epoch)
         self.ever = set()      # shared: the elements some thread of the block wrote (this array is one block's)
         self.plain = {}        # outputs: flat -> ((block, thread), line) of the first plain store
+        self.store_line = {}   # outputs: flat -> the kernel file's line of the first write (store or atomic)
         self.atomics = {}      # outputs: flat -> atomic updates
         self.atomic_blocks = {}  # outputs: flat -> the blocks that updated it atomically (at most 64 kept)
         self.itemsize = 0
@@ -272,6 +273,8 @@ class _Tracker:
                 elif flat not in self.plain:
                     self.plain[flat] = (who, line)
                 first = self.writer.setdefault(flat, who)
+                if line is not None and flat not in self.store_line:
+                    self.store_line[flat] = line
                 if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
                     extra = self.others.get(flat)
                     if extra is None and len(self.others) < 256:

@@ -341,6 +341,21 @@ def _instruction(code, lasti: int) -> int:
     return offs[k] if k >= 0 else lasti
 
 
+_LINES: dict = {}
+
+
+def site_line(code, offset: int) -> int:
+    """The source line of the bytecode instruction at ``offset`` of ``code`` (a site of
+    :func:`_instruction`), 0 when it has none."""
+    table = _LINES.get(code)
+    if table is None:
+        table = _LINES[code] = [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None]
+    for a, b, ln in table:
+        if a <= offset < b:
+            return int(ln)
+    return 0
+
+
 _ATOMIC_NAMES = {"add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",
                  "compare_and_swap", "cas"}
 

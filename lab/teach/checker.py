@@ -47,7 +47,8 @@ from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
-                                race_message, sanitizer_message, shared_rmw_message)  # noqa: F401
+                                one_store_line, quote, race_message, sanitizer_message, shared_rmw_message,  # noqa: F401
+                                store_line)  # noqa: F401
 
 GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
 
@@ -179,11 +180,18 @@ def judge_case(ex, case, raw, backend):
     simulator launch that raised, or None)."""
     grid, block = raw.grid, raw.block
     runs = raw.runs
+    source = getattr(raw, "source", None)  # the lines of the student's file, as the judge read it
+
+    def at_store(k, flat, trace):
+        """' at line N: `code`': the line of the first write of element ``flat`` of output ``k``."""
+        q = quote(source, store_line(trace, k, flat))
+        return f" at {q}" if q else ""
+
     outs, trace, writers = runs[0]
     nd = _ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names)  # the run that raised
+        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names, source)  # the run that raised
         last = runs[-1][1]
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
@@ -199,8 +207,8 @@ def judge_case(ex, case, raw, backend):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races or trace.shared_rmw:
-            raise Failed(_race_text(trace, grid, block))
-        init_msg = _store_and_atomic_message(trace, onames, case, nd)
+            raise Failed(_race_text(trace, grid, block, source))
+        init_msg = _store_and_atomic_message(trace, onames, case, nd, source)
         if init_msg:
             raise Failed(init_msg)
         if trace.global_rmw:
@@ -252,9 +260,10 @@ def judge_case(ex, case, raw, backend):
                             f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
-                    raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
-                                 f"is {what}. Hint: {lesson}", kind=VALUES)
-                raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}, but it "
+                    raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}. Hint: {lesson}", kind=VALUES)
+                raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}"
+                             f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
@@ -263,7 +272,12 @@ def judge_case(ex, case, raw, backend):
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
                         f"first {_fmt_idx(onames[k], first)}: {hint}")
-            raise Failed(hint or _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
+            if not hint:
+                hint = _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None)
+                line = one_store_line(trace, k)
+                if line and ("index" in hint or "indices" in hint) and "round the number of blocks up" not in hint:
+                    hint += f" (every element of {onames[k]} was stored at {quote(source, line)})"
+            raise Failed(hint,
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
@@ -311,10 +325,11 @@ def judge_case(ex, case, raw, backend):
                          f"written or added to it", kind=VALUES)
         if lesson:
             first = tuple(int(v) for v in np.argwhere(bad)[0])
-            who = writers[k].get(int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) if writers else None
+            flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+            who = writers[k].get(flat) if writers else None
+            by = f"; written by {_fmt_who(who, nd)}{at_store(k, flat, trace)}" if who is not None else ""
             raise Failed(f"{_fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
-                         f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong"
-                         f"{f'; written by {_fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
+                         f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong{by}. Hint: {lesson}",
                          writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
@@ -336,7 +351,7 @@ def judge_case(ex, case, raw, backend):
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             who = writers[k].get(flat)
             if who is not None:
-                msg += f"; written by {_fmt_who(who, nd)}"
+                msg += f"; written by {_fmt_who(who, nd)}{at_store(k, flat, trace)}"
         extra = _transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
@@ -344,7 +359,7 @@ def judge_case(ex, case, raw, backend):
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
-            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
+            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
@@ -428,8 +443,10 @@ class Judge:
     left in ``folder`` (never from what the child printed), in the order they come."""
 
     def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False,
-                 launches=None):
+                 launches=None, source: str | None = None):
         self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
+        self.source = source  # the file's text the judge read and sent (None: read from path when a message quotes it)
+        self._lines = None
         # per case: (grid, block) the judge evaluated (lab.teach.checker.launch_plan), or its failure (a str)
         self.launches = list(launches) if launches is not None else [
             (c.grid, c.block) if c.grid is not None else None for c in cases]
@@ -437,6 +454,21 @@ class Judge:
         self.planned = ([COMPILE_TEST] if compile_planned else []) + [c.name for c in cases]
         self.notes: list[str] = []
         self.dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+    def source_lines(self) -> list:
+        """The lines of the student's file, which messages quote: the text the judge sent the child,
+        else the file at ``path`` read now ([] when it cannot be read)."""
+        if self._lines is None:
+            text = self.source
+            if text is None:
+                try:
+                    from lab.teach.source import read
+
+                    text = read(self.path)
+                except Exception:  # noqa: BLE001 - no text: the messages give line numbers only
+                    text = ""
+            self._lines = str(text).splitlines()
+        return self._lines
 
     def close(self):
         if self.dir_fd is not None:
@@ -516,6 +548,7 @@ class Judge:
             npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case, self.launches[i]),
                                   self.dir_fd)
             raw = raw_result(case, rec, npz, self.backend, self.path, launch=self.launches[i])
+            raw.source = self.source_lines()
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
             result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}

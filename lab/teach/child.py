@@ -308,7 +308,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
     channel_in, channel_out = checker.write_request(private, request, inputs)
-    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches)
+    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches, source=text)
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
     # precompile draws its argument types from it, which do not depend on the seed)

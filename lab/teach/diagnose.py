@@ -255,13 +255,26 @@ def _per_thread(rows, arrays, kind: int) -> dict:
     return out
 
 
-def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names) -> str | None:
+def _load_lines(counts, tid: int) -> dict:
+    """{array name: {line: loads}} of thread ``tid`` (the tracer's ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, line, c in counts.get("load_lines") or ():
+        if int(t) == tid and int(line) > 0 and 0 <= int(a) < len(arrays):
+            d = out.setdefault(arrays[int(a)][0], {})
+            d[int(line)] = d.get(int(line), 0) + int(c)
+    return out
+
+
+def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
     """What the student's launch did differently from the reference solution's on ``case``, around
     the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
     input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
-    shuffles; only facts that differ are named. None without a trace or a reference run.
+    shuffles; only facts that differ are named, each load quoted at the student's line that made it
+    (``source``: the lines of the student's file). None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
     from lab.teach.lessons import _dims3, _thread_id, stats_counts
+    from lab.teach.messages import quote
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
@@ -286,18 +299,21 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     rc = stats_counts(r_trace.stats, r_grid, r_block)
+    lines_s: dict = {}
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
         theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
         tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
         tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
+        lines_s = _load_lines(counts, tid_s)
         for j, a in enumerate(case.args):
             if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
                 continue
             n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
             if n_s != n_r:
-                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}, the reference's "
-                             f"{n_r}")
+                at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
+                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}"
+                             f"{f' ({at})' if at else ''}, the reference's {n_r}")
     a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
     a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
     if a_s != a_r:
@@ -307,7 +323,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         if v_s != v_r:
             facts.append(f"{v_s} {what} in all, the reference {v_r}")
     if not facts:
+        from lab.teach.messages import store_line
+
+        loads = sorted({ln for d in lines_s.values() for ln in d})
+        look = [quote(source, ln) for ln in loads[:3]]
+        st = quote(source, store_line(trace, k, flat))
+        if st and st not in look:
+            look.append(st)
+        where = f" ({'; '.join(look)})" if look else ""
         return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
-                f"differs is which elements were read or how they were combined")
+                f"differs is which elements were read or how they were combined{where}")
     return "the reference solution, run on this case: " + "; ".join(facts)

@@ -59,6 +59,41 @@ def _writers_map(name, writer: dict, shape, grid, block) -> dict | None:
             "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
 
 
+def quote(lines, line, of_file=False) -> str:
+    """'line N: `the student's code`' for line ``line`` (1-based) of the student's file, whose text
+    ``lines`` the judge read (a list of its lines); 'line N' when the text is not at hand; '' for no line.
+    ``of_file``: 'line N of your file: `...`'."""
+    try:
+        n = int(line)
+    except (TypeError, ValueError):
+        return ""
+    if n < 1:
+        return ""
+    head = f"line {n} of your file" if of_file else f"line {n}"
+    if lines and n <= len(lines):
+        code = " ".join(str(lines[n - 1]).split())
+        if code:
+            return f"{head}: `{code[:120]}{'…' if len(code) > 120 else ''}`"
+    return head
+
+
+def store_line(trace, k, flat) -> int:
+    """The line of the first write of element ``flat`` of output ``k`` (the simulator's record; 0 for none)."""
+    lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
+    if not lines or k >= len(lines) or lines[k] is None or not 0 <= int(flat) < len(lines[k]):
+        return 0
+    return int(lines[k][int(flat)])
+
+
+def one_store_line(trace, k) -> int:
+    """The line at which every written element of output ``k`` was first written, when it is one line; else 0."""
+    lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
+    if not lines or k >= len(lines) or lines[k] is None:
+        return 0
+    seen = np.unique(lines[k][lines[k] > 0])
+    return int(seen[0]) if len(seen) == 1 else 0
+
+
 def _one_line(e):
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
@@ -105,12 +140,13 @@ def _dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
     "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
     that not every thread reached, a race or an out-of-bounds access that came first, else the
     exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
-    array not among them is a shared array)."""
+    array not among them is a shared array); ``source``: the lines of the student's file, quoted at
+    the line that raised."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = _ndims(grid)
@@ -119,15 +155,16 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
         who = error.get("who") or ((0,), (0,))
         return f"{str(error.get('text')).strip()} (block {_fmt_who(who, nd).split(' of block ')[1]})"
     if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
-        return _race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
+        return _race_text(trace, grid, block, source) + f" (the kernel then raised {one_line})"
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
         advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
+        at = quote(source, error.get("line"))
         return (f"out of bounds: {_fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
+                f"{_fmt_idx(name, idx)}, outside its shape {tuple(shape)}{f', at {at}' if at else ''}; {advice}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -135,7 +172,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
         advice = ": the value does not fit the output's dtype (clamp before converting?)"
     elif kind == "ValueError" and "NaN" in text:
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
-    where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
+    at = quote(source, error.get("line"), of_file=True)
+    where = f" ({at})" if at else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {_fmt_who(who, nd)}{where}{advice}"
 
@@ -210,34 +248,35 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
             f"loop bound, a stride or an offset runs past the end?")
 
 
-def _race_text(trace, grid, block):
+def _race_text(trace, grid, block, source=None):
     """The message for ``trace``'s first shared-memory problem: a lost update (two threads read,
     changed and wrote the same element in one barrier phase: an atomic is the fix) before a race."""
     if getattr(trace, "shared_rmw", None):
-        return shared_rmw_message(trace, 0, grid, block)
-    return race_message(trace, 0, grid, block)
+        return shared_rmw_message(trace, 0, grid, block, source)
+    return race_message(trace, 0, grid, block, source)
 
 
-def shared_rmw_message(trace, k, grid, block):
+def shared_rmw_message(trace, k, grid, block, source=None):
     """The ``k``-th lost update in shared memory: two threads of a block both read and then wrote one
     element (``s[j] += 1``) in the same barrier phase."""
     arr, idx, who, other, line = trace.shared_rmw[k]
     nd, tnd = _ndims(grid), _ndims(block)
-    at = f" at line {line}" if line else ""
+    at = f" at {quote(source, line)}" if line else ""
     return (f"race: {_fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
             f"read, changed and wrote {_fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
             f"read-modify-write such as `+=` is not atomic); use cuda.atomic.add({arr}, index, value) for an update "
             f"that several threads make to one element")
 
 
-def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
+def tree_step_race(races, race_lines, block, source=None) -> tuple[int, str] | None:
     """(k, lesson) for the first of a launch's shared-memory ``races`` (with their ``race_lines``)
     that is the evidence of a reduction or scan step run by the wrong threads, else None. The
     evidence, in a 1-D block: at one line, a thread wrote its own slot (index = its thread index)
     while another read that slot; a tree (``a[t] += a[t + s]``, the reader below the writer) whose
     writer is in the upper half of the block, where no thread of a halving tree ever adds (a missing
     barrier between steps has only lower-half writers); a scan step (``a[t] += a[t - s]``, the
-    reader above the writer) that reads and writes at one line, with no barrier between the two."""
+    reader above the writer) that reads and writes at one line, with no barrier between the two.
+    ``source``: the lines of the student's file (the line is quoted)."""
     dims = list(block) if isinstance(block, (tuple, list)) else [int(block)]
     if math.prod(dims[1:]) != 1:
         return None
@@ -261,29 +300,29 @@ def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
         s = abs(writer - reader)
         if reader < writer and 2 * writer >= tpb:
             return k, (f"in a tree step every thread adds, thread {writer} too (the upper half of the block): it "
-                       f"overwrote its own {arr}[{writer}] at line {lines[0]} while thread {reader} read it to add into "
+                       f"overwrote its own {arr}[{writer}] at {quote(source, lines[0])} while thread {reader} read it to add into "
                        f"{arr}[{reader}] (step s = {s}): only the lower half adds at each step: `if t < s:` around "
                        f"the add")
         if reader > writer:
-            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at line {lines[0]} while "
+            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at {quote(source, lines[0])} while "
                        f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
                        f"a register, cuda.syncthreads(), then add and store")
     return None
 
 
-def race_message(trace, k, grid, block):
+def race_message(trace, k, grid, block, source=None):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
     accesses (lines of the kernel's file only: simt records None for an access from elsewhere). For
     the first race, a race among the trace's that is the evidence of a tree or scan step run by the
     wrong threads (:func:`tree_step_race`) is named instead, with its lesson."""
-    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block) if k == 0 else None
+    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block, source) if k == 0 else None
     if step:
         k = step[0]
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
     nd, tnd = _ndims(grid), _ndims(block)
-    at = f" at line {lines[0]}" if lines[0] else ""
-    other_at = f" at line {lines[1]}" if lines[1] else ""
+    at = f" at {quote(source, lines[0])}" if lines[0] else ""
+    other_at = f" at {quote(source, lines[1])}" if lines[1] else ""
     text = (f"race: {_fmt_who(who, nd if nd == tnd else 3)} {did} {_fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
     if step:
@@ -399,7 +438,7 @@ def _many_writers_message(name, shape, writer, others, grid, block):
             f"written by exactly one thread")
 
 
-def _store_and_atomic_message(trace, onames, case, nd):
+def _store_and_atomic_message(trace, onames, case, nd, source=None):
     """The message for :func:`store_and_atomic`'s first finding (``trace.lab_store_atomic``): blocks
     run in any order, so the store can wipe out updates made before it."""
     for k, found in enumerate(getattr(trace, "lab_store_atomic", None) or []):
@@ -408,7 +447,7 @@ def _store_and_atomic_message(trace, onames, case, nd):
         flat, who, line = found
         shape = tuple(case.outputs[k][0])
         idx = tuple(int(v) for v in np.unravel_index(int(flat), shape)) if shape else (0,)
-        at = f" at line {line}" if line else ""
+        at = f" at {quote(source, line)}" if line else ""
         if case.init is not None:
             init = np.asarray(case.init[k], np.float64).ravel()
             before = (f"{onames[k]} already holds its start value ({init[int(flat)]:g}) before the launch: remove the "
