@@ -498,7 +498,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         from lab.teach import bench as B
 
         bench_doc = B.judge(ex, bench_case, backend, bench_raw,
-                            lambda: B.reference(name, backend, request["bench_seed"]), bench_note)
+                            lambda: B.reference(name, backend, request["bench_seed"]), bench_note, source=text)
     if current == "bench":  # the process died while benchmarking
         bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
     if current in todo and not any(t["name"] == current for t in tests):

@@ -111,7 +111,8 @@ HINTS = [
      [("        cuda.syncthreads()  # this level", "        pass  # this level")],
      # the other access is a read or a write of line 20 (`cache[t] += cache[t + s]`), whichever the
      # simulator's scheduling meets first (a loaded 8-worker run here once failed on "wrote")
-     ["race: ", "cache[", "] at line 20, which thread", " at line 20 with no"], ["(line 13)"]),
+     ["race: ", "cache[", "] at line 20: `cache[t] += cache[t + s]`, which thread",
+      " at line 20: `cache[t] += cache[t + s]` with no"], ["(line 13)"]),
     ("softmax_fused", "race, then an index past the end",
      [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max"),
       ("    for j in range(t, cols, THREADS):\n        out[r, j]", "    for j in range(t, cols + 1, THREADS):\n        out[r, j]")],
