@@ -213,7 +213,12 @@ def judge_case(ex, case, raw, backend):
             raise Failed(init_msg)
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
-            raise Failed(f"race: {_fmt_idx(name, idx)} is read and updated by several threads "
+            at = ""
+            if name in onames and len(idx) == len(case.outputs[onames.index(name)][0]):
+                k = onames.index(name)
+                shape = tuple(case.outputs[k][0])
+                at = at_store(k, int(np.ravel_multi_index(tuple(idx), shape)) if shape else 0, trace)
+            raise Failed(f"race: {_fmt_idx(name, idx)}{at} is read and updated by several threads "
                          f"({_fmt_who(a, nd)} and {_fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
@@ -257,7 +262,7 @@ def judge_case(ex, case, raw, backend):
                 if trace is not None and trace.uninit:  # the tracer saw the read: name it
                     arr, uidx, uwho, uline = trace.uninit[0]
                     seen = (f"; the simulator saw {_fmt_who(uwho, nd)} read shared {_fmt_idx(arr, uidx)}"
-                            f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
+                            f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it")
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
                     raise Failed(f"{_fmt_idx(onames[k], first)} was written by {_fmt_who(writers[k][flat], nd)}"
@@ -287,18 +292,19 @@ def judge_case(ex, case, raw, backend):
                 idx = tuple(int(v) for v in np.unravel_index(flat, tuple(case.outputs[k][0])))
                 one_each = len({tuple(w[0]) for w in [writers[k][flat], *others[flat]]}) == n
                 raise Failed(f"{_fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
-                             f"with a plain store: the last one wins and the other partials are lost; add with "
+                             f"with a plain store{at_store(k, flat, trace)}: the last one wins and the other partials are lost; add with "
                              f"cuda.atomic.add")
     if trace is not None and getattr(ex, "one_writer", False):
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
-                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
+                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
+                                                   at_store(k, min(others), trace)))
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
         if trace is not None and trace.uninit:
             arr, idx, who, line = trace.uninit[0]
-            at = f" at line {line}" if line else ""
+            at = f" at {quote(source, line)}" if line else ""
             raise Failed(f"right values here, but {_fmt_who(who, nd)} read {_fmt_idx(arr, idx)}{at} before any thread of "
                          f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
                          f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
@@ -333,7 +339,9 @@ def judge_case(ex, case, raw, backend):
                          writers and _writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
-                raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
+                line = one_store_line(trace, k)
+                where = f" (stored at {quote(source, line)})" if line else ""
+                raise Failed(f"{onames[k]} is all zeros, though every element was written{where}: the value stored is 0 "
                              f"(expected e.g. {_fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
                              f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "

@@ -416,7 +416,13 @@ def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
                    f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
 
 
-def _many_writers_message(name, shape, writer, others, grid, block):
+def _many_writers_message(name, shape, writer, others, grid, block, at=""):
+    """:func:`_many_writers_text`, then the store's line ``at`` (' at line N: `code`') when known."""
+    text = _many_writers_text(name, shape, writer, others, grid, block)
+    return text + (f" (the store: {at.strip().removeprefix('at ')})" if at else "")
+
+
+def _many_writers_text(name, shape, writer, others, grid, block):
     """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
     one thread wrote (mapping exercises: each output element has exactly one writer)."""
     flat = min(others)
