@@ -144,11 +144,12 @@ def launch_plan(ex, prog, cases) -> list:
         except Failed as e:
             out.append(str(e))
             continue
-        from lab.teach.diagnose import launch_mismatch
+        from lab.teach.diagnose import _launch_line, launch_mismatch
 
         shape = tuple(c.outputs[0][0]) if c.outputs else ()
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)
         c.launch_hint = launch_mismatch(launch, ex.launch, tuple(c.launch_args), shape)
+        c.launch_lines = [_launch_line(launch, k) for k in range(len(shape))]  # the line dividing each size
     return out
 
 
@@ -282,6 +283,11 @@ def judge_case(ex, case, raw, backend):
                 line = one_store_line(trace, k)
                 if line and ("index" in hint or "indices" in hint) and "round the number of blocks up" not in hint:
                     hint += f" (every element of {onames[k]} was stored at {quote(source, line)})"
+                dims = getattr(case, "launch_lines", None) or []
+                if "round the number of blocks up" in hint and case.grid is None and dims:
+                    d = 0 if len(dims) == 1 else (len(dims) - 2 if "along y" in hint else len(dims) - 1)
+                    if dims[d]:
+                        hint += f" (your launch() at {dims[d]})"
             raise Failed(hint,
                          writers and _writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only

@@ -124,6 +124,25 @@ def _fit(sizes, blocks) -> tuple[int, str] | None:
     return None
 
 
+def _launch_line(launch, k: int) -> str:
+    """'line N: `code`': the one line of the interpreted launch() (:class:`lab.teach.source_eval.Launch`)
+    that divides its ``k``-th parameter (a floor or true division whose dividend uses it), or ''."""
+    import ast
+
+    from lab.teach.messages import quote
+
+    prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
+    fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
+    if fn is None:
+        return ""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if k >= len(params):
+        return ""
+    lines = {n.lineno for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Div))
+             and any(isinstance(m, ast.Name) and m.id == params[k] for m in ast.walk(n.left))}
+    return quote(str(prog.text).splitlines(), lines.pop()) if len(lines) == 1 else ""
+
+
 def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     """Why the launch ``launch(*args)`` (the student's launch(), as the judge interprets it) has fewer
     threads than elements along an axis, from launch() itself: the sizes along that axis varied
@@ -170,12 +189,14 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
         what = ("n" if nd == 1 else ("rows" if k == 0 else "cols")) if nd <= 2 else f"dimension {k}"
         how = f"ceil({what} / {d})" if form == "ceil" else f"{what} // {d} + 1"
         call = f"{name}({', '.join(str(v) for v in args)})"
+        where = _launch_line(launch, k)
+        where = f" at {where}" if where else ""
         axis_words = "" if nd == 1 else f" along {_AXES[axis]}"
-        return (f"your launch() divides {what} by {d} (blocks{axis_words} = {how} for every size tried), but its "
+        return (f"your launch() divides {what} by {d}{where}, blocks{axis_words} = {how} for every size tried, but its "
                 f"blocks have {t} threads{axis_words}: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads "
                 f"for {elements} {what if nd > 1 else 'elements'}; divide by the block's own size{axis_words} "
                 f"(x = columns by block[0], y = rows by block[1])" if nd > 1 else
-                f"your launch() divides n by {d} (blocks = {how} for every n tried), but its blocks have {t} threads "
+                f"your launch() divides n by {d}{where}, blocks = {how} for every n tried, but its blocks have {t} threads "
                 f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
                 f"count the blocks with the block size you return: (n + threads - 1) // threads")
     return None
