@@ -459,7 +459,7 @@ class Judge:
     def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False,
                  launches=None, source: str | None = None):
         self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
-        self.source = source  # the file's text the judge read and sent (None: read from path when a message quotes it)
+        self.source = source  # the file's text the judge read and sent (None: messages give line numbers only)
         self._lines = None
         # per case: (grid, block) the judge evaluated (lab.teach.checker.launch_plan), or its failure (a str)
         self.launches = list(launches) if launches is not None else [
@@ -470,18 +470,11 @@ class Judge:
         self.dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
 
     def source_lines(self) -> list:
-        """The lines of the student's file, which messages quote: the text the judge sent the child,
-        else the file at ``path`` read now ([] when it cannot be read)."""
+        """The lines of the student's file, which messages quote: the text the judge read and sent the
+        child ([] without one: the messages give line numbers only; the file itself is never read
+        again here, it may since have become anything, a FIFO included)."""
         if self._lines is None:
-            text = self.source
-            if text is None:
-                try:
-                    from lab.teach.source import read
-
-                    text = read(self.path)
-                except Exception:  # noqa: BLE001 - no text: the messages give line numbers only
-                    text = ""
-            self._lines = str(text).splitlines()
+            self._lines = str(self.source).splitlines() if self.source is not None else []
         return self._lines
 
     def close(self):
