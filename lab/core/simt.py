@@ -75,6 +75,7 @@ class Stats:
         self.stored = {}       # array -> {(block, thread): set of flat}: the elements each thread stored
         self.requests = {}     # ("load"/"store", array, block, warp, site, n) -> set of flat
         self._seen = {}        # ("load"/"store", array, block, thread, site) -> executions so far
+        self.span = {}         # ("load", array, block, thread, site) -> [lowest, highest] flat index loaded
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.warp_collectives = 0
@@ -99,6 +100,14 @@ class Stats:
         key = (kind, name, who[0], who[1], site)
         n = self._seen.get(key, 0)
         self._seen[key] = n + 1
+        if kind == "load":
+            span = self.span.get(key)
+            if span is None:
+                self.span[key] = [flat, flat]
+            elif flat < span[0]:
+                span[0] = flat
+            elif flat > span[1]:
+                span[1] = flat
         warp = getattr(threading.current_thread(), "thread_id", 0) // 32
         self.requests.setdefault((kind, name, who[0], warp, site, n), set()).add(flat)
 

@@ -236,7 +236,7 @@ def _trace(facts: dict, others: list):
     return SimpleNamespace(**values)
 
 
-COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 4))  # executor.count_arrays
+COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 6))  # executor.count_arrays
 
 
 def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
@@ -272,7 +272,9 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
             col = {"per_thread": (1, 2), "stored": (0, 1), "requests": (1, None), "load_lines": (0, 1)}[key]
             if a.min() < 0 or a[:, col[0]].max() >= len(names) or \
                     (col[1] is not None and a[:, col[1]].max() >= threads) or \
-                    (key in ("per_thread", "requests") and a[:, 0].max() > (2 if key == "per_thread" else 1)):
+                    (key in ("per_thread", "requests") and a[:, 0].max() > (2 if key == "per_thread" else 1)) or \
+                    (key == "load_lines" and (bool((a[:, 5] >= np.asarray([n[1] for n in names], np.int64)[a[:, 0]]).any())
+                                              or bool((a[:, 4] > a[:, 5]).any()))):
                 raise ResultError(f"run{r}_{key}: counts out of range")
         out[key] = a.tolist()
     return out

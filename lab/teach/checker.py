@@ -122,9 +122,39 @@ def launch_config(launch, ex, case):
     if math.prod(b) > 1024:
         raise Failed(f"your {ex.launch}{tuple(case.launch_args)} asks for {math.prod(b)} threads per block; "
                      f"the limit is 1024")
+    k = _threads_param(ex)
+    if k is not None and k < len(case.launch_args) and math.prod(b) != int(case.launch_args[k]):
+        asked = int(case.launch_args[k])
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned blocks of {math.prod(b)} threads, but this "
+                     f"test asks for {asked} threads a block (argument {k + 1} of {ex.launch}()): use the block size "
+                     f"you are given, and count the blocks with it")
     grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
     block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
     return grid, block
+
+
+_THREADS_PARAM: dict = {}
+
+
+def _threads_param(ex) -> int | None:
+    """The position of the exercise's launch() parameter that is the block size the test asks for (a
+    parameter of the reference solution's launch() named like ``threads``), or None. Read from the
+    lab's own solution's source (never run)."""
+    key = (str(getattr(ex, "solution", None)), getattr(ex, "launch", None))
+    if key not in _THREADS_PARAM:
+        found = None
+        try:
+            import ast
+
+            tree = ast.parse(open(ex.solution, encoding="utf-8").read())
+            fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ex.launch)
+            names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            hits = [i for i, n in enumerate(names) if "thread" in n.lower()]
+            found = hits[0] if len(hits) == 1 else None
+        except Exception:  # noqa: BLE001 - no solution or no launch(): nothing to compare
+            found = None
+        _THREADS_PARAM[key] = found
+    return _THREADS_PARAM[key]
 
 
 def launch_plan(ex, prog, cases) -> list:
@@ -196,7 +226,12 @@ def judge_case(ex, case, raw, backend):
         last = runs[-1][1]
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
-            lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
+            bd = _dims3(block)
+            own = [int(tuple(who[0])[a]) * bd[a] + int(tuple(who[1])[a]) if a < min(len(who[0]), len(who[1])) else 0
+                   for a in range(3)]
+            # a declared mistake is about the threads of the data: an extra thread's access is the guard's
+            extra = _extra_thread(own, grid, block, [s for s, _ in case.outputs])
+            lesson = None if extra else mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
             if lesson:
                 msg = f"{msg}. Hint: {lesson}"
         raise Failed(msg)

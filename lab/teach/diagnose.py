@@ -280,11 +280,31 @@ def _load_lines(counts, tid: int) -> dict:
     """{array name: {line: loads}} of thread ``tid`` (the tracer's ``load_lines`` table)."""
     arrays = counts.get("arrays") or []
     out: dict = {}
-    for a, t, line, c in counts.get("load_lines") or ():
+    for a, t, line, c, *_ in counts.get("load_lines") or ():
         if int(t) == tid and int(line) > 0 and 0 <= int(a) < len(arrays):
             d = out.setdefault(arrays[int(a)][0], {})
             d[int(line)] = d.get(int(line), 0) + int(c)
     return out
+
+
+def _load_span(counts, tid: int) -> dict:
+    """{array name: (lowest, highest) flat index} that thread ``tid`` loaded (the ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, _line, _c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if int(t) == tid and 0 <= int(a) < len(arrays):
+            name = arrays[int(a)][0]
+            old = out.get(name)
+            out[name] = (int(lo), int(hi)) if old is None else (min(old[0], int(lo)), max(old[1], int(hi)))
+    return out
+
+
+def _span_text(name, span, shape) -> str:
+    """'x[3]' or 'x[0..63]' (multi-dimensional indices for a shaped array)."""
+    def one(f):
+        return _fmt_idx(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
+
+    return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
 
 
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
@@ -327,14 +347,27 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         tid_s = _thread_id(ws, _dims3(grid), _dims3(block))
         tid_r = _thread_id(wr, _dims3(r_grid), _dims3(r_block))
         lines_s = _load_lines(counts, tid_s)
+        span_s, span_r = _load_span(counts, tid_s), _load_span(rc, tid_r)
         for j, a in enumerate(case.args):
             if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
                 continue
             n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
+            at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
             if n_s != n_r:
-                at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
                 facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}"
                              f"{f' ({at})' if at else ''}, the reference's {n_r}")
+                continue
+            ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
+            if ss is not None and sr is not None and ss != sr:
+                shape = tuple(a.shape)
+                shift = ""
+                if ss[0] - sr[0] == ss[1] - sr[1]:
+                    d = ss[0] - sr[0]
+                    shift = (f": every index {abs(d)} element{'s' if abs(d) != 1 else ''} "
+                             f"{'before' if d < 0 else 'past'} the reference's (an offset {'missing' if d < 0 else 'added'}?)")
+                where = ", ".join(quote(source, ln) for ln in sorted(lines_s.get(names[j], {})))
+                facts.append(f"its writer read {_span_text(names[j], ss, shape)}{f' (at {where})' if where else ''}, the "
+                             f"reference's {_span_text(names[j], sr, shape)}{shift}")
     a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
     a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
     if a_s != a_r:

@@ -249,7 +249,7 @@ def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
 
     c = stats_counts(trace.stats, grid, block)
     arrays = {f"run{r}_{k}": np.asarray(c.pop(k), dtype=np.int64).reshape(-1, w)
-              for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 4))}
+              for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 6))}
     return c, arrays
 
 

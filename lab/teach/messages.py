@@ -159,7 +159,10 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
-        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
+        arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
+        arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
+        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
+                             arrays=[(n, s) for n, s in arrays if n != name])
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
         at = quote(source, error.get("line"))
@@ -206,13 +209,15 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=()):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
     how far it is from the thread's own index, and a bound check on that index (not on the thread's
     own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
-    slots are the threads' indices in the block."""
+    slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
+    1-D index equal to the thread's own index that lies inside another array's extent is not a missing
+    guard (that thread is no extra thread) but the wrong index for this array."""
     if min(idx) < 0:
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
@@ -222,9 +227,25 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
         d = past[0]
         tt = tuple(int(v) for v in t) + (0, 0, 0)
         mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
-        rel = f", {int(idx[d]) - mine:+d} from the thread's own slot {mine}" if mine is not None else ""
-        return (f"index {int(idx[d])} is past the end ({int(shape[d])}) of this shared array{rel}: an offset (a tree "
-                f"step that starts too large, a halo cell) or the array's size is wrong")
+        i, n = int(idx[d]), int(shape[d])
+        if mine is None:
+            return f"index {i} is past the end ({n}) of this shared array: the index or the array's size is wrong"
+        off = i - mine
+        if off == 0:
+            return (f"index {i} is this thread's own slot, past the end ({n}) of this shared array: threads whose "
+                    f"slot is {n} or more must not access it (e.g. `v = s[t] if t < {n} else 0.0`), or the array "
+                    f"is too small")
+        if off >= n and off & (off - 1) == 0:
+            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
+                    f"{mine}: a tree step with s = {off} reads past the end even for thread 0: the tree's first step "
+                    f"is s = {n // 2}, half the array")
+        if 0 < off < n and off & (off - 1) == 0 and 2 * mine >= n:
+            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
+                    f"{mine}: thread {mine} ran a tree step (s = {off}) that only the threads t < s may run (each "
+                    f"adds its partner t + s): `if t < s:` around the step")
+        return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot {mine}: "
+                f"the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the "
+                f"array's size is")
     own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
     grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
     past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
@@ -235,6 +256,17 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
     if all(int(idx[k]) in own for k in past):
+        if len(idx) == 1 and grid is not None:
+            a = own.index(int(idx[0]))  # the axis of the thread's own index this access used
+            reach = _dims3(grid)[a] * bd[a]
+            # another 1-D array the grid was sized for (its extent rounded up to blocks) holds this index
+            inside = [(n, s) for n, s in arrays if len(s) == 1 and int(idx[0]) < s[0] <= reach < s[0] + bd[a]]
+            if inside:
+                n, s = max(inside, key=lambda a: a[1][0])
+                return (f"index {int(idx[0])} is this thread's own global index, inside {n}'s {s[0]} elements (so "
+                        f"the thread is no extra thread past the data), but past the end of this array "
+                        f"({int(shape[0])}): this array needs another index (one element per block: "
+                        f"cuda.blockIdx.x; per row or per column: that index)")
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
