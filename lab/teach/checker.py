@@ -368,7 +368,20 @@ def judge_case(ex, case, raw, backend):
         if not bad.any():
             continue
         if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
-            raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
+            first = np.asarray(out).ravel()[:2].tolist()
+            counts = getattr(trace, "lab_counts", None) if trace is not None else None
+            names = [a[0] for a in counts["arrays"]] if counts else []
+            updates = sum(int(c) for kd, a, _, c in counts["per_thread"]
+                          if int(kd) == 2 and names[int(a)] == onames[k]) if counts and onames[k] in names else 0
+            stores = len(writers[k]) if writers is not None else 0
+            if updates or stores:
+                what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
+                        f"stores to {plural(stores, 'element')}")
+                raise Failed(f"{onames[k]} still holds its initial values ({', '.join(map(str, first))}, ...) although "
+                             f"{what} reached it{at_store(k, min(writers[k]), trace) if stores else ''}: every one "
+                             f"added or stored what was already there (0, the identity): is the value added the "
+                             f"right one, from the right elements (the block's partial, the bin's count)?", kind=VALUES)
+            raise Failed(f"{onames[k]} still holds its initial value {first}: nothing was "
                          f"written or added to it", kind=VALUES)
         if lesson:
             first = tuple(int(v) for v in np.argwhere(bad)[0])

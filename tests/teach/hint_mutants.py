@@ -29,6 +29,7 @@ CLASSES = {
     "launch ignores the block size": ["returned blocks of", "asks for", "use the block size you are given"],
     "index for a per-block array": ["this array needs another index", "blockIdx.x"],
     "offset missing": ["every index", "offset missing"],
+    "adds nothing": ["still holds its initial values", "atomic update", "is the value added the right one"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -98,6 +99,8 @@ MUTANTS = [
     ("block_sum", "partial stored at the global index", [("        partials[cuda.blockIdx.x] = cache[0]", "        partials[i] = cache[0]")],
      "index for a per-block array"),
     ("strided_index", "storage offset left out", [("storage[offset + r * stride0", "storage[r * stride0")], "offset missing"),
+    ("histogram", "private counts incremented by 0", [("cuda.atomic.add(local, x[i], 1)", "cuda.atomic.add(local, x[i], 0)")],
+     "adds nothing"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
