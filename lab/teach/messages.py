@@ -274,8 +274,10 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and _extra_thread(own, grid, block, out_shapes):
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
-                f"index{rel} (the thread is one of the last block's extra threads): an access at an offset (a halo "
-                f"cell, a neighbour) needs its own bound check on that index, e.g. `x[j] if j < n else 0`")
+                f"index{rel} (the thread is one of the last block's extra threads, past the output, and still made "
+                f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
+                f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
+                f"`x[j] if j < n else 0`")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
             f"loop bound, a stride or an offset runs past the end?")
 
