@@ -47,7 +47,8 @@ from lab.teach.messages import (DIAGNOSIS, MAP_ENV, MAP_LIMIT, VALUES, Failed, _
                                 _fmt_who, _many_writers_message, _ndims, _one_line, _oob_advice, _poison_hint,  # noqa: F401
                                 _race_text, _ranges, _scaled_hint, _store_and_atomic_message, _transposed_hint,  # noqa: F401
                                 _unwritten_message, _where, _who, _writers_map, kernel_error_message,  # noqa: F401
-                                one_store_line, quote, race_message, sanitizer_message, shared_rmw_message,  # noqa: F401
+                                block_stride_hint, one_store_line, quote, race_message, sanitizer_message,  # noqa: F401
+                                shared_rmw_message,  # noqa: F401
                                 store_line)  # noqa: F401
 
 GUARD = 1024  # poisoned elements before and after each output on a GPU (>= a block of overshoot)
@@ -313,6 +314,13 @@ def judge_case(ex, case, raw, backend):
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
                         f"first {_fmt_idx(onames[k], first)}: {hint}")
+            if not hint and writers is not None:
+                stride = block_stride_hint(writers[k], out.shape, grid, block)
+                if stride:
+                    first = tuple(int(v) for v in np.argwhere(unwritten)[0])
+                    hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
+                            f"the first {_fmt_idx(onames[k], first)}: {stride}"
+                            f"{' (the store: ' + at_store(k, min(writers[k]), trace)[4:] + ')' if at_store(k, min(writers[k]), trace) else ''}")
             if not hint:
                 hint = _unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None)
                 line = one_store_line(trace, k)
@@ -338,8 +346,10 @@ def judge_case(ex, case, raw, backend):
     if trace is not None and getattr(ex, "one_writer", False):
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
-                raise Failed(_many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
-                                                   at_store(k, min(others), trace)))
+                stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
+                text = _many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
+                                             at_store(k, min(others), trace))
+                raise Failed(f"{text}: {stride}" if stride else text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:

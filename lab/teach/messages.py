@@ -450,6 +450,30 @@ def _unwritten_message(name, unwritten, grid, block, checker_grid=False):
                    f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
 
 
+def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
+    """For a 1-D output written by a 1-D launch: when every writer (block b >= 1, thread t) of element
+    f has f = b * K + t for one K other than the block's size, the index multiplies blockIdx.x by K:
+    the text naming it, else None (the evidence: the writers the simulator recorded)."""
+    if len(tuple(shape)) != 1 or _ndims(grid) != 1 or math.prod(_dims3(block)[1:]) != 1:
+        return None
+    bx = _dims3(block)[0]
+    ks = set()
+    for f, (b, t) in list(writer.items())[:4096]:
+        b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
+        if b0 >= 1:
+            k, r = divmod(int(f) - t0, b0)
+            ks.add(k if r == 0 else None)
+            if len(ks) > 1:
+                return None
+    if len(ks) != 1 or None in ks:
+        return None
+    k = ks.pop()
+    if k == bx or k <= 0:
+        return None
+    return (f"every element was written by thread t of block b at b * {k} + t, but your blocks have {bx} threads: "
+            f"the index multiplies blockIdx.x by {k}, not by the block's size: use cuda.blockDim.x (or cuda.grid(1))")
+
+
 def _many_writers_message(name, shape, writer, others, grid, block, at=""):
     """:func:`_many_writers_text`, then the store's line ``at`` (' at line N: `code`') when known."""
     text = _many_writers_text(name, shape, writer, others, grid, block)

@@ -30,6 +30,7 @@ CLASSES = {
     "index for a per-block array": ["this array needs another index", "blockIdx.x"],
     "offset missing": ["every index", "offset missing"],
     "adds nothing": ["still holds its initial values", "atomic update", "is the value added the right one"],
+    "hard-coded block stride": ["blockIdx.x", "blockDim"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -101,6 +102,8 @@ MUTANTS = [
     ("strided_index", "storage offset left out", [("storage[offset + r * stride0", "storage[r * stride0")], "offset missing"),
     ("histogram", "private counts incremented by 0", [("cuda.atomic.add(local, x[i], 1)", "cuda.atomic.add(local, x[i], 0)")],
      "adds nothing"),
+    ("map_guard", "block offset from a literal 64", [("    i = cuda.grid(1)\n", "    i = 64 * cuda.blockIdx.x + cuda.threadIdx.x\n")],
+     "hard-coded block stride"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
