@@ -227,12 +227,7 @@ def judge_case(ex, case, raw, backend):
         last = runs[-1][1]
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
-            bd = _dims3(block)
-            own = [int(tuple(who[0])[a]) * bd[a] + int(tuple(who[1])[a]) if a < min(len(who[0]), len(who[1])) else 0
-                   for a in range(3)]
-            # a declared mistake is about the threads of the data: an extra thread's access is the guard's
-            extra = _extra_thread(own, grid, block, [s for s, _ in case.outputs])
-            lesson = None if extra else mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
+            lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
             if lesson:
                 msg = f"{msg}. Hint: {lesson}"
         raise Failed(msg)
