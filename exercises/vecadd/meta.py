@@ -14,7 +14,8 @@ STATEMENT = """
 vecadd: c = a + b for float32 vectors of length n, one thread per element, across many blocks.
 
 Write two things: the kernel, and launch(n, threads) -> (blocks, threads), the launch configuration
-the checker uses. The seed notebook's example: n = 5466 with 1024 threads a block needs
+the checker uses: blocks of the `threads` it is given (each hidden test asks for its own block size,
+32 to 1024), and enough of them for n elements. The seed notebook's example: n = 5466 with 1024 threads a block needs
 ceil(5466 / 1024) = 6 blocks, 678 threads of the last one have nothing to do.
 
 Pitfalls: the index must include the block offset (blockIdx.x * blockDim.x), the number of blocks

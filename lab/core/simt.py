@@ -75,6 +75,7 @@ class Stats:
         self.stored = {}       # array -> {(block, thread): set of flat}: the elements each thread stored
         self.requests = {}     # ("load"/"store", array, block, warp, site, n) -> set of flat
         self._seen = {}        # ("load"/"store", array, block, thread, site) -> executions so far
+        self.span = {}         # ("load", array, block, thread, site) -> [lowest, highest] flat index loaded
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.warp_collectives = 0
@@ -99,6 +100,14 @@ class Stats:
         key = (kind, name, who[0], who[1], site)
         n = self._seen.get(key, 0)
         self._seen[key] = n + 1
+        if kind == "load":
+            span = self.span.get(key)
+            if span is None:
+                self.span[key] = [flat, flat]
+            elif flat < span[0]:
+                span[0] = flat
+            elif flat > span[1]:
+                span[1] = flat
         warp = getattr(threading.current_thread(), "thread_id", 0) // 32
         self.requests.setdefault((kind, name, who[0], warp, site, n), set()).add(flat)
 
@@ -188,6 +197,7 @@ class _Tracker:
         self.rmw = {}          # shared: flat -> (epoch, threads that read then wrote it in that epoch)
         self.ever = set()      # shared: the elements some thread of the block wrote (this array is one block's)
         self.plain = {}        # outputs: flat -> ((block, thread), line) of the first plain store
+        self.store_line = {}   # outputs: flat -> the kernel file's line of the first write (store or atomic)
         self.atomics = {}      # outputs: flat -> atomic updates
         self.atomic_blocks = {}  # outputs: flat -> the blocks that updated it atomically (at most 64 kept)
         self.itemsize = 0
@@ -272,6 +282,8 @@ class _Tracker:
                 elif flat not in self.plain:
                     self.plain[flat] = (who, line)
                 first = self.writer.setdefault(flat, who)
+                if line is not None and flat not in self.store_line:
+                    self.store_line[flat] = line
                 if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
                     extra = self.others.get(flat)
                     if extra is None and len(self.others) < 256:

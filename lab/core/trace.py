@@ -109,9 +109,15 @@ class SectorTracer:
     Patches ``FakeCUDAArray.__getitem__``/``__setitem__`` for the duration of the block (the
     simulator must be loaded: ``NUMBA_ENABLE_CUDASIM=1``). Thread-safe: the simulator runs a
     block's threads as Python threads.
+
+    ``registers=True``: a load of an address that the same thread already loaded in the same
+    straight-line stretch of code (no store of its own since, no jump back in that function: not
+    another loop iteration) is not a new request: the compiler keeps the value in a register
+    (common-subexpression elimination: ``A[i] + B[i] + B[i]`` is two loads). Such loads are counted
+    in ``repeat_loads`` (and per line in :meth:`repeats`) instead.
     """
 
-    def __init__(self):
+    def __init__(self, registers: bool = False):
         self._lock = threading.Lock()
         self._requests: dict = {}  # (kind, block, warp, instr, n) -> {address: size}
         self._seen: dict = {}  # (block, thread, instr) -> executions so far
@@ -122,6 +128,10 @@ class SectorTracer:
         self.untraced = 0  # accesses that were not scalar (slices, row views)
         self.atomic_ops = 0  # atomic operations on global (fake device) arrays, one per calling thread
         self._sim = _executor_files()
+        self._registers = registers
+        self._recent: dict = {}  # (block, thread) -> ({code: last offset}, addresses loaded since)
+        self.repeat_loads = 0  # registers=True: loads of an address the thread had just loaded (not requests)
+        self._repeat_sites: dict = {}  # instr -> such loads
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self):
@@ -228,6 +238,8 @@ class SectorTracer:
         block = bidx.x + gx * (bidx.y + gy * bidx.z)
         thread = tidx.x + bx * (tidx.y + by * tidx.z)
         with self._lock:
+            if self._registers and self._repeated(block, thread, instr, kind, addr, f):
+                return
             key = (block, thread, instr, kind)
             n = self._seen.get(key, 0)
             self._seen[key] = n + 1
@@ -238,6 +250,39 @@ class SectorTracer:
             req[addr] = size
             if instr not in self._code:
                 self._code[instr] = (f.f_code.co_filename, f.f_lineno, _name_of(fake, f.f_locals))
+
+    def _repeated(self, block, thread, instr, kind, addr, frame) -> bool:
+        """Whether this load repeats a load of the same thread's current straight-line stretch (see
+        the class); keeps that stretch's state. Called under the lock."""
+        code, off = instr
+        state = self._recent.get((block, thread))
+        if state is None or kind != "load":
+            state = self._recent[(block, thread)] = ({}, set())
+            if kind != "load":
+                return False
+        offsets, seen = state
+        if off <= offsets.get(code, -1):  # a jump back in this function: another iteration
+            offsets.clear()
+            seen.clear()
+        offsets[code] = off
+        if addr in seen:
+            self.repeat_loads += 1
+            self._repeat_sites[instr] = self._repeat_sites.get(instr, 0) + 1
+            if instr not in self._code:
+                self._code[instr] = (frame.f_code.co_filename, frame.f_lineno, "?")
+            return True
+        seen.add(addr)
+        return False
+
+    def repeats(self) -> list:
+        """[{"file", "line", "loads"}], most loads first: the loads not counted as requests
+        (``registers=True``), per source line."""
+        out: dict = {}
+        for instr, c in self._repeat_sites.items():
+            fname, line, _ = self._code[instr]
+            r = out.setdefault((fname, line), {"file": fname, "line": int(line), "loads": 0})
+            r["loads"] += c
+        return sorted(out.values(), key=lambda r: -r["loads"])
 
     # --- results --------------------------------------------------------------------------------
     def instructions(self) -> list[Instruction]:
@@ -284,17 +329,28 @@ class SectorTracer:
                         "bytes": int(sum(addrs.values()))})
         return {"requests": out, "requests_total": len(mine), "arrays": arrays}
 
-    def summary(self) -> dict:
+    def summary(self, skip_idle: bool = False) -> dict:
         """{kind: AccessStats over all sites} plus ``bytes_touched`` (distinct sectors x 32: the
         footprint, what DRAM would move with a perfect cache), ``sector_bytes`` (every request's
         sectors x 32, loads and stores: the traffic between the SMs and L2 without L1 reuse),
         ``touched`` ({kind: distinct sectors of that kind's requests}: a sector fetched twice counts
         once), ``atomic_ops`` (atomic operations on global arrays, one per thread), ``instructions``
-        and ``untraced``."""
+        and ``untraced``; ``idle_blocks`` and ``idle_load_sectors``: the blocks that loaded from
+        global memory but stored nothing there (no store, no atomic: a spare block of a rounded-up
+        grid), and their loads' sectors; ``repeat_loads`` (``registers=True``). ``skip_idle``: those
+        blocks' loads are left out of the totals (when some block stored at all)."""
         totals = {k: AccessStats() for k in KINDS}
         touched: set = set()
         by_kind: dict = {k: set() for k in KINDS}
-        for (kind, *_), addrs in self._requests.items():
+        writing = {b for (kind, b, *_) in self._requests if kind != "load"}
+        idle: set = set()
+        idle_sectors = 0
+        for (kind, block, *_), addrs in self._requests.items():
+            if kind == "load" and writing and block not in writing:
+                idle.add(block)
+                idle_sectors += _sectors_and_bytes(addrs)[0]
+                if skip_idle:
+                    continue
             totals[kind].add(*_sectors_and_bytes(addrs))
             for a, size in addrs.items():
                 sectors = range(a // SECTOR, (a + size - 1) // SECTOR + 1)
@@ -303,7 +359,8 @@ class SectorTracer:
         return {**totals, "bytes_touched": len(touched) * SECTOR,
                 "sector_bytes": (totals["load"].sectors + totals["store"].sectors) * SECTOR,
                 "touched": {k: len(v) for k, v in by_kind.items()}, "atomic_ops": self.atomic_ops,
-                "instructions": self.instructions(), "untraced": self.untraced}
+                "instructions": self.instructions(), "untraced": self.untraced, "idle_blocks": len(idle),
+                "idle_load_sectors": idle_sectors, "repeat_loads": self.repeat_loads}
 
 
 def _name_of(fake, names: dict) -> str:
@@ -339,6 +396,21 @@ def instruction_offset(code, lasti: int) -> int:
 
     k = bisect.bisect_right(offs, lasti) - 1
     return offs[k] if k >= 0 else lasti
+
+
+_LINES: dict = {}
+
+
+def site_line(code, offset: int) -> int:
+    """The source line of the bytecode instruction at ``offset`` of ``code`` (a site of
+    :func:`_instruction`), 0 when it has none."""
+    table = _LINES.get(code)
+    if table is None:
+        table = _LINES[code] = [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None]
+    for a, b, ln in table:
+        if a <= offset < b:
+            return int(ln)
+    return 0
 
 
 _ATOMIC_NAMES = {"add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",

@@ -110,7 +110,8 @@ def run(name: str, path: str, backend: str, seed: int) -> dict:
         mine = measure(load_student(path, ex), ex, case, backend)
     except Exception as e:  # noqa: BLE001 - a student's kernel that misbehaves only at this size
         mine = {"error": failure_text(e)}
-    return judge(ex, case, backend, mine, _reference_here(ex, case, backend), note)
+    return judge(ex, case, backend, mine, _reference_here(ex, case, backend), note,
+                 source=open(path, encoding="utf-8", errors="replace").read())
 
 
 _REFERENCE: dict = {}
@@ -205,10 +206,11 @@ def _valid(raw, backend: str) -> bool:
         for k in ACCESS)
 
 
-def judge(ex, case, backend: str, mine, ref, note=None) -> dict:
+def judge(ex, case, backend: str, mine, ref, note=None, source=None) -> dict:
     """The bench document (keys: KEYS) from the student's raw numbers ``mine`` (the child's, checked
     for their shape) and the reference's ``ref`` (:func:`reference`'s, or a function returning
-    them, called only when needed): the pass line is computed here, never taken from the child."""
+    them, called only when needed): the pass line is computed here, never taken from the child.
+    ``source``: the student's file's text (the notes quote its lines)."""
     doc = _blank(ex, backend)
     doc["case"] = case.name
     if note:
@@ -225,7 +227,38 @@ def judge(ex, case, backend: str, mine, ref, note=None) -> dict:
             "the reference's numbers are missing"
         return doc
     (_sectors if backend == "simulator" else _timed)(ex, case, mine, ref, doc)
+    if backend == "simulator":
+        doc["notes"].extend(_uncounted(mine, source))
     return doc
+
+
+def _count(v) -> int:
+    return int(v) if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 62 else 0
+
+
+def _uncounted(mine: dict, source=None) -> list:
+    """Notes for the loads the pass line left out (:func:`trace_launch`): re-loads of a value the
+    thread already held (the compiler keeps it in a register), named at their line; the loads of
+    blocks that stored nothing (a spare block row or column of a rounded-up grid)."""
+    from kernels.spec import plural
+    from lab.teach.messages import quote
+
+    lines = str(source).splitlines() if source else None
+    notes = []
+    repeats = _count(mine.get("repeat_loads"))
+    if repeats:
+        rows = mine.get("repeat_lines") if isinstance(mine.get("repeat_lines"), list) else []
+        at = [quote(lines, r[0]) for r in rows[:2] if isinstance(r, list) and len(r) == 2 and _count(r[0])]
+        where = f" ({'; '.join(a for a in at if a)})" if any(at) else ""
+        notes.append(f"not counted: {plural(repeats, 'load')} of an address the same thread had just loaded, with no "
+                     f"store between{where}: the compiler keeps such a value in a register (one load); reading it "
+                     f"once into a variable says so")
+    idle = _count(mine.get("idle_blocks"))
+    if idle:
+        notes.append(f"not counted: {_count(mine.get('idle_load_sectors'))} sectors loaded by {plural(idle, 'block')} "
+                     f"that stored nothing (spare blocks of a rounded-up grid, past the output): they cost time on a "
+                     f"GPU; a block whose tile lies outside the output can return before loading")
+    return notes
 
 
 # --- the simulator: sectors per warp request ----------------------------------------------------------
@@ -271,6 +304,7 @@ def _sectors(ex, case, ours_raw, theirs_raw, doc) -> None:
                                  f"reference {b['atomic_ops']}: combine the values within the block first (shared "
                                  f"memory or warp shuffles), then one atomic per block (or per bin)"))
     doc["passed"] = not fails
+    fails.sort(key=lambda f: f[0] != "atomics")  # atomics per element first: they dwarf the loads around them
     if fails:
         doc["sectors"]["cause"] = fails[0][0]
         doc["message"] = "; ".join(text for _, text in fails)

@@ -38,9 +38,10 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, fmt_idx, fmt_who, many_writers_message, ndims,
-                                error_line, poison_hint, race_text, scaled_hint, store_and_atomic_message,
-                                transposed_hint, unwritten_message, writers_map, kernel_error_message)
+from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
+                                kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
+                                race_text, scaled_hint, store_and_atomic_message, store_line, transposed_hint,
+                                unwritten_message, writers_map)
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -67,6 +68,50 @@ def _bad(out64, ref, tol):
     return ~(np.abs(out64 - ref) <= bound), lambda i: f"tolerance {bound[i]:.2g}"
 
 
+def judged_launch_config(launch, ex, case):
+    """:func:`lab.teach.contained.executor.launch_config` (the shape of what the student's launch()
+    returns), then the judge's own rule: where the test asks for a block size (the exercise's launch()
+    has one parameter named like ``threads``: :func:`threads_param`), the blocks must have that many
+    threads (a launch() that ignores it passes tests that name a block size it never used). Failed
+    naming the test's block size and the one returned."""
+    import math
+
+    grid, block = launch_config(launch, ex, case)
+    k = threads_param(ex)
+    b = (block,) if isinstance(block, int) else tuple(block)
+    if k is not None and k < len(case.launch_args) and math.prod(b) != int(case.launch_args[k]):
+        asked = int(case.launch_args[k])
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned blocks of {math.prod(b)} threads, but this "
+                     f"test asks for {asked} threads a block (argument {k + 1} of {ex.launch}()): use the block size "
+                     f"you are given, and count the blocks with it")
+    return grid, block
+
+
+_THREADS_PARAM: dict = {}
+
+
+def threads_param(ex) -> int | None:
+    """The position of the exercise's launch() parameter that is the block size the test asks for (the
+    one parameter of the scaffold's launch(), which every student gets, named like ``threads``), or
+    None. Read from the scaffold's source (never run; the solution is not needed)."""
+    key = (str(getattr(ex, "scaffold", None)), getattr(ex, "launch", None))
+    if key not in _THREADS_PARAM:
+        found = None
+        try:
+            import ast
+
+            with open(ex.scaffold, encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ex.launch)
+            names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+            hits = [i for i, n in enumerate(names) if "thread" in n.lower()]
+            found = hits[0] if len(hits) == 1 else None
+        except Exception:  # noqa: BLE001 - no scaffold or no launch(): nothing to compare
+            found = None
+        _THREADS_PARAM[key] = found
+    return _THREADS_PARAM[key]
+
+
 def launch_plan(ex, prog, cases) -> list:
     """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
     (:func:`launch_config`, from the :class:`lab.teach.contained.source.Program` ``prog``), or the Failed
@@ -80,15 +125,16 @@ def launch_plan(ex, prog, cases) -> list:
             out.append((c.grid, c.block))
             continue
         try:
-            out.append(launch_config(launch, ex, c))
+            out.append(judged_launch_config(launch, ex, c))
         except Failed as e:
             out.append(str(e))
             continue
-        from lab.teach.diagnose import launch_mismatch
+        from lab.teach.diagnose import launch_line, launch_mismatch
 
         shape = tuple(c.outputs[0][0]) if c.outputs else ()
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)
         c.launch_hint = launch_mismatch(launch, ex.launch, tuple(c.launch_args), shape)
+        c.launch_lines = [launch_line(launch, k) for k in range(len(shape))]  # the line dividing each size
     return out
 
 
@@ -99,11 +145,18 @@ def judge_case(ex, case, raw, backend):
     simulator launch that raised, or None)."""
     grid, block = raw.grid, raw.block
     runs = raw.runs
+    source = getattr(raw, "source", None)  # the lines of the student's file, as the judge read it
+
+    def at_store(k, flat, trace):
+        """' at line N: `code`': the line of the first write of element ``flat`` of output ``k``."""
+        q = quote(source, store_line(trace, k, flat))
+        return f" at {q}" if q else ""
+
     outs, trace, writers = runs[0]
     nd = ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names)  # the run that raised
+        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names, source)  # the run that raised
         last = runs[-1][1]
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
@@ -119,13 +172,18 @@ def judge_case(ex, case, raw, backend):
                          f"calls ({desc}): a barrier inside a branch or after an early return is undefined "
                          f"behaviour and can hang on a GPU; let all threads reach every barrier")
         if trace.races or trace.shared_rmw:
-            raise Failed(race_text(trace, grid, block))
-        init_msg = store_and_atomic_message(trace, onames, case, nd)
+            raise Failed(race_text(trace, grid, block, source))
+        init_msg = store_and_atomic_message(trace, onames, case, nd, source)
         if init_msg:
             raise Failed(init_msg)
         if trace.global_rmw:
             name, idx, a, b = trace.global_rmw[0]
-            raise Failed(f"race: {fmt_idx(name, idx)} is read and updated by several threads "
+            at = ""
+            if name in onames and len(idx) == len(case.outputs[onames.index(name)][0]):
+                k = onames.index(name)
+                shape = tuple(case.outputs[k][0])
+                at = at_store(k, int(np.ravel_multi_index(tuple(idx), shape)) if shape else 0, trace)
+            raise Failed(f"race: {fmt_idx(name, idx)}{at} is read and updated by several threads "
                          f"({fmt_who(a, nd)} and {fmt_who(b, nd)}) without an atomic: use "
                          f"cuda.atomic.add (or min/max)")
     if trace is not None:
@@ -169,12 +227,13 @@ def judge_case(ex, case, raw, backend):
                 if trace is not None and trace.uninit:  # the tracer saw the read: name it
                     arr, uidx, uwho, uline = trace.uninit[0]
                     seen = (f"; the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
-                            f"{f' at line {uline}' if uline else ''} before any thread of its block wrote it")
+                            f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it")
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
-                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
-                                 f"is {what}. Hint: {lesson}", kind=VALUES)
-                raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}, but it "
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}. Hint: {lesson}", kind=VALUES)
+                raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                             f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
@@ -183,7 +242,24 @@ def judge_case(ex, case, raw, backend):
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, the "
                         f"first {fmt_idx(onames[k], first)}: {hint}")
-            raise Failed(hint or unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None),
+            if not hint and writers is not None:
+                stride = block_stride_hint(writers[k], out.shape, grid, block)
+                if stride:
+                    first = tuple(int(v) for v in np.argwhere(unwritten)[0])
+                    hint = (f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
+                            f"the first {fmt_idx(onames[k], first)}: {stride}"
+                            f"{' (the store: ' + at_store(k, min(writers[k]), trace)[4:] + ')' if at_store(k, min(writers[k]), trace) else ''}")
+            if not hint:
+                hint = unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None)
+                line = one_store_line(trace, k)
+                if line and ("index" in hint or "indices" in hint) and "round the number of blocks up" not in hint:
+                    hint += f" (every element of {onames[k]} was stored at {quote(source, line)})"
+                dims = getattr(case, "launch_lines", None) or []
+                if "round the number of blocks up" in hint and case.grid is None and dims:
+                    d = 0 if len(dims) == 1 else (len(dims) - 2 if "along y" in hint else len(dims) - 1)
+                    if dims[d]:
+                        hint += f" (your launch() at {dims[d]})"
+            raise Failed(hint,
                          writers and writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
     if trace is not None and case.init is not None:  # an accumulator (dot's out[0]): atomics only
         for k, others in enumerate(getattr(trace, "lab_others", [])):
@@ -193,18 +269,21 @@ def judge_case(ex, case, raw, backend):
                 idx = tuple(int(v) for v in np.unravel_index(flat, tuple(case.outputs[k][0])))
                 one_each = len({tuple(w[0]) for w in [writers[k][flat], *others[flat]]}) == n
                 raise Failed(f"{fmt_idx(onames[k], idx)} was stored to by {n} threads{', one per block' if one_each else ''} "
-                             f"with a plain store: the last one wins and the other partials are lost; add with "
+                             f"with a plain store{at_store(k, flat, trace)}: the last one wins and the other partials are lost; add with "
                              f"cuda.atomic.add")
     if trace is not None and getattr(ex, "one_writer", False):
         for k, others in enumerate(getattr(trace, "lab_others", [])):
             if others:
-                raise Failed(many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block))
+                stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
+                text = many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
+                                             at_store(k, min(others), trace))
+                raise Failed(f"{text}: {stride}" if stride else text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
         if trace is not None and trace.uninit:
             arr, idx, who, line = trace.uninit[0]
-            at = f" at line {line}" if line else ""
+            at = f" at {quote(source, line)}" if line else ""
             raise Failed(f"right values here, but {fmt_who(who, nd)} read {fmt_idx(arr, idx)}{at} before any thread of "
                          f"its block wrote it: shared memory starts with whatever the last kernel left there (the "
                          f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
@@ -227,18 +306,34 @@ def judge_case(ex, case, raw, backend):
         if not bad.any():
             continue
         if case.init is not None and np.array_equal(out64, np.asarray(case.init[k], np.float64).reshape(out64.shape)):
-            raise Failed(f"{onames[k]} still holds its initial value {out64.ravel()[:2].tolist()}: nothing was "
+            first = np.asarray(out).ravel()[:2].tolist()
+            counts = getattr(trace, "lab_counts", None) if trace is not None else None
+            names = [a[0] for a in counts["arrays"]] if counts else []
+            updates = sum(int(c) for kd, a, _, c in counts["per_thread"]
+                          if int(kd) == 2 and names[int(a)] == onames[k]) if counts and onames[k] in names else 0
+            stores = len(writers[k]) if writers is not None else 0
+            if updates or stores:
+                what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
+                        f"stores to {plural(stores, 'element')}")
+                raise Failed(f"{onames[k]} still holds its initial values ({', '.join(map(str, first))}, ...) although "
+                             f"{what} reached it{at_store(k, min(writers[k]), trace) if stores else ''}: every one "
+                             f"added or stored what was already there (0, the identity): is the value added the "
+                             f"right one, from the right elements (the block's partial, the bin's count)?", kind=VALUES)
+            raise Failed(f"{onames[k]} still holds its initial value {first}: nothing was "
                          f"written or added to it", kind=VALUES)
         if lesson:
             first = tuple(int(v) for v in np.argwhere(bad)[0])
-            who = writers[k].get(int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) if writers else None
+            flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+            who = writers[k].get(flat) if writers else None
+            by = f"; written by {fmt_who(who, nd)}{at_store(k, flat, trace)}" if who is not None else ""
             raise Failed(f"{fmt_idx(onames[k], first)} = {out64[first]:.6g}, expected {ref[first]:.6g}; "
-                         f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong"
-                         f"{f'; written by {fmt_who(who, nd)}' if who is not None else ''}. Hint: {lesson}",
+                         f"{int(bad.sum())} of {plural(ref.size, 'element')} wrong{by}. Hint: {lesson}",
                          writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
         if ref.size > 1 and not np.any(out64) and np.any(ref):
             if writers is not None and len(writers[k]) == ref.size:
-                raise Failed(f"{onames[k]} is all zeros, though every element was written: the value stored is 0 "
+                line = one_store_line(trace, k)
+                where = f" (stored at {quote(source, line)})" if line else ""
+                raise Failed(f"{onames[k]} is all zeros, though every element was written{where}: the value stored is 0 "
                              f"(expected e.g. {fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
                              f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
@@ -256,7 +351,7 @@ def judge_case(ex, case, raw, backend):
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             who = writers[k].get(flat)
             if who is not None:
-                msg += f"; written by {fmt_who(who, nd)}"
+                msg += f"; written by {fmt_who(who, nd)}{at_store(k, flat, trace)}"
         extra = transposed_hint(out64, ref, bad)
         if case.diagnose is not None:
             extra = case.diagnose(outs, case.refs) or extra
@@ -264,7 +359,7 @@ def judge_case(ex, case, raw, backend):
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
-            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names))
+            extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
@@ -322,8 +417,10 @@ class Judge:
     left in ``folder`` (never from what the child printed), in the order they come."""
 
     def __init__(self, ex, cases, backend: str, path: str, folder: str, compile_planned: bool = False,
-                 launches=None):
+                 launches=None, source: str | None = None):
         self.ex, self.cases, self.backend, self.path, self.folder = ex, cases, backend, str(path), folder
+        self.source = source  # the file's text the judge read and sent (None: messages give line numbers only)
+        self._lines = None
         # per case: (grid, block) the judge evaluated (lab.teach.checker.launch_plan), or its failure (a str)
         self.launches = list(launches) if launches is not None else [
             (c.grid, c.block) if c.grid is not None else None for c in cases]
@@ -331,6 +428,14 @@ class Judge:
         self.planned = ([COMPILE_TEST] if compile_planned else []) + [c.name for c in cases]
         self.notes: list[str] = []
         self.dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+
+    def source_lines(self) -> list:
+        """The lines of the student's file, which messages quote: the text the judge read and sent the
+        child ([] without one: the messages give line numbers only; the file itself is never read
+        again here, it may since have become anything, a FIFO included)."""
+        if self._lines is None:
+            self._lines = str(self.source).splitlines() if self.source is not None else []
+        return self._lines
 
     def close(self):
         if self.dir_fd is not None:
@@ -410,6 +515,7 @@ class Judge:
             npz = read_child_file(self.folder, result_name(i, "npz"), result_cap(case, self.launches[i]),
                                   self.dir_fd)
             raw = raw_result(case, rec, npz, self.backend, self.path, launch=self.launches[i])
+            raw.source = self.source_lines()
             return {"name": name, "passed": True, "message": judge_case(self.ex, case, raw, self.backend)}
         except Failed as e:
             result = {"name": name, "passed": False, "message": str(e), "kind": e.kind}

@@ -311,7 +311,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     progress = os.path.join(private, ".lab-progress.jsonl")
     open(progress, "w").close()
     channel_in, channel_out = write_request(private, request, inputs)
-    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches)
+    judge = checker.Judge(ex, cases, backend, str(path), private, do_compile, launches=launches, source=text)
     errf = tempfile.TemporaryFile()
     # the fourth argument once was the seed: no seed reaches the student's process ("0": the sandbox's
     # precompile draws its argument types from it, which do not depend on the seed)
@@ -501,7 +501,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         from lab.teach import bench as B
 
         bench_doc = B.judge(ex, bench_case, backend, bench_raw,
-                            lambda: B.reference(name, backend, request["bench_seed"]), bench_note)
+                            lambda: B.reference(name, backend, request["bench_seed"]), bench_note, source=text)
     if current == "bench":  # the process died while benchmarking
         bench_doc, current = _bench_failed(f"the benchmark's process died (exit code {proc.returncode})"), None
     if current in todo and not any(t["name"] == current for t in tests):

@@ -124,6 +124,25 @@ def _fit(sizes, blocks) -> tuple[int, str] | None:
     return None
 
 
+def launch_line(launch, k: int) -> str:
+    """'line N: `code`': the one line of the interpreted launch() (:class:`lab.teach.source_eval.Launch`)
+    that divides its ``k``-th parameter (a floor or true division whose dividend uses it), or ''."""
+    import ast
+
+    from lab.teach.messages import quote
+
+    prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
+    fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
+    if fn is None:
+        return ""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if k >= len(params):
+        return ""
+    lines = {n.lineno for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Div))
+             and any(isinstance(m, ast.Name) and m.id == params[k] for m in ast.walk(n.left))}
+    return quote(str(prog.text).splitlines(), lines.pop()) if len(lines) == 1 else ""
+
+
 def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     """Why the launch ``launch(*args)`` (the student's launch(), as the judge interprets it) has fewer
     threads than elements along an axis, from launch() itself: the sizes along that axis varied
@@ -170,12 +189,14 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
         what = ("n" if nd == 1 else ("rows" if k == 0 else "cols")) if nd <= 2 else f"dimension {k}"
         how = f"ceil({what} / {d})" if form == "ceil" else f"{what} // {d} + 1"
         call = f"{name}({', '.join(str(v) for v in args)})"
+        where = launch_line(launch, k)
+        where = f" at {where}" if where else ""
         axis_words = "" if nd == 1 else f" along {_AXES[axis]}"
-        return (f"your launch() divides {what} by {d} (blocks{axis_words} = {how} for every size tried), but its "
+        return (f"your launch() divides {what} by {d}{where}, blocks{axis_words} = {how} for every size tried, but its "
                 f"blocks have {t} threads{axis_words}: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads "
                 f"for {elements} {what if nd > 1 else 'elements'}; divide by the block's own size{axis_words} "
                 f"(x = columns by block[0], y = rows by block[1])" if nd > 1 else
-                f"your launch() divides n by {d} (blocks = {how} for every n tried), but its blocks have {t} threads "
+                f"your launch() divides n by {d}{where}, blocks = {how} for every n tried, but its blocks have {t} threads "
                 f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
                 f"count the blocks with the block size you return: (n + threads - 1) // threads")
     return None
@@ -255,13 +276,46 @@ def _per_thread(rows, arrays, kind: int) -> dict:
     return out
 
 
-def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names) -> str | None:
+def _load_lines(counts, tid: int) -> dict:
+    """{array name: {line: loads}} of thread ``tid`` (the tracer's ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, line, c, *_ in counts.get("load_lines") or ():
+        if int(t) == tid and int(line) > 0 and 0 <= int(a) < len(arrays):
+            d = out.setdefault(arrays[int(a)][0], {})
+            d[int(line)] = d.get(int(line), 0) + int(c)
+    return out
+
+
+def _load_span(counts, tid: int) -> dict:
+    """{array name: (lowest, highest) flat index} that thread ``tid`` loaded (the ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, _line, _c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if int(t) == tid and 0 <= int(a) < len(arrays):
+            name = arrays[int(a)][0]
+            old = out.get(name)
+            out[name] = (int(lo), int(hi)) if old is None else (min(old[0], int(lo)), max(old[1], int(hi)))
+    return out
+
+
+def _span_text(name, span, shape) -> str:
+    """'x[3]' or 'x[0..63]' (multi-dimensional indices for a shaped array)."""
+    def one(f):
+        return _fmt_idx(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
+
+    return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
+
+
+def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
     """What the student's launch did differently from the reference solution's on ``case``, around
     the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
     input that thread made in each, and the launch-wide atomics, shared-memory accesses and warp
-    shuffles; only facts that differ are named. None without a trace or a reference run.
+    shuffles; only facts that differ are named, each load quoted at the student's line that made it
+    (``source``: the lines of the student's file). None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
     from lab.teach.contained.counts import dims3, stats_counts, thread_id
+    from lab.teach.messages import quote
 
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
@@ -288,18 +342,34 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     rc = stats_counts(r_trace.stats, r_grid, r_block)
+    lines_s: dict = {}
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
         theirs = _per_thread(rc["per_thread"], rc["arrays"], 0)
         tid_s = thread_id(ws, dims3(grid), dims3(block))
         tid_r = thread_id(wr, dims3(r_grid), dims3(r_block))
+        lines_s = _load_lines(counts, tid_s)
+        span_s, span_r = _load_span(counts, tid_s), _load_span(rc, tid_r)
         for j, a in enumerate(case.args):
             if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
                 continue
             n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
+            at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
             if n_s != n_r:
-                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}, the reference's "
-                             f"{n_r}")
+                facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}"
+                             f"{f' ({at})' if at else ''}, the reference's {n_r}")
+                continue
+            ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
+            if ss is not None and sr is not None and ss != sr:
+                shape = tuple(a.shape)
+                shift = ""
+                if ss[0] - sr[0] == ss[1] - sr[1]:
+                    d = ss[0] - sr[0]
+                    shift = (f": every index {abs(d)} element{'s' if abs(d) != 1 else ''} "
+                             f"{'before' if d < 0 else 'past'} the reference's (an offset {'missing' if d < 0 else 'added'}?)")
+                where = ", ".join(quote(source, ln) for ln in sorted(lines_s.get(names[j], {})))
+                facts.append(f"its writer read {_span_text(names[j], ss, shape)}{f' (at {where})' if where else ''}, the "
+                             f"reference's {_span_text(names[j], sr, shape)}{shift}")
     a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
     a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
     if a_s != a_r:
@@ -309,7 +379,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         if v_s != v_r:
             facts.append(f"{v_s} {what} in all, the reference {v_r}")
     if not facts:
+        from lab.teach.messages import store_line
+
+        loads = sorted({ln for d in lines_s.values() for ln in d})
+        look = [quote(source, ln) for ln in loads[:3]]
+        st = quote(source, store_line(trace, k, flat))
+        if st and st not in look:
+            look.append(st)
+        where = f" ({'; '.join(look)})" if look else ""
         return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
-                f"differs is which elements were read or how they were combined")
+                f"differs is which elements were read or how they were combined{where}")
     return "the reference solution, run on this case: " + "; ".join(facts)

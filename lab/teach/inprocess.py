@@ -60,7 +60,7 @@ def run_all(name, path, backend, seed, emit=lambda obj: None, skip=(), compile_c
         with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as z:
             execute(json.loads(open(os.path.join(folder, REQUEST)).read()), z, str(path),
                     folder, emit, skip)
-        judge = Judge(ex, cases, backend, path, folder, do_compile, launches=launches)
+        judge = Judge(ex, cases, backend, path, folder, do_compile, launches=launches, source=text)
         try:
             failed = judge.load_failure()
             if failed:

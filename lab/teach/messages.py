@@ -59,6 +59,41 @@ def writers_map(name, writer: dict, shape, grid, block) -> dict | None:
             "block_of": block_of.reshape(shape).tolist(), "thread_of": thread_of.reshape(shape).tolist()}
 
 
+def quote(lines, line, of_file=False) -> str:
+    """'line N: `the student's code`' for line ``line`` (1-based) of the student's file, whose text
+    ``lines`` the judge read (a list of its lines); 'line N' when the text is not at hand; '' for no line.
+    ``of_file``: 'line N of your file: `...`'."""
+    try:
+        n = int(line)
+    except (TypeError, ValueError):
+        return ""
+    if n < 1:
+        return ""
+    head = f"line {n} of your file" if of_file else f"line {n}"
+    if lines and n <= len(lines):
+        code = " ".join(str(lines[n - 1]).split())
+        if code:
+            return f"{head}: `{code[:120]}{'…' if len(code) > 120 else ''}`"
+    return head
+
+
+def store_line(trace, k, flat) -> int:
+    """The line of the first write of element ``flat`` of output ``k`` (the simulator's record; 0 for none)."""
+    lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
+    if not lines or k >= len(lines) or lines[k] is None or not 0 <= int(flat) < len(lines[k]):
+        return 0
+    return int(lines[k][int(flat)])
+
+
+def one_store_line(trace, k) -> int:
+    """The line at which every written element of output ``k`` was first written, when it is one line; else 0."""
+    lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
+    if not lines or k >= len(lines) or lines[k] is None:
+        return 0
+    seen = np.unique(lines[k][lines[k] > 0])
+    return int(seen[0]) if len(seen) == 1 else 0
+
+
 def error_line(e):
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
@@ -105,12 +140,13 @@ def as_dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
     "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
     that not every thread reached, a race or an out-of-bounds access that came first, else the
     exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
-    array not among them is a shared array)."""
+    array not among them is a shared array); ``source``: the lines of the student's file, quoted at
+    the line that raised."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -119,15 +155,19 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
         who = error.get("who") or ((0,), (0,))
         return f"{str(error.get('text')).strip()} (block {fmt_who(who, nd).split(' of block ')[1]})"
     if trace.shared_rmw or trace.races:  # the race came first; what it then raised is its consequence
-        return race_text(trace, grid, block) + f" (the kernel then raised {one_line})"
+        return race_text(trace, grid, block, source) + f" (the kernel then raised {one_line})"
     if trace.oob:
         name, idx, shape, who, kind = trace.oob[0]
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
-        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared)
+        arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
+        arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
+        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
+                             arrays=[(n, s) for n, s in arrays if n != name])
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
+        at = quote(source, error.get("line"))
         return (f"out of bounds: {fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
-                f"{fmt_idx(name, idx)}, outside its shape {tuple(shape)}; {advice}")
+                f"{fmt_idx(name, idx)}, outside its shape {tuple(shape)}{f', at {at}' if at else ''}; {advice}")
     advice, kind, text = "", error.get("type"), str(error.get("text"))
     if kind == "OverflowError" and "math range" in text:
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
@@ -135,7 +175,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=()) -> str
         advice = ": the value does not fit the output's dtype (clamp before converting?)"
     elif kind == "ValueError" and "NaN" in text:
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
-    where = f" (line {int(error['line'])} of your file)" if error.get("line") else ""
+    at = quote(source, error.get("line"), of_file=True)
+    where = f" ({at})" if at else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
 
@@ -168,13 +209,15 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=()):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
     how far it is from the thread's own index, and a bound check on that index (not on the thread's
     own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
-    slots are the threads' indices in the block."""
+    slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
+    1-D index equal to the thread's own index that lies inside another array's extent is not a missing
+    guard (that thread is no extra thread) but the wrong index for this array."""
     if min(idx) < 0:
         return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
@@ -184,9 +227,25 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
         d = past[0]
         tt = tuple(int(v) for v in t) + (0, 0, 0)
         mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
-        rel = f", {int(idx[d]) - mine:+d} from the thread's own slot {mine}" if mine is not None else ""
-        return (f"index {int(idx[d])} is past the end ({int(shape[d])}) of this shared array{rel}: an offset (a tree "
-                f"step that starts too large, a halo cell) or the array's size is wrong")
+        i, n = int(idx[d]), int(shape[d])
+        if mine is None:
+            return f"index {i} is past the end ({n}) of this shared array: the index or the array's size is wrong"
+        off = i - mine
+        if off == 0:
+            return (f"index {i} is this thread's own slot, past the end ({n}) of this shared array: threads whose "
+                    f"slot is {n} or more must not access it (e.g. `v = s[t] if t < {n} else 0.0`), or the array "
+                    f"is too small")
+        if off >= n and off & (off - 1) == 0:
+            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
+                    f"{mine}: a tree step with s = {off} reads past the end even for thread 0: the tree's first step "
+                    f"is s = {n // 2}, half the array")
+        if 0 < off < n and off & (off - 1) == 0 and 2 * mine >= n:
+            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
+                    f"{mine}: thread {mine} ran a tree step (s = {off}) that only the threads t < s may run (each "
+                    f"adds its partner t + s): `if t < s:` around the step")
+        return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot {mine}: "
+                f"the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the "
+                f"array's size is")
     own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
     grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
     past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
@@ -197,6 +256,17 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
     if all(int(idx[k]) in own for k in past):
+        if len(idx) == 1 and grid is not None:
+            a = own.index(int(idx[0]))  # the axis of the thread's own index this access used
+            reach = as_dims3(grid)[a] * bd[a]
+            # another 1-D array the grid was sized for (its extent rounded up to blocks) holds this index
+            inside = [(n, s) for n, s in arrays if len(s) == 1 and int(idx[0]) < s[0] <= reach < s[0] + bd[a]]
+            if inside:
+                n, s = max(inside, key=lambda a: a[1][0])
+                return (f"index {int(idx[0])} is this thread's own global index, inside {n}'s {s[0]} elements (so "
+                        f"the thread is no extra thread past the data), but past the end of this array "
+                        f"({int(shape[0])}): this array needs another index (one element per block: "
+                        f"cuda.blockIdx.x; per row or per column: that index)")
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
@@ -204,40 +274,43 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and _extra_thread(own, grid, block, out_shapes):
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
-                f"index{rel} (the thread is one of the last block's extra threads): an access at an offset (a halo "
-                f"cell, a neighbour) needs its own bound check on that index, e.g. `x[j] if j < n else 0`")
+                f"index{rel} (the thread is one of the last block's extra threads, past the output, and still made "
+                f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
+                f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
+                f"`x[j] if j < n else 0`")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
             f"loop bound, a stride or an offset runs past the end?")
 
 
-def race_text(trace, grid, block):
+def race_text(trace, grid, block, source=None):
     """The message for ``trace``'s first shared-memory problem: a lost update (two threads read,
     changed and wrote the same element in one barrier phase: an atomic is the fix) before a race."""
     if getattr(trace, "shared_rmw", None):
-        return shared_rmw_message(trace, 0, grid, block)
-    return race_message(trace, 0, grid, block)
+        return shared_rmw_message(trace, 0, grid, block, source)
+    return race_message(trace, 0, grid, block, source)
 
 
-def shared_rmw_message(trace, k, grid, block):
+def shared_rmw_message(trace, k, grid, block, source=None):
     """The ``k``-th lost update in shared memory: two threads of a block both read and then wrote one
     element (``s[j] += 1``) in the same barrier phase."""
     arr, idx, who, other, line = trace.shared_rmw[k]
     nd, tnd = ndims(grid), ndims(block)
-    at = f" at line {line}" if line else ""
+    at = f" at {quote(source, line)}" if line else ""
     return (f"race: {fmt_who(who, nd if nd == tnd else 3)} and thread {_fmt_t(other, tnd)} of the same block both "
             f"read, changed and wrote {fmt_idx(arr, idx)}{at} in the same phase: one update is lost (a "
             f"read-modify-write such as `+=` is not atomic); use cuda.atomic.add({arr}, index, value) for an update "
             f"that several threads make to one element")
 
 
-def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
+def tree_step_race(races, race_lines, block, source=None) -> tuple[int, str] | None:
     """(k, lesson) for the first of a launch's shared-memory ``races`` (with their ``race_lines``)
     that is the evidence of a reduction or scan step run by the wrong threads, else None. The
     evidence, in a 1-D block: at one line, a thread wrote its own slot (index = its thread index)
     while another read that slot; a tree (``a[t] += a[t + s]``, the reader below the writer) whose
     writer is in the upper half of the block, where no thread of a halving tree ever adds (a missing
     barrier between steps has only lower-half writers); a scan step (``a[t] += a[t - s]``, the
-    reader above the writer) that reads and writes at one line, with no barrier between the two."""
+    reader above the writer) that reads and writes at one line, with no barrier between the two.
+    ``source``: the lines of the student's file (the line is quoted)."""
     dims = list(block) if isinstance(block, (tuple, list)) else [int(block)]
     if math.prod(dims[1:]) != 1:
         return None
@@ -261,29 +334,29 @@ def tree_step_race(races, race_lines, block) -> tuple[int, str] | None:
         s = abs(writer - reader)
         if reader < writer and 2 * writer >= tpb:
             return k, (f"in a tree step every thread adds, thread {writer} too (the upper half of the block): it "
-                       f"overwrote its own {arr}[{writer}] at line {lines[0]} while thread {reader} read it to add into "
+                       f"overwrote its own {arr}[{writer}] at {quote(source, lines[0])} while thread {reader} read it to add into "
                        f"{arr}[{reader}] (step s = {s}): only the lower half adds at each step: `if t < s:` around "
                        f"the add")
         if reader > writer:
-            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at line {lines[0]} while "
+            return k, (f"in a scan step thread {writer} overwrote its own {arr}[{writer}] at {quote(source, lines[0])} while "
                        f"thread {reader} read it as its neighbour (t - {s}) at the same line: read the neighbour into "
                        f"a register, cuda.syncthreads(), then add and store")
     return None
 
 
-def race_message(trace, k, grid, block):
+def race_message(trace, k, grid, block, source=None):
     """The ``k``-th shared-memory race of ``trace``: both threads, the element and the lines of both
     accesses (lines of the kernel's file only: simt records None for an access from elsewhere). For
     the first race, a race among the trace's that is the evidence of a tree or scan step run by the
     wrong threads (:func:`tree_step_race`) is named instead, with its lesson."""
-    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block) if k == 0 else None
+    step = tree_step_race(trace.races, getattr(trace, "race_lines", []), block, source) if k == 0 else None
     if step:
         k = step[0]
     who, did, arr, idx, other, other_did = trace.races[k]
     lines = trace.race_lines[k] if k < len(getattr(trace, "race_lines", [])) else (None, None)
     nd, tnd = ndims(grid), ndims(block)
-    at = f" at line {lines[0]}" if lines[0] else ""
-    other_at = f" at line {lines[1]}" if lines[1] else ""
+    at = f" at {quote(source, lines[0])}" if lines[0] else ""
+    other_at = f" at {quote(source, lines[1])}" if lines[1] else ""
     text = (f"race: {fmt_who(who, nd if nd == tnd else 3)} {did} {fmt_idx(arr, idx)}{at}, which thread "
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
     if step:
@@ -377,7 +450,37 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False):
                    f" ({whose} has {reach[0]} x {reach[1]} threads for {n_cols} columns x {n_rows} rows)")
 
 
-def many_writers_message(name, shape, writer, others, grid, block):
+def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
+    """For a 1-D output written by a 1-D launch: when every writer (block b >= 1, thread t) of element
+    f has f = b * K + t for one K other than the block's size, the index multiplies blockIdx.x by K:
+    the text naming it, else None (the evidence: the writers the simulator recorded)."""
+    if len(tuple(shape)) != 1 or ndims(grid) != 1 or math.prod(as_dims3(block)[1:]) != 1:
+        return None
+    bx = as_dims3(block)[0]
+    ks = set()
+    for f, (b, t) in list(writer.items())[:4096]:
+        b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
+        if b0 >= 1:
+            k, r = divmod(int(f) - t0, b0)
+            ks.add(k if r == 0 else None)
+            if len(ks) > 1:
+                return None
+    if len(ks) != 1 or None in ks:
+        return None
+    k = ks.pop()
+    if k == bx or k <= 0:
+        return None
+    return (f"every element was written by thread t of block b at b * {k} + t, but your blocks have {bx} threads: "
+            f"the index multiplies blockIdx.x by {k}, not by the block's size: use cuda.blockDim.x (or cuda.grid(1))")
+
+
+def many_writers_message(name, shape, writer, others, grid, block, at=""):
+    """:func:`_many_writers_text`, then the store's line ``at`` (' at line N: `code`') when known."""
+    text = _many_writers_text(name, shape, writer, others, grid, block)
+    return text + (f" (the store: {at.strip().removeprefix('at ')})" if at else "")
+
+
+def _many_writers_text(name, shape, writer, others, grid, block):
     """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
     one thread wrote (mapping exercises: each output element has exactly one writer)."""
     flat = min(others)
@@ -399,7 +502,7 @@ def many_writers_message(name, shape, writer, others, grid, block):
             f"written by exactly one thread")
 
 
-def store_and_atomic_message(trace, onames, case, nd):
+def store_and_atomic_message(trace, onames, case, nd, source=None):
     """The message for :func:`store_and_atomic`'s first finding (``trace.lab_store_atomic``): blocks
     run in any order, so the store can wipe out updates made before it."""
     for k, found in enumerate(getattr(trace, "lab_store_atomic", None) or []):
@@ -408,7 +511,7 @@ def store_and_atomic_message(trace, onames, case, nd):
         flat, who, line = found
         shape = tuple(case.outputs[k][0])
         idx = tuple(int(v) for v in np.unravel_index(int(flat), shape)) if shape else (0,)
-        at = f" at line {line}" if line else ""
+        at = f" at {quote(source, line)}" if line else ""
         if case.init is not None:
             init = np.asarray(case.init[k], np.float64).ravel()
             before = (f"{onames[k]} already holds its start value ({init[int(flat)]:g}) before the launch: remove the "

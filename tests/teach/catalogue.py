@@ -817,7 +817,7 @@ def block_sum_kernel(x, partials):
     if t == 0:
         partials[cuda.blockIdx.x] = s[0] + s[1]
 '''),
- Right("vecadd", "fixed 128 threads", [("    blocks = (n + threads - 1) // threads\n    return blocks, threads", "    return (n + 127) // 128, 128")]),
+ # (a launch() that ignores the `threads` it is given is wrong since issue 41: tests/teach/hint_mutants.py)
  Right("matrix_add_2d", "blocks of 32 x 8", [("block = (16, 8)", "block = (32, 8)")]),
  Right("dot", "grid-stride accumulate then tree", [("    cache[t] = a[i] * b[i] if i < a.shape[0] else float32(0.0)\n",
    "    acc = float32(0.0)\n    for j in range(i, a.shape[0], cuda.gridsize(1)):\n        acc += a[j] * b[j]\n    cache[t] = acc\n")]),

@@ -26,6 +26,11 @@ CLASSES = {
     "shuffle offset start": ["shuffle", "offsets run 16"],
     "one block does all": ["one block did all the work"],
     "halo guard": ["halo", "right < n"],
+    "launch ignores the block size": ["returned blocks of", "asks for", "use the block size you are given"],
+    "index for a per-block array": ["this array needs another index", "blockIdx.x"],
+    "offset missing": ["every index", "offset missing"],
+    "adds nothing": ["still holds its initial values", "atomic update", "is the value added the right one"],
+    "hard-coded block stride": ["blockIdx.x", "blockDim"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -86,6 +91,19 @@ MUTANTS = [
     ("conv1d", "right halo unguarded", [("x[right] if right < n else float32(0.0)", "x[right]")], "halo guard"),
     # mapping: one block does everything
     ("dot", "block 0 does the whole dot", [_DOT_ONE_BLOCK], "one block does all"),
+    # issue 41's fresh-set classes (written here in styles of their own)
+    ("vecadd", "launch() keeps its own 128 threads", [("    blocks = (n + threads - 1) // threads\n    return blocks, threads",
+                                                       "    return (n + 127) // 128, 128")], "launch ignores the block size"),
+    ("block_sum", "tree step with no thread test at all", [("        if t < s:\n            cache[t] += cache[t + s]\n",
+                                                            "        cache[t] += cache[t + s]\n")],
+     "tree step without its thread test"),
+    ("block_sum", "partial stored at the global index", [("        partials[cuda.blockIdx.x] = cache[0]", "        partials[i] = cache[0]")],
+     "index for a per-block array"),
+    ("strided_index", "storage offset left out", [("storage[offset + r * stride0", "storage[r * stride0")], "offset missing"),
+    ("histogram", "private counts incremented by 0", [("cuda.atomic.add(local, x[i], 1)", "cuda.atomic.add(local, x[i], 0)")],
+     "adds nothing"),
+    ("map_guard", "block offset from a literal 64", [("    i = cuda.grid(1)\n", "    i = 64 * cuda.blockIdx.x + cuda.threadIdx.x\n")],
+     "hard-coded block stride"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first

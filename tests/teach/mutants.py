@@ -99,19 +99,22 @@ HINTS = [
     ("matrix_add_2d", "grid rounded down",
      [("((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])",
        "(max(cols // block[0], 1), max(rows // block[1], 1))")],
-     ["round the number of blocks up"], ["swapped"]),
+     ["round the number of blocks up",  # and the line of launch() that divides the rows (issue 41)
+      "(your launch() at line 17: `grid = (max(cols // block[0], 1), max(rows // block[1], 1))`)"], ["swapped"]),
     ("matvec_row", "loop over rows (a wrong loop bound)",
      [("range(A.shape[1])", "range(A.shape[0])")], ["a loop bound"], ["guard it"]),
     ("strided_index", "missing guard (2-D)",
      [("    if r < out.shape[0] and c < out.shape[1]:\n        out[r, c]", "    if True:\n        out[r, c]")],
      ["guard it"], ["loop bound", "swapped"]),
     ("vecadd", "missing guard (just past the end)",
-     [("    if i < c.shape[0]:\n        c[i]", "    c[i]")], ["guard it, e.g. `if i < n:`"], ["loop bound"]),
+     [("    if i < c.shape[0]:\n        c[i]", "    c[i]")],
+     ["at line 10: `c[i] = a[i] + b[i]`; ", "guard it, e.g. `if i < n:`"], ["loop bound"]),  # the access's line quoted
     ("block_sum", "race names the lines",
      [("        cuda.syncthreads()  # this level", "        pass  # this level")],
      # the other access is a read or a write of line 20 (`cache[t] += cache[t + s]`), whichever the
      # simulator's scheduling meets first (a loaded 8-worker run here once failed on "wrote")
-     ["race: ", "cache[", "] at line 20, which thread", " at line 20 with no"], ["(line 13)"]),
+     ["race: ", "cache[", "] at line 20: `cache[t] += cache[t + s]`, which thread",
+      " at line 20: `cache[t] += cache[t + s]` with no"], ["(line 13)"]),
     ("softmax_fused", "race, then an index past the end",
      [("    cuda.syncthreads()  # everyone has read the max", "    pass  # everyone has read the max"),
       ("    for j in range(t, cols, THREADS):\n        out[r, j]", "    for j in range(t, cols + 1, THREADS):\n        out[r, j]")],

@@ -6,6 +6,7 @@ test). The kernels run in this process through the library's own entry (lab.teac
 executor and judge, every hidden case, no GPU compile), one call per mutant.
 """
 import os
+import re
 from collections import Counter
 
 import pytest
@@ -15,7 +16,8 @@ from tests.teach import catalogue as C
 from tests.teach import hint_mutants as H
 
 # measured on main before issue 41 (fa43a1e, these 24 mutants): named 1/24 = 4%, another bug 10/24 = 42%, symptom
-# only 12/24, 1 passed (dot with block 0 doing the whole vector); after: 24/24 named
+# only 12/24, 1 passed (dot with block 0 doing the whole vector); after: 24/24 named. Four more from the fresh set's classes
+# (launch() ignoring its threads, a tree step with no test, a per-block array at the global index, a missing offset)
 NAMED_FLOOR = 0.95   # the share of first messages that name the mutant's bug, at least (issue 41: 95% on the catalogue)
 OTHER_CEILING = 0.02  # the share that names another bug, at most
 pytestmark = pytest.mark.skipif(BACKEND != "simulator", reason="the tracer's diagnoses: simulator only")
@@ -33,8 +35,28 @@ def _first_failures(tmp_path):
         path.write_text(C.source(C.Wrong(ex, label, subs, [], [], cls)))
         bad = [r for r in run_all(ex, str(path), "simulator", seed, compile_check=False) if not r["passed"]]
         first = bad[0]["message"] if bad else ""
-        rows.append((ex, label, cls, len(bad), first, H.classify(first, cls) if bad else "passed"))
+        rows.append((ex, label, cls, len(bad), first, H.classify(first, cls) if bad else "passed",
+                     _unquoted(first, path.read_text())))
     return seed, rows
+
+
+# messages whose evidence points to one line of the student's file: a store, a load, an access, launch()
+ONE_LINE = ("written by thread", "out of bounds:", "race:", "launch() divides", "round the number of blocks up")
+QUOTE = re.compile(r"line (\d+)(?: of your file)?: `([^`]*)`")
+
+
+def _unquoted(message: str, text: str) -> str | None:
+    """Why ``message`` does not quote the student's line where it should (None when it does): each
+    'line N: `code`' must be line N of the file, and a message of :data:`ONE_LINE` must have one."""
+    lines = text.splitlines()
+    quotes = QUOTE.findall(message)
+    for n, code in quotes:
+        want = " ".join(lines[int(n) - 1].split())
+        if code != want and not (code.endswith("…") and want.startswith(code[:-1])):
+            return f"line {n} quoted as {code!r}, but it is {lines[int(n) - 1].strip()!r}"
+    if not quotes and any(k in message for k in ONE_LINE):
+        return "no line quoted"
+    return None
 
 
 @pytest.mark.slow  # about 15 s of CPU (30 s on 2 loaded cores): every hidden case of 24 mutants, in this process
@@ -44,12 +66,14 @@ def test_first_message_names_the_bug(tmp_path):
     count = Counter(r[5] for r in rows)
     named, other = count["named"] / n, count["other"] / n
     lines = [f"  {kind:7s} {ex} / {label} [{cls}] ({nbad} failing): {msg[:160]}"
-             for ex, label, cls, nbad, msg, kind in rows if kind != "named"]
+             for ex, label, cls, nbad, msg, kind, _ in rows if kind != "named"]
     print(f"\nhint accuracy (first failing message, seed {seed}): named {count['named']}/{n} = {named:.0%}, "
           f"another bug {count['other']}/{n} = {other:.0%}, symptom only {count['symptom']}/{n}, "
           f"passed {count['passed']}\n" + "\n".join(lines))
     assert not count["passed"], [r[:2] for r in rows if r[5] == "passed"]
-    once = [f"{ex} / {label}" for ex, label, _, nbad, _, _ in rows if nbad < 2]
+    unquoted = [f"{ex} / {label}: {why}: {msg[:200]}" for ex, label, _, _, msg, _, why in rows if why]
+    assert not unquoted, "\n".join(unquoted)  # issue 41: every message quotes the line its evidence points to
+    once = [f"{ex} / {label}" for ex, label, _, nbad, _, _, _ in rows if nbad < 2]
     assert not once, f"caught by one hidden case only (one size away from passing): {once}"
     assert named >= NAMED_FLOOR and other <= OTHER_CEILING, "\n".join(lines)
 

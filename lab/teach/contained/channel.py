@@ -86,10 +86,10 @@ COUNT_CAP = 64 << 20  # bytes of the tracer's count tables a run may add, beyond
 
 def result_cap(case, launch=None) -> int:
     """The largest result file (bytes) that case ``case`` can need: per run and output, the output
-    itself and its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra), twice
+    itself, its writers (7 int64 a row: one per element, and at most OTHERS_ROWS extra) and their lines (int32), twice
     for the GPU's re-run, the tracer's count tables (:data:`COUNT_CAP` and 2 KiB a thread of the
     ``launch``, (grid, block)), plus 1 MiB of headers; a larger file is not read."""
-    per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 56) + OTHERS_ROWS * 56 for s, dt in case.outputs)
+    per_run = sum(math.prod(s) * (np.dtype(dt).itemsize + 60) + OTHERS_ROWS * 56 for s, dt in case.outputs)
     launch = launch if isinstance(launch, tuple) else (case.grid, case.block)
     threads = math.prod(as_dims3(launch[0])) * math.prod(as_dims3(launch[1])) if launch[0] is not None else 1 << 16
     per_run += COUNT_CAP + 2048 * threads
@@ -236,7 +236,7 @@ def _trace(facts: dict, others: list):
     return SimpleNamespace(**values)
 
 
-COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4))  # lab.teach.contained.executor.count_arrays
+COUNT_TABLES = (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 6))  # executor.count_arrays
 
 
 def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
@@ -269,10 +269,12 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
         if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != width:
             raise ResultError(f"run{r}_{key}: not a table of counts")
         if a.size:
-            col = {"per_thread": (1, 2), "stored": (0, 1), "requests": (1, None)}[key]
+            col = {"per_thread": (1, 2), "stored": (0, 1), "requests": (1, None), "load_lines": (0, 1)}[key]
             if a.min() < 0 or a[:, col[0]].max() >= len(names) or \
                     (col[1] is not None and a[:, col[1]].max() >= threads) or \
-                    (key != "stored" and a[:, 0].max() > (2 if key == "per_thread" else 1)):
+                    (key in ("per_thread", "requests") and a[:, 0].max() > (2 if key == "per_thread" else 1)) or \
+                    (key == "load_lines" and (bool((a[:, 5] >= np.asarray([n[1] for n in names], np.int64)[a[:, 0]]).any())
+                                              or bool((a[:, 4] > a[:, 5]).any()))):
                 raise ResultError(f"run{r}_{key}: counts out of range")
         out[key] = a.tolist()
     return out
@@ -294,6 +296,7 @@ def _arrays(case, npz: bytes, nruns: int, grid, block) -> dict:
             expected[f"run{r}_out{k}"] = (dt, tuple(shape))
             expected[f"run{r}_writers{k}"] = (np.int64, ((None, size), 7))
             expected[f"run{r}_others{k}"] = (np.int64, ((None, OTHERS_ROWS), 7))
+            expected[f"run{r}_lines{k}"] = (np.int32, (size,))
     for r in range(nruns):
         for key, width in COUNT_TABLES:
             expected[f"run{r}_{key}"] = (np.int64, ((None, (COUNT_CAP + 2048 * threads) // (8 * width)), width))
@@ -360,6 +363,13 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
             raise ResultError(f"{key}: not a table of writers")
         return a
 
+    def _store_lines(a, k):
+        """The line of each element's first write (0: none), or None when the child sent none."""
+        size = max(math.prod(case.outputs[k][0]), 1)
+        if not isinstance(a, np.ndarray) or a.dtype != np.int32 or a.shape != (size,) or (a.size and a.min() < 0):
+            return None
+        return a
+
     traces = record.get("traces")
     if backend == "simulator" and (not isinstance(traces, list) or len(traces) < nruns):
         raise ResultError("no trace of the simulator")
@@ -370,6 +380,7 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
             writers = [_writers(rows(f"run{r}_writers{k}", k)) for k in range(len(case.outputs))]
             others = [_others(rows(f"run{r}_others{k}", k)) for k in range(len(case.outputs))]
             trace = _trace(traces[r], others)
+            trace.lab_store_lines = [_store_lines(arrays.get(f"run{r}_lines{k}"), k) for k in range(len(case.outputs))]
             trace.lab_counts = _counts(trace.lab_counts if hasattr(trace, "lab_counts") else None, arrays, r,
                                        grid, block)
             runs.append((outs, trace, writers))

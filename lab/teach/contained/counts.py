@@ -36,6 +36,8 @@ def stats_counts(stats, grid, block) -> dict:
     bytes an element, output?], the tracer's order), ``per_thread`` (rows [kind: 0 load, 1 store,
     2 atomic, array, thread id, accesses]), ``stored`` (rows [array, thread id, distinct elements
     it stored]), ``requests`` (rows [kind, array, elements, 32-byte sectors] of each warp request),
+    ``load_lines`` (rows [array, thread id, line of the kernel's file, loads, lowest and highest flat
+    index loaded there]: where each thread loaded, and what),
     ``atomic_elements`` and ``block_elements`` (per array: elements updated atomically; distinct
     (block, element) loads), the scalar counts. Thread ids: :func:`thread_id`. Executor side."""
     g, b = dims3(grid), dims3(block)
@@ -45,6 +47,20 @@ def stats_counts(stats, grid, block) -> dict:
                   for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
     stored = [[index[name], thread_id(who, g, b), len(flats)]
               for name, d in stats.stored.items() if name in index for who, flats in d.items()]
+    from lab.core.trace import site_line
+
+    load_lines: dict = {}  # (array, thread id, line) -> [loads, lowest flat, highest flat]
+    for key0, c in stats._seen.items():
+        kind, name, blk, thread, site = key0
+        if kind == "load" and name in index and site is not None:
+            key = (index[name], thread_id((blk, thread), g, b), site_line(*site))
+            lo, hi = stats.span.get(key0, (0, 0))
+            row = load_lines.get(key)
+            if row is None:
+                load_lines[key] = [int(c), int(lo), int(hi)]
+            else:
+                row[0] += int(c)
+                row[1], row[2] = min(row[1], int(lo)), max(row[2], int(hi))
     requests = []
     for (kind, name, _blk, _warp, _site, _n), flats in stats.requests.items():
         if name not in index:
@@ -54,6 +70,7 @@ def stats_counts(stats, grid, block) -> dict:
     return {"arrays": [[n, int(stats.size[n]), int(stats.itemsize.get(n, 4) or 4), bool(stats.output.get(n))]
                        for n in names],
             "per_thread": per_thread, "stored": stored, "requests": requests,
+            "load_lines": [[a, t, ln, c, lo, hi] for (a, t, ln), (c, lo, hi) in load_lines.items()],
             "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
             "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
             "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),

@@ -26,8 +26,9 @@ written by the parent; the rest written here):
   its raw counts), "runs", "again"}; ``result-K.npz``: ``run{r}_out{k}`` (the output arrays of poison
   run r), ``again_out{k}`` (the GPU's finite-poison re-run), ``run{r}_writers{k}`` and
   ``run{r}_others{k}`` (the simulator's writers per output element: rows of flat index, block x, y,
-  z, thread x, y, z), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests`` (the tracer's
-  count tables, :func:`lab.teach.contained.counts.stats_counts`).
+  z, thread x, y, z), ``run{r}_lines{k}`` (per output element the line of its first write, 0 for
+  none), ``run{r}_per_thread``, ``run{r}_stored``, ``run{r}_requests``, ``run{r}_load_lines`` (the
+  tracer's count tables, :func:`lab.teach.contained.counts.stats_counts`).
 * the progress file: ``{"start": NAME}``, ``{"loaded": [NAMES]}``, ``{"done": NAME}``, ``{"note": text}``
   (the parent's clock and progress only: it never takes a result from it).
 """
@@ -225,6 +226,7 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     except ValueError as e:
         error = {"kind": "launch", "text": str(e)}
     writers = [tr._lab_tracker.writer for tr in targs]
+    trace.lab_store_lines = [tr._lab_tracker.store_line for tr in targs]  # the line of each element's first write
     trace.lab_others = [tr._lab_tracker.others for tr in targs]  # extra writers per element, per output
     trace.lab_touched = [bool(t[0]) for t in touched]  # whether a kernel thread indexed each output at all
     # plain stores beside atomics of other blocks, per output (store_and_atomic)
@@ -323,12 +325,20 @@ def who_rows(pairs) -> np.ndarray:
     return np.asarray(rows, dtype=np.int64).reshape(-1, 7)
 
 
+def store_lines(lines: dict, size: int) -> np.ndarray:
+    """(size,) int32: the kernel file's line of each output element's first write, 0 where none."""
+    out = np.zeros(max(int(size), 1), dtype=np.int32)
+    if lines:
+        out[np.fromiter(lines.keys(), np.int64, len(lines))] = np.fromiter(lines.values(), np.int64, len(lines))
+    return out
+
+
 def _trace_facts(trace) -> dict:
     """Every fact of a :class:`lab.core.simt.Trace` (its fields and what the checker added to it),
     as JSON-able data; the writers go to the npz (:func:`who_rows`), the tracer's counts too
     (:func:`count_arrays`)."""
     return {k: encode(v) for k, v in vars(trace).items()
-            if not k.startswith("_") and k not in ("lab_others", "stats")}
+            if not k.startswith("_") and k not in ("lab_others", "stats", "lab_store_lines")}
 
 
 def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
@@ -337,7 +347,7 @@ def count_arrays(trace, grid, block, r: int) -> tuple[dict, dict]:
     lesson's facts from them (:func:`lab.teach.lessons.facts_from_counts`)."""
     c = stats_counts(trace.stats, grid, block)
     arrays = {f"run{r}_{k}": np.asarray(c.pop(k), dtype=np.int64).reshape(-1, w)
-              for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4))}
+              for k, w in (("per_thread", 4), ("stored", 3), ("requests", 4), ("load_lines", 6))}
     return c, arrays
 
 
@@ -370,6 +380,7 @@ def run_case(mod, ex, case, backend, rng, path) -> tuple[dict, dict]:
                 for k, o in enumerate(outs):
                     arrays[f"run{r}_out{k}"] = np.asarray(o)
                     arrays[f"run{r}_writers{k}"] = who_rows(writers[k].items())
+                    arrays[f"run{r}_lines{k}"] = store_lines(trace.lab_store_lines[k], o.size)
                     others = trace.lab_others[k]
                     pairs = [(f, w) for f in sorted(others) for w in sorted(others[f])]
                     arrays[f"run{r}_others{k}"] = who_rows(pairs[:OTHERS_ROWS])

@@ -40,7 +40,9 @@ def measure(mod, ex, case, backend: str) -> dict:
     {"ms", "timing"}. ``ex``: anything with ``name``, ``kernel`` and ``launch``."""
     if backend == "simulator":
         s = trace_launch(mod, ex, case)
-        return {"load": traffic(s, "load"), "store": traffic(s, "store"), "atomic_ops": int(s["atomic_ops"])}
+        return {"load": traffic(s, "load"), "store": traffic(s, "store"), "atomic_ops": int(s["atomic_ops"]),
+                "repeat_loads": int(s["repeat_loads"]), "repeat_lines": s["repeat_lines"],
+                "idle_blocks": int(s["idle_blocks"]), "idle_load_sectors": int(s["idle_load_sectors"])}
     from numba import cuda
 
     ms, timing = time_launch(device_call(mod, ex, case), cuda.synchronize)
@@ -57,7 +59,10 @@ def traffic(s: dict, kind: str) -> dict:
 
 def trace_launch(mod, ex, case, seed: int = 0) -> dict:
     """One launch of ``mod``'s kernel on ``case`` in the simulator, traced: the
-    :meth:`lab.core.trace.SectorTracer.summary` of its global loads, stores and atomics.
+    :meth:`lab.core.trace.SectorTracer.summary` of its global loads, stores and atomics, loads of
+    a value the thread already holds in a register left out (``repeat_loads``; ``repeat_lines``:
+    [[line of the kernel's file, loads]]), and the loads of blocks that store nothing too
+    (``idle_blocks``, ``idle_load_sectors``): neither is a failure of the lesson.
 
     The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
     ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
@@ -73,12 +78,17 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
         [np.array(v, dtype=dt).reshape(s) for v, (s, dt) in zip(case.init, case.outputs)]
     fakes = [FakeWithinKernelCUDAArray(FakeCUDAArray(a)) if isinstance(a, np.ndarray) and a.ndim else a
              for a in args + outs]
-    with simulator_threads(), SectorTracer() as tr:
+    kernel = getattr(mod, ex.kernel)
+    with simulator_threads(), SectorTracer(registers=True) as tr:
         try:
-            simt.run(getattr(mod, ex.kernel), grid, block, fakes, np.random.default_rng(seed))
+            simt.run(kernel, grid, block, fakes, np.random.default_rng(seed))
         except simt.KernelError as e:
             raise e.error from None
-    return tr.summary()
+    out = tr.summary(skip_idle=True)
+    code = getattr(getattr(kernel, "py_func", kernel), "__code__", None)
+    out["repeat_lines"] = [[r["line"], r["loads"]] for r in tr.repeats()
+                           if code is not None and r["file"] == code.co_filename][:4]
+    return out
 
 
 def time_launch(fn, sync):
