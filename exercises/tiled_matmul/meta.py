@@ -22,7 +22,9 @@ Write launch(M, N) -> (grid, block): block (TILE, TILE), grid (ceil(N / TILE), c
 
 Pitfalls: TWO barriers per tile (after the loads: others read what you loaded; after the products:
 the next loads overwrite what others still read) — GPU-Puzzles' tiled matmul famously passed without
-them; round the tile count up; guard the loads and the final store; M, N, K all differ.
+them; round the tile count up; guard the loads and the final store; M, N, K all differ. A thread reads
+only tile cells stored in that step: pad with 0.0 (or keep threads outside C out of the product loop);
+a read of a cell nobody stored is reported even when its value is thrown away.
 (Source: CUDA C++ Programming Guide, "Shared Memory" (the tiled matrix multiplication example);
 kernels/matmul.py.)
 """
