@@ -23,8 +23,8 @@ lab's code (its kernels, the shipped solution) is refused as source.
 
 The judge's parts, one idea each: :mod:`lab.teach.cases` (the hidden tests and their poisons),
 :mod:`lab.teach.contained.channel` (the request out, the raw results back, read safely and checked against
-what was asked), :mod:`lab.teach.messages` (the words of every failure); this module judges. Their
-names stay importable from here.
+what was asked), :mod:`lab.teach.messages` (the words of every failure); this module judges. Import
+their names from them: nothing is re-exported here.
 """
 from __future__ import annotations
 

@@ -22,8 +22,8 @@ code reading the key: nothing a student's own account holds can; a teacher's gra
 (:mod:`lab.teach.grade`) never reads a workspace, only the submitted files.
 
 Parts of its own module each: the records (:mod:`lab.teach.records`), the checker's child processes
-(:mod:`lab.teach.child`), a new exercise's files (:mod:`lab.teach.authoring`); their names stay
-importable from here.
+(:mod:`lab.teach.child`), a new exercise's files (:mod:`lab.teach.authoring`); import their names
+from them (nothing is re-exported here).
 """
 from __future__ import annotations
 
