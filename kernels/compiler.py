@@ -37,7 +37,7 @@ from kernels.backend import choose_default, default_compiler, is_simulator
 # (so imported inside the branch that chooses it, not at the top).
 __all__ = ["COMPILERS", "COMPILER_ENV", "MLIR", "UNSUPPORTED", "COMPILER", "WHY", "CACHE_DIR", "SIMULATOR", "cuda",
            "types", "float32", "float64", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "libdevice",
-           "overload", "threadfence", "bound"]
+           "overload", "threadfence", "bound", "launch_hooked", "native_launcher"]
 
 COMPILERS = ("numba-cuda", "numba-cuda-mlir")
 COMPILER_ENV = "LAB_COMPILER"
@@ -56,6 +56,7 @@ else:
     choose_default()  # settle the backend first: the default compiler depends on it
     COMPILER, WHY = default_compiler()
 _PLAIN_CALL = None  # numba-cuda-mlir's _ArgMarshaller.__call__ (bound())
+_UNHOOKED = None  # (configured-launch class, its own __call__): launch_hooked()
 if COMPILER == "numba-cuda":
     choose_default()  # the simulator when no GPU is usable and nobody chose (a no-op once settled)
 
@@ -83,6 +84,9 @@ if COMPILER == "numba-cuda":
 
     if not SIMULATOR:
         from numba.cuda.core import config as _config
+        from numba.cuda.dispatcher import _LaunchConfiguration as _Configured
+
+        _UNHOOKED = (_Configured, _Configured.__call__)  # launch_hooked(): before any hook wraps it
 
         if CACHE_DIR:  # read when the config loaded, which may have been before configure()
             _config.CACHE_DIR = CACHE_DIR
@@ -119,6 +123,8 @@ elif COMPILER == MLIR:
 
     # the configured launcher's own __call__, taken before any launch hook (lab.core.resources) wraps it
     _PLAIN_CALL = vars(getattr(_descriptor, "_ArgMarshaller", object)).get("__call__")
+    if _PLAIN_CALL is not None:
+        _UNHOOKED = (_descriptor._ArgMarshaller, _PLAIN_CALL)
 
     @cuda.jit(device=True, forceinline=True)
     def threadfence():
@@ -188,5 +194,47 @@ def _cached_launch(configured, args: tuple):
         launch, cls = configured._launch, D._ArgMarshaller
         # while a launch hook wraps __call__ (lab.core.resources), every call goes through it
         return lambda: launch(argtypes, args) if cls.__call__ is _PLAIN_CALL else configured(*args)
+    except Exception:  # another numba-cuda-mlir version: the plain call
+        return None
+
+
+def launch_hooked() -> bool:
+    """True while a launch hook (lab.core.resources.launch_hook) wraps the configured launch's
+    ``__call__``, or where that cannot be told (the simulator, another compiler version): callers that
+    launch past ``__call__`` (:func:`native_launcher`, torch_bridge's FastKernel) then take the plain
+    call, so that the hook sees every launch."""
+    if _UNHOOKED is None:
+        return True
+    cls, plain = _UNHOOKED
+    return cls.__call__ is not plain
+
+
+def native_launcher(configured):
+    """numba-cuda-mlir: the native launcher a configured kernel (``kernel[grid, block]``, configured
+    without a stream) ends in after its first call (the C++ ``LaunchConfiguration`` that
+    ``_ArgMarshaller._launch`` calls), or None where calling it directly is not the same launch:
+    numba-cuda, another numba-cuda-mlir version, a configuration with a stream, extensions, callbacks,
+    launch-config planners or literal arguments, or a free-threaded launch lock.
+
+    The native launcher takes torch tensors, CuPy arrays and device arrays directly (the pointer,
+    shape and strides read in C++: torch's through DLPack) and looks the compiled kernel up by the
+    arguments' dtypes and ranks; with a torch tensor among the arguments and no stream configured, it
+    launches on torch's current stream (numba-cuda-mlir 0.6.0, ``cext/launcher/kernel.cpp``). What it
+    skips is the Python marshaller: argument typing, the signature caches, copies of host arrays
+    (never wanted here) and the thread-local compile state, which only a compile reads: call
+    ``configured`` once first so that the kernel for these dtypes and ranks is compiled."""
+    if COMPILER != MLIR or _UNHOOKED is None:
+        return None
+    try:
+        from numba_cuda_mlir import descriptor as D
+
+        disp = configured._dispatcher
+        if (type(configured) is not D._ArgMarshaller or configured._extensions or configured._callbacks
+                or configured._launch_stream is not None or configured._launch_config is not None
+                or getattr(disp, "_launch_lock", None) is not None or disp is None
+                or getattr(disp, "_requires_launch_config", False) or getattr(disp, "_literal_arg_positions", ())
+                or D._planner_registry.has_planners):
+            return None
+        return configured._launcher
     except Exception:  # another numba-cuda-mlir version: the plain call
         return None

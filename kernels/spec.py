@@ -213,12 +213,15 @@ def standard_normal(rng, shape, dtype):
 def launch_once(kernel, kernel_f64=None):
     """The common ``prepare`` of a one-launch rung: configure ``kernel[grid, block]`` once (keeping
     that out of the timed call) and return a function that launches it on (*inputs, *outputs).
-    ``kernel_f64``, if given, is the build that runs float64 inputs."""
+    ``kernel_f64``, if given, is the build that runs float64 inputs. The returned prepare's
+    ``single_launch`` attribute is ``(kernel, kernel_f64)``: the rung is this one launch of
+    ``kernel[grid, block](*inputs, *outputs)`` (torch_bridge.lab_ops launches it itself)."""
     def prepare(cfg, inputs, outputs):
         k = kernel_f64 if kernel_f64 is not None and inputs[0].dtype == np.float64 else kernel
         from kernels.compiler import bound
 
         return bound(k[cfg.grid, cfg.block], (*inputs, *outputs))
+    prepare.single_launch = (kernel, kernel_f64)
     return prepare
 
 

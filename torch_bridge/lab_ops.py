@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import os
+import time
 
 import torch
 
@@ -51,6 +52,7 @@ os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 import kernels  # noqa: E402
 from kernels.compiler import SIMULATOR  # noqa: E402  (settles the backend: simulator if no GPU)
+from kernels.device_limits import current as _limits  # noqa: E402
 
 THREADS = 32 if SIMULATOR else 256  # threads per block: one simulated warp, or the lab's GPU default
 FLOATS = (torch.float32, torch.float64)
@@ -114,25 +116,102 @@ def _rung(spec) -> str:
     return sim if SIMULATOR else gpu
 
 
-def _run(kernel: str, size, inputs, outputs, threads: int = THREADS) -> None:
-    """Run ``kernel``'s chosen rung (Variant.launch, Variant.prepare) on tensors, on torch's stream."""
-    from torch_bridge.streams import on_torch_stream
+# --- Launch plans: what every call of an op at one shape reuses ---------------------------------------
+RECHECK_S = 1.0  # a plan's rung choice is asked again after this long (a `lab tune` table written meanwhile)
+PLAN_LIMIT = 512  # plans kept (a dict per process; cleared when full)
+_plans: dict = {}  # (kernel, size, threads, id(device limits), device, (dtype, shape) of each tensor) -> _Plan
+_launchers: dict = {}  # (kernel function, grid, block, device, (dtype, shape)...) -> tensor launcher or None
+STATS = {"plans": 0, "rechecks": 0}  # plans built, choices asked again (tests read them)
 
+
+class _Plan:
+    """One op at one (size, threads, device, input and output dtypes and shapes): the variant that
+    runs (the kernel's ``auto`` or its ``torch_op.rungs`` rung), its Launch (the rung auto chose, the
+    grid and block), and on a GPU, when that rung is one launch of one kernel (``kernels.spec.launch_once``),
+    the kernel's tensor launcher (:func:`torch_bridge.launch.tensor_launcher`)."""
+
+    __slots__ = ("variant", "cfg", "choice", "fast", "checked", "limits")
+
+    def __init__(self, variant, cfg, fast, now):
+        self.variant, self.cfg, self.fast, self.checked, self.limits = variant, cfg, fast, now, None
+        self.choice = _choice(cfg)
+
+
+def _choice(cfg) -> tuple:
+    return cfg.rung, tuple(cfg.grid), tuple(cfg.block), cfg.params
+
+
+def _plan(key, kernel: str, size: tuple, threads: int, tensors, old, now) -> _Plan:
+    """The plan for ``key``: the variant's launch math asked (the rung choice, tuned table or
+    heuristic); ``old`` (the plan of RECHECK_S ago) kept when the answer is the same."""
     spec = kernels.load(kernel)
     variant = spec.variants[_rung(spec)]
-    cfg = variant.launch(tuple(size), threads)
+    cfg = variant.launch(size, threads)
+    if old is not None:
+        STATS["rechecks"] += 1
+        if old.variant is variant and old.choice == _choice(cfg):
+            old.checked = now
+            return old
+    fast = None
+    if not SIMULATOR:
+        rung = spec.variants.get(cfg.rung) if cfg.rung else variant
+        single = getattr(getattr(rung, "prepare", None), "single_launch", None)
+        if single is not None:
+            kernel_fn, kernel_f64 = single
+            if kernel_f64 is not None and tensors[0].dtype == torch.float64:
+                kernel_fn = kernel_f64
+            from torch_bridge.launch import tensor_launcher
+
+            fast = tensor_launcher(kernel_fn, cfg.grid, cfg.block, tensors)
+    if len(_plans) >= PLAN_LIMIT:
+        _plans.clear()
+    plan = _plans[key] = _Plan(variant, cfg, fast, now)
+    STATS["plans"] += 1
+    return plan
+
+
+def _run(kernel: str, size, inputs, outputs, threads: int = THREADS) -> None:
+    """Run ``kernel``'s chosen rung on tensors, on torch's stream: through the plan of this shape
+    (:class:`_Plan`, made on the first call): the rung's kernel launched by its tensor launcher, or
+    ``Variant.prepare`` on views of the tensors (rungs of several launches or scratch space, the
+    simulator)."""
+    tensors = (*inputs, *outputs)
+    size = tuple(size)
+    limits = _limits()  # the device launch math sizes for (another inside a kernels.device_limits.described block)
+    key = (kernel, size, threads, id(limits), tensors[0].device, *[(t.dtype, t.shape) for t in tensors])
+    plan = _plans.get(key)
+    now = time.monotonic()
+    if plan is None or plan.limits is not limits or now - plan.checked > RECHECK_S:
+        plan = _plan(key, kernel, size, threads, tensors, plan if plan is not None and plan.limits is limits
+                     else None, now)
+        plan.limits = limits  # held: its id in the key cannot be another object's while the plan lives
+    if plan.fast is not None and plan.fast([t.detach() if t.requires_grad else t for t in tensors]):
+        return
+    from torch_bridge.streams import on_torch_stream
+
     with on_torch_stream():
-        variant.prepare(cfg, [_view(t) for t in inputs], [_view(t) for t in outputs])()
+        plan.variant.prepare(plan.cfg, [_view(t) for t in inputs], [_view(t) for t in outputs])()
 
 
 def _launch(kernel_fn, grid, block, *tensors) -> None:
-    """One launch of a ``@cuda.jit`` kernel on tensors, on torch's current stream."""
-    if SIMULATOR:
-        kernel_fn[grid, block](*[_view(t) for t in tensors])
-        return
-    from torch_bridge.streams import numba_stream
+    """One launch of a ``@cuda.jit`` kernel on tensors, on torch's current stream (its tensor
+    launcher, made once per grid, block, device, dtypes and shapes)."""
+    if not SIMULATOR:
+        key = (kernel_fn, tuple(grid), tuple(block), tensors[0].device, *[(t.dtype, t.shape) for t in tensors])
+        fast = _launchers.get(key)
+        if fast is None:
+            from torch_bridge.launch import tensor_launcher
 
-    kernel_fn[grid, block, numba_stream()](*[_view(t) for t in tensors])
+            if len(_launchers) >= PLAN_LIMIT:
+                _launchers.clear()
+            fast = _launchers[key] = tensor_launcher(kernel_fn, grid, block, tensors)
+        if fast([t.detach() if t.requires_grad else t for t in tensors]):
+            return
+        from torch_bridge.streams import numba_stream
+
+        kernel_fn[grid, block, numba_stream()](*[_view(t) for t in tensors])
+        return
+    kernel_fn[grid, block](*[_view(t) for t in tensors])
 
 
 # --- registering an op: torch.library's public API ------------------------------------------------
@@ -182,8 +261,11 @@ def vecadd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _vecadd_check(a, b)
     a, b = a.contiguous(), b.contiguous()
     c = torch.empty_like(a, memory_format=torch.contiguous_format)
-    if c.numel():
-        _run("vecadd", (c.numel(),), [a.view(-1), b.view(-1)], [c.view(-1)])
+    n = c.numel()
+    if n and c.dim() == 1:
+        _run("vecadd", (n,), (a, b), (c,))
+    elif n:
+        _run("vecadd", (n,), (a.view(-1), b.view(-1)), (c.view(-1),))
     return c
 
 

@@ -109,30 +109,94 @@ class FastKernel:
         e.launch(stream)
 
 
+# --- One configured kernel, launched on tensors: what the torch ops reuse between calls -------------
+def tensor_launcher(kernel, grid, block, tensors):
+    """``launch(tensors) -> bool``: launch ``kernel[grid, block](*tensors)`` on torch's current stream
+    for tensors of the dtypes and shapes of ``tensors`` (C-contiguous CUDA tensors), at a few
+    microseconds of host time, or None where no such path exists (the simulator). ``launch`` returns
+    False, launching nothing, while a launch hook (``kernels.compiler.launch_hooked``) wraps the
+    configured launch: the caller then launches the ordinary way, which the hook sees.
+
+    * numba-cuda: a :class:`FastKernel` (the overload compiled or loaded once, its parameter block
+      per thread; a call writes the data pointers and calls cuLaunchKernel on
+      ``torch.cuda.current_stream(device)``);
+    * numba-cuda-mlir: the configured kernel's native launcher (``kernels.compiler.native_launcher``),
+      called with the tensors themselves: it reads their pointers, shapes and strides in C++ and
+      launches on torch's current stream. The first call goes through the ordinary path on device
+      views (which compiles or loads the kernel for these dtypes and ranks, ordered after torch's
+      queued work by ``torch_bridge.streams.on_torch_stream``); where the native launcher is not
+      available every call does.
+    """
+    import torch
+
+    from kernels.compiler import COMPILER, MLIR, SIMULATOR, launch_hooked
+
+    if SIMULATOR:
+        return None
+    if COMPILER == MLIR:
+        return _mlir_launcher(kernel, grid, block, launch_hooked)
+    fk = FastKernel(kernel, max_entries=1)
+    device, current_stream = tensors[0].device, torch.cuda.current_stream
+    key, config = (), (lambda: (grid, block))
+
+    def launch(tensors) -> bool:
+        if launch_hooked():
+            return False
+        e = fk.entry(key, config, tensors)  # this thread's parameter block (compiled on the first call)
+        values = e.values
+        for slot, t in zip(e.data_slots, tensors):
+            values[slot] = t.data_ptr()
+        e.launch(current_stream(device).cuda_stream)
+        return True
+
+    return launch
+
+
+def _mlir_launcher(kernel, grid, block, launch_hooked):
+    from kernels.compiler import native_launcher
+    from torch_bridge.interop import to_numba
+    from torch_bridge.streams import on_torch_stream
+
+    configured = kernel[grid, block]
+    native = []  # [] before the first call, then [the native launcher or None]
+
+    def launch(tensors) -> bool:
+        if launch_hooked():
+            return False
+        if native and native[0] is not None:
+            native[0](*tensors)
+            return True
+        with on_torch_stream():
+            configured(*[to_numba(t.detach()) for t in tensors])
+        if not native:
+            native.append(native_launcher(configured))
+        return True
+
+    return launch
+
+
 # --- The lesson: vecadd without torch's dispatcher ---------------------------------------------------
 # torch.ops.lab.vecadd (torch_bridge.lab_ops) is the op to use: checked inputs, autograd,
 # torch.compile, any contiguity. What it costs on the host at 1024 elements, where the GPU needs ~2 us:
-# torch's dispatcher and the op's autograd kernel, then Numba's launch path (above). This function is
-# what remains when all of that is skipped: one cached parameter block per (n, dtype), three data
-# pointers written, one cuLaunchKernel on torch's current stream (docs/torch.md, "The fast launch
-# path"; python -m torch_bridge.bench_launch measures both). What it gives up: no autograd, no
-# torch.compile, no fake tensors, CUDA tensors of one float dtype only.
-_vecadd_kernels: dict = {}  # rung -> FastKernel of its @cuda.jit kernel
-_vecadd_launches: dict = {}  # n -> (rung, grid, block): auto's choice, made once per element count
+# torch's dispatcher and the op's autograd kernel, its checks, then the same cached launch as here
+# (tensor_launcher). This function is what remains when torch's dispatcher and the checks are skipped:
+# one cached launcher per (n, dtype, device), three data pointers, one launch on torch's current stream
+# (docs/torch.md, "The fast launch path"; python -m torch_bridge.bench_launch measures both). What it
+# gives up: no autograd, no torch.compile, no fake tensors, CUDA tensors of one float dtype only.
+_vecadd_launches: dict = {}  # (n, dtype, device) -> (kernel, grid, block, launch): auto's choice, made once
 _VECADD_RUNGS = {"element_per_thread": "vecadd_kernel", "four_per_thread": "vecadd_x4_kernel"}
 
 
 def vecadd(a, b, out=None):
-    """``out = a + b`` through :class:`FastKernel`: a, b (and ``out``, allocated when None) contiguous
-    CUDA tensors of one float dtype and shape; returns ``out``. The rung and threads are the ones
-    torch.ops.lab.vecadd runs: kernels/vecadd.py's ``auto`` (its ``choose()`` for the element count,
-    or ``lab tune``'s winner), configured once per (n, dtype). Under numba-cuda-mlir, whose kernel
-    parameters FastKernel does not lay out, the same rung is launched the ordinary way. ValueError for
-    anything else (no copies, no broadcasting). GPU only."""
+    """``out = a + b`` through :func:`tensor_launcher`: a, b (and ``out``, allocated when None)
+    contiguous CUDA tensors of one float dtype and shape; returns ``out``. The rung and threads are the
+    ones torch.ops.lab.vecadd runs: kernels/vecadd.py's ``auto`` (its ``choose()`` for the element
+    count, or ``lab tune``'s winner), configured once per (n, dtype, device). ValueError for anything
+    else (no copies, no broadcasting). GPU only."""
     import torch
 
     from kernels import vecadd as V
-    from kernels.compiler import COMPILER, SIMULATOR
+    from kernels.compiler import SIMULATOR
 
     if SIMULATOR:
         raise ValueError("torch_bridge.launch.vecadd: the fast launch path needs a GPU (the simulator has no "
@@ -147,26 +211,19 @@ def vecadd(a, b, out=None):
     n = a.numel()
     if n == 0:
         return out
-    launch = _vecadd_launches.get(n)
-    if launch is None:  # the rung auto picks, with its grid and block (the tuned table is read here only)
+    key = (n, a.dtype, a.device)
+    plan = _vecadd_launches.get(key)
+    if plan is None:  # the rung auto picks, with its grid and block (the tuned table is read here only)
         cfg = V.SPEC.variants["auto"].launch((n,), 256)
+        kernel = getattr(V, _VECADD_RUNGS[cfg.rung])
         if len(_vecadd_launches) >= 256:
             _vecadd_launches.clear()
-        launch = _vecadd_launches[n] = (cfg.rung, cfg.grid, cfg.block)
-    rung, grid, block = launch
-    kernel = getattr(V, _VECADD_RUNGS[rung])
-    flat = (a.view(-1), b.view(-1), out.view(-1))
-    if COMPILER != "numba-cuda":  # device arrays over torch's memory (numba-cuda-mlir takes no torch tensor)
-        from kernels.compiler import cuda
+        plan = _vecadd_launches[key] = (kernel, cfg.grid, cfg.block, tensor_launcher(kernel, cfg.grid, cfg.block, tensors))
+    flat = (a, b, out) if a.dim() == 1 else (a.view(-1), b.view(-1), out.view(-1))
+    kernel, grid, block, launch = plan
+    if not launch(flat):  # a launch hook is installed: the ordinary launch, which the hook sees
+        from torch_bridge.interop import to_numba
         from torch_bridge.streams import numba_stream
 
-        kernel[grid, block, numba_stream(a.device)](*(cuda.as_cuda_array(t) for t in flat))
-        return out
-    fk = _vecadd_kernels.get(rung)
-    if fk is None:
-        fk = _vecadd_kernels[rung] = FastKernel(kernel)
-    e = fk.entry((n, a.dtype), lambda: (grid, block), flat)  # compiled and laid out once per (n, dtype)
-    for slot, t in zip(e.data_slots, flat):
-        e.values[slot] = t.data_ptr()
-    e.launch(torch.cuda.current_stream(a.device).cuda_stream)  # torch's stream, as every op's launch
+        kernel[grid, block, numba_stream(a.device)](*[to_numba(t) for t in flat])
     return out
