@@ -1,6 +1,6 @@
 """Host latency per call of a 1024-element vecadd: Numba direct, the torch bridge, CuPy, torch.
 
-    python -m torch_bridge.bench_launch [--n 1024] [--calls 2000] [--rounds 15] [--json PATH]
+    python -m torch_bridge.bench_launch [--n 1024] [--calls 2000] [--rounds 15] [--json PATH] [--profile N]
 
 What is timed: the host time a call takes to return (``time.perf_counter`` around ``--calls``
 back-to-back calls, divided by the calls), the median and the minimum over ``--rounds`` rounds,
@@ -40,6 +40,8 @@ def main(argv=None) -> int:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--json", default=None, help="also write the rows as JSON to this path")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also print the N functions of most own time in a cProfile of --calls op calls")
     args = parser.parse_args(argv)
 
     import numba
@@ -87,6 +89,9 @@ def main(argv=None) -> int:
 
     rows.append(("bridge under torch.inference_mode() (no autograd key)",
                  inference(lambda: torch.ops.lab.vecadd(a, b)), torch.cuda.synchronize))
+    noop = _noop_op()
+    rows.append(("torch's floor for such an op: a torch.library op registered as lab's, returning "
+                 "torch.empty_like(a), no kernel", lambda: noop(a, b), torch.cuda.synchronize))
     try:
         import cupy as cp
 
@@ -113,14 +118,48 @@ def main(argv=None) -> int:
     for label, med, lo in results:
         ratio = f"{med / cupy_us:.2f}x" if cupy_us else "-"
         print(f"| {label} | {med:.1f} | {lo:.1f} | {ratio} |")
+    plan = next((p for k, p in L._plans.items() if k[0] == "vecadd" and k[1] == (n,)), None)
+    path = getattr(plan.fast, "path", "ordinary launch") if plan and plan.fast else "Variant.prepare each call"
+    print(f"\nThe op's launch: {path}.")
+    if args.profile:
+        import cProfile
+        import io
+        import pstats
+
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(args.calls):
+            torch.ops.lab.vecadd(a, b)
+        prof.disable()
+        torch.cuda.synchronize()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(args.profile)
+        print(f"\ncProfile of {args.calls} torch.ops.lab.vecadd calls, by own time:\n" +
+              "\n".join(line for line in text.getvalue().splitlines() if line.strip())[-6000:])
     if args.json:
         import json
 
         with open(args.json, "w") as f:
             json.dump({"device": torch.cuda.get_device_name(), "compiler": COMPILER, "n": n,
                        "date": str(datetime.date.today()), "cupy": cupy_version, "torch": torch.__version__,
+                       "op_launch": path,
                        "rows": [[label, round(med, 2), round(lo, 2)] for label, med, lo in results]}, f, indent=1)
     return 0
+
+
+def _noop_op():
+    """A torch.library op registered as torch_bridge.lab_ops registers its ops (define, an impl under
+    CompositeExplicitAutograd, register_fake, register_autograd) whose impl only allocates its output:
+    what torch's dispatcher and the autograd wrapper cost a call, before any check or launch."""
+    import torch
+
+    lib = torch.library.Library("lab_bench", "FRAGMENT")
+    lib.define("noop(Tensor a, Tensor b) -> Tensor")
+    lib.impl("noop", lambda a, b: torch.empty_like(a), "CompositeExplicitAutograd")
+    torch.library.register_fake("lab_bench::noop", lambda a, b: torch.empty_like(a), lib=lib)
+    torch.library.register_autograd("lab_bench::noop", lambda ctx, g: (g, g), lib=lib)
+    _noop_op.lib = lib  # kept alive: a Library's registrations end with it
+    return torch.ops.lab_bench.noop
 
 
 def _numba_cuda_version():

@@ -126,6 +126,8 @@ def tensor_launcher(kernel, grid, block, tensors):
       views (which compiles or loads the kernel for these dtypes and ranks, ordered after torch's
       queued work by ``torch_bridge.streams.on_torch_stream``); where the native launcher is not
       available every call does.
+
+    ``launch.path`` says which of these it takes (after its first call).
     """
     import torch
 
@@ -149,6 +151,7 @@ def tensor_launcher(kernel, grid, block, tensors):
         e.launch(current_stream(device).cuda_stream)
         return True
 
+    launch.path = "FastKernel (cuLaunchKernel)"
     return launch
 
 
@@ -170,8 +173,10 @@ def _mlir_launcher(kernel, grid, block, launch_hooked):
             configured(*[to_numba(t.detach()) for t in tensors])
         if not native:
             native.append(native_launcher(configured))
+            launch.path = "native launcher" if native[0] is not None else "ordinary launch (no native launcher)"
         return True
 
+    launch.path = "not yet called"
     return launch
 
 

@@ -250,3 +250,96 @@ def test_the_fast_launch_path_is_a_gpu_lesson_apart_from_the_op(rng):
     else:
         with pytest.raises(ValueError, match="contiguous CUDA tensors"):
             vecadd(rand(rng, 8).cpu(), rand(rng, 8).cpu())
+
+
+# --- launch plans: what a call reuses ------------------------------------------------------------------
+def _counting_auto(monkeypatch, flip=None):
+    """vecadd's auto variant with its launch math counted (``asked``); ``flip[0]`` True makes it answer
+    one element a thread at 64 threads (another choice than the heuristic's)."""
+    import dataclasses
+
+    from kernels import vecadd as V
+
+    auto, asked = V.SPEC.variants["auto"], []
+
+    def launch(size, threads):
+        asked.append(size)
+        if flip and flip[0]:
+            cfg = V.RUNGS["element_per_thread"].launch(size, 64)
+            return dataclasses.replace(cfg, rung="element_per_thread")
+        return auto.launch(size, threads)
+
+    monkeypatch.setitem(V.SPEC.variants, "auto", dataclasses.replace(auto, launch=launch))
+    monkeypatch.setattr(lab_ops, "_plans", {})
+    return asked
+
+
+def test_a_second_call_reuses_the_plan_another_shape_or_dtype_makes_one(rng, monkeypatch):
+    """The rung choice (auto's launch math: tuned table or heuristic) is asked once per (size, dtype,
+    device), not per call; every call still checks its inputs and computes on its own tensors."""
+    asked = _counting_auto(monkeypatch)
+    monkeypatch.setattr(lab_ops, "RECHECK_S", 3600.0)
+    plans = lab_ops.STATS["plans"]
+    for _ in range(3):  # fresh tensors each call: the plan holds no tensor
+        a, b = rand(rng, 37), rand(rng, 37)
+        torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+    assert asked == [(37,)] and lab_ops.STATS["plans"] == plans + 1
+    a64, b64 = rand(rng, 37, dtype=torch.float64), rand(rng, 37, dtype=torch.float64)
+    torch.testing.assert_close(ops.vecadd(a64, b64), a64 + b64, rtol=0, atol=0)  # another dtype
+    c, d = rand(rng, 5, 8), rand(rng, 5, 8)
+    torch.testing.assert_close(ops.vecadd(c, d), c + d, rtol=0, atol=0)  # another size (40, flattened)
+    torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)  # the first plan again
+    assert asked == [(37,), (37,), (40,)] and lab_ops.STATS["plans"] == plans + 3
+    with pytest.raises(ValueError, match=r"lab.vecadd: b is torch.float64, expected torch.float32"):
+        ops.vecadd(a, b64)  # the checks run on every call, plan or not
+    with pytest.raises(ValueError, match=r"lab.vecadd: b has shape \(40,\), expected \(37,\)"):
+        ops.vecadd(a, rand(rng, 40))
+    assert asked == [(37,), (37,), (40,)]
+
+
+def test_a_plan_follows_a_changed_choice_and_the_described_device(rng, monkeypatch):
+    """After RECHECK_S the choice is asked again: the same answer keeps the plan, another one (a new
+    `lab tune` table, say) makes a new plan; a described device is another plan at once."""
+    import dataclasses
+
+    from kernels.device_limits import H100, described
+
+    flip = [False]
+    asked = _counting_auto(monkeypatch, flip)
+    monkeypatch.setattr(lab_ops, "RECHECK_S", 0.0)  # every call asks again
+    a, b = rand(rng, 50), rand(rng, 50)
+    plans, rechecks = lab_ops.STATS["plans"], lab_ops.STATS["rechecks"]
+    ops.vecadd(a, b)
+    ops.vecadd(a, b)
+    assert len(asked) == 2 and lab_ops.STATS["plans"] == plans + 1 and lab_ops.STATS["rechecks"] == rechecks + 1
+    flip[0] = True
+    torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+    assert lab_ops.STATS["plans"] == plans + 2
+    (plan,) = {id(p): p for p in lab_ops._plans.values()}.values()
+    assert plan.cfg.block == (64,)
+    monkeypatch.setattr(lab_ops, "RECHECK_S", 3600.0)
+    with described(dataclasses.replace(H100, sm_count=1)):
+        torch.testing.assert_close(ops.vecadd(a, b), a + b, rtol=0, atol=0)
+    assert lab_ops.STATS["plans"] == plans + 3 and len(asked) == 4
+
+
+@pytest.mark.gpu
+@needs_gpu
+def test_vecadd_op_launches_through_its_cached_tensor_launcher(rng):
+    """On a GPU the op's plan holds the rung kernel's tensor launcher (FastKernel under numba-cuda, the
+    native launcher under numba-cuda-mlir): new tensors each call, both dtypes, both rungs, a 2-D
+    shape, inputs that require grad (through autograd) all give a + b exactly."""
+    for dtype in (torch.float32, torch.float64):
+        for n in (1, 1000, (1 << 20) + 5):
+            for _ in range(3):
+                a, b = rand(rng, n, dtype=dtype), rand(rng, n, dtype=dtype)
+                assert torch.equal(ops.vecadd(a, b), a + b)
+    x = rand(rng, 33, 65).requires_grad_()
+    y = rand(rng, 33, 65)
+    out = ops.vecadd(x, y)
+    assert torch.equal(out, x.detach() + y)
+    out.sum().backward()
+    assert torch.equal(x.grad, torch.ones_like(x))
+    fast = [p.fast for key, p in lab_ops._plans.items() if key[0] == "vecadd" and key[1] == (1000,)]
+    assert fast and all(f is not None for f in fast)
+    assert all(f.path in ("FastKernel (cuLaunchKernel)", "native launcher") for f in fast), [f.path for f in fast]
