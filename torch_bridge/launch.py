@@ -167,8 +167,12 @@ def _mlir_launcher(kernel, grid, block, launch_hooked):
         if launch_hooked():
             return False
         if native and native[0] is not None:
-            native[0](*tensors)
-            return True
+            try:
+                native[0](*tensors)
+                return True
+            except (TypeError, ValueError) as e:  # it cannot take these arguments: the ordinary launch from now on
+                native[0] = None
+                launch.path = f"ordinary launch (the native launcher raised {type(e).__name__}: {e})"
         with on_torch_stream():
             configured(*[to_numba(t.detach()) for t in tensors])
         if not native:

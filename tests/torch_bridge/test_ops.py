@@ -343,3 +343,18 @@ def test_vecadd_op_launches_through_its_cached_tensor_launcher(rng):
     fast = [p.fast for key, p in lab_ops._plans.items() if key[0] == "vecadd" and key[1] == (1000,)]
     assert fast and all(f is not None for f in fast)
     assert all(f.path in ("FastKernel (cuLaunchKernel)", "native launcher") for f in fast), [f.path for f in fast]
+    # the cached launch goes to torch's current stream: inside a side stream it sees that stream's write
+    from tests.torch_bridge.test_bridge import SLEEP_CYCLES
+
+    n = 1 << 16
+    x, b, new = rand(rng, n), rand(rng, n), rand(rng, n)
+    for _ in range(2):  # the plan and its launcher made (the first call takes the ordinary path)
+        ops.vecadd(x, b)
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(SLEEP_CYCLES)
+        x.copy_(new)
+        c = ops.vecadd(x, b)
+    torch.cuda.synchronize()
+    assert torch.equal(c, new + b)
