@@ -34,10 +34,13 @@ Tensor rules (the same for every op, checked in the real and the fake implementa
 
 Which rung runs: the kernel's ``auto`` variant when it has one (its ``choose()``, or ``lab tune``'s
 winner), else the rung its KernelSpec's ``torch_op.rungs`` names (on a GPU the fastest measured one;
-in the simulator a small-block one). Every op launches through Numba's dispatcher (tens of µs of host
-time a call: nothing next to a large tensor's kernel). How to take a small op's host time down to
-about cupy.add's, and what that gives up, is a lesson of its own: :func:`torch_bridge.launch.vecadd`
-(docs/torch.md, "The fast launch path").
+in the simulator a small-block one). What does not change between calls is kept per (op, size, threads,
+device limits, device, dtypes and shapes) (:class:`_Plan`): the rung's Launch (asked again every
+RECHECK_S seconds, so that a new ``lab tune`` table is followed) and, on a GPU, for a rung that is one
+launch of one kernel, its tensor launcher (:func:`torch_bridge.launch.tensor_launcher`: no Numba view,
+typing or configuration per call); other rungs run ``Variant.prepare`` on views of the tensors each call.
+The checks above run on every call. What a small op's host time is made of, and what is left without
+torch's dispatcher: :func:`torch_bridge.launch.vecadd` (docs/torch.md, "The fast launch path").
 """
 from __future__ import annotations
 
