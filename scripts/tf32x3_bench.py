@@ -8,7 +8,7 @@
    SIMT FP32 auto (precision "highest"), torch.matmul with TF32 off (cuBLAS FP32) and on. Each the largest
    |C - ref| / tolerance with the **FP32** tolerance the SIMT rungs are held to (kernels.spec.dot_tolerance;
    <= 1 passes) and the normwise relative error ||C - ref|| / ||ref||.
-2. ``--plans``: the wgmma kernel's builds (kernels.gemm.tensor_core_3xtf32.WG_BUILDS) at 1, 2, 4 and 8 K ranges
+2. ``--plans``: the wgmma kernel's builds (TMA_BUILDS and the cp.async WG_OLD) at 1, 2, 4 and 8 K ranges
    on PLAN_SHAPES, each checked, for plan()'s model.
 3. Times (``time``): SHAPES (square, tall, wide, long K, sizes no tile divides, 2^28 to 2^37 FLOPs; --shapes),
    each the median ms a call of lab.core.timing's Timer (CUDA events, L2 flushed before each call, as ``lab
@@ -34,10 +34,11 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-SHAPES = [(8192, 8192, 1024), (2500, 2500, 2500), (640, 896, 1000), (512, 512, 512), (6000, 300, 6000),
-          (512, 512, 65536), (777, 5000, 3000), (1000, 1000, 16384), (1024, 1024, 512), (4097, 4097, 4097),
-          (3000, 2000, 1000), (1536, 6144, 2048)]
-PLAN_SHAPES = [(1024, 1024, 512), (1000, 1000, 16384), (3000, 2000, 1000), (6000, 300, 6000), (512, 512, 65536)]
+# shapes named in no issue (2^27 to 2^36 FLOPs; square, tall, wide, long K, none a multiple of the tiles)
+SHAPES = [(3210, 3210, 3210), (1500, 1500, 1500), (700, 700, 700), (400, 400, 420), (7000, 1100, 1900),
+          (1000, 6000, 1300), (1100, 900, 12000), (600, 700, 20000), (2900, 2100, 700), (1300, 1700, 900),
+          (520, 6100, 600), (9000, 700, 1000), (800, 900, 1100)]
+PLAN_SHAPES = [(1000, 1000, 16384), (3000, 2000, 1000), (512, 512, 65536)]
 FLT_MAX = float(np.finfo(np.float32).max)
 
 
@@ -113,6 +114,12 @@ class Bench:
             if name == "3xtf32":
                 v = spec.variants["tensor_core_3xtf32"]
                 f = v.prepare(v.launch(shape, 256), [dA, dB], [C])
+            elif name == "3xtf32_old":  # the cp.async build on the same plan (K ranges)
+                _, sp, per, _ = X.plan(shape)
+                f = X.wgmma_prepare(dA, dB, C, sp, per, X.WG_OLD)
+            elif name == "bf16_wgmma":  # A and B rounded to bf16 once by prepare, the kernel alone in the call
+                v = spec.variants["tensor_core_wgmma"]
+                f = v.prepare(v.launch(shape, 256), [dA, dB], [C])
             elif name == "3xtf32_mma":
                 mname = X.mma_choose(shape)[0]
                 cfg = TC.launch_for(X.MMA_TILES[mname], shape)
@@ -129,12 +136,15 @@ class Bench:
             elif name.startswith("torch"):
                 tA, tB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
                 tC = torch.full((m, n), float("nan"), device="cuda")
+                if name == "torch_bf16":  # bf16 tensors made once (as the bf16 rung's prepare rounds once), bf16 C
+                    tA, tB = tA.bfloat16(), tB.bfloat16()
+                    tC = tC.bfloat16()
                 tf32 = name == "torch_tf32"
 
                 def f(tA=tA, tB=tB, tC=tC, tf32=tf32):
                     torch.backends.cuda.matmul.allow_tf32 = tf32
                     torch.matmul(tA, tB, out=tC)
-                out[name] = (f, lambda tC=tC: tC.cpu().numpy())
+                out[name] = (f, lambda tC=tC: tC.float().cpu().numpy())
                 continue
             else:
                 raise ValueError(name)
@@ -155,7 +165,7 @@ class Bench:
 def check_cases(b: Bench, rng, out: dict):
     from kernels.spec import dot_tolerance
 
-    which = ["3xtf32", "3xtf32_mma", "tf32_wgmma", "auto_highest", "torch_fp32", "torch_tf32"]
+    which = ["3xtf32", "3xtf32_old", "3xtf32_mma", "tf32_wgmma", "auto_highest", "torch_fp32", "torch_tf32"]
     for case, shape, gen in CASES:
         m, n, k = shape
         A, B = gen(rng, m, n, k)
@@ -174,11 +184,27 @@ def check_cases(b: Bench, rng, out: dict):
             f"{k} {v['err_over_tol']:.3g}/{v['rel_err']:.1e}" for k, v in row["errors"].items()), flush=True)
 
 
+def rounded_err(C, A, B, prec: str) -> float:
+    """max |C - A' B'| / (2e-6 sqrt(K) |A'| |B'|) with A', B' the inputs rounded to ``prec`` ("tf32": to nearest,
+    ties away; "bf16": kernels.gemm.mma_bf16's rounding) in float64: float32 sums of exact products pass (<= 1)."""
+    if prec == "tf32":
+        r = lambda x: ((x.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)  # noqa: E731
+    else:
+        from kernels.gemm import mma_bf16 as MB
+
+        r = lambda x: MB.bf16_bits_to_float32(MB.to_bf16_bits(x))  # noqa: E731
+    Af, Bf = r(A).astype(np.float64), r(B).astype(np.float64)
+    if not np.isfinite(C).all():
+        return float("inf")
+    return float(np.max(np.abs(C - Af @ Bf) / (2e-6 * np.sqrt(A.shape[1]) * (np.abs(Af) @ np.abs(Bf)) + 1e-30)))
+
+
 def time_shapes(b: Bench, rng, out: dict, shapes, budget):
     from kernels.gemm import tensor_core_3xtf32 as X
     from kernels.spec import dot_tolerance
 
-    which = ["torch_fp32", "torch_tf32", "3xtf32", "auto_high", "auto_highest", "3xtf32_mma", "tf32_wgmma"]
+    which = ["torch_fp32", "torch_tf32", "torch_bf16", "3xtf32", "3xtf32_old", "auto_high", "auto_highest", "tf32_wgmma",
+             "bf16_wgmma"]
     for shape in shapes:
         if time.perf_counter() - b.t0 > budget:
             print(f"time {fmt_shape(shape)}: skipped (budget)", flush=True)
@@ -191,13 +217,17 @@ def time_shapes(b: Bench, rng, out: dict, shapes, budget):
         ref = tol = None
         for name in which:
             f, read = calls[name]
-            if name in ("3xtf32", "auto_high", "auto_highest"):  # the first call, checked at FP32's tolerance
+            if name in ("3xtf32", "3xtf32_old", "auto_high", "auto_highest"):  # first call: FP32's tolerance
                 f()
                 b.torch.cuda.synchronize()
                 if ref is None:
                     ref = A.astype(np.float64) @ B.astype(np.float64)
                     tol = dot_tolerance(A, B, np.float32)
                 row["check"][name] = b.errors(read(), ref, tol)
+            elif name in ("tf32_wgmma", "bf16_wgmma"):  # first call, 64 rows against the rounded inputs' product
+                f()
+                b.torch.cuda.synchronize()
+                row["check"][name] = rounded_err(read()[:64], A[:64], B, name[:4])
             row["ms"][name] = b.ms(f)
         if X.wgmma_here():
             name, s, per, why = X.plan(shape)
@@ -211,7 +241,9 @@ def time_shapes(b: Bench, rng, out: dict, shapes, budget):
         tf = {key: row["flops"] / v / 1e9 for key, v in ms.items() if key != "prepass"}
         row["tflops"] = tf
         print(f"time {fmt_shape(shape):18s} 2^{math.log2(row['flops']):.1f}: " + ", ".join(f"{k} {v:.1f}" for k, v in tf.items())
-              + f"; 3xtf32 {ms['torch_fp32'] / ms['3xtf32']:.2f}x cuBLAS FP32, auto {ms['torch_fp32'] / ms['auto_high']:.2f}x"
+              + f"; 3xtf32 {ms['torch_fp32'] / ms['3xtf32']:.2f}x cuBLAS FP32 (old {ms['torch_fp32'] / ms['3xtf32_old']:.2f}x), "
+              f"auto {ms['torch_fp32'] / ms['auto_high']:.2f}x, tf32 {ms['torch_tf32'] / ms['tf32_wgmma']:.2f}x, "
+              f"bf16 {ms['torch_bf16'] / ms['bf16_wgmma']:.2f}x"
               + (f"; pre-pass {ms['prepass']:.3f} of {ms['3xtf32']:.3f} ms" if "prepass" in ms else "")
               + f"; check err/tol 3x {row['check']['3xtf32']['err_over_tol']:.2f} auto {row['check']['auto_high']['err_over_tol']:.2f}",
               flush=True)
@@ -231,7 +263,7 @@ def time_plans(b: Bench, rng, out: dict):
         res, err = {}, {}
         ref = A.astype(np.float64) @ B.astype(np.float64)
         tol = dot_tolerance(A, B, np.float32)
-        for name in X.WG_BUILDS:
+        for name in list(X.TMA_BUILDS) + [X.WG_OLD]:
             for s in (1, 2, 4, 8):
                 if s > 1 and slabs < s * X.MIN_SLABS:
                     continue

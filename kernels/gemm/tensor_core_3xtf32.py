@@ -189,8 +189,40 @@ THREADS = 2 * W.WARPGROUP
 GROUP = 16  # the pre-pass writes K in groups of 16: [16 big, 16 small] TF32 words, 32 columns a group
 WG_REGS = BN // 2  # accumulators a thread: m64n128's 64, and as many in each of the two staging sets
 # builds: bk (k a stage: 32 -> rows of 128 bytes, 128-byte swizzle; 16 -> 64 bytes, 64-byte swizzle), stages
-WG_BUILDS = {"k16s6": (16, 6), "k32s3": (32, 3)}
-WG_DEFAULT = "k16s6"
+WG_BUILDS = {"k16s6": (16, 6), "k32s3": (32, 3)}  # the cp.async builds (:func:`make_kernel`)
+# the TMA builds (:func:`make_tma_kernel`, kernels/gemm/wgmma_tma.py's pipeline): stages of one 16-k group (A2's
+# and BT2's 128 rows of 128 bytes: 32 KB), a producer warpgroup (``ws``) with setmaxnreg (producer, consumers)
+TMA_BUILDS = {
+    "tma_ws_s6": dict(tma=True, stages=6, ws=True, maxnreg=(24, 240)),  # producer + 2 consumers, 384 threads
+    "tma_ws_s4": dict(tma=True, stages=4, ws=True, maxnreg=(24, 240)),
+    "tma_s6": dict(tma=True, stages=6, ws=False),  # thread 0 issues the copies between its wgmmas, 256 threads
+}
+WG_DEFAULT = "tma_ws_s6"
+WG_OLD = "k16s6"  # the cp.async build, kept comparable (scripts/tf32x3_bench.py times both)
+
+
+def build_threads(build: str) -> int:
+    """Threads a block of a wgmma build: 2 consumer warpgroups, and a producer warpgroup with ``ws``."""
+    return THREADS + (W.WARPGROUP if TMA_BUILDS.get(build, {}).get("ws") else 0)
+
+
+def build_shared(build: str) -> int:
+    """Dynamic shared memory of a wgmma build (cp.async: :func:`wg_shape`; TMA: kernels.gemm.wgmma_tma.shared_bytes
+    of 2 consumer warpgroups and 128 columns: stages x 32 KB, the mbarriers, 1 KB to align)."""
+    if build in TMA_BUILDS:
+        from kernels.gemm import wgmma_tma as T
+
+        return T.shared_bytes(TMA_BUILDS[build]["stages"], 2, BN)
+    return wg_shape(build)["shared"]
+
+
+def tma_maps(A2, BT2):
+    """A device uint8 array of 256 bytes: the tensor maps of A2 and BT2 (int32, C-contiguous), boxes of 128 rows
+    x 32 words (one [16 big, 16 small] group: 128 bytes), 128-byte swizzle (kernels.gemm.wgmma_tma.tensor_maps
+    with TF32's K-major boxes)."""
+    from kernels.gemm import wgmma_tma as T
+
+    return T.tensor_maps(A2, BT2, 2, BN, True)
 
 
 def wg_shape(build: str) -> dict:
@@ -260,7 +292,7 @@ if COMPILER == MLIR and not SIMULATOR:
     def _flush_b():
         _X.inline_ptx(_FLUSH_B_PTX)
 
-    def make_kernel(build: str = WG_DEFAULT, split: bool = False):
+    def make_kernel(build: str = WG_OLD, split: bool = False):
         """gemm(A2, BT2, C): C = A @ B from A2 (S M, K2) and BT2 (S N, K2), the TF32 bits of A's and B^T's big and
         small parts (:func:`split_a`, :func:`split_bt`: groups of 16 k as [16 big, 16 small]), K2 a multiple of
         64; C (S M, N) float32, C-contiguous; block (256,), grid (ceil(N / 128), ceil(M / 128), S), S K ranges
@@ -369,12 +401,136 @@ if COMPILER == MLIR and not SIMULATOR:
 
         return gemm
 
+    def make_tma_kernel(stages: int = 6, ws: bool = True, maxnreg=None, split: bool = False):
+        """gemm(A2, BT2, C, maps): as :func:`make_kernel` (same A2, BT2, C, grid and K ranges), fed by TMA
+        (kernels/gemm/wgmma_tma.py): ``maps`` a device uint8 array of 256 bytes, A2's tensor map then BT2's (boxes
+        of 128 rows x 32 words: one [16 big, 16 small] group, 128 bytes, 128-byte swizzle; :func:`tma_maps`).
+        A slab is one group (16 k): a stage is A2's 128 rows and BT2's 128 rows of it (32 KB), completing on the
+        stage's full mbarrier; consumers release it on its empty mbarrier (one arrival a warpgroup). ``ws``: a
+        producer warpgroup (block 384 threads) whose one thread issues the copies, ``maxnreg`` (producer,
+        consumer) registers by setmaxnreg; else thread 0 (block 256) refills a stage once both warpgroups
+        released it. Per slab a consumer warpgroup: wait full, 3 x 2 wgmma m64n128k8 into the staging set of
+        the slab's parity (big k-steps at the descriptors' + 0 and + 32 bytes, small ones at + 64 and + 96: the
+        group's halves in one 128-byte swizzled row), commit, ``wait_group 1``, release slab kt - 1's stage and
+        add its staging set to the sums (round to nearest)."""
+        from kernels.gemm import wgmma_tma as T
+
+        T.check_build(stages, 2, BN, ws, maxnreg)
+        threads = THREADS + (W.WARPGROUP if ws else 0)
+        sbytes, a_bytes = T.stage_bytes(2, BN), 64 * 2 * T.SLAB_BYTES
+        bar_b = T.BAR_BYTES
+        lo, hi = maxnreg or (0, 0)
+        dec, inc = T.set_maxnreg(lo, False), T.set_maxnreg(hi, True)
+        mbar_init, mbar_fence_init, mbar_arrive_expect = T.mbar_init, T.mbar_fence_init, T.mbar_arrive_expect
+        mbar_arrive, mbar_wait, tma_load, prefetch_map = T.mbar_arrive, T.mbar_wait, T.tma_load, T.prefetch_map
+        store_pairs = acc_store_pairs(WG_REGS)
+        ptx_a, ptx_b = issue_ptx("A", 2), issue_ptx("B", 2)
+        small = 64 >> 4  # the small half of a group: 64 bytes into the (swizzled) row, in descriptor units
+        sw = W.SWIZZLE_128B
+
+        @cuda.jit(device=True, forceinline=True)
+        def issue_a(ab, asm, bb, bsm, one):
+            _X.inline_ptx(ptx_a, "l", ab, "l", asm, "l", bb, "l", bsm, "r", one)
+
+        @cuda.jit(device=True, forceinline=True)
+        def issue_b(ab, asm, bb, bsm, one):
+            _X.inline_ptx(ptx_b, "l", ab, "l", asm, "l", bb, "l", bsm, "r", one)
+
+        @cuda.jit(device=True, inline="always")
+        def produce(j, s, base, bars, tmap, ra, rb):
+            """Arm stage s's full barrier with its bytes and issue slab j's two boxes (A2 rows ra.., BT2 rows rb..)."""
+            sb, fb = base + s * sbytes, bars + bar_b * s
+            mbar_arrive_expect(fb, sbytes)
+            tma_load(sb, tmap, j * 32, ra, fb)
+            tma_load(sb + a_bytes, tmap + 128, j * 32, rb, fb)
+
+        @cuda.jit(chip=CHIP, launch_bounds=(threads, 1))
+        def gemm(A2, BT2, C, maps):
+            _declare()
+            smem = cuda.shared.array(0, uint16)
+            M, K2 = A2.shape
+            N = BT2.shape[0]
+            rz, nz = 0, 0
+            if split:
+                M, N = M // cuda.gridDim.z, N // cuda.gridDim.z
+                rz, nz = cuda.blockIdx.z * M, cuda.blockIdx.z * N
+            t = cuda.threadIdx.x
+            wg, tw = t // 128, t % 128
+            m0, n0 = cuda.blockIdx.y * BM, cuda.blockIdx.x * BN
+            base, _ = aligned_base(smem, 1024)
+            bars = base + stages * sbytes  # full[s] at bars + 8 s, empty[s] at bars + 8 (stages + s)
+            tmap = global_address(maps)
+            nk = K2 // 32
+            if t == 0:
+                prefetch_map(tmap)
+                prefetch_map(tmap + 128)
+                for s in range(stages):
+                    mbar_init(bars + bar_b * s, 1)
+                    mbar_init(bars + bar_b * (stages + s), 2)
+                mbar_fence_init()
+            cuda.syncthreads()
+            if ws and wg == 2:  # the producer warpgroup: one thread issues every copy
+                dec()
+                if tw == 0:
+                    for j in range(nk):
+                        s = j % stages
+                        if j >= stages:
+                            mbar_wait(bars + bar_b * (stages + s), (j // stages - 1) & 1)
+                        produce(j, s, base, bars, tmap, rz + m0, nz + n0)
+            else:
+                inc()
+                if not ws and t == 0:
+                    for j in range(stages):
+                        if j < nk:
+                            produce(j, j, base, bars, tmap, rz + m0, nz + n0)
+                one = int32(1)
+                for kt in range(nk):
+                    s = kt % stages
+                    mbar_wait(bars + bar_b * s, (kt // stages) & 1)
+                    sb = base + s * sbytes
+                    da = make_desc(sb + wg * (64 * 128), 16, 1024, sw)
+                    db = make_desc(sb + a_bytes, 16, 1024, sw)
+                    if kt % 2 == 0:
+                        issue_a(da, da + small, db, db + small, one)
+                    else:
+                        issue_b(da, da + small, db, db + small, one)
+                    wgmma_commit()
+                    wgmma_wait1()
+                    if kt > 0:  # slab kt - 1's wgmmas are done: release its stage, add its staging set
+                        p = (kt - 1) % stages
+                        if tw == 0:
+                            mbar_arrive(bars + bar_b * (stages + p))
+                        if kt % 2 == 0:
+                            _flush_b()
+                        else:
+                            _flush_a()
+                        if not ws and t == 0 and kt - 1 + stages < nk:  # thread 0 refills it
+                            j = kt - 1 + stages
+                            mbar_wait(bars + bar_b * (stages + p), (j // stages - 1) & 1)
+                            produce(j, p, base, bars, tmap, rz + m0, nz + n0)
+                wgmma_wait0()
+                if nk > 0:
+                    if (nk - 1) % 2 == 0:
+                        _flush_a()
+                    else:
+                        _flush_b()
+                NC = C.shape[1]
+                cb = global_address(C)
+                store_pairs(C, rz + m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), rz + M, NC, cb,
+                            int64(4 * NC) if NC % 2 == 0 and cb % 8 == 0 else int64(0))
+
+        return gemm
+
     _KERNELS: dict = {}
 
     def kernel(build: str, split: bool):
-        """:func:`make_kernel`'s build, made once."""
+        """:func:`make_kernel`'s build (or :func:`make_tma_kernel`'s, a name of :data:`TMA_BUILDS`), made once."""
         if (build, split) not in _KERNELS:
-            _KERNELS[build, split] = make_kernel(build, split)
+            if build in TMA_BUILDS:
+                b = TMA_BUILDS[build]
+                _KERNELS[build, split] = make_tma_kernel(b["stages"], b["ws"], b.get("maxnreg"), split)
+            else:
+                _KERNELS[build, split] = make_kernel(build, split)
         return _KERNELS[build, split]
 
     @cuda.jit
@@ -450,8 +606,15 @@ def wgmma_prepare(A, B, C, splits: int, per: int, build: str = WG_DEFAULT):
     A2 = empty_like(A, (splits * m, 2 * SLAB * per), np.int32)
     BT2 = empty_like(A, (splits * n, 2 * SLAB * per), np.int32)
     sa, sb = prepass_launches(A, B, A2, BT2, per)
-    f = mma.with_shared(kernel(build, splits > 1), (blocks_for(n, BN), blocks_for(m, BM), splits), (THREADS,),
-                        wg_shape(build)["shared"])
+    g = mma.with_shared(kernel(build, splits > 1), (blocks_for(n, BN), blocks_for(m, BM), splits),
+                        (build_threads(build),), build_shared(build))
+    if build in TMA_BUILDS:
+        maps = tma_maps(A2, BT2)  # A2 and BT2 live as long as this call: encoded once
+
+        def f(A2, BT2, C):
+            g(A2, BT2, C, maps)
+    else:
+        f = g
     if splits == 1:
         def call():
             sa()
@@ -508,15 +671,22 @@ def launch(size, threads):
     notes = []
     if wgmma_here():
         name, s, per, why = plan(size)
-        bk, stages = WG_BUILDS[name]
-        if threads != THREADS:
-            notes.append(f"block fixed at {THREADS} threads (2 warpgroups); --threads {threads} ignored")
+        block = build_threads(name)
+        if name in TMA_BUILDS:
+            b = TMA_BUILDS[name]
+            how = (f"{b['stages']} stages of 16 k copied by TMA into 128-byte-swizzled shared memory on mbarriers"
+                   + (", a producer warpgroup" if b.get("ws") else ""))
+        else:
+            bk, stages = WG_BUILDS[name]
+            how = f"{stages} stages of {bk} k copied by cp.async"
         notes.append(f"{WORDS}: Hopper wgmma m64n{BN}k8 TF32, 3 a k-step (small x big, big x small, big x big) into "
-                     f"registers added to the sums by the CUDA cores every {bk} k (round to nearest); build {name}: "
-                     f"{stages} stages of {bk} k; {why}")
+                     f"registers added to the sums by the CUDA cores every 16 k (round to nearest); build {name}: "
+                     f"{how}; {why}")
         notes.append("pre-pass inside every call: A and B split into TF32 big and small parts, B transposed")
+        if threads != block:  # after the words auto's row quotes first
+            notes.append(f"block fixed at {block} threads ({block // W.WARPGROUP} warpgroups); --threads {threads} ignored")
         grid = (blocks_for(n, BN), blocks_for(m, BM), s)
-        return Launch(grid=grid, block=(THREADS,), threads_needed=min(grid[0] * grid[1] * THREADS, blocks_for(m * n, 64)) * s,
+        return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)) * s,
                       note="; ".join(notes))
     name, why = mma_choose(size)
     tile = MMA_TILES[name]
