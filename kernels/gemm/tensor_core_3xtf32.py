@@ -196,9 +196,11 @@ TMA_BUILDS = {
     "tma_ws_s6": dict(tma=True, stages=6, ws=True, maxnreg=(24, 240)),  # producer + 2 consumers, 384 threads
     "tma_ws_s4": dict(tma=True, stages=4, ws=True, maxnreg=(24, 240)),
     "tma_s6": dict(tma=True, stages=6, ws=False),  # thread 0 issues the copies between its wgmmas, 256 threads
+    "tma_s6_lag2": dict(tma=True, stages=6, ws=False, lag=2),  # thread 0 refills the stage of slab kt - 2
+    "tma_ws1_s6": dict(tma=True, stages=6, ws=True, maxnreg=(24, 240), sets=1),  # one staging set: no spills
 }
-WG_DEFAULT = "tma_ws_s6"
-WG_OLD = "k16s6"  # the cp.async build, kept comparable (scripts/tf32x3_bench.py times both)
+WG_DEFAULT = "k16s6"  # the cp.async build: faster than every TMA build measured (docs/tensor-cores.md, "3xTF32 on TMA")
+TMA_DEFAULT = "tma_s6"  # the fastest TMA build measured, kept comparable (scripts/tf32x3_bench.py times both)
 
 
 def build_threads(build: str) -> int:
@@ -292,7 +294,7 @@ if COMPILER == MLIR and not SIMULATOR:
     def _flush_b():
         _X.inline_ptx(_FLUSH_B_PTX)
 
-    def make_kernel(build: str = WG_OLD, split: bool = False):
+    def make_kernel(build: str = WG_DEFAULT, split: bool = False):
         """gemm(A2, BT2, C): C = A @ B from A2 (S M, K2) and BT2 (S N, K2), the TF32 bits of A's and B^T's big and
         small parts (:func:`split_a`, :func:`split_bt`: groups of 16 k as [16 big, 16 small]), K2 a multiple of
         64; C (S M, N) float32, C-contiguous; block (256,), grid (ceil(N / 128), ceil(M / 128), S), S K ranges
@@ -401,7 +403,8 @@ if COMPILER == MLIR and not SIMULATOR:
 
         return gemm
 
-    def make_tma_kernel(stages: int = 6, ws: bool = True, maxnreg=None, split: bool = False):
+    def make_tma_kernel(stages: int = 6, ws: bool = True, maxnreg=None, split: bool = False, sets: int = 2,
+                        lag: int = 1):
         """gemm(A2, BT2, C, maps): as :func:`make_kernel` (same A2, BT2, C, grid and K ranges), fed by TMA
         (kernels/gemm/wgmma_tma.py): ``maps`` a device uint8 array of 256 bytes, A2's tensor map then BT2's (boxes
         of 128 rows x 32 words: one [16 big, 16 small] group, 128 bytes, 128-byte swizzle; :func:`tma_maps`).
@@ -409,10 +412,13 @@ if COMPILER == MLIR and not SIMULATOR:
         stage's full mbarrier; consumers release it on its empty mbarrier (one arrival a warpgroup). ``ws``: a
         producer warpgroup (block 384 threads) whose one thread issues the copies, ``maxnreg`` (producer,
         consumer) registers by setmaxnreg; else thread 0 (block 256) refills a stage once both warpgroups
-        released it. Per slab a consumer warpgroup: wait full, 3 x 2 wgmma m64n128k8 into the staging set of
-        the slab's parity (big k-steps at the descriptors' + 0 and + 32 bytes, small ones at + 64 and + 96: the
-        group's halves in one 128-byte swizzled row), commit, ``wait_group 1``, release slab kt - 1's stage and
-        add its staging set to the sums (round to nearest)."""
+        released it (``lag`` 1: at slab kt the stage of slab kt - 1; 2: of slab kt - 2, which the other warpgroup
+        has most likely released already). Per slab a consumer warpgroup: wait full, 3 x 2 wgmma m64n128k8 into
+        the staging set of the slab's parity (big k-steps at the descriptors' + 0 and + 32 bytes, small ones at
+        + 64 and + 96: the group's halves in one 128-byte swizzled row), commit, ``wait_group 1``, release slab
+        kt - 1's stage and add its staging set to the sums (round to nearest). ``sets=1``: one staging set (64
+        registers fewer: under the 168 a thread of 384 gets), each slab's wgmmas waited for (``wait_group 0``)
+        and added before the next slab's are issued -- the other warpgroup's keep the tensor cores busy."""
         from kernels.gemm import wgmma_tma as T
 
         T.check_build(stages, 2, BN, ws, maxnreg)
@@ -490,6 +496,18 @@ if COMPILER == MLIR and not SIMULATOR:
                     sb = base + s * sbytes
                     da = make_desc(sb + wg * (64 * 128), 16, 1024, sw)
                     db = make_desc(sb + a_bytes, 16, 1024, sw)
+                    if sets == 1:
+                        issue_a(da, da + small, db, db + small, one)
+                        wgmma_commit()
+                        wgmma_wait0()
+                        if tw == 0:
+                            mbar_arrive(bars + bar_b * (stages + s))
+                        _flush_a()
+                        if not ws and t == 0 and kt + stages < nk:
+                            j = kt + stages
+                            mbar_wait(bars + bar_b * (stages + s), (j // stages - 1) & 1)
+                            produce(j, s, base, bars, tmap, rz + m0, nz + n0)
+                        continue
                     if kt % 2 == 0:
                         issue_a(da, da + small, db, db + small, one)
                     else:
@@ -504,12 +522,13 @@ if COMPILER == MLIR and not SIMULATOR:
                             _flush_b()
                         else:
                             _flush_a()
-                        if not ws and t == 0 and kt - 1 + stages < nk:  # thread 0 refills it
-                            j = kt - 1 + stages
-                            mbar_wait(bars + bar_b * (stages + p), (j // stages - 1) & 1)
-                            produce(j, p, base, bars, tmap, rz + m0, nz + n0)
+                    if not ws and t == 0 and kt >= lag and kt - lag + stages < nk:  # thread 0 refills slab kt - lag's
+                        j = kt - lag + stages
+                        q = (kt - lag) % stages
+                        mbar_wait(bars + bar_b * (stages + q), (j // stages - 1) & 1)
+                        produce(j, q, base, bars, tmap, rz + m0, nz + n0)
                 wgmma_wait0()
-                if nk > 0:
+                if sets == 2 and nk > 0:  # (one set: every slab added in the loop)
                     if (nk - 1) % 2 == 0:
                         _flush_a()
                     else:
@@ -528,7 +547,8 @@ if COMPILER == MLIR and not SIMULATOR:
         if (build, split) not in _KERNELS:
             if build in TMA_BUILDS:
                 b = TMA_BUILDS[build]
-                _KERNELS[build, split] = make_tma_kernel(b["stages"], b["ws"], b.get("maxnreg"), split)
+                _KERNELS[build, split] = make_tma_kernel(b["stages"], b["ws"], b.get("maxnreg"), split, b.get("sets", 2),
+                                                         b.get("lag", 1))
             else:
                 _KERNELS[build, split] = make_kernel(build, split)
         return _KERNELS[build, split]
@@ -719,8 +739,10 @@ def prepare(cfg, inputs, outputs):
 # 12.6; the pre-pass and four launches), at 6000 x 300 x 6000 (22.9 against 29.9) and 512 x 512 x 65536 (32.8
 # against 38.8), where the pre-pass -- 12 bytes an element of A and B, against 2 M N K FLOPs: M N / (6 (M + N))
 # FLOPs a byte -- took 40-50% of the call; it won from 640 x 896 x 1000 (2^30, M N / (M + N) = 373: 17.3 against
-# 17.1) and at every other shape tried.
-AUTO_MIN_FLOPS = 1 << 29
+# 17.1) and at every other shape tried. A second run at 13 other shapes (2026-11-29, docs/data/tf32x3_h200.json) lost
+# at 700^3 (2^29.4: 12.6 against 17.2) and 800 x 900 x 1100 (2^30.6: 19.1 against 20.8) and won at every shape from
+# 2^31.8 (1.10x-1.80x the SIMT auto): the threshold moved to 2^31.
+AUTO_MIN_FLOPS = 1 << 31
 AUTO_MIN_MN_RATIO = 320  # M N / (M + N) at least this (skinny products, M or N small, stay SIMT)
 TENSOR_CC = {(9, 0): "Hopper", (8, 0): "A100"}  # TF32 tensor rate about 7-8x the FP32 SIMT rate
 
