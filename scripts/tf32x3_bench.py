@@ -405,6 +405,13 @@ def render(raw: dict) -> dict:
                               "rows": [[fmt_shape(p["shape"]), p["chosen"]] + [f"{p['ms'][k]:.3f} ({p['err_over_tol'][k]:.2f})"
                                                                                 if k in p["ms"] else "" for k in keys]
                                        for p in raw["plans"]]}}]
+    if raw.get("variants"):
+        v = raw["variants"]
+        blocks += [{"heading": "More TMA builds (a second call)"}, {"text": v["note"] + "."},
+                   {"table": {"columns": ["build", "M x N x K", "K ranges", "ms", "TFLOP/s", "err / FP32 tol"],
+                              "align": ["left"] * 3 + ["right"] * 3,
+                              "rows": [key.split(" ") + [f"{r['ms']:.3f}", f"{r['tflops']:.1f}", f"{r['err_over_tol']:.2f}"]
+                                       for key, r in v["ms"].items()]}}]
     blocks += [{"heading": "Errors against float64: the largest |C - ref| / FP32 tolerance (<= 1 passes), normwise relative error in brackets"},
                {"text": "Fresh inputs a case, C poisoned first; the tolerance is the FP32 one every SIMT rung is held to "
                         "(kernels.spec.dot_tolerance). TF32 alone (and cuBLAS with TF32 on) fails it on the lab's own "

@@ -46,7 +46,7 @@ Where the split cannot hold float32's accuracy, the rung fails its check, as any
   (inputs up to FLT_MAX times 2^-110: 0.19 of the bound);
 * a NaN becomes a quiet NaN (0x7FC00000), an infinity stays one (its small part 0).
 
-Two builds:
+The builds:
 
 * **wgmma (sm_90a, numba-cuda-mlir)**: :func:`make_kernel`. A pre-pass writes A and B^T as TF32 bits, each 16
   k as [16 big, 16 small] (:func:`split_a`; :func:`split_bt`, B transposed through a 32 x 33 shared tile as
@@ -57,6 +57,21 @@ Two builds:
   big x big). Where the output has few tiles (long K, small M x N) K is split over grid z and the partial C's
   are added by kernels.gemm.split_k's reduction; :func:`plan` picks the ranges from a wave model bounded by
   the operands' fill from L2 (fitted to the H200).
+* **wgmma on TMA (comparable builds, :data:`TMA_BUILDS`; not the default)**: :func:`make_tma_kernel`, the same
+  pre-pass and wgmmas fed by kernels/gemm/wgmma_tma.py's pipeline. A stage is one [16 big, 16 small] group of
+  A2's and BT2's 128 rows -- one 128-byte row each, so one TMA box a operand (128 x 32 words, 128-byte swizzle),
+  32 KB -- completing on a full mbarrier and released on an empty one; the big part's descriptor starts at the
+  tile, the small part's 64 bytes in. Builds: ``tma_s6`` (thread 0 issues the copies between its wgmmas, 218
+  registers), ``tma_s6_lag2`` (it refills the stage of slab kt - 2), ``tma_ws_s6``/``tma_ws_s4`` (a producer
+  warpgroup and 2 consumer warpgroups with setmaxnreg 24/240: ptxas still gave 168 registers a thread, the
+  launch bounds' share for 384 threads, and the 192 accumulator and staging registers spilled 280 bytes), and
+  ``tma_ws1_s6`` (a producer warpgroup, one staging set: each slab's wgmmas waited for and added before the
+  next, the other consumer warpgroup keeping the tensor cores busy; 128 registers of sums, no spills). Measured
+  on the H200 (pre-pass included; docs/tensor-cores.md, "3xTF32 on the TMA pipeline"): ``tma_s6`` 0.250 ms at
+  3000 x 2000 x 1000 against k16s6's 0.203, the same with K ranges at 1000 x 1000 x 16384 (0.795 and 0.798);
+  ``tma_ws_s6`` 2.5x slower (spills); ``tma_ws1_s6`` 66.9 and 61.7 TFLOP/s at 3210^3 and 2900 x 2100 x 700, k16s6
+  61.9 and 57.4 in the day's first call (not the same call: the default stays k16s6 until one run times both
+  at every shape, K ranges included).
 * **mma.sync (sm_80 and up, and the simulator)**: the tensor_core_tf32 kernel's ``split`` build
   (kernels.gemm.tensor_core_tf32.make_tf32_kernel): each fragment word loaded as float32 from the cp.async
   tile and split in registers (kernels.gemm.mma.split_word: one inline PTX block), three mma.sync m16n8k8 a
@@ -64,7 +79,9 @@ Two builds:
   fragments; it rounds its sums to nearest): the rung runs and is checked on a CPU.
 
 Measured on an H200 (docs/results/tensor-cores-3xtf32.json, scripts/tf32x3_bench.py; cuBLAS FP32 = torch.matmul
-with TF32 off, same process): 1.41x-1.58x cuBLAS FP32 at 8192 x 8192 x 1024 (79.5 TFLOP/s, above the FP32
+with TF32 off, same process; the shapes of an earlier run -- a later run's 13 other shapes are
+in docs/benchmarks.md: geometric mean 1.05x from 2^30 FLOPs, 1.13x from 2^32, 1.3x met at 4 of 8): 1.41x-1.58x
+cuBLAS FP32 at 8192 x 8192 x 1024 (79.5 TFLOP/s, above the FP32
 SIMT peak of 67), 4097^3, 3000 x 2000 x 1000 and 1536 x 6144 x 2048; 1.22x at 2500^3; 0.98x at
 777 x 5000 x 3000, 0.83x at 1000 x 1000 x 16384, 0.59x and 0.65x where the pre-pass takes 40-50% of the call
 (6000 x 300 x 6000, 512 x 512 x 65536), 0.62x and 0.73x at 2^30 FLOPs (640 x 896 x 1000, 1024 x 1024 x 512:
@@ -200,7 +217,8 @@ TMA_BUILDS = {
     "tma_ws1_s6": dict(tma=True, stages=6, ws=True, maxnreg=(24, 240), sets=1),  # one staging set: no spills
 }
 WG_DEFAULT = "k16s6"  # the cp.async build: faster than every TMA build measured (docs/tensor-cores.md, "3xTF32 on TMA")
-TMA_DEFAULT = "tma_s6"  # the fastest TMA build measured, kept comparable (scripts/tf32x3_bench.py times both)
+TMA_DEFAULT = "tma_s6"  # the TMA build scripts/tf32x3_bench.py times beside the rung (checked on the GPU by the tests);
+# tma_ws1_s6 measured faster (66.9 TFLOP/s at 3210^3) in a call that did not time the others: the next to compare
 
 
 def build_threads(build: str) -> int:
