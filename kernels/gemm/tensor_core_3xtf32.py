@@ -78,7 +78,7 @@ The builds:
   step from zero, added to the sums by the CUDA cores. In the simulator the mma is the emulated one (same
   fragments; it rounds its sums to nearest): the rung runs and is checked on a CPU.
 
-Measured on an H200 (docs/results/tensor-cores-3xtf32.json, scripts/tf32x3_bench.py; cuBLAS FP32 = torch.matmul
+Measured on an H200 (docs/tensor-cores.md, "3xTF32"; scripts/tf32x3_bench.py; cuBLAS FP32 = torch.matmul
 with TF32 off, same process; the shapes of an earlier run -- a later run's 13 other shapes are
 in docs/benchmarks.md: geometric mean 1.05x from 2^30 FLOPs, 1.13x from 2^32, 1.3x met at 4 of 8): 1.41x-1.58x
 cuBLAS FP32 at 8192 x 8192 x 1024 (79.5 TFLOP/s, above the FP32
@@ -757,7 +757,7 @@ def prepare(cfg, inputs, outputs):
 # 12.6; the pre-pass and four launches), at 6000 x 300 x 6000 (22.9 against 29.9) and 512 x 512 x 65536 (32.8
 # against 38.8), where the pre-pass -- 12 bytes an element of A and B, against 2 M N K FLOPs: M N / (6 (M + N))
 # FLOPs a byte -- took 40-50% of the call; it won from 640 x 896 x 1000 (2^30, M N / (M + N) = 373: 17.3 against
-# 17.1) and at every other shape tried. A second run at 13 other shapes (2026-11-29, docs/data/tf32x3_h200.json) lost
+# 17.1) and at every other shape tried. A second run at 13 other shapes (docs/data/tf32x3_h200.json) lost
 # at 700^3 (2^29.4: 12.6 against 17.2) and 800 x 900 x 1100 (2^30.6: 19.1 against 20.8) and won at every shape from
 # 2^31.8 (1.10x-1.80x the SIMT auto): the threshold moved to 2^31.
 AUTO_MIN_FLOPS = 1 << 31
