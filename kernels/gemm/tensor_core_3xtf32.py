@@ -753,7 +753,7 @@ def prepare(cfg, inputs, outputs):
 
 # --- auto's tensor-core route (kernels/matmul.py's auto asks first) -----------------------------------------
 # Where auto takes the rung (float32, precision high), measured on the H200 against the SIMT auto (precision
-# highest) in one run (docs/results/tensor-cores-3xtf32.json): it lost at 512^3 (2^28 FLOPs: 6.6 TFLOP/s against
+# highest) in one run (docs/tensor-cores.md, "3xTF32"): it lost at 512^3 (2^28 FLOPs: 6.6 TFLOP/s against
 # 12.6; the pre-pass and four launches), at 6000 x 300 x 6000 (22.9 against 29.9) and 512 x 512 x 65536 (32.8
 # against 38.8), where the pre-pass -- 12 bytes an element of A and B, against 2 M N K FLOPs: M N / (6 (M + N))
 # FLOPs a byte -- took 40-50% of the call; it won from 640 x 896 x 1000 (2^30, M N / (M + N) = 373: 17.3 against
