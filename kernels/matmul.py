@@ -529,7 +529,7 @@ SPEC = KernelSpec(
     variants={**RUNGS, **PIPELINE_RUNGS, "auto": auto_variant(
         choose, {**RUNGS, **PIPELINE_RUNGS}, "float32 on a GPU with the tensor cores for it (compute capability "
         "9.0 or 8.0, numba-cuda-mlir): tensor_core_3xtf32 (3xTF32 on tensor cores, FP32-accurate; --precision "
-        "high, the default; medium: TF32, highest: SIMT only) from 2^29 FLOPs where M N / (M + N) >= 320; else the "
+        "high, the default; medium: TF32, highest: SIMT only) from 2^31 FLOPs where M N / (M + N) >= 320; else the "
         "tuned configuration of the "
         "shape's class (lab tune), else: vector for M = 1 or N = 1, and wide_loads with the tile and K ranges a "
         "launch model of measured tiles picks (choose())",

@@ -175,6 +175,33 @@ def test_stage_layout_puts_each_word_once_where_the_descriptors_read_it(build):
     assert len(seen) == 128 * 2 * bk and max(seen) < 2 * sh["part"]
 
 
+def test_tma_stage_rows_hold_big_then_small_where_the_descriptors_read_them():
+    """A TMA build's stage: A2's (and BT2's) 128 rows of one [16 big, 16 small] group, a 128-byte row each, placed by
+    the copy engine's 128-byte swizzle (kernels.gemm.tensor_map.swizzled_offset). The big part's descriptor starts
+    at the tile, the small part's 64 bytes in; the tensor cores read k-step j at + 32 j bytes, 16-byte chunk
+    (start + 4 k) // 16 of row r at that chunk ^ (r % 8) (wgmma's K-major 128-byte swizzle): every word lands
+    where its part's k-step reads it."""
+    from kernels.gemm import tensor_map as TM
+
+    r, k, part = np.meshgrid(np.arange(128), np.arange(16), np.arange(2), indexing="ij")
+    tma = TM.swizzled_offset(r, 16 * part + k, 4)
+    chunk = (64 * part + 4 * k) // 16
+    read = r * 128 + ((chunk ^ (r % 8)) * 16) + 4 * (k % 4)
+    assert np.array_equal(tma, read) and len(np.unique(tma)) == tma.size
+
+
+def test_tma_builds_fit_the_block():
+    """Each TMA build passes the pipeline's own limits (kernels.gemm.wgmma_tma.check_build: shared memory within
+    227 KB, setmaxnreg within the register pool), and its block and shared memory are what the launch gets."""
+    from kernels.gemm import wgmma_tma as T
+
+    for name, b in X.TMA_BUILDS.items():
+        T.check_build(b["stages"], 2, X.BN, b["ws"], b.get("maxnreg"))
+        assert X.build_threads(name) == (384 if b["ws"] else 256)
+        assert X.build_shared(name) == b["stages"] * 32768 + 16 * b["stages"] + 1024 <= W.DYNAMIC_SHARED_MAX
+    assert X.build_threads(X.WG_DEFAULT) == 256 and X.build_shared(X.WG_DEFAULT) == X.wg_shape(X.WG_DEFAULT)["shared"]
+
+
 @pytest.fixture
 def hopper(monkeypatch):
     """The route's view of a GPU under numba-cuda-mlir (no GPU here): the simulator and wgmma gates lifted."""
@@ -202,7 +229,8 @@ def test_auto_route_rules(hopper):
         assert X.auto_route((512, 512, 512)) is None  # 2^28 FLOPs: the pre-pass and launches dominate (measured)
         assert X.auto_route((6000, 300, 6000)) is None  # M N / (M + N) = 286: the pre-pass's bytes (measured)
         assert X.auto_route((32, 4096, 4096)) is None  # skinny: skinny_m streams B once
-        assert X.auto_route((640, 896, 1000))[0] == "tensor_core_3xtf32"  # 2^30, 373: faster (measured)
+        assert X.auto_route((800, 900, 1100)) is None  # 2^30.6: the SIMT auto was faster (measured)
+        assert X.auto_route((1300, 1700, 900))[0] == "tensor_core_3xtf32"  # 2^31.9, 736: faster (measured)
         note = X.launch(size, 256).note
         assert note.startswith(X.WORDS) and "wgmma" in note
     with hopper((8, 0)):
@@ -269,3 +297,21 @@ def test_float32_auto_on_the_gpu_passes_fp32_tolerance(rng):
     size = (1200, 1100, 1500)
     verdict = _run(size, rng=rng, variant="auto")
     assert verdict.ok, verdict.reason
+
+
+@gpu
+def test_tma_build_passes_fp32_tolerance(rng):
+    """The comparable TMA build (:data:`X.TMA_DEFAULT`: TMA boxes on mbarriers) at a ragged shape and with K ranges
+    (grid z: A2's and BT2's rows z M and z N through one tensor map each), at FP32's tolerance, C poisoned first."""
+    if SIMULATOR or not X.wgmma_here():
+        pytest.skip("the TMA build needs numba-cuda-mlir on an sm_90a GPU")
+    from kernels.compiler import cuda
+
+    for (m, n, k), splits in (((1000, 1030, 517), 1), ((130, 136, 20000), 4)):
+        A, B = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+        slabs = -(-k // X.SLAB)
+        per = -(-slabs // splits)
+        dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+        X.wgmma_prepare(cuda.to_device(A), cuda.to_device(B), dC, -(-slabs // per), per, X.TMA_DEFAULT)()
+        C = dC.copy_to_host()
+        assert np.isfinite(C).all() and _err(C.astype(np.float64), A, B) <= 1
