@@ -167,7 +167,8 @@ def _thread_key(me):
 
 
 class _WarpExchange:
-    """A warp collective for Numba's own simulator (one Python thread per CUDA thread): the n-th
+    """A warp collective for Numba's own simulator where it runs a Python thread per CUDA thread (the lab
+    runs blocks on greenlets and meets lanes through ``me.warp_collective`` instead): the n-th
     call of each lane of a warp meets the n-th call of the others; returns {lane: value}."""
 
     def __init__(self, lanes_of_warp):

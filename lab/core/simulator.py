@@ -11,8 +11,14 @@ The backend
     before anything imports it; a GPU is detected through the CUDA driver API without importing
     Numba (``kernels.backend.gpu_count``).
 
+A block's threads on greenlets: :func:`run_blocks_on_greenlets`
+    numba-cuda's simulator runs each CUDA thread of a block as an OS thread, polled by a manager;
+    the lab runs them as greenlets in one OS thread (:func:`lab.core.simt.run_numba_block`), 8-14x
+    less CPU where a block has barriers. The switch interval below still paces the Python threads
+    that remain (a student's, the checker's watchdogs).
+
 The switch interval: :data:`SWITCH_INTERVAL_S` = 0.2 ms, the one setting
-    The simulator runs each CUDA thread of a block as a Python thread; every barrier and warp
+    (Measured when blocks ran on threads:) every barrier and warp
     shuffle waits for all of them while the block's manager thread polls them. A thread woken at a
     barrier gets the GIL only when the running thread blocks or its switch interval (5 ms by
     default, ``sys.getswitchinterval``) runs out, so each simulated barrier cost up to 5 ms. At
@@ -104,6 +110,40 @@ def select(prefer: str = "auto") -> str:
     return "simulator" if want_sim else "gpu"
 
 
+# --- a block's threads on greenlets ----------------------------------------------------------------
+def run_blocks_on_greenlets() -> bool:
+    """Run numba-cuda's simulated blocks on greenlets (once a process; True when patched now or
+    before, False where there is nothing to patch).
+
+    numba-cuda's simulator (0.30.4, ``simulator/kernel.py``, ``BlockManager.run``) starts an OS thread
+    per CUDA thread of a block and polls them from the calling thread until all ended, releasing a
+    ``cuda.syncthreads()`` once every live thread waits there. Handing the interpreter lock among up
+    to 1,024 threads cost most of a simulation's CPU time, most of it in the kernel's own system
+    calls: a 40-block, 256-thread tree reduction took 13.4 s of CPU (9.2 s of it system time) in the
+    lab's tracing executor on threads, 1.6 s on greenlets. :func:`lab.core.simt.run_numba_block`
+    runs the same threads as greenlets (one OS thread, switched where a thread waits: the same
+    semantics, in a legal schedule of the block) with numba-cuda's thread attributes and errors."""
+    try:
+        from numba.cuda.simulator import kernel as simkernel
+    except ImportError:  # not the simulator (or another compiler): nothing to patch
+        return False
+    manager = getattr(simkernel, "BlockManager", None)
+    if manager is None or not hasattr(manager, "run") or not hasattr(manager, "__init__"):
+        return False
+    if getattr(manager.run, "lab_greenlets", False):
+        return True
+
+    def run(self, grid_point, *args):
+        from lab.core.simt import run_numba_block  # (simt imports this module)
+
+        return run_numba_block(self, grid_point, *args)
+
+    run.lab_greenlets = True
+    run.lab_original = manager.run
+    manager.run = run
+    return True
+
+
 # --- the shared-array lock -------------------------------------------------------------------------
 def serialize_shared_arrays() -> bool:
     """Make the simulator's ``cuda.shared.array`` atomic (once a process); True when patched now or
@@ -154,6 +194,7 @@ def enter() -> float:
     """Simulate from now on with a switch interval of at most :data:`SWITCH_INTERVAL_S` and atomic
     shared-array allocation (:func:`serialize_shared_arrays`); returns the interval before."""
     serialize_shared_arrays()
+    run_blocks_on_greenlets()
     old = sys.getswitchinterval()
     sys.setswitchinterval(min(old, SWITCH_INTERVAL_S))
     return old

@@ -128,7 +128,7 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     n_out = math.prod(spec.out_specs(size, np.float32)[0][0])
     if n_out > MAX_ELEMENTS:
         raise LabError(f"size {size_text}: {n_out:,} output elements is too many to record in the simulator, which "
-                       f"runs one Python thread per CUDA thread (at most {MAX_ELEMENTS:,}); try a smaller --size")
+                       f"runs every CUDA thread in Python (at most {MAX_ELEMENTS:,}); try a smaller --size")
     tpb = cfg.threads_per_block
     warps = -(-tpb // 32)
     tracer = None

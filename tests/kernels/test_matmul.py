@@ -41,7 +41,7 @@ def test_register_tiled_small(size, rng, simulator):
     check_rung("matmul", "register_tiled", size, 256, rng, simulator)
 
 
-@pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems; the simulator runs one Python thread per CUDA thread")
+@pytest.mark.skipif(SIMULATOR, reason="GPU-sized problems; the simulator runs each CUDA thread's Python")
 @pytest.mark.parametrize("variant", ["naive", "shared", "register_tiled"])
 @pytest.mark.parametrize("size,threads", GPU_CASES)
 def test_large_sizes(variant, size, threads, rng, simulator):

@@ -433,7 +433,7 @@ def main(argv) -> None:
     set_limits(limits, simulator)
     import threading
 
-    threading.stack_size(THREAD_STACK)  # the simulator's thread per CUDA thread: 1024 x 8 MiB would be 8 GiB
+    threading.stack_size(THREAD_STACK)  # a student's threads (the simulator's blocks run on greenlets): small stacks
     log = open(progress, "a", buffering=1)
 
     def report(text):
