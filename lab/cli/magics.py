@@ -27,33 +27,27 @@ import shlex
 
 import click
 
+from lab import library as L
 from lab.cli import options as O
-from lab.cli.exercise import DIR
+from lab.core import options as D
 from lab.core.errors import LabError
 
 
 @click.command("%%exercise")
-@click.argument("name")
-@O.BACKEND
-@click.option("--bench", is_flag=True, help="Also time your kernel (where lab exercise check has --bench).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None)
-@click.option("--seed", type=click.IntRange(min=0), default=None)
-@DIR
+@O.command(None, D.NAME, D.SIM, D.BENCH.but(help="Also time your kernel (where lab exercise check has --bench)."),
+           D.TIMEOUT, D.SEED, D.DIRECTORY)
 def _exercise_line(**kw):
     """The %%exercise line's options (parsed by click, as lab exercise check's)."""
 
 
 @click.command("%exercise_hint")
-@click.argument("name")
-@click.argument("number", required=False, type=int)
-@DIR
+@O.command(L.exercise_hint)
 def _hint_line(**kw):
     """The %exercise_hint line."""
 
 
 @click.command("%exercise_solution")
-@click.argument("name")
-@click.option("--yes", is_flag=True)
+@O.command(L.exercise_solution, D.YES.but(help="Do not ask: print the reference solution."))
 def _solution_line(**kw):
     """The %exercise_solution line."""
 
@@ -65,6 +59,8 @@ def _parse(command: click.Command, line: str) -> dict:
         return command.make_context(command.name, shlex.split(line)).params
     except click.ClickException as e:
         raise LabError(f"{command.name}: {_one_line(e.format_message())}") from None
+    except LabError as e:  # a value the option's declaration refuses (lab.core.options)
+        raise LabError(f"{command.name}: {_one_line(e)}") from None
     except ValueError as e:  # shlex: an unclosed quote
         raise LabError(f"{command.name} {line}: {e}") from None
 

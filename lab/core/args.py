@@ -93,6 +93,16 @@ def existing_file(value, opt: str):
     return value
 
 
+def path(value, opt: str):
+    """A path that is not a folder (None passes; the file need not exist yet)."""
+    if value is None:
+        return None
+    value = text(value, opt)
+    if os.path.isdir(value):
+        raise _invalid(opt, f"File {value!r} is a directory.")
+    return value
+
+
 def folder(value, opt: str):
     """A path that is not a file (None passes; a folder need not exist yet)."""
     if value is None:
