@@ -8,7 +8,8 @@
 
 Each command is a view over its library function (:mod:`lab.library`: lab.bench/inspect/core.commands),
 which checks the options and does the work; the notebook API (:mod:`lab.cli.api`) is another view over
-the same functions. Options shared by several commands are written once in :mod:`lab.cli.options`;
+the same functions. Every option is declared once, in :mod:`lab.core.options`, and each command's
+click parameters are made from its library function's declarations (:func:`lab.cli.options.command`);
 tables, progress and plots are :mod:`lab.cli.views`. This package is the only place that prints or draws, and nothing
 imports it but the entry points (``lab``, ``python -m lab``, the forwarding script modules).
 

@@ -110,7 +110,7 @@ DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the r
 COMPILERS = ("numba-cuda", "numba-cuda-mlir", "both")
 ARRAYS = ("numba", "torch", "cupy")  # kernels.arrays.ARRAYS (not imported: lab run --help stays light)
 PRECISIONS = ("highest", "high", "medium")  # kernels.gemm.precision.PRECISIONS (the same; a test holds them)
-METRICS = ("auto", "ms", "gbps", "gflops")  # lab.bench.sweep.METRICS' keys
+METRICS = ("auto", "ms", "gbps", "gflops")  # auto and lab.bench.sweep.METRICS' keys
 COUNTER_TOOLS = ("auto", "ncu", "cupti")
 
 
