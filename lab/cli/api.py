@@ -218,7 +218,7 @@ def _keep_matplotlib_backend():
             matplotlib.use(before)
 
 
-def _picture(draw) -> bytes | None:
+def picture(draw) -> bytes | None:
     """PNG bytes of a view's picture: ``draw(path)`` writes it (lab.cli.views.*, atomically); None
     without matplotlib (the tables still show)."""
     import importlib.util
@@ -289,7 +289,7 @@ def grid(kernel: str, **options) -> Result:
         if path:
             with _keep_matplotlib_backend():
                 V.plot_map(info, path, fmt)
-    image = _picture(lambda path: V.plot_map(info, path, "png"))
+    image = picture(lambda path: V.plot_map(info, path, "png"))
     return Result("grid", info, lambda out: V.print_grid(info, out), [image], rows=_grid_rows)
 
 
@@ -359,7 +359,7 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
         if png:
             with _keep_matplotlib_backend():
                 draw(png)
-        images.append(_picture(draw))
+        images.append(picture(draw))
 
     def render(out):
         V.print_result(result, out, wide)
@@ -409,7 +409,7 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
     if png:
         with _keep_matplotlib_backend():
             V.sweep_plot(doc, png, metric)
-    images = [_picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
+    images = [picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
 
     def render(out):
         print_tables(out, [*V.sweep_table(doc, out, wide=False), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)]])

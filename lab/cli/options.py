@@ -79,13 +79,6 @@ def command(fn=None, *views: Option):
     return wrap
 
 
-def backend(sim) -> str:
-    """--sim/--gpu (None: auto) -> "gpu" or "simulator", chosen before numba.cuda loads."""
-    from lab.core.simulator import select
-
-    return select("auto" if sim is None else ("sim" if sim else "gpu"))
-
-
 def session(sim, compiler_=None, allow_both: bool = False):
     """--sim/--gpu and --compiler fixed once for this process (:func:`lab.core.session.start`), before
     anything compiles; LabError (exit 2) when either cannot be had here. ``compiler_`` None:
