@@ -241,6 +241,10 @@ NO_LANDLOCK = Option("no_landlock", "--no-landlock", "flag", False, "Do not conf
 NO_GPU_COMPILE = Option("no_gpu_compile", "--no-gpu-compile", "flag", False, "Grade without the offline GPU compile "
                         "(where NVVM is missing): kernels checked from their source alone; the gradebook says so.")
 TITLE = Option("title", "--title", default="TODO title", help="The exercise's title.")
+SCRIPT_OUT = Option("out", "--out", default="-", metavar="FILE", show_default=True,
+                    help="The markdown file to write ('-': stdout only).")
+SCRIPT_REPEATS = Option("repeats", "--repeats", "int", 20, "Timed calls a configuration (its median is shown).",
+                        minimum=1, show_default=True)
 NOTEBOOKS_OUT = Option("out", "--out", default="lab-notebooks", show_default=True,
                        help="Folder for the notebooks (made when missing; its parent must exist).")
 

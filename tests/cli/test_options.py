@@ -55,9 +55,12 @@ def commands(group=cli, prefix=""):
 
 
 def _lines():
-    from lab.cli import magics
+    """The notebook magics' lines and the script entry points (python -m lab.shape_sweep ...), but the
+    alias that hands its arguments to lab bench unparsed."""
+    from lab.cli import magics, scripts
 
-    return [magics._exercise_line, magics._hint_line, magics._solution_line]
+    return [magics._exercise_line, magics._hint_line, magics._solution_line,
+            *(c for c in scripts.scripts.commands.values() if c is not scripts.bench_alias_command)]
 
 
 @pytest.mark.parametrize("name, cmd", commands() + [(c.name, c) for c in _lines()])
