@@ -69,7 +69,8 @@ def param(o: Option):
 def command(fn=None, *views: Option):
     """Decorator of a click command: the arguments and options of library function ``fn`` (its
     :func:`lab.core.options.declares`), then ``views``: options only the view reads (``--json``,
-    ``--wide``, ``--png`` ...), each from lab.core.options too."""
+    ``--wide``, ``--png`` ...), each from lab.core.options too. ``fn`` None (a script, a notebook
+    magic's line): only ``views``, in their order."""
     declared = [*(fn.options if fn is not None else ()), *views]
 
     def wrap(f):
