@@ -235,3 +235,29 @@ def test_a_view_option_fails_alike_in_the_cli_and_the_notebook():
     assert err.strip() == f"error: {e.value}"
     with pytest.raises(LabError, match="--wide is a flag"):
         lab.run("vecadd", wide="yes")
+
+
+def _notebook_cases():
+    import lab
+
+    cases = []
+    for api_name in NOTEBOOK:
+        for o in getattr(lab, api_name).options:
+            bad = bad_value(o, os.path.abspath(__file__))
+            if bad is not None and not (o.argument and o.required):
+                cases.append(pytest.param(api_name, o, bad[1], id=f"{api_name}-{o.name}"))
+    return cases
+
+
+@pytest.mark.parametrize("api_name, option, value", _notebook_cases())
+def test_the_notebook_api_fails_as_the_library_does(api_name, option, value):
+    """Each option of lab.run, lab.grid ... with a value its declaration refuses: the library's
+    LabError, word for word (the views' own options: their declaration's)."""
+    import lab
+
+    args = ["vecadd"] if api_name not in ("device", "occupancy") else []
+    with pytest.raises(LabError) as e:
+        getattr(lab, api_name)(*args, **{option.name: value})
+    with pytest.raises(LabError) as want:
+        option.check(value)
+    assert str(e.value) == str(want.value)
