@@ -8,9 +8,10 @@ its result, printing nothing. The ``lab`` commands (:mod:`lab.cli`) and the note
     exercise_list, exercise_start, exercise_check, exercise_grade, exercise_hint,
     exercise_solution, exercise_new, exercise_notebook      lab.teach.commands
 
-Keyword arguments are the command's options (same names, same defaults; tests/cli/test_library.py
-checks every one), bad input raises :class:`lab.core.errors.LabError` with the command's one-line
-message. Importing this module imports no Numba: the backend is chosen by the first call (``sim=``).
+Keyword arguments are the command's options, each declared once in :mod:`lab.core.options` (the
+click command is made from the same declarations: same names, same defaults, same checks;
+tests/cli/test_options.py holds them together); bad input raises :class:`lab.core.errors.LabError`
+with the command's one-line message. ``fn.options`` lists a function's declarations. Importing this module imports no Numba: the backend is chosen by the first call (``sim=``).
 
     import lab.library as L
     report = L.run("vecadd", size="4096", counters=True)   # a lab.core.runner.Report

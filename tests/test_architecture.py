@@ -156,8 +156,7 @@ SUPPRESSED_F401 = re.compile(r"#\s*noqa(?!:)|#\s*noqa:[^#]*\bF401\b")
 # modules whose __all__ names what they bind from elsewhere, and why
 ALL_ALLOWED = {
     "kernels/compiler.py": "the chosen compiler's objects, imported in the branch that chooses it",
-    "lab/library.py": "the library the CLI calls (issue 42, item 2)",
-    "lab/inspect/counters/__init__.py": "not yet done: its callers should import from its modules",
+    "lab/library.py": "the library: one function per command, what the CLI and the notebook API call (issue 42, item 2)",
 }
 
 
@@ -222,32 +221,12 @@ def test_no_reexport_layers():
     assert not found, f"re-exports (import from the defining module instead): {found}"
 
 
-# Private names still imported across modules, outside lab/teach (which has none): none may be added,
-# and each one fixed leaves this list (the test says so).
-PRIVATE_IMPORTS_LEFT = {
-    "lab/cli/magics.py": ["lab.cli._one_line", "lab.cli.api._picture", "lab.cli._one_line"],
-    "lab/cli/views/hardware.py": ["lab.cli.views.report._explain", "lab.cli.views.report._table"],
-    "lab/inspect/counters/__init__.py": [
-        "lab.inspect.counters.child._child_main", "lab.inspect.counters.child._finish_child",
-        "lab.inspect.counters.child._marker_kernel", "lab.inspect.counters.child._prepare_child",
-        "lab.inspect.counters.child._profiler", "lab.inspect.counters.cupti._cupti_child_main",
-        "lab.inspect.counters.cupti._profile_cupti", "lab.inspect.counters.ncu._profile",
-        "lab.inspect.counters.simulator._simulate"],
-    "lab/inspect/counters/cupti.py": ["lab.inspect.counters.child._finish_child", "lab.inspect.counters.child._prepare_child"],
-    "lab/inspect/occupancy.py": ["lab.core.occupancy._device_cc"],
-}
-
-
-def test_no_new_private_import_across_modules():
+def test_no_private_import_across_modules():
     """No module of lab/ imports another module's private name (``from x import _name``): a name used
-    across modules is an interface, so public; PRIVATE_IMPORTS_LEFT lists the ones still to go."""
+    across modules is an interface, so public."""
     found = {}
     for path in sorted((ROOT / "lab").rglob("*.py")):
         names = private_imports(path.read_text())
         if names:
             found[str(path.relative_to(ROOT))] = sorted(names)
-    left = {k: sorted(v) for k, v in PRIVATE_IMPORTS_LEFT.items()}
-    new = {k: sorted(set(v) - set(left.get(k, ()))) for k, v in found.items() if set(v) - set(left.get(k, ()))}
-    assert not new, f"private names imported across modules (make them public, or move the code): {new}"
-    gone = {k: sorted(set(v) - set(found.get(k, ()))) for k, v in left.items() if set(v) - set(found.get(k, ()))}
-    assert not gone, f"fixed: remove them from PRIVATE_IMPORTS_LEFT: {gone}"
+    assert not found, f"private names imported across modules (make them public, or move the code): {found}"

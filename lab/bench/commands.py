@@ -1,7 +1,7 @@
 """The measuring commands as library functions: ``run``, ``sweep``, ``bench``, ``roofline``, ``profile``,
 ``compare`` and ``tune``. Each takes the ``lab`` command's options as keyword arguments (the same names
-and defaults; lists may stand for comma-separated values), checks them as the command does (the same
-one-line LabError, :mod:`lab.core.args`), does the work and returns the result: the command's
+and defaults; lists may stand for comma-separated values), declared once in :mod:`lab.core.options`
+(:func:`~lab.core.options.declares` checks them, with the command's one-line LabError), does the work and returns the result: the command's
 ``--json`` document, or for ``run`` the :class:`lab.core.runner.Report`. Nothing here prints: the
 ``lab`` commands and the notebook API (:mod:`lab.cli`) are views over these functions.
 
@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable
 
 from lab.core import args as A
+from lab.core import options as D
 from lab.core.errors import LabError
+from lab.core.options import declares
 
 if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: only once the backend is chosen
     from lab.core.runner import Events, Steps
@@ -25,16 +27,11 @@ if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: only once the backend i
 def quiet(done: int, total: int, label: str) -> None:
     """The default progress callback: says nothing."""
 
-DTYPES = ("float32", "float64")  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
-COMPILERS = ("numba-cuda", "numba-cuda-mlir", "both")
-METRICS = ("auto", "ms", "gbps", "gflops")
-ARRAYS = ("numba", "torch", "cupy")  # kernels.arrays.ARRAYS (not imported here: lab run --help stays light)
-
 
 def _session(sim, compiler=None, allow_both: bool = False):
     from lab.core.session import start
 
-    return start(A.backend(sim), A.choice(compiler, "--compiler", COMPILERS), allow_both)
+    return start(A.backend(sim), compiler, allow_both)
 
 
 def _backend(sim) -> str:
@@ -57,10 +54,11 @@ def _kernels(names) -> list[str]:
     return list(names) or list(kernels.NAMES)
 
 
-def run(kernel: str, *, threads: int | None = None, size: str | None = None, dtype: str = "float32",
-        variant: str | list | None = None, contenders: str | list | None = None, repeats: int | None = None,
-        warmup: int | None = None, seed: int | None = None, yes: bool = False, counters: bool = False,
-        sim: bool | None = None, compiler: str | None = None, arrays: str = "numba", precision: str | None = None,
+@declares(D.KERNEL, D.THREADS, D.SIZE, D.DTYPE, D.VARIANT, D.CONTENDERS, D.REPEATS, D.WARMUP, D.SEED, D.YES,
+          D.COUNTERS, D.SIM, D.COMPILER, D.ARRAYS_OPT, D.PRECISION)
+def run(kernel: str, *, threads: int | None, size: str | None, dtype: str, variant: str | list | None,
+        contenders: str | list | None, repeats: int | None, warmup: int | None, seed: int | None, yes: bool,
+        counters: bool, sim: bool | None, compiler: str | None, arrays: str, precision: str | None,
         counters_engine: Callable | None = None, progress: Events | None = None):
     """``lab run KERNEL``: each Numba variant beside NumPy, CuPy and torch, checked against float64, then
     timed (CUDA events on a GPU; in the simulator each row is checked once, not timed).
@@ -83,17 +81,7 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     Returns the :class:`lab.core.runner.Report` (``to_dict()``: docs/schemas/run.json), or with
     ``compiler="both"`` the comparison document (docs/schemas/run-both.json). A FAIL row is in the
     result, not an exception; bad input raises LabError (the CLI's one-line message)."""
-    kernel = A.text(kernel, "KERNEL")
-    threads, size = A.integer(threads, "--threads"), A.text(size, "--size")
-    dtype = A.choice(dtype, "--dtype", DTYPES)
-    variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
-    repeats, warmup = A.integer(repeats, "--repeats", min=1), A.integer(warmup, "--warmup", min=0)
-    seed = A.integer(seed, "--seed", min=0)
-    yes, counters = A.flag(yes, "--yes"), A.flag(counters, "--counters")
-    arrays = A.choice(arrays, "--arrays", ARRAYS) or "numba"
-    from kernels.gemm.precision import PRECISIONS
-
-    precision = A.choice(precision, "--precision", PRECISIONS)
+    arrays = arrays or "numba"
     session = _session(sim, compiler, allow_both=True)
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
@@ -112,33 +100,35 @@ def run(kernel: str, *, threads: int | None = None, size: str | None = None, dty
     return run_kernel(opts, session.backend, progress=progress)
 
 
-def sweep(kernel: str, *, threads: str | list | None = None, sizes: str | list | None = None,
-          variant: str | list | None = None, contenders: str | list | None = None, dtype: str = "float32",
-          repeats: int | None = None, warmup: int | None = None, seed: int | None = None, sim: bool | None = None,
-          compiler: str | None = None, progress: Steps = quiet, yes: bool = False) -> dict:
+@declares(D.KERNEL, D.THREADS_LIST, D.SIZES, D.VARIANT, D.CONTENDERS, D.DTYPE,
+          D.REPEATS.but(help="Timed calls per configuration (default on a GPU: the stop rule; none in the simulator)."),
+          D.WARMUP, D.SEED, D.yes_for("sweep"), D.SIM, D.COMPILER)
+def sweep(kernel: str, *, threads: str | list | None, sizes: str | list | None, variant: str | list | None,
+          contenders: str | list | None, dtype: str, repeats: int | None, warmup: int | None, seed: int | None,
+          yes: bool, sim: bool | None, compiler: str | None, progress: Steps = quiet) -> dict:
     """``lab sweep KERNEL``: ``lab run`` at every threads-per-block value ("32,64,128" or a list)
     and/or size, each checked and timed. Returns docs/schemas/sweep.json's document; LabError on bad
     input, and (before anything runs) for a simulation estimated above 10 minutes in all without
     ``yes``."""
     from lab.bench import sweep as S
 
-    kernel = A.text(kernel, "KERNEL")
-    threads_list = S.parse_threads(A.text(threads, "--threads"))
-    size_list = S.parse_sizes(A.text(sizes, "--sizes"))
-    variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
-    dtype = A.choice(dtype, "--dtype", DTYPES)
-    repeats, warmup = A.integer(repeats, "--repeats", min=1), A.integer(warmup, "--warmup", min=0)
-    seed = A.integer(seed, "--seed", min=0)
+    threads_list, size_list = S.parse_threads(threads), S.parse_sizes(sizes)
     backend = _session(sim, compiler).backend
     return S.sweep(kernel, backend, threads_list, size_list, variants=A.csv(variant), contenders=A.csv(contenders),
                    dtype=dtype, repeats=repeats, warmup=warmup, seed=seed, progress=progress,
-                   yes=A.flag(yes, "--yes"))
+                   yes=yes)
 
 
-def bench(kernel_names=(), *, kernels: str | list | None = None, quick: bool = False, repeats: int | None = None,
-          contenders: str | list | None = None, seed: int | None = None, from_json: str | None = None,
-          shapes: bool = True, sim: bool | None = None, compiler: str | None = None, progress: Steps = quiet,
-          out: str | None = None, force: bool = False) -> dict:
+@declares(D.KERNEL_NAMES, D.KERNELS.but(help="Comma-separated kernels, as the arguments (default: all)."),
+          D.OUT.but(help="Write the markdown report to FILE (e.g. docs/benchmarks.md; '-': stdout)."), D.QUICK,
+          D.REPEATS.but(help="Timed calls per contender (default on a GPU: the stop rule)."), D.CONTENDERS, D.SEED,
+          D.FROM_JSON.but(help="Render the markdown from a saved `lab bench --json` file instead of running."),
+          D.SHAPE_SWEEP,
+          D.FORCE.but(help="Let a CUDA-simulator run replace an --out file that holds a GPU's results."),
+          D.SIM, D.COMPILER)
+def bench(kernel_names, *, kernels: str | list | None, out: str | None, quick: bool, repeats: int | None,
+          contenders: str | list | None, seed: int | None, from_json: str | None, shapes: bool, force: bool,
+          sim: bool | None, compiler: str | None, progress: Steps = quiet) -> dict:
     """``lab bench [KERNEL]...``: every kernel x variant x contender at the standard sizes (``quick``:
     each kernel's small simulator size), plus the shape sweep when all kernels run at full size; or
     ``from_json``: a saved bench document. Returns the bench document (every run's ``lab run --json``
@@ -147,41 +137,32 @@ def bench(kernel_names=(), *, kernels: str | list | None = None, quick: bool = F
     (:func:`lab.core.files.check_results`)."""
     from lab.bench import suite as B
 
-    if isinstance(kernel_names, str):
-        kernel_names = [kernel_names]
-    kernels_csv = A.text(kernels, "--kernels")
-    quick, shapes = A.flag(quick, "--quick"), A.flag(shapes, "--shapes/--no-shapes")
-    repeats, seed = A.integer(repeats, "--repeats", min=1), A.integer(seed, "--seed", min=0)
-    contenders = A.text(contenders, "--contenders")
     if from_json is not None:
-        return B.load(A.existing_file(from_json, "--from"))
+        return B.load(from_json)
     backend = _session(sim, compiler).backend
     from lab.core.files import check_results
 
-    check_results(out, backend == "simulator", A.flag(force, "--force"))
-    names = _kernels(list(kernel_names) + (A.csv(kernels_csv) or []))
+    check_results(out, backend == "simulator", force)
+    names = _kernels(list(kernel_names) + (A.csv(kernels) or []))
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))
     return B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=A.csv(contenders), seed=seed,
-                       progress=progress, shapes=shapes and not quick and not kernel_names and not kernels_csv)
+                       progress=progress, shapes=shapes and not quick and not kernel_names and not kernels)
 
 
-def roofline(*, kernels: str | list | None = None, contenders: str | list | None = None, repeats: int | None = None,
-             from_json=(), sim: bool | None = None, progress: Steps = quiet) -> dict:
+@declares(D.KERNELS, D.CONTENDERS.but(help="Comma-separated from numba,cupy,torch (default: all three)."),
+          D.REPEATS.but(help="Timed calls per contender."), D.FROM_JSONS, D.SIM)
+def roofline(*, kernels: str | list | None, contenders: str | list | None, repeats: int | None, from_json: tuple,
+             sim: bool | None, progress: Steps = quiet) -> dict:
     """``lab roofline``: every variant placed on this GPU's roofline (run now, or read from saved
     ``lab run/bench --json`` files: ``from_json``, one path or several). Returns
     docs/schemas/roofline.json's document; LabError on bad input."""
     from lab.bench import roofline as R
     from lab.bench.compare import load_reports, reading
 
-    if isinstance(from_json, str):
-        from_json = (from_json,)
-    from_json = tuple(A.existing_file(p, "--from") for p in from_json or ())
-    kernels_csv, contenders = A.text(kernels, "--kernels"), A.text(contenders, "--contenders")
-    repeats = A.integer(repeats, "--repeats", min=1)
     backend = _backend(sim)
-    names = _kernels(A.csv(kernels_csv) or [])
+    names = _kernels(A.csv(kernels) or [])
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
@@ -190,10 +171,13 @@ def roofline(*, kernels: str | list | None = None, contenders: str | list | None
         return R.roofline(backend, names, A.csv(contenders), repeats, reports, progress)
 
 
-def profile(kernel: str, *, size: str | None = None, threads: int | None = None, variant: str | list | None = None,
-            contenders: str | list | None = None, dtype: str = "float32", repeats: int | None = None,
-            seed: int | None = None, trace: str | None = None, row_limit: int = 15, sim: bool | None = None,
-            yes: bool = False) -> dict:
+@declares(D.KERNEL, D.SIZE, D.THREADS, D.VARIANT,
+          D.CONTENDERS.but(help="Comma-separated from numba,torch (default: both)."), D.DTYPE,
+          D.REPEATS.but(help="Calls per contender inside the profile (default: 20; 1 in the simulator)."), D.SEED,
+          D.TRACE, D.ROW_LIMIT, D.yes_for("profile"), D.SIM)
+def profile(kernel: str, *, size: str | None, threads: int | None, variant: str | list | None,
+            contenders: str | list | None, dtype: str, repeats: int | None, seed: int | None, trace: str | None,
+            row_limit: int, yes: bool, sim: bool | None) -> dict:
     """``lab profile KERNEL``: the Numba variants and torch ops under torch.profiler (CPU + CUDA),
     NVTX-named; ``trace``: also a Chrome/Perfetto trace file. Returns the profile document (tables
     as rows); LabError on bad input, without torch, or for a simulation estimated above 10 minutes
@@ -201,12 +185,6 @@ def profile(kernel: str, *, size: str | None = None, threads: int | None = None,
     from lab.bench.profiling import profile as run_profile
     from lab.core.files import check_writable
 
-    kernel, size = A.text(kernel, "KERNEL"), A.text(size, "--size")
-    threads = A.integer(threads, "--threads")
-    variant, contenders = A.text(variant, "--variant"), A.text(contenders, "--contenders")
-    dtype = A.choice(dtype, "--dtype", DTYPES)
-    repeats, seed = A.integer(repeats, "--repeats", min=1), A.integer(seed, "--seed", min=0)
-    row_limit, yes = A.integer(row_limit, "--row-limit", min=1), A.flag(yes, "--yes")
     _kernels([kernel])  # an unknown kernel is named before anything about torch
     check_writable(trace, "trace")
     backend = _backend(sim)
@@ -215,13 +193,13 @@ def profile(kernel: str, *, size: str | None = None, threads: int | None = None,
                        row_limit=row_limit, yes=yes)
 
 
+@declares(D.FILE_A, D.FILE_B)
 def compare(a: str, b: str) -> dict:
     """``lab compare A B``: B's speedup over A per (kernel, contender, variant) row of two ``lab
     run/bench/sweep --json`` files, and whether it is beyond the noise. Returns the comparison
     document; LabError when a file cannot be read or they share no row."""
     from lab.bench import compare as K
 
-    a, b = A.text(a, "A"), A.text(b, "B")
     reports_a, reports_b = K.load_reports(a), K.load_reports(b)
     with K.reading(a, b):
         result = K.compare(reports_a, reports_b)
@@ -230,9 +208,14 @@ def compare(a: str, b: str) -> dict:
     return result
 
 
-def tune(kernel: str, *, shapes: str | list | None = None, budget: float | None = None, dtype: str = "float32",
-         seed: int | None = None, out: str | None = None, match: str | None = None, no_cache: bool = False,
-         sim: bool | None = None, compiler: str | None = None, yes: bool = False, progress: Steps = quiet) -> dict:
+@declares(D.KERNEL, D.SHAPES.but(help="Comma-separated sizes as lab run --size, e.g. 4096,1x4096x4096 (default: "
+                                       "the public sweep's shapes of KERNEL; a few tiny ones in the simulator)."),
+          D.BUDGET, D.DTYPE, D.SEED,
+          D.OUT.but(help="Also write the winners as a shipped table to FILE (e.g. kernels/tuned/h100.json)."),
+          D.MATCH, D.NO_CACHE, D.yes_for("search"), D.SIM, D.COMPILER)
+def tune(kernel: str, *, shapes: str | list | None, budget: float | None, dtype: str, seed: int | None,
+         out: str | None, match: str | None, no_cache: bool, yes: bool, sim: bool | None, compiler: str | None,
+         progress: Steps = quiet) -> dict:
     """``lab tune KERNEL``: every rung x threads per block x tunable parameter at each shape, each
     checked then timed; on a GPU the fastest per shape class goes to the user's tuned cache (unless
     ``no_cache``; a simulator search is shown, never cached), and with ``out`` to a shipped table for
@@ -242,10 +225,6 @@ def tune(kernel: str, *, shapes: str | list | None = None, budget: float | None 
     from lab.bench import tune as T
     from lab.core.files import check_writable
 
-    kernel, shapes = A.text(kernel, "KERNEL"), A.text(shapes, "--shapes")
-    budget, dtype = A.number(budget, "--budget"), A.choice(dtype, "--dtype", DTYPES)
-    seed, match = A.integer(seed, "--seed", min=0), A.text(match, "--match")
-    no_cache, yes = A.flag(no_cache, "--no-cache"), A.flag(yes, "--yes")
     _kernels([kernel])
     check_writable(out, "tuned table")  # before minutes of tuning
     if match and not out:

@@ -69,10 +69,10 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
-    from lab.core import args as A  # the options' one message, as click and the library give it
+    from lab.core import options as D  # each option's one declaration and message, as click and the library's
 
-    A.integer(repeats, "--repeats", min=1)
-    A.integer(warmup, "--warmup", min=0)
+    for option, value in ((D.REPEATS, repeats), (D.WARMUP, warmup)):
+        option.check(value)
     limit = describe(backend == "simulator").get("max_threads_per_block") or 1024
     for t in threads or []:
         if not 1 <= t <= limit:

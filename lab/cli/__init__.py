@@ -8,7 +8,8 @@
 
 Each command is a view over its library function (:mod:`lab.library`: lab.bench/inspect/core.commands),
 which checks the options and does the work; the notebook API (:mod:`lab.cli.api`) is another view over
-the same functions. Options shared by several commands are written once in :mod:`lab.cli.options`;
+the same functions. Every option is declared once, in :mod:`lab.core.options`, and each command's
+click parameters are made from its library function's declarations (:func:`lab.cli.options.command`);
 tables, progress and plots are :mod:`lab.cli.views`. This package is the only place that prints or draws, and nothing
 imports it but the entry points (``lab``, ``python -m lab``, the forwarding script modules).
 
@@ -60,10 +61,10 @@ def main(argv=None) -> None:
         click.echo(e.ctx.get_help())
         sys.exit(0)
     except LabError as e:
-        click.echo(f"error: {_one_line(e)}", err=True)
+        click.echo(f"error: {one_line(e)}", err=True)
         sys.exit(2)
     except click.ClickException as e:
-        click.echo(f"error: {_one_line(e.format_message())}", err=True)
+        click.echo(f"error: {one_line(e.format_message())}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort as e:  # click turns Ctrl-C into Abort; a refused prompt is one too
         if isinstance(e.__context__, KeyboardInterrupt) or interrupt.came():
@@ -80,7 +81,7 @@ def main(argv=None) -> None:
         if on("LAB_DEBUG"):
             raise
         click.echo(f"error: internal error (a bug in the lab, please report it): {type(e).__name__}: "
-                   f"{_one_line(e)} (LAB_DEBUG=1 shows the traceback)", err=True)
+                   f"{one_line(e)} (LAB_DEBUG=1 shows the traceback)", err=True)
         sys.exit(3)
 
 
@@ -168,6 +169,6 @@ def exit_now(code=0) -> None:
     os._exit(code)
 
 
-def _one_line(message) -> str:
+def one_line(message) -> str:
     """A message as one line: an error is one line on stderr, whatever the exception carried."""
     return " ".join(str(message).split()) or "(no message)"

@@ -3,7 +3,9 @@
 Each function is a ``lab`` command without the terminal: a thin view over the command's library
 function (:mod:`lab.library`), which takes the command's options as keyword arguments (the same
 names: ``threads``, ``size``, ``variant``, ``contenders``, ``sim`` ...; lists may stand for
-comma-separated values), checks them as the command does and does the work. The view adds what a
+comma-separated values), checks them as the command does and does the work. Every option is declared
+once (:mod:`lab.core.options`); each function's signature (``help(lab.run)``) is made from those
+declarations: the library function's options, then the view's own (``wide``, ``png`` ...). The view adds what a
 notebook shows, and returns a :class:`Result`:
 
 * ``_repr_html_`` / ``_repr_markdown_``: the command's tables (:mod:`lab.cli.views`, recorded by a
@@ -30,6 +32,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
+import inspect
 import io
 import json
 import os
@@ -38,7 +41,9 @@ import sys
 import tempfile
 
 
+from lab import library as L
 from lab.cli import options as O
+from lab.core import options as D
 from lab.core.errors import LabError
 
 WIDTH = 100  # columns of the recorded tables (a terminal's COLUMNS; a notebook has none)
@@ -134,12 +139,24 @@ INTERNAL = ("progress", "counters_engine")  # the library's hooks, which the vie
 def _check(fn, api_name: str, kwargs: dict) -> None:
     """LabError naming the choices when ``kwargs`` has a keyword that ``fn`` (a library function)
     does not take; the values themselves are the library function's to check."""
-    import inspect
-
-    names = [n for n in inspect.signature(fn).parameters if n not in INTERNAL]
+    names = [o.name for o in fn.options]
     for key in kwargs:
         if key not in names:
             raise LabError(f"lab.{api_name}() got an unknown argument {key!r}; choose from: {', '.join(names)}")
+
+
+def _signature(work, *views: D.Option, also: tuple = ()):
+    """Decorator: the notebook function's signature made from the declarations, ``work``'s options
+    (its library function) then ``views`` (the view's own options) and ``also`` (extra keyword
+    names of the view: inspect.Parameter objects); the body takes them as ``**options``."""
+    def wrap(f):
+        lib = [p for p in inspect.signature(work).parameters.values() if p.name not in INTERNAL]
+        kw = inspect.Parameter.KEYWORD_ONLY
+        own = [inspect.Parameter(o.name, kw, default=o.default) for o in views]
+        f.__signature__ = inspect.Signature([*lib, *own, *also])
+        f.options = (*work.options, *views)
+        return f
+    return wrap
 
 
 # --- progress in a notebook -----------------------------------------------------------------------
@@ -201,7 +218,7 @@ def _keep_matplotlib_backend():
             matplotlib.use(before)
 
 
-def _picture(draw) -> bytes | None:
+def picture(draw) -> bytes | None:
     """PNG bytes of a view's picture: ``draw(path)`` writes it (lab.cli.views.*, atomically); None
     without matplotlib (the tables still show)."""
     import importlib.util
@@ -216,6 +233,7 @@ def _picture(draw) -> bytes | None:
 
 
 # --- the commands ---------------------------------------------------------------------------------
+@_signature(L.run, D.WIDE, also=(inspect.Parameter("variants", inspect.Parameter.KEYWORD_ONLY, default=None),))
 def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     """``lab run KERNEL``: each Numba variant beside NumPy, CuPy and torch, checked against float64,
     then timed (CUDA events on a GPU; in the simulator each row is checked once, not timed).
@@ -227,12 +245,13 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     ("highest", "high" or "medium": what a float32 matmul's auto may run, kernels/gemm/precision.py).
     ``to_dict()``: docs/schemas/run.json (or run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
-    from lab.library import run as work
     from lab.cli.views import report as V
 
+    work = L.run
     if variants is not None:
         options.setdefault("variant", variants)
     _check(work, "run", dict(kernel=kernel, **options))
+    wide = D.WIDE.check(wide)
     engine = O.counters_engine(options.get("counters", False), options.get("sim"), options.get("compiler"))
     with progress_bar(f"lab run {kernel}") as update:
         report = work(kernel, counters_engine=engine, progress=_run_events(update), **options)
@@ -243,6 +262,7 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
                   rows=lambda d: d["results"])
 
 
+@_signature(L.grid, D.PNG, D.SVG)
 def grid(kernel: str, **options) -> Result:
     """``lab grid KERNEL``: which block and thread wrote each output element (recorded in the
     simulator), idle threads, waves; the map picture inline. Options as the CLI's: variant, size,
@@ -254,10 +274,11 @@ def grid(kernel: str, **options) -> Result:
     from lab.cli.views import inspect as V
     from lab.core.simulator import choose
     from kernels.backend import is_simulator
-    from lab.library import grid as work
 
+    work = L.grid
     png, svg = options.pop("png", None), options.pop("svg", None)
     _check(work, "grid", dict(kernel=kernel, **options))
+    png, svg = D.PNG.check(png), D.SVG.check(svg)
     O.needs_plot(png, svg)
     if "numba.cuda" in sys.modules and not is_simulator() or "numba.cuda" not in sys.modules and choose() == "gpu":
         # this process runs kernels on a GPU: the map is recorded in a simulator process of its own
@@ -268,7 +289,7 @@ def grid(kernel: str, **options) -> Result:
         if path:
             with _keep_matplotlib_backend():
                 V.plot_map(info, path, fmt)
-    image = _picture(lambda path: V.plot_map(info, path, "png"))
+    image = picture(lambda path: V.plot_map(info, path, "png"))
     return Result("grid", info, lambda out: V.print_grid(info, out), [image], rows=_grid_rows)
 
 
@@ -312,6 +333,7 @@ def _child_json(args: list[str]) -> dict:
     return json.loads(proc.stdout)
 
 
+@_signature(L.occupancy, D.WIDE, D.PNG)
 def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None = None, **options) -> Result:
     """``lab occupancy [KERNEL]``: theoretical occupancy of KERNEL's variant on an arch (this GPU's,
     else sm_90; any sm_70+ in the tables), or the calculator (``registers=``, ``shared=``, no kernel).
@@ -320,9 +342,10 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
     Raises LabError on bad input (the CLI's message)."""
     from kernels.spec import plural
     from lab.cli.views import inspect as V
-    from lab.library import occupancy as work
 
+    work = L.occupancy
     _check(work, "occupancy", dict(kernel=kernel, **options))
+    wide, png = D.WIDE.check(wide), D.PNG.check(png)
     O.needs_plot(png)
     if png:
         options["sweep"] = True
@@ -336,7 +359,7 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
         if png:
             with _keep_matplotlib_backend():
                 draw(png)
-        images.append(_picture(draw))
+        images.append(picture(draw))
 
     def render(out):
         V.print_result(result, out, wide)
@@ -346,6 +369,7 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
                   rows=lambda d: d.get("sweep") or [{k: v for k, v in d.items() if not isinstance(v, (dict, list))}])
 
 
+@_signature(L.counters, D.WIDE)
 def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     """``lab counters KERNEL``: one call of each rung and library op under Nsight Compute (DRAM bytes,
     sectors per request, occupancy, stalls) with a verdict; in the simulator, sectors per request from
@@ -353,15 +377,17 @@ def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     tool, sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when no
     counters engine is usable on a GPU (the CLI's message)."""
     from lab.cli.views.hardware import print_counters
-    from lab.library import counters as work
 
+    work = L.counters
     _check(work, "counters", dict(kernel=kernel, **options))
+    wide = D.WIDE.check(wide)
     with progress_bar(f"lab counters {kernel}") as update:
         doc = work(kernel, progress=update, **options)
     return Result("counters", doc, _with_width(lambda out: print_counters(doc, out, wide), wide),
                   rows=lambda d: d["rows"])
 
 
+@_signature(L.sweep, D.WIDE, D.PNG_FILE, D.METRIC)
 def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: str = "auto", **options) -> Result:
     """``lab sweep KERNEL``: run it at every threads-per-block value and/or size, each checked and timed;
     the table and the plot (``metric``: auto, ms, gbps, gflops) inline. Options as the CLI's: threads
@@ -371,34 +397,33 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
     from rich.markup import escape
 
     from lab.bench import sweep as S
-    from lab.bench.commands import METRICS
-    from lab.library import sweep as work
     from lab.cli.views import bench as V
     from lab.cli.views.table import print_tables
-    from lab.core import args as A
 
+    work = L.sweep
     _check(work, "sweep", dict(kernel=kernel, **options))
-    metric = A.choice(metric, "--metric", METRICS)
+    wide, png, metric = D.WIDE.check(wide), D.PNG_FILE.check(png), D.METRIC.check(metric)
     O.needs_plot(png)
     with progress_bar(f"lab sweep {kernel}") as update:
         doc = work(kernel, progress=update, **options)
     if png:
         with _keep_matplotlib_backend():
             V.sweep_plot(doc, png, metric)
-    images = [_picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
+    images = [picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
 
     def render(out):
         print_tables(out, [*V.sweep_table(doc, out, wide=False), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)]])
     return Result("sweep", doc, _with_width(render, wide), images, rows=S.rows)
 
 
-def device(*, measure: bool = False, sim: bool | None = None) -> Result:
+@_signature(L.device)
+def device(**options) -> Result:
     """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
     usable; ``measure=True`` adds the measured device-to-device copy bandwidth (GB/s).
     ``to_dict()``: docs/schemas/device.json."""
     from lab.cli.views.report import print_device
-    from lab.library import device as work
 
-    info = work(measure=measure, sim=sim)
+    _check(L.device, "device", options)
+    info = L.device(**options)
     return Result("device", info, lambda out: print_device(info, out),
                   rows=lambda d: [{"attribute": k, "value": v} for k, v in d.items() if k != "schema_version"])

@@ -61,7 +61,7 @@ def _takes(param: click.Parameter) -> str:
     if isinstance(kind, click.IntRange):
         lo = f"{kind.min}" if kind.min is not None else ""
         return f"an integer >= {lo}" if lo else "an integer"
-    if kind is click.INT:
+    if isinstance(kind, click.types.IntParamType):
         return "an integer"
     return "text" if isinstance(param, click.Option) else "a name"
 

@@ -27,44 +27,40 @@ import shlex
 
 import click
 
+from lab import library as L
 from lab.cli import options as O
-from lab.cli.exercise import DIR
+from lab.core import options as D
 from lab.core.errors import LabError
 
 
 @click.command("%%exercise")
-@click.argument("name")
-@O.BACKEND
-@click.option("--bench", is_flag=True, help="Also time your kernel (where lab exercise check has --bench).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None)
-@click.option("--seed", type=click.IntRange(min=0), default=None)
-@DIR
+@O.command(None, D.NAME, D.SIM, D.BENCH.but(help="Also time your kernel (where lab exercise check has --bench)."),
+           D.TIMEOUT, D.SEED, D.DIRECTORY)
 def _exercise_line(**kw):
     """The %%exercise line's options (parsed by click, as lab exercise check's)."""
 
 
 @click.command("%exercise_hint")
-@click.argument("name")
-@click.argument("number", required=False, type=int)
-@DIR
+@O.command(L.exercise_hint)
 def _hint_line(**kw):
     """The %exercise_hint line."""
 
 
 @click.command("%exercise_solution")
-@click.argument("name")
-@click.option("--yes", is_flag=True)
+@O.command(L.exercise_solution, D.YES.but(help="Do not ask: print the reference solution."))
 def _solution_line(**kw):
     """The %exercise_solution line."""
 
 
 def _parse(command: click.Command, line: str) -> dict:
-    from lab.cli import _one_line
+    from lab.cli import one_line
 
     try:
         return command.make_context(command.name, shlex.split(line)).params
     except click.ClickException as e:
-        raise LabError(f"{command.name}: {_one_line(e.format_message())}") from None
+        raise LabError(f"{command.name}: {one_line(e.format_message())}") from None
+    except LabError as e:  # a value the option's declaration refuses (lab.core.options)
+        raise LabError(f"{command.name}: {one_line(e)}") from None
     except ValueError as e:  # shlex: an unclosed quote
         raise LabError(f"{command.name} {line}: {e}") from None
 
@@ -129,7 +125,7 @@ def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
     which block (colour) and thread wrote each element of the output, grey where none did."""
     import math
 
-    from lab.cli.api import _picture
+    from lab.cli.api import picture
     from lab.cli.views.inspect import plot_map
 
     total = math.prod(m["grid"]) * math.prod(m["block"])
@@ -139,7 +135,7 @@ def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
     dims = lambda v: "x".join(map(str, v))  # noqa: E731
     title = (f"{exercise}, test {test}: who wrote {m['output']} (shape {dims(m['shape'])}); "
              f"grid {dims(m['grid'])} x block {dims(m['block'])}")
-    return _picture(lambda path: plot_map(d, path, "png", title=title))
+    return picture(lambda path: plot_map(d, path, "png", title=title))
 
 
 def _write_cell(path, cell: str) -> None:
@@ -208,9 +204,9 @@ def exercise_solution(line: str, ask=None):
 
 def _lab_error(shell, etype, value, tb, tb_offset=None):
     """A LabError in a cell: its one line (as the CLI prints it), no traceback."""
-    from lab.cli import _one_line
+    from lab.cli import one_line
 
-    lines = [f"error: {_one_line(value)}"]
+    lines = [f"error: {one_line(value)}"]
     shell._showtraceback(etype, value, lines)
     return lines
 

@@ -1,8 +1,9 @@
-"""Options shared by the ``lab`` commands, written once: ``--json``, ``--seed``, ``--threads``,
-``--size``, ``--variant``, ``--dtype``, ``--contenders``, ``--repeats``, ``--warmup``, ``--sim/--gpu``
-and ``--compiler``; and the helpers that turn them into the engine's arguments.
-
-An empty value (``--variant ''``) is bad input: one line naming the option, exit code 2.
+"""The click side of the options declared once in :mod:`lab.core.options`: :func:`command` makes a
+command's arguments and options from its library function's declarations (and the views' own:
+``--json``, ``--wide``, ``--png`` ...), so the command line and the library take the same names and
+defaults and fail with the same one-line message from the same place (:meth:`Option.check`, called
+by each parameter's click type: LabError, exit code 2). Also the helpers that turn options into the
+engine's arguments.
 """
 from __future__ import annotations
 
@@ -10,66 +11,73 @@ import json
 
 import click
 
-from kernels import size_forms
-from lab.bench.commands import DTYPES  # every kernel's KernelSpec.dtypes today; the runner checks per kernel
-from lab.core.errors import LabError
+from lab.core.options import Option
 
 
-def _not_empty(ctx, param, value):
-    """Click callback: an empty or blank value is bad input, named as the user spelled the option."""
-    if isinstance(value, str) and not value.strip():
-        name = param.human_readable_name if isinstance(param, click.Argument) else max(param.opts, key=len)
-        raise LabError(f"{name} is empty: give a value or leave the option out")
-    return value
+class DeclaredOption(click.Option):
+    """A click option made from an :class:`lab.core.options.Option` (``declared``)."""
+
+    def __init__(self, *args, declared: Option, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.declared = declared
 
 
-def _csv_option(name, help_, dest=None):
-    return click.option(name, dest or name.lstrip("-").replace("-", "_"), default=None, callback=_not_empty, help=help_)
+class DeclaredArgument(click.Argument):
+    """A click argument made from an :class:`lab.core.options.Option` (``declared``)."""
+
+    def __init__(self, *args, declared: Option, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.declared = declared
 
 
-JSON = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-WIDE = click.option("--wide", is_flag=True, help="Show every column, however wide the terminal.")
+_TYPES = {"text": (click.types.StringParamType, {}), "int": (click.types.IntParamType, {}),
+          "float": (click.types.FloatParamType, {}), "file": (click.Path, dict(exists=True, dir_okay=False)),
+          "folder": (click.Path, dict(file_okay=False)), "path": (click.Path, dict(dir_okay=False))}
 
 
-def yes_option(what: str):
-    """``--yes``: start a simulator ``what`` estimated above 10 minutes anyway (lab.core.simulator.refuse_long)."""
-    return click.option("--yes", is_flag=True, help=f"Start a simulator {what} estimated above 10 minutes anyway "
-                        "(without it: an error naming the estimate and what to shrink).")
-SEED = click.option("--seed", type=click.IntRange(min=0), default=None,
-                    help="Seed for the random inputs (a non-negative integer; default: fresh, printed).")
-SIZE = click.option("--size", default=None, callback=_not_empty,
-                    help=f"The problem size: {size_forms()} (default: per backend; `lab list` gives each kernel's).")
-VARIANT = _csv_option("--variant", "Comma-separated Numba variants (default: all).")
-CONTENDERS = _csv_option("--contenders", "Comma-separated from numba,numpy,cupy,torch,triton (default: all but triton).")
-DTYPE = click.option("--dtype", type=click.Choice(DTYPES), default="float32", show_default=True,
-                     help="Element type of the inputs (quantize writes uint8 codes).")
-WARMUP = click.option("--warmup", type=click.IntRange(min=0), default=None,
-                      help="Untimed calls before timing (default: 5 on a GPU; 0 in the simulator).")
-BACKEND = click.option("--sim/--gpu", "sim", default=None,
-                       help="Force Numba's CUDA simulator or a GPU (default: a usable GPU, else the simulator).")
-# every command that compiles kernels: session(sim, compiler) fixes both at once
-COMPILER = click.option(
-    "--compiler", type=click.Choice(["numba-cuda", "numba-cuda-mlir", "both"]), default=None,
-    help="Compiler of the Numba kernels: numba-cuda-mlir (GPU only; the default on a GPU where it is "
-         "installed), numba-cuda (the simulator's, and the default elsewhere), or both (lab run: each "
-         "variant once per compiler). Also LAB_COMPILER; `lab doctor` says which is used and why.")
+def click_type(o: Option) -> click.ParamType:
+    """The click type of a declared option: click's own (so ``--help`` shows its range, choices or
+    path kind, and the shell completes it) with its conversion replaced by the declaration's check."""
+    if o.kind == "choice":
+        base, kwargs = click.Choice, dict(choices=o.choices)
+    elif o.kind in ("int", "float") and o.minimum is not None:
+        base = click.IntRange if o.kind == "int" else click.FloatRange
+        kwargs = dict(min=o.minimum, min_open=o.open_) if o.kind == "float" else dict(min=int(o.minimum))
+    else:
+        base, kwargs = _TYPES[o.kind]
+
+    def convert(self, value, param, ctx):
+        return o.check_item(value)
+
+    return type(f"Declared{base.__name__}", (base,), {"convert": convert})(**kwargs)
 
 
-def threads_option(default=None, help_="Threads per block (default: 256 on a GPU, 32 in the simulator)."):
-    return click.option("--threads", type=int, default=default, show_default=default is not None, help=help_)
+def param(o: Option):
+    """The click decorator of one declared option or argument."""
+    if o.argument:
+        return click.argument(o.name, cls=DeclaredArgument, declared=o, type=click_type(o), required=o.required,
+                              nargs=-1 if o.multiple else 1, metavar=o.metavar)
+    extra = dict(show_default=o.show_default) if o.show_default else {}
+    if o.kind in ("flag", "backend"):
+        flag = dict(is_flag=True) if "/" not in o.flag else {}
+        default = dict(default=o.default) if o.default is not False else {}
+        return click.option(o.flag, o.name, cls=DeclaredOption, declared=o, help=o.help, **flag, **default, **extra)
+    return click.option(o.flag, o.name, cls=DeclaredOption, declared=o, type=click_type(o), default=o.default,
+                        multiple=o.multiple, metavar=o.metavar, help=o.help, **extra)
 
 
-def repeats_option(help_="Timed calls (default on a GPU: the stop rule; 1 checked call, none timed, in the simulator)."):
-    """``--repeats``: at least 1, the same declaration (and message) in every command that has it."""
-    return click.option("--repeats", type=click.IntRange(min=1), default=None, help=help_)
+def command(fn=None, *views: Option):
+    """Decorator of a click command: the arguments and options of library function ``fn`` (its
+    :func:`lab.core.options.declares`), then ``views``: options only the view reads (``--json``,
+    ``--wide``, ``--png`` ...), each from lab.core.options too. ``fn`` None (a script, a notebook
+    magic's line): only ``views``, in their order."""
+    declared = [*(fn.options if fn is not None else ()), *views]
 
-
-
-def backend(sim) -> str:
-    """--sim/--gpu (None: auto) -> "gpu" or "simulator", chosen before numba.cuda loads."""
-    from lab.core.simulator import select
-
-    return select("auto" if sim is None else ("sim" if sim else "gpu"))
+    def wrap(f):
+        for o in reversed(declared):
+            f = param(o)(f)
+        return f
+    return wrap
 
 
 def session(sim, compiler_=None, allow_both: bool = False):

@@ -1,4 +1,5 @@
-"""Script entry points that predate `lab`'s click commands, kept as spelled in earlier issues.
+"""Script entry points beside the ``lab`` command, kept as spelled in earlier issues: click commands
+whose options are declared in :mod:`lab.core.options`, as every ``lab`` command's are.
 
     python -m lab.shape_sweep --out FILE      # the public shape sweep (GPU), markdown
     python -m lab.bench [lab bench options]   # an alias of ``lab bench``
@@ -9,10 +10,13 @@ They live in the CLI layer because they print; the work is in ``lab.bench`` and 
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import sys
 
+import click
+
+from lab.cli import options as O
+from lab.core import options as D
 from lab.core.errors import LabError
 
 
@@ -23,39 +27,53 @@ def _write(path: str, text: str) -> None:
         write_atomic(path, text, "report")
 
 
-def _script(fn):
-    """A script's entry point as the ``lab`` command's: bad input (LabError) is one line on stderr
-    ("error: ...") and exit code 2, never a traceback."""
+def _script(command: click.Command):
+    """A script's entry point ``fn(argv=None) -> exit code`` running the click ``command`` as the
+    ``lab`` command runs: bad input (LabError, a click usage error) is one line on stderr ("error:
+    ...") and exit code 2, never a traceback; ``--help`` prints the help, exit 0."""
     import functools
 
-    @functools.wraps(fn)
+    @functools.wraps(command.callback)
     def run(argv=None) -> int:
-        try:
-            return fn(argv)
-        except LabError as e:
-            print(f"error: {' '.join(str(e).split())}", file=sys.stderr)
-            return 2
+        from lab.cli import one_line
 
+        try:
+            code = command.main(args=sys.argv[1:] if argv is None else list(argv), prog_name=command.name,
+                                standalone_mode=False)
+        except LabError as e:
+            print(f"error: {one_line(e)}", file=sys.stderr)
+            return 2
+        except click.exceptions.NoArgsIsHelpError as e:  # the group without a script: its help
+            click.echo(e.ctx.get_help())
+            return 0
+        except click.ClickException as e:
+            print(f"error: {one_line(e.format_message())}", file=sys.stderr)
+            return e.exit_code
+        return code or 0
+
+    run.command = command
     return run
 
 
-@_script
-def shape_sweep(argv=None) -> int:
-    """``python -m lab.shape_sweep``: every kernel over the public shapes against the torch op."""
+def _kernels(given: str | None, known: dict) -> list[str]:
+    """``--kernels`` (None: all of ``known``) as a list; LabError naming the choices for an unknown one."""
+    names = [k.strip() for k in given.split(",")] if given else list(known)
+    unknown = [k for k in names if k not in known]
+    if unknown:
+        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(known)}")
+    return names
+
+
+@click.command("shape-sweep")
+@O.command(None, D.SCRIPT_OUT, D.KERNELS.but(help="Comma-separated kernels (default: every kernel with a shape sweep)."),
+           D.SCRIPT_REPEATS)
+def shape_sweep_command(out, kernels, repeats) -> int:
+    """Every kernel over the public shapes (lab.bench.shapes) against its torch op: markdown (GPU)."""
     from lab.bench import shapes
     from lab.core.files import check_writable
 
-    ap = argparse.ArgumentParser(description=shapes.__doc__.splitlines()[0])
-    ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
-    ap.add_argument("--kernels", default=",".join(shapes.sweep_shapes()), help="comma-separated kernels")
-    ap.add_argument("--repeats", type=int, default=20)
-    args = ap.parse_args(argv)
-    check_writable(args.out, "report")  # before the sweep, not after it
-    unknown = [k for k in args.kernels.split(",") if k not in shapes.sweep_shapes()]
-    if unknown:
-        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(shapes.sweep_shapes())}")
-    if args.repeats < 1:
-        raise LabError("--repeats must be >= 1")
+    check_writable(out, "report")  # before the sweep, not after it
+    kernels_ = _kernels(kernels, shapes.sweep_shapes())
     from lab.core.simulator import select
 
     backend = select("auto")
@@ -66,21 +84,23 @@ def shape_sweep(argv=None) -> int:
     from lab.core.device import describe
 
     dev = describe(False)
-    kernels_ = args.kernels.split(",")
     header = f"- device: {dev['name']}; backend: {backend}\n\n"
     total = sum(len(shapes.sweep_shapes()[k]) for k in kernels_)
 
     def save(rows):  # after every shape: a run cut by a time limit keeps its finished rows
         if len(rows) < total:
-            _write(args.out, header + f"- partial: {len(rows)} of {total} shapes done (still running, or cut)\n\n"
+            _write(out, header + f"- partial: {len(rows)} of {total} shapes done (still running, or cut)\n\n"
                    + shapes.render(rows))
 
-    rows = shapes.sweep(backend, kernels_, repeats=args.repeats, on_row=save,
+    rows = shapes.sweep(backend, kernels_, repeats=repeats, on_row=save,
                         progress=lambda s: print(f"[sweep] {s}", file=sys.stderr, flush=True))
     text = header + shapes.render(rows)
-    _write(args.out, text)
+    _write(out, text)
     print(text)
     return 0
+
+
+shape_sweep = _script(shape_sweep_command)
 
 
 def bench_alias(argv=None) -> None:
@@ -90,58 +110,63 @@ def bench_alias(argv=None) -> None:
     main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
-@_script
-def compiler_table(argv=None) -> int:
+@click.command("bench", context_settings={"ignore_unknown_options": True, "help_option_names": []},
+               add_help_option=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def bench_alias_command(args) -> int:
+    """An alias of ``lab bench`` (its options)."""
+    bench_alias(list(args))
+    return 0
+
+
+@click.command("compiler-table")
+@O.command(None, D.SCRIPT_OUT, D.KERNELS.but(help="Comma-separated kernels (default: the bench suite's)."),
+           D.SCRIPT_REPEATS, D.DTYPE)
+def compiler_table_command(out, kernels, repeats, dtype) -> int:
     """Every rung of every kernel through numba-cuda and numba-cuda-mlir; markdown for docs/benchmarks.md."""
     from lab.bench import compilers as CT
     from lab.bench.suite import standard
     from lab.core import compilers
+    from lab.core.files import check_writable
     from lab.core.simulator import select
 
     STANDARD = standard()
-
-    ap = argparse.ArgumentParser(description=compiler_table.__doc__)
-    ap.add_argument("--out", default="-", help="markdown file to write (default: stdout)")
-    ap.add_argument("--kernels", default=",".join(STANDARD), help="comma-separated kernels")
-    ap.add_argument("--repeats", type=int, default=20)
-    ap.add_argument("--dtype", default="float32")
-    args = ap.parse_args(argv)
-    from lab.core.files import check_writable
-
-    check_writable(args.out, "report")  # before any compile, not after the first kernel
-    unknown = [k for k in args.kernels.split(",") if k not in STANDARD]
-    if unknown:
-        raise LabError(f"--kernels: unknown kernel {unknown[0]!r}; choose from: {', '.join(STANDARD)}")
+    check_writable(out, "report")  # before any compile, not after the first kernel
+    names = _kernels(kernels, STANDARD)
     backend = select("auto")
     status = compilers.compilers_status(backend == "simulator")
     lines = ["## Compilers: numba-cuda and numba-cuda-mlir, every rung", "",
-             f"- date: {datetime.date.today().isoformat()}; backend: {backend}; dtype {args.dtype}; "
-             f"median of {args.repeats} calls (CUDA events, L2 flushed before each); seed 0",
+             f"- date: {datetime.date.today().isoformat()}; backend: {backend}; dtype {dtype}; "
+             f"median of {repeats} calls (CUDA events, L2 flushed before each); seed 0",
              "- " + "; ".join(f"{n} {s['version'] or ''}: " + ("usable" if s["usable"] else s["why"])
                               for n, s in status.items()),
              "- first call = compile + load + one run, each compiler in a fresh process; registers: the most "
              "among the rung's kernels; spill B: ptxas spill stores + loads a thread; ratio: MLIR median / numba-cuda median",
              "", "| kernel | size | rung | compiler | first call ms | median ms | ratio | registers | spill B | check |",
              "|---|---|---|---|---:|---:|---:|---:|---:|---|"]
-    for kernel in args.kernels.split(","):
+    for kernel in names:
         size, threads = STANDARD[kernel][0]
         print(f"[compilers] {kernel} {size} threads={threads}", file=sys.stderr, flush=True)
         if backend == "simulator":  # GPU sizes would take hours in the simulator
             size, threads = None, 32
-        params = dict(kernel=kernel, size=size, threads=threads, dtype=args.dtype, variant=None,
-                      contenders="numba", repeats=args.repeats, warmup=None, seed=0)
+        params = dict(kernel=kernel, size=size, threads=threads, dtype=dtype, variant=None,
+                      contenders="numba", repeats=repeats, warmup=None, seed=0)
         try:
             doc = CT.run_both(params, backend)
         except LabError as e:
             lines.append(f"| {kernel} | {size} | - | - | - | - | - | - | - | error: {e} |")
             continue
         lines += CT.rows_for(doc)
-        _write(args.out, "\n".join(lines) + "\n")  # after every kernel: a partial table survives
+        _write(out, "\n".join(lines) + "\n")  # after every kernel: a partial table survives
     print("\n".join(lines))
     return 0
 
 
-def simcost(argv=None) -> int:
+compiler_table = _script(compiler_table_command)
+
+
+@click.command("simcost")
+def simcost_command() -> int:
     """Re-measure ``lab.core.simcost.PER_THREAD_MS``; prints one dict line per rung."""
     from lab.bench.suite import measure_simcost
 
@@ -150,9 +175,17 @@ def simcost(argv=None) -> int:
     return 0
 
 
-SCRIPTS = {"shape-sweep": shape_sweep, "bench": bench_alias, "compiler-table": compiler_table, "simcost": simcost}
+simcost = _script(simcost_command)
+
+
+@click.group("python -m lab.cli.scripts", context_settings={"help_option_names": ["-h", "--help"]})
+def scripts():
+    """The lab's script entry points (each also has its own module where named so)."""
+
+
+for _command in (shape_sweep_command, bench_alias_command, compiler_table_command, simcost_command):
+    scripts.add_command(_command)
+SCRIPTS = {name: _script(cmd) for name, cmd in scripts.commands.items()}
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in SCRIPTS:
-        sys.exit(f"usage: python -m lab.cli.scripts {{{','.join(SCRIPTS)}}} [options]")
-    sys.exit(SCRIPTS[sys.argv[1]](sys.argv[2:]) or 0)
+    sys.exit(_script(scripts)())

@@ -1,10 +1,12 @@
-"""The library's keyword arguments checked as the ``lab`` command checks its options, with the same
-one-line messages (LabError; the CLI's exit code 2), so ``lab.run(..., seed=-1)`` and ``lab run
---seed -1`` fail alike. tests/cli/test_library.py holds every command's options against its library
-function: same names, same defaults, same errors.
+"""How each kind of option value is checked (:meth:`lab.core.options.Option.check` picks the checker
+from the option's declaration), with click's one-line messages (LabError; the CLI's exit code 2): the
+command line (through each option's click type) and the library (through
+:func:`lab.core.options.declares`) call the same checker, so ``lab.run(..., seed=-1)`` and ``lab run
+--seed -1`` fail alike. Also :func:`backend` and :func:`csv`, which turn checked values into what the
+engine takes.
 
-Each checker takes the value (from Python: an int, a str, a list; from the command line: what click
-already parsed) and the option as the CLI spells it (``"--seed"``), and returns the checked value.
+Each checker takes the value (from Python: an int, a str, a list; from the command line: the string
+click parsed) and the option as the CLI spells it (``"--seed"``), and returns the checked value.
 """
 from __future__ import annotations
 
@@ -88,6 +90,16 @@ def existing_file(value, opt: str):
     value = text(value, opt)
     if not os.path.exists(value):
         raise _invalid(opt, f"File {value!r} does not exist.")
+    if os.path.isdir(value):
+        raise _invalid(opt, f"File {value!r} is a directory.")
+    return value
+
+
+def path(value, opt: str):
+    """A path that is not a folder (None passes; the file need not exist yet)."""
+    if value is None:
+        return None
+    value = text(value, opt)
     if os.path.isdir(value):
         raise _invalid(opt, f"File {value!r} is a directory.")
     return value

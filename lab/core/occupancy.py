@@ -142,7 +142,9 @@ def sweep(arch: Arch, registers: int, shared_bytes: int, step: int = 32) -> list
 
 
 # --- A lab kernel's occupancy: its compiled resources + the calculation (+ the driver's answer) -----
-def _device_cc():
+def current_cc() -> tuple[int, int]:
+    """The compute capability (major, minor) of the current GPU (a GPU process only: numba.cuda's
+    device; CUDA Programming Guide, "Compute Capabilities")."""
     from kernels.compiler import cuda
 
     return tuple(cuda.get_current_device().compute_capability)
@@ -163,7 +165,7 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, r
     try:
         from lab.core import resources
 
-        cc = _device_cc()
+        cc = current_cc()
         arch = archs.for_cc(cc)
         worst = None
         size = size or spec.default_size(True)  # the run's size: some rungs pick a kernel build by size

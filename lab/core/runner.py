@@ -274,15 +274,13 @@ def validate(opts: Options, backend: str) -> Plan:
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
     C.check_arrays(opts.arrays, simulator, numba="numba" in contender_names)
-    from lab.core import args as A  # the options' one message, as click and the library give it
+    from lab.core import options as D  # each option's one declaration and message, as click and the library's
 
-    A.integer(opts.repeats, "--repeats", min=1)
-    A.integer(opts.warmup, "--warmup", min=0)
+    for option, value in ((D.REPEATS, opts.repeats), (D.WARMUP, opts.warmup), (D.SEED, opts.seed)):
+        option.check(value)
     # the simulator checks each row once and times nothing unless --repeats asks (repeats 0)
     repeats = opts.repeats if opts.repeats is not None else (0 if simulator else None)
     warmup = opts.warmup if opts.warmup is not None else (0 if simulator else 5)
-    if opts.seed is not None and opts.seed < 0:
-        raise LabError(f"--seed {opts.seed}: the seed must be a non-negative integer")
     seed = opts.seed if opts.seed is not None else int(np.random.SeedSequence().entropy % 2**32)
     estimate_s = quick = None
     if simulator and "numba" in contender_names:  # before any input is made: hours do not start unless asked

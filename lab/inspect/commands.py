@@ -1,16 +1,15 @@
 """The inspecting commands as library functions: ``grid``, ``occupancy``, ``counters``, ``sanitize`` and
 ``doctor``. Each takes the ``lab`` command's options as keyword arguments (the same names and defaults;
-lists may stand for comma-separated values), checks them as the command does (the same one-line
-LabError, :mod:`lab.core.args`), does the work and returns the command's ``--json`` document. Nothing
+lists may stand for comma-separated values), declared once in :mod:`lab.core.options`
+(:func:`~lab.core.options.declares` checks them, with the command's one-line LabError), does the work and returns the command's ``--json`` document. Nothing
 here prints: the ``lab`` commands and the notebook API (:mod:`lab.cli`) are views over these.
 """
 from __future__ import annotations
 
 from lab.core import args as A
+from lab.core import options as D
 from lab.core.errors import LabError
-
-DTYPES = ("float32", "float64")
-COUNTER_TOOLS = ("auto", "ncu", "cupti")
+from lab.core.options import declares
 
 
 def _backend(sim) -> str:
@@ -19,18 +18,17 @@ def _backend(sim) -> str:
     return select(A.backend(sim))
 
 
-def grid(kernel: str, *, variant: str | None = None, size: str | None = None, threads: int = 256,
-         arch: str | None = None, sms: int | None = None, waves: bool = True, warp: int | None = None) -> dict:
+@declares(D.KERNEL, D.VARIANT.but(help="Numba variant (default: the kernel's first)."),
+          D.SIZE.but(help="Problem size as for lab run (default: a small one)."), D.THREADS_256,
+          D.ARCH.but(help="sm_XX for waves (default: this GPU's, else sm_90)."), D.SMS, D.WAVES, D.WARP)
+def grid(kernel: str, *, variant: str | None, size: str | None, threads: int, arch: str | None, sms: int | None,
+         waves: bool, warp: int | None) -> dict:
     """``lab grid KERNEL``: which block and thread wrote each output element of one launch of
     ``variant`` (default: the kernel's first) at ``size``, idle threads, and waves on ``arch``/``sms``
     (default: this GPU's, else sm_90); ``warp``: also warp N's global requests and their 32-byte
     sectors. Recorded in Numba's CUDA simulator, so this process must be (or become) a simulator
     process: LabError where numba.cuda already runs on a GPU (the notebook API then asks a child
     process). Returns docs/schemas/grid.json's document."""
-    kernel, variant, size = A.text(kernel, "KERNEL"), A.text(variant, "--variant"), A.text(size, "--size")
-    threads = A.integer(threads, "--threads")
-    arch, sms = A.text(arch, "--arch"), A.integer(sms, "--sms", min=1)
-    waves, warp = A.flag(waves, "--waves/--no-waves"), A.integer(warp, "--warp", min=0)
     from lab.core.simulator import select
 
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
@@ -39,44 +37,41 @@ def grid(kernel: str, *, variant: str | None = None, size: str | None = None, th
     return G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
 
 
-def occupancy(kernel: str | None = None, *, variant: str | None = None, threads: int = 256, arch: str | None = None,
-              registers: int | None = None, shared: int | None = None, sweep: bool = False,
-              sim: bool | None = None) -> dict:
+@declares(D.KERNEL_OPTIONAL, D.VARIANT.but(help="Numba variant (default: the kernel's first)."), D.THREADS_256,
+          D.ARCH, D.REGISTERS, D.SHARED, D.SWEEP, D.SIM)
+def occupancy(kernel: str | None, *, variant: str | None, threads: int, arch: str | None, registers: int | None,
+              shared: int | None, sweep: bool, sim: bool | None) -> dict:
     """``lab occupancy [KERNEL]``: theoretical occupancy of KERNEL's ``variant`` on ``arch`` (this
     GPU's, else sm_90), or the calculator (``registers`` per thread, ``shared`` bytes a block, no
     kernel); ``sweep``: also 32..1024 threads per block. Returns docs/schemas/occupancy.json's
     document; LabError on bad input."""
     from lab.inspect import occupancy as Occ
 
-    kernel, variant = (None if kernel is None else A.text(kernel, "KERNEL")), A.text(variant, "--variant")
-    threads, arch = A.integer(threads, "--threads"), A.text(arch, "--arch")
-    registers, shared = A.integer(registers, "--registers"), A.integer(shared, "--shared")
-    sweep = A.flag(sweep, "--sweep")
     return Occ.occupancy(kernel, variant, threads, arch, registers, shared,
                          None if kernel is None else _backend(sim), with_sweep=sweep)
 
 
-def counters(kernel: str, *, variant: str | list | None = None, size: str | None = None, threads: int | None = None,
-             dtype: str = "float32", contenders: str | list | None = None, seed: int | None = None,
-             tool: str = "auto", sim: bool | None = None, yes: bool = False, progress=None) -> dict:
+@declares(D.KERNEL, D.VARIANT, D.SIZE, D.THREADS, D.DTYPE, D.CONTENDERS, D.SEED, D.TOOL, D.yes_for("traced run"),
+          D.SIM)
+def counters(kernel: str, *, variant: str | list | None, size: str | None, threads: int | None, dtype: str,
+             contenders: str | list | None, seed: int | None, tool: str, yes: bool, sim: bool | None,
+             progress=None) -> dict:
     """``lab counters KERNEL``: one call of each rung and library op under Nsight Compute (else CUPTI;
     ``tool``) with a verdict; in the simulator sectors per request from the recorded addresses.
     Returns docs/schemas/counters.json's document; LabError on bad input or when no engine is
     usable on a GPU."""
     from lab.inspect import counters as K
 
-    kernel, variant, size = A.text(kernel, "KERNEL"), A.text(variant, "--variant"), A.text(size, "--size")
-    threads, dtype = A.integer(threads, "--threads"), A.choice(dtype, "--dtype", DTYPES)
-    contenders, seed = A.text(contenders, "--contenders"), A.integer(seed, "--seed", min=0)
-    tool, yes = A.choice(tool, "--tool", COUNTER_TOOLS), A.flag(yes, "--yes")
     backend = _backend(sim)
     return K.counters(kernel, backend, A.csv(variant), size, threads, dtype, A.csv(contenders),
                       seed if seed is not None else 0, progress, tool=tool, yes=yes)
 
 
-def sanitize(kernel: str, *, variant: str | list | None = None, tools: str | list = "memcheck",
-             size: str | None = None, threads: int = 256, dtype: str = "float32", seed: int | None = None,
-             sim: bool | None = None, progress=None) -> dict:
+@declares(D.KERNEL, D.VARIANT, D.SANITIZER_TOOLS,
+          D.SIZE.but(help="Problem size as for lab run (default: the simulator's small size)."), D.THREADS_256,
+          D.DTYPE, D.SEED, D.SIM)
+def sanitize(kernel: str, *, variant: str | list | None, tools: str | list, size: str | None, threads: int,
+             dtype: str, seed: int | None, sim: bool | None, progress=None) -> dict:
     """``lab sanitize KERNEL``: each rung once under NVIDIA compute-sanitizer (``tools``: memcheck,
     racecheck, synccheck, initcheck; comma-separated or a list): clean, or how many errors and the
     first, by file and line. Returns docs/schemas/sanitize.json's document; LabError when
@@ -84,10 +79,6 @@ def sanitize(kernel: str, *, variant: str | list | None = None, tools: str | lis
     from lab.core import sanitizer as San
     from lab.inspect import sanitize as S
 
-    kernel, variant = A.text(kernel, "KERNEL"), A.text(variant, "--variant")
-    tools, size = A.text(tools, "--tool"), A.text(size, "--size")
-    threads, dtype = A.integer(threads, "--threads"), A.choice(dtype, "--dtype", DTYPES)
-    seed = A.integer(seed, "--seed", min=0)
     import kernels
 
     if kernel not in kernels.NAMES:  # the name first: a typo is the user's first problem, not the toolkit
@@ -102,6 +93,7 @@ def sanitize(kernel: str, *, variant: str | list | None = None, tools: str | lis
                       seed if seed is not None else 0, progress)
 
 
+@declares()
 def doctor() -> list:
     """``lab doctor``: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel. Returns the
     checks in order (:class:`lab.inspect.doctor.Check`: ok, warn or fail, with detail and fix);

@@ -8,7 +8,7 @@ import math
 from kernels.spec import plural
 from lab.core import archs
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.occupancy import _device_cc, calculate, sweep, validate
+from lab.core.occupancy import current_cc, calculate, sweep, validate
 
 def resolve(kernel: str, variant: str | None, threads: int, arch_name: str | None, cc: tuple | None):
     """(spec, variant name, Arch) of a ``lab occupancy`` or ``lab grid`` call; ``arch_name`` defaults
@@ -43,7 +43,7 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     """
     from lab.core import resources
 
-    device_cc = _device_cc() if backend == "gpu" else None
+    device_cc = current_cc() if backend == "gpu" else None
     spec, variant, arch = resolve(kernel, variant, threads, arch_name, device_cc)
     run_size = spec.parse_size(size) if size else spec.default_size(True)
     on_device = device_cc is not None and device_cc == arch.cc

@@ -1,57 +1,61 @@
 """The exercise commands as library functions: ``lab exercise list|start|check|grade|hint|solution|new|
 notebook``. Each takes the command's options as keyword arguments (the same names and defaults),
-checks them as the command does (the same one-line LabError, :mod:`lab.core.args`), does the work in
+declared once in :mod:`lab.core.options` (:func:`~lab.core.options.declares` checks them, with the
+command's one-line LabError), does the work in
 :mod:`lab.teach` and returns the result; nothing here prints or asks (``lab exercise solution``'s
 question and the notebooks' one line each are the views').
 """
 from __future__ import annotations
 
 from lab.core import args as A
+from lab.core import options as D
 from lab.core.errors import LabError
+from lab.core.options import declares
 
 
 def _backend(sim) -> str:
     return A.backend(sim)  # "auto", "sim" or "gpu": the checker chooses in its child processes
 
 
-def exercise_list(*, directory: str | None = None) -> list[dict]:
+@declares(D.DIRECTORY)
+def exercise_list(*, directory: str | None) -> list[dict]:
     """``lab exercise list``: every exercise in order, with its status in the workspace ``directory``
     (default ./lab-exercises or $LAB_EXERCISES_DIR): docs/schemas/exercise-list.json."""
     from lab.teach import workspace as E
 
-    return E.listing(A.text(directory, "--dir"))
+    return E.listing(directory)
 
 
-def exercise_start(name: str, *, directory: str | None = None) -> tuple:
+@declares(D.NAME, D.DIRECTORY)
+def exercise_start(name: str, *, directory: str | None) -> tuple:
     """``lab exercise start NAME``: the scaffold (DIR/NAME.py) and the visible test copied into the
     workspace. Returns (the scaffold's path, whether an existing file was kept, the statement)."""
     from lab.teach import workspace as E
 
-    name, directory = A.text(name, "NAME"), A.text(directory, "--dir")
     path, kept = E.start(name, directory)
     return path, kept, E.statement(name)
 
 
-def exercise_check(name: str, *, file: str | None = None, timeout: float | None = None, seed: int | None = None,
-                   bench: bool = False, directory: str | None = None, sim: bool | None = None,
-                   progress=None) -> dict:
+@declares(D.NAME, D.FILE, D.TIMEOUT, D.SEED.but(help="Seed for the hidden tests' random inputs."), D.BENCH,
+          D.DIRECTORY, D.SIM)
+def exercise_check(name: str, *, file: str | None, timeout: float | None, seed: int | None, bench: bool,
+                   directory: str | None, sim: bool | None, progress=None) -> dict:
     """``lab exercise check NAME``: NAME's hidden tests on ``file`` (default DIR/NAME.py), in contained
     child processes; ``timeout`` seconds a test; ``bench``: once all pass, against the reference.
     Returns docs/schemas/exercise-check.json's document (``passed``)."""
     from lab.teach import workspace as E
 
-    name, file = A.text(name, "NAME"), A.text(file, "--file")
-    timeout = A.number(timeout, "--timeout", min=0, min_open=True)
-    seed, bench = A.integer(seed, "--seed", min=0), A.flag(bench, "--bench")
-    directory = A.text(directory, "--dir")
     return E.check(name, file, directory, _backend(sim), timeout, seed, bench=bench, progress=progress)
 
 
-def exercise_grade(submissions: str, *, exercises: str | list | None = None, jobs: int | None = None,
-                   csv: str | None = None, bench: bool = False, timeout: float | None = None,
-                   cpu_limit: int | None = None, memory_limit: int | None = None, file_limit: int | None = None,
-                   no_landlock: bool = False, seed: int | None = None, sim: bool | None = None,
-                   progress=None, no_gpu_compile: bool = False) -> dict:
+@declares(D.SUBMISSIONS, D.EXERCISES, D.JOBS, D.CSV,
+          D.BENCH.but(help="Grade performance too (see lab exercise check --bench)."),
+          D.TIMEOUT.but(help="Seconds per hidden test (default 10)."), D.CPU_LIMIT, D.MEMORY_LIMIT, D.FILE_LIMIT,
+          D.NO_LANDLOCK, D.SEED.but(help="Seed for the inputs (the same for everyone)."), D.NO_GPU_COMPILE, D.SIM)
+def exercise_grade(submissions: str, *, exercises: str | list | None, jobs: int | None, csv: str | None, bench: bool,
+                   timeout: float | None, cpu_limit: int | None, memory_limit: int | None, file_limit: int | None,
+                   no_landlock: bool, seed: int | None, no_gpu_compile: bool, sim: bool | None,
+                   progress=None) -> dict:
     """``lab exercise grade SUBMISSIONS``: SUBMISSIONS/STUDENT/EXERCISE.py, each in its own contained
     process with ``cpu_limit`` CPU seconds, ``memory_limit`` MiB of address space (simulator; 0:
     none), ``file_limit`` MiB a file, Landlock unless ``no_landlock``; ``csv``: also the gradebook as
@@ -61,20 +65,13 @@ def exercise_grade(submissions: str, *, exercises: str | list | None = None, job
     from lab.teach import grade as G
     from lab.teach.contained.sandbox import Limits
 
-    submissions = A.folder(submissions, "SUBMISSIONS")
-    only, jobs, csv = A.text(exercises, "--exercises"), A.integer(jobs, "--jobs", min=1), A.text(csv, "--csv")
-    bench, timeout = A.flag(bench, "--bench"), A.number(timeout, "--timeout", min=0, min_open=True)
-    cpu_limit = A.integer(cpu_limit, "--cpu-limit", min=1)
-    memory_limit = A.integer(memory_limit, "--memory-limit", min=0)
-    file_limit = A.integer(file_limit, "--file-limit", min=1)
-    no_landlock, seed = A.flag(no_landlock, "--no-landlock"), A.integer(seed, "--seed", min=0)
+    only = exercises
     check_writable(csv, "gradebook CSV")
     d = Limits()
     limits = Limits(cpu_limit if cpu_limit is not None else d.cpu_s,
                     memory_limit if memory_limit is not None else d.memory_mb,
                     file_limit if file_limit is not None else d.fsize_mb, landlock=not no_landlock)
     names = [n.strip() for n in only.split(",") if n.strip()] if only else None
-    no_gpu_compile = A.flag(no_gpu_compile, "--no-gpu-compile")
     doc = G.grade(submissions, names, jobs, _backend(sim), timeout, seed, bench, limits, progress,
                   gpu_compile=not no_gpu_compile)
     if csv:
@@ -82,30 +79,33 @@ def exercise_grade(submissions: str, *, exercises: str | list | None = None, job
     return doc
 
 
-def exercise_hint(name: str, number: int | None = None, *, directory: str | None = None) -> tuple:
+@declares(D.NAME, D.NUMBER, D.DIRECTORY)
+def exercise_hint(name: str, number: int | None, *, directory: str | None) -> tuple:
     """``lab exercise hint NAME [NUMBER]``: the next hint (remembered in the workspace), or hint
     NUMBER. Returns (number, of how many, text, new)."""
     from lab.teach import workspace as E
 
-    name, number = A.text(name, "NAME"), A.integer(number, "[NUMBER]")
-    return E.hint(name, A.text(directory, "--dir"), number)
+    return E.hint(name, directory, number)
 
 
+@declares(D.NAME)
 def exercise_solution(name: str) -> str:
     """``lab exercise solution NAME``: the reference solution's source (the command asks first)."""
     from lab.teach import workspace as E
 
-    return E.solution(A.text(name, "NAME"))
+    return E.solution(name)
 
 
-def exercise_new(name: str, *, title: str = "TODO title"):
+@declares(D.NAME, D.TITLE)
+def exercise_new(name: str, *, title: str):
     """``lab exercise new NAME``: scaffold exercises/NAME/ for an instructor; returns its folder."""
     from lab.teach.authoring import new
 
-    return new(A.text(name, "NAME"), A.text(title, "--title"))
+    return new(name, title)
 
 
-def exercise_notebook(names=(), *, out: str = "lab-notebooks", force: bool = False) -> list[tuple]:
+@declares(D.NAMES, D.NOTEBOOKS_OUT, D.FORCE.but(help="Overwrite notebooks you edited too (default: keep them)."))
+def exercise_notebook(names, *, out: str, force: bool) -> list[tuple]:
     """``lab exercise notebook [NAME]...``: one Jupyter notebook per exercise (default: all) in the
     folder ``out`` (made when missing; its parent must exist). A notebook whose cells were edited (or
     a file the lab did not generate) is kept unless ``force``. Every name and path is checked before
@@ -117,9 +117,6 @@ def exercise_notebook(names=(), *, out: str = "lab-notebooks", force: bool = Fal
     from lab.teach import notebooks as N
     from lab.teach import workspace as E
 
-    if isinstance(names, str):
-        names = [names]
-    out, force = A.text(out, "--out"), A.flag(force, "--force")
     chosen = list(dict.fromkeys(names)) or exercises.names()
     for n in chosen:  # every name and the folder are checked before anything is written
         E.get(n)

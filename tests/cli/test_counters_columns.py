@@ -136,19 +136,21 @@ def test_lab_counters_matmul_keeps_its_labels(tmp_path, monkeypatch, columns, wi
 
 def test_the_json_keeps_its_keys_and_adds_the_copies(tmp_path, monkeypatch):
     from lab.inspect import counters as K
+    from lab.inspect.counters import metrics as KM
+    from lab.inspect.counters import row as KR
 
     _fake_ncu(tmp_path, monkeypatch, CP_ONLY)
     doc = K.counters("matmul", "gpu", ["tensor_core_tf32"], "256", 256, contenders=["numba"])
     validate(doc, "counters.json")
     (row,) = doc["rows"]
-    assert set(K.ROW_KEYS) <= set(row) and row["sectors_per_request"] == 16.0
+    assert set(KR.ROW_KEYS) <= set(row) and row["sectors_per_request"] == 16.0
     assert row["load_efficiency_pct"] is None  # ncu's 0%: no ld.global
     assert (row["ldgsts_sectors_per_request"], row["ldgsts_efficiency_pct"]) == (16.0, 100.0)
     assert (row["global_load_instructions"], row["ldgsts_instructions"], row["ldgsts_requests"]) == (0, 1024, 1024)
-    assert K.loads_by_cp_async(row)
-    detail = next(m for phase, m, _ in K.phases_for(doc["counter_metrics"]) if phase == "detail")
+    assert KR.loads_by_cp_async(row)
+    detail = next(m for phase, m, _ in KM.phases_for(doc["counter_metrics"]) if phase == "detail")
     assert {"l1tex__t_sectors_pipe_lsu_mem_global_op_ldgsts.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum",
             "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_ldgsts.sum"} <= set(detail)
     plain = K.counters("vecadd", "gpu", ["element_per_thread"], "1024", 256, contenders=["numba"])
     assert not any(k.startswith("ldgsts") for k in plain["rows"][0])  # only where declared
-    assert "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum" not in K.DETAIL_METRICS
+    assert "l1tex__t_requests_pipe_lsu_mem_global_op_ldgsts.sum" not in KM.DETAIL_METRICS

@@ -8,6 +8,7 @@ import pytest
 
 import lab.library as L
 from lab.cli import cli
+from tests.cli.test_options import bad_value
 from tests.conftest import SIMULATOR, run_lab
 
 # options that only choose how a result is shown or written as text, not what is computed
@@ -64,28 +65,11 @@ def test_same_names_and_defaults(name, cmd):
 
 
 def _bad_values(p):
-    """(value the CLI is given, value the library is given) that the option refuses, or None."""
-    t = p.type
-    if isinstance(t, click.IntRange) and t.min is not None:
-        return str(t.min - 1), t.min - 1
-    if isinstance(t, click.FloatRange) and t.min is not None:
-        bad = t.min if t.min_open else t.min - 1
-        return str(bad), bad
-    if t is click.INT:
-        return "x", "x"
-    if t is click.FLOAT:
-        return "x", "x"
-    if isinstance(t, click.Choice):
-        return "nope", "nope"
-    if isinstance(t, click.Path) and t.exists:
-        return "no/such/file.json", "no/such/file.json"
-    if isinstance(t, click.Path) and not t.file_okay:
-        import os
+    """(value the CLI is given, value the library is given) that the option refuses, or None: from the
+    option's one declaration (p.declared, lab.core.options), whatever its kind."""
+    import os
 
-        return os.path.abspath(__file__), os.path.abspath(__file__)
-    if p.callback is not None and getattr(p.callback, "__name__", "") == "_not_empty":
-        return "", ""
-    return None
+    return bad_value(p.declared, here=os.path.abspath(__file__))
 
 
 def _error_cases():
@@ -96,7 +80,7 @@ def _error_cases():
                  for p in args}
         for p in _params(name, cmd):
             bad = _bad_values(p)
-            if bad is None or isinstance(p, click.Option) and p.is_flag:
+            if bad is None:
                 continue
             cases.append(pytest.param(name, cmd, given, p, *bad, id=f"{name}-{p.name}"))
     return cases

@@ -10,6 +10,10 @@ import pytest
 from lab.core import rows as rows_mod, runner
 from lab.core.errors import LabError
 from lab.inspect import counters as K
+from lab.inspect.counters import cupti as KC
+from lab.inspect.counters import engine as KE
+from lab.inspect.counters import metrics as KM
+from lab.inspect.counters import row as KR
 from tests.cli.test_schemas import validate
 from tests.conftest import SIMULATOR, run_lab
 from tests.helpers import fits, one_line_exit_2
@@ -181,12 +185,12 @@ def test_cupti_samples_reduce_counters_by_sum_and_ratios_by_their_weight():
     reads, l1, spr = rng.uniform(0, 1e6, n), rng.uniform(0, 1e4, n), rng.uniform(1, 32, n)
     l1[0], spr[1] = 0.0, np.nan  # an idle sample, and one whose ratio CUPTI could not evaluate
     metrics = ["dram__bytes_read.sum", SPR, "l1tex__t_sectors.sum"]
-    got = K.reduce_samples(metrics, [[a, b, c] for a, b, c in zip(reads, spr, l1)])
+    got = KC.reduce_samples(metrics, [[a, b, c] for a, b, c in zip(reads, spr, l1)])
     keep = np.isfinite(spr) & (l1 > 0)
     assert got["dram__bytes_read.sum"] == pytest.approx(reads.sum(), rel=1e-12)
     assert got[SPR] == pytest.approx((spr[keep] * l1[keep]).sum() / l1[keep].sum(), rel=1e-12)
     assert got["l1tex__t_sectors.sum"] == pytest.approx(l1.sum(), rel=1e-12)
-    assert K.reduce_samples(metrics, [[1.0, 4.0, 0.0]])[SPR] is None  # nothing weighs: null, not 0
+    assert KC.reduce_samples(metrics, [[1.0, 4.0, 0.0]])[SPR] is None  # nothing weighs: null, not 0
 
 
 def test_cupti_rows_take_every_group_and_null_what_the_chip_lacks():
@@ -194,11 +198,11 @@ def test_cupti_rows_take_every_group_and_null_what_the_chip_lacks():
          LG: 25.0, L2: 37.5, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum": 96.0,
          "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": 32.0,
          "sm__warps_active.sum": 48.0 * 1000, "sm__cycles_active.sum": 1000.0}
-    row = K.cupti_row({"samples": 3, "max_warps_per_sm": 64, "metrics": m}, 12000)
+    row = KC.cupti_row({"samples": 3, "max_warps_per_sm": 64, "metrics": m}, 12000)
     assert row["dram_bytes_ratio"] == 1.0 and row["pm_samples"] == 3
     assert row["load_sectors"] == 400.0 and row["load_requests"] == 25.0 and row["sectors_per_request"] == 16.0
     assert row["l2_hit_pct"] == 37.5 and row["bank_conflicts"] == 128 and row["achieved_occupancy_pct"] == 75.0
-    row = K.cupti_row({"metrics": {"dram__bytes_read.sum": 6000.0, "dram__bytes_write.sum": 0.0}}, 12000)
+    row = KC.cupti_row({"metrics": {"dram__bytes_read.sum": 6000.0, "dram__bytes_write.sum": 0.0}}, 12000)
     assert row["dram_bytes_ratio"] == 0.5
     assert row["sectors_per_request"] is row["l2_hit_pct"] is row["bank_conflicts"] is None
     assert row["achieved_occupancy_pct"] is None
@@ -210,17 +214,17 @@ def one_pass(unknown=(), per_pass=99):
 
 
 def test_cupti_collects_each_group_the_chip_takes_in_a_pass_of_its_own():
-    names = [g for g, _ in K.CUPTI_GROUPS]
-    groups, missing = K.choose_cupti_groups(one_pass())
+    names = [g for g, _ in KM.CUPTI_GROUPS]
+    groups, missing = KC.choose_cupti_groups(one_pass())
     assert [g for g, _ in groups] == names and missing == []
-    groups, missing = K.choose_cupti_groups(one_pass(unknown={L2}))
+    groups, missing = KC.choose_cupti_groups(one_pass(unknown={L2}))
     assert missing == ["L2 hit rate"] and all(L2 not in ms for _, ms in groups) and len(groups) == len(names) - 1
     with pytest.raises(LabError):  # DRAM bytes (two metrics) do not fit in one pass: no engine
-        K.choose_cupti_groups(one_pass(per_pass=1))
-    groups, missing = K.choose_cupti_groups(one_pass(unknown={LG}))
-    assert missing == ["load requests"] and groups[0] == ("DRAM bytes", list(dict(K.CUPTI_GROUPS)["DRAM bytes"]))
+        KC.choose_cupti_groups(one_pass(per_pass=1))
+    groups, missing = KC.choose_cupti_groups(one_pass(unknown={LG}))
+    assert missing == ["load requests"] and groups[0] == ("DRAM bytes", list(dict(KM.CUPTI_GROUPS)["DRAM bytes"]))
     with pytest.raises(LabError) as e:  # DRAM bytes are required
-        K.choose_cupti_groups(one_pass(unknown={"dram__bytes_read.sum"}))
+        KC.choose_cupti_groups(one_pass(unknown={"dram__bytes_read.sum"}))
     assert "Nsight Compute" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -237,27 +241,27 @@ def test_cupti_preload_refuses_an_nvidia_cuda_cupti_older_than_cupti_python_need
     monkeypatch.setattr(metadata, "requires", lambda name: ["nvidia-cuda-cupti~=13.4", "numpy>=1.23"])
     monkeypatch.setattr(metadata, "version", lambda name: "13.4.0")
     with pytest.raises(LabError) as e:
-        K.cupti_preload()
+        KC.cupti_preload()
     assert str(e.value).count("\n") == 0 and "nvidia-cuda-cupti 13.0.85" in str(e.value)
     assert "pip install 'nvidia-cuda-cupti~=13.4'" in str(e.value)
     Dist.version = "13.5.25"
-    assert K.cupti_preload() == []  # the right version, no libraries listed: cupti-python searches
+    assert KC.cupti_preload() == []  # the right version, no libraries listed: cupti-python searches
     for name in ("libcupti.so.13", "libnvperf_host.so", "libnvperf_target.so", "libpcsamplingutil.so"):
         (tmp_path / name).write_bytes(b"")
     Dist.files = ["nvidia/cu13/lib/" + n for n in ("libcupti.so.13", "libnvperf_host.so", "libnvperf_target.so",
                                                    "libpcsamplingutil.so", "libmissing.so")]
     Dist.locate_file = lambda self, f: str(tmp_path / os.path.basename(str(f)))
-    assert K.cupti_preload() == [str(tmp_path / n) for n in ("libnvperf_target.so", "libnvperf_host.so",
+    assert KC.cupti_preload() == [str(tmp_path / n) for n in ("libnvperf_target.so", "libnvperf_host.so",
                                                               "libcupti.so.13")]
 
 
-@pytest.mark.skipif(K.cupti_available(), reason="cupti-python is installed here")
+@pytest.mark.skipif(KE.cupti_available(), reason="cupti-python is installed here")
 def test_the_cupti_child_without_cupti_python_says_how_to_get_it():
     import kernels
 
     spec = kernels.load("vecadd")
     with pytest.raises(LabError) as e:
-        K._profile_cupti(spec, (1000,), 256, "float32", ["element_per_thread"], ["numba"], 0, None)
+        KC.profile_cupti(spec, (1000,), 256, "float32", ["element_per_thread"], ["numba"], 0, None)
     assert "cupti-python cannot be imported" in str(e.value) and "numba-gpu-lab[counters]" in str(e.value)
 
 
@@ -280,13 +284,13 @@ def test_a_cupti_document_validates_and_prints_at_80_columns(capsys):
 
     rows = []
     for v, read, spr in (("element_per_thread", 8.1e8, (400.0, 100.0)), ("four_per_thread", 8.0e8, None)):
-        row = K._blank_row("numba", v, 805306368)
+        row = KR.blank_row("numba", v, 805306368)
         m = {"dram__bytes_read.sum": read, "dram__bytes_write.sum": 2.7e8}
         if spr:
             m.update({SPR: 0.5, "l1tex__t_sectors.sum": 2 * spr[0], LG: spr[1], L2: 12.5,
                       "sm__warps_active.sum": 5e6, "sm__cycles_active.sum": 1e5})
-        row.update(K.cupti_row({"samples": 12, "max_warps_per_sm": 64, "metrics": m}, 805306368))
-        row["verdict"] = K.verdict(row)
+        row.update(KC.cupti_row({"samples": 12, "max_warps_per_sm": 64, "metrics": m}, 805306368))
+        row["verdict"] = KR.verdict(row)
         rows.append(row)
     doc = {"schema_version": SCHEMA_VERSION, "kernel": "vecadd", "size": [67108864], "dtype": "float32",
            "threads_per_block": 256, "seed": 0, "device": describe(True), "tool": "cupti",

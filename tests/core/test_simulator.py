@@ -81,7 +81,7 @@ def test_one_setting_for_run_counters_and_exercises():
     import inspect
 
     from lab.core import runner, simt
-    from lab.inspect import counters
+    from lab.inspect.counters import simulator as counters
 
     assert runner.SIMULATOR_SWITCH_INTERVAL_S == simulator.SWITCH_INTERVAL_S
     assert runner.simulator_threads is simulator.threads

@@ -20,6 +20,8 @@ from pathlib import Path
 import click
 import pytest
 
+from lab.core.errors import LabError
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts"))
 import transcripts  # noqa: E402  (scripts/ is not a package)
@@ -118,11 +120,11 @@ def check(argv: list[str]) -> str | None:
             _check_lab(args)
         except click.exceptions.Exit:
             return None  # --help
-        except click.ClickException as e:
-            if isinstance(e, click.BadParameter) and "does not exist" in e.format_message() and any(
-                    a.startswith(USER_FOLDERS) or a.endswith(".json") for a in args):
+        except (click.ClickException, LabError) as e:  # LabError: a value an option's declaration refuses
+            message = e.format_message() if isinstance(e, click.ClickException) else str(e)
+            if "does not exist" in message and any(a.startswith(USER_FOLDERS) or a.endswith(".json") for a in args):
                 return None  # a user's own file (submissions, a.json): parsed as far as it can be here
-            return e.format_message()
+            return message
         return None
     if prog in ("python", "python3"):
         if args[:2] == ["-m", "venv"]:

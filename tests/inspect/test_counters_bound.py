@@ -7,6 +7,11 @@ import json
 import pytest
 
 from lab.inspect import counters as K
+from lab.inspect.counters import bound as KB
+from lab.inspect.counters import cupti as KC
+from lab.inspect.counters import metrics as KM
+from lab.inspect.counters import ncu as KN
+from lab.inspect.counters import row as KR
 from lab.inspect.counters.bound import COMPUTE_BOUND_PCT, MEMORY_BOUND_PCT, TENSOR_BOUND_PCT
 from lab.inspect.counters.ncu import ncu_row
 from tests.conftest import SIMULATOR, run_lab
@@ -21,7 +26,7 @@ L1, L2 = "l1tex__throughput.avg.pct_of_peak_sustained_active", "lts__throughput.
 DRAM, SM = "dram__throughput.avg.pct_of_peak_sustained_elapsed", "sm__throughput.avg.pct_of_peak_sustained_elapsed"
 ISSUE = "sm__inst_issued.avg.pct_of_peak_sustained_active"
 STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
-MATMUL = K.declared(("tensor_pipe_pct", "shared_wavefronts_per_request", "conflicts_per_shared_load", "bound"))
+MATMUL = KM.declared(("tensor_pipe_pct", "shared_wavefronts_per_request", "conflicts_per_shared_load", "bound"))
 OPTIONAL = [m.name for m in MATMUL if m.optional]
 
 # Nsight Compute on the H100 at 4096^3 (docs/tensor-cores.md): async_copy and tensor_core_tf32, one call each
@@ -70,51 +75,51 @@ def test_the_thresholds_are_nsight_computes_sixty_percent():
 ])
 def test_each_bound_from_an_ncu_kernel(metrics, kind, text):
     row = _row(metrics)
-    limit = K.bound(row, row.dram_bytes_ratio or None)
+    limit = KB.bound(row, row.dram_bytes_ratio or None)
     assert limit.kind == kind and limit.text.startswith(text)
-    assert text in K.verdict(row) and K.verdict(row) == K.verdict(row.as_dict())
+    assert text in KR.verdict(row) and KR.verdict(row) == KR.verdict(row.as_dict())
 
 
 def test_the_recorded_h100_numbers_are_not_tensor_bound():
     """docs/tensor-cores.md measured no issue-slot metric: SM at 73-75%, the tensor pipe at 0.4-16%, DRAM 2-6%."""
     for variant, metrics in H100.items():
         row = _row(metrics)
-        assert K.bound(row).kind == "compute-bound", variant
-        assert "not the tensor pipe" in K.verdict(row)
+        assert KB.bound(row).kind == "compute-bound", variant
+        assert "not the tensor pipe" in KR.verdict(row)
         assert row.l1_throughput_pct is None and row.issue_active_pct is None  # not collected: null, not 0
     a, t = _row(H100["async_copy"]), _row(H100["tensor_core_tf32"])
     assert a.shared_wavefronts_per_request == pytest.approx(841.3 / 553.6)
     assert a.conflicts_per_shared_load == pytest.approx(270.3 / 553.6) and a.bank_ways < 1.5
-    assert K.verdict(a).startswith("0.49 bank conflicts a shared load, 1.52 wavefronts a shared request; ")
-    assert t.conflicts_per_shared_load == pytest.approx(0.29 / 117.4) and "bank conflicts" not in K.verdict(t)
+    assert KR.verdict(a).startswith("0.49 bank conflicts a shared load, 1.52 wavefronts a shared request; ")
+    assert t.conflicts_per_shared_load == pytest.approx(0.29 / 117.4) and "bank conflicts" not in KR.verdict(t)
     assert (t.tensor_pipe_pct, t.shared_loads, t.shared_wavefronts) == (15.7, 117.4e6, 128.5e6)
 
 
 def test_a_missing_metric_is_null_and_the_rest_still_judge():
     """ncu refused the tensor metric (an older ncu, another GPU): null, and the SOL throughputs still say."""
     row = _row({SM: 20.0, L1: 70.0, DRAM: 4.0, ISSUE: 10.0})
-    assert row.tensor_pipe_pct is None and K.bound(row).kind == "memory-bound"
-    assert K.verdict(row).startswith("memory-bound: 70% of L1/shared peak (DRAM 4%)")
+    assert row.tensor_pipe_pct is None and KB.bound(row).kind == "memory-bound"
+    assert KR.verdict(row).startswith("memory-bound: 70% of L1/shared peak (DRAM 4%)")
     nothing = _row({})
-    assert K.bound(nothing) is None and K.verdict(nothing) == "no counters"
+    assert KB.bound(nothing) is None and KR.verdict(nothing) == "no counters"
     assert nothing.shared_wavefronts_per_request is None and nothing.conflicts_per_shared_load is None
     only_tensor = _row({TENSOR: 75.0})  # CUPTI's PM sampling: the tensor pipe and no SOL throughputs
-    assert K.bound(only_tensor).kind == "tensor-bound"
-    assert K.bound(_row({TENSOR: 20.0})) is None  # not latency-bound: nothing else was measured
-    kernels_without = K.aggregate([_kernel({TENSOR: 50.0})], [_kernel({TENSOR: 50.0})])
+    assert KB.bound(only_tensor).kind == "tensor-bound"
+    assert KB.bound(_row({TENSOR: 20.0})) is None  # not latency-bound: nothing else was measured
+    kernels_without = KN.aggregate([_kernel({TENSOR: 50.0})], [_kernel({TENSOR: 50.0})])
     assert "tensor_pipe_pct" not in kernels_without  # a kernel that declares none gets no optional fields
 
 
 def test_rows_without_optional_metrics_read_as_before():
-    base = dict.fromkeys(K.ROW_KEYS)
-    assert K.bound(base) is None
-    assert K.bound(dict(base, sm_throughput_pct=20.0)) is None  # no memory unit measured: no latency claim
-    assert K.bound(dict(base, dram_throughput_pct=20.0)) is None
-    assert K.bound(dict(base, tensor_pipe_pct=10.0, l1_throughput_pct=70.0)).text == (
+    base = dict.fromkeys(KR.ROW_KEYS)
+    assert KB.bound(base) is None
+    assert KB.bound(dict(base, sm_throughput_pct=20.0)) is None  # no memory unit measured: no latency claim
+    assert KB.bound(dict(base, dram_throughput_pct=20.0)) is None
+    assert KB.bound(dict(base, tensor_pipe_pct=10.0, l1_throughput_pct=70.0)).text == (
         "memory-bound: 70% of L1/shared peak (tensor pipe 10%)")
-    assert K.bound(dict(base, dram_throughput_pct=91.0, sm_throughput_pct=20.0)).kind == "memory-bound"
-    assert K.bound(dict(base, dram_throughput_pct=10.0, sm_throughput_pct=70.0)).text == "compute-bound: 70% of SM peak"
-    assert K.bound(dict(base, dram_throughput_pct=12.0, sm_throughput_pct=8.0)).text == (
+    assert KB.bound(dict(base, dram_throughput_pct=91.0, sm_throughput_pct=20.0)).kind == "memory-bound"
+    assert KB.bound(dict(base, dram_throughput_pct=10.0, sm_throughput_pct=70.0)).text == "compute-bound: 70% of SM peak"
+    assert KB.bound(dict(base, dram_throughput_pct=12.0, sm_throughput_pct=8.0)).text == (
         "latency-bound: 12% of DRAM peak, 8% of SM peak")
 
 
@@ -134,13 +139,13 @@ def test_an_ncu_log_with_two_rungs_and_a_timer(tmp_path):
              '"","","","","","","","","","","",' + ",".join('"nsecond"' if c.startswith("gpu__") else '""' for c in cols)]
     lines += [f'"{i}","1","python3","host","{name}(long long)","1","7","(128, 1, 1)","{grid}","0","9.0",'
               + ",".join(f'"{v:,}"' for v in vals) for i, (name, grid, vals) in enumerate(rows)]
-    groups = K.group_by_marker(K.parse_ncu_csv("\n".join(lines)))
+    groups = KN.group_by_marker(KN.parse_ncu_csv("\n".join(lines)))
     entries = [{"contender": "numba", "variant": v, "status": "ok", "index": i}
                for i, v in enumerate(["async_copy", "tensor_core_tf32"])]
     a, t = (ncu_row(e, {"dram": groups, "detail": groups}, 1, OPTIONAL) for e in entries)
-    assert K.bound(a).kind == "issue-bound" and K.bound(t).kind == "tensor-bound"
+    assert KB.bound(a).kind == "issue-bound" and KB.bound(t).kind == "tensor-bound"
     assert a.shared_wavefronts_per_request == pytest.approx(841.3e6 / (553.6e6 + 1e6))
-    assert "mostly stalled on not_selected" in K.verdict(a) and K.verdict(t).startswith("tensor-bound: tensor pipe 65%")
+    assert "mostly stalled on not_selected" in KR.verdict(a) and KR.verdict(t).startswith("tensor-bound: tensor pipe 65%")
 
 
 def _fake_ncu(tmp_path, monkeypatch, values):
@@ -194,18 +199,18 @@ def test_the_simulator_says_not_measured():
 
 
 def test_cupti_rows_take_the_tensor_pipe_where_sampled():
-    row = K.cupti_row({"metrics": {"dram__bytes_read.sum": 1.0, TENSOR: 42.0}}, 1, ("tensor_pipe_pct",))
+    row = KC.cupti_row({"metrics": {"dram__bytes_read.sum": 1.0, TENSOR: 42.0}}, 1, ("tensor_pipe_pct",))
     assert row["tensor_pipe_pct"] == 42.0
-    assert "tensor_pipe_pct" not in K.cupti_row({"metrics": {TENSOR: 42.0}}, 1)
+    assert "tensor_pipe_pct" not in KC.cupti_row({"metrics": {TENSOR: 42.0}}, 1)
     samples = [[50.0, 100.0], [10.0, 300.0], [float("nan"), 50.0]]  # weighted by active SM cycles
-    assert K.reduce_samples([TENSOR, "sm__cycles_active.sum"], samples)[TENSOR] == pytest.approx(20.0)
+    assert KC.reduce_samples([TENSOR, "sm__cycles_active.sum"], samples)[TENSOR] == pytest.approx(20.0)
 
 
 def test_a_cupti_row_names_no_bound_it_cannot_measure():
     from lab.inspect.counters import _judged
     from lab.inspect.counters.row import CounterRow
 
-    measured = K.cupti_row({"metrics": {"dram__bytes_read.sum": 3e6, "dram__bytes_write.sum": 1e6, TENSOR: 20.0}},
+    measured = KC.cupti_row({"metrics": {"dram__bytes_read.sum": 3e6, "dram__bytes_write.sum": 1e6, TENSOR: 20.0}},
                            4_000_000, ("tensor_pipe_pct",))
     row = _judged(CounterRow.blank("numba", "tensor_core_tf32", 4_000_000).with_(**measured), OPTIONAL, "cupti")
     d = row.as_dict()

@@ -15,6 +15,9 @@ import pytest
 from kernels.compiler import cuda
 from lab.core.errors import LabError
 from lab.inspect import counters as K
+from lab.inspect.counters import metrics as KM
+from lab.inspect.counters import ncu as KN
+from lab.inspect.counters import row as KR
 from lab.core import sanitizer as San
 from lab.inspect import sanitize as S
 from tests.conftest import SIMULATOR, run_lab
@@ -136,69 +139,69 @@ def test_matvec_row_per_thread_fetches_far_more_sectors_than_warp_per_row():
 
 # --- the verdict -----------------------------------------------------------------------------------------
 def test_verdict_in_the_fields_terms():
-    base = dict.fromkeys(K.ROW_KEYS)
+    base = dict.fromkeys(KR.ROW_KEYS)
     mem = dict(base, dram_read_bytes=2.0e8, dram_write_bytes=1.0e8, min_bytes=3.0e8, dram_throughput_pct=91.2,
                sm_throughput_pct=20, sectors_per_request=4.0, ideal_sectors_per_request=4.0)
-    assert K.verdict(mem) == "memory-bound: 91% of DRAM peak, 1.00x minimum bytes"
+    assert KR.verdict(mem) == "memory-bound: 91% of DRAM peak, 1.00x minimum bytes"
     unc = dict(mem, sectors_per_request=8.0, ideal_sectors_per_request=1.0, dram_throughput_pct=20)
-    assert K.verdict(unc).startswith("uncoalesced: 8.0 sectors per request where 1.0 suffice")
+    assert KR.verdict(unc).startswith("uncoalesced: 8.0 sectors per request where 1.0 suffice")
     banks = dict(base, bank_ways=4.0, bank_conflicts_load=300, bank_conflicts_store=0, sm_throughput_pct=70,
                  dram_throughput_pct=10)
-    assert K.verdict(banks) == "4.0-way bank conflicts on shared loads; compute-bound: 70% of SM peak"
+    assert KR.verdict(banks) == "4.0-way bank conflicts on shared loads; compute-bound: 70% of SM peak"
     extra = dict(base, dram_read_bytes=5e8, dram_write_bytes=0, min_bytes=1e8, dram_throughput_pct=40,
                  sm_throughput_pct=10)
-    assert K.verdict(extra) == "excess traffic: DRAM bytes 5.0x the minimum; latency-bound: 40% of DRAM peak, 10% of SM peak"
+    assert KR.verdict(extra) == "excess traffic: DRAM bytes 5.0x the minimum; latency-bound: 40% of DRAM peak, 10% of SM peak"
     lat = dict(base, dram_throughput_pct=12, sm_throughput_pct=8, achieved_occupancy_pct=12.6,
                top_stalls=[{"reason": "long_scoreboard", "pct": 80}])
-    assert K.verdict(lat) == ("latency-bound: 12% of DRAM peak, 8% of SM peak, 13% achieved occupancy, "
+    assert KR.verdict(lat) == ("latency-bound: 12% of DRAM peak, 8% of SM peak, 13% achieved occupancy, "
                               "mostly stalled on long_scoreboard")
     sim = dict(base, sectors_per_request=4.0, ideal_sectors_per_request=4.0, sector_bytes=800, bytes_touched=100)
-    assert K.verdict(sim) == ("coalesced: 4.0 sectors per request (the minimum 4.0); fetches 8.0x the bytes it "
+    assert KR.verdict(sim) == ("coalesced: 4.0 sectors per request (the minimum 4.0); fetches 8.0x the bytes it "
                               "touches (re-reads through L1/L2)")
-    assert K.verdict(base) == "no counters"
+    assert KR.verdict(base) == "no counters"
 
 
 # --- Nsight Compute's CSV --------------------------------------------------------------------------------------
 def test_ncu_raw_csv_groups_by_marker_sums_kernels_and_drops_the_timers():
     text = (FIX / "ncu_raw.csv").read_text()
-    kernels = K.parse_ncu_csv(text)
+    kernels = KN.parse_ncu_csv(text)
     assert len(kernels) == 6 and kernels[1]["metrics"]["dram__bytes_read.sum"] == 2_150_629_376
-    groups = K.group_by_marker(kernels)
+    groups = KN.group_by_marker(kernels)
     assert sorted(groups) == [0, 1]
     assert [k["id"] for k in groups[1]] == ["3", "5"]  # the L2 flush (id 4) is the timer's: never counted
-    one = K.aggregate(groups[0], groups[0])
+    one = KN.aggregate(groups[0], groups[0])
     assert one["sectors_per_request"] == 16.5 and one["load_efficiency_pct"] == 12.5
     assert one["top_stalls"][0]["reason"] == "long_scoreboard" and one["duration_ms"] == 2.26
-    two = K.aggregate(groups[1], groups[1])
+    two = KN.aggregate(groups[1], groups[1])
     assert two["kernels"] == 2 and two["dram_read_bytes"] == 268_500_000 + 262_144
     assert two["sectors_per_request"] == (4_194_304 + 32_768) / (1_048_576 + 16_384)
     assert two["l2_hit_pct"] == pytest.approx((5.0 * 90_000 + 50.0 * 10_000) / 100_000)  # weighted by duration
     assert two["kernel_names"] == ["cudapy::kernels::matvec::split_k_partial_kernel",
                                    "cudapy::kernels::matvec::split_k_reduce_kernel"]
-    assert K.passes(text) == 9
+    assert KN.passes(text) == 9
 
 
 def test_ncu_details_page_and_units():
-    kernels = K.parse_ncu_csv((FIX / "ncu_details.csv").read_text())
-    groups = K.group_by_marker(kernels)
-    row = K.aggregate(groups[0], groups[0])
+    kernels = KN.parse_ncu_csv((FIX / "ncu_details.csv").read_text())
+    groups = KN.group_by_marker(kernels)
+    row = KN.aggregate(groups[0], groups[0])
     assert row["dram_read_bytes"] == pytest.approx(536.87e6) and row["duration_ms"] == pytest.approx(0.27213)
     assert row["dram_throughput_pct"] == 91.2
     with pytest.raises(ValueError):
-        K.parse_ncu_csv("==ERROR== something went wrong\n")
+        KN.parse_ncu_csv("==ERROR== something went wrong\n")
 
 
 def test_ncu_failures_are_one_line():
     perm = ("==PROF== Connected to process 1\n==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to "
             "access NVIDIA GPU Performance Counters on the target device 0.\n")
-    why = K.ncu_failure(perm, 1)
+    why = KN.ncu_failure(perm, 1)
     assert "ERR_NVGPUCTRPERM" in why and "NVreg_RestrictProfilingToAdminUsers=0" in why and "\n" not in why
-    assert K.ncu_failure("==WARNING== No kernels were profiled.\n", 0).startswith("ncu profiled no kernel")
-    assert K.ncu_failure("ok\n", 0) is None
+    assert KN.ncu_failure("==WARNING== No kernels were profiled.\n", 0).startswith("ncu profiled no kernel")
+    assert KN.ncu_failure("ok\n", 0) is None
     bad = "==ERROR== Failed to find metric sm__nonsense.sum\n"
-    assert K.unknown_metrics(bad, ["dram__bytes_read.sum", "sm__nonsense.sum"]) == ["sm__nonsense.sum"]
-    assert K.unknown_metrics("==ERROR== Invalid metric regex\n", ["a.sum", K.STALLS]) == [K.STALLS]
-    cmd = K.ncu_command("/x/ncu", ["a.sum", "b.pct"], "none", "/t/log.csv", ["python3", "-c", "pass"])
+    assert KN.unknown_metrics(bad, ["dram__bytes_read.sum", "sm__nonsense.sum"]) == ["sm__nonsense.sum"]
+    assert KN.unknown_metrics("==ERROR== Invalid metric regex\n", ["a.sum", KM.STALLS]) == [KM.STALLS]
+    cmd = KN.ncu_command("/x/ncu", ["a.sum", "b.pct"], "none", "/t/log.csv", ["python3", "-c", "pass"])
     assert cmd[:3] == ["/x/ncu", "--csv", "--page"] and "--profile-from-start" in cmd
     assert cmd[cmd.index("--metrics") + 1] == "a.sum,b.pct" and cmd[cmd.index("--cache-control") + 1] == "none"
 

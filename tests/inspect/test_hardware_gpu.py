@@ -13,11 +13,13 @@ import sys
 import pytest
 
 from lab.inspect import counters as K
+from lab.inspect.counters import bound as KB
+from lab.inspect.counters import engine as KE
 from lab.inspect import sanitize as S
 from tests.conftest import SIMULATOR, run_lab
 from tests.helpers import fits, mutated_solution
 
-needs_ncu = pytest.mark.skipif(SIMULATOR or K.find_ncu() is None,
+needs_ncu = pytest.mark.skipif(SIMULATOR or KE.find_ncu() is None,
                                reason="needs a CUDA GPU and Nsight Compute (ncu)")
 needs_sanitizer = pytest.mark.skipif(SIMULATOR or S.find_sanitizer() is None,
                                      reason="needs a CUDA GPU and compute-sanitizer")
@@ -189,7 +191,7 @@ def test_tensor_core_rungs_show_the_tensor_pipe_shared_wavefronts_and_their_boun
         if r["status"] == "skipped" and v not in ("async_copy", "tensor_core_tf32"):
             continue  # a rung for another dtype, say
         assert r["status"] == "ok", f"{v}: {r['verdict']}"
-        assert r["bound"] in K.BOUNDS and r["bound"] in r["verdict"], v
+        assert r["bound"] in KB.BOUNDS and r["bound"] in r["verdict"], v
         for key in ("tensor_pipe_pct", "shared_wavefronts_per_request", "conflicts_per_shared_load", "sm_throughput_pct"):
             assert r[key] is not None, (v, key)
     a, t = pipeline["async_copy"], pipeline["tensor_core_tf32"]
@@ -218,7 +220,7 @@ def test_simulated_sectors_per_request_match_the_hardware(kernel, variants, size
 
 
 # --- lab run --counters: the two columns on the GPU (ncu, else CUPTI) ---------------------------------------------
-needs_engine = pytest.mark.skipif(SIMULATOR or (K.find_ncu() is None and not K.cupti_available()),
+needs_engine = pytest.mark.skipif(SIMULATOR or (KE.find_ncu() is None and not KE.cupti_available()),
                                   reason="needs a CUDA GPU and Nsight Compute or cupti-python")
 
 
@@ -266,7 +268,7 @@ def test_lab_run_counters_matvec_columns_fit_80_and_show_uncoalesced_loads():
 
 
 # --- CUPTI (cupti-python PM sampling), the engine where ncu is absent ---------------------------------------------
-needs_cupti = pytest.mark.skipif(SIMULATOR or not K.cupti_available(), reason="needs a CUDA GPU and cupti-python "
+needs_cupti = pytest.mark.skipif(SIMULATOR or not KE.cupti_available(), reason="needs a CUDA GPU and cupti-python "
                                  "(pip install 'numba-gpu-lab[counters]', or its wheels carried to the machine)")
 
 
@@ -306,7 +308,7 @@ def test_cupti_sees_matvec_row_per_thread_uncoalesced():
 
 @needs_cupti
 @pytest.mark.xdist_group("cupti")
-@pytest.mark.skipif(K.find_ncu() is None, reason="needs Nsight Compute too, to compare")
+@pytest.mark.skipif(KE.find_ncu() is None, reason="needs Nsight Compute too, to compare")
 def test_cupti_and_ncu_agree_on_softmax_dram_reads():
     _, a = _cupti("softmax", ["naive", "online"], "8192x8192")
     b = _counters("softmax", ["naive", "online"], "8192x8192", phases=("dram",))

@@ -175,7 +175,7 @@ def test_launch_usage_reads_the_given_launches_without_running_the_variant(monke
     def no_rerun(*a, **k):
         raise AssertionError("record_launches ran although the launches were given")
 
-    monkeypatch.setattr(occupancy, "_device_cc", lambda: (9, 0))
+    monkeypatch.setattr(occupancy, "current_cc", lambda: (9, 0))
     monkeypatch.setattr(resources, "record_launches", no_rerun)
     monkeypatch.setattr(resources, "device_resources",
                         lambda rec: {"registers": 32, "shared_bytes": 0, "local_bytes": 0})

@@ -310,8 +310,8 @@ def test_every_numba_row_that_passes_with_numba_arrays_passes_with_torch_and_cup
 
 
 def test_the_option_lists_the_owners_kernels_arrays_knows():
-    # lab.bench.commands keeps its own copy (importing kernels.arrays would import NumPy into lab run --help)
+    # lab.core.options keeps its own copy (importing kernels.arrays would import NumPy into lab run --help)
     from kernels.arrays import ARRAYS
-    from lab.bench.commands import ARRAYS as OPTION
+    from lab.core.options import ARRAYS as OPTION
 
     assert OPTION == ARRAYS

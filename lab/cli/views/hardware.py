@@ -6,9 +6,9 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from lab.cli.views.report import _explain, _table, si
-from lab.cli.views.table import Col, console, print_tables, wide_adds
-from lab.inspect.counters import loads_by_cp_async
+from lab.cli.views.report import si
+from lab.cli.views.table import Col, console, explain, fit, print_tables, wide_adds
+from lab.inspect.counters.row import loads_by_cp_async
 
 CP = " cp"  # the mark of a cell that counts cp.async copies (LDGSTS), not ld.global requests
 
@@ -141,12 +141,12 @@ def print_counters(doc: dict, out: Console | None = None, wide: bool = False) ->
     out.print(f"counters: {escape(doc['engine'])}")
     rows = [r for r in doc["rows"] if r["status"] == "ok"]
     if rows:
-        table, shown, dropped = _table(counters_columns(simulated, doc.get("counter_metrics", ())), rows, out, wide,
+        table, shown, dropped = fit(counters_columns(simulated, doc.get("counter_metrics", ())), rows, out, wide,
                                        "simulated counters" if simulated else "hardware counters (one call each)")
         # with --wide at the table's natural width (never squeezed into the terminal: rich would drop
         # whole columns, the row labels first), as every other --wide command
         legend = [] if simulated else _legend(rows, shown)
-        print_tables(out, [table, f"[dim]{escape(_explain(shown))}[/]", *legend, *wide_adds(dropped)], wide)
+        print_tables(out, [table, f"[dim]{escape(explain(shown))}[/]", *legend, *wide_adds(dropped)], wide)
     out.print("[bold]verdict[/]")
     for r in doc["rows"]:
         style = {"ok": "", "FAIL": "bold red", "skipped": "dim"}.get(r["status"], "")

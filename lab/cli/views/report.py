@@ -12,7 +12,7 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from lab.cli.views.table import CHECK_STYLE, Col, console, fit, print_tables, wide_adds
+from lab.cli.views.table import CHECK_STYLE, Col, console, explain, fit, print_tables, wide_adds
 from lab.core.runner import Report
 from lab.core.timing import SIMULATOR_CLOCK
 
@@ -110,7 +110,6 @@ def header_lines(report: Report) -> list[str]:
 
 # --- the tables -----------------------------------------------------------------------------------
 # the column machinery is lab.cli.views.table's, shared by every command's tables
-_table = fit
 
 
 def _noise(r) -> float | None:
@@ -222,12 +221,6 @@ def launch_columns() -> list[Col]:
     ]
 
 
-def _explain(cols: list[Col]) -> str:
-    from lab.cli.views.table import explain
-
-    return explain(cols)
-
-
 def _skipped(report: Report) -> list[str]:
     """One line per reason for skipped rows: rungs that need whole warps, CuPy and torch without a GPU."""
     by_reason: dict[str, list[str]] = {}
@@ -243,19 +236,19 @@ def tables(report: Report, console: Console, wide: bool = False, final: bool = T
     """(renderables, lines under them) of the launch and results tables for the rows so far."""
     out, under = [], []
     if report.launches:
-        table, shown, dropped = _table(launch_columns(), list(report.launches.items()), console, wide,
+        table, shown, dropped = fit(launch_columns(), list(report.launches.items()), console, wide,
                                        "launch configuration (Numba)")
         out.append(table)
         if final:
-            under += [f"[dim]{escape(_explain(shown))}[/]"]
+            under += [f"[dim]{escape(explain(shown))}[/]"]
             under += [f"[dim]{escape(v)}: {escape(cfg['note'].removeprefix(f'{v}: '))}[/]"
                       for v, cfg in report.launches.items() if cfg.get("note")]
     rows = [r for r in report.rows if r.contender in ("numba", "numpy") or r.status != "skipped"]
     if rows:
-        table, shown, dropped = _table(result_columns(report), rows, console, wide, "results")
+        table, shown, dropped = fit(result_columns(report), rows, console, wide, "results")
         out.append(table)
         if final:
-            under.append(f"[dim]{escape(_explain(shown))}[/]")
+            under.append(f"[dim]{escape(explain(shown))}[/]")
             under += wide_adds(dropped)
     return out, under
 
@@ -513,5 +506,5 @@ def print_compare(doc: dict, console: Console | None = None, wide: bool = False)
         renderables.append(other)
         dropped += [d for d in dropped_other if d not in dropped]
         notes += [f"[dim]{escape(r['contender'])}: {escape(r['reason'])}[/]" for r in others if r.get("reason")]
-    under = [f"[dim]{escape(_explain(shown))}[/]", *notes, *wide_adds(dropped)]
+    under = [f"[dim]{escape(explain(shown))}[/]", *notes, *wide_adds(dropped)]
     print_tables(out, [*renderables, *under], wide)

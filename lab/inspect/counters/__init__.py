@@ -7,7 +7,7 @@ Engines (the document's ``tool``):
 
 ``ncu``
     NVIDIA Nsight Compute's command line (``ncu``, found on PATH, under /usr/local/cuda/bin or
-    $CUDA_HOME/bin). It profiles a *separate* Python process (:func:`_child_main`) that prepares
+    $CUDA_HOME/bin). It profiles a *separate* Python process (:func:`child_main`) that prepares
     every contender as ``lab run`` does, calls each once to compile and warm up, and then, for each
     contender in turn: flushes L2 (outside any profiled range), opens a profiler range
     (``cuProfilerStart``; ncu runs with ``--profile-from-start off``), launches a one-thread marker
@@ -49,37 +49,19 @@ breakdown, collected only for a kernel that declares them in ``KernelSpec.counte
 :mod:`~lab.inspect.counters.bound` (what limits a call: tensor-, memory-, issue-, compute- or latency-bound,
 by Nsight Compute's Speed Of Light thresholds), :mod:`~lab.inspect.counters.ncu`, :mod:`~lab.inspect.counters.cupti`,
 :mod:`~lab.inspect.counters.child` (the profiled process) and :mod:`~lab.inspect.counters.simulator`;
-this module is the command, and every name callers use is importable from it.
+this module is the command (:func:`counters`, :func:`for_run`, :func:`find_engine`); callers import
+every other name from the module that defines it.
 """
 from __future__ import annotations
 
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.inspect.counters.bound import BOUNDS, Bound, bound
-from lab.inspect.counters.child import _child_main, _finish_child, _marker_kernel, _prepare_child, _profiler
-from lab.inspect.counters.cupti import (CUPTI_INTERVAL_NS, CUPTI_SAMPLES, _cupti_child_main, _profile_cupti,
-                                        choose_cupti_groups, cupti_preload, cupti_row, reduce_samples)
-from lab.inspect.counters.engine import (CUPTI_FIX, NCU_FIX, NO_ENGINE, PERM_FIX, TOOLS, cupti_available,
-                                         find_ncu)
-from lab.inspect.counters.metrics import (CUPTI_GROUPS, CUPTI_OPTIONAL_GROUPS, CUPTI_WEIGHT, DETAIL_METRICS,
-                                          DRAM_METRICS, METRICS, PHASES, PREFIXES, RUN_PHASES, STALL_PREFIX,
-                                          STALL_SUFFIX, STALLS, TIME_UNITS, Metric, declared, metrics_of_interest,
-                                          phases_for, unit_scale)
-from lab.inspect.counters.ncu import (MARKER, TIMER_KERNELS, _profile, aggregate, group_by_marker, ncu_command,
-                                      ncu_failure, parse_ncu_csv, passes, unknown_metrics)
-from lab.inspect.counters.row import ROW_KEYS, UNSET, CounterRow, blank_row, dram_ratio, loads_by_cp_async, verdict
-from lab.inspect.counters.simulator import _simulate, simulator_threads
-
-_blank_row = blank_row  # the name of earlier versions
-
-__all__ = ["BOUNDS", "Bound", "CUPTI_OPTIONAL_GROUPS", "bound", "declared", "phases_for", "CUPTI_FIX", "CUPTI_GROUPS", "CUPTI_INTERVAL_NS", "CUPTI_SAMPLES", "CUPTI_WEIGHT", "DETAIL_METRICS",
-           "DRAM_METRICS", "MARKER", "METRICS", "NCU_FIX", "NO_ENGINE", "PERM_FIX", "PHASES", "PREFIXES", "ROW_KEYS",
-           "RUN_PHASES", "STALLS", "STALL_PREFIX", "STALL_SUFFIX", "TIMER_KERNELS",
-           "TIME_UNITS", "TOOLS", "CounterRow", "Metric", "aggregate", "blank_row", "choose_cupti_groups",
-           "counters", "cupti_available", "cupti_preload", "cupti_row", "dram_ratio", "find_engine", "find_ncu",
-           "for_run", "group_by_marker", "loads_by_cp_async", "metrics_of_interest", "ncu_command", "ncu_failure", "parse_ncu_csv",
-           "passes", "reduce_samples", "simulator_threads", "unit_scale", "unknown_metrics", "verdict",
-           "_child_main", "_cupti_child_main", "_finish_child", "_marker_kernel", "_prepare_child", "_profile",
-           "_profile_cupti", "_profiler", "_simulate"]
+from lab.inspect.counters.bound import bound as limit_of  # not `bound`: that name is the module
+from lab.inspect.counters.cupti import profile_cupti
+from lab.inspect.counters.engine import CUPTI_FIX, NCU_FIX, NO_ENGINE, TOOLS, cupti_available, find_ncu
+from lab.inspect.counters.metrics import RUN_PHASES, declared, phases_for
+from lab.inspect.counters.ncu import profile_ncu
+from lab.inspect.counters.row import UNSET, dram_ratio, verdict
+from lab.inspect.counters.simulator import simulate
 
 
 def find_engine(tool: str = "auto") -> tuple[str, str | None]:
@@ -148,14 +130,14 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
             S.refuse_long(S.simulator_seconds(spec, shape, names, threads, calls),
                           f"lab counters {spec.name} {'x'.join(map(str, shape))} (every load and store traced)",
                           S.quick_options(spec, shape, names, threads, calls) + " for a run of seconds", yes)
-        doc.update(_simulate(spec, shape, threads, dtype, names, seed, progress))
+        doc.update(simulate(spec, shape, threads, dtype, names, seed, progress))
         libs = [c for c in who if c in ("cupy", "torch")]
         if libs and contenders:
             doc["notes"].append(f"{', '.join(libs)}: not counted in the simulator (they run on a GPU only)")
     elif engine == "cupti":
-        doc.update(_profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional))
+        doc.update(profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional))
     else:
-        doc.update(_profile(ncu, spec, shape, threads, dtype, names, who, seed, progress,
+        doc.update(profile_ncu(ncu, spec, shape, threads, dtype, names, who, seed, progress,
                             [p for p in (RUN_PHASES if lean else phases_for(spec.counter_metrics)) if p[0] in phases],
                             optional))
     doc["counter_metrics"] = list(spec.counter_metrics)
@@ -177,7 +159,7 @@ def _judged(row, optional, tool):
     if row.status != "ok":
         return row.with_(verdict=row.reason)
     row = row.with_(**{n: None for n in optional if row.get(n, UNSET) is UNSET})
-    limit = bound(row, row.dram_bytes_ratio or None)
+    limit = limit_of(row, row.dram_bytes_ratio or None)
     text = verdict(row)
     if limit is None and "bound" in optional:
         what = "tensor pipe and bound" if "tensor_pipe_pct" in optional and row.get("tensor_pipe_pct") is None else "bound"

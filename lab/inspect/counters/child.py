@@ -1,7 +1,7 @@
 """The profiled child process (ncu and CUPTI alike): every contender prepared and warmed up as ``lab
 run`` does, then, under ncu, one profiled call each after an unprofiled L2 flush, behind a marker
 kernel whose grid size numbers the contender (lab.inspect.counters.ncu reads them back). CUPTI's
-sampled child is lab.inspect.counters.cupti._cupti_child_main."""
+sampled child is lab.inspect.counters.cupti.cupti_child_main."""
 from __future__ import annotations
 
 import json
@@ -9,7 +9,7 @@ import json
 import numpy as np
 
 
-def _marker_kernel():
+def marker_kernel():
     from kernels.compiler import cuda
 
     @cuda.jit
@@ -21,7 +21,7 @@ def _marker_kernel():
     return lab_counters_mark
 
 
-def _profiler():
+def profiler():
     """(start, stop): cuProfilerStart/Stop through Numba (numba-cuda), else cuda-bindings."""
     from kernels.compiler import cuda
 
@@ -32,7 +32,7 @@ def _profiler():
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
 
 
-def _prepare_child(req: dict):
+def prepare_child(req: dict):
     """In a profiled child: every contender of ``req`` prepared and warmed up as lab run does.
     Returns (entries of those that could not be, [(meta, prepared)] of those that can)."""
     from lab.core.simulator import select
@@ -83,7 +83,7 @@ def _prepare_child(req: dict):
     return entries, warm
 
 
-def _finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
+def finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
     from lab.core.device import describe
 
     order = {v: n for n, v in enumerate(req["variants"])}
@@ -92,19 +92,19 @@ def _finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
         json.dump({"device": describe(False), "entries": entries, **extra}, f)
 
 
-def _child_main(request_path: str, result_path: str) -> None:
+def child_main(request_path: str, result_path: str) -> None:
     """In the process ncu profiles: prepare every contender, warm it up, then one profiled call each
     (after an unprofiled L2 flush, behind its marker); writes the entries and the device."""
     with open(request_path) as f:
         req = json.load(f)
-    entries, warm = _prepare_child(req)
+    entries, warm = prepare_child(req)
     from kernels.compiler import cuda
     from lab.core import timing
 
-    mark = _marker_kernel()
+    mark = marker_kernel()
     mark[1, 1](0)  # compile + load outside any profiled range
     timing._flush_l2()  # the timer's flush: compiled and run outside any range
-    start, stop = _profiler()
+    start, stop = profiler()
     for i, (meta, p) in enumerate(warm):
         timing._flush_l2()
         cuda.synchronize()
@@ -114,5 +114,5 @@ def _child_main(request_path: str, result_path: str) -> None:
         p.sync()
         stop()
         entries.append({**meta, "status": "ok", "index": i})
-    _finish_child(req, entries, result_path)
+    finish_child(req, entries, result_path)
 

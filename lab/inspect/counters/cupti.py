@@ -20,7 +20,7 @@ import tempfile
 import numpy as np
 
 from lab.core.errors import LabError
-from lab.inspect.counters.child import _finish_child, _prepare_child
+from lab.inspect.counters.child import finish_child, prepare_child
 from lab.inspect.counters.engine import CUPTI_FIX, NCU_FIX, PERM_FIX
 from lab.inspect.counters.metrics import (BANK, CUPTI_CYCLES, CUPTI_GROUPS, CUPTI_L1_SECTORS, CUPTI_L2_HIT,
                                           CUPTI_LOAD_REQUESTS, CUPTI_LOAD_SHARE, CUPTI_OPTIONAL_GROUPS, CUPTI_WARPS,
@@ -130,7 +130,7 @@ def _cupti_chip(collector) -> str:
     return p.p_chip_name
 
 
-def _cupti_child_main(request_path: str, result_path: str) -> None:
+def cupti_child_main(request_path: str, result_path: str) -> None:
     """In a child of its own: prepare and warm up every contender, then sample the GPU's counters
     over one call of each (cupti.pm_sampling, a collector per call: enable, configure, start, the
     call, stop, decode, disable) and reduce every metric over the completed samples
@@ -152,7 +152,7 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
         from cupti import pm_sampling
     except (ImportError, OSError) as e:
         return fail(f"cupti-python cannot be imported ({e}): {CUPTI_FIX}")
-    entries, warm = _prepare_child(req)
+    entries, warm = prepare_child(req)
     from kernels.compiler import cuda
     from lab.core import timing
     from lab.core.device import describe
@@ -206,7 +206,7 @@ def _cupti_child_main(request_path: str, result_path: str) -> None:
             hint = (f" (libcupti {libcupti or 'as cupti-python found it'}: a libcupti older than cupti-python "
                     f"fails so; pip install -U nvidia-cuda-cupti)")
         return fail(f"CUPTI PM sampling failed: {type(e).__name__}: {first}{hint}")
-    _finish_child(req, entries, result_path, groups=[g for g, _ in groups], notes=notes, libcupti=libcupti)
+    finish_child(req, entries, result_path, groups=[g for g, _ in groups], notes=notes, libcupti=libcupti)
 
 
 def cupti_row(entry: dict, min_bytes: int, optional=()) -> dict:
@@ -239,7 +239,7 @@ def cupti_row(entry: dict, min_bytes: int, optional=()) -> dict:
     return row
 
 
-def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional=()) -> dict:
+def profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional=()) -> dict:
     from lab.core.session import child_env
 
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
@@ -255,8 +255,8 @@ def _profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, opti
         req_path, out_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
         with open(req_path, "w") as f:
             json.dump(request, f)
-        proc = subprocess.run([sys.executable, "-c", "import sys; from lab.inspect.counters.cupti import _cupti_child_main; "
-                               "_cupti_child_main(sys.argv[1], sys.argv[2])", req_path, out_path],
+        proc = subprocess.run([sys.executable, "-c", "import sys; from lab.inspect.counters.cupti import cupti_child_main; "
+                               "cupti_child_main(sys.argv[1], sys.argv[2])", req_path, out_path],
                               capture_output=True, text=True, env=env, timeout=900)
         if not os.path.exists(out_path):
             tail = [line for line in (proc.stderr + proc.stdout).splitlines() if line.strip()]

@@ -274,7 +274,7 @@ def passes(log: str) -> int:
 
 
 
-def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES, optional=()) -> dict:
+def profile_ncu(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES, optional=()) -> dict:
     """Run ncu over the profiled child once a phase; the document's device, tool, engine, rows (CounterRow)
     and notes. LabError (one line) when ncu or the child fails."""
     from lab.core.session import child_env
@@ -289,8 +289,8 @@ def _profile(ncu, spec, shape, threads, dtype, names, who, seed, progress, phase
         req_path, out_path = os.path.join(tmp, "request.json"), os.path.join(tmp, "result.json")
         with open(req_path, "w") as f:
             json.dump(request, f)
-        child = [sys.executable, "-c", "import sys; from lab.inspect.counters.child import _child_main; "
-                 "_child_main(sys.argv[1], sys.argv[2])", req_path, out_path]
+        child = [sys.executable, "-c", "import sys; from lab.inspect.counters.child import child_main; "
+                 "child_main(sys.argv[1], sys.argv[2])", req_path, out_path]
         for n, (phase, metrics, cache) in enumerate(phases):
             if progress:
                 progress(n, len(phases), f"ncu run {n + 1} of {len(phases)} ({phase}): {len(names)} rungs + libraries")

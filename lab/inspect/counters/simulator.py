@@ -15,7 +15,7 @@ from lab.inspect.counters.row import CounterRow
 simulator_threads = simulator.threads
 
 
-def _simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
+def simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
     """Trace each rung of ``names`` once at ``shape``; the document's device, tool, engine, rows and notes."""
     from lab.core import resources
     from lab.core.device import describe
