@@ -8,13 +8,13 @@
    SIMT FP32 auto (precision "highest"), torch.matmul with TF32 off (cuBLAS FP32) and on. Each the largest
    |C - ref| / tolerance with the **FP32** tolerance the SIMT rungs are held to (kernels.spec.dot_tolerance;
    <= 1 passes) and the normwise relative error ||C - ref|| / ||ref||.
-2. ``--plans``: the wgmma kernel's builds (TMA_BUILDS and the cp.async WG_DEFAULT) at 1, 2, 4 and 8 K ranges
+2. ``--plans``: the wgmma kernel's builds (kernels.gemm.tf32x3_tma.TMA_BUILDS and the cp.async WG_DEFAULT) at 1, 2, 4 and 8 K ranges
    on PLAN_SHAPES, each checked, for plan()'s model.
 3. Times (``time``): SHAPES (square, tall, wide, long K, sizes no tile divides, 2^27 to 2^36 FLOPs, none named
    in an issue; --shapes), each the median ms a call of lab.core.timing's Timer (CUDA events, L2 flushed before
    each call, as ``lab run``), all in one process: cuBLAS FP32, TF32 and bf16 (torch.matmul; bf16 tensors made
    once), the rung as chosen (pre-pass + kernel(s): what ``lab run`` times) and its pre-pass alone, its TMA build
-   (TMA_DEFAULT) on the same plan, ``auto`` at precision high (the default) and highest (SIMT),
+   (kernels.gemm.tf32x3_tma.TMA_DEFAULT) on the same plan, ``auto`` at precision high (the default) and highest (SIMT),
    tensor_core_wgmma_tf32 and tensor_core_wgmma (bf16) as their rungs run them. The 3xTF32 builds' and both
    autos' first calls are checked at the FP32 tolerance, the TF32 and bf16 rungs' first 64 rows against their
    rounded inputs. --budget: shapes still to time after this many seconds are skipped, and said so.
@@ -100,6 +100,7 @@ class Bench:
         from kernels.gemm import precision as P
         from kernels.gemm import tensor_core_3xtf32 as X
         from kernels.gemm import tensor_core_tf32 as TC
+        from kernels.gemm import tf32x3_tma as XT
 
         torch, cuda = self.torch, self.cuda
         m, k = A.shape
@@ -118,7 +119,7 @@ class Bench:
                 f = v.prepare(v.launch(shape, 256), [dA, dB], [C])
             elif name == "3xtf32_tma":  # the TMA build on the rung's plan (K ranges)
                 _, sp, per, _ = X.plan(shape)
-                f = X.wgmma_prepare(dA, dB, C, sp, per, X.TMA_DEFAULT)
+                f = XT.wgmma_prepare(dA, dB, C, sp, per, XT.TMA_DEFAULT)
             elif name == "bf16_wgmma":  # A and B rounded to bf16 once by prepare, the kernel alone in the call
                 v = spec.variants["tensor_core_wgmma"]
                 f = v.prepare(v.launch(shape, 256), [dA, dB], [C])
@@ -254,6 +255,7 @@ def time_shapes(b: Bench, rng, out: dict, shapes, budget):
 
 def time_plans(b: Bench, rng, out: dict):
     from kernels.gemm import tensor_core_3xtf32 as X
+    from kernels.gemm import tf32x3_tma as XT
     from kernels.spec import dot_tolerance
 
     cuda = b.cuda
@@ -265,14 +267,14 @@ def time_plans(b: Bench, rng, out: dict):
         res, err = {}, {}
         ref = A.astype(np.float64) @ B.astype(np.float64)
         tol = dot_tolerance(A, B, np.float32)
-        for name in list(X.TMA_BUILDS) + [X.WG_DEFAULT]:
+        for name in list(XT.TMA_BUILDS) + [X.WG_DEFAULT]:
             for s in (1, 2, 4, 8):
                 if s > 1 and slabs < s * X.MIN_SLABS:
                     continue
                 per = -(-slabs // s)
                 s_eff = -(-slabs // per)
                 C = cuda.to_device(np.full((m, n), np.nan, np.float32))
-                f = X.wgmma_prepare(dA, dB, C, s_eff, per, name)
+                f = (XT.wgmma_prepare if name in XT.TMA_BUILDS else X.wgmma_prepare)(dA, dB, C, s_eff, per, name)
                 f()
                 b.torch.cuda.synchronize()
                 err[f"{name}/{s_eff}"] = b.errors(C.copy_to_host(), ref, tol)["err_over_tol"]
@@ -285,6 +287,7 @@ def time_plans(b: Bench, rng, out: dict):
 
 def main_gpu(args):
     from kernels.gemm import tensor_core_3xtf32 as X
+    from kernels.gemm import tf32x3_tma as XT
 
     b = Bench()
     rng = np.random.default_rng(args.seed)
@@ -294,7 +297,7 @@ def main_gpu(args):
 
     out = {"device": dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
            "date": time.strftime("%Y-%m-%d"), "seed": args.seed, "wgmma": X.wgmma_here(),
-           "builds": {"3xtf32": X.WG_DEFAULT, "3xtf32_tma": X.TMA_DEFAULT},
+           "builds": {"3xtf32": X.WG_DEFAULT, "3xtf32_tma": XT.TMA_DEFAULT},
            "versions": {"python": sys.version.split()[0], "numba-cuda-mlir": numba_cuda_mlir.__version__,
                         "torch": torch.__version__, "numpy": np.__version__},
            "errors": [], "time": [], "plans": []}

@@ -19,7 +19,8 @@ module (``numba.cuda.simulator.kernelapi.FakeCUDAModule``: ``cuda.grid``, ``thre
   and lanes of the mask that return early or wait elsewhere are reported (a hang on a GPU);
 * a kernel without ``syncthreads`` or warp collectives runs its threads one after another in a shuffled order (fast; any
   order is a legal schedule for such a kernel); a kernel with barriers gets a greenlet per CUDA
-  thread (one OS thread, switched where a thread waits: :class:`_Block`) and a barrier that counts the live threads (threads that returned no longer count,
+  thread (one OS thread, switched where a thread waits: :class:`lab.core.blocks.Block`) and a barrier that counts the live
+  threads (threads that returned no longer count,
   as in Numba's simulator). A block whose threads passed different numbers of barriers is flagged:
   on a GPU that is undefined behaviour and can hang.
 
@@ -31,13 +32,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
-from greenlet import getcurrent, greenlet
 
 from lab.core import simulator as simulation
+from lab.core.blocks import SWAP, Block, CudaThread
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
 from lab.core.trace import instruction_offset  # a load or store site: (code, bytecode offset), as the sector tracer's
 
@@ -113,9 +113,6 @@ class Stats:
         warp = getattr(threading.current_thread(), "thread_id", 0) // 32
         self.requests.setdefault((kind, name, who[0], warp, site, n), set()).add(flat)
 
-
-class _Stop(Exception):
-    """Raised in the other threads of a block once one thread failed."""
 
 
 def _who():
@@ -423,290 +420,6 @@ def traced(arr, name, trace, lock, output=False):
     return t
 
 
-class WarpError(Exception):
-    """A warp collective (shuffle, ``syncwarp``) that the lanes of its mask cannot complete."""
-
-
-class _Block:
-    """One block's simulated threads as greenlets (``greenlet``: switching between them in one OS
-    thread, at the points the kernel waits), scheduled by :meth:`run`: each thread runs until it
-    waits at ``cuda.syncthreads()``, at a warp collective, or returns. ``cuda.syncthreads()`` waits
-    for every *live* thread of the block (threads that returned no longer count, as in Numba's
-    simulator); the n-th warp collective of a lane (``cuda.shfl_*_sync``, ``cuda.syncwarp``) meets
-    the n-th of the other lanes of its warp named in the mask. A block whose live threads all wait
-    with nothing to release them is a deadlock: a lane of the mask returned early or waits elsewhere
-    (on a GPU undefined behaviour, often a hang).
-
-    The thread's identity (``blockIdx``, ``threadIdx``, ``thread_id``, its barrier epoch ...) is set
-    on the OS thread's ``threading.current_thread()`` object while it runs, where Numba's fake
-    ``cuda`` module and the tracers read it, as on the threadless path of :func:`run`. One OS thread
-    per CUDA thread, as before, spent most of a check's CPU time handing the interpreter lock around."""
-
-    def __init__(self, n, me):
-        self.n, self.me = n, me
-        self.live = n
-        self.at_barrier = []   # threads waiting at cuda.syncthreads(), in arrival order
-        self.calls = {}        # (warp, call number) -> {lane: value}, the lanes that arrived
-        self.wanted = {}       # (warp, call number) of an incomplete call -> [lanes needed, [threads waiting]]
-        self.exited = set()    # thread ids that returned
-        self.runnable = deque()  # (thread, value to resume it with)
-        self.errors = []       # (exception, blockIdx, threadIdx), in the order they were raised
-        self.scheduler = None
-
-    # --- in a simulated thread (its greenlet; the scheduler set its identity on ``me``) -------------
-    def wait(self, t):
-        """``cuda.syncthreads()`` of thread ``t``."""
-        self.at_barrier.append(t)
-        self.scheduler.switch()
-
-    def collective(self, t, call, mask, value):
-        """{lane: value} of the lanes of the calling warp that arrived at this call, once every lane
-        of ``mask`` (that exists in the block) did."""
-        warp, lane = divmod(t.thread_id, 32)
-        mask = int(mask) & 0xFFFFFFFF
-        if not (mask >> lane) & 1:
-            raise WarpError(f"lane {lane} of warp {warp} called a warp shuffle with mask {mask:#010x}, which "
-                            f"leaves out the calling lane itself: use a mask such as 0xFFFFFFFF")
-        need = {k for k in range(32) if (mask >> k) & 1 and warp * 32 + k < self.n}
-        key = (warp, call)
-        got = self.calls.setdefault(key, {})
-        got[lane] = value
-        wanted = self.wanted.setdefault(key, [set(), []])  # [lanes waited for, threads waiting]
-        wanted[0] |= need
-        if wanted[0] <= set(got):  # complete: the waiting lanes go on, with the same values
-            del self.wanted[key]
-            self.runnable.extend((w, got) for w in wanted[1])
-            return got
-        wanted[1].append(t)
-        return self.scheduler.switch()
-
-    # --- the scheduler ---------------------------------------------------------------------------
-    def _enter(self, t):
-        me = self.me
-        for k in t.SWAP:
-            setattr(me, k, getattr(t, k))
-
-    def _leave(self, t):
-        me = self.me
-        for k in t.MUTABLE:
-            setattr(t, k, getattr(me, k))
-
-    def _resume(self, t, value=None, error=None):
-        self._enter(t)
-        try:
-            if error is not None:
-                t.greenlet.throw(error)
-            else:
-                t.greenlet.switch(*(() if value is None else (value,)))
-        finally:
-            self._leave(t)
-
-    def run(self, ts):
-        """Run threads ``ts`` (in this order first) until every one returned, one raised (the
-        others are stopped) or the block deadlocks (a WarpError raised in a lane that waits)."""
-        self.scheduler = getcurrent()
-        for t in ts:
-            t.greenlet = greenlet(t.main, parent=self.scheduler)
-        self.runnable.extend((t, None) for t in ts)
-        while not self.errors:
-            while self.runnable and not self.errors:
-                t, value = self.runnable.popleft()
-                self._resume(t, value)
-            if self.errors or not self.live:
-                break
-            if len(self.at_barrier) >= self.live:  # every live thread reached the barrier: release them
-                self.runnable.extend((w, None) for w in self.at_barrier)
-                self.at_barrier = []
-                continue
-            self._resume(*self._deadlock())
-        for t in ts:  # stop the rest (after an error): each unwinds from where it waits
-            if t.greenlet and not t.greenlet.dead:
-                self._resume(t, error=_Stop())
-
-    def _deadlock(self):
-        """(a waiting lane, the WarpError to raise in it) when every live thread waits and none can
-        release another (only a warp collective can wait so: a barrier with every live thread
-        waiting is released)."""
-        why = ("every thread of the block waits (at a cuda.syncthreads() or a warp shuffle) and none can go on")
-        for (warp, call), (need, _) in sorted(self.wanted.items()):
-            lanes = sorted(need - set(self.calls[(warp, call)]))
-            if not lanes:
-                continue
-            gone = all(warp * 32 + m in self.exited for m in lanes)
-            where = ("returned before it" if gone else
-                     "wait elsewhere (at a cuda.syncthreads() or another shuffle)")
-            why = (f"lane{'s' if len(lanes) > 1 else ''} {ranges_text(lanes)} of warp {warp} never "
-                   f"reached the warp shuffle "
-                   f"(call {call + 1} of the warp) that the other lanes of its mask wait at; they "
-                   f"{where}: every lane named in the mask must make the same shuffle calls "
-                   f"(threads past the end of the data should shuffle 0 rather than return)")
-            if self.at_barrier and not gone:  # the others wait at a barrier the shuffling lanes never reach
-                n = len(self.at_barrier)
-                why += (f"; meanwhile {n} thread{'s' if n > 1 else ''} wait at a "
-                        f"cuda.syncthreads(): not every thread of the block reached the same "
-                        f"cuda.syncthreads() calls (a barrier or a shuffle inside a branch hangs on a GPU)")
-            break
-        waiting = [w for _, (_, ws) in sorted(self.wanted.items()) for w in ws]
-        if not waiting:  # (cannot be: a live thread that is not at the barrier waits at a collective)
-            raise RuntimeError(f"the simulated block stopped with {self.live} live threads and none waiting")
-        return waiting[0], None, WarpError(why)
-
-    def leave(self, t):
-        self.live -= 1
-        self.exited.add(t.thread_id)
-
-
-_SWAP = ("blockIdx", "threadIdx", "thread_id", "lab_epoch", "lab_warp_calls", "lab_stats",
-         "lab_async_in_flight", "barrier", "syncthreads", "warp_collective")
-_MUTABLE = ("lab_epoch", "lab_warp_calls", "lab_async_in_flight")  # what the kernel's side changes on ``me``
-
-
-def ranges_text(values, most=None) -> str:
-    """'0..5, 9, 12..31' for sorted integers ``values``: runs of consecutive ones; at most ``most``
-    runs, then ", …" (all when None)."""
-    runs, start, prev = [], None, None
-    for v in map(int, values):
-        if start is None:
-            start = prev = v
-        elif v == prev + 1:
-            prev = v
-        else:
-            runs.append((start, prev))
-            start = prev = v
-    if start is not None:
-        runs.append((start, prev))
-    shown = runs if most is None else runs[:most]
-    text = ", ".join(str(a) if a == b else f"{a}..{b}" for a, b in shown)
-    return text + (", …" if len(shown) < len(runs) else "")
-
-
-class _CudaThread:
-    """One simulated CUDA thread of a :class:`_Block`: its identity and state, and the greenlet that
-    runs the kernel for it."""
-
-    SWAP, MUTABLE = _SWAP, _MUTABLE
-
-    def __init__(self, fn, args, block_idx, thread_idx, block_dim, block, stats):
-        from numba.cuda.simulator.kernelapi import Dim3
-
-        self.fn, self.args, self.barrier, self.lab_stats = fn, args, block, stats
-        self.blockIdx, self.threadIdx = Dim3(*block_idx), Dim3(*thread_idx)
-        self.thread_id = thread_idx[0] + block_dim[0] * (thread_idx[1] + block_dim[1] * thread_idx[2])
-        self.lab_epoch = 0
-        self.lab_warp_calls = 0
-        self.lab_async_in_flight = 0
-        self.greenlet = None
-        self.syncthreads = self._syncthreads
-        self.warp_collective = self._warp_collective
-
-    def _syncthreads(self):
-        self.barrier.wait(self)
-        self.barrier.me.lab_epoch += 1
-
-    def _warp_collective(self, mask, value):
-        """{lane: value} of this warp's lanes at this thread's next warp collective."""
-        me = self.barrier.me
-        if me.lab_stats is not None:
-            me.lab_stats.warp_collectives += 1
-        call = me.lab_warp_calls
-        me.lab_warp_calls += 1
-        return self.barrier.collective(self, call, mask, value)
-
-    def main(self):
-        block = self.barrier
-        try:
-            self.fn(*self.args)
-        except _Stop:
-            pass
-        except BaseException as e:  # noqa: BLE001 - reported, with the thread that raised
-            block.errors.append((e, tuple(self.blockIdx), tuple(self.threadIdx)))
-        finally:
-            block.leave(self)
-
-
-class _NumbaThread(_CudaThread):
-    """numba-cuda's simulator thread (``numba.cuda.simulator.kernel.BlockThread``: ``_manager``,
-    ``syncthreads_count``/``_and``/``_or``, its error message "tid=[x, y, z] ctaid=[x, y, z]: ...")
-    on a greenlet of a :class:`_Block`, for :func:`run_numba_block`."""
-
-    SWAP = _SWAP + ("_manager", "syncthreads_count", "syncthreads_and", "syncthreads_or")
-    MUTABLE = _MUTABLE
-
-    def __init__(self, manager, fn, args, block_idx, thread_idx, block):
-        super().__init__(fn, args, block_idx, thread_idx, manager._block_dim, block, None)
-        self._manager = manager
-        self.syncthreads_count, self.syncthreads_and, self.syncthreads_or = self._count, self._and, self._or
-
-    def _vote(self, value):
-        idx = tuple(self.threadIdx)
-        self._manager.block_state[idx] = value
-        self._syncthreads()
-        state = self._manager.block_state
-        return state
-
-    def _count(self, value):
-        n = int(np.count_nonzero(self._vote(value)))
-        self._syncthreads()
-        return n
-
-    def _and(self, value):
-        r = 1 if np.all(self._vote(value)) else 0
-        self._syncthreads()
-        return r
-
-    def _or(self, value):
-        r = 1 if np.any(self._vote(value)) else 0
-        self._syncthreads()
-        return r
-
-    def main(self):
-        block = self.barrier
-        try:
-            self.fn(*self.args)
-        except _Stop:
-            pass
-        except Exception as e:  # noqa: BLE001 - numba-cuda's BlockThread.run: said with the thread's indices
-            where = f"tid={list(self.threadIdx)} ctaid={list(self.blockIdx)}"
-            msg = where if str(e) == "" else f"{where}: {e}"
-            try:
-                said = type(e)(msg)
-            except Exception:  # noqa: BLE001 - an exception type that takes other arguments: as raised
-                said = e
-            block.errors.append((said, e.__traceback__))
-        finally:
-            block.leave(self)
-
-
-def run_numba_block(manager, grid_point, *args) -> None:
-    """``numba.cuda.simulator.kernel.BlockManager.run`` on greenlets (installed by
-    :func:`lab.core.simulator.enter`): the block's CUDA threads in one OS thread, switched at
-    ``cuda.syncthreads()`` and warp collectives, instead of an OS thread each and a manager thread
-    polling them; the first exception a thread raised is raised here, as numba-cuda raises it. A
-    block whose threads wait at a warp collective that cannot complete raises a WarpError at once
-    (numba-cuda's emulated mma waited 60 s)."""
-    me = threading.current_thread()
-    saved = {k: getattr(me, k, None) for k in _NumbaThread.SWAP + ("_lab_cp_async",)}
-    fn = manager._f
-    if manager._debug:
-        def fn(*a, _f=manager._f):
-            np.seterr(divide="raise")
-            return _f(*a)
-    block = _Block(int(np.prod(manager._block_dim)), me)
-    ts = [_NumbaThread(manager, fn, args, grid_point, t, block) for t in np.ndindex(*manager._block_dim)]
-    try:
-        block.run(ts)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                if hasattr(me, k):
-                    delattr(me, k)
-            else:
-                setattr(me, k, v)
-    if block.errors:
-        e, tb = block.errors[0][:2]
-        raise e.with_traceback(tb)
-
-
 class KernelError(Exception):
     """The student's kernel raised; ``who`` is (block, thread)."""
 
@@ -751,7 +464,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     blocks = list(np.ndindex(*grid3[::-1]))
     rng.shuffle(blocks)
     me = threading.current_thread()
-    keep = tuple(dict.fromkeys(_SWAP + ("_lab_cp_async",)))
+    keep = tuple(dict.fromkeys(SWAP + ("_lab_cp_async",)))
     saved = {k: getattr(me, k, None) for k in keep}
     switch = simulation.enter()  # the simulator's one set-up: a barrier costs ~0.2 ms, not up to 5
     try:
@@ -776,8 +489,8 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
                         except Exception as e:  # noqa: BLE001
                             raise KernelError(e, (b, t)) from None
                     continue
-                block = _Block(len(threads), me)
-                ts = [_CudaThread(fn, args, b, threads[k], block3, block, trace.stats) for k in order]
+                block = Block(len(threads), me)
+                ts = [CudaThread(fn, args, b, threads[k], block3, block, trace.stats) for k in order]
                 block.run(ts)
                 if block.errors:
                     e, bi, ti = block.errors[0]

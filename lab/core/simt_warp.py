@@ -1,7 +1,7 @@
 """The warp collectives that Numba's CUDA simulator lacks, as :mod:`lab.core.simt` adds them to its
 fake ``cuda`` module: ``shfl_sync``, ``shfl_up_sync``, ``shfl_down_sync``, ``shfl_xor_sync``,
 ``syncwarp``, ``all_sync``, ``any_sync``, ``ballot_sync``, ``activemask`` (each lane meets the others
-of its warp through the block's barrier object, :class:`lab.core.simt._Barrier`). Source: CUDA C++
+of its warp through the block's scheduler, :class:`lab.core.blocks.Block`). Source: CUDA C++
 Programming Guide, "Warp Shuffle Functions", "Warp Vote Functions", "Synchronization Functions".
 """
 from __future__ import annotations

@@ -13,7 +13,7 @@ The backend
 
 A block's threads on greenlets: :func:`run_blocks_on_greenlets`
     numba-cuda's simulator runs each CUDA thread of a block as an OS thread, polled by a manager;
-    the lab runs them as greenlets in one OS thread (:func:`lab.core.simt.run_numba_block`), 8-14x
+    the lab runs them as greenlets in one OS thread (:func:`lab.core.blocks.run_numba_block`), 8-14x
     less CPU where a block has barriers. The switch interval below still paces the Python threads
     that remain (a student's, the checker's watchdogs).
 
@@ -55,6 +55,7 @@ import threading
 from kernels.backend import SIM_ENV as _SIM_ENV
 from kernels.backend import gpu_count, is_simulator
 from lab.core import compilers
+from lab.core.blocks import run_numba_block
 from lab.core.errors import LabError
 
 SWITCH_INTERVAL_S = 2e-4  # seconds: Python's thread switch interval while kernels are simulated
@@ -120,7 +121,7 @@ def run_blocks_on_greenlets() -> bool:
     ``cuda.syncthreads()`` once every live thread waits there. Handing the interpreter lock among up
     to 1,024 threads cost most of a simulation's CPU time, most of it in the kernel's own system
     calls: a 40-block, 256-thread tree reduction took 13.4 s of CPU (9.2 s of it system time) in the
-    lab's tracing executor on threads, 1.6 s on greenlets. :func:`lab.core.simt.run_numba_block`
+    lab's tracing executor on threads, 1.6 s on greenlets. :func:`lab.core.blocks.run_numba_block`
     runs the same threads as greenlets (one OS thread, switched where a thread waits: the same
     semantics, in a legal schedule of the block) with numba-cuda's thread attributes and errors."""
     try:
@@ -134,8 +135,6 @@ def run_blocks_on_greenlets() -> bool:
         return True
 
     def run(self, grid_point, *args):
-        from lab.core.simt import run_numba_block  # (simt imports this module)
-
         return run_numba_block(self, grid_point, *args)
 
     run.lab_greenlets = True

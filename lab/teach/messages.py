@@ -126,7 +126,7 @@ def fmt_idx(name, idx):
 
 def _ranges(flat_idx):
     """'1024..5465' style text for sorted flat indices (at most 3 runs)."""
-    from lab.core.simt import ranges_text
+    from lab.core.blocks import ranges_text
 
     return ranges_text(flat_idx, most=3)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from numba import cuda
 
-from lab.core import simt
+from lab.core import blocks, simt
 
 FULL = 0xFFFFFFFF
 
@@ -80,7 +80,7 @@ def test_lanes_that_never_reach_a_shuffle_are_reported_not_waited_for(fn, phrase
     src = np.arange(20, dtype=np.float32)
     with pytest.raises(simt.KernelError) as e:
         _run(fn, 32, src, np.zeros(32, np.float32))
-    assert isinstance(e.value.error, simt.WarpError) and phrase in str(e.value.error)
+    assert isinstance(e.value.error, blocks.WarpError) and phrase in str(e.value.error)
 
 
 def _votes(src, out):

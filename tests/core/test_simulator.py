@@ -127,7 +127,7 @@ def _raises_in_one_thread(x):
 
 
 def test_blocks_run_on_greenlets_with_the_simulators_semantics(rng):
-    """numba-cuda's simulator blocks run on greenlets (lab.core.simt.run_numba_block): barriers,
+    """numba-cuda's simulator blocks run on greenlets (lab.core.blocks.run_numba_block): barriers,
     syncthreads_count and a thread's exception behave as numba-cuda's threads do, no OS thread is
     started for a block, and the caller's thread is left as it was."""
     import threading

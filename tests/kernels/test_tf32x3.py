@@ -193,13 +193,14 @@ def test_tma_stage_rows_hold_big_then_small_where_the_descriptors_read_them():
 def test_tma_builds_fit_the_block():
     """Each TMA build passes the pipeline's own limits (kernels.gemm.wgmma_tma.check_build: shared memory within
     227 KB, setmaxnreg within the register pool), and its block and shared memory are what the launch gets."""
+    from kernels.gemm import tf32x3_tma as XT
     from kernels.gemm import wgmma_tma as T
 
-    for name, b in X.TMA_BUILDS.items():
+    for name, b in XT.TMA_BUILDS.items():
         T.check_build(b["stages"], 2, X.BN, b["ws"], b.get("maxnreg"))
-        assert X.build_threads(name) == (384 if b["ws"] else 256)
-        assert X.build_shared(name) == b["stages"] * 32768 + 16 * b["stages"] + 1024 <= W.DYNAMIC_SHARED_MAX
-    assert X.build_threads(X.WG_DEFAULT) == 256 and X.build_shared(X.WG_DEFAULT) == X.wg_shape(X.WG_DEFAULT)["shared"]
+        assert XT.build_threads(name) == (384 if b["ws"] else 256)
+        assert XT.build_shared(name) == b["stages"] * 32768 + 16 * b["stages"] + 1024 <= W.DYNAMIC_SHARED_MAX
+    assert X.wg_shape(X.WG_DEFAULT)["shared"] <= W.DYNAMIC_SHARED_MAX
 
 
 @pytest.fixture
@@ -301,17 +302,18 @@ def test_float32_auto_on_the_gpu_passes_fp32_tolerance(rng):
 
 @gpu
 def test_tma_build_passes_fp32_tolerance(rng):
-    """The comparable TMA build (:data:`X.TMA_DEFAULT`: TMA boxes on mbarriers) at a ragged shape and with K ranges
+    """The comparable TMA build (kernels.gemm.tf32x3_tma.TMA_DEFAULT: TMA boxes on mbarriers) at a ragged shape and with K ranges
     (grid z: A2's and BT2's rows z M and z N through one tensor map each), at FP32's tolerance, C poisoned first."""
     if SIMULATOR or not X.wgmma_here():
         pytest.skip("the TMA build needs numba-cuda-mlir on an sm_90a GPU")
     from kernels.compiler import cuda
+    from kernels.gemm import tf32x3_tma as XT
 
     for (m, n, k), splits in (((1000, 1030, 517), 1), ((130, 136, 20000), 4)):
         A, B = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
         slabs = -(-k // X.SLAB)
         per = -(-slabs // splits)
         dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
-        X.wgmma_prepare(cuda.to_device(A), cuda.to_device(B), dC, -(-slabs // per), per, X.TMA_DEFAULT)()
+        XT.wgmma_prepare(cuda.to_device(A), cuda.to_device(B), dC, -(-slabs // per), per, XT.TMA_DEFAULT)()
         C = dC.copy_to_host()
         assert np.isfinite(C).all() and _err(C.astype(np.float64), A, B) <= 1
