@@ -273,7 +273,7 @@ SPEC = KernelSpec(
     bench_sizes=(("4096x16384", 256),),
     sweep=dict(shapes=("1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
                        "20000x4097")),
-    sim_cost={"element_per_thread": 0.05, "row_blocks": 0.05, "auto": 0.067},
+    sim_cost={"element_per_thread": 0.05, "row_blocks": 0.05, "auto": 0.05},
     counter_size=(8, 256),
     counter_metrics=("dram_bytes_ratio", "sectors_per_request"),
 )

@@ -550,8 +550,10 @@ SPEC = KernelSpec(
     sweep=dict(shapes=("64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
                        "4096x32x4096", "64x64x65536", "128x128x32768"),
                skip=frozenset({"naive", "shared"}), against="torch.matmul (cuBLAS, TF32 off)"),
-    sim_cost={"naive": 0.05, "shared": 0.2, "register_tiled": 4.3, "tile64": 0.98, "split_k": 0.32, "skinny_m": 0.05,
-              "auto": 0.86},
+    sim_cost={"naive": 0.05, "shared": 0.05, "register_tiled": 1.82, "tile64": 0.06, "split_k": 0.09,
+              "skinny_m": 0.05, "vector": 0.05, "warp_tiled": 2.84, "wide_loads": 3.95, "small": 0.05,
+              "async_copy": 3.5, "tensor_core_tf32": 0.97, "tensor_core_bf16": 0.82, "tensor_core_3xtf32": 6.3,
+              "auto": 0.05},
     # on a GPU, beside the public sweep's: classes the sweep does not name (vector-shaped matmuls, routed
     # to the vector rung) and, beside each public shape that is a multiple of every tile, one of its class
     # that is not: a class's winner must serve both (H100: 128x64 tiles won 1024^3 alone, 0.80x cuBLAS,

@@ -621,8 +621,8 @@ SPEC = KernelSpec(
     sweep=dict(shapes=("1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"),
                skip=frozenset({"atomic_per_element", "atomic_per_block"}),
                against="torch.aminmax + torch.quantize_per_tensor", memory_bound=True),
-    sim_cost={"atomic_per_element": 0.17, "atomic_per_block": 1.7, "block_partials": 3.5, "l2_tail_first": 3.5,
-              "auto": 2.1},
+    sim_cost={"atomic_per_element": 0.07, "atomic_per_block": 0.2, "block_partials": 0.67,
+              "l2_tail_first": 0.7, "auto": 0.45},
     counter_size=(4096,),
     counter_metrics=("dram_bytes_ratio", "l2_hit_pct"),
 )

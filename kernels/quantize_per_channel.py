@@ -70,7 +70,7 @@ SPEC = KernelSpec(
     bench_sizes=(("4096x16384", 256),),
     sweep=dict(shapes=("1x1", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001", "20000x4097",
                        "262144x64")),
-    sim_cost={"block_per_row": 2.0, "auto": 2.0},
+    sim_cost={"block_per_row": 0.28, "auto": 0.18},
     counter_size=(8, 256),
     counter_metrics=("dram_bytes_ratio",),
 )

@@ -137,7 +137,7 @@ SPEC = KernelSpec(
     targets=(dict(size=(67108864,), against="torch.add", bound=0.95),),
     sweep=dict(shapes=("1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"),
                against="torch.add", memory_bound=True),
-    sim_cost={"element_per_thread": 0.077, "four_per_thread": 0.05, "auto": 0.084},
+    sim_cost={"element_per_thread": 0.05, "four_per_thread": 0.05, "auto": 0.05},
     tune_shapes={"simulator": ("1000",)},
     counter_size=(4096,),
     counter_metrics=("dram_bytes_ratio", "sectors_per_request"),

@@ -1,7 +1,7 @@
 """How long Numba's CUDA simulator takes: a rough wall-time model, so a long run can say so first.
 
-The simulator runs every CUDA thread of a block as a Python thread and interprets the kernel line
-by line, so a call costs about
+The simulator interprets every CUDA thread of a block (as a greenlet: lab.core.blocks) line by
+line, so a call costs about
 
     seconds = sum over launches of  threads launched * per_thread_ms(variant) / 1e3
               + FLOPs of the problem * PER_FLOP_MS / 1e3
@@ -12,7 +12,8 @@ costs ~10x an element-wise thread). ``PER_FLOP_MS`` is the interpreted cost of o
 Each kernel's ``KernelSpec.sim_cost`` (ms per thread, per rung) was measured with
 :func:`lab.bench.suite.measure_simcost` (``python -m lab.cli.scripts simcost``) on a 2-core CPU machine at the simulator's default sizes and --threads 32, with the
 runner's switch interval of 0.2 ms (lab.core.runner.simulator_threads): the median of 3 runs on a
-shared, loaded machine (values below 0.05 rounded up). A faster or idle CPU runs
+shared, loaded machine (values below 0.05 rounded up), last after blocks moved from threads to
+greenlets (3-20x less a thread where a block has barriers). A faster or idle CPU runs
 proportionally faster. The estimate is rough (within ~2-3x): good enough to say "roughly 3 min"
 before a run, suggest a smaller --size, and refuse a run of hours without --yes.
 
