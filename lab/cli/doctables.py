@@ -1,6 +1,6 @@
 """The lists in the docs that the code knows, generated from the code: the kernels and their rungs
-(README.md), the options of ``lab run`` (docs/running.md), the torch ops (docs/torch.md) and the
-exercises in ``lab exercise list`` order (exercises/README.md).
+(README.md), the options of ``lab run`` (docs/running.md) and of every command (docs/commands.md), the
+torch ops (docs/torch.md) and the exercises in ``lab exercise list`` order (exercises/README.md).
 
 Each list sits in its markdown file between ``<!-- generated:NAME -->`` and
 ``<!-- /generated:NAME -->``; :func:`render` rewrites every such region from :data:`GENERATORS`.
@@ -73,7 +73,8 @@ def options_table(command: click.Command, arguments: dict[str, str] | None = Non
     rows = ["| option | takes | what it does |", "|---|---|---|"]
     for p in command.params:
         if isinstance(p, click.Argument):
-            name, help_ = p.human_readable_name, (arguments or {}).get(p.human_readable_name, "")
+            declared = getattr(getattr(p, "declared", None), "help", "")  # lab.cli.options.DeclaredArgument
+            name, help_ = p.human_readable_name, (arguments or {}).get(p.human_readable_name, declared)
         else:
             if p.hidden:
                 continue
@@ -91,6 +92,30 @@ def run_options_table() -> str:
     from lab.cli.run import run
 
     return options_table(run, {"KERNEL": f"The kernel, one of: {', '.join(NAMES)}."})
+
+
+def every_command_options() -> str:
+    """docs/commands.md's reference: for every ``lab`` command and subcommand (the click group walked in
+    name order), its one-line help and its options table (:func:`options_table`), as ``lab CMD --help``
+    declares them (each option made from its one declaration, lab.core.options)."""
+    from lab.cli import cli
+
+    out = []
+
+    def walk(group: click.Group, prefix: str) -> None:
+        ctx = click.Context(group)
+        for name in sorted(group.list_commands(ctx)):
+            cmd = group.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            full = f"{prefix} {name}"
+            if isinstance(cmd, click.Group):
+                walk(cmd, full)
+                continue
+            out.append(f"#### `{full}`\n\n{_cell(cmd.get_short_help_str(limit=200))}\n\n{options_table(cmd)}\n")
+
+    walk(cli, "lab")
+    return "\n".join(out).rstrip()
 
 
 def torch_ops_table() -> str:
@@ -127,10 +152,11 @@ GENERATORS: dict[str, Callable[[], str]] = {
     "run-options": run_options_table,
     "torch-ops": torch_ops_table,
     "exercises": exercises_table,
+    "every-command": every_command_options,
 }
 # where each generated list lives (a file may hold several); every name here must be found there
 FILES = {"README.md": ("kernels",), "docs/running.md": ("run-options",), "docs/torch.md": ("torch-ops",),
-         "exercises/README.md": ("exercises",)}
+         "exercises/README.md": ("exercises",), "docs/commands.md": ("every-command",)}
 
 
 def regions(text: str) -> dict[str, str]:

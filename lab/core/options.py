@@ -121,16 +121,18 @@ def _size_help() -> str:
 
 
 # positional arguments
-KERNEL = Option("kernel", "KERNEL", argument=True)
-KERNEL_OPTIONAL = Option("kernel", "KERNEL", argument=True, required=False)
+KERNEL = Option("kernel", "KERNEL", argument=True, help="A kernel of `lab list`.")
+KERNEL_OPTIONAL = Option("kernel", "KERNEL", argument=True, required=False, help="A kernel of `lab list` (optional).")
 KERNEL_NAMES = Option("kernel_names", "[KERNEL]...", argument=True, multiple=True, required=False,
-                      metavar="[KERNEL]...")
-NAME = Option("name", "NAME", argument=True)
-NAMES = Option("names", "[NAME]...", argument=True, multiple=True, required=False, metavar="[NAME]...")
-NUMBER = Option("number", "NUMBER", "int", argument=True, required=False)
-FILE_A = Option("a", "A", "path", argument=True)
-FILE_B = Option("b", "B", "path", argument=True)
-SUBMISSIONS = Option("submissions", "SUBMISSIONS", "folder", argument=True)
+                      metavar="[KERNEL]...", help="Kernels of `lab list` (default: all).")
+NAME = Option("name", "NAME", argument=True, help="An exercise of `lab exercise list`.")
+NAMES = Option("names", "[NAME]...", argument=True, multiple=True, required=False, metavar="[NAME]...",
+               help="Exercises of `lab exercise list` (default: all).")
+NUMBER = Option("number", "NUMBER", "int", argument=True, required=False, help="Which hint (default: the next).")
+FILE_A = Option("a", "A", "path", argument=True, help="A `--json` file of a run (the baseline).")
+FILE_B = Option("b", "B", "path", argument=True, help="A `--json` file of another run (compared with A).")
+SUBMISSIONS = Option("submissions", "SUBMISSIONS", "folder", argument=True,
+                     help="A folder with one folder of .py files a student.")
 
 # what the result is shown as (the views'; the library never sees them)
 JSON = Option("as_json", "--json", "flag", False, "Print one JSON object instead of tables.")
