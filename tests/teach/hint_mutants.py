@@ -31,6 +31,10 @@ CLASSES = {
     "offset missing": ["every index", "offset missing"],
     "adds nothing": ["still holds its initial values", "atomic update", "is the value added the right one"],
     "hard-coded block stride": ["blockIdx.x", "blockDim"],
+    "min/max tree operator": ["tree combines with"],
+    "zero point before the scale": ["added before dividing", "add it after dividing"],
+    "zero point subtracted": ["zero point was subtracted"],
+    "scan offset includes the block": ["own sum", "blocks BEFORE it"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -104,6 +108,21 @@ MUTANTS = [
      "adds nothing"),
     ("map_guard", "block offset from a literal 64", [("    i = cuda.grid(1)\n", "    i = 64 * cuda.blockIdx.x + cuda.threadIdx.x\n")],
      "hard-coded block stride"),
+    # the second fresh set's classes (issue 41), in styles of their own
+    ("minmax", "max tree keeps the smaller value", [("            hi[t] = max(hi[t], hi[t + s])\n",
+                                                    "            if hi[t + s] < hi[t]:\n                hi[t] = hi[t + s]\n")],
+     "min/max tree operator"),
+    ("minmax", "min tree combined with max", [("lo[t] = min(lo[t], lo[t + s])", "lo[t] = max(lo[t], lo[t + s])")],
+     "min/max tree operator"),
+    ("quantize", "zero point inside the division", [("        v = x[i] / scale + zero_point\n",
+                                                     "        v = (x[i] + zero_point) / scale\n")], "zero point before the scale"),
+    ("quantize", "zero point negated in a local", [("        v = x[i] / scale + zero_point\n",
+                                                    "        zp = -zero_point\n        v = x[i] / scale + zp\n")], "zero point subtracted"),
+    ("prefix_sum", "offset loop runs to the block itself", [("for k in range(cuda.blockIdx.x):", "for k in range(cuda.blockIdx.x + 1):")],
+     "scan offset includes the block"),
+    ("warp_reduce", "both shuffle loops start at 32", [("    offset = 16\n    while offset > 0:  # after", "    offset = 32\n    while offset > 0:  # after"),
+                                                       ("        offset = 16\n        while offset > 0:\n", "        offset = 32\n        while offset > 0:\n")],
+     "shuffle offset start"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
