@@ -161,8 +161,8 @@ def judge_case(ex, case, raw, backend):
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
-            if lesson:
-                msg = f"{msg}. Hint: {lesson}"
+            if lesson:  # the lesson's mistake made exactly this access: it says why
+                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson)
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -237,6 +237,12 @@ def judge_case(ex, case, raw, backend):
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
+            lesson = mistake_message(exercise_mistakes(ex), case, outs)
+            if lesson:  # the lesson's mistake leaves exactly these elements unwritten (NaN in its outputs)
+                first = tuple(int(v) for v in np.argwhere(unwritten)[0])
+                raise Failed(f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
+                             f"the first {fmt_idx(onames[k], first)}. Hint: {lesson}",
+                             writers and writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
             hint = getattr(case, "launch_hint", None) if case.grid is None and k == 0 else None
             if hint:
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])

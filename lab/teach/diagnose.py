@@ -307,6 +307,122 @@ def _span_text(name, span, shape) -> str:
     return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
 
 
+def _spans_of(counts, name) -> dict:
+    """{thread id: (loads, lowest, highest flat index)} of array ``name`` that each thread loaded, over
+    every line (the tracer's ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, _line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if 0 <= int(a) < len(arrays) and arrays[int(a)][0] == name:
+            old = out.get(int(t))
+            out[int(t)] = ((int(c), int(lo), int(hi)) if old is None else
+                           (old[0] + int(c), min(old[1], int(lo)), max(old[2], int(hi))))
+    return out
+
+
+_AXIS = "xyz"
+
+
+def _index_label(ds, whos, bd) -> tuple | None:
+    """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
+    one per observation) are, as a function of the thread that made each (``whos``: its block and
+    thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
+    blockDim.a: the index within the block where the reference uses the global one, seen in block 0
+    and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
+    seen nonzero), ("const", c); None when none fits every observation."""
+    if all(d == 0 for d in ds):
+        return ("same",)
+    for a in range(3):
+        want = [-(w[0][a] * bd[a]) for w in whos]
+        if all(d == v for d, v in zip(ds, want)) and any(v == 0 for v in want) and any(v != 0 for v in want):
+            return ("local", a)
+    for a, b in ((0, 1), (1, 0)):
+        want = [w[1][a] - w[1][b] for w in whos]
+        if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
+            return ("swap", a, b)
+    if len(set(ds)) == 1:
+        return ("const", ds[0])
+    return None
+
+
+def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None):
+    """The launch-wide evidence of a wrong load index: for an input array, every thread's loads (lowest
+    and highest index, :func:`_spans_of`) beside the same thread's in the reference solution's run of
+    the same launch, and, per axis of the array, the difference as a function of the thread
+    (:func:`_index_label`): the index within the block where the reference uses the global index
+    (blockIdx * blockDim missing), threadIdx.x where it uses threadIdx.y (or the reverse), or one
+    constant shift. (text, kind) naming it, the student's line quoted, or None (the launches differ,
+    no thread loads differently, or the differences follow no such rule)."""
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import quote
+
+    g, b = dims3(grid), dims3(block)
+    if g != dims3(r_grid) or b != dims3(r_block):
+        return None
+    nd = _ndims(grid)
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
+            continue
+        S, R = _spans_of(counts, names[j]), _spans_of(rc, r_names[j])
+        common = sorted(t for t in S if t in R)
+        diff = [t for t in common if S[t][1:] != R[t][1:]]
+        if not diff:
+            continue
+        shape = tuple(a.shape)
+        whos, per_axis = [], [[] for _ in shape]
+        for t in common:
+            who = who_of(t, g, b)
+            # the lowest index each loaded; the highest too where both made as many loads (a guard that
+            # skips a load in one run and not the other moves only the highest)
+            for fs, fr in zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:]):
+                if not (0 <= fs < a.size and 0 <= fr < a.size):
+                    continue
+                us, ur = np.unravel_index(fs, shape), np.unravel_index(fr, shape)
+                whos.append(who)
+                for ax in range(len(shape)):
+                    per_axis[ax].append(int(us[ax]) - int(ur[ax]))
+        labels = [_index_label(ds, whos, b) for ds in per_axis]
+        if any(lb is None for lb in labels) or all(lb[0] == "same" for lb in labels):
+            continue
+        t = diff[0]
+        for cand in diff:  # an example thread outside block 0 where that tells more
+            if any(who_of(cand, g, b)[0]):
+                t = cand
+                break
+        who = who_of(t, g, b)
+        lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
+                        and 0 <= int(r[0]) < len(counts["arrays"]) and counts["arrays"][int(r[0])][0] == names[j]
+                        and int(r[2]) > 0})
+        at = ", ".join(quote(source, ln) for ln in lines[:2])
+        at = f" (at {at})" if at else ""
+
+        def idx(f, name=names[j], shape=shape):
+            return _fmt_idx(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
+
+        seen = (f"{_fmt_who(who, nd)} read {idx(S[t][1])}{at}, the same thread of the reference solution "
+                f"{idx(R[t][1])}")
+        axes = [ax for ax, lb in enumerate(labels) if lb[0] != "same"]
+        where = "" if len(shape) == 1 else f" along axis {axes[0]} ({'rows' if axes[0] == len(shape) - 2 else 'columns' if axes[0] == len(shape) - 1 else 'its index ' + str(axes[0])})"
+        lb = labels[axes[0]]
+        if lb[0] == "local":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} is the thread's index within its block (cuda.threadIdx.{x}), the "
+                    f"same in every block, where it needs the global index cuda.blockIdx.{x} * cuda.blockDim.{x} + "
+                    f"cuda.threadIdx.{x} (cuda.grid): every block reads block 0's elements", "local")
+        if lb[0] == "swap":
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
+                    f"x and y swapped in this index (each thread must load the element its own (x, y) position "
+                    f"stands for)", "swap")
+        if lb[0] == "const" and len(axes) == 1:
+            c = lb[1]
+            return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
+                    f"{'before' if c < 0 else 'past'} the reference's: an offset {'missing' if c < 0 else 'added'} in "
+                    f"this index?", "const")
+        return None
+    return None
+
+
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
     """What the student's launch did differently from the reference solution's on ``case``, around
     the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
@@ -335,13 +451,16 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     oname = onames[k] if k < len(onames) else f"out{k}"
     nd = _ndims(grid)
     ws, wr = writers[k].get(flat), r_writers[k].get(flat)
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    if found is not None:
+        return "the reference solution, run on this case: " + found[0]
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
     if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
-    rc = stats_counts(r_trace.stats, r_grid, r_block)
     lines_s: dict = {}
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
@@ -362,14 +481,9 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
             ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
             if ss is not None and sr is not None and ss != sr:
                 shape = tuple(a.shape)
-                shift = ""
-                if ss[0] - sr[0] == ss[1] - sr[1]:
-                    d = ss[0] - sr[0]
-                    shift = (f": every index {abs(d)} element{'s' if abs(d) != 1 else ''} "
-                             f"{'before' if d < 0 else 'past'} the reference's (an offset {'missing' if d < 0 else 'added'}?)")
                 where = ", ".join(quote(source, ln) for ln in sorted(lines_s.get(names[j], {})))
                 facts.append(f"its writer read {_span_text(names[j], ss, shape)}{f' (at {where})' if where else ''}, the "
-                             f"reference's {_span_text(names[j], sr, shape)}{shift}")
+                             f"reference's {_span_text(names[j], sr, shape)}")
     a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
     a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
     if a_s != a_r:

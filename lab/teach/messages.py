@@ -140,13 +140,14 @@ def as_dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None, lesson=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
     "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
     that not every thread reached, a race or an out-of-bounds access that came first, else the
     exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
     array not among them is a shared array); ``source``: the lines of the student's file, quoted at
-    the line that raised."""
+    the line that raised; ``lesson``: the exercise's mistake whose access is the out-of-bounds one
+    (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -165,6 +166,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
                              arrays=[(n, s) for n, s in arrays if n != name])
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
+        if lesson:
+            advice = lesson
         at = quote(source, error.get("line"))
         return (f"out of bounds: {fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                 f"{fmt_idx(name, idx)}, outside its shape {tuple(shape)}{f', at {at}' if at else ''}; {advice}")
@@ -209,6 +212,35 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
+def _negative_advice(idx, b, t, bd, shared) -> str:
+    """What a negative index suggests, from the thread's own index along that axis (its slot in the
+    block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
+    neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
+    (block 0's, for a global array), which needs its own bound check; in a shared tile, an offset
+    subtracted where the tile's layout already holds it."""
+    d = next(k for k, i in enumerate(idx) if i < 0)
+    axis = 0 if d == len(idx) - 1 else 1 if d == len(idx) - 2 else None
+    tt = tuple(int(v) for v in t) + (0, 0, 0)
+    bb = tuple(int(v) for v in b) + (0, 0, 0)
+    i = int(idx[d])
+    if axis is not None and shared:
+        off = i - tt[axis]
+        if -bd[axis] <= off < 0:
+            return (f"index {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
+                    f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
+                    f"before the block's own elements, the thread's own element is at slot t + {-off} and its "
+                    f"neighbours at t + k (k = 0 .. the window's width - 1): is the halo offset subtracted twice, once "
+                    f"when the tile was filled and again here?")
+    elif axis is not None:
+        own = bb[axis] * bd[axis] + tt[axis]
+        off = i - own
+        if -bd[axis] <= off < 0 and bb[axis] == 0:
+            return (f"index {i} is this thread's own index {own} minus {-off}: a neighbour {-off} to its left (a left halo "
+                    f"cell), before the start of the array for the first threads of block 0: an access at an offset "
+                    f"needs its own bound check, e.g. `x[j] if j >= 0 else 0.0` (as `j < n` on the right)")
+    return "a negative index: check your index arithmetic"
+
+
 def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=()):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
@@ -218,10 +250,10 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
     slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
     guard (that thread is no extra thread) but the wrong index for this array."""
-    if min(idx) < 0:
-        return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
+    if min(idx) < 0:
+        return _negative_advice(idx, b, t, bd, shared)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]

@@ -35,6 +35,13 @@ CLASSES = {
     "zero point before the scale": ["added before dividing", "add it after dividing"],
     "zero point subtracted": ["zero point was subtracted"],
     "scan offset includes the block": ["own sum", "blocks BEFORE it"],
+    "index within the block": ["thread's index within its block", "global index"],
+    "x and y swapped in a load index": ["uses cuda.threadIdx", "x and y swapped in this index"],
+    "left halo unguarded": ["left halo", "j >= 0"],
+    "halo offset twice": ["halo offset subtracted twice"],
+    "strides swapped": ["strides are swapped"],
+    "strides assumed contiguous": ["taken as contiguous"],
+    "mma tile base": ["tile's", "base", "a tile has"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -123,6 +130,26 @@ MUTANTS = [
     ("warp_reduce", "both shuffle loops start at 32", [("    offset = 16\n    while offset > 0:  # after", "    offset = 32\n    while offset > 0:  # after"),
                                                        ("        offset = 16\n        while offset > 0:\n", "        offset = 32\n        while offset > 0:\n")],
      "shuffle offset start"),
+    ("dot", "b read at the thread's slot", [("a[i] * b[i] if i", "a[i] * b[t] if i")], "index within the block"),
+    ("vecadd", "a read at threadIdx.x", [("        c[i] = a[i] + b[i]\n", "        c[i] = a[cuda.threadIdx.x] + b[i]\n")],
+     "index within the block"),
+    ("tiled_matmul", "A's tile column from ty", [("        k_a = t * TILE + tx\n", "        k_a = t * TILE + ty\n")],
+     "x and y swapped in a load index"),
+    ("conv1d", "left halo read without its test", [("x[left] if left >= 0 and left < n else", "x[left] if left < n else")],
+     "left halo unguarded"),
+    ("conv1d", "window index shifted back by R", [("            acc += w[k] * tile[t + k]\n",
+                                                   "            j = t + k - R\n            acc += w[k] * tile[j]\n")],
+     "halo offset twice"),
+    ("strided_index", "strides exchanged", [("r * stride0 + c * stride1", "c * stride0 + r * stride1")], "strides swapped"),
+    ("strided_index", "row-major steps assumed", [("r * stride0 + c * stride1", "r * out.shape[1] + c")],
+     "strides assumed contiguous"),
+    ("softmax_fused", "max tree from a quarter of the block", [("    s = THREADS // 2\n    while s > 0:\n        if t < s:\n            cache[t] = max(",
+                                                                "    s = THREADS // 4\n    while s > 0:\n        if t < s:\n            cache[t] = max(")],
+     "softmax shift"),
+    ("softmax_fused", "each thread keeps its own max", [("    m = cache[0]\n    cuda.syncthreads()  # everyone", "    cuda.syncthreads()  # everyone")],
+     "softmax shift"),
+    ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
+    ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
