@@ -236,6 +236,19 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
         return f"each {what} misses its last term (index {K - 1}): off by one in the loop's range?"
     if K > 1 and _close(out, ref - T[:, 0], scale):
         return f"each {what} misses its first term (index 0): does the loop start at 0?"
+    if K > 1 and _close(out, T[:, -1], scale):
+        return (f"each {what} is its last term only (index {K - 1}): the accumulator is reset inside the loop (set "
+                f"to 0 at every step, so each step's term replaces the ones before): set it to 0 once, before the "
+                f"loop, and only add inside it")
+    if lanes and K > lanes and _close(out, sum(T[:, j::lanes][:, -1] for j in range(lanes)), scale):
+        return (f"each {what} holds only the last term of each of the {lanes} threads (the terms of the last "
+                f"{lanes} columns): each thread's accumulator is reset inside its loop: set it to 0 once, before "
+                f"the loop, and only add inside it")
+    if block and K % block and _close(out, T[:, :K - K % block].sum(axis=1), scale):
+        span = f"{K - K % block}..{K - 1}" if K % block > 1 else f"term {K - 1}"
+        return (f"the {what} misses the terms of the last, partial {unit} ({span}; K = {K} is no "
+                f"multiple of {block}): the number of {unit}s was rounded down: count them rounding up, "
+                f"(K + {block} - 1) // {block}, and let the guards zero the cells past K")
     if block and K > block:
         starts = range(0, K, block)
         for b, s in enumerate(starts):

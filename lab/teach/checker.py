@@ -231,7 +231,7 @@ def judge_case(ex, case, raw, backend):
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
-                                 f"{at_store(k, flat, trace)}, but it is {what}. Hint: {lesson}", kind=VALUES)
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
                 raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                              f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "

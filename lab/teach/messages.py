@@ -176,6 +176,17 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
     elif kind == "OverflowError" and "out of bounds for" in text:
         advice = ": the value does not fit the output's dtype (clamp before converting?)"
+        import re
+
+        m = re.search(r"integer (-?\d+) out of bounds for (u?int\d+)", text)
+        if m:
+            v, info = int(m.group(1)), np.iinfo(np.dtype(m.group(2)))
+            if v == info.max + 1:
+                advice = (f": {v} is one past the largest {m.group(2)} value, {info.max}: is the clamp's upper bound "
+                          f"{v}? it must be {info.max} (clamp to {info.min}..{info.max} before converting)")
+            elif v == info.min - 1:
+                advice = (f": {v} is one below the smallest {m.group(2)} value, {info.min}: is the clamp's lower bound "
+                          f"{v}? it must be {info.min} (clamp to {info.min}..{info.max} before converting)")
     elif kind == "ValueError" and "NaN" in text:
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
     at = quote(source, error.get("line"), of_file=True)

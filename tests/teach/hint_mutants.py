@@ -42,6 +42,11 @@ CLASSES = {
     "strides swapped": ["strides are swapped"],
     "strides assumed contiguous": ["taken as contiguous"],
     "mma tile base": ["tile's", "base", "a tile has"],
+    "accumulator reset in the loop": ["accumulator is reset inside", "before the loop"],
+    "K tiles rounded down": ["last, partial tile", "rounded down", "rounding up"],
+    "grid stride by the block": ["steps by the block's size", "cuda.gridsize(1)"],
+    "clamp bound": ["one past the largest", "must be 255"],
+    "halo never loaded": ["halo cells of the tile were never stored"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -148,6 +153,20 @@ MUTANTS = [
      "softmax shift"),
     ("softmax_fused", "each thread keeps its own max", [("    m = cache[0]\n    cuda.syncthreads()  # everyone", "    cuda.syncthreads()  # everyone")],
      "softmax shift"),
+    ("matvec_row", "sum restarted at each column", [("        acc = 0.0\n        for j in range(A.shape[1]):\n            acc += A[i, j] * x[j]\n",
+                                                     "        for j in range(A.shape[1]):\n            acc = A[i, j] * x[j]\n")],
+     "accumulator reset in the loop"),
+    ("matvec_coalesced", "lane sum restarted per column", [("    acc = float32(0.0)\n    for j in range(t, A.shape[1], WARP):\n        acc += A[row, j] * x[j]\n",
+                                                           "    acc = float32(0.0)\n    for j in range(t, A.shape[1], WARP):\n        acc = float32(0.0)\n        acc += A[row, j] * x[j]\n")],
+     "accumulator reset in the loop"),
+    ("tiled_matmul", "K tiles counted by floor division", [("for t in range((K + TILE - 1) // TILE):", "for t in range(K // TILE):")],
+     "K tiles rounded down"),
+    ("async_pipeline", "K tiles counted with int()", [("    ntiles = (K + TILE - 1) // TILE\n", "    ntiles = int(K / TILE)\n")],
+     "K tiles rounded down"),
+    ("histogram", "grid-stride step of one block", [("x.shape[0], cuda.gridsize(1)):", "x.shape[0], cuda.blockDim.x):")],
+     "grid stride by the block"),
+    ("quantize", "clamped to 256", [("round(min(max(v, 0.0), 255.0))", "round(min(max(v, 0.0), 256.0))")], "clamp bound"),
+    ("conv1d", "no halo cells loaded", [("    if t < R:  # the halo cells", "    if t < 0:  # the halo cells")], "halo never loaded"),
     ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
     ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
