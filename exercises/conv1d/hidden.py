@@ -64,6 +64,12 @@ def _no_halo(case):
     return [out]
 
 
+def _left_halo(case, who):
+    """("x", (index,)) of the left halo cell that thread ``who`` (block, thread) loads (threads t < R)."""
+    b, t = int(tuple(who[0])[0]), int(tuple(who[1])[0])
+    return ("x", (b * THREADS + t - R,)) if t < R else (None, ())
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, the access
 # of a thread: (array, index)])
 MISTAKES = [
@@ -73,7 +79,13 @@ MISTAKES = [
      f"load the left halo, tile[t] = x[i - R] (0 before x's start), and the right one, tile[t + THREADS + R] = "
      f"x[i + THREADS] (0 past x's end)"),
     ("halo guard", lambda c: None,
-     "this is a right halo cell, x[i + THREADS] loaded by a thread t < R, past the end of x: load it only when "
+     "this is a right halo cell, x[i + THREADS] (at an offset from the thread's own element) loaded by a thread "
+     "t < R, past the end of x: load it only when "
      "right < n and put 0 in the tile otherwise (`x[right] if right < n else 0`; x is 0 outside)",
      _right_halo),
+    ("halo guard", lambda c: None,
+     "this is a left halo cell, x[i - R] (at an offset from the thread's own element) loaded by a thread t < R, "
+     "before the start of x for block 0: load it only when left >= 0 and put 0 in the tile otherwise "
+     "(`x[left] if left >= 0 else 0`; x is 0 outside)",
+     _left_halo),
 ]

@@ -156,13 +156,19 @@ def judge_case(ex, case, raw, backend):
     nd = ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names, source)  # the run that raised
         last = runs[-1][1]
+        halo = None
+        if last is not None and last.oob and min(last.oob[0][1]) < 0 and last.oob[0][0] in list(raw.names):
+            from lab.teach.diagnose import reference_reads_left  # a left halo cell, or an index that is off?
+
+            halo = reference_reads_left(ex, case, list(raw.names).index(last.oob[0][0]))
+        msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo)  # the run that raised
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
             if lesson:  # the lesson's mistake made exactly this access: it says why
-                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson)
+                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
+                                           halo=halo)
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -359,7 +365,11 @@ def judge_case(ex, case, raw, backend):
             if who is not None:
                 msg += f"; written by {fmt_who(who, nd)}{at_store(k, flat, trace)}"
         extra = transposed_hint(out64, ref, bad)
-        if case.diagnose is not None:
+        if trace is not None and not scaled_hint(out64, ref, bad) and not poison_hint(out64, ref, bad, out.dtype):
+            from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
+
+            extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
+        if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
         extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace

@@ -266,6 +266,32 @@ def reference_run(ex, case):
         return None
 
 
+def reference_reads_left(ex, case, arg: int) -> bool | None:
+    """Whether the reference solution, run on ``case`` (:func:`reference_run`), has a thread of a 1-D
+    launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
+    evidence that a negative index is a halo cell to guard, not an index that is off. None when
+    it cannot be told (no solution, no run, another shape or launch)."""
+    from lab.teach.contained.counts import dims3, stats_counts, who_of
+
+    a = case.args[arg] if arg < len(case.args) else None
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
+        return None
+    ref = _reference(ex, case)
+    if ref is None:
+        return None
+    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
+    g, b = dims3(r_grid), dims3(r_block)
+    if g[1:] != [1, 1] or b[1:] != [1, 1] or math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
+        return None
+    past_block0 = False
+    for tid, (_c, lo, _hi) in _spans_of(stats_counts(r_trace.stats, r_grid, r_block), r_names[arg]).items():
+        (bx, *_), (tx, *_) = who_of(tid, g, b)
+        if lo < bx * b[0] + tx:
+            return True
+        past_block0 = past_block0 or bx > 0
+    return False if past_block0 else None  # block 0 alone: its left neighbours may be guarded away
+
+
 def _per_thread(rows, arrays, kind: int) -> dict:
     """{(array name, thread id): count} of one kind (0 load, 2 atomic) from a per_thread table."""
     out: dict = {}
@@ -336,6 +362,13 @@ def _index_label(ds, whos, bd) -> tuple | None:
         want = [-(w[0][a] * bd[a]) for w in whos]
         if all(d == v for d, v in zip(ds, want)) and any(v == 0 for v in want) and any(v != 0 for v in want):
             return ("local", a)
+    for a in range(3):  # blockIdx.a times another number than blockDim.a
+        ks = {d // w[0][a] for d, w in zip(ds, whos) if w[0][a] and d % w[0][a] == 0}
+        if (len(ks) == 1 and all(d == 0 for d, w in zip(ds, whos) if not w[0][a])
+                and all(w[0][a] == 0 or d % w[0][a] == 0 for d, w in zip(ds, whos)) and any(w[0][a] for w in whos)):
+            k = ks.pop()
+            if k and k + bd[a] > 0:
+                return ("bstride", a, k + bd[a])
     for a, b in ((0, 1), (1, 0)):
         want = [w[1][a] - w[1][b] for w in whos]
         if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
@@ -409,6 +442,11 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} is the thread's index within its block (cuda.threadIdx.{x}), the "
                     f"same in every block, where it needs the global index cuda.blockIdx.{x} * cuda.blockDim.{x} + "
                     f"cuda.threadIdx.{x} (cuda.grid): every block reads block 0's elements", "local")
+        if lb[0] == "bstride":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} multiplies cuda.blockIdx.{x} by {lb[2]}, but your blocks have "
+                    f"{b[lb[1]]} threads along {x}: blocks overlap or leave gaps: multiply by the block's size, "
+                    f"cuda.blockDim.{x} (or use cuda.grid)", "bstride")
         if lb[0] == "swap":
             x, y = _AXIS[lb[1]], _AXIS[lb[2]]
             return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
@@ -421,6 +459,33 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
                     f"this index?", "const")
         return None
     return None
+
+
+def _reference(ex, case):
+    """:func:`reference_run` of ``case``, once per case (kept on the case)."""
+    if not hasattr(case, "lab_reference_run"):
+        case.lab_reference_run = reference_run(ex, case)
+    return case.lab_reference_run
+
+
+def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | None:
+    """:func:`index_fact` for the student's launch ``trace`` beside the reference solution's run of
+    ``case``, as a hint ("the reference solution, run on this case: ..."), or None (no trace, a launch
+    too large to re-run, no solution, no rule)."""
+    from lab.teach.contained.counts import dims3, stats_counts
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or not ex.has_solution:
+        return None
+    if math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
+        return None
+    ref = _reference(ex, case)
+    if ref is None:
+        return None
+    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    return None if found is None else "the reference solution, run on this case: " + found[0]
 
 
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
@@ -441,7 +506,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         return None
     if not ex.has_solution:  # a course that ships the solutions to teachers only (LAB_SOLUTIONS)
         return "no comparison with the reference solution's run: it is not installed here"
-    ref = reference_run(ex, case)
+    ref = _reference(ex, case)
     if ref is None:
         return None
     r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
@@ -475,8 +540,17 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
             n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
             at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
             if n_s != n_r:
+                ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
+                step = ""
+                if ss is not None and sr is not None and n_s > 1 and n_r > 1 and len(lines_s.get(names[j], {})) == 1:
+                    q_s, m_s = divmod(ss[1] - ss[0], n_s - 1)
+                    q_r, m_r = divmod(sr[1] - sr[0], n_r - 1)
+                    if not m_s and not m_r and q_s != q_r and q_s > 0 and q_r > 0:
+                        step = (f": its loads lie {q_s} element{'s' if q_s != 1 else ''} apart, the reference's {q_r} "
+                                f"apart: the loop steps by {q_s} where it should step by {q_r} (each of the threads "
+                                f"that share the work takes one element in every {q_r})")
                 facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}"
-                             f"{f' ({at})' if at else ''}, the reference's {n_r}")
+                             f"{f' ({at})' if at else ''}, the reference's {n_r}{step}")
                 continue
             ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
             if ss is not None and sr is not None and ss != sr:

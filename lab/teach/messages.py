@@ -140,14 +140,17 @@ def as_dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None, lesson=None) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None, lesson=None,
+                         halo=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
     "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
     that not every thread reached, a race or an out-of-bounds access that came first, else the
     exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
     array not among them is a shared array); ``source``: the lines of the student's file, quoted at
     the line that raised; ``lesson``: the exercise's mistake whose access is the out-of-bounds one
-    (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests."""
+    (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests; ``halo``:
+    whether the reference solution reads the out-of-bounds array below a thread's own index (for a
+    negative index; :func:`lab.teach.diagnose.reference_reads_left`)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -163,7 +166,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
-                             arrays=[(n, s) for n, s in arrays if n != name])
+                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo)
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
@@ -223,12 +226,14 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _negative_advice(idx, b, t, bd, shared) -> str:
+def _negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     """What a negative index suggests, from the thread's own index along that axis (its slot in the
     block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
     neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
     (block 0's, for a global array), which needs its own bound check; in a shared tile, an offset
-    subtracted where the tile's layout already holds it."""
+    subtracted where the tile's layout already holds it. ``halo``: whether the reference solution reads
+    the array below a thread's own index too (False: no neighbour to the left is part of the lesson: the
+    index is off; None: not known)."""
     d = next(k for k, i in enumerate(idx) if i < 0)
     axis = 0 if d == len(idx) - 1 else 1 if d == len(idx) - 2 else None
     tt = tuple(int(v) for v in t) + (0, 0, 0)
@@ -237,7 +242,7 @@ def _negative_advice(idx, b, t, bd, shared) -> str:
     if axis is not None and shared:
         off = i - tt[axis]
         if -bd[axis] <= off < 0:
-            return (f"index {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
+            return (f"a negative index: {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
                     f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
                     f"before the block's own elements, the thread's own element is at slot t + {-off} and its "
                     f"neighbours at t + k (k = 0 .. the window's width - 1): is the halo offset subtracted twice, once "
@@ -245,14 +250,22 @@ def _negative_advice(idx, b, t, bd, shared) -> str:
     elif axis is not None:
         own = bb[axis] * bd[axis] + tt[axis]
         off = i - own
+        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is False:
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}, and the reference solution "
+                    f"reads this array at no index below a thread's own: the index is off by {-off} (each thread's "
+                    f"element is at its own index)")
+        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is None:
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: an index off by {-off}, or a "
+                    f"neighbour {-off} to its left (a left halo cell) read without a bound check (`x[j] if j >= 0 else "
+                    f"0.0`, as `j < n` on the right)")
         if -bd[axis] <= off < 0 and bb[axis] == 0:
-            return (f"index {i} is this thread's own index {own} minus {-off}: a neighbour {-off} to its left (a left halo "
-                    f"cell), before the start of the array for the first threads of block 0: an access at an offset "
-                    f"needs its own bound check, e.g. `x[j] if j >= 0 else 0.0` (as `j < n` on the right)")
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: a neighbour {-off} to its left "
+                    f"(a left halo cell), before the start of the array for the first threads of block 0: an access at "
+                    f"an offset needs its own bound check, e.g. `x[j] if j >= 0 else 0.0` (as `j < n` on the right)")
     return "a negative index: check your index arithmetic"
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=()):
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -264,7 +277,7 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
-        return _negative_advice(idx, b, t, bd, shared)
+        return _negative_advice(idx, b, t, bd, shared, halo)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]
@@ -497,9 +510,16 @@ def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
     """For a 1-D output written by a 1-D launch: when every writer (block b >= 1, thread t) of element
     f has f = b * K + t for one K other than the block's size, the index multiplies blockIdx.x by K:
     the text naming it, else None (the evidence: the writers the simulator recorded)."""
+    if len(tuple(shape)) == 2:
+        return _block_stride_2d(writer, shape, grid, block)
     if len(tuple(shape)) != 1 or ndims(grid) != 1 or math.prod(as_dims3(block)[1:]) != 1:
         return None
     bx = as_dims3(block)[0]
+    roles = [int(f) == int(tuple(t)[0]) * bx + int(tuple(b)[0]) for f, (b, t) in list(writer.items())[:4096]]
+    if len(roles) > 2 and all(roles) and any(int(tuple(b)[0]) != int(f) // bx for f, (b, _t) in writer.items()):
+        return ("every element was written by thread t of block b at t * blockDim.x + b: the roles of threadIdx.x and "
+                "blockIdx.x are swapped in the index: i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x (or "
+                "cuda.grid(1))")
     ks = set()
     for f, (b, t) in list(writer.items())[:4096]:
         b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
@@ -515,6 +535,37 @@ def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
         return None
     return (f"every element was written by thread t of block b at b * {k} + t, but your blocks have {bx} threads: "
             f"the index multiplies blockIdx.x by {k}, not by the block's size: use cuda.blockDim.x (or cuda.grid(1))")
+
+
+def _block_stride_2d(writer: dict, shape, grid, block) -> str | None:
+    """For a 2-D output written by a 2-D launch: when every writer (block (bx, by), thread (tx, ty)) of
+    element (r, c) has r = by * K + ty (or c = bx * K + tx) for one K other than the block's height (width)
+    along that axis, seen in a block other than the first, the index multiplies blockIdx by K: the text
+    naming it, else None."""
+    if ndims(grid) < 2:
+        return None
+    bd = as_dims3(block)
+    cols = int(tuple(shape)[1])
+    for axis, what, dim in ((1, "row", "height"), (0, "column", "width")):
+        ks, seen = set(), 0
+        for f, (b, t) in list(writer.items())[:4096]:
+            r, c = divmod(int(f), cols)
+            v = r if axis == 1 else c
+            bb, tt = (tuple(b) + (0, 0))[axis], (tuple(t) + (0, 0))[axis]
+            if bb >= 1:
+                k, rem = divmod(v - int(tt), int(bb))
+                ks.add(k if rem == 0 else None)
+                seen += 1
+                if len(ks) > 1:
+                    break
+        if seen and len(ks) == 1 and None not in ks:
+            k = ks.pop()
+            if k > 0 and k != bd[axis]:
+                x = "xy"[axis]
+                return (f"every element was written by the thread whose {what} index is blockIdx.{x} * {k} + "
+                        f"threadIdx.{x}, but your blocks have {bd[axis]} threads along {x}: the {what} index multiplies "
+                        f"blockIdx.{x} by {k}, not by the block's {dim}: use cuda.blockDim.{x} (or cuda.grid(2))")
+    return None
 
 
 def many_writers_message(name, shape, writer, others, grid, block, at=""):

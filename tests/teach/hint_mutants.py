@@ -37,7 +37,7 @@ CLASSES = {
     "scan offset includes the block": ["own sum", "blocks BEFORE it"],
     "index within the block": ["thread's index within its block", "global index"],
     "x and y swapped in a load index": ["uses cuda.threadIdx", "x and y swapped in this index"],
-    "left halo unguarded": ["left halo", "j >= 0"],
+    "left halo unguarded": ["left halo", ">= 0"],
     "halo offset twice": ["halo offset subtracted twice"],
     "strides swapped": ["strides are swapped"],
     "strides assumed contiguous": ["taken as contiguous"],
@@ -47,6 +47,8 @@ CLASSES = {
     "grid stride by the block": ["steps by the block's size", "cuda.gridsize(1)"],
     "clamp bound": ["one past the largest", "must be 255"],
     "halo never loaded": ["halo cells of the tile were never stored"],
+    "loop step": ["the loop steps by 1 where it should step by 32"],
+    "hard-coded block height": ["blockIdx.y", "blockDim.y"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -167,6 +169,13 @@ MUTANTS = [
      "grid stride by the block"),
     ("quantize", "clamped to 256", [("round(min(max(v, 0.0), 255.0))", "round(min(max(v, 0.0), 256.0))")], "clamp bound"),
     ("conv1d", "no halo cells loaded", [("    if t < R:  # the halo cells", "    if t < 0:  # the halo cells")], "halo never loaded"),
+    ("matvec_coalesced", "lane loop steps by one column", [("for j in range(t, A.shape[1], WARP):", "for j in range(t, A.shape[1]):")],
+     "loop step"),
+    ("matrix_add_2d", "row index from a literal 16", [("    x, y = cuda.grid(2)\n",
+                                                      "    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
+                                                      "    y = cuda.threadIdx.y + 16 * cuda.blockIdx.y\n")], "hard-coded block height"),
+    ("block_sum", "block offset from a literal 32", [("    i = cuda.grid(1)\n", "    i = cuda.blockIdx.x * 32 + t\n")],
+     "hard-coded block stride"),
     ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
     ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
