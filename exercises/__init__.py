@@ -246,7 +246,7 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
                 f"the loop, and only add inside it")
     if block and K % block and _close(out, T[:, :K - K % block].sum(axis=1), scale):
         span = f"{K - K % block}..{K - 1}" if K % block > 1 else f"term {K - 1}"
-        return (f"the {what} misses the terms of the last, partial {unit} ({span}; K = {K} is no "
+        return (f"the {what} misses exactly the partial of {unit} {K // block}, the last, partial {unit} ({span}; K = {K} is no "
                 f"multiple of {block}): the number of {unit}s was rounded down: count them rounding up, "
                 f"(K + {block} - 1) // {block}, and let the guards zero the cells past K")
     if block and K > block:

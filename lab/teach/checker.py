@@ -238,6 +238,10 @@ def judge_case(ex, case, raw, backend):
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                told = case.diagnose(outs, case.refs) if case.diagnose is not None and out.dtype.kind == "f" else None
+                if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {told}", kind=VALUES)
                 raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                              f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "

@@ -403,6 +403,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             continue
         shape = tuple(a.shape)
         whos, per_axis = [], [[] for _ in shape]
+        counts_equal = all(S[t][0] == R[t][0] for t in common)  # a constant shift is an offset only then
         for t in common:
             who = who_of(t, g, b)
             # the lowest index each loaded; the highest too where both made as many loads (a guard that
@@ -452,7 +453,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
                     f"x and y swapped in this index (each thread must load the element its own (x, y) position "
                     f"stands for)", "swap")
-        if lb[0] == "const" and len(axes) == 1:
+        if lb[0] == "const" and len(axes) == 1 and counts_equal:
             c = lb[1]
             return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
                     f"{'before' if c < 0 else 'past'} the reference's: an offset {'missing' if c < 0 else 'added'} in "

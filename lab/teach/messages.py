@@ -299,6 +299,11 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
             return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
                     f"{mine}: thread {mine} ran a tree step (s = {off}) that only the threads t < s may run (each "
                     f"adds its partner t + s): `if t < s:` around the step")
+        block_threads = bd[0] * bd[1] * bd[2]
+        if len(idx) == 1 and mine > 0 and mine // n == i and n != 32 and block_threads <= 32 * n:
+            return (f"index {i} is thread {mine}'s index divided by {n} ({mine} // {n}), past the end ({n}) of this "
+                    f"shared array: a warp's number is t // 32 (the warp's size, 32 lanes), which stays below {n} for "
+                    f"the block's {block_threads} threads: divide by 32, not by {n} (the number of warps)")
         return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot {mine}: "
                 f"the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the "
                 f"array's size is")
@@ -323,6 +328,12 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
                         f"the thread is no extra thread past the data), but past the end of this array "
                         f"({int(shape[0])}): this array needs another index (one element per block: "
                         f"cuda.blockIdx.x; per row or per column: that index)")
+        if len(idx) == 2 and int(idx[d]) < int(shape[1 - d]):  # past its own extent, inside the other's
+            what, other = ("row", "column") if d == 0 else ("column", "row")
+            return (f"past the end: {what} {int(idx[d])} is past the {int(shape[d])} {what}s but below the "
+                    f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
+                    f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
+                    f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
@@ -334,6 +345,14 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
                 f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
                 f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
                 f"`x[j] if j < n else 0`")
+    if int(idx[d]) == int(shape[d]) and all(int(i) < int(n) for k, (i, n) in enumerate(zip(idx, shape)) if k != d):
+        bigger = [f"shape[{k}] = {int(n)}" for k, n in enumerate(shape) if k != d and int(n) > int(shape[d])]
+        which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
+        where = f"axis {d}" if len(idx) > 1 else "the array"
+        rel1 = rel if len(idx) == 1 else ""
+        return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
+                f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
+                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
             f"loop bound, a stride or an offset runs past the end?")
 
@@ -417,6 +436,12 @@ def race_message(trace, k, grid, block, source=None):
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
     if step:
         return f"{text}: {step[1]}"
+    wrote_at = lines[0] if did == "wrote" else lines[1] if other_did in ("wrote", "also wrote") else None
+    code = str(source[int(wrote_at) - 1]) if source and wrote_at and 0 < int(wrote_at) <= len(source) else ""
+    if "cp_async_wait" in code:  # the copy lands at the wait: a wait after the barrier lands it after others read
+        return (text + ": the asynchronous copy's data lands in shared memory at cp_async_wait, and no "
+                "cuda.syncthreads() stands between this wait and the other thread's read: wait first, then "
+                "cuda.syncthreads(), then read (a barrier before the wait does not publish what lands after it)")
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "

@@ -49,6 +49,11 @@ CLASSES = {
     "halo never loaded": ["halo cells of the tile were never stored"],
     "loop step": ["the loop steps by 1 where it should step by 32"],
     "hard-coded block height": ["blockIdx.y", "blockDim.y"],
+    "loop bound": ["first past the end", "a loop bound", "the bound must be shape[1]"],
+    "guard against the other extent": ["compares the row with the number of columns"],
+    "tree step order": ["step order and its thread test do not match"],
+    "async wait after the barrier": ["lands in shared memory at cp_async_wait", "wait first"],
+    "warp number": ["a warp's number is t // 32", "divide by 32"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -176,6 +181,18 @@ MUTANTS = [
                                                       "    y = cuda.threadIdx.y + 16 * cuda.blockIdx.y\n")], "hard-coded block height"),
     ("block_sum", "block offset from a literal 32", [("    i = cuda.grid(1)\n", "    i = cuda.blockIdx.x * 32 + t\n")],
      "hard-coded block stride"),
+    ("matvec_row", "column loop over the rows", [("for j in range(A.shape[1]):", "for j in range(A.shape[0]):")], "loop bound"),
+    ("matrix_add_2d", "guard with the extents exchanged", [("if y < C.shape[0] and x < C.shape[1]:", "if x < C.shape[0] and y < C.shape[1]:")],
+     "guard against the other extent"),
+    ("block_sum", "steps grow with the t < s test", [("    s = THREADS // 2\n    while s > 0:\n", "    s = 1\n    while s < THREADS:\n"),
+                                                      ("        s //= 2\n", "        s *= 2\n")], "tree step order"),
+    ("block_sum", "halving steps with the interleaved test", [("        if t < s:\n", "        if t % (2 * s) == 0:\n")],
+     "tree step order"),
+    ("async_pipeline", "wait placed after the barrier",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n"
+       "        cuda.syncthreads()  # everyone's copies of tile t are visible\n",
+       "        cuda.syncthreads()\n        cp_async_wait(1)\n")], "async wait after the barrier"),
+    ("warp_reduce", "warp number from the number of warps", [("    warp = t // 32\n", "    warp = t // WARPS\n")], "warp number"),
     ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
     ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
