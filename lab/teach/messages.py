@@ -334,6 +334,9 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
                     f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
                     f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
                     f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
+        if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
+            return ("past the end (the last block's extra threads): guard it, e.g. `if i < n:`; if a guard is there, "
+                    "it lets index n itself through: `<`, not `<=` (an early return on `i >= n`, not `i > n`)")
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
