@@ -184,12 +184,10 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         m = re.search(r"integer (-?\d+) out of bounds for (u?int\d+)", text)
         if m:
             v, info = int(m.group(1)), np.iinfo(np.dtype(m.group(2)))
-            if v == info.max + 1:
-                advice = (f": {v} is one past the largest {m.group(2)} value, {info.max}: is the clamp's upper bound "
-                          f"{v}? it must be {info.max} (clamp to {info.min}..{info.max} before converting)")
-            elif v == info.min - 1:
-                advice = (f": {v} is one below the smallest {m.group(2)} value, {info.min}: is the clamp's lower bound "
-                          f"{v}? it must be {info.min} (clamp to {info.min}..{info.max} before converting)")
+            if v == info.max + 1:  # no clamp, or a clamp to max + 1 (the one event cannot tell them apart)
+                advice = (f": {v} does not fit {m.group(2)} ({info.min}..{info.max}), one past the largest value: clamp "
+                          f"to {info.min}..{info.max} before converting (a clamp whose upper bound is {v} lets {v} "
+                          f"through: the bound must be {info.max})")
     elif kind == "ValueError" and "NaN" in text:
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
     at = quote(source, error.get("line"), of_file=True)

@@ -45,7 +45,7 @@ CLASSES = {
     "accumulator reset in the loop": ["accumulator is reset inside", "before the loop"],
     "K tiles rounded down": ["last, partial tile", "rounded down", "rounding up"],
     "grid stride by the block": ["steps by the block's size", "cuda.gridsize(1)"],
-    "clamp bound": ["one past the largest", "must be 255"],
+    "clamp bound": ["one past the largest", "the bound must be 255"],
     "halo never loaded": ["halo cells of the tile were never stored"],
     "loop step": ["the loop steps by 1 where it should step by 32"],
     "hard-coded block height": ["blockIdx.y", "blockDim.y"],
