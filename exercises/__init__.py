@@ -301,3 +301,25 @@ def clamp_hint(out, ref, lo, hi):
     if np.all(np.abs(out[bad] - ref[bad]) == 1):
         return "off by one code: round half to even (round(), as np.round) after the clamp, not int() or +0.5"
     return None
+
+
+def swapped_tile_product(case, tile, which):
+    """C when the tile product reads the B tile as sB[tx, k] (``which`` "B") or the A tile as sA[k, ty]
+    ("A") instead of sB[k, tx] and sA[ty, k], with ``tile`` x ``tile`` tiles zero-padded past A and B."""
+    A, B = (np.asarray(a, np.float64) for a in case.args[:2])
+    (m, k), n = A.shape, B.shape[1]
+    up = lambda v: -(-v // tile) * tile  # noqa: E731
+    Ap, Bp = np.zeros((up(m), up(k))), np.zeros((up(k), up(n)))
+    Ap[:m, :k], Bp[:k, :n] = A, B
+    C = np.zeros((m, n))
+    for t in range(up(k) // tile):
+        ks = slice(t * tile, (t + 1) * tile)
+        for c in range(n):
+            tx, c0 = c % tile, c - c % tile
+            for r in range(m):
+                ty, r0 = r % tile, r - r % tile
+                if which == "B":
+                    C[r, c] += Ap[r, ks] @ Bp[t * tile + tx, c0:c0 + tile]
+                else:
+                    C[r, c] += Ap[r0:r0 + tile, t * tile + ty] @ Bp[ks, c]
+    return [C]

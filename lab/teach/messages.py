@@ -354,6 +354,15 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
                 f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
+    tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
+    for a in range(3):  # the thread's index within its block where a block's or a global index belongs
+        if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
+            x = "xyz"[a]
+            where = "" if len(idx) == 1 else f" along axis {d}"
+            return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
+                    f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
+                    f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
+                    f"cuda.threadIdx.{x} alone")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
             f"loop bound, a stride or an offset runs past the end?")
 

@@ -54,6 +54,8 @@ CLASSES = {
     "tree step order": ["step order and its thread test do not match"],
     "async wait after the barrier": ["lands in shared memory at cp_async_wait", "wait first"],
     "warp number": ["a warp's number is t // 32", "divide by 32"],
+    "tile product indices swapped": ["row and column are swapped in the product"],
+    "row from the thread index": ["this thread's index within its block", "cuda.blockIdx.x"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -193,6 +195,14 @@ MUTANTS = [
        "        cuda.syncthreads()  # everyone's copies of tile t are visible\n",
        "        cuda.syncthreads()\n        cp_async_wait(1)\n")], "async wait after the barrier"),
     ("warp_reduce", "warp number from the number of warps", [("    warp = t // 32\n", "    warp = t // WARPS\n")], "warp number"),
+    ("tiled_matmul", "B tile read across its row", [("acc += sA[ty, k] * sB[k, tx]", "acc += sB[tx, k] * sA[ty, k]")],
+     "tile product indices swapped"),
+    ("tiled_matmul", "A tile read down its column", [("acc += sA[ty, k] * sB[k, tx]", "acc += sA[k, ty] * sB[k, tx]")],
+     "tile product indices swapped"),
+    ("async_pipeline", "flat B tile index transposed", [("sB[base + k * TILE + tx]", "sB[base + tx * TILE + k]")],
+     "tile product indices swapped"),
+    ("matvec_coalesced", "row taken from the lane", [("acc += A[row, j] * x[j]", "acc += A[t, j] * x[j]")],
+     "row from the thread index"),
     ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
     ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
