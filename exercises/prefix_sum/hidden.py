@@ -115,7 +115,7 @@ MISTAKES = [
      "every element of block b is off by exactly its offset sum(block_sums[0:b]): the block's offset was added "
      "twice (into temp and again at the store, or to the scan and to the result); add it once"),
     ("offset", lambda c: _block_scan(c, own=True),
-     "every element of block b is off by exactly block_sums[b], the block's own sum: the offset summed "
+     "every element of block b is off by exactly block_sums[b], the block's own total: the offset summed "
      "block_sums[0..b] (range(b + 1)); a block's offset is the sum of the blocks BEFORE it, block_sums[0:b] "
      "(0 for block 0)"),
     ("scan steps", lambda c: _block_scan(c, last_step=THREADS // 4),

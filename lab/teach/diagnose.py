@@ -382,14 +382,16 @@ def _index_label(ds, whos, bd) -> tuple | None:
     return None
 
 
-def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None):
+def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None, raw=False):
     """The launch-wide evidence of a wrong load index: for an input array, every thread's loads (lowest
     and highest index, :func:`_spans_of`) beside the same thread's in the reference solution's run of
     the same launch, and, per axis of the array, the difference as a function of the thread
     (:func:`_index_label`): the index within the block where the reference uses the global index
     (blockIdx * blockDim missing), threadIdx.x where it uses threadIdx.y (or the reverse), or one
     constant shift. (text, kind) naming it, the student's line quoted, or None (the launches differ,
-    no thread loads differently, or the differences follow no such rule)."""
+    no thread loads differently, or the differences follow no such rule). ``raw``: without a rule, the
+    first thread whose loads differ, in words (kind "raw"); ("", "same") when every thread of the launch
+    loaded the same elements of every input as the reference's."""
     from lab.teach.contained.counts import dims3, who_of
     from lab.teach.messages import quote
 
@@ -397,10 +399,12 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     if g != dims3(r_grid) or b != dims3(r_block):
         return None
     nd = _ndims(grid)
+    first_raw, all_same = None, True
     for j, a in enumerate(case.args):
         if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
             continue
         S, R = _spans_of(counts, names[j]), _spans_of(rc, r_names[j])
+        all_same = all_same and S == R
         common = sorted(t for t in S if t in R)
         diff = [t for t in common if S[t][1:] != R[t][1:]]
         if not diff:
@@ -420,6 +424,19 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
                 for ax in range(len(shape)):
                     per_axis[ax].append(int(us[ax]) - int(ur[ax]))
         labels = [_index_label(ds, whos, b) for ds in per_axis]
+        if raw and first_raw is None:
+            t = diff[0]
+            lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
+                            and 0 <= int(r[0]) < len(counts["arrays"]) and counts["arrays"][int(r[0])][0] == names[j]
+                            and int(r[2]) > 0})
+            at = ", ".join(quote(source, ln) for ln in lines[:2])
+
+            def span(v, name=names[j], shape=tuple(a.shape)):
+                return _span_text(name, (v[1], v[2]), shape)
+
+            first_raw = (f"{_fmt_who(who_of(t, g, b), nd)} read {span(S[t])}{f' (at {at})' if at else ''}, the same "
+                         f"thread of the reference solution {span(R[t])}: the index of {names[j]} differs from the "
+                         f"reference's there (which element each thread reads)", "raw")
         if any(lb is None for lb in labels) or all(lb[0] == "same" for lb in labels):
             continue
         t = diff[0]
@@ -462,8 +479,10 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
                     f"{'before' if c < 0 else 'past'} the reference's: an offset {'missing' if c < 0 else 'added'} in "
                     f"this index?", "const")
-        return None
-    return None
+        return first_raw
+    if first_raw is not None:
+        return first_raw
+    return ("", "same") if raw and all_same else None
 
 
 def _reference(ex, case):
@@ -522,9 +541,10 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     nd = _ndims(grid)
     ws, wr = writers[k].get(flat), r_writers[k].get(flat)
     rc = stats_counts(r_trace.stats, r_grid, r_block)
-    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
-    if found is not None:
+    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source, raw=True)
+    if found is not None and found[1] != "same":
         return "the reference solution, run on this case: " + found[0]
+    same_loads = found is not None  # every thread loaded what the reference's did
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
@@ -580,6 +600,11 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         if st and st not in look:
             look.append(st)
         where = f" ({'; '.join(look)})" if look else ""
+        if same_loads:
+            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread, "
+                    f"and every thread of the launch read the same elements of each input as the reference's, with "
+                    f"as many atomics, shared accesses and shuffles: what differs is how the values were combined "
+                    f"(the arithmetic, or which shared cells were added){where}")
         return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
                 f"differs is which elements were read or how they were combined{where}")

@@ -314,7 +314,10 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
         swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
-    if all(int(idx[k]) in own for k in past):
+    # the thread's own index, past the end: one of the last block's extra threads (for a 2-D array, only when
+    # the thread is past the output along an axis: a 1-D launch's x may equal a column index by chance)
+    if all(int(idx[k]) in own for k in past) and (len(idx) == 1 or grid is None
+                                                  or _extra_thread(own, grid, block, out_shapes)):
         if len(idx) == 1 and grid is not None:
             a = own.index(int(idx[0]))  # the axis of the thread's own index this access used
             reach = as_dims3(grid)[a] * bd[a]

@@ -34,7 +34,7 @@ CLASSES = {
     "min/max tree operator": ["tree combines with"],
     "zero point before the scale": ["added before dividing", "add it after dividing"],
     "zero point subtracted": ["zero point was subtracted"],
-    "scan offset includes the block": ["own sum", "blocks BEFORE it"],
+    "scan offset includes the block": ["own total", "blocks BEFORE it"],
     "index within the block": ["thread's index within its block", "global index"],
     "x and y swapped in a load index": ["uses cuda.threadIdx", "x and y swapped in this index"],
     "left halo unguarded": ["left halo", ">= 0"],
@@ -56,6 +56,9 @@ CLASSES = {
     "warp number": ["a warp's number is t // 32", "divide by 32"],
     "tile product indices swapped": ["row and column are swapped in the product"],
     "row from the thread index": ["this thread's index within its block", "cuda.blockIdx.x"],
+    "transpose tile untransposed": ["untransposed inside the tile", "tile[tx, ty + j]"],
+    "transpose blocks not swapped": ["at the block's own position", "swap roles"],
+    "transpose tile rows": ["tile rows 0..7", "tile[ty + j, tx]"],
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -203,6 +206,14 @@ MUTANTS = [
      "tile product indices swapped"),
     ("matvec_coalesced", "row taken from the lane", [("acc += A[row, j] * x[j]", "acc += A[t, j] * x[j]")],
      "row from the thread index"),
+    ("transpose_shared", "store reads the cell it loaded", [("out[y + j, x] = tile[tx, ty + j]", "out[y + j, x] = tile[ty + j, tx]")],
+     "transpose tile untransposed"),
+    ("transpose_shared", "store keeps the block's own position",
+     [("    x = cuda.blockIdx.y * TILE + tx  # a column of out", "    x = cuda.blockIdx.x * TILE + tx  # a column of out"),
+      ("    y = cuda.blockIdx.x * TILE + ty  # a row of out", "    y = cuda.blockIdx.y * TILE + ty  # a row of out")],
+     "transpose blocks not swapped"),
+    ("transpose_shared", "tile row without the pass", [("tile[ty + j, tx] = A[y + j, x]", "tile[ty, tx] = A[y + j, x]")],
+     "transpose tile rows"),
     ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
     ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]

@@ -193,5 +193,7 @@ def test_out_of_bounds_advice_names_what_the_index_is():
     assert "subtracted twice" in _oob_advice((-2,), (70,), ((0, 0, 0), (1, 0, 0)), 64, 1, [(10,)], shared=True)
     loop = _oob_advice((15, 13), (45, 13), ((0, 0, 0), (15, 0, 0)), 32, 2, [(45,)])
     assert "a loop bound" in loop and "shape[0] = 45" in loop
+    # thread 13 of a 1-D launch over rows: its x equals the column 13 by chance; it is no extra thread
+    assert "a loop bound" in _oob_advice((13, 13), (45, 13), ((0, 0, 0), (13, 0, 0)), 32, 2, [(45,)])
     rows = _oob_advice((39, 15), (37, 50), ((0, 4, 0), (15, 7, 0)), (16, 8), (4, 5), [(37, 50)])
     assert "compares the row with the number of columns" in rows
