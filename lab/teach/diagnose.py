@@ -542,9 +542,10 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     ws, wr = writers[k].get(flat), r_writers[k].get(flat)
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source, raw=True)
-    if found is not None and found[1] != "same":
+    if found is not None and found[1] not in ("same", "raw"):
         return "the reference solution, run on this case: " + found[0]
-    same_loads = found is not None  # every thread loaded what the reference's did
+    same_loads = found is not None and found[1] == "same"  # every thread loaded what the reference's did
+    other_loads = found[0] if found is not None and found[1] == "raw" else ""  # a thread that loaded otherwise
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
@@ -605,6 +606,10 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
                     f"and every thread of the launch read the same elements of each input as the reference's, with "
                     f"as many atomics, shared accesses and shuffles: what differs is how the values were combined "
                     f"(the arithmetic, or which shared cells were added){where}")
+        if other_loads:
+            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+                    f"after as many loads of each input, with as many atomics, shared accesses and shuffles, but not "
+                    f"every thread read the same elements: {other_loads}")
         return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
                 f"differs is which elements were read or how they were combined{where}")
