@@ -328,6 +328,18 @@ def judge_case(ex, case, raw, backend):
             updates = sum(int(c) for kd, a, _, c in counts["per_thread"]
                           if int(kd) == 2 and names[int(a)] == onames[k]) if counts and onames[k] in names else 0
             stores = len(writers[k]) if writers is not None else 0
+            touched = set(writers[k]) if writers is not None else set()
+            want = np.flatnonzero(np.asarray(ref).ravel() != np.asarray(case.init[k], np.float64).ravel())
+            if touched and len(want) and not touched & set(int(f) for f in want):  # updates only where nothing changes
+                first = tuple(int(v) for v in np.unravel_index(int(want[0]), ref.shape))
+                from lab.core.simt import ranges_text
+
+                raise Failed(f"{onames[k]} still holds its initial values: the updates reached only {len(touched)} of "
+                             f"its {plural(ref.size, 'element')} ({onames[k]}[{ranges_text(sorted(touched), most=3)}]), "
+                             f"and none of the ones that should change: {fmt_idx(onames[k], first)} should be "
+                             f"{ref[first]:g} but no thread updated it{at_store(k, min(touched), trace)}: the loop "
+                             f"over {onames[k]}'s elements covers only part of them (each thread must take every "
+                             f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
             if updates or stores:
                 what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
                         f"stores to {plural(stores, 'element')}")
