@@ -236,6 +236,19 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
         return f"each {what} misses its last term (index {K - 1}): off by one in the loop's range?"
     if K > 1 and _close(out, ref - T[:, 0], scale):
         return f"each {what} misses its first term (index 0): does the loop start at 0?"
+    if K > 1 and _close(out, T[:, -1], scale):
+        return (f"each {what} is its last term only (index {K - 1}): the accumulator is reset inside the loop (set "
+                f"to 0 at every step, so each step's term replaces the ones before): set it to 0 once, before the "
+                f"loop, and only add inside it")
+    if lanes and K > lanes and _close(out, sum(T[:, j::lanes][:, -1] for j in range(lanes)), scale):
+        return (f"each {what} holds only the last term of each of the {lanes} threads (the terms of the last "
+                f"{lanes} columns): each thread's accumulator is reset inside its loop: set it to 0 once, before "
+                f"the loop, and only add inside it")
+    if block and K % block and _close(out, T[:, :K - K % block].sum(axis=1), scale):
+        span = f"{K - K % block}..{K - 1}" if K % block > 1 else f"term {K - 1}"
+        return (f"the {what} misses exactly the partial of {unit} {K // block}, the last, partial {unit} ({span}; K = {K} is no "
+                f"multiple of {block}): the number of {unit}s was rounded down: count them rounding up, "
+                f"(K + {block} - 1) // {block}, and let the guards zero the cells past K")
     if block and K > block:
         starts = range(0, K, block)
         for b, s in enumerate(starts):
@@ -288,3 +301,25 @@ def clamp_hint(out, ref, lo, hi):
     if np.all(np.abs(out[bad] - ref[bad]) == 1):
         return "off by one code: round half to even (round(), as np.round) after the clamp, not int() or +0.5"
     return None
+
+
+def swapped_tile_product(case, tile, which):
+    """C when the tile product reads the B tile as sB[tx, k] (``which`` "B") or the A tile as sA[k, ty]
+    ("A") instead of sB[k, tx] and sA[ty, k], with ``tile`` x ``tile`` tiles zero-padded past A and B."""
+    A, B = (np.asarray(a, np.float64) for a in case.args[:2])
+    (m, k), n = A.shape, B.shape[1]
+    up = lambda v: -(-v // tile) * tile  # noqa: E731
+    Ap, Bp = np.zeros((up(m), up(k))), np.zeros((up(k), up(n)))
+    Ap[:m, :k], Bp[:k, :n] = A, B
+    C = np.zeros((m, n))
+    for t in range(up(k) // tile):
+        ks = slice(t * tile, (t + 1) * tile)
+        for c in range(n):
+            tx, c0 = c % tile, c - c % tile
+            for r in range(m):
+                ty, r0 = r % tile, r - r % tile
+                if which == "B":
+                    C[r, c] += Ap[r, ks] @ Bp[t * tile + tx, c0:c0 + tile]
+                else:
+                    C[r, c] += Ap[r0:r0 + tile, t * tile + ty] @ Bp[ks, c]
+    return [C]

@@ -1,7 +1,7 @@
 """async_pipeline: hidden tests (one tile, ragged sizes, long K: many trips round the two buffers)."""
 import numpy as np
 
-from exercises import Case, randn, sum_hints
+from exercises import Case, randn, sum_hints, swapped_tile_product
 from kernels.spec import dot_tolerance
 
 TILE = 8
@@ -30,3 +30,16 @@ def cases(rng):
                         grid=((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), block=(TILE, TILE),
                         diagnose=_diagnose(A, B, terms)))
     return out
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("tile product", lambda c: swapped_tile_product(c, TILE, "B"),
+     "C is what the tile product gives with the B tile read as sB[tx, k] (flat: buffer + tx * TILE + k): its row and "
+     "column are swapped in the product: thread (tx, ty) needs row k of the B tile at its own column tx, "
+     "sB[buffer + k * TILE + tx]"),
+    ("tile product", lambda c: swapped_tile_product(c, TILE, "A"),
+     "C is what the tile product gives with the A tile read as sA[k, ty] (flat: buffer + k * TILE + ty): its row and "
+     "column are swapped in the product: thread (tx, ty) needs its own row ty of the A tile, column k, "
+     "sA[buffer + ty * TILE + k]"),
+]

@@ -37,3 +37,32 @@ def cases(rng):
         out.append(Case(f"n={n} ({plural(blocks, 'block')})", [x], [((blocks,), np.float32)], [ref], [tol],
                         grid=blocks, block=THREADS, diagnose=_diagnose(x64, blocks)))
     return out
+
+
+def _tree(case, grow, interleaved):
+    """partials when each block's tree runs the steps s = 1, 2, 4, .. (``grow``) or THREADS // 2, .., 1,
+    each thread t adding cache[t + s] when t < s or (``interleaved``) when t % (2 s) == 0."""
+    x = np.asarray(case.args[0], np.float64)
+    blocks = case.grid
+    pad = np.zeros(blocks * THREADS)
+    pad[:x.size] = x
+    out = []
+    for c in pad.reshape(blocks, THREADS):
+        c = c.copy()
+        steps = [1 << k for k in range(THREADS.bit_length() - 1)]
+        for s in (steps if grow else steps[::-1]):
+            t = np.arange(THREADS - s)
+            t = t[(t % (2 * s) == 0)] if interleaved else t[t < s]
+            c[t] = c[t] + c[t + s]
+        out.append(c[0])
+    return [np.array(out)]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message); growing steps with
+# `t < s` and halving steps with `t % (2 s) == 0` give the same sums (cache[0] + cache[1] + cache[2] + cache[4] + ..)
+MISTAKES = [
+    ("step order", lambda c: _tree(c, grow=True, interleaved=False),
+     "each partial is cache[0] + cache[1] + cache[2] + cache[4] + ... + cache[THREADS // 2] only: the tree's step "
+     "order and its thread test do not match: halving steps (s = THREADS // 2, ..., 2, 1) go with `if t < s` (the "
+     "lower half adds the upper half), growing steps (s = 1, 2, 4, ...) with `if t % (2 * s) == 0`"),
+]

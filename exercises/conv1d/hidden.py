@@ -54,11 +54,38 @@ def _right_halo(case, who):
     return ("x", (b * THREADS + t + THREADS,)) if t < R else (None, ())
 
 
+def _no_halo(case):
+    """y when no thread stores the halo cells: a window that reaches one (within R of its block's edge)
+    reads a tile cell nobody wrote (NaN in the simulator), the others are right."""
+    n = case.outputs[0][0][0]
+    t = np.arange(n) % THREADS
+    out = np.array(case.refs[0], np.float64)
+    out[(t < R) | (t >= THREADS - R)] = np.nan
+    return [out]
+
+
+def _left_halo(case, who):
+    """("x", (index,)) of the left halo cell that thread ``who`` (block, thread) loads (threads t < R)."""
+    b, t = int(tuple(who[0])[0]), int(tuple(who[1])[0])
+    return ("x", (b * THREADS + t - R,)) if t < R else (None, ())
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, the access
 # of a thread: (array, index)])
 MISTAKES = [
+    ("halo", _no_halo,
+     f"y is NaN exactly where the window reaches past the block's own {THREADS} elements (outputs within R = {R} "
+     f"of a block's edge) and right elsewhere: the halo cells of the tile were never stored: threads t < R also "
+     f"load the left halo, tile[t] = x[i - R] (0 before x's start), and the right one, tile[t + THREADS + R] = "
+     f"x[i + THREADS] (0 past x's end)"),
     ("halo guard", lambda c: None,
-     "this is a right halo cell, x[i + THREADS] loaded by a thread t < R, past the end of x: load it only when "
+     "this is a right halo cell, x[i + THREADS] (at an offset from the thread's own element) loaded by a thread "
+     "t < R, past the end of x: load it only when "
      "right < n and put 0 in the tile otherwise (`x[right] if right < n else 0`; x is 0 outside)",
      _right_halo),
+    ("halo guard", lambda c: None,
+     "this is a left halo cell, x[i - R] (at an offset from the thread's own element) loaded by a thread t < R, "
+     "before the start of x for block 0: load it only when left >= 0 and put 0 in the tile otherwise "
+     "(`x[left] if left >= 0 else 0`; x is 0 outside)",
+     _left_halo),
 ]

@@ -44,3 +44,20 @@ def cases(rng):
                         [ref], [0.0], grid=blocks, block=THREADS, init=[np.zeros(BINS)],
                         diagnose=_diagnose(n, blocks * THREADS)))
     return out
+
+
+def _block_step(case):
+    """hist when the grid-stride loop steps by the block's size, not the grid's: block b counts every
+    element from b * THREADS on, so element i is counted by blocks 0 .. min(i // THREADS, blocks - 1)."""
+    x = np.asarray(case.args[0])
+    times = np.minimum(np.arange(x.size) // THREADS, case.grid - 1) + 1
+    return [np.bincount(x, weights=times, minlength=BINS).astype(np.float64)]
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    ("grid stride", _block_step,
+     "hist counts element i once for every block b with b * blockDim.x <= i: the loop steps by the block's size "
+     "(blockDim.x), so every block walks on through the elements of the blocks after it: a grid-stride loop "
+     "starts at cuda.grid(1) and steps by the whole grid, cuda.gridsize(1) = gridDim.x * blockDim.x"),
+]

@@ -41,8 +41,28 @@ def _identities(case, lo, hi):
     return [np.array([min(x.min(), lo), max(x.max(), hi)])]
 
 
+def _wrong_operator(case, which):
+    """out when the tree of output ``which`` (0: min, 1: max) combines with the other operator (its
+    identity kept): per block the other extreme of the block's elements and its identities, then
+    the right atomic across blocks."""
+    x = np.asarray(case.args[0], np.float64)
+    pad = np.full(case.grid * case.block, np.inf if which == 0 else -np.inf)
+    pad[:x.size] = x
+    per = pad.reshape(case.grid, case.block)
+    lo, hi = x.min(), x.max()
+    if which == 0:
+        return [np.array([per.max(axis=1).min(), hi])]
+    return [np.array([lo, per.min(axis=1).max()])]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
+    ("operator", lambda c: _wrong_operator(c, 1),
+     "out[1] is the largest of the blocks' MINIMA (-inf for a block with threads past the end): the max's tree "
+     "combines with min: each step of the max tree keeps the larger value, hi[t] = max(hi[t], hi[t + s])"),
+    ("operator", lambda c: _wrong_operator(c, 0),
+     "out[0] is the smallest of the blocks' MAXIMA (+inf for a block with threads past the end): the min's tree "
+     "combines with max: each step of the min tree keeps the smaller value, lo[t] = min(lo[t], lo[t + s])"),
     ("identity", lambda c: _identities(c, -np.inf, np.inf),
      "out is [-inf, inf]: the threads past the end loaded -inf into the min's tree and +inf into the max's: the "
      "identities are swapped: the identity of min is +inf (it never wins a min), of max -inf"),

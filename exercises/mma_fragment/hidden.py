@@ -56,8 +56,36 @@ def _short_k(case):
     return [A[:, :k] @ B[:k, :]]
 
 
+def _row_base(case, step):
+    """C when block y's tile starts at row ``step * blockIdx.y`` (16 rows a tile): the rows the tiles
+    cover hold A @ B, the others are never written (NaN); None where a tile would reach past A."""
+    A, B = (np.asarray(a, np.float64) for a in case.args[:2])
+    gy = case.grid[1]
+    if step * (gy - 1) + 16 > A.shape[0]:
+        return None
+    out = np.full((A.shape[0], B.shape[1]), np.nan)
+    for by in range(gy):
+        out[step * by:step * by + 16] = (A @ B)[step * by:step * by + 16]
+    return [out]
+
+
+def _col_base_access(case, who, step):
+    """("B", index): the first B element lane ``who`` reads when block x's tile starts at column
+    ``step * blockIdx.x`` (b0 = B[q, c0 + g] at k0 = 0)."""
+    bx, lane = int(tuple(who[0])[0]), int(tuple(who[1])[0])
+    return "B", (lane % 4, step * bx + lane // 4)
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
+    ("tile base", lambda c: _row_base(c, 8),
+     "C's rows from 8 * (blocks along y) + 8 on are never written and the tiles of blocks y and y + 1 overlap by 8 "
+     "rows: the tile's row base is 8 * blockIdx.y, but a tile has 16 rows: r0 = 16 * blockIdx.y (and the column "
+     "base c0 = 8 * blockIdx.x: a tile has 8 columns)"),
+    ("tile base", lambda c: None,
+     "the tile's column base is 16 * blockIdx.x, but a tile has 8 columns: c0 = 8 * blockIdx.x (and the row base "
+     "r0 = 16 * blockIdx.y: a tile has 16 rows)",
+     lambda c, who: _col_base_access(c, who, 16)),
     ("k loop", _short_k,
      "C is A @ B without the last k-step (columns K - 8 .. K - 1 of A never multiplied): the k loop stops one "
      "step early; range(0, K, 8) runs every k-step of 8"),

@@ -89,9 +89,10 @@ def cases(rng):
     return out
 
 
-def _block_scan(case, last_step=THREADS // 2, strict=False, offsets=1):
+def _block_scan(case, last_step=THREADS // 2, strict=False, offsets=1, own=False):
     """out of a Hillis-Steele block scan with steps s = 1, 2, .., ``last_step``, the neighbour read for
-    t > s (``strict``) or t >= s, and each block's offset added ``offsets`` times."""
+    t > s (``strict``) or t >= s, and each block's offset added ``offsets`` times (``own``: the offset
+    sums block_sums[0..b], the block's own sum too)."""
     x, sums = np.asarray(case.args[0], np.int64), np.asarray(case.args[1], np.int64)
     out = np.empty_like(x)
     for b in range(len(sums)):
@@ -104,7 +105,7 @@ def _block_scan(case, last_step=THREADS // 2, strict=False, offsets=1):
             take = (t > s) if strict else (t >= s)
             temp = temp + np.where(take, np.roll(temp, s), 0)
             s *= 2
-        out[b * THREADS:b * THREADS + part.size] = temp[:part.size] + offsets * sums[:b].sum()
+        out[b * THREADS:b * THREADS + part.size] = temp[:part.size] + offsets * sums[:b + 1 if own else b].sum()
     return [out.astype(np.float64)]
 
 
@@ -113,6 +114,10 @@ MISTAKES = [
     ("offset twice", lambda c: _block_scan(c, offsets=2),
      "every element of block b is off by exactly its offset sum(block_sums[0:b]): the block's offset was added "
      "twice (into temp and again at the store, or to the scan and to the result); add it once"),
+    ("offset", lambda c: _block_scan(c, own=True),
+     "every element of block b is off by exactly block_sums[b], the block's own total: the offset summed "
+     "block_sums[0..b] (range(b + 1)); a block's offset is the sum of the blocks BEFORE it, block_sums[0:b] "
+     "(0 for block 0)"),
     ("scan steps", lambda c: _block_scan(c, last_step=THREADS // 4),
      "out is a block scan whose last step is s = 16: element t misses x[t - 63 .. t - 32]: the scan's steps "
      "must go on while s < THREADS (s = 1, 2, 4, ..., 32), each element's window doubles at every step"),

@@ -47,9 +47,11 @@ def _codes(case, v, rounding=np.round, clamp=True):
     return [rounding(np.clip(v, 0, 255)) if clamp else np.mod(rounding(v), 256)]
 
 
-def _v(case, scale_times=False):
+def _v(case, scale_times=False, zp_sign=1, zp_first=False):
     x, scale, zp = np.asarray(case.args[0], np.float64), case.args[1], case.args[2]
-    return x * scale + zp if scale_times else x / scale + zp
+    if zp_first:
+        return (x + zp) / scale
+    return x * scale + zp_sign * zp if scale_times else x / scale + zp_sign * zp
 
 
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
@@ -60,6 +62,12 @@ MISTAKES = [
     ("clamp", lambda c: _codes(c, _v(c), clamp=False),
      "q is round(x / scale + zero_point) wrapped modulo 256: values below 0 or above 255 were not clamped; clamp to "
      "[0, 255] before converting to uint8"),
+    ("zero point", lambda c: _codes(c, _v(c, zp_first=True)) if c.args[2] else None,
+     "q is round(clamp((x + zero_point) / scale)): the zero point was added before dividing, so it was divided by "
+     "the scale too; the zero point is a code: add it after dividing, q = round(clamp(x / scale + zero_point, 0, 255))"),
+    ("zero point", lambda c: _codes(c, _v(c, zp_sign=-1)) if c.args[2] else None,
+     "q is round(clamp(x / scale - zero_point)): the zero point was subtracted; quantizing adds it (the code of "
+     "x = 0 is the zero point), q = round(clamp(x / scale + zero_point, 0, 255)); dequantizing subtracts it"),
     ("rounding", lambda c: _codes(c, _v(c), rounding=np.floor),
      "q is the code truncated (floor) instead of rounded to the nearest: converting a float to an integer "
      "truncates; round first (round(v): half to even)"),

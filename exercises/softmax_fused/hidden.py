@@ -49,9 +49,14 @@ def cases(rng):
 
     out = []
     last = lambda r, cols: cols - 1  # noqa: E731
-    beyond = lambda r, cols: int(rng.integers(min(THREADS, cols - 1), cols))  # noqa: E731
+    # past the first THREADS columns, in a column of the block's upper half of lanes
+    beyond = lambda r, cols: min(cols - 1, THREADS * int(rng.integers(1, max(2, cols // THREADS)))  # noqa: E731
+                                 + int(rng.integers(THREADS // 2, THREADS)))
+    # past the first THREADS columns, in a column of one of the block's last 8 lanes (a max tree that
+    # starts too small, or one that stops at the first THREADS columns, misses it)
+    upper = lambda r, cols: THREADS + int(rng.integers(THREADS - 8, THREADS))  # noqa: E731
     for rows, cols, where in ((1, 1, None), (4, 37, None), (6, 100, None), (3, 5, None), (2, THREADS - 1, None),
-                              (3, THREADS + 1, last), (4, 3 * THREADS + 7, beyond)):
+                              (3, THREADS + 1, last), (4, 3 * THREADS + 7, beyond), (2, 2 * THREADS + 5, upper)):
         (x,) = make_inputs((rows, cols), np.dtype(np.float32), rng)
         if where is not None:
             x = _spike(rng, x, where)
@@ -59,7 +64,9 @@ def cases(rng):
         e = np.exp(x64 - x64.max(axis=1, keepdims=True))
         ref = e / e.sum(axis=1, keepdims=True)
         label = f"{rows}x{cols}" + ("" if where is None else ", the maximum far above the rest, "
-                                   + ("in the last column" if where is last else f"past column {THREADS}"))
+                                   + ("in the last column" if where is last else
+                                      f"past column {THREADS}, a last lane's" if where is upper else
+                                      f"past column {THREADS}"))
         out.append(Case(label, [x], [((rows, cols), np.float32)], [ref],
                         tolerance((x,), [ref], np.dtype(np.float32)), grid=rows, block=32,
                         diagnose=lambda outs, refs, x=x: _diagnose(outs, refs, x)))
@@ -76,8 +83,42 @@ def _shifted(case, shift):
     return [(e / total).astype(np.float64)]
 
 
+def _lanes_max(x, lanes):
+    """Each row's maximum over the columns of lanes 0 .. ``lanes - 1`` (column j is lane j % THREADS's)."""
+    keep = (np.arange(x.shape[1]) % THREADS) < lanes
+    return x[:, keep].max(axis=1)
+
+
+def _own_max(case):
+    """softmax where each thread shifts its columns by its own maximum (over columns t, t + THREADS, ..)
+    and divides by the row's sum of those, in the kernel's float32."""
+    x = np.asarray(case.args[0], np.float32)
+    lane = np.arange(x.shape[1]) % THREADS
+    m = np.empty_like(x)
+    for t in range(min(THREADS, x.shape[1])):
+        m[:, lane == t] = x[:, lane == t].max(axis=1, keepdims=True)
+    if np.array_equal(m, np.repeat(x.max(axis=1, keepdims=True), x.shape[1], axis=1)):
+        return None
+    e = np.exp((x - m).astype(np.float64)).astype(np.float32)
+    total = e.sum(axis=1, dtype=np.float32).reshape(-1, 1)
+    return [(e / total).astype(np.float64)]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
+    ("max shift", lambda c: _shifted(c, lambda x: _lanes_max(x, THREADS // 2)),
+     f"out is exp(x - m) / sum with m the maximum of lanes 0..{THREADS // 2 - 1}'s columns only: the max tree "
+     f"started at s = {THREADS // 4}, so lanes {THREADS // 2}..{THREADS - 1} never entered it, and a larger value "
+     f"of theirs overflows exp (inf / inf = NaN): the tree starts at half the block, s = {THREADS // 2}, so the "
+     f"shift is the row maximum"),
+    ("max shift", lambda c: _shifted(c, lambda x: _lanes_max(x, THREADS // 4)),
+     f"out is exp(x - m) / sum with m the maximum of lanes 0..{THREADS // 4 - 1}'s columns only: the max tree "
+     f"started at s = {THREADS // 8}, so the other lanes never entered it, and a larger value of theirs overflows "
+     f"exp (inf / inf = NaN): the tree starts at half the block, s = {THREADS // 2}, so the shift is the row maximum"),
+    ("max shift", _own_max,
+     "out is exp(x - m_t) / sum with m_t each thread's own maximum (over its columns), not the row's: the shift "
+     "must be one value for the whole row, or the terms are not comparable (and the sum mixes scales): subtract "
+     "the row maximum, the block's max of the threads' maxima (cache[0] after the tree, read by every thread)"),
     ("max shift", lambda c: _shifted(c, lambda x: x[:, 0]),
      "out is exp(x - x[r, 0]) / sum: the shift is the row's first element, not the row maximum: exp overflows "
      "float32 (inf / inf = NaN) when the maximum lies far above the first element; subtract the row maximum "

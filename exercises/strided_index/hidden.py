@@ -28,26 +28,31 @@ def cases(rng):
     ]
 
 
-def _indices(case, row_step):
-    """storage indices of every out[r, c] with the row step ``row_step(case)`` (None past storage)."""
+def _indices(case, row_step, col_step=None, base=None):
+    """storage indices of every out[r, c] with the row step ``row_step(case)``, the column step
+    ``col_step(case)`` (default stride1) and the start ``base(case)`` (default the offset); None past
+    storage."""
     storage, offset, _, s1 = case.args
     rows, cols = case.outputs[0][0]
     r, c = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
-    idx = offset + r * row_step(case) + c * s1
+    start = offset if base is None else base(case)
+    idx = start + r * row_step(case) + c * (s1 if col_step is None else col_step(case))
     return None if idx.min() < 0 or idx.max() >= storage.size else idx
 
 
-def _values(case, row_step):
-    idx = _indices(case, row_step)
+def _values(case, row_step, col_step=None, base=None):
+    idx = _indices(case, row_step, col_step, base)
     return None if idx is None else [np.asarray(case.args[0], np.float64)[idx]]
 
 
-def _access(case, who, row_step):
-    """("storage", (index,)) that thread ``who`` (block, thread) reads with the row step ``row_step``."""
+def _access(case, who, row_step, col_step=None, base=None):
+    """("storage", (index,)) that thread ``who`` (block, thread) reads with the row step ``row_step``
+    (and the column step and start of :func:`_indices`)."""
     (bx, by, *_), (tx, ty, *_) = (tuple(who[0]) + (0, 0))[:2], (tuple(who[1]) + (0, 0))[:2]
     bdx, bdy = case.block
     c, r = bx * bdx + tx, by * bdy + ty
-    return "storage", (case.args[1] + r * row_step(case) + c * case.args[3],)
+    start = case.args[1] if base is None else base(case)
+    return "storage", (start + r * row_step(case) + c * (case.args[3] if col_step is None else col_step(case)),)
 
 
 def _out_width(case):
@@ -62,4 +67,16 @@ MISTAKES = [
      "shape, not stride0: a view's strides are steps in the storage (stride0 between rows, stride1 between "
      "columns), whatever shape the output has",
      lambda c, who: _access(c, who, _out_width)),
+    ("stride", lambda c: _values(c, _out_width, lambda c: 1),
+     "out[r, c] is storage[offset + r * out.shape[1] + c]: the view was taken as contiguous (row-major, steps "
+     "(columns, 1)), but a view's strides are its own: use stride0 between rows and stride1 between columns",
+     lambda c, who: _access(c, who, _out_width, lambda c: 1)),
+    ("stride", lambda c: _values(c, lambda c: c.args[3], lambda c: c.args[2]),
+     "out[r, c] is storage[offset + r * stride1 + c * stride0]: the strides are swapped: stride0 is the step "
+     "between rows (it multiplies the row index), stride1 between columns",
+     lambda c, who: _access(c, who, lambda c: c.args[3], lambda c: c.args[2])),
+    ("offset", lambda c: _values(c, lambda c: c.args[2], base=lambda c: c.args[1] * c.args[2]),
+     "out[r, c] is storage[offset * stride0 + r * stride0 + c * stride1]: the offset was multiplied by a stride; "
+     "it is already a count of elements of the storage: storage[offset + r * stride0 + c * stride1]",
+     lambda c, who: _access(c, who, lambda c: c.args[2], base=lambda c: c.args[1] * c.args[2])),
 ]

@@ -1,7 +1,7 @@
 """tiled_matmul: hidden tests."""
 import numpy as np
 
-from exercises import Case, randn, sum_hints
+from exercises import Case, randn, sum_hints, swapped_tile_product
 from kernels.spec import dot_tolerance
 
 TILE = 8  # the solution's tile (the hints name tiles of this size)
@@ -18,3 +18,16 @@ def cases(rng):
                         diagnose=lambda outs, refs, t=terms: sum_hints(outs[0], refs[0], t, block=TILE,
                                                                        what="dot product", unit="tile")))
     return out
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+MISTAKES = [
+    *[("tile product", lambda c, t=t: swapped_tile_product(c, t, "B"),
+       "C is what the tile product gives with sB[tx, k]: the B tile's row and column are swapped in the product: "
+       "thread (tx, ty) needs row k of the B tile in its own column tx: acc += sA[ty, k] * sB[k, tx]")
+      for t in (8, 16, 32)],
+    *[("tile product", lambda c, t=t: swapped_tile_product(c, t, "A"),
+       "C is what the tile product gives with sA[k, ty]: the A tile's row and column are swapped in the product: "
+       "thread (tx, ty) needs its own row ty of the A tile, column k: acc += sA[ty, k] * sB[k, tx]")
+      for t in (8, 16, 32)],
+]

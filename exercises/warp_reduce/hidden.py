@@ -59,4 +59,8 @@ MISTAKES = [
      "every partial is exactly 2 times its block's sum: one shuffle step added each lane's own value again (a "
      "shfl_down_sync by 32, the warp's width, returns the lane's own value): the offsets run 16, 8, 4, 2, 1 "
      "(offset = 16 while offset > 0, halved each step)"),
+    ("shuffle offset", lambda c: [4 * np.asarray(c.refs[0])],
+     "every partial is exactly 4 times its block's sum: both shuffle loops (the warp's and warp 0's over "
+     "warp_sums) start at offset 32, the warp's width, where shfl_down_sync returns the lane's own value, so each "
+     "loop doubles its sum: the offsets run 16, 8, 4, 2, 1 (offset = 16 while offset > 0, halved each step)"),
 ]

@@ -156,13 +156,19 @@ def judge_case(ex, case, raw, backend):
     nd = ndims(grid)
     onames = raw.onames
     if raw.error is not None:
-        msg = kernel_error_message(raw.error, runs[-1][1], grid, block, case, raw.names, source)  # the run that raised
         last = runs[-1][1]
+        halo = None
+        if last is not None and last.oob and min(last.oob[0][1]) < 0 and last.oob[0][0] in list(raw.names):
+            from lab.teach.diagnose import reference_reads_left  # a left halo cell, or an index that is off?
+
+            halo = reference_reads_left(ex, case, list(raw.names).index(last.oob[0][0]))
+        msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo)  # the run that raised
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
-            if lesson:
-                msg = f"{msg}. Hint: {lesson}"
+            if lesson:  # the lesson's mistake made exactly this access: it says why
+                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
+                                           halo=halo)
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -231,12 +237,22 @@ def judge_case(ex, case, raw, backend):
                 lesson = mistake_message(exercise_mistakes(ex), case, outs)
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
-                                 f"{at_store(k, flat, trace)}, but it is {what}. Hint: {lesson}", kind=VALUES)
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                told = case.diagnose(outs, case.refs) if case.diagnose is not None and out.dtype.kind == "f" else None
+                if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {told}", kind=VALUES)
                 raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                              f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
+            lesson = mistake_message(exercise_mistakes(ex), case, outs)
+            if lesson:  # the lesson's mistake leaves exactly these elements unwritten (NaN in its outputs)
+                first = tuple(int(v) for v in np.argwhere(unwritten)[0])
+                raise Failed(f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
+                             f"the first {fmt_idx(onames[k], first)}. Hint: {lesson}",
+                             writers and writers_map(onames[k], writers[k], out.shape, grid, block), kind=VALUES)
             hint = getattr(case, "launch_hint", None) if case.grid is None and k == 0 else None
             if hint:
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
@@ -312,6 +328,18 @@ def judge_case(ex, case, raw, backend):
             updates = sum(int(c) for kd, a, _, c in counts["per_thread"]
                           if int(kd) == 2 and names[int(a)] == onames[k]) if counts and onames[k] in names else 0
             stores = len(writers[k]) if writers is not None else 0
+            touched = set(writers[k]) if writers is not None else set()
+            want = np.flatnonzero(np.asarray(ref).ravel() != np.asarray(case.init[k], np.float64).ravel())
+            if touched and len(want) and not touched & set(int(f) for f in want):  # updates only where nothing changes
+                first = tuple(int(v) for v in np.unravel_index(int(want[0]), ref.shape))
+                from lab.core.simt import ranges_text
+
+                raise Failed(f"{onames[k]} still holds its initial values: the updates reached only {len(touched)} of "
+                             f"its {plural(ref.size, 'element')} ({onames[k]}[{ranges_text(sorted(touched), most=3)}]), "
+                             f"and none of the ones that should change: {fmt_idx(onames[k], first)} should be "
+                             f"{ref[first]:g} but no thread updated it{at_store(k, min(touched), trace)}: the loop "
+                             f"over {onames[k]}'s elements covers only part of them (each thread must take every "
+                             f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
             if updates or stores:
                 what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
                         f"stores to {plural(stores, 'element')}")
@@ -353,7 +381,11 @@ def judge_case(ex, case, raw, backend):
             if who is not None:
                 msg += f"; written by {fmt_who(who, nd)}{at_store(k, flat, trace)}"
         extra = transposed_hint(out64, ref, bad)
-        if case.diagnose is not None:
+        if trace is not None and not scaled_hint(out64, ref, bad) and not poison_hint(out64, ref, bad, out.dtype):
+            from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
+
+            extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
+        if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
         extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace

@@ -55,8 +55,12 @@ def mistake_for_access(mistakes, case, name, idx, who) -> str | None:
             continue
         try:
             arr, at = m.access(case, who)
+            with np.errstate(all="ignore"):
+                alt = m.outputs(case)
         except Exception:  # noqa: BLE001
             continue
+        if alt is not None and len(alt) == len(case.refs) and all(_same(r, a, 0.0) for r, a in zip(case.refs, alt)):
+            continue  # the mistake does not show on this case: its access is the right one here
         if arr == name and tuple(int(v) for v in at) == tuple(int(v) for v in idx):
             return m.message
     return None
@@ -266,6 +270,32 @@ def reference_run(ex, case):
         return None
 
 
+def reference_reads_left(ex, case, arg: int) -> bool | None:
+    """Whether the reference solution, run on ``case`` (:func:`reference_run`), has a thread of a 1-D
+    launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
+    evidence that a negative index is a halo cell to guard, not an index that is off. None when
+    it cannot be told (no solution, no run, another shape or launch)."""
+    from lab.teach.contained.counts import dims3, stats_counts, who_of
+
+    a = case.args[arg] if arg < len(case.args) else None
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
+        return None
+    ref = _reference(ex, case)
+    if ref is None:
+        return None
+    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
+    g, b = dims3(r_grid), dims3(r_block)
+    if g[1:] != [1, 1] or b[1:] != [1, 1] or math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
+        return None
+    past_block0 = False
+    for tid, (_c, lo, _hi) in _spans_of(stats_counts(r_trace.stats, r_grid, r_block), r_names[arg]).items():
+        (bx, *_), (tx, *_) = who_of(tid, g, b)
+        if lo < bx * b[0] + tx:
+            return True
+        past_block0 = past_block0 or bx > 0
+    return False if past_block0 else None  # block 0 alone: its left neighbours may be guarded away
+
+
 def _per_thread(rows, arrays, kind: int) -> dict:
     """{(array name, thread id): count} of one kind (0 load, 2 atomic) from a per_thread table."""
     out: dict = {}
@@ -307,6 +337,181 @@ def _span_text(name, span, shape) -> str:
     return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
 
 
+def _spans_of(counts, name) -> dict:
+    """{thread id: (loads, lowest, highest flat index)} of array ``name`` that each thread loaded, over
+    every line (the tracer's ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, _line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if 0 <= int(a) < len(arrays) and arrays[int(a)][0] == name:
+            old = out.get(int(t))
+            out[int(t)] = ((int(c), int(lo), int(hi)) if old is None else
+                           (old[0] + int(c), min(old[1], int(lo)), max(old[2], int(hi))))
+    return out
+
+
+_AXIS = "xyz"
+
+
+def _index_label(ds, whos, bd) -> tuple | None:
+    """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
+    one per observation) are, as a function of the thread that made each (``whos``: its block and
+    thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
+    blockDim.a: the index within the block where the reference uses the global one, seen in block 0
+    and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
+    seen nonzero), ("const", c); None when none fits every observation."""
+    if all(d == 0 for d in ds):
+        return ("same",)
+    for a in range(3):
+        want = [-(w[0][a] * bd[a]) for w in whos]
+        if all(d == v for d, v in zip(ds, want)) and any(v == 0 for v in want) and any(v != 0 for v in want):
+            return ("local", a)
+    for a in range(3):  # blockIdx.a times another number than blockDim.a
+        ks = {d // w[0][a] for d, w in zip(ds, whos) if w[0][a] and d % w[0][a] == 0}
+        if (len(ks) == 1 and all(d == 0 for d, w in zip(ds, whos) if not w[0][a])
+                and all(w[0][a] == 0 or d % w[0][a] == 0 for d, w in zip(ds, whos)) and any(w[0][a] for w in whos)):
+            k = ks.pop()
+            if k and k + bd[a] > 0:
+                return ("bstride", a, k + bd[a])
+    for a, b in ((0, 1), (1, 0)):
+        want = [w[1][a] - w[1][b] for w in whos]
+        if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
+            return ("swap", a, b)
+    if len(set(ds)) == 1:
+        return ("const", ds[0])
+    return None
+
+
+def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None, raw=False):
+    """The launch-wide evidence of a wrong load index: for an input array, every thread's loads (lowest
+    and highest index, :func:`_spans_of`) beside the same thread's in the reference solution's run of
+    the same launch, and, per axis of the array, the difference as a function of the thread
+    (:func:`_index_label`): the index within the block where the reference uses the global index
+    (blockIdx * blockDim missing), threadIdx.x where it uses threadIdx.y (or the reverse), or one
+    constant shift. (text, kind) naming it, the student's line quoted, or None (the launches differ,
+    no thread loads differently, or the differences follow no such rule). ``raw``: without a rule, the
+    first thread whose loads differ, in words (kind "raw"); ("", "same") when every thread of the launch
+    loaded the same elements of every input as the reference's."""
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import quote
+
+    g, b = dims3(grid), dims3(block)
+    if g != dims3(r_grid) or b != dims3(r_block):
+        return None
+    nd = _ndims(grid)
+    first_raw, all_same = None, True
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
+            continue
+        S, R = _spans_of(counts, names[j]), _spans_of(rc, r_names[j])
+        all_same = all_same and S == R
+        common = sorted(t for t in S if t in R)
+        diff = [t for t in common if S[t][1:] != R[t][1:]]
+        if not diff:
+            continue
+        shape = tuple(a.shape)
+        whos, per_axis = [], [[] for _ in shape]
+        counts_equal = all(S[t][0] == R[t][0] for t in common)  # a constant shift is an offset only then
+        for t in common:
+            who = who_of(t, g, b)
+            # the lowest index each loaded; the highest too where both made as many loads (a guard that
+            # skips a load in one run and not the other moves only the highest)
+            for fs, fr in zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:]):
+                if not (0 <= fs < a.size and 0 <= fr < a.size):
+                    continue
+                us, ur = np.unravel_index(fs, shape), np.unravel_index(fr, shape)
+                whos.append(who)
+                for ax in range(len(shape)):
+                    per_axis[ax].append(int(us[ax]) - int(ur[ax]))
+        labels = [_index_label(ds, whos, b) for ds in per_axis]
+        if raw and first_raw is None:
+            t = diff[0]
+            lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
+                            and 0 <= int(r[0]) < len(counts["arrays"]) and counts["arrays"][int(r[0])][0] == names[j]
+                            and int(r[2]) > 0})
+            at = ", ".join(quote(source, ln) for ln in lines[:2])
+
+            def span(v, name=names[j], shape=tuple(a.shape)):
+                return _span_text(name, (v[1], v[2]), shape)
+
+            first_raw = (f"{_fmt_who(who_of(t, g, b), nd)} read {span(S[t])}{f' (at {at})' if at else ''}, the same "
+                         f"thread of the reference solution {span(R[t])}: the index of {names[j]} differs from the "
+                         f"reference's there (which element each thread reads)", "raw")
+        if any(lb is None for lb in labels) or all(lb[0] == "same" for lb in labels):
+            continue
+        t = diff[0]
+        for cand in diff:  # an example thread outside block 0 where that tells more
+            if any(who_of(cand, g, b)[0]):
+                t = cand
+                break
+        who = who_of(t, g, b)
+        lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
+                        and 0 <= int(r[0]) < len(counts["arrays"]) and counts["arrays"][int(r[0])][0] == names[j]
+                        and int(r[2]) > 0})
+        at = ", ".join(quote(source, ln) for ln in lines[:2])
+        at = f" (at {at})" if at else ""
+
+        def idx(f, name=names[j], shape=shape):
+            return _fmt_idx(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
+
+        seen = (f"{_fmt_who(who, nd)} read {idx(S[t][1])}{at}, the same thread of the reference solution "
+                f"{idx(R[t][1])}")
+        axes = [ax for ax, lb in enumerate(labels) if lb[0] != "same"]
+        where = "" if len(shape) == 1 else f" along axis {axes[0]} ({'rows' if axes[0] == len(shape) - 2 else 'columns' if axes[0] == len(shape) - 1 else 'its index ' + str(axes[0])})"
+        lb = labels[axes[0]]
+        if lb[0] == "local":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} is the thread's index within its block (cuda.threadIdx.{x}), the "
+                    f"same in every block, where it needs the global index cuda.blockIdx.{x} * cuda.blockDim.{x} + "
+                    f"cuda.threadIdx.{x} (cuda.grid): every block reads block 0's elements", "local")
+        if lb[0] == "bstride":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} multiplies cuda.blockIdx.{x} by {lb[2]}, but your blocks have "
+                    f"{b[lb[1]]} threads along {x}: blocks overlap or leave gaps: multiply by the block's size, "
+                    f"cuda.blockDim.{x} (or use cuda.grid)", "bstride")
+        if lb[0] == "swap":
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
+                    f"x and y swapped in this index (each thread must load the element its own (x, y) position "
+                    f"stands for)", "swap")
+        if lb[0] == "const" and len(axes) == 1 and counts_equal:
+            c = lb[1]
+            return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
+                    f"{'before' if c < 0 else 'past'} the reference's: an offset {'missing' if c < 0 else 'added'} in "
+                    f"this index?", "const")
+        return first_raw
+    if first_raw is not None:
+        return first_raw
+    return ("", "same") if raw and all_same else None
+
+
+def _reference(ex, case):
+    """:func:`reference_run` of ``case``, once per case (kept on the case)."""
+    if not hasattr(case, "lab_reference_run"):
+        case.lab_reference_run = reference_run(ex, case)
+    return case.lab_reference_run
+
+
+def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | None:
+    """:func:`index_fact` for the student's launch ``trace`` beside the reference solution's run of
+    ``case``, as a hint ("the reference solution, run on this case: ..."), or None (no trace, a launch
+    too large to re-run, no solution, no rule)."""
+    from lab.teach.contained.counts import dims3, stats_counts
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or not ex.has_solution:
+        return None
+    if math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
+        return None
+    ref = _reference(ex, case)
+    if ref is None:
+        return None
+    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    return None if found is None else "the reference solution, run on this case: " + found[0]
+
+
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:
     """What the student's launch did differently from the reference solution's on ``case``, around
     the first wrong element ``first`` of output ``k``: who wrote it in each, how many loads of each
@@ -325,7 +530,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         return None
     if not ex.has_solution:  # a course that ships the solutions to teachers only (LAB_SOLUTIONS)
         return "no comparison with the reference solution's run: it is not installed here"
-    ref = reference_run(ex, case)
+    ref = _reference(ex, case)
     if ref is None:
         return None
     r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
@@ -335,13 +540,18 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     oname = onames[k] if k < len(onames) else f"out{k}"
     nd = _ndims(grid)
     ws, wr = writers[k].get(flat), r_writers[k].get(flat)
+    rc = stats_counts(r_trace.stats, r_grid, r_block)
+    found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source, raw=True)
+    if found is not None and found[1] not in ("same", "raw"):
+        return "the reference solution, run on this case: " + found[0]
+    same_loads = found is not None and found[1] == "same"  # every thread loaded what the reference's did
+    other_loads = found[0] if found is not None and found[1] == "raw" else ""  # a thread that loaded otherwise
     facts = []
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
     if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
         facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
-    rc = stats_counts(r_trace.stats, r_grid, r_block)
     lines_s: dict = {}
     if ws is not None and wr is not None:
         mine = _per_thread(counts["per_thread"], counts["arrays"], 0)
@@ -356,20 +566,24 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
             n_s, n_r = mine.get((names[j], tid_s), 0), theirs.get((r_names[j], tid_r), 0)
             at = "; ".join(f"{c} at {quote(source, ln)}" for ln, c in sorted(lines_s.get(names[j], {}).items()))
             if n_s != n_r:
+                ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
+                step = ""
+                if ss is not None and sr is not None and n_s > 1 and n_r > 1 and len(lines_s.get(names[j], {})) == 1:
+                    q_s, m_s = divmod(ss[1] - ss[0], n_s - 1)
+                    q_r, m_r = divmod(sr[1] - sr[0], n_r - 1)
+                    if not m_s and not m_r and q_s != q_r and q_s > 0 and q_r > 0:
+                        step = (f": its loads lie {q_s} element{'s' if q_s != 1 else ''} apart, the reference's {q_r} "
+                                f"apart: the loop steps by {q_s} where it should step by {q_r} (each of the threads "
+                                f"that share the work takes one element in every {q_r})")
                 facts.append(f"its writer made {n_s} load{'s' if n_s != 1 else ''} of {names[j]}"
-                             f"{f' ({at})' if at else ''}, the reference's {n_r}")
+                             f"{f' ({at})' if at else ''}, the reference's {n_r}{step}")
                 continue
             ss, sr = span_s.get(names[j]), span_r.get(r_names[j])
             if ss is not None and sr is not None and ss != sr:
                 shape = tuple(a.shape)
-                shift = ""
-                if ss[0] - sr[0] == ss[1] - sr[1]:
-                    d = ss[0] - sr[0]
-                    shift = (f": every index {abs(d)} element{'s' if abs(d) != 1 else ''} "
-                             f"{'before' if d < 0 else 'past'} the reference's (an offset {'missing' if d < 0 else 'added'}?)")
                 where = ", ".join(quote(source, ln) for ln in sorted(lines_s.get(names[j], {})))
                 facts.append(f"its writer read {_span_text(names[j], ss, shape)}{f' (at {where})' if where else ''}, the "
-                             f"reference's {_span_text(names[j], sr, shape)}{shift}")
+                             f"reference's {_span_text(names[j], sr, shape)}")
     a_s = sum(c for (kd, _, _, c) in counts["per_thread"] if int(kd) == 2)
     a_r = sum(c for (kd, _, _, c) in rc["per_thread"] if int(kd) == 2)
     if a_s != a_r:
@@ -387,6 +601,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         if st and st not in look:
             look.append(st)
         where = f" ({'; '.join(look)})" if look else ""
+        if same_loads:
+            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread, "
+                    f"and every thread of the launch read the same elements of each input as the reference's, with "
+                    f"as many atomics, shared accesses and shuffles: what differs is how the values were combined "
+                    f"(the arithmetic, or which shared cells were added){where}")
+        if other_loads:
+            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+                    f"after as many loads of each input, with as many atomics, shared accesses and shuffles, but not "
+                    f"every thread read the same elements: {other_loads}")
         return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
                 f"differs is which elements were read or how they were combined{where}")

@@ -140,13 +140,17 @@ def as_dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None) -> str:
+def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None, lesson=None,
+                         halo=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
     "kernel", "type", "text", "one_line", "who", "line"} or {"kind": "launch", "text"}): a barrier
     that not every thread reached, a race or an out-of-bounds access that came first, else the
     exception at the student's line. ``names``: the kernel's array arguments (an out-of-bounds
     array not among them is a shared array); ``source``: the lines of the student's file, quoted at
-    the line that raised."""
+    the line that raised; ``lesson``: the exercise's mistake whose access is the out-of-bounds one
+    (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests; ``halo``:
+    whether the reference solution reads the out-of-bounds array below a thread's own index (for a
+    negative index; :func:`lab.teach.diagnose.reference_reads_left`)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -162,9 +166,11 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
-                             arrays=[(n, s) for n, s in arrays if n != name])
+                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo)
         if not shared and "swapped" not in advice:
             advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
+        if lesson:
+            advice = lesson
         at = quote(source, error.get("line"))
         return (f"out of bounds: {fmt_who(who, nd)} {'wrote' if kind == 'write' else 'read'} "
                 f"{fmt_idx(name, idx)}, outside its shape {tuple(shape)}{f', at {at}' if at else ''}; {advice}")
@@ -173,6 +179,15 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
     elif kind == "OverflowError" and "out of bounds for" in text:
         advice = ": the value does not fit the output's dtype (clamp before converting?)"
+        import re
+
+        m = re.search(r"integer (-?\d+) out of bounds for (u?int\d+)", text)
+        if m:
+            v, info = int(m.group(1)), np.iinfo(np.dtype(m.group(2)))
+            if v == info.max + 1:  # no clamp, or a clamp to max + 1 (the one event cannot tell them apart)
+                advice = (f": {v} does not fit {m.group(2)} ({info.min}..{info.max}), one past the largest value: clamp "
+                          f"to {info.min}..{info.max} before converting (a clamp whose upper bound is {v} lets {v} "
+                          f"through: the bound must be {info.max})")
     elif kind == "ValueError" and "NaN" in text:
         advice = ": a NaN was converted to an integer (a value read before it was written?)"
     at = quote(source, error.get("line"), of_file=True)
@@ -209,7 +224,46 @@ def _extra_thread(own, grid, block, out_shapes):
     return False
 
 
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=()):
+def _negative_advice(idx, b, t, bd, shared, halo=None) -> str:
+    """What a negative index suggests, from the thread's own index along that axis (its slot in the
+    block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
+    neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
+    (block 0's, for a global array), which needs its own bound check; in a shared tile, an offset
+    subtracted where the tile's layout already holds it. ``halo``: whether the reference solution reads
+    the array below a thread's own index too (False: no neighbour to the left is part of the lesson: the
+    index is off; None: not known)."""
+    d = next(k for k, i in enumerate(idx) if i < 0)
+    axis = 0 if d == len(idx) - 1 else 1 if d == len(idx) - 2 else None
+    tt = tuple(int(v) for v in t) + (0, 0, 0)
+    bb = tuple(int(v) for v in b) + (0, 0, 0)
+    i = int(idx[d])
+    if axis is not None and shared:
+        off = i - tt[axis]
+        if -bd[axis] <= off < 0:
+            return (f"a negative index: {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
+                    f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
+                    f"before the block's own elements, the thread's own element is at slot t + {-off} and its "
+                    f"neighbours at t + k (k = 0 .. the window's width - 1): is the halo offset subtracted twice, once "
+                    f"when the tile was filled and again here?")
+    elif axis is not None:
+        own = bb[axis] * bd[axis] + tt[axis]
+        off = i - own
+        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is False:
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}, and the reference solution "
+                    f"reads this array at no index below a thread's own: the index is off by {-off} (each thread's "
+                    f"element is at its own index)")
+        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is None:
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: an index off by {-off}, or a "
+                    f"neighbour {-off} to its left (a left halo cell) read without a bound check (`x[j] if j >= 0 else "
+                    f"0.0`, as `j < n` on the right)")
+        if -bd[axis] <= off < 0 and bb[axis] == 0:
+            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: a neighbour {-off} to its left "
+                    f"(a left halo cell), before the start of the array for the first threads of block 0: an access at "
+                    f"an offset needs its own bound check, e.g. `x[j] if j >= 0 else 0.0` (as `j < n` on the right)")
+    return "a negative index: check your index arithmetic"
+
+
+def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -218,10 +272,10 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
     slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
     guard (that thread is no extra thread) but the wrong index for this array."""
-    if min(idx) < 0:
-        return "a negative index: check your index arithmetic"
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
+    if min(idx) < 0:
+        return _negative_advice(idx, b, t, bd, shared, halo)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]
@@ -243,6 +297,11 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
             return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
                     f"{mine}: thread {mine} ran a tree step (s = {off}) that only the threads t < s may run (each "
                     f"adds its partner t + s): `if t < s:` around the step")
+        block_threads = bd[0] * bd[1] * bd[2]
+        if len(idx) == 1 and mine > 0 and mine // n == i and n != 32 and block_threads <= 32 * n:
+            return (f"index {i} is thread {mine}'s index divided by {n} ({mine} // {n}), past the end ({n}) of this "
+                    f"shared array: a warp's number is t // 32 (the warp's size, 32 lanes), which stays below {n} for "
+                    f"the block's {block_threads} threads: divide by 32, not by {n} (the number of warps)")
         return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot {mine}: "
                 f"the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the "
                 f"array's size is")
@@ -255,7 +314,10 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
         swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
         if swapped:
             return "past the end; the index would fit the transposed shape: are row and column swapped?"
-    if all(int(idx[k]) in own for k in past):
+    # the thread's own index, past the end: one of the last block's extra threads (for a 2-D array, only when
+    # the thread is past the output along an axis: a 1-D launch's x may equal a column index by chance)
+    if all(int(idx[k]) in own for k in past) and (len(idx) == 1 or grid is None
+                                                  or _extra_thread(own, grid, block, out_shapes)):
         if len(idx) == 1 and grid is not None:
             a = own.index(int(idx[0]))  # the axis of the thread's own index this access used
             reach = as_dims3(grid)[a] * bd[a]
@@ -267,6 +329,15 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
                         f"the thread is no extra thread past the data), but past the end of this array "
                         f"({int(shape[0])}): this array needs another index (one element per block: "
                         f"cuda.blockIdx.x; per row or per column: that index)")
+        if len(idx) == 2 and int(idx[d]) < int(shape[1 - d]):  # past its own extent, inside the other's
+            what, other = ("row", "column") if d == 0 else ("column", "row")
+            return (f"past the end: {what} {int(idx[d])} is past the {int(shape[d])} {what}s but below the "
+                    f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
+                    f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
+                    f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
+        if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
+            return ("past the end (the last block's extra threads): guard it, e.g. `if i < n:`; if a guard is there, "
+                    "it lets index n itself through: `<`, not `<=` (an early return on `i >= n`, not `i > n`)")
         return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
     axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
     rel = ""
@@ -278,6 +349,23 @@ def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, 
                 f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
                 f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
                 f"`x[j] if j < n else 0`")
+    if int(idx[d]) == int(shape[d]) and all(int(i) < int(n) for k, (i, n) in enumerate(zip(idx, shape)) if k != d):
+        bigger = [f"shape[{k}] = {int(n)}" for k, n in enumerate(shape) if k != d and int(n) > int(shape[d])]
+        which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
+        where = f"axis {d}" if len(idx) > 1 else "the array"
+        rel1 = rel if len(idx) == 1 else ""
+        return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
+                f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
+                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
+    tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
+    for a in range(3):  # the thread's index within its block where a block's or a global index belongs
+        if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
+            x = "xyz"[a]
+            where = "" if len(idx) == 1 else f" along axis {d}"
+            return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
+                    f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
+                    f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
+                    f"cuda.threadIdx.{x} alone")
     return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
             f"loop bound, a stride or an offset runs past the end?")
 
@@ -361,6 +449,12 @@ def race_message(trace, k, grid, block, source=None):
             f"{_fmt_t(other, tnd)} of the same block {other_did}{other_at}")
     if step:
         return f"{text}: {step[1]}"
+    wrote_at = lines[0] if did == "wrote" else lines[1] if other_did in ("wrote", "also wrote") else None
+    code = str(source[int(wrote_at) - 1]) if source and wrote_at and 0 < int(wrote_at) <= len(source) else ""
+    if "cp_async_wait" in code:  # the copy lands at the wait: a wait after the barrier lands it after others read
+        return (text + ": the asynchronous copy's data lands in shared memory at cp_async_wait, and no "
+                "cuda.syncthreads() stands between this wait and the other thread's read: wait first, then "
+                "cuda.syncthreads(), then read (a barrier before the wait does not publish what lands after it)")
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
@@ -454,9 +548,16 @@ def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
     """For a 1-D output written by a 1-D launch: when every writer (block b >= 1, thread t) of element
     f has f = b * K + t for one K other than the block's size, the index multiplies blockIdx.x by K:
     the text naming it, else None (the evidence: the writers the simulator recorded)."""
+    if len(tuple(shape)) == 2:
+        return _block_stride_2d(writer, shape, grid, block)
     if len(tuple(shape)) != 1 or ndims(grid) != 1 or math.prod(as_dims3(block)[1:]) != 1:
         return None
     bx = as_dims3(block)[0]
+    roles = [int(f) == int(tuple(t)[0]) * bx + int(tuple(b)[0]) for f, (b, t) in list(writer.items())[:4096]]
+    if len(roles) > 2 and all(roles) and any(int(tuple(b)[0]) != int(f) // bx for f, (b, _t) in writer.items()):
+        return ("every element was written by thread t of block b at t * blockDim.x + b: the roles of threadIdx.x and "
+                "blockIdx.x are swapped in the index: i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x (or "
+                "cuda.grid(1))")
     ks = set()
     for f, (b, t) in list(writer.items())[:4096]:
         b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
@@ -472,6 +573,37 @@ def block_stride_hint(writer: dict, shape, grid, block) -> str | None:
         return None
     return (f"every element was written by thread t of block b at b * {k} + t, but your blocks have {bx} threads: "
             f"the index multiplies blockIdx.x by {k}, not by the block's size: use cuda.blockDim.x (or cuda.grid(1))")
+
+
+def _block_stride_2d(writer: dict, shape, grid, block) -> str | None:
+    """For a 2-D output written by a 2-D launch: when every writer (block (bx, by), thread (tx, ty)) of
+    element (r, c) has r = by * K + ty (or c = bx * K + tx) for one K other than the block's height (width)
+    along that axis, seen in a block other than the first, the index multiplies blockIdx by K: the text
+    naming it, else None."""
+    if ndims(grid) < 2:
+        return None
+    bd = as_dims3(block)
+    cols = int(tuple(shape)[1])
+    for axis, what, dim in ((1, "row", "height"), (0, "column", "width")):
+        ks, seen = set(), 0
+        for f, (b, t) in list(writer.items())[:4096]:
+            r, c = divmod(int(f), cols)
+            v = r if axis == 1 else c
+            bb, tt = (tuple(b) + (0, 0))[axis], (tuple(t) + (0, 0))[axis]
+            if bb >= 1:
+                k, rem = divmod(v - int(tt), int(bb))
+                ks.add(k if rem == 0 else None)
+                seen += 1
+                if len(ks) > 1:
+                    break
+        if seen and len(ks) == 1 and None not in ks:
+            k = ks.pop()
+            if k > 0 and k != bd[axis]:
+                x = "xy"[axis]
+                return (f"every element was written by the thread whose {what} index is blockIdx.{x} * {k} + "
+                        f"threadIdx.{x}, but your blocks have {bd[axis]} threads along {x}: the {what} index multiplies "
+                        f"blockIdx.{x} by {k}, not by the block's {dim}: use cuda.blockDim.{x} (or cuda.grid(2))")
+    return None
 
 
 def many_writers_message(name, shape, writer, others, grid, block, at=""):

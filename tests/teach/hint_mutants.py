@@ -31,6 +31,36 @@ CLASSES = {
     "offset missing": ["every index", "offset missing"],
     "adds nothing": ["still holds its initial values", "atomic update", "is the value added the right one"],
     "hard-coded block stride": ["blockIdx.x", "blockDim"],
+    "min/max tree operator": ["tree combines with"],
+    "zero point before the scale": ["added before dividing", "add it after dividing"],
+    "zero point subtracted": ["zero point was subtracted"],
+    "scan offset includes the block": ["own total", "blocks BEFORE it"],
+    "index within the block": ["thread's index within its block", "global index"],
+    "x and y swapped in a load index": ["uses cuda.threadIdx", "x and y swapped in this index"],
+    "left halo unguarded": ["left halo", ">= 0"],
+    "halo offset twice": ["halo offset subtracted twice"],
+    "strides swapped": ["strides are swapped"],
+    "strides assumed contiguous": ["taken as contiguous"],
+    "mma tile base": ["tile's", "base", "a tile has"],
+    "accumulator reset in the loop": ["accumulator is reset inside", "before the loop"],
+    "K tiles rounded down": ["last, partial tile", "rounded down", "rounding up"],
+    "grid stride by the block": ["steps by the block's size", "cuda.gridsize(1)"],
+    "clamp bound": ["one past the largest", "the bound must be 255"],
+    "halo never loaded": ["halo cells of the tile were never stored"],
+    "loop step": ["the loop steps by 1 where it should step by 32"],
+    "hard-coded block height": ["blockIdx.y", "blockDim.y"],
+    "loop bound": ["first past the end", "a loop bound", "the bound must be shape[1]"],
+    "guard against the other extent": ["compares the row with the number of columns"],
+    "tree step order": ["step order and its thread test do not match"],
+    "async wait after the barrier": ["lands in shared memory at cp_async_wait", "wait first"],
+    "warp number": ["a warp's number is t // 32", "divide by 32"],
+    "tile product indices swapped": ["row and column are swapped in the product"],
+    "row from the thread index": ["this thread's index within its block", "cuda.blockIdx.x"],
+    "transpose tile untransposed": ["untransposed inside the tile", "tile[tx, ty + j]"],
+    "transpose blocks not swapped": ["at the block's own position", "swap roles"],
+    "transpose tile rows": ["tile rows 0..7", "tile[ty + j, tx]"],
+    # (a tuple: any one of its phrase lists; which hidden case fails first decides the evidence, the data its words)
+    "merge covers part": (["updates reached only", "covers only part of them"], ["bins 128..", "merges two bins"]),
 }
 
 _SCAN_OUT = "    if i < x.shape[0]:\n        out[i] = temp[t] + offset[0]"
@@ -104,6 +134,92 @@ MUTANTS = [
      "adds nothing"),
     ("map_guard", "block offset from a literal 64", [("    i = cuda.grid(1)\n", "    i = 64 * cuda.blockIdx.x + cuda.threadIdx.x\n")],
      "hard-coded block stride"),
+    # the second fresh set's classes (issue 41), in styles of their own
+    ("minmax", "max tree keeps the smaller value", [("            hi[t] = max(hi[t], hi[t + s])\n",
+                                                    "            if hi[t + s] < hi[t]:\n                hi[t] = hi[t + s]\n")],
+     "min/max tree operator"),
+    ("minmax", "min tree combined with max", [("lo[t] = min(lo[t], lo[t + s])", "lo[t] = max(lo[t], lo[t + s])")],
+     "min/max tree operator"),
+    ("quantize", "zero point inside the division", [("        v = x[i] / scale + zero_point\n",
+                                                     "        v = (x[i] + zero_point) / scale\n")], "zero point before the scale"),
+    ("quantize", "zero point negated in a local", [("        v = x[i] / scale + zero_point\n",
+                                                    "        zp = -zero_point\n        v = x[i] / scale + zp\n")], "zero point subtracted"),
+    ("prefix_sum", "offset loop runs to the block itself", [("for k in range(cuda.blockIdx.x):", "for k in range(cuda.blockIdx.x + 1):")],
+     "scan offset includes the block"),
+    ("warp_reduce", "both shuffle loops start at 32", [("    offset = 16\n    while offset > 0:  # after", "    offset = 32\n    while offset > 0:  # after"),
+                                                       ("        offset = 16\n        while offset > 0:\n", "        offset = 32\n        while offset > 0:\n")],
+     "shuffle offset start"),
+    ("dot", "b read at the thread's slot", [("a[i] * b[i] if i", "a[i] * b[t] if i")], "index within the block"),
+    ("vecadd", "a read at threadIdx.x", [("        c[i] = a[i] + b[i]\n", "        c[i] = a[cuda.threadIdx.x] + b[i]\n")],
+     "index within the block"),
+    ("tiled_matmul", "A's tile column from ty", [("        k_a = t * TILE + tx\n", "        k_a = t * TILE + ty\n")],
+     "x and y swapped in a load index"),
+    ("conv1d", "left halo read without its test", [("x[left] if left >= 0 and left < n else", "x[left] if left < n else")],
+     "left halo unguarded"),
+    ("conv1d", "window index shifted back by R", [("            acc += w[k] * tile[t + k]\n",
+                                                   "            j = t + k - R\n            acc += w[k] * tile[j]\n")],
+     "halo offset twice"),
+    ("strided_index", "strides exchanged", [("r * stride0 + c * stride1", "c * stride0 + r * stride1")], "strides swapped"),
+    ("strided_index", "row-major steps assumed", [("r * stride0 + c * stride1", "r * out.shape[1] + c")],
+     "strides assumed contiguous"),
+    ("softmax_fused", "max tree from a quarter of the block", [("    s = THREADS // 2\n    while s > 0:\n        if t < s:\n            cache[t] = max(",
+                                                                "    s = THREADS // 4\n    while s > 0:\n        if t < s:\n            cache[t] = max(")],
+     "softmax shift"),
+    ("softmax_fused", "each thread keeps its own max", [("    m = cache[0]\n    cuda.syncthreads()  # everyone", "    cuda.syncthreads()  # everyone")],
+     "softmax shift"),
+    ("matvec_row", "sum restarted at each column", [("        acc = 0.0\n        for j in range(A.shape[1]):\n            acc += A[i, j] * x[j]\n",
+                                                     "        for j in range(A.shape[1]):\n            acc = A[i, j] * x[j]\n")],
+     "accumulator reset in the loop"),
+    ("matvec_coalesced", "lane sum restarted per column", [("    acc = float32(0.0)\n    for j in range(t, A.shape[1], WARP):\n        acc += A[row, j] * x[j]\n",
+                                                           "    acc = float32(0.0)\n    for j in range(t, A.shape[1], WARP):\n        acc = float32(0.0)\n        acc += A[row, j] * x[j]\n")],
+     "accumulator reset in the loop"),
+    ("tiled_matmul", "K tiles counted by floor division", [("for t in range((K + TILE - 1) // TILE):", "for t in range(K // TILE):")],
+     "K tiles rounded down"),
+    ("async_pipeline", "K tiles counted with int()", [("    ntiles = (K + TILE - 1) // TILE\n", "    ntiles = int(K / TILE)\n")],
+     "K tiles rounded down"),
+    ("histogram", "grid-stride step of one block", [("x.shape[0], cuda.gridsize(1)):", "x.shape[0], cuda.blockDim.x):")],
+     "grid stride by the block"),
+    ("quantize", "clamped to 256", [("round(min(max(v, 0.0), 255.0))", "round(min(max(v, 0.0), 256.0))")], "clamp bound"),
+    ("conv1d", "no halo cells loaded", [("    if t < R:  # the halo cells", "    if t < 0:  # the halo cells")], "halo never loaded"),
+    ("matvec_coalesced", "lane loop steps by one column", [("for j in range(t, A.shape[1], WARP):", "for j in range(t, A.shape[1]):")],
+     "loop step"),
+    ("matrix_add_2d", "row index from a literal 16", [("    x, y = cuda.grid(2)\n",
+                                                      "    x = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n"
+                                                      "    y = cuda.threadIdx.y + 16 * cuda.blockIdx.y\n")], "hard-coded block height"),
+    ("block_sum", "block offset from a literal 32", [("    i = cuda.grid(1)\n", "    i = cuda.blockIdx.x * 32 + t\n")],
+     "hard-coded block stride"),
+    ("matvec_row", "column loop over the rows", [("for j in range(A.shape[1]):", "for j in range(A.shape[0]):")], "loop bound"),
+    ("matrix_add_2d", "guard with the extents exchanged", [("if y < C.shape[0] and x < C.shape[1]:", "if x < C.shape[0] and y < C.shape[1]:")],
+     "guard against the other extent"),
+    ("block_sum", "steps grow with the t < s test", [("    s = THREADS // 2\n    while s > 0:\n", "    s = 1\n    while s < THREADS:\n"),
+                                                      ("        s //= 2\n", "        s *= 2\n")], "tree step order"),
+    ("block_sum", "halving steps with the interleaved test", [("        if t < s:\n", "        if t % (2 * s) == 0:\n")],
+     "tree step order"),
+    ("async_pipeline", "wait placed after the barrier",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n"
+       "        cuda.syncthreads()  # everyone's copies of tile t are visible\n",
+       "        cuda.syncthreads()\n        cp_async_wait(1)\n")], "async wait after the barrier"),
+    ("warp_reduce", "warp number from the number of warps", [("    warp = t // 32\n", "    warp = t // WARPS\n")], "warp number"),
+    ("tiled_matmul", "B tile read across its row", [("acc += sA[ty, k] * sB[k, tx]", "acc += sB[tx, k] * sA[ty, k]")],
+     "tile product indices swapped"),
+    ("tiled_matmul", "A tile read down its column", [("acc += sA[ty, k] * sB[k, tx]", "acc += sA[k, ty] * sB[k, tx]")],
+     "tile product indices swapped"),
+    ("async_pipeline", "flat B tile index transposed", [("sB[base + k * TILE + tx]", "sB[base + tx * TILE + k]")],
+     "tile product indices swapped"),
+    ("matvec_coalesced", "row taken from the lane", [("acc += A[row, j] * x[j]", "acc += A[t, j] * x[j]")],
+     "row from the thread index"),
+    ("transpose_shared", "store reads the cell it loaded", [("out[y + j, x] = tile[tx, ty + j]", "out[y + j, x] = tile[ty + j, tx]")],
+     "transpose tile untransposed"),
+    ("transpose_shared", "store keeps the block's own position",
+     [("    x = cuda.blockIdx.y * TILE + tx  # a column of out", "    x = cuda.blockIdx.x * TILE + tx  # a column of out"),
+      ("    y = cuda.blockIdx.x * TILE + ty  # a row of out", "    y = cuda.blockIdx.y * TILE + ty  # a row of out")],
+     "transpose blocks not swapped"),
+    ("transpose_shared", "tile row without the pass", [("tile[ty + j, tx] = A[y + j, x]", "tile[ty, tx] = A[y + j, x]")],
+     "transpose tile rows"),
+    ("histogram", "merge of the first THREADS bins only", [("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
+                                                            "    cuda.atomic.add(hist, t, local[t])")], "merge covers part"),
+    ("mma_fragment", "tile rows step by 8", [("r0 = 16 * cuda.blockIdx.y", "r0 = cuda.blockIdx.y * 8")], "mma tile base"),
+    ("mma_fragment", "tile columns step by 16", [("c0 = 8 * cuda.blockIdx.x", "c0 = cuda.blockIdx.x << 4")], "mma tile base"),
 ]
 
 # phrases of the checker's hints that name a bug (a class of their own, not one of CLASSES): a first
@@ -123,9 +239,14 @@ OTHER_HINTS = {
 }
 
 
+def _alternatives(phrases) -> list:
+    """A class's phrase lists: one list, or a tuple of lists (any of them names the class)."""
+    return list(phrases) if isinstance(phrases, tuple) else [phrases]
+
+
 def classify(message: str, cls: str) -> str:
     """"named" (every phrase of ``cls``), "other" (a phrase of another class or hint), or "symptom"."""
-    if all(p in message for p in CLASSES[cls]):
+    if any(all(p in message for p in ps) for ps in _alternatives(CLASSES[cls])):
         return "named"
-    others = [ps for c, ps in CLASSES.items() if c != cls] + [[p] for p in OTHER_HINTS]
+    others = [ps for c, alt in CLASSES.items() if c != cls for ps in _alternatives(alt)] + [[p] for p in OTHER_HINTS]
     return "other" if any(all(p in message for p in ps) for ps in others) else "symptom"

@@ -132,3 +132,68 @@ def test_declared_mistakes_only_on_the_students_values():
     assert mistake_message(mistakes, case, [np.array([-np.inf, 3.0], np.float32)]) is None
     same_as_ref = [("no-op", lambda c: [np.array([-2.0, 3.0])], "never")]
     assert mistake_message(same_as_ref, case, [np.array([-2.0, 3.0], np.float32)]) is None
+
+
+# mutants whose first failing event depends on the data or the threads' order (an out-of-bounds access, a race,
+# the loads of a launch): the class named must not depend on the seed
+SEED_STABLE = ("strides exchanged", "left halo read without its test", "tree step with no thread test at all",
+               "guard with the extents exchanged", "column loop over the rows", "b read at the thread's slot",
+               "grid-stride step of one block", "wait placed after the barrier")
+
+
+@pytest.mark.slow  # about 20 s: 8 mutants, two seeds each
+def test_first_message_names_the_same_bug_for_two_seeds(tmp_path):
+    from lab.teach.inprocess import run_all
+
+    picked = [m for m in H.MUTANTS if m[1] in SEED_STABLE]
+    assert len(picked) == len(SEED_STABLE)
+    first = int.from_bytes(os.urandom(4), "little")
+    seeds = (first, first ^ 0x5EED)
+    unstable = []
+    for k, (ex, label, subs, cls) in enumerate(picked):
+        path = tmp_path / f"{k}_{ex}.py"
+        path.write_text(C.source(C.Wrong(ex, label, subs, [], [], cls)))
+        kinds = []
+        for seed in seeds:
+            bad = [r for r in run_all(ex, str(path), "simulator", seed, compile_check=False) if not r["passed"]]
+            kinds.append((H.classify(bad[0]["message"], cls), bad[0]["message"][:200]) if bad else ("passed", ""))
+        if any(kind != "named" for kind, _ in kinds):
+            unstable.append(f"{ex} / {label} (seeds {seeds}): {kinds}")
+    assert not unstable, "\n".join(unstable)
+
+
+def test_index_label_only_on_its_evidence():
+    """The launch-wide load rule: the index within the block (block 0 and another block seen), threadIdx.x
+    for threadIdx.y, blockIdx times a literal, one constant shift; nothing for differences without a rule."""
+    from lab.teach.diagnose import _index_label
+
+    bd = [64, 1, 1]
+    whos = [((0, 0, 0), (5, 0, 0)), ((1, 0, 0), (5, 0, 0)), ((2, 0, 0), (7, 0, 0))]
+    assert _index_label([0, -64, -128], whos, bd) == ("local", 0)
+    assert _index_label([0, -32, -64], whos, bd) == ("bstride", 0, 32)
+    assert _index_label([3, 3, 3], whos, bd) == ("const", 3)
+    assert _index_label([0, 0, 0], whos, bd) == ("same",)
+    assert _index_label([0, 5, -9], whos, bd) is None
+    assert _index_label([-64, -64], whos[1:2] * 2, bd)[0] == "const"  # block 1 alone: no evidence of block 0's 0
+    sq = [((0, 0, 0), (1, 3, 0)), ((1, 0, 0), (4, 2, 0)), ((0, 1, 0), (2, 2, 0))]
+    assert _index_label([-2, 2, 0], sq, [8, 8, 1]) == ("swap", 0, 1)
+
+
+def test_out_of_bounds_advice_names_what_the_index_is():
+    """A negative index beside the thread's own: a left halo cell, an index off by some, or (unknown) both;
+    in shared memory a halo offset subtracted twice; the first index past an axis: a loop bound or an
+    offset (another axis's size named); a row past the rows but below the columns: the guard's extents."""
+    from lab.teach.messages import _oob_advice
+
+    who = ((0, 0, 0), (1, 0, 0))
+    assert "left halo" in _oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=True)
+    assert "off by 3" in _oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=False)
+    both = _oob_advice((-2,), (10,), who, 64, 1, [(10,)])
+    assert "off by 3" in both and "left halo" in both
+    assert "subtracted twice" in _oob_advice((-2,), (70,), ((0, 0, 0), (1, 0, 0)), 64, 1, [(10,)], shared=True)
+    loop = _oob_advice((15, 13), (45, 13), ((0, 0, 0), (15, 0, 0)), 32, 2, [(45,)])
+    assert "a loop bound" in loop and "shape[0] = 45" in loop
+    # thread 13 of a 1-D launch over rows: its x equals the column 13 by chance; it is no extra thread
+    assert "a loop bound" in _oob_advice((13, 13), (45, 13), ((0, 0, 0), (13, 0, 0)), 32, 2, [(45,)])
+    rows = _oob_advice((39, 15), (37, 50), ((0, 4, 0), (15, 7, 0)), (16, 8), (4, 5), [(37, 50)])
+    assert "compares the row with the number of columns" in rows
