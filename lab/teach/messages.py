@@ -17,6 +17,7 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
+from lab.teach.indices import as_dims3, ndims, oob_advice, other_shape_advice
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -131,15 +132,6 @@ def _ranges(flat_idx):
     return ranges_text(flat_idx, most=3)
 
 
-def ndims(d):
-    return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
-
-
-def as_dims3(d):
-    d = (int(d),) if isinstance(d, (int, np.integer)) else tuple(int(v) for v in d)
-    return d + (1,) * (3 - len(d))
-
-
 def kernel_error_message(error: dict, trace, grid, block, case, names=(), source=None, lesson=None,
                          halo=None) -> str:
     """The message for a simulator launch that raised (the executor's raw facts ``error``: {"kind":
@@ -165,10 +157,10 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         shared = name not in set(names)  # a shared array: not one of the kernel's arguments
         arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
-        advice = _oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
+        advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
                              arrays=[(n, s) for n, s in arrays if n != name], halo=halo)
         if not shared and "swapped" not in advice:
-            advice = _other_shape_advice(name, idx, shape, kind, case, names) or advice
+            advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
             advice = lesson
         at = quote(source, error.get("line"))
@@ -194,180 +186,6 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     where = f" ({at})" if at else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
-
-
-def _other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
-    """When an out-of-bounds index of array ``name`` lies inside another argument's shape (same number
-    of dimensions, two or more; another shape): the evidence of a guard or loop bound that tests that array's
-    shape (transpose_shared's store guarded by A's rows and columns)."""
-    arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
-    arrays += [(n, tuple(s)) for n, (s, _) in zip(names[len(case.args):], case.outputs)]
-    for other, oshape in arrays:
-        if other == name or len(oshape) != len(idx) or len(idx) < 2 or oshape == tuple(shape):
-            continue
-        if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
-            return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
-                    f"{'store' if kind == 'write' else 'load'} must test {name}'s shape {tuple(shape)}, not {other}'s")
-    return None
-
-
-def _extra_thread(own, grid, block, out_shapes):
-    """Whether the thread at global coordinates ``own`` is one of the last block's extra threads in a
-    thread-per-element launch: past an output's extent along an axis whose threads cover it, rounded
-    up to the block (x = the last dimension, y = the one before)."""
-    reach, bd = [g * b for g, b in zip(as_dims3(grid), as_dims3(block))], as_dims3(block)
-    for shape in out_shapes:
-        shape = tuple(shape)
-        for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
-            if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
-                return True
-    return False
-
-
-def _negative_advice(idx, b, t, bd, shared, halo=None) -> str:
-    """What a negative index suggests, from the thread's own index along that axis (its slot in the
-    block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
-    neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
-    (block 0's, for a global array), which needs its own bound check; in a shared tile, an offset
-    subtracted where the tile's layout already holds it. ``halo``: whether the reference solution reads
-    the array below a thread's own index too (False: no neighbour to the left is part of the lesson: the
-    index is off; None: not known)."""
-    d = next(k for k, i in enumerate(idx) if i < 0)
-    axis = 0 if d == len(idx) - 1 else 1 if d == len(idx) - 2 else None
-    tt = tuple(int(v) for v in t) + (0, 0, 0)
-    bb = tuple(int(v) for v in b) + (0, 0, 0)
-    i = int(idx[d])
-    if axis is not None and shared:
-        off = i - tt[axis]
-        if -bd[axis] <= off < 0:
-            return (f"a negative index: {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
-                    f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
-                    f"before the block's own elements, the thread's own element is at slot t + {-off} and its "
-                    f"neighbours at t + k (k = 0 .. the window's width - 1): is the halo offset subtracted twice, once "
-                    f"when the tile was filled and again here?")
-    elif axis is not None:
-        own = bb[axis] * bd[axis] + tt[axis]
-        off = i - own
-        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is False:
-            return (f"a negative index: {i} is this thread's own index {own} minus {-off}, and the reference solution "
-                    f"reads this array at no index below a thread's own: the index is off by {-off} (each thread's "
-                    f"element is at its own index)")
-        if -bd[axis] <= off < 0 and bb[axis] == 0 and halo is None:
-            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: an index off by {-off}, or a "
-                    f"neighbour {-off} to its left (a left halo cell) read without a bound check (`x[j] if j >= 0 else "
-                    f"0.0`, as `j < n` on the right)")
-        if -bd[axis] <= off < 0 and bb[axis] == 0:
-            return (f"a negative index: {i} is this thread's own index {own} minus {-off}: a neighbour {-off} to its left "
-                    f"(a left halo cell), before the start of the array for the first threads of block 0: an access at "
-                    f"an offset needs its own bound check, e.g. `x[j] if j >= 0 else 0.0` (as `j < n` on the right)")
-    return "a negative index: check your index arithmetic"
-
-
-def _oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None):
-    """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
-    in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
-    and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
-    how far it is from the thread's own index, and a bound check on that index (not on the thread's
-    own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
-    slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
-    1-D index equal to the thread's own index that lies inside another array's extent is not a missing
-    guard (that thread is no extra thread) but the wrong index for this array."""
-    b, t = tuple(who[0]), tuple(who[1])
-    bd = as_dims3(block)
-    if min(idx) < 0:
-        return _negative_advice(idx, b, t, bd, shared, halo)
-    if shared:  # a shared array: the thread's own slot is its index in the block
-        past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
-        d = past[0]
-        tt = tuple(int(v) for v in t) + (0, 0, 0)
-        mine = tt[0] if len(idx) == 1 else (tt[0] if d == len(idx) - 1 else tt[1] if d == len(idx) - 2 else None)
-        i, n = int(idx[d]), int(shape[d])
-        if mine is None:
-            return f"index {i} is past the end ({n}) of this shared array: the index or the array's size is wrong"
-        off = i - mine
-        if off == 0:
-            return (f"index {i} is this thread's own slot, past the end ({n}) of this shared array: threads whose "
-                    f"slot is {n} or more must not access it (e.g. `v = s[t] if t < {n} else 0.0`), or the array "
-                    f"is too small")
-        if off >= n and off & (off - 1) == 0:
-            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
-                    f"{mine}: a tree step with s = {off} reads past the end even for thread 0: the tree's first step "
-                    f"is s = {n // 2}, half the array")
-        if 0 < off < n and off & (off - 1) == 0 and 2 * mine >= n:
-            return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot "
-                    f"{mine}: thread {mine} ran a tree step (s = {off}) that only the threads t < s may run (each "
-                    f"adds its partner t + s): `if t < s:` around the step")
-        block_threads = bd[0] * bd[1] * bd[2]
-        if len(idx) == 1 and mine > 0 and mine // n == i and n != 32 and block_threads <= 32 * n:
-            return (f"index {i} is thread {mine}'s index divided by {n} ({mine} // {n}), past the end ({n}) of this "
-                    f"shared array: a warp's number is t // 32 (the warp's size, 32 lanes), which stays below {n} for "
-                    f"the block's {block_threads} threads: divide by 32, not by {n} (the number of warps)")
-        return (f"index {i} is past the end ({n}) of this shared array, {off:+d} from the thread's own slot {mine}: "
-                f"the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the "
-                f"array's size is")
-    own = [int(b[k]) * bd[k] + int(t[k]) if k < min(len(b), len(t)) else 0 for k in range(3)]
-    grid_2d = bd[1] > 1 or any(int(v) for v in b[1:2])
-    past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
-    d = past[0]
-    fits_t = len(idx) == 2 and idx[1] < shape[0] and idx[0] < shape[1]
-    if len(idx) == 2 and fits_t:
-        swapped = (idx[0] == own[0] and idx[1] == own[1] and own[0] != own[1]) if grid_2d else (d == 1 and idx[1] == own[0])
-        if swapped:
-            return "past the end; the index would fit the transposed shape: are row and column swapped?"
-    # the thread's own index, past the end: one of the last block's extra threads (for a 2-D array, only when
-    # the thread is past the output along an axis: a 1-D launch's x may equal a column index by chance)
-    if all(int(idx[k]) in own for k in past) and (len(idx) == 1 or grid is None
-                                                  or _extra_thread(own, grid, block, out_shapes)):
-        if len(idx) == 1 and grid is not None:
-            a = own.index(int(idx[0]))  # the axis of the thread's own index this access used
-            reach = as_dims3(grid)[a] * bd[a]
-            # another 1-D array the grid was sized for (its extent rounded up to blocks) holds this index
-            inside = [(n, s) for n, s in arrays if len(s) == 1 and int(idx[0]) < s[0] <= reach < s[0] + bd[a]]
-            if inside:
-                n, s = max(inside, key=lambda a: a[1][0])
-                return (f"index {int(idx[0])} is this thread's own global index, inside {n}'s {s[0]} elements (so "
-                        f"the thread is no extra thread past the data), but past the end of this array "
-                        f"({int(shape[0])}): this array needs another index (one element per block: "
-                        f"cuda.blockIdx.x; per row or per column: that index)")
-        if len(idx) == 2 and int(idx[d]) < int(shape[1 - d]):  # past its own extent, inside the other's
-            what, other = ("row", "column") if d == 0 else ("column", "row")
-            return (f"past the end: {what} {int(idx[d])} is past the {int(shape[d])} {what}s but below the "
-                    f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
-                    f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
-                    f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
-        if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
-            return ("past the end (the last block's extra threads): guard it, e.g. `if i < n:`; if a guard is there, "
-                    "it lets index n itself through: `<`, not `<=` (an early return on `i >= n`, not `i > n`)")
-        return "past the end (the last block's extra threads): guard it, e.g. `if i < n:`"
-    axis = (0 if not grid_2d else None) if len(idx) == 1 else (1 if d == len(idx) - 2 else 0) if len(idx) == 2 else None
-    rel = ""
-    if axis is not None and own[axis] != int(idx[d]):
-        rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
-    if grid is not None and _extra_thread(own, grid, block, out_shapes):
-        return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
-                f"index{rel} (the thread is one of the last block's extra threads, past the output, and still made "
-                f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
-                f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
-                f"`x[j] if j < n else 0`")
-    if int(idx[d]) == int(shape[d]) and all(int(i) < int(n) for k, (i, n) in enumerate(zip(idx, shape)) if k != d):
-        bigger = [f"shape[{k}] = {int(n)}" for k, n in enumerate(shape) if k != d and int(n) > int(shape[d])]
-        which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
-        where = f"axis {d}" if len(idx) > 1 else "the array"
-        rel1 = rel if len(idx) == 1 else ""
-        return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
-                f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
-                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
-    tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
-    for a in range(3):  # the thread's index within its block where a block's or a global index belongs
-        if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
-            x = "xyz"[a]
-            where = "" if len(idx) == 1 else f" along axis {d}"
-            return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
-                    f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
-                    f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
-                    f"cuda.threadIdx.{x} alone")
-    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
-            f"loop bound, a stride or an offset runs past the end?")
 
 
 def race_text(trace, grid, block, source=None):

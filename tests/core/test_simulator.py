@@ -40,7 +40,7 @@ class _SlowEmpty:
 
     @staticmethod
     def empty(*args, **kwargs):
-        time.sleep(0.005)
+        time.sleep(0.05)  # wider than a thread start on a loaded machine (5 ms was missed under 4 workers on 2 cores)
         return np.empty(*args, **kwargs)
 
 

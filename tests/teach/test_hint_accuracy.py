@@ -183,17 +183,17 @@ def test_out_of_bounds_advice_names_what_the_index_is():
     """A negative index beside the thread's own: a left halo cell, an index off by some, or (unknown) both;
     in shared memory a halo offset subtracted twice; the first index past an axis: a loop bound or an
     offset (another axis's size named); a row past the rows but below the columns: the guard's extents."""
-    from lab.teach.messages import _oob_advice
+    from lab.teach.indices import oob_advice
 
     who = ((0, 0, 0), (1, 0, 0))
-    assert "left halo" in _oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=True)
-    assert "off by 3" in _oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=False)
-    both = _oob_advice((-2,), (10,), who, 64, 1, [(10,)])
+    assert "left halo" in oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=True)
+    assert "off by 3" in oob_advice((-2,), (10,), who, 64, 1, [(10,)], halo=False)
+    both = oob_advice((-2,), (10,), who, 64, 1, [(10,)])
     assert "off by 3" in both and "left halo" in both
-    assert "subtracted twice" in _oob_advice((-2,), (70,), ((0, 0, 0), (1, 0, 0)), 64, 1, [(10,)], shared=True)
-    loop = _oob_advice((15, 13), (45, 13), ((0, 0, 0), (15, 0, 0)), 32, 2, [(45,)])
+    assert "subtracted twice" in oob_advice((-2,), (70,), ((0, 0, 0), (1, 0, 0)), 64, 1, [(10,)], shared=True)
+    loop = oob_advice((15, 13), (45, 13), ((0, 0, 0), (15, 0, 0)), 32, 2, [(45,)])
     assert "a loop bound" in loop and "shape[0] = 45" in loop
     # thread 13 of a 1-D launch over rows: its x equals the column 13 by chance; it is no extra thread
-    assert "a loop bound" in _oob_advice((13, 13), (45, 13), ((0, 0, 0), (13, 0, 0)), 32, 2, [(45,)])
-    rows = _oob_advice((39, 15), (37, 50), ((0, 4, 0), (15, 7, 0)), (16, 8), (4, 5), [(37, 50)])
+    assert "a loop bound" in oob_advice((13, 13), (45, 13), ((0, 0, 0), (13, 0, 0)), 32, 2, [(45,)])
+    rows = oob_advice((39, 15), (37, 50), ((0, 4, 0), (15, 7, 0)), (16, 8), (4, 5), [(37, 50)])
     assert "compares the row with the number of columns" in rows

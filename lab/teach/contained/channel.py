@@ -14,7 +14,8 @@ import os
 import numpy as np
 
 from lab.teach.cases import compile_sigs, runs_of
-from lab.teach.messages import Failed, as_dims3
+from lab.teach.indices import as_dims3
+from lab.teach.messages import Failed
 
 
 REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
