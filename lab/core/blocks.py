@@ -23,6 +23,7 @@ module and the lab's tracers read it. Source: CUDA C++ Programming Guide, "Threa
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import deque
 
@@ -223,16 +224,21 @@ class CudaThread:
         me.lab_warp_calls += 1
         return self.barrier.collective(self, call, mask, value)
 
+    CAUGHT = BaseException  # what a thread's kernel raises that the block reports (with the thread)
+
+    def said(self, e: BaseException) -> BaseException:
+        """The exception the block reports for ``e``, raised by this thread's kernel."""
+        return e
+
     def main(self):
-        block = self.barrier
         try:
             self.fn(*self.args)
         except Stop:
             pass
-        except BaseException as e:  # noqa: BLE001 - reported, with the thread that raised
-            block.errors.append((e, tuple(self.blockIdx), tuple(self.threadIdx)))
+        except self.CAUGHT as e:  # noqa: BLE001 - reported, with the thread that raised
+            self.barrier.errors.append((self.said(e), tuple(self.blockIdx), tuple(self.threadIdx)))
         finally:
-            block.leave(self)
+            self.barrier.leave(self)
 
 
 class NumbaThread(CudaThread):
@@ -249,11 +255,9 @@ class NumbaThread(CudaThread):
         self.syncthreads_count, self.syncthreads_and, self.syncthreads_or = self._count, self._and, self._or
 
     def _vote(self, value):
-        idx = tuple(self.threadIdx)
-        self._manager.block_state[idx] = value
+        self._manager.block_state[tuple(self.threadIdx)] = value
         self._syncthreads()
-        state = self._manager.block_state
-        return state
+        return self._manager.block_state
 
     def _count(self, value):
         n = int(np.count_nonzero(self._vote(value)))
@@ -270,22 +274,32 @@ class NumbaThread(CudaThread):
         self._syncthreads()
         return r
 
-    def main(self):
-        block = self.barrier
+    CAUGHT = Exception  # numba-cuda's BlockThread.run: a KeyboardInterrupt goes up to the caller
+
+    def said(self, e: BaseException) -> BaseException:
+        """``e`` said with the thread's indices, as numba-cuda's BlockThread.run says it (its traceback kept)."""
+        where = f"tid={list(self.threadIdx)} ctaid={list(self.blockIdx)}"
         try:
-            self.fn(*self.args)
-        except Stop:
-            pass
-        except Exception as e:  # noqa: BLE001 - numba-cuda's BlockThread.run: said with the thread's indices
-            where = f"tid={list(self.threadIdx)} ctaid={list(self.blockIdx)}"
-            msg = where if str(e) == "" else f"{where}: {e}"
-            try:
-                said = type(e)(msg)
-            except Exception:  # noqa: BLE001 - an exception type that takes other arguments: as raised
-                said = e
-            block.errors.append((said, e.__traceback__))
-        finally:
-            block.leave(self)
+            return type(e)(where if str(e) == "" else f"{where}: {e}").with_traceback(e.__traceback__)
+        except Exception:  # noqa: BLE001 - an exception type that takes other arguments: as raised
+            return e
+
+
+@contextlib.contextmanager
+def identity_kept(me, keys):
+    """Within: the simulated threads' identity may be set on ``me`` (``keys``, and the emulated cp.async's
+    per-thread state, ``_lab_cp_async``); after: ``me``'s own attributes of those names as they were
+    (absent ones removed)."""
+    saved = {k: getattr(me, k, None) for k in dict.fromkeys((*keys, "_lab_cp_async"))}
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                if hasattr(me, k):
+                    delattr(me, k)
+            else:
+                setattr(me, k, v)
 
 
 def run_numba_block(manager, grid_point, *args) -> None:
@@ -296,7 +310,6 @@ def run_numba_block(manager, grid_point, *args) -> None:
     block whose threads wait at a warp collective that cannot complete raises a WarpError at once
     (numba-cuda's emulated mma waited 60 s)."""
     me = threading.current_thread()
-    saved = {k: getattr(me, k, None) for k in NumbaThread.SWAP + ("_lab_cp_async",)}
     fn = manager._f
     if manager._debug:
         def fn(*a, _f=manager._f):
@@ -304,15 +317,7 @@ def run_numba_block(manager, grid_point, *args) -> None:
             return _f(*a)
     block = Block(int(np.prod(manager._block_dim)), me)
     ts = [NumbaThread(manager, fn, args, grid_point, t, block) for t in np.ndindex(*manager._block_dim)]
-    try:
+    with identity_kept(me, NumbaThread.SWAP):
         block.run(ts)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                if hasattr(me, k):
-                    delattr(me, k)
-            else:
-                setattr(me, k, v)
     if block.errors:
-        e, tb = block.errors[0][:2]
-        raise e.with_traceback(tb)
+        raise block.errors[0][0]

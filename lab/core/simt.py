@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from lab.core import simulator as simulation
-from lab.core.blocks import SWAP, Block, CudaThread
+from lab.core.blocks import SWAP, Block, CudaThread, identity_kept
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
 from lab.core.trace import instruction_offset  # a load or store site: (code, bytecode offset), as the sector tracer's
 
@@ -464,49 +464,42 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     blocks = list(np.ndindex(*grid3[::-1]))
     rng.shuffle(blocks)
     me = threading.current_thread()
-    keep = tuple(dict.fromkeys(SWAP + ("_lab_cp_async",)))
-    saved = {k: getattr(me, k, None) for k in keep}
     switch = simulation.enter()  # the simulator's one set-up: a barrier costs ~0.2 ms, not up to 5
-    try:
-        for b in blocks:
-            b = b[::-1]
-            mod = FakeCUDAModule(grid3, block3, 0)
-            mod._shared = _Shared(trace, lock)
-            mod._atomic = _Atomic(mod._atomic)
-            install_warp_ops(mod, int(np.prod(block3)))
-            simkernel._kernel_context = mod
-            threads = [t[::-1] for t in np.ndindex(*block3[::-1])]
-            order = rng.permutation(len(threads))
-            with swapped_cuda_module(fn, mod):
-                if not uses_barriers:
-                    me.blockIdx, me.lab_epoch, me.lab_stats = Dim3(*b), 0, trace.stats
-                    for k in order:
-                        t = threads[k]
-                        me.threadIdx = Dim3(*t)
-                        me.thread_id = t[0] + block3[0] * (t[1] + block3[1] * t[2])
-                        try:
-                            fn(*args)
-                        except Exception as e:  # noqa: BLE001
-                            raise KernelError(e, (b, t)) from None
-                    continue
-                block = Block(len(threads), me)
-                ts = [CudaThread(fn, args, b, threads[k], block3, block, trace.stats) for k in order]
-                block.run(ts)
-                if block.errors:
-                    e, bi, ti = block.errors[0]
-                    raise KernelError(e, (bi, ti))
-                counts = {}
-                for t in ts:
-                    counts[t.lab_epoch] = counts.get(t.lab_epoch, 0) + 1
-                if len(counts) > 1 and len(trace.barrier_mismatch) < 2:
-                    trace.barrier_mismatch.append((b, counts))
-    finally:
-        sys.setswitchinterval(switch)
-        simkernel._kernel_context = None
-        for k, v in saved.items():
-            if v is None:
-                if hasattr(me, k):
-                    delattr(me, k)
-            else:
-                setattr(me, k, v)
+    with identity_kept(me, SWAP):
+        try:
+            for b in blocks:
+                b = b[::-1]
+                mod = FakeCUDAModule(grid3, block3, 0)
+                mod._shared = _Shared(trace, lock)
+                mod._atomic = _Atomic(mod._atomic)
+                install_warp_ops(mod, int(np.prod(block3)))
+                simkernel._kernel_context = mod
+                threads = [t[::-1] for t in np.ndindex(*block3[::-1])]
+                order = rng.permutation(len(threads))
+                with swapped_cuda_module(fn, mod):
+                    if not uses_barriers:
+                        me.blockIdx, me.lab_epoch, me.lab_stats = Dim3(*b), 0, trace.stats
+                        for k in order:
+                            t = threads[k]
+                            me.threadIdx = Dim3(*t)
+                            me.thread_id = t[0] + block3[0] * (t[1] + block3[1] * t[2])
+                            try:
+                                fn(*args)
+                            except Exception as e:  # noqa: BLE001
+                                raise KernelError(e, (b, t)) from None
+                        continue
+                    block = Block(len(threads), me)
+                    ts = [CudaThread(fn, args, b, threads[k], block3, block, trace.stats) for k in order]
+                    block.run(ts)
+                    if block.errors:
+                        e, bi, ti = block.errors[0]
+                        raise KernelError(e, (bi, ti))
+                    counts = {}
+                    for t in ts:
+                        counts[t.lab_epoch] = counts.get(t.lab_epoch, 0) + 1
+                    if len(counts) > 1 and len(trace.barrier_mismatch) < 2:
+                        trace.barrier_mismatch.append((b, counts))
+        finally:
+            sys.setswitchinterval(switch)
+            simkernel._kernel_context = None
     return trace
