@@ -510,6 +510,7 @@ RUNGS = {
 from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32/bf16 ...)
 from kernels.gemm.mma import precision_tolerances  # noqa: E402  (torch's bf16 row: checked as the bf16 rungs are)
 from kernels.gemm.tensor_core_3xtf32 import RUNG as TF32X3, auto_route  # noqa: E402  (3xTF32, auto's tensor-core route)
+from kernels.contenders import matmul as C  # noqa: E402  (its CuPy, torch and Triton contenders)
 PIPELINE_RUNGS = {**PIPELINE_RUNGS, TF32X3.name: TF32X3}
 
 SPEC = KernelSpec(
@@ -535,15 +536,15 @@ SPEC = KernelSpec(
         "launch model of measured tiles picks (choose())",
         kernel="matmul", first=auto_route)},
     order=30,
-    contenders={"cupy": (("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul"),),
-                "torch": (("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul"),
-                          ("torch.matmul (cuBLAS, TF32)", "torch_bridge.contenders:torch_matmul_tf32", {"tf32": True}),
-                          ("torch.matmul (cuBLAS, bf16)", "torch_bridge.contenders:torch_matmul_bf16",
+    contenders={"cupy": ((C.cupy_matmul_label, C.cupy_matmul),),
+                "torch": (("torch.matmul (cuBLAS, TF32 off)", C.torch_matmul),
+                          ("torch.matmul (cuBLAS, TF32)", C.torch_matmul_tf32, {"tf32": True}),
+                          ("torch.matmul (cuBLAS, bf16)", C.torch_matmul_bf16,
                            {"tolerance": precision_tolerances("bf16"),
                             "why": "bf16: inputs rounded to 7 mantissa bits on tensor cores, float32 sums, checked at the "
                                    "bf16 rungs' tolerance"})),
-                "triton": (("@lab.core.triton_ops:matmul_fp32_label", "lab.core.triton_ops:matmul_fp32"),
-                           ("@lab.core.triton_ops:matmul_tf32_label", "lab.core.triton_ops:matmul_tf32", {"tf32": True}))},
+                "triton": (("tiled matmul (tl.dot FP32)", C.triton_matmul_fp32),
+                           ("tiled matmul (tl.dot TF32)", C.triton_matmul_tf32, {"tf32": True}))},
     torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd"),
     bench_sizes=(("4096", 256),),
     targets=(dict(size=(4096, 4096, 4096), against="torch.matmul (cuBLAS, TF32 off)", bound=0.5),),

@@ -350,6 +350,12 @@ class Variant:
         return None
 
 
+# The libraries a kernel's contenders come from (KernelSpec.contenders' keys), and the options an entry may
+# carry (what each does: lab.core.registry).
+LIBRARIES = ("cupy", "torch", "triton")
+CONTENDER_OPTIONS = ("float32_inside", "tf32", "tolerance", "why")
+
+
 @dataclass(frozen=True)
 class TorchOp:
     """The kernel as a torch operator, ``torch.ops.lab.<name>`` (torch_bridge.lab_ops).
@@ -444,12 +450,14 @@ class KernelSpec:
     reference64: Callable[..., tuple[np.ndarray, ...]] | None = None
 
     # --- what lab's commands know of the kernel: declared here, read by lab and torch_bridge ----------
-    # Library contenders: library ("cupy", "torch") -> ((label, "module:function"[, options]), ...).
-    # The function is ``fn(*inputs, out=outputs)`` on device arrays (CuPy's take the ``cupy`` module
-    # first); it may live in the kernel module itself (it imports no library: the module is passed
-    # in, or the arrays carry their own methods). A label "@module:function" is computed by that
-    # function. Options: {"float32_inside": True}, the op computes in float32 whatever the input
-    # dtype (lab.core.registry). Resolved by lab.core.registry only when that contender runs.
+    # Library contenders: library (one of LIBRARIES) -> ((label, function[, options]), ...), written in
+    # the kernel's module (or kernels/contenders/<kernel>.py beside it). The function is
+    # ``fn(lib, *inputs, out=outputs)`` on device arrays: ``lib`` is the library's module, passed in by
+    # lab so that kernels/ imports no library (``cupy``; ``torch``; for "triton" a namespace with
+    # ``triton``, ``tl``, ``torch`` and ``interpreted``). A label is a string, or a function of no
+    # argument that returns it (matmul's CuPy row says whether CUPY_TF32 is set). Options
+    # (CONTENDER_OPTIONS): {"float32_inside": True}, the op computes in float32 whatever the input
+    # dtype; {"tf32": True}; {"tolerance": fn, "why": text} (lab.core.registry says what each does).
     contenders: dict = field(default_factory=dict)
     no_contenders: str = ""  # why the kernel has no library contender yet (one or the other is required)
     torch_op: TorchOp | None = None  # the kernel as torch.ops.lab.<name>, if it is one
@@ -489,16 +497,54 @@ class KernelSpec:
             set_(self, "counter_size", tuple(self.counter_size))
         self._check_references()
 
+    def contender_rows(self, library: str) -> list[tuple[str, Callable, dict]]:
+        """(label, function, options) of ``library``'s contenders, labels resolved (empty if none)."""
+        return [(label() if callable(label) else label, fn, dict(opts))
+                for label, fn, opts in self.contenders.get(library, ())]
+
     def _check_references(self) -> None:
-        """Cross-references checked when the spec is defined: every ``against`` (targets, sweep) names
-        one of the spec's own library contender labels; a misspelled label would drop its target
-        from ``lab bench`` silently. ValueError naming the kernel and the labels it has."""
-        labels = {e[0] for rows in self.contenders.values() for e in rows}
-        named = [t.against for t in self.targets if t.against] + ([self.sweep.against] if self.sweep.against else [])
-        wrong = [a for a in named if a not in labels]
-        if wrong:
-            raise ValueError(f"kernel {self.name}: against {wrong[0]!r} is not one of its contenders' labels "
-                             f"({', '.join(sorted(labels)) or 'none'})")
+        """Cross-references checked when the spec is defined, so that a misspelling fails here and not
+        silently later (a misspelled ``against`` would drop its target from ``lab bench``): every
+        contender's library is one of LIBRARIES, its function callable, its options known and its label
+        unique; every ``against`` (targets, sweep) is one of the contenders' labels; every rung named
+        by the sweep's ``skip``, the torch op's ``rungs`` and ``sim_cost`` is a variant; a target's size
+        and ``counter_size`` have ``size_dims`` numbers; ``tune_shapes``' keys are "simulator" and "gpu".
+        ValueError naming the kernel, the field and what it may be."""
+        def wrong(what: str, value, allowed) -> ValueError:
+            return ValueError(f"kernel {self.name}: {what} {value!r} is not one of {', '.join(map(str, sorted(allowed))) or 'none'}")
+
+        for library, rows in self.contenders.items():
+            if library not in LIBRARIES:
+                raise wrong("contender library", library, LIBRARIES)
+            for label, fn, opts in rows:
+                if not (isinstance(label, str) or callable(label)) or not callable(fn):
+                    raise ValueError(f"kernel {self.name}: a {library} contender is (label, function[, options]) "
+                                     f"with a callable function, not ({label!r}, {fn!r})")
+                for key in opts:
+                    if key not in CONTENDER_OPTIONS:
+                        raise wrong(f"{library} contender option", key, CONTENDER_OPTIONS)
+            labels = [label for label, _, _ in self.contender_rows(library)]
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"kernel {self.name}: two {library} contenders share a label ({', '.join(labels)})")
+        labels = {label for library in self.contenders for label, _, _ in self.contender_rows(library)}
+        for a in [t.against for t in self.targets if t.against] + ([self.sweep.against] if self.sweep.against else []):
+            if a not in labels:
+                raise ValueError(f"kernel {self.name}: against {a!r} is not one of its contenders' labels "
+                                 f"({', '.join(sorted(labels)) or 'none'})")
+        rungs = set(self.variants)
+        named = [("the sweep's skip", r) for r in sorted(self.sweep.skip)] + [("sim_cost", r) for r in self.sim_cost]
+        if self.torch_op is not None:
+            named += [("torch_op's rung", r) for r in self.torch_op.rungs if r]
+        for what, rung in named:
+            if rung not in rungs:
+                raise wrong(what, rung, rungs)
+        dims = self.size_dims
+        for size in [t.size for t in self.targets] + ([self.counter_size] if self.counter_size else []):
+            if len(size) != dims:
+                raise ValueError(f"kernel {self.name}: size {size!r} has {len(size)} numbers, a size has {dims}")
+        for key in self.tune_shapes:
+            if key not in ("simulator", "gpu"):
+                raise wrong("tune_shapes key", key, ("simulator", "gpu"))
 
     def float64_reference(self, inputs) -> tuple:
         """The float64 reference outputs of ``inputs``: ``reference64(*inputs)`` where the kernel

@@ -4,9 +4,9 @@ A contender turns host inputs into a :class:`Prepared`: a call to time, a way to
 and a way to read them back. CuPy and torch are optional: they are imported only when used, and a
 missing package or a backend they cannot use (the simulator) becomes a "skipped" row with the
 reason, never a crash. Which library ops each kernel runs against is declared in one place, the
-kernel's KernelSpec (``contenders``, read through lab.core.registry; ops in lab.core.cupy_ops,
-torch_bridge.contenders or the kernel module itself); the NumPy
-contender is the kernel's own reference function run in the input dtype.
+kernel's KernelSpec (``contenders``, read through lab.core.registry; the ops live beside the kernel,
+in its module or kernels/contenders/<kernel>.py); the NumPy contender is the kernel's own reference
+function run in the input dtype.
 """
 from __future__ import annotations
 
@@ -220,8 +220,6 @@ def library_labels(contender: str, kernel: str) -> list[str]:
 def float32_inside(contender: str, kernel: str, label: str) -> bool:
     """Whether the library op behind ``label`` computes in float32 whatever the input dtype (the
     registry's ``float32_inside`` option): the runner then checks it against float32 inputs."""
-    from lab.core import registry
-
     return bool(registry.options(contender, kernel, label).get("float32_inside"))
 
 

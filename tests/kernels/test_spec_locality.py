@@ -82,8 +82,8 @@ def cupy_scale2(cp, a, out):
     return (cp.multiply(a, 2, out=out[0]),)
 
 
-def torch_scale2(a, out):
-    return (a.mul(2, out=out[0]) if hasattr(a, "mul") else np.multiply(a, 2, out=out[0]),)
+def torch_scale2(torch, a, out):
+    return (torch.multiply(a, 2, out=out[0]),)  # torch and NumPy both have multiply(a, b, out=)
 
 
 SCALE2 = KernelSpec(
@@ -93,8 +93,8 @@ SCALE2 = KernelSpec(
     tolerance=lambda inputs, ref, dtype: [0.0], bytes_moved=lambda size, dtype: 2 * size[0] * np.dtype(dtype).itemsize,
     flops=lambda size: size[0],
     variants={"one": Variant("one", "one thread an element", scale2_launch, launch_once(scale2_kernel))},
-    contenders={"cupy": (("cupy.multiply", f"{__name__}:cupy_scale2"),),
-                "torch": (("torch.mul", f"{__name__}:torch_scale2", {"float32_inside": True}),)},
+    contenders={"cupy": (("cupy.multiply", cupy_scale2),),
+                "torch": (("torch.mul", torch_scale2, {"float32_inside": True}),)},
     bench_sizes=(("1000003", 256),), targets=(dict(size=(1000003,), against="torch.mul", bound=0.9),),
     sweep=dict(shapes=("1", "1000003"), against="torch.mul", memory_bound=True),
     sim_cost={"one": 0.123}, counter_size=(96,), tune_shapes={"simulator": ("33",), "gpu": ("77",)},
@@ -103,6 +103,8 @@ SCALE2 = KernelSpec(
 
 @pytest.fixture
 def scale2(monkeypatch):
+    import lab.core.options  # noqa: F401  (its --size help reads every kernel's source at import: not scale2's)
+
     module = types.ModuleType("kernels.scale2")
     module.SPEC = SCALE2
     monkeypatch.setitem(sys.modules, "kernels.scale2", module)
@@ -118,7 +120,8 @@ def test_a_new_spec_is_seen_by_every_table(scale2):
     assert registry.labels("torch", "scale2") == ["torch.mul"]  # no torch op declared: no bridge row
     assert registry.options("torch", "scale2", "torch.mul") == {"float32_inside": True}
     assert registry.function("cupy", "scale2", "cupy.multiply") is cupy_scale2
-    assert registry.entries("cupy", "scale2")[0][:2] == ("cupy.multiply", f"{__name__}:cupy_scale2")
+    assert registry.entries("cupy", "scale2") == [("cupy.multiply", cupy_scale2, {})]
+    assert registry.function("torch", "scale2", "torch.mul")(np, np.arange(3.0), out=[np.empty(3)])[0].tolist() == [0, 2, 4]
     assert suite.configurations(["scale2"], quick=False) == [("scale2", "1000003", 256)]
     assert suite.configurations(["scale2"], quick=True) == [("scale2", None, suite.QUICK_THREADS)]
     assert suite.standard()["scale2"] == [("1000003", 256)]
