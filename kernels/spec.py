@@ -382,12 +382,26 @@ class Sweep:
     """The kernel in the public shape sweep (lab.bench.shapes): the shapes a user has (``--size``
     text: tiny, skinny both ways, square, huge, odd), the lesson rungs left out (slow on purpose:
     never the best rung), the torch contender label it is measured against ("" for Numba rows only),
-    and whether it counts in the memory-bound geometric mean and the >= 0.8x target."""
+    and whether it counts in the memory-bound geometric mean and the >= 0.8x target; ``floors``: the
+    kernel's own targets (:class:`SweepFloor`)."""
 
     shapes: tuple[str, ...] = ()
     skip: frozenset = frozenset()
     against: str = ""
     memory_bound: bool = False
+    floors: tuple = ()
+
+
+@dataclass(frozen=True)
+class SweepFloor:
+    """A target of the public sweep (lab.bench.shapes): ``auto`` at least ``bound`` x the speed of the
+    sweep's ``against`` op at the sweep shape ``shape``, or, with ``shape`` "", at every shape of at least
+    ``min_flops`` FLOPs a call. ``text``: the target as the sweep's table names it."""
+
+    text: str
+    bound: float
+    shape: str = ""
+    min_flops: int = 0
 
 
 @dataclass(frozen=True)
@@ -478,6 +492,9 @@ class KernelSpec:
     # The counters the ladder's lessons are about (names of lab.inspect.counters.METRICS, e.g.
     # "sectors_per_request", "bank_conflicts"): what a reader of ``lab counters KERNEL`` looks at first.
     counter_metrics: tuple[str, ...] = ("dram_bytes_ratio", "sectors_per_request")
+    # ``lab run --precision``'s meaning for a float32 run of this kernel: precision -> what ``auto`` may run
+    # (kernels/gemm/precision.py's words, e.g. matmul's); empty: the kernel's auto ignores --precision.
+    precision_auto: dict = field(default_factory=dict)
 
     def __post_init__(self):
         """The declarations may be written as plain dicts (a kernel module then imports nothing more):
@@ -489,7 +506,8 @@ class KernelSpec:
         set_ = object.__setattr__  # frozen: normalised once, here
         set_(self, "torch_op", as_(TorchOp, self.torch_op))
         sweep = as_(Sweep, self.sweep)
-        set_(self, "sweep", Sweep(tuple(sweep.shapes), frozenset(sweep.skip), sweep.against, sweep.memory_bound))
+        set_(self, "sweep", Sweep(tuple(sweep.shapes), frozenset(sweep.skip), sweep.against, sweep.memory_bound,
+                                  tuple(as_(SweepFloor, f) for f in sweep.floors)))
         set_(self, "targets", tuple(as_(Target, t) for t in self.targets))
         set_(self, "contenders", {lib: tuple((e[0], e[1], dict(e[2]) if len(e) > 2 else {}) for e in rows)
                                   for lib, rows in self.contenders.items()})
@@ -542,9 +560,19 @@ class KernelSpec:
         for size in [t.size for t in self.targets] + ([self.counter_size] if self.counter_size else []):
             if len(size) != dims:
                 raise ValueError(f"kernel {self.name}: size {size!r} has {len(size)} numbers, a size has {dims}")
+        for floor in self.sweep.floors:
+            if floor.shape and floor.shape not in self.sweep.shapes:
+                raise wrong("a sweep floor's shape", floor.shape, self.sweep.shapes)
+            if not self.sweep.against:
+                raise ValueError(f"kernel {self.name}: sweep floors need the sweep's against (the op they are ratios to)")
         for key in self.tune_shapes:
             if key not in ("simulator", "gpu"):
                 raise wrong("tune_shapes key", key, ("simulator", "gpu"))
+        from kernels.gemm.precision import PRECISIONS
+
+        for key in self.precision_auto:
+            if key not in PRECISIONS:
+                raise wrong("precision_auto key", key, PRECISIONS)
 
     def float64_reference(self, inputs) -> tuple:
         """The float64 reference outputs of ``inputs``: ``reference64(*inputs)`` where the kernel

@@ -77,7 +77,7 @@ def _kernel(tr):
     """The @triton.jit matmul, defined once (after lab chose compiled or interpreted: TRITON_INTERPRET
     must be set when ``@triton.jit`` runs)."""
     if _K:
-        return _K["matmul"]
+        return _K["triton"]
     triton, tl = tr.triton, tr.tl
 
     @triton.jit
@@ -109,7 +109,7 @@ def _kernel(tr):
             b_ptrs += BK * sbk
         tl.store(C + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-    _K["matmul"] = matmul_kernel
+    _K["triton"] = matmul_kernel
     return matmul_kernel
 
 
