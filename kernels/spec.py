@@ -8,11 +8,16 @@ from __future__ import annotations
 import math
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from kernels import device_limits, tuning
+from kernels.arrays import agnostic
+from kernels.gemm.precision import PRECISIONS
 
 Size = tuple[int, ...]
 
@@ -196,8 +201,6 @@ def standard_normal(rng, shape, dtype):
     n = int(np.prod(shape, dtype=np.int64))
     if n < PARALLEL_DRAW:
         return rng.standard_normal(shape, dtype=dtype)
-    from concurrent.futures import ThreadPoolExecutor
-
     out = np.empty(shape, dtype)
     flat, children = out.reshape(-1), rng.spawn(16)
     bounds = [n * i // 16 for i in range(17)]
@@ -239,9 +242,7 @@ def sm_count() -> int:
     """Streaming multiprocessors of the device launch math sizes grids for
     (:func:`kernels.device_limits.current`: the GPU's own count; in the simulator the described
     device, an H100 SXM's 132 unless a caller describes another)."""
-    from kernels.device_limits import current
-
-    return current().sm_count
+    return device_limits.current().sm_count
 
 
 def auto_variant(choose, rungs: dict, doc: str, kernel: str = "", first=None) -> Variant:
@@ -256,8 +257,6 @@ def auto_variant(choose, rungs: dict, doc: str, kernel: str = "", first=None) ->
     ``Launch.params`` carry the choice to ``prepare``. ``first(size)``, when given, is asked before the tuned
     cache: (rung, threads, why) to run instead of any SIMT choice (matmul's tensor-core route, kernels/gemm/
     tensor_core_3xtf32.auto_route), or None."""
-    from kernels import tuning
-
     def launch(size, threads):
         pick = first(size) if first else None
         if pick:
@@ -327,8 +326,6 @@ class Variant:
     suits: Callable[[Size], bool] | None = None
 
     def __post_init__(self):
-        from kernels.arrays import agnostic
-
         object.__setattr__(self, "prepare", agnostic(self.prepare))
 
     def configure(self, size, threads: int, params: dict | None = None) -> Launch:
@@ -568,8 +565,6 @@ class KernelSpec:
         for key in self.tune_shapes:
             if key not in ("simulator", "gpu"):
                 raise wrong("tune_shapes key", key, ("simulator", "gpu"))
-        from kernels.gemm.precision import PRECISIONS
-
         for key in self.precision_auto:
             if key not in PRECISIONS:
                 raise wrong("precision_auto key", key, PRECISIONS)

@@ -18,6 +18,11 @@ import contextlib
 import math
 from dataclasses import dataclass, field
 
+import kernels
+from lab.core import device, runner
+from lab.core.errors import LabError
+from lab.core.registry import specs
+
 # Each kernel's spec declares its sweep (``KernelSpec.sweep``: kernels/spec.py's Sweep): the shapes (as
 # ``--size`` text: tiny, skinny both ways, square, huge, odd), the torch op it is measured against (a
 # lab.core.contenders / torch_bridge.contenders label; none: Numba rows only), the lesson rungs left out
@@ -25,8 +30,6 @@ from dataclasses import dataclass, field
 # (the >= 0.8x / geomean >= 1.0x targets). ``SHAPES``, ``TORCH_OP``, ``SKIP`` and ``MEMORY_BOUND`` are
 # views over the specs (module attributes, computed when read).
 def _specs():
-    from lab.core.registry import specs
-
     return [s for s in specs() if s.sweep.shapes]
 
 
@@ -37,15 +40,11 @@ def sweep_shapes() -> dict[str, list[str]]:
 
 def torch_op(kernel: str) -> str | None:
     """The torch contender label ``kernel`` is measured against, None if none."""
-    import kernels
-
     return kernels.load(kernel).sweep.against or None
 
 
 def skipped(kernel: str) -> set[str]:
     """The lesson rungs of ``kernel`` the sweep leaves out."""
-    import kernels
-
     return set(kernels.load(kernel).sweep.skip)
 
 
@@ -89,8 +88,6 @@ class SweepRow:
 def _copy_bandwidth_once():
     """The runner measures copy bandwidth on every run (1 GiB of random input); a sweep of ~50 runs
     measures it once and reuses it."""
-    import lab.core.device as device
-
     original = device.measure_copy_bandwidth
     cache = {}
 
@@ -118,10 +115,6 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
     the runner's default threads (256 on a GPU); auto picks its own. A shape that raises LabError
     becomes a row with ``error`` set; a rung that fails its check is listed in ``failed`` and not timed.
     """
-    import kernels
-    from lab.core.errors import LabError
-    from lab.core.runner import Options, run
-
     shapes = shapes or sweep_shapes()
     rows = []
     with _copy_bandwidth_once():
@@ -138,11 +131,11 @@ def sweep(backend: str, kernels_: list[str] | None = None, shapes: dict | None =
                     here = [v for v in variants if not spec.variants[v].suits or spec.variants[v].suits(dims)]
                 except ValueError:
                     here = variants
-                opts = Options(kernel=name, size=size, variants=here,
-                               contenders=["numba", "torch"] if op else ["numba"],
-                               library_ops=[op] if op else None, repeats=repeats, warmup=warmup, seed=0)
+                opts = runner.Options(kernel=name, size=size, variants=here,
+                                      contenders=["numba", "torch"] if op else ["numba"],
+                                      library_ops=[op] if op else None, repeats=repeats, warmup=warmup, seed=0)
                 try:
-                    rep = run(opts, backend)
+                    rep = runner.run(opts, backend)
                 except LabError as e:
                     row.error = str(e)
                 else:

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import kernels
+from lab.core.triton_ops import row_label
+
 
 def lab_op_label(kernel: str) -> str:
     """The label of the torch row that runs ``torch.ops.lab.<kernel>`` (the lab's kernel through the bridge)."""
@@ -36,15 +39,11 @@ def lab_op_label(kernel: str) -> str:
 
 def spec(kernel: str):
     """The KernelSpec of ``kernel`` (kernels.load: imports its module, so the backend is chosen first)."""
-    import kernels
-
     return kernels.load(kernel)
 
 
 def specs() -> list:
     """Every kernel's spec, in kernels.NAMES order."""
-    import kernels
-
     return [kernels.load(name) for name in kernels.NAMES]
 
 
@@ -54,7 +53,7 @@ def _lab_op(kernel: str) -> Callable:
     made = []
 
     def fn(torch, *inputs, out):
-        if not made:
+        if not made:  # torch_bridge imports torch: only when the row runs
             from torch_bridge.contenders import lab_op
 
             made.append(lab_op(kernel))
@@ -70,8 +69,6 @@ def entries(library: str, kernel: str) -> list[tuple[str, Callable, dict]]:
     s = spec(kernel)
     rows = s.contender_rows(library)
     if library == "triton":
-        from lab.core.triton_ops import row_label
-
         rows = [(row_label(label), fn, opts) for label, fn, opts in rows]
     if library == "torch" and s.torch_op is not None and s.torch_op.contender:
         rows.append((lab_op_label(kernel), _lab_op(kernel), {}))

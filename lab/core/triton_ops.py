@@ -22,6 +22,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from kernels import backend
 from kernels.spec import poison_value
 
 INTERPRET_ENV = "TRITON_INTERPRET"
@@ -39,9 +40,7 @@ def interpreted() -> bool:
         return True
     if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
         return True
-    from kernels.backend import gpu_count
-
-    if gpu_count()[0] == 0:
+    if backend.gpu_count()[0] == 0:
         return True
     import torch
 
