@@ -1,0 +1,279 @@
+"""Check and time split-K (K ranges over grid z) for the wgmma TMA rungs, tensor_core_wgmma_tf32 and
+tensor_core_wgmma (bf16), beside torch at the same precision; 1-3 minutes on an H200.
+
+    PYTHONPATH=/tmp/ncm:$PWD LAB_COMPILER=numba-cuda-mlir python scripts/splitk_bench.py --json splitk.json
+
+1. Checks (``check``): each rung's TMA build forced onto S = 1, 2, 3 and 7 K ranges, the ranges summed by the
+   reduction launch (atomic 0) or by ``red.global.add`` into a zeroed C (atomic 1: one float a red, 2: pairs
+   by ``red.global.v2.f32.add``), at CHECK_SHAPES (M, N and K not multiples of the tile or slab; a last range
+   shorter than the others), C poisoned with NaN first; each against the float64 product of the rounded inputs
+   at the rung's tolerance (kernels.gemm.mma.rounded_inputs_tolerance: 10 mantissa bits TF32, 7 bf16; <= 1
+   passes, a NaN fails). The workspace sum is checked to give the same bits on a second call.
+2. Times (``time``): SHAPES (scripts/tf32x3_bench.py's 13 shapes named in no issue, and long-K extras), each the
+   median ms a call of lab.core.timing's Timer (CUDA events, L2 flushed before each call, as ``lab run``), all in
+   one process: torch TF32 and bf16 (bf16 tensors made once, as the bf16 rung rounds once), each rung *before*
+   (one K range, the build the tile chooser picks: what main ran) and *as the rung runs now* (the launch's K
+   ranges: ``lab run``'s launch and prepare), the TMA build at other S (the wave model's fit), the atomic sums at
+   the chosen S, and the TF32 pre-pass alone. The rung's first call is checked against the rounded inputs
+   (64 rows).
+Prints a table of x torch (torch's ms over the rung's) with geometric means, and writes JSON as it goes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from types import SimpleNamespace
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+
+CHECK_SHAPES = [(333, 517, 2051), (130, 1030, 4099), (600, 700, 20000)]
+EXTRA = [(1000, 1000, 16384), (512, 512, 65536), (256, 2048, 8192), (2048, 2048, 4096)]
+SPLITS = (1, 2, 3, 4, 6, 8, 12, 16)
+
+
+def geomean(xs):
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
+def ms_of(fn, torch) -> float:
+    from lab.core.timing import StopRule, Timer
+
+    return Timer(fn, "device", torch.cuda.synchronize).measure(rule=StopRule(min_time_s=0.02, time_limit_s=0.3)).median_ms
+
+
+def rounded(x, tf32: bool):
+    from kernels.gemm import mma_bf16 as MB
+
+    if tf32:  # to nearest, ties away (cvt.rna.tf32.f32)
+        return ((x.view(np.uint32) + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+    return MB.bf16_bits_to_float32(MB.to_bf16_bits(x))
+
+
+def rung_call(rung: str, dA, dB, C, shape, splits=None, atomic=None, before=False):
+    """A zero-argument call of ``rung`` ("tf32" or "bf16") on device A, B into C: as ``lab run`` runs it
+    (splits None), or its TMA build forced onto ``splits`` K ranges summed by ``atomic``, or ``before``: one
+    range and the tile chooser's build (main's rung)."""
+    import kernels
+    from kernels.gemm import wgmma_tf32 as WT
+    from kernels.gemm import wgmma_tma as T
+
+    m, n, k = shape
+    if rung == "tf32":
+        if before:
+            return WT.prepare(SimpleNamespace(grid=None), [dA, dB], [C], build=WT.choose_tile(shape)[0], splits=1)
+        if splits is None:
+            v = kernels.load("matmul").variants["tensor_core_wgmma_tf32"]
+            return v.prepare(v.launch(shape, 384), [dA, dB], [C])
+        return WT.prepare(SimpleNamespace(grid=None), [dA, dB], [C], build=WT.DEFAULT, splits=splits,
+                          atomic=atomic or 0)
+    bm, bn, _ = T.block_shape(T.BUILD)
+    grid = (-(-n // bn), -(-m // bm))
+    if before:
+        return T.prepare(SimpleNamespace(grid=grid), [dA, dB], [C])
+    if splits is None:
+        v = kernels.load("matmul").variants["tensor_core_wgmma"]
+        return v.prepare(v.launch(shape, 384), [dA, dB], [C])
+    return T.prepare(SimpleNamespace(grid=grid + ((splits,) if splits > 1 else ())), [dA, dB], [C], atomic=atomic or 0)
+
+
+_REFS: dict = {}
+
+
+def _ref(A, B, tf32):
+    """(A B in float64, the rung's tolerance, A' B' of the rounded inputs in float64), kept for the last inputs."""
+    from kernels.gemm import mma
+    from kernels.gemm import mma_bf16 as MB
+
+    key = (id(A), id(B), tf32)
+    if key not in _REFS:
+        _REFS.clear()
+        Af, Bf = rounded(A, tf32).astype(np.float64), rounded(B, tf32).astype(np.float64)
+        _REFS[key] = (A.astype(np.float64) @ B.astype(np.float64),
+                      mma.rounded_inputs_tolerance(A, B, mma.TF32_MANTISSA if tf32 else MB.BF16_MANTISSA), Af @ Bf)
+    return _REFS[key]
+
+
+def err_over_tol(C, A, B, tf32: bool) -> float:
+    """max |C - A B| / the rung's tolerance (A B in float64 from the float32 inputs; <= 1 passes, inf for a NaN)."""
+    if not np.isfinite(C).all():
+        return float("inf")
+    ref, tol, _ = _ref(A, B, tf32)
+    return float(np.max(np.abs(C - ref) / tol))
+
+
+def rel_to_rounded(C, A, B, tf32: bool) -> float:
+    """||C - A' B'|| / ||A' B'||, A' and B' the inputs as the rung rounds them (float64 product): the float32
+    sums' own error, near 1e-6 when every range is counted once."""
+    ref = _ref(A, B, tf32)[2]
+    return float(np.linalg.norm(C - ref) / np.linalg.norm(ref)) if np.isfinite(C).all() else float("inf")
+
+
+def checks(out, cuda, rng):
+    for rung in ("tf32", "bf16"):
+        for shape in CHECK_SHAPES:
+            m, n, k = shape
+            A = rng.standard_normal((m, k)).astype(np.float32)
+            B = rng.standard_normal((k, n)).astype(np.float32)
+            dA, dB = cuda.to_device(A), cuda.to_device(B)
+            for s in (1, 2, 3, 7):
+                for atomic in ((0,) if s == 1 else (0, 1, 2)):
+                    C = cuda.to_device(np.full((m, n), np.nan, np.float32))
+                    row = {"rung": rung, "shape": list(shape), "splits": s, "atomic": atomic}
+                    try:
+                        f = rung_call(rung, dA, dB, C, shape, s, atomic)
+                        f()
+                        cuda.synchronize()
+                        c1 = C.copy_to_host()
+                        row["err_over_tol"] = err_over_tol(c1, A, B, rung == "tf32")
+                        row["rel_to_rounded"] = rel_to_rounded(c1, A, B, rung == "tf32")
+                        row["nan"] = int(np.isnan(c1).sum())
+                        if atomic == 0:  # the workspace's sum: the same order, so the same bits, every call
+                            f()
+                            cuda.synchronize()
+                            row["same_bits_twice"] = bool((C.copy_to_host().view(np.uint32) == c1.view(np.uint32)).all())
+                        row["ok"] = (row["err_over_tol"] <= 1 and row["rel_to_rounded"] < 1e-5
+                                     and row.get("same_bits_twice", True))
+                    except Exception as e:
+                        row["ok"], row["error"] = False, f"{type(e).__name__}: {' '.join(str(e).split())[:300]}"
+                    out["check"].append(row)
+                    print("check", json.dumps(row), flush=True)
+
+
+def times(out, cuda, torch, rng, shapes, budget, t0):
+    from kernels.compiler import bound
+    from kernels.gemm import wgmma_tf32 as WT
+    from kernels.gemm import wgmma_tma as T
+    from kernels.spec import sm_count
+
+    for shape in shapes:
+        if time.perf_counter() - t0 > budget:
+            out["skipped"].append(list(shape))
+            print("skipped (budget)", shape, flush=True)
+            continue
+        m, n, k = shape
+        A = rng.standard_normal((m, k)).astype(np.float32)
+        B = rng.standard_normal((k, n)).astype(np.float32)
+        dA, dB = cuda.to_device(A), cuda.to_device(B)
+        row = {"shape": list(shape), "flops": 2 * m * n * k, "ms": {}, "check": {}, "plan": {}}
+        tA, tB = torch.from_numpy(A).cuda(), torch.from_numpy(B).cuda()
+        tC = torch.empty(m, n, device="cuda")
+        tAh, tBh = tA.bfloat16(), tB.bfloat16()
+        tCh = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+
+        def tf32_torch(tA=tA, tB=tB, tC=tC):
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.matmul(tA, tB, out=tC)
+
+        row["ms"]["torch_tf32"] = ms_of(tf32_torch, torch)
+        torch.backends.cuda.matmul.allow_tf32 = False
+        row["ms"]["torch_bf16"] = ms_of(lambda tAh=tAh, tBh=tBh, tCh=tCh: torch.matmul(tAh, tBh, out=tCh), torch)
+        bm, bn, _ = T.block_shape(T.BUILD)
+        for rung in ("tf32", "bf16"):
+            tf = rung == "tf32"
+            kk = WT.padded(k) if tf else -(-k // T.PAD) * T.PAD
+            chosen, per, est = T.k_splits(m, n, kk, bm, bn, tf, sm_count())
+            row["plan"][rung] = {"splits": chosen, "slabs": per, "est_us": est}
+            if tf:
+                row["plan"][rung]["build"] = WT.plan(shape)[0]
+            C = cuda.device_array((m, n), np.float32)
+            f = rung_call(rung, dA, dB, C, shape)
+            f()
+            cuda.synchronize()
+            A64 = A[:64].copy()  # 64 rows: the CPU's time
+            row["check"][rung] = err_over_tol(C.copy_to_host()[:64], A64, B, tf)
+            row["ms"][f"{rung}_now"] = ms_of(f, torch)
+            row["ms"][f"{rung}_before"] = ms_of(rung_call(rung, dA, dB, C, shape, before=True), torch)
+            slabs = -(-kk // T.slab_k(tf))
+            tiles = -(-m // bm) * -(-n // bn)
+            for s in SPLITS:
+                per_s = -(-slabs // s)
+                s_eff = -(-slabs // per_s)
+                if s_eff != s or (s > 1 and (per_s < T.SPLIT_MIN_SLABS or tiles * s > 2 * sm_count())):
+                    continue
+                row["ms"][f"{rung}_S{s}"] = ms_of(rung_call(rung, dA, dB, C, shape, s, 0), torch)
+            if chosen > 1:
+                for atomic in (1, 2):
+                    g = rung_call(rung, dA, dB, C, shape, chosen, atomic)
+                    g()
+                    cuda.synchronize()
+                    row["check"][f"{rung}_atomic{atomic}"] = err_over_tol(C.copy_to_host()[:64], A64, B, tf)
+                    row["ms"][f"{rung}_atomic{atomic}"] = ms_of(g, torch)
+        kp = WT.padded(k)
+        Ar, BT = cuda.device_array((m, kp), np.int32), cuda.device_array((n, kp), np.int32)
+        rnd = bound(WT.tf32_round[WT.round_grid(m, kp), WT.ROUND_BLOCK], (dA, Ar))
+        trans = bound(WT.tf32_transpose[(-(-kp // WT.TILE), -(-n // WT.TILE)), (WT.TILE, WT.ROWS)], (dB, BT))
+        row["ms"]["tf32_prepass"] = ms_of(lambda rnd=rnd, trans=trans: (rnd(), trans()), torch)
+        ms = row["ms"]
+        print(f"time {m}x{n}x{k}: plan tf32 {row['plan']['tf32']['splits']} ({row['plan']['tf32']['build']}), bf16 "
+              f"{row['plan']['bf16']['splits']}; " + ", ".join(f"{key} {v:.4f}" for key, v in ms.items())
+              + f"; tf32 x torch {ms['torch_tf32'] / ms['tf32_before']:.2f} -> {ms['torch_tf32'] / ms['tf32_now']:.2f}, "
+              f"bf16 {ms['torch_bf16'] / ms['bf16_before']:.2f} -> {ms['torch_bf16'] / ms['bf16_now']:.2f}; check "
+              + " ".join(f"{key} {v:.2f}" for key, v in row["check"].items()), flush=True)
+        out["time"].append(row)
+
+
+def summary(out) -> str:
+    lines = [f"x torch at the same precision (torch ms / the rung's), {out['device']}, median ms a call, one process",
+             f"{'M x N x K':>18} {'S tf32':>6} {'TF32 before':>11} {'TF32 now':>9} {'S bf16':>6} {'bf16 before':>11} "
+             f"{'bf16 now':>9}"]
+    cols = {"tf32_before": [], "tf32_now": [], "bf16_before": [], "bf16_now": []}
+    for r in out["time"]:
+        ms = r["ms"]
+        x = {key: ms["torch_" + key[:4]] / ms[key] for key in cols}
+        for key in cols:
+            cols[key].append(x[key])
+        m, n, k = r["shape"]
+        lines.append(f"{f'{m}x{n}x{k}':>18} {r['plan']['tf32']['splits']:>6} {x['tf32_before']:>11.2f} {x['tf32_now']:>9.2f} "
+                     f"{r['plan']['bf16']['splits']:>6} {x['bf16_before']:>11.2f} {x['bf16_now']:>9.2f}")
+    g = {key: geomean(v) for key, v in cols.items()}
+    lines.append(f"{'geometric mean':>18} {'':>6} {g['tf32_before']:>11.2f} {g['tf32_now']:>9.2f} {'':>6} "
+                 f"{g['bf16_before']:>11.2f} {g['bf16_now']:>9.2f}")
+    lines.append(f"{'worst':>18} {'':>6} {min(cols['tf32_before']):>11.2f} {min(cols['tf32_now']):>9.2f} {'':>6} "
+                 f"{min(cols['bf16_before']):>11.2f} {min(cols['bf16_now']):>9.2f}")
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default="splitk.json")
+    ap.add_argument("--budget", type=float, default=150.0, help="seconds; shapes still to time after it are skipped")
+    ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--shapes", help="MxNxK,... (default: tf32x3_bench's SHAPES and EXTRA)")
+    args = ap.parse_args()
+    os.environ.setdefault("LAB_COMPILER", "numba-cuda-mlir")
+    import torch
+
+    from kernels.compiler import cuda
+    from tf32x3_bench import SHAPES
+
+    t0 = time.perf_counter()
+    shapes = (list(SHAPES) + EXTRA) if not args.shapes else [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")]
+    out = {"device": torch.cuda.get_device_name(), "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+           "timing": "lab.core.timing.Timer (median ms a call, L2 flushed before each)", "check": [], "time": [],
+           "skipped": []}
+    rng = np.random.default_rng(2026)
+    try:
+        if not args.no_check:
+            checks(out, cuda, rng)
+        times(out, cuda, torch, rng, shapes, args.budget, t0)
+    finally:
+        out["seconds"] = round(time.perf_counter() - t0, 1)
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+    bad = [c for c in out["check"] if not c["ok"]]
+    print("checks:", "all passed" if not bad else f"{len(bad)} FAILED", f"({len(out['check'])})")
+    if out["time"]:
+        print(summary(out))
+    print(f"{out['seconds']} s")
+
+
+if __name__ == "__main__":
+    main()
