@@ -307,8 +307,8 @@ if COMPILER == MLIR and not SIMULATOR:
     @cuda.jit
     def zero_kernel(C):
         """C[i] = 0 for the 1-D float32 C: a grid-stride loop (the atomic K ranges add into a zeroed C)."""
-        i = cuda.grid(1)
-        step = cuda.gridsize(1)
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        step = cuda.gridDim.x * cuda.blockDim.x
         while i < C.shape[0]:
             C[i] = np.float32(0)
             i += step
