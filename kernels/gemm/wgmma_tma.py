@@ -500,26 +500,36 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
 # --- Split-K for the TMA builds: how many K ranges, and their sum --------------------------------------------
 # A grid of fewer tiles than SMs leaves SMs idle for the whole of K: 600 x 700 x 20000 in 128 x 256 tiles is 15
 # blocks for 132 SMs, each walking 625 slabs. K ranges (grid z) give each tile S blocks of ceil(slabs / S) slabs;
-# their partial tiles are summed after. k_splits() picks S by a wave model, measured on the H200
-# (scripts/splitk_bench.py; docs/tensor-cores.md, "Split-K"): a 128 x 256 block takes SLAB_US a slab whatever the
-# grid (one block an SM: 48 KB a slab from L2 at the SM's rate, or the tensor cores' at full load) and TILE_US for
-# its prologue and epilogue, so b blocks of s slabs take ceil(b / SMs) waves of s SLAB_US + TILE_US; S > 1 ranges
-# add their sum: REDUCE_US (a launch) and the partials written and read again, (2 S + 1) M N 4 bytes at
-# REDUCE_BYTES_PER_US. The cheapest S of 1 .. SPLIT_MAX wins (the fewest on a tie), each range at least
-# SPLIT_MIN_SLABS slabs, the workspace at most SPLIT_MAX_BYTES.
-SLAB_US = {True: 0.74, False: 0.84}  # TF32 (32 k) and bf16 (64 k) slabs of a 128 x 256 tile: 4096^3's kernel
-# times (0.3805 and 0.2154 ms, H200) over its 4 waves of 128 and 64 slabs
-TILE_US = 2.0
-REDUCE_US, REDUCE_BYTES_PER_US = 5.0, 2.5e6
+# their partial tiles are summed after. k_splits() picks S by a wave model fitted on the H200
+# (scripts/splitk_bench.py, every S of 1 .. 16 timed at 15 shapes; docs/tensor-cores.md, "Split-K"): a 128 x 256
+# block takes SLAB_US a slab (measured 0.58 us for TF32 with 15 blocks on the GPU, 0.60-0.61 with 108-128: the
+# SM's fill from L2, not the tensor cores, sets it) and TILE_US a wave for the launch, the pipeline's fill and
+# the epilogue (400 x 400 x 420: 14 slabs in 16 us), so b blocks of s slabs take ceil(b / SMs) waves of
+# s SLAB_US + TILE_US. S > 1 ranges add their sum: with the atomics (ATOMIC, the default) a zeroing launch and
+# the red.add traffic, ATOMIC_US + S M N 4 bytes at ATOMIC_BYTES_PER_US (600 x 700 x 20000 on 8 ranges: 6 us);
+# with the workspace REDUCE_US and the partials written and read again, (2 S + 1) M N 4 bytes at
+# REDUCE_BYTES_PER_US (the same shape: 28 us). The cheapest S of 1 .. SPLIT_MAX wins (the fewest on a tie), each
+# range at least SPLIT_MIN_SLABS slabs, the workspace at most SPLIT_MAX_BYTES, and the tiles' S ranges one wave at
+# most (S <= SMs / tiles): a second, partial wave lost at every shape timed (1100 x 900 x 12000 TF32 on the
+# workspace: 3 ranges, 108 blocks, 104 us; 4 ranges, 144 blocks, 154 us).
+SLAB_US = {True: 0.61, False: 0.65}  # TF32 (32 k) and bf16 (64 k) slabs of a 128 x 256 tile, 108-128 blocks
+TILE_US = 8.0
+ATOMIC_US, ATOMIC_BYTES_PER_US = 5.0, 10e6
+REDUCE_US, REDUCE_BYTES_PER_US = 10.0, 1.6e6
 SPLIT_MAX, SPLIT_MIN_SLABS = 16, 4
 SPLIT_MAX_BYTES = 1 << 28  # 256 MB of partial tiles at most
-ATOMIC = 0  # the rungs' sum of the K ranges: 0 a float32 workspace and split_k's reduction launch (the same bits
-# every call); 1 or 2: red.global.add into a zeroed C (make_tma_kernel's ``atomic``)
+ATOMIC = 2  # the rungs' sum of the K ranges, measured (H200, the chosen S): red.global.v2.f32.add into a zeroed C
+# (2) beat red.global.add.f32 (1) and the float32 workspace summed by split_k's reduction launch (0) at every
+# shape -- 600 x 700 x 20000 TF32 (pre-pass included) 0.149 / 0.158 / 0.171 ms, bf16 0.041 / 0.050 / 0.062. The
+# price: float32 additions in the order the memory system applies them, so C's last bits can differ between
+# calls; 0 gives the same bits every call.
 
 
-def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int) -> tuple[int, int, float]:
+def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int, atomic: int = ATOMIC
+             ) -> tuple[int, int, float]:
     """(S, slabs a range, estimated us) for an m x n x k product in bm x bn tiles of the TMA builds on ``sms``
-    SMs: the wave model above (ValueError for sms < 1). One range when K has under 2 SPLIT_MIN_SLABS slabs."""
+    SMs, the ranges summed by ``atomic`` (:data:`ATOMIC`): the wave model above (ValueError for sms < 1). One
+    range when K has under 2 SPLIT_MIN_SLABS slabs or the tiles alone fill half the SMs or more."""
     if sms < 1:
         raise ValueError(f"{sms} SMs: at least 1")
     slabs = max(1, -(-k // slab_k(tf32)))
@@ -528,11 +538,12 @@ def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int) -> 
     for want in range(1, SPLIT_MAX + 1):
         per = -(-slabs // want)
         s = -(-slabs // per)  # ranges left once each has per slabs (none empty)
-        if s > 1 and (per < SPLIT_MIN_SLABS or s * m * n * 4 > SPLIT_MAX_BYTES):
+        if s > 1 and (per < SPLIT_MIN_SLABS or s * m * n * 4 > SPLIT_MAX_BYTES or tiles * s > sms):
             break
         est = -(-tiles * s // sms) * (per * SLAB_US[tf32] + TILE_US)
         if s > 1:
-            est += REDUCE_US + (2 * s + 1) * m * n * 4 / REDUCE_BYTES_PER_US
+            est += (ATOMIC_US + s * m * n * 4 / ATOMIC_BYTES_PER_US if atomic
+                    else REDUCE_US + (2 * s + 1) * m * n * 4 / REDUCE_BYTES_PER_US)
         if best is None or est < best[2] - 1e-9:
             best = (s, per, est)
     return best
@@ -541,8 +552,8 @@ def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int) -> 
 def k_splits_words(m: int, n: int, bm: int, bn: int, tf32: bool, splits: int, per: int, est: float, sms: int) -> str:
     """The note's words for :func:`k_splits`'s choice."""
     tiles = -(-m // bm) * -(-n // bn)
-    how = (f"{splits} K ranges of {per * slab_k(tf32)} k (grid z), then "
-           + ("red.global.add into a zeroed C" if ATOMIC else "a reduction launch over the partial tiles"))
+    how = (f"{splits} K ranges of {per * slab_k(tf32)} k (grid z), "
+           + ("added by red.global.add into a zeroed C" if ATOMIC else "then a reduction launch over the partial tiles"))
     return (f"{bm}x{bn} block tiles: {tiles * splits} blocks for {sms} SMs" + (f" ({how})" if splits > 1 else "")
             + f", ~{est:.0f} us estimated")
 

@@ -36,8 +36,8 @@ def test_rung_declared_after_the_bf16_wgmma_rung():
 
 def test_choose_takes_smaller_tiles_where_the_grid_leaves_sms_idle(monkeypatch):
     monkeypatch.setattr(T, "sm_count", lambda: 132)
-    assert T.choose((4096, 4096, 4096))[0] == T.DEFAULT  # 16 x 32 = 512 blocks
-    name, why = T.choose((1024, 1024, 1024))  # 32 blocks of 256 x 128 (or 128 x 256) for 132 SMs
+    assert T.choose_tile((4096, 4096, 4096))[0] == T.DEFAULT  # 16 x 32 = 512 blocks
+    name, why = T.choose_tile((1024, 1024, 1024))  # 32 blocks of 256 x 128 (or 128 x 256) for 132 SMs
     assert name == T.SMALL and "132 SMs" in why
     bm, bn, _ = W.block_shape(T.BUILDS[T.DEFAULT])  # 256 x 128 (cp.async) or 128 x 256 (the TMA build)
     assert bm * bn == 256 * 128 and W.block_shape(T.BUILDS[T.SMALL])[:2] == (128, 128)
@@ -114,7 +114,8 @@ def test_plan_splits_k_on_the_tma_build_where_the_grid_leaves_sms_idle(monkeypat
     cfg = T.launch((600, 700, 20000), 384)
     assert cfg.grid == (3, 5, splits) and "K ranges" in cfg.note
     assert T.plan((4096, 4096, 4096))[:2] == (T.DEFAULT, 1) and len(T.launch((4096,) * 3, 384).grid) == 2
-    assert T.plan((1024, 1024, 1024))[:2] == (T.SMALL, 1)  # K too short to pay for ranges: the small tiles
+    assert T.plan((1024, 1024, 1024))[1] > 1  # 32 tiles, 32 slabs: ranges of 8 slabs or more
+    assert T.plan((1024, 1024, 200))[:2] == (T.SMALL, 1)  # 7 slabs: too few to split, so the small tiles
 
 
 @pytest.mark.gpu

@@ -151,10 +151,11 @@ def test_k_splits_keeps_the_workspace_bounded_and_the_ranges_long():
     rng = np.random.default_rng()
     for _ in range(200):
         m, n, k = (int(x) for x in rng.integers(1, 20000, 3))
-        s, per, est = T.k_splits(m, n, k, bm, bn, bool(rng.integers(2)), int(rng.integers(1, 200)))
+        sms = int(rng.integers(1, 200))
+        s, per, est = T.k_splits(m, n, k, bm, bn, bool(rng.integers(2)), sms, int(rng.integers(3)))
         assert 1 <= s <= T.SPLIT_MAX and est > 0
-        if s > 1:
-            assert per >= T.SPLIT_MIN_SLABS and s * m * n * 4 <= T.SPLIT_MAX_BYTES
+        if s > 1:  # long enough ranges, a bounded workspace, one wave of blocks
+            assert per >= T.SPLIT_MIN_SLABS and s * m * n * 4 <= T.SPLIT_MAX_BYTES and s * -(-m // bm) * -(-n // bn) <= sms
 
 
 def test_bf16_rung_launch_puts_the_k_ranges_on_grid_z(monkeypatch):
@@ -163,5 +164,6 @@ def test_bf16_rung_launch_puts_the_k_ranges_on_grid_z(monkeypatch):
     bm, bn, threads = T.block_shape(T.BUILD)
     cfg = T.launch((600, 700, 20000), 384)
     s = T.k_splits(600, 700, 20032, bm, bn, False, sm_count())[0]
-    assert cfg.grid == (3, 5, s) and s > 1 and f"{s} K ranges" in cfg.note and "reduction" in cfg.note
+    assert cfg.grid == (3, 5, s) and s > 1 and f"{s} K ranges" in cfg.note
+    assert ("red.global.add" if T.ATOMIC else "reduction") in cfg.note
     assert len(T.launch((4096, 4096, 4096), 384).grid) == 2  # one range: the 2-D grid, as before
