@@ -508,7 +508,11 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
 # s SLAB_US + TILE_US. S > 1 ranges add their sum: with the atomics (ATOMIC, the default) a zeroing launch and
 # the red.add traffic, ATOMIC_US + S M N 4 bytes at ATOMIC_BYTES_PER_US (600 x 700 x 20000 on 8 ranges: 6 us);
 # with the workspace REDUCE_US and the partials written and read again, (2 S + 1) M N 4 bytes at
-# REDUCE_BYTES_PER_US (the same shape: 28 us). The cheapest S of 1 .. SPLIT_MAX wins (the fewest on a tie), each
+# REDUCE_BYTES_PER_US (the same shape: 28 us). The cheapest S of 1 .. SPLIT_MAX wins where it is at most
+# SPLIT_GAIN of one range's estimate: the model is optimistic where K is short (800 x 900 x 1100 TF32 on 3 ranges
+# was estimated at 0.72 of one range and measured at 0.79: 0.91), and where the ranges do not pay the TF32 rung's
+# tile chooser takes 128 x 128 cp.async tiles, measured at 0.86-0.93 of one 128 x 256 range (400 x 400 x 420,
+# 700^3, 800 x 900 x 1100): 0.91 x 0.86 ~ 0.78, and 0.75 keeps a margin. The fewest ranges win a tie; each
 # range at least SPLIT_MIN_SLABS slabs, the workspace at most SPLIT_MAX_BYTES, and the tiles' S ranges one wave at
 # most (S <= SMs / tiles): a second, partial wave lost at every shape timed (1100 x 900 x 12000 TF32 on the
 # workspace: 3 ranges, 108 blocks, 104 us; 4 ranges, 144 blocks, 154 us).
@@ -516,7 +520,7 @@ SLAB_US = {True: 0.61, False: 0.65}  # TF32 (32 k) and bf16 (64 k) slabs of a 12
 TILE_US = 8.0
 ATOMIC_US, ATOMIC_BYTES_PER_US = 5.0, 10e6
 REDUCE_US, REDUCE_BYTES_PER_US = 10.0, 1.6e6
-SPLIT_MAX, SPLIT_MIN_SLABS = 16, 4
+SPLIT_MAX, SPLIT_MIN_SLABS, SPLIT_GAIN = 16, 4, 0.75
 SPLIT_MAX_BYTES = 1 << 28  # 256 MB of partial tiles at most
 ATOMIC = 2  # the rungs' sum of the K ranges, measured (H200, the chosen S): red.global.v2.f32.add into a zeroed C
 # (2) beat red.global.add.f32 (1) and the float32 workspace summed by split_k's reduction launch (0) at every
@@ -529,12 +533,13 @@ def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int, ato
              ) -> tuple[int, int, float]:
     """(S, slabs a range, estimated us) for an m x n x k product in bm x bn tiles of the TMA builds on ``sms``
     SMs, the ranges summed by ``atomic`` (:data:`ATOMIC`): the wave model above (ValueError for sms < 1). One
-    range when K has under 2 SPLIT_MIN_SLABS slabs or the tiles alone fill half the SMs or more."""
+    range when K has under 2 SPLIT_MIN_SLABS slabs, the tiles alone fill half the SMs or more, or no S saves a
+    quarter (SPLIT_GAIN) of one range's estimate."""
     if sms < 1:
         raise ValueError(f"{sms} SMs: at least 1")
     slabs = max(1, -(-k // slab_k(tf32)))
     tiles = -(-m // bm) * -(-n // bn)
-    best = None
+    best = one = None
     for want in range(1, SPLIT_MAX + 1):
         per = -(-slabs // want)
         s = -(-slabs // per)  # ranges left once each has per slabs (none empty)
@@ -544,7 +549,9 @@ def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int, ato
         if s > 1:
             est += (ATOMIC_US + s * m * n * 4 / ATOMIC_BYTES_PER_US if atomic
                     else REDUCE_US + (2 * s + 1) * m * n * 4 / REDUCE_BYTES_PER_US)
-        if best is None or est < best[2] - 1e-9:
+        if best is None:  # one range (want = 1)
+            best, one = (s, per, est), est
+        elif est < best[2] - 1e-9 and est <= SPLIT_GAIN * one:
             best = (s, per, est)
     return best
 
