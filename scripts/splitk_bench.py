@@ -19,10 +19,10 @@ tensor_core_wgmma (bf16), beside torch at the same precision; 1-3 minutes on an 
    rung's first call is checked at its tolerance (64 rows).
 Prints a table of x torch (torch's ms over the rung's) with geometric means, and writes JSON as it goes.
 
-    python scripts/splitk_bench.py --results splitk.json [--fit fit.json]   # (anywhere) docs/results + docs/data
+    python scripts/splitk_bench.py --results splitk.json [--confirm quick.json]   # docs/results + docs/data
 
-renders a raw run (and, with ``--fit``, the full sweep of S the wave model was fitted on) into
-docs/results/tensor-cores-splitk.json for scripts/benchmarks_md.py.
+renders a full sweep (no --quick: every S, the atomic sums) into docs/results/tensor-cores-splitk.json for
+scripts/benchmarks_md.py, "now" being the rule as it stands (:func:`final_ms`), and a later --quick run's rows.
 """
 from __future__ import annotations
 
@@ -250,71 +250,106 @@ def _fmt(shape):
     return f"{m}^3" if m == n == k else f"{m}x{n}x{k}"
 
 
-def render(raw: dict, fit: dict | None = None) -> dict:
-    """The docs/results document (scripts/benchmarks_md.py's format) of a raw run (and the fit's sweep)."""
+def final_ms(r: dict, rung: str):
+    """(S, ms, note) of the rule as it stands (kernels.gemm.wgmma_tf32.plan, wgmma_tma.k_splits on 132 SMs with
+    the atomic sum) at run row ``r`` of a full sweep: one range is the ``before`` configuration (the same build
+    and grid); S ranges are the atomic sum's time at that S (``{rung}_atomic2``, timed at the S the first
+    rule chose), else the nearest S timed with it, said in the note."""
+    from unittest import mock
+
+    from kernels.gemm import wgmma_tf32 as WT
+    from kernels.gemm import wgmma_tma as T
+
+    m, n, k = r["shape"]
+    if rung == "tf32":
+        with mock.patch.object(WT, "sm_count", lambda: 132):
+            s = WT.plan((m, n, k))[1]
+    else:
+        bm, bn, _ = T.block_shape(T.BUILD)
+        s = T.k_splits(m, n, -(-k // T.PAD) * T.PAD, bm, bn, False, 132)[0]
+    ms = r["ms"]
+    if s == 1:
+        return s, ms[f"{rung}_before"], ""
+    timed = r["plan"][rung]["splits"]  # the S its atomic sums were timed at
+    note = "" if timed == s else f" (S = {timed}: S = {s} not timed with the atomic sum)"
+    return s, ms[f"{rung}_atomic{T.ATOMIC}"], note
+
+
+def render(raw: dict, confirm: dict | None = None) -> dict:
+    """The docs/results document (scripts/benchmarks_md.py's format) of a full sweep (no --quick; and the rows of
+    a later ``confirm`` run)."""
     from tf32x3_bench import SHAPES
 
     named = {tuple(s) for s in SHAPES}
     rows, cols = [], {key: [] for key in ("tf32_before", "tf32_now", "bf16_before", "bf16_now")}
+    notes = []
     for r in raw["time"]:
         ms, f = r["ms"], r["flops"]
-        x = {key: ms["torch_" + key[:4]] / ms[key] for key in cols}
-        if tuple(r["shape"]) in named:
-            for key in cols:
-                cols[key].append(x[key])
         cell = {}
         for rung in ("tf32", "bf16"):
-            s = r["plan"][rung]["splits"]
+            s, now, note = final_ms(r, rung)
+            xb, xn = ms["torch_" + rung] / ms[rung + "_before"], ms["torch_" + rung] / now
+            if tuple(r["shape"]) in named:
+                cols[rung + "_before"].append(xb)
+                cols[rung + "_now"].append(xn)
+            if note:
+                notes.append(f"{_fmt(r['shape'])} {rung}{note}")
             ws = ms.get(f"{rung}_S{s}") if s > 1 else None
-            cell[rung] = [f"{s}" + (f" ({r['plan'][rung].get('build', '')})" if rung == "tf32" and s == 1 else ""),
-                          f"{ms[rung + '_before']:.4f} ({x[rung + '_before']:.2f}x)",
-                          f"**{ms[rung + '_now']:.4f} ({x[rung + '_now']:.2f}x)**",
+            cell[rung] = [str(s), f"{ms[rung + '_before']:.4f} ({xb:.2f}x)", f"**{now:.4f} ({xn:.2f}x)**" + ("*" if note else ""),
                           f"{ws:.4f}" if ws else ""]
         rows.append([_fmt(r["shape"]) + ("" if tuple(r["shape"]) in named else " (extra)"), f"2^{math.log2(f):.1f}",
                      f"{ms['torch_tf32']:.4f}", *cell["tf32"], f"{ms['tf32_prepass']:.4f}", f"{ms['torch_bf16']:.4f}",
                      *cell["bf16"], f"{max(v for v in r['check'].values()):.2f}"])
     g = {key: geomean(v) for key, v in cols.items()}
     w = {key: min(v) for key, v in cols.items()}
-    text = (f"{raw['device']}. Split-K for the wgmma TMA rungs (kernels/gemm/wgmma_tma.py: K ranges over grid z, "
-            "`k_splits()`'s wave model picks S, the partial tiles added by `red.global.v2.f32.add` into a zeroed C). "
-            f"Over the {len(cols['tf32_now'])} shapes of scripts/tf32x3_bench.py (named in no issue): "
+    checks = raw.get("check", [])
+    text = (f"{raw['device']}, {raw['date']}. Split-K for the wgmma TMA rungs (kernels/gemm/wgmma_tma.py: K ranges over "
+            "grid z, `k_splits()`'s wave model picks S, the partial tiles added by `red.global.v2.f32.add` into a "
+            f"zeroed C). Over the {len(cols['tf32_now'])} shapes of scripts/tf32x3_bench.py (named in no issue): "
             f"**tensor_core_wgmma_tf32 against torch TF32 {g['tf32_before']:.2f}x -> {g['tf32_now']:.2f}x** (geometric "
             f"mean; worst {w['tf32_before']:.2f}x -> {w['tf32_now']:.2f}x), **tensor_core_wgmma (bf16) against torch bf16 "
             f"{g['bf16_before']:.2f}x -> {g['bf16_now']:.2f}x** (worst {w['bf16_before']:.2f}x -> {w['bf16_now']:.2f}x). "
-            "Before: one K range, the build the tile chooser picks (what main ran); now: the rung as `lab run` runs "
-            "it. Each cell ms a call and x torch at the same precision (torch's ms over the rung's), all in one "
-            "process: the median of lab.core.timing's Timer (CUDA events, L2 flushed before each call). The TF32 "
-            "rung's pre-pass (A rounded, B transposed and rounded) is inside its call and timed alone beside it; "
-            "the bf16 rung rounds and pads once, outside the call, and torch's bf16 runs on bf16 tensors made once. "
-            "Workspace: the same S summed by a float32 workspace and kernels.gemm.split_k's reduction launch "
-            "(deterministic bits) instead of the atomics. err: the rung's first call, 64 rows, over its tolerance "
-            "(kernels.gemm.mma.rounded_inputs_tolerance; <= 1 passes). Raw: docs/data/splitk_h200.json.")
+            "Before: one K range, the build the tile chooser picks (what main ran); now: the S the rule picks (S = 1: "
+            "the same configuration as before) with the atomic sum, each timed in one process beside torch in the "
+            "sweep the rule was fitted on -- "
+            + ("; ".join(notes) + " (*)" if notes else "every configuration timed as it runs") + ". "
+            "Each cell ms a call and x torch at the same precision (torch's ms over the rung's): the median of "
+            "lab.core.timing's Timer (CUDA events, L2 flushed before each call). The TF32 rung's pre-pass (A rounded, B "
+            "transposed and rounded) is inside its call and timed alone beside it; the bf16 rung rounds and pads once, "
+            "outside the call, and torch's bf16 runs on bf16 tensors made once. Workspace: the same S summed by a "
+            "float32 workspace and kernels.gemm.split_k's reduction launch (the same bits every call) instead. err: the "
+            "rung's first call (the rule then), 64 rows, over its tolerance (kernels.gemm.mma.rounded_inputs_tolerance; "
+            f"<= 1 passes); before the times, every S of 1, 2, 3, 7 with each sum at ragged shapes, C poisoned "
+            f"({len(checks)} checks, worst {max((c['err_over_tol'] for c in checks), default=float('nan')):.2f} of the "
+            "tolerance). Raw: docs/data/splitk_h200.json.")
     columns = ["M x N x K", "FLOPs", "torch TF32", "S (TF32)", "TF32 before", "TF32 now", "workspace", "pre-pass",
                "torch bf16", "S (bf16)", "bf16 before", "bf16 now", "workspace", "err / tol"]
     blocks = [{"text": text}, {"table": {"columns": columns, "align": ["left"] + ["right"] * (len(columns) - 1),
                                          "rows": rows}}]
-    if fit:
-        keys = [f"S{s}" for s in SPLITS]
-        frows = []
-        for r in fit["time"]:
-            for rung in ("tf32", "bf16"):
-                ms = r["ms"]
-                if not any(f"{rung}_S{s}" in ms for s in SPLITS[1:]):
-                    continue
-                pre = ms["tf32_prepass"] if rung == "tf32" else 0.0
-                frows.append([_fmt(r["shape"]), rung] + [f"{1000 * (ms[f'{rung}_{k}'] - pre):.1f}" if f"{rung}_{k}" in ms else ""
-                                                         for k in keys]
-                             + [f"{1000 * (ms[f'{rung}_atomic{a}'] - pre):.1f}" if f"{rung}_atomic{a}" in ms else "" for a in (1, 2)])
-        checks = fit.get("check", [])
-        worst = max((c["err_over_tol"] for c in checks), default=float("nan"))
-        blocks += [{"heading": "The fit: us a call at each S (pre-pass subtracted), the sums compared"},
-                   {"text": "The sweep `k_splits()` was fitted on (an earlier call, the same day and GPU): the TMA build on "
-                            "S K ranges summed by the workspace and reduction launch, and at the S the model chose then "
-                            "by `red.global.add.f32` (red 1) and `red.global.v2.f32.add` (red 2). Every S and sum was "
-                            f"first checked at ragged shapes with C poisoned ({len(checks)} checks, worst "
-                            f"{worst:.2f} of the tolerance)."},
-                   {"table": {"columns": ["M x N x K", "rung"] + keys + ["red 1", "red 2"],
-                              "align": ["left"] * 2 + ["right"] * (len(keys) + 2), "rows": frows}}]
+    keys = [f"S{s}" for s in SPLITS]
+    frows = []
+    for r in raw["time"]:
+        for rung in ("tf32", "bf16"):
+            ms = r["ms"]
+            if not any(f"{rung}_S{s}" in ms for s in SPLITS[1:]):
+                continue
+            pre = ms["tf32_prepass"] if rung == "tf32" else 0.0
+            frows.append([_fmt(r["shape"]), rung] + [f"{1000 * (ms[f'{rung}_{k}'] - pre):.1f}" if f"{rung}_{k}" in ms else ""
+                                                     for k in keys]
+                         + [f"{1000 * (ms[f'{rung}_atomic{a}'] - pre):.1f}" if f"{rung}_atomic{a}" in ms else "" for a in (1, 2)])
+    blocks += [{"heading": "The fit: us a call at each S (TF32's pre-pass subtracted), the sums compared"},
+               {"text": "The TMA build on S K ranges summed by the workspace and its reduction launch, and at the S the "
+                        "first rule chose by `red.global.add.f32` (red 1) and `red.global.v2.f32.add` (red 2): the data "
+                        "`k_splits()`'s constants come from (kernels/gemm/wgmma_tma.py)."},
+               {"table": {"columns": ["M x N x K", "rung"] + keys + ["red 1", "red 2"],
+                          "align": ["left"] * 2 + ["right"] * (len(keys) + 2), "rows": frows}}]
+    if confirm and confirm.get("time"):
+        crow = [[_fmt(r["shape"]), f"{r['ms']['torch_tf32']:.4f}", f"{r['ms']['tf32_now']:.4f}", f"{r['ms']['torch_bf16']:.4f}",
+                 f"{r['ms']['bf16_now']:.4f}"] for r in confirm["time"]]
+        blocks += [{"heading": "A second call (the same day and GPU), the rule as it stands"},
+                   {"text": "Only the shapes it reached before its time limit (the kernels' compiles took the rest)."},
+                   {"table": {"columns": ["M x N x K", "torch TF32", "TF32 now", "torch bf16", "bf16 now"],
+                              "align": ["left"] + ["right"] * 4, "rows": crow}}]
     versions = {"torch": raw.get("torch", ""), "numba-cuda-mlir": "0.6.0"}
     return {"title": "Split-K for the wgmma rungs (`python scripts/splitk_bench.py`)", "order": 48,
             "device": raw["device"], "date": raw["date"], "versions": versions, "blocks": blocks}
@@ -328,13 +363,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="no sweep of S: the rung now, before, and the workspace sum at its S")
     ap.add_argument("--shapes", help="MxNxK,... (default: tf32x3_bench's SHAPES and EXTRA)")
     ap.add_argument("--results", help="a raw JSON: write docs/results/tensor-cores-splitk.json and docs/data/splitk_h200.json")
-    ap.add_argument("--fit", help="with --results: the raw JSON of the full sweep (no --quick)")
+    ap.add_argument("--confirm", help="with --results: the raw JSON of a later --quick run")
     args = ap.parse_args()
     if args.results:
         raw = json.load(open(args.results))
-        fit = json.load(open(args.fit)) if args.fit else None
-        doc = render(raw, fit)
-        data = {"run": raw, "fit": fit}
+        confirm = json.load(open(args.confirm)) if args.confirm else None
+        doc = render(raw, confirm)
+        data = {"run": raw, "confirm": confirm}
         for path, obj in ((os.path.join(ROOT, "docs", "results", "tensor-cores-splitk.json"), doc),
                           (os.path.join(ROOT, "docs", "data", "splitk_h200.json"), data)):
             tmp = path + ".tmp"
