@@ -27,8 +27,9 @@ Builds (:data:`BUILDS`, launched by kernels.gemm.wgmma_bf16.make_wgmma_kernel wi
 strided, wgmma-first pipeline of the bf16 rung; the TMA builds by kernels/gemm/wgmma_tma.py): the default
 ``tma_ws_n256s4``, TMA copies on mbarriers, a producer warpgroup and 2 consumer warpgroups (m64n256k8), 128 x 256
 block tiles, 4 stages of 48 KB (kernel 0.3805 ms at 4096^3 on an H200, the cp.async m256s4stmfp's 4 warpgroups
-and 256 x 128 tiles 0.4671 in the same run). :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
-leaves SMs idle.
+and 256 x 128 tiles 0.4671 in the same run). :func:`plan` splits K over grid z on that build where its tiles are few and K long
+(kernels.gemm.wgmma_tma.k_splits: ranges summed by ``red.global.v2.f32.add`` into a zeroed C), else
+:func:`choose_tile` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid leaves SMs idle.
 
 Measured: see docs/tensor-cores.md ("tensor_core_wgmma_tf32") and scripts/wgmma_bench.py --tf32.
 

@@ -19,6 +19,10 @@ followed by a block-wide barrier. This module replaces that with what cuBLAS and
   (j // S) % 2); no block-wide ``__syncthreads`` in the main loop, no ``cp.async`` groups, and the stage
   refilled is the one whose release the producer waited for, so all S stages can be in flight (the cp.async
   build keeps S - 2 ahead).
+* **Split-K** (K ranges over grid z, :func:`k_splits`): where the output has fewer tiles than the GPU has SMs
+  and K is long, block z multiplies only slabs z per .. z per + per - 1 (the copies' K coordinate starts there;
+  the zero fill past K covers a short last range) and adds its partial tile into C by ``red.global.v2.f32.add``
+  (C zeroed first), or writes it to a workspace that kernels.gemm.split_k's reduction launch sums.
 * **Warp specialization** (``ws``): a producer warpgroup whose one thread only issues copies (waiting on
   the empty barriers), beside 2 or 4 consumer warpgroups that only wait, multiply and store; ``maxnreg``
   moves registers from the producer to the consumers (``setmaxnreg.dec`` / ``.inc``, sm_90a). Without
