@@ -282,6 +282,7 @@ def render(raw: dict, confirm: dict | None = None) -> dict:
 
     named = {tuple(s) for s in SHAPES}
     rows, cols = [], {key: [] for key in ("tf32_before", "tf32_now", "bf16_before", "bf16_now")}
+    big = {key: [] for key in cols}  # from 2^30 FLOPs (the issue's targets' range)
     notes = []
     for r in raw["time"]:
         ms, f = r["ms"], r["flops"]
@@ -292,6 +293,9 @@ def render(raw: dict, confirm: dict | None = None) -> dict:
             if tuple(r["shape"]) in named:
                 cols[rung + "_before"].append(xb)
                 cols[rung + "_now"].append(xn)
+                if f >= 2 ** 30:
+                    big[rung + "_before"].append(xb)
+                    big[rung + "_now"].append(xn)
             if note:
                 notes.append(f"{_fmt(r['shape'])} {rung}{note}")
             ws = ms.get(f"{rung}_S{s}") if s > 1 else None
@@ -302,13 +306,18 @@ def render(raw: dict, confirm: dict | None = None) -> dict:
                      *cell["bf16"], f"{max(v for v in r['check'].values()):.2f}"])
     g = {key: geomean(v) for key, v in cols.items()}
     w = {key: min(v) for key, v in cols.items()}
+    gb = {key: geomean(v) for key, v in big.items()}
+    wb = {key: min(v) for key, v in big.items()}
     checks = raw.get("check", [])
     text = (f"{raw['device']}, {raw['date']}. Split-K for the wgmma TMA rungs (kernels/gemm/wgmma_tma.py: K ranges over "
             "grid z, `k_splits()`'s wave model picks S, the partial tiles added by `red.global.v2.f32.add` into a "
             f"zeroed C). Over the {len(cols['tf32_now'])} shapes of scripts/tf32x3_bench.py (named in no issue): "
             f"**tensor_core_wgmma_tf32 against torch TF32 {g['tf32_before']:.2f}x -> {g['tf32_now']:.2f}x** (geometric "
             f"mean; worst {w['tf32_before']:.2f}x -> {w['tf32_now']:.2f}x), **tensor_core_wgmma (bf16) against torch bf16 "
-            f"{g['bf16_before']:.2f}x -> {g['bf16_now']:.2f}x** (worst {w['bf16_before']:.2f}x -> {w['bf16_now']:.2f}x). "
+            f"{g['bf16_before']:.2f}x -> {g['bf16_now']:.2f}x** (worst {w['bf16_before']:.2f}x -> {w['bf16_now']:.2f}x); "
+            f"from 2^30 FLOPs ({len(big['tf32_now'])} shapes) TF32 {gb['tf32_before']:.2f}x -> {gb['tf32_now']:.2f}x (worst "
+            f"{wb['tf32_before']:.2f}x -> {wb['tf32_now']:.2f}x), bf16 {gb['bf16_before']:.2f}x -> {gb['bf16_now']:.2f}x "
+            f"(worst {wb['bf16_before']:.2f}x -> {wb['bf16_now']:.2f}x). "
             "Before: one K range, the build the tile chooser picks (what main ran); now: the S the rule picks (S = 1: "
             "the same configuration as before) with the atomic sum, each timed in one process beside torch in the "
             "sweep the rule was fitted on -- "
