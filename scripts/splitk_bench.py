@@ -50,7 +50,8 @@ def geomean(xs):
 
 
 def ms_of(fn, torch) -> float:
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", torch.cuda.synchronize).measure(rule=StopRule(min_time_s=0.02, time_limit_s=0.3)).median_ms
 
