@@ -16,8 +16,11 @@ def _place_extremes(rng, x, lo_at, hi_at):
 
 def cases(rng):
     out = []
-    for name, n, offset, place in (("one element", 1, 0.0, None), ("mixed signs", 3 * THREADS + 9, 0.2, None),
+    # each identity mistake fails two cases: 0 for the min's identity the one positive element and all
+    # positive, 0 for the max's the two all-negative ones
+    for name, n, offset, place in (("one positive element", 1, 10.0, None), ("mixed signs", 3 * THREADS + 9, 0.2, None),
                                    ("all positive", 100, 10.0, None), ("all negative", 70, -10.0, None),
+                                   ("all negative, a block + 1", THREADS + 1, -10.0, None),
                                    ("the minimum at the last element", THREADS + 1, -0.3, "min last"),
                                    ("the maximum at the last element", 2 * THREADS + 31, 0.1, "max last")):
         x = randn(rng, n, offset=offset)

@@ -71,8 +71,10 @@ def _large(rng, n):
 
 def cases(rng):
     out = []
+    # two cases of three blocks or more: an offset that takes only the previous block's total (or any
+    # rule that is right for two blocks) fails at more than one size
     for n, kind in ((1, "one element"), (31, "mixed signs"), (33, "all positive"), (THREADS + 1, "mixed signs"),
-                    (2 * THREADS + 19, "large values")):
+                    (2 * THREADS + 19, "large values"), (3 * THREADS + 7, "mixed signs")):
         if kind == "all positive":
             x = rng.integers(1, 1000, n)
         else:
