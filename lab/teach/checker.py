@@ -40,7 +40,7 @@ from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
-                                race_text, scaled_hint, store_and_atomic_message, store_line, transposed_hint,
+                                race_text, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
 
 
@@ -266,7 +266,8 @@ def judge_case(ex, case, raw, backend):
                             f"the first {fmt_idx(onames[k], first)}: {stride}"
                             f"{' (the store: ' + at_store(k, min(writers[k]), trace)[4:] + ')' if at_store(k, min(writers[k]), trace) else ''}")
             if not hint:
-                hint = unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None)
+                hint = unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None,
+                                         stored_at=quote(source, store_in_source(source, onames[k])))
                 line = one_store_line(trace, k)
                 if line and ("index" in hint or "indices" in hint) and "round the number of blocks up" not in hint:
                     hint += f" (every element of {onames[k]} was stored at {quote(source, line)})"
@@ -340,6 +341,14 @@ def judge_case(ex, case, raw, backend):
                              f"{ref[first]:g} but no thread updated it{at_store(k, min(touched), trace)}: the loop "
                              f"over {onames[k]}'s elements covers only part of them (each thread must take every "
                              f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
+            if updates:
+                from lab.teach.diagnose import atomic_op_fact
+
+                fact = atomic_op_fact(ex, case, k, trace, onames[k], source)
+                if fact:
+                    raise Failed(f"{onames[k]} still holds its initial values ({', '.join(map(str, first))}, ...) "
+                                 f"although {updates} atomic update{'s' if updates != 1 else ''} reached it: {fact}",
+                                 kind=VALUES)
             if updates or stores:
                 what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
                         f"stores to {plural(stores, 'element')}")
@@ -387,7 +396,15 @@ def judge_case(ex, case, raw, backend):
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
         if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
-        extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
+        scaled = scaled_hint(out64, ref, bad)
+        if scaled and trace is not None:  # the trace's atomics say why: every thread of a block added
+            from lab.teach.diagnose import repeated_atomic
+
+            m = int(round(float(out64[first] / ref[first])))
+            flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+            scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
+                                     quote(source, store_line(trace, k, flat))) or scaled
+        extra = scaled or poison_hint(out64, ref, bad, out.dtype) or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 

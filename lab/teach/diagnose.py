@@ -206,6 +206,72 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     return None
 
 
+def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
+    """Why every wrong element of output ``oname`` is ``m`` times its value, from the tracer's counts of
+    the launch (``counts``, :func:`lab.teach.contained.counts.stats_counts`): in every block that
+    updated ``oname`` atomically, exactly ``m`` threads did, once each (the block's one value added by
+    each of its threads). ``at``: the atomic's quoted line. None when the counts show no such thing."""
+    from lab.teach.contained.counts import dims3
+
+    if not counts or m < 2:
+        return None
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    if oname not in arrays:
+        return None
+    k = arrays.index(oname)
+    per = math.prod(dims3(block))
+    by_block: dict = {}
+    for kd, a, tid, c in counts.get("per_thread") or ():
+        if int(kd) == 2 and int(a) == k:
+            by_block.setdefault(int(tid) // per, []).append(int(c))
+    if not by_block or any(len(v) != m or set(v) != {1} for v in by_block.values()):
+        return None
+    who = "every thread" if m == per else f"{m} threads"
+    return (f"every wrong element is {m:g} times the expected value, and {who} of each block ran the atomic on "
+            f"{oname}{f' at {at}' if at else ''}, once each ({m} atomic updates a block): the block's one value is "
+            f"added by each of its threads: let one thread do the block's atomic (`if cuda.threadIdx.x == 0:`)")
+
+
+def atomic_op_fact(ex, case, k, trace, oname, source=None) -> str | None:
+    """Which atomic updated each element of output ``k`` (the function named at the line of its first
+    update: the student's trace beside the reference solution's run of ``case``), where the two differ:
+    e.g. cuda.atomic.max into the slot the reference updates with cuda.atomic.min (an update that
+    never changes an element holding the other's identity). None when no element's differs."""
+    import re
+
+    from lab.teach.messages import quote, store_line
+
+    if trace is None or not ex.has_solution:
+        return None
+    ref = _reference(ex, case)
+    r_trace = ref[1] if ref is not None else None
+    r_lines, r_src = getattr(r_trace, "lab_store_lines", None), getattr(r_trace, "lab_source", None)
+    if not r_lines or k >= len(r_lines) or not source:
+        return None
+    op = re.compile(r"cuda\.atomic\.(\w+)\(")
+
+    def op_at(lines, ln):
+        m = op.search(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
+        return m.group(1) if m else None
+
+    shape = tuple(case.outputs[k][0])
+    differ = []
+    for flat in range(int(np.prod(shape)) if shape else 1):
+        ln = store_line(trace, k, flat)
+        mine, theirs = op_at(source, ln), op_at(r_src, int(r_lines[k].get(flat, 0)))
+        if mine and theirs and mine != theirs:
+            idx = np.unravel_index(flat, shape) if shape else ()
+            differ.append((_fmt_idx(oname, idx), mine, theirs, quote(source, ln)))
+    if not differ:
+        return None
+    said = "; ".join(f"{e} was updated with cuda.atomic.{m} (at {q}), the reference's with cuda.atomic.{t}"
+                     for e, m, t, q in differ[:3])
+    swapped = len(differ) == 2 and differ[0][1] == differ[1][2] and differ[0][2] == differ[1][1]
+    why = "the two atomics go to each other's slots: swap their indices" if swapped else \
+        "another atomic than the one this element needs"
+    return f"{said}: {why} (an atomic that cannot change the value an element starts with leaves it as it was)"
+
+
 # --- Differential diagnosis: the reference solution traced on the same case ---------------------------
 DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
 
@@ -265,6 +331,8 @@ def reference_run(ex, case):
         targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
         simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
         writers = [tr._lab_tracker.writer for tr in targs]
+        trace.lab_store_lines = [dict(tr._lab_tracker.store_line) for tr in targs]  # flat -> line of the first write
+        trace.lab_source = str(source.read(path)).splitlines()
         return outs, trace, writers, grid, block, names
     except Exception:  # noqa: BLE001 - no reference run: no differential facts
         return None

@@ -86,6 +86,20 @@ def store_line(trace, k, flat) -> int:
     return int(lines[k][int(flat)])
 
 
+def store_in_source(lines, name) -> int:
+    """The first line of the student's file (its text ``lines``, as the judge read it) that stores into
+    array ``name`` (``name[...] =``, ``+=`` and the like, or a cuda.atomic call on it); 0 for none. The
+    judge's reading of the text, for a kernel that stored nothing: whether a store is there at all."""
+    import re
+
+    pat = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\[[^\]]*\]\s*(?:[-+*/]|//)?=(?!=)|"
+                     rf"cuda\.atomic\.\w+\(\s*{re.escape(name)}\s*,")
+    for n, text in enumerate(lines or (), 1):
+        if pat.search(str(text).split("#", 1)[0]):
+            return n
+    return 0
+
+
 def one_store_line(trace, k) -> int:
     """The line at which every written element of output ``k`` was first written, when it is one line; else 0."""
     lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
@@ -281,12 +295,14 @@ def race_message(trace, k, grid, block, source=None):
             "and reading what other threads wrote (and before overwriting what they still read)")
 
 
-def unwritten_message(name, unwritten, grid, block, checker_grid=False):
+def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_at=""):
     """Which elements of output ``name`` were never written, and what that pattern is evidence of:
     "round the number of blocks up" only when the student's own grid (``checker_grid`` False) has
     fewer threads than elements along that axis; x and y swapped only when the unwritten band starts
     where the other axis's threads end; a guard against the wrong extent when it starts at the other
-    dimension's size; otherwise what was observed and where."""
+    dimension's size; otherwise what was observed and where. ``stored_at``: the quoted line of the
+    student's file that stores into ``name`` (the judge's reading of the text), or '': where nothing was
+    written, the store exists and the guard let no thread reach it."""
     idx = np.argwhere(unwritten)
     count, total = len(idx), unwritten.size
     whose = "the checker's grid" if checker_grid else "your launch"
@@ -294,11 +310,20 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False):
         flat = idx[:, 0]
         text = f"{name} elements {_ranges(flat)} ({count} of {total}) never written"
         u = int(flat[0])
-        if count == total:
-            return text + ": nothing was written: does your kernel store into " + name + "?"
         tail = count == total - u  # everything from u on
         tpb = math.prod(block if not isinstance(block, (int, np.integer)) else (block,))
         launched = tpb * math.prod(grid if not isinstance(grid, (int, np.integer)) else (grid,))
+        if count == total and stored_at and launched >= total:
+            if total == 1:  # the only element is the last one: a guard that stops one short drops it
+                return text + (f": your kernel stores into {name} ({stored_at}) and thread 0 of block 0 ran, but "
+                               f"no thread reached the store: the guard (or an early return) drops the last index, "
+                               f"n - 1 (here the only one): it stops one short: keep every i < n (`if i < n:`, or "
+                               f"return only when `i >= n`)")
+            return text + (f": your kernel stores into {name} ({stored_at}) and its launch has "
+                           f"{plural(launched, 'thread')} for {plural(total, 'element')}, but no thread reached the "
+                           f"store: the guard (or an early return) lets none through")
+        if count == total:
+            return text + ": nothing was written: does your kernel store into " + name + "?"
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
         if tail and u >= launched and not checker_grid:
