@@ -129,7 +129,7 @@ def launch_plan(ex, prog, cases) -> list:
         except Failed as e:
             out.append(str(e))
             continue
-        from lab.teach.diagnose import launch_line, launch_mismatch
+        from lab.teach.launches import launch_line, launch_mismatch
 
         shape = tuple(c.outputs[0][0]) if c.outputs else ()
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)

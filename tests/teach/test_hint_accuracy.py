@@ -81,7 +81,7 @@ def test_first_message_names_the_bug(tmp_path):
 def test_launch_mismatch_only_on_its_evidence():
     """launch() evaluated over many sizes: named when its blocks were counted for another block size,
     silent for a right launch and for plain rounding down (the unwritten message's case)."""
-    from lab.teach.diagnose import launch_mismatch
+    from lab.teach.launches import launch_mismatch
 
     def hard(n, threads):
         return (n + 255) // 256, threads
