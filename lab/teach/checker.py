@@ -40,7 +40,7 @@ from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
-                                race_text, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
+                                race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
 
 
@@ -404,11 +404,20 @@ def judge_case(ex, case, raw, backend):
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
                                      quote(source, store_line(trace, k, flat))) or scaled
-        extra = scaled or poison_hint(out64, ref, bad, out.dtype) or extra
+        poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
+        if poisoned and trace is not None and trace.uninit:  # the tracer saw the read of a cell never stored
+            arr, uidx, uwho, uline = trace.uninit[0]
+            poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
+                        f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "
+                        f"and the value read there reached {onames[k]}: every cell the block reads must be stored "
+                        f"first (threads past the end store 0, the identity, into their own cell)")
+        extra = scaled or poisoned or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
+            shift = offset_hint(out64, ref, bad) if extra and "how the values were combined" in extra else None
+            extra = f"{extra}; {shift}" if shift else extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)

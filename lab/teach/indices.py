@@ -49,6 +49,32 @@ def extra_thread(own, grid, block, out_shapes):
     return False
 
 
+def guard_dims(own, out_shapes) -> str | None:
+    """Which test of a 2-D guard let a thread through, from where its own (x = column, y = row) sits
+    beside a 2-D output's extent: past the rows (or the columns) along one axis only, and below the
+    other extent (a guard that compares it with the other dimension's size) or not (a dimension the
+    guard does not test). None when no 2-D output has the thread past exactly one of its extents."""
+    for shape in out_shapes:
+        if len(tuple(shape)) != 2:
+            continue
+        rows, cols = (int(v) for v in shape)
+        r, c = int(own[1]), int(own[0])
+        for what, v, n, other, m, k in (("row", r, rows, "column", cols, 0), ("column", c, cols, "row", rows, 1)):
+            w = c if what == "row" else r
+            if v >= n and w < m:
+                if v < m:
+                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and the "
+                            f"guard let it through: it compares the {what} with the number of {other}s: a {what} must "
+                            f"be below shape[{k}] = {n}, a {other} below shape[{1 - k}] = {m}")
+                if v == n:  # the first past the end: a `<=` lets exactly it through, as no test does
+                    return (f"this thread's {what} {v} is the number of {what}s itself, and the guard let it through: "
+                            f"it tests the {what} with `<=`, or not at all: test every dimension with `<` (`if row < "
+                            f"shape[0] and col < shape[1]:`)")
+                return (f"this thread's {what} {v} is past the {n} {what}s, and the guard let it through: the guard "
+                        f"does not test the {what}: test every dimension (`if row < shape[0] and col < shape[1]:`)")
+    return None
+
+
 def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     """What a negative index suggests, from the thread's own index along that axis (its slot in the
     block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
@@ -160,6 +186,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                     f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
                     f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
                     f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
+        dims = guard_dims(own, out_shapes) if len(idx) == 2 else None
+        if dims:
+            return f"past the end (the last block's extra threads): {dims}"
         if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
             return ("past the end (the last block's extra threads): guard it, e.g. `if i < n:`; if a guard is there, "
                     "it lets index n itself through: `<`, not `<=` (an early return on `i >= n`, not `i > n`)")
@@ -169,6 +198,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and extra_thread(own, grid, block, out_shapes):
+        dims = guard_dims(own, out_shapes)
+        if dims:
+            return f"index {int(idx[d])} is past the end ({int(shape[d])}): {dims}"
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
                 f"index{rel} (the thread is one of the last block's extra threads, past the output, and still made "
                 f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "

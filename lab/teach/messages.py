@@ -531,6 +531,22 @@ def scaled_hint(out64, ref, bad):
     return None
 
 
+def offset_hint(out64, ref, bad):
+    """'every wrong element is the expected value + 1' when all wrong elements differ from the reference
+    by one constant (to within 1e-4 of its size): a constant term of the formula that differs."""
+    o, r = out64[bad], ref[bad]
+    if not bad.any() or not np.all(np.isfinite(o)) or not np.all(np.isfinite(r)):
+        return None
+    d = o - r
+    c = float(np.median(d))
+    if c == 0 or not np.all(np.abs(d - c) <= 1e-4 * abs(c) + 1e-6):
+        return None
+    n = int(bad.sum())
+    return (f"{'every wrong element is' if n > 1 else 'the wrong element is'} the expected value {'+' if c > 0 else '-'} "
+            f"{abs(c):.6g} exactly: the formula adds a constant the statement's does not (check its constant terms "
+            f"and where its parentheses put them)")
+
+
 def poison_hint(out64, ref, bad, dtype):
     """A hint when the wrong elements are NaN (floats) or off by whole multiples of the simulator's
     integer poison: a value read before it was written (shared memory never zeroed or filled)."""
