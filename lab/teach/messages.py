@@ -287,6 +287,17 @@ def race_message(trace, k, grid, block, source=None):
         return (text + ": the asynchronous copy's data lands in shared memory at cp_async_wait, and no "
                 "cuda.syncthreads() stands between this wait and the other thread's read: wait first, then "
                 "cuda.syncthreads(), then read (a barrier before the wait does not publish what lands after it)")
+    bd = list(block) if isinstance(block, (tuple, list)) else [int(block)]
+    me, them = (tuple(int(v) for v in tuple(who[1])) + (0, 0))[:2], (tuple(int(v) for v in tuple(other)) + (0, 0))[:2]
+    if (did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1] and len(bd) >= 2
+            and bd[1] > 1 and me[0] == them[0] and 0 < abs(me[1] - them[1]) < bd[1]):
+        # one column of threads, rows ty apart by less than the block's height, storing one cell at one line
+        d = abs(me[1] - them[1])
+        return (text + f" in the same phase: the two threads are one column of the block, {d} row{'s' if d > 1 else ''} "
+                f"apart (threadIdx.y {min(me[1], them[1])} and {max(me[1], them[1])}), less than the block's height "
+                f"{bd[1]}, and stored one cell at one line: a loop that adds j to threadIdx.y steps by less than the "
+                f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
+                f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
