@@ -114,7 +114,7 @@ def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     return "a negative index: check your index arithmetic"
 
 
-def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None):
+def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -122,7 +122,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
     slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
-    guard (that thread is no extra thread) but the wrong index for this array."""
+    guard (that thread is no extra thread) but the wrong index for this array. ``loaded``: (loads, lowest,
+    highest flat index) the thread made of this array at the line that raised: a loop that read index
+    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound."""
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
@@ -211,6 +213,15 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
         where = f"axis {d}" if len(idx) > 1 else "the array"
         rel1 = rel if len(idx) == 1 else ""
+        whole = [int(i) if k != d else 0 for k, i in enumerate(idx)], [int(i) if k != d else int(shape[d]) - 1
+                                                                       for k, i in enumerate(idx)]
+        if loaded is not None and loaded[0] == int(shape[d]) and \
+                (loaded[1], loaded[2]) == tuple(int(np.ravel_multi_index(w, shape)) for w in whole):
+            seen = ", ".join(str(v) if k != d else "0" for k, v in enumerate(idx)), \
+                ", ".join(str(v) if k != d else str(int(shape[d]) - 1) for k, v in enumerate(idx))
+            return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}: at this line the "
+                    f"thread read [{seen[0]}] .. [{seen[1]}] one by one, then this one: a loop bound lets the index "
+                    f"run one past the last (the bound must be shape[{d}] = {int(shape[d])}, with `<`){which}")
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
                 f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")

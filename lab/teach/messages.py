@@ -172,7 +172,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
-                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo)
+                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
+                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")))
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
@@ -200,6 +201,23 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     where = f" ({at})" if at else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
+
+
+def _loaded_at(trace, name, who, grid, block, line):
+    """(loads, lowest, highest flat index) that thread ``who`` made of array ``name`` at ``line`` before
+    the access that raised there (the tracer's load_lines), or None."""
+    from lab.teach.contained.counts import dims3, thread_id
+
+    counts = getattr(trace, "lab_counts", None)
+    if not counts or not line:
+        return None
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    if name not in arrays:
+        return None
+    k, tid = arrays.index(name), thread_id(who, dims3(grid), dims3(block))
+    rows = [r for r in counts.get("load_lines") or () if len(r) == 6 and int(r[0]) == k and int(r[1]) == tid
+            and int(r[2]) == int(line)]
+    return (int(rows[0][3]), int(rows[0][4]), int(rows[0][5])) if len(rows) == 1 else None
 
 
 def race_text(trace, grid, block, source=None):
