@@ -458,6 +458,69 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     return ("", "same") if raw and all_same else None
 
 
+def _line_loads(counts, name) -> dict:
+    """{line: {thread id: (lowest, highest, loads)}} of array ``name``'s loads (the ``load_lines`` table)."""
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    out: dict = {}
+    if name in arrays:
+        k = arrays.index(name)
+        for a, t, line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+            if int(a) == k and int(line) > 0:
+                out.setdefault(int(line), {})[int(t)] = (int(lo), int(hi), int(c))
+    return out
+
+
+def register_fact(case, counts, rc, grid, block, names, r_names, source, r_source) -> str | None:
+    """A register loaded with another element than the reference's register of the same name: for an
+    input, each line of the student's file that assigns a load to a name (``a1 = A[...]``) beside the
+    reference solution's line that assigns the same name, compared thread by thread (which element
+    each thread loaded there); where they differ, the thread, both elements, and which register of
+    the reference's loads this line's elements (two registers swapped). None when the launches differ
+    or every such line loads what the reference's does."""
+    import re
+
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import quote
+
+    g, b = dims3(grid), dims3(block)
+    if not source or not r_source:
+        return None
+    lhs = re.compile(r"^\s*([A-Za-z_]\w*)\s*=[^=]")
+
+    def name_at(lines, ln):
+        m = lhs.match(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
+        return m.group(1) if m else None
+
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
+            continue
+        S, R = _line_loads(counts, names[j]), _line_loads(rc, r_names[j])
+        r_by_name = {name_at(r_source, ln): ln for ln in R if name_at(r_source, ln)}
+        for ln in sorted(S):
+            reg = name_at(source, ln)
+            lr = r_by_name.get(reg)
+            if lr is None or S[ln] == R[lr]:
+                continue
+            diff = [t for t in sorted(S[ln]) if t in R[lr] and S[ln][t][:2] != R[lr][t][:2]]
+            if not diff:
+                continue
+            t = diff[0]
+            shape = tuple(a.shape)
+            got = _span_text(names[j], S[ln][t][:2], shape)
+            want = _span_text(names[j], R[lr][t][:2], shape)
+            same = [r for r, m in r_by_name.items() if r != reg and R[m] == S[ln]]
+
+            def code(m):
+                return "`" + " ".join(str(r_source[m - 1]).split()) + "`"
+
+            also = (f"; every thread's {reg} holds what the reference's {same[0]} holds ({code(r_by_name[same[0]])}): "
+                    f"{reg} and {same[0]} are exchanged") if same else ""
+            return (f"{_fmt_who(who_of(t, g, b), _ndims(grid))} loaded {got} into {reg} at {quote(source, ln)}, where "
+                    f"the reference's {reg} holds {want} ({code(lr)}){also}: each register must hold the element "
+                    f"the layout gives it")
+    return None
+
+
 def _reference(ex, case):
     """:func:`reference_run` of ``case``, once per case (kept on the case)."""
     if not hasattr(case, "lab_reference_run"):
@@ -482,6 +545,10 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     _outs, r_trace, _writers, r_grid, r_block, r_names = ref
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    if found is None and dims3(grid) == dims3(r_grid) and dims3(block) == dims3(r_block):
+        reg = register_fact(case, counts, rc, grid, block, names, r_names, source,
+                            getattr(ref[1], "lab_source", None))
+        return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
 
 
