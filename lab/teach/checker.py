@@ -38,6 +38,7 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
+from lab.teach.indices import RUNS_PAST
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
                                 race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
@@ -169,6 +170,12 @@ def judge_case(ex, case, raw, backend):
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
+        if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
+            from lab.teach.diagnose import load_index_hint
+
+            rule = load_index_hint(ex, case, last, grid, block, list(raw.names), source)
+            if rule:
+                msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -416,7 +423,7 @@ def judge_case(ex, case, raw, backend):
             from lab.teach.diagnose import differential
 
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
-            shift = offset_hint(out64, ref, bad) if extra and "how the values were combined" in extra else None
+            shift = offset_hint(out64, ref, bad) if extra else None
             extra = f"{extra}; {shift}" if shift else extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)

@@ -332,7 +332,8 @@ def _index_label(ds, whos, bd) -> tuple | None:
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
     blockDim.a: the index within the block where the reference uses the global one, seen in block 0
     and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
-    seen nonzero), ("const", c); None when none fits every observation."""
+    seen nonzero), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
+    nonzero), ("const", c); None when none fits every observation."""
     if all(d == 0 for d in ds):
         return ("same",)
     for a in range(3):
@@ -350,6 +351,14 @@ def _index_label(ds, whos, bd) -> tuple | None:
         want = [w[1][a] - w[1][b] for w in whos]
         if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
             return ("swap", a, b)
+    for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
+        moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
+        ks = {d // m for d, m in moved if m and d % m == 0}
+        if (len(ks) == 1 and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
+                and any(m for _, m in moved) and any(not m for _, m in moved)):  # seen moved and unmoved
+            k = ks.pop()
+            if k > 0:
+                return ("bswap", a, b, k)
     if len(set(ds)) == 1:
         return ("const", ds[0])
     return None
@@ -447,6 +456,11 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
                     f"x and y swapped in this index (each thread must load the element its own (x, y) position "
                     f"stands for)", "swap")
+        if lb[0] == "bswap":
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: {names[j]}'s index{where} is {lb[3]} * cuda.blockIdx.{x} where the reference's is "
+                    f"{lb[3]} * cuda.blockIdx.{y}: the block's x and y are exchanged in this index (the grid's x "
+                    f"counts along the columns, its y along the rows)", "bswap")
         if lb[0] == "const" and len(axes) == 1 and counts_equal:
             c = lb[1]
             return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
@@ -509,12 +523,15 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
             got = _span_text(names[j], S[ln][t][:2], shape)
             want = _span_text(names[j], R[lr][t][:2], shape)
             same = [r for r, m in r_by_name.items() if r != reg and R[m] == S[ln]]
+            mine = {name_at(source, m): m for m in S if name_at(source, m)}  # the student's line of each register
+            swapped = bool(same) and same[0] in mine and S[mine[same[0]]] == R[lr]
 
             def code(m):
                 return "`" + " ".join(str(r_source[m - 1]).split()) + "`"
 
-            also = (f"; every thread's {reg} holds what the reference's {same[0]} holds ({code(r_by_name[same[0]])}): "
-                    f"{reg} and {same[0]} are exchanged") if same else ""
+            also = (f"; every thread's {reg} holds what the reference's {same[0]} holds ({code(r_by_name[same[0]])})"
+                    + (f", and its {same[0]} what the reference's {reg} holds: {reg} and {same[0]} are exchanged"
+                       if swapped else f": a second copy of {same[0]}'s element")) if same else ""
             return (f"{_fmt_who(who_of(t, g, b), _ndims(grid))} loaded {got} into {reg} at {quote(source, ln)}, where "
                     f"the reference's {reg} holds {want} ({code(lr)}){also}: each register must hold the element "
                     f"the layout gives it")

@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
+RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
+
+
 def ndims(d):
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
 
@@ -234,5 +237,4 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                     f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
                     f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
                     f"cuda.threadIdx.{x} alone")
-    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
-            f"loop bound, a stride or an offset runs past the end?")
+    return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"

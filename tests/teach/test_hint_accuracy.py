@@ -197,3 +197,36 @@ def test_out_of_bounds_advice_names_what_the_index_is():
     assert "a loop bound" in oob_advice((13, 13), (45, 13), ((0, 0, 0), (13, 0, 0)), 32, 2, [(45,)])
     rows = oob_advice((39, 15), (37, 50), ((0, 4, 0), (15, 7, 0)), (16, 8), (4, 5), [(37, 50)])
     assert "compares the row with the number of columns" in rows
+
+
+def test_fresh_classes_only_on_their_evidence():
+    """Issue 41's second fresh set: each rule on its evidence and silent without it: a 2-D guard that
+    misses a dimension or compares it with the other's size (from the thread's own row and column), a
+    constant offset, every thread of a block running its atomic, a store in the file that no thread
+    reached, block axes exchanged in a load index."""
+    import numpy as np
+
+    from lab.teach.diagnose import _index_label, repeated_atomic
+    from lab.teach.indices import guard_dims
+    from lab.teach.messages import offset_hint, store_in_source, unwritten_message
+
+    assert "does not test the row" in guard_dims((0, 6, 0), [(1, 1)])
+    assert "`<=`, or not at all" in guard_dims((0, 1, 0), [(1, 1)])
+    assert "compares the row with the number of columns" in guard_dims((12, 14, 0), [(13, 21)])
+    assert guard_dims((12, 12, 0), [(13, 21)]) is None and guard_dims((30, 14, 0), [(13, 21)]) is None
+    ref = np.array([1.0, 2.0, 3.0])
+    bad = np.ones(3, bool)
+    assert "the expected value + 1 exactly" in offset_hint(ref + 1, ref, bad)
+    assert offset_hint(ref * 2, ref, bad) is None
+    one = {"arrays": [["x", 64, 4, False], ["out", 1, 4, True]], "per_thread": [[2, 1, t, 1] for t in range(64)]}
+    assert "every thread of each block ran the atomic" in repeated_atomic(one, "out", 1, 64, 64)
+    lane0 = {"arrays": one["arrays"], "per_thread": [[2, 1, t, 1] for t in (0, 32)]}
+    assert repeated_atomic(lane0, "out", 1, 64, 64) is None  # two threads a block: not 64 times
+    src = ["def k(x, out):", "    i = cuda.grid(1)", "    if i < x.shape[0] - 1:", "        out[i] = x[i]"]
+    assert store_in_source(src, "out") == 4 and store_in_source(src, "x") == 0
+    text = unwritten_message("out", np.ones(1, bool), 1, 32, stored_at="line 4: `out[i] = x[i]`")
+    assert "drops the last index" in text
+    assert "does your kernel store" in unwritten_message("out", np.ones(1, bool), 1, 32)
+    whos = [((0, 0, 0), (3, 0, 0)), ((1, 0, 0), (3, 0, 0)), ((0, 1, 0), (3, 0, 0)), ((2, 1, 0), (1, 0, 0))]
+    assert _index_label([0, 16, -16, 16], whos, [32, 1, 1]) == ("bswap", 0, 1, 16)
+    assert _index_label([0, 16, 16, 16], whos, [32, 1, 1]) is None  # block (0, 1) moved the other way
