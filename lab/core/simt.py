@@ -81,6 +81,7 @@ class Stats:
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.shared_reads = {}  # (block, thread) -> plain reads of shared memory
+        self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
@@ -226,6 +227,7 @@ class _Tracker:
                 self.trace.stats.shared_accesses += 1
                 if not _in_atomic():
                     self.trace.stats.shared_reads[who] = self.trace.stats.shared_reads.get(who, 0) + 1
+                    self.trace.stats.shared_cells.setdefault(self.name, set()).add(flat)
                 self.trace.stats.async_overlap |= bool(getattr(threading.current_thread(), "lab_async_in_flight", 0))
                 if flat not in self.ever and len(self.trace.uninit) < 3:
                     self.trace.uninit.append((self.name, self._idx(flat), who, line))

@@ -245,6 +245,14 @@ def judge_case(ex, case, raw, backend):
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
+                    from lab.teach.diagnose import unread_cell
+
+                    arr, uidx, _uwho, _uline = trace.uninit[0]
+                    where = unread_cell(ex, case, arr, tuple(uidx))
+                    if where:
+                        raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                     f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {where}", kind=VALUES)
                 told = case.diagnose(outs, case.refs) if case.diagnose is not None and out.dtype.kind == "f" else None
                 if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
@@ -340,7 +348,7 @@ def judge_case(ex, case, raw, backend):
             want = np.flatnonzero(np.asarray(ref).ravel() != np.asarray(case.init[k], np.float64).ravel())
             if touched and len(want) and not touched & set(int(f) for f in want):  # updates only where nothing changes
                 first = tuple(int(v) for v in np.unravel_index(int(want[0]), ref.shape))
-                from lab.core.simt import ranges_text
+                from lab.core.blocks import ranges_text
 
                 raise Failed(f"{onames[k]} still holds its initial values: the updates reached only {len(touched)} of "
                              f"its {plural(ref.size, 'element')} ({onames[k]}[{ranges_text(sorted(touched), most=3)}]), "
@@ -412,7 +420,7 @@ def judge_case(ex, case, raw, backend):
             scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
                                      quote(source, store_line(trace, k, flat))) or scaled
         poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
-        if poisoned and trace is not None and trace.uninit:  # the tracer saw the read of a cell never stored
+        if poisoned and poisoned.startswith("it is NaN") and trace is not None and trace.uninit:  # the read seen
             arr, uidx, uwho, uline = trace.uninit[0]
             poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                         f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "

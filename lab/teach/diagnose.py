@@ -538,6 +538,27 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
     return None
 
 
+def unread_cell(ex, case, arr, idx) -> str | None:
+    """Where a shared cell ``arr[idx]`` that the student's kernel read before any thread stored it lies
+    beside the reference solution's reads of that shared array on ``case`` (same name): None when the
+    reference reads that cell too (a fill missing, not an index), or cannot tell; else the range of
+    cells the reference reads, said: the read's index points at cells nothing fills on this case."""
+    if not ex.has_solution:
+        return None
+    ref = _reference(ex, case)
+    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
+    if not cells:
+        return None
+    flat = int(idx[0]) if len(idx) == 1 else None
+    if flat is None or flat in cells:
+        return None
+    from lab.core.blocks import ranges_text
+
+    return (f"the reference solution, run on this case, never reads {arr}[{flat}]: it reads {arr}"
+            f"[{ranges_text(sorted(cells), most=3)}] only, the cells this case fills: this read's index points at "
+            f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
+
+
 def _reference(ex, case):
     """:func:`reference_run` of ``case``, once per case (kept on the case)."""
     if not hasattr(case, "lab_reference_run"):
