@@ -559,10 +559,34 @@ def unread_cell(ex, case, arr, idx) -> str | None:
             f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
 
 
+_REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few
+_REFERENCE_KEEP = 16
+
+
+def _case_key(ex, case) -> tuple:
+    """What decides a reference run of ``case``: the exercise, the case's name, launch and inputs (a digest)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in list(case.args) + list(case.init or ()):
+        v = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
+        h.update(str((v.dtype.str, v.shape)).encode())
+        h.update(v.tobytes())
+    return (ex.name, str(case.name), repr((case.grid, case.block, getattr(case, "launch_args", None))),
+            repr(case.outputs), h.hexdigest())
+
+
 def _reference(ex, case):
-    """:func:`reference_run` of ``case``, once per case (kept on the case)."""
+    """:func:`reference_run` of ``case``, once per case (kept on the case, and the last few runs kept by the
+    case's exercise, name, launch and inputs: a judge that checks many files of one exercise with the
+    same cases, a class's submissions or the lab's mutants, runs the reference once)."""
     if not hasattr(case, "lab_reference_run"):
-        case.lab_reference_run = reference_run(ex, case)
+        key = _case_key(ex, case)
+        if key not in _REFERENCE_RUNS:
+            while len(_REFERENCE_RUNS) >= _REFERENCE_KEEP:
+                _REFERENCE_RUNS.pop(next(iter(_REFERENCE_RUNS)))
+            _REFERENCE_RUNS[key] = reference_run(ex, case)
+        case.lab_reference_run = _REFERENCE_RUNS[key]
     return case.lab_reference_run
 
 
