@@ -191,7 +191,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                     f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
                     f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
                     f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
-        dims = guard_dims(own, out_shapes) if len(idx) == 2 else None
+        dims = guard_dims(own, [shape]) if len(idx) == 2 else None  # the thread's own (x, y) indexes this array
         if dims:
             return f"past the end (the last block's extra threads): {dims}"
         if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through

@@ -203,6 +203,18 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
 
 
+def _loads_at(trace, who, grid, block, line) -> int:
+    """The global loads thread ``who`` made at ``line`` (the tracer's load_lines; 0 without them)."""
+    from lab.teach.contained.counts import dims3, thread_id
+
+    counts = getattr(trace, "lab_counts", None)
+    if not counts or not line:
+        return 0
+    tid = thread_id(who, dims3(grid), dims3(block))
+    return sum(int(r[3]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == tid
+               and int(r[2]) == int(line))
+
+
 def _loaded_at(trace, name, who, grid, block, line):
     """(loads, lowest, highest flat index) that thread ``who`` made of array ``name`` at ``line`` before
     the access that raised there (the tracer's load_lines), or None."""
@@ -308,7 +320,8 @@ def race_message(trace, k, grid, block, source=None):
     bd = list(block) if isinstance(block, (tuple, list)) else [int(block)]
     me, them = (tuple(int(v) for v in tuple(who[1])) + (0, 0))[:2], (tuple(int(v) for v in tuple(other)) + (0, 0))[:2]
     if (did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1] and len(bd) >= 2
-            and bd[1] > 1 and me[0] == them[0] and 0 < abs(me[1] - them[1]) < bd[1]):
+            and bd[1] > 1 and me[0] == them[0] and 0 < abs(me[1] - them[1]) < bd[1]
+            and _loads_at(trace, who, grid, block, lines[0]) > 1):  # the store's line ran in a loop
         # one column of threads, rows ty apart by less than the block's height, storing one cell at one line
         d = abs(me[1] - them[1])
         return (text + f" in the same phase: the two threads are one column of the block, {d} row{'s' if d > 1 else ''} "
