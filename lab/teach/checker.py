@@ -41,7 +41,7 @@ from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_me
 from lab.teach.indices import RUNS_PAST
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
-                                race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
+                                own_partial_cause, race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
 
 
@@ -160,7 +160,7 @@ def judge_case(ex, case, raw, backend):
         last = runs[-1][1]
         halo = None
         if last is not None and last.oob and min(last.oob[0][1]) < 0 and last.oob[0][0] in list(raw.names):
-            from lab.teach.diagnose import reference_reads_left  # a left halo cell, or an index that is off?
+            from lab.teach.reference import reference_reads_left  # a left halo cell, or an index that is off?
 
             halo = reference_reads_left(ex, case, list(raw.names).index(last.oob[0][0]))
         msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo)  # the run that raised
@@ -246,7 +246,7 @@ def judge_case(ex, case, raw, backend):
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
                 if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
-                    from lab.teach.diagnose import unread_cell
+                    from lab.teach.reference import unread_cell
 
                     arr, uidx, _uwho, _uline = trace.uninit[0]
                     where = unread_cell(ex, case, arr, tuple(uidx))
@@ -357,7 +357,7 @@ def judge_case(ex, case, raw, backend):
                              f"over {onames[k]}'s elements covers only part of them (each thread must take every "
                              f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
             if updates:
-                from lab.teach.diagnose import atomic_op_fact
+                from lab.teach.reference import atomic_op_fact
 
                 fact = atomic_op_fact(ex, case, k, trace, onames[k], source)
                 if fact:
@@ -411,6 +411,10 @@ def judge_case(ex, case, raw, backend):
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
         if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
+            # exercises.sum_hints' words (OWN_PARTIAL) for thread 0's partial alone: why, from the line that stored it
+            if extra and "threads' partials reached the value stored" in extra and writers is not None:
+                extra += own_partial_cause(source, store_line(trace, k, int(np.ravel_multi_index(first, ref.shape))
+                                                              if ref.shape else 0))
         scaled = scaled_hint(out64, ref, bad)
         if scaled and trace is not None:  # the trace's atomics say why: every thread of a block added
             from lab.teach.diagnose import repeated_atomic

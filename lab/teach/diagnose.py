@@ -8,9 +8,9 @@ outputs are, and what the student's trace did differently from the reference sol
   (computed here, in NumPy, from the case's inputs) and the lesson's message. A mistake is named only
   when the student's outputs equal its outputs (within the case's tolerance, NaN where it has NaN)
   and differ from the reference: the evidence is the student's own values, never a guess.
-* :func:`repeated_atomic` and :func:`atomic_op_fact`: the atomics of the trace: every thread of a
-  block adding the block's one value; another atomic function than the reference's at an element.
-  (The student's launch() over several sizes is :mod:`lab.teach.launches`.)
+* :func:`repeated_atomic`: every thread of a block adding the block's one value (the trace's atomics).
+  (The student's launch() over several sizes is :mod:`lab.teach.launches`; the reference solution's
+  run, and single facts read from it, :mod:`lab.teach.reference`.)
 * :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
   run traced by the judge on the same case, and what the student's launch did differently around
   the first wrong element (its writer, that thread's loads of each input, atomics, shared-memory
@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from lab.teach.reference import DIFFERENTIAL_THREADS, index_text, load_spans, reference
 
 
 class Mistake(NamedTuple):
@@ -137,56 +138,9 @@ def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
             f"added by each of its threads: let one thread do the block's atomic (`if cuda.threadIdx.x == 0:`)")
 
 
-def atomic_op_fact(ex, case, k, trace, oname, source=None) -> str | None:
-    """Which atomic updated each element of output ``k`` (the function named at the line of its first
-    update: the student's trace beside the reference solution's run of ``case``), where the two differ:
-    e.g. cuda.atomic.max into the slot the reference updates with cuda.atomic.min (an update that
-    never changes an element holding the other's identity). None when no element's differs."""
-    import re
-
-    from lab.teach.messages import quote, store_line
-
-    if trace is None or not ex.has_solution:
-        return None
-    ref = _reference(ex, case)
-    r_trace = ref[1] if ref is not None else None
-    r_lines, r_src = getattr(r_trace, "lab_store_lines", None), getattr(r_trace, "lab_source", None)
-    if not r_lines or k >= len(r_lines) or not source:
-        return None
-    op = re.compile(r"cuda\.atomic\.(\w+)\(")
-
-    def op_at(lines, ln):
-        m = op.search(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
-        return m.group(1) if m else None
-
-    shape = tuple(case.outputs[k][0])
-    differ = []
-    for flat in range(int(np.prod(shape)) if shape else 1):
-        ln = store_line(trace, k, flat)
-        mine, theirs = op_at(source, ln), op_at(r_src, int(r_lines[k].get(flat, 0)))
-        if mine and theirs and mine != theirs:
-            idx = np.unravel_index(flat, shape) if shape else ()
-            differ.append((_fmt_idx(oname, idx), mine, theirs, quote(source, ln)))
-    if not differ:
-        return None
-    said = "; ".join(f"{e} was updated with cuda.atomic.{m} (at {q}), the reference's with cuda.atomic.{t}"
-                     for e, m, t, q in differ[:3])
-    swapped = len(differ) == 2 and differ[0][1] == differ[1][2] and differ[0][2] == differ[1][1]
-    why = "the two atomics go to each other's slots: swap their indices" if swapped else \
-        "another atomic than the one this element needs"
-    return f"{said}: {why} (an atomic that cannot change the value an element starts with leaves it as it was)"
-
-
 # --- Differential diagnosis: the reference solution traced on the same case ---------------------------
-DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
-
-
 def _ndims(d) -> int:
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
-
-
-def _fmt_idx(name, idx) -> str:
-    return f"{name}[{', '.join(map(str, idx))}]"
 
 
 def _fmt_who(who, nd) -> str:
@@ -194,79 +148,6 @@ def _fmt_who(who, nd) -> str:
     b, t = tuple(who[0])[:nd], tuple(who[1])[:nd]
     f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
     return f"thread {f(t)} of block {f(b)}"
-
-
-def _param_names(kernel) -> list:
-    import inspect
-
-    try:
-        return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def reference_run(ex, case):
-    """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
-    in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
-    the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
-    and run by the judge, with no student code involved. None when the run fails. Called only for
-    a simulator check (the student's trace is there to compare with)."""
-    import threading
-
-    from lab.core import simt
-    from lab.teach.contained import source
-
-    try:
-        path = str(ex.solution)
-        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
-        kernel = getattr(mod, ex.kernel)
-        if case.grid is not None:
-            grid, block = case.grid, case.block
-        else:
-            grid, block = getattr(mod, ex.launch)(*case.launch_args)
-        names = _param_names(kernel)
-        trace, lock = simt.Trace(), threading.RLock()
-        args = [simt.traced(a.copy(), names[k], trace, lock) if isinstance(a, np.ndarray) else a
-                for k, a in enumerate(case.args)]
-        if case.init is not None:
-            outs = [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
-        else:
-            outs = [simt.poisoned(shape, dt, 0) for shape, dt in case.outputs]
-        onames = names[len(case.args):]
-        targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
-        simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
-        writers = [tr._lab_tracker.writer for tr in targs]
-        trace.lab_store_lines = [dict(tr._lab_tracker.store_line) for tr in targs]  # flat -> line of the first write
-        trace.lab_source = str(source.read(path)).splitlines()
-        return outs, trace, writers, grid, block, names
-    except Exception:  # noqa: BLE001 - no reference run: no differential facts
-        return None
-
-
-def reference_reads_left(ex, case, arg: int) -> bool | None:
-    """Whether the reference solution, run on ``case`` (:func:`reference_run`), has a thread of a 1-D
-    launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
-    evidence that a negative index is a halo cell to guard, not an index that is off. None when
-    it cannot be told (no solution, no run, another shape or launch)."""
-    from lab.teach.contained.counts import dims3, stats_counts, who_of
-
-    a = case.args[arg] if arg < len(case.args) else None
-    if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
-        return None
-    ref = _reference(ex, case)
-    if ref is None:
-        return None
-    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
-    g, b = dims3(r_grid), dims3(r_block)
-    if g[1:] != [1, 1] or b[1:] != [1, 1] or math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
-        return None
-    past_block0 = False
-    for tid, (_c, lo, _hi) in _spans_of(stats_counts(r_trace.stats, r_grid, r_block), r_names[arg]).items():
-        (bx, *_), (tx, *_) = who_of(tid, g, b)
-        if lo < bx * b[0] + tx:
-            return True
-        past_block0 = past_block0 or bx > 0
-    return False if past_block0 else None  # block 0 alone: its left neighbours may be guarded away
 
 
 def _per_thread(rows, arrays, kind: int) -> dict:
@@ -305,22 +186,9 @@ def _load_span(counts, tid: int) -> dict:
 def _span_text(name, span, shape) -> str:
     """'x[3]' or 'x[0..63]' (multi-dimensional indices for a shaped array)."""
     def one(f):
-        return _fmt_idx(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
+        return index_text(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
 
     return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
-
-
-def _spans_of(counts, name) -> dict:
-    """{thread id: (loads, lowest, highest flat index)} of array ``name`` that each thread loaded, over
-    every line (the tracer's ``load_lines`` table)."""
-    arrays = counts.get("arrays") or []
-    out: dict = {}
-    for a, t, _line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
-        if 0 <= int(a) < len(arrays) and arrays[int(a)][0] == name:
-            old = out.get(int(t))
-            out[int(t)] = ((int(c), int(lo), int(hi)) if old is None else
-                           (old[0] + int(c), min(old[1], int(lo)), max(old[2], int(hi))))
-    return out
 
 
 _AXIS = "xyz"
@@ -366,7 +234,7 @@ def _index_label(ds, whos, bd) -> tuple | None:
 
 def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None, raw=False):
     """The launch-wide evidence of a wrong load index: for an input array, every thread's loads (lowest
-    and highest index, :func:`_spans_of`) beside the same thread's in the reference solution's run of
+    and highest index, :func:`load_spans`) beside the same thread's in the reference solution's run of
     the same launch, and, per axis of the array, the difference as a function of the thread
     (:func:`_index_label`): the index within the block where the reference uses the global index
     (blockIdx * blockDim missing), threadIdx.x where it uses threadIdx.y (or the reverse), or one
@@ -385,7 +253,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     for j, a in enumerate(case.args):
         if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
             continue
-        S, R = _spans_of(counts, names[j]), _spans_of(rc, r_names[j])
+        S, R = load_spans(counts, names[j]), load_spans(rc, r_names[j])
         all_same = all_same and S == R
         common = sorted(t for t in S if t in R)
         diff = [t for t in common if S[t][1:] != R[t][1:]]
@@ -434,7 +302,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
         at = f" (at {at})" if at else ""
 
         def idx(f, name=names[j], shape=shape):
-            return _fmt_idx(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
+            return index_text(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
 
         seen = (f"{_fmt_who(who, nd)} read {idx(S[t][1])}{at}, the same thread of the reference solution "
                 f"{idx(R[t][1])}")
@@ -538,58 +406,6 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
     return None
 
 
-def unread_cell(ex, case, arr, idx) -> str | None:
-    """Where a shared cell ``arr[idx]`` that the student's kernel read before any thread stored it lies
-    beside the reference solution's reads of that shared array on ``case`` (same name): None when the
-    reference reads that cell too (a fill missing, not an index), or cannot tell; else the range of
-    cells the reference reads, said: the read's index points at cells nothing fills on this case."""
-    if not ex.has_solution:
-        return None
-    ref = _reference(ex, case)
-    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
-    if not cells:
-        return None
-    flat = int(idx[0]) if len(idx) == 1 else None
-    if flat is None or flat in cells:
-        return None
-    from lab.core.blocks import ranges_text
-
-    return (f"the reference solution, run on this case, never reads {arr}[{flat}]: it reads {arr}"
-            f"[{ranges_text(sorted(cells), most=3)}] only, the cells this case fills: this read's index points at "
-            f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
-
-
-_REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few
-_REFERENCE_KEEP = 16
-
-
-def _case_key(ex, case) -> tuple:
-    """What decides a reference run of ``case``: the exercise, the case's name, launch and inputs (a digest)."""
-    import hashlib
-
-    h = hashlib.blake2b(digest_size=16)
-    for a in list(case.args) + list(case.init or ()):
-        v = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
-        h.update(str((v.dtype.str, v.shape)).encode())
-        h.update(v.tobytes())
-    return (ex.name, str(case.name), repr((case.grid, case.block, getattr(case, "launch_args", None))),
-            repr(case.outputs), h.hexdigest())
-
-
-def _reference(ex, case):
-    """:func:`reference_run` of ``case``, once per case (kept on the case, and the last few runs kept by the
-    case's exercise, name, launch and inputs: a judge that checks many files of one exercise with the
-    same cases, a class's submissions or the lab's mutants, runs the reference once)."""
-    if not hasattr(case, "lab_reference_run"):
-        key = _case_key(ex, case)
-        if key not in _REFERENCE_RUNS:
-            while len(_REFERENCE_RUNS) >= _REFERENCE_KEEP:
-                _REFERENCE_RUNS.pop(next(iter(_REFERENCE_RUNS)))
-            _REFERENCE_RUNS[key] = reference_run(ex, case)
-        case.lab_reference_run = _REFERENCE_RUNS[key]
-    return case.lab_reference_run
-
-
 def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | None:
     """:func:`index_fact` for the student's launch ``trace`` beside the reference solution's run of
     ``case``, as a hint ("the reference solution, run on this case: ..."), or None (no trace, a launch
@@ -601,7 +417,7 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
         return None
     if math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
         return None
-    ref = _reference(ex, case)
+    ref = reference(ex, case)
     if ref is None:
         return None
     _outs, r_trace, _writers, r_grid, r_block, r_names = ref
@@ -632,7 +448,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         return None
     if not ex.has_solution:  # a course that ships the solutions to teachers only (LAB_SOLUTIONS)
         return "no comparison with the reference solution's run: it is not installed here"
-    ref = _reference(ex, case)
+    ref = reference(ex, case)
     if ref is None:
         return None
     r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
@@ -652,7 +468,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
     if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
-        facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
+        facts.append(f"the reference's {index_text(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     lines_s: dict = {}
     if ws is not None and wr is not None:
@@ -704,15 +520,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
             look.append(st)
         where = f" ({'; '.join(look)})" if look else ""
         if same_loads:
-            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread, "
+            return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread, "
                     f"and every thread of the launch read the same elements of each input as the reference's, with "
                     f"as many atomics, shared accesses and shuffles: what differs is how the values were combined "
                     f"(the arithmetic, or which shared cells were added){where}")
         if other_loads:
-            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+            return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread "
                     f"after as many loads of each input, with as many atomics, shared accesses and shuffles, but not "
                     f"every thread read the same elements: {other_loads}")
-        return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+        return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
                 f"differs is which elements were read or how they were combined{where}")
     return "the reference solution, run on this case: " + "; ".join(facts)

@@ -156,7 +156,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     the line that raised; ``lesson``: the exercise's mistake whose access is the out-of-bounds one
     (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests; ``halo``:
     whether the reference solution reads the out-of-bounds array below a thread's own index (for a
-    negative index; :func:`lab.teach.diagnose.reference_reads_left`)."""
+    negative index; :func:`lab.teach.reference.reference_reads_left`)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -573,9 +573,28 @@ def scaled_hint(out64, ref, bad):
     return None
 
 
+def own_partial_cause(source, line) -> str:
+    """Why a reduction's stored value is thread 0's own partial alone, from the store's line (``line`` of the
+    student's file, the tracer's record): a bare name stored (the thread's own accumulator) or a cell
+    stored that the tree never added the others' partials into."""
+    import re
+
+    text = str(source[line - 1]).split("#", 1)[0] if source and 0 < line <= len(source) else ""
+    m = re.match(r"\s*[A-Za-z_]\w*\s*\[[^\]]*\]\s*=\s*([A-Za-z_]\w*)\s*$", text)
+    if m:
+        return (f": the store at {quote(source, line)} writes {m.group(1)}, the thread's own value, not the reduced "
+                f"value the tree leaves in shared memory (cell 0, read after the tree's last barrier)")
+    if text.strip():
+        return (f": the cell stored at {quote(source, line)} never received the others' partials: at each tree step "
+                f"thread t < s adds cell t + s into its own cell t (cache[t] += cache[t + s]), so the sum ends in "
+                f"cell 0")
+    return ""
+
+
 def offset_hint(out64, ref, bad):
     """'every wrong element is the expected value + 1' when all wrong elements differ from the reference
-    by one constant (to within 1e-4 of its size): a constant term of the formula that differs."""
+    by one constant (to within 1e-4 of its size; a single wrong element only by a multiple of 1/4, which
+    an error made of the data is not): a constant term of the formula that differs."""
     o, r = out64[bad], ref[bad]
     if not bad.any() or not np.all(np.isfinite(o)) or not np.all(np.isfinite(r)):
         return None
@@ -584,6 +603,8 @@ def offset_hint(out64, ref, bad):
     if c == 0 or not np.all(np.abs(d - c) <= 1e-4 * abs(c) + 1e-6):
         return None
     n = int(bad.sum())
+    if n == 1 and abs(c * 4 - round(c * 4)) > 1e-6 * max(1.0, abs(float(r[0]))) * 4:
+        return None  # one element: a constant only where it is a round number (a data-made error is not)
     return (f"{'every wrong element is' if n > 1 else 'the wrong element is'} the expected value {'+' if c > 0 else '-'} "
             f"{abs(c):.6g} exactly: the formula adds a constant the statement's does not (check its constant terms "
             f"and where its parentheses put them)")

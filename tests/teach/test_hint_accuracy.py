@@ -29,7 +29,7 @@ def _first_failures(tmp_path):
     seed = int.from_bytes(os.urandom(4), "little")
     rows = []
     # one exercise's mutants after another, one seed: the judge keeps the reference solution's runs of the
-    # last cases (lab.teach.diagnose._reference), so each case's reference runs once, not once a mutant
+    # last cases (lab.teach.reference.reference), so each case's reference runs once, not once a mutant
     for k, (ex, label, subs, cls) in enumerate(sorted(H.MUTANTS, key=lambda m: m[0])):
         d = tmp_path / str(k)
         d.mkdir()
@@ -220,6 +220,9 @@ def test_fresh_classes_only_on_their_evidence():
     bad = np.ones(3, bool)
     assert "the expected value + 1 exactly" in offset_hint(ref + 1, ref, bad)
     assert offset_hint(ref * 2, ref, bad) is None
+    one = np.ones(1, bool)
+    assert "+ 1.5 exactly" in offset_hint(np.array([3.25]), np.array([1.75]), one)  # one element: a round number
+    assert offset_hint(np.array([3.2512]), np.array([1.75]), one) is None
     one = {"arrays": [["x", 64, 4, False], ["out", 1, 4, True]], "per_thread": [[2, 1, t, 1] for t in range(64)]}
     assert "every thread of each block ran the atomic" in repeated_atomic(one, "out", 1, 64, 64)
     lane0 = {"arrays": one["arrays"], "per_thread": [[2, 1, t, 1] for t in (0, 32)]}
