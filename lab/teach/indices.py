@@ -203,7 +203,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and extra_thread(own, grid, block, out_shapes):
-        dims = guard_dims(own, out_shapes)
+        dims = guard_dims(own, [shape] if len(shape) == 2 else out_shapes)  # a 2-D array: its own extents
         if dims:
             return f"index {int(idx[d])} is past the end ({int(shape[d])}): {dims}"
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
