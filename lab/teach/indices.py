@@ -211,6 +211,19 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                 f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
                 f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
                 f"`x[j] if j < n else 0`")
+    def within_block():
+        """The thread's index within its block where a block's or a global index belongs (None: not that)."""
+        tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
+        for a in range(3):
+            if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
+                x = "xyz"[a]
+                where = "" if len(idx) == 1 else f" along axis {d}"
+                return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
+                        f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
+                        f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
+                        f"cuda.threadIdx.{x} alone")
+        return None
+
     if int(idx[d]) == int(shape[d]) and all(int(i) < int(n) for k, (i, n) in enumerate(zip(idx, shape)) if k != d):
         bigger = [f"shape[{k}] = {int(n)}" for k, n in enumerate(shape) if k != d and int(n) > int(shape[d])]
         which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
@@ -225,16 +238,13 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}: at this line the "
                     f"thread read [{seen[0]}] .. [{seen[1]}] one by one, then this one: a loop bound lets the index "
                     f"run one past the last (the bound must be shape[{d}] = {int(shape[d])}, with `<`){which}")
+        local = within_block()  # the thread's index within its block: stronger evidence than a bound's
+        if local:
+            return local
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
                 f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
-    tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
-    for a in range(3):  # the thread's index within its block where a block's or a global index belongs
-        if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
-            x = "xyz"[a]
-            where = "" if len(idx) == 1 else f" along axis {d}"
-            return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
-                    f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
-                    f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
-                    f"cuda.threadIdx.{x} alone")
+    local = within_block()
+    if local:
+        return local
     return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"
