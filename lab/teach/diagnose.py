@@ -215,9 +215,9 @@ def _index_label(ds, whos, bd) -> tuple | None:
             k = ks.pop()
             if k and k + bd[a] > 0:
                 return ("bstride", a, k + bd[a])
-    for a, b in ((0, 1), (1, 0)):
+    for a, b in ((0, 1), (1, 0)):  # (a block with threads along both axes: a 1-D block has no y to swap)
         want = [w[1][a] - w[1][b] for w in whos]
-        if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
+        if bd[a] > 1 and bd[b] > 1 and all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
             return ("swap", a, b)
     for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
         moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
