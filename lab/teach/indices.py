@@ -191,7 +191,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                     f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
                     f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
                     f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
-        dims = guard_dims(own, [shape]) if len(idx) == 2 else None  # the thread's own (x, y) indexes this array
+        dims = guard_dims(own, [shape]) if len(idx) == 2 and grid_2d else None  # its own (x, y) index this array
         if dims:
             return f"past the end (the last block's extra threads): {dims}"
         if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
@@ -203,7 +203,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and extra_thread(own, grid, block, out_shapes):
-        dims = guard_dims(own, [shape] if len(shape) == 2 else out_shapes)  # a 2-D array: its own extents
+        dims = guard_dims(own, [shape] if len(shape) == 2 else out_shapes) if grid_2d else None  # x col, y row
         if dims:
             return f"index {int(idx[d])} is past the end ({int(shape[d])}): {dims}"
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "

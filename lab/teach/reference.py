@@ -87,6 +87,9 @@ def reference_run(ex, case):
     from lab.teach.contained import source
 
     try:
+        from lab.core.simulator import select
+
+        select("sim")  # (the lab's emulated helpers, kernels.gemm.mma's copies and mma, are the simulator's)
         path = str(ex.solution)
         mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
         kernel = getattr(mod, ex.kernel)
