@@ -85,8 +85,10 @@ def _same(out, alt, tol) -> bool:
 
 
 def mistake_message(mistakes, case, outs) -> str | None:
-    """The message of the first of ``mistakes`` whose outputs on ``case`` are the student's ``outs``
-    and are not the reference's (None when none is)."""
+    """The message of the one of ``mistakes`` whose outputs on ``case`` are the student's ``outs`` and
+    are not the reference's (None when none is, or when two mistakes of other concepts or words give
+    those same outputs on this case: the case cannot tell them apart)."""
+    found = []
     for m in mistakes or ():
         m = Mistake(*m)  # hidden.py declares plain (concept, outputs, message) tuples
         try:
@@ -100,8 +102,10 @@ def mistake_message(mistakes, case, outs) -> str | None:
         if all(_same(r, a, 0.0) for r, a in zip(case.refs, alt)):
             continue  # the mistake does not show on this case
         if all(_same(o, a, t) for o, a, t in zip(outs, alt, tols)):
-            return m.message
-    return None
+            found.append(m)
+    if len({(m.concept, m.message) for m in found}) > 1 and len({m.concept for m in found}) > 1:
+        return None  # e.g. a max shifted by the first element and a max identity of 0, both NaN alike here
+    return found[0].message if found else None
 
 
 def exercise_mistakes(ex) -> list:
