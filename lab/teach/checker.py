@@ -40,8 +40,9 @@ from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.indices import RUNS_PAST
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
-                                kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
-                                own_partial_cause, race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
+                                kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
+                                own_partial_cause, poison_hint, quote, race_text, scaled_hint,
+                                store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
 
 
@@ -428,8 +429,8 @@ def judge_case(ex, case, raw, backend):
             arr, uidx, uwho, uline = trace.uninit[0]
             poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                         f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "
-                        f"and the value read there reached {onames[k]}: every cell the block reads must be stored "
-                        f"first (threads past the end store 0, the identity, into their own cell)")
+                        f"and the value read there (the simulator's NaN) reached {onames[k]}: every cell the block "
+                        f"reads must be stored first (threads past the end store 0, the identity, into their own cell)")
         extra = scaled or poisoned or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential

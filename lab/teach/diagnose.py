@@ -204,7 +204,8 @@ def _index_label(ds, whos, bd) -> tuple | None:
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
     blockDim.a: the index within the block where the reference uses the global one, seen in block 0
     and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
-    seen nonzero), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
+    seen nonzero), ("tforb", a) (threadIdx.a - blockIdx.a: the thread's index where the block's belongs,
+    seen in a block other than 0), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
     nonzero), ("const", c); None when none fits every observation."""
     if all(d == 0 for d in ds):
         return ("same",)
@@ -223,6 +224,11 @@ def _index_label(ds, whos, bd) -> tuple | None:
         want = [w[1][a] - w[1][b] for w in whos]
         if bd[a] > 1 and bd[b] > 1 and all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
             return ("swap", a, b)
+    for a in range(3):  # threadIdx.a - blockIdx.a: the thread's index where the block's belongs (one per block)
+        want = [w[1][a] - w[0][a] for w in whos]
+        if (all(d == v for d, v in zip(ds, want)) and any(w[0][a] for w in whos) and len({w[1][a] for w in whos}) > 1
+                and any(v != 0 for v in want)):
+            return ("tforb", a)
     for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
         moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
         ks = {d // m for d, m in moved if m and d % m == 0}
@@ -328,6 +334,11 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
                     f"x and y swapped in this index (each thread must load the element its own (x, y) position "
                     f"stands for)", "swap")
+        if lb[0] == "tforb":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} is this thread's index within its block (cuda.threadIdx.{x}) "
+                    f"where the reference's is the block's, cuda.blockIdx.{x} (one {('row' if where else 'element')} "
+                    f"per block, shared by its threads)", "tforb")
         if lb[0] == "bswap":
             x, y = _AXIS[lb[1]], _AXIS[lb[2]]
             return (f"{seen}: {names[j]}'s index{where} is {lb[3]} * cuda.blockIdx.{x} where the reference's is "

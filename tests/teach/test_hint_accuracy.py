@@ -237,3 +237,7 @@ def test_fresh_classes_only_on_their_evidence():
     whos = [((0, 0, 0), (3, 0, 0)), ((1, 0, 0), (3, 0, 0)), ((0, 1, 0), (3, 0, 0)), ((2, 1, 0), (1, 0, 0))]
     assert _index_label([0, 16, -16, 16], whos, [32, 1, 1]) == ("bswap", 0, 1, 16)
     assert _index_label([0, 16, 16, 16], whos, [32, 1, 1]) is None  # block (0, 1) moved the other way
+    lanes = [((2, 0, 0), (1, 0, 0)), ((2, 0, 0), (4, 0, 0)), ((1, 0, 0), (3, 0, 0))]
+    assert _index_label([-1, 2, 2], lanes, [32, 1, 1]) == ("tforb", 0)  # threadIdx.x where blockIdx.x belongs
+    block0 = [((0, 0, 0), (1, 0, 0)), ((0, 0, 0), (4, 0, 0))]  # block 0 alone: blockIdx.x is 0, nothing to tell
+    assert _index_label([1, 4], block0, [32, 1, 1]) != ("tforb", 0)
