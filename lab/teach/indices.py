@@ -65,16 +65,18 @@ def guard_dims(own, out_shapes) -> str | None:
         for what, v, n, other, m, k in (("row", r, rows, "column", cols, 0), ("column", c, cols, "row", rows, 1)):
             w = c if what == "row" else r
             if v >= n and w < m:
-                if v < m:
+                if v < m:  # a guard against the other extent lets it through, as no guard does
                     return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and the "
-                            f"guard let it through: it compares the {what} with the number of {other}s: a {what} must "
-                            f"be below shape[{k}] = {n}, a {other} below shape[{1 - k}] = {m}")
+                            f"guard let it through: it compares the {what} with the number of {other}s, or does not "
+                            f"test the {what} at all (no guard: guard it): a {what} must be below shape[{k}] = {n}, a "
+                            f"{other} below shape[{1 - k}] = {m}")
                 if v == n:  # the first past the end: a `<=` lets exactly it through, as no test does
                     return (f"this thread's {what} {v} is the number of {what}s itself, and the guard let it through: "
-                            f"it tests the {what} with `<=`, or not at all: test every dimension with `<` (`if row < "
-                            f"shape[0] and col < shape[1]:`)")
+                            f"it tests the {what} with `<=`, or not at all (no guard: guard it): test every dimension "
+                            f"with `<` (`if row < shape[0] and col < shape[1]:`)")
                 return (f"this thread's {what} {v} is past the {n} {what}s, and the guard let it through: the guard "
-                        f"does not test the {what}: test every dimension (`if row < shape[0] and col < shape[1]:`)")
+                        f"does not test the {what} (no guard: guard it): test every dimension (`if row < shape[0] and "
+                        f"col < shape[1]:`)")
     return None
 
 
