@@ -219,6 +219,9 @@ def _close(out, want, scale):
     return out.shape == want.shape and bool(np.all(np.abs(out - want) <= 1e-4 * (1.0 + scale)))
 
 
+OWN_PARTIAL = "threads' partials reached the value stored"  # sum_hints' words for thread 0's partial alone
+
+
 def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block"):
     """A hint when each output is its sum of ``terms`` (float64, shape out.shape + (K,)) with a
     recognisable part missing: the last term (an off-by-one range), the first term, one block of
@@ -261,7 +264,15 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
                         f"(add with cuda.atomic.add) or only one {unit} is added")
     if lanes and K > 1:
         by_lane = np.stack([T[:, j::lanes].sum(axis=1) for j in range(min(lanes, K))], axis=1)
-        for m in range(1, by_lane.shape[1]):
+        if _close(out, by_lane[:, 0], scale):  # no other thread's partial reached the stored value
+            return (f"the {what} is thread 0's own partial alone (terms {', '.join(map(str, range(0, min(K, 2 * lanes), lanes)))}"
+                    f"{', ...' if K > 2 * lanes else ''}): none of the other {lanes - 1} threads' partials reached "
+                    f"the value stored")  # the checker says why, from the store's line (OWN_PARTIAL)
+        if by_lane.shape[1] > 2 and _close(out, by_lane[:, ::2].sum(axis=1), scale):
+            return (f"the {what} holds the partials of the even threads only (0, 2, 4, ... of {lanes}): the tree's "
+                    f"last step (s = 1, thread t adding cache[t + 1]) never runs: the loop stops one step early: "
+                    f"run it while s > 0 (s = {lanes // 2}, ..., 2, 1)")
+        for m in range(2, by_lane.shape[1]):
             if _close(out, by_lane[:, :m].sum(axis=1), scale):
                 return (f"the {what} holds only the partials of threads 0..{m - 1} of {lanes}: does the tree start "
                         f"at half the block ({lanes // 2}) and halve each step?")

@@ -104,8 +104,27 @@ def _own_max(case):
     return [(e / total).astype(np.float64)]
 
 
+def _sum_counted(case, times):
+    """softmax whose row sum counts column j ``times(j)`` times (a sum loop with the wrong step), in the
+    kernel's float32; None where that is the right sum."""
+    x = np.asarray(case.args[0], np.float32)
+    w = np.asarray(times(np.arange(x.shape[1])), np.float64)
+    if np.all(w == 1):
+        return None
+    e = np.exp((x - x.max(axis=1, keepdims=True)).astype(np.float64)).astype(np.float32)
+    total = (e.astype(np.float64) * w).sum(axis=1).reshape(-1, 1)
+    return [(e / total).astype(np.float64)]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
+    ("sum loop step", lambda c: _sum_counted(c, lambda j: np.minimum(j + 1, THREADS)),
+     f"the row's sum counts column j min(j + 1, {THREADS}) times (column 0 once, column 1 twice, ...): the sum "
+     f"loop steps by 1, `range(t, cols)`, so the threads' column ranges overlap: each thread's columns are t, "
+     f"t + {THREADS}, t + {2 * THREADS}, ...: step by the block's size, `range(t, cols, {THREADS})`"),
+    ("sum loop step", lambda c: _sum_counted(c, lambda j: np.full(j.shape, THREADS)),
+     f"the row's sum counts every column {THREADS} times: every thread's sum loop runs over all the columns "
+     f"(from 0, step 1): each thread's columns are t, t + {THREADS}, ...: `range(t, cols, {THREADS})`"),
     ("max shift", lambda c: _shifted(c, lambda x: _lanes_max(x, THREADS // 2)),
      f"out is exp(x - m) / sum with m the maximum of lanes 0..{THREADS // 2 - 1}'s columns only: the max tree "
      f"started at s = {THREADS // 4}, so lanes {THREADS // 2}..{THREADS - 1} never entered it, and a larger value "

@@ -28,6 +28,12 @@ def _diagnose(x64, blocks):
                                 "to warp_sums, and does warp 0 add them all up?"),
             (lanes[b, :, 0].sum(), "only lane 0's own values arrived: shfl_down_sync moves values towards "
                                    "lane 0, shfl_up_sync away from it"),
+            (lanes[b, :, ::2].sum(), "only the even lanes (0, 2, 4, ...) of each warp were added: the warp's "
+                                     "shuffle loop stops one step early, its last step (offset 1, lane + 1) never "
+                                     "runs: loop while offset > 0 (16, 8, 4, 2, 1)"),
+            (lanes[b, ::2, ::2].sum(), "only the even lanes of the even warps were added: both shuffle loops (the "
+                                       "warp's and warp 0's over warp_sums) stop one step early, their last step "
+                                       "(offset 1) never runs: loop while offset > 0 (16, 8, 4, 2, 1)"),
         ]
         for value, text in candidates:
             if abs(out[b] - value) <= 1e-4 * (1 + abs(value)):
@@ -53,8 +59,26 @@ def cases(rng):
     return out
 
 
+def _up(case, levels):
+    """partials when lane 0 of each warp gets its own value back at each of the 5 shuffle steps
+    (shfl_up_sync): 32 x lane 0's value; warp 0's loop over the warps' sums too (``levels`` 2)."""
+    x = np.asarray(case.args[0], np.float64)
+    pad = np.zeros(case.grid * THREADS)
+    pad[:x.size] = x
+    lane0 = pad.reshape(case.grid, THREADS // WARP, WARP)[:, :, 0]
+    return [32 * lane0.sum(axis=1) if levels == 1 else 1024 * lane0[:, 0]]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
+    ("shuffle direction", lambda c: _up(c, levels=1),
+     "every partial is 32 times lane 0's own value (each warp's lane 0 doubled its own value 5 times): "
+     "cuda.shfl_up_sync takes the value of lane - offset, so lane 0 gets its own value back at every step; the "
+     "tree that brings the warp's sum to lane 0 takes lane + offset: cuda.shfl_down_sync"),
+    ("shuffle direction", lambda c: _up(c, levels=2),
+     "every partial is 1024 times the first lane's value: both shuffle loops use cuda.shfl_up_sync, which takes "
+     "the value of lane - offset, so lane 0 gets its own value back at every step and doubles it; the tree that "
+     "brings the sum to lane 0 takes lane + offset: cuda.shfl_down_sync"),
     ("shuffle offset", lambda c: [2 * np.asarray(c.refs[0])],
      "every partial is exactly 2 times its block's sum: one shuffle step added each lane's own value again (a "
      "shfl_down_sync by 32, the warp's width, returns the lane's own value): the offsets run 16, 8, 4, 2, 1 "

@@ -66,7 +66,7 @@ class Stats:
     """Counts of one launch for the mapping lessons (lab.teach.lessons): per global array (by the kernel's name for it)
     the plain loads and stores and the atomics, per thread; which elements each block loaded; the elements each thread
     stored; the warp requests of each load and store site (the n-th execution of a site by a warp's lanes is one
-    request, as lab.core.trace counts them); shared-memory accesses, warp collectives, emulated cp.async copies."""
+    request, as lab.core.trace counts them); shared-memory accesses (and each thread's plain shared reads), warp collectives, emulated cp.async copies."""
 
     def __init__(self):
         self.itemsize = {}     # array -> bytes an element
@@ -80,6 +80,8 @@ class Stats:
         self.span = {}         # ("load", array, block, thread, site) -> [lowest, highest] flat index loaded
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
+        self.shared_reads = {}  # (block, thread) -> plain reads of shared memory
+        self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
@@ -223,6 +225,9 @@ class _Tracker:
             line, site = _site(frame, self.trace)
             if self.shared:
                 self.trace.stats.shared_accesses += 1
+                if not _in_atomic():
+                    self.trace.stats.shared_reads[who] = self.trace.stats.shared_reads.get(who, 0) + 1
+                    self.trace.stats.shared_cells.setdefault(self.name, set()).add(flat)
                 self.trace.stats.async_overlap |= bool(getattr(threading.current_thread(), "lab_async_in_flight", 0))
                 if flat not in self.ever and len(self.trace.uninit) < 3:
                     self.trace.uninit.append((self.name, self._idx(flat), who, line))

@@ -38,9 +38,11 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
+from lab.teach.indices import RUNS_PAST
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
-                                kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
-                                race_text, scaled_hint, store_and_atomic_message, store_line, transposed_hint,
+                                kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
+                                own_partial_cause, poison_hint, quote, race_text, scaled_hint,
+                                store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
 
 
@@ -129,7 +131,7 @@ def launch_plan(ex, prog, cases) -> list:
         except Failed as e:
             out.append(str(e))
             continue
-        from lab.teach.diagnose import launch_line, launch_mismatch
+        from lab.teach.launches import launch_line, launch_mismatch
 
         shape = tuple(c.outputs[0][0]) if c.outputs else ()
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)
@@ -159,7 +161,7 @@ def judge_case(ex, case, raw, backend):
         last = runs[-1][1]
         halo = None
         if last is not None and last.oob and min(last.oob[0][1]) < 0 and last.oob[0][0] in list(raw.names):
-            from lab.teach.diagnose import reference_reads_left  # a left halo cell, or an index that is off?
+            from lab.teach.reference import reference_reads_left  # a left halo cell, or an index that is off?
 
             halo = reference_reads_left(ex, case, list(raw.names).index(last.oob[0][0]))
         msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo)  # the run that raised
@@ -169,6 +171,12 @@ def judge_case(ex, case, raw, backend):
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
+        if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
+            from lab.teach.diagnose import load_index_hint
+
+            rule = load_index_hint(ex, case, last, grid, block, list(raw.names), source)
+            if rule:
+                msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -238,6 +246,14 @@ def judge_case(ex, case, raw, backend):
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
+                    from lab.teach.reference import unread_cell
+
+                    arr, uidx, _uwho, _uline = trace.uninit[0]
+                    where = unread_cell(ex, case, arr, tuple(uidx))
+                    if where:
+                        raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                     f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {where}", kind=VALUES)
                 told = case.diagnose(outs, case.refs) if case.diagnose is not None and out.dtype.kind == "f" else None
                 if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
@@ -266,7 +282,8 @@ def judge_case(ex, case, raw, backend):
                             f"the first {fmt_idx(onames[k], first)}: {stride}"
                             f"{' (the store: ' + at_store(k, min(writers[k]), trace)[4:] + ')' if at_store(k, min(writers[k]), trace) else ''}")
             if not hint:
-                hint = unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None)
+                hint = unwritten_message(onames[k], unwritten, grid, block, checker_grid=case.grid is not None,
+                                         stored_at=quote(source, store_in_source(source, onames[k])))
                 line = one_store_line(trace, k)
                 if line and ("index" in hint or "indices" in hint) and "round the number of blocks up" not in hint:
                     hint += f" (every element of {onames[k]} was stored at {quote(source, line)})"
@@ -332,7 +349,7 @@ def judge_case(ex, case, raw, backend):
             want = np.flatnonzero(np.asarray(ref).ravel() != np.asarray(case.init[k], np.float64).ravel())
             if touched and len(want) and not touched & set(int(f) for f in want):  # updates only where nothing changes
                 first = tuple(int(v) for v in np.unravel_index(int(want[0]), ref.shape))
-                from lab.core.simt import ranges_text
+                from lab.core.blocks import ranges_text
 
                 raise Failed(f"{onames[k]} still holds its initial values: the updates reached only {len(touched)} of "
                              f"its {plural(ref.size, 'element')} ({onames[k]}[{ranges_text(sorted(touched), most=3)}]), "
@@ -340,6 +357,14 @@ def judge_case(ex, case, raw, backend):
                              f"{ref[first]:g} but no thread updated it{at_store(k, min(touched), trace)}: the loop "
                              f"over {onames[k]}'s elements covers only part of them (each thread must take every "
                              f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
+            if updates:
+                from lab.teach.reference import atomic_op_fact
+
+                fact = atomic_op_fact(ex, case, k, trace, onames[k], source)
+                if fact:
+                    raise Failed(f"{onames[k]} still holds its initial values ({', '.join(map(str, first))}, ...) "
+                                 f"although {updates} atomic update{'s' if updates != 1 else ''} reached it: {fact}",
+                                 kind=VALUES)
             if updates or stores:
                 what = (f"{updates} atomic update{'s' if updates != 1 else ''}" if updates else
                         f"stores to {plural(stores, 'element')}")
@@ -387,11 +412,32 @@ def judge_case(ex, case, raw, backend):
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
         if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
-        extra = scaled_hint(out64, ref, bad) or poison_hint(out64, ref, bad, out.dtype) or extra
+            # exercises.sum_hints' words (OWN_PARTIAL) for thread 0's partial alone: why, from the line that stored it
+            if extra and "threads' partials reached the value stored" in extra and writers is not None:
+                extra += own_partial_cause(source, store_line(trace, k, int(np.ravel_multi_index(first, ref.shape))
+                                                              if ref.shape else 0))
+        scaled = scaled_hint(out64, ref, bad)
+        if scaled and trace is not None:  # the trace's atomics say why: every thread of a block added
+            from lab.teach.diagnose import repeated_atomic
+
+            m = int(round(float(out64[first] / ref[first])))
+            flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+            scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
+                                     quote(source, store_line(trace, k, flat))) or scaled
+        poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
+        if poisoned and poisoned.startswith("it is NaN") and trace is not None and trace.uninit:  # the read seen
+            arr, uidx, uwho, uline = trace.uninit[0]
+            poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
+                        f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "
+                        f"and the value read there (the simulator's NaN) reached {onames[k]}: every cell the block "
+                        f"reads must be stored first (threads past the end store 0, the identity, into their own cell)")
+        extra = scaled or poisoned or extra
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
+            shift = offset_hint(out64, ref, bad) if extra else None
+            extra = f"{extra}; {shift}" if shift else extra
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)

@@ -1,5 +1,5 @@
 """Diagnoses from evidence, judge side: which mistake of an exercise's lesson the student's
-outputs are, and what the student's own launch() does over several sizes.
+outputs are, and what the student's trace did differently from the reference solution's.
 
 * :class:`Mistake` and :func:`mistake_message`: each exercise declares, in its hidden.py
   (``MISTAKES``, next to the cases it judges), the mistakes its lesson is about (softmax: the max
@@ -8,9 +8,9 @@ outputs are, and what the student's own launch() does over several sizes.
   (computed here, in NumPy, from the case's inputs) and the lesson's message. A mistake is named only
   when the student's outputs equal its outputs (within the case's tolerance, NaN where it has NaN)
   and differ from the reference: the evidence is the student's own values, never a guess.
-* :func:`launch_mismatch`: the student's launch() (interpreted by the judge, :mod:`lab.teach.contained.source`,
-  never run) evaluated for several sizes along an axis whose threads fall short of the elements:
-  the block size its block count was computed for, against the block size it returns.
+* :func:`repeated_atomic`: every thread of a block adding the block's one value (the trace's atomics).
+  (The student's launch() over several sizes is :mod:`lab.teach.launches`; the reference solution's
+  run, and single facts read from it, :mod:`lab.teach.reference`.)
 * :func:`differential`: where no hint fits a wrong value, the reference solution (the lab's own code)
   run traced by the judge on the same case, and what the student's launch did differently around
   the first wrong element (its writer, that thread's loads of each input, atomics, shared-memory
@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from kernels.spec import plural
+from lab.teach.reference import DIFFERENTIAL_THREADS, index_text, load_spans, reference
 
 
 class Mistake(NamedTuple):
@@ -85,8 +85,10 @@ def _same(out, alt, tol) -> bool:
 
 
 def mistake_message(mistakes, case, outs) -> str | None:
-    """The message of the first of ``mistakes`` whose outputs on ``case`` are the student's ``outs``
-    and are not the reference's (None when none is)."""
+    """The message of the one of ``mistakes`` whose outputs on ``case`` are the student's ``outs`` and
+    are not the reference's (None when none is, or when two mistakes of other concepts or words give
+    those same outputs on this case: the case cannot tell them apart)."""
+    found = []
     for m in mistakes or ():
         m = Mistake(*m)  # hidden.py declares plain (concept, outputs, message) tuples
         try:
@@ -100,8 +102,10 @@ def mistake_message(mistakes, case, outs) -> str | None:
         if all(_same(r, a, 0.0) for r, a in zip(case.refs, alt)):
             continue  # the mistake does not show on this case
         if all(_same(o, a, t) for o, a, t in zip(outs, alt, tols)):
-            return m.message
-    return None
+            found.append(m)
+    if len({(m.concept, m.message) for m in found}) > 1 and len({m.concept for m in found}) > 1:
+        return None  # e.g. a max shifted by the first element and a max identity of 0, both NaN alike here
+    return found[0].message if found else None
 
 
 def exercise_mistakes(ex) -> list:
@@ -112,110 +116,35 @@ def exercise_mistakes(ex) -> list:
         return []
 
 
-# --- launch() over several sizes -----------------------------------------------------------------------
-_AXES = ("x", "y", "z")
+def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
+    """Why every wrong element of output ``oname`` is ``m`` times its value, from the tracer's counts of
+    the launch (``counts``, :func:`lab.teach.contained.counts.stats_counts`): in every block that
+    updated ``oname`` atomically, exactly ``m`` threads did, once each (the block's one value added by
+    each of its threads). ``at``: the atomic's quoted line. None when the counts show no such thing."""
+    from lab.teach.contained.counts import dims3
 
-
-def _fit(sizes, blocks) -> tuple[int, str] | None:
-    """(D, form): the block size D that ``blocks`` were computed for from ``sizes``, by ceil(size / D)
-    or size // D + 1, for every size; None when neither form fits one D."""
-    for d in range(1, 2049):
-        if all(b == -(-s // d) for s, b in zip(sizes, blocks)):
-            return d, "ceil"
-    for d in range(1, 2049):
-        if all(b == s // d + 1 for s, b in zip(sizes, blocks)):
-            return d, "floor+1"
-    return None
-
-
-def launch_line(launch, k: int) -> str:
-    """'line N: `code`': the one line of the interpreted launch() (:class:`lab.teach.source_eval.Launch`)
-    that divides its ``k``-th parameter (a floor or true division whose dividend uses it), or ''."""
-    import ast
-
-    from lab.teach.messages import quote
-
-    prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
-    fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
-    if fn is None:
-        return ""
-    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
-    if k >= len(params):
-        return ""
-    lines = {n.lineno for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Div))
-             and any(isinstance(m, ast.Name) and m.id == params[k] for m in ast.walk(n.left))}
-    return quote(str(prog.text).splitlines(), lines.pop()) if len(lines) == 1 else ""
-
-
-def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
-    """Why the launch ``launch(*args)`` (the student's launch(), as the judge interprets it) has fewer
-    threads than elements along an axis, from launch() itself: the sizes along that axis varied
-    (the first ``len(shape)`` arguments of launch() are the output's shape, rows first), the number
-    of blocks it returns fitted to ceil(size / D), and D compared with the threads a block it returns
-    along that axis. None when the blocks were counted for the block size it returns (plain
-    rounding down is :func:`lab.teach.messages.unwritten_message`'s), or when nothing fits."""
-    def dims(v):
-        return [int(v)] if isinstance(v, (int, np.integer)) else [int(u) for u in v]
-
-    try:
-        grid, block = launch(*args)
-        g, b = dims(grid), dims(block)
-    except Exception:  # noqa: BLE001
+    if not counts or m < 2:
         return None
-    nd = len(shape)
-    for axis in range(min(nd, len(g), len(b))):
-        k = nd - 1 - axis  # x = the last dimension (columns), y = rows
-        elements = int(shape[k])
-        if g[axis] * b[axis] >= elements:
-            continue
-        sizes, blocks, threads = [], [], set()
-        base = int(args[k])
-        for s in sorted({1, 2, 3, 100, 1000, base} | {p + d for p in (32, 64, 128, 256, 512, 1024, 2048) for d in (-1, 0, 1)}):
-            a = list(args)
-            a[k] = s
-            try:
-                gg, bb = launch(*a)
-                gg, bb = dims(gg), dims(bb)
-            except Exception:  # noqa: BLE001
-                return None
-            if axis >= len(gg) or axis >= len(bb):
-                return None
-            sizes.append(s)
-            blocks.append(gg[axis])
-            threads.add(bb[axis])
-        fit = _fit(sizes, blocks)
-        if fit is None or len(threads) != 1:
-            return None
-        d, form = fit
-        t = b[axis]
-        if d == t:
-            return None
-        what = ("n" if nd == 1 else ("rows" if k == 0 else "cols")) if nd <= 2 else f"dimension {k}"
-        how = f"ceil({what} / {d})" if form == "ceil" else f"{what} // {d} + 1"
-        call = f"{name}({', '.join(str(v) for v in args)})"
-        where = launch_line(launch, k)
-        where = f" at {where}" if where else ""
-        axis_words = "" if nd == 1 else f" along {_AXES[axis]}"
-        return (f"your launch() divides {what} by {d}{where}, blocks{axis_words} = {how} for every size tried, but its "
-                f"blocks have {t} threads{axis_words}: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads "
-                f"for {elements} {what if nd > 1 else 'elements'}; divide by the block's own size{axis_words} "
-                f"(x = columns by block[0], y = rows by block[1])" if nd > 1 else
-                f"your launch() divides n by {d}{where}, blocks = {how} for every n tried, but its blocks have {t} threads "
-                f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
-                f"count the blocks with the block size you return: (n + threads - 1) // threads")
-    return None
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    if oname not in arrays:
+        return None
+    k = arrays.index(oname)
+    per = math.prod(dims3(block))
+    by_block: dict = {}
+    for kd, a, tid, c in counts.get("per_thread") or ():
+        if int(kd) == 2 and int(a) == k:
+            by_block.setdefault(int(tid) // per, []).append(int(c))
+    if not by_block or any(len(v) != m or set(v) != {1} for v in by_block.values()):
+        return None
+    who = "every thread" if m == per else f"{m} threads"
+    return (f"every wrong element is {m:g} times the expected value, and {who} of each block ran the atomic on "
+            f"{oname}{f' at {at}' if at else ''}, once each ({m} atomic updates a block): the block's one value is "
+            f"added by each of its threads: let one thread do the block's atomic (`if cuda.threadIdx.x == 0:`)")
 
 
 # --- Differential diagnosis: the reference solution traced on the same case ---------------------------
-DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
-
-
 def _ndims(d) -> int:
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
-
-
-def _fmt_idx(name, idx) -> str:
-    return f"{name}[{', '.join(map(str, idx))}]"
 
 
 def _fmt_who(who, nd) -> str:
@@ -223,77 +152,6 @@ def _fmt_who(who, nd) -> str:
     b, t = tuple(who[0])[:nd], tuple(who[1])[:nd]
     f = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v)) + ")")
     return f"thread {f(t)} of block {f(b)}"
-
-
-def _param_names(kernel) -> list:
-    import inspect
-
-    try:
-        return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def reference_run(ex, case):
-    """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
-    in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
-    the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
-    and run by the judge, with no student code involved. None when the run fails. Called only for
-    a simulator check (the student's trace is there to compare with)."""
-    import threading
-
-    from lab.core import simt
-    from lab.teach.contained import source
-
-    try:
-        path = str(ex.solution)
-        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
-        kernel = getattr(mod, ex.kernel)
-        if case.grid is not None:
-            grid, block = case.grid, case.block
-        else:
-            grid, block = getattr(mod, ex.launch)(*case.launch_args)
-        names = _param_names(kernel)
-        trace, lock = simt.Trace(), threading.RLock()
-        args = [simt.traced(a.copy(), names[k], trace, lock) if isinstance(a, np.ndarray) else a
-                for k, a in enumerate(case.args)]
-        if case.init is not None:
-            outs = [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
-        else:
-            outs = [simt.poisoned(shape, dt, 0) for shape, dt in case.outputs]
-        onames = names[len(case.args):]
-        targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
-        simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
-        writers = [tr._lab_tracker.writer for tr in targs]
-        return outs, trace, writers, grid, block, names
-    except Exception:  # noqa: BLE001 - no reference run: no differential facts
-        return None
-
-
-def reference_reads_left(ex, case, arg: int) -> bool | None:
-    """Whether the reference solution, run on ``case`` (:func:`reference_run`), has a thread of a 1-D
-    launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
-    evidence that a negative index is a halo cell to guard, not an index that is off. None when
-    it cannot be told (no solution, no run, another shape or launch)."""
-    from lab.teach.contained.counts import dims3, stats_counts, who_of
-
-    a = case.args[arg] if arg < len(case.args) else None
-    if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
-        return None
-    ref = _reference(ex, case)
-    if ref is None:
-        return None
-    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
-    g, b = dims3(r_grid), dims3(r_block)
-    if g[1:] != [1, 1] or b[1:] != [1, 1] or math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
-        return None
-    past_block0 = False
-    for tid, (_c, lo, _hi) in _spans_of(stats_counts(r_trace.stats, r_grid, r_block), r_names[arg]).items():
-        (bx, *_), (tx, *_) = who_of(tid, g, b)
-        if lo < bx * b[0] + tx:
-            return True
-        past_block0 = past_block0 or bx > 0
-    return False if past_block0 else None  # block 0 alone: its left neighbours may be guarded away
 
 
 def _per_thread(rows, arrays, kind: int) -> dict:
@@ -332,22 +190,9 @@ def _load_span(counts, tid: int) -> dict:
 def _span_text(name, span, shape) -> str:
     """'x[3]' or 'x[0..63]' (multi-dimensional indices for a shaped array)."""
     def one(f):
-        return _fmt_idx(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
+        return index_text(name, np.unravel_index(int(f), shape) if len(shape) > 1 else (int(f),))
 
     return one(span[0]) if span[0] == span[1] else f"{one(span[0])}..{one(span[1])[len(name):]}"
-
-
-def _spans_of(counts, name) -> dict:
-    """{thread id: (loads, lowest, highest flat index)} of array ``name`` that each thread loaded, over
-    every line (the tracer's ``load_lines`` table)."""
-    arrays = counts.get("arrays") or []
-    out: dict = {}
-    for a, t, _line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
-        if 0 <= int(a) < len(arrays) and arrays[int(a)][0] == name:
-            old = out.get(int(t))
-            out[int(t)] = ((int(c), int(lo), int(hi)) if old is None else
-                           (old[0] + int(c), min(old[1], int(lo)), max(old[2], int(hi))))
-    return out
 
 
 _AXIS = "xyz"
@@ -359,7 +204,9 @@ def _index_label(ds, whos, bd) -> tuple | None:
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
     blockDim.a: the index within the block where the reference uses the global one, seen in block 0
     and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
-    seen nonzero), ("const", c); None when none fits every observation."""
+    seen nonzero), ("tforb", a) (threadIdx.a - blockIdx.a: the thread's index where the block's belongs,
+    seen in a block other than 0), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
+    nonzero), ("const", c); None when none fits every observation."""
     if all(d == 0 for d in ds):
         return ("same",)
     for a in range(3):
@@ -373,10 +220,23 @@ def _index_label(ds, whos, bd) -> tuple | None:
             k = ks.pop()
             if k and k + bd[a] > 0:
                 return ("bstride", a, k + bd[a])
-    for a, b in ((0, 1), (1, 0)):
+    for a, b in ((0, 1), (1, 0)):  # (a block with threads along both axes: a 1-D block has no y to swap)
         want = [w[1][a] - w[1][b] for w in whos]
-        if all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
+        if bd[a] > 1 and bd[b] > 1 and all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
             return ("swap", a, b)
+    for a in range(3):  # threadIdx.a - blockIdx.a: the thread's index where the block's belongs (one per block)
+        want = [w[1][a] - w[0][a] for w in whos]
+        if (all(d == v for d, v in zip(ds, want)) and any(w[0][a] for w in whos) and len({w[1][a] for w in whos}) > 1
+                and any(v != 0 for v in want)):
+            return ("tforb", a)
+    for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
+        moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
+        ks = {d // m for d, m in moved if m and d % m == 0}
+        if (len(ks) == 1 and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
+                and any(m for _, m in moved) and any(not m for _, m in moved)):  # seen moved and unmoved
+            k = ks.pop()
+            if k > 0:
+                return ("bswap", a, b, k)
     if len(set(ds)) == 1:
         return ("const", ds[0])
     return None
@@ -384,7 +244,7 @@ def _index_label(ds, whos, bd) -> tuple | None:
 
 def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None, raw=False):
     """The launch-wide evidence of a wrong load index: for an input array, every thread's loads (lowest
-    and highest index, :func:`_spans_of`) beside the same thread's in the reference solution's run of
+    and highest index, :func:`load_spans`) beside the same thread's in the reference solution's run of
     the same launch, and, per axis of the array, the difference as a function of the thread
     (:func:`_index_label`): the index within the block where the reference uses the global index
     (blockIdx * blockDim missing), threadIdx.x where it uses threadIdx.y (or the reverse), or one
@@ -403,7 +263,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     for j, a in enumerate(case.args):
         if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
             continue
-        S, R = _spans_of(counts, names[j]), _spans_of(rc, r_names[j])
+        S, R = load_spans(counts, names[j]), load_spans(rc, r_names[j])
         all_same = all_same and S == R
         common = sorted(t for t in S if t in R)
         diff = [t for t in common if S[t][1:] != R[t][1:]]
@@ -452,7 +312,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
         at = f" (at {at})" if at else ""
 
         def idx(f, name=names[j], shape=shape):
-            return _fmt_idx(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
+            return index_text(name, np.unravel_index(f, shape) if len(shape) > 1 else (f,))
 
         seen = (f"{_fmt_who(who, nd)} read {idx(S[t][1])}{at}, the same thread of the reference solution "
                 f"{idx(R[t][1])}")
@@ -474,6 +334,16 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} uses cuda.threadIdx.{x} where it needs cuda.threadIdx.{y}: "
                     f"x and y swapped in this index (each thread must load the element its own (x, y) position "
                     f"stands for)", "swap")
+        if lb[0] == "tforb":
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} is this thread's index within its block (cuda.threadIdx.{x}) "
+                    f"where the reference's is the block's, cuda.blockIdx.{x} (one {('row' if where else 'element')} "
+                    f"per block, shared by its threads)", "tforb")
+        if lb[0] == "bswap":
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: {names[j]}'s index{where} is {lb[3]} * cuda.blockIdx.{x} where the reference's is "
+                    f"{lb[3]} * cuda.blockIdx.{y}: the block's x and y are exchanged in this index (the grid's x "
+                    f"counts along the columns, its y along the rows)", "bswap")
         if lb[0] == "const" and len(axes) == 1 and counts_equal:
             c = lb[1]
             return (f"{seen}: every index of {names[j]}{where} that a thread read is {abs(c)} "
@@ -485,11 +355,70 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     return ("", "same") if raw and all_same else None
 
 
-def _reference(ex, case):
-    """:func:`reference_run` of ``case``, once per case (kept on the case)."""
-    if not hasattr(case, "lab_reference_run"):
-        case.lab_reference_run = reference_run(ex, case)
-    return case.lab_reference_run
+def _line_loads(counts, name) -> dict:
+    """{line: {thread id: (lowest, highest, loads)}} of array ``name``'s loads (the ``load_lines`` table)."""
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    out: dict = {}
+    if name in arrays:
+        k = arrays.index(name)
+        for a, t, line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+            if int(a) == k and int(line) > 0:
+                out.setdefault(int(line), {})[int(t)] = (int(lo), int(hi), int(c))
+    return out
+
+
+def register_fact(case, counts, rc, grid, block, names, r_names, source, r_source) -> str | None:
+    """A register loaded with another element than the reference's register of the same name: for an
+    input, each line of the student's file that assigns a load to a name (``a1 = A[...]``) beside the
+    reference solution's line that assigns the same name, compared thread by thread (which element
+    each thread loaded there); where they differ, the thread, both elements, and which register of
+    the reference's loads this line's elements (two registers swapped). None when the launches differ
+    or every such line loads what the reference's does."""
+    import re
+
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import quote
+
+    g, b = dims3(grid), dims3(block)
+    if not source or not r_source:
+        return None
+    lhs = re.compile(r"^\s*([A-Za-z_]\w*)\s*=[^=]")
+
+    def name_at(lines, ln):
+        m = lhs.match(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
+        return m.group(1) if m else None
+
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names):
+            continue
+        S, R = _line_loads(counts, names[j]), _line_loads(rc, r_names[j])
+        r_by_name = {name_at(r_source, ln): ln for ln in R if name_at(r_source, ln)}
+        for ln in sorted(S):
+            reg = name_at(source, ln)
+            lr = r_by_name.get(reg)
+            if lr is None or S[ln] == R[lr]:
+                continue
+            diff = [t for t in sorted(S[ln]) if t in R[lr] and S[ln][t][:2] != R[lr][t][:2]]
+            if not diff:
+                continue
+            t = diff[0]
+            shape = tuple(a.shape)
+            got = _span_text(names[j], S[ln][t][:2], shape)
+            want = _span_text(names[j], R[lr][t][:2], shape)
+            same = [r for r, m in r_by_name.items() if r != reg and R[m] == S[ln]]
+            mine = {name_at(source, m): m for m in S if name_at(source, m)}  # the student's line of each register
+            swapped = bool(same) and same[0] in mine and S[mine[same[0]]] == R[lr]
+
+            def code(m):
+                return "`" + " ".join(str(r_source[m - 1]).split()) + "`"
+
+            also = (f"; every thread's {reg} holds what the reference's {same[0]} holds ({code(r_by_name[same[0]])})"
+                    + (f", and its {same[0]} what the reference's {reg} holds: {reg} and {same[0]} are exchanged"
+                       if swapped else f": a second copy of {same[0]}'s element")) if same else ""
+            return (f"{_fmt_who(who_of(t, g, b), _ndims(grid))} loaded {got} into {reg} at {quote(source, ln)}, where "
+                    f"the reference's {reg} holds {want} ({code(lr)}){also}: each register must hold the element "
+                    f"the layout gives it")
+    return None
 
 
 def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | None:
@@ -503,12 +432,16 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
         return None
     if math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
         return None
-    ref = _reference(ex, case)
+    ref = reference(ex, case)
     if ref is None:
         return None
     _outs, r_trace, _writers, r_grid, r_block, r_names = ref
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    if found is None and dims3(grid) == dims3(r_grid) and dims3(block) == dims3(r_block):
+        reg = register_fact(case, counts, rc, grid, block, names, r_names, source,
+                            getattr(ref[1], "lab_source", None))
+        return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
 
 
@@ -530,7 +463,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         return None
     if not ex.has_solution:  # a course that ships the solutions to teachers only (LAB_SOLUTIONS)
         return "no comparison with the reference solution's run: it is not installed here"
-    ref = _reference(ex, case)
+    ref = reference(ex, case)
     if ref is None:
         return None
     r_outs, r_trace, r_writers, r_grid, r_block, r_names = ref
@@ -550,7 +483,7 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     if case.init is not None:  # an accumulator's first writer is whichever atomic came first: no evidence
         ws = wr = None
     if ws is not None and wr is not None and dims3(ws[0]) + dims3(ws[1]) != dims3(wr[0]) + dims3(wr[1]):
-        facts.append(f"the reference's {_fmt_idx(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
+        facts.append(f"the reference's {index_text(oname, first)} is written by {_fmt_who(wr, _ndims(r_grid))}, yours by "
                      f"{_fmt_who(ws, nd)}")
     lines_s: dict = {}
     if ws is not None and wr is not None:
@@ -602,15 +535,15 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
             look.append(st)
         where = f" ({'; '.join(look)})" if look else ""
         if same_loads:
-            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread, "
+            return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread, "
                     f"and every thread of the launch read the same elements of each input as the reference's, with "
                     f"as many atomics, shared accesses and shuffles: what differs is how the values were combined "
                     f"(the arithmetic, or which shared cells were added){where}")
         if other_loads:
-            return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+            return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread "
                     f"after as many loads of each input, with as many atomics, shared accesses and shuffles, but not "
                     f"every thread read the same elements: {other_loads}")
-        return (f"the reference solution, run on this case, wrote {_fmt_idx(oname, first)} from the same thread "
+        return (f"the reference solution, run on this case, wrote {index_text(oname, first)} from the same thread "
                 f"after as many loads of each input, with as many atomics, shared accesses and shuffles: what "
                 f"differs is which elements were read or how they were combined{where}")
     return "the reference solution, run on this case: " + "; ".join(facts)

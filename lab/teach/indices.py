@@ -12,6 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 
+RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
+
+
 def ndims(d):
     return 1 if isinstance(d, (int, np.integer)) else len(tuple(d))
 
@@ -47,6 +50,34 @@ def extra_thread(own, grid, block, out_shapes):
             if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
                 return True
     return False
+
+
+def guard_dims(own, out_shapes) -> str | None:
+    """Which test of a 2-D guard let a thread through, from where its own (x = column, y = row) sits
+    beside a 2-D output's extent: past the rows (or the columns) along one axis only, and below the
+    other extent (a guard that compares it with the other dimension's size) or not (a dimension the
+    guard does not test). None when no 2-D output has the thread past exactly one of its extents."""
+    for shape in out_shapes:
+        if len(tuple(shape)) != 2:
+            continue
+        rows, cols = (int(v) for v in shape)
+        r, c = int(own[1]), int(own[0])
+        for what, v, n, other, m, k in (("row", r, rows, "column", cols, 0), ("column", c, cols, "row", rows, 1)):
+            w = c if what == "row" else r
+            if v >= n and w < m:
+                if v < m:  # a guard against the other extent lets it through, as no guard does
+                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and the "
+                            f"guard let it through: it compares the {what} with the number of {other}s, or does not "
+                            f"test the {what} at all (no guard: guard it): a {what} must be below shape[{k}] = {n}, a "
+                            f"{other} below shape[{1 - k}] = {m}")
+                if v == n:  # the first past the end: a `<=` lets exactly it through, as no test does
+                    return (f"this thread's {what} {v} is the number of {what}s itself, and the guard let it through: "
+                            f"it tests the {what} with `<=`, or not at all (no guard: guard it): test every dimension "
+                            f"with `<` (`if row < shape[0] and col < shape[1]:`)")
+                return (f"this thread's {what} {v} is past the {n} {what}s, and the guard let it through: the guard "
+                        f"does not test the {what} (no guard: guard it): test every dimension (`if row < shape[0] and "
+                        f"col < shape[1]:`)")
+    return None
 
 
 def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
@@ -88,7 +119,7 @@ def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     return "a negative index: check your index arithmetic"
 
 
-def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None):
+def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -96,7 +127,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     own) when the thread is one of the last block's extra threads. ``shared``: a shared array, whose
     slots are the threads' indices in the block. ``arrays``: (name, shape) of the kernel's other arrays: a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
-    guard (that thread is no extra thread) but the wrong index for this array."""
+    guard (that thread is no extra thread) but the wrong index for this array. ``loaded``: (loads, lowest,
+    highest flat index) the thread made of this array at the line that raised: a loop that read index
+    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound."""
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
@@ -160,6 +193,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
                     f"{int(shape[1 - d])} {other}s: if a guard should stop this thread, it compares the {what} with "
                     f"the number of {other}s (shape[{1 - d}]): a {what} must be below shape[{d}] = {int(shape[d])}, a "
                     f"{other} below shape[{1 - d}] = {int(shape[1 - d])}; without a guard, guard it")
+        dims = guard_dims(own, [shape]) if len(idx) == 2 and grid_2d else None  # its own (x, y) index this array
+        if dims:
+            return f"past the end (the last block's extra threads): {dims}"
         if all(int(idx[k]) == int(shape[k]) for k in past):  # the first index past the end: `<=` lets exactly it through
             return ("past the end (the last block's extra threads): guard it, e.g. `if i < n:`; if a guard is there, "
                     "it lets index n itself through: `<`, not `<=` (an early return on `i >= n`, not `i > n`)")
@@ -169,27 +205,48 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     if axis is not None and own[axis] != int(idx[d]):
         rel = f"; the thread's own index is {own[axis]}, this one {int(idx[d]) - own[axis]:+d} from it"
     if grid is not None and extra_thread(own, grid, block, out_shapes):
+        dims = guard_dims(own, [shape] if len(shape) == 2 else out_shapes) if grid_2d else None  # x col, y row
+        if dims:
+            return f"index {int(idx[d])} is past the end ({int(shape[d])}): {dims}"
         return (f"index {int(idx[d])} is past the end ({int(shape[d])}), at an offset from this thread's own "
                 f"index{rel} (the thread is one of the last block's extra threads, past the output, and still made "
                 f"this access): if the guard should stop it, it lets it through (`<` not `<=`, the right extent); an "
                 f"access at an offset (a halo cell, a neighbour) needs its own bound check on that index, e.g. "
                 f"`x[j] if j < n else 0`")
+    def within_block():
+        """The thread's index within its block where a block's or a global index belongs (None: not that)."""
+        tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
+        for a in range(3):
+            if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
+                x = "xyz"[a]
+                where = "" if len(idx) == 1 else f" along axis {d}"
+                return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
+                        f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
+                        f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
+                        f"cuda.threadIdx.{x} alone")
+        return None
+
     if int(idx[d]) == int(shape[d]) and all(int(i) < int(n) for k, (i, n) in enumerate(zip(idx, shape)) if k != d):
         bigger = [f"shape[{k}] = {int(n)}" for k, n in enumerate(shape) if k != d and int(n) > int(shape[d])]
         which = f" (is it bounded by {bigger[0]}, another axis's size?)" if bigger else ""
         where = f"axis {d}" if len(idx) > 1 else "the array"
         rel1 = rel if len(idx) == 1 else ""
+        whole = [int(i) if k != d else 0 for k, i in enumerate(idx)], [int(i) if k != d else int(shape[d]) - 1
+                                                                       for k, i in enumerate(idx)]
+        if loaded is not None and loaded[0] == int(shape[d]) and \
+                (loaded[1], loaded[2]) == tuple(int(np.ravel_multi_index(w, shape)) for w in whole):
+            seen = ", ".join(str(v) if k != d else "0" for k, v in enumerate(idx)), \
+                ", ".join(str(v) if k != d else str(int(shape[d]) - 1) for k, v in enumerate(idx))
+            return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}: at this line the "
+                    f"thread read [{seen[0]}] .. [{seen[1]}] one by one, then this one: a loop bound lets the index "
+                    f"run one past the last (the bound must be shape[{d}] = {int(shape[d])}, with `<`){which}")
+        local = within_block()  # the thread's index within its block: stronger evidence than a bound's
+        if local:
+            return local
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
                 f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
-    tloc, bloc = (tuple(int(v) for v in t) + (0, 0, 0))[:3], (tuple(int(v) for v in b) + (0, 0, 0))[:3]
-    for a in range(3):  # the thread's index within its block where a block's or a global index belongs
-        if int(idx[d]) == tloc[a] and bloc[a] >= 1 and own[a] != int(idx[d]):
-            x = "xyz"[a]
-            where = "" if len(idx) == 1 else f" along axis {d}"
-            return (f"index {int(idx[d])}{where} is this thread's index within its block (cuda.threadIdx.{x} = "
-                    f"{tloc[a]}), the same in every block, past the end ({int(shape[d])}): this index needs the "
-                    f"block's index (cuda.blockIdx.{x}: one per block) or the global index (cuda.grid), not "
-                    f"cuda.threadIdx.{x} alone")
-    return (f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: a "
-            f"loop bound, a stride or an offset runs past the end?")
+    local = within_block()
+    if local:
+        return local
+    return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"

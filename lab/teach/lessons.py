@@ -15,7 +15,8 @@ Lessons (:data:`LESSONS`):
 * ``one_element_per_thread``: every thread stores at most one output element (no loop over the
   data: a grid-stride loop is fine where the grid covers the data), and a block is at least a warp;
 * ``block_reduction`` / ``block_scan``: a block's threads share the work (no thread loads far more of
-  the data than its share) and the block combines its values before it adds them into a global
+  the data than its share, and in a block of at least a warp no thread reads shared memory as many
+  times as the block has threads: one thread summing the shared cells in a loop) and the block combines its values before it adds them into a global
   result (failed: more than one atomic a block and output element while the atomics number at
   least half the loads of the data, i.e. about one atomic per data element);
 * ``warp_shuffle``: the reduction uses warp shuffles;
@@ -73,7 +74,8 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
     thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
-    ``warp_collectives``, ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
+    ``warp_collectives``, ``shared_read_max`` and ``shared_read_max_by`` (the most plain shared-memory reads
+    one thread made, and that thread or None), ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
     holding copies that one thread committed), ``async_overlap`` (1 once a thread read shared memory with
     copies of its own in flight; the three counted with kernels.gemm.mma's emulation), ``load`` and
     ``store`` ({"requests", "sectors", "ideal_sectors"} of the global accesses per warp request),
@@ -125,6 +127,7 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
                        "max_loads_by": _who(who_of(top[0], g, b)) if top else None})
     inputs.sort(key=lambda d: -d["size"])
     per_block = b[0] * b[1] * b[2]
+    top_shared = counts.get("shared_read_max") or [0, 0]
     return {"grid": g, "block": b, "blocks": math.prod(g), "threads_per_block": math.prod(b),
             "elements": int(elements), "blocks_writing": len({t // per_block for t in writing}),
             "threads_writing": len(writing), "max_stored": int(max_stored),
@@ -132,6 +135,8 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
             "atomics": int(atomics), "atomic_elements": int(sum(counts["atomic_elements"][k] for k in outs)),
             "blocks_atomic": len({t // per_block for t in atomic_threads}), "threads_atomic": len(atomic_threads),
             "shared_accesses": int(counts["shared_accesses"]), "warp_collectives": int(counts["warp_collectives"]),
+            "shared_read_max": int(top_shared[1]),
+            "shared_read_max_by": _who(who_of(top_shared[0], g, b)) if top_shared[1] else None,
             "async_copies": int(counts["async_copies"]), "async_groups": int(counts["async_groups"]),
             "async_overlap": int(counts["async_overlap"]),
             "load": req["load"], "store": req["store"], "inputs": inputs}
@@ -222,6 +227,14 @@ def _block_work(what):
                         f"one loaded all {big['size']} elements of {big['name']} and wrote {output}; the other "
                         f"{f['blocks'] - 1} did nothing: this exercise is about {what}: each block combines its own "
                         f"elements (blockIdx.x * blockDim.x + threadIdx.x), then adds its one result")
+            tpb = f["threads_per_block"]
+            if tpb >= WARP and f.get("shared_read_max", 0) >= tpb:  # a tree reads about 2 log2(tpb) cells a thread
+                return (f"right values, but {_thread(f['shared_read_max_by'])} read shared memory "
+                        f"{f['shared_read_max']} times by itself, as many as its block has threads ({tpb}; a tree "
+                        f"step reads 2 cells, about {2 * max(1, tpb.bit_length() - 1)} a thread in all): this "
+                        f"exercise is about {what}: the block's threads combine the shared values together (a "
+                        f"tree: at each step half of them add a cell of the other half, a barrier between steps), "
+                        f"not one thread in a loop")
             share = math.ceil(big["size"] / max(1, launched))
             if big["max_loads"] > SERIAL_FACTOR * share + SERIAL_SLACK:
                 return (f"right values, but {_thread(big['max_loads_by'])} loaded {big['max_loads']} elements of "

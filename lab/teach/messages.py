@@ -86,6 +86,20 @@ def store_line(trace, k, flat) -> int:
     return int(lines[k][int(flat)])
 
 
+def store_in_source(lines, name) -> int:
+    """The first line of the student's file (its text ``lines``, as the judge read it) that stores into
+    array ``name`` (``name[...] =``, ``+=`` and the like, or a cuda.atomic call on it); 0 for none. The
+    judge's reading of the text, for a kernel that stored nothing: whether a store is there at all."""
+    import re
+
+    pat = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\[[^\]]*\]\s*(?:[-+*/]|//)?=(?!=)|"
+                     rf"cuda\.atomic\.\w+\(\s*{re.escape(name)}\s*,")
+    for n, text in enumerate(lines or (), 1):
+        if pat.search(str(text).split("#", 1)[0]):
+            return n
+    return 0
+
+
 def one_store_line(trace, k) -> int:
     """The line at which every written element of output ``k`` was first written, when it is one line; else 0."""
     lines = getattr(trace, "lab_store_lines", None) if trace is not None else None
@@ -142,7 +156,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     the line that raised; ``lesson``: the exercise's mistake whose access is the out-of-bounds one
     (:func:`lab.teach.diagnose.mistake_for_access`), said instead of what the index suggests; ``halo``:
     whether the reference solution reads the out-of-bounds array below a thread's own index (for a
-    negative index; :func:`lab.teach.diagnose.reference_reads_left`)."""
+    negative index; :func:`lab.teach.reference.reference_reads_left`)."""
     if error.get("kind") == "launch":
         return f"bad launch configuration: {error.get('text')}"
     nd = ndims(grid)
@@ -158,7 +172,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
-                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo)
+                             arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
+                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")))
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
@@ -186,6 +201,35 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
     where = f" ({at})" if at else ""
     who = error.get("who") or ((0,), (0,))
     return f"your kernel raised {one_line} in {fmt_who(who, nd)}{where}{advice}"
+
+
+def _loads_at(trace, who, grid, block, line) -> int:
+    """The global loads thread ``who`` made at ``line`` (the tracer's load_lines; 0 without them)."""
+    from lab.teach.contained.counts import dims3, thread_id
+
+    counts = getattr(trace, "lab_counts", None)
+    if not counts or not line:
+        return 0
+    tid = thread_id(who, dims3(grid), dims3(block))
+    return sum(int(r[3]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == tid
+               and int(r[2]) == int(line))
+
+
+def _loaded_at(trace, name, who, grid, block, line):
+    """(loads, lowest, highest flat index) that thread ``who`` made of array ``name`` at ``line`` before
+    the access that raised there (the tracer's load_lines), or None."""
+    from lab.teach.contained.counts import dims3, thread_id
+
+    counts = getattr(trace, "lab_counts", None)
+    if not counts or not line:
+        return None
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    if name not in arrays:
+        return None
+    k, tid = arrays.index(name), thread_id(who, dims3(grid), dims3(block))
+    rows = [r for r in counts.get("load_lines") or () if len(r) == 6 and int(r[0]) == k and int(r[1]) == tid
+            and int(r[2]) == int(line)]
+    return (int(rows[0][3]), int(rows[0][4]), int(rows[0][5])) if len(rows) == 1 else None
 
 
 def race_text(trace, grid, block, source=None):
@@ -273,6 +317,18 @@ def race_message(trace, k, grid, block, source=None):
         return (text + ": the asynchronous copy's data lands in shared memory at cp_async_wait, and no "
                 "cuda.syncthreads() stands between this wait and the other thread's read: wait first, then "
                 "cuda.syncthreads(), then read (a barrier before the wait does not publish what lands after it)")
+    bd = list(block) if isinstance(block, (tuple, list)) else [int(block)]
+    me, them = (tuple(int(v) for v in tuple(who[1])) + (0, 0))[:2], (tuple(int(v) for v in tuple(other)) + (0, 0))[:2]
+    if (did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1] and len(bd) >= 2
+            and bd[1] > 1 and me[0] == them[0] and 0 < abs(me[1] - them[1]) < bd[1]
+            and _loads_at(trace, who, grid, block, lines[0]) > 1):  # the store's line ran in a loop
+        # one column of threads, rows ty apart by less than the block's height, storing one cell at one line
+        d = abs(me[1] - them[1])
+        return (text + f" in the same phase: the two threads are one column of the block, {d} row{'s' if d > 1 else ''} "
+                f"apart (threadIdx.y {min(me[1], them[1])} and {max(me[1], them[1])}), less than the block's height "
+                f"{bd[1]}, and stored one cell at one line: a loop that adds j to threadIdx.y steps by less than the "
+                f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
+                f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
@@ -281,12 +337,14 @@ def race_message(trace, k, grid, block, source=None):
             "and reading what other threads wrote (and before overwriting what they still read)")
 
 
-def unwritten_message(name, unwritten, grid, block, checker_grid=False):
+def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_at=""):
     """Which elements of output ``name`` were never written, and what that pattern is evidence of:
     "round the number of blocks up" only when the student's own grid (``checker_grid`` False) has
     fewer threads than elements along that axis; x and y swapped only when the unwritten band starts
     where the other axis's threads end; a guard against the wrong extent when it starts at the other
-    dimension's size; otherwise what was observed and where."""
+    dimension's size; otherwise what was observed and where. ``stored_at``: the quoted line of the
+    student's file that stores into ``name`` (the judge's reading of the text), or '': where nothing was
+    written, the store exists and the guard let no thread reach it."""
     idx = np.argwhere(unwritten)
     count, total = len(idx), unwritten.size
     whose = "the checker's grid" if checker_grid else "your launch"
@@ -294,11 +352,20 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False):
         flat = idx[:, 0]
         text = f"{name} elements {_ranges(flat)} ({count} of {total}) never written"
         u = int(flat[0])
-        if count == total:
-            return text + ": nothing was written: does your kernel store into " + name + "?"
         tail = count == total - u  # everything from u on
         tpb = math.prod(block if not isinstance(block, (int, np.integer)) else (block,))
         launched = tpb * math.prod(grid if not isinstance(grid, (int, np.integer)) else (grid,))
+        if count == total and stored_at and launched >= total:
+            if total == 1:  # the only element is the last one: a guard that stops one short drops it
+                return text + (f": your kernel stores into {name} ({stored_at}) and thread 0 of block 0 ran, but "
+                               f"no thread reached the store: the guard (or an early return) drops the last index, "
+                               f"n - 1 (here the only one): it stops one short: keep every i < n (`if i < n:`, or "
+                               f"return only when `i >= n`)")
+            return text + (f": your kernel stores into {name} ({stored_at}) and its launch has "
+                           f"{plural(launched, 'thread')} for {plural(total, 'element')}, but no thread reached the "
+                           f"store: the guard (or an early return) lets none through")
+        if count == total:
+            return text + ": nothing was written: does your kernel store into " + name + "?"
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
         if tail and u >= launched and not checker_grid:
@@ -504,6 +571,43 @@ def scaled_hint(out64, ref, bad):
         return (f"every wrong element is {m:g} times the expected value: is it added {m:g} times (once per "
                 f"thread of a block, once per block or per warp) instead of once?")
     return None
+
+
+def own_partial_cause(source, line) -> str:
+    """Why a reduction's stored value is thread 0's own partial alone, from the store's line (``line`` of the
+    student's file, the tracer's record): a bare name stored (the thread's own accumulator) or a cell
+    stored that the tree never added the others' partials into."""
+    import re
+
+    text = str(source[line - 1]).split("#", 1)[0] if source and 0 < line <= len(source) else ""
+    m = re.match(r"\s*[A-Za-z_]\w*\s*\[[^\]]*\]\s*=\s*([A-Za-z_]\w*)\s*$", text)
+    if m:
+        return (f": the store at {quote(source, line)} writes {m.group(1)}, the thread's own value, not the reduced "
+                f"value the tree leaves in shared memory (cell 0, read after the tree's last barrier)")
+    if text.strip():
+        return (f": the cell stored at {quote(source, line)} never received the others' partials: at each tree step "
+                f"thread t < s adds cell t + s into its own cell t (cache[t] += cache[t + s]), so the sum ends in "
+                f"cell 0")
+    return ""
+
+
+def offset_hint(out64, ref, bad):
+    """'every wrong element is the expected value + 1' when all wrong elements differ from the reference
+    by one constant (to within 1e-4 of its size; a single wrong element only by a multiple of 1/4, which
+    an error made of the data is not): a constant term of the formula that differs."""
+    o, r = out64[bad], ref[bad]
+    if not bad.any() or not np.all(np.isfinite(o)) or not np.all(np.isfinite(r)):
+        return None
+    d = o - r
+    c = float(np.median(d))
+    if c == 0 or not np.all(np.abs(d - c) <= 1e-4 * abs(c) + 1e-6):
+        return None
+    n = int(bad.sum())
+    if n == 1 and abs(c * 4 - round(c * 4)) > 1e-6 * max(1.0, abs(float(r[0]))) * 4:
+        return None  # one element: a constant only where it is a round number (a data-made error is not)
+    return (f"{'every wrong element is' if n > 1 else 'the wrong element is'} the expected value {'+' if c > 0 else '-'} "
+            f"{abs(c):.6g} exactly: the formula adds a constant the statement's does not (check its constant terms "
+            f"and where its parentheses put them)")
 
 
 def poison_hint(out64, ref, bad, dtype):

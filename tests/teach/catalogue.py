@@ -655,7 +655,7 @@ WRONG = [
     # --- mma_fragment ---------------------------------------------------------------------------------
     Wrong("mma_fragment", "a1 and a2 swapped",
           [("a1 = A[r0 + g + 8, k0 + q]\n        a2 = A[r0 + g, k0 + q + 4]", "a1 = A[r0 + g, k0 + q + 4]\n        a2 = A[r0 + g + 8, k0 + q]")],
-          ["which element of A each a_i holds"], ["wrong places"], "wrong fragment lane"),
+          ["a1 and a2 are exchanged"], ["wrong places"], "wrong fragment lane"),
     Wrong("mma_fragment", "B's fragment transposed",
           [("b0 = B[k0 + q, c0 + g]\n        b1 = B[k0 + q + 4, c0 + g]", "b0 = B[k0 + g, c0 + q]\n        b1 = B[k0 + g, c0 + q + 4]")],
           ["b0 = B[k0 + q, c0 + g]"], ["wrong places"], "wrong fragment lane"),
@@ -717,7 +717,7 @@ WRONG = [
           [("    for k0 in range(0, A.shape[1], 8):\n", "    for k0 in range(0, A.shape[1], 8):\n        d0 = d1 = d2 = d3 = float32(0.0)\n")],
           ["only the last k-step"], ["which element of A"], "accumulator reset"),
     Wrong("mma_fragment", "a3 loads a1's element", [("a3 = A[r0 + g + 8, k0 + q + 4]", "a3 = A[r0 + g + 8, k0 + q]")],
-          ["which element of A each a_i holds"], ["wrong places"], "wrong fragment lane"),
+          ["a second copy of a1's element"], ["wrong places"], "wrong fragment lane"),
     Wrong("mma_fragment", "block (0, 0) computes every tile", _MMA_ONE_BLOCK,
           MAPPING + ["stored nothing", "one warp per 16 x 8 tile"], [], "one block with a loop"),
     # --- async_pipeline: fresh ones ---------------------------------------------------------------------

@@ -146,7 +146,7 @@ MUTANTS = [
     # the tensor-core exercises: caught by the simulator's emulation (numba-cuda on a GPU copies synchronously)
     ("mma_fragment", "wrong fragment lane (a1 and a2 swapped)",
      [("a1 = A[r0 + g + 8, k0 + q]\n        a2 = A[r0 + g, k0 + q + 4]", "a1 = A[r0 + g, k0 + q + 4]\n        a2 = A[r0 + g + 8, k0 + q]")],
-     "which element of A each a_i holds", False),
+     "a1 and a2 are exchanged", False),
     ("mma_fragment", "C stored at columns q and q + 4",
      [("C[r0 + g, c0 + 2 * q + 1] = d1", "C[r0 + g, c0 + q + 4] = d1")], "", False),
     ("async_pipeline", "a missing wait",

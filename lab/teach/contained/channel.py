@@ -265,6 +265,11 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
             raise ResultError(f"counts of the tracer without {key}")
         out[key] = v
     threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
+    top = facts.get("shared_read_max", [0, 0])
+    if not isinstance(top, list) or len(top) != 2 or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in top) or top[0] >= max(1, threads):
+        raise ResultError("counts of the tracer with a malformed shared_read_max")
+    out["shared_read_max"] = top
     for key, width in COUNT_TABLES:
         a = arrays.get(f"run{r}_{key}")
         if not isinstance(a, np.ndarray) or a.dtype != np.int64 or a.ndim != 2 or a.shape[1] != width:

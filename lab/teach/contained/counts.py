@@ -39,7 +39,8 @@ def stats_counts(stats, grid, block) -> dict:
     ``load_lines`` (rows [array, thread id, line of the kernel's file, loads, lowest and highest flat
     index loaded there]: where each thread loaded, and what),
     ``atomic_elements`` and ``block_elements`` (per array: elements updated atomically; distinct
-    (block, element) loads), the scalar counts. Thread ids: :func:`thread_id`. Executor side."""
+    (block, element) loads), ``shared_read_max`` ([thread id, plain shared-memory reads] of the thread
+    that made the most), the scalar counts. Thread ids: :func:`thread_id`. Executor side."""
     g, b = dims3(grid), dims3(block)
     names = list(stats.size)
     index = {n: k for k, n in enumerate(names)}
@@ -67,6 +68,7 @@ def stats_counts(stats, grid, block) -> dict:
             continue
         isz = stats.itemsize.get(name, 4) or 4
         requests.append([KINDS.index(kind), index[name], len(flats), len({f * isz // SECTOR for f in flats})])
+    top = max(stats.shared_reads.items(), key=lambda kv: kv[1], default=None)
     return {"arrays": [[n, int(stats.size[n]), int(stats.itemsize.get(n, 4) or 4), bool(stats.output.get(n))]
                        for n in names],
             "per_thread": per_thread, "stored": stored, "requests": requests,
@@ -74,5 +76,6 @@ def stats_counts(stats, grid, block) -> dict:
             "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
             "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
             "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
+            "shared_read_max": [thread_id(top[0], g, b), int(top[1])] if top else [0, 0],
             "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
             "async_overlap": int(stats.async_overlap)}

@@ -1,0 +1,104 @@
+"""The student's launch() (interpreted by the judge, :mod:`lab.teach.contained.source`, never run)
+evaluated for several sizes: :func:`launch_mismatch` names a launch whose blocks were counted for
+another block size than the one it returns, from launch() itself; :func:`launch_line` quotes the line
+that divides a size. Judge side: nothing here runs student code.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from kernels.spec import plural
+
+_AXES = ("x", "y", "z")
+
+
+def _fit(sizes, blocks) -> tuple[int, str] | None:
+    """(D, form): the block size D that ``blocks`` were computed for from ``sizes``, by ceil(size / D)
+    or size // D + 1, for every size; None when neither form fits one D."""
+    for d in range(1, 2049):
+        if all(b == -(-s // d) for s, b in zip(sizes, blocks)):
+            return d, "ceil"
+    for d in range(1, 2049):
+        if all(b == s // d + 1 for s, b in zip(sizes, blocks)):
+            return d, "floor+1"
+    return None
+
+
+def launch_line(launch, k: int) -> str:
+    """'line N: `code`': the one line of the interpreted launch() (:class:`lab.teach.source_eval.Launch`)
+    that divides its ``k``-th parameter (a floor or true division whose dividend uses it), or ''."""
+    import ast
+
+    from lab.teach.messages import quote
+
+    prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
+    fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
+    if fn is None:
+        return ""
+    params = [a.arg for a in fn.args.posonlyargs + fn.args.args]
+    if k >= len(params):
+        return ""
+    lines = {n.lineno for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, (ast.FloorDiv, ast.Div))
+             and any(isinstance(m, ast.Name) and m.id == params[k] for m in ast.walk(n.left))}
+    return quote(str(prog.text).splitlines(), lines.pop()) if len(lines) == 1 else ""
+
+
+def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
+    """Why the launch ``launch(*args)`` (the student's launch(), as the judge interprets it) has fewer
+    threads than elements along an axis, from launch() itself: the sizes along that axis varied
+    (the first ``len(shape)`` arguments of launch() are the output's shape, rows first), the number
+    of blocks it returns fitted to ceil(size / D), and D compared with the threads a block it returns
+    along that axis. None when the blocks were counted for the block size it returns (plain
+    rounding down is :func:`lab.teach.messages.unwritten_message`'s), or when nothing fits."""
+    def dims(v):
+        return [int(v)] if isinstance(v, (int, np.integer)) else [int(u) for u in v]
+
+    try:
+        grid, block = launch(*args)
+        g, b = dims(grid), dims(block)
+    except Exception:  # noqa: BLE001
+        return None
+    nd = len(shape)
+    for axis in range(min(nd, len(g), len(b))):
+        k = nd - 1 - axis  # x = the last dimension (columns), y = rows
+        elements = int(shape[k])
+        if g[axis] * b[axis] >= elements:
+            continue
+        sizes, blocks, threads = [], [], set()
+        base = int(args[k])
+        for s in sorted({1, 2, 3, 100, 1000, base} | {p + d for p in (32, 64, 128, 256, 512, 1024, 2048) for d in (-1, 0, 1)}):
+            a = list(args)
+            a[k] = s
+            try:
+                gg, bb = launch(*a)
+                gg, bb = dims(gg), dims(bb)
+            except Exception:  # noqa: BLE001
+                return None
+            if axis >= len(gg) or axis >= len(bb):
+                return None
+            sizes.append(s)
+            blocks.append(gg[axis])
+            threads.add(bb[axis])
+        fit = _fit(sizes, blocks)
+        if fit is None or len(threads) != 1:
+            return None
+        d, form = fit
+        t = b[axis]
+        if d == t:
+            return None
+        what = ("n" if nd == 1 else ("rows" if k == 0 else "cols")) if nd <= 2 else f"dimension {k}"
+        how = f"ceil({what} / {d})" if form == "ceil" else f"{what} // {d} + 1"
+        call = f"{name}({', '.join(str(v) for v in args)})"
+        where = launch_line(launch, k)
+        where = f" at {where}" if where else ""
+        axis_words = "" if nd == 1 else f" along {_AXES[axis]}"
+        return (f"your launch() divides {what} by {d}{where}, blocks{axis_words} = {how} for every size tried, but its "
+                f"blocks have {t} threads{axis_words}: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads "
+                f"for {elements} {what if nd > 1 else 'elements'}; divide by the block's own size{axis_words} "
+                f"(x = columns by block[0], y = rows by block[1])" if nd > 1 else
+                f"your launch() divides n by {d}{where}, blocks = {how} for every n tried, but its blocks have {t} threads "
+                f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
+                f"count the blocks with the block size you return: (n + threads - 1) // threads")
+    return None
+
+

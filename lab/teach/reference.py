@@ -1,0 +1,209 @@
+"""The reference solution run traced by the judge on a student's case, and single facts read from that
+run beside the student's trace (judge side: the lab's own code, built from its source, never student
+code):
+
+* :func:`reference_run` and :func:`reference`: the run (outputs, trace, writers, launch), kept per case and
+  for the last few cases of an exercise (a judge that checks many files of one exercise runs each case's
+  reference once);
+* :func:`reference_reads_left`: whether a thread reads a 1-D input left of its own index (a halo cell);
+* :func:`unread_cell`: a shared cell read before any store that the reference never reads (an index
+  that points at cells nothing fills);
+* :func:`atomic_op_fact`: another atomic function than the reference's at an element.
+
+The differential diagnosis built on these runs is :mod:`lab.teach.diagnose`.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def atomic_op_fact(ex, case, k, trace, oname, source=None) -> str | None:
+    """Which atomic updated each element of output ``k`` (the function named at the line of its first
+    update: the student's trace beside the reference solution's run of ``case``), where the two differ:
+    e.g. cuda.atomic.max into the slot the reference updates with cuda.atomic.min (an update that
+    never changes an element holding the other's identity). None when no element's differs."""
+    import re
+
+    from lab.teach.messages import quote, store_line
+
+    if trace is None or not ex.has_solution:
+        return None
+    ref = reference(ex, case)
+    r_trace = ref[1] if ref is not None else None
+    r_lines, r_src = getattr(r_trace, "lab_store_lines", None), getattr(r_trace, "lab_source", None)
+    if not r_lines or k >= len(r_lines) or not source:
+        return None
+    op = re.compile(r"cuda\.atomic\.(\w+)\(")
+
+    def op_at(lines, ln):
+        m = op.search(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
+        return m.group(1) if m else None
+
+    shape = tuple(case.outputs[k][0])
+    differ = []
+    for flat in range(int(np.prod(shape)) if shape else 1):
+        ln = store_line(trace, k, flat)
+        mine, theirs = op_at(source, ln), op_at(r_src, int(r_lines[k].get(flat, 0)))
+        if mine and theirs and mine != theirs:
+            idx = np.unravel_index(flat, shape) if shape else ()
+            differ.append((index_text(oname, idx), mine, theirs, quote(source, ln)))
+    if not differ:
+        return None
+    said = "; ".join(f"{e} was updated with cuda.atomic.{m} (at {q}), the reference's with cuda.atomic.{t}"
+                     for e, m, t, q in differ[:3])
+    swapped = len(differ) == 2 and differ[0][1] == differ[1][2] and differ[0][2] == differ[1][1]
+    why = "the two atomics go to each other's slots: swap their indices" if swapped else \
+        "another atomic than the one this element needs"
+    return f"{said}: {why} (an atomic that cannot change the value an element starts with leaves it as it was)"
+
+
+DIFFERENTIAL_THREADS = 1 << 14  # the largest launch (threads) the judge re-runs with the reference solution
+
+
+def index_text(name, idx) -> str:
+    return f"{name}[{', '.join(map(str, idx))}]"
+
+
+def _param_names(kernel) -> list:
+    import inspect
+
+    try:
+        return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def reference_run(ex, case):
+    """(outputs, trace, writers, grid, block, param names) of the exercise's reference solution run
+    in the lab's tracing simulator (:func:`lab.core.simt.run`) on ``case``, its outputs poisoned as
+    the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
+    and run by the judge, with no student code involved. None when the run fails. Called only for
+    a simulator check (the student's trace is there to compare with)."""
+    import threading
+
+    from lab.core import simt
+    from lab.teach.contained import source
+
+    try:
+        from lab.core.simulator import select
+
+        select("sim")  # (the lab's emulated helpers, kernels.gemm.mma's copies and mma, are the simulator's)
+        path = str(ex.solution)
+        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
+        kernel = getattr(mod, ex.kernel)
+        if case.grid is not None:
+            grid, block = case.grid, case.block
+        else:
+            grid, block = getattr(mod, ex.launch)(*case.launch_args)
+        names = _param_names(kernel)
+        trace, lock = simt.Trace(), threading.RLock()
+        args = [simt.traced(a.copy(), names[k], trace, lock) if isinstance(a, np.ndarray) else a
+                for k, a in enumerate(case.args)]
+        if case.init is not None:
+            outs = [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
+        else:
+            outs = [simt.poisoned(shape, dt, 0) for shape, dt in case.outputs]
+        onames = names[len(case.args):]
+        targs = [simt.traced(o, n, trace, lock, output=True) for o, n in zip(outs, onames)]
+        simt.run(kernel, grid, block, args + targs, np.random.default_rng(0), trace=trace, lock=lock)
+        writers = [tr._lab_tracker.writer for tr in targs]
+        trace.lab_store_lines = [dict(tr._lab_tracker.store_line) for tr in targs]  # flat -> line of the first write
+        trace.lab_source = str(source.read(path)).splitlines()
+        return outs, trace, writers, grid, block, names
+    except Exception:  # noqa: BLE001 - no reference run: no differential facts
+        return None
+
+
+def reference_reads_left(ex, case, arg: int) -> bool | None:
+    """Whether the reference solution, run on ``case`` (:func:`reference_run`), has a thread of a 1-D
+    launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
+    evidence that a negative index is a halo cell to guard, not an index that is off. None when
+    it cannot be told (no solution, no run, another shape or launch)."""
+    from lab.teach.contained.counts import dims3, stats_counts, who_of
+
+    a = case.args[arg] if arg < len(case.args) else None
+    if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
+        return None
+    ref = reference(ex, case)
+    if ref is None:
+        return None
+    _outs, r_trace, _writers, r_grid, r_block, r_names = ref
+    g, b = dims3(r_grid), dims3(r_block)
+    if g[1:] != [1, 1] or b[1:] != [1, 1] or math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
+        return None
+    past_block0 = False
+    for tid, (_c, lo, _hi) in load_spans(stats_counts(r_trace.stats, r_grid, r_block), r_names[arg]).items():
+        (bx, *_), (tx, *_) = who_of(tid, g, b)
+        if lo < bx * b[0] + tx:
+            return True
+        past_block0 = past_block0 or bx > 0
+    return False if past_block0 else None  # block 0 alone: its left neighbours may be guarded away
+
+
+def load_spans(counts, name) -> dict:
+    """{thread id: (loads, lowest, highest flat index)} of array ``name`` that each thread loaded, over
+    every line (the tracer's ``load_lines`` table)."""
+    arrays = counts.get("arrays") or []
+    out: dict = {}
+    for a, t, _line, c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if 0 <= int(a) < len(arrays) and arrays[int(a)][0] == name:
+            old = out.get(int(t))
+            out[int(t)] = ((int(c), int(lo), int(hi)) if old is None else
+                           (old[0] + int(c), min(old[1], int(lo)), max(old[2], int(hi))))
+    return out
+
+
+def unread_cell(ex, case, arr, idx) -> str | None:
+    """Where a shared cell ``arr[idx]`` that the student's kernel read before any thread stored it lies
+    beside the reference solution's reads of that shared array on ``case`` (same name): None when the
+    reference reads that cell too (a fill missing, not an index), or cannot tell; else the range of
+    cells the reference reads, said: the read's index points at cells nothing fills on this case."""
+    if not ex.has_solution:
+        return None
+    ref = reference(ex, case)
+    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
+    if not cells:
+        return None
+    flat = int(idx[0]) if len(idx) == 1 else None
+    if flat is None or flat in cells:
+        return None
+    from lab.core.blocks import ranges_text
+
+    return (f"the reference solution, run on this case, never reads {arr}[{flat}]: it reads {arr}"
+            f"[{ranges_text(sorted(cells), most=3)}] only, the cells this case fills: this read's index points at "
+            f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
+
+
+_REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few
+
+
+_REFERENCE_KEEP = 16
+
+
+def _case_key(ex, case) -> tuple:
+    """What decides a reference run of ``case``: the exercise, the case's name, launch and inputs (a digest)."""
+    import hashlib
+
+    h = hashlib.blake2b(digest_size=16)
+    for a in list(case.args) + list(case.init or ()):
+        v = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
+        h.update(str((v.dtype.str, v.shape)).encode())
+        h.update(v.tobytes())
+    return (ex.name, str(case.name), repr((case.grid, case.block, getattr(case, "launch_args", None))),
+            repr(case.outputs), h.hexdigest())
+
+
+def reference(ex, case):
+    """:func:`reference_run` of ``case``, once per case (kept on the case, and the last few runs kept by the
+    case's exercise, name, launch and inputs: a judge that checks many files of one exercise with the
+    same cases, a class's submissions or the lab's mutants, runs the reference once)."""
+    if not hasattr(case, "lab_reference_run"):
+        key = _case_key(ex, case)
+        if key not in _REFERENCE_RUNS:
+            while len(_REFERENCE_RUNS) >= _REFERENCE_KEEP:
+                _REFERENCE_RUNS.pop(next(iter(_REFERENCE_RUNS)))
+            _REFERENCE_RUNS[key] = reference_run(ex, case)
+        case.lab_reference_run = _REFERENCE_RUNS[key]
+    return case.lab_reference_run
