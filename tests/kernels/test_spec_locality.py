@@ -38,7 +38,6 @@ NUMPY_API = ROOT / "lab" / "teach" / "contained" / "allowlist.py"
 # so that an entry cannot outlive its reason.
 STILL_NAMING = {
     "lab/teach/contained/allowlist.py": "NumPy's API (np.transpose), not the kernel",
-    "torch_bridge/lab_ops.py": "the torch ops written by hand (issue 42 item 7 builds them from each spec)",
     "torch_bridge/bench_launch.py": "a benchmark of the vecadd op's launch paths (a script's measurement)",
 }
 
