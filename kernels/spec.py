@@ -407,8 +407,32 @@ class TorchOp:
     def __post_init__(self):
         object.__setattr__(self, "helpers", {name: TorchOp(**op) if isinstance(op, dict) else op
                                              for name, op in self.helpers.items()})
+
+    @property
+    def inputs(self) -> tuple[str, ...]:
+        """The inputs' names, in order: the schema's ``Tensor x`` names."""
+        return tuple(re.findall(r"Tensor (\w+)", self.schema.split("->")[0]))
+
+    def problems(self) -> list[str]:
+        """What is wrong with the declaration (KernelSpec checks it when the spec is defined): no schema,
+        neither ``forward`` nor ``size_of``, a ``forward`` without its ``fake``, an ``ndims`` or
+        ``fixed_dtypes`` name that is no input, a fixed dtype that is no NumPy dtype name."""
+        if not self.schema:
+            return ["no schema (the op's torch schema, e.g. \"(Tensor a) -> Tensor\")"]
+        found = []
+        if self.forward is None and self.size_of is None:
+            found.append("neither forward nor size_of (the op is written, or built from the spec's shapes)")
         if self.forward is not None and self.fake is None:
-            raise ValueError("a torch op with a forward needs its fake (the outputs' shapes and dtypes)")
+            found.append("a forward without its fake (the outputs' shapes and dtypes, for torch.compile)")
+        for what, named in (("ndims", self.ndims), ("fixed_dtypes", self.fixed_dtypes)):
+            found += [f"{what} names {name!r}, not one of its inputs ({', '.join(self.inputs)})"
+                      for name in named if name not in self.inputs]
+        for name, dtype in self.fixed_dtypes.items():
+            try:
+                np.dtype(dtype)
+            except TypeError:
+                found.append(f"fixed_dtypes {name!r}: {dtype!r} is no dtype name")
+        return found
 
 
 def op_error(op: str, message: str) -> ValueError:
@@ -632,6 +656,10 @@ class KernelSpec:
         for what, rung in named:
             if rung not in rungs:
                 raise wrong(what, rung, rungs)
+        if self.torch_op is not None:
+            for op_name, op in {self.name: self.torch_op, **self.torch_op.helpers}.items():
+                for problem in op.problems():
+                    raise ValueError(f"kernel {self.name}: torch op {op_name}: {problem}")
         dims = self.size_dims
         for size in [t.size for t in self.targets] + ([self.counter_size] if self.counter_size else []):
             if len(size) != dims:

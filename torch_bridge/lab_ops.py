@@ -285,10 +285,9 @@ def _spec_op(spec, name: str, op) -> None:
     ``in_shapes`` made contiguous and outputs allocated from ``out_specs`` (the rung: the kernel's
     ``auto`` or ``torch_op.rungs``). Its ``backward`` and ``setup_context`` make it differentiable;
     without them an input that requires grad is a RuntimeError naming ``no_grad``."""
-    import re
     from types import SimpleNamespace
 
-    names = tuple(re.findall(r"Tensor (\w+)", op.schema.split("->")[0]))
+    names = op.inputs
     ndims, fixed, own = op.ndims or None, op.fixed_dtypes or None, op.check
 
     def check(tensors):
