@@ -28,7 +28,8 @@ from kernels.compiler import cuda, float64, uint64
 from kernels.quantize import (block_partials_prepare, grid_stride_launch, quant_code,
                               quant_params, reference as quantize_reference)
 from kernels.device_limits import current
-from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once, op_error
+from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
+from kernels.torch_op import op_error
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
 
 # --- Per row (per channel): one block per row, one launch ------------------------------------------

@@ -449,7 +449,8 @@ from kernels.gemm.config import TUNABLE, WARP_TILED  # noqa: E402
 from kernels.gemm.rungs import (gemm_launch, gemm_launch_with, small_prepare, warp_tiled_prepare,  # noqa: E402
                                 wide_loads_prepare)
 from kernels.gemm.model import choose  # noqa: E402
-from kernels.spec import inner_dims_agree, plural, product, save_inputs  # noqa: E402
+from kernels.spec import plural  # noqa: E402
+from kernels.torch_op import inner_dims_agree, product, save_inputs  # noqa: E402
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------

@@ -20,8 +20,8 @@ from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_reference, dot_tolerances,
-                          inner_dims_agree, launch_once, product, save_inputs, sm_count, split_columns,
-                          standard_normal)
+                          launch_once, sm_count, split_columns, standard_normal)
+from kernels.torch_op import inner_dims_agree, product, save_inputs
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
 

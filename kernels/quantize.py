@@ -64,7 +64,8 @@ from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, int64, uint32, uint64
 
 from kernels.device_limits import current
-from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for, op_error
+from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for
+from kernels.torch_op import op_error
 from kernels.compiler import SIMULATOR
 from kernels.warp import MAX_WARPS, SCRATCH, block_minmax
 from kernels.contenders import quantize as C  # its CuPy and torch contenders

@@ -48,8 +48,8 @@ from kernels.arrays import empty_like
 from kernels.compiler import cuda, float64, uint64
 
 from kernels.device_limits import current
-from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, same_shape, save_output,
-                          sm_count)
+from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count
+from kernels.torch_op import same_shape, save_output
 from kernels import softmax_backward as SB  # the backward kernel of torch.ops.lab.softmax
 from kernels.warp import MAX_WARPS, SCRATCH, block_max, block_merge, block_sum, rescale
 from kernels.contenders import softmax as C  # its CuPy, torch and Triton contenders

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 from kernels.compiler import cuda
 
-from kernels.spec import (Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once, same_shape,
-                          sm_count)
+from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once, sm_count
+from kernels.torch_op import same_shape
 
 
 @cuda.jit

@@ -8,7 +8,7 @@
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
     torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
 
-Every op is declared in its kernel's spec (``KernelSpec.torch_op``, kernels.spec.TorchOp: its schema,
+Every op is declared in its kernel's spec (``KernelSpec.torch_op``, kernels.torch_op.TorchOp: its schema,
 checks, forward, fake and backward, written beside the kernel; docs/adding-a-kernel.md, "The torch
 op"); this module names no kernel: it holds what every op shares (the checks, the launch plans, the
 launch) and registers each op (:func:`_spec_op`). Each op is registered with torch.library's public API, the parts ``torch.library.custom_op`` is made of
@@ -277,7 +277,7 @@ def _spec_outputs(spec, names):
 
 
 def _spec_op(spec, name: str, op) -> None:
-    """Register ``torch.ops.lab.<name>`` as ``spec``'s TorchOp ``op`` declares it (kernels.spec.TorchOp,
+    """Register ``torch.ops.lab.<name>`` as ``spec``'s TorchOp ``op`` declares it (kernels.torch_op.TorchOp,
     docs/adding-a-kernel.md): the checks every op shares (:func:`_check`, with the op's ``ndims`` and
     ``fixed_dtypes``), then its ``check``, in the real and the fake implementation; then its ``forward``
     and ``fake`` (given ``torch`` and a bridge: ``run`` through the kernel's launch plan, ``launch`` of one
