@@ -233,7 +233,7 @@ def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad
     contract) makes it differentiable; without a backward an input that requires grad is a
     RuntimeError at the call, saying ``no_grad`` (why). ``doc``: one line for :data:`DECLARED`.
     Returns ``impl``."""
-    qualname = f"lab::{name}"
+    qualname = f"{_lib.ns}::{name}"  # "lab::<name>" (a test registers its own ops in a namespace of its own)
     _lib.define(name + schema)
     _lib.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(qualname, fake, lib=_lib)
