@@ -266,7 +266,7 @@ def test_a_new_spec_declares_its_torch_op_with_a_backward(scale2, monkeypatch):
     try:
         lab_ops._spec_op(spec, "scale2", spec.torch_op)
         assert lab_ops.DECLARED == {"scale2": ("2 a", True)}
-        f = getattr(getattr(torch.ops, ns), "scale2")
+        f = getattr(torch.ops, ns).scale2
         a = torch.randn(37, dtype=torch.float64, device=lab_ops._DEVICE, requires_grad=True)
         y = f(a)
         torch.testing.assert_close(y, 2 * a.detach(), rtol=0, atol=0)
