@@ -6,13 +6,13 @@
     torch.ops.lab.softmax(x)            softmax over the rows of a 2-D x           autograd (Numba backward)
     torch.ops.lab.quantize(x)           (q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
-    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
+    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec declares a torch_op
 
 Every op is declared in its kernel's spec (``KernelSpec.torch_op``, kernels.torch_op.TorchOp: its schema,
 checks, forward, fake and backward, written beside the kernel; docs/adding-a-kernel.md, "The torch
 op"); this module names no kernel: it holds what every op shares (the checks, the launch plans, the
-launch) and registers each op (:func:`_spec_op`). Each op is registered with torch.library's public API, the parts ``torch.library.custom_op`` is made of
-(:func:`_define`): ``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl``
+launch) and registers each op (:func:`_spec_op`). Each op is registered with torch.library's public
+API, the parts ``torch.library.custom_op`` is made of (:func:`_define`): ``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl``
 (the implementation, under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
 ``torch.library.register_fake`` (shapes and dtypes without running anything, so
 ``torch.compile(fullgraph=True)`` traces them) and ``torch.library.register_autograd``: vecadd, matvec,
