@@ -13,7 +13,8 @@ checks, forward, fake and backward, written beside the kernel; docs/adding-a-ker
 op"); this module names no kernel: it holds what every op shares (the checks, the launch plans, the
 launch) and registers each op (:func:`_spec_op`). Each op is registered with torch.library's public
 API, the parts ``torch.library.custom_op`` is made of (:func:`_define`):
-``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl`` (the implementation, under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
+``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl`` (the implementation,
+under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
 ``torch.library.register_fake`` (shapes and dtypes without running anything, so
 ``torch.compile(fullgraph=True)`` traces them) and ``torch.library.register_autograd``: vecadd, matvec,
 matmul and softmax have a backward (softmax's is the Numba kernel of kernels/softmax_backward.py); the
