@@ -29,6 +29,7 @@ from kernels.quantize import (block_partials_prepare, grid_stride_launch, quant_
                               quant_params, reference as quantize_reference)
 from kernels.device_limits import current
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
+from kernels.torch_op import op_error
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
 
 # --- Per row (per channel): one block per row, one launch ------------------------------------------
@@ -252,6 +253,29 @@ def torch_dequantize(torch, params, q, out):
     return (torch.mul(q.to(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
 
 
+# --- torch.ops.lab.dequantize (registered by torch_bridge.lab_ops from the spec's torch_op) ----------
+def op_check(torch, q, scale, zero_point):
+    for name, t in (("scale", scale), ("zero_point", zero_point)):
+        if t.numel() != 1:
+            raise op_error("dequantize", f"{name} must hold 1 value, got shape {tuple(t.shape)}")
+
+
+def op_forward(torch, bridge, q, scale, zero_point):
+    """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
+    q = q.contiguous()
+    out = torch.empty(q.shape, dtype=scale.dtype, device=q.device)
+    n = q.numel()
+    if n:
+        params = torch.stack([scale.reshape(()), zero_point.reshape(())])
+        blocks = math.ceil(n / bridge.threads)
+        bridge.launch(dequantize_kernel, (blocks,), (bridge.threads,), q.view(-1), params, out.view(-1))
+    return out
+
+
+def op_fake(torch, q, scale, zero_point):
+    return torch.empty(q.shape, dtype=scale.dtype, device=q.device)
+
+
 RUNGS = {
     "element_per_thread": Variant(
         "element_per_thread", "one thread an element; the row by integer division",
@@ -280,7 +304,9 @@ SPEC = KernelSpec(
                 "torch": (("torch (q - zero_point) * scale", torch_dequantize),)},
     # torch.ops.lab.dequantize(q, scale, zero_point) takes per-tensor parameters, not the spec's
     # per-row ones: an op, not a contender
-    torch_op=dict(contender=False, doc="(q - zp) * s in s.dtype, of q.shape"),
+    torch_op=dict(contender=False, doc="(q - zp) * s in s.dtype, of q.shape",
+                  schema="(Tensor q, Tensor scale, Tensor zero_point) -> Tensor", fixed_dtypes={"q": "uint8"},
+                  check=op_check, forward=op_forward, fake=op_fake, no_grad="rounding is flat almost everywhere"),
     bench_sizes=(("4096x16384", 256),),
     sweep=dict(shapes=("1x1", "1x1000003", "100000x33", "4096x1024", "1024x16384", "4096x16384", "3x5000001",
                        "20000x4097")),

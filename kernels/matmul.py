@@ -450,6 +450,7 @@ from kernels.gemm.rungs import (gemm_launch, gemm_launch_with, small_prepare, wa
                                 wide_loads_prepare)
 from kernels.gemm.model import choose  # noqa: E402
 from kernels.spec import plural  # noqa: E402
+from kernels.torch_op import inner_dims_agree, product, save_inputs  # noqa: E402
 
 
 # --- Reference, sizes, accounting -------------------------------------------------------------
@@ -513,6 +514,30 @@ from kernels.gemm.tensor_core_3xtf32 import RUNG as TF32X3, auto_route  # noqa: 
 from kernels.contenders import matmul as C  # noqa: E402  (its CuPy, torch and Triton contenders)
 PIPELINE_RUNGS = {**PIPELINE_RUNGS, TF32X3.name: TF32X3}
 
+
+# --- torch.ops.lab.matmul (registered by torch_bridge.lab_ops from the spec's torch_op) --------------
+def op_check(torch, A, B):
+    inner_dims_agree("matmul", A, B, "B")
+
+
+def op_forward(torch, bridge, A, B):
+    """C = A @ B: A (M, K), B (K, N) -> C (M, N) in float32/64 FMAs (kernels/matmul.py)."""
+    (m, k), n = A.shape, B.shape[1]
+    return product(torch, bridge, A, B, (m, n), (m, n, k))
+
+
+def op_fake(torch, A, B):
+    return A.new_empty((A.shape[0], B.shape[1]))
+
+
+def op_backward(torch, ctx, grad):
+    """dA = grad @ B^T, dB = A^T @ grad, both through lab.matmul."""
+    A, B = ctx.saved_tensors
+    dA = torch.ops.lab.matmul(grad, B.t()) if ctx.needs_input_grad[0] else None
+    dB = torch.ops.lab.matmul(A.t(), grad) if ctx.needs_input_grad[1] else None
+    return dA, dB
+
+
 SPEC = KernelSpec(
     name="matmul",
     summary="C = A @ B for M x K and K x N row-major matrices",
@@ -545,7 +570,9 @@ SPEC = KernelSpec(
                                    "bf16 rungs' tolerance"})),
                 "triton": (("tiled matmul (tl.dot FP32)", C.triton_matmul_fp32),
                            ("tiled matmul (tl.dot TF32)", C.triton_matmul_tf32, {"tf32": True}))},
-    torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd"),
+    torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd",
+                  schema="(Tensor A, Tensor B) -> Tensor", ndims={"A": 2, "B": 2}, check=op_check,
+                  forward=op_forward, fake=op_fake, backward=op_backward, setup_context=save_inputs),
     bench_sizes=(("4096", 256),),
     targets=(dict(size=(4096, 4096, 4096), against="torch.matmul (cuBLAS, TF32 off)", bound=0.5),),
     sweep=dict(shapes=("64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",

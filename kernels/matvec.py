@@ -21,6 +21,7 @@ from kernels.compiler import cuda, float64, uint64
 
 from kernels.spec import (KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, dot_reference, dot_tolerances,
                           launch_once, sm_count, split_columns, standard_normal)
+from kernels.torch_op import inner_dims_agree, product, save_inputs
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_sum, group_sum, lanes_for, warp_sum
 
 
@@ -383,6 +384,28 @@ def torch_matvec(torch, A, x, out):
     return (torch.mv(A, x, out=out[0]),)
 
 
+# --- torch.ops.lab.matvec (registered by torch_bridge.lab_ops from the spec's torch_op) --------------
+def op_check(torch, A, x):
+    inner_dims_agree("matvec", A, x, "x")
+
+
+def op_forward(torch, bridge, A, x):
+    """y = A @ x: A (ROWS, COLS), x (COLS,) -> y (ROWS,) (kernels/matvec.py; one warp a row)."""
+    return product(torch, bridge, A, x, A.shape[0], tuple(A.shape))
+
+
+def op_fake(torch, A, x):
+    return A.new_empty(A.shape[0])
+
+
+def op_backward(torch, ctx, grad):
+    """dA = outer(grad, x), dx = A^T @ grad (through lab.matvec)."""
+    A, x = ctx.saved_tensors
+    dA = torch.outer(grad, x) if ctx.needs_input_grad[0] else None
+    dx = torch.ops.lab.matvec(A.t(), grad) if ctx.needs_input_grad[1] else None
+    return dA, dx
+
+
 RUNGS = {
     "row_per_thread": Variant(
         "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
@@ -424,7 +447,9 @@ SPEC = KernelSpec(
         choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())", kernel="matvec")},
     order=20,
     contenders={"cupy": (("cupy.matmul (cuBLAS)", cupy_matvec),), "torch": (("torch.mv (cuBLAS)", torch_matvec),)},
-    torch_op=dict(rungs=("warp_per_row", "warp_per_row"), doc="A @ x, A (ROWS, COLS), x (COLS,); autograd"),
+    torch_op=dict(rungs=("warp_per_row", "warp_per_row"), doc="A @ x, A (ROWS, COLS), x (COLS,); autograd",
+                  schema="(Tensor A, Tensor x) -> Tensor", ndims={"A": 2, "x": 1}, check=op_check,
+                  forward=op_forward, fake=op_fake, backward=op_backward, setup_context=save_inputs),
     bench_sizes=(("16384x4096", 1024), ("16384x4096", 256)),
     targets=(dict(size=(16384, 4096), against="torch.mv (cuBLAS)", bound=1.0),),
     sweep=dict(shapes=("1x1", "4x100000", "16x262144", "64x65536", "1000x1000", "2047x3001", "4096x4096",

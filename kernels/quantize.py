@@ -65,6 +65,7 @@ from kernels.compiler import cuda, float64, int64, uint32, uint64
 
 from kernels.device_limits import current
 from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for
+from kernels.torch_op import op_error
 from kernels.compiler import SIMULATOR
 from kernels.warp import MAX_WARPS, SCRATCH, block_minmax
 from kernels.contenders import quantize as C  # its CuPy and torch contenders
@@ -593,6 +594,27 @@ RUNGS = {
 }
 
 
+# --- torch.ops.lab.quantize (registered by torch_bridge.lab_ops from the spec's torch_op) ------------
+def op_check(torch, x):
+    if x.numel() == 0:
+        raise op_error("quantize", "x is empty, expected at least 1 element (min and max are undefined)")
+
+
+def op_forward(torch, bridge, x):
+    """Per-tensor affine uint8 quantization (kernels/quantize.py's rules): returns
+    (q uint8 of x's shape, scale, zero_point), scale and zero_point 0-d tensors of x's dtype
+    (zero_point holds an integer)."""
+    x = x.contiguous()
+    q = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
+    params = torch.empty(2, dtype=x.dtype, device=x.device)
+    bridge.run((x.numel(),), [x.view(-1)], [q.view(-1), params])
+    return q, params[0].clone(), params[1].clone()  # two outputs may not share memory
+
+
+def op_fake(torch, x):
+    return (torch.empty(x.shape, dtype=torch.uint8, device=x.device), x.new_empty(()), x.new_empty(()))
+
+
 SPEC = KernelSpec(
     name="quantize",
     summary="per-tensor uint8 quantization: min/max, then q = round(x / scale + zero_point)",
@@ -615,7 +637,8 @@ SPEC = KernelSpec(
                 "torch": (("ARENA quantize_tensor (torch ops, host syncs)", C.torch_quantize_seed),
                           ("torch.aminmax + torch.quantize_per_tensor", C.torch_quantize_aminmax,
                            {"float32_inside": True}))},
-    torch_op=dict(rungs=("block_partials", "block_partials"),
+    torch_op=dict(rungs=("block_partials", "block_partials"), schema="(Tensor x) -> (Tensor, Tensor, Tensor)",
+                  check=op_check, forward=op_forward, fake=op_fake, no_grad="rounding is flat almost everywhere",
                   doc="(q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype"),
     bench_sizes=(("67108864", 256),),
     targets=(dict(size=(67108864,), against=None, bound=0.245, kind="ms"),),

@@ -49,6 +49,8 @@ from kernels.compiler import cuda, float64, uint64
 
 from kernels.device_limits import current
 from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count
+from kernels.torch_op import same_shape, save_output
+from kernels import softmax_backward as SB  # the backward kernel of torch.ops.lab.softmax
 from kernels.warp import MAX_WARPS, SCRATCH, block_max, block_merge, block_sum, rescale
 from kernels.contenders import softmax as C  # its CuPy, torch and Triton contenders
 
@@ -561,6 +563,43 @@ RUNGS = {
 }
 
 
+# --- torch.ops.lab.softmax and its backward op (registered by torch_bridge.lab_ops from the spec) -------
+def op_forward(torch, bridge, x):
+    """Softmax over the last dimension of a 2-D x (each row sums to 1; kernels/softmax.py)."""
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    if out.numel():
+        bridge.run(tuple(x.shape), [x], [out])
+    return out
+
+
+def op_fake(torch, x):
+    return torch.empty_like(x, memory_format=torch.contiguous_format)
+
+
+def op_backward(torch, ctx, grad):
+    (y,) = ctx.saved_tensors
+    return torch.ops.lab.softmax_backward(y, grad)
+
+
+def backward_check(torch, y, grad):
+    same_shape("softmax_backward", y, grad, "y", "grad")
+
+
+def backward_forward(torch, bridge, y, grad):
+    """dx = y * (grad - rowsum(grad * y)), y the softmax output (kernels/softmax_backward.py)."""
+    y, grad = y.contiguous(), grad.contiguous()
+    dx = torch.empty_like(y)
+    if dx.numel():
+        cfg = SB.launch(tuple(y.shape), bridge.threads)
+        bridge.launch(SB.softmax_backward_kernel, cfg.grid, cfg.block, y, grad, dx)
+    return dx
+
+
+def backward_fake(torch, y, grad):
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
 SPEC = KernelSpec(
     name="softmax",
     summary="row-wise softmax of a ROWS x COLS row-major matrix (numerically stable)",
@@ -582,7 +621,13 @@ SPEC = KernelSpec(
                 "torch": (("torch.softmax", C.torch_softmax),
                           ("torch.compile(naive softmax)", C.torch_softmax_compiled)),
                 "triton": (("fused softmax (a program a row)", C.triton_softmax),)},
-    torch_op=dict(rungs=("fused", "fused"), doc="softmax over the rows of a 2-D x; autograd (Numba backward)"),
+    torch_op=dict(rungs=("fused", "fused"), doc="softmax over the rows of a 2-D x; autograd (Numba backward)",
+                  schema="(Tensor x) -> Tensor", ndims={"x": 2}, forward=op_forward, fake=op_fake,
+                  backward=op_backward, setup_context=save_output,
+                  helpers={"softmax_backward": dict(
+                      schema="(Tensor y, Tensor grad) -> Tensor", ndims={"y": 2, "grad": 2}, check=backward_check,
+                      forward=backward_forward, fake=backward_fake, no_grad="softmax has no double backward",
+                      doc="dx = y * (grad - rowsum(grad * y)), y the softmax output (kernels/softmax_backward.py).")}),
     bench_sizes=(("8192x8192", 1024), ("65536x1024", 256)),
     targets=(dict(size=(8192, 8192), against="torch.softmax", bound=1.2), dict(size=(65536, 1024), against="torch.softmax", bound=0.95)),
     sweep=dict(shapes=("1x1", "100000x32", "1000000x64", "262144x128", "1000x1000", "4099x3001", "65536x1024",

@@ -18,6 +18,7 @@ import numpy as np
 from kernels import device_limits, tuning
 from kernels.arrays import agnostic
 from kernels.gemm.precision import PRECISIONS
+from kernels.torch_op import TorchOp
 
 Size = tuple[int, ...]
 
@@ -354,27 +355,6 @@ CONTENDER_OPTIONS = ("float32_inside", "tf32", "tolerance", "why")
 
 
 @dataclass(frozen=True)
-class TorchOp:
-    """The kernel as a torch operator, ``torch.ops.lab.<name>`` (torch_bridge.lab_ops).
-
-    rungs: (GPU rung, simulator rung) the op runs when the kernel has no ``auto`` variant.
-    contender: the op takes the spec's inputs and returns its outputs, so ``lab run`` times it as
-      the torch row "numba via torch op (torch.ops.lab.<name>)" (torch_bridge.contenders.lab_op).
-    schema: the op's torch schema after its name, e.g. ``"(Tensor a) -> Tensor"``, for a kernel whose
-      op torch_bridge builds from this spec alone (float inputs of the spec's ``in_shapes``, outputs
-      allocated from ``out_specs``, no gradient); empty for the ops torch_bridge.lab_ops writes by hand.
-    size_of(*shapes) -> Size: the problem size from the input tensors' shapes (generic ops only).
-    doc: one line for the op's docstring.
-    """
-
-    rungs: tuple[str, str] = ("", "")
-    contender: bool = True
-    schema: str = ""
-    size_of: Callable[..., Size] | None = None
-    doc: str = ""
-
-
-@dataclass(frozen=True)
 class Sweep:
     """The kernel in the public shape sweep (lab.bench.shapes): the shapes a user has (``--size``
     text: tiny, skinny both ways, square, huge, odd), the lesson rungs left out (slow on purpose:
@@ -553,6 +533,10 @@ class KernelSpec:
         for what, rung in named:
             if rung not in rungs:
                 raise wrong(what, rung, rungs)
+        if self.torch_op is not None:
+            for op_name, op in {self.name: self.torch_op, **self.torch_op.helpers}.items():
+                for problem in op.problems():
+                    raise ValueError(f"kernel {self.name}: torch op {op_name}: {problem}")
         dims = self.size_dims
         for size in [t.size for t in self.targets] + ([self.counter_size] if self.counter_size else []):
             if len(size) != dims:

@@ -18,6 +18,7 @@ import numpy as np
 from kernels.compiler import cuda
 
 from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once, sm_count
+from kernels.torch_op import same_shape
 
 
 @cuda.jit
@@ -115,6 +116,34 @@ def torch_vecadd(torch, a, b, out):
     return (torch.add(a, b, out=out[0]),)
 
 
+# --- torch.ops.lab.vecadd (registered by torch_bridge.lab_ops from the spec's torch_op) --------------
+def op_check(torch, a, b):
+    same_shape("vecadd", a, b)
+
+
+def op_forward(torch, bridge, a, b):
+    """c = a + b elementwise (same shape, any number of dimensions; flattened for the kernel:
+    kernels/vecadd.py, the rung its ``choose()`` picks for the element count). The implementation
+    behind torch.ops.lab.vecadd."""
+    a, b = a.contiguous(), b.contiguous()
+    c = torch.empty_like(a, memory_format=torch.contiguous_format)
+    n = c.numel()
+    if n and c.dim() == 1:
+        bridge.run((n,), (a, b), (c,))
+    elif n:
+        bridge.run((n,), (a.view(-1), b.view(-1)), (c.view(-1),))
+    return c
+
+
+def op_fake(torch, a, b):
+    return torch.empty_like(a, memory_format=torch.contiguous_format)
+
+
+def op_backward(torch, ctx, grad):
+    """d(a + b)/da = d(a + b)/db = identity: the upstream gradient passes to both inputs."""
+    return grad, grad
+
+
 RUNGS = {
     "element_per_thread": Variant(
         "element_per_thread", "one thread per element, bounds-guarded (CUDA Programming Guide, VecAdd)",
@@ -141,7 +170,8 @@ SPEC = KernelSpec(
     order=10,
     contenders={"cupy": (("cupy.add", cupy_vecadd),), "torch": (("torch.add", torch_vecadd),)},
     torch_op=dict(rungs=("element_per_thread", "element_per_thread"),
-                  doc="a + b, same shape (any shape, flattened); autograd"),
+                  doc="a + b, same shape (any shape, flattened); autograd", schema="(Tensor a, Tensor b) -> Tensor",
+                  check=op_check, forward=op_forward, fake=op_fake, backward=op_backward),
     bench_sizes=(("67108864", 256), ("67108864", 1024)),
     targets=(dict(size=(67108864,), against="torch.add", bound=0.95),),
     sweep=dict(shapes=("1", "1000", "100003", "1048576", "4194305", "16777216", "67108864", "134217728"),

@@ -6,11 +6,15 @@
     torch.ops.lab.softmax(x)            softmax over the rows of a 2-D x           autograd (Numba backward)
     torch.ops.lab.quantize(x)           (q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype
     torch.ops.lab.dequantize(q, s, zp)  (q - zp) * s in s.dtype, of q.shape
-    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec.torch_op gives a schema
+    torch.ops.lab.<kernel>(...)         any other kernel whose KernelSpec declares a torch_op
 
-Each op is registered with torch.library's public API, the parts ``torch.library.custom_op`` is made of
-(:func:`_define`): ``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl``
-(the implementation, under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
+Every op is declared in its kernel's spec (``KernelSpec.torch_op``, kernels.torch_op.TorchOp: its schema,
+checks, forward, fake and backward, written beside the kernel; docs/adding-a-kernel.md, "The torch
+op"); this module names no kernel: it holds what every op shares (the checks, the launch plans, the
+launch) and registers each op (:func:`_spec_op`). Each op is registered with torch.library's public
+API, the parts ``torch.library.custom_op`` is made of (:func:`_define`):
+``torch.library.Library("lab", "FRAGMENT").define`` (the schema) and ``.impl`` (the implementation,
+under ``CompositeExplicitAutograd``, so every device reaches the op's own checks),
 ``torch.library.register_fake`` (shapes and dtypes without running anything, so
 ``torch.compile(fullgraph=True)`` traces them) and ``torch.library.register_autograd``: vecadd, matvec,
 matmul and softmax have a backward (softmax's is the Numba kernel of kernels/softmax_backward.py); the
@@ -44,9 +48,9 @@ torch's dispatcher: :func:`torch_bridge.launch.vecadd` (docs/torch.md, "The fast
 """
 from __future__ import annotations
 
-import math
 import os
 import time
+from functools import partial
 
 import torch
 
@@ -66,9 +70,16 @@ DECLARED: dict[str, tuple[str, bool]] = {}
 
 
 # --- Checks ---------------------------------------------------------------------------------------
-def _check(op: str, named: dict, dtypes=FLOATS, ndims: dict | None = None) -> torch.dtype:
-    """Validate ``named`` (name -> tensor) for op ``op``; returns the common float dtype.
-    One-line ValueError naming what was expected and what was got."""
+def _check(op: str, named: dict, ndims: dict | None = None, fixed: dict | None = None) -> torch.dtype:
+    """Validate ``named`` (name -> tensor) for op ``op``, the checks every op shares (its TorchOp's
+    ``ndims``: name -> dimensions; ``fixed``: name -> the torch dtype name it must have, checked first);
+    returns the common float dtype. One-line ValueError naming what was expected and what was got."""
+    if fixed:
+        for name, want in fixed.items():
+            t = named[name]
+            if not isinstance(t, torch.Tensor) or t.dtype != getattr(torch, want):
+                got = t.dtype if isinstance(t, torch.Tensor) else type(t).__name__
+                raise ValueError(f"lab.{op}: {name} is {got}, expected torch.{want}")
     first_name, first = next(iter(named.items()))
     want_device = _DEVICE
     dtype = None
@@ -83,7 +94,7 @@ def _check(op: str, named: dict, dtypes=FLOATS, ndims: dict | None = None) -> to
             raise ValueError(f"lab.{op}: {name} is on {t.device}, expected {first.device} ({first_name}'s device)")
         if ndims and name in ndims and t.dim() != ndims[name]:
             raise ValueError(f"lab.{op}: {name} must be {ndims[name]}-D, got shape {tuple(t.shape)}")
-        if t.dtype == torch.uint8 and dtypes is not FLOATS and name == "q":
+        if fixed and name in fixed:
             continue
         if t.dtype not in FLOATS:
             raise ValueError(f"lab.{op}: {name} is {t.dtype}, expected torch.float32 or torch.float64")
@@ -92,11 +103,6 @@ def _check(op: str, named: dict, dtypes=FLOATS, ndims: dict | None = None) -> to
         elif t.dtype != dtype:
             raise ValueError(f"lab.{op}: {name} is {t.dtype}, expected {dtype} ({dname}'s dtype)")
     return dtype
-
-
-def _same_shape(op, a, b, an="a", bn="b"):
-    if a.shape != b.shape:
-        raise ValueError(f"lab.{op}: {bn} has shape {tuple(b.shape)}, expected {tuple(a.shape)} ({an}'s shape)")
 
 
 # --- Running a kernel variant on tensors -------------------------------------------------------------
@@ -221,15 +227,14 @@ def _launch(kernel_fn, grid, block, *tensors) -> None:
 _lib = torch.library.Library("lab", "FRAGMENT")
 
 
-def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad="rounding is flat almost everywhere",
-            doc=""):
+def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad="", doc=""):
     """Register ``torch.ops.lab.<name>`` (``schema``: "(Tensor A, ...) -> Tensor"): ``impl`` runs it,
     ``fake`` gives its outputs' shapes and dtypes (``torch.library.register_fake``); ``backward(ctx,
     *grads)`` with ``setup_context(ctx, inputs, output)`` (``torch.library.register_autograd``'s
     contract) makes it differentiable; without a backward an input that requires grad is a
-    RuntimeError at the call, saying ``no_grad`` (why). ``doc``: one line for :data:`DECLARED`
-    (default: the kernel's ``torch_op.doc``). Returns ``impl``."""
-    qualname = f"lab::{name}"
+    RuntimeError at the call, saying ``no_grad`` (why). ``doc``: one line for :data:`DECLARED`.
+    Returns ``impl``."""
+    qualname = f"{_lib.ns}::{name}"  # "lab::<name>" (a test registers its own ops in a namespace of its own)
     _lib.define(name + schema)
     _lib.impl(name, impl, "CompositeExplicitAutograd")
     torch.library.register_fake(qualname, fake, lib=_lib)
@@ -241,8 +246,6 @@ def _define(name, schema, impl, fake, backward=None, setup_context=None, no_grad
         torch.library.register_autograd(qualname, _no_backward, setup_context=refuse, lib=_lib)
     else:
         torch.library.register_autograd(qualname, backward, setup_context=setup_context, lib=_lib)
-    if not doc:  # a kernel's op: its spec's line; another (softmax_backward): its docstring's first line
-        doc = kernels.load(name).torch_op.doc if name in kernels.NAMES else (impl.__doc__ or "").split("\n")[0]
     DECLARED[name] = (doc, backward is not None)
     return impl
 
@@ -251,235 +254,16 @@ def _no_backward(ctx, *grads):
     raise RuntimeError("unreachable: the op refused an input that requires grad at the call")
 
 
-# --- vecadd -------------------------------------------------------------------------------------------
-def _vecadd_check(a, b):
-    _check("vecadd", {"a": a, "b": b})
-    _same_shape("vecadd", a, b)
-
-
-def vecadd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """c = a + b elementwise (same shape, any number of dimensions; flattened for the kernel:
-    kernels/vecadd.py, the rung its ``choose()`` picks for the element count). The implementation
-    behind torch.ops.lab.vecadd."""
-    _vecadd_check(a, b)
-    a, b = a.contiguous(), b.contiguous()
-    c = torch.empty_like(a, memory_format=torch.contiguous_format)
-    n = c.numel()
-    if n and c.dim() == 1:
-        _run("vecadd", (n,), (a, b), (c,))
-    elif n:
-        _run("vecadd", (n,), (a.view(-1), b.view(-1)), (c.view(-1),))
-    return c
-
-
-def _vecadd_fake(a, b):
-    _vecadd_check(a, b)
-    return torch.empty_like(a, memory_format=torch.contiguous_format)
-
-
-def _vecadd_backward(ctx, grad):
-    """d(a + b)/da = d(a + b)/db = identity: the upstream gradient passes to both inputs."""
-    return grad, grad
-
-
-_define("vecadd", "(Tensor a, Tensor b) -> Tensor", vecadd, _vecadd_fake, _vecadd_backward)
-
-
-# --- matvec and matmul: A @ x, A @ B ----------------------------------------------------------------
-def _product_check(op, A, other, name):
-    """A 2-D ``A`` and ``other`` (matvec's x, 1-D; matmul's B, 2-D) with as many rows as A has columns."""
-    ndim = 1 if op == "matvec" else 2
-    _check(op, {"A": A, name: other}, ndims={"A": 2, name: ndim})
-    if A.shape[1] != other.shape[0]:
-        raise ValueError(f"lab.{op}: {name} has {other.shape[0]} {'entries' if ndim == 1 else 'rows'}, "
-                         f"expected {A.shape[1]} (A's columns)")
-
-
-def _product(op, A, other, out_shape, size):
-    """``A @ other`` through kernel ``op`` at ``size``: contiguous inputs, zeros when A has no column."""
-    A, other = A.contiguous(), other.contiguous()
-    out = torch.empty(out_shape, dtype=A.dtype, device=A.device)
-    if A.shape[1] == 0:
-        return out.zero_()
-    if out.numel():
-        _run(op, size, [A, other], [out])
-    return out
-
-
-def _save_inputs(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
-
-
-def matvec(A: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """y = A @ x: A (ROWS, COLS), x (COLS,) -> y (ROWS,) (kernels/matvec.py; one warp a row)."""
-    _product_check("matvec", A, x, "x")
-    return _product("matvec", A, x, A.shape[0], tuple(A.shape))
-
-
-def _matvec_fake(A, x):
-    _product_check("matvec", A, x, "x")
-    return A.new_empty(A.shape[0])
-
-
-def _matvec_backward(ctx, grad):
-    """dA = outer(grad, x), dx = A^T @ grad (through lab.matvec)."""
-    A, x = ctx.saved_tensors
-    dA = torch.outer(grad, x) if ctx.needs_input_grad[0] else None
-    dx = torch.ops.lab.matvec(A.t(), grad) if ctx.needs_input_grad[1] else None
-    return dA, dx
-
-
-_define("matvec", "(Tensor A, Tensor x) -> Tensor", matvec, _matvec_fake, _matvec_backward, _save_inputs)
-
-
-def matmul(A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
-    """C = A @ B: A (M, K), B (K, N) -> C (M, N) in float32/64 FMAs (kernels/matmul.py)."""
-    _product_check("matmul", A, B, "B")
-    (m, k), n = A.shape, B.shape[1]
-    return _product("matmul", A, B, (m, n), (m, n, k))
-
-
-def _matmul_fake(A, B):
-    _product_check("matmul", A, B, "B")
-    return A.new_empty((A.shape[0], B.shape[1]))
-
-
-def _matmul_backward(ctx, grad):
-    """dA = grad @ B^T, dB = A^T @ grad, both through lab.matmul."""
-    A, B = ctx.saved_tensors
-    dA = torch.ops.lab.matmul(grad, B.t()) if ctx.needs_input_grad[0] else None
-    dB = torch.ops.lab.matmul(A.t(), grad) if ctx.needs_input_grad[1] else None
-    return dA, dB
-
-
-_define("matmul", "(Tensor A, Tensor B) -> Tensor", matmul, _matmul_fake, _matmul_backward, _save_inputs)
-
-
-# --- softmax --------------------------------------------------------------------------------------
-def softmax(x: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last dimension of a 2-D x (each row sums to 1; kernels/softmax.py)."""
-    _check("softmax", {"x": x}, ndims={"x": 2})
-    x = x.contiguous()
-    out = torch.empty_like(x)
-    if out.numel():
-        _run("softmax", tuple(x.shape), [x], [out])
-    return out
-
-
-def _softmax_fake(x):
-    _check("softmax", {"x": x}, ndims={"x": 2})
-    return torch.empty_like(x, memory_format=torch.contiguous_format)
-
-
-def softmax_backward(y: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
-    """dx = y * (grad - rowsum(grad * y)), y the softmax output (kernels/softmax_backward.py)."""
-    _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
-    _same_shape("softmax_backward", y, grad, "y", "grad")
-    from kernels import softmax_backward as SB
-
-    y, grad = y.contiguous(), grad.contiguous()
-    dx = torch.empty_like(y)
-    if dx.numel():
-        cfg = SB.launch(tuple(y.shape), THREADS)
-        _launch(SB.softmax_backward_kernel, cfg.grid, cfg.block, y, grad, dx)
-    return dx
-
-
-def _softmax_backward_fake(y, grad):
-    _check("softmax_backward", {"y": y, "grad": grad}, ndims={"y": 2, "grad": 2})
-    _same_shape("softmax_backward", y, grad, "y", "grad")
-    return torch.empty_like(y, memory_format=torch.contiguous_format)
-
-
-def _softmax_setup(ctx, inputs, output):
-    ctx.save_for_backward(output)
-
-
-def _softmax_backward(ctx, grad):
-    (y,) = ctx.saved_tensors
-    return torch.ops.lab.softmax_backward(y, grad)
-
-
-_define("softmax_backward", "(Tensor y, Tensor grad) -> Tensor", softmax_backward, _softmax_backward_fake,
-        no_grad="softmax has no double backward")
-_define("softmax", "(Tensor x) -> Tensor", softmax, _softmax_fake, _softmax_backward, _softmax_setup)
-
-
-# --- quantize / dequantize -------------------------------------------------------------------------
-def _quantize_check(x):
-    _check("quantize", {"x": x})
-    if x.numel() == 0:
-        raise ValueError("lab.quantize: x is empty, expected at least 1 element (min and max are undefined)")
-
-
-def quantize(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Per-tensor affine uint8 quantization (kernels/quantize.py's rules): returns
-    (q uint8 of x's shape, scale, zero_point), scale and zero_point 0-d tensors of x's dtype
-    (zero_point holds an integer)."""
-    _quantize_check(x)
-    x = x.contiguous()
-    q = torch.empty(x.shape, dtype=torch.uint8, device=x.device)
-    params = torch.empty(2, dtype=x.dtype, device=x.device)
-    _run("quantize", (x.numel(),), [x.view(-1)], [q.view(-1), params])
-    return q, params[0].clone(), params[1].clone()  # two outputs may not share memory
-
-
-def _quantize_fake(x):
-    _quantize_check(x)
-    return (torch.empty(x.shape, dtype=torch.uint8, device=x.device), x.new_empty(()), x.new_empty(()))
-
-
-def _dequantize_check(q, scale, zero_point):
-    if not isinstance(q, torch.Tensor) or q.dtype != torch.uint8:
-        got = q.dtype if isinstance(q, torch.Tensor) else type(q).__name__
-        raise ValueError(f"lab.dequantize: q is {got}, expected torch.uint8")
-    _check("dequantize", {"q": q, "scale": scale, "zero_point": zero_point}, dtypes=None)
-    for name, t in (("scale", scale), ("zero_point", zero_point)):
-        if t.numel() != 1:
-            raise ValueError(f"lab.dequantize: {name} must hold 1 value, got shape {tuple(t.shape)}")
-
-
-def dequantize(q: torch.Tensor, scale: torch.Tensor, zero_point: torch.Tensor) -> torch.Tensor:
-    """x' = (q - zero_point) * scale, in scale's dtype, q's shape; one thread an element."""
-    _dequantize_check(q, scale, zero_point)
-    q = q.contiguous()
-    out = torch.empty(q.shape, dtype=scale.dtype, device=q.device)
-    n = q.numel()
-    if n:
-        from kernels.dequantize import dequantize_kernel
-
-        params = torch.stack([scale.reshape(()), zero_point.reshape(())])
-        blocks = math.ceil(n / THREADS)
-        _launch(dequantize_kernel, (blocks,), (THREADS,), q.view(-1), params, out.view(-1))
-    return out
-
-
-def _dequantize_fake(q, scale, zero_point):
-    _dequantize_check(q, scale, zero_point)
-    return torch.empty(q.shape, dtype=scale.dtype, device=q.device)
-
-
-_define("quantize", "(Tensor x) -> (Tensor, Tensor, Tensor)", quantize, _quantize_fake)
-_define("dequantize", "(Tensor q, Tensor scale, Tensor zero_point) -> Tensor", dequantize, _dequantize_fake)
-
-
-# --- ops built from a kernel's spec alone -------------------------------------------------------------
-def _spec_op(spec) -> None:
-    """Register ``torch.ops.lab.<name>`` for a kernel whose ``KernelSpec.torch_op`` gives a ``schema``
-    (docs/adding-a-kernel.md): its inputs are checked (float32 or float64, one dtype, one device, the
-    shapes ``in_shapes(size)`` of the size ``size_of(*shapes)``), made contiguous, and its outputs
-    allocated from ``out_specs``; the rung is its ``auto`` or ``torch_op.rungs``. A fake implementation
-    makes it traceable (torch.compile); it has no gradient (an input that requires grad is a
-    RuntimeError, as for quantize)."""
-    import re
-
+# --- ops declared by a kernel's spec ----------------------------------------------------------------
+def _spec_outputs(spec, names):
+    """The ``outputs(tensors)`` of an op built from ``spec`` alone: the shape check (the inputs are the
+    shapes ``in_shapes(size)`` of the size ``size_of(*shapes)``) and the outputs allocated from
+    ``out_specs``; returns (size, outputs)."""
     import numpy as np
 
     op, name = spec.torch_op, spec.name
-    names = re.findall(r"Tensor (\w+)", op.schema.split("->")[0])
 
-    def outputs(tensors, device):
-        _check(name, dict(zip(names, tensors)))
+    def outputs(tensors):
         shapes = [tuple(t.shape) for t in tensors]
         size = tuple(op.size_of(*shapes))
         if len(size) != spec.size_dims or shapes != [tuple(s) for s in spec.in_shapes(size)]:
@@ -487,33 +271,84 @@ def _spec_op(spec) -> None:
                 if len(size) == spec.size_dims else f"{spec.size_dims}-D ({spec.size_help})"
             raise ValueError(f"lab.{name}: inputs of shapes {', '.join(map(str, shapes))}, expected {want}")
         dtype = np.dtype(str(tensors[0].dtype).removeprefix("torch."))
-        return size, [torch.empty(shape, dtype=getattr(torch, np.dtype(dt).name), device=device)
+        return size, [torch.empty(shape, dtype=getattr(torch, np.dtype(dt).name), device=tensors[0].device)
                       for shape, dt in spec.out_specs(size, dtype)]
 
-    def impl(*tensors):
-        size, outs = outputs(tensors, tensors[0].device)
-        if all(t.numel() for t in tensors) and all(o.numel() for o in outs):
-            _run(name, size, [t.contiguous() for t in tensors], outs)
-        return outs[0] if len(outs) == 1 else tuple(outs)
+    return outputs
 
-    def fake(*tensors):
-        return (lambda outs: outs[0] if len(outs) == 1 else tuple(outs))(outputs(tensors, tensors[0].device)[1])
 
-    impl.__doc__ = f"{op.doc or spec.summary} (kernels/{name}.py; built from its KernelSpec)."
-    _define(name, op.schema, impl, fake, no_grad="its KernelSpec declares no backward", doc=op.doc or spec.summary)
+def _spec_op(spec, name: str, op) -> None:
+    """Register ``torch.ops.lab.<name>`` as ``spec``'s TorchOp ``op`` declares it (kernels.torch_op.TorchOp,
+    docs/adding-a-kernel.md): the checks every op shares (:func:`_check`, with the op's ``ndims`` and
+    ``fixed_dtypes``), then its ``check``, in the real and the fake implementation; then its ``forward``
+    and ``fake`` (given ``torch`` and a bridge: ``run`` through the kernel's launch plan, ``launch`` of one
+    kernel, ``threads``), or, for an op of ``schema`` and ``size_of`` alone, inputs of the spec's
+    ``in_shapes`` made contiguous and outputs allocated from ``out_specs`` (the rung: the kernel's
+    ``auto`` or ``torch_op.rungs``). Its ``backward`` and ``setup_context`` make it differentiable;
+    without them an input that requires grad is a RuntimeError naming ``no_grad``."""
+    from types import SimpleNamespace
+
+    names = op.inputs
+    ndims, fixed, own = op.ndims or None, op.fixed_dtypes or None, op.check
+
+    def check(tensors):
+        _check(name, dict(zip(names, tensors)), ndims, fixed)
+        if own is not None:
+            own(torch, *tensors)
+
+    if op.forward is not None:
+        forward, fake_outputs = op.forward, op.fake
+        bridge = SimpleNamespace(run=partial(_run, spec.name), launch=_launch, threads=THREADS)
+
+        def impl(*tensors):  # check() written out: one Python call less on every call of the op
+            _check(name, dict(zip(names, tensors)), ndims, fixed)
+            if own is not None:
+                own(torch, *tensors)
+            return forward(torch, bridge, *tensors)
+
+        def fake(*tensors):
+            check(tensors)
+            return fake_outputs(torch, *tensors)
+
+        impl.__doc__ = forward.__doc__
+    else:
+        outputs = _spec_outputs(spec, names)
+
+        def impl(*tensors):
+            check(tensors)
+            size, outs = outputs(tensors)
+            if all(t.numel() for t in tensors) and all(o.numel() for o in outs):
+                _run(name, size, [t.contiguous() for t in tensors], outs)
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        def fake(*tensors):
+            check(tensors)
+            outs = outputs(tensors)[1]
+            return outs[0] if len(outs) == 1 else tuple(outs)
+
+        impl.__doc__ = f"{op.doc or spec.summary} (kernels/{name}.py; built from its KernelSpec)."
+    backward = None
+    if op.backward is not None:
+        def backward(ctx, *grads):
+            return op.backward(torch, ctx, *grads)
+
+    _define(name, op.schema, impl, fake, backward, op.setup_context,
+            no_grad=op.no_grad or "its KernelSpec declares no backward", doc=op.doc or spec.summary)
     globals()[name] = impl
 
 
 def _spec_ops() -> tuple[str, ...]:
-    """Every kernel that is a torch op (its spec's ``torch_op``), in kernels.NAMES order; those with a
-    ``schema`` registered here from the spec."""
+    """Every kernel that is a torch op (its spec's ``torch_op``), in kernels.NAMES order, registered here
+    with the helper ops it declares before it (``TorchOp.helpers``)."""
     names = []
     for kernel in kernels.NAMES:
         spec = kernels.load(kernel)
         if spec.torch_op is None:
             continue
+        for helper, op in spec.torch_op.helpers.items():
+            _spec_op(spec, helper, op)
         if spec.torch_op.schema:
-            _spec_op(spec)
+            _spec_op(spec, kernel, spec.torch_op)
         names.append(kernel)
     return tuple(names)
 

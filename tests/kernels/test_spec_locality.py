@@ -38,7 +38,6 @@ NUMPY_API = ROOT / "lab" / "teach" / "contained" / "allowlist.py"
 # so that an entry cannot outlive its reason.
 STILL_NAMING = {
     "lab/teach/contained/allowlist.py": "NumPy's API (np.transpose), not the kernel",
-    "torch_bridge/lab_ops.py": "the torch ops written by hand (issue 42 item 7 builds them from each spec)",
     "torch_bridge/bench_launch.py": "a benchmark of the vecadd op's launch paths (a script's measurement)",
 }
 
@@ -229,6 +228,61 @@ def test_a_misspelled_against_fails_when_the_spec_is_defined():
     assert dataclasses.replace(spec, targets=spec.targets).targets == spec.targets  # the real ones pass
 
 
+def scale2_forward(torch, bridge, a):
+    """out = 2 a (the test's kernel)."""
+    out = torch.empty_like(a, memory_format=torch.contiguous_format)
+    if out.numel():
+        bridge.run(tuple(a.shape), [a.contiguous()], [out])
+    return out
+
+
+def scale2_check(torch, a):
+    if a.numel() > 1000:
+        raise ValueError(f"lab.scale2: a has {a.numel()} elements, expected at most 1000")
+
+
+def test_a_new_spec_declares_its_torch_op_with_a_backward(scale2, monkeypatch):
+    """A kernel's spec alone declares a torch op with its checks, forward, fake and backward:
+    torch_bridge.lab_ops registers it with no line changed: it computes, differentiates, refuses bad input
+    with the declared one-line errors, and torch.library.opcheck's schema, fake-tensor and autograd
+    registration tests pass (in a namespace of the test's own, removed after; the full opcheck of the
+    real ops: tests/torch_bridge/test_ops.py)."""
+    torch = pytest.importorskip("torch")
+    import dataclasses
+    import uuid
+
+    from kernels.torch_op import save_inputs
+    from torch_bridge import lab_ops
+
+    op = dict(schema="(Tensor a) -> Tensor", rungs=("one", "one"), ndims={"a": 1}, check=scale2_check,
+              forward=scale2_forward, fake=lambda torch, a: torch.empty_like(a, memory_format=torch.contiguous_format),
+              backward=lambda torch, ctx, grad: 2 * grad, setup_context=save_inputs, doc="2 a")
+    spec = dataclasses.replace(scale2, torch_op=op)
+    monkeypatch.setattr(sys.modules["kernels.scale2"], "SPEC", spec)
+    ns = f"lab_test_{uuid.uuid4().hex[:8]}"
+    lib = torch.library.Library(ns, "FRAGMENT")
+    monkeypatch.setattr(lab_ops, "_lib", lib)
+    monkeypatch.setattr(lab_ops, "DECLARED", {})
+    try:
+        lab_ops._spec_op(spec, "scale2", spec.torch_op)
+        assert lab_ops.DECLARED == {"scale2": ("2 a", True)}
+        f = getattr(torch.ops, ns).scale2
+        a = torch.randn(37, dtype=torch.float64, device=lab_ops._DEVICE, requires_grad=True)
+        y = f(a)
+        torch.testing.assert_close(y, 2 * a.detach(), rtol=0, atol=0)
+        y.sum().backward()
+        assert torch.equal(a.grad, torch.full_like(a, 2))
+        with pytest.raises(ValueError, match=r"^lab.scale2: a must be 1-D, got shape \(2, 3\)$"):
+            f(torch.randn(2, 3, device=lab_ops._DEVICE))
+        with pytest.raises(ValueError, match="^lab.scale2: a has 1001 elements, expected at most 1000$"):
+            f(torch.randn(1001, device=lab_ops._DEVICE))
+        result = torch.library.opcheck(f, (torch.randn(5, device=lab_ops._DEVICE, requires_grad=True),),
+                                       test_utils=("test_schema", "test_faketensor", "test_autograd_registration"))
+        assert all(v == "SUCCESS" for v in result.values()), result
+    finally:
+        lib._destroy()
+
+
 @pytest.mark.parametrize("change,message", [
     (dict(contenders={"tourch": (("torch.add", torch_scale2),)}), "contender library 'tourch' is not one of cupy, torch, triton"),
     (dict(contenders={"torch": (("torch.add", "torch_bridge.contenders:torch_vecadd"),)}), "with a callable function"),
@@ -237,6 +291,13 @@ def test_a_misspelled_against_fails_when_the_spec_is_defined():
     (dict(sweep=dict(shapes=("7",), skip=("elemnt_per_thread",))), "the sweep's skip 'elemnt_per_thread'"),
     (dict(sweep=dict(shapes=("7",), against="torch.add", floors=(dict(text="t", bound=1, shape="8"),))), "floor's shape '8'"),
     (dict(torch_op=dict(rungs=("auto", "four_per_threads"))), "torch_op's rung 'four_per_threads'"),
+    (dict(torch_op=dict(rungs=("auto", "auto"))), "torch op vecadd: no schema"),
+    (dict(torch_op=dict(schema="(Tensor a) -> Tensor")), "torch op vecadd: neither forward nor size_of"),
+    (dict(torch_op=dict(schema="(Tensor a) -> Tensor", forward=torch_scale2)), "a forward without its fake"),
+    (dict(torch_op=dict(schema="(Tensor a) -> Tensor", size_of=tuple, ndims={"x": 2})), "ndims names 'x', not one of its inputs \\(a\\)"),
+    (dict(torch_op=dict(schema="(Tensor a) -> Tensor", size_of=tuple, fixed_dtypes={"a": "unit8"})), "'unit8' is no dtype name"),
+    (dict(torch_op=dict(schema="(Tensor a) -> Tensor", size_of=tuple, helpers={"vecadd_twice": dict(schema="(Tensor a) -> Tensor", forward=torch_scale2)})),
+     "torch op vecadd_twice: a forward without its fake"),
     (dict(sim_cost={"Auto": 0.1}), "sim_cost 'Auto'"),
     (dict(targets=(dict(size=(4096, 2), against="torch.add", bound=0.5),)), r"size \(4096, 2\) has 2 numbers"),
     (dict(tune_shapes={"GPU": ("7",)}), "tune_shapes key 'GPU'"),
