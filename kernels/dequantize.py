@@ -241,6 +241,17 @@ def tolerance(inputs, ref, dtype):
     return [np.finfo(dtype).eps * np.abs(ref[0]) + float(np.finfo(dtype).tiny)]
 
 
+def cupy_dequantize(cp, params, q, out):
+    """CuPy: per-row (q - zero_point) * scale as two broadcast elementwise kernels."""
+    return (cp.multiply(q.astype(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
+
+
+def torch_dequantize(torch, params, q, out):
+    """torch: per-row (q - zero_point) * scale, a subtract (exact: small integers) and a multiply that
+    rounds once, as the reference does, so torch and NumPy agree to the last bit."""
+    return (torch.mul(q.to(params.dtype) - params[:, 1:2], params[:, 0:1], out=out[0]),)
+
+
 RUNGS = {
     "element_per_thread": Variant(
         "element_per_thread", "one thread an element; the row by integer division",
@@ -265,8 +276,8 @@ SPEC = KernelSpec(
     flops=lambda size: 2 * size[0] * size[1],
     variants={**RUNGS, "auto": auto_variant(choose, RUNGS, "row_blocks for long rows, else one thread an element", kernel="dequantize")},
     order=60,
-    contenders={"cupy": (("cupy (q - zero_point) * scale", "lab.core.cupy_ops:dequantize"),),
-                "torch": (("torch (q - zero_point) * scale", "torch_bridge.contenders:torch_dequantize"),)},
+    contenders={"cupy": (("cupy (q - zero_point) * scale", cupy_dequantize),),
+                "torch": (("torch (q - zero_point) * scale", torch_dequantize),)},
     # torch.ops.lab.dequantize(q, scale, zero_point) takes per-tensor parameters, not the spec's
     # per-row ones: an op, not a contender
     torch_op=dict(contender=False, doc="(q - zp) * s in s.dtype, of q.shape"),

@@ -510,6 +510,7 @@ RUNGS = {
 from kernels.gemm.tensor_core_tf32 import PIPELINE_RUNGS  # noqa: E402  (async_copy, tensor_core_tf32/bf16 ...)
 from kernels.gemm.mma import precision_tolerances  # noqa: E402  (torch's bf16 row: checked as the bf16 rungs are)
 from kernels.gemm.tensor_core_3xtf32 import RUNG as TF32X3, auto_route  # noqa: E402  (3xTF32, auto's tensor-core route)
+from kernels.contenders import matmul as C  # noqa: E402  (its CuPy, torch and Triton contenders)
 PIPELINE_RUNGS = {**PIPELINE_RUNGS, TF32X3.name: TF32X3}
 
 SPEC = KernelSpec(
@@ -535,21 +536,25 @@ SPEC = KernelSpec(
         "launch model of measured tiles picks (choose())",
         kernel="matmul", first=auto_route)},
     order=30,
-    contenders={"cupy": (("@lab.core.cupy_ops:matmul_label", "lab.core.cupy_ops:matmul"),),
-                "torch": (("torch.matmul (cuBLAS, TF32 off)", "torch_bridge.contenders:torch_matmul"),
-                          ("torch.matmul (cuBLAS, TF32)", "torch_bridge.contenders:torch_matmul_tf32", {"tf32": True}),
-                          ("torch.matmul (cuBLAS, bf16)", "torch_bridge.contenders:torch_matmul_bf16",
+    contenders={"cupy": ((C.cupy_matmul_label, C.cupy_matmul),),
+                "torch": (("torch.matmul (cuBLAS, TF32 off)", C.torch_matmul),
+                          ("torch.matmul (cuBLAS, TF32)", C.torch_matmul_tf32, {"tf32": True}),
+                          ("torch.matmul (cuBLAS, bf16)", C.torch_matmul_bf16,
                            {"tolerance": precision_tolerances("bf16"),
                             "why": "bf16: inputs rounded to 7 mantissa bits on tensor cores, float32 sums, checked at the "
                                    "bf16 rungs' tolerance"})),
-                "triton": (("@lab.core.triton_ops:matmul_fp32_label", "lab.core.triton_ops:matmul_fp32"),
-                           ("@lab.core.triton_ops:matmul_tf32_label", "lab.core.triton_ops:matmul_tf32", {"tf32": True}))},
+                "triton": (("tiled matmul (tl.dot FP32)", C.triton_matmul_fp32),
+                           ("tiled matmul (tl.dot TF32)", C.triton_matmul_tf32, {"tf32": True}))},
     torch_op=dict(rungs=("register_tiled", "naive"), doc="A @ B, A (M, K), B (K, N); autograd"),
     bench_sizes=(("4096", 256),),
     targets=(dict(size=(4096, 4096, 4096), against="torch.matmul (cuBLAS, TF32 off)", bound=0.5),),
     sweep=dict(shapes=("64", "512", "1000x1030x517", "1024", "2048", "4096", "4096x4096x256", "32x4096x4096",
                        "4096x32x4096", "64x64x65536", "128x128x32768"),
-               skip=frozenset({"naive", "shared"}), against="torch.matmul (cuBLAS, TF32 off)"),
+               skip=frozenset({"naive", "shared"}), against="torch.matmul (cuBLAS, TF32 off)",
+               floors=(dict(text="matmul >= 0.6x cuBLAS at every shape >= 2^27 FLOPs (auto)", bound=0.6, min_flops=1 << 27),
+                       dict(text="matmul >= 0.85x cuBLAS at 4096^3 (auto)", bound=0.85, shape="4096"))),
+    precision_auto={"highest": "SIMT FP32 only", "high": "3xTF32 on tensor cores (FP32-accurate) or SIMT FP32",
+                    "medium": "TF32 on tensor cores (TF32's tolerance), 3xTF32 or SIMT FP32"},
     sim_cost={"naive": 0.05, "shared": 0.05, "register_tiled": 1.82, "tile64": 0.06, "split_k": 0.09,
               "skinny_m": 0.05, "vector": 0.05, "warp_tiled": 2.84, "wide_loads": 3.95, "small": 0.05,
               "async_copy": 3.5, "tensor_core_tf32": 0.97, "tensor_core_bf16": 0.82, "tensor_core_3xtf32": 6.3,

@@ -373,6 +373,16 @@ def make_inputs(size, dtype, rng):
     return (rng.standard_normal((rows, cols)).astype(dtype), rng.standard_normal(cols).astype(dtype))
 
 
+def cupy_matvec(cp, A, x, out):
+    """CuPy: ``cupy.matmul(A, x, out=y)``, cuBLAS's GEMV."""
+    return (cp.matmul(A, x, out=out[0]),)
+
+
+def torch_matvec(torch, A, x, out):
+    """torch: ``torch.mv(A, x, out=y)``, cuBLAS's GEMV."""
+    return (torch.mv(A, x, out=out[0]),)
+
+
 RUNGS = {
     "row_per_thread": Variant(
         "row_per_thread", "one thread per row; a warp's loads are COLS apart (uncoalesced)",
@@ -413,8 +423,7 @@ SPEC = KernelSpec(
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "split_k for few long rows, else warp_per_row with threads by row count (choose())", kernel="matvec")},
     order=20,
-    contenders={"cupy": (("cupy.matmul (cuBLAS)", "lab.core.cupy_ops:matvec"),),
-                "torch": (("torch.mv (cuBLAS)", "torch_bridge.contenders:torch_matvec"),)},
+    contenders={"cupy": (("cupy.matmul (cuBLAS)", cupy_matvec),), "torch": (("torch.mv (cuBLAS)", torch_matvec),)},
     torch_op=dict(rungs=("warp_per_row", "warp_per_row"), doc="A @ x, A (ROWS, COLS), x (COLS,); autograd"),
     bench_sizes=(("16384x4096", 1024), ("16384x4096", 256)),
     targets=(dict(size=(16384, 4096), against="torch.mv (cuBLAS)", bound=1.0),),

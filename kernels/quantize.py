@@ -67,6 +67,7 @@ from kernels.device_limits import current
 from kernels.spec import Bounds, KernelSpec, Launch, Variant, auto_variant, blocks_for
 from kernels.compiler import SIMULATOR
 from kernels.warp import MAX_WARPS, SCRATCH, block_minmax
+from kernels.contenders import quantize as C  # its CuPy and torch contenders
 
 QMIN = 0.0
 QMAX = 255.0
@@ -610,9 +611,9 @@ SPEC = KernelSpec(
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "l2_tail_first at 256 threads, fewer threads for small N (choose())", kernel="quantize")},
     order=50,
-    contenders={"cupy": (("cupy min/max + ElementwiseKernel", "lab.core.cupy_ops:quantize"),),
-                "torch": (("ARENA quantize_tensor (torch ops, host syncs)", "torch_bridge.contenders:torch_quantize_seed"),
-                          ("torch.aminmax + torch.quantize_per_tensor", "torch_bridge.contenders:torch_quantize_aminmax",
+    contenders={"cupy": (("cupy min/max + ElementwiseKernel", C.cupy_quantize),),
+                "torch": (("ARENA quantize_tensor (torch ops, host syncs)", C.torch_quantize_seed),
+                          ("torch.aminmax + torch.quantize_per_tensor", C.torch_quantize_aminmax,
                            {"float32_inside": True}))},
     torch_op=dict(rungs=("block_partials", "block_partials"),
                   doc="(q uint8 of x.shape, scale, zero_point), 0-d tensors of x.dtype"),

@@ -50,6 +50,8 @@ from kernels.compiler import cuda, float64, uint64
 from kernels.device_limits import current
 from kernels.spec import KernelSpec, plural, Launch, Variant, auto_variant, blocks_for, sm_count
 from kernels.warp import MAX_WARPS, SCRATCH, block_max, block_merge, block_sum, rescale
+from kernels.contenders import softmax as C  # its CuPy, torch and Triton contenders
+
 UNROLL = 4  # loads each thread keeps in flight per trip in the long-row loops
 # The longest row a block holds in registers, by item size: at most RESIDENT_MAX values a thread
 # and RESIDENT_BLOCK values a block. From ptxas's counts for sm_90 (registers a thread of the fused
@@ -576,10 +578,10 @@ SPEC = KernelSpec(
     variants={**RUNGS, "auto": auto_variant(
         choose, RUNGS, "group_rows for short rows, split_row for a few long rows, else fused (choose())", kernel="softmax")},
     order=40,
-    contenders={"cupy": (("cupyx.scipy.special.softmax", "lab.core.cupy_ops:softmax"),),
-                "torch": (("torch.softmax", "torch_bridge.contenders:torch_softmax"),
-                          ("torch.compile(naive softmax)", "torch_bridge.contenders:torch_softmax_compiled")),
-                "triton": (("@lab.core.triton_ops:softmax_label", "lab.core.triton_ops:softmax"),)},
+    contenders={"cupy": (("cupyx.scipy.special.softmax", C.cupy_softmax),),
+                "torch": (("torch.softmax", C.torch_softmax),
+                          ("torch.compile(naive softmax)", C.torch_softmax_compiled)),
+                "triton": (("fused softmax (a program a row)", C.triton_softmax),)},
     torch_op=dict(rungs=("fused", "fused"), doc="softmax over the rows of a 2-D x; autograd (Numba backward)"),
     bench_sizes=(("8192x8192", 1024), ("65536x1024", 256)),
     targets=(dict(size=(8192, 8192), against="torch.softmax", bound=1.2), dict(size=(65536, 1024), against="torch.softmax", bound=0.95)),

@@ -8,11 +8,16 @@ from __future__ import annotations
 import math
 import os
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from kernels import device_limits, tuning
+from kernels.arrays import agnostic
+from kernels.gemm.precision import PRECISIONS
 
 Size = tuple[int, ...]
 
@@ -196,8 +201,6 @@ def standard_normal(rng, shape, dtype):
     n = int(np.prod(shape, dtype=np.int64))
     if n < PARALLEL_DRAW:
         return rng.standard_normal(shape, dtype=dtype)
-    from concurrent.futures import ThreadPoolExecutor
-
     out = np.empty(shape, dtype)
     flat, children = out.reshape(-1), rng.spawn(16)
     bounds = [n * i // 16 for i in range(17)]
@@ -239,9 +242,7 @@ def sm_count() -> int:
     """Streaming multiprocessors of the device launch math sizes grids for
     (:func:`kernels.device_limits.current`: the GPU's own count; in the simulator the described
     device, an H100 SXM's 132 unless a caller describes another)."""
-    from kernels.device_limits import current
-
-    return current().sm_count
+    return device_limits.current().sm_count
 
 
 def auto_variant(choose, rungs: dict, doc: str, kernel: str = "", first=None) -> Variant:
@@ -256,8 +257,6 @@ def auto_variant(choose, rungs: dict, doc: str, kernel: str = "", first=None) ->
     ``Launch.params`` carry the choice to ``prepare``. ``first(size)``, when given, is asked before the tuned
     cache: (rung, threads, why) to run instead of any SIMT choice (matmul's tensor-core route, kernels/gemm/
     tensor_core_3xtf32.auto_route), or None."""
-    from kernels import tuning
-
     def launch(size, threads):
         pick = first(size) if first else None
         if pick:
@@ -327,8 +326,6 @@ class Variant:
     suits: Callable[[Size], bool] | None = None
 
     def __post_init__(self):
-        from kernels.arrays import agnostic
-
         object.__setattr__(self, "prepare", agnostic(self.prepare))
 
     def configure(self, size, threads: int, params: dict | None = None) -> Launch:
@@ -348,6 +345,12 @@ class Variant:
         if self.max_threads and threads > self.max_threads:
             return f"supports at most {self.max_threads} threads per block"
         return None
+
+
+# The libraries a kernel's contenders come from (KernelSpec.contenders' keys), and the options an entry may
+# carry (what each does: lab.core.registry).
+LIBRARIES = ("cupy", "torch", "triton")
+CONTENDER_OPTIONS = ("float32_inside", "tf32", "tolerance", "why")
 
 
 @dataclass(frozen=True)
@@ -376,12 +379,26 @@ class Sweep:
     """The kernel in the public shape sweep (lab.bench.shapes): the shapes a user has (``--size``
     text: tiny, skinny both ways, square, huge, odd), the lesson rungs left out (slow on purpose:
     never the best rung), the torch contender label it is measured against ("" for Numba rows only),
-    and whether it counts in the memory-bound geometric mean and the >= 0.8x target."""
+    and whether it counts in the memory-bound geometric mean and the >= 0.8x target; ``floors``: the
+    kernel's own targets (:class:`SweepFloor`)."""
 
     shapes: tuple[str, ...] = ()
     skip: frozenset = frozenset()
     against: str = ""
     memory_bound: bool = False
+    floors: tuple = ()
+
+
+@dataclass(frozen=True)
+class SweepFloor:
+    """A target of the public sweep (lab.bench.shapes): ``auto`` at least ``bound`` x the speed of the
+    sweep's ``against`` op at the sweep shape ``shape``, or, with ``shape`` "", at every shape of at least
+    ``min_flops`` FLOPs a call. ``text``: the target as the sweep's table names it."""
+
+    text: str
+    bound: float
+    shape: str = ""
+    min_flops: int = 0
 
 
 @dataclass(frozen=True)
@@ -444,12 +461,14 @@ class KernelSpec:
     reference64: Callable[..., tuple[np.ndarray, ...]] | None = None
 
     # --- what lab's commands know of the kernel: declared here, read by lab and torch_bridge ----------
-    # Library contenders: library ("cupy", "torch") -> ((label, "module:function"[, options]), ...).
-    # The function is ``fn(*inputs, out=outputs)`` on device arrays (CuPy's take the ``cupy`` module
-    # first); it may live in the kernel module itself (it imports no library: the module is passed
-    # in, or the arrays carry their own methods). A label "@module:function" is computed by that
-    # function. Options: {"float32_inside": True}, the op computes in float32 whatever the input
-    # dtype (lab.core.registry). Resolved by lab.core.registry only when that contender runs.
+    # Library contenders: library (one of LIBRARIES) -> ((label, function[, options]), ...), written in
+    # the kernel's module (or kernels/contenders/<kernel>.py beside it). The function is
+    # ``fn(lib, *inputs, out=outputs)`` on device arrays: ``lib`` is the library's module, passed in by
+    # lab so that kernels/ imports no library (``cupy``; ``torch``; for "triton" a namespace with
+    # ``triton``, ``tl``, ``torch`` and ``interpreted``). A label is a string, or a function of no
+    # argument that returns it (matmul's CuPy row says whether CUPY_TF32 is set). Options
+    # (CONTENDER_OPTIONS): {"float32_inside": True}, the op computes in float32 whatever the input
+    # dtype; {"tf32": True}; {"tolerance": fn, "why": text} (lab.core.registry says what each does).
     contenders: dict = field(default_factory=dict)
     no_contenders: str = ""  # why the kernel has no library contender yet (one or the other is required)
     torch_op: TorchOp | None = None  # the kernel as torch.ops.lab.<name>, if it is one
@@ -470,6 +489,9 @@ class KernelSpec:
     # The counters the ladder's lessons are about (names of lab.inspect.counters.METRICS, e.g.
     # "sectors_per_request", "bank_conflicts"): what a reader of ``lab counters KERNEL`` looks at first.
     counter_metrics: tuple[str, ...] = ("dram_bytes_ratio", "sectors_per_request")
+    # ``lab run --precision``'s meaning for a float32 run of this kernel: precision -> what ``auto`` may run
+    # (kernels/gemm/precision.py's words, e.g. matmul's); empty: the kernel's auto ignores --precision.
+    precision_auto: dict = field(default_factory=dict)
 
     def __post_init__(self):
         """The declarations may be written as plain dicts (a kernel module then imports nothing more):
@@ -481,7 +503,8 @@ class KernelSpec:
         set_ = object.__setattr__  # frozen: normalised once, here
         set_(self, "torch_op", as_(TorchOp, self.torch_op))
         sweep = as_(Sweep, self.sweep)
-        set_(self, "sweep", Sweep(tuple(sweep.shapes), frozenset(sweep.skip), sweep.against, sweep.memory_bound))
+        set_(self, "sweep", Sweep(tuple(sweep.shapes), frozenset(sweep.skip), sweep.against, sweep.memory_bound,
+                                  tuple(as_(SweepFloor, f) for f in sweep.floors)))
         set_(self, "targets", tuple(as_(Target, t) for t in self.targets))
         set_(self, "contenders", {lib: tuple((e[0], e[1], dict(e[2]) if len(e) > 2 else {}) for e in rows)
                                   for lib, rows in self.contenders.items()})
@@ -489,16 +512,62 @@ class KernelSpec:
             set_(self, "counter_size", tuple(self.counter_size))
         self._check_references()
 
+    def contender_rows(self, library: str) -> list[tuple[str, Callable, dict]]:
+        """(label, function, options) of ``library``'s contenders, labels resolved (empty if none)."""
+        return [(label() if callable(label) else label, fn, dict(opts))
+                for label, fn, opts in self.contenders.get(library, ())]
+
     def _check_references(self) -> None:
-        """Cross-references checked when the spec is defined: every ``against`` (targets, sweep) names
-        one of the spec's own library contender labels; a misspelled label would drop its target
-        from ``lab bench`` silently. ValueError naming the kernel and the labels it has."""
-        labels = {e[0] for rows in self.contenders.values() for e in rows}
-        named = [t.against for t in self.targets if t.against] + ([self.sweep.against] if self.sweep.against else [])
-        wrong = [a for a in named if a not in labels]
-        if wrong:
-            raise ValueError(f"kernel {self.name}: against {wrong[0]!r} is not one of its contenders' labels "
-                             f"({', '.join(sorted(labels)) or 'none'})")
+        """Cross-references checked when the spec is defined, so that a misspelling fails here and not
+        silently later (a misspelled ``against`` would drop its target from ``lab bench``): every
+        contender's library is one of LIBRARIES, its function callable, its options known and its label
+        unique; every ``against`` (targets, sweep) is one of the contenders' labels; every rung named
+        by the sweep's ``skip``, the torch op's ``rungs`` and ``sim_cost`` is a variant; a target's size
+        and ``counter_size`` have ``size_dims`` numbers; ``tune_shapes``' keys are "simulator" and "gpu".
+        ValueError naming the kernel, the field and what it may be."""
+        def wrong(what: str, value, allowed) -> ValueError:
+            return ValueError(f"kernel {self.name}: {what} {value!r} is not one of {', '.join(map(str, sorted(allowed))) or 'none'}")
+
+        for library, rows in self.contenders.items():
+            if library not in LIBRARIES:
+                raise wrong("contender library", library, LIBRARIES)
+            for label, fn, opts in rows:
+                if not (isinstance(label, str) or callable(label)) or not callable(fn):
+                    raise ValueError(f"kernel {self.name}: a {library} contender is (label, function[, options]) "
+                                     f"with a callable function, not ({label!r}, {fn!r})")
+                for key in opts:
+                    if key not in CONTENDER_OPTIONS:
+                        raise wrong(f"{library} contender option", key, CONTENDER_OPTIONS)
+            labels = [label for label, _, _ in self.contender_rows(library)]
+            if len(set(labels)) != len(labels):
+                raise ValueError(f"kernel {self.name}: two {library} contenders share a label ({', '.join(labels)})")
+        labels = {label for library in self.contenders for label, _, _ in self.contender_rows(library)}
+        for a in [t.against for t in self.targets if t.against] + ([self.sweep.against] if self.sweep.against else []):
+            if a not in labels:
+                raise ValueError(f"kernel {self.name}: against {a!r} is not one of its contenders' labels "
+                                 f"({', '.join(sorted(labels)) or 'none'})")
+        rungs = set(self.variants)
+        named = [("the sweep's skip", r) for r in sorted(self.sweep.skip)] + [("sim_cost", r) for r in self.sim_cost]
+        if self.torch_op is not None:
+            named += [("torch_op's rung", r) for r in self.torch_op.rungs if r]
+        for what, rung in named:
+            if rung not in rungs:
+                raise wrong(what, rung, rungs)
+        dims = self.size_dims
+        for size in [t.size for t in self.targets] + ([self.counter_size] if self.counter_size else []):
+            if len(size) != dims:
+                raise ValueError(f"kernel {self.name}: size {size!r} has {len(size)} numbers, a size has {dims}")
+        for floor in self.sweep.floors:
+            if floor.shape and floor.shape not in self.sweep.shapes:
+                raise wrong("a sweep floor's shape", floor.shape, self.sweep.shapes)
+            if not self.sweep.against:
+                raise ValueError(f"kernel {self.name}: sweep floors need the sweep's against (the op they are ratios to)")
+        for key in self.tune_shapes:
+            if key not in ("simulator", "gpu"):
+                raise wrong("tune_shapes key", key, ("simulator", "gpu"))
+        for key in self.precision_auto:
+            if key not in PRECISIONS:
+                raise wrong("precision_auto key", key, PRECISIONS)
 
     def float64_reference(self, inputs) -> tuple:
         """The float64 reference outputs of ``inputs``: ``reference64(*inputs)`` where the kernel

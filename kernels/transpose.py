@@ -139,7 +139,7 @@ def cupy_transpose(cp, a, out):
     return (out[0],)
 
 
-def torch_transpose(a, out):
+def torch_transpose(torch, a, out):
     """torch: ``out.copy_(a.t())``, torch's copy kernel for a transposed view."""
     return (out[0].copy_(a.t()),)
 
@@ -167,8 +167,8 @@ SPEC = KernelSpec(
     flops=lambda size: 0,
     variants=RUNGS,
     order=80,
-    contenders={"cupy": (("cupy.copyto(out, a.T)", "kernels.transpose:cupy_transpose"),),
-                "torch": (("torch out.copy_(a.t())", "kernels.transpose:torch_transpose"),)},
+    contenders={"cupy": (("cupy.copyto(out, a.T)", cupy_transpose),),
+                "torch": (("torch out.copy_(a.t())", torch_transpose),)},
     torch_op=dict(schema="(Tensor a) -> Tensor", size_of=lambda a: tuple(a), rungs=("padded", "padded"),
                   doc="a.T, contiguous, of a 2-D a"),
     bench_sizes=(("8192x8192", 256), ("4099x8191", 256)),

@@ -39,7 +39,8 @@ OTHERS = ["b128x128_w64x64_t8x16_k16_s4_g8", "b64x64_w32x32_t4x8_k16_s4", "b128x
 
 def median_ms(fn, torch, budget_s, warmup=2):
     """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=warmup, rule=StopRule(time_limit_s=budget_s)).median_ms
 

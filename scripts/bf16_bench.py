@@ -65,7 +65,8 @@ def build_launch(name, m, n, k):
 
 def rounds_ms(fn, torch, budget_s=6.0):
     """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=3, rule=StopRule(time_limit_s=budget_s)).median_ms
 

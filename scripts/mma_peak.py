@@ -12,8 +12,9 @@ BLOCKS_PER_SM blocks an SM, a loop of ``iters`` steps. Two instructions:
 * TF32 ``mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32``: 2 x 16 x 8 x 8 = 2,048 FLOPs each;
 * bf16 ``mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32``: 4,096 FLOPs each.
 
-TFLOP/s = launched mmas x FLOPs / seconds (wall time around a synchronized launch, best of REPEATS, after a
-warm-up launch that also compiles). The accumulators are summed into one store per thread so no chain is
+TFLOP/s = launched mmas x FLOPs / seconds (the median launch, timed by lab.core.timing's Timer as every
+published number is: CUDA events, the launch queued behind a blocked GPU, its stop rule capped at
+TIME_LIMIT_S; after a warm-up launch that also compiles). The accumulators are summed into one store per thread so no chain is
 dead code. Prints one line per instruction beside the quoted dense peak; the JSON (path argument) holds
 the same numbers. The gap between "measured" and "peak" is the part of the ceiling a ``mma.sync`` kernel
 cannot reach on Hopper whatever its memory pipeline does.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 
 import numpy as np
 
@@ -35,11 +35,13 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kernels.compiler import cuda, float32, int32  # noqa: E402  (after LAB_COMPILER is set)
 from kernels.gemm import mma, mma_bf16  # noqa: E402
+from lab.core.stopping import StopRule  # noqa: E402
+from lab.core.timing import Timer  # noqa: E402
 
 WARPS = 8  # warps a block (256 threads)
 BLOCKS_PER_SM = 4  # 32 warps an SM: 8 a sub-partition
 CHAINS = 8  # independent accumulator chains a warp
-REPEATS = 3
+TIME_LIMIT_S = 3.0  # the stop rule's wall-clock limit a kernel (a launch takes milliseconds)
 PEAKS = {"tf32": 494.7, "bf16": 989.4}  # H100 SXM5 dense TFLOP/s (whitepaper), reached with wgmma
 FLOPS = {"tf32": 2 * 16 * 8 * 8, "bf16": 2 * 16 * 8 * 16}
 
@@ -117,22 +119,19 @@ SIG = "(int32, float32[::1])"
 
 
 def measure(name, sms, iters):
-    """(TFLOP/s, seconds of the best launch) of KERNELS[name] on ``sms`` x BLOCKS_PER_SM blocks."""
+    """(TFLOP/s, seconds of the median launch) of KERNELS[name] on ``sms`` x BLOCKS_PER_SM blocks."""
     blocks, threads = sms * BLOCKS_PER_SM, WARPS * 32
     out = cuda.to_device(np.zeros(blocks * threads, np.float32))
     kernel = KERNELS[name]
     kernel[blocks, threads](np.int32(16), out)  # compile, warm up
     cuda.synchronize()
-    best = float("inf")
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        kernel[blocks, threads](np.int32(iters), out)
-        cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
+    m = Timer(lambda: kernel[blocks, threads](np.int32(iters), out), "device", cuda.synchronize).measure(
+        warmup=1, rule=StopRule(time_limit_s=TIME_LIMIT_S))
+    secs = m.median_ms / 1e3
     if not np.isfinite(out.copy_to_host()).all():
         raise RuntimeError(f"{name}: non-finite accumulators")
     mmas = blocks * WARPS * iters * CHAINS
-    return mmas * FLOPS[name] / best / 1e12, best
+    return mmas * FLOPS[name] / secs / 1e12, secs
 
 
 def main(argv):

@@ -39,7 +39,7 @@ if ROOT not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from lab.core.timing import StopRule  # noqa: E402
+from lab.core.stopping import StopRule  # noqa: E402
 
 # (M, N, K) and what each is, from issue 18's table
 SHAPES = [((4096, 4096, 4096), "headline"), ((4000, 1000, 3000), "rectangular"), ((1000, 1000, 1000), "mid"),

@@ -47,7 +47,8 @@ TILE_TIMES = [(4096, 4096, 4096), (3000, 5000, 2000)]
 
 def median_ms(fn, torch, warmup=3, budget_s=3.0):
     """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", torch.cuda.synchronize).measure(warmup=warmup, rule=StopRule(time_limit_s=budget_s)).median_ms
 

@@ -90,7 +90,8 @@ class Bench:
         self.t0 = time.perf_counter()
 
     def ms(self, fn) -> float:
-        from lab.core.timing import StopRule, Timer
+        from lab.core.stopping import StopRule
+        from lab.core.timing import Timer
 
         return Timer(fn, "device", self.torch.cuda.synchronize).measure(rule=StopRule(min_time_s=0.02, time_limit_s=0.3)).median_ms
 

@@ -67,7 +67,8 @@ def run(m, n, k, A, B, **build):
 
 def timed_ms(fn, torch, budget_s=3.0):
     """Median ms a call of ``fn`` (it enqueues on the default stream): lab.core.timing's Timer, as ``lab run`` times: CUDA events, one pair a call, calls queued behind the blocking kernel, L2 flushed before each; its stop rule, at most ``budget_s`` s."""
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", cuda.synchronize).measure(warmup=2, rule=StopRule(time_limit_s=budget_s)).median_ms
 

@@ -39,7 +39,8 @@ PAD = 64  # "@64" rows: K and N padded to multiples of 64 elements (rows of 128-
 
 def timed_ms(fn, budget_s, sync=None):
     from kernels.compiler import cuda
-    from lab.core.timing import StopRule, Timer
+    from lab.core.stopping import StopRule
+    from lab.core.timing import Timer
 
     return Timer(fn, "device", sync or cuda.synchronize).measure(warmup=2, rule=StopRule(time_limit_s=budget_s)).median_ms
 

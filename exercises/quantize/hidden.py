@@ -10,8 +10,10 @@ THREADS = 64
 
 def _ties(rng, n):
     """x with x / scale + zero_point exactly k + 0.5 (both in float32 and float64: the scale is a power
-    of two), random k in 0..254, a few values clamped at each end; (x, scale, zero_point)."""
-    scale, zp = 2.0 ** -int(rng.integers(2, 6)), int(rng.integers(100, 156))
+    of two), random k in 0..254, a few values clamped at each end; (x, scale, zero_point). The zero point
+    is odd: rounding x / scale before adding it (``round(x / scale) + zero_point``) then moves every tie by
+    one (half to even sees the other parity); with an even one that mistake passes."""
+    scale, zp = 2.0 ** -int(rng.integers(2, 6)), 2 * int(rng.integers(50, 78)) + 1
     k = rng.integers(0, 255, n).astype(np.float64)
     v = k + 0.5
     v[rng.choice(n, 4, replace=False)] = rng.uniform(-40, -1, 4)      # below 0: clamped to 0
@@ -68,6 +70,11 @@ MISTAKES = [
     ("zero point", lambda c: _codes(c, _v(c, zp_sign=-1)) if c.args[2] else None,
      "q is round(clamp(x / scale - zero_point)): the zero point was subtracted; quantizing adds it (the code of "
      "x = 0 is the zero point), q = round(clamp(x / scale + zero_point, 0, 255)); dequantizing subtracts it"),
+    ("rounding", lambda c: [np.clip(np.round(np.asarray(c.args[0], np.float64) / c.args[1]) + c.args[2], 0, 255)]
+     if c.args[2] % 2 else None,
+     "q is round(x / scale) + zero_point: x / scale was rounded before the zero point was added; on a tie (x / scale "
+     "+ zero_point exactly k + 0.5) half to even then rounds to the other neighbour when the zero point is odd; add "
+     "the zero point first, q = round(clamp(x / scale + zero_point, 0, 255))"),
     ("rounding", lambda c: _codes(c, _v(c), rounding=np.floor),
      "q is the code truncated (floor) instead of rounded to the nearest: converting a float to an integer "
      "truncates; round first (round(v): half to even)"),

@@ -551,14 +551,15 @@ def _rungs():
         "tensor_core_wgmma": pipeline_variant(
             "tensor_core_wgmma", f"bfloat16 tensor cores, Hopper's warpgroup MMA: wgmma m64n{wbn}k16 reading both "
             f"operands from 128-byte-swizzled shared memory (no ldmatrix), {wbm}x{wbn} block tile of "
-            f"{wthreads // wg.WARPGROUP} warpgroups, {wg.pipeline_words(tm.BUILD)}; "
-            f"bfloat16 inputs, float32 sums; sm_90a only", tm.launch, tm.prepare, wg.unavailable, precision="bf16",
+            f"{wthreads // wg.WARPGROUP} warpgroups, {wg.pipeline_words(tm.BUILD)}, K split over grid z where the tiles "
+            f"are few and K long; bfloat16 inputs, float32 sums; sm_90a only", tm.launch, tm.prepare, wg.unavailable, precision="bf16",
             suits=lambda s: False),
         "tensor_core_wgmma_tf32": pipeline_variant(
             "tensor_core_wgmma_tf32", f"TF32 tensor cores, Hopper's warpgroup MMA: wgmma m64n{tbn}k8 with both "
             f"operands K-major (B transposed, A and B rounded to TF32, in a pre-pass inside every call), "
-            f"{tbm}x{tbn} block tile of {tthreads // wg.WARPGROUP} warpgroups (128x128 where that grid would leave "
-            f"over half the SMs idle), {wg.pipeline_words(wt.BUILDS[wt.DEFAULT])}; TF32 inputs, float32 sums; "
+            f"{tbm}x{tbn} block tile of {tthreads // wg.WARPGROUP} warpgroups (K split over grid z where the tiles are "
+            f"few and K long, else 128x128 where that grid would leave over half the SMs idle), "
+            f"{wg.pipeline_words(wt.BUILDS[wt.DEFAULT])}; TF32 inputs, float32 sums; "
             f"sm_90a only", wt.launch, wt.prepare, wt.unavailable, precision="tf32", suits=lambda s: False),
     }
 

@@ -27,8 +27,9 @@ Builds (:data:`BUILDS`, launched by kernels.gemm.wgmma_bf16.make_wgmma_kernel wi
 strided, wgmma-first pipeline of the bf16 rung; the TMA builds by kernels/gemm/wgmma_tma.py): the default
 ``tma_ws_n256s4``, TMA copies on mbarriers, a producer warpgroup and 2 consumer warpgroups (m64n256k8), 128 x 256
 block tiles, 4 stages of 48 KB (kernel 0.3805 ms at 4096^3 on an H200, the cp.async m256s4stmfp's 4 warpgroups
-and 256 x 128 tiles 0.4671 in the same run). :func:`choose` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid
-leaves SMs idle.
+and 256 x 128 tiles 0.4671 in the same run). :func:`plan` splits K over grid z on that build where its tiles are few and K long
+(kernels.gemm.wgmma_tma.k_splits: ranges summed by ``red.global.v2.f32.add`` into a zeroed C), else
+:func:`choose_tile` takes 128 x 128 tiles (2 warpgroups) where the 256 x 128 grid leaves SMs idle.
 
 Measured: see docs/tensor-cores.md ("tensor_core_wgmma_tf32") and scripts/wgmma_bench.py --tf32.
 
@@ -148,25 +149,50 @@ def round_grid(m: int, kp: int) -> tuple[int, int]:
     return m, blocks_for(kp, 4 * ROUND_BLOCK)
 
 
-def launcher(m: int, n: int, kp: int, build: dict, grid=None):
+def launcher(m: int, n: int, kp: int, build: dict, grid=None, splits: int = 1, atomic: int = TMA.ATOMIC):
     """f(A, BT, C): the TF32 wgmma kernel of ``build`` (:data:`BUILDS`) for an m x n x kp product (kp a
     multiple of 4), A (m, kp) and BT (n, kp) of TF32 bits, C (m, n) float32 C-contiguous; grid default one
-    block tile of C a block, with its dynamic shared memory."""
+    block tile of C a block, with its dynamic shared memory. A TMA build takes ``splits`` K ranges (grid z, or
+    ``grid``'s third entry): C is then their workspace or, with ``atomic``, the zeroed C they add into
+    (kernels.gemm.wgmma_tma.launcher; :func:`prepare` wraps the sum). The cp.async builds have no K ranges
+    (ValueError for more than one)."""
     if UNAVAILABLE:
         raise RuntimeError(f"{NAME} {UNAVAILABLE}")
     if kp % 4:
         raise ValueError(f"K = {kp}: the TF32 wgmma kernel copies 16-byte rows (K a multiple of 4; prepare pads)")
     bm, bn, threads = W.block_shape(build)
     if build.get("tma"):
-        return TMA.launcher(m, n, kp, tf32=True, grid=grid, **build)
+        return TMA.launcher(m, n, kp, tf32=True, grid=grid, splits=splits, atomic=atomic, **build)
+    if splits > 1 or (grid is not None and len(grid) > 2 and grid[2] > 1):
+        raise ValueError("K ranges: the TMA builds only (the cp.async builds have no grid z)")
     kernel = W.make_wgmma_kernel(aligned=True, tf32=True, **build)
-    grid = grid or (blocks_for(n, bn), blocks_for(m, bm))
+    grid = tuple(grid[:2]) if grid else (blocks_for(n, bn), blocks_for(m, bm))
     return mma.with_shared(kernel, grid, (threads,), W.shared_bytes(build.get("stages", W.STAGES), bn,
                                                                      build.get("wgs", 2)))
 
 
+def plan(size) -> tuple[str, int, str]:
+    """(build, K ranges, why) for an m x n x k product: :data:`DEFAULT`'s 128 x 256 tiles with the K ranges
+    kernels.gemm.wgmma_tma.k_splits picks (its wave model of the TMA build, on this GPU's SMs) where it picks
+    more than one; else :func:`choose_tile`'s build on one range."""
+    m, n, k = size
+    sms = sm_count()
+    bm, bn, _ = W.block_shape(BUILDS[DEFAULT])
+    splits, per, est = TMA.k_splits(m, n, padded(k), bm, bn, True, sms)
+    if splits > 1:
+        return DEFAULT, splits, TMA.k_splits_words(m, n, bm, bn, True, splits, per, est, sms)
+    name, why = choose_tile(size)
+    return name, 1, why
+
+
 def choose(size) -> tuple[str, str]:
-    """(build, why): :data:`DEFAULT`'s 256 x 128 tiles unless their grid leaves over half the SMs idle, then
+    """(build, why) of :func:`plan`."""
+    name, _, why = plan(size)
+    return name, why
+
+
+def choose_tile(size) -> tuple[str, str]:
+    """(build, why): :data:`DEFAULT`'s 128 x 256 tiles unless their grid leaves over half the SMs idle, then
     :data:`SMALL`'s 128 x 128 (kernels.gemm.mma.choose_block_tile). Half, measured: at 2048^3 on the H100
     the default's 128 blocks for 132 SMs ran 163 TFLOP/s, SMALL's 256 blocks 139."""
     tiles = [(name, *W.block_shape(BUILDS[name])[:2]) for name in (DEFAULT, SMALL)]
@@ -174,12 +200,12 @@ def choose(size) -> tuple[str, str]:
 
 
 def launch(size, threads):
-    """The build :func:`choose` picks (named in the note), block fixed at its warpgroups' threads, one tile of
-    C a block."""
+    """The build and K ranges :func:`plan` picks (named in the note), block fixed at its warpgroups' threads,
+    one tile of C a block (grid z: the K ranges, where there are several)."""
     from kernels.spec import Launch
 
     m, n, k = size
-    name, why = choose(size)
+    name, splits, why = plan(size)
     bm, bn, block = W.block_shape(BUILDS[name])
     notes = []
     if threads != block:
@@ -188,31 +214,40 @@ def launch(size, threads):
                  f"shared memory; {why}")
     notes.append("B transposed to N x K and A and B rounded to TF32 in a pre-pass inside every call"
                  + (f" (K padded to {padded(k)})" if k % 4 else "") + "; float32 sums and output")
-    grid = (blocks_for(n, bn), blocks_for(m, bm))
-    return Launch(grid=grid, block=(block,), threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)),
-                  note="; ".join(notes))
+    grid = (blocks_for(n, bn), blocks_for(m, bm)) + ((splits,) if splits > 1 else ())
+    return Launch(grid=grid, block=(block,),
+                  threads_needed=min(grid[0] * grid[1] * block, blocks_for(m * n, 64)) * splits, note="; ".join(notes))
 
 
-def prepare(cfg, inputs, outputs, build: str | None = None, rounding: str = ROUNDING):
+def prepare(cfg, inputs, outputs, build: str | None = None, rounding: str = ROUNDING, splits: int | None = None,
+            atomic: int = TMA.ATOMIC):
     """Each call: A rounded to TF32 into a buffer padded to Kp = padded(K) columns (:func:`tf32_round`; with
     ``rounding="truncate"`` only when K is not a multiple of 4, else A as it is), B transposed and rounded into
-    BT (N x Kp, :func:`tf32_transpose`), then the wgmma kernel of ``build`` (default :func:`choose`'s) on
-    (A', BT, C). float32 only (ValueError otherwise). All three launches are in the timed call."""
+    BT (N x Kp, :func:`tf32_transpose`), then the wgmma kernel of ``build`` (default :func:`plan`'s, on the
+    launch's grid: its third entry the K ranges) on (A', BT, C), and with several K ranges their sum
+    (kernels.gemm.wgmma_tma.k_ranges_call: a reduction launch, or ``atomic`` adds into a zeroed C).
+    ``build`` named: its own grid, ``splits`` K ranges (default 1). float32 only (ValueError otherwise)."""
     A, B = inputs
     mma.float32_inputs(NAME, "TF32", A)
     (C,) = outputs
     m, k = A.shape
     n = B.shape[1]
     kp = padded(k)
-    name = build or choose((m, n, k))[0]
+    name = build or plan((m, n, k))[0]
     grid = tuple(cfg.grid) if build is None else None
-    f = launcher(m, n, kp, BUILDS[name], grid=grid)
+    if splits is None:
+        splits = grid[2] if grid is not None and len(grid) > 2 else 1
+    if grid is None and splits > 1:
+        bm, bn, _ = W.block_shape(BUILDS[name])
+        grid = (blocks_for(n, bn), blocks_for(m, bm), splits)
+    f = TMA.k_ranges_call(launcher(m, n, kp, BUILDS[name], grid=grid, splits=splits, atomic=atomic), C, splits,
+                          atomic)
     BT = empty_like(B, (n, kp), np.int32)
     trans = bound(tf32_transpose[(blocks_for(kp, TILE), blocks_for(n, TILE)), (TILE, ROWS)], (B, BT))
     if rounding == "truncate" and k == kp:
         def call():
             trans()
-            f(A, BT, C)
+            f(A, BT)
         return call
     Ar = empty_like(A, (m, kp), np.int32)
     rnd = bound(tf32_round[round_grid(m, kp), ROUND_BLOCK], (A, Ar))
@@ -220,7 +255,7 @@ def prepare(cfg, inputs, outputs, build: str | None = None, rounding: str = ROUN
     def call():
         rnd()
         trans()
-        f(Ar, BT, C)
+        f(Ar, BT)
 
     return call
 

@@ -19,6 +19,10 @@ followed by a block-wide barrier. This module replaces that with what cuBLAS and
   (j // S) % 2); no block-wide ``__syncthreads`` in the main loop, no ``cp.async`` groups, and the stage
   refilled is the one whose release the producer waited for, so all S stages can be in flight (the cp.async
   build keeps S - 2 ahead).
+* **Split-K** (K ranges over grid z, :func:`k_splits`): where the output has fewer tiles than the GPU has SMs
+  and K is long, block z multiplies only slabs z per .. z per + per - 1 (the copies' K coordinate starts there;
+  the zero fill past K covers a short last range) and adds its partial tile into C by ``red.global.v2.f32.add``
+  (C zeroed first), or writes it to a workspace that kernels.gemm.split_k's reduction launch sums.
 * **Warp specialization** (``ws``): a producer warpgroup whose one thread only issues copies (waiting on
   the empty barriers), beside 2 or 4 consumer warpgroups that only wait, multiply and store; ``maxnreg``
   moves registers from the producer to the consumers (``setmaxnreg.dec`` / ``.inc``, sm_90a). Without
@@ -274,6 +278,46 @@ if COMPILER == MLIR and not SIMULATOR:
         _X.inline_ptx("prefetch.tensormap [%0];", "l", tmap)
 
     @functools.cache
+    def acc_red_pairs(regs: int, vec: bool):
+        """A device function red(r0, c0, M, N, cb, ld, even): the accumulators of this thread's fragment (rows
+        from r0, columns from c0, as kernels.gemm.wgmma_bf16.acc_store_pairs) *added* into C at global address
+        ``cb`` (rows ``ld`` bytes apart) for every element with r < M and c < N: ``red.global.add.f32`` each, or,
+        with ``vec`` and ``even`` (the pair's address a multiple of 8), one ``red.global.v2.f32.add`` a pair of
+        adjacent columns (sm_90; PTX ISA, "red")."""
+        out = ", ".join('"=f", np.float32' for _ in range(8))
+        one = "red.global.add.f32 [%0], %1;"
+        two = "red.global.v2.f32.add [%0], {%1, %2};"
+        body = []
+        for j in range(regs // 8):
+            body.append(f"    v = _X.inline_ptx({W.acc_read_ptx(j)!r}, {out})")
+            for i in range(0, 8, 2):
+                reg = 8 * j + i
+                dr, dc = 8 * ((reg // 2) % 2), 8 * (reg // 4)
+                single = (f"            if c0 + {dc} < N:\n                _X.inline_ptx({one!r}, 'l', a, 'f', v[{i}])\n"
+                          f"            if c0 + {dc + 1} < N:\n                _X.inline_ptx({one!r}, 'l', a + 4, 'f', v[{i + 1}])")
+                if vec:
+                    body.append(f"    if r0 + {dr} < M:\n"
+                                f"        a = cb + int64(r0 + {dr}) * ld + (c0 + {dc}) * 4\n"
+                                f"        if even and c0 + {dc + 1} < N:\n"
+                                f"            _X.inline_ptx({two!r}, 'l', a, 'f', v[{i}], 'f', v[{i + 1}])\n"
+                                f"        else:\n{single}")
+                else:
+                    body.append(f"    if r0 + {dr} < M:\n"
+                                f"        a = cb + int64(r0 + {dr}) * ld + (c0 + {dc}) * 4\n"
+                                f"        if True:\n{single}")
+        return W._generated("red", "r0, c0, M, N, cb, ld, even", "\n".join(body) + "\n",
+                            {"_X": _X, "np": np, "int64": int64})
+
+    @cuda.jit
+    def zero_kernel(C):
+        """C[i] = 0 for the 1-D float32 C: a grid-stride loop (the atomic K ranges add into a zeroed C)."""
+        i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        step = cuda.gridDim.x * cuda.blockDim.x
+        while i < C.shape[0]:
+            C[i] = np.float32(0)
+            i += step
+
+    @functools.cache
     def set_maxnreg(n: int, inc: bool):
         """setmax(): ``setmaxnreg.inc`` (or ``.dec``) to ``n`` registers a thread, for the whole warpgroup;
         nothing when n is 0."""
@@ -282,16 +326,26 @@ if COMPILER == MLIR and not SIMULATOR:
 
     @functools.cache
     def make_tma_kernel(stages: int = 4, wgs: int = 2, bn: int = 128, ws: bool = False, maxnreg=None,
-                        tf32: bool = False, group: int = 1):
-        """gemm(A, B, C, maps): C = A @ B (bf16: A (M, K), B (K, N) uint16 bits; ``tf32``: A (M, K), B as B^T
-        (N, K) of TF32 or float32 bits), C (M, N) float32 C-contiguous, ``maps`` a device uint8 array of 256
-        bytes, A's tensor map then B's (:func:`tensor_maps`). Block (128 (wgs + ws),), grid (ceil(N / bn),
-        ceil(M / (64 wgs))), :func:`shared_bytes` of dynamic shared memory. See the module docstring."""
+                        tf32: bool = False, group: int = 1, atomic: int = 0):
+        """gemm(A, B, C, maps, per): C = A @ B (bf16: A (M, K), B (K, N) uint16 bits; ``tf32``: A (M, K), B as
+        B^T (N, K) of TF32 or float32 bits), ``maps`` a device uint8 array of 256 bytes, A's tensor map then B's
+        (:func:`tensor_maps`). Block (128 (wgs + ws),), grid (ceil(N / bn), ceil(M / (64 wgs)), S),
+        :func:`shared_bytes` of dynamic shared memory. See the module docstring.
+
+        K ranges (split-K): block z multiplies slabs z per .. z per + per - 1 only (none past K; one range when
+        per >= the slab count). Its partial tile goes to C (S M, N) float32 C-contiguous, rows z M .. z M + M - 1
+        (``atomic`` 0: a workspace, summed by a reduction launch after; S = 1: C itself, (M, N)); with ``atomic``
+        1 or 2 it is added into C (M, N), zeroed before the launch, by ``red.global.add.f32`` (1) or, where the
+        pair's address is 8-byte aligned, ``red.global.v2.f32.add`` (2; sm_90) -- float32 additions in an order
+        the hardware picks, so the result's last bits may differ between calls."""
         check_build(stages, wgs, bn, ws, maxnreg)
+        if atomic not in (0, 1, 2):
+            raise ValueError(f"atomic={atomic!r}: 0 (plain stores), 1 (red.add.f32) or 2 (red.v2.f32.add)")
         threads = WARPGROUP * (wgs + (1 if ws else 0))
         regs = bn // 2
         declare, zero = acc_declare_only(regs), acc_zero(regs)
         issue, store_pairs = W.wgmma_issue(bn, 4, 1, tf32), W.acc_store_pairs(regs)
+        red_pairs = acc_red_pairs(regs, atomic == 2)
         sbytes, a_bytes = stage_bytes(wgs, bn), 64 * wgs * SLAB_BYTES
         bk = slab_k(tf32)
         a_kstep = (W.K_STEP * 2) >> 4  # 32 bytes a k step in descriptor units (16 bf16 or 8 TF32)
@@ -306,7 +360,8 @@ if COMPILER == MLIR and not SIMULATOR:
 
         @cuda.jit(device=True, inline="always")
         def produce(j, s, base, bars, tmap, m0, n0):
-            """Arm stage s's full barrier with the stage's bytes and issue slab j's boxes into it."""
+            """Arm stage s's full barrier with the stage's bytes and issue slab j's boxes into it (j counted from
+            K's start: the range's first slab plus the slab's place in the range)."""
             sb, fb = base + s * sbytes, bars + BAR_BYTES * s
             mbar_arrive_expect(fb, sbytes)
             tma_load(sb, tmap, j * bk, m0, fb)
@@ -317,7 +372,7 @@ if COMPILER == MLIR and not SIMULATOR:
                     tma_load(sb + a_bytes + h * blbo, tmap + 128, n0 + BOX_N * h, j * bk, fb)
 
         @cuda.jit(chip=W.CHIP, launch_bounds=(threads, 1))
-        def gemm(A, B, C, maps):
+        def gemm(A, B, C, maps, per):
             declare()
             smem = cuda.shared.array(0, uint16)
             M, K = A.shape
@@ -330,7 +385,8 @@ if COMPILER == MLIR and not SIMULATOR:
             base, e0 = aligned_base(smem, 1024)
             bars = base + stages * sbytes  # full[s] at bars + 8 s, empty[s] at bars + 8 (stages + s)
             tmap = global_address(maps)
-            nk = (K + bk - 1) // bk
+            j0 = cuda.blockIdx.z * per  # this block's K range: slabs j0 .. j0 + nk - 1
+            nk = min((K + bk - 1) // bk - j0, per)
             if t == 0:
                 prefetch_map(tmap)
                 prefetch_map(tmap + 128)
@@ -346,13 +402,13 @@ if COMPILER == MLIR and not SIMULATOR:
                         s = j % stages
                         if j >= stages:
                             mbar_wait(bars + BAR_BYTES * (stages + s), (j // stages - 1) & 1)
-                        produce(j, s, base, bars, tmap, m0, n0)
+                        produce(j0 + j, s, base, bars, tmap, m0, n0)
             else:  # a consumer warpgroup
                 inc()
                 if not ws and t == 0:
                     for j in range(stages):
                         if j < nk:
-                            produce(j, j, base, bars, tmap, m0, n0)
+                            produce(j0 + j, j, base, bars, tmap, m0, n0)
                 zero()
                 for kt in range(nk):
                     s = kt % stages
@@ -371,12 +427,17 @@ if COMPILER == MLIR and not SIMULATOR:
                         if not ws and t == 0 and kt - 1 + stages < nk:  # thread 0 refills it
                             j = kt - 1 + stages
                             mbar_wait(bars + BAR_BYTES * (stages + p), (j // stages - 1) & 1)
-                            produce(j, p, base, bars, tmap, m0, n0)
+                            produce(j0 + j, p, base, bars, tmap, m0, n0)
                 wait0()
                 NC = C.shape[1]
                 cb = global_address(C)
-                store_pairs(C, m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4), M, NC, cb,
-                            int64(4 * NC) if NC % 2 == 0 and cb % 8 == 0 else int64(0))
+                r0, c0 = m0 + 64 * wg + 16 * (tw // 32) + (tw % 32) // 4, n0 + 2 * (tw % 4)
+                if atomic:
+                    red_pairs(r0, c0, M, NC, cb, int64(4 * NC), NC % 2 == 0 and cb % 8 == 0)
+                else:
+                    rz = cuda.blockIdx.z * M  # range z's partial tile: rows z M .. of the workspace
+                    store_pairs(C, rz + r0, c0, rz + M, NC, cb,
+                                int64(4 * NC) if NC % 2 == 0 and cb % 8 == 0 else int64(0))
 
         return gemm
 
@@ -400,11 +461,16 @@ def tensor_maps(A, B, wgs: int, bn: int, tf32: bool):
 
 
 def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 128, ws: bool = False,
-             maxnreg=None, tf32: bool = False, group: int = 1, grid=None, tma: bool = True):
+             maxnreg=None, tf32: bool = False, group: int = 1, grid=None, tma: bool = True, splits: int = 1,
+             atomic: int = 0):
     """f(A, B, C): :func:`make_tma_kernel` for an m x n x k product (k and n multiples of 8 for bf16, k of 4 for
     TF32: 16-byte rows), one 64 wgs x bn tile of C a block (or ``grid``), its dynamic shared memory; the tensor
     maps encoded on the first call with each (A, B) pair of device buffers and kept (one small copy to the
-    device then, none after). ``tma``: the builds' marker, ignored."""
+    device then, none after). ``tma``: the builds' marker, ignored.
+
+    ``splits`` K ranges (grid z; ``grid``'s third entry when it has one) of ceil(slabs / splits) slabs each:
+    C is then the (splits m, n) workspace of the partial tiles, or with ``atomic`` the (m, n) output the ranges
+    add into (zeroed first): :func:`k_ranges_call` wraps f with the zeroing or the reduction."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_tma {UNAVAILABLE}")
     if (k % 4 if tf32 else (k % 8 or n % 8)):
@@ -412,8 +478,13 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
                          f"of {4 if tf32 else 8}; the rungs' prepare pads)")
     from kernels.gemm.mma import with_shared
 
-    kernel = make_tma_kernel(stages, wgs, bn, ws, tuple(maxnreg) if maxnreg else None, tf32, group)
-    grid = grid or ((n + bn - 1) // bn, (m + 64 * wgs - 1) // (64 * wgs))
+    if grid is not None and len(grid) > 2:
+        splits = grid[2]
+    kernel = make_tma_kernel(stages, wgs, bn, ws, tuple(maxnreg) if maxnreg else None, tf32, group,
+                             atomic if splits > 1 else 0)
+    grid = grid or ((n + bn - 1) // bn, (m + 64 * wgs - 1) // (64 * wgs), splits)
+    slabs = max(1, -(-k // slab_k(tf32)))
+    per = -(-slabs // max(1, splits))  # slabs a K range (all of them with one range)
     launch = with_shared(kernel, grid, (WARPGROUP * (wgs + (1 if ws else 0)),), shared_bytes(stages, wgs, bn))
     maps: dict = {}
 
@@ -425,8 +496,107 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
         if key not in maps:
             maps.clear()
             maps[key] = tensor_maps(A, B, wgs, bn, tf32)
-        return launch(A, B, C, maps[key])
+        return launch(A, B, C, maps[key], per)
 
+    return call
+
+
+# --- Split-K for the TMA builds: how many K ranges, and their sum --------------------------------------------
+# A grid of fewer tiles than SMs leaves SMs idle for the whole of K: 600 x 700 x 20000 in 128 x 256 tiles is 15
+# blocks for 132 SMs, each walking 625 slabs. K ranges (grid z) give each tile S blocks of ceil(slabs / S) slabs;
+# their partial tiles are summed after. k_splits() picks S by a wave model fitted on the H200
+# (scripts/splitk_bench.py, every S of 1 .. 16 timed at 15 shapes; docs/tensor-cores.md, "Split-K"): a 128 x 256
+# block takes SLAB_US a slab (measured 0.58 us for TF32 with 15 blocks on the GPU, 0.60-0.61 with 108-128: the
+# SM's fill from L2, not the tensor cores, sets it) and TILE_US a wave for the launch, the pipeline's fill and
+# the epilogue (400 x 400 x 420: 14 slabs in 16 us), so b blocks of s slabs take ceil(b / SMs) waves of
+# s SLAB_US + TILE_US. S > 1 ranges add their sum: with the atomics (ATOMIC, the default) a zeroing launch and
+# the red.add traffic, ATOMIC_US + S M N 4 bytes at ATOMIC_BYTES_PER_US (600 x 700 x 20000 on 8 ranges: 6 us);
+# with the workspace REDUCE_US and the partials written and read again, (2 S + 1) M N 4 bytes at
+# REDUCE_BYTES_PER_US (the same shape: 28 us). The cheapest S of 1 .. SPLIT_MAX wins where it is at most
+# SPLIT_GAIN of one range's estimate: the model is optimistic where K is short (800 x 900 x 1100 TF32 on 3 ranges
+# was estimated at 0.72 of one range and measured at 0.79: 0.91), and where the ranges do not pay the TF32 rung's
+# tile chooser takes 128 x 128 cp.async tiles, measured at 0.86-0.93 of one 128 x 256 range (400 x 400 x 420,
+# 700^3, 800 x 900 x 1100): 0.91 x 0.86 ~ 0.78, and 0.75 keeps a margin. The fewest ranges win a tie; each
+# range at least SPLIT_MIN_SLABS slabs, the workspace at most SPLIT_MAX_BYTES, and the tiles' S ranges one wave at
+# most (S <= SMs / tiles): a second, partial wave lost at every shape timed (1100 x 900 x 12000 TF32 on the
+# workspace: 3 ranges, 108 blocks, 104 us; 4 ranges, 144 blocks, 154 us).
+SLAB_US = {True: 0.61, False: 0.65}  # TF32 (32 k) and bf16 (64 k) slabs of a 128 x 256 tile, 108-128 blocks
+TILE_US = 8.0
+ATOMIC_US, ATOMIC_BYTES_PER_US = 5.0, 10e6
+REDUCE_US, REDUCE_BYTES_PER_US = 10.0, 1.6e6
+SPLIT_MAX, SPLIT_MIN_SLABS, SPLIT_GAIN = 16, 4, 0.75
+SPLIT_MAX_BYTES = 1 << 28  # 256 MB of partial tiles at most
+ATOMIC = 2  # the rungs' sum of the K ranges, measured (H200, the chosen S): red.global.v2.f32.add into a zeroed C
+# (2) beat red.global.add.f32 (1) and the float32 workspace summed by split_k's reduction launch (0) at every
+# shape -- 600 x 700 x 20000 TF32 (pre-pass included) 0.149 / 0.158 / 0.171 ms, bf16 0.041 / 0.050 / 0.062. The
+# price: float32 additions in the order the memory system applies them, so C's last bits can differ between
+# calls; 0 gives the same bits every call.
+
+
+def k_splits(m: int, n: int, k: int, bm: int, bn: int, tf32: bool, sms: int, atomic: int = ATOMIC
+             ) -> tuple[int, int, float]:
+    """(S, slabs a range, estimated us) for an m x n x k product in bm x bn tiles of the TMA builds on ``sms``
+    SMs, the ranges summed by ``atomic`` (:data:`ATOMIC`): the wave model above (ValueError for sms < 1). One
+    range when K has under 2 SPLIT_MIN_SLABS slabs, the tiles alone fill half the SMs or more, or no S saves a
+    quarter (SPLIT_GAIN) of one range's estimate."""
+    if sms < 1:
+        raise ValueError(f"{sms} SMs: at least 1")
+    slabs = max(1, -(-k // slab_k(tf32)))
+    tiles = -(-m // bm) * -(-n // bn)
+    best = one = None
+    for want in range(1, SPLIT_MAX + 1):
+        per = -(-slabs // want)
+        s = -(-slabs // per)  # ranges left once each has per slabs (none empty)
+        if s > 1 and (per < SPLIT_MIN_SLABS or s * m * n * 4 > SPLIT_MAX_BYTES or tiles * s > sms):
+            break
+        est = -(-tiles * s // sms) * (per * SLAB_US[tf32] + TILE_US)
+        if s > 1:
+            est += (ATOMIC_US + s * m * n * 4 / ATOMIC_BYTES_PER_US if atomic
+                    else REDUCE_US + (2 * s + 1) * m * n * 4 / REDUCE_BYTES_PER_US)
+        if best is None:  # one range (want = 1)
+            best, one = (s, per, est), est
+        elif est < best[2] - 1e-9 and est <= SPLIT_GAIN * one:
+            best = (s, per, est)
+    return best
+
+
+def k_splits_words(m: int, n: int, bm: int, bn: int, tf32: bool, splits: int, per: int, est: float, sms: int) -> str:
+    """The note's words for :func:`k_splits`'s choice."""
+    tiles = -(-m // bm) * -(-n // bn)
+    how = (f"{splits} K ranges of {per * slab_k(tf32)} k (grid z), "
+           + ("added by red.global.add into a zeroed C" if ATOMIC else "then a reduction launch over the partial tiles"))
+    return (f"{bm}x{bn} block tiles: {tiles * splits} blocks for {sms} SMs" + (f" ({how})" if splits > 1 else "")
+            + f", ~{est:.0f} us estimated")
+
+
+def k_ranges_call(f, C, splits: int, atomic: int = ATOMIC):
+    """g(A, B): f(A, B, C) for one range; with several, either C zeroed then f adding into it (``atomic``), or f
+    writing the (splits m, n) float32 workspace and kernels.gemm.split_k's reduction launch summing it into C
+    (deterministic: the same order every call). C: (m, n) float32, C-contiguous."""
+    if splits == 1:
+        return lambda A, B: f(A, B, C)
+    from kernels.arrays import empty_like
+    from kernels.compiler import bound
+    from kernels.gemm.split_k import reduce_launch, split_k_reduce_kernel
+
+    m, n = C.shape
+    C1 = C.reshape(m * n)
+    if atomic:
+        from kernels.spec import blocks_for, sm_count
+
+        zero = bound(zero_kernel[min(blocks_for(m * n, 256), 8 * sm_count()), 256], (C1,))
+
+        def call(A, B):
+            zero()
+            f(A, B, C)
+        return call
+    Wk = empty_like(C, (splits * m, n), np.float32)
+    grid, block = reduce_launch(splits, m * n)
+    red = bound(split_k_reduce_kernel[grid, block], (Wk.reshape(splits, m * n), C1))
+
+    def call(A, B):
+        f(A, B, Wk)
+        red()
     return call
 
 
@@ -441,11 +611,30 @@ def build_name(build: dict) -> str:
 # --- The rung tensor_core_wgmma (declared in kernels/gemm/tensor_core_tf32.py) runs BUILD ----------------
 def launch(size, threads):
     """kernels.gemm.wgmma_bf16.launch with :data:`BUILD`: block fixed at its 3 warpgroups (384 threads), one
-    128 x 256 tile of C a block."""
-    return W.launch(size, threads, BUILD, build_name(BUILD))
+    128 x 256 tile of C a block, K in :func:`k_splits`'s ranges over grid z (a 2-D grid for one range)."""
+    from kernels.spec import Launch, sm_count
+
+    m, n, k = size
+    cfg = W.launch(size, threads, BUILD, build_name(BUILD))
+    bm, bn, _ = block_shape(BUILD)
+    sms = sm_count()
+    splits, per, est = k_splits(m, n, k, bm, bn, False, sms)
+    note = cfg.note + "; " + k_splits_words(m, n, bm, bn, False, splits, per, est, sms)
+    return Launch(grid=tuple(cfg.grid[:2]) + ((splits,) if splits > 1 else ()), block=cfg.block, threads_needed=cfg.threads_needed * splits,
+                  note=note)
 
 
-def prepare(cfg, inputs, outputs):
+def prepare(cfg, inputs, outputs, atomic: int = ATOMIC):
     """kernels.gemm.wgmma_bf16.prepare with :data:`BUILD` and :func:`launcher`: A and B rounded to bf16 once,
-    K and N zero-padded to multiples of :data:`PAD`, one launch a call."""
-    return W.prepare(cfg, inputs, outputs, BUILD, launcher, PAD)
+    K and N zero-padded to multiples of :data:`PAD`; a call is one launch, or with K ranges (``cfg.grid``'s
+    third entry) the launch and the ranges' sum (:func:`k_ranges_call`)."""
+    (C,) = outputs
+    grid = tuple(cfg.grid)
+    splits = grid[2] if len(grid) > 2 else 1
+
+    def make(m, n, k, grid=None, **build):
+        kw = dict(atomic=atomic) if splits > 1 else {}
+        f = k_ranges_call(launcher(m, n, k, grid=grid, **build, **kw), C, splits, atomic)
+        return lambda A16, B16, C_: f(A16, B16)
+
+    return W.prepare(cfg, inputs, outputs, BUILD, make, PAD)

@@ -4,9 +4,9 @@ A contender turns host inputs into a :class:`Prepared`: a call to time, a way to
 and a way to read them back. CuPy and torch are optional: they are imported only when used, and a
 missing package or a backend they cannot use (the simulator) becomes a "skipped" row with the
 reason, never a crash. Which library ops each kernel runs against is declared in one place, the
-kernel's KernelSpec (``contenders``, read through lab.core.registry; ops in lab.core.cupy_ops,
-torch_bridge.contenders or the kernel module itself); the NumPy
-contender is the kernel's own reference function run in the input dtype.
+kernel's KernelSpec (``contenders``, read through lab.core.registry; the ops live beside the kernel,
+in its module or kernels/contenders/<kernel>.py); the NumPy contender is the kernel's own reference
+function run in the input dtype.
 """
 from __future__ import annotations
 
@@ -17,8 +17,11 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from kernels import arrays as K
+from kernels import backend
 from kernels.spec import poison_value
-from lab.core import registry
+from lab.core import registry, triton_ops
+from lab.core.errors import LabError
 
 CONTENDERS = ("numba", "numpy", "cupy", "torch", "triton")
 # what runs when --contenders is not given: Triton is asked for by name (--contenders triton), since its
@@ -66,12 +69,10 @@ def _with_canary(shape, dtype, arrays: str = "numba"):
     """A device array of ``shape`` that is the front of a larger one; the rest is the canary that a
     kernel writing past the end of the output (a missing bounds guard) lands in. ``arrays``: the
     library that allocates it (kernels.arrays.ARRAYS). Returns (output view, whole buffer)."""
-    from kernels.arrays import empty
-
     shape = tuple(shape)
     row = int(np.prod(shape[1:], dtype=np.int64)) or 1
     extra = max(CANARY_ROWS, -(-CANARY_MIN // row))
-    big = empty((shape[0] + extra,) + shape[1:], dtype, arrays)
+    big = K.empty((shape[0] + extra,) + shape[1:], dtype, arrays)
     return big[: shape[0]], big
 
 
@@ -81,8 +82,7 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool, arrays: 
     "numba" (``cuda.to_device``/``cuda.device_array``), "torch" (CUDA tensors) or "cupy"; the rung's
     prepare takes them as they are (kernels.arrays.agnostic), and allocates its scratch from the
     same library. Poisoning, the canary check and the copy back work alike for all three."""
-    from kernels import arrays as K
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # the backend is chosen by now (the spec's module imported it)
 
     d_in = [K.from_host(a, arrays) for a in inputs]
     specs = spec.out_specs(size, inputs[0].dtype)
@@ -128,11 +128,8 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool, arrays: 
 def check_arrays(arrays: str, simulator: bool, numba: bool = True) -> None:
     """LabError (one line) when ``arrays`` is not one of kernels.arrays.ARRAYS, or the Numba rows
     (``numba``: whether any run) cannot have their buffers owned by it here (:func:`why_no_arrays`)."""
-    from kernels.arrays import ARRAYS
-    from lab.core.errors import LabError
-
-    if arrays not in ARRAYS:
-        raise LabError(f"--arrays {arrays!r}: choose one of {', '.join(ARRAYS)}")
+    if arrays not in K.ARRAYS:
+        raise LabError(f"--arrays {arrays!r}: choose one of {', '.join(K.ARRAYS)}")
     why = why_no_arrays(arrays, simulator) if numba else None
     if why:
         raise LabError(why)
@@ -182,14 +179,10 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
     that fits this machine: none on a machine without a CUDA GPU (CuPy and torch's CUDA ops need one,
     and ``pip install 'numba-gpu-lab[torch]'`` there would pull GBs of CUDA wheels for nothing)."""
     if contender == "triton":  # on a GPU, or in Triton's CPU interpreter (lab.core.triton_ops)
-        from lab.core.triton_ops import why_unavailable as triton_why
-
-        return triton_why()
+        return triton_ops.why_unavailable()
     if contender not in ("cupy", "torch"):
         return None
-    from kernels.backend import gpu_count
-
-    has_gpu = gpu_count()[0] > 0
+    has_gpu = backend.gpu_count()[0] > 0
     if not has_gpu:
         return "needs a CUDA GPU; this machine has none"
     if not installed(contender):
@@ -207,9 +200,7 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
 
 def _cuda_extra() -> str:
     """The CuPy extra that matches the CUDA driver: cuda13 or cuda12 (cuDriverGetVersion)."""
-    from kernels.backend import driver_version
-
-    return "cuda12" if (driver_version() or 0) // 1000 == 12 else "cuda13"
+    return "cuda12" if (backend.driver_version() or 0) // 1000 == 12 else "cuda13"
 
 
 def library_labels(contender: str, kernel: str) -> list[str]:
@@ -220,8 +211,6 @@ def library_labels(contender: str, kernel: str) -> list[str]:
 def float32_inside(contender: str, kernel: str, label: str) -> bool:
     """Whether the library op behind ``label`` computes in float32 whatever the input dtype (the
     registry's ``float32_inside`` option): the runner then checks it against float32 inputs."""
-    from lab.core import registry
-
     return bool(registry.options(contender, kernel, label).get("float32_inside"))
 
 
@@ -229,12 +218,10 @@ def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
     if contender == "cupy":
         return prepare_cupy(spec, size, label, inputs)
     if contender == "triton":
-        from lab.core import triton_ops
-
         call, poison, read, sync, mode, release = triton_ops.prepare(
             registry.function("triton", spec.name, label), inputs, spec.out_specs(size, inputs[0].dtype))
         return Prepared(call, poison, read, sync, mode, release)
-    import torch
+    import torch  # optional, as CuPy: only when a torch row runs
 
     from torch_bridge import contenders as ops
 

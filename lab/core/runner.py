@@ -33,7 +33,8 @@ from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes,  # the simulator's estimates
                                 quick_options, simulator_calls, simulator_seconds)
 from lab.core.rows import Check, Rates, Row, Task
-from lab.core.timing import StopRule, Timer
+from lab.core.stopping import StopRule
+from lab.core.timing import Timer
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
@@ -55,7 +56,7 @@ class Options:
     dtype: str = "float32"
     variants: list[str] | None = None
     contenders: list[str] | None = None
-    repeats: int | None = None  # None: the stop rule (lab.core.timing.StopRule) on a GPU, none timed in the simulator
+    repeats: int | None = None  # None: the stop rule (lab.core.stopping.StopRule) on a GPU, none timed in the simulator
     warmup: int | None = None
     seed: int | None = None
     library_ops: list[str] | None = None  # only these CuPy/torch op labels (default: all of them)

@@ -19,24 +19,8 @@ Either way, after enqueueing the timer checks that the GPU was still held (the f
 event not yet complete); if not (a call that blocks the host, e.g. one that copies a result to the
 host), the samples include host gaps and the method says so.
 
-How many calls: a stop rule like nvbench's (:class:`StopRule`): at least 10 samples and at least
-0.25 s of summed GPU time, and more while the noise (IQR / median) is above 1% and still changing,
-up to a time limit; ``repeats`` fixes the count instead. "Still changing" is nvbench's convergence
-test (``stdrel_criterion``): a noise that has settled above the target (the noise of the samples up
-to each of the last 8 checkpoints, 64 calls apart, within 5% of the current one) would not come
-down with more calls; the median of the hundreds of samples taken is then as good as it gets.
-
-CPU rows (host mode: NumPy, timed with ``time.perf_counter``) have one more way to stop, since their
-noise is the operating system's and the CPU's (thread wake-ups, frequency changes), which neither
-settles nor falls below 1% on a loaded host: once the median's 95% confidence interval is within
-``host_median_ci`` (2%) of it. The interval is distribution-free (the order statistics at ranks
-n/2 -+ 1.96 sqrt(n)/2, the binomial interval of the median: Conover, Practical Nonparametric
-Statistics, the quantile test), so it holds whatever the shape of the spread, for calls independent of each
-other; a CPU whose speed drifts during the row makes it too narrow. The reported statistic is the
-same median, the stop reason says how well it is known (``meta["stop"]``: "median within ±1.8%
-(95% interval) ..."), and the noise flag (``noisy``, above 10%) still marks a spread-out row. A
-1.6 ms NumPy call with 20% noise stops after 300-500 calls instead of settling after 500-1,200;
-the GPU rows never use this test. Calls are enqueued in batches of at most BATCH_MAX behind one
+How many calls: a stop rule like nvbench's (lab.core.stopping: named criteria, and why sampling
+stopped); ``repeats`` fixes the count instead. The GPU rows never use the CPU rows' median test. Calls are enqueued in batches of at most BATCH_MAX behind one
 blocker, so the launch queue (about a thousand pending launches) never fills, whatever the count.
 Two blockers alternate: while the GPU runs one batch, the host enqueues the next behind the other
 (held until that batch is in), so a batch costs the larger of the host's enqueueing and the GPU's
@@ -61,6 +45,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from lab.core.stopping import Stop, StopRule
+
 DEVICE_EVENTS = ("CUDA events, one pair a call, calls queued behind a blocked GPU (no host launch gaps), "
                  "L2 flushed before each call")
 DEVICE_EVENTS_GAPS = ("CUDA events, one pair a call, L2 flushed before each call; the call blocks the host, "
@@ -68,7 +54,6 @@ DEVICE_EVENTS_GAPS = ("CUDA events, one pair a call, L2 flushed before each call
 HOST_CLOCK = "time.perf_counter around each call"
 SIMULATOR_CLOCK = "CUDA simulator: wall clock of the simulation, not a GPU time"
 NOISY = 0.10  # a row whose noise (IQR / median) exceeds this is flagged in the report
-MEDIAN_Z = 1.96  # the median's interval in the host rule: 95% (two-sided normal quantile)
 
 
 @dataclass
@@ -122,143 +107,6 @@ class Measurement:
     def timing(self) -> str:
         """The method sentence plus the count: what ``--json`` puts in ``results[].timing``."""
         return f"median of {self.n}: {self.method}" + (f"; {self.meta['stop']}" if self.meta.get("stop") else "")
-
-
-def noise_of(samples_ms) -> float:
-    q1, med, q3 = np.percentile(samples_ms, [25, 50, 75])
-    return float((q3 - q1) / med) if med > 0 else math.inf
-
-
-def median_halfwidth(samples_ms, z: float = MEDIAN_Z) -> float:
-    """Half the width of the median's distribution-free confidence interval, relative to the median:
-    the order statistics at ranks n/2 - z sqrt(n)/2 and 1 + n/2 + z sqrt(n)/2 (1-based, clipped to
-    1..n; the normal approximation of the binomial interval; z = 1.96: 95%) for independent calls.
-    inf for fewer than 3 samples or a zero median."""
-    n = len(samples_ms)
-    if n < 3:
-        return math.inf
-    x = np.sort(np.asarray(samples_ms, dtype=np.float64))
-    lo = max(1, math.floor(n / 2 - z * math.sqrt(n) / 2))
-    hi = min(n, math.ceil(1 + n / 2 + z * math.sqrt(n) / 2))
-    med = float(np.median(x))
-    return float((x[hi - 1] - x[lo - 1]) / 2 / med) if med > 0 else math.inf
-
-
-class Stop(str):
-    """Why sampling stopped: the phrase of ``lab run``'s method line (a ``str``) and the named criterion
-    that stopped it (:data:`CRITERIA`, nvbench's "stopping criterion" by name), with the noise it
-    stopped at (IQR / median; None for a fixed count). ``lab run --json`` puts ``{"criterion",
-    "noise"}`` in ``results[].stop``."""
-
-    criterion: str
-    noise: float | None
-
-    def __new__(cls, criterion: str, text: str, noise: float | None = None):
-        if criterion not in CRITERIA:
-            raise ValueError(f"stop criterion {criterion!r}: one of {', '.join(CRITERIA)}")
-        s = super().__new__(cls, text)
-        s.criterion, s.noise = criterion, noise
-        return s
-
-    def __getnewargs__(self):  # pickled with its Row (lab.core.compile_child's fallback child)
-        return self.criterion, str(self), self.noise
-
-    def as_dict(self) -> dict:
-        return {"criterion": self.criterion, "noise": self.noise}
-
-
-# The named stop criteria of StopRule.done, in the order it tests them: a fixed count (--repeats N);
-# the wall-clock limit; the noise at or below max_noise; the noise settled (nvbench's convergence);
-# a CPU row's median known within host_median_ci.
-CRITERIA = ("fixed_count", "time_limit", "max_noise", "noise_settled", "median_interval")
-
-
-@dataclass
-class StopRule:
-    """When to stop sampling, like nvbench's stopping criterion (each named in :data:`CRITERIA`).
-
-    Adaptive (``repeats`` None): at least ``min_samples`` samples and ``min_time_s`` of summed
-    measured time; then stop once the noise (IQR / median) is at most ``max_noise``, or when
-    ``time_limit_s`` of wall clock has passed since sampling began (with at least ``min_samples``),
-    or once the noise has settled (``settle_calls``). A CPU row (``done(..., host=True)``) also stops
-    once the median's 95% interval is within ``host_median_ci`` of it (:func:`median_halfwidth`).
-    Fixed (``repeats`` = N): exactly N samples.
-    """
-
-    repeats: int | None = None
-    min_samples: int = 10
-    min_time_s: float = 0.25
-    max_noise: float = 0.01
-    time_limit_s: float = 3.0
-    settle_calls: int = 512  # the convergence window (nvbench's); 0: sample a noisy call up to the time limit
-    settle_spread: float = 0.05  # settled: the window's noises within this of the current one (RMS, relative)
-    host_median_ci: float = 0.02  # CPU rows: stop once the median's 95% interval is within this of it; 0: off
-
-    def describe(self, warmup: int) -> str:
-        """The adaptive rule in words (``lab run``'s header line "timed calls: ...")."""
-        settle = (f" and still changing (settled: within {self.settle_spread:.0%} over the last "
-                  f"{self.settle_calls} calls)" if self.settle_calls else "")
-        host = (f"; CPU rows also stop once the median's 95% interval is within ±{self.host_median_ci:.0%}"
-                if self.host_median_ci else "")
-        return (f"each row: at least {self.min_samples} calls and {self.min_time_s:g} s of measured time, "
-                f"more while the noise (IQR/median) is above {self.max_noise:.0%}{settle}, at most "
-                f"{self.time_limit_s:g} s{host}; {warmup} warm-up")
-
-    def done(self, samples_ms, elapsed_s: float, settle: bool = True, host: bool = False) -> Stop | None:
-        """None to go on, else the reason sampling stops: a :class:`Stop` (a short phrase for the method
-        line, and its named criterion).
-        ``settle``: test the noise's convergence (and a CPU row's median interval) this time (a
-        caller that asks after every call asks every 16th: it costs 8 noise estimates). ``host``: a
-        CPU row, which may also stop on its median's interval (``host_median_ci``)."""
-        n = len(samples_ms)
-        if self.repeats is not None:
-            return Stop("fixed_count", f"fixed count ({self.repeats})") if n >= self.repeats else None
-        if n < self.min_samples:
-            return None
-        if elapsed_s >= self.time_limit_s:
-            noise = noise_of(samples_ms)
-            return Stop("time_limit", f"time limit {self.time_limit_s:g} s reached at noise {noise:.1%}", noise)
-        if sum(samples_ms) < self.min_time_s * 1e3:
-            return None
-        noise = noise_of(samples_ms)
-        if noise <= self.max_noise:
-            return Stop("max_noise", f"stopped at noise {noise:.1%} <= {self.max_noise:.0%} after >= "
-                        f"{self.min_time_s:g} s", noise)
-        if settle and self.settled(samples_ms):
-            return Stop("noise_settled", f"noise settled at {noise:.1%} (> {self.max_noise:.0%}; within "
-                        f"{self.settle_spread:.0%} over the last {self.settle_calls} calls) after >= "
-                        f"{self.min_time_s:g} s", noise)
-        if settle and host and self.host_median_ci:
-            half = median_halfwidth(samples_ms)
-            if half <= self.host_median_ci:
-                return Stop("median_interval", f"median within ±{half:.1%} (95% interval, <= "
-                            f"±{self.host_median_ci:.0%}) at noise {noise:.1%} after >= {self.min_time_s:g} s", noise)
-        return None
-
-    def settled(self, samples_ms) -> bool:
-        """Whether the noise has stopped changing (nvbench's convergence test): the noise of the
-        samples up to each of 8 checkpoints ``settle_calls / 8`` calls apart, ending now, has an RMS
-        distance from the current noise below ``settle_spread`` of it. Needs ``settle_calls`` calls
-        past the minimum count."""
-        n, step = len(samples_ms), self.settle_calls // 8
-        if not self.settle_calls or n < self.min_samples + self.settle_calls:
-            return False
-        noises = np.array([noise_of(samples_ms[: n - k * step]) for k in range(8)])
-        current = noises[0]
-        if not (np.isfinite(noises).all() and current > 0):
-            return False
-        return float(np.sqrt(np.mean((noises - current) ** 2)) / current) < self.settle_spread
-
-    def batch(self, samples_ms, call_ms: float, cap: int) -> int:
-        """How many calls to take next (1..cap): enough for the sample and time minimums, or for
-        the count fixed; while only the noise is missing, a quarter more than taken so far."""
-        n = len(samples_ms)
-        if self.repeats is not None:
-            want = self.repeats - n
-        else:
-            by_time = math.ceil((self.min_time_s * 1e3 - sum(samples_ms)) / max(call_ms, 1e-4))
-            want = max(self.min_samples - n, by_time, n // 4, 1)
-        return int(min(max(want, 1), cap))
 
 
 class Timer:

@@ -9,6 +9,7 @@ import pytest
 from rich.console import Console
 
 from lab.core import clocks
+from lab.core import stopping as S
 from lab.core import timing as T
 from tests.conftest import SIMULATOR
 
@@ -48,48 +49,49 @@ def drive(rule, draw, call_ms, cap=T.BATCH_MAX):
 
 
 def test_stop_rule_fixed_count():
-    samples, why = drive(T.StopRule(repeats=2000), lambda: 0.01, 0.01)
+    samples, why = drive(S.StopRule(repeats=2000), lambda: 0.01, 0.01)
     assert len(samples) == 2000 and "fixed" in why and why.criterion == "fixed_count" and why.noise is None
 
 
 def test_stop_rule_minimums(rng):
     """Quiet, fast calls: stop once 10 samples and 0.25 s of measured time are in."""
-    samples, why = drive(T.StopRule(), lambda: 0.1 * (1 + 0.001 * rng.standard_normal()), 0.1)
+    samples, why = drive(S.StopRule(), lambda: 0.1 * (1 + 0.001 * rng.standard_normal()), 0.1)
     assert len(samples) >= 10 and sum(samples) >= 250 and "noise" in why and why.criterion == "max_noise"
-    assert why.as_dict() == {"criterion": "max_noise", "noise": T.noise_of(samples)}
+    assert why.as_dict() == {"criterion": "max_noise", "noise": S.noise_of(samples), "threshold": 0.01,
+                             "samples": len(samples), "elapsed_s": pytest.approx(sum(samples) / 1e3 + 1e-4 * len(samples))}
     assert sum(samples) < 400  # not far past the minimum time
-    slow, why = drive(T.StopRule(), lambda: 50.0, 50.0)  # 50 ms calls: at least 10 of them
+    slow, why = drive(S.StopRule(), lambda: 50.0, 50.0)  # 50 ms calls: at least 10 of them
     assert len(slow) == 10
 
 
 def test_stop_rule_keeps_sampling_while_noisy_until_the_limit(rng):
-    rule = T.StopRule(time_limit_s=1.0, settle_calls=0)  # no convergence test: the time limit alone
+    rule = S.StopRule(time_limit_s=1.0, settle_calls=0)  # no convergence test: the time limit alone
     samples, why = drive(rule, lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
-    assert T.noise_of(samples) > 0.01 and "time limit" in why and why.criterion == "time_limit"
+    assert S.noise_of(samples) > 0.01 and "time limit" in why and why.criterion == "time_limit"
     assert sum(samples) / 1e3 >= 0.5  # ran on well past the 0.25 s minimum
 
 
 def test_stop_rule_stops_once_the_noise_has_settled(rng):
     """A call whose noise stays put above 1% (uniform 20% spread): no more calls would lower it, so
     sampling stops after the minimum time once 512 calls show it settled, not at the time limit."""
-    samples, why = drive(T.StopRule(time_limit_s=3.0), lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
-    assert "noise settled" in why and T.noise_of(samples) > 0.01 and why.criterion == "noise_settled"
+    samples, why = drive(S.StopRule(time_limit_s=3.0), lambda: 0.1 * (1 + 0.2 * rng.random()), 0.1)
+    assert "noise settled" in why and S.noise_of(samples) > 0.01 and why.criterion == "noise_settled"
     assert 0.25 <= sum(samples) / 1e3 < 0.4 and len(samples) >= 10 + 512
 
 
 def test_stop_rule_goes_on_while_the_noise_still_changes(rng):
     """A call whose spread keeps growing (doubling every 300 calls) never settles: the time limit ends it."""
     calls = iter(range(10**6))
-    samples, why = drive(T.StopRule(time_limit_s=1.0), lambda: 0.1 * (1 + 0.01 * rng.random() * 2 ** (next(calls) / 300)), 0.1)
+    samples, why = drive(S.StopRule(time_limit_s=1.0), lambda: 0.1 * (1 + 0.01 * rng.random() * 2 ** (next(calls) / 300)), 0.1)
     assert "time limit" in why
 
 
 def test_stop_rule_settling_needs_the_window(rng):
-    rule = T.StopRule()
+    rule = S.StopRule()
     noisy = list(0.1 * (1 + 0.2 * rng.random(2000)))  # enough samples that the noise has settled whatever the draw
     assert rule.settled(noisy) and not rule.settled(noisy[:500])  # fewer than 10 + 512 samples: not yet
-    assert not T.StopRule(settle_calls=0).settled(noisy)
-    assert "still changing" in rule.describe(5) and "still changing" not in T.StopRule(settle_calls=0).describe(5)
+    assert not S.StopRule(settle_calls=0).settled(noisy)
+    assert "still changing" in rule.describe(5) and "still changing" not in S.StopRule(settle_calls=0).describe(5)
 
 
 def test_median_interval_matches_the_normal_theory(rng):
@@ -97,29 +99,29 @@ def test_median_interval_matches_the_normal_theory(rng):
     # 40,000 draws: the interval spans ~390 order statistics, so its width is known to ~5% (at 4,000, ~9%:
     # a 20% bound failed about one run in thirty)
     samples = list(100 + 10 * rng.standard_normal(40000))
-    assert T.median_halfwidth(samples) == pytest.approx(1.96 * 1.2533 * 10 / math.sqrt(40000) / 100, rel=0.2)
-    assert T.median_halfwidth([1.0, 2.0]) == math.inf
+    assert S.median_halfwidth(samples) == pytest.approx(1.96 * 1.2533 * 10 / math.sqrt(40000) / 100, rel=0.2)
+    assert S.median_halfwidth([1.0, 2.0]) == math.inf
 
 
 def test_host_rows_stop_once_the_median_is_known(rng):
     """A CPU call with a noise that neither falls below 1% nor settles soon (7 ms, 2% spread): the
     GPU rule runs to its time limit, a CPU row stops once its median's 95% interval is within 2%."""
     draw = lambda: 7.0 * (1 + 0.04 * rng.random())  # noqa: E731
-    rule = T.StopRule()
+    rule = S.StopRule()
     samples, elapsed, why = [], 0.0, None
     while not (why := rule.done(samples, elapsed, settle=len(samples) % 16 == 0, host=True)):
         samples.append(draw())
         elapsed += samples[-1] / 1e3
-    assert "median within" in why and sum(samples) / 1e3 < 0.5 and T.median_halfwidth(samples) <= 0.02
+    assert "median within" in why and sum(samples) / 1e3 < 0.5 and S.median_halfwidth(samples) <= 0.02
     assert why.criterion == "median_interval"
     assert rule.done(samples, elapsed) is None  # not a CPU row: the noise is above 1% and has not settled
-    assert "CPU rows also stop" in rule.describe(5) and "CPU rows" not in T.StopRule(host_median_ci=0).describe(5)
+    assert "CPU rows also stop" in rule.describe(5) and "CPU rows" not in S.StopRule(host_median_ci=0).describe(5)
 
 
 def test_stop_rule_batches_respect_the_launch_queue_cap():
-    rule = T.StopRule(repeats=2000)
+    rule = S.StopRule(repeats=2000)
     assert rule.batch([], 0.01, 64) == 64 and rule.batch([0.01] * 1990, 0.01, 64) == 10
-    assert T.StopRule().batch([], 1e-6, 64) == 64  # tiny calls: many wanted, capped
+    assert S.StopRule().batch([], 1e-6, 64) == 64  # tiny calls: many wanted, capped
 
 
 def test_timer_host_mode_counts_and_method():
@@ -127,7 +129,7 @@ def test_timer_host_mode_counts_and_method():
     t = T.Timer(lambda: calls.append(1), "host")
     m = t.measure(7, 2)
     assert m.n == 7 and len(calls) == 9 and m.method == T.HOST_CLOCK and "fixed" in m.meta["stop"]
-    m = t.measure(None, 0, T.StopRule(min_time_s=0.0, max_noise=10.0))
+    m = t.measure(None, 0, S.StopRule(min_time_s=0.0, max_noise=10.0))
     assert m.n == 10
     with pytest.raises(ValueError):
         t.measure(0, 0)
@@ -192,18 +194,18 @@ def test_overlapped_batches_keep_the_rule(monkeypatch, rng):
     """Behind two alternating blockers: a fixed count is exact (no batch past it enqueued), the
     adaptive rule stops on what it had read (the batch in flight then is dropped), every batch covered."""
     gpu = fake_gpu(monkeypatch, lambda: 0.1)
-    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(repeats=300), 1e-5, 0.1, False)
+    samples, covered, meta = T._device_samples(gpu.call, S.StopRule(repeats=300), 1e-5, 0.1, False)
     assert len(samples) == 300 == gpu.calls and covered and meta["stop"] == "fixed count (300)"
     gpu = fake_gpu(monkeypatch, lambda: 0.1 * (1 + 0.001 * rng.standard_normal()))
-    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(), 1e-5, 0.1, False)
+    samples, covered, meta = T._device_samples(gpu.call, S.StopRule(), 1e-5, 0.1, False)
     assert covered and "noise" in meta["stop"] and 250 <= sum(samples) < 400
     assert gpu.calls - len(samples) <= T.BATCH_MAX  # at most the one batch in flight dropped
-    assert T.StopRule().done(samples, 0.0)
+    assert S.StopRule().done(samples, 0.0)
 
 
 def test_overlapped_batches_report_a_call_that_blocks_the_host(monkeypatch):
     gpu = fake_gpu(monkeypatch, lambda: 0.1, blocks_host=True)
-    samples, covered, meta = T._device_samples(gpu.call, T.StopRule(repeats=100), 1e-5, 0.1, False)
+    samples, covered, meta = T._device_samples(gpu.call, S.StopRule(repeats=100), 1e-5, 0.1, False)
     assert len(samples) == 100 and not covered and meta["hold"] == "flag"
 
 
@@ -371,11 +373,14 @@ def test_stop_criteria_are_named_in_the_run_schema():
     from pathlib import Path
 
     schema = json.loads((Path(__file__).resolve().parents[2] / "docs" / "schemas" / "run.json").read_text())
-    assert tuple(schema["$defs"]["result"]["properties"]["stop"]["properties"]["criterion"]["enum"]) == T.CRITERIA
+    assert tuple(schema["$defs"]["result"]["properties"]["stop"]["properties"]["criterion"]["enum"]) == S.CRITERIA
     with pytest.raises(ValueError, match="criterion"):
-        T.Stop("lucky", "stopped by luck")
-    m = T.Measurement([1.0, 1.0], T.DEVICE_EVENTS, {"stop": T.Stop("fixed_count", "fixed count (2)")})
-    assert m.stop == {"criterion": "fixed_count", "noise": None} and m.timing.endswith("fixed count (2)")
+        S.Stop("lucky", "stopped by luck")
+    m = T.Measurement([1.0, 1.0], T.DEVICE_EVENTS, {"stop": S.Stop("fixed_count", "fixed count (2)", None, 2, 2, 0.5)})
+    assert m.stop == {"criterion": "fixed_count", "noise": None, "threshold": 2, "samples": 2, "elapsed_s": 0.5}
+    assert m.timing.endswith("fixed count (2)")
+    stop = schema["$defs"]["result"]["properties"]["stop"]
+    assert set(stop["properties"]) == set(m.stop) and set(stop["required"]) == {"criterion", "noise"}
     assert T.Measurement([1.0], T.SIMULATOR_CLOCK).stop is None
     import pickle  # a Row crosses processes pickled (lab.core.compile_child): its Stop keeps its name
 

@@ -1,4 +1,4 @@
-"""Triton contenders (lab.core.triton_ops): checked like every contender, on fresh random inputs of
+"""Triton contenders (declared beside their kernels, run by lab.core.triton_ops): checked like every contender, on fresh random inputs of
 sizes that are not multiples of the tile, outputs poisoned first, against the float64 reference.
 Without a GPU they run in Triton's CPU interpreter (TRITON_INTERPRET=1) and say so in their label."""
 import importlib.util
@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 
 from lab.core import contenders as C
+from kernels.contenders import matmul as CM
+from kernels.contenders import softmax as CS
 from lab.core import registry, triton_ops
 from lab.core.catalog import load
 from lab.core.check import check_prepared
@@ -16,9 +18,8 @@ needs_triton = pytest.mark.skipif(triton_ops.why_unavailable() is not None,
 
 
 def test_registered_for_matmul_and_softmax_with_tf32_marked():
-    assert [p for _, p in registry.entries("triton", "matmul")] == [
-        "lab.core.triton_ops:matmul_fp32", "lab.core.triton_ops:matmul_tf32"]
-    assert [p for _, p in registry.entries("triton", "softmax")] == ["lab.core.triton_ops:softmax"]
+    assert [f for _, f, _ in registry.entries("triton", "matmul")] == [CM.triton_matmul_fp32, CM.triton_matmul_tf32]
+    assert [f for _, f, _ in registry.entries("triton", "softmax")] == [CS.triton_softmax]
     fp32, tf32 = registry.labels("triton", "matmul")
     assert "FP32" in fp32 and "TF32" in tf32
     assert registry.options("triton", "matmul", tf32) == {"tf32": True} and not registry.options("triton", "matmul", fp32)
@@ -31,7 +32,7 @@ def test_without_triton_the_row_says_how_to_get_it(monkeypatch):
     assert "pip install triton" in C.why_unavailable("triton", simulator=True)
 
 
-CASES = [("matmul", (37, 45, 29)), ("matmul", (1, 33, 70)), ("softmax", (5, 70)), ("softmax", (3, triton_ops.ONE_PASS_COLS + 37))]
+CASES = [("matmul", (37, 45, 29)), ("matmul", (1, 33, 70)), ("softmax", (5, 70)), ("softmax", (3, CS.ONE_PASS_COLS + 37))]
 
 
 @needs_triton
@@ -65,7 +66,7 @@ def test_a_wrong_op_fails_the_check():
     inputs = spec.make_inputs(size, np.dtype(np.float32), np.random.default_rng())
     refs = spec.reference(*[a.astype(np.float64) for a in inputs])
     call, poison, read, sync, mode, release = triton_ops.prepare(
-        lambda x, out: (triton_ops.softmax(x, out)[0] * 1.01,), inputs, spec.out_specs(size, np.dtype(np.float32)))
+        lambda tr, x, out: (CS.triton_softmax(tr, x, out)[0] * 1.01,), inputs, spec.out_specs(size, np.dtype(np.float32)))
     prepared = C.Prepared(call, poison, read, sync, mode, release)
     assert not check_prepared(prepared, refs, spec.tolerance(inputs, refs, np.dtype(np.float32))).verdict.ok
 

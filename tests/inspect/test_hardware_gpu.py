@@ -192,8 +192,14 @@ def test_tensor_core_rungs_show_the_tensor_pipe_shared_wavefronts_and_their_boun
             continue  # a rung for another dtype, say
         assert r["status"] == "ok", f"{v}: {r['verdict']}"
         assert r["bound"] in KB.BOUNDS and r["bound"] in r["verdict"], v
-        for key in ("tensor_pipe_pct", "shared_wavefronts_per_request", "conflicts_per_shared_load", "sm_throughput_pct"):
+        for key in ("tensor_pipe_pct", "sm_throughput_pct"):
             assert r[key] is not None, (v, key)
+        # a wgmma rung reads its operands from shared memory through matrix descriptors, not ld.shared: with no
+        # shared load request there is no wavefronts-per-request or conflicts-per-load to show (None, not 0)
+        if v in ("async_copy", "tensor_core_tf32") or r.get("shared_instructions"):
+            assert r["shared_wavefronts_per_request"] is not None, v
+        if v in ("async_copy", "tensor_core_tf32"):
+            assert r["conflicts_per_shared_load"] is not None, v
     a, t = pipeline["async_copy"], pipeline["tensor_core_tf32"]
     assert a["tensor_pipe_pct"] < 2 < t["tensor_pipe_pct"]
     assert t["conflicts_per_shared_load"] < 0.05 and a["conflicts_per_shared_load"] < 0.05

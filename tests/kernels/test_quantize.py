@@ -237,6 +237,6 @@ def test_torch_contenders_cpu(kind, rng):
         out = [torch.empty(x.shape, dtype=torch.uint8), torch.empty(2)]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # quint8 creation is deprecated in torch 2.13
-            res = [r.numpy() for r in fn(torch.from_numpy(x), out=out)]
+            res = [r.numpy() for r in fn(torch, torch.from_numpy(x), out=out)]
         v = check_outputs(res, refs, tols)
         assert v.ok, f"{label}: max abs err {v.max_abs_err}"

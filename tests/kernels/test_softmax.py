@@ -198,7 +198,7 @@ def test_torch_softmax_entry(rng):
             continue
         fn = registry.function("torch", "softmax", label)
         out = torch.empty(x.shape, dtype=torch.float32)
-        res = fn(torch.from_numpy(x), out=[out])
+        res = fn(torch, torch.from_numpy(x), out=[out])
         v = check_outputs([r.numpy() for r in res], refs, tols)
         assert v.ok, f"{label}: max abs err {v.max_abs_err}"
 

@@ -151,3 +151,23 @@ def test_torch_bf16_row_is_checked_at_the_bf16_tolerance():
     bf16 = rows["torch.matmul (cuBLAS, bf16)"]
     assert bf16["status"] == "ok" and "bf16" in bf16["reason"], bf16
     assert rows["torch.matmul (cuBLAS, TF32 off)"]["status"] == "ok"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("atomic", [0, 2])
+def test_k_ranges(atomic, rng):
+    # the TMA rung on 5 K ranges (K padded to 2,944: 46 slabs, ranges of 10, the last of 6), M and N ragged
+    skip_unavailable("matmul", "tensor_core_wgmma")
+    from types import SimpleNamespace
+
+    from kernels.compiler import cuda
+    from kernels.gemm import mma, mma_bf16 as MB, wgmma_tma as T
+
+    m, n, k = 333, 517, 2900
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    T.prepare(SimpleNamespace(grid=(3, 3, 5)), (cuda.to_device(A), cuda.to_device(B)), (dC,), atomic=atomic)()
+    err = (np.abs(dC.copy_to_host() - A.astype(np.float64) @ B.astype(np.float64))
+           / mma.rounded_inputs_tolerance(A, B, MB.BF16_MANTISSA))
+    assert np.isfinite(err).all() and err.max() <= 1, f"err/tol {err.max():.3g}"

@@ -36,8 +36,8 @@ def test_rung_declared_after_the_bf16_wgmma_rung():
 
 def test_choose_takes_smaller_tiles_where_the_grid_leaves_sms_idle(monkeypatch):
     monkeypatch.setattr(T, "sm_count", lambda: 132)
-    assert T.choose((4096, 4096, 4096))[0] == T.DEFAULT  # 16 x 32 = 512 blocks
-    name, why = T.choose((1024, 1024, 1024))  # 32 blocks of 256 x 128 (or 128 x 256) for 132 SMs
+    assert T.choose_tile((4096, 4096, 4096))[0] == T.DEFAULT  # 16 x 32 = 512 blocks
+    name, why = T.choose_tile((1024, 1024, 1024))  # 32 blocks of 256 x 128 (or 128 x 256) for 132 SMs
     assert name == T.SMALL and "132 SMs" in why
     bm, bn, _ = W.block_shape(T.BUILDS[T.DEFAULT])  # 256 x 128 (cp.async) or 128 x 256 (the TMA build)
     assert bm * bn == 256 * 128 and W.block_shape(T.BUILDS[T.SMALL])[:2] == (128, 128)
@@ -105,3 +105,31 @@ def test_rounding_holds_on_positive_inputs(rng):
     A = rng.random((256, 4096), np.float32)
     B = rng.random((4096, 264), np.float32)
     assert _check(A, B) <= 1
+
+
+def test_plan_splits_k_on_the_tma_build_where_the_grid_leaves_sms_idle(monkeypatch):
+    monkeypatch.setattr(T, "sm_count", lambda: 132)
+    name, splits, why = T.plan((600, 700, 20000))  # 15 tiles of 128 x 256, 625 slabs of 32 k
+    assert name == T.DEFAULT and splits > 1 and f"{splits} K ranges" in why
+    cfg = T.launch((600, 700, 20000), 384)
+    assert cfg.grid == (3, 5, splits) and "K ranges" in cfg.note
+    assert T.plan((4096, 4096, 4096))[:2] == (T.DEFAULT, 1) and len(T.launch((4096,) * 3, 384).grid) == 2
+    assert T.plan((1024, 1024, 1024))[1] > 1  # 32 tiles, 32 slabs: ranges of 8 slabs or more
+    assert T.plan((1024, 1024, 200))[:2] == (T.SMALL, 1)  # 7 slabs: too few to split, so the small tiles
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("atomic", [0, 1, 2])
+def test_k_ranges(atomic, rng):
+    # 7 ranges of 16 slabs (the last of 8, K ragged: padded 1,810 -> 1,812), M and N ragged; C poisoned first
+    skip_unavailable("matmul", "tensor_core_wgmma_tf32")
+    from kernels.compiler import cuda
+
+    m, n, k = 333, 517, 3610
+    A = rng.standard_normal((m, k)).astype(np.float32)
+    B = rng.standard_normal((k, n)).astype(np.float32)
+    dC = cuda.to_device(np.full((m, n), np.nan, np.float32))
+    T.prepare(SimpleNamespace(grid=None), (cuda.to_device(A), cuda.to_device(B)), (dC,), build=T.DEFAULT, splits=7,
+              atomic=atomic)()
+    err = np.abs(dC.copy_to_host() - A.astype(np.float64) @ B.astype(np.float64)) / mma.rounded_inputs_tolerance(A, B, 10)
+    assert np.isfinite(err).all() and err.max() <= 1, f"err/tol {err.max():.3g}"

@@ -130,3 +130,40 @@ def test_the_rung_pads_to_whole_lines_and_launches_the_tma_build(monkeypatch, rn
     A16, B16 = (np.asarray(x.copy_to_host() if hasattr(x, "copy_to_host") else x) for x in (A16, B16))
     assert A16.shape == (130, 576) and B16.shape == (576, 1088)
     assert (A16[:, :k] == MB.to_bf16_bits(A)).all() and not A16[:, k:].any() and not B16[k:].any() and not B16[:, n:].any()
+
+
+# --- Split-K: K ranges over grid z (kernels.gemm.wgmma_tma.k_splits, k_ranges_call) ---------------------------
+def test_k_splits_fills_idle_sms_only_where_k_is_long():
+    bm, bn, _ = T.block_shape(T.BUILD)
+    for tf32 in (True, False):
+        bk = T.slab_k(tf32)
+        assert T.k_splits(4096, 4096, 4096, bm, bn, tf32, 132)[0] == 1  # 512 tiles: the grid is full
+        assert T.k_splits(600, 700, 64, bm, bn, tf32, 132)[0] == 1  # K of one or two slabs: nothing to split
+        s, per, _ = T.k_splits(600, 700, 20000, bm, bn, tf32, 132)  # 15 tiles for 132 SMs, long K
+        assert 4 <= s <= 132 // 15 and per >= T.SPLIT_MIN_SLABS and (s - 1) * per < -(-20000 // bk) <= s * per
+        assert T.k_splits(600, 700, 20000, bm, bn, tf32, 16)[0] < s  # fewer SMs: fewer ranges fill them
+    with pytest.raises(ValueError, match="SMs"):
+        T.k_splits(1, 1, 1, bm, bn, True, 0)
+
+
+def test_k_splits_keeps_the_workspace_bounded_and_the_ranges_long():
+    bm, bn, _ = T.block_shape(T.BUILD)
+    rng = np.random.default_rng()
+    for _ in range(200):
+        m, n, k = (int(x) for x in rng.integers(1, 20000, 3))
+        sms = int(rng.integers(1, 200))
+        s, per, est = T.k_splits(m, n, k, bm, bn, bool(rng.integers(2)), sms, int(rng.integers(3)))
+        assert 1 <= s <= T.SPLIT_MAX and est > 0
+        if s > 1:  # long enough ranges, a bounded workspace, one wave of blocks
+            assert per >= T.SPLIT_MIN_SLABS and s * m * n * 4 <= T.SPLIT_MAX_BYTES and s * -(-m // bm) * -(-n // bn) <= sms
+
+
+def test_bf16_rung_launch_puts_the_k_ranges_on_grid_z(monkeypatch):
+    from kernels.spec import sm_count
+
+    bm, bn, threads = T.block_shape(T.BUILD)
+    cfg = T.launch((600, 700, 20000), 384)
+    s = T.k_splits(600, 700, 20032, bm, bn, False, sm_count())[0]
+    assert cfg.grid == (3, 5, s) and s > 1 and f"{s} K ranges" in cfg.note
+    assert ("red.global.add" if T.ATOMIC else "reduction") in cfg.note
+    assert len(T.launch((4096, 4096, 4096), 384).grid) == 2  # one range: the 2-D grid, as before

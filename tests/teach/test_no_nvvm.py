@@ -39,7 +39,7 @@ def without_nvvm(tmp_path, *args):
     shim = tmp_path / "no-nvvm" / "cuda" / "pathfinder"
     shim.mkdir(parents=True, exist_ok=True)
     (shim / "__init__.py").write_text(NO_NVVM)
-    env = {**os.environ, "COLUMNS": "80", "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    env = {**os.environ, "COLUMNS": "80", "XDG_CACHE_HOME": str(tmp_path / "cache"), "LAB_CACHE_DIR": str(tmp_path / "cache"),
            "PYTHONPATH": os.pathsep.join([str(tmp_path / "no-nvvm"), str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("LAB_GPU_COMPILE", None)
     p = subprocess.run([sys.executable, *map(str, args)], env=env, cwd=tmp_path, capture_output=True, text=True,

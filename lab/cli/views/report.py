@@ -12,7 +12,9 @@ from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
+import kernels
 from lab.cli.views.table import CHECK_STYLE, Col, console, explain, fit, print_tables, wide_adds
+from lab.core.registry import spec
 from lab.core.runner import Report
 from lab.core.timing import SIMULATOR_CLOCK
 
@@ -93,11 +95,11 @@ def header_lines(report: Report) -> list[str]:
         lines.append(escape(run_header(report.compiler)))
     if getattr(report, "arrays", "numba") != "numba":  # lab run --arrays torch|cupy
         lines.append(escape(f"Numba rows' device arrays: {report.arrays} (zero-copy views at each launch)"))
-    if report.kernel == "matmul" and report.dtype == "float32" and getattr(report, "precision", ""):
-        lines.append(escape(f"precision {report.precision}: auto may run "
-                            + {"highest": "SIMT FP32 only", "high": "3xTF32 on tensor cores (FP32-accurate) or SIMT FP32",
-                               "medium": "TF32 on tensor cores (TF32's tolerance), 3xTF32 or SIMT FP32"}[report.precision]
-                            + " (--precision)"))
+    precision = getattr(report, "precision", "")
+    may_run = (spec(report.kernel).precision_auto.get(precision)
+               if precision and report.dtype == "float32" and report.kernel in kernels.NAMES else None)
+    if may_run:  # a kernel whose auto honours --precision (its spec's precision_auto)
+        lines.append(escape(f"precision {report.precision}: auto may run {may_run} (--precision)"))
     lines.append(f"minimum traffic {si(report.bytes_moved, 'B')}, {si(report.flops, 'FLOP')} a call")
     lines.append(escape(f"timed calls: {report.stop_rule}"))
     lines.append(f"NumPy: {escape(report.numpy_threads)}")

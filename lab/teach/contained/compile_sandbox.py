@@ -46,14 +46,49 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
     False, "message", "line"} or {"skipped": why}; a violation is a failure saying what was stopped.
     ``timeout``: seconds per file (the first one gets :data:`STARTUP_S` more); ``deadline``
     (``time.monotonic()``): the whole compile stops there. A file whose compile runs past either
-    fails ("took longer"), it is not skipped. Not cached: every call compiles."""
-    from lab.core.session import child_env
+    fails ("took longer"), it is not skipped.
+
+    Cached: the compiler's verdict on a file, read back from the child and checked here (never a
+    skip, a timeout or what the sandbox stopped), is kept under a hash of its source text, kernel,
+    signatures, ``cc``, the compile's code and numba-cuda's version
+    (:func:`lab.teach.contained.gpu_compile.cache_key`, apart from the uncontained compile's verdicts);
+    a file checked again unchanged starts no child."""
     from lab.teach.contained import gpu_compile
-    from lab.teach.contained import sandbox as S
+    from lab.teach.contained import source
 
     cc = tuple(cc or gpu_compile.CC)
-    if not items:
-        return []
+    results: list = [None] * len(items)
+    keys: list = [None] * len(items)
+    todo = []
+    for k, (path, kernel, sigs, *rest) in enumerate(items):
+        text = rest[0] if rest and rest[0] is not None else None
+        item = items[k]
+        try:
+            text = source.read(path) if text is None else text
+            keys[k] = gpu_compile.cache_key(path, kernel, [list(s) for s in sigs], cc, text, "contained")
+            item = (path, kernel, sigs, text)
+        except Exception:  # noqa: BLE001 - no source: the compile below says why
+            pass
+        got = gpu_compile.cached_verdict(keys[k]) if keys[k] else None
+        checked = gpu_compile.verified(got, kernel, len(sigs), cc) if got is not None else None
+        if checked is not None and checked.get("ok") is got.get("ok"):  # an "ok" stands on its PTX, checked again
+            results[k] = checked
+        else:  # nothing kept, or an entry that is no verdict (edited): compiled again
+            todo.append((k, item))
+    if todo:
+        fresh = _compile([item for _, item in todo], limits, env, cc, timeout, deadline)
+        for (k, _), (result, verdict) in zip(todo, fresh):
+            results[k] = result
+            if verdict and keys[k]:
+                gpu_compile.remember(keys[k], result)
+    return results
+
+
+def _compile(items, limits, env, cc, timeout, deadline) -> list[tuple[dict, bool]]:
+    """:func:`run` for ``items`` with no cached verdict: per item (its result, whether it is the compiler's
+    verdict, read from the child and checked, that may be kept)."""
+    from lab.core.session import child_env
+    from lab.teach.contained import sandbox as S
     from lab.teach.contained import source
 
     items = list(items)
@@ -90,6 +125,7 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
     for var in S.THREAD_VARS:
         env.setdefault(var, "1")
     results: list = [None] * len(items)
+    verdicts = [False] * len(items)
     try:
         todo = list(range(len(items)))
         while todo:  # one child for the items left; a file that hangs costs its own timeout, the rest go on
@@ -97,6 +133,7 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
             done = [k for k in todo if os.path.getsize(outs[k])]
             for k in done:
                 results[k] = _take(private, k, items[k], cc)
+                verdicts[k] = results[k].pop(_VERDICT, False)
             todo = [k for k in todo if k not in done]
             if todo and stuck and stuck.startswith((TOOK_LONGER, STOPPED)):  # the file's own doing: its failure
                 first = todo.pop(0)
@@ -112,9 +149,10 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
                 todo = []
     finally:
         shutil.rmtree(private, ignore_errors=True)
-    return results
+    return list(zip(results, verdicts))
 
 
+_VERDICT = "lab_verdict"  # (:func:`_take`'s mark, removed by :func:`_compile`) the compiler's own word, checked
 TOOK_LONGER = "the compile took longer than"
 STOPPED = "stopped by the sandbox:"
 
@@ -182,7 +220,10 @@ def _take(private, k, item, cc) -> dict:
         return {"ok": False, "line": None, "message": f"the compile's result file was tampered with ({e})"}
     if isinstance(raw, dict) and "violation" in raw:
         return {"ok": False, "line": None, "message": f"stopped by the sandbox: {str(raw['violation'])[:200]}"}
-    return gpu_compile.verified(raw, kernel, len(sigs), cc)
+    result = dict(gpu_compile.verified(raw, kernel, len(sigs), cc))
+    if isinstance(raw, dict) and raw.get("ok") in (True, False) and raw.get("ok") is result.get("ok"):
+        result[_VERDICT] = True  # the compiler's word, and its PTX the evidence checked (a forged "ok" is not kept)
+    return result
 
 
 # --- The child ---------------------------------------------------------------------------------------------

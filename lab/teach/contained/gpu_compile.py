@@ -297,7 +297,11 @@ def _cache_file(key: str):
     return os.path.join(cache_dir(), "gpu-compile", key + ".json")
 
 
-def _key(path: str, kernel: str, sigs: list, cc, text: str) -> str:
+def cache_key(path: str, kernel: str, sigs: list, cc, text: str, where: str = "") -> str:
+    """The compile verdict's cache key: a hash of the student's source ``text``, the compile's own code
+    (this module and the source rules, whose messages a verdict carries), the file's name, ``kernel``,
+    ``sigs``, ``cc``, the numba-cuda version and ``where`` ("contained": a verdict of the contained
+    compile, :mod:`lab.teach.contained.compile_sandbox`, kept apart from this module's own)."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -309,8 +313,43 @@ def _key(path: str, kernel: str, sigs: list, cc, text: str) -> str:
                                                                                          "source_eval", "allowlist"))):
         with open(f, "rb") as fh:
             h.update(fh.read())
-    h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 2]).encode())
+    h.update(json.dumps([os.path.basename(path), kernel, sigs, list(cc), nv, 2, *([where] if where else [])]).encode())
     return h.hexdigest()[:32]
+
+
+def cached_verdict(key: str) -> dict | None:
+    """The compiler's verdict ({"ok": ...}) remembered under ``key`` (:func:`cache_key`), from this process or
+    the cache folder (:func:`remember`), or None."""
+    if key in _MEMO:
+        return _MEMO[key]
+    path = _cache_file(key)
+    if os.path.isfile(path):
+        try:
+            with open(path) as f:
+                got = json.load(f)
+        except (OSError, ValueError):
+            return None
+        if isinstance(got, dict) and "ok" in got:
+            _MEMO[key] = got
+            return got
+    return None
+
+
+def remember(key: str, result: dict) -> None:
+    """Keep the compiler's verdict ``result`` under ``key`` for this process and in the cache folder (written
+    by the judge only, atomically); anything but a verdict (a skip: no NVVM, a killed or timed-out
+    process) is not kept, so it is tried again."""
+    if "ok" not in result:
+        return
+    _MEMO[key] = result
+    try:
+        from lab.core.files import write_atomic
+
+        path = _cache_file(key)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_atomic(path, json.dumps(result), "GPU compile cache")
+    except Exception:  # noqa: BLE001 - a cache that cannot be written is only slower
+        pass
 
 
 def check(path: str, kernel: str, sigs: list, cc=CC, timeout: float = 50.0, text: str | None = None) -> dict:
@@ -341,7 +380,7 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
     verdicts (``{"ok": ...}``) are kept for this process and on disk; a compile that could not run
     (``{"skipped": ...}``: no NVVM, out of memory, the process killed or timed out) is tried again at
     the next call, except after :func:`no_more_processes`."""
-    todo, results, caches, keys = [], [None] * len(items), [None] * len(items), [None] * len(items)
+    todo, results, keys = [], [None] * len(items), [None] * len(items)
     for k, (path, kernel, sigs, *rest) in enumerate(items):
         sigs = [json.loads(s) for s in dict.fromkeys(json.dumps(s) for s in sigs)]
         text = rest[0] if rest and rest[0] is not None else None
@@ -350,23 +389,17 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
                 from lab.teach.contained.source import read
 
                 text = read(path)
-            keys[k] = _key(path, kernel, sigs, cc, text)
-            caches[k] = _cache_file(keys[k])
+            keys[k] = cache_key(path, kernel, sigs, cc, text)
         except OSError:
-            caches[k] = None
+            pass
         except Exception as e:  # noqa: BLE001 - a file that is no source (too large, not UTF-8): the reason
             results[k] = {"ok": False, "message": str(e)[:300], "line": None}
             continue
-        if keys[k] in _MEMO:
-            results[k] = _MEMO[keys[k]]
-            continue
-        if caches[k] and os.path.isfile(caches[k]):
-            try:
-                with open(caches[k]) as f:
-                    results[k] = json.load(f)
+        if keys[k] is not None:
+            got = cached_verdict(keys[k])
+            if got is not None:
+                results[k] = got
                 continue
-            except (OSError, ValueError):
-                pass
         if _NO_PROCESS:
             results[k] = _TRANSIENT.get(keys[k]) or {"skipped": _NO_PROCESS[0]}
             continue
@@ -396,15 +429,10 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
         result = verified(result, item["kernel"], len(item["sigs"]), cc)
         results[k] = result
         if keys[k] is not None:
-            (_MEMO if "ok" in result else _TRANSIENT)[keys[k]] = result
-        if caches[k] and "ok" in result:
-            try:
-                from lab.core.files import write_atomic
-
-                os.makedirs(os.path.dirname(caches[k]), exist_ok=True)
-                write_atomic(caches[k], json.dumps(result), "GPU compile cache")
-            except Exception:  # noqa: BLE001 - a cache that cannot be written is only slower
-                pass
+            if "ok" in result:
+                remember(keys[k], result)
+            else:
+                _TRANSIENT[keys[k]] = result
     return results
 
 
