@@ -308,8 +308,8 @@ def judge_case(ex, case, raw, backend):
             if others:
                 stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
                 text = many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
-                                             at_store(k, min(others), trace))
-                raise Failed(f"{text}: {stride}" if stride else text)
+                                             at_store(k, min(others), trace), getattr(trace, "lab_counts", None))
+                raise Failed(f"{text}: {stride}" if stride and not getattr(text, "cause", False) else text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:

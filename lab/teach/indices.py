@@ -9,7 +9,11 @@ covers an array).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from lab.teach.shared_words import per_warp_slot, shared_below, shared_tile_past
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -46,6 +50,8 @@ def extra_thread(own, grid, block, out_shapes):
     reach, bd = [g * b for g, b in zip(as_dims3(grid), as_dims3(block))], as_dims3(block)
     for shape in out_shapes:
         shape = tuple(shape)
+        if math.prod(reach) < math.prod(shape):  # fewer threads than elements (a warp a tile): not thread-per-element
+            continue
         for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
             if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
                 return True
@@ -78,7 +84,7 @@ def guard_dims(own, out_shapes) -> str | None:
     return None
 
 
-def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
+def negative_advice(idx, b, t, bd, shared, halo=None, shape=None) -> str:
     """What a negative index suggests, from the thread's own index along that axis (its slot in the
     block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
     neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
@@ -93,6 +99,9 @@ def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     i = int(idx[d])
     if axis is not None and shared:
         off = i - tt[axis]
+        below = shared_below(i, off, tt[axis], bd, shape)
+        if below:
+            return below
         if -bd[axis] <= off < 0:
             return (f"a negative index: {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
                     f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
@@ -131,7 +140,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
-        return negative_advice(idx, b, t, bd, shared, halo)
+        return negative_advice(idx, b, t, bd, shared, halo, shape)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]
@@ -141,6 +150,11 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         if mine is None:
             return f"index {i} is past the end ({n}) of this shared array: the index or the array's size is wrong"
         off = i - mine
+        if len(idx) == 2:  # a tile: the tree templates are 1-D
+            return shared_tile_past(i, n, d, tuple(int(v) for v in shape), mine)
+        warps = per_warp_slot(i, n, mine, bd)
+        if warps:
+            return warps
         if off == 0:
             return (f"index {i} is this thread's own slot, past the end ({n}) of this shared array: threads whose "
                     f"slot is {n} or more must not access it (e.g. `v = s[t] if t < {n} else 0.0`), or the array "

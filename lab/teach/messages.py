@@ -491,10 +491,21 @@ def _block_stride_2d(writer: dict, shape, grid, block) -> str | None:
     return None
 
 
-def many_writers_message(name, shape, writer, others, grid, block, at=""):
-    """:func:`_many_writers_text`, then the store's line ``at`` (' at line N: `code`') when known."""
-    text = _many_writers_text(name, shape, writer, others, grid, block)
-    return text + (f" (the store: {at.strip().removeprefix('at ')})" if at else "")
+def many_writers_message(name, shape, writer, others, grid, block, at="", counts=None):
+    """:func:`lab.teach.writers.many_writers_cause` where the evidence names the cause, else
+    :func:`_many_writers_text`; then the store's line ``at`` (' at line N: `code`') when known."""
+    from lab.teach.writers import many_writers_cause
+
+    cause = many_writers_cause(name, shape, writer, others, grid, block, counts)
+    text = cause or _many_writers_text(name, shape, writer, others, grid, block)
+    text += f" (the store: {at.strip().removeprefix('at ')})" if at else ""
+    return _Cause(text) if cause else text
+
+
+class _Cause(str):
+    """A message whose cause the evidence named (no further guess is appended to it)."""
+
+    cause = True
 
 
 def _many_writers_text(name, shape, writer, others, grid, block):

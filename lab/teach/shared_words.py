@@ -1,0 +1,46 @@
+"""Words for a shared-memory access out of bounds whose own evidence names the cause (used by
+:func:`lab.teach.indices.oob_advice`): a 2-D tile declared smaller than the block fills, a per-warp
+array indexed by the lane, and a step's partner below slot 0 in an array with no halo. Pure functions
+of the access (index, the array's shape, the thread's slot, the block's shape); None where the
+evidence does not single the cause out.
+
+Source: CUDA C++ Programming Guide, "Shared Memory" and "Warp Shuffle Functions" (a warp is 32
+threads: warp t // 32, lane t % 32).
+"""
+from __future__ import annotations
+
+import math
+
+WARP = 32
+
+
+def shared_tile_past(i: int, n: int, d: int, shape: tuple, mine: int) -> str:
+    """A 2-D shared tile indexed past its extent ``n`` along axis ``d`` (no tree step: a tree halves a
+    1-D array): the tile is smaller than the block's indices along that axis, or the index is off."""
+    return (f"index {i} along axis {d} is past the end ({n}) of this shared tile, declared {shape}, "
+            f"{i - mine:+d} from the thread's own slot {mine}: the block's indices along axis {d} reach at least "
+            f"{i}: declare the tile with the extent its loop fills (the whole tile, e.g. (TILE, TILE + 1)), "
+            f"or keep that index below {n}")
+
+
+def per_warp_slot(i: int, n: int, mine: int, bd) -> str | None:
+    """A 1-D shared array with one slot per warp of the block (``n`` = threads / 32) indexed ``i`` by a
+    thread whose lane (slot % 32) is ``i`` and whose warp (slot // 32) is not: lane and warp swapped."""
+    threads = math.prod(bd)
+    if n < 1 or n * WARP != threads or i != mine % WARP or i == mine // WARP or i < n:
+        return None
+    return (f"index {i} is thread {mine}'s lane ({mine} % 32), past the end ({n}) of this shared array, which "
+            f"has one slot per warp of the block's {threads} threads: a warp's slot is its warp number "
+            f"t // 32 (here {mine // WARP}) and the lane is t % 32: are warp and lane swapped?")
+
+
+def shared_below(i: int, off: int, mine: int, bd, shape) -> str | None:
+    """A 1-D shared array with a cell per thread of the block (no halo cells: its size is the block's)
+    read ``-off`` cells below the thread's own slot, past slot 0: a step's partner t - s that only the
+    threads t >= s have."""
+    if shape is None or len(shape) != 1 or int(shape[0]) != math.prod(bd) or off >= 0 or i >= 0:
+        return None
+    s = -off
+    return (f"a negative index: {i} is thread {mine}'s own slot minus {s}, and this shared array has one cell per "
+            f"thread (no halo cells): a step that reads the partner t - {s} must be skipped by the threads t < {s}, "
+            f"whose partner would be below slot 0 (`if t >= {s}:` around the read, or add 0 for them)")
