@@ -241,7 +241,7 @@ def judge_case(ex, case, raw, backend):
                     arr, uidx, uwho, uline = trace.uninit[0]
                     seen = (f"; the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                             f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it")
-                lesson = mistake_message(exercise_mistakes(ex), case, outs)
+                lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
@@ -262,7 +262,7 @@ def judge_case(ex, case, raw, backend):
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
-            lesson = mistake_message(exercise_mistakes(ex), case, outs)
+            lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
             if lesson:  # the lesson's mistake leaves exactly these elements unwritten (NaN in its outputs)
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 raise Failed(f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
@@ -328,7 +328,7 @@ def judge_case(ex, case, raw, backend):
             if lesson:
                 raise Failed(lesson)
         return f"ok (max abs error {verdict_.max_abs_err:.2g})"
-    lesson = mistake_message(exercise_mistakes(ex), case, outs)
+    lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
         out64 = np.asarray(out, dtype=np.float64)
         ref = np.asarray(ref, dtype=np.float64)
@@ -409,7 +409,12 @@ def judge_case(ex, case, raw, backend):
             from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
 
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
+        from lab.teach.values import whole_number_hint
+
+        whole = whole_number_hint(out64, ref, bad, out.dtype)
+        if whole:
+            extra = whole
+        elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
             # exercises.sum_hints' words (OWN_PARTIAL) for thread 0's partial alone: why, from the line that stored it
             if extra and "threads' partials reached the value stored" in extra and writers is not None:
@@ -440,6 +445,11 @@ def judge_case(ex, case, raw, backend):
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
+
+
+def _counts(trace):
+    """The tracer's raw counts of a simulator run (None without a trace)."""
+    return getattr(trace, "lab_counts", None) if trace is not None else None
 
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:

@@ -44,3 +44,14 @@ def shared_below(i: int, off: int, mine: int, bd, shape) -> str | None:
     return (f"a negative index: {i} is thread {mine}'s own slot minus {s}, and this shared array has one cell per "
             f"thread (no halo cells): a step that reads the partner t - {s} must be skipped by the threads t < {s}, "
             f"whose partner would be below slot 0 (`if t >= {s}:` around the read, or add 0 for them)")
+
+
+def warp_slot_store(me: int, them: int, idx, arr: str, bd) -> str | None:
+    """Two lanes of one warp (1-D block slots ``me``, ``them``) storing, at one line and in one phase,
+    the shared cell ``arr[idx]`` whose index is their warp's number: every lane stores the warp's slot."""
+    if math.prod(bd[1:]) != 1 or len(idx) != 1 or me // WARP != them // WARP or int(idx[0]) != me // WARP:
+        return None
+    w = me // WARP
+    return (f"lanes {me % WARP} and {them % WARP} of warp {w} both stored the warp's slot {arr}[{w}]: every lane of "
+            f"the warp stores it, in any order: only one lane stores the warp's value (the lane that holds the "
+            f"warp's sum, e.g. `if lane == 0:` after shfl_down_sync)")
