@@ -72,9 +72,10 @@ def guard_dims(own, out_shapes) -> str | None:
             w = c if what == "row" else r
             if v >= n and w < m:
                 if v < m:
-                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and the "
-                            f"guard let it through: it compares the {what} with the number of {other}s: a {what} must "
-                            f"be below shape[{k}] = {n}, a {other} below shape[{1 - k}] = {m}")
+                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and "
+                            f"reached this access: nothing tested its {what} against shape[{k}] = {n} (no guard, or "
+                            f"one that compares the {what} with the number of {other}s, {m}): guard both, a {what} "
+                            f"below shape[{k}] = {n} and a {other} below shape[{1 - k}] = {m}")
                 if v == n:  # the first past the end: a `<=` lets exactly it through, as no test does
                     return (f"this thread's {what} {v} is the number of {what}s itself, and the guard let it through: "
                             f"it tests the {what} with `<=`, or not at all: test every dimension with `<` (`if row < "
@@ -193,7 +194,8 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             reach = as_dims3(grid)[a] * bd[a]
             # another 1-D array the grid was sized for (its extent rounded up to blocks) holds this index
             inside = [(n, s) for n, s in arrays if len(s) == 1 and int(idx[0]) < s[0] <= reach < s[0] + bd[a]]
-            if inside:
+            own_sized = int(shape[0]) <= reach < int(shape[0]) + bd[a]  # the grid fits this array too: an extra thread
+            if inside and not own_sized:
                 n, s = max(inside, key=lambda a: a[1][0])
                 return (f"index {int(idx[0])} is this thread's own global index, inside {n}'s {s[0]} elements (so "
                         f"the thread is no extra thread past the data), but past the end of this array "

@@ -365,8 +365,9 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_a
             if total == 1:  # the only element is the last one: a guard that stops one short drops it
                 return text + (f": your kernel stores into {name} ({stored_at}) and thread 0 of block 0 ran, but "
                                f"no thread reached the store: the guard (or an early return) drops the last index, "
-                               f"n - 1 (here the only one): it stops one short: keep every i < n (`if i < n:`, or "
-                               f"return only when `i >= n`)")
+                               f"n - 1 (here the only one): it stops one short, or thread 0's index is not 0 (an index "
+                               f"shifted past it, e.g. cuda.grid(1) + 1): i is cuda.grid(1) itself, and keep every "
+                               f"i < n (`if i < n:`, or return only when `i >= n`)")
             return text + (f": your kernel stores into {name} ({stored_at}) and its launch has "
                            f"{plural(launched, 'thread')} for {plural(total, 'element')}, but no thread reached the "
                            f"store: the guard (or an early return) lets none through")
