@@ -325,6 +325,10 @@ def judge_case(ex, case, raw, backend):
 
             lesson = lesson_message(ex.lesson, facts, launch=ex.launch if case.grid is None else None,
                                     output=onames[0] if onames else "the output")
+            if not lesson and trace is not None:
+                from lab.teach.tree_lesson import atomic_combine_message
+
+                lesson = atomic_combine_message(ex, case, facts)
             if lesson:
                 raise Failed(lesson)
         return f"ok (max abs error {verdict_.max_abs_err:.2g})"
