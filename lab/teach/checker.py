@@ -452,8 +452,9 @@ def judge_case(ex, case, raw, backend):
 
 
 def _counts(trace):
-    """The tracer's raw counts of a simulator run (None without a trace)."""
-    return getattr(trace, "lab_counts", None) if trace is not None else None
+    """The tracer's raw counts of a simulator run, with its ``uninit`` reads (None without a trace)."""
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    return None if counts is None else {**counts, "uninit": list(getattr(trace, "uninit", None) or [])}
 
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:

@@ -44,7 +44,7 @@ class Mistake(NamedTuple):
     outputs: Callable
     message: str
     access: Callable | None = None  # (case, who: (block, thread)) -> (array, index) this mistake accesses
-    evidence: Callable | None = None  # (case, counts: the tracer's raw counts) -> whether the trace shows its cause
+    evidence: Callable | None = None  # (case, counts: the tracer's raw counts and "uninit") -> the trace shows its cause
 
 
 def mistake_for_access(mistakes, case, name, idx, who) -> str | None:

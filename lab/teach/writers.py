@@ -71,7 +71,7 @@ def many_writers_cause(name, shape, writer: dict, others: dict, grid, block, cou
         starts_own = all(v[0] == int(k[0][0]) * b[0] + int(k[1][0]) for k, v in per.items())
         if first and steps == {b[0]} and starts_own:
             return (f"{el} was written by {len(who)} threads, one per block: each thread starts at its own global "
-                    f"index but its loop steps by blockDim.x = {b[0]}, so each block runs on to the end over the "
+                    f"index but its loop steps by the block's size (blockDim.x = {b[0]}), so each block runs on to the end over the "
                     f"next blocks' elements: step by the grid's size, cuda.gridsize(1) = blockDim.x * gridDim.x")
     return None
 
