@@ -245,6 +245,12 @@ def judge_case(ex, case, raw, backend):
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                from lab.teach.values import output_read_first
+
+                own = output_read_first(_counts(trace), onames[k], writers[k][flat], flat, grid, block, source)
+                if own:  # the writer read the output element it adds into: garbage in, NaN out
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {own}", kind=VALUES)
                 if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
                     from lab.teach.reference import unread_cell
 

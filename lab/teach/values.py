@@ -22,3 +22,24 @@ def whole_number_hint(out64, ref, bad, dtype) -> str | None:
     return ("every wrong element is a whole number where the expected value has a fraction: the fraction was "
             "dropped on the way: a value went through an integer (a shared array or variable declared int32, int(), "
             "or // where / was meant): keep it float32")
+
+
+def output_read_first(counts, oname: str, who, flat: int, grid, block, source=None) -> str | None:
+    """Why output element ``flat`` of ``oname``, written by ``who``, is NaN when its writer also loaded
+    that element of the output (the tracer's ``load_lines``: an ``out[i] += ...`` on an output that
+    starts as garbage, NaN in the simulator); None when the writer did not read it."""
+    if not counts:
+        return None
+    from lab.teach.contained.counts import dims3, thread_id
+    from lab.teach.messages import quote
+
+    arrays = counts.get("arrays") or []
+    tid = thread_id(who, dims3(grid), dims3(block))
+    lines = sorted(int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and 0 <= int(r[0]) < len(arrays)
+                   and arrays[int(r[0])][0] == oname and int(r[1]) == tid and int(r[4]) <= flat <= int(r[5]))
+    if not lines:
+        return None
+    at = quote(source, lines[0]) if lines[0] > 0 else ""
+    return (f"its writer read {oname} itself{f' at {at}' if at else ''}: an output starts with whatever memory held "
+            f"(NaN in the simulator), so adding into it (`+=`) adds to garbage: accumulate in a local variable that "
+            f"starts at 0.0 and store the result once (or store 0 before adding)")

@@ -21,6 +21,7 @@ CLASSES = {
     "softmax shift sign": ["shift's sign is flipped"],
     "softmax max tree with min": ["the max tree combines with min"],
     "fraction dropped": (["whole number", "int32"], ["block 0's one element", "the type of the shared array"]),
+    "output added into before set": ["its writer read y itself", "starts at 0.0"],
     "own tile cells past the end": ["threads past the end of x", "tile[t + R] = x[i] if i < n else 0.0"],
 }
 
@@ -61,4 +62,8 @@ MUTANTS = [
      "fraction dropped"),
     ("conv1d", "threads past the end store no cell", [(_CONV_FILL, "    if i < n:\n        tile[t + R] = x[i]\n")],
      "own tile cells past the end"),
+    ("matvec_row", "adds into y[i] with no start", [("        acc = 0.0\n        for j in range(A.shape[1]):\n"
+                                                    "            acc += A[i, j] * x[j]\n        y[i] = acc",
+                                                    "        for j in range(A.shape[1]):\n            y[i] += A[i, j] * x[j]")],
+     "output added into before set"),
 ]

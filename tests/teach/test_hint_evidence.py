@@ -18,6 +18,10 @@ from tests.teach import hint_mutants5 as H5
 pytestmark = pytest.mark.skipif(BACKEND != "simulator", reason="the tracer's diagnoses: simulator only")
 
 
+# the NaN message's hedged list ("read before initialised ...? or 0/0, inf/inf?") guesses no one bug: symptom
+HEDGED = ("read before initialised",)
+
+
 def _named(message, phrases) -> bool:
     return any(all(p in message for p in ps) for ps in (list(phrases) if isinstance(phrases, tuple) else [phrases]))
 
@@ -26,7 +30,8 @@ def classify(message: str, cls: str) -> str:
     """"named" (the phrases of ``cls``), "other" (those of another class or hint of either catalogue), or "symptom"."""
     if _named(message, H5.CLASSES[cls]):
         return "named"
-    others = [p for c, p in {**H.CLASSES, **H5.CLASSES}.items() if c != cls] + [[p] for p in H.OTHER_HINTS]
+    others = [p for c, p in {**H.CLASSES, **H5.CLASSES}.items() if c != cls] + [[p] for p in H.OTHER_HINTS
+                                                                              if p not in HEDGED]
     return "other" if any(_named(message, p) for p in others) else "symptom"
 
 
