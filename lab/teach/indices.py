@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from lab.teach.shared_words import per_warp_slot, shared_below, shared_tile_past
+from lab.teach.shared_words import block_index_past, per_warp_slot, shared_below, shared_tile_past
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -254,6 +254,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}: at this line the "
                     f"thread read [{seen[0]}] .. [{seen[1]}] one by one, then this one: a loop bound lets the index "
                     f"run one past the last (the bound must be shape[{d}] = {int(shape[d])}, with `<`){which}")
+        by_block = block_index_past(int(idx[d]), int(shape[d]), b, t, own) if len(idx) == 1 else None
+        if by_block:  # the block's index into an array with fewer cells than blocks
+            return by_block
         local = within_block()  # the thread's index within its block: stronger evidence than a bound's
         if local:
             return local

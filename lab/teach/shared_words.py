@@ -55,3 +55,20 @@ def warp_slot_store(me: int, them: int, idx, arr: str, bd) -> str | None:
     return (f"lanes {me % WARP} and {them % WARP} of warp {w} both stored the warp's slot {arr}[{w}]: every lane of "
             f"the warp stores it, in any order: only one lane stores the warp's value (the lane that holds the "
             f"warp's sum, e.g. `if lane == 0:` after shfl_down_sync)")
+
+
+def block_index_past(i: int, n: int, b, t, own) -> str | None:
+    """A global array indexed ``i`` past its end ``n`` where ``i`` is the thread's block index along an
+    axis (and not its thread index nor its global index there): one cell per block, in an array that
+    has fewer cells than blocks (one for the whole grid when ``n`` is 1)."""
+    bl, tl = (tuple(int(v) for v in b) + (0, 0, 0))[:3], (tuple(int(v) for v in t) + (0, 0, 0))[:3]
+    for a in range(3):
+        if bl[a] >= 1 and i == bl[a] and i != tl[a] and i != own[a]:
+            x = "xyz"[a]
+            whole = ("it has one element for the whole grid: every block adds into index 0 (e.g. "
+                     "`cuda.atomic.add(out, 0, value)`)" if n == 1 else
+                     f"it has {n} cells, fewer than the blocks: a cell a block needs one for every block, or "
+                     f"this index is not the block's")
+            return (f"index {i} is this thread's block index (cuda.blockIdx.{x} = {i}), past the end ({n}) of this "
+                    f"array: {whole}")
+    return None

@@ -22,6 +22,7 @@ CLASSES = {
     "softmax max tree with min": ["the max tree combines with min"],
     "fraction dropped": (["whole number", "int32"], ["block 0's one element", "the type of the shared array"]),
     "output added into before set": ["its writer read y itself", "starts at 0.0"],
+    "one output for the grid, indexed by the block": ["block index", "every block adds into index 0"],
     "own tile cells past the end": ["threads past the end of x", "tile[t + R] = x[i] if i < n else 0.0"],
 }
 
@@ -66,4 +67,6 @@ MUTANTS = [
                                                     "            acc += A[i, j] * x[j]\n        y[i] = acc",
                                                     "        for j in range(A.shape[1]):\n            y[i] += A[i, j] * x[j]")],
      "output added into before set"),
+    ("dot", "atomic into out[blockIdx.x]", [("cuda.atomic.add(out, 0, ", "cuda.atomic.add(out, cuda.blockIdx.x, ")],
+     "one output for the grid, indexed by the block"),
 ]

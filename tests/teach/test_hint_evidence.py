@@ -93,7 +93,8 @@ def test_shared_atomic_sum_fails_the_tree_lesson(tmp_path):
 
 
 def test_shared_words_only_on_their_evidence():
-    from lab.teach.shared_words import per_warp_slot, shared_below, shared_tile_past, warp_slot_store
+    from lab.teach.shared_words import (block_index_past, per_warp_slot, shared_below, shared_tile_past,
+                                        warp_slot_store)
 
     assert "warp and lane swapped" in per_warp_slot(10, 4, 10, (128, 1, 1))
     assert per_warp_slot(10, 4, 10, (64, 1, 1)) is None  # 4 slots are not one a warp of 64 threads
@@ -104,6 +105,8 @@ def test_shared_words_only_on_their_evidence():
     assert "only one lane" in warp_slot_store(13, 24, (0,), "warp_sums", (128, 1, 1))
     assert warp_slot_store(13, 45, (0,), "warp_sums", (128, 1, 1)) is None  # two warps
     assert warp_slot_store(13, 24, (5,), "s", (128, 1, 1)) is None  # not the warp's slot
+    assert "every block adds into index 0" in block_index_past(1, 1, (1,), (0,), [64, 0, 0])
+    assert block_index_past(1, 1, (1,), (1,), [65, 0, 0]) is None  # the thread's index too: no evidence
 
 
 def test_extra_thread_needs_a_thread_per_element():
