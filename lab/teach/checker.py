@@ -446,6 +446,10 @@ def judge_case(ex, case, raw, backend):
                         f"and the value read there reached {onames[k]}: every cell the block reads must be stored "
                         f"first (threads past the end store 0, the identity, into their own cell)")
         extra = scaled or poisoned or extra
+        if not extra:  # the reference moved by a constant index: the index is off by it
+            from lab.teach.values import index_shift_hint
+
+            extra = index_shift_hint(out64, ref, bad)
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 

@@ -43,3 +43,22 @@ def output_read_first(counts, oname: str, who, flat: int, grid, block, source=No
     return (f"its writer read {oname} itself{f' at {at}' if at else ''}: an output starts with whatever memory held "
             f"(NaN in the simulator), so adding into it (`+=`) adds to garbage: accumulate in a local variable that "
             f"starts at 0.0 and store the result once (or store 0 before adding)")
+
+
+def index_shift_hint(out64, ref, bad, most: int = 4) -> str | None:
+    """'each value landed d elements below (above) its own' when a 1-D output is the reference moved by
+    one constant d (1 <= |d| <= ``most``): out[k] = ref[k + d] wherever k + d is inside, and at least two
+    of the moved elements are non-zero (a lone non-zero element moves the same way whatever the rule);
+    None otherwise."""
+    o, r = np.asarray(out64, np.float64), np.asarray(ref, np.float64)
+    if o.ndim != 1 or o.size < 3 or not bad.any() or not np.all(np.isfinite(o)) or not np.all(np.isfinite(r)):
+        return None
+    for d in [v for k in range(1, most + 1) for v in (k, -k)]:
+        a, b = (o[:o.size - d], r[d:]) if d > 0 else (o[-d:], r[:r.size + d])
+        if np.count_nonzero(b) < 2 or not np.allclose(a, b, rtol=1e-5, atol=1e-6) or np.allclose(o, r, rtol=1e-5, atol=1e-6):
+            continue
+        where = "below" if d > 0 else "above"
+        return (f"every value landed {abs(d)} element{'s' if abs(d) > 1 else ''} {where} its own: out[k] holds what "
+                f"out[k {'+' if d > 0 else '-'} {abs(d)}] should: the index of the store (or of the load) is "
+                f"{abs(d)} too {'small' if d > 0 else 'large'} (a {'- ' if d > 0 else '+ '}{abs(d)} in it?)")
+    return None

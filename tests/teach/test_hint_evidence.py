@@ -153,3 +153,17 @@ def test_many_writers_cause_only_on_its_evidence():
     w3 = {f: ws[0] for f, ws in per.items()}
     o3 = {f: ws[1:] for f, ws in per.items() if len(ws) > 1}
     assert "cuda.gridsize(1)" in many_writers_cause("out", (n,), w3, o3, 2, bd, None)
+
+
+def test_index_shift_hint_only_on_its_evidence():
+    from lab.teach.values import index_shift_hint
+
+    ref = np.array([0.0, 3.0, 1.0, 0.0, 2.0, 5.0])
+    moved = np.concatenate([ref[1:], [0.0]])  # out[k] = ref[k + 1]
+    assert "1 too small" in index_shift_hint(moved, ref, moved != ref)
+    lone = np.zeros(6)
+    lone[2] = 1.0
+    assert index_shift_hint(np.roll(lone, -1), lone, np.roll(lone, -1) != lone) is None  # one count: any rule moves it
+    other = ref.copy()
+    other[4] = 7.0
+    assert index_shift_hint(other, ref, other != ref) is None
