@@ -29,6 +29,10 @@ def _diagnose(x, sums):
             before = f"block_sums[0:{b}]" if b else "none for block 0, so its offset is 0"
             return (f"block {b}'s elements are off by exactly block {b}'s own total: the offset is the sum of "
                     f"the blocks before it ({before})")
+        if b > 1 and d == offsets[b - 1] and offsets[b - 1] != 0:
+            return (f"block {b}'s offset is block {b - 1}'s total alone (block_sums[{b - 1}]): it misses "
+                    f"{'block 0' if b == 2 else f'blocks 0..{b - 2}'}: the offset is the sum of every block before it, block_sums[0:{b}] (a loop over "
+                    f"k < b)")
         if b > 0 and d == sums[b - 1]:
             return f"block {b} misses block {b - 1}'s total: the offset sums block_sums[0:{b}], all {b} of them"
         return f"the first wrong element is out[{i}], in block {b} at thread {i - starts[b]}"

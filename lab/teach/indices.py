@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from lab.teach.shared_words import block_index_past, per_warp_slot, shared_below, shared_tile_past
+from lab.teach.shared_words import block_index_past, global_for_block, per_warp_slot, shared_below, shared_tile_past
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -39,7 +39,8 @@ def other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
             continue
         if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
             return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
-                    f"{'store' if kind == 'write' else 'load'} must test {name}'s shape {tuple(shape)}, not {other}'s")
+                    f"{'store' if kind == 'write' else 'load'} (or the loop's range that makes this index) must test "
+                    f"{name}'s shape {tuple(shape)}, not {other}'s")
     return None
 
 
@@ -266,4 +267,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     local = within_block()
     if local:
         return local
+    per_block = global_for_block(int(idx[d]), int(shape[d]), b, t, bd, grid)
+    if per_block:
+        return per_block
     return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"

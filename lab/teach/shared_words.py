@@ -72,3 +72,20 @@ def block_index_past(i: int, n: int, b, t, own) -> str | None:
             return (f"index {i} is this thread's block index (cuda.blockIdx.{x} = {i}), past the end ({n}) of this "
                     f"array: {whole}")
     return None
+
+
+def global_for_block(i: int, n: int, b, t, bd, grid) -> str | None:
+    """An index past its axis's ``n`` cells that is the thread's global index (1-D launch) where the
+    axis has one cell per block of the launch (``n`` = the number of blocks): the index of a
+    block-per-row mapping is the block's, not the thread's global one."""
+    if grid is None:
+        return None
+    g = [int(v) for v in grid] if hasattr(grid, "__len__") else [int(grid)]
+    if math.prod(g) != g[0] or math.prod(bd) != bd[0] or n != g[0] or n < 2:
+        return None
+    b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
+    if i != b0 * bd[0] + t0 or i == b0:
+        return None
+    return (f"index {i} is this thread's global index (cuda.grid(1) = {b0} * {bd[0]} + {t0}), past the {n} cells "
+            f"of this axis, one per block of the launch's {n} blocks: each block takes one of them: the index is "
+            f"the block's, cuda.blockIdx.x (= {b0} here), and the threads of the block share its work")

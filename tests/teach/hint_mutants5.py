@@ -23,6 +23,8 @@ CLASSES = {
     "fraction dropped": (["whole number", "int32"], ["block 0's one element", "the type of the shared array"]),
     "output added into before set": ["its writer read y itself", "starts at 0.0"],
     "one output for the grid, indexed by the block": ["block index", "every block adds into index 0"],
+    "row from the global index where a block has a row": ["this thread's global index", "cuda.blockIdx.x"],
+    "scan offset of the previous block only": ["total alone", "block_sums[0:"],
     "own tile cells past the end": ["threads past the end of x", "tile[t + R] = x[i] if i < n else 0.0"],
 }
 
@@ -69,4 +71,11 @@ MUTANTS = [
      "output added into before set"),
     ("dot", "atomic into out[blockIdx.x]", [("cuda.atomic.add(out, 0, ", "cuda.atomic.add(out, cuda.blockIdx.x, ")],
      "one output for the grid, indexed by the block"),
+    ("matvec_coalesced", "row from cuda.grid(1)", [("    row = cuda.blockIdx.x\n", "    row = cuda.grid(1)\n")],
+     "row from the global index where a block has a row"),
+    ("prefix_sum", "offset of the previous block only", [("        for k in range(cuda.blockIdx.x):  # the blocks before this one\n"
+                                                          "            total += block_sums[k]\n",
+                                                          "        if cuda.blockIdx.x > 0:\n"
+                                                          "            total += block_sums[cuda.blockIdx.x - 1]\n")],
+     "scan offset of the previous block only"),
 ]

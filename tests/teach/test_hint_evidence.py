@@ -93,7 +93,7 @@ def test_shared_atomic_sum_fails_the_tree_lesson(tmp_path):
 
 
 def test_shared_words_only_on_their_evidence():
-    from lab.teach.shared_words import (block_index_past, per_warp_slot, shared_below, shared_tile_past,
+    from lab.teach.shared_words import (block_index_past, global_for_block, per_warp_slot, shared_below, shared_tile_past,
                                         warp_slot_store)
 
     assert "warp and lane swapped" in per_warp_slot(10, 4, 10, (128, 1, 1))
@@ -107,6 +107,9 @@ def test_shared_words_only_on_their_evidence():
     assert warp_slot_store(13, 24, (5,), "s", (128, 1, 1)) is None  # not the warp's slot
     assert "every block adds into index 0" in block_index_past(1, 1, (1,), (0,), [64, 0, 0])
     assert block_index_past(1, 1, (1,), (1,), [65, 0, 0]) is None  # the thread's index too: no evidence
+    assert "cuda.blockIdx.x (= 1 here)" in global_for_block(47, 5, (1,), (15,), (32, 1, 1), 5)
+    assert global_for_block(47, 6, (1,), (15,), (32, 1, 1), 5) is None  # not one cell a block
+    assert global_for_block(47, 5, (1,), (15,), (32, 1, 1), None) is None
 
 
 def test_extra_thread_needs_a_thread_per_element():
