@@ -422,6 +422,10 @@ def judge_case(ex, case, raw, backend):
         from lab.teach.values import whole_number_hint
 
         whole = whole_number_hint(out64, ref, bad, out.dtype)
+        if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
+            from lab.teach.values import blocks_without_atomic
+
+            whole = blocks_without_atomic(_counts(trace), onames[k], grid, block)
         if whole:
             extra = whole
         elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):

@@ -5,6 +5,8 @@ does not single the cause out.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -62,3 +64,37 @@ def index_shift_hint(out64, ref, bad, most: int = 4) -> str | None:
                 f"out[k {'+' if d > 0 else '-'} {abs(d)}] should: the index of the store (or of the load) is "
                 f"{abs(d)} too {'small' if d > 0 else 'large'} (a {'- ' if d > 0 else '+ '}{abs(d)} in it?)")
     return None
+
+
+def blocks_without_atomic(counts, oname: str, grid, block) -> str | None:
+    """Why a grid-wide accumulator misses blocks' partials, from the tracer's per-thread atomics: some
+    blocks ran an atomic into ``oname`` and the others none, though every block loaded its data (did
+    its work); None otherwise."""
+    if not counts:
+        return None
+    from lab.teach.contained.counts import dims3
+
+    g, b = dims3(grid), dims3(block)
+    per = math.prod(b)
+    nblocks = math.prod(g)
+    arrays = counts.get("arrays") or []
+    names = [a[0] for a in arrays]
+    if oname not in names or nblocks < 2:
+        return None
+    k = names.index(oname)
+    atomic_blocks, loading = set(), set()
+    for kind, a, tid, c in counts.get("per_thread") or ():
+        if int(c) <= 0:
+            continue
+        if int(kind) == 2 and int(a) == k:
+            atomic_blocks.add(int(tid) // per)
+        elif int(kind) == 0 and not arrays[int(a)][3]:
+            loading.add(int(tid) // per)
+    if not atomic_blocks or len(loading) < nblocks or len(atomic_blocks) >= nblocks:
+        return None
+    ran = sorted(atomic_blocks)
+    which = f"block {ran[0]}" if len(ran) == 1 else f"blocks {', '.join(map(str, ran[:4]))}"
+    return (f"only {which} of the {nblocks} blocks ran the atomic into {oname}, though every block loaded its data: "
+            f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} "
+            f"only (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
+            f"`if cuda.threadIdx.x == 0:`")

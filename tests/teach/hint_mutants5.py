@@ -25,6 +25,7 @@ CLASSES = {
     "one output for the grid, indexed by the block": ["block index", "every block adds into index 0"],
     "row from the global index where a block has a row": ["this thread's global index", "cuda.blockIdx.x"],
     "scan offset of the previous block only": ["total alone", "block_sums[0:"],
+    "the block's atomic behind a global test": ["only block 0 of the", "if cuda.threadIdx.x == 0"],
     "own tile cells past the end": ["threads past the end of x", "tile[t + R] = x[i] if i < n else 0.0"],
 }
 
@@ -78,4 +79,6 @@ MUTANTS = [
                                                           "        if cuda.blockIdx.x > 0:\n"
                                                           "            total += block_sums[cuda.blockIdx.x - 1]\n")],
      "scan offset of the previous block only"),
+    ("dot", "atomic for global thread 0 only", [("    if t == 0:\n", "    if cuda.grid(1) == 0:\n")],
+     "the block's atomic behind a global test"),
 ]
