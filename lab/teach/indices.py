@@ -128,7 +128,8 @@ def negative_advice(idx, b, t, bd, shared, halo=None, shape=None) -> str:
     return "a negative index: check your index arithmetic"
 
 
-def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None):
+def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None,
+               kind=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -138,7 +139,8 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
     guard (that thread is no extra thread) but the wrong index for this array. ``loaded``: (loads, lowest,
     highest flat index) the thread made of this array at the line that raised: a loop that read index
-    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound."""
+    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound. ``kind``:
+    "read" or "write" (None: not known)."""
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
@@ -154,7 +156,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         off = i - mine
         if len(idx) == 2:  # a tile: the tree templates are 1-D
             return shared_tile_past(i, n, d, tuple(int(v) for v in shape), mine)
-        warps = per_warp_slot(i, n, mine, bd)
+        warps = per_warp_slot(i, n, mine, bd) if kind in (None, "write") else None  # a read by lane: its guard
         if warps:
             return warps
         if off == 0:

@@ -173,7 +173,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
                              arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
-                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")))
+                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:

@@ -26,6 +26,7 @@ CLASSES = {
     "row from the global index where a block has a row": ["this thread's global index", "cuda.blockIdx.x"],
     "scan offset of the previous block only": ["total alone", "block_sums[0:"],
     "the block's atomic behind a global test": ["only block 0 of the", "if cuda.threadIdx.x == 0"],
+    "warp slots read past the warps": ["must not access it", "t < 4"],
     "own tile cells past the end": ["threads past the end of x", "tile[t + R] = x[i] if i < n else 0.0"],
 }
 
@@ -81,4 +82,7 @@ MUTANTS = [
      "scan offset of the previous block only"),
     ("dot", "atomic for global thread 0 only", [("    if t == 0:\n", "    if cuda.grid(1) == 0:\n")],
      "the block's atomic behind a global test"),
+    ("warp_reduce", "warp 0 reads a slot for every lane", [("v = warp_sums[lane] if lane < WARPS else float32(0.0)",
+                                                             "v = warp_sums[lane]")],
+     "warp slots read past the warps"),
 ]
