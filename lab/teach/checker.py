@@ -39,6 +39,7 @@ from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.indices import RUNS_PAST
+from lab.teach.shared_words import TILE_CHOICE
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, one_store_line, poison_hint, quote,
                                 own_partial_cause, race_text, offset_hint, scaled_hint, store_and_atomic_message, store_in_source, store_line, transposed_hint,
@@ -170,6 +171,12 @@ def judge_case(ex, case, raw, backend):
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
+        if last is not None and last.oob and msg.endswith(TILE_CHOICE):  # a tile too small, or an index past it?
+            from lab.teach.values import tile_extent_fact
+
+            fact = tile_extent_fact(ex, case, last.oob[0][0], tuple(last.oob[0][2]))
+            if fact:
+                msg = msg[:-len(TILE_CHOICE)] + fact
         if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
             from lab.teach.diagnose import load_index_hint
 

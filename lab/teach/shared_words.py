@@ -18,9 +18,13 @@ def shared_tile_past(i: int, n: int, d: int, shape: tuple, mine: int) -> str:
     """A 2-D shared tile indexed past its extent ``n`` along axis ``d`` (no tree step: a tree halves a
     1-D array): the tile is smaller than the block's indices along that axis, or the index is off."""
     return (f"index {i} along axis {d} is past the end ({n}) of this shared tile, declared {shape}, "
-            f"{i - mine:+d} from the thread's own slot {mine}: the block's indices along axis {d} reach at least "
-            f"{i}: declare the tile with the extent its loop fills (the whole tile, e.g. (TILE, TILE + 1)), "
-            f"or keep that index below {n}")
+            f"{i - mine:+d} from the thread's own slot {mine}: " + TILE_CHOICE)
+
+
+# what shared_tile_past says where the evidence of the access alone cannot tell the two apart (the judge
+# resolves it with the reference solution's reads of its own tile: lab.teach.values.tile_extent_fact)
+TILE_CHOICE = ("the index runs past the tile (a loop over the tile's cells: its bound?), or the tile is declared "
+               "smaller than the block fills")
 
 
 def per_warp_slot(i: int, n: int, mine: int, bd) -> str | None:

@@ -98,3 +98,25 @@ def blocks_without_atomic(counts, oname: str, grid, block) -> str | None:
             f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} "
             f"only (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
             f"`if cuda.threadIdx.x == 0:`")
+
+
+def tile_extent_fact(ex, case, name: str, shape) -> str | None:
+    """Which of :data:`lab.teach.shared_words.TILE_CHOICE` the reference solution's run on ``case``
+    supports for the student's 2-D shared tile ``name`` of ``shape``: the reference reads a tile of that
+    name at flat cells past the student's size (the tile is declared too small), or only inside it
+    (the index runs past the tile); None when the reference has no tile of that name or cannot run."""
+    if not getattr(ex, "has_solution", False):
+        return None
+    from lab.teach.reference import reference
+
+    ref = reference(ex, case)
+    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(name) if ref is not None else None
+    if not cells:
+        return None
+    size = math.prod(int(v) for v in shape)
+    if max(cells) >= size:
+        return (f"the reference solution's {name} holds more: its block reads {name} up to cell {max(cells)} (flat), "
+                f"past your {size}: declare the tile with the extent its loop fills (the whole tile, e.g. "
+                f"(TILE, TILE + 1)), not the block's shape")
+    return (f"the reference solution reads {name} only inside {tuple(shape)}: this index runs past the tile: a loop "
+            f"over the tile's cells runs to the tile's size (range(TILE)), not to the matrix's")

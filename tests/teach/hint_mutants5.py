@@ -12,6 +12,7 @@ CLASSES = {
     "every thread stores the block's value": ["every thread of the block stores", "only one thread stores it"],
     "grid stride by the block": ["steps by the block's size", "cuda.gridsize(1)"],
     "tile declared too small": ["of this shared tile, declared", "declare the tile"],
+    "tile loop past the tile": ["reads sA only inside", "range(TILE)"],
     "lane and warp swapped": ["are warp and lane swapped"],
     "every lane stores the warp's slot": ["both stored the warp's slot", "only one lane stores"],
     "warp slot read by the warp number": ["all read the same slot", "warp_sums[lane]"],
@@ -85,4 +86,6 @@ MUTANTS = [
     ("warp_reduce", "warp 0 reads a slot for every lane", [("v = warp_sums[lane] if lane < WARPS else float32(0.0)",
                                                              "v = warp_sums[lane]")],
      "warp slots read past the warps"),
+    ("tiled_matmul", "product loop over K", [("        for k in range(TILE):", "        for k in range(A.shape[1]):")],
+     "tile loop past the tile"),
 ]
