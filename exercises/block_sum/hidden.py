@@ -18,6 +18,12 @@ def _diagnose(x64, blocks):
         if hint:
             return hint
         bad = np.where(~np.isclose(out, ref, rtol=1e-4, atol=1e-4))[0]
+        if len(bad) and np.count_nonzero(terms[bad[0]]) == 1 and out[bad[0]] == 0:  # one element, and it is gone
+            b = int(bad[0])
+            t = int(np.flatnonzero(terms[b])[0])
+            return (f"block {b}'s one element x[{b * THREADS + t}] = {terms[b, t]:.6g} came out as 0: it was lost on "
+                    f"its way through the block (never stored into the shared array, read back from another cell, "
+                    f"or stored into an integer cell that dropped its fraction)")
         if len(bad):
             return (f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: a partial missing from its tree, "
                     f"or one added twice?")

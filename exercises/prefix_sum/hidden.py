@@ -20,7 +20,7 @@ def _diagnose(x, sums):
             return None
         i = bad[0]
         b = i // THREADS
-        if np.array_equal(out, ref - x):
+        if np.array_equal(out, ref - x) and len(x) > 1 and np.any(x[:-1]):  # one element: any lost x[0] is 0
             return "every out[i] misses x[i]: this is the exclusive scan; the inclusive one adds x[i] too"
         d = ref[i] - out[i]
         if b > 0 and d == offsets[b]:
@@ -29,6 +29,10 @@ def _diagnose(x, sums):
             before = f"block_sums[0:{b}]" if b else "none for block 0, so its offset is 0"
             return (f"block {b}'s elements are off by exactly block {b}'s own total: the offset is the sum of "
                     f"the blocks before it ({before})")
+        if b > 1 and d == offsets[b - 1] and offsets[b - 1] != 0:
+            return (f"block {b}'s offset is block {b - 1}'s total alone (block_sums[{b - 1}]): it misses "
+                    f"{'block 0' if b == 2 else f'blocks 0..{b - 2}'}: the offset is the sum of every block before it, block_sums[0:{b}] (a loop over "
+                    f"k < b)")
         if b > 0 and d == sums[b - 1]:
             return f"block {b} misses block {b - 1}'s total: the offset sums block_sums[0:{b}], all {b} of them"
         return f"the first wrong element is out[{i}], in block {b} at thread {i - starts[b]}"
@@ -111,6 +115,22 @@ def _block_scan(case, last_step=THREADS // 2, strict=False, offsets=1, own=False
     return [out.astype(np.float64)]
 
 
+def _assigned_scan(case):
+    """out of a block scan whose steps store the neighbour instead of adding it (temp[t] = temp[t - s]):
+    each element is x[i - 63] of its block (0 for the first 63 threads), plus the block's offset; None
+    where that is also the exclusive scan's result (one element a block: 0 either way)."""
+    x, sums = np.asarray(case.args[0], np.int64), np.asarray(case.args[1], np.int64)
+    shift = THREADS - 1  # 1 + 2 + ... + THREADS / 2
+    out = np.empty_like(x)
+    for b in range(len(sums)):
+        part = x[b * THREADS:(b + 1) * THREADS]
+        temp = np.zeros(THREADS, np.int64)
+        temp[shift:] = np.pad(part, (0, THREADS - part.size))[:THREADS - shift]
+        out[b * THREADS:b * THREADS + part.size] = temp[:part.size] + sums[:b].sum()
+    excl = np.concatenate([[0], np.cumsum(x)[:-1]])
+    return None if np.array_equal(out, excl) else [out.astype(np.float64)]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
     ("offset twice", lambda c: _block_scan(c, offsets=2),
@@ -126,4 +146,8 @@ MISTAKES = [
     ("scan steps", lambda c: _block_scan(c, strict=True),
      "out is a scan step that reads the neighbour temp[t - s] only for t > s: thread t = s skips temp[0] at every "
      "step; the test is t >= s (every thread with a neighbour s to its left adds it)"),
+    ("scan steps", _assigned_scan,
+     "out is a block scan whose steps store the neighbour instead of adding it: temp[t] = temp[t - s] replaces the "
+     "running sum, so after the steps 1, 2, .., 32 each element holds x[t - 63] alone: add it, temp[t] = temp[t] + "
+     "temp[t - s] (the neighbour read into a register before the barrier)"),
 ]

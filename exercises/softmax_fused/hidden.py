@@ -116,6 +116,43 @@ def _sum_counted(case, times):
     return [(e / total).astype(np.float64)]
 
 
+def _numerator_unshifted(case):
+    """softmax whose sum used exp(x - m) (m the row max) but whose write uses exp(x): exp(m) times the
+    softmax, in the kernel's float32 (exp overflows to inf for large x)."""
+    x = np.asarray(case.args[0], np.float32)
+    m = x.max(axis=1, keepdims=True)
+    total = np.exp((x - m).astype(np.float64)).astype(np.float32).sum(axis=1, dtype=np.float32).reshape(-1, 1)
+    e = np.exp(x.astype(np.float64)).astype(np.float32)
+    return [(e / total).astype(np.float64)]
+
+
+def _lanes_min_of_max(x):
+    """The min over lanes of each lane's max over its columns t, t + THREADS, ... (-inf for a lane with
+    no column): a max tree that combines with min."""
+    lane = np.arange(x.shape[1]) % THREADS
+    per = np.full((x.shape[0], THREADS), -np.inf, np.float32)
+    for t in range(min(THREADS, x.shape[1])):
+        per[:, t] = x[:, lane == t].max(axis=1)
+    return per.min(axis=1)
+
+
+def _min_combined(case):
+    """softmax shifted by :func:`_lanes_min_of_max`; None where that is NaN everywhere (no evidence of this
+    mistake more than of any other: a lane with no column makes the shift -inf)."""
+    out = _shifted(case, _lanes_min_of_max)
+    return None if np.all(np.isnan(out[0])) else out
+
+
+def _sign_flipped(case):
+    """softmax with exp(m - x) for exp(x - m) (m the row max) in the sum and the write, in float32."""
+    x = np.asarray(case.args[0], np.float32)
+    m = x.max(axis=1, keepdims=True)
+    with np.errstate(all="ignore"):
+        e = np.exp((m - x).astype(np.float64)).astype(np.float32)
+        total = e.sum(axis=1, dtype=np.float32).reshape(-1, 1)
+        return [(e / total).astype(np.float64)]
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
     ("sum loop step", lambda c: _sum_counted(c, lambda j: np.minimum(j + 1, THREADS)),
@@ -152,4 +189,15 @@ MISTAKES = [
     ("max shift", lambda c: _shifted(c, lambda x: np.zeros(x.shape[0])),
      "out is exp(x) / sum(exp(x)) without a shift: exp overflows float32 for large x (inf / inf = NaN); subtract "
      "the row maximum first (softmax(x) = softmax(x - max))"),
+    ("numerator shift", _numerator_unshifted,
+     "out is exp(x) / sum(exp(x - m)): the sum subtracted the row maximum m but the write did not, so every "
+     "element is exp(m) times its softmax (and exp(x) overflows for large x): the write uses exp(x - m) too, "
+     "the same shift as the sum"),
+    ("shift sign", _sign_flipped,
+     "out is exp(m - x) / sum(exp(m - x)): the shift's sign is flipped, so the largest x gets the smallest "
+     "weight and exp(m - x) overflows for x far below the maximum: exp(x - m), m the row maximum"),
+    ("max combine", _min_combined,
+     "out is exp(x - m) / sum with m the smallest of the threads' maxima: the max tree combines with min "
+     "(a lane with no column holds -inf, so m can be -inf): the shift is the row maximum, max() at every "
+     "step of the tree"),
 ]

@@ -69,7 +69,34 @@ def _up(case, levels):
     return [32 * lane0.sum(axis=1) if levels == 1 else 1024 * lane0[:, 0]]
 
 
-# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
+def _extra_steps(loops):
+    """Evidence (lab.teach.diagnose.Mistake.evidence) of shuffle loops that start at offset 32: one
+    shuffle more per lane than the 5-step tree (16, 8, 4, 2, 1), in the warps' loop (``loops`` 1) or in
+    both it and warp 0's (2): the launch's warp collectives, counted per lane, are exactly that many."""
+    steps = WARP.bit_length() - 1  # 5
+
+    def shown(case, counts):
+        per_block = {(THREADS * (steps + 1) + WARP * steps), (THREADS * steps + WARP * (steps + 1))} if loops == 1 \
+            else {(THREADS + WARP) * (steps + 1)}
+        return int(counts.get("warp_collectives", -1)) in {case.grid * v for v in per_block}
+    return shown
+
+
+def _slot_of_warp0(case):
+    """partials when warp 0's lanes 0..3 all read warp 0's slot (warp_sums[warp], warp = 0 for all of
+    them, for warp_sums[lane]): 4 times warp 0's sum."""
+    x = np.asarray(case.args[0], np.float64)
+    pad = np.zeros(case.grid * THREADS)
+    pad[:x.size] = x
+    return [(THREADS // WARP) * pad.reshape(case.grid, THREADS // WARP, WARP)[:, 0].sum(axis=1)]
+
+
+def _tree_steps(case, counts):
+    """Evidence that both shuffle loops ran the 5-step tree: the reference's count of warp collectives."""
+    return int(counts.get("warp_collectives", -1)) == case.grid * (THREADS + WARP) * (WARP.bit_length() - 1)
+
+
+# the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, access, evidence])
 MISTAKES = [
     ("shuffle direction", lambda c: _up(c, levels=1),
      "every partial is 32 times lane 0's own value (each warp's lane 0 doubled its own value 5 times): "
@@ -82,9 +109,14 @@ MISTAKES = [
     ("shuffle offset", lambda c: [2 * np.asarray(c.refs[0])],
      "every partial is exactly 2 times its block's sum: one shuffle step added each lane's own value again (a "
      "shfl_down_sync by 32, the warp's width, returns the lane's own value): the offsets run 16, 8, 4, 2, 1 "
-     "(offset = 16 while offset > 0, halved each step)"),
+     "(offset = 16 while offset > 0, halved each step)", None, _extra_steps(1)),
     ("shuffle offset", lambda c: [4 * np.asarray(c.refs[0])],
      "every partial is exactly 4 times its block's sum: both shuffle loops (the warp's and warp 0's over "
      "warp_sums) start at offset 32, the warp's width, where shfl_down_sync returns the lane's own value, so each "
-     "loop doubles its sum: the offsets run 16, 8, 4, 2, 1 (offset = 16 while offset > 0, halved each step)"),
+     "loop doubles its sum: the offsets run 16, 8, 4, 2, 1 (offset = 16 while offset > 0, halved each step)", None,
+     _extra_steps(2)),
+    ("warp slots", _slot_of_warp0,
+     "every partial is 4 times warp 0's sum, after shuffle trees of the right 5 steps: warp 0's lanes 0..3 all "
+     "read the same slot (warp_sums[warp], and warp is 0 for all of them): lane l must read warp l's sum, "
+     "warp_sums[lane] (0.0 for lanes past the number of warps)", None, _tree_steps),
 ]

@@ -81,6 +81,7 @@ class Stats:
         self.atomic_elems = {}  # array -> set of flat: the elements updated atomically
         self.shared_accesses = 0
         self.shared_reads = {}  # (block, thread) -> plain reads of shared memory
+        self.shared_atomics = 0  # atomic updates of shared memory (cuda.atomic.* on a shared array)
         self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
@@ -259,6 +260,7 @@ class _Tracker:
                 ep, w, rs, w_atomic = self._this_epoch(flat)
                 wline, rlines = self._lines(flat, ep)
                 atomic = _in_atomic()
+                self.trace.stats.shared_atomics += bool(atomic)
                 other = w is not None and w != who[1]
                 other_r = next((r for r in rs if r != who[1]), None)
                 did = "atomically updated" if atomic else "wrote"

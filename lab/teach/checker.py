@@ -39,6 +39,7 @@ from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.indices import RUNS_PAST
+from lab.teach.shared_words import TILE_CHOICE
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
                                 own_partial_cause, poison_hint, quote, race_text, scaled_hint,
@@ -171,6 +172,12 @@ def judge_case(ex, case, raw, backend):
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
+        if last is not None and last.oob and msg.endswith(TILE_CHOICE):  # a tile too small, or an index past it?
+            from lab.teach.values import tile_extent_fact
+
+            fact = tile_extent_fact(ex, case, last.oob[0][0], tuple(last.oob[0][2]))
+            if fact:
+                msg = msg[:-len(TILE_CHOICE)] + fact
         if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
             from lab.teach.diagnose import load_index_hint
 
@@ -242,10 +249,16 @@ def judge_case(ex, case, raw, backend):
                     arr, uidx, uwho, uline = trace.uninit[0]
                     seen = (f"; the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                             f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it")
-                lesson = mistake_message(exercise_mistakes(ex), case, outs)
+                lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
+                from lab.teach.values import output_read_first
+
+                own = output_read_first(_counts(trace), onames[k], writers[k][flat], flat, grid, block, source)
+                if own:  # the writer read the output element it adds into: garbage in, NaN out
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {own}", kind=VALUES)
                 if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
                     from lab.teach.reference import unread_cell
 
@@ -263,7 +276,7 @@ def judge_case(ex, case, raw, backend):
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
                              f"memory read before it was filled)? or 0/0, inf/inf (an overflow)?; "
                              f"{int((unwritten & written).sum())} of {plural(out.size, 'element')} like this{seen}")
-            lesson = mistake_message(exercise_mistakes(ex), case, outs)
+            lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
             if lesson:  # the lesson's mistake leaves exactly these elements unwritten (NaN in its outputs)
                 first = tuple(int(v) for v in np.argwhere(unwritten)[0])
                 raise Failed(f"{int(unwritten.sum())} of {plural(out.size, 'element')} of {onames[k]} never written, "
@@ -309,8 +322,8 @@ def judge_case(ex, case, raw, backend):
             if others:
                 stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
                 text = many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
-                                             at_store(k, min(others), trace))
-                raise Failed(f"{text}: {stride}" if stride else text)
+                                             at_store(k, min(others), trace), getattr(trace, "lab_counts", None))
+                raise Failed(f"{text}: {stride}" if stride and not getattr(text, "cause", False) else text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
@@ -326,10 +339,14 @@ def judge_case(ex, case, raw, backend):
 
             lesson = lesson_message(ex.lesson, facts, launch=ex.launch if case.grid is None else None,
                                     output=onames[0] if onames else "the output")
+            if not lesson and trace is not None:
+                from lab.teach.tree_lesson import atomic_combine_message
+
+                lesson = atomic_combine_message(ex, case, facts)
             if lesson:
                 raise Failed(lesson)
         return f"ok (max abs error {verdict_.max_abs_err:.2g})"
-    lesson = mistake_message(exercise_mistakes(ex), case, outs)
+    lesson = mistake_message(exercise_mistakes(ex), case, outs, _counts(trace))
     for k, (out, ref, tol) in enumerate(zip(outs, case.refs, case.tols)):
         out64 = np.asarray(out, dtype=np.float64)
         ref = np.asarray(ref, dtype=np.float64)
@@ -410,7 +427,16 @@ def judge_case(ex, case, raw, backend):
             from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
 
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        if case.diagnose is not None and not (extra or "").startswith("the reference solution"):
+        from lab.teach.values import whole_number_hint
+
+        whole = whole_number_hint(out64, ref, bad, out.dtype)
+        if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
+            from lab.teach.values import blocks_without_atomic
+
+            whole = blocks_without_atomic(_counts(trace), onames[k], grid, block)
+        if whole:
+            extra = whole
+        elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
             # exercises.sum_hints' words (OWN_PARTIAL) for thread 0's partial alone: why, from the line that stored it
             if extra and "threads' partials reached the value stored" in extra and writers is not None:
@@ -432,6 +458,10 @@ def judge_case(ex, case, raw, backend):
                         f"and the value read there (the simulator's NaN) reached {onames[k]}: every cell the block "
                         f"reads must be stored first (threads past the end store 0, the identity, into their own cell)")
         extra = scaled or poisoned or extra
+        if not extra:  # the reference moved by a constant index: the index is off by it
+            from lab.teach.values import index_shift_hint
+
+            extra = index_shift_hint(out64, ref, bad)
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
             from lab.teach.diagnose import differential
 
@@ -441,6 +471,12 @@ def judge_case(ex, case, raw, backend):
         raise Failed(msg + (f". Hint: {extra}" if extra else ""),
                      writers and writers_map(onames[k], writers[k], out64.shape, grid, block), kind=VALUES)
     raise Failed(f"output differs from the float64 reference: {verdict_.reason}", kind=VALUES)
+
+
+def _counts(trace):
+    """The tracer's raw counts of a simulator run, with its ``uninit`` reads (None without a trace)."""
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    return None if counts is None else {**counts, "uninit": list(getattr(trace, "uninit", None) or [])}
 
 
 def _untraced_values(case, outs, writers, onames, touched=None) -> None:

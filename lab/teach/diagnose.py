@@ -44,6 +44,7 @@ class Mistake(NamedTuple):
     outputs: Callable
     message: str
     access: Callable | None = None  # (case, who: (block, thread)) -> (array, index) this mistake accesses
+    evidence: Callable | None = None  # (case, counts: the tracer's raw counts and "uninit") -> the trace shows its cause
 
 
 def mistake_for_access(mistakes, case, name, idx, who) -> str | None:
@@ -84,13 +85,21 @@ def _same(out, alt, tol) -> bool:
     return bool(np.all(np.abs(fin_o - fin_a) <= t + 1e-5 * np.abs(fin_a) + 1e-12))
 
 
-def mistake_message(mistakes, case, outs) -> str | None:
+def mistake_message(mistakes, case, outs, counts=None) -> str | None:
     """The message of the one of ``mistakes`` whose outputs on ``case`` are the student's ``outs`` and
     are not the reference's (None when none is, or when two mistakes of other concepts or words give
-    those same outputs on this case: the case cannot tell them apart)."""
+    those same outputs on this case: the case cannot tell them apart). ``counts``: the tracer's raw
+    counts of the student's launch (simulator): a mistake that declares ``evidence`` is named only
+    where they show its cause (other bugs can give the same values)."""
     found = []
     for m in mistakes or ():
         m = Mistake(*m)  # hidden.py declares plain (concept, outputs, message) tuples
+        if m.evidence is not None and counts is not None:
+            try:
+                if not m.evidence(case, counts):
+                    continue
+            except Exception:  # noqa: BLE001 - evidence that cannot be read: not shown
+                continue
         try:
             with np.errstate(all="ignore"):
                 alt = m.outputs(case)

@@ -9,7 +9,11 @@ covers an array).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from lab.teach.shared_words import block_index_past, global_for_block, per_warp_slot, shared_below, shared_tile_past
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -35,7 +39,8 @@ def other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
             continue
         if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
             return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
-                    f"{'store' if kind == 'write' else 'load'} must test {name}'s shape {tuple(shape)}, not {other}'s")
+                    f"{'store' if kind == 'write' else 'load'} (or the loop's range that makes this index) must test "
+                    f"{name}'s shape {tuple(shape)}, not {other}'s")
     return None
 
 
@@ -46,6 +51,8 @@ def extra_thread(own, grid, block, out_shapes):
     reach, bd = [g * b for g, b in zip(as_dims3(grid), as_dims3(block))], as_dims3(block)
     for shape in out_shapes:
         shape = tuple(shape)
+        if math.prod(reach) < math.prod(shape):  # fewer threads than elements (a warp a tile): not thread-per-element
+            continue
         for a, d in ((0, len(shape) - 1), (1, len(shape) - 2)):
             if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
                 return True
@@ -65,11 +72,11 @@ def guard_dims(own, out_shapes) -> str | None:
         for what, v, n, other, m, k in (("row", r, rows, "column", cols, 0), ("column", c, cols, "row", rows, 1)):
             w = c if what == "row" else r
             if v >= n and w < m:
-                if v < m:  # a guard against the other extent lets it through, as no guard does
-                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and the "
-                            f"guard let it through: it compares the {what} with the number of {other}s, or does not "
-                            f"test the {what} at all (no guard: guard it): a {what} must be below shape[{k}] = {n}, a "
-                            f"{other} below shape[{1 - k}] = {m}")
+                if v < m:
+                    return (f"this thread's {what} {v} is past the {n} {what}s but below the {m} {other}s, and "
+                            f"reached this access: nothing tested its {what} against shape[{k}] = {n} (no guard, or "
+                            f"one that compares the {what} with the number of {other}s, {m}): guard both, a {what} "
+                            f"below shape[{k}] = {n} and a {other} below shape[{1 - k}] = {m}")
                 if v == n:  # the first past the end: a `<=` lets exactly it through, as no test does
                     return (f"this thread's {what} {v} is the number of {what}s itself, and the guard let it through: "
                             f"it tests the {what} with `<=`, or not at all (no guard: guard it): test every dimension "
@@ -80,7 +87,7 @@ def guard_dims(own, out_shapes) -> str | None:
     return None
 
 
-def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
+def negative_advice(idx, b, t, bd, shared, halo=None, shape=None) -> str:
     """What a negative index suggests, from the thread's own index along that axis (its slot in the
     block for a shared array, its global index otherwise; x = the last axis, y = the one before): a
     neighbour a few cells to the left of it is a halo cell, outside the array for the first threads
@@ -95,6 +102,9 @@ def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     i = int(idx[d])
     if axis is not None and shared:
         off = i - tt[axis]
+        below = shared_below(i, off, tt[axis], bd, shape)
+        if below:
+            return below
         if -bd[axis] <= off < 0:
             return (f"a negative index: {i} is the thread's own slot {tt[axis]} minus {-off}: a shared array's indices start at 0, and "
                     f"thread {tt[axis]} reaches below it: if the array holds {-off} halo cell{'s' if off < -1 else ''} "
@@ -119,7 +129,8 @@ def negative_advice(idx, b, t, bd, shared, halo=None) -> str:
     return "a negative index: check your index arithmetic"
 
 
-def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None):
+def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, arrays=(), halo=None, loaded=None,
+               kind=None):
     """What an out-of-bounds index suggests, from where the thread's own global index (x, y, z) sits
     in it: on its own axis, a missing guard (the last block's extra threads); on the other axis, row
     and column swapped; not there at all, index arithmetic (a loop bound, a stride, an offset), with
@@ -129,11 +140,12 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     1-D index equal to the thread's own index that lies inside another array's extent is not a missing
     guard (that thread is no extra thread) but the wrong index for this array. ``loaded``: (loads, lowest,
     highest flat index) the thread made of this array at the line that raised: a loop that read index
-    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound."""
+    0 .. shape[d] - 1 of the axis one at a time and then shape[d] ran one past with its bound. ``kind``:
+    "read" or "write" (None: not known)."""
     b, t = tuple(who[0]), tuple(who[1])
     bd = as_dims3(block)
     if min(idx) < 0:
-        return negative_advice(idx, b, t, bd, shared, halo)
+        return negative_advice(idx, b, t, bd, shared, halo, shape)
     if shared:  # a shared array: the thread's own slot is its index in the block
         past = [d for d, (i, n) in enumerate(zip(idx, shape)) if i >= n]
         d = past[0]
@@ -143,6 +155,11 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         if mine is None:
             return f"index {i} is past the end ({n}) of this shared array: the index or the array's size is wrong"
         off = i - mine
+        if len(idx) == 2:  # a tile: the tree templates are 1-D
+            return shared_tile_past(i, n, d, tuple(int(v) for v in shape), mine)
+        warps = per_warp_slot(i, n, mine, bd) if kind in (None, "write") else None  # a read by lane: its guard
+        if warps:
+            return warps
         if off == 0:
             return (f"index {i} is this thread's own slot, past the end ({n}) of this shared array: threads whose "
                     f"slot is {n} or more must not access it (e.g. `v = s[t] if t < {n} else 0.0`), or the array "
@@ -181,7 +198,8 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             reach = as_dims3(grid)[a] * bd[a]
             # another 1-D array the grid was sized for (its extent rounded up to blocks) holds this index
             inside = [(n, s) for n, s in arrays if len(s) == 1 and int(idx[0]) < s[0] <= reach < s[0] + bd[a]]
-            if inside:
+            own_sized = int(shape[0]) <= reach < int(shape[0]) + bd[a]  # the grid fits this array too: an extra thread
+            if inside and not own_sized:
                 n, s = max(inside, key=lambda a: a[1][0])
                 return (f"index {int(idx[0])} is this thread's own global index, inside {n}'s {s[0]} elements (so "
                         f"the thread is no extra thread past the data), but past the end of this array "
@@ -240,6 +258,9 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}: at this line the "
                     f"thread read [{seen[0]}] .. [{seen[1]}] one by one, then this one: a loop bound lets the index "
                     f"run one past the last (the bound must be shape[{d}] = {int(shape[d])}, with `<`){which}")
+        by_block = block_index_past(int(idx[d]), int(shape[d]), b, t, own) if len(idx) == 1 else None
+        if by_block:  # the block's index into an array with fewer cells than blocks
+            return by_block
         local = within_block()  # the thread's index within its block: stronger evidence than a bound's
         if local:
             return local
@@ -249,4 +270,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     local = within_block()
     if local:
         return local
+    per_block = global_for_block(int(idx[d]), int(shape[d]), b, t, bd, grid)
+    if per_block:
+        return per_block
     return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"

@@ -138,7 +138,7 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
             "shared_read_max": int(top_shared[1]),
             "shared_read_max_by": _who(who_of(top_shared[0], g, b)) if top_shared[1] else None,
             "async_copies": int(counts["async_copies"]), "async_groups": int(counts["async_groups"]),
-            "async_overlap": int(counts["async_overlap"]),
+            "async_overlap": int(counts["async_overlap"]), "shared_atomics": int(counts.get("shared_atomics", 0)),
             "load": req["load"], "store": req["store"], "inputs": inputs}
 
 

@@ -173,7 +173,7 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         arrays += [(n, tuple(s)) for n, (s, _) in zip(list(names)[len(case.args):], case.outputs)]
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
                              arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
-                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")))
+                             loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
@@ -329,6 +329,12 @@ def race_message(trace, k, grid, block, source=None):
                 f"{bd[1]}, and stored one cell at one line: a loop that adds j to threadIdx.y steps by less than the "
                 f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
                 f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
+    if did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1]:
+        from lab.teach.shared_words import warp_slot_store
+
+        lane = warp_slot_store(me[0], them[0], idx, arr, (bd + [1, 1])[:3])
+        if lane:
+            return f"{text} in the same phase: {lane}"
     if did == "wrote" and other_did == "also wrote":
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
@@ -359,8 +365,9 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_a
             if total == 1:  # the only element is the last one: a guard that stops one short drops it
                 return text + (f": your kernel stores into {name} ({stored_at}) and thread 0 of block 0 ran, but "
                                f"no thread reached the store: the guard (or an early return) drops the last index, "
-                               f"n - 1 (here the only one): it stops one short: keep every i < n (`if i < n:`, or "
-                               f"return only when `i >= n`)")
+                               f"n - 1 (here the only one): it stops one short, or thread 0's index is not 0 (an index "
+                               f"shifted past it, e.g. cuda.grid(1) + 1): i is cuda.grid(1) itself, and keep every "
+                               f"i < n (`if i < n:`, or return only when `i >= n`)")
             return text + (f": your kernel stores into {name} ({stored_at}) and its launch has "
                            f"{plural(launched, 'thread')} for {plural(total, 'element')}, but no thread reached the "
                            f"store: the guard (or an early return) lets none through")
@@ -491,10 +498,21 @@ def _block_stride_2d(writer: dict, shape, grid, block) -> str | None:
     return None
 
 
-def many_writers_message(name, shape, writer, others, grid, block, at=""):
-    """:func:`_many_writers_text`, then the store's line ``at`` (' at line N: `code`') when known."""
-    text = _many_writers_text(name, shape, writer, others, grid, block)
-    return text + (f" (the store: {at.strip().removeprefix('at ')})" if at else "")
+def many_writers_message(name, shape, writer, others, grid, block, at="", counts=None):
+    """:func:`lab.teach.writers.many_writers_cause` where the evidence names the cause, else
+    :func:`_many_writers_text`; then the store's line ``at`` (' at line N: `code`') when known."""
+    from lab.teach.writers import many_writers_cause
+
+    cause = many_writers_cause(name, shape, writer, others, grid, block, counts)
+    text = cause or _many_writers_text(name, shape, writer, others, grid, block)
+    text += f" (the store: {at.strip().removeprefix('at ')})" if at else ""
+    return _Cause(text) if cause else text
+
+
+class _Cause(str):
+    """A message whose cause the evidence named (no further guess is appended to it)."""
+
+    cause = True
 
 
 def _many_writers_text(name, shape, writer, others, grid, block):

@@ -89,7 +89,7 @@ HINTS = [
     ("matvec_row", "accumulates into the poisoned output",
      [("        acc = 0.0\n        for j in range(A.shape[1]):\n            acc += A[i, j] * x[j]\n        y[i] = acc",
        "        for j in range(A.shape[1]):\n            y[i] += A[i, j] * x[j]")],
-     ["was written by thread", "but it is NaN: read before initialised"], ["never written"]),
+     ["was written by thread", "but it is NaN", "its writer read y itself"], ["never written"]),
     ("block_sum", "shared memory not zeroed past the end",
      [("    cache[t] = x[i] if i < x.shape[0] else float32(0.0)\n", "    if i < x.shape[0]:\n        cache[t] = x[i]\n")],
      ["but it is NaN: read before initialised"], ["never written"]),

@@ -1,0 +1,95 @@
+"""Words for a shared-memory access out of bounds whose own evidence names the cause (used by
+:func:`lab.teach.indices.oob_advice`): a 2-D tile declared smaller than the block fills, a per-warp
+array indexed by the lane, and a step's partner below slot 0 in an array with no halo. Pure functions
+of the access (index, the array's shape, the thread's slot, the block's shape); None where the
+evidence does not single the cause out.
+
+Source: CUDA C++ Programming Guide, "Shared Memory" and "Warp Shuffle Functions" (a warp is 32
+threads: warp t // 32, lane t % 32).
+"""
+from __future__ import annotations
+
+import math
+
+WARP = 32
+
+
+def shared_tile_past(i: int, n: int, d: int, shape: tuple, mine: int) -> str:
+    """A 2-D shared tile indexed past its extent ``n`` along axis ``d`` (no tree step: a tree halves a
+    1-D array): the tile is smaller than the block's indices along that axis, or the index is off."""
+    return (f"index {i} along axis {d} is past the end ({n}) of this shared tile, declared {shape}, "
+            f"{i - mine:+d} from the thread's own slot {mine}: " + TILE_CHOICE)
+
+
+# what shared_tile_past says where the evidence of the access alone cannot tell the two apart (the judge
+# resolves it with the reference solution's reads of its own tile: lab.teach.values.tile_extent_fact)
+TILE_CHOICE = ("the index runs past the tile (a loop over the tile's cells: its bound?), or the tile is declared "
+               "smaller than the block fills")
+
+
+def per_warp_slot(i: int, n: int, mine: int, bd) -> str | None:
+    """A 1-D shared array with one slot per warp of the block (``n`` = threads / 32) indexed ``i`` by a
+    thread whose lane (slot % 32) is ``i`` and whose warp (slot // 32) is not: lane and warp swapped."""
+    threads = math.prod(bd)
+    if n < 1 or n * WARP != threads or i != mine % WARP or i == mine // WARP or i < n:
+        return None
+    return (f"index {i} is thread {mine}'s lane ({mine} % 32), past the end ({n}) of this shared array, which "
+            f"has one slot per warp of the block's {threads} threads: a warp's slot is its warp number "
+            f"t // 32 (here {mine // WARP}) and the lane is t % 32: are warp and lane swapped?")
+
+
+def shared_below(i: int, off: int, mine: int, bd, shape) -> str | None:
+    """A 1-D shared array with a cell per thread of the block (no halo cells: its size is the block's)
+    read ``-off`` cells below the thread's own slot, past slot 0: a step's partner t - s that only the
+    threads t >= s have."""
+    if shape is None or len(shape) != 1 or int(shape[0]) != math.prod(bd) or off >= 0 or i >= 0:
+        return None
+    s = -off
+    return (f"a negative index: {i} is thread {mine}'s own slot minus {s}, and this shared array has one cell per "
+            f"thread (no halo cells): a step that reads the partner t - {s} must be skipped by the threads t < {s}, "
+            f"whose partner would be below slot 0 (`if t >= {s}:` around the read, or add 0 for them)")
+
+
+def warp_slot_store(me: int, them: int, idx, arr: str, bd) -> str | None:
+    """Two lanes of one warp (1-D block slots ``me``, ``them``) storing, at one line and in one phase,
+    the shared cell ``arr[idx]`` whose index is their warp's number: every lane stores the warp's slot."""
+    if math.prod(bd[1:]) != 1 or len(idx) != 1 or me // WARP != them // WARP or int(idx[0]) != me // WARP:
+        return None
+    w = me // WARP
+    return (f"lanes {me % WARP} and {them % WARP} of warp {w} both stored the warp's slot {arr}[{w}]: every lane of "
+            f"the warp stores it, in any order: only one lane stores the warp's value (the lane that holds the "
+            f"warp's sum, e.g. `if lane == 0:` after shfl_down_sync)")
+
+
+def block_index_past(i: int, n: int, b, t, own) -> str | None:
+    """A global array indexed ``i`` past its end ``n`` where ``i`` is the thread's block index along an
+    axis (and not its thread index nor its global index there): one cell per block, in an array that
+    has fewer cells than blocks (one for the whole grid when ``n`` is 1)."""
+    bl, tl = (tuple(int(v) for v in b) + (0, 0, 0))[:3], (tuple(int(v) for v in t) + (0, 0, 0))[:3]
+    for a in range(3):
+        if bl[a] >= 1 and i == bl[a] and i != tl[a] and i != own[a]:
+            x = "xyz"[a]
+            whole = ("it has one element for the whole grid: every block adds into index 0 (e.g. "
+                     "`cuda.atomic.add(out, 0, value)`)" if n == 1 else
+                     f"it has {n} cells, fewer than the blocks: a cell a block needs one for every block, or "
+                     f"this index is not the block's")
+            return (f"index {i} is this thread's block index (cuda.blockIdx.{x} = {i}), past the end ({n}) of this "
+                    f"array: {whole}")
+    return None
+
+
+def global_for_block(i: int, n: int, b, t, bd, grid) -> str | None:
+    """An index past its axis's ``n`` cells that is the thread's global index (1-D launch) where the
+    axis has one cell per block of the launch (``n`` = the number of blocks): the index of a
+    block-per-row mapping is the block's, not the thread's global one."""
+    if grid is None:
+        return None
+    g = [int(v) for v in grid] if hasattr(grid, "__len__") else [int(grid)]
+    if math.prod(g) != g[0] or math.prod(bd) != bd[0] or n != g[0] or n < 2:
+        return None
+    b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
+    if i != b0 * bd[0] + t0 or i == b0:
+        return None
+    return (f"index {i} is this thread's global index (cuda.grid(1) = {b0} * {bd[0]} + {t0}), past the {n} cells "
+            f"of this axis, one per block of the launch's {n} blocks: each block takes one of them: the index is "
+            f"the block's, cuda.blockIdx.x (= {b0} here), and the threads of the block share its work")
