@@ -91,7 +91,10 @@ def run(command: str, backend: str) -> tuple[int, str, float]:
     if argv[0] != "lab":
         raise SystemExit(f"transcripts run lab commands only, not: {command}")
     env = {**os.environ, "COLUMNS": str(COLUMNS), "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    env.pop("LAB_DEBUG", None)
+    # as a user runs it: the lab's settings at their defaults (a GPU test run's LAB_COMPILER=... changed the header
+    # line "Numba compiler: ... (the default on CUDA 13)" of every GPU transcript); the cache and data folders stay
+    for name in ("LAB_DEBUG", "LAB_COMPILER", "LAB_TUNED", "LAB_CHECK_MAP", "LAB_KERNEL_CACHE_STATS", "LAB_BANDWIDTH_CACHE"):
+        env.pop(name, None)
     if backend == "sim":
         env["NUMBA_ENABLE_CUDASIM"] = "1"
     t0 = time.perf_counter()
