@@ -168,7 +168,7 @@ class Block:
         self.exited.add(t.thread_id)
 
 
-SWAP = ("blockIdx", "threadIdx", "thread_id", "lab_epoch", "lab_warp_calls", "lab_stats",
+SWAP = ("blockIdx", "threadIdx", "lab_who", "thread_id", "lab_epoch", "lab_warp_calls", "lab_stats",
          "lab_async_in_flight", "barrier", "syncthreads", "warp_collective")
 MUTABLE = ("lab_epoch", "lab_warp_calls", "lab_async_in_flight")  # what the kernel's side changes on ``me``
 
@@ -203,6 +203,7 @@ class CudaThread:
 
         self.fn, self.args, self.barrier, self.lab_stats = fn, args, block, stats
         self.blockIdx, self.threadIdx = Dim3(*block_idx), Dim3(*thread_idx)
+        self.lab_who = (tuple(self.blockIdx), tuple(self.threadIdx))  # the tracer's (block, thread), made once
         self.thread_id = thread_idx[0] + block_dim[0] * (thread_idx[1] + block_dim[1] * thread_idx[2])
         self.lab_epoch = 0
         self.lab_warp_calls = 0

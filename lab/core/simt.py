@@ -39,7 +39,7 @@ import numpy as np
 from lab.core import simulator as simulation
 from lab.core.blocks import SWAP, Block, CudaThread, identity_kept
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
-from lab.core.trace import instruction_offset  # a load or store site: (code, bytecode offset), as the sector tracer's
+from lab.core.trace import site as _instruction_site  # a load or store site: (code, bytecode offset), as the sector tracer's
 
 
 @dataclass
@@ -118,9 +118,14 @@ class Stats:
 
 
 
+_INTEGERS = (int, np.integer)
+_GETITEM, _SETITEM = np.ndarray.__getitem__, np.ndarray.__setitem__
+
+
 def _who():
     t = threading.current_thread()
-    return tuple(t.blockIdx), tuple(t.threadIdx)
+    who = getattr(t, "lab_who", None)  # a lab.core.blocks thread's, set with its blockIdx and threadIdx
+    return who if who is not None else (tuple(t.blockIdx), tuple(t.threadIdx))
 
 
 def _epoch():
@@ -163,6 +168,7 @@ class Traced(np.ndarray):
             flat = self._lab_element(tr, idx, "read")
             if flat is not None:
                 tr.read(flat, sys._getframe(1))
+                return _GETITEM(self, idx)  # one element: a scalar, no view needed
             elif hasattr(threading.current_thread(), "blockIdx"):  # a view taken in a kernel: traced too
                 out = np.ndarray.__getitem__(self.view(np.ndarray), idx)
                 if isinstance(out, np.ndarray):
@@ -178,6 +184,8 @@ class Traced(np.ndarray):
             flat = self._lab_element(tr, idx, "write")
             if flat is not None:
                 tr.write(flat, sys._getframe(1))
+                _SETITEM(self, idx, val)  # one element
+                return
             elif hasattr(threading.current_thread(), "blockIdx"):  # a slice store: each element it covers
                 frame = sys._getframe(1)
                 for f in np.asarray(self._lab_flats()[idx]).ravel():
@@ -205,11 +213,19 @@ class _Tracker:
         self.itemsize = 0
 
     def index(self, arr, idx, kind):
-        if not isinstance(idx, tuple):
+        shape = self.shape
+        if idx.__class__ is int and len(shape) == 1:  # the common case, A[i] of a 1-D array
+            if 0 <= idx < shape[0]:
+                return idx
             idx = (idx,)
-        if len(idx) != len(self.shape) or not all(isinstance(i, (int, np.integer)) for i in idx):
-            return None  # slices and the like: not traced
-        for i, n in zip(idx, self.shape):
+        elif not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != len(shape):
+            return None
+        for i in idx:
+            if i.__class__ is not int and not isinstance(i, _INTEGERS):
+                return None  # slices and the like: not traced
+        for i, n in zip(idx, shape):
             if i < 0 or i >= n:
                 who = _who()
                 with self.lock:
@@ -340,7 +356,7 @@ def _site(frame, trace):
     source = trace.source
     while f is not None and hops < 12:
         if source is None or f.f_code.co_filename == source:
-            return f.f_lineno, (f.f_code, instruction_offset(f.f_code, f.f_lasti))
+            return f.f_lineno, _instruction_site(f.f_code, f.f_lasti)
         f, hops = f.f_back, hops + 1
     return None, None
 

@@ -226,7 +226,7 @@ class SectorTracer:
             f = f.f_back
         if f is None:
             return
-        instr = (f.f_code, instruction_offset(f.f_code, f.f_lasti))
+        instr = site(f.f_code, f.f_lasti)
         if atomic:
             kind = "atomic"
         from numba.cuda.simulator import kernel as simkernel
@@ -380,6 +380,37 @@ def _short(fname: str) -> str:
     return fname if rel.startswith("..") else rel
 
 
+class Site(tuple):
+    """(code, bytecode offset) of an access's instruction, interned (:func:`site`): hashed and compared by
+    the code object's identity, not its contents (a code object's own hash reads its bytecode, names and
+    constants every time: most of a traced access's bookkeeping was hashing it)."""
+
+    __slots__ = ()
+
+    def __hash__(self):
+        return hash((id(self[0]), self[1]))
+
+    def __eq__(self, other):
+        return isinstance(other, tuple) and len(other) == 2 and self[0] is other[0] and self[1] == other[1]
+
+    def __ne__(self, other):
+        return not self.__eq__(other)
+
+
+_SITES: dict = {}  # (id(code), lasti) -> Site; the Site holds its code, so the id is not reused while it is here
+
+
+def site(code, lasti: int) -> Site:
+    """The interned :class:`Site` of the instruction that ``lasti`` of ``code`` is in
+    (:func:`instruction_offset`)."""
+    got = _SITES.get((id(code), lasti))
+    if got is None or got[0] is not code:
+        if len(_SITES) > 200_000:  # a long-lived process checking many files: start again
+            _SITES.clear()
+        got = _SITES[(id(code), lasti)] = Site((code, instruction_offset(code, lasti)))
+    return got
+
+
 _OFFSETS: dict = {}
 
 
@@ -404,9 +435,10 @@ _LINES: dict = {}
 def site_line(code, offset: int) -> int:
     """The source line of the bytecode instruction at ``offset`` of ``code`` (a site of
     :func:`_instruction`), 0 when it has none."""
-    table = _LINES.get(code)
-    if table is None:
-        table = _LINES[code] = [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None]
+    got = _LINES.get(id(code))  # by identity: a code object's own hash reads all of it
+    if got is None or got[0] is not code:
+        got = _LINES[id(code)] = (code, [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None])
+    table = got[1]
     for a, b, ln in table:
         if a <= offset < b:
             return int(ln)

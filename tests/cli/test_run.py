@@ -160,6 +160,8 @@ def test_negative_seed_is_one_line_exit_2(lab):
 def _option_values():
     from hypothesis import strategies as st
 
+    import kernels
+
     sizes = {"vecadd": st.integers(-1, 80).map(str), "quantize": st.integers(0, 80).map(str),
              "matvec": st.tuples(st.integers(0, 4), st.integers(1, 40)).map(lambda t: f"{t[0]}x{t[1]}"),
              "softmax": st.tuples(st.integers(1, 3), st.integers(0, 40)).map(lambda t: f"{t[0]}x{t[1]}"),
@@ -176,7 +178,10 @@ def _option_values():
         if draw(st.booleans()):
             out += ["--dtype", draw(st.sampled_from(["float32", "float64", "int8", "half"]))]
         out += ["--repeats", str(draw(st.sampled_from([1, 1, 2, 0]))), "--warmup", str(draw(st.sampled_from([0, 0, 1, -1])))]
-        if draw(st.booleans()):
+        if kernel == "matmul":  # every rung in the simulator is ~15 s a run: one or two of them, drawn
+            rungs = sorted(kernels.load("matmul").variants) + ["nope"]
+            out += ["--variant", ",".join(draw(st.lists(st.sampled_from(rungs), min_size=1, max_size=2, unique=True)))]
+        elif draw(st.booleans()):
             out += ["--variant", draw(st.sampled_from(["naive", "row_per_thread", "element_per_thread",
                                                        "block_partials", "fused", "nope"]))]
         out += draw(st.sampled_from([[], ["--json"], ["--wide"]]))
