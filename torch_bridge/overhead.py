@@ -67,6 +67,9 @@ class Calls:
     inputs: tuple = ()
     versions: dict = field(default_factory=dict)
     baseline: str | None = None
+    op: Callable | None = field(default=None, repr=False)  # torch.ops.lab.<kernel>, its tensors, its sync
+    tensors: tuple = field(default=(), repr=False)
+    sync: Callable[[], None] | None = field(default=None, repr=False)
 
     def op_launch(self) -> str:
         """How the op launches at this size (after its first call): its tensor launcher's path, or
@@ -80,13 +83,13 @@ class Calls:
         """A cProfile.Profile of ``calls`` calls of the op (the bridge row), the device synchronized after."""
         import cProfile
 
-        op, inputs = self._op, self._tensors
+        op, inputs = self.op, self.tensors
         prof = cProfile.Profile()
         prof.enable()
         for _ in range(calls):
             op(*inputs)
         prof.disable()
-        self._sync()
+        self.sync()
         return prof
 
 
@@ -113,7 +116,7 @@ def calls(kernel: str, size: tuple, seed: int = 0) -> Calls:
     sync = cuda.synchronize if SIMULATOR else torch.cuda.synchronize
     result = Calls(kernel, size, inputs=host_in, versions={"torch": torch.__version__, "device": (
         "CUDA simulator (times are the simulation's, not launch overhead)" if SIMULATOR else torch.cuda.get_device_name())})
-    result._op, result._tensors, result._sync = op, tensors, sync
+    result.op, result.tensors, result.sync = op, tensors, sync
     op(*tensors)  # the first call makes the op's launch plan (and compiles or loads its kernel)
     sync()
 
