@@ -36,7 +36,7 @@ import torch
 
 import kernels
 import torch_bridge.lab_ops as L
-from kernels.compiler import COMPILER, SIMULATOR
+from kernels.compiler import COMPILER, MLIR, SIMULATOR
 from kernels.compiler import cuda
 from torch_bridge import launch as lesson
 from torch_bridge.contenders import lab_op
@@ -132,7 +132,7 @@ def calls(kernel: str, size: tuple, seed: int = 0) -> Calls:
         result.rows.append(Call(f"Numba direct, device arrays: kernel[grid, block]({arrays})",
                                 lambda: configured(*d_in, *d_out), cuda.synchronize))
         args = ", ".join(list(names) + _names(len(outs), "out"))
-        if COMPILER == "numba-cuda" and not SIMULATOR:  # a torch tensor straight in (its __cuda_array_interface__)
+        if COMPILER != MLIR and not SIMULATOR:  # numba-cuda: a torch tensor straight in (its __cuda_array_interface__)
             result.rows.append(Call(f"Numba direct, torch tensors: kernel[grid, block]({args})",
                                     lambda: configured(*tensors, *outs), cuda.synchronize))
         elif not SIMULATOR:  # numba-cuda-mlir takes no torch tensor: a device array over each, made each call

@@ -189,10 +189,10 @@ def launch_overhead_command(kernel, n, size, calls, rounds, json_path, profile) 
     from kernels.compiler import SIMULATOR
     from lab.core.files import check_writable
 
+    check_writable(json_path, "results")  # before the timing, not after it
     if SIMULATOR:
         print("error: the simulator is active: launch overhead needs a GPU", file=sys.stderr)
         return 2
-    check_writable(json_path, "results")  # before the timing, not after it
     from lab.bench.launch_overhead import measure, render
 
     doc = measure(kernel, size or str(n), calls, rounds or None, profile)

@@ -65,6 +65,17 @@ def test_bad_kernels_and_sizes_are_one_line_errors():
         measure(None, "0x")
 
 
+def test_the_command_refuses_an_unwritable_json_before_the_work(tmp_path, capsys):
+    from lab.cli import scripts
+
+    (tmp_path / "folder").mkdir()
+    for path in (tmp_path / "missing" / "x.json", tmp_path / "folder"):
+        assert scripts.launch_overhead(["--json", str(path)]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: "), err
+        assert "simulator" not in err[0]  # the path is checked first
+
+
 def test_the_command_keeps_its_options_and_refuses_the_simulator(capsys):
     from lab.cli import scripts
 
