@@ -179,6 +179,16 @@ def _plan(key, kernel: str, size: tuple, threads: int, tensors, old, now) -> _Pl
     return plan
 
 
+def plan_of(kernel: str, size) -> _Plan | None:
+    """The launch plan ``torch.ops.lab.<kernel>`` made last at ``size`` (a tuple of ints; any threads,
+    device, dtypes), or None before its first call there: its ``variant``, ``cfg`` (the Launch: the
+    rung, grid and block it runs) and ``fast`` (its tensor launcher, None in the simulator or for a rung
+    of several launches; ``fast.path`` says which launch it takes). torch_bridge.overhead reads it."""
+    size = tuple(size)
+    found = [p for k, p in _plans.items() if k[0] == kernel and k[1] == size]
+    return found[-1] if found else None
+
+
 def _run(kernel: str, size, inputs, outputs, threads: int = THREADS) -> None:
     """Run ``kernel``'s chosen rung on tensors, on torch's stream: through the plan of this shape
     (:class:`_Plan`, made on the first call): the rung's kernel launched by its tensor launcher, or

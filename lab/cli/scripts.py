@@ -5,6 +5,8 @@ whose options are declared in :mod:`lab.core.options`, as every ``lab`` command'
     python -m lab.bench [lab bench options]   # an alias of ``lab bench``
     python -m lab.cli.scripts compiler-table --out FILE    # both compilers, every rung (GPU)
     python -m lab.cli.scripts simcost         # re-measure the simulator's cost model
+    python -m torch_bridge.bench_launch [--kernel K] [--n 1024] [--calls 2000] [--rounds 15] [--json PATH] [--profile N]
+                                              # launch overhead (GPU); also lab.cli.scripts launch-overhead
 
 They live in the CLI layer because they print; the work is in ``lab.bench`` and ``lab.core``.
 """
@@ -178,12 +180,40 @@ def simcost_command() -> int:
 simcost = _script(simcost_command)
 
 
+@click.command("launch-overhead")
+@O.command(None, D.LAUNCH_KERNEL, D.LAUNCH_N, D.SIZE.but(help="The size as lab run --size (overrides --n)."),
+           D.LAUNCH_CALLS, D.LAUNCH_ROUNDS, D.LAUNCH_JSON, D.LAUNCH_PROFILE)
+def launch_overhead_command(kernel, n, size, calls, rounds, json_path, profile) -> int:
+    """Host time a call of a small op through the torch bridge beside a direct Numba launch, the fast
+    launch path, torch's floor, CuPy and torch: a Markdown table (GPU; lab.bench.launch_overhead)."""
+    from kernels.compiler import SIMULATOR
+    from lab.core.files import check_writable
+
+    check_writable(json_path, "results")  # before the timing, not after it
+    if SIMULATOR:
+        print("error: the simulator is active: launch overhead needs a GPU", file=sys.stderr)
+        return 2
+    from lab.bench.launch_overhead import measure, render
+
+    doc = measure(kernel, size or str(n), calls, rounds or None, profile)
+    print(render(doc))
+    if json_path:
+        import json
+
+        _write(json_path, json.dumps(doc, indent=1) + "\n")
+    return 0
+
+
+launch_overhead = _script(launch_overhead_command)
+
+
 @click.group("python -m lab.cli.scripts", context_settings={"help_option_names": ["-h", "--help"]})
 def scripts():
     """The lab's script entry points (each also has its own module where named so)."""
 
 
-for _command in (shape_sweep_command, bench_alias_command, compiler_table_command, simcost_command):
+for _command in (shape_sweep_command, bench_alias_command, compiler_table_command, simcost_command,
+                 launch_overhead_command):
     scripts.add_command(_command)
 SCRIPTS = {name: _script(cmd) for name, cmd in scripts.commands.items()}
 

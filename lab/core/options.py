@@ -247,6 +247,18 @@ SCRIPT_OUT = Option("out", "--out", default="-", metavar="FILE", show_default=Tr
                     help="The markdown file to write ('-': stdout only).")
 SCRIPT_REPEATS = Option("repeats", "--repeats", "int", 20, "Timed calls a configuration (its median is shown).",
                         minimum=1, show_default=True)
+# python -m torch_bridge.bench_launch (lab.cli.scripts launch-overhead): spelled as its argparse version was
+LAUNCH_KERNEL = Option("kernel", "--kernel", help="The kernel whose torch op is timed (default: the first with a torch "
+                       "op in lesson order).")
+LAUNCH_N = Option("n", "--n", "int", 1024, "The size: N elements (a 2-D kernel: N x N); --size overrides it.",
+                  minimum=1, show_default=True)
+LAUNCH_CALLS = Option("calls", "--calls", "int", 2000, "Back-to-back calls a sample (its time / calls: us a call).",
+                      minimum=1, show_default=True)
+LAUNCH_ROUNDS = Option("rounds", "--rounds", "int", 15, "Samples a row (a fixed count; 0: the adaptive stop rule).",
+                       minimum=0, show_default=True)
+LAUNCH_JSON = Option("json_path", "--json", "path", None, "Also write the rows as JSON to this path.", metavar="PATH")
+LAUNCH_PROFILE = Option("profile", "--profile", "int", 0, "Also print the N functions of most own time in a cProfile "
+                        "of --calls op calls.", minimum=0, metavar="N")
 NOTEBOOKS_OUT = Option("out", "--out", default="lab-notebooks", show_default=True,
                        help="Folder for the notebooks (made when missing; its parent must exist).")
 

@@ -33,6 +33,16 @@ event pair) a kernel *reads* a buffer twice the L2's size, so every call starts 
 of clean, unrelated lines. (A flush that writes, like ``cache.zero_()``, would leave 50 MB of dirty
 lines whose write-back to DRAM is then charged to the timed call.)
 
+Launch overhead (``Timer(..., "host", calls=N)``): what a small op costs the host to issue, not what
+its kernel costs the GPU. Each sample is ``time.perf_counter`` around N back-to-back calls, divided by
+N (one call is a few microseconds: a single call would be read near the clock's resolution and its
+Python loop overhead); the device is synchronized after each sample, outside the timed calls, so the
+launch queue never fills (a full queue would make the host wait for the GPU). No L2 flush and no
+blocking kernel: both would put work of their own on the host's timed path or hold back the GPU
+work the calls queue, and the host time is the quantity. The stop rule is the same (a fixed count,
+or the adaptive criteria with the host rows' median test), tested on the samples' whole durations
+(N calls each), so ``min_time_s`` counts the time really measured.
+
 Source: CUDA C++ Best Practices Guide, "Using CUDA GPU Timers"; NVIDIA nvbench (stopping criterion,
 blocking kernel); the GPU MODE lecture notes (torch.cuda.Event timing) in the seed notebooks.
 """
@@ -52,6 +62,8 @@ DEVICE_EVENTS = ("CUDA events, one pair a call, calls queued behind a blocked GP
 DEVICE_EVENTS_GAPS = ("CUDA events, one pair a call, L2 flushed before each call; the call blocks the host, "
                       "so host gaps are included")
 HOST_CLOCK = "time.perf_counter around each call"
+HOST_CALLS_CLOCK = ("time.perf_counter around {calls} back-to-back calls, divided by the calls (host time a call); "
+                    "device synchronized between samples, outside the timing; no L2 flush, no blocking kernel")
 SIMULATOR_CLOCK = "CUDA simulator: wall clock of the simulation, not a GPU time"
 NOISY = 0.10  # a row whose noise (IQR / median) exceeds this is flagged in the report
 
@@ -71,6 +83,10 @@ class Measurement:
     @property
     def median_ms(self) -> float:
         return float(np.median(self.samples_ms))
+
+    @property
+    def min_ms(self) -> float:
+        return float(np.min(self.samples_ms))
 
     @property
     def iqr_ms(self) -> float:
@@ -113,16 +129,23 @@ class Timer:
     """Time ``fn`` (a zero-argument callable that enqueues work).
 
     mode: "device" (CUDA events on the default stream), "host" (perf_counter; CPU work such as
-    NumPy) or "simulator" (perf_counter, marked as not a GPU time).
+    NumPy, or with ``calls`` the host time of issuing GPU work) or "simulator" (perf_counter, marked
+    as not a GPU time).
     sync: waits for the device (needed for the first call in device mode).
     flush_l2: read a buffer of twice the L2 size before each timed device call (default True).
+    calls: host and simulator modes: each sample is the time of ``calls`` back-to-back calls divided by
+      ``calls`` (ms a call), and ``sync`` runs after each sample, outside the timing: the launch
+      overhead of a small op (the module docstring, "Launch overhead"). Device mode: 1 only.
+      ValueError for a count below 1 or above 1 in device mode.
     """
 
     def __init__(self, fn: Callable[[], object], mode: str, sync: Callable[[], None] = lambda: None,
-                 flush_l2: bool = True):
+                 flush_l2: bool = True, calls: int = 1):
         if mode not in ("device", "host", "simulator"):
             raise ValueError(f"unknown timer mode {mode!r}")
-        self.fn, self.mode, self.sync, self.flush_l2 = fn, mode, sync, flush_l2
+        if not (isinstance(calls, int) and calls >= 1) or (mode == "device" and calls != 1):
+            raise ValueError(f"calls must be an int >= 1 (1 in device mode), got {calls!r}")
+        self.fn, self.mode, self.sync, self.flush_l2, self.calls = fn, mode, sync, flush_l2, calls
 
     def first_call(self) -> tuple[float, object]:
         """Run fn once, synchronized; returns (wall ms: compile + load + run, fn's result)."""
@@ -156,6 +179,8 @@ class Timer:
         if device:
             samples, covered, meta = _device_samples(self.fn, rule, enqueue_s, call_ms, self.flush_l2)
             return Measurement(samples, DEVICE_EVENTS if covered else DEVICE_EVENTS_GAPS, meta)
+        if self.calls > 1:
+            return self._measure_calls(rule)
         samples, start, host = [], time.perf_counter(), self.mode == "host"
         while not (why := rule.done(samples, time.perf_counter() - start, settle=len(samples) % 16 == 0, host=host)):
             t = time.perf_counter()
@@ -163,6 +188,21 @@ class Timer:
             samples.append((time.perf_counter() - t) * 1e3)
         method = HOST_CLOCK if self.mode == "host" else SIMULATOR_CLOCK
         return Measurement(samples, method, {"stop": why})
+
+    def _measure_calls(self, rule: StopRule) -> Measurement:
+        """Host or simulator mode with ``calls`` > 1: a sample is the wall time of ``calls`` back-to-back
+        calls; the rule decides on those durations (so its minimum time is the time measured), the
+        Measurement holds them divided by ``calls``; ``sync`` after each, untimed."""
+        fn, calls, host = self.fn, range(self.calls), self.mode == "host"
+        totals, start = [], time.perf_counter()  # measure() synchronized after the warm-up
+        while not (why := rule.done(totals, time.perf_counter() - start, settle=len(totals) % 16 == 0, host=host)):
+            t = time.perf_counter()
+            for _ in calls:
+                fn()
+            totals.append((time.perf_counter() - t) * 1e3)
+            self.sync()
+        method = HOST_CALLS_CLOCK.format(calls=self.calls) if host else SIMULATOR_CLOCK  # meta["calls"] says how many
+        return Measurement([t / self.calls for t in totals], method, {"stop": why, "calls": self.calls})
 
 
 # --- device timing -----------------------------------------------------------------------------

@@ -135,6 +135,31 @@ def test_timer_host_mode_counts_and_method():
         t.measure(0, 0)
 
 
+def test_timer_calls_a_sample_times_back_to_back_calls_and_syncs_between(monkeypatch):
+    """calls=N (launch overhead): a sample is N back-to-back calls with no sync between them, divided
+    by N; the sync runs after the warm-up and after each sample, outside the timing; the rule decides
+    on the samples' whole durations (its minimum time is the time measured), with a structured stop."""
+    log, now = [], [0.0]
+    monkeypatch.setattr(T.time, "perf_counter", lambda: now[0])
+
+    def call():  # 3 ms a call on the fake clock
+        now[0] += 0.003
+        log.append("c")
+
+    t = T.Timer(call, "host", sync=lambda: log.append("s"), calls=4)
+    m = t.measure(3, warmup=2)
+    assert m.samples_ms == pytest.approx([3.0] * 3) and m.min_ms == pytest.approx(3.0)
+    assert "".join(log) == "cc" + "s" + "ccccs" * 3  # warm-up and its sync, then each sample and its sync
+    assert m.method == T.HOST_CALLS_CLOCK.format(calls=4) and m.meta["calls"] == 4
+    assert m.stop == {"criterion": "fixed_count", "noise": None, "threshold": 3, "samples": 3, "elapsed_s": 0.036}
+    m = t.measure(None, 0, S.StopRule(min_samples=2, min_time_s=0.05, max_noise=0.5))
+    assert m.n == 5 and m.stop["criterion"] == "max_noise"  # 5 samples of 12 ms: >= 50 ms measured, not 5 x 3 ms
+    with pytest.raises(ValueError, match="calls must be"):
+        T.Timer(call, "device", calls=2)
+    with pytest.raises(ValueError, match="calls must be"):
+        T.Timer(call, "host", calls=0)
+
+
 # --- overlapped batches, on a fake GPU --------------------------------------------------------------------
 class FakeGPU:
     """Two blocking kernels, events and a stream, faked in order: a launched blocker holds until its

@@ -38,7 +38,6 @@ NUMPY_API = ROOT / "lab" / "teach" / "contained" / "allowlist.py"
 # so that an entry cannot outlive its reason.
 STILL_NAMING = {
     "lab/teach/contained/allowlist.py": "NumPy's API (np.transpose), not the kernel",
-    "torch_bridge/bench_launch.py": "a benchmark of the vecadd op's launch paths (a script's measurement)",
 }
 
 
