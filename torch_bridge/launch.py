@@ -24,7 +24,7 @@ safe once ``cuLaunchKernel`` returns).
 numba-cuda-mlir lays its array parameters out differently (memref descriptors) and its launch is
 already C++: there :func:`tensor_launcher` calls the configured kernel's native launcher with the
 tensors themselves (``kernels.compiler.native_launcher``). Measured on the H200 (docs/benchmarks.md,
-"Launch overhead", 2026-11-29): 24.7 us a call under numba-cuda (FastKernel) and 11.0 us under
+"Launch overhead"): 24.7 us a call under numba-cuda (FastKernel) and 11.0 us under
 numba-cuda-mlir, against 44.7 and 38.2 us for a plain launch on Numba device arrays.
 """
 from __future__ import annotations
