@@ -179,7 +179,9 @@ def one_difference_words(ex, case, raw) -> str | None:
             return None
         from lab.teach.contained import source as src
 
-        return one_difference("\n".join(map(str, source)), src.read(str(ex.solution)), ex.kernel)
+        shapes = [np.shape(a) for a in case.args] + [tuple(o[0]) for o in case.outputs]
+        return one_difference("\n".join(map(str, source)), src.read(str(ex.solution)), ex.kernel,
+                              tuple(tuple(int(v) for v in sh) for sh in shapes), tuple(dims3(raw.block)))
     except Exception:  # noqa: BLE001 - no words rather than no verdict
         return None
 

@@ -49,6 +49,40 @@ def _dotted(node) -> str | None:
     return None
 
 
+def _same_target(a, b) -> bool:
+    return ast.dump(a) == ast.dump(b)
+
+
+class _Merge(ast.NodeTransformer):
+    """``if T: v = A`` / ``else: v = B`` (one assignment each, one target), and ``v = B`` followed by
+    ``if T: v = A``, read as ``v = A if T else B``: two ways to write one choice."""
+
+    def _body(self, body):
+        out = []
+        for st in body:
+            st = self.visit(st)
+            if (isinstance(st, ast.If) and len(st.body) == 1 and isinstance(st.body[0], ast.Assign)
+                    and len(st.body[0].targets) == 1):
+                a = st.body[0]
+                if len(st.orelse) == 1 and isinstance(st.orelse[0], ast.Assign) and len(st.orelse[0].targets) == 1 \
+                        and _same_target(a.targets[0], st.orelse[0].targets[0]):
+                    st = ast.copy_location(ast.Assign(targets=a.targets, value=ast.copy_location(
+                        ast.IfExp(test=st.test, body=a.value, orelse=st.orelse[0].value), a.value)), a)
+                elif not st.orelse and out and isinstance(out[-1], ast.Assign) and len(out[-1].targets) == 1 \
+                        and _same_target(out[-1].targets[0], a.targets[0]) and isinstance(a.targets[0], ast.Name):
+                    prev = out.pop()
+                    st = ast.copy_location(ast.Assign(targets=a.targets, value=ast.copy_location(
+                        ast.IfExp(test=st.test, body=a.value, orelse=prev.value), a.value)), a)
+            out.append(st)
+        return out
+
+    def generic_visit(self, node):
+        for field in ("body", "orelse"):
+            if isinstance(getattr(node, field, None), list) and all(isinstance(x, ast.stmt) for x in getattr(node, field)):
+                setattr(node, field, self._body(getattr(node, field)))
+        return node
+
+
 class _Kernel:
     """One file's kernel ``name``: its module constants, parameters, names bound once, locals."""
 
@@ -66,6 +100,12 @@ class _Kernel:
                 self.fn = node
         if self.fn is None:
             raise LookupError(name)
+        self.fn = _Merge().visit(self.fn)
+        self.block: tuple = ()  # the launch's block size (cuda.blockDim is that number)
+        self._forms = None
+        self.shapes: list = []  # the case's shape of each array parameter, by position (() for a scalar)
+        self.shared: dict = {}  # name of a shared or local array -> its number, in order of declaration
+        self.common: set | None = None  # local names the other kernel has too (set by the caller)
         self.params = {a.arg: k for k, a in enumerate(self.fn.args.args)}
         binds: dict = {}
         for node in ast.walk(self.fn):
@@ -106,6 +146,10 @@ class _Kernel:
                         and n.id not in self.alias and n.id not in self.params)
         for _, _, n in order:
             self.locals.setdefault(n, len(self.locals))
+        for node in ast.walk(self.fn):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and \
+                    _dotted(getattr(node.value, "func", None)) in ("cuda.shared.array", "cuda.local.array"):
+                self.shared.setdefault(node.targets[0].id, len(self.shared))
         self._memo: dict = {}
 
     # --- canonical forms ---------------------------------------------------------------------------
@@ -152,6 +196,35 @@ class _Kernel:
             return None
         return None
 
+    def grid_forms(self) -> list:
+        if self._forms is None:
+            self._forms = [_grid_form(ax, self.block[k] if self.block else None) for k, ax in enumerate("xyz")]
+        return self._forms
+
+    def _size_of(self, node):
+        """The value on this case of ``p.shape[k]``, ``p.size``, ``len(p)`` or ``p.shape[k]`` via a name, for
+        a parameter ``p`` whose shape the case gives (:attr:`shapes`), else None."""
+        def shape_of(n):
+            n = self.unwrap(n)
+            if isinstance(n, ast.Name) and self.params.get(n.id) is not None and self.params[n.id] < len(self.shapes):
+                return self.shapes[self.params[n.id]]
+            return None
+
+        node = self.unwrap(node)
+        if isinstance(node, ast.Attribute) and node.attr == "size":
+            sh = shape_of(node.value)
+            return None if sh is None else float(math.prod(sh))
+        if isinstance(node, ast.Call) and _dotted(node.func) == "len" and len(node.args) == 1:
+            sh = shape_of(node.args[0])
+            return None if not sh else float(sh[0])
+        if isinstance(node, ast.Subscript) and isinstance(self.unwrap(node.value), ast.Attribute):
+            at = self.unwrap(node.value)
+            k = self._fold(node.slice)
+            sh = shape_of(at.value) if at.attr == "shape" else None
+            if sh is not None and k is not None and -len(sh) <= int(k) < len(sh):
+                return float(sh[int(k)])
+        return None
+
     def unwrap(self, node, depth=0):
         """``node`` with casts taken off and a name bound once replaced by its expression."""
         while depth < 20:
@@ -182,9 +255,16 @@ class _Kernel:
         if isinstance(node, ast.Name):
             if node.id in self.params:
                 return ("p", self.params[node.id])
-            if node.id in self.locals:
-                return ("v", self.locals[node.id])
+            if node.id in self.shared:
+                return ("arr", self.shared[node.id])
+            if node.id in self.locals:  # a local of both kernels by its name; the others alike
+                return ("v", node.id) if self.common is None or node.id in self.common else ("v", "?")
             return ("g", node.id)
+        size = self._size_of(node)
+        if size is not None:
+            return ("k", size)  # an array's extent: its value on this case (x.size, len(x), out.shape[0] alike)
+        if isinstance(node, ast.Attribute) and self.block and _dotted(node) in _BLOCK_DIMS:
+            return ("k", float(self.block[_BLOCK_DIMS.index(_dotted(node))]))  # this launch's block size
         if isinstance(node, ast.Attribute):
             d = _dotted(node)
             if d and d.split(".")[0] not in self.params and d.split(".")[0] not in self.locals \
@@ -205,7 +285,7 @@ class _Kernel:
             if isinstance(node.op, _COMMUTE):
                 a, b = sorted((a, b), key=repr)
             form = ("bin", type(node.op).__name__, a, b)
-            for ax, g in enumerate(_GRID_FORMS):
+            for ax, g in enumerate(self.grid_forms()):
                 if form == g:
                     return ("grid", ax)  # blockIdx.x * blockDim.x + threadIdx.x is cuda.grid(1)
             return form
@@ -305,14 +385,28 @@ class _Kernel:
         return None, None
 
 
-def _grid_form(ax: str):
+_BLOCK_DIMS = ["cuda.blockDim.x", "cuda.blockDim.y", "cuda.blockDim.z"]
+
+
+def _grid_form(ax: str, size=None):
     def srt(a, b):
         return tuple(sorted((a, b), key=repr))
-    m = ("bin", "Mult", *srt(("a", f"cuda.blockIdx.{ax}"), ("a", f"cuda.blockDim.{ax}")))
+    dim = ("a", f"cuda.blockDim.{ax}") if size is None else ("k", float(size))
+    m = ("bin", "Mult", *srt(("a", f"cuda.blockIdx.{ax}"), dim))
     return ("bin", "Add", *srt(m, ("a", f"cuda.threadIdx.{ax}")))
 
 
-_GRID_FORMS = [_grid_form(ax) for ax in "xyz"]
+
+
+def _other_name(ks: _Kernel, kr: _Kernel, a, b) -> bool:
+    """``a`` and ``b`` are names, and the reference has a name like ``a`` (bound to what the student
+    binds it to, or a local or parameter of that name): the student used another variable here, one
+    that is right where it stands elsewhere (``N`` where the reference has ``K``)."""
+    if not (isinstance(a, ast.Name) and isinstance(b, ast.Name)) or a.id == b.id:
+        return False
+    if a.id in ks.alias and a.id in kr.alias:
+        return ks.canon(ks.alias[a.id][0]) == kr.canon(kr.alias[a.id][0])
+    return a.id not in ks.alias and (a.id in kr.locals or a.id in kr.params or a.id in kr.shared)
 
 
 def _smallest(ks: _Kernel, kr: _Kernel, a, b, depth=0):
@@ -322,6 +416,8 @@ def _smallest(ks: _Kernel, kr: _Kernel, a, b, depth=0):
         return (a, b)
     if not isinstance(a, ast.stmt) and not isinstance(b, ast.stmt) and ks.canon(a) == kr.canon(b):
         return None
+    if _other_name(ks, kr, a, b):
+        return (a, b)
     ua = a if isinstance(a, ast.stmt) else ks.unwrap(a)
     ub = b if isinstance(b, ast.stmt) else kr.unwrap(b)
     if (ks._fold(ua) is not None) or (kr._fold(ub) is not None):
@@ -337,17 +433,23 @@ def _smallest(ks: _Kernel, kr: _Kernel, a, b, depth=0):
         if swapped > same:
             cb = list(reversed(cb))
     diffs = [(x, y) for x, y in zip(ca, cb) if ks.canon(x) != kr.canon(y)]
+    inner = None
     if len(diffs) == 1:
-        inner = _smallest(ks, kr, *diffs[0], depth + 1) or (ua, ub)
-        if isinstance(inner[0], ast.Name) and isinstance(inner[1], ast.Name) and not isinstance(ua, ast.stmt) \
-                and _size(ua) <= 8:
-            return (ua, ub)  # a name alone says little: `x.shape[0]` where the reference has `y.shape[0]`
-        return inner
-    return (ua, ub)
+        inner = _smallest(ks, kr, *diffs[0], depth + 1)
+    elif diffs:  # several places, one difference: a name's binding used at each (ka for k_a in a test and an index)
+        inners = [_smallest(ks, kr, x, y, depth + 1) for x, y in diffs]
+        if all(p is not None for p in inners) and len({(id(p[0]), id(p[1])) for p in inners}) == 1:
+            inner = inners[0]
+    if inner is None:
+        return (ua, ub)
+    small = all(_size(n) < 3 and ks._fold(n) is None and kr._fold(n) is None for n in inner)
+    if small and not isinstance(ua, ast.stmt) and _size(ua) <= 12:
+        return (ua, ub)  # a name alone says little: `x.shape[0]` where the reference has `y.shape[0]`
+    return inner
 
 
 def _size(node) -> int:
-    return sum(1 for _ in ast.walk(node))
+    return sum(1 for n in ast.walk(node) if not isinstance(n, ast.expr_context))
 
 
 def _src(k: _Kernel, node) -> str:
@@ -375,15 +477,21 @@ def _where_bound(k: _Kernel, stmt, node) -> ast.AST:
 
 
 @functools.lru_cache(maxsize=32)
-def one_difference(student: str, reference: str, kernel: str) -> str | None:
+def one_difference(student: str, reference: str, kernel: str, shapes: tuple = (), block: tuple = ()) -> str | None:
     """Where the student's file ``student`` (its text) differs from the reference solution's file
     ``reference`` in kernel ``kernel`` at exactly one place (module docstring): the words naming it
-    (the student's line quoted, the expression it has and the one the reference has there); None
+    (the student's line quoted, the expression it has and the one the reference has there); ``shapes``:
+    each parameter's shape on the failing case (an array's extents compare by their values there);
+    ``block``: the launch's block size (``cuda.blockDim.x`` is its first number); None
     when the kernels differ in more than one place, or nowhere, or a file does not parse."""
     try:
         ks, kr = _Kernel(student, kernel), _Kernel(reference, kernel)
     except (SyntaxError, LookupError, ValueError, RecursionError):
         return None
+    ks.shapes = kr.shapes = list(shapes)
+    ks.block = kr.block = tuple(block)
+    ks._memo.clear()
+    ks.common = kr.common = set(ks.locals) & set(kr.locals)
     try:
         ss, rs = ks.statements(), kr.statements()
     except RecursionError:
@@ -406,11 +514,11 @@ def one_difference(student: str, reference: str, kernel: str) -> str | None:
                 return None
             return (f"your kernel is the reference solution's statement for statement but one: {_line(ks, st_s)} "
                     f"where the reference has `{_src(kr, st_r)}`: that statement is the bug")
-        home = _where_bound(ks, st_s, a)
+        home = a if getattr(a, "lineno", None) else _where_bound(ks, st_s, a)  # (the if's line for its test)
         what = _kind(ks, kr, a, b)
         return (f"your kernel is the reference solution's statement for statement but one: at {_line(ks, home)}, "
-                f"`{_src(ks, a)}` where the reference has `{_src(kr, b)}`{what}: that is the bug; the rest computes "
-                f"what the reference computes")
+                f"`{_src(ks, a)}`{_bindings(ks, kr, a, b)} where the reference has `{_src(kr, b)}`"
+                f"{_bindings(kr, ks, b, a, 'its ')}{what}: that is the bug; the rest computes what the reference computes")
     if len(ops) == 2 and {ops[0][0], ops[1][0]} == {"delete", "insert"}:
         de = next(o for o in ops if o[0] == "delete")
         ins = next(o for o in ops if o[0] == "insert")
@@ -429,6 +537,19 @@ def one_difference(student: str, reference: str, kernel: str) -> str | None:
                 f"{mine}, where the reference has it {where}: that statement is in the wrong place (it runs "
                 f"{'on every pass of the loop' if 'inside' in mine and 'loop' in mine else 'at another time'})")
     return None
+
+
+def _bindings(k: _Kernel, other: _Kernel, node, other_node, whose="") -> str:
+    """' (v = `...`)' for the names in ``node`` bound once in kernel ``k`` that the other side's
+    expression ``other_node`` names too, bound otherwise (one name, two meanings), or for ``node``
+    itself when it is such a name."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and n.id in k.alias}
+    theirs = {n.id for n in ast.walk(other_node) if isinstance(n, ast.Name)}
+    said = [n for n in sorted(names) if (isinstance(node, ast.Name) and node.id == n) or
+            (n in theirs and n in other.alias and k.canon(k.alias[n][0]) != other.canon(other.alias[n][0]))]
+    if not said:
+        return ""
+    return " (" + ", ".join(f"{whose}{n} = `{_src(k, k.alias[n][0])}`" for n in said[:2]) + ")"
 
 
 def _placement(k: _Kernel, seq, i: int, depth: int) -> str:
