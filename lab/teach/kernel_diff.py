@@ -443,7 +443,8 @@ def _smallest(ks: _Kernel, kr: _Kernel, a, b, depth=0):
     if inner is None:
         return (ua, ub)
     small = all(_size(n) < 3 and ks._fold(n) is None and kr._fold(n) is None for n in inner)
-    if small and not isinstance(ua, ast.stmt) and _size(ua) <= 12:
+    bound = isinstance(ua, ast.Compare) and ks._fold(inner[0]) is not None and kr._fold(inner[1]) is not None
+    if (small or bound) and not isinstance(ua, ast.stmt) and _size(ua) <= 12:  # (a bound: `step > 1`, not `1`)
         return (ua, ub)  # a name alone says little: `x.shape[0]` where the reference has `y.shape[0]`
     return inner
 
