@@ -73,6 +73,21 @@ class _Merge(ast.NodeTransformer):
                     prev = out.pop()
                     st = ast.copy_location(ast.Assign(targets=a.targets, value=ast.copy_location(
                         ast.IfExp(test=st.test, body=a.value, orelse=prev.value), a.value)), a)
+            if (isinstance(st, ast.While) and not st.orelse and out and isinstance(out[-1], ast.Assign)
+                    and len(out[-1].targets) == 1 and isinstance(out[-1].targets[0], ast.Name)
+                    and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 and isinstance(st.test.ops[0], ast.Lt)
+                    and isinstance(st.test.left, ast.Name) and st.test.left.id == out[-1].targets[0].id
+                    and len(st.body) > 1 and isinstance(st.body[-1], ast.AugAssign) and isinstance(st.body[-1].op, ast.Add)
+                    and isinstance(st.body[-1].target, ast.Name) and st.body[-1].target.id == st.test.left.id
+                    and not any(isinstance(n, ast.Name) and n.id == st.test.left.id and isinstance(n.ctx, ast.Store)
+                                for b in st.body[:-1] for n in ast.walk(b))):
+                # j = a; while j < b: ...; j += c  is  for j in range(a, b, c): ...
+                start = out.pop()
+                rng = ast.Call(func=ast.Name(id="range", ctx=ast.Load()), keywords=[],
+                               args=[start.value, st.test.comparators[0], st.body[-1].value])
+                st = ast.copy_location(ast.For(target=ast.Name(id=st.test.left.id, ctx=ast.Store()),
+                                               iter=ast.copy_location(rng, st.test), body=st.body[:-1], orelse=[],
+                                               type_comment=None), st)
             out.append(st)
         return out
 
@@ -140,6 +155,18 @@ class _Kernel:
                 for k, n in enumerate(t.elts):
                     if isinstance(n, ast.Name) and n.id == name_:
                         self.alias[name_] = (ast.Subscript(value=st.value, slice=ast.Constant(k)), st)
+        # a local bound several times whose last binding is a plain assignment at the kernel's top level
+        # (total = cache[0] after the sum): after that line, the name stands for that expression
+        self.late: dict = {}
+        top = {id(st) for st in self.fn.body}
+        for name_, nodes in binds.items():
+            if name_ in self.alias or name_ in self.params or len(nodes) < 2:
+                continue
+            last = max(nodes, key=lambda n: (n.lineno, n.col_offset))
+            if (isinstance(last, ast.Assign) and id(last) in top and len(last.targets) == 1
+                    and isinstance(last.targets[0], ast.Name)
+                    and not any(isinstance(n, ast.Name) and n.id == name_ for n in ast.walk(last.value))):
+                self.late[name_] = (last.value, last)
         self.locals: dict = {}
         order = sorted((getattr(n, "lineno", 0), getattr(n, "col_offset", 0), n.id)
                         for n in ast.walk(self.fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
@@ -236,6 +263,10 @@ class _Kernel:
             if isinstance(node, ast.Name) and node.id in self.alias:
                 node = self.alias[node.id][0]
                 continue
+            if isinstance(node, ast.Name) and node.id in self.late and isinstance(node.ctx, ast.Load) and \
+                    getattr(node, "lineno", 0) > getattr(self.late[node.id][1], "end_lineno", 10 ** 9):
+                node = self.late[node.id][0]
+                continue
             break
         return node
 
@@ -311,7 +342,7 @@ class _Kernel:
     def statements(self):
         """[(depth, key, node)] of the kernel's body in source order: aliases and docstrings left out."""
         out = []
-        alias_stmts = {id(st) for _, st in self.alias.values()}
+        alias_stmts = {id(st) for _, st in self.alias.values()} | {id(st) for _, st in self.late.values()}
 
         def walk(body, depth):
             for st in body:
@@ -470,11 +501,31 @@ def _line(k: _Kernel, node) -> str:
 def _where_bound(k: _Kernel, stmt, node) -> ast.AST:
     """The statement that holds ``node``: ``stmt``, or a name's one binding that ``node`` came from."""
     line = getattr(node, "lineno", None)
-    for _, st in k.alias.values():
+    for _, st in list(k.alias.values()) + list(k.late.values()):
         if line is not None and st.lineno <= line <= getattr(st, "end_lineno", st.lineno) and st is not stmt:
             if any(n is node for n in ast.walk(st)):
                 return st
     return stmt
+
+
+def aligned(student: str, reference: str, kernel: str, shapes: tuple = (), block: tuple = ()):
+    """(student's kernel, reference's, their statements, the alignment's opcodes other than "equal")
+    for :func:`one_difference`; None when a file does not parse or has no such kernel."""
+    try:
+        ks, kr = _Kernel(student, kernel), _Kernel(reference, kernel)
+    except (SyntaxError, LookupError, ValueError, RecursionError):
+        return None
+    ks.shapes = kr.shapes = list(shapes)
+    ks.block = kr.block = tuple(block)
+    ks.common = kr.common = set(ks.locals) & set(kr.locals)
+    try:
+        ss, rs = ks.statements(), kr.statements()
+    except RecursionError:
+        return None
+    key_s = [repr((d, k)) for d, k, _ in ss]
+    key_r = [repr((d, k)) for d, k, _ in rs]
+    ops = [o for o in difflib.SequenceMatcher(None, key_s, key_r, autojunk=False).get_opcodes() if o[0] != "equal"]
+    return ks, kr, ss, rs, ops
 
 
 @functools.lru_cache(maxsize=32)
@@ -485,30 +536,23 @@ def one_difference(student: str, reference: str, kernel: str, shapes: tuple = ()
     each parameter's shape on the failing case (an array's extents compare by their values there);
     ``block``: the launch's block size (``cuda.blockDim.x`` is its first number); None
     when the kernels differ in more than one place, or nowhere, or a file does not parse."""
-    try:
-        ks, kr = _Kernel(student, kernel), _Kernel(reference, kernel)
-    except (SyntaxError, LookupError, ValueError, RecursionError):
+    found = aligned(student, reference, kernel, shapes, block)
+    if found is None:
         return None
-    ks.shapes = kr.shapes = list(shapes)
-    ks.block = kr.block = tuple(block)
-    ks._memo.clear()
-    ks.common = kr.common = set(ks.locals) & set(kr.locals)
-    try:
-        ss, rs = ks.statements(), kr.statements()
-    except RecursionError:
-        return None
-    key_s = [repr((d, k)) for d, k, _ in ss]
-    key_r = [repr((d, k)) for d, k, _ in rs]
-    ops = [o for o in difflib.SequenceMatcher(None, key_s, key_r, autojunk=False).get_opcodes() if o[0] != "equal"]
+    ks, kr, ss, rs, ops = found
     if not ops:
         return None
-    if len(ops) == 1 and ops[0][0] == "replace" and ops[0][2] - ops[0][1] == 1 and ops[0][4] - ops[0][3] == 1:
-        (ds, _, st_s), (dr, _, st_r) = ss[ops[0][1]], rs[ops[0][3]]
-        if ds != dr:
+    if all(o[0] == "replace" and o[2] - o[1] == o[4] - o[3] for o in ops) and sum(o[2] - o[1] for o in ops) <= 6:
+        pairs = [(ss[i], rs[o[3] + i - o[1]]) for o in ops for i in range(o[1], o[2])]
+        if any(a[0] != b[0] for a, b in pairs):
             return None
-        pair = _smallest(ks, kr, st_s, st_r)
-        if pair is None:
+        found = [_smallest(ks, kr, a[2], b[2]) for a, b in pairs]
+        if any(f is None for f in found) or len({(id(f[0]), id(f[1])) for f in found}) != 1:
+            return None  # (several statements differ: one place only where they all differ by one name's binding)
+        if len(pairs) > 1 and not any(f[0] in _bound_exprs(ks) for f in found[:1]):
             return None
+        (ds, _, st_s), (dr, _, st_r) = pairs[0]
+        pair = found[0]
         a, b = pair
         if isinstance(a, ast.stmt) or isinstance(b, ast.stmt) or _size(a) > _MAX_NODES or _size(b) > _MAX_NODES:
             if type(st_s) is not type(st_r) or not isinstance(st_s, (ast.Assign, ast.AugAssign, ast.Expr)):
@@ -538,6 +582,11 @@ def one_difference(student: str, reference: str, kernel: str, shapes: tuple = ()
                 f"{mine}, where the reference has it {where}: that statement is in the wrong place (it runs "
                 f"{'on every pass of the loop' if 'inside' in mine and 'loop' in mine else 'at another time'})")
     return None
+
+
+def _bound_exprs(k: _Kernel) -> list:
+    """Every node inside a name's one binding (an alias's expression)."""
+    return [n for v, _ in list(k.alias.values()) + list(k.late.values()) for n in ast.walk(v)]
 
 
 def _bindings(k: _Kernel, other: _Kernel, node, other_node, whose="") -> str:
