@@ -53,6 +53,19 @@ def _same_target(a, b) -> bool:
     return ast.dump(a) == ast.dump(b)
 
 
+def _counter_loop(st, prev) -> bool:
+    """``prev``/``st`` are ``v = a`` then ``while <compare of v>: ...; v op= c``, v stored nowhere else in the loop."""
+    if not (isinstance(st, ast.While) and not st.orelse and isinstance(prev, ast.Assign) and len(prev.targets) == 1
+            and isinstance(prev.targets[0], ast.Name) and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1
+            and isinstance(st.test.left, ast.Name) and st.test.left.id == prev.targets[0].id and len(st.body) > 1
+            and isinstance(st.body[-1], ast.AugAssign) and isinstance(st.body[-1].target, ast.Name)
+            and st.body[-1].target.id == prev.targets[0].id):
+        return False
+    v = prev.targets[0].id
+    return not any(isinstance(n, ast.Name) and n.id == v and isinstance(n.ctx, ast.Store)
+                   for b in st.body[:-1] for n in ast.walk(b))
+
+
 class _Merge(ast.NodeTransformer):
     """``if T: v = A`` / ``else: v = B`` (one assignment each, one target), and ``v = B`` followed by
     ``if T: v = A``, read as ``v = A if T else B``: two ways to write one choice."""
@@ -73,6 +86,11 @@ class _Merge(ast.NodeTransformer):
                     prev = out.pop()
                     st = ast.copy_location(ast.Assign(targets=a.targets, value=ast.copy_location(
                         ast.IfExp(test=st.test, body=a.value, orelse=prev.value), a.value)), a)
+            counter = _counter_loop(st, out[-1] if out else None)
+            if counter and not (isinstance(st.test.ops[0], ast.Lt) and isinstance(st.body[-1].op, ast.Add)):
+                # s = a; while test(s): ...; s op= c  (a tree's steps): one loop, its three parts one header
+                st.lab_init, st.lab_step = out.pop(), st.body[-1]
+                st.body = st.body[:-1]
             if (isinstance(st, ast.While) and not st.orelse and out and isinstance(out[-1], ast.Assign)
                     and len(out[-1].targets) == 1 and isinstance(out[-1].targets[0], ast.Name)
                     and isinstance(st.test, ast.Compare) and len(st.test.ops) == 1 and isinstance(st.test.ops[0], ast.Lt)
@@ -358,6 +376,10 @@ class _Kernel:
                     if st.orelse:
                         out.append((depth, ("else",), st))
                         walk(st.orelse, depth + 1)
+                elif isinstance(st, ast.While) and hasattr(st, "lab_init"):
+                    out.append((depth, ("loop", self.canon(st.lab_init.value), self.canon(st.test),
+                                        type(st.lab_step.op).__name__, self.canon(st.lab_step.value)), st))
+                    walk(st.body, depth + 1)
                 elif isinstance(st, ast.While):
                     out.append((depth, ("while", self.canon(st.test)), st))
                     walk(st.body, depth + 1)
@@ -409,6 +431,8 @@ class _Kernel:
             return ("op=", type(node.op).__name__), [node.target, node.value]
         if isinstance(node, ast.Expr):
             return "expr", [node.value]
+        if isinstance(node, ast.While) and hasattr(node, "lab_init"):
+            return ("loop", type(node.lab_step.op).__name__), [node.lab_init.value, node.test, node.lab_step.value]
         if isinstance(node, (ast.If, ast.While)):
             return type(node).__name__, [node.test]
         if isinstance(node, ast.For):
@@ -554,8 +578,13 @@ def one_difference(student: str, reference: str, kernel: str, shapes: tuple = ()
         (ds, _, st_s), (dr, _, st_r) = pairs[0]
         pair = found[0]
         a, b = pair
+        if hasattr(st_s, "lab_init") and hasattr(st_r, "lab_init") and (a is st_s or b is st_r):
+            return (f"your kernel is the reference solution's statement for statement but one loop: yours steps "
+                    f"{_loop_words(ks, st_s)} (lines {st_s.lab_init.lineno}-{st_s.lab_step.lineno}), the reference's "
+                    f"{_loop_words(kr, st_r)}: that loop's start, test or step is the bug")
         if isinstance(a, ast.stmt) or isinstance(b, ast.stmt) or _size(a) > _MAX_NODES or _size(b) > _MAX_NODES:
-            if type(st_s) is not type(st_r) or not isinstance(st_s, (ast.Assign, ast.AugAssign, ast.Expr)):
+            simple = (ast.Assign, ast.AugAssign, ast.Expr)
+            if not isinstance(st_s, simple) or not isinstance(st_r, simple) or _size(st_s) > _MAX_NODES:
                 return None
             return (f"your kernel is the reference solution's statement for statement but one: {_line(ks, st_s)} "
                     f"where the reference has `{_src(kr, st_r)}`: that statement is the bug")
@@ -582,6 +611,11 @@ def one_difference(student: str, reference: str, kernel: str, shapes: tuple = ()
                 f"{mine}, where the reference has it {where}: that statement is in the wrong place (it runs "
                 f"{'on every pass of the loop' if 'inside' in mine and 'loop' in mine else 'at another time'})")
     return None
+
+
+def _loop_words(k: _Kernel, st) -> str:
+    """'`s = 1`, `while s < WARP:`, `s *= 2`': a counter loop's start, test and step."""
+    return f"`{_src(k, st.lab_init)}`, `while {_src(k, st.test)}:`, `{_src(k, st.lab_step)}`"
 
 
 def _bound_exprs(k: _Kernel) -> list:
