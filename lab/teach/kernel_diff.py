@@ -153,6 +153,8 @@ class _Kernel:
                 for n in ast.walk(node.target):
                     if isinstance(n, ast.Name):
                         binds.setdefault(n.id, []).extend([node, node])
+            elif isinstance(node, ast.While) and hasattr(node, "lab_init"):  # a counter loop's variable
+                binds.setdefault(node.lab_init.targets[0].id, []).extend([node.lab_init, node.lab_step])
         self.alias: dict = {}  # name -> (the expression it stands for, its statement)
         for name_, nodes in binds.items():
             if len(nodes) != 1 or name_ in self.params:
@@ -186,9 +188,8 @@ class _Kernel:
                     and not any(isinstance(n, ast.Name) and n.id == name_ for n in ast.walk(last.value))):
                 self.late[name_] = (last.value, last)
         self.locals: dict = {}
-        order = sorted((getattr(n, "lineno", 0), getattr(n, "col_offset", 0), n.id)
-                        for n in ast.walk(self.fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
-                        and n.id not in self.alias and n.id not in self.params)
+        order = sorted((min(getattr(b, "lineno", 0) for b in nodes), 0, n) for n, nodes in binds.items()
+                       if n not in self.alias and n not in self.params)
         for _, _, n in order:
             self.locals.setdefault(n, len(self.locals))
         for node in ast.walk(self.fn):
@@ -350,6 +351,10 @@ class _Kernel:
             f = _dotted(node.func)
             if f == "cuda.grid" and self._fold(node.args[0]) == 1.0 if node.args else False:
                 return ("grid", 0)
+            if f == "range" and 1 <= len(node.args) <= 3 and not node.keywords:  # range(n) is range(0, n, 1)
+                a = [c(x) for x in node.args]
+                a = [("k", 0.0), a[0], ("k", 1.0)] if len(a) == 1 else a + [("k", 1.0)] if len(a) == 2 else a
+                return ("call", "range", *a)
             return ("call", f if f else c(node.func)) + tuple(c(a) for a in node.args) + tuple(
                 (k.arg, c(k.value)) for k in node.keywords)
         if isinstance(node, ast.Slice):
@@ -419,8 +424,6 @@ class _Kernel:
             return "ifx", [node.test, node.body, node.orelse]
         if isinstance(node, ast.Call):
             f = _dotted(node.func)
-            if f == "cuda.grid" and self._fold(node.args[0]) == 1.0 if node.args else False:
-                return ("grid", 0)
             return ("call", f, len(node.args), tuple(k.arg for k in node.keywords)), (
                 [node.func] if f is None else []) + list(node.args) + [k.value for k in node.keywords]
         if isinstance(node, ast.Attribute):

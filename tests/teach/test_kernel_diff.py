@@ -105,3 +105,27 @@ def test_a_right_variable_in_the_wrong_place_is_said_at_its_use():
     words = one_difference(mine, ref, "k", SHAPES, BLOCK)
     assert "`m` where the reference has `n`" in words or "`m + 0 * m` where the reference has `n + 0 * m`" in words, words
     assert "m = out.shape[0]" not in words.split("where")[0]  # the binding of m is right: not blamed
+
+
+def test_mutants_in_other_styles_are_named(tmp_path):
+    """tests/teach/hint_mutants6.py: one bug each, written in another style than the solution's; the
+    first failing message names it (every hidden case of five small exercises, in this process)."""
+    import pytest
+
+    from tests.conftest import BACKEND
+
+    if BACKEND != "simulator":
+        pytest.skip("the checker's in-process run: simulator only")
+    from lab.teach.inprocess import run_all
+    from tests.teach import catalogue as C
+    from tests.teach import hint_mutants6 as H6
+
+    missed = []
+    for k, (ex, label, subs, cls) in enumerate(H6.MUTANTS):
+        path = tmp_path / f"{k}_{ex}.py"
+        path.write_text(C.source(C.Wrong(ex, label, subs, [], [], cls)))
+        bad = [r["message"] for r in run_all(ex, str(path), "simulator", 7, compile_check=False) if not r["passed"]]
+        if not bad or not all(p in bad[0] for p in H6.CLASSES[cls]):
+            missed.append((ex, label, bad[0] if bad else "passed"))
+    print(f"\nhints6 mutants: first message named {len(H6.MUTANTS) - len(missed)}/{len(H6.MUTANTS)}")
+    assert not missed, missed
