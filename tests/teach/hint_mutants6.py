@@ -9,7 +9,7 @@ tests/teach/test_kernel_diff.py runs them: each first failing message names its 
 """
 
 CLASSES = {
-    "operator in the combine": ["statement for statement but one", "`a[idx] - b[idx]` where the reference has"],
+    "operator in the combine": ["statement for statement but one", "`x[idx] * 2 - 1` where the reference has `2 * x[i] + 1`"],
     "accumulator's start": ["statement for statement but one", "`0.5` where the reference has `0.0`"],
     "bin shifted": ["statement for statement but one", "`min(x[k] + 1, BINS - 1)` where the reference has `x[i]`"],
     "tree runs ascending": ["but one loop", "`stride = 1`", "`while stride < THREADS:`"],
@@ -17,10 +17,10 @@ CLASSES = {
 }
 
 MUTANTS = [
-    ("vecadd", "a - b, grid index spelled in another order",
-     [("    i = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x\n    if i < c.shape[0]:\n        c[i] = a[i] + b[i]",
-       "    idx = cuda.threadIdx.x + cuda.blockDim.x * cuda.blockIdx.x\n    if idx < len(c):\n"
-       "        c[idx] = a[idx] - b[idx]")],
+    ("map_guard", "2 * x - 1, grid index spelled in another order",
+     [("    i = cuda.grid(1)\n    if i < out.shape[0]:\n        out[i] = 2 * x[i] + 1",
+       "    idx = cuda.threadIdx.x + cuda.blockDim.x * cuda.blockIdx.x\n    if idx < len(x):\n"
+       "        out[idx] = x[idx] * 2 - 1")],
      "operator in the combine"),
     ("matvec_row", "sum starts at 0.5, a while loop over the columns",
      [("        acc = 0.0\n        for j in range(A.shape[1]):\n            acc += A[i, j] * x[j]\n        y[i] = acc",
