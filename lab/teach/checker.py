@@ -143,8 +143,8 @@ def launch_plan(ex, prog, cases) -> list:
 
 # the judge's words that say what differs without naming why: where the kernel is the reference's
 # but one statement (lab.teach.kernel_diff), that statement replaces them
-_GENERIC = ("Hint: the reference solution, run on this case, wrote ", "Hint: the reference solution, run on this case: its writer",
-            "Hint: the first wrong element is ")
+_GENERIC = ("Hint: the reference solution, run on this case, wrote ", "Hint: the first wrong element is ")
+_KEEP = ("; the wrong element is the expected value", "; every wrong element is the expected value")  # facts: kept
 _HEDGES = (RUNS_PAST, "the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the array's size is",
            "read before initialised (an accumulator not set to 0 before +=, shared memory read before it was filled)? or "
            "0/0, inf/inf (an overflow)?")
@@ -199,7 +199,9 @@ def judge_case(ex, case, raw, backend):
             raise
         for g in _GENERIC:
             if g in text:
-                text = text[:text.index(g)] + "Hint: " + diff
+                at = text.index(g)
+                kept = next((text[text.index(k, at):] for k in _KEEP if k in text[at:]), "")
+                text = text[:at] + "Hint: " + diff + kept
                 break
         else:
             for h in _HEDGES:
