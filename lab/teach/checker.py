@@ -141,75 +141,18 @@ def launch_plan(ex, prog, cases) -> list:
     return out
 
 
-# the judge's words that say what differs without naming why: where the kernel is the reference's
-# but one statement (lab.teach.kernel_diff), that statement replaces them
-_GENERIC = ("Hint: the reference solution, run on this case, wrote ", "Hint: the first wrong element is ")
-_KEEP = ("; the wrong element is the expected value", "; every wrong element is the expected value")  # facts: kept
-_HEDGES = (RUNS_PAST, "the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the array's size is",
-           "read before initialised (an accumulator not set to 0 before +=, shared memory read before it was filled)? or "
-           "0/0, inf/inf (an overflow)?")
-
-
-def _reference_launch(ex, case):
-    """(grid, block) of the reference solution's launch() for ``case`` (the lab's own code), or None."""
-    if case.grid is not None:
-        return case.grid, case.block
-    try:
-        from lab.teach.contained import source
-
-        path = str(ex.solution)
-        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_launch_{ex.name}")
-        return getattr(mod, ex.launch)(*case.launch_args)
-    except Exception:  # noqa: BLE001
-        return None
-
-
-def one_difference_words(ex, case, raw) -> str | None:
-    """:func:`lab.teach.kernel_diff.one_difference` of the student's kernel and the reference solution's,
-    where the student's launch is the reference's on ``case`` (else the launch may be what differs)."""
-    from lab.teach.contained.counts import dims3
-    from lab.teach.kernel_diff import one_difference
-
-    source = getattr(raw, "source", None)
-    if not source or not ex.has_solution:
-        return None
-    ref = _reference_launch(ex, case)
-    try:
-        if ref is None or dims3(ref[0]) != dims3(raw.grid) or dims3(ref[1]) != dims3(raw.block):
-            return None
-        from lab.teach.contained import source as src
-
-        shapes = [np.shape(a) for a in case.args] + [tuple(o[0]) for o in case.outputs]
-        return one_difference("\n".join(map(str, source)), src.read(str(ex.solution)), ex.kernel,
-                              tuple(tuple(int(v) for v in sh) for sh in shapes), tuple(dims3(raw.block)))
-    except Exception:  # noqa: BLE001 - no words rather than no verdict
-        return None
-
-
 def judge_case(ex, case, raw, backend):
     """:func:`judge_case_facts`, its failure's words refined where the student's kernel is the
-    reference solution's but for one statement (:func:`one_difference_words`): that statement named
-    in place of words that only say what differs, and added to the others."""
+    reference solution's but for one statement (:func:`lab.teach.kernel_words.refined`): that statement
+    named in place of words that only say what differs, and added to the others."""
     try:
         return judge_case_facts(ex, case, raw, backend)
     except Failed as e:
-        text = str(e)
-        diff = one_difference_words(ex, case, raw)
-        if not diff or diff in text:
+        from lab.teach.kernel_words import refined
+
+        text = refined(ex, case, raw, str(e))
+        if text is None:
             raise
-        for g in _GENERIC:
-            if g in text:
-                at = text.index(g)
-                kept = next((text[text.index(k, at):] for k in _KEEP if k in text[at:]), "")
-                text = text[:at] + "Hint: " + diff + kept
-                break
-        else:
-            for h in _HEDGES:
-                if h in text:
-                    text = text.replace(h, diff)
-                    break
-            else:
-                text = f"{text.rstrip('. ')}; {diff}"
         raise Failed(text, e.map, e.kind) from None
 
 
