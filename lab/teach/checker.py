@@ -142,6 +142,21 @@ def launch_plan(ex, prog, cases) -> list:
 
 
 def judge_case(ex, case, raw, backend):
+    """:func:`judge_case_facts`, its failure's words refined where the student's kernel is the
+    reference solution's but for one statement (:func:`lab.teach.kernel_words.refined`): that statement
+    named in place of words that only say what differs, and added to the others."""
+    try:
+        return judge_case_facts(ex, case, raw, backend)
+    except Failed as e:
+        from lab.teach.kernel_words import refined
+
+        text = refined(ex, case, raw, str(e))
+        if text is None:
+            raise
+        raise Failed(text, e.map, e.kind) from None
+
+
+def judge_case_facts(ex, case, raw, backend):
     """Raise Failed with a diagnosing message, or return the pass message. ``raw``: what the executor
     handed back for ``case``, checked by :func:`raw_result` (grid, block, onames, runs: [(outputs,
     trace or None, writers or None)], again: the GPU's finite-poison outputs or None, error: a

@@ -585,7 +585,7 @@ def scaled_hint(out64, ref, bad):
         return None
     k = o / r
     m = float(np.round(k[0]))
-    if 2 <= m <= 4096 and np.all(np.abs(k - m) <= 1e-3 * m):
+    if 2 <= m <= 4096 and np.all(np.abs(k - m) <= max(2e-3, 1e-5 * m)):  # (1e-3 * m let 1361.5 pass as 1362)
         return (f"every wrong element is {m:g} times the expected value: is it added {m:g} times (once per "
                 f"thread of a block, once per block or per warp) instead of once?")
     return None

@@ -1,0 +1,73 @@
+"""Words for a failing kernel that is the reference solution's but for one statement
+(:func:`lab.teach.kernel_diff.one_difference`), judge side: where the judge's message only says what
+differs (the differential's "how the values were combined", a hedged list), that statement replaces
+those words; elsewhere it is added after them. The student's launch must be the reference's on the
+case (else the launch may be what differs, and the kernel's one difference a harmless rewrite)."""
+from __future__ import annotations
+
+import numpy as np
+
+from lab.teach.indices import RUNS_PAST
+
+# the judge's words that say what differs without naming why: where the kernel is the reference's
+# but one statement (lab.teach.kernel_diff), that statement replaces them
+_GENERIC = ("Hint: the reference solution, run on this case, wrote ", "Hint: the first wrong element is ")
+_KEEP = ("; the wrong element is the expected value", "; every wrong element is the expected value")  # facts: kept
+_HEDGES = (RUNS_PAST, "the index of this access is wrong (an offset, a halo cell, a warp or lane number), or the array's size is",
+           "read before initialised (an accumulator not set to 0 before +=, shared memory read before it was filled)? or "
+           "0/0, inf/inf (an overflow)?")
+
+
+def _reference_launch(ex, case):
+    """(grid, block) of the reference solution's launch() for ``case`` (the lab's own code), or None."""
+    if case.grid is not None:
+        return case.grid, case.block
+    try:
+        from lab.teach.contained import source
+
+        path = str(ex.solution)
+        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_launch_{ex.name}")
+        return getattr(mod, ex.launch)(*case.launch_args)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def one_difference_words(ex, case, raw) -> str | None:
+    """:func:`lab.teach.kernel_diff.one_difference` of the student's kernel and the reference solution's,
+    where the student's launch is the reference's on ``case`` (else the launch may be what differs)."""
+    from lab.teach.contained.counts import dims3
+    from lab.teach.kernel_diff import one_difference
+
+    source = getattr(raw, "source", None)
+    if not source or not ex.has_solution:
+        return None
+    ref = _reference_launch(ex, case)
+    try:
+        if ref is None or dims3(ref[0]) != dims3(raw.grid) or dims3(ref[1]) != dims3(raw.block):
+            return None
+        from lab.teach.contained import source as src
+
+        shapes = [np.shape(a) for a in case.args] + [tuple(o[0]) for o in case.outputs]
+        return one_difference("\n".join(map(str, source)), src.read(str(ex.solution)), ex.kernel,
+                              tuple(tuple(int(v) for v in sh) for sh in shapes), tuple(dims3(raw.block)))
+    except Exception:  # noqa: BLE001 - no words rather than no verdict
+        return None
+
+
+
+def refined(ex, case, raw, text: str) -> str | None:
+    """``text`` (a failing test's message) with the one difference of the student's kernel from the
+    reference solution's (:func:`one_difference_words`) in place of its generic words or added to it;
+    None when there is no one difference, or the message says it already."""
+    diff = one_difference_words(ex, case, raw)
+    if not diff or diff in text:
+        return None
+    for g in _GENERIC:
+        if g in text:
+            at = text.index(g)
+            kept = next((text[text.index(k, at):] for k in _KEEP if k in text[at:]), "")
+            return text[:at] + "Hint: " + diff + kept
+    for h in _HEDGES:
+        if h in text:
+            return text.replace(h, diff)
+    return f"{text.rstrip('. ')}; {diff}"
