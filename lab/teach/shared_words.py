@@ -90,6 +90,10 @@ def global_for_block(i: int, n: int, b, t, bd, grid) -> str | None:
     b0, t0 = int(tuple(b)[0]), int(tuple(t)[0])
     if i != b0 * bd[0] + t0 or i == b0:
         return None
-    return (f"index {i} is this thread's global index (cuda.grid(1) = {b0} * {bd[0]} + {t0}), past the {n} cells "
+    # in block 0 the global index is the thread's index within its block too: say both (either is the mistake)
+    what = (f"this thread's index within its block (cuda.threadIdx.x = {t0}), which in block 0 is also this thread's "
+            f"global index (cuda.grid(1) = {b0} * {bd[0]} + {t0})" if b0 == 0 else
+            f"this thread's global index (cuda.grid(1) = {b0} * {bd[0]} + {t0})")
+    return (f"index {i} is {what}, past the {n} cells "
             f"of this axis, one per block of the launch's {n} blocks: each block takes one of them: the index is "
             f"the block's, cuda.blockIdx.x (= {b0} here), and the threads of the block share its work")
