@@ -505,6 +505,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
                         for k in order:
                             t = threads[k]
                             me.threadIdx = Dim3(*t)
+                            me.lab_who = (tuple(b), tuple(t))  # _who()'s (block, thread), as CudaThread makes it
                             me.thread_id = t[0] + block3[0] * (t[1] + block3[1] * t[2])
                             try:
                                 fn(*args)

@@ -103,6 +103,8 @@ def run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False
         if gate is not None and not gate["passed"]:  # never run: the kernel is not proven device code
             if extra is not None:
                 extra["bench"] = None
+            if not report_compile and extra is not None:  # the GPU leg's caller must know why no test ran here
+                extra["compile_gate"] = gate
             return [gate] if report_compile else []
         if not report_compile:
             gate = None

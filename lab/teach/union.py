@@ -5,7 +5,8 @@ On a GPU the hidden tests run twice, in two contained children: on the GPU (a re
 values, compute-sanitizer with ``--gpu``, speed) and in the simulator on the CPU (the traced
 diagnostics: one writer per output element, shared- and global-memory races, barriers in divergent
 code, reads and writes outside the guard, warp masks). :func:`merge` makes one list of test entries
-from the two: a test fails when either backend fails it, and a failing message says which backend
+from the two: a test fails when either backend fails it (or when the simulator never ran it:
+:func:`not_run_in_simulator`, fail closed), and a failing message says which backend
 saw it ("seen on the GPU: ...", "seen in the simulator's trace: ..."), and when one backend's
 values were right where the other's were wrong, that the two disagree on values. Whether a failure
 is about values or a finding of the trace is the judge's word on the entry (its "kind",
@@ -66,8 +67,10 @@ def observed(message: str) -> str:
 
 def _one(g: dict, s: dict | None) -> dict:
     """The merged entry of one test: ``g`` the GPU's, ``s`` the simulator's (None: it did not run it)."""
-    if s is None:
-        return g if g["passed"] else dict(g, message=_said(g["message"], GPU_SAW), seen_by=["gpu"])
+    if s is None or (not s["passed"] and s["message"].startswith(NOT_RUN_IN_SIMULATOR)):
+        if g["passed"]:  # the simulator never ran it: it cannot pass (not_run_in_simulator)
+            return g if s is None else dict(g, passed=False, message=s["message"], seen_by=["simulator"])
+        return dict(g, message=_said(g["message"], GPU_SAW), seen_by=["gpu"])
     if g["passed"] and s["passed"]:
         return g
     if not g["passed"] and not s["passed"]:
@@ -109,6 +112,23 @@ def merge(gpu_tests: list[dict], sim_tests: list[dict]) -> list[dict]:
     for s in sim_by.values():
         out.append(s if s["passed"] else dict(s, message=_said(s["message"], SIM_SAW), seen_by=["simulator"]))
     return out
+
+
+NOT_RUN_IN_SIMULATOR = "not run in the simulator"
+
+
+def not_run_in_simulator(gpu_tests: list[dict], sim_tests: list[dict], why: str) -> list[dict]:
+    """``sim_tests`` with a failing entry for every hidden test the GPU ran and the simulator did not
+    (its child stopped, its offline compile gate failed or timed out, the leg raised): on a GPU the
+    verdict is both backends', so a test the simulator's trace never saw cannot pass (a wrong kernel
+    whose race or barrier only the trace sees would pass on the GPU alone). Nothing is added when the
+    GPU ran no hidden test (its load or compile failed: that entry is the verdict)."""
+    ran = {t["name"] for t in sim_tests}
+    missing = [n for n in hidden_of(gpu_tests) if n not in ran]
+    return sim_tests + [{"name": n, "passed": False, "kind": "diagnosis",
+                         "message": f"{NOT_RUN_IN_SIMULATOR}: {why}; on a GPU a test passes only when both "
+                                    f"backends ran it (check again; `--sim` runs the simulator alone)"}
+                        for n in missing]
 
 
 def sanitizer_entry(entry: dict) -> dict:

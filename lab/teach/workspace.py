@@ -299,10 +299,12 @@ def with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandbo
                      progress=shown.leg("gpu"))
     leg.join()
     if "error" in sim:
-        sim_notes.append(f"the simulator's traced diagnostics could not run ({sim['error']}): the verdict is "
-                         f"the GPU's alone")
-        return gpu, sim_notes, gpu
-    return union.merge(gpu, sim["tests"]), sim_notes, gpu
+        sim["tests"], why = [], f"the simulator's leg failed: {sim['error']}"
+    else:
+        gate = sim_extra.get("compile_gate")
+        why = (f"the simulator's offline compile gate failed ({gate['message']})" if gate else
+               "its child stopped before it ran them")
+    return union.merge(gpu, union.not_run_in_simulator(gpu, sim["tests"], why)), sim_notes, gpu
 
 
 class Progress:

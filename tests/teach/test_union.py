@@ -106,6 +106,21 @@ def test_score_is_hidden_tests_passed_of_hidden_tests(tests, want):
     assert union.score(tests, HIDDEN) == (want, 3)
 
 
+def test_a_test_the_simulator_never_ran_fails_on_a_gpu():
+    """Fail closed: a hidden test the GPU ran and the simulator's leg did not (its child stopped, its offline
+    compile gate failed or timed out) cannot pass, whatever the GPU said; the GPU's own failures keep
+    their words; with no hidden test on the GPU (load or compile failed) nothing is added."""
+    gpu = [OK("compiles for a GPU", "ok"), OK("n=1"), OK("n=33"), BAD("n=1000", "c[3] = 0, expected 1.5")]
+    for sim in ([], [OK("n=1")]):
+        got = {t["name"]: t for t in union.merge(gpu, union.not_run_in_simulator(gpu, sim, "its child stopped"))}
+        assert got["compiles for a GPU"]["passed"] and got["n=1000"]["message"].startswith("seen on the GPU: c[3]")
+        assert not got["n=33"]["passed"] and got["n=33"]["seen_by"] == ["simulator"]
+        assert got["n=33"]["message"].startswith("not run in the simulator: its child stopped")
+        assert got["n=1"]["passed"] == bool(sim)
+    gate = [BAD("compiles for a GPU", "does not compile for a GPU: ...")]
+    assert union.not_run_in_simulator(gate, [], "x") == []
+
+
 def test_hidden_of_skips_the_gates():
     tests = [OK("load"), OK("compiles for a GPU"), OK("n=1"), BAD("n=2", "x"), OK("GPU racecheck"), OK("n=1")]
     assert union.hidden_of(tests) == ["n=1", "n=2"]
@@ -198,3 +213,28 @@ def test_grade_on_a_gpu_takes_the_union_in_the_sandbox(tmp_path, gpu_stand_in):
     assert gpu_stand_in.count("simulator") == 1 and row["status"] == "failed", row
     assert row["reason"].split(": ", 1)[1].startswith("seen in the simulator's trace: ")
     assert "one per block" in row["reason"] and row["tests_total"] >= 6 and row["tests_passed"] < row["tests_total"]
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="the GPU's leg is a stand-in on the simulator's arrays")
+def test_a_check_whose_simulator_leg_ran_nothing_does_not_pass(tmp_path, gpu_stand_in, monkeypatch):
+    """The simulator's leg returns no test (as when its offline compile gate times out on a loaded machine,
+    which on an H200 passed three wrong kernels of a fresh set on the GPU's word alone): the check fails,
+    every hidden test saying the simulator did not run it, and a correct file too (it was not verified)."""
+    from lab.teach import workspace as W
+
+    stand_in = W.run_child
+
+    def no_simulator(name, path, backend, *args, **kw):
+        if backend == "simulator":
+            if kw.get("extra") is not None:
+                kw["extra"]["compile_gate"] = BAD("compiles for a GPU", "the compile took longer than 90 s")
+            return []
+        return stand_in(name, path, backend, *args, **kw)
+
+    monkeypatch.setattr(W, "run_child", no_simulator)
+    path = mutated_solution(tmp_path, "vecadd", [])
+    doc = W.check("vecadd", path, tmp_path / "ws", "auto", 20, 7)
+    assert doc["verdict_from"] == ["gpu", "simulator"] and not doc["passed"] and doc["tests_passed"] == 0
+    hidden = [t for t in doc["tests"] if t["name"] not in ("compiles for a GPU", "load")]
+    assert hidden and all(t["message"].startswith("not run in the simulator: the simulator's offline compile gate "
+                                                  "failed (the compile took longer than 90 s)") for t in hidden)
