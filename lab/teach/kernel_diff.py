@@ -291,7 +291,12 @@ class _Kernel:
 
     def canon(self, node, depth=0):
         """A hashable form of expression ``node``: equal for two expressions that compute the same
-        thing up to the renamings in the module docstring."""
+        thing up to the renamings in the module docstring. :class:`TooLong` past :data:`CANON_STEPS`
+        calls for one kernel (a local rebound from itself in a row of ``if`` statements expands into a
+        tree that doubles with every binding: the judge must answer, so no words instead)."""
+        self.steps = getattr(self, "steps", 0) + 1
+        if self.steps > CANON_STEPS:
+            raise TooLong(f"more than {CANON_STEPS} steps")
         if depth > 60:
             return ("deep",)
         v = self._fold(node)
@@ -535,6 +540,13 @@ def _where_bound(k: _Kernel, stmt, node) -> ast.AST:
     return stmt
 
 
+CANON_STEPS = 200_000  # canonical-form calls a kernel may take (the solutions and every test mutant: well under)
+
+
+class TooLong(Exception):
+    """The comparison would take too long (:meth:`_Kernel.canon`): :func:`one_difference` says nothing."""
+
+
 def aligned(student: str, reference: str, kernel: str, shapes: tuple = (), block: tuple = ()):
     """(student's kernel, reference's, their statements, the alignment's opcodes other than "equal")
     for :func:`one_difference`; None when a file does not parse or has no such kernel."""
@@ -563,6 +575,13 @@ def one_difference(student: str, reference: str, kernel: str, shapes: tuple = ()
     each parameter's shape on the failing case (an array's extents compare by their values there);
     ``block``: the launch's block size (``cuda.blockDim.x`` is its first number); None
     when the kernels differ in more than one place, or nowhere, or a file does not parse."""
+    try:
+        return _one_difference(student, reference, kernel, shapes, block)
+    except (TooLong, RecursionError):
+        return None
+
+
+def _one_difference(student: str, reference: str, kernel: str, shapes: tuple, block: tuple) -> str | None:
     found = aligned(student, reference, kernel, shapes, block)
     if found is None:
         return None

@@ -136,3 +136,16 @@ def test_mutants_in_other_styles_are_named(tmp_path):
             missed.append((ex, label, bad[0] if bad else "passed"))
     print(f"\nhints6 mutants: first message named {len(H6.MUTANTS) - len(missed)}/{len(H6.MUTANTS)}")
     assert not missed, missed
+
+
+def test_a_local_rebound_from_itself_many_times_answers_at_once():
+    """`v = v * s + v` in a row of ifs: its definition doubles with every binding (2^40 nodes here); the
+    comparison stops at its step budget and says nothing (a fresh set's quantize file kept the judge busy
+    for minutes before)."""
+    import time
+
+    body = "".join(f"    if x[0] > {k}:\n        v = v * 2.0 + v - {k}\n" for k in range(40))
+    student = REF.replace("    acc = float32(0.0)\n", "    acc = float32(0.0)\n    v = x[0]\n" + body + "    acc = v\n")
+    t = time.perf_counter()
+    assert one_difference(student, REF, "k") is None
+    assert time.perf_counter() - t < 30
