@@ -22,7 +22,11 @@ def cases(rng):
                                    ("all positive", 100, 10.0, None), ("all negative", 70, -10.0, None),
                                    ("all negative, a block + 1", THREADS + 1, -10.0, None),
                                    ("the minimum at the last element", THREADS + 1, -0.3, "min last"),
-                                   ("the maximum at the last element", 2 * THREADS + 31, 0.1, "max last")):
+                                   ("the maximum at the last element", 2 * THREADS + 31, 0.1, "max last"),
+                                   # part of one block, not a power of two: a tree sized by n (or started
+                                   # below the block's half) leaves cells out here
+                                   ("a few elements, the minimum last", 5, 0.0, "min last"),
+                                   ("part of a block, the minimum last", 37, 0.3, "min last")):
         x = randn(rng, n, offset=offset)
         if place == "min last":  # and the maximum somewhere in the first block
             x = _place_extremes(rng, x, n - 1, int(rng.integers(0, n - 1)))
