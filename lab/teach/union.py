@@ -67,7 +67,7 @@ def observed(message: str) -> str:
 
 def _one(g: dict, s: dict | None) -> dict:
     """The merged entry of one test: ``g`` the GPU's, ``s`` the simulator's (None: it did not run it)."""
-    if s is None or (not s["passed"] and s["message"].startswith(NOT_RUN_IN_SIMULATOR)):
+    if s is None or s.get("kind") == NOT_RUN:
         if g["passed"]:  # the simulator never ran it: it cannot pass (not_run_in_simulator)
             return g if s is None else dict(g, passed=False, message=s["message"], seen_by=["simulator"])
         return dict(g, message=_said(g["message"], GPU_SAW), seen_by=["gpu"])
@@ -115,6 +115,7 @@ def merge(gpu_tests: list[dict], sim_tests: list[dict]) -> list[dict]:
 
 
 NOT_RUN_IN_SIMULATOR = "not run in the simulator"
+NOT_RUN = "not run"  # the "kind" of :func:`not_run_in_simulator`'s entries (the judge's kinds: "values", "diagnosis")
 
 
 def not_run_in_simulator(gpu_tests: list[dict], sim_tests: list[dict], why: str) -> list[dict]:
@@ -125,7 +126,7 @@ def not_run_in_simulator(gpu_tests: list[dict], sim_tests: list[dict], why: str)
     GPU ran no hidden test (its load or compile failed: that entry is the verdict)."""
     ran = {t["name"] for t in sim_tests}
     missing = [n for n in hidden_of(gpu_tests) if n not in ran]
-    return sim_tests + [{"name": n, "passed": False, "kind": "diagnosis",
+    return sim_tests + [{"name": n, "passed": False, "kind": NOT_RUN,
                          "message": f"{NOT_RUN_IN_SIMULATOR}: {why}; on a GPU a test passes only when both "
                                     f"backends ran it (check again; `--sim` runs the simulator alone)"}
                         for n in missing]
