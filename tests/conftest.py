@@ -67,9 +67,35 @@ def pytest_configure(config):
         root = Path(__file__).resolve().parents[1]
         for package in ("lab", "kernels", "torch_bridge"):
             compileall.compile_dir(root / package, quiet=2)
+        _rewrite_tests_once(config, root / "tests")
     if getattr(config.option, "dist", "no") == "load" and not hasattr(config, "workerinput"):
         config.option.dist = "worksteal"
         os.environ["LAB_TESTS_WORKSTEAL"] = "1"  # the workers (started after this) order their collection for it
+
+
+def _rewrite_tests_once(config, tests) -> None:
+    """The test modules' assertion rewriting (pytest's cached ``__pycache__/*-pytest-*.pyc``), made
+    here once. Where ``PYTHONDONTWRITEBYTECODE`` is set pytest reads that cache but never writes it, so
+    each xdist worker rewrote every test module again (about 5 CPU s a worker on 2 cores). Written as
+    pytest writes it (its own functions, atomically), only where it is missing or stale; any failure
+    leaves the workers to rewrite as before."""
+    import sys
+
+    if not sys.dont_write_bytecode:
+        return  # pytest writes the cache itself
+    try:
+        from _pytest.assertion import rewrite as R
+
+        state = config.stash[R.assertstate_key]
+        for fn in sorted(tests.rglob("*.py")):
+            if not (fn.name.startswith("test_") or fn.name == "conftest.py"):
+                continue
+            pyc = R.get_cache_dir(fn) / (fn.name[:-3] + R.PYC_TAIL)
+            if R._read_pyc(fn, pyc, state.trace) is None and R.try_makedirs(pyc.parent):
+                source_hash, code = R._rewrite_test(fn, config)
+                R._write_pyc(state, code, source_hash, pyc)
+    except Exception:  # noqa: BLE001 - an optimisation of pytest's internals: never a reason to fail the run
+        return
 
 
 def pytest_report_header(config):

@@ -86,20 +86,35 @@ class Stats:
         self.warp_collectives = 0
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
-    def access(self, tracker, kind, flat, who, site):
-        """One access of a global array (called under the trace's lock)."""
+    def access(self, tracker, kind, flat, who, site, thread=None):
+        """One access of a global array (called under the trace's lock); ``thread``: the simulated
+        thread making it (default: the current one)."""
         name = tracker.name
         if name not in self.itemsize:
             self.itemsize[name], self.size[name] = tracker.itemsize, int(np.prod(tracker.shape)) if tracker.shape else 1
             self.output[name] = tracker.output
-        d = self.per_thread.setdefault((name, kind), {})
+        d = self.per_thread.get((name, kind))
+        if d is None:
+            d = self.per_thread[(name, kind)] = {}
         d[who] = d.get(who, 0) + 1
         if kind == "load":
-            self.block_loads.setdefault(name, set()).add((who[0], flat))
+            loads = self.block_loads.get(name)
+            if loads is None:
+                loads = self.block_loads[name] = set()
+            loads.add((who[0], flat))
         elif kind == "store":
-            self.stored.setdefault(name, {}).setdefault(who, set()).add(flat)
+            stored = self.stored.get(name)
+            if stored is None:
+                stored = self.stored[name] = {}
+            mine = stored.get(who)
+            if mine is None:
+                mine = stored[who] = set()
+            mine.add(flat)
         else:
-            self.atomic_elems.setdefault(name, set()).add(flat)
+            atomic = self.atomic_elems.get(name)
+            if atomic is None:
+                atomic = self.atomic_elems[name] = set()
+            atomic.add(flat)
         if kind == "atomic" or site is None:
             return
         key = (kind, name, who[0], who[1], site)
@@ -113,9 +128,13 @@ class Stats:
                 span[0] = flat
             elif flat > span[1]:
                 span[1] = flat
-        warp = getattr(threading.current_thread(), "thread_id", 0) // 32
-        self.requests.setdefault((kind, name, who[0], warp, site, n), set()).add(flat)
-
+        warp = getattr(thread if thread is not None else threading.current_thread(), "thread_id", 0) // 32
+        rkey = (kind, name, who[0], warp, site, n)
+        got = self.requests.get(rkey)
+        if got is None:
+            self.requests[rkey] = {flat}
+        else:
+            got.add(flat)
 
 
 _INTEGERS = (int, np.integer)
@@ -126,6 +145,13 @@ def _who():
     t = threading.current_thread()
     who = getattr(t, "lab_who", None)  # a lab.core.blocks thread's, set with its blockIdx and threadIdx
     return who if who is not None else (tuple(t.blockIdx), tuple(t.threadIdx))
+
+
+def _who_and_thread():
+    """(:func:`_who`, the current thread): one lookup of the thread for an access's bookkeeping."""
+    t = threading.current_thread()
+    who = getattr(t, "lab_who", None)
+    return (who if who is not None else (tuple(t.blockIdx), tuple(t.threadIdx))), t
 
 
 def _epoch():
@@ -237,43 +263,49 @@ class _Tracker:
         return flat
 
     def read(self, flat, frame=None):
-        who = _who()
+        who, thread = _who_and_thread()
         with self.lock:
             line, site = _site(frame, self.trace)
-            if self.shared:
-                self.trace.stats.shared_accesses += 1
+            if not self.shared:  # global memory: the common case first
                 if not _in_atomic():
-                    self.trace.stats.shared_reads[who] = self.trace.stats.shared_reads.get(who, 0) + 1
-                    self.trace.stats.shared_cells.setdefault(self.name, set()).add(flat)
-                self.trace.stats.async_overlap |= bool(getattr(threading.current_thread(), "lab_async_in_flight", 0))
-                if flat not in self.ever and len(self.trace.uninit) < 3:
-                    self.trace.uninit.append((self.name, self._idx(flat), who, line))
-                    self.ever.add(flat)  # reported once
-                ep, w, rs, w_atomic = self._this_epoch(flat)
-                wline, rlines = self._lines(flat, ep)
-                if _in_atomic():  # an atomic's read: a race only with another thread's plain write
-                    if w is not None and w != who[1] and not w_atomic:
-                        self._race(flat, who, "atomically updated", w, "wrote", line, wline)
-                    return
-                if w is not None and w != who[1]:
-                    self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote", line, wline)
-                rs = rs | {who[1]}
-                self.last[flat] = (ep, w, rs, w_atomic)
-                self.lines[flat] = (wline, {**rlines, who[1]: line})
-            else:
-                if not _in_atomic():
-                    self.trace.stats.access(self, "load", flat, who, site)
-                if self.output and not _in_atomic():
-                    self.readers.setdefault(flat, set()).add(who)
+                    self.trace.stats.access(self, "load", flat, who, site, thread)
+                    if self.output:
+                        readers = self.readers.get(flat)
+                        if readers is None:
+                            self.readers[flat] = {who}
+                        else:
+                            readers.add(who)
+                return
+            # shared memory: races within a barrier epoch
+            atomic = _in_atomic()
+            self.trace.stats.shared_accesses += 1
+            if not atomic:
+                self.trace.stats.shared_reads[who] = self.trace.stats.shared_reads.get(who, 0) + 1
+                self.trace.stats.shared_cells.setdefault(self.name, set()).add(flat)
+            self.trace.stats.async_overlap |= bool(getattr(thread, "lab_async_in_flight", 0))
+            if flat not in self.ever and len(self.trace.uninit) < 3:
+                self.trace.uninit.append((self.name, self._idx(flat), who, line))
+                self.ever.add(flat)  # reported once
+            ep, w, rs, w_atomic = self._this_epoch(flat, thread)
+            wline, rlines = self._lines(flat, ep)
+            if atomic:  # an atomic's read: a race only with another thread's plain write
+                if w is not None and w != who[1] and not w_atomic:
+                    self._race(flat, who, "atomically updated", w, "wrote", line, wline)
+                return
+            if w is not None and w != who[1]:
+                self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote", line, wline)
+            rs = rs | {who[1]}
+            self.last[flat] = (ep, w, rs, w_atomic)
+            self.lines[flat] = (wline, {**rlines, who[1]: line})
 
     def write(self, flat, frame=None):
-        who = _who()
+        who, thread = _who_and_thread()
         with self.lock:
             line, site = _site(frame, self.trace)
             if self.shared:
                 self.trace.stats.shared_accesses += 1
                 self.ever.add(flat)
-                ep, w, rs, w_atomic = self._this_epoch(flat)
+                ep, w, rs, w_atomic = self._this_epoch(flat, thread)
                 wline, rlines = self._lines(flat, ep)
                 atomic = _in_atomic()
                 self.trace.stats.shared_atomics += bool(atomic)
@@ -294,9 +326,10 @@ class _Tracker:
                 self.last[flat] = (ep, who[1], rs, atomic)
                 self.lines[flat] = (line, rlines)
             else:
-                self.trace.stats.access(self, "atomic" if _in_atomic() else "store", flat, who, site)
+                atomic = _in_atomic()
+                self.trace.stats.access(self, "atomic" if atomic else "store", flat, who, site, thread)
             if self.output:
-                if _in_atomic():
+                if atomic:
                     self.atomics[flat] = self.atomics.get(flat, 0) + 1
                     blocks = self.atomic_blocks.setdefault(flat, set())
                     if len(blocks) < 64:
@@ -306,13 +339,13 @@ class _Tracker:
                 first = self.writer.setdefault(flat, who)
                 if line is not None and flat not in self.store_line:
                     self.store_line[flat] = line
-                if first != who and not _in_atomic():  # (bounded: a few elements, a few thousand writers)
+                if first != who and not atomic:  # (bounded: a few elements, a few thousand writers)
                     extra = self.others.get(flat)
                     if extra is None and len(self.others) < 256:
                         extra = self.others[flat] = set()
                     if extra is not None and len(extra) < 4096:
                         extra.add(who)
-                if first != who and not _in_atomic() and (who in self.readers.get(flat, ()) or
+                if first != who and not atomic and (who in self.readers.get(flat, ()) or
                                                           first in self.readers.get(flat, ())):
                     if len(self.trace.global_rmw) < 3:
                         self.trace.global_rmw.append((self.name, self._idx(flat), first, who))
@@ -324,12 +357,12 @@ class _Tracker:
             return None, {}
         return self.lines.get(flat, (None, {}))
 
-    def _this_epoch(self, flat):
+    def _this_epoch(self, flat, thread=None):
         """(epoch, last writer thread or None, plain reader threads, whether that write was an
         atomic) of shared element ``flat`` in the current barrier epoch: what an earlier epoch saw is
         forgotten (a barrier orders it)."""
         last = self.last.get(flat)
-        e = _epoch()
+        e = getattr(thread, "lab_epoch", 0) if thread is not None else _epoch()
         return last if last is not None and last[0] == e else (e, None, set(), False)
 
     def _idx(self, flat):

@@ -2,6 +2,8 @@
 passes its own pass line (warp shuffles included: the bench runs in the lab's executor), and the pass
 line grades the stores and the global atomics as well as the loads, naming the cause: uncoalesced
 requests, re-reads of the same data, or atomics per element (issue 28)."""
+import os
+
 import pytest
 
 import exercises
@@ -13,27 +15,48 @@ from tests.conftest import SIMULATOR
 pytestmark = pytest.mark.skipif(not SIMULATOR, reason="the simulator's sector counts (a GPU times instead)")
 
 
-def _bench(tmp_path, name, source=None, monkeypatch=None):
-    """(check result, bench document) of ``source`` (default: the reference solution). A new source
-    skips the offline GPU compile (seconds; the references' results are cached)."""
-    path = exercises.load(name).solution
+def _seed() -> int:
+    return int.from_bytes(os.urandom(4), "little")
+
+
+def _bench(tmp_path, name, source=None):
+    """The bench document of ``source`` (default: the reference solution) for a fresh seed, made in
+    this process (:func:`lab.teach.bench.run`: the student's side and the reference's measured and
+    judged as ``check --bench`` judges them, without its children; the path through the children is
+    :func:`test_check_bench_through_its_children`). A new source's hidden tests pass first (in this
+    process too: lab.teach.inprocess.run_all), as a check runs no bench otherwise (the solutions':
+    tests/teach/test_exercises.py)."""
+    from lab.teach import bench
+    from lab.teach.inprocess import run_all
+
+    path, seed = exercises.load(name).solution, _seed()
     if source is not None:
-        monkeypatch.setenv("LAB_GPU_COMPILE", "0")
         path = tmp_path / f"{name}.py"
         path.write_text(source)
-    result = validate(check(name, file=str(path), backend="sim", bench=True), "exercise-check.json")
-    assert result["passed"], [t for t in result["tests"] if not t["passed"]]  # right values: only the bench may fail
-    return result, result["bench"]
+        failed = [t for t in run_all(name, str(path), "simulator", seed, compile_check=False) if not t["passed"]]
+        assert not failed, (seed, failed)  # right values: only the bench may fail
+    return bench.run(name, str(path), "simulator", seed)
 
 
 @pytest.mark.parametrize("name", exercises.names())
 def test_every_reference_solution_passes_its_bench(tmp_path, name):
-    _, b = _bench(tmp_path, name)
+    b = _bench(tmp_path, name)
     assert b["passed"], b
     s = b["sectors"]
     assert s["student_load_sectors"] == s["reference_load_sectors"] > 0, s
     assert s["student_store_sectors"] == s["reference_store_sectors"] and s["cause"] is None, s
     assert "failed" not in b["message"], b
+
+
+@pytest.mark.parametrize("name", ["dot", "transpose_shared"])  # global atomics; shared-memory tiles
+def test_check_bench_through_its_children(name):
+    """``lab exercise check NAME --bench``: the contained child measures the kernel, the reference's
+    trusted child measures the solution, this process judges; the document follows its schema."""
+    result = validate(check(name, file=str(exercises.load(name).solution), backend="sim", bench=True, seed=_seed()),
+                      "exercise-check.json")
+    assert result["passed"], [t for t in result["tests"] if not t["passed"]]
+    b = result["bench"]
+    assert b["passed"] and b["sectors"]["student_load_sectors"] == b["sectors"]["reference_load_sectors"] > 0, b
 
 
 # --- right values, the wrong memory traffic: the bench fails and says why ------------------------------
@@ -171,7 +194,7 @@ def test_wrong_traffic_fails_the_bench_naming_the_cause(tmp_path, monkeypatch, n
 
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    b = bench.run(name, str(path), "simulator", 1)
+    b = bench.run(name, str(path), "simulator", _seed())
     assert not b["passed"] and b["sectors"]["cause"] == cause, b
     for w in want:
         assert w in b["message"], (w, b["message"])
@@ -214,8 +237,8 @@ RIGHT_TRAFFIC = [
 
 
 @pytest.mark.parametrize("name,label,source", [pytest.param(*r, id=f"{r[0]}-{r[1]}") for r in RIGHT_TRAFFIC])
-def test_right_variants_pass_the_bench(tmp_path, monkeypatch, name, label, source):
-    _, b = _bench(tmp_path, name, source, monkeypatch)
+def test_right_variants_pass_the_bench(tmp_path, name, label, source):
+    b = _bench(tmp_path, name, source)
     assert b["passed"], b
 
 
@@ -245,7 +268,7 @@ def test_uncounted_loads_pass_the_bench_with_a_note(tmp_path, name, label, sourc
     assert "B[y, x] + B[y, x]" in source or "M // TILE + 2" in source  # the substitution happened
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    b = bench.run(name, str(path), "simulator", 1)
+    b = bench.run(name, str(path), "simulator", _seed())
     assert b["passed"], b
     s = b["sectors"]
     assert s["student_load_sectors"] == s["reference_load_sectors"], s

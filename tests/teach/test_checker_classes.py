@@ -38,6 +38,10 @@ def _params(group):
 def _check(tmp_path, name, subs, want, avoid, compile_check=False):
     results = run_all(name, str(mutated_solution(tmp_path, name, subs)), BACKEND, seed=_seed(),
                       compile_check=compile_check)
+    return _failed_as_wanted(name, results, want, avoid)
+
+
+def _failed_as_wanted(name, results, want, avoid):
     failed = [r for r in results if not r["passed"]]
     assert failed, f"{name}: the mutant passed every hidden test: {results}"
     for r in failed:  # never a traceback, never the hidden test's code
@@ -55,12 +59,29 @@ def _nvvm():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name,label,subs,want,avoid", _params(mutants.COMPILE))
-def test_gpu_incompatible_python_fails_the_compile(tmp_path, name, label, subs, want, avoid):
+def test_gpu_incompatible_python_fails_the_compile(tmp_path):
+    """Each kernel of mutants.COMPILE fails the check's "compiles for a GPU" test, first and alone,
+    naming what a GPU cannot compile. One compile child for all of them (gpu_compile.check_many, as
+    ``lab exercise grade`` compiles a student's files), whose verdicts each check's own compile step
+    then takes (the same source, kernel and argument types: the same seed)."""
+    import numpy as np
+
+    from lab.teach.cases import compile_sigs, hidden_cases
+
     if BACKEND == "simulator" and not _nvvm():
         pytest.skip("no NVVM/NVRTC here (pip install 'numba-gpu-lab[occupancy]')")
-    results = _check(tmp_path, name, subs, want, avoid, compile_check=True)
-    assert results[0]["name"] == COMPILE_TEST and not results[0]["passed"]
+    seed = _seed()
+    items = []
+    for k, (name, _label, subs, _want, _avoid) in enumerate(mutants.COMPILE):
+        (tmp_path / str(k)).mkdir()
+        ex = exercises.load(name)
+        items.append((str(mutated_solution(tmp_path / str(k), name, subs)), ex.kernel,
+                      compile_sigs(hidden_cases(ex, np.random.default_rng(seed)))))
+    verdicts = gpu_compile.check_many(items)
+    for (name, label, _subs, want, avoid), (path, _, _), verdict in zip(mutants.COMPILE, items, verdicts):
+        assert verdict.get("ok") is False, (label, verdict)
+        results = _failed_as_wanted(name, run_all(name, path, BACKEND, seed, compile_check=True), want, avoid)
+        assert results[0]["name"] == COMPILE_TEST and not results[0]["passed"], (label, results)
 
 
 @pytest.mark.parametrize("name,label,subs,want,avoid",
