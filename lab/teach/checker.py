@@ -36,7 +36,7 @@ import numpy as np
 from kernels.spec import plural
 from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
-from lab.teach.contained.executor import launch_config
+from lab.teach.contained.executor import ROUNDED_DOWN, launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.indices import RUNS_PAST
 from lab.teach.shared_words import TILE_CHOICE
@@ -79,7 +79,10 @@ def judged_launch_config(launch, ex, case):
     naming the test's block size and the one returned."""
     import math
 
-    grid, block = launch_config(launch, ex, case)
+    try:
+        grid, block = launch_config(launch, ex, case)
+    except Failed as e:
+        raise Failed(_zero_blocks_line(launch, ex, case, str(e))) from None
     k = threads_param(ex)
     b = (block,) if isinstance(block, int) else tuple(block)
     if k is not None and k < len(case.launch_args) and math.prod(b) != int(case.launch_args[k]):
@@ -88,6 +91,26 @@ def judged_launch_config(launch, ex, case):
                      f"test asks for {asked} threads a block (argument {k + 1} of {ex.launch}()): use the block size "
                      f"you are given, and count the blocks with it")
     return grid, block
+
+
+def _zero_blocks_line(launch, ex, case, text: str) -> str:
+    """``text`` (:func:`launch_config`'s Failed) with the line of launch() that counts the blocks along
+    the axis that got none (:func:`lab.teach.launches.launch_line`: the one line dividing that size),
+    where the grid had a 0 and that line is found. launch()'s first parameters are the output's
+    extents, rows first: grid x counts the last one."""
+    if ROUNDED_DOWN not in text:
+        return text
+    from lab.teach.launches import launch_line
+
+    try:
+        grid, _ = launch(*case.launch_args)
+        g = [int(grid)] if isinstance(grid, (int, np.integer)) else [int(v) for v in grid]
+    except Exception:  # noqa: BLE001 - already judged: the words stay as they are
+        return text
+    nd = len(case.outputs[0][0]) if case.outputs else 1
+    lines = {launch_line(launch, nd - 1 - axis) for axis, v in enumerate(g) if v < 1 and nd - 1 - axis >= 0}
+    lines.discard("")
+    return text + (f" ({lines.pop()})" if len(lines) == 1 else "")
 
 
 _THREADS_PARAM: dict = {}

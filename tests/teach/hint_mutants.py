@@ -58,6 +58,10 @@ CLASSES = {
     "row from the thread index": ["this thread's index within its block", "cuda.blockIdx.x"],
     "transpose tile untransposed": ["untransposed inside the tile", "tile[tx, ty + j]"],
     "transpose blocks not swapped": ["at the block's own position", "swap roles"],
+    # launch() rounds the number of blocks down: the last partial block missing, or a size smaller than a block
+    # given no block at all; either said with the rule and launch()'s line
+    "blocks rounded down": (["round the number of blocks up", "your launch() at line "],
+                            ["0 blocks", "rounding down", "(size + threads - 1) // threads", "(line "]),
     "transpose tile rows": ["tile rows 0..7", "tile[ty + j, tx]"],
     # fresh set 2's classes (issue 41, hints4)
     "guard drops the last index": ["drops the last index", "keep every i < n"],
@@ -272,6 +276,11 @@ MUTANTS = [
     ("mma_fragment", "a3 loaded like a1", [("a3 = A[r0 + g + 8, k0 + q + 4]", "a3 = A[8 + r0 + g, k0 + q]")],
      "register holds another element"),
     ("map_guard", "a constant of 1.5", [("out[i] = 2 * x[i] + 1", "out[i] = x[i] + x[i] + 1.5")], "constant added"),
+    ("vecadd", "blocks rounded down, a small n gets none",
+     [("    blocks = (n + threads - 1) // threads\n", "    blocks = n // threads\n")], "blocks rounded down"),
+    ("matrix_add_2d", "grid x rounded down, y rounded up another way",
+     [("    grid = ((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])",
+       "    grid = (cols // block[0], (rows - 1) // block[1] + 1)")], "blocks rounded down"),
     ("block_sum", "thread 0 adds the cells in a while loop",
      [("    s = THREADS // 2\n    while s > 0:\n        if t < s:\n            cache[t] += cache[t + s]\n"
        "        cuda.syncthreads()  # this level is complete before the next reads it\n        s //= 2\n"

@@ -77,6 +77,9 @@ def kernel_problem(obj) -> str:
     return "not a CUDA kernel: decorate it with @cuda.jit"
 
 
+ROUNDED_DOWN = "Blocks counted by rounding down (size // threads)"  # (lab.teach.checker adds the line)
+
+
 def launch_config(launch, ex, case):
     """(grid, block) that the student's ``launch`` (a :class:`lab.teach.contained.source.Launch`: the file's
     launch() interpreted here, never run) returns for ``case``; Failed naming what is wrong: it
@@ -99,8 +102,12 @@ def launch_config(launch, ex, case):
         raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
                      f"threads per block), each an int or a tuple of 1-3 ints") from None
     if min(g + b) < 1:
+        zero = [ax for ax, v in zip("xyz", g) if v < 1]
+        why = (f": {' and '.join(zero)} {'have' if len(zero) > 1 else 'has'} {min(g)} blocks. {ROUNDED_DOWN} are 0 "
+               f"for a size smaller than a block (and miss the last partial block for any other size): round up, "
+               f"(size + threads - 1) // threads" if zero and min(b) >= 1 else "")
         raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: every "
-                     f"dimension must be at least 1")
+                     f"dimension must be at least 1{why}")
     if max(g + b) > 1 << 31:
         raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned grid {g}, block {b}: a dimension "
                      f"past 2^31")
