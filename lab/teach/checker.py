@@ -93,6 +93,22 @@ def judged_launch_config(launch, ex, case):
     return grid, block
 
 
+def _unstored(ex, case, trace, source) -> str | None:
+    """:func:`lab.teach.shared_words.unstored_cell` for the first shared cell the trace saw read before
+    any thread of its block stored it (``trace.uninit``), from the student's source lines ``source``."""
+    if trace is None or not trace.uninit or not source:
+        return None
+    from lab.teach.reference import reads_cell
+    from lab.teach.shared_words import unstored_cell
+
+    arr, idx, _who, _line = trace.uninit[0]
+    try:
+        reads = reads_cell(ex, case, arr, tuple(idx))
+    except Exception:  # noqa: BLE001 - the reference's run is extra evidence, not the verdict
+        reads = None
+    return unstored_cell("\n".join(map(str, source)), arr, tuple(idx), reads)
+
+
 def _zero_blocks_line(launch, ex, case, text: str) -> str:
     """``text`` (:func:`launch_config`'s Failed) with the line of launch() that counts the blocks along
     the axis that got none (:func:`lab.teach.launches.launch_line`: the one line dividing that size),
@@ -309,6 +325,10 @@ def judge_case_facts(ex, case, raw, backend):
                 if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {told}", kind=VALUES)
+                unstored = _unstored(ex, case, trace, source)
+                if unstored:  # the read's cell has no store that ran: the stores' conditions and loops, quoted
+                    raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
+                                 f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {unstored}", kind=VALUES)
                 raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                              f"{at_store(k, flat, trace)}, but it "
                              f"is {what}: read before initialised (an accumulator not set to 0 before +=, shared "
@@ -493,8 +513,9 @@ def judge_case_facts(ex, case, raw, backend):
             arr, uidx, uwho, uline = trace.uninit[0]
             poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                         f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "
-                        f"and the value read there (the simulator's NaN) reached {onames[k]}: every cell the block "
-                        f"reads must be stored first (threads past the end store 0, the identity, into their own cell)")
+                        f"and the value read there (the simulator's NaN) reached {onames[k]}: "
+                        + (_unstored(ex, case, trace, source) or "every cell the block reads must be stored first "
+                           "(threads past the end store 0, the identity, into their own cell)"))
         extra = scaled or poisoned or extra
         if not extra:  # the reference moved by a constant index: the index is off by it
             from lab.teach.values import index_shift_hint

@@ -176,6 +176,17 @@ def unread_cell(ex, case, arr, idx) -> str | None:
             f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
 
 
+def reads_cell(ex, case, arr, idx) -> bool | None:
+    """Whether the reference solution, run on ``case``, reads its shared array ``arr`` (same name) at
+    the 1-D index ``idx``; None when that cannot be told (no solution, no such array there, an index
+    of more than one dimension)."""
+    if not ex.has_solution or len(idx) != 1:
+        return None
+    ref = reference(ex, case)
+    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
+    return None if not cells else int(idx[0]) in cells
+
+
 _REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few
 
 

@@ -97,3 +97,69 @@ def global_for_block(i: int, n: int, b, t, bd, grid) -> str | None:
     return (f"index {i} is {what}, past the {n} cells "
             f"of this axis, one per block of the launch's {n} blocks: each block takes one of them: the index is "
             f"the block's, cuda.blockIdx.x (= {b0} here), and the threads of the block share its work")
+
+
+def _store_controls(text: str, arr: str) -> list | None:
+    """Each statement of the file ``text`` that fills ``arr[...]`` (a plain or annotated store: an
+    update such as ``+=`` needs a value there already): (its line, the ``if`` and loop headers around
+    it in its function, innermost first: ("if", the test's source, negated in the else branch) or
+    ("loop", "for ... in ..." / "while ...")). None when the file does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    found = []
+
+    def visit(node, chain):
+        for field, value in ast.iter_fields(node):
+            for child in value if isinstance(value, list) else [value]:
+                if not isinstance(child, ast.AST):
+                    continue
+                here = chain
+                if isinstance(node, ast.If) and field in ("body", "orelse"):
+                    test = ast.unparse(node.test)
+                    here = [("if", test if field == "body" else f"not ({test})")] + chain
+                elif isinstance(node, ast.For) and field == "body":
+                    here = [("loop", f"for {ast.unparse(node.target)} in {ast.unparse(node.iter)}")] + chain
+                elif isinstance(node, ast.While) and field == "body":
+                    here = [("loop", f"while {ast.unparse(node.test)}")] + chain
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    here = []
+                targets = (child.targets if isinstance(child, ast.Assign) else
+                           [child.target] if isinstance(child, ast.AnnAssign) else [])
+                for t in targets:
+                    if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == arr:
+                        found.append((child.lineno, here))
+                visit(child, here)
+
+    visit(tree, [])
+    return found
+
+
+def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None) -> str | None:
+    """Why shared cell ``arr[idx]``, read by a thread of the block before any thread stored it, held no
+    value, from the student's file ``text``: every statement filling ``arr`` (:func:`_store_controls`)
+    runs under an ``if`` (the cell's thread did not meet it) or in a loop (no step reached the cell);
+    the conditions and loops are quoted. None where a fill runs unconditionally, or there is none, or
+    the file does not parse. ``reference_reads``: whether the reference solution reads that cell too
+    on this case (then the cell needs a value, not the read another index).
+
+    Source: CUDA C++ Programming Guide, "Shared Memory": shared memory is not initialised; a block
+    reads only what its threads stored."""
+    stores = _store_controls(text, arr)
+    if not stores or any(not chain for _, chain in stores):
+        return None
+    tests = list(dict.fromkeys(c[1] for _, chain in stores for c in chain[:1] if c[0] == "if"))
+    loops = list(dict.fromkeys(c[1] for _, chain in stores for c in chain if c[0] == "loop"))
+    where = ", ".join(f"line {ln}" for ln in sorted({ln for ln, _ in stores})[:3])
+    cell = f"{arr}[{', '.join(str(int(v)) for v in idx)}]"
+    runs = " and ".join(([f"only where {' or '.join(f'`{t}`' for t in tests[:2])} holds"] if tests else [])
+                        + ([f"inside `{loops[0]}`"] if loops else []))
+    fixes = (["store a value there too (an else branch storing 0, the identity, for the cells past the data)",
+              "correct the condition"] if tests else []) + (["make the loop reach every cell the block reads (its "
+                                                              "start, bound and step)"] if loops else [])
+    also = f"the reference solution reads {cell} too, so it must hold a value: " if reference_reads else ""
+    return (f"{cell} was never stored before it was read: each store filling {arr} ({where}) runs {runs}, and none "
+            f"stored this cell; {also}{', or '.join(fixes)}")

@@ -44,3 +44,14 @@ MUTANTS = [
      [("        lo[t] = math.inf\n", "        lo[t] = 0.0\n")],
      "identity of min"),
 ]
+
+# fresh4's class "a shared cell read before any thread stored it": the hedged NaN list gave way to the
+# stores that fill the array, their condition quoted (lab.teach.shared_words.unstored_cell)
+CLASSES["fill under a condition"] = ["was never stored before it was read", "runs only where", "an else branch storing 0"]
+MUTANTS += [
+    ("warp_reduce", "only thread 0 stores its warp's sum",
+     [("    if lane == 0:\n        warp_sums[warp] = v", "    if t == 0:\n        warp_sums[warp] = v")],
+     "fill under a condition"),
+    ("matvec_coalesced", "the partial stored only by threads below the column count",
+     [("    partial[t] = acc\n", "    if t < A.shape[1]:\n        partial[t] = acc\n")], "fill under a condition"),
+]

@@ -170,3 +170,32 @@ def test_index_shift_hint_only_on_its_evidence():
     other = ref.copy()
     other[4] = 7.0
     assert index_shift_hint(other, ref, other != ref) is None
+
+
+def test_unstored_cell_only_on_its_evidence():
+    """A shared cell read before any store: the fills' condition or loop is quoted; nothing is said where
+    a fill runs unconditionally (then the read's index, not the fill, is wrong), where only updates
+    (+=) touch the array, or where the file does not parse."""
+    from lab.teach.shared_words import unstored_cell
+
+    guarded = ("def k(x, out):\n    c = cuda.shared.array(64, float32)\n    t = cuda.threadIdx.x\n"
+               "    if t < x.shape[0]:\n        c[t] = x[t]\n    s = 32\n    while s > 0:\n        if t < s:\n"
+               "            c[t] += c[t + s]\n        s //= 2\n")
+    words = unstored_cell(guarded, "c", (40,), True)
+    assert words.startswith("c[40] was never stored before it was read") and "(line 5)" in words, words
+    assert "only where `t < x.shape[0]` holds" in words and "an else branch storing 0" in words, words
+    assert "the reference solution reads c[40] too" in words and "`t < s`" not in words, words  # an update is no fill
+    assert "reference" not in unstored_cell(guarded, "c", (40,), None)
+    in_else = guarded.replace("    if t < x.shape[0]:\n        c[t] = x[t]\n",
+                              "    if t >= x.shape[0]:\n        pass\n    else:\n        c[t] = x[t]\n")
+    assert "only where `not (t >= x.shape[0])` holds" in unstored_cell(in_else, "c", (40,))
+    looped = guarded.replace("    if t < x.shape[0]:\n        c[t] = x[t]\n",
+                             "    for j in range(0, 48, 16):\n        c[t + j] = x[t + j]\n")
+    words = unstored_cell(looped, "c", (50,))
+    assert "inside `for j in range(0, 48, 16)`" in words and "make the loop reach every cell" in words, words
+    assert "an else branch" not in words, words
+    plain = guarded.replace("    if t < x.shape[0]:\n        c[t] = x[t]\n", "    c[t] = x[t]\n")
+    assert unstored_cell(plain, "c", (40,)) is None  # a fill ran for every thread: the read's index is the question
+    assert unstored_cell(guarded.replace("c[t] = x[t]", "c[t] += x[t]"), "c", (40,)) is None  # no fill at all
+    assert unstored_cell("def k(:\n", "c", (1,)) is None
+    assert unstored_cell(guarded, "other", (1,)) is None
