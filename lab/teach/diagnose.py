@@ -129,7 +129,8 @@ def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
     """Why every wrong element of output ``oname`` is ``m`` times its value, from the tracer's counts of
     the launch (``counts``, :func:`lab.teach.contained.counts.stats_counts`): in every block that
     updated ``oname`` atomically, exactly ``m`` threads did, once each (the block's one value added by
-    each of its threads). ``at``: the atomic's quoted line. None when the counts show no such thing."""
+    each of its threads), or one thread did, ``m`` times (the atomic inside a loop). ``at``: the
+    atomic's quoted line. None when the counts show no such thing."""
     from lab.teach.contained.counts import dims3
 
     if not counts or m < 2:
@@ -143,6 +144,11 @@ def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
     for kd, a, tid, c in counts.get("per_thread") or ():
         if int(kd) == 2 and int(a) == k:
             by_block.setdefault(int(tid) // per, []).append(int(c))
+    if by_block and all(v == [m] for v in by_block.values()):  # one thread a block, m times: a loop around it
+        return (f"every wrong element is {m:g} times the expected value, and in each block one thread ran the atomic "
+                f"on {oname}{f' at {at}' if at else ''} {m} times: the block's value was added {m} times where once "
+                f"is right: the atomic sits inside a loop (it runs at every step): move it after the loop, where the "
+                f"block's value is final")
     if not by_block or any(len(v) != m or set(v) != {1} for v in by_block.values()):
         return None
     who = "every thread" if m == per else f"{m} threads"

@@ -55,3 +55,13 @@ MUTANTS += [
     ("matvec_coalesced", "the partial stored only by threads below the column count",
      [("    partial[t] = acc\n", "    if t < A.shape[1]:\n        partial[t] = acc\n")], "fill under a condition"),
 ]
+
+# fresh4's class "is it added N times?": one thread ran the block's atomic at every step of a loop
+# (lab.teach.diagnose.repeated_atomic reads it off the trace's atomics)
+CLASSES["atomic inside the loop"] = ["in each block one thread ran the atomic", "inside a loop", "move it after the loop"]
+MUTANTS += [
+    ("dot", "the block's atomic inside the tree loop",
+     [("        cuda.syncthreads()\n        s //= 2\n    if t == 0:\n        cuda.atomic.add(out, 0, cache[0])",
+       "        cuda.syncthreads()\n        if t == 0:\n            cuda.atomic.add(out, 0, cache[0])\n        s //= 2")],
+     "atomic inside the loop"),
+]
