@@ -111,6 +111,18 @@ def launcher(handle: int, dims: tuple[int, ...], pointers):
     return launch
 
 
+def installed_version(dist: str) -> str | None:
+    """The installed version of distribution ``dist`` (its metadata: ``importlib.metadata.version``),
+    or None when it is not installed. One helper for ``lab doctor``, the kernel cache's key and the
+    benchmarks' version lines."""
+    import importlib.metadata as md
+
+    try:
+        return md.version(dist)
+    except md.PackageNotFoundError:
+        return None
+
+
 def is_simulator() -> bool:
     """True when Numba runs (or will run) kernels in its CUDA simulator."""
     return os.environ.get(SIM_ENV, "0") not in ("", "0")

@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 
 from kernels import cache as _cache
-from kernels.backend import choose_default, default_compiler, is_simulator
+from kernels.backend import choose_default, default_compiler, installed_version, is_simulator
 
 # What kernels import from here: the compiler's own objects, bound below once the compiler is chosen
 # (so imported inside the branch that chooses it, not at the top).
@@ -61,18 +61,9 @@ if COMPILER == "numba-cuda":
     choose_default()  # the simulator when no GPU is usable and nobody chose (a no-op once settled)
 
 
-def _version(dist: str) -> str | None:
-    import importlib.metadata as md
-
-    try:
-        return md.version(dist)
-    except md.PackageNotFoundError:
-        return None
-
-
 # Where the compiled kernels are cached (None: off, or the simulator, which compiles nothing)
 CACHE_DIR = None if is_simulator() else _cache.configure(
-    COMPILER, _version("numba-cuda" if COMPILER == "numba-cuda" else "numba_cuda_mlir"))
+    COMPILER, installed_version("numba-cuda" if COMPILER == "numba-cuda" else "numba_cuda_mlir"))
 
 _PLAIN_CALL = None  # numba-cuda-mlir's _ArgMarshaller.__call__ (bound())
 if COMPILER == "numba-cuda":

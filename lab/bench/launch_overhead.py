@@ -22,6 +22,7 @@ import platform
 
 import numpy as np
 
+from kernels.backend import installed_version
 from lab.core.check import check_outputs
 from lab.core.errors import LabError
 from lab.core.stopping import StopRule
@@ -78,7 +79,8 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
     doc = {"device": made.versions["device"], "compiler": "simulator" if SIMULATOR else COMPILER, "kernel": kernel,
            "size": list(dims), "n": dims[0] if len(dims) == 1 else list(dims), "date": str(datetime.date.today()),
            "python": platform.python_version(), "cupy": made.versions["cupy"], "torch": made.versions["torch"],
-           "numba": _version("numba"), "numba_cuda": _version("numba-cuda"), "op_launch": made.op_launch(),
+           "numba": installed_version("numba") or "not installed",
+           "numba_cuda": installed_version("numba-cuda") or "not installed", "op_launch": made.op_launch(),
            "method": results[0]["method"] if results else "", "calls": calls, "rounds": rounds, "warmup": warmup,
            "baseline": made.baseline,
            "rows": [[r["call"], r["median_us"], r["min_us"]] for r in results],
@@ -129,10 +131,3 @@ def render(doc: dict) -> str:
     return "\n".join(lines)
 
 
-def _version(dist: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(dist)
-    except PackageNotFoundError:
-        return "not installed"

@@ -10,13 +10,12 @@ whatever backend this process would pick, and a crash there is reported, not fat
 """
 from __future__ import annotations
 
-import importlib.metadata
 import os
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from kernels.backend import device_name, driver_version, gpu_count  # probes: the tests monkeypatch them here
+from kernels.backend import device_name, driver_version, gpu_count, installed_version  # probes: the tests monkeypatch them here
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -30,13 +29,6 @@ class Check:
 
 
 # --- Probes (monkeypatched by the tests) ---------------------------------------------------------
-def _version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def find_library(lib: str) -> str | None:
     """Path of an NVIDIA library (nvvm, nvrtc, nvJitLink) as cuda-pathfinder finds it, else None."""
     try:
@@ -50,14 +42,14 @@ def find_library(lib: str) -> str | None:
 def cupy_cuda_major() -> int | None:
     """The CUDA major CuPy was built for, from its wheel's name (cupy-cuda12x / cupy-cuda13x)."""
     for major in (11, 12, 13, 14):
-        if _version(f"cupy-cuda{major}x"):
+        if installed_version(f"cupy-cuda{major}x"):
             return major
     return None
 
 
 def torch_info() -> dict | None:
     """{"version", "cuda" (torch.version.cuda or None), "available", "device"} or None if not installed."""
-    if _version("torch") is None:
+    if installed_version("torch") is None:
         return None
     import torch
 
@@ -115,7 +107,7 @@ def _tuple(v: str) -> tuple:
 
 
 def check_packages() -> Check:
-    vers = {d: _version(d) for d in ("numba", "numba-cuda", "llvmlite", "numpy")}
+    vers = {d: installed_version(d) for d in ("numba", "numba-cuda", "llvmlite", "numpy")}
     text = ", ".join(f"{d} {v or 'missing'}" for d, v in vers.items())
     missing = [d for d, v in vers.items() if v is None]
     if missing:

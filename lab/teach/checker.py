@@ -36,9 +36,11 @@ import numpy as np
 from kernels.spec import plural
 from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
-from lab.teach.contained.executor import ROUNDED_DOWN, launch_config
+from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
 from lab.teach.indices import RUNS_PAST
+from lab.teach.launches import zero_blocks_line
+from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
 from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
@@ -82,7 +84,7 @@ def judged_launch_config(launch, ex, case):
     try:
         grid, block = launch_config(launch, ex, case)
     except Failed as e:
-        raise Failed(_zero_blocks_line(launch, ex, case, str(e))) from None
+        raise Failed(zero_blocks_line(launch, case, str(e))) from None
     k = threads_param(ex)
     b = (block,) if isinstance(block, int) else tuple(block)
     if k is not None and k < len(case.launch_args) and math.prod(b) != int(case.launch_args[k]):
@@ -91,42 +93,6 @@ def judged_launch_config(launch, ex, case):
                      f"test asks for {asked} threads a block (argument {k + 1} of {ex.launch}()): use the block size "
                      f"you are given, and count the blocks with it")
     return grid, block
-
-
-def _unstored(ex, case, trace, source) -> str | None:
-    """:func:`lab.teach.shared_words.unstored_cell` for the first shared cell the trace saw read before
-    any thread of its block stored it (``trace.uninit``), from the student's source lines ``source``."""
-    if trace is None or not trace.uninit or not source:
-        return None
-    from lab.teach.reference import reads_cell
-    from lab.teach.shared_words import unstored_cell
-
-    arr, idx, _who, _line = trace.uninit[0]
-    try:
-        reads = reads_cell(ex, case, arr, tuple(idx))
-    except Exception:  # noqa: BLE001 - the reference's run is extra evidence, not the verdict
-        reads = None
-    return unstored_cell("\n".join(map(str, source)), arr, tuple(idx), reads)
-
-
-def _zero_blocks_line(launch, ex, case, text: str) -> str:
-    """``text`` (:func:`launch_config`'s Failed) with the line of launch() that counts the blocks along
-    the axis that got none (:func:`lab.teach.launches.launch_line`: the one line dividing that size),
-    where the grid had a 0 and that line is found. launch()'s first parameters are the output's
-    extents, rows first: grid x counts the last one."""
-    if ROUNDED_DOWN not in text:
-        return text
-    from lab.teach.launches import launch_line
-
-    try:
-        grid, _ = launch(*case.launch_args)
-        g = [int(grid)] if isinstance(grid, (int, np.integer)) else [int(v) for v in grid]
-    except Exception:  # noqa: BLE001 - already judged: the words stay as they are
-        return text
-    nd = len(case.outputs[0][0]) if case.outputs else 1
-    lines = {launch_line(launch, nd - 1 - axis) for axis, v in enumerate(g) if v < 1 and nd - 1 - axis >= 0}
-    lines.discard("")
-    return text + (f" ({lines.pop()})" if len(lines) == 1 else "")
 
 
 _THREADS_PARAM: dict = {}
@@ -325,7 +291,7 @@ def judge_case_facts(ex, case, raw, backend):
                 if told and "NaN" in told:  # the exercise's own reading of NaN in its outputs
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {told}", kind=VALUES)
-                unstored = _unstored(ex, case, trace, source)
+                unstored = unstored_words(ex, case, trace, source)
                 if unstored:  # the read's cell has no store that ran: the stores' conditions and loops, quoted
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {unstored}", kind=VALUES)
@@ -514,7 +480,7 @@ def judge_case_facts(ex, case, raw, backend):
             poisoned = (f"the simulator saw {fmt_who(uwho, nd)} read shared {fmt_idx(arr, uidx)}"
                         f"{f' at {quote(source, uline)}' if uline else ''} before any thread of its block wrote it, "
                         f"and the value read there (the simulator's NaN) reached {onames[k]}: "
-                        + (_unstored(ex, case, trace, source) or "every cell the block reads must be stored first "
+                        + (unstored_words(ex, case, trace, source) or "every cell the block reads must be stored first "
                            "(threads past the end store 0, the identity, into their own cell)"))
         extra = scaled or poisoned or extra
         if not extra:  # the reference moved by a constant index: the index is off by it

@@ -102,3 +102,21 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
     return None
 
 
+def zero_blocks_line(launch, case, text: str) -> str:
+    """``text`` (:func:`lab.teach.contained.executor.launch_config`'s Failed for a grid with a 0) with
+    the line of launch() that counts the blocks along the axis that got none (:func:`launch_line`: the
+    one line dividing that size), where that line is found; else ``text``. launch()'s first parameters
+    are the output's extents, rows first: grid x counts the last one."""
+    from lab.teach.contained.executor import ROUNDED_DOWN
+
+    if ROUNDED_DOWN not in text:
+        return text
+    try:
+        grid, _ = launch(*case.launch_args)
+        g = [int(grid)] if isinstance(grid, (int, np.integer)) else [int(v) for v in grid]
+    except Exception:  # noqa: BLE001 - already judged: the words stay as they are
+        return text
+    nd = len(case.outputs[0][0]) if case.outputs else 1
+    lines = {launch_line(launch, nd - 1 - axis) for axis, v in enumerate(g) if v < 1 and nd - 1 - axis >= 0}
+    lines.discard("")
+    return text + (f" ({lines.pop()})" if len(lines) == 1 else "")

@@ -187,6 +187,22 @@ def reads_cell(ex, case, arr, idx) -> bool | None:
     return None if not cells else int(idx[0]) in cells
 
 
+def unstored_words(ex, case, trace, source) -> str | None:
+    """:func:`lab.teach.shared_words.unstored_cell` for the first shared cell the student's trace saw
+    read before any thread of its block stored it (``trace.uninit``), from the student's source lines
+    ``source``, with whether the reference solution reads that cell too (:func:`reads_cell`)."""
+    if trace is None or not trace.uninit or not source:
+        return None
+    from lab.teach.shared_words import unstored_cell
+
+    arr, idx, _who, _line = trace.uninit[0]
+    try:
+        reads = reads_cell(ex, case, arr, tuple(idx))
+    except Exception:  # noqa: BLE001 - the reference's run is extra evidence, not the verdict
+        reads = None
+    return unstored_cell("\n".join(map(str, source)), arr, tuple(idx), reads)
+
+
 _REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few
 
 

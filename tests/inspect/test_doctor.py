@@ -21,8 +21,8 @@ def test_doctor_healthy_here(lab):
 
 
 def test_doctor_wrong_numpy(monkeypatch):
-    real = D._version
-    monkeypatch.setattr(D, "_version", lambda d: {"numpy": "2.5.2", "numba-cuda": "0.30.4"}.get(d) or real(d))
+    real = D.installed_version
+    monkeypatch.setattr(D, "installed_version", lambda d: {"numpy": "2.5.2", "numba-cuda": "0.30.4"}.get(d) or real(d))
     r = D.check_packages()
     assert r.status == "fail" and "numpy < 2.5" in r.fix.replace("'numpy<2.5'", "numpy < 2.5")
 
