@@ -281,6 +281,10 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
     return None
 
 
+# the values alone: the last element missing from the result (the checker adds whether it was loaded at all)
+LAST_LEFT_OUT = "the last element is left out: off by one in the guard (`i < n`, not `i < n - 1`)?"
+
+
 def dropped_block_hint(out, x, block):
     """minmax: a hint when ``out`` = [min, max] of ``x`` with one block of ``block`` elements (or
     the last element) left out."""
@@ -289,7 +293,7 @@ def dropped_block_hint(out, x, block):
     if out[0] == x.min() and out[1] == x.max():
         return None
     if x.size > 1 and out[0] == x[:-1].min() and out[1] == x[:-1].max() and (x[-1] < out[0] or x[-1] > out[1]):
-        return "the last element is left out: off by one in the guard (`i < n`, not `i < n - 1`)?"
+        return LAST_LEFT_OUT
     for b, s in enumerate(range(0, x.size, block)):
         rest = np.concatenate([x[:s], x[s + block:]])
         if rest.size and out[0] == rest.min() and out[1] == rest.max():

@@ -120,3 +120,33 @@ def tile_extent_fact(ex, case, name: str, shape) -> str | None:
                 f"(TILE, TILE + 1)), not the block's shape")
     return (f"the reference solution reads {name} only inside {tuple(shape)}: this index runs past the tile: a loop "
             f"over the tile's cells runs to the tile's size (range(TILE)), not to the matrix's")
+
+
+def last_loaded_words(counts, case, grid, block, source=None) -> str | None:
+    """Where the result leaves out the input's last element (:data:`exercises.LAST_LEFT_OUT`, from the
+    values): whether a thread loaded that element at all, from the tracer's ``load_lines`` (each row's
+    highest index is one it loaded). Loaded: it was lost where the block's values were combined, not
+    at the guard (the words say so, with the thread and the line); None when no thread loaded it (the
+    guard's guess stands) or the input is not found (the kernel's first input of the case's size)."""
+    if not counts or not case.args:
+        return None
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import fmt_who, quote
+
+    n = int(np.size(case.args[0]))
+    arrays = counts.get("arrays") or []
+    inputs = [k for k, a in enumerate(arrays) if not a[3] and int(a[1]) == n]
+    if n < 2 or not inputs:
+        return None
+    x = arrays[inputs[0]][0]
+    rows = [r for r in counts.get("load_lines") or () if len(r) == 6 and int(r[0]) == inputs[0] and int(r[5]) == n - 1]
+    if not rows:
+        return None
+    g, b = dims3(grid), dims3(block)
+    who = who_of(int(rows[0][1]), g, b)
+    nd = max(len(block) if isinstance(block, tuple) else 1, 1)
+    at = quote(source, int(rows[0][2])) if int(rows[0][2]) > 0 else ""
+    return (f"the last element, {x}[{n - 1}], is left out of the result, though {fmt_who(who, nd)} loaded it"
+            f"{f' at {at}' if at else ''}: the guard let it in, and it was lost where the block's values were "
+            f"combined: does the combine reach every cell (a tree's first step is s = half the block, whatever n is, "
+            f"and each step keeps the pair's min and max)?")

@@ -60,6 +60,10 @@ CLASSES = {
     "transpose blocks not swapped": ["at the block's own position", "swap roles"],
     # launch() rounds the number of blocks down: the last partial block missing, or a size smaller than a block
     # given no block at all; either said with the rule and launch()'s line
+    # fresh4's minmax/w_tree_from_n: the values alone guessed the guard; the trace's loads say the last
+    # element was loaded, so it was lost in the combine (lab.teach.values.last_loaded_words)
+    "last element lost in the combine": ["is left out of the result, though", "loaded it", "the guard let it in",
+                                         "half the block"],
     "blocks rounded down": (["round the number of blocks up", "your launch() at line "],
                             ["0 blocks", "rounding down", "(size + threads - 1) // threads", "(line "]),
     "transpose tile rows": ["tile rows 0..7", "tile[ty + j, tx]"],
@@ -276,6 +280,8 @@ MUTANTS = [
     ("mma_fragment", "a3 loaded like a1", [("a3 = A[r0 + g + 8, k0 + q + 4]", "a3 = A[8 + r0 + g, k0 + q]")],
      "register holds another element"),
     ("map_guard", "a constant of 1.5", [("out[i] = 2 * x[i] + 1", "out[i] = x[i] + x[i] + 1.5")], "constant added"),
+    ("minmax", "the tree starts at half of min(n, THREADS)",
+     [("    s = THREADS // 2\n", "    s = min(x.shape[0], THREADS) // 2\n")], "last element lost in the combine"),
     ("vecadd", "blocks rounded down, a small n gets none",
      [("    blocks = (n + threads - 1) // threads\n", "    blocks = n // threads\n")], "blocks rounded down"),
     ("matrix_add_2d", "grid x rounded down, y rounded up another way",
