@@ -893,3 +893,28 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
         if any(r["name"] == "load" for r in bad) or (bad and (not isinstance(entry, Wrong) or hint_ok)):
             break
     return {"failed": bool(messages), "messages": messages, "hint_ok": hint_ok}
+
+
+def first_failures(exercise: str, path, seed: int, most: int = 2, enough=None) -> list[dict]:
+    """The first ``most`` failing results of the exercise's hidden tests on ``path``, in the tests'
+    order, each test checked in its own request (lab.teach.inprocess.run_all with the others skipped:
+    a test's verdict does not depend on the others; the judge's diagnoses of the failures after these
+    are not made, about a third of the CPU of running every test); a "load" failure alone when the file
+    does not load. ``enough(failures)``: stop as soon as it is true instead (``most`` then unused)."""
+    import numpy as np
+
+    import exercises
+    from lab.teach.cases import hidden_cases
+    from lab.teach.inprocess import run_all
+
+    names = [c.name for c in hidden_cases(exercises.load(exercise), np.random.default_rng(int(seed)))]
+    bad: list = []
+    for name in names:
+        got = [r for r in run_all(exercise, str(path), "simulator", int(seed), compile_check=False,
+                                  skip=[n for n in names if n != name]) if not r["passed"]]
+        if any(r["name"] == "load" for r in got):
+            return got
+        bad += got
+        if (enough(bad) if enough is not None else len(bad) >= most):
+            break
+    return bad

@@ -166,8 +166,14 @@ MUTANTS = [
 @pytest.mark.parametrize("name,label,subs,phrase,on_gpu",
                          [pytest.param(*m, marks=[pytest.mark.gpu] if m[4] else [], id=f"{m[0]}-{m[1]}") for m in MUTANTS])
 def test_mutant_is_caught(tmp_path, name, label, subs, phrase, on_gpu):
-    results = _run(name, mutated_solution(tmp_path, name, subs))
-    failed = [r for r in results if not r["passed"]]
+    path = mutated_solution(tmp_path, name, subs)
+    if phrase and BACKEND == "simulator":  # one test a request, until a failure has the phrase
+        from tests.teach.catalogue import first_failures
+
+        failed = first_failures(name, path, int.from_bytes(os.urandom(4), "little"),
+                                enough=lambda bad: any(phrase in r["message"] for r in bad))
+    else:
+        failed = [r for r in _run(name, path) if not r["passed"]]
     assert failed, f"{name} mutant '{label}' passed every hidden test"
     if phrase and BACKEND == "simulator":
         assert any(phrase in r["message"] for r in failed), failed

@@ -3,7 +3,8 @@ class), the share whose FIRST failing message names that bug, the share whose fi
 another bug, and the share that only describes the symptom; printed, with floors asserted. Also:
 every mutant fails, and each fails at least two hidden cases (one size away from passing is not a
 test). The kernels run in this process through the library's own entry (lab.teach.inprocess.run_all:
-executor and judge, every hidden case, no GPU compile), one call per mutant.
+executor and judge, no GPU compile), one hidden test a call, in the tests' order, until two have failed
+(tests/teach/catalogue.py first_failures).
 """
 import os
 import re
@@ -26,8 +27,6 @@ pytestmark = pytest.mark.skipif(BACKEND != "simulator", reason="the tracer's dia
 
 
 def _first_failures(tmp_path):
-    from lab.teach.inprocess import run_all
-
     seed = int.from_bytes(os.urandom(4), "little")
     rows = []
     # one exercise's mutants after another, one seed: the judge keeps the reference solution's runs of the
@@ -37,7 +36,7 @@ def _first_failures(tmp_path):
         d.mkdir()
         path = d / f"{ex}.py"
         path.write_text(C.source(C.Wrong(ex, label, subs, [], [], cls)))
-        bad = [r for r in run_all(ex, str(path), "simulator", seed, compile_check=False) if not r["passed"]]
+        bad = C.first_failures(ex, path, seed)  # the first two failing tests (the floor below needs two)
         first = bad[0]["message"] if bad else ""
         rows.append((ex, label, cls, len(bad), first, H.classify(first, cls) if bad else "passed",
                      _unquoted(first, path.read_text())))
@@ -69,7 +68,7 @@ def test_first_message_names_the_bug(tmp_path):
     n = len(rows)
     count = Counter(r[5] for r in rows)
     named, other = count["named"] / n, count["other"] / n
-    lines = [f"  {kind:7s} {ex} / {label} [{cls}] ({nbad} failing): {msg[:160]}"
+    lines = [f"  {kind:7s} {ex} / {label} [{cls}] ({nbad}+ failing): {msg[:160]}"
              for ex, label, cls, nbad, msg, kind, _ in rows if kind != "named"]
     print(f"\nhint accuracy (first failing message, seed {seed}): named {count['named']}/{n} = {named:.0%}, "
           f"another bug {count['other']}/{n} = {other:.0%}, symptom only {count['symptom']}/{n}, "
@@ -147,8 +146,6 @@ SEED_STABLE = ("strides exchanged", "left halo read without its test", "tree ste
 
 @pytest.mark.slow  # about 20 s: 8 mutants, two seeds each
 def test_first_message_names_the_same_bug_for_two_seeds(tmp_path):
-    from lab.teach.inprocess import run_all
-
     picked = [m for m in H.MUTANTS if m[1] in SEED_STABLE]
     assert len(picked) == len(SEED_STABLE)
     first = int.from_bytes(os.urandom(4), "little")
@@ -159,7 +156,7 @@ def test_first_message_names_the_same_bug_for_two_seeds(tmp_path):
         path.write_text(C.source(C.Wrong(ex, label, subs, [], [], cls)))
         kinds = []
         for seed in seeds:
-            bad = [r for r in run_all(ex, str(path), "simulator", seed, compile_check=False) if not r["passed"]]
+            bad = C.first_failures(ex, path, seed, most=1)
             kinds.append((H.classify(bad[0]["message"], cls), bad[0]["message"][:200]) if bad else ("passed", ""))
         if any(kind != "named" for kind, _ in kinds):
             unstable.append(f"{ex} / {label} (seeds {seeds}): {kinds}")
