@@ -149,3 +149,21 @@ def test_a_local_rebound_from_itself_many_times_answers_at_once():
     t = time.perf_counter()
     assert one_difference(student, REF, "k") is None
     assert time.perf_counter() - t < 30
+
+
+def test_a_statement_moved_within_its_loop_is_named_by_its_neighbours():
+    """A statement moved inside the same loop (fresh5's async_pipeline/w_wait_after_sync: the wait after
+    the barrier): the words name the statement it now follows and the one it follows in the reference,
+    not two line numbers of what is the same loop."""
+    import exercises
+    from lab.teach.kernel_diff import one_difference
+
+    ref = exercises.load("async_pipeline").solution.read_text()
+    mine = ref.replace("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n"
+                       "        cuda.syncthreads()  # everyone's copies of tile t are visible\n",
+                       "        cuda.syncthreads()\n        cp_async_wait(1)\n")
+    assert mine != ref
+    words = one_difference(mine, ref, "pipeline_kernel")
+    assert words and "`cp_async_wait(1)` stands right after `cuda.syncthreads()`" in words, words
+    assert "the reference has it right after `cp_async_commit()`" in words and "wrong order" in words, words
+    assert "where the reference has it inside the loop at line" not in words, words
