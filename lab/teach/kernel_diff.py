@@ -629,15 +629,13 @@ def _one_difference(student: str, reference: str, kernel: str, shapes: tuple, bl
         mine = _placement(ks, ss, de[1], ds)
         if not where:
             return None
-        if _header(ks, ss, de[1], ds) == _header(kr, rs, ins[3], dr):  # the same loop or branch: the order in it
-            before_s = _src(ks, ss[de[1] - 1][2]) if de[1] > 0 else None
-            before_r = _src(kr, rs[ins[3] - 1][2]) if ins[3] > 0 else None
+        if _header(ss, de[1], ds) == _header(rs, ins[3], dr):  # the same loop or branch: the order in it
+            before_s, before_r = (_src(ks, ss[de[1] - 1][2]) if de[1] else None), (_src(kr, rs[ins[3] - 1][2]) if ins[3] else None)
             if before_s is None or before_r is None or before_s == before_r:
                 return None
-            return (f"your kernel is the reference solution's statement for statement, but {_line(ks, st_s)} stands "
-                    f"right after `{before_s.splitlines()[0]}`, where the reference has it right after "
-                    f"`{before_r.splitlines()[0]}` in the same place of the kernel ({mine}): that statement is in the "
-                    f"wrong order (it runs before or after the wrong step)")
+            return (f"your kernel is the reference solution's statement for statement, but {_line(ks, st_s)} stands right "
+                    f"after `{before_s.splitlines()[0]}`, where the reference has it right after `{before_r.splitlines()[0]}` "
+                    f"in the same place ({mine}): that statement is in the wrong order (it runs before or after the wrong step)")
         if where == mine:
             return None
         return (f"your kernel is the reference solution's statement for statement, but {_line(ks, st_s)} stands "
@@ -669,15 +667,10 @@ def _bindings(k: _Kernel, other: _Kernel, node, other_node, whose="") -> str:
     return " (" + ", ".join(f"{whose}{n} = `{_src(k, k.alias[n][0])}`" for n in said[:2]) + ")"
 
 
-def _header(k: _Kernel, seq, i: int, depth: int):
-    """The nearest loop or branch header enclosing statement ``i`` of ``seq``, by its depth and canonical key (the
-    alignment's, names canonicalised), None at the kernel's top level: two kernels' statements under equal
-    headers are in the same block."""
-    for j in range(i - 1, -1, -1):
-        d, key, st = seq[j]
-        if d < depth and key[0] in ("for", "while", "if", "else"):
-            return d, repr(key)
-    return None
+def _header(seq, i: int, depth: int):
+    """(depth, canonical key) of the loop or branch header enclosing statement ``i`` of ``seq`` (None at top level)."""
+    return next(((d, repr(key)) for d, key, _ in seq[i - 1::-1][:i] if d < depth and key[0] in ("for", "while", "if",
+                                                                                                 "else")), None)
 
 
 def _placement(k: _Kernel, seq, i: int, depth: int) -> str:
