@@ -141,17 +141,15 @@ _INTEGERS = (int, np.integer)
 _GETITEM, _SETITEM = np.ndarray.__getitem__, np.ndarray.__setitem__
 
 
-def _who():
+def _who_and_thread():
+    """((block, thread) of the current simulated thread, the thread): one lookup for an access's bookkeeping."""
     t = threading.current_thread()
     who = getattr(t, "lab_who", None)  # a lab.core.blocks thread's, set with its blockIdx and threadIdx
-    return who if who is not None else (tuple(t.blockIdx), tuple(t.threadIdx))
-
-
-def _who_and_thread():
-    """(:func:`_who`, the current thread): one lookup of the thread for an access's bookkeeping."""
-    t = threading.current_thread()
-    who = getattr(t, "lab_who", None)
     return (who if who is not None else (tuple(t.blockIdx), tuple(t.threadIdx))), t
+
+
+def _who():
+    return _who_and_thread()[0]
 
 
 def _epoch():

@@ -160,10 +160,7 @@ def unread_cell(ex, case, arr, idx) -> str | None:
     beside the reference solution's reads of that shared array on ``case`` (same name): None when the
     reference reads that cell too (a fill missing, not an index), or cannot tell; else the range of
     cells the reference reads, said: the read's index points at cells nothing fills on this case."""
-    if not ex.has_solution:
-        return None
-    ref = reference(ex, case)
-    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
+    cells = _reference_cells(ex, case, arr)
     if not cells:
         return None
     flat = int(idx[0]) if len(idx) == 1 else None
@@ -180,11 +177,16 @@ def reads_cell(ex, case, arr, idx) -> bool | None:
     """Whether the reference solution, run on ``case``, reads its shared array ``arr`` (same name) at
     the 1-D index ``idx``; None when that cannot be told (no solution, no such array there, an index
     of more than one dimension)."""
-    if not ex.has_solution or len(idx) != 1:
+    cells = _reference_cells(ex, case, arr) if len(idx) == 1 else None
+    return None if not cells else int(idx[0]) in cells
+
+
+def _reference_cells(ex, case, arr):
+    """The flat indices of shared array ``arr`` the reference solution read on ``case`` (None: unknown)."""
+    if not ex.has_solution:
         return None
     ref = reference(ex, case)
-    cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
-    return None if not cells else int(idx[0]) in cells
+    return getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(arr) if ref is not None else None
 
 
 def unstored_words(ex, case, trace, source) -> str | None:

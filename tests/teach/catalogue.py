@@ -867,10 +867,6 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
     Returns {"failed": bool, "messages": [failing messages], "hint_ok": bool (a Wrong: one failing
     message has every ``want`` phrase and no ``avoid`` phrase)}.
     """
-    import numpy as np
-
-    import exercises
-    from lab.teach.cases import hidden_cases
     from lab.teach.inprocess import run_all
 
     want, avoid = (entry.want, entry.avoid) if isinstance(entry, Wrong) else ([], [])
@@ -882,20 +878,14 @@ def run_entry(entry, path, seed: int, backend: str = "simulator") -> dict:
         results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False)
         messages = [f"{r['name']}: {r['message']}" for r in results if not r["passed"]]
         return {"failed": bool(messages), "messages": messages, "hint_ok": False}
-    names = [c.name for c in hidden_cases(exercises.load(entry.exercise), np.random.default_rng(int(seed)))]
-    messages, hint_ok = [], False
-    for name in names:
-        results = run_all(entry.exercise, str(path), backend, int(seed), compile_check=False,
-                          skip=[n for n in names if n != name])
-        bad = [r for r in results if not r["passed"]]
-        messages += [f"{r['name']}: {r['message']}" for r in bad]
-        hint_ok = hint_ok or any(good(f"{r['name']}: {r['message']}") for r in bad)  # the test's name is shown too
-        if any(r["name"] == "load" for r in bad) or (bad and (not isinstance(entry, Wrong) or hint_ok)):
-            break
-    return {"failed": bool(messages), "messages": messages, "hint_ok": hint_ok}
+    bad = first_failures(entry.exercise, path, seed, backend=backend,  # the test's name is shown too
+                         enough=lambda got: any(good(f"{r['name']}: {r['message']}") for r in got))
+    messages = [f"{r['name']}: {r['message']}" for r in bad]
+    return {"failed": bool(messages), "messages": messages, "hint_ok": any(good(m) for m in messages)}
 
 
-def first_failures(exercise: str, path, seed: int, most: int = 2, enough=None) -> list[dict]:
+def first_failures(exercise: str, path, seed: int, most: int = 2, enough=None,
+                   backend: str = "simulator") -> list[dict]:
     """The first ``most`` failing results of the exercise's hidden tests on ``path``, in the tests'
     order, each test checked in its own request (lab.teach.inprocess.run_all with the others skipped:
     a test's verdict does not depend on the others; the judge's diagnoses of the failures after these
@@ -910,7 +900,7 @@ def first_failures(exercise: str, path, seed: int, most: int = 2, enough=None) -
     names = [c.name for c in hidden_cases(exercises.load(exercise), np.random.default_rng(int(seed)))]
     bad: list = []
     for name in names:
-        got = [r for r in run_all(exercise, str(path), "simulator", int(seed), compile_check=False,
+        got = [r for r in run_all(exercise, str(path), backend, int(seed), compile_check=False,
                                   skip=[n for n in names if n != name]) if not r["passed"]]
         if any(r["name"] == "load" for r in got):
             return got
