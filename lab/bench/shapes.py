@@ -7,7 +7,7 @@ odd), its best rung and its ``auto`` rung against the torch op, in one run.
 against the float64 reference before it is timed) and returns one :class:`SweepRow` a shape;
 :func:`render` turns the rows into markdown: per kernel a table (best rung, auto and the rung it
 chose, torch, and their ratios), the geometric mean of torch / auto per kernel and over the
-memory-bound kernels, the worst case, and the issue-11 targets with met / MISSED.
+memory-bound kernels, the worst case, and the published targets with met / MISSED.
 
 Ratios are speed ratios, torch time / Numba time: above 1 the Numba kernel is faster. The lesson
 rungs that are slow on purpose (SKIP) are left out of the sweep: they are never the best rung.
@@ -168,7 +168,7 @@ def _f(x, fmt="{:.4f}"):
 
 
 def targets(rows: list[SweepRow]) -> list[tuple[str, str, bool | None]]:
-    """(target, measured, met) for the issue-11 targets of the memory-bound kernels and each kernel's own
+    """(target, measured, met) for the published targets of the memory-bound kernels and each kernel's own
     (its spec's ``sweep.floors``); a target nothing was measured for is left out."""
     out = []
     bound = memory_bound()

@@ -89,6 +89,5 @@ def kill_group(proc, grace: float = LEFTOVER_GRACE_S) -> bool:
                 os.killpg(proc.pid, signal.SIGKILL)
             return True
         time.sleep(0.01)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # (zombies only: nothing to kill, nothing left running)
+    # the group is empty (zombies at most, which nothing kills): no signal now, its number may be reused
     return False

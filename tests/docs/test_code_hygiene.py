@@ -20,10 +20,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("lab", "kernels", "torch_bridge")
 
-# "issue 12", "issues 12 and 14", "#12", "PR 7"; a date such as 2026-11-23 or 2026-11
+# "issue 12", "issue-12", "issue12", "issues 12 and 14", "#12", "PR 7", "PR-7"; a date such as 2026-11-23 or 2026-11
 # ("issues 8 independent loads" is the verb: a plural counts only as a list of numbers)
 _REF = re.compile(
-    r"\b(?:issue|PR)\s+#?\d+|\bissues\s+#?\d+\s*(?:,|and|-)\s*#?\d+|(?<![\w&/])#\d+\b|\b20\d\d-[01]\d(?:-[0-3]\d)?\b",
+    r"\b(?:issue|PR)(?:\s+|[-_]|(?=#?\d))#?\d+|\bissues\s+#?\d+\s*(?:,|and|-)\s*#?\d+|(?<![\w&/])#\d+\b|\b20\d\d-[01]\d(?:-[0-3]\d)?\b",
     re.IGNORECASE,
 )
 # a reference to another project's tracker is a source, not our history
@@ -69,7 +69,8 @@ def test_the_patterns_catch_history_and_spare_sources():
     def hits(text):
         return [m for m in _REF.finditer(text) if not _UPSTREAM.search(text[max(0, m.start() - 40) : m.end()])]
 
-    for bad in ("# measured in issue 12", "# see #12", "# (2026-11-23)", '"""Fixed in PR 7."""', "# issues 3 and 4"):
+    for bad in ("# measured in issue 12", "# see #12", "# (2026-11-23)", '"""Fixed in PR 7."""', "# issues 3 and 4",
+                "# the issue-11 fix", "# after issue11", "# see PR-7"):
         assert hits(bad), bad
     for ok in ("# numba-cuda issue 531", "# NVIDIA/numba-cuda#902", "# 32 lanes, 4 warps", "# x[#] index", "# 0x2026"):
         assert not hits(ok), ok

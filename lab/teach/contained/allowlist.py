@@ -64,8 +64,8 @@ _NP_PURE = ("dot", "vdot", "inner", "outer", "sum", "prod", "min", "max", "amin"
             "ones_like", "empty_like", "full_like", "arange", "linspace", "reshape", "ravel", "transpose",
             "count_nonzero", "searchsorted", "finfo", "iinfo", "dtype", "median", "nanmax", "nanmin", "nansum",
             "trace", "diag", "abs", "sign")
-NUMPY_ATTRS = frozenset(
-    [n for n in dir(np) if not n.startswith("_") and isinstance(getattr(np, n, None), np.ufunc)]
+NUMPY_ATTRS = frozenset(  # (numpy's own namespace, not getattr: that would import its lazy submodules, f2py ...)
+    [n for n, v in vars(np).items() if not n.startswith("_") and isinstance(v, np.ufunc)]
     + [n for n in _NP_TYPES if hasattr(np, n)] + [n for n in NP_CONSTANTS if hasattr(np, n)]
     + [n for n in _NP_PURE if hasattr(np, n)])
 MATH_ATTRS = frozenset(n for n in dir(math) if not n.startswith("_"))
