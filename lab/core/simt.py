@@ -292,9 +292,10 @@ class _Tracker:
                 return
             if w is not None and w != who[1]:
                 self._race(flat, who, "read", w, "atomically updated" if w_atomic else "wrote", line, wline)
-            rs = rs | {who[1]}
+            rs.add(who[1])  # (this epoch's own set and dict, or new ones: _this_epoch, _lines)
+            rlines[who[1]] = line
             self.last[flat] = (ep, w, rs, w_atomic)
-            self.lines[flat] = (wline, {**rlines, who[1]: line})
+            self.lines[flat] = (wline, rlines)
 
     def write(self, flat, frame=None):
         who, thread = _who_and_thread()

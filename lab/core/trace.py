@@ -437,12 +437,11 @@ def site_line(code, offset: int) -> int:
     :func:`_instruction`), 0 when it has none."""
     got = _LINES.get(id(code))  # by identity: a code object's own hash reads all of it
     if got is None or got[0] is not code:
-        got = _LINES[id(code)] = (code, [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None])
-    table = got[1]
-    for a, b, ln in table:
-        if a <= offset < b:
-            return int(ln)
-    return 0
+        got = _LINES[id(code)] = (code, [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None], {})
+    line = got[2].get(offset)  # each offset's line once: the counts ask it for every traced access
+    if line is None:
+        line = got[2][offset] = next((int(ln) for a, b, ln in got[1] if a <= offset < b), 0)
+    return line
 
 
 _ATOMIC_NAMES = {"add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min", "nanmax", "nanmin",

