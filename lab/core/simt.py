@@ -39,7 +39,8 @@ import numpy as np
 from lab.core import simulator as simulation
 from lab.core.blocks import SWAP, Block, CudaThread, identity_kept
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
-from lab.core.trace import site as _instruction_site  # a load or store site: (code, bytecode offset), as the sector tracer's
+from lab.core.trace import site as _instruction_site  # a load or store site: (id(code), bytecode offset), as the sector tracer's
+from lab.core.trace import trim_sites
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Trace:
     def __post_init__(self):
         if self.stats is None:
             self.stats = Stats()
+        trim_sites()  # (a new trace: no site of a running one is forgotten)
 
 
 class Stats:
@@ -387,8 +389,9 @@ def _site(frame, trace):
     f, hops = frame, 0
     source = trace.source
     while f is not None and hops < 12:
-        if source is None or f.f_code.co_filename == source:
-            return f.f_lineno, _instruction_site(f.f_code, f.f_lasti)
+        code = f.f_code  # (read once: each read of a frame's f_code is an audit event)
+        if source is None or code.co_filename == source:
+            return f.f_lineno, _instruction_site(code, f.f_lasti)
         f, hops = f.f_back, hops + 1
     return None, None
 

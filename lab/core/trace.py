@@ -118,6 +118,7 @@ class SectorTracer:
     """
 
     def __init__(self, registers: bool = False):
+        trim_sites()
         self._lock = threading.Lock()
         self._requests: dict = {}  # (kind, block, warp, instr, n) -> {address: size}
         self._seen: dict = {}  # (block, thread, instr) -> executions so far
@@ -221,12 +222,14 @@ class SectorTracer:
         # the instruction: the first frame outside the simulator (the kernel or a device function)
         f = sys._getframe(2)
         atomic = False
-        while f is not None and f.f_code.co_filename.startswith(self._sim):  # (a tuple of prefixes)
-            atomic = atomic or f.f_code.co_name in _ATOMIC_NAMES
+        code = f.f_code if f is not None else None  # (each read of a frame's f_code is an audit event)
+        while f is not None and code.co_filename.startswith(self._sim):  # (a tuple of prefixes)
+            atomic = atomic or code.co_name in _ATOMIC_NAMES
             f = f.f_back
+            code = f.f_code if f is not None else None
         if f is None:
             return
-        instr = site(f.f_code, f.f_lasti)
+        instr = site(code, f.f_lasti)
         if atomic:
             kind = "atomic"
         from numba.cuda.simulator import kernel as simkernel
@@ -380,35 +383,44 @@ def _short(fname: str) -> str:
     return fname if rel.startswith("..") else rel
 
 
-class Site(tuple):
-    """(code, bytecode offset) of an access's instruction, interned (:func:`site`): hashed and compared by
-    the code object's identity, not its contents (a code object's own hash reads its bytecode, names and
-    constants every time: most of a traced access's bookkeeping was hashing it)."""
-
-    __slots__ = ()
-
-    def __hash__(self):
-        return hash((id(self[0]), self[1]))
-
-    def __eq__(self, other):
-        return isinstance(other, tuple) and len(other) == 2 and self[0] is other[0] and self[1] == other[1]
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
+# A site is the plain tuple (id(code), bytecode offset) of an access's instruction: two ints, hashed by C
+# (a code object's own hash reads its bytecode, names and constants every time, and a Python __hash__ or an
+# id() call per lookup costs an audit event under the checker's sandbox: most of a traced access's
+# bookkeeping was hashing sites). The code objects are kept in _CODES, so their ids are not reused while a
+# site names them.
+_SITES: dict = {}  # (id(code), lasti) -> site
+_CODES: dict = {}  # id(code) -> code, for every site made
+_LAST = [None, 0]  # the last code object asked and its id: a kernel's accesses come from one code object in a row
 
 
-_SITES: dict = {}  # (id(code), lasti) -> Site; the Site holds its code, so the id is not reused while it is here
-
-
-def site(code, lasti: int) -> Site:
-    """The interned :class:`Site` of the instruction that ``lasti`` of ``code`` is in
-    (:func:`instruction_offset`)."""
-    got = _SITES.get((id(code), lasti))
-    if got is None or got[0] is not code:
-        if len(_SITES) > 200_000:  # a long-lived process checking many files: start again
-            _SITES.clear()
-        got = _SITES[(id(code), lasti)] = Site((code, instruction_offset(code, lasti)))
+def site(code, lasti: int) -> tuple:
+    """The site ``(id(code), offset)`` of the instruction that ``lasti`` of ``code`` is in
+    (:func:`instruction_offset`); :func:`site_code` gives its code back."""
+    if code is _LAST[0]:
+        cid = _LAST[1]
+    else:
+        cid = id(code)
+        _LAST[0], _LAST[1] = code, cid
+    got = _SITES.get((cid, lasti))
+    if got is None:
+        got = _SITES[(cid, lasti)] = (cid, instruction_offset(code, lasti))
+        _CODES[cid] = code
     return got
+
+
+def trim_sites(most: int = 200_000) -> None:
+    """Forget every site when more than ``most`` are kept (a long-lived process checking many files):
+    called where a trace starts, never during one, so no site of a running trace loses its code."""
+    if len(_SITES) > most:
+        _SITES.clear()
+        _CODES.clear()
+        _LINES.clear()
+        _LAST[0], _LAST[1] = None, 0
+
+
+def site_code(s: tuple):
+    """The code object of site ``s`` (:func:`site`)."""
+    return _CODES[s[0]]
 
 
 _OFFSETS: dict = {}
@@ -432,12 +444,15 @@ def instruction_offset(code, lasti: int) -> int:
 _LINES: dict = {}
 
 
-def site_line(code, offset: int) -> int:
-    """The source line of the bytecode instruction at ``offset`` of ``code`` (a site of
-    :func:`_instruction`), 0 when it has none."""
-    got = _LINES.get(id(code))  # by identity: a code object's own hash reads all of it
+def site_line(s: tuple) -> int:
+    """The source line of the bytecode instruction of site ``s`` (:func:`site`), 0 when it has none."""
+    cid, offset = s
+    code = _CODES.get(cid)
+    if code is None:  # (forgotten by trim_sites between two traces)
+        return 0
+    got = _LINES.get(cid)  # by identity: a code object's own hash reads all of it
     if got is None or got[0] is not code:
-        got = _LINES[id(code)] = (code, [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None], {})
+        got = _LINES[cid] = (code, [(a, b, ln) for a, b, ln in code.co_lines() if ln is not None], {})
     line = got[2].get(offset)  # each offset's line once: the counts ask it for every traced access
     if line is None:
         line = got[2][offset] = next((int(ln) for a, b, ln in got[1] if a <= offset < b), 0)

@@ -62,7 +62,7 @@ def stats_counts(stats, grid, block) -> dict:
     for key0, c in stats._seen.items():
         kind, name, blk, thread, site = key0
         if kind == "load" and name in index and site is not None:
-            key = (index[name], tid((blk, thread)), site_line(*site))
+            key = (index[name], tid((blk, thread)), site_line(site))
             lo, hi = stats.span.get(key0, (0, 0))
             row = load_lines.get(key)
             if row is None:

@@ -300,6 +300,8 @@ _PROCESS_EVENTS = {"os.fork", "os.forkpty", "os.system", "os.exec", "os.posix_sp
                    "subprocess.Popen", "pty.spawn", "os.startfile"}
 _PATH_EVENTS = {"os.remove", "os.rmdir", "os.mkdir", "os.chmod", "os.chown", "os.truncate", "os.utime",
                 "os.symlink", "os.link", "os.rename", "shutil.rmtree", "shutil.copyfile", "shutil.move"}
+_NET_EVENTS = {"socket.connect", "socket.bind", "socket.sendto"}
+_LIMIT_EVENTS = {"resource.setrlimit", "resource.prlimit"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
@@ -317,7 +319,11 @@ def install_hook(private: str, report) -> None:
     """Refuse (PermissionError) and ``report(text)`` processes, writes outside ``private``, sockets."""
     private = os.path.realpath(private)
 
+    watched = _PROCESS_EVENTS | _PATH_EVENTS | _NET_EVENTS | _LIMIT_EVENTS | {"open"}
+
     def hook(event, args):
+        if event not in watched:  # most events (id(), a frame's f_code, sys._getframe: the tracer's, per access)
+            return
         why = None
         if event in _PROCESS_EVENTS:
             why = f"tried to start a process ({event}); submissions may not fork or run programs"
@@ -332,7 +338,7 @@ def install_hook(private: str, report) -> None:
                 if isinstance(p, (str, bytes, os.PathLike)) and not _inside(p, private):
                     why = f"tried to change {os.fsdecode(p)!s} ({event}), outside its private working folder"
                     break
-        elif event in ("socket.connect", "socket.bind", "socket.sendto"):
+        elif event in _NET_EVENTS:
             why = f"tried to use the network ({event})"
         elif event == "resource.setrlimit" or (event == "resource.prlimit" and len(args) > 2 and args[2] is not None):
             why = f"tried to change its resource limits ({event})"
