@@ -256,7 +256,13 @@ def cached_cases(name: str, seed: int):
             if len(_CASES) > 64:
                 _CASES.clear()
             rng = np.random.default_rng(int(seed))
-            _CASES[key] = (hidden_cases(exercises.load(name), rng), rng.bit_generator.state)
+            cases = hidden_cases(exercises.load(name), rng)
+            for c in cases:  # shared by every check and grader thread of this process: read-only from here
+                for group in (c.args, c.init or (), c.refs, c.tols if isinstance(c.tols, (list, tuple)) else ()):
+                    for a in group:
+                        if isinstance(a, np.ndarray):
+                            a.flags.writeable = False
+            _CASES[key] = (cases, rng.bit_generator.state)
         return _CASES[key]
 
 
