@@ -371,6 +371,9 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                     r = range(*args_)
                     if len(r) > LAUNCH_STEPS:
                         raise LaunchLimit(f"a range of more than {LAUNCH_STEPS}")
+                    steps[0] += len(r)  # its values are made now, each a step: the memory they hold is bounded
+                    if steps[0] > LAUNCH_STEPS:
+                        raise LaunchLimit(f"more than {LAUNCH_STEPS} steps (a range's values count)")
                     return tuple(r)
             elif isinstance(f, ast.Name) and (prog.imports.get(f.id) or ("",))[0] == "math":
                 fn_ = getattr(math, prog.imports[f.id][1])
