@@ -324,6 +324,46 @@ def _strip(fn: ast.FunctionDef) -> ast.FunctionDef:
     return fn
 
 
+_INT64 = "_lab_int64"  # the name of int64_checked in a simulated kernel's module (no student's name starts with _)
+_WRAPS = (ast.Add, ast.Sub, ast.Mult, ast.LShift, ast.Pow, ast.FloorDiv)
+
+
+def int64_checked(value):
+    """``value``, unless it is a Python int outside int64: OverflowError. The simulator runs a kernel's
+    integer arithmetic with Python's unbounded ints, where a GPU wraps at 64 bits (numba types them
+    int64): a kernel whose result depends on that wrap (``(tid + 2**62) * 2 > 0`` holds only in the
+    simulator) would pass here what does something else on a GPU."""
+    if value.__class__ is int and not -(1 << 63) <= value < (1 << 63):
+        raise OverflowError(f"the integer {value} does not fit in 64 bits: on a GPU it wraps around silently "
+                            f"(another value), in the simulator it stops here")
+    return value
+
+
+class _Int64Checks(ast.NodeTransformer):
+    """Every +, -, *, <<, ** and // of a simulated kernel (and its augmented assignments to names,
+    ``-x``) through :func:`int64_checked`; the line numbers stay."""
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, _WRAPS):
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[node], keywords=[]), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.USub):
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[node], keywords=[]), node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, _WRAPS) or not isinstance(node.target, ast.Name):
+            return node  # (a store into an array: NumPy refuses an int past its dtype itself)
+        value = ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)
+        call = ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[ast.copy_location(value, node)], keywords=[])
+        return ast.copy_location(ast.Assign(targets=[node.target], value=ast.copy_location(call, node)), node)
+
+
 def _helpers():
     from kernels.gemm import mma
 
@@ -371,6 +411,9 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
         # cpu_jit: only a decorator's name, which the kernel never reaches
     g.update(prog.constants)
     body = [_strip(prog.functions[n]) for n in prog.device_code]
+    if cuda.jit.__module__.startswith("numba.cuda.simulator"):  # Python's ints run the kernel here
+        g[_INT64] = int64_checked
+        body = [ast.fix_missing_locations(_Int64Checks().visit(fn)) for fn in body]
     code = compile(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
     exec(code, g)  # noqa: S102 - def statements of checked syntax trees only: functions are defined, none runs
     import inspect
