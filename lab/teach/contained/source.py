@@ -340,8 +340,28 @@ def int64_checked(value):
 
 
 class _Int64Checks(ast.NodeTransformer):
-    """Every +, -, *, <<, ** and // of a simulated kernel (and its augmented assignments to names,
-    ``-x``) through :func:`int64_checked`; the line numbers stay."""
+    """A simulated kernel's arithmetic as numba types it on a GPU: every +, -, *, <<, ** and // (and
+    augmented assignments to names, ``-x``) through :func:`int64_checked`; every number literal a
+    NumPy scalar of numba's type for it (``literals``: {name: value} for the module; int64, uint64
+    past it, float64), so that ``float32(1.0) + 1e-8`` is float64 as on a GPU, not float32 (NumPy's
+    promotion of a Python float), and an int64 wraps as on a GPU. The line numbers stay."""
+
+    def __init__(self):
+        self.literals: dict = {}
+
+    def visit_Constant(self, node):
+        v = node.value
+        if v.__class__ is int:
+            number = np.int64(v) if -(1 << 63) <= v < (1 << 63) else np.uint64(v) if 0 <= v < (1 << 64) else None
+        elif v.__class__ is float:
+            number = np.float64(v)
+        else:
+            return node
+        if number is None:
+            return node
+        name = f"_lab_literal{len(self.literals)}"
+        self.literals[name] = number
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
 
     def visit_BinOp(self, node):
         self.generic_visit(node)
@@ -411,9 +431,11 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
         # cpu_jit: only a decorator's name, which the kernel never reaches
     g.update(prog.constants)
     body = [_strip(prog.functions[n]) for n in prog.device_code]
-    if cuda.jit.__module__.startswith("numba.cuda.simulator"):  # Python's ints run the kernel here
+    if cuda.jit.__module__.startswith("numba.cuda.simulator"):  # Python runs the kernel here: numba's numbers
         g[_INT64] = int64_checked
-        body = [ast.fix_missing_locations(_Int64Checks().visit(fn)) for fn in body]
+        checks = _Int64Checks()
+        body = [ast.fix_missing_locations(checks.visit(fn)) for fn in body]
+        g.update(checks.literals)
     code = compile(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
     exec(code, g)  # noqa: S102 - def statements of checked syntax trees only: functions are defined, none runs
     import inspect
