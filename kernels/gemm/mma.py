@@ -236,7 +236,11 @@ def _tile_product(got) -> np.ndarray:
 
 
 def _mma_tf32_emulated(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-    lane = _me().thread_id % WARP
+    me = _me()
+    lane = me.thread_id % WARP
+    stats = getattr(me, "lab_stats", None)  # the lab's tracing executor (lab.core.simt.Stats): mma calls counted
+    if stats is not None:
+        stats.mma_calls = getattr(stats, "mma_calls", 0) + 1
     got = _warp_gather((a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
     with _D_LOCK:  # every lane of the warp gets the same dict: compute the tile once
         entry = _D_CACHE.get(id(got))

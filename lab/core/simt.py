@@ -84,6 +84,7 @@ class Stats:
         self.shared_atomics = 0  # atomic updates of shared memory (cuda.atomic.* on a shared array)
         self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
+        self.mma_calls = 0  # mma_tf32 calls (kernels.gemm.mma's emulation counts them), per thread
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
     def access(self, tracker, kind, flat, who, site, thread=None):
@@ -579,6 +580,9 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
         except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
             code = getattr(fn, "__code__", None)
             src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
+        import unicodedata
+
+        src = unicodedata.normalize("NFKC", src)  # the names Python reads (cuda.ｓyncthreads is cuda.syncthreads)
         uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)
     trace.threaded = uses_barriers
     code = getattr(fn, "__code__", None)
