@@ -85,12 +85,15 @@ class Stats:
         self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
         self.mma_calls = 0  # mma_tf32 calls (kernels.gemm.mma's emulation counts them), per thread
+        self.async_loads = 0  # global loads made by kernels.gemm.mma's emulated cp.async copies
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
     def access(self, tracker, kind, flat, who, site, thread=None):
         """One access of a global array (called under the trace's lock); ``thread``: the simulated
         thread making it (default: the current one)."""
         name = tracker.name
+        if kind == "load" and getattr(threading.current_thread(), "lab_async_loading", False):
+            self.async_loads += 1
         if name not in self.itemsize:
             self.itemsize[name], self.size[name] = tracker.itemsize, int(np.prod(tracker.shape)) if tracker.shape else 1
             self.output[name] = tracker.output

@@ -264,7 +264,7 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ResultError(f"counts of the tracer without {key}")
         out[key] = v
-    for key in ("shared_atomics", "mma_calls"):  # (optional: counts added later; absent reads as 0)
+    for key in ("shared_atomics", "mma_calls", "async_loads"):  # (optional: counts added later; absent reads as 0)
         v = facts.get(key, 0)
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ResultError(f"counts of the tracer with a malformed {key}")

@@ -79,4 +79,4 @@ def stats_counts(stats, grid, block) -> dict:
             "shared_read_max": [thread_id(top[0], g, b), int(top[1])] if top else [0, 0],
             "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
             "async_overlap": int(stats.async_overlap), "shared_atomics": int(getattr(stats, "shared_atomics", 0)),
-            "mma_calls": int(getattr(stats, "mma_calls", 0))}
+            "mma_calls": int(getattr(stats, "mma_calls", 0)), "async_loads": int(getattr(stats, "async_loads", 0))}
