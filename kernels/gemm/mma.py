@@ -236,7 +236,11 @@ def _tile_product(got) -> np.ndarray:
 
 
 def _mma_tf32_emulated(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-    lane = _me().thread_id % WARP
+    me = _me()
+    lane = me.thread_id % WARP
+    stats = getattr(me, "lab_stats", None)  # the lab's tracing executor (lab.core.simt.Stats): mma calls counted
+    if stats is not None:
+        stats.mma_calls = getattr(stats, "mma_calls", 0) + 1
     got = _warp_gather((a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
     with _D_LOCK:  # every lane of the warp gets the same dict: compute the tile once
         entry = _D_CACHE.get(id(got))
@@ -277,13 +281,17 @@ def _cp_async_emulated(dst, di, src, row, col, n, count):
         raise IndexError(f"cp.async of {4 * n} bytes needs a {4 * n}-byte aligned shared address "
                          f"(element {di} of the shared array)")
     count = int(count)
-    values = [src[row, col + e] if e < count else dst.dtype.type(0) for e in range(n)]
+    me = _me()
+    me.lab_async_loading = True  # (lab.core.simt.Stats counts these loads as the copy's, not plain loads)
+    try:
+        values = [src[row, col + e] if e < count else dst.dtype.type(0) for e in range(n)]
+    finally:
+        me.lab_async_loading = False
     for e in range(n):  # the destination must exist now (an out-of-bounds copy faults on a GPU)
         if not 0 <= di + e < dst.shape[0]:
             raise IndexError(f"cp.async into element {di + e} of a shared array of {dst.shape[0]}")
     for e in range(n):  # undefined until the wait: a thread that reads it now reads a poison
         dst[di + e] = np.nan if dst.dtype.kind == "f" else BF16_NAN if dst.dtype == np.uint16 else 0
-    me = _me()
     state = _pending(me)
     state["open"].append((dst, int(di), values))
     _count(me, state, copies=1)

@@ -86,12 +86,16 @@ class Stats:
         self.shared_atomics = 0  # atomic updates of shared memory (cuda.atomic.* on a shared array)
         self.shared_cells = {}  # shared array -> the flat indices read (plainly) in any block
         self.warp_collectives = 0
+        self.mma_calls = 0  # mma_tf32 calls (kernels.gemm.mma's emulation counts them), per thread
+        self.async_loads = 0  # global loads made by kernels.gemm.mma's emulated cp.async copies
         self.async_copies = self.async_groups = self.async_overlap = 0  # kernels.gemm.mma's emulated cp.async
 
     def access(self, tracker, kind, flat, who, site, thread=None):
         """One access of a global array (called under the trace's lock); ``thread``: the simulated
         thread making it (default: the current one)."""
         name = tracker.name
+        if kind == "load" and getattr(threading.current_thread(), "lab_async_loading", False):
+            self.async_loads += 1
         if name not in self.itemsize:
             self.itemsize[name], self.size[name] = tracker.itemsize, int(np.prod(tracker.shape)) if tracker.shape else 1
             self.output[name] = tracker.output
@@ -166,6 +170,29 @@ class Traced(np.ndarray):
     element read or written through it (``A[i][j] = v``) is traced as one of the array's, and a
     store into a slice (``c[:] = v``) is traced as this thread's store of every element it covers."""
 
+    def __array_finalize__(self, obj):
+        """A view NumPy made of a traced array (``A.T``, ``np.reshape(A, ...)``, ``np.ravel(A)``,
+        ``A.real`` ...): traced as one of the array's own views, each element mapped to its element of
+        the traced array by its address (:func:`_view_flats`); a view numpy cannot map so (another
+        item size) is refused at its first access. A new array numpy computed from a traced one
+        (``A + B``) shares no memory with it: plain data, as before."""
+        tr = getattr(obj, "_lab_tracker", None)
+        if tr is None or "_lab_tracker" in self.__dict__ or not hasattr(threading.current_thread(), "blockIdx"):
+            return  # (outside a kernel's threads: the lab's own views, plain data as before)
+        self._lab_tracker, self._lab_flat = tr, _LAZY  # mapped at its first access: numpy sets a view's
+        # shape and strides after this call (a transpose permutes them in place)
+
+    def _lab_traced(self):
+        """This array's tracker, its view's map made first where still to make (None: not traced)."""
+        tr = getattr(self, "_lab_tracker", None)
+        if tr is not None and self.__dict__.get("_lab_flat") is _LAZY:
+            flat = _view_flats(self, tr)
+            if flat is None:  # a new array numpy computed from a traced one: plain data
+                del self._lab_tracker, self._lab_flat
+                return None
+            self._lab_flat = flat
+        return tr
+
     def _lab_flats(self):
         flat = getattr(self, "_lab_flat", None)
         if flat is None:
@@ -177,6 +204,9 @@ class Traced(np.ndarray):
         """The traced array's flat index of element ``idx`` of this view, or None (not one element)."""
         if getattr(self, "_lab_flat", None) is None:
             return tr.index(self, idx, kind)
+        if self._lab_flat is _UNMAPPED:
+            raise TypeError(f"a view of {tr.name} the simulator's tracer cannot follow (another item size "
+                            f"or layout): index {tr.name} itself")
         key = idx if isinstance(idx, tuple) else (idx,)
         if len(key) != self.ndim or not all(isinstance(i, (int, np.integer)) for i in key):
             return None
@@ -189,7 +219,7 @@ class Traced(np.ndarray):
         return int(self._lab_flat[key])
 
     def __getitem__(self, idx):
-        tr = getattr(self, "_lab_tracker", None)
+        tr = self._lab_traced()
         if tr is not None:
             flat = self._lab_element(tr, idx, "read")
             if flat is not None:
@@ -205,7 +235,7 @@ class Traced(np.ndarray):
         return np.ndarray.__getitem__(self.view(np.ndarray), idx)
 
     def __setitem__(self, idx, val):
-        tr = getattr(self, "_lab_tracker", None)
+        tr = self._lab_traced()
         if tr is not None:
             flat = self._lab_element(tr, idx, "write")
             if flat is not None:
@@ -217,6 +247,38 @@ class Traced(np.ndarray):
                 for f in np.asarray(self._lab_flats()[idx]).ravel():
                     tr.write(int(f), frame)
         np.ndarray.__setitem__(self.view(np.ndarray), idx, val)
+
+
+_UNMAPPED = np.zeros(0, dtype=np.int64)  # a view's ``_lab_flat`` when its elements are not the array's items
+_LAZY = np.zeros(0, dtype=np.int64)  # a view's ``_lab_flat`` before its first access (Traced.__array_finalize__)
+
+
+def _view_flats(view, tr):
+    """The traced array's flat index of each element of ``view`` (an ndarray that may share the memory
+    of the array ``tr`` traces, whose buffer ``tr.buffer`` is (address, item count, item size), C
+    order), as an int64 array of ``view``'s shape; None when ``view`` lies outside that buffer (a
+    new array); :data:`_UNMAPPED` when it overlaps the buffer but its elements are not the array's
+    items (another item size, an address between two items)."""
+    buf = getattr(tr, "buffer", None)
+    if buf is None:
+        return None
+    start, count, size = buf
+    addr = view.__array_interface__["data"][0]
+    if view.size == 0:
+        return np.zeros(view.shape, dtype=np.int64)
+    lo = addr + sum(min(0, (n - 1) * s) for n, s in zip(view.shape, view.strides))
+    hi = addr + sum(max(0, (n - 1) * s) for n, s in zip(view.shape, view.strides)) + view.itemsize
+    if hi <= start or lo >= start + count * size:
+        return None
+    if view.itemsize != size or (addr - start) % size or any(s % size for s in view.strides):
+        return _UNMAPPED
+    flat = np.full(view.shape, (addr - start) // size, dtype=np.int64)
+    for axis, (n, s) in enumerate(zip(view.shape, view.strides)):
+        step = np.arange(n, dtype=np.int64) * (s // size)
+        flat += step.reshape((n,) + (1,) * (view.ndim - axis - 1))
+    if flat.min() < 0 or flat.max() >= count:
+        return _UNMAPPED
+    return flat
 
 
 class _Tracker:
@@ -237,6 +299,7 @@ class _Tracker:
         self.atomics = {}      # outputs: flat -> atomic updates
         self.atomic_blocks = {}  # outputs: flat -> the blocks that updated it atomically (at most 64 kept)
         self.itemsize = 0
+        self.buffer = None     # (address, item count, item size) of the traced memory: views map into it
 
     def index(self, arr, idx, kind):
         shape = self.shape
@@ -438,6 +501,7 @@ class _Shared:
             if arr is None:
                 arr = poisoned(shape, dtype).view(Traced)
                 arr._lab_tracker = _Tracker(_shared_name(f), arr.shape, self.trace, self.lock, shared=True)
+                arr._lab_tracker.buffer = _buffer(arr)
                 self.arrays[key] = arr
         return arr
 
@@ -475,7 +539,15 @@ def traced(arr, name, trace, lock, output=False):
     t = arr.view(Traced)
     t._lab_tracker = _Tracker(name, arr.shape, trace, lock, output=output)
     t._lab_tracker.itemsize = arr.itemsize
+    t._lab_tracker.buffer = _buffer(t)
     return t
+
+
+def _buffer(arr):
+    """(address, item count, item size) of a C-contiguous array's memory: what :func:`_view_flats`
+    maps a view's elements into."""
+    assert arr.flags.c_contiguous, "a traced array is C-contiguous"
+    return arr.__array_interface__["data"][0], int(arr.size), int(arr.itemsize)
 
 
 class KernelError(Exception):
@@ -515,6 +587,9 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
         except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
             code = getattr(fn, "__code__", None)
             src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
+        import unicodedata
+
+        src = unicodedata.normalize("NFKC", src)  # the names Python reads (cuda.ｓyncthreads is cuda.syncthreads)
         uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)
     trace.threaded = uses_barriers
     code = getattr(fn, "__code__", None)

@@ -50,6 +50,7 @@ class Refused(str):
 
 NESTED_DEPTH = 3  # folders below a student's folder searched for misplaced submissions
 NESTED_ENTRIES = 2000  # entries looked at in that search at most (per student)
+SKIPPED_NAMED = 5  # .py files not named after an exercise named one by one in the notes (per student)
 
 
 def _kind(path: Path) -> str | None:
@@ -112,6 +113,7 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
         except OSError as e:
             notes.append(f"{s}/: cannot be listed ({e.strerror or e}): not graded")
             continue
+        skipped = []
         for f in entries:
             if f.is_dir() and not f.is_symlink():  # below the student's folder: said (below), never graded
                 continue
@@ -122,7 +124,11 @@ def discover(folder, only: list[str] | None = None) -> tuple[list[str], list[str
                 files[(s, f.stem)] = Refused(why) if why else f
                 seen.add(f.stem)
             elif f.stem not in known:
-                notes.append(f"{s}/{_shown(f.name)}: not an exercise name; skipped")
+                skipped.append(f.name)
+        for name in skipped[:SKIPPED_NAMED]:  # (a student's thousands of files make one more note, not thousands)
+            notes.append(f"{s}/{_shown(name)}: not an exercise name; skipped")
+        if len(skipped) > SKIPPED_NAMED:
+            notes.append(f"{s}/: {len(skipped) - SKIPPED_NAMED} more .py files not named after an exercise; skipped")
         for where, nested in _nested(root / s, known).items():
             down = where.count("/")
             notes.append(f"{s}/{_shown(where)}: {', '.join(map(_shown, nested))} "

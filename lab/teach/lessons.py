@@ -74,7 +74,8 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
     ``blocks_writing`` and ``threads_writing`` (stored to or atomically updated an output),
     ``max_stored`` (distinct output elements one thread stored) and ``max_stored_by`` ([block,
     thread] or None), ``atomics``, ``atomic_elements``, ``blocks_atomic``, ``threads_atomic``, ``shared_accesses``,
-    ``warp_collectives``, ``shared_read_max`` and ``shared_read_max_by`` (the most plain shared-memory reads
+    ``warp_collectives``, ``mma_calls`` (mma_tf32 calls), ``async_loads`` (the inputs' loads cp.async made),
+    ``shared_read_max`` and ``shared_read_max_by`` (the most plain shared-memory reads
     one thread made, and that thread or None), ``async_copies`` (cp.async copies issued), ``async_groups`` (the most groups
     holding copies that one thread committed), ``async_overlap`` (1 once a thread read shared memory with
     copies of its own in flight; the three counted with kernels.gemm.mma's emulation), ``load`` and
@@ -139,6 +140,7 @@ def facts_from_counts(counts: dict, writers, grid, block, outputs) -> dict:
             "shared_read_max_by": _who(who_of(top_shared[0], g, b)) if top_shared[1] else None,
             "async_copies": int(counts["async_copies"]), "async_groups": int(counts["async_groups"]),
             "async_overlap": int(counts["async_overlap"]), "shared_atomics": int(counts.get("shared_atomics", 0)),
+            "mma_calls": int(counts.get("mma_calls", 0)), "async_loads": int(counts.get("async_loads", 0)),
             "load": req["load"], "store": req["store"], "inputs": inputs}
 
 
@@ -245,15 +247,23 @@ def _block_work(what):
     return judge
 
 
+SHARED_PER_THREAD = 2  # warp_shuffle: shared-memory accesses a block may make, per thread (a tree makes ~4)
+
+
 def _warp_shuffle(f, launch, output):
     if f["warp_collectives"] == 0:
         return ("right values, but no warp shuffle ran: this exercise is about reducing a warp's values in "
                 "registers with cuda.shfl_down_sync (then one shared slot a warp), not a tree in shared memory")
+    per_block = f["shared_accesses"] / max(1, f["blocks"])
+    if per_block > SHARED_PER_THREAD * f["threads_per_block"]:  # a shuffle beside a tree does not make it one
+        return (f"right values, but each block made about {round(per_block)} shared-memory accesses for its "
+                f"{f['threads_per_block']} threads: a tree in shared memory, not warp shuffles (a warp reduces "
+                f"in registers with cuda.shfl_down_sync; shared memory holds one slot a warp)")
     return None
 
 
 def _tensor_core(f, launch, output):
-    if f["warp_collectives"] == 0:
+    if f.get("mma_calls", 0) == 0:  # (another warp collective is no mma: a shuffle beside plain FMAs)
         return ("right values, but mma_tf32 never ran: this exercise is about the tensor cores' fragments: "
                 "each lane loads its a0..a3 and b0, b1, the warp calls mma_tf32 together, and each lane "
                 "stores its c0..c3")
@@ -270,6 +280,11 @@ def _async_overlap(f, launch, output):
         return ("right values, but no cp_async4 (or cp_async16) ran: this exercise is about asynchronous "
                 "copies: each thread issues its elements of the next tiles of A and B with cp_async4, commits "
                 "them, and waits for them with cp_async_wait before the barrier")
+    plain = sum(i["loads"] for i in f.get("inputs", ())) - f.get("async_loads", 0)
+    if plain > f.get("async_loads", 0):  # a copy beside the tiles' plain loads does not make them travel by it
+        return (f"right values, but {plain} of the inputs' loads were plain loads, {f.get('async_loads', 0)} made by "
+                f"cp.async copies: this exercise is about the tiles travelling by cp_async4 (each thread issues its "
+                f"elements of the next tiles of A and B), not by loads into shared memory")
     if f.get("async_groups", 0) >= 2 and not f.get("async_overlap", 0):
         return ("right values, but no copy was ever in flight while the block multiplied: every copy was "
                 "waited for before shared memory was read (one buffer with wait(0), or the next tile issued only "

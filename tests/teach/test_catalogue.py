@@ -194,6 +194,10 @@ def test_async_overlap_and_tensor_core_judge_facts_only():
     assert "no copy was ever in flight" in lesson_message("async_overlap", {**f, "async_overlap": 0})
     assert lesson_message("async_overlap", {**f, "async_groups": 1, "async_overlap": 0}) is None
     assert "no cp_async4" in lesson_message("async_overlap", {**f, "async_copies": 0})
-    t = {"warp_collectives": 6, "blocks": 6, "blocks_writing": 6}
+    t = {"warp_collectives": 6, "mma_calls": 6, "blocks": 6, "blocks_writing": 6}
     assert lesson_message("tensor_core", t) is None
+    assert "mma_tf32 never ran" in lesson_message("tensor_core", {**t, "mma_calls": 0})  # a shuffle is no mma
+    loads = {**f, "inputs": [{"loads": 40}, {"loads": 40}]}
+    assert lesson_message("async_overlap", {**loads, "async_loads": 80}) is None
+    assert "were plain loads" in lesson_message("async_overlap", {**loads, "async_loads": 2})  # a dummy copy beside
     assert "5 blocks of 6 stored nothing" in lesson_message("tensor_core", {**t, "blocks_writing": 1}, output="C")

@@ -131,7 +131,8 @@ class Program:
     ``functions`` {name: ast.FunctionDef}, ``kinds`` {name: "kernel" | "device" | "plain" | "cpu"},
     ``options`` {name: cuda.jit's keyword options}, ``signatures`` {name: cuda.jit's signatures or
     None}, ``device_code``: the names of the functions a kernel may reach (checked by the device
-    rules), ``launch``: the launch function's name or None."""
+    rules), ``launch``: the launch function's name or None; ``work``: [steps] the judge's interpreter spent
+    computing the constants (bounded as launch()'s)."""
 
     path: str
     text: str
@@ -144,6 +145,7 @@ class Program:
     options: dict = field(default_factory=dict)
     signatures: dict = field(default_factory=dict)
     device_code: list = field(default_factory=list)
+    work: list = field(default_factory=lambda: [0])  # the judge's steps spent on the constants (source_eval)
 
 
 def module_of(prog: Program, node) -> tuple | None:

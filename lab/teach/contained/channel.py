@@ -264,10 +264,11 @@ def _counts(facts, arrays: dict, r: int, grid, block) -> dict:
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ResultError(f"counts of the tracer without {key}")
         out[key] = v
-    v = facts.get("shared_atomics", 0)  # (optional: a count added later; absent reads as 0)
-    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-        raise ResultError("counts of the tracer with a malformed shared_atomics")
-    out["shared_atomics"] = v
+    for key in ("shared_atomics", "mma_calls", "async_loads"):  # (optional: counts added later; absent reads as 0)
+        v = facts.get(key, 0)
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ResultError(f"counts of the tracer with a malformed {key}")
+        out[key] = v
     threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     top = facts.get("shared_read_max", [0, 0])
     if not isinstance(top, list) or len(top) != 2 or not all(

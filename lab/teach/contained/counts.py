@@ -86,4 +86,5 @@ def stats_counts(stats, grid, block) -> dict:
             "shared_accesses": int(stats.shared_accesses), "warp_collectives": int(stats.warp_collectives),
             "shared_read_max": [tid(top[0]), int(top[1])] if top else [0, 0],
             "async_copies": int(stats.async_copies), "async_groups": int(stats.async_groups),
-            "async_overlap": int(stats.async_overlap), "shared_atomics": int(getattr(stats, "shared_atomics", 0))}
+            "async_overlap": int(stats.async_overlap), "shared_atomics": int(getattr(stats, "shared_atomics", 0)),
+            "mma_calls": int(getattr(stats, "mma_calls", 0)), "async_loads": int(getattr(stats, "async_loads", 0))}

@@ -99,7 +99,7 @@ def launch_config(launch, ex, case):
         assert 1 <= len(g) <= 3 and 1 <= len(b) <= 3
         assert all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in g + b)
     except Exception:  # noqa: BLE001
-        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {repr(cfg)[:80]}: return (blocks per grid, "
+        raise Failed(f"your {ex.launch}{tuple(case.launch_args)} returned {_short_repr(cfg)}: return (blocks per grid, "
                      f"threads per block), each an int or a tuple of 1-3 ints") from None
     if min(g + b) < 1:
         zero = [ax for ax, v in zip("xyz", g) if v < 1]
@@ -117,6 +117,16 @@ def launch_config(launch, ex, case):
     grid = int(grid) if isinstance(grid, (int, np.integer)) else tuple(int(v) for v in g)
     block = int(block) if isinstance(block, (int, np.integer)) else tuple(int(v) for v in b)
     return grid, block
+
+
+def _short_repr(value) -> str:
+    """At most 80 characters of ``value``'s repr, its nesting cut at 4 levels (a tuple nested thousands
+    deep, which launch() may build, has no plain repr: Python's recursion stops first)."""
+    import reprlib
+
+    r = reprlib.Repr()
+    r.maxlevel, r.maxtuple, r.maxlist, r.maxstring, r.maxother = 4, 8, 8, 40, 40
+    return r.repr(value)[:80]
 
 
 def param_names(kernel):

@@ -326,6 +326,66 @@ def _strip(fn: ast.FunctionDef) -> ast.FunctionDef:
     return fn
 
 
+_INT64 = "lab int64"  # int64_checked's name in a simulated kernel's module (a space: no name of the file's can be it)
+_WRAPS = (ast.Add, ast.Sub, ast.Mult, ast.LShift, ast.Pow, ast.FloorDiv)
+
+
+def int64_checked(value):
+    """``value``, unless it is a Python int outside int64: OverflowError. The simulator runs a kernel's
+    integer arithmetic with Python's unbounded ints, where a GPU wraps at 64 bits (numba types them
+    int64): a kernel whose result depends on that wrap (``(tid + 2**62) * 2 > 0`` holds only in the
+    simulator) would pass here what does something else on a GPU."""
+    if value.__class__ is int and not -(1 << 63) <= value < (1 << 63):
+        raise OverflowError(f"the integer {value} does not fit in 64 bits: on a GPU it wraps around silently "
+                            f"(another value), in the simulator it stops here")
+    return value
+
+
+class _Int64Checks(ast.NodeTransformer):
+    """A simulated kernel's arithmetic as numba types it on a GPU: every +, -, *, <<, ** and // (and
+    augmented assignments to names, ``-x``) through :func:`int64_checked`; every number literal a
+    NumPy scalar of numba's type for it (``literals``: {name: value} for the module; int64, uint64
+    past it, float64), so that ``float32(1.0) + 1e-8`` is float64 as on a GPU, not float32 (NumPy's
+    promotion of a Python float), and an int64 wraps as on a GPU. The line numbers stay."""
+
+    def __init__(self):
+        self.literals: dict = {}
+
+    def visit_Constant(self, node):
+        v = node.value
+        if v.__class__ is int:
+            number = np.int64(v) if -(1 << 63) <= v < (1 << 63) else np.uint64(v) if 0 <= v < (1 << 64) else None
+        elif v.__class__ is float:
+            number = np.float64(v)
+        else:
+            return node
+        if number is None:
+            return node
+        name = f"lab literal {len(self.literals)}"  # (a space: no name of the file's, nor a local, can shadow it)
+        self.literals[name] = number
+        return ast.copy_location(ast.Name(id=name, ctx=ast.Load()), node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, _WRAPS):
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[node], keywords=[]), node)
+
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.USub):
+            return node
+        return ast.copy_location(ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[node], keywords=[]), node)
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, _WRAPS) or not isinstance(node.target, ast.Name):
+            return node  # (a store into an array: NumPy refuses an int past its dtype itself)
+        value = ast.BinOp(left=ast.Name(id=node.target.id, ctx=ast.Load()), op=node.op, right=node.value)
+        call = ast.Call(func=ast.Name(id=_INT64, ctx=ast.Load()), args=[ast.copy_location(value, node)], keywords=[])
+        return ast.copy_location(ast.Assign(targets=[node.target], value=ast.copy_location(call, node)), node)
+
+
 def _helpers():
     from kernels.gemm import mma
 
@@ -373,6 +433,11 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
         # cpu_jit: only a decorator's name, which the kernel never reaches
     g.update(prog.constants)
     body = [_strip(prog.functions[n]) for n in prog.device_code]
+    if cuda.jit.__module__.startswith("numba.cuda.simulator"):  # Python runs the kernel here: numba's numbers
+        g[_INT64] = int64_checked
+        checks = _Int64Checks()
+        body = [ast.fix_missing_locations(checks.visit(fn)) for fn in body]
+        g.update(checks.literals)
     code = compile(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
     exec(code, g)  # noqa: S102 - def statements of checked syntax trees only: functions are defined, none runs
     import inspect

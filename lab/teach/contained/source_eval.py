@@ -46,7 +46,58 @@ def _bounded(v):
     return v
 
 
-def _binop(op, a, b):
+VALUE_WEIGHT = 4096  # values a tuple handed to a comparison, an operator or a call may hold, nested ones counted
+_COSTLY_MATH = frozenset({"factorial", "comb", "perm"})  # math's functions whose time grows with their arguments'
+COSTLY_ARG_LIMIT = 1000  # ... values: at most this here
+ROUND_DIGITS = 400  # |ndigits| of round() (round(5, -10**12) computes 10**(10**12) first)
+
+
+def _weigh(v) -> int:
+    """How many values ``v`` holds, nested tuples and lists counted in full (an array by its size): the
+    work a comparison, a format or a call of it may cost, whatever repetitions share underneath
+    ((A,) * 64 nested six deep is 64**6 values to compare). LaunchLimit past :data:`VALUE_WEIGHT`."""
+    n, todo = 0, [v]
+    while todo:
+        x = todo.pop()
+        n += 1
+        if isinstance(x, (tuple, list)):
+            todo.extend(x)
+        elif isinstance(x, np.ndarray):
+            n += int(x.size)
+        if n > VALUE_WEIGHT:
+            raise LaunchLimit(f"a value of more than {VALUE_WEIGHT} numbers (nested tuples counted in full)")
+    return n
+
+
+def _charge(work: list, *values) -> None:
+    """Count the values of ``values`` (:func:`_weigh`) as steps of ``work`` ([steps so far]): LaunchLimit
+    past :data:`LAUNCH_STEPS`."""
+    work[0] += sum(_weigh(v) for v in values)
+    if work[0] > LAUNCH_STEPS:
+        raise LaunchLimit(f"more than {LAUNCH_STEPS} steps")
+
+
+def _checked_call(name: str, fn, args, kwargs, work: list):
+    """``fn(*args, **kwargs)`` (a pure builtin, math or NumPy function called ``name``), its arguments
+    already counted as steps of ``work`` (:func:`_charge`), once they are known to cost bounded time:
+    math's functions get numbers or flat tuples of numbers (math.prod of (A, 64, 64, ...) repeats a
+    tuple past any bound), and factorial, comb and perm at most :data:`COSTLY_ARG_LIMIT`; round() at
+    most :data:`ROUND_DIGITS` digits. LaunchLimit (or TypeError) otherwise."""
+    if fn is round and len(args) > 1 and isinstance(args[1], (int, np.integer)) and abs(int(args[1])) > ROUND_DIGITS:
+        raise LaunchLimit(f"round() to more than {ROUND_DIGITS} digits")
+    if getattr(fn, "__module__", None) == "math":
+        for a in (*args, *kwargs.values()):
+            items = a if isinstance(a, (tuple, list)) else (a,)
+            if not all(isinstance(x, (int, float, np.integer, np.floating)) for x in items):
+                raise TypeError(f"math.{name}() takes numbers here")
+            if name in _COSTLY_MATH and any(abs(x) > COSTLY_ARG_LIMIT for x in items):
+                raise LaunchLimit(f"math.{name}() of more than {COSTLY_ARG_LIMIT}")
+    return _bounded(fn(*args, **kwargs))
+
+
+def _binop(op, a, b, work: list | None = None):
+    if isinstance(a, (tuple, list, str)) or isinstance(b, (tuple, list, str)):
+        _charge(work if work is not None else [0], a, b)  # ("%s" % (A,): a format of all A holds)
     if isinstance(op, ast.Pow) and isinstance(b, (int, np.integer)) and abs(int(b)) > 128:
         raise LaunchLimit("an exponent past 128")
     if isinstance(op, (ast.LShift, ast.RShift)) and isinstance(b, (int, np.integer)) and abs(int(b)) > 64:
@@ -94,7 +145,7 @@ def constant(node, prog: Program, base: str, where=None):
         if isinstance(n, ast.UnaryOp):
             return _bounded(_UNOPS[type(n.op)](ev(n.operand)))
         if isinstance(n, ast.BinOp):
-            return _binop(n.op, ev(n.left), ev(n.right))
+            return _binop(n.op, ev(n.left), ev(n.right), prog.work)
         if isinstance(n, ast.BoolOp):
             values = [ev(v) for v in n.values]
             out = values[0]
@@ -107,6 +158,7 @@ def constant(node, prog: Program, base: str, where=None):
                 if type(op) not in _CMPOPS:
                     raise bad(type(op).__name__)
                 r = ev(right)
+                _charge(prog.work, left, r)
                 if not _CMPOPS[type(op)](left, r):
                     return False
                 left = r
@@ -139,8 +191,9 @@ def constant(node, prog: Program, base: str, where=None):
                   for k in n.keywords if k.arg}
         if any(k.arg is None for k in n.keywords):
             raise bad("**")
+        _charge(prog.work, *args, *kwargs.values())
         if isinstance(fn, ast.Name) and fn.id in _PURE_BUILTINS and fn.id not in prog.imports and not kwargs:
-            return _bounded(_PURE_BUILTINS[fn.id](*args))
+            return _checked_call(fn.id, _PURE_BUILTINS[fn.id], args, {}, prog.work)
         mod = module_of(prog, fn.value) if isinstance(fn, ast.Attribute) else None
         imp = prog.imports.get(fn.id) if isinstance(fn, ast.Name) else None
         cast = number_type(fn)
@@ -148,7 +201,7 @@ def constant(node, prog: Program, base: str, where=None):
             return cast(args[0])
         math_fn = fn.attr if mod == ("math", None) else (imp[1] if imp and imp[0] == "math" else None)
         if math_fn and math_fn in MATH_ATTRS and callable(getattr(math, math_fn)) and not kwargs:
-            return _bounded(getattr(math, math_fn)(*args))
+            return _checked_call(math_fn, getattr(math, math_fn), args, {}, prog.work)
         if mod == ("numpy", None) and fn.attr == "array" and len(args) == 1 and set(kwargs) <= {"dtype"}:
             dtype = kwargs.get("dtype")
             arr = np.array(args[0], dtype=dtype)
@@ -315,7 +368,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                     out.append(ev(e))
             return _bounded(tuple(out))
         if isinstance(n, ast.BinOp):
-            return _binop(n.op, ev(n.left), ev(n.right))
+            return _binop(n.op, ev(n.left), ev(n.right), steps)
         if isinstance(n, ast.UnaryOp):
             return _bounded(_UNOPS[type(n.op)](ev(n.operand)))
         if isinstance(n, ast.BoolOp):
@@ -331,6 +384,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                 r = ev(right)
                 if type(op) not in _CMPOPS:
                     raise TypeError(f"the comparison {type(op).__name__}")
+                _charge(steps, left, r)
                 if not _CMPOPS[type(op)](left, r):
                     return False
                 left = r
@@ -361,6 +415,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                 else:
                     args_.append(ev(a))
             kwargs = {k.arg: ev(k.value) for k in n.keywords if k.arg}
+            _charge(steps, *args_, *kwargs.values())
             if isinstance(f, ast.Name) and f.id in prog.functions and prog.kinds.get(f.id) == "plain":
                 if kwargs:
                     raise TypeError("keyword arguments to the file's functions")
@@ -371,6 +426,9 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
                     r = range(*args_)
                     if len(r) > LAUNCH_STEPS:
                         raise LaunchLimit(f"a range of more than {LAUNCH_STEPS}")
+                    steps[0] += len(r)  # its values are made now, each a step: the memory they hold is bounded
+                    if steps[0] > LAUNCH_STEPS:
+                        raise LaunchLimit(f"more than {LAUNCH_STEPS} steps (a range's values count)")
                     return tuple(r)
             elif isinstance(f, ast.Name) and (prog.imports.get(f.id) or ("",))[0] == "math":
                 fn_ = getattr(math, prog.imports[f.id][1])
@@ -381,7 +439,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
             for a in args_:
                 if isinstance(a, (tuple, list)) and len(a) > 64:
                     raise LaunchLimit("a tuple of more than 64 values")
-            return _bounded(fn_(*args_, **kwargs))
+            return _checked_call(getattr(fn_, "__name__", source_of(f)), fn_, args_, kwargs, steps)
         raise TypeError(f"{type(n).__name__} is not evaluated here")
 
     def assign(target, value):
@@ -411,7 +469,7 @@ def interpret(prog: Program, name: str, args, steps: list | None = None, depth: 
             elif isinstance(s, ast.AugAssign):
                 if not isinstance(s.target, ast.Name):
                     raise TypeError(f"assigning to {source_of(s.target)}")
-                env[s.target.id] = _binop(s.op, ev(ast.Name(id=s.target.id, ctx=ast.Load())), ev(s.value))
+                env[s.target.id] = _binop(s.op, ev(ast.Name(id=s.target.id, ctx=ast.Load())), ev(s.value), steps)
             elif isinstance(s, ast.If):
                 run(s.body if ev(s.test) else s.orelse)
             elif isinstance(s, ast.For):

@@ -21,6 +21,9 @@ _FORBIDDEN_NODES = {ast.Import: "an import", ast.ImportFrom: "an import", ast.Gl
                     ast.Await: "await", ast.AsyncFor: "async for"}
 if hasattr(ast, "TryStar"):
     _FORBIDDEN_NODES[ast.TryStar] = "try"
+# a match statement's class patterns read attributes by name (case int(__class__=c)), past the rules on
+# ast.Attribute, and numba-cuda compiles no match statement: not device code
+_FORBIDDEN_NODES[ast.Match] = "a match statement"
 
 
 class _DeviceRules(ast.NodeVisitor):
