@@ -479,6 +479,10 @@ def judge_case_facts(ex, case, raw, backend):
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
                                      quote(source, store_line(trace, k, flat))) or scaled
+            if scaled.endswith("instead of once?"):  # no atomic repeated: an element read by m threads?
+                from lab.teach.diagnose import repeated_reads_hint
+
+                scaled = repeated_reads_hint(ex, case, trace, grid, block, list(raw.names), source, m) or scaled
         poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
         if poisoned and poisoned.startswith("it is NaN") and trace is not None and trace.uninit:  # the read seen
             arr, uidx, uwho, uline = trace.uninit[0]

@@ -1,0 +1,23 @@
+"""Issue 41, fifth fresh set's classes (hints7): wrong kernels whose first message told the student
+something wrong (a fix that does not fit, a claim the code contradicts) or hedged where the evidence
+decides, each a different variant of the fresh mistake, in the style of tests/teach/hint_mutants.py:
+(exercise, label, subs, cls), ``cls`` a key of :data:`CLASSES` whose phrases (all of them) the first
+failing message must have; :data:`AVOID`: phrases of the old wrong words it must not have.
+
+tests/teach/test_hint_fresh5.py runs them (the first failing hidden test of each, in this process).
+"""
+
+CLASSES = {
+    "load index is the lane": ["was read by 4 threads", "the index is the same in every warp", "cuda.threadIdx.x % 32"],
+}
+
+# the words each class used to get, wrong for it
+AVOID = {
+    "load index is the lane": ["read the same slot"],
+}
+
+MUTANTS = [
+    ("warp_reduce", "load index from the lane, written inline",
+     [("    i = cuda.grid(1)\n", "    i = cuda.blockIdx.x * cuda.blockDim.x + t % 32\n")],
+     "load index is the lane"),
+]
