@@ -82,21 +82,27 @@ def blocks_without_atomic(counts, oname: str, grid, block) -> str | None:
     if oname not in names or nblocks < 2:
         return None
     k = names.index(oname)
-    atomic_blocks, loading = set(), set()
+    atomic_blocks, loading, threads = set(), set(), set()
     for kind, a, tid, c in counts.get("per_thread") or ():
         if int(c) <= 0:
             continue
         if int(kind) == 2 and int(a) == k:
             atomic_blocks.add(int(tid) // per)
+            threads.add(int(tid))
         elif int(kind) == 0 and not arrays[int(a)][3]:
             loading.add(int(tid) // per)
     if not atomic_blocks or len(loading) < nblocks or len(atomic_blocks) >= nblocks:
         return None
     ran = sorted(atomic_blocks)
     which = f"block {ran[0]}" if len(ran) == 1 else f"blocks {', '.join(map(str, ran[:4]))}"
-    return (f"only {which} of the {nblocks} blocks ran the atomic into {oname}, though every block loaded its data: "
-            f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} "
-            f"only (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
+    head = (f"only {which} of the {nblocks} blocks ran the atomic into {oname}, though every block loaded its data: "
+            f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} only")
+    each = len(threads) // len(ran)
+    if each > 1:  # several threads a block merge (one per bin, say): every block must run that merge
+        return (f"{head} ({each} threads a block in {'that block' if len(ran) == 1 else 'those blocks'}, none in the "
+                f"others): each block's result is lost unless the block adds it: every block runs the same merge "
+                f"of its own partials into {oname} (no test on the block's index)")
+    return (f"{head} (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
             f"`if cuda.threadIdx.x == 0:`")
 
 

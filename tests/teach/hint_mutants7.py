@@ -9,15 +9,21 @@ tests/teach/test_hint_fresh5.py runs them (the first failing hidden test of each
 
 CLASSES = {
     "load index is the lane": ["was read by 4 threads", "the index is the same in every warp", "cuda.threadIdx.x % 32"],
+    "merge of one block only": ["only block 0 of the", "threads a block in that block", "every block runs the same merge"],
 }
 
 # the words each class used to get, wrong for it
 AVOID = {
     "load index is the lane": ["read the same slot"],
+    "merge of one block only": ["if cuda.threadIdx.x == 0"],
 }
 
 MUTANTS = [
     ("warp_reduce", "load index from the lane, written inline",
      [("    i = cuda.grid(1)\n", "    i = cuda.blockIdx.x * cuda.blockDim.x + t % 32\n")],
      "load index is the lane"),
+    ("histogram", "merge behind a test on the global index",
+     [("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
+       "    if cuda.grid(1) < THREADS:\n        for b in range(t, BINS, THREADS):\n            cuda.atomic.add(hist, b, local[b])")],
+     "merge of one block only"),
 ]
