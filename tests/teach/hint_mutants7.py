@@ -10,12 +10,15 @@ tests/teach/test_hint_fresh5.py runs them (the first failing hidden test of each
 CLASSES = {
     "load index is the lane": ["was read by 4 threads", "the index is the same in every warp", "cuda.threadIdx.x % 32"],
     "merge of one block only": ["only block 0 of the", "threads a block in that block", "every block runs the same merge"],
+    "blocks counted from the other extent": ["counts the blocks along x from rows", "whatever the cols",
+                                             "count them from cols"],
 }
 
 # the words each class used to get, wrong for it
 AVOID = {
     "load index is the lane": ["read the same slot"],
     "merge of one block only": ["if cuda.threadIdx.x == 0"],
+    "blocks counted from the other extent": ["round the number of blocks up"],
 }
 
 MUTANTS = [
@@ -26,4 +29,8 @@ MUTANTS = [
      [("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
        "    if cuda.grid(1) < THREADS:\n        for b in range(t, BINS, THREADS):\n            cuda.atomic.add(hist, b, local[b])")],
      "merge of one block only"),
+    ("matrix_add_2d", "grid x counted from the rows",
+     [("    grid = ((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])",
+       "    gx = -(-rows // block[0])\n    gy = -(-rows // block[1])\n    grid = (gx, gy)")],
+     "blocks counted from the other extent"),
 ]
