@@ -452,7 +452,7 @@ def judge_case_facts(ex, case, raw, backend):
             from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
 
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        from lab.teach.values import whole_number_hint
+        from lab.teach.values import LAST_TERM_RESET, repeated_store_words, whole_number_hint
 
         whole = whole_number_hint(out64, ref, bad, out.dtype)
         if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
@@ -463,6 +463,12 @@ def judge_case_facts(ex, case, raw, backend):
             extra = whole
         elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
+            if extra and LAST_TERM_RESET in extra and writers is not None and writers[k].get(
+                    int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) is not None:  # reset, or stored in the loop?
+                flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+                again = repeated_store_words(_counts(trace), onames[k], writers[k].get(flat), grid, block,
+                                             quote(source, store_line(trace, k, flat)))
+                extra = extra[:extra.index(LAST_TERM_RESET)] + again if again else extra
             if extra == LAST_LEFT_OUT:  # the values' guess; the trace says whether it was loaded
                 from lab.teach.values import last_loaded_words
 

@@ -47,6 +47,32 @@ def output_read_first(counts, oname: str, who, flat: int, grid, block, source=No
             f"starts at 0.0 and store the result once (or store 0 before adding)")
 
 
+LAST_TERM_RESET = ": the accumulator is reset inside the loop"  # exercises.sum_hints' words for "the last term only"
+
+
+def repeated_store_words(counts, oname: str, who, grid, block, at: str = "") -> str | None:
+    """Why an output element is its sum's last term only, where its writer stored it many times (the
+    tracer's per-thread stores and distinct elements stored: one element, ``m`` > 1 stores): the store
+    sits inside the loop, each step's term replacing the one before, and no running sum was kept.
+    ``at``: the store's quoted line. None when the writer stored the element once (an accumulator reset
+    in the loop then)."""
+    if not counts:
+        return None
+    from lab.teach.contained.counts import dims3, thread_id
+
+    names = [a[0] for a in counts.get("arrays") or ()]
+    if oname not in names:
+        return None
+    k, tid = names.index(oname), thread_id(who, dims3(grid), dims3(block))
+    stores = sum(int(c) for kd, a, t, c in counts.get("per_thread") or () if int(kd) == 1 and int(a) == k and int(t) == tid)
+    distinct = [int(n) for a, t, n in counts.get("stored") or () if int(a) == k and int(t) == tid]
+    if stores < 2 or distinct != [1]:
+        return None
+    return (f": its writer stored it {stores} times{f' at {at}' if at else ''}, once at every step of the loop, each "
+            f"store replacing the one before: the terms are never added up: add them into a local accumulator inside "
+            f"the loop (acc += ...) and store it once, after the loop")
+
+
 def index_shift_hint(out64, ref, bad, most: int = 4) -> str | None:
     """'each value landed d elements below (above) its own' when a 1-D output is the reference moved by
     one constant d (1 <= |d| <= ``most``): out[k] = ref[k + d] wherever k + d is inside, and at least two

@@ -12,6 +12,7 @@ CLASSES = {
     "merge of one block only": ["only block 0 of the", "threads a block in that block", "every block runs the same merge"],
     "blocks counted from the other extent": ["counts the blocks along x from rows", "whatever the cols",
                                              "count them from cols"],
+    "store inside the loop, no running sum": ["is its last term only", "stored it 13 times", "never added up"],
 }
 
 # the words each class used to get, wrong for it
@@ -19,6 +20,7 @@ AVOID = {
     "load index is the lane": ["read the same slot"],
     "merge of one block only": ["if cuda.threadIdx.x == 0"],
     "blocks counted from the other extent": ["round the number of blocks up"],
+    "store inside the loop, no running sum": ["the accumulator is reset"],
 }
 
 MUTANTS = [
@@ -33,4 +35,9 @@ MUTANTS = [
      [("    grid = ((cols + block[0] - 1) // block[0], (rows + block[1] - 1) // block[1])",
        "    gx = -(-rows // block[0])\n    gy = -(-rows // block[1])\n    grid = (gx, gy)")],
      "blocks counted from the other extent"),
+    ("matvec_row", "the product stored at every step of a while loop",
+     [("        acc = 0.0\n        for j in range(A.shape[1]):\n            acc += A[i, j] * x[j]\n        y[i] = acc",
+       "        j = 0\n        while j < A.shape[1]:\n            term = x[j] * A[i, j]\n            y[i] = term\n"
+       "            j += 1")],
+     "store inside the loop, no running sum"),
 ]
