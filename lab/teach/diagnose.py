@@ -213,7 +213,23 @@ def _span_text(name, span, shape) -> str:
 _AXIS = "xyz"
 
 
-def _index_label(ds, whos, bd) -> tuple | None:
+def _block_step(refs, whos, a) -> int | None:
+    """How far the reference's index (``refs``: (index, which end of the thread's loads), one per
+    observation ``whos``) moves per block along block
+    axis ``a``: the one step that every pair of observations by the same thread of blocks differing only
+    along ``a`` shows; None when no pair shows one, or pairs disagree."""
+    seen: dict = {}
+    steps = set()
+    for (r, end), w in zip(refs, whos):  # (index, 0 for a thread's lowest or 1 for its highest)
+        key = (tuple(w[1]), tuple(v for k, v in enumerate(w[0]) if k != a), end)
+        for r2, b2 in seen.get(key, ()):
+            if b2 != w[0][a] and (r - r2) % (w[0][a] - b2) == 0:
+                steps.add((r - r2) // (w[0][a] - b2))
+        seen.setdefault(key, []).append((r, w[0][a]))
+    return steps.pop() if len(steps) == 1 else None
+
+
+def _index_label(ds, whos, bd, refs=None) -> tuple | None:
     """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
     one per observation) are, as a function of the thread that made each (``whos``: its block and
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
@@ -233,8 +249,10 @@ def _index_label(ds, whos, bd) -> tuple | None:
         if (len(ks) == 1 and all(d == 0 for d, w in zip(ds, whos) if not w[0][a])
                 and all(w[0][a] == 0 or d % w[0][a] == 0 for d, w in zip(ds, whos)) and any(w[0][a] for w in whos)):
             k = ks.pop()
-            if k and k + bd[a] > 0:
-                return ("bstride", a, k + bd[a])
+            step = _block_step(refs, whos, a) if refs is not None else None
+            step = bd[a] if step is None else step  # the reference's own step per block, else the block's size
+            if k and k + step > 0:
+                return ("bstride", a, k + step) if step == bd[a] else ("bstride", a, k + step, step)
     for a, b in ((0, 1), (1, 0)):  # (a block with threads along both axes: a 1-D block has no y to swap)
         want = [w[1][a] - w[1][b] for w in whos]
         if bd[a] > 1 and bd[b] > 1 and all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
@@ -247,7 +265,7 @@ def _index_label(ds, whos, bd) -> tuple | None:
     for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
         moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
         ks = {d // m for d, m in moved if m and d % m == 0}
-        if (len(ks) == 1 and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
+        if (len(ks) == 1 and any(w[0][a] for w in whos) and any(w[0][b] for w in whos)  # both block axes seen and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
                 and any(m for _, m in moved) and any(not m for _, m in moved)):  # seen moved and unmoved
             k = ks.pop()
             if k > 0:
@@ -285,20 +303,21 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
         if not diff:
             continue
         shape = tuple(a.shape)
-        whos, per_axis = [], [[] for _ in shape]
+        whos, per_axis, ref_axis = [], [[] for _ in shape], [[] for _ in shape]
         counts_equal = all(S[t][0] == R[t][0] for t in common)  # a constant shift is an offset only then
         for t in common:
             who = who_of(t, g, b)
             # the lowest index each loaded; the highest too where both made as many loads (a guard that
             # skips a load in one run and not the other moves only the highest)
-            for fs, fr in zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:]):
+            for end, (fs, fr) in enumerate(zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:])):
                 if not (0 <= fs < a.size and 0 <= fr < a.size):
                     continue
                 us, ur = np.unravel_index(fs, shape), np.unravel_index(fr, shape)
                 whos.append(who)
                 for ax in range(len(shape)):
                     per_axis[ax].append(int(us[ax]) - int(ur[ax]))
-        labels = [_index_label(ds, whos, b) for ds in per_axis]
+                    ref_axis[ax].append((int(ur[ax]), end))
+        labels = [_index_label(ds, whos, b, rs) for ds, rs in zip(per_axis, ref_axis)]
         if raw and first_raw is None:
             t = diff[0]
             lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
@@ -339,6 +358,12 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} is the thread's index within its block (cuda.threadIdx.{x}), the "
                     f"same in every block, where it needs the global index cuda.blockIdx.{x} * cuda.blockDim.{x} + "
                     f"cuda.threadIdx.{x} (cuda.grid): every block reads block 0's elements", "local")
+        if lb[0] == "bstride" and len(lb) == 4:  # the reference steps by another number than the block's size
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} moves by {lb[2]} from one block to the next along {x} "
+                    f"(cuda.blockIdx.{x} * {lb[2]}), the reference's by {lb[3]} (cuda.blockIdx.{x} * {lb[3]}, the "
+                    f"extent each block covers, not the {b[lb[1]]} threads a block has along {x}): blocks overlap or "
+                    f"leave gaps", "bstride")
         if lb[0] == "bstride":
             x = _AXIS[lb[1]]
             return (f"{seen}: {names[j]}'s index{where} multiplies cuda.blockIdx.{x} by {lb[2]}, but your blocks have "

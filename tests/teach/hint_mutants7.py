@@ -13,6 +13,8 @@ CLASSES = {
     "blocks counted from the other extent": ["counts the blocks along x from rows", "whatever the cols",
                                              "count them from cols"],
     "store inside the loop, no running sum": ["is its last term only", "stored it 13 times", "never added up"],
+    "block offset by the block's threads, not its tile": ["moves by 8 from one block to the next along y",
+                                                          "the reference's by 32", "blocks overlap or leave gaps"],
 }
 
 # the words each class used to get, wrong for it
@@ -21,6 +23,7 @@ AVOID = {
     "merge of one block only": ["if cuda.threadIdx.x == 0"],
     "blocks counted from the other extent": ["round the number of blocks up"],
     "store inside the loop, no running sum": ["the accumulator is reset"],
+    "block offset by the block's threads, not its tile": ["x and y are exchanged"],
 }
 
 MUTANTS = [
@@ -40,4 +43,7 @@ MUTANTS = [
        "        j = 0\n        while j < A.shape[1]:\n            term = x[j] * A[i, j]\n            y[i] = term\n"
        "            j += 1")],
      "store inside the loop, no running sum"),
+    ("transpose_shared", "tile row from the block's thread rows",
+     [("    y = cuda.blockIdx.y * TILE + ty  # a row of A\n", "    y = cuda.blockIdx.y * BLOCK_ROWS + ty\n")],
+     "block offset by the block's threads, not its tile"),
 ]
