@@ -43,7 +43,8 @@ from lab.teach.indices import RUNS_PAST
 from lab.teach.launches import zero_blocks_line
 from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
-from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
+from lab.teach.messages import (DIAGNOSIS, EVERY_BLOCK_REPEATS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line,
+                                fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
                                 own_partial_cause, poison_hint, quote, race_text, scaled_hint,
                                 store_and_atomic_message, store_in_source, store_line, transposed_hint,
@@ -348,7 +349,9 @@ def judge_case_facts(ex, case, raw, backend):
                 stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
                 text = many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
                                              at_store(k, min(others), trace), getattr(trace, "lab_counts", None))
-                raise Failed(f"{text}: {stride}" if stride and not getattr(text, "cause", False) else text)
+                if stride and not getattr(text, "cause", False):  # the writers' index names it: no loop guessed
+                    raise Failed(f"{text.replace(EVERY_BLOCK_REPEATS, '')}: {stride}")
+                raise Failed(text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:

@@ -339,6 +339,14 @@ def race_message(trace, k, grid, block, source=None):
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
                 "neighbour's element?)")
+    read_at = lines[1] if did == "wrote" else lines[0]
+    if wrote_at and read_at and "read" in (did, other_did):
+        from lab.teach.shared_words import fused_loop_race
+
+        unstored = any(u[0] == arr and u[3] == read_at for u in getattr(trace, "uninit", None) or ())  # read unstored
+        fused = fused_loop_race(source, int(wrote_at), int(read_at), arr, unstored)
+        if fused:
+            return f"{text} in the same phase: {fused}"
     return (text + " with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
             "and reading what other threads wrote (and before overwriting what they still read)")
 
@@ -515,6 +523,11 @@ class _Cause(str):
     cause = True
 
 
+# the guess for an element written once by every block, where no writer evidence names the index's fault
+EVERY_BLOCK_REPEATS = (": every block repeats the whole loop; use the block's offset (cuda.blockIdx.x * cuda.blockDim.x, "
+                       "or cuda.grid(1)) so that each block does its own part")
+
+
 def _many_writers_text(name, shape, writer, others, grid, block):
     """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
     one thread wrote (mapping exercises: each output element has exactly one writer)."""
@@ -527,8 +540,7 @@ def _many_writers_text(name, shape, writer, others, grid, block):
     n = len(who)
     text = f"{fmt_idx(name, idx)} was written by {n} threads"
     if len(blocks) == n and n == nblocks > 1:
-        return (text + ", one per block: every block repeats the whole loop; use the block's offset "
-                "(cuda.blockIdx.x * cuda.blockDim.x, or cuda.grid(1)) so that each block does its own part")
+        return text + ", one per block" + EVERY_BLOCK_REPEATS
     if len(blocks) == 1:
         return (text + f" of {fmt_who(who[0], nd).split(' of ')[1]} ({fmt_who(who[0], nd).split(' of ')[0]}, "
                 f"{fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "

@@ -163,3 +163,54 @@ def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None)
     also = f"the reference solution reads {cell} too, so it must hold a value: " if reference_reads else ""
     return (f"{cell} was never stored before it was read: each store filling {arr} ({where}) runs {runs}, and none "
             f"stored this cell; {also}{', or '.join(fixes)}")
+
+
+def _is_barrier(st) -> bool:
+    import ast
+
+    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+            and ast.unparse(st.value.func).endswith("syncthreads"))
+
+
+def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored: bool = True) -> str | None:
+    """Why a shared cell is read and stored in one barrier phase where a barrier stands between the
+    store's line and the read's line: both are statements of one loop's body (``source``: the lines of the
+    student's file, parsed with :mod:`ast`), the store before a cuda.syncthreads() of that body and the
+    read after it. Each pass's barrier orders that pass's stores before that pass's reads only: a read
+    that takes a cell stored at a later pass of the loop meets no barrier between the two. ``unstored``:
+    the read found the cell not yet stored (the tracer's uninitialised read): the reads need cells of later
+    passes, so the loop must be split; else the next pass's store overwrites a cell still being read: a
+    barrier must close the body. None when the lines are not so (another loop, no barrier in the body
+    between them, a file that does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source or ())))
+    except SyntaxError:
+        return None
+    for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))):
+        body = loop.body
+
+        def at(line, body=body):
+            return next((k for k, st in enumerate(body) if st.lineno <= line <= st.end_lineno), None)
+
+        w, r = at(int(write_line)), at(int(read_line))
+        bars = [k for k, st in enumerate(body) if _is_barrier(st)]
+        if w is None or r is None or not any(w < k < r for k in bars):
+            continue
+        if any(n.lineno <= min(write_line, read_line) and n.end_lineno >= max(write_line, read_line)
+               for st in body[w:r + 1] for n in ast.walk(st) if isinstance(n, (ast.For, ast.While))):
+            continue  # an inner loop holds them: the innermost loop answers
+        bar = body[next(k for k in bars if w < k < r)]
+        if not unstored:
+            return (f"the cuda.syncthreads() at line {bar.lineno} inside the loop at line {loop.lineno} orders each "
+                    f"pass's stores before its reads, but nothing orders one pass's reads of {arr} before the next "
+                    f"pass's stores: another thread stored this cell for the next pass while it was still being read: "
+                    f"end the loop's body with a second cuda.syncthreads() (after the reads, before the next pass "
+                    f"stores)")
+        return (f"the cuda.syncthreads() at line {bar.lineno} is inside the loop at line {loop.lineno} that both "
+                f"stores {arr} and reads it: each pass's barrier orders that pass's stores before that pass's reads "
+                f"only, and this read takes a cell that another thread stores at a later pass of the loop (no "
+                f"barrier between the two): store every cell the reads need first: one loop that fills {arr}, then "
+                f"one cuda.syncthreads(), then a second loop that reads it")
+    return None

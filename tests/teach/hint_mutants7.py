@@ -15,6 +15,10 @@ CLASSES = {
     "store inside the loop, no running sum": ["is its last term only", "stored it 13 times", "never added up"],
     "block offset by the block's threads, not its tile": ["moves by 8 from one block to the next along y",
                                                           "the reference's by 32", "blocks overlap or leave gaps"],
+    "load and store fused in one loop": ["inside the loop at line", "a cell that another thread stores at a later pass",
+                                         "one loop that fills tile, then one cuda.syncthreads()"],
+    "no barrier closing the tile loop": ["nothing orders one pass's reads", "end the loop's body with a second"],
+    "block offset by the grid's size": ["multiplies blockIdx.x by", "not by the block's size"],
 }
 
 # the words each class used to get, wrong for it
@@ -24,6 +28,9 @@ AVOID = {
     "blocks counted from the other extent": ["round the number of blocks up"],
     "store inside the loop, no running sum": ["the accumulator is reset"],
     "block offset by the block's threads, not its tile": ["x and y are exchanged"],
+    "load and store fused in one loop": ["add one between writing shared memory"],
+    "no barrier closing the tile loop": ["add one between writing shared memory", "split"],
+    "block offset by the grid's size": ["every block repeats the whole loop"],
 }
 
 MUTANTS = [
@@ -46,4 +53,21 @@ MUTANTS = [
     ("transpose_shared", "tile row from the block's thread rows",
      [("    y = cuda.blockIdx.y * TILE + ty  # a row of A\n", "    y = cuda.blockIdx.y * BLOCK_ROWS + ty\n")],
      "block offset by the block's threads, not its tile"),
+    ("transpose_shared", "load and store in one while loop",
+     [("    for j in range(0, TILE, BLOCK_ROWS):\n        if y + j < rows and x < cols:\n            tile[ty + j, tx] = A[y + j, x]\n"
+       "    cuda.syncthreads()  # the whole tile is loaded before anyone reads a column of it\n"
+       "    x = cuda.blockIdx.y * TILE + tx  # a column of out = a row of A\n"
+       "    y = cuda.blockIdx.x * TILE + ty  # a row of out = a column of A\n"
+       "    for j in range(0, TILE, BLOCK_ROWS):\n        if y + j < cols and x < rows:\n            out[y + j, x] = tile[tx, ty + j]",
+       "    ox = cuda.blockIdx.y * TILE + tx\n    oy = cuda.blockIdx.x * TILE + ty\n    j = 0\n    while j < TILE:\n"
+       "        if y + j < rows and x < cols:\n            tile[ty + j, tx] = A[y + j, x]\n        cuda.syncthreads()\n"
+       "        if oy + j < cols and ox < rows:\n            out[oy + j, ox] = tile[tx, ty + j]\n        j += BLOCK_ROWS")],
+     "load and store fused in one loop"),
+    ("tiled_matmul", "no barrier after the products",
+     [("            acc += sA[ty, k] * sB[k, tx]\n        cuda.syncthreads()  # everyone is done with the tiles before the next "
+       "loads overwrite them\n", "            acc += sA[ty, k] * sB[k, tx]\n")],
+     "no barrier closing the tile loop"),
+    ("quantize", "block offset from the grid's size",
+     [("    i = cuda.grid(1)\n", "    i = cuda.threadIdx.x + cuda.gridDim.x * cuda.blockIdx.x\n")],
+     "block offset by the grid's size"),
 ]
