@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.indices import as_dims3, ndims, oob_advice, other_shape_advice
+from lab.teach.indices import as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -174,6 +174,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
                              arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
                              loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
+        if advice.endswith("guard it, e.g. `if i < n:`") and error.get("line"):  # is a guard there, testing equality?
+            advice = equality_guard(source, error.get("line"), quote) or advice
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:

@@ -19,6 +19,7 @@ CLASSES = {
                                          "one loop that fills tile, then one cuda.syncthreads()"],
     "no barrier closing the tile loop": ["nothing orders one pass's reads", "end the loop's body with a second"],
     "block offset by the grid's size": ["multiplies blockIdx.x by", "not by the block's size"],
+    "guard by equality": ["your guard at line", "tests equality", "`if i >= n: return`"],
 }
 
 # the words each class used to get, wrong for it
@@ -31,6 +32,7 @@ AVOID = {
     "load and store fused in one loop": ["add one between writing shared memory"],
     "no barrier closing the tile loop": ["add one between writing shared memory", "split"],
     "block offset by the grid's size": ["every block repeats the whole loop"],
+    "guard by equality": [],
 }
 
 MUTANTS = [
@@ -70,4 +72,7 @@ MUTANTS = [
     ("quantize", "block offset from the grid's size",
      [("    i = cuda.grid(1)\n", "    i = cuda.threadIdx.x + cuda.gridDim.x * cuda.blockIdx.x\n")],
      "block offset by the grid's size"),
+    ("map_guard", "work under a != test",
+     [("    if i < out.shape[0]:\n", "    if out.shape[0] != i:\n")],
+     "guard by equality"),
 ]
