@@ -472,6 +472,10 @@ def judge_case_facts(ex, case, raw, backend):
                 again = repeated_store_words(_counts(trace), onames[k], writers[k].get(flat), grid, block,
                                              quote(source, store_line(trace, k, flat)))
                 extra = extra[:extra.index(LAST_TERM_RESET)] + again if again else extra
+            if extra and extra.rstrip().endswith("?") and trace is not None:  # a hedge: does the trace decide?
+                from lab.teach.reference import hedge_fact
+
+                extra = hedge_fact(ex, case, k, first, writers, trace, grid, block, list(raw.names), source) or extra
             if extra == LAST_LEFT_OUT:  # the values' guess; the trace says whether it was loaded
                 from lab.teach.values import last_loaded_words
 

@@ -577,6 +577,10 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     if found is None and dims3(grid) == dims3(r_grid) and dims3(block) == dims3(r_block):
         reg = register_fact(case, counts, rc, grid, block, names, r_names, source,
                             getattr(ref[1], "lab_source", None))
+        if reg is None:  # a shared cell filled from another element than the reference's
+            from lab.teach.reference import store_target_fact
+
+            reg = store_target_fact(case, counts, rc, grid, block, names, r_names, source, getattr(ref[1], "lab_source", None))
         return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
 

@@ -236,3 +236,159 @@ def reference(ex, case):
             _REFERENCE_RUNS[key] = reference_run(ex, case)
         case.lab_reference_run = _REFERENCE_RUNS[key]
     return case.lab_reference_run
+
+
+def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_source) -> str | None:
+    """An input's element stored into a shared cell other than the reference solution's: each line of the
+    student's file that stores a load into a subscripted target (``tile[t + THREADS + R] = x[right] ...``)
+    beside the reference's one line with the same target (its text, spaces aside), compared thread by
+    thread over the launch (the ``load_lines`` tables: which element each thread loaded there). The first
+    thread that loaded another element than the reference's same thread, else one that loaded none where
+    the reference's loads one: the thread, both elements, both lines. None where every such line loads
+    what the reference's does, or the launches differ."""
+    import re
+
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import fmt_who, quote
+
+    g, b = dims3(grid), dims3(block)
+    if not source or not r_source:
+        return None
+    lhs = re.compile(r"^\s*([A-Za-z_]\w*\s*\[[^=]*\])\s*=[^=]")
+
+    def target(lines, ln):
+        m = lhs.match(str(lines[ln - 1])) if 0 < ln <= len(lines) else None
+        return "".join(m.group(1).split()) if m else None
+
+    def by_line(cn, name):
+        arrays = [a[0] for a in cn.get("arrays") or ()]
+        out: dict = {}
+        for a, t, ln, _c, lo, hi in (r for r in cn.get("load_lines") or () if len(r) == 6):
+            if 0 <= int(a) < len(arrays) and arrays[int(a)] == name and int(ln) > 0:
+                out.setdefault(int(ln), {})[int(t)] = (int(lo), int(hi))
+        return out
+
+    nd = 1 if isinstance(grid, (int, np.integer)) else len(tuple(grid))
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or j >= len(names) or j >= len(r_names):
+            continue
+        S, R = by_line(counts, names[j]), by_line(rc, r_names[j])
+        r_by_target: dict = {}
+        for lr in R:
+            r_by_target.setdefault(target(r_source, lr), []).append(lr)
+        for ln in range(1, len(source) + 1):  # a line with no load at all counts too (its test kept every thread out)
+            tgt = target(source, ln)
+            lrs = r_by_target.get(tgt) if tgt else None
+            if not lrs or len(lrs) != 1 or (ln not in S and names[j] not in str(source[ln - 1])):
+                continue
+            if sum(target(source, m) == tgt and f"{names[j]}[" in str(source[m - 1]) for m in range(1, len(source) + 1)) != 1:
+                continue  # the student loads into that target at several lines: no one line stands for the reference's
+            mine, theirs = S.get(ln, {}), R[lrs[0]]
+            other = [t for t in sorted(theirs) if t in mine and mine[t] != theirs[t]]
+            none = [t for t in sorted(theirs) if t not in mine]
+            if not other and not none:
+                continue
+            t = (other or none)[0]
+            w3 = who_of(t, g, b)
+            who = fmt_who(w3, nd)
+            own = w3[0][0] * b[0] + w3[1][0] if nd == 1 else None
+            halo = (f" (a halo cell: {names[j]}[{theirs[t][0]}] is not the thread's own element {names[j]}[{own}])"
+                    if own is not None and theirs[t][0] == theirs[t][1] != own else "")
+            r_code = "`" + " ".join(str(r_source[lrs[0] - 1]).split()) + "`"
+            want = f"{names[j]}[{theirs[t][0]}]" if theirs[t][0] == theirs[t][1] else \
+                f"{names[j]}[{theirs[t][0]}..{theirs[t][1]}]"
+            if other:
+                got = f"{names[j]}[{mine[t][0]}]" if mine[t][0] == mine[t][1] else f"{names[j]}[{mine[t][0]}..{mine[t][1]}]"
+                d = mine[t][0] - theirs[t][0]
+                return (f"{who} stored {got} into {tgt} at {quote(source, ln)}, where the reference solution's same "
+                        f"thread stores {want} into that cell{halo} ({r_code}): the index of {names[j]} there is "
+                        f"{d:+d} from the reference's")
+            return (f"{who} loaded no element of {names[j]} at {quote(source, ln)}, where the reference solution's "
+                    f"same thread stores {want} into {tgt}{halo} ({r_code}): the index of {names[j]} stored into that cell "
+                    f"(or the test around the load) differs from the reference's")
+    return None
+
+
+def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=None) -> str | None:
+    """Where a value hint can only ask (a hedge: "a partial missing, or one added twice?"), what the
+    student's trace and the reference solution's run of ``case`` (same launch) say about the first wrong
+    element ``first`` of output ``k``: stored by several threads where the reference's one thread stores
+    each element (the later stores overwrite the finished value), else the elements its writer's block
+    read beside those the reference's same block reads (another block's elements taken in, or its own
+    left out). None where neither differs, or the launches or loads cannot be compared."""
+    from lab.core.blocks import ranges_text
+    from lab.teach.contained.counts import dims3, stats_counts, thread_id, who_of
+    from lab.teach.messages import fmt_who, quote, store_line
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or writers is None or not ex.has_solution:
+        return None
+    g, b = dims3(grid), dims3(block)
+    if math.prod(g) * math.prod(b) > DIFFERENTIAL_THREADS:
+        return None
+    ref = reference(ex, case)
+    if ref is None or dims3(ref[3]) != g or dims3(ref[4]) != b:
+        return None
+    rc = stats_counts(ref[1].stats, ref[3], ref[4])
+    nd = 1 if isinstance(grid, (int, np.integer)) else len(tuple(grid))
+    shape = tuple(case.outputs[k][0])
+    flat = int(np.ravel_multi_index(first, shape)) if shape else 0
+    oname = names[len(case.args) + k] if len(names) > len(case.args) + k else f"out{k}"
+    r_oname = ref[5][len(case.args) + k] if len(ref[5]) > len(case.args) + k else None
+    others = (getattr(trace, "lab_others", None) or [{}] * (k + 1))[k].get(flat) or []
+    r_arrays = [a[0] for a in rc.get("arrays") or ()]
+    if others and r_oname in r_arrays:
+        ka = r_arrays.index(r_oname)
+        stored = sum(int(n) for a, _t, n in rc.get("stored") or () if int(a) == ka)
+        if stored and stored == len(ref[2][k]) and ref[2][k].get(flat) is not None:  # one writer an element there
+            whos = [writers[k][flat], *sorted(others, key=lambda w: (tuple(w[0]), tuple(w[1])))]
+            said = ", ".join(fmt_who(w, nd) for w in whos[:3]) + (", …" if len(whos) > 3 else "")
+            at = quote(source, store_line(trace, k, flat))
+            return (f"{index_text(oname, first)} was stored by {len(whos)} threads ({said}{f', at {at}' if at else ''}); "
+                    f"the reference solution stores each element of {oname} from one thread ("
+                    f"{fmt_who(ref[2][k][flat], nd)} for this one): the other threads' stores overwrite the finished "
+                    f"value (whichever comes last wins): let one thread store it, the one that holds the result")
+    blk = thread_id(writers[k][flat], g, b) // math.prod(b)
+
+    def block_elems(cn, name):
+        arrays = [a[0] for a in cn.get("arrays") or ()]
+        got, lines, exact = {}, {}, True  # element -> the block's threads that read it
+        for a, t, ln, _c, lo, hi in (r for r in cn.get("load_lines") or () if len(r) == 6):
+            if 0 <= int(a) < len(arrays) and arrays[int(a)] == name and int(t) // math.prod(b) == blk:
+                exact = exact and int(lo) == int(hi)
+                got.setdefault(int(lo), set()).add(int(t))
+                lines.setdefault((int(lo), int(t)), int(ln))
+        return got, lines, exact
+
+    bw = fmt_who(writers[k][flat], nd).split(" of ")[-1]
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or a.ndim != 1 or j >= len(names) or j >= len(ref[5]):
+            continue
+        readers, where, e1 = block_elems(counts, names[j])
+        r_readers, _w, e2 = block_elems(rc, ref[5][j])
+        mine, theirs = set(readers), set(r_readers)
+        if not (e1 and e2 and theirs):
+            continue
+        if mine == theirs:  # the same elements: one read by more of the block's threads than in the reference?
+            twice = [f for f in sorted(mine) if len(readers[f]) > 1 and len(r_readers[f]) == 1]
+            if not twice:
+                continue
+            ts = sorted(readers[twice[0]])
+            said = ", ".join(f"{fmt_who(who_of(t, g, b), nd)} at {quote(source, where[(twice[0], t)])}" for t in ts[:2])
+            return (f"{names[j]}[{twice[0]}] was read by {len(ts)} threads of {bw} ({said}), where the reference "
+                    f"solution's {bw} reads each of its elements once: an element read twice enters "
+                    f"{index_text(oname, first)} twice")
+        extra, lost = sorted(mine - theirs), sorted(theirs - mine)
+        said = []
+        if extra:
+            t = min(readers[extra[0]])
+            ln = where[(extra[0], t)]
+            said.append(f"{bw}'s threads read {names[j]}[{ranges_text(extra, most=3)}] ({fmt_who(who_of(t, g, b), nd)} "
+                        f"read {names[j]}[{extra[0]}] at {quote(source, ln)}), which the reference solution's {bw} never "
+                        f"reads: elements of other blocks taken in")
+        if lost:
+            said.append(f"{bw} never read {names[j]}[{ranges_text(lost, most=3)}], which the reference solution's {bw} "
+                        f"reads: its own elements left out")
+        return (f"the reference solution's {bw} reads {names[j]}[{ranges_text(sorted(theirs), most=3)}]; "
+                + "; ".join(said) + f": {index_text(oname, first)} is made of other elements than the reference's")
+    return None

@@ -20,6 +20,11 @@ CLASSES = {
     "no barrier closing the tile loop": ["nothing orders one pass's reads", "end the loop's body with a second"],
     "block offset by the grid's size": ["multiplies blockIdx.x by", "not by the block's size"],
     "guard by equality": ["your guard at line", "tests equality", "`if i >= n: return`"],
+    "halo cell from another element": ["into tile[t+THREADS+R]", "where the reference solution's same thread"],
+    "elements of the next block taken in": (["never reads: elements of other blocks taken in", "is made of other elements"],
+                                            ["threads of block 0", "reads each of its elements once", "enters"]),
+    "several lanes store the block's result": ["was stored by 4 threads", "stores each element of partials from one thread",
+                                               "let one thread store it"],
 }
 
 # the words each class used to get, wrong for it
@@ -33,6 +38,9 @@ AVOID = {
     "no barrier closing the tile loop": ["add one between writing shared memory", "split"],
     "block offset by the grid's size": ["every block repeats the whole loop"],
     "guard by equality": [],
+    "halo cell from another element": ["are the halo cells loaded"],
+    "elements of the next block taken in": ["or one added twice?"],
+    "several lanes store the block's result": ["or one added more than once?"],
 }
 
 MUTANTS = [
@@ -75,4 +83,18 @@ MUTANTS = [
     ("map_guard", "work under a != test",
      [("    if i < out.shape[0]:\n", "    if out.shape[0] != i:\n")],
      "guard by equality"),
+    ("conv1d", "right halo from one element early, inline",
+     [("        right = i + THREADS\n        tile[t + THREADS + R] = x[right] if right < n else float32(0.0)\n",
+       "        if i + THREADS - 1 < n:\n            tile[t + THREADS + R] = x[i + THREADS - 1]\n        else:\n"
+       "            tile[t + THREADS + R] = 0.0\n")],
+     "halo cell from another element"),
+    ("block_sum", "each thread adds its right neighbour in the load",
+     [("    cache[t] = x[i] if i < x.shape[0] else float32(0.0)\n",
+       "    cache[t] = 0.0\n    if i < x.shape[0]:\n        cache[t] = x[i]\n    if i + 1 < x.shape[0]:\n"
+       "        cache[t] = cache[t] + x[i + 1]\n")],
+     "elements of the next block taken in"),
+    ("warp_reduce", "the lanes below the warp count store the result",
+     [("        if lane == 0:\n            partials[cuda.blockIdx.x] = v", "        if lane < WARPS:\n"
+       "            partials[cuda.blockIdx.x] = v")],
+     "several lanes store the block's result"),
 ]
