@@ -202,7 +202,11 @@ def unstored_words(ex, case, trace, source) -> str | None:
         reads = reads_cell(ex, case, arr, tuple(idx))
     except Exception:  # noqa: BLE001 - the reference's run is extra evidence, not the verdict
         reads = None
-    return unstored_cell("\n".join(map(str, source)), arr, tuple(idx), reads)
+    from lab.teach.shared_words import excluded_store
+
+    text = "\n".join(map(str, source))
+    bx = case.block if isinstance(case.block, (int, np.integer)) else (tuple(case.block)[0] if case.block else None)
+    return unstored_cell(text, arr, tuple(idx), reads) or excluded_store(text, arr, tuple(idx), bx)
 
 
 _REFERENCE_RUNS: dict = {}  # (exercise, case, its inputs' digest) -> reference_run's result, the last few

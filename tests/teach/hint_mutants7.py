@@ -25,6 +25,7 @@ CLASSES = {
                                             ["threads of block 0", "reads each of its elements once", "enters"]),
     "several lanes store the block's result": ["was stored by 4 threads", "stores each element of partials from one thread",
                                                "let one thread store it"],
+    "halo test leaves a thread out": ["was never stored before it was read", "is false for t = 2"],
 }
 
 # the words each class used to get, wrong for it
@@ -41,6 +42,7 @@ AVOID = {
     "halo cell from another element": ["are the halo cells loaded"],
     "elements of the next block taken in": ["or one added twice?"],
     "several lanes store the block's result": ["or one added more than once?"],
+    "halo test leaves a thread out": ["or 0/0, inf/inf"],
 }
 
 MUTANTS = [
@@ -97,4 +99,7 @@ MUTANTS = [
      [("        if lane == 0:\n            partials[cuda.blockIdx.x] = v", "        if lane < WARPS:\n"
        "            partials[cuda.blockIdx.x] = v")],
      "several lanes store the block's result"),
+    ("conv1d", "right halo under its own test, one thread short",
+     [("        right = i + THREADS\n", "    if t <= R - 2:\n        right = i + THREADS\n")],
+     "halo test leaves a thread out"),
 ]
