@@ -229,7 +229,7 @@ def _block_step(refs, whos, a) -> int | None:
     return steps.pop() if len(steps) == 1 else None
 
 
-def _index_label(ds, whos, bd, refs=None) -> tuple | None:
+def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
     """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
     one per observation) are, as a function of the thread that made each (``whos``: its block and
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
@@ -237,7 +237,9 @@ def _index_label(ds, whos, bd, refs=None) -> tuple | None:
     and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
     seen nonzero), ("tforb", a) (threadIdx.a - blockIdx.a: the thread's index where the block's belongs,
     seen in a block other than 0), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
-    nonzero), ("const", c); None when none fits every observation."""
+    nonzero), ("const", c); None when none fits every observation. ``refs``: the reference's index of each
+    observation (:func:`_block_step`); ``steps``: {block axis: the reference's step per block along it},
+    from its whole run (a block axis seen in one value only is then told by the reference's own steps)."""
     if all(d == 0 for d in ds):
         return ("same",)
     for a in range(3):
@@ -249,7 +251,12 @@ def _index_label(ds, whos, bd, refs=None) -> tuple | None:
         if (len(ks) == 1 and all(d == 0 for d, w in zip(ds, whos) if not w[0][a])
                 and all(w[0][a] == 0 or d % w[0][a] == 0 for d, w in zip(ds, whos)) and any(w[0][a] for w in whos)):
             k = ks.pop()
+            if steps and steps.get(a) == 0 and k in [v for b, v in steps.items() if b != a]:  # another axis's step
+                return ("bswap", a, next(b for b, v in steps.items() if b != a and v == k), k, "one-sided")
+            if not any(w[0][a] == 0 for w in whos) and not steps:
+                continue  # block 0 never seen along a: no evidence of the index's form there
             step = _block_step(refs, whos, a) if refs is not None else None
+            step = (steps or {}).get(a) if step is None else step
             step = bd[a] if step is None else step  # the reference's own step per block, else the block's size
             if k and k + step > 0:
                 return ("bstride", a, k + step) if step == bd[a] else ("bstride", a, k + step, step)
@@ -317,7 +324,11 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
                 for ax in range(len(shape)):
                     per_axis[ax].append(int(us[ax]) - int(ur[ax]))
                     ref_axis[ax].append((int(ur[ax]), end))
-        labels = [_index_label(ds, whos, b, rs) for ds, rs in zip(per_axis, ref_axis)]
+        r_obs = [(np.unravel_index(v[1], shape), who_of(tr, g, b)) for tr, v in R.items() if 0 <= v[1] < a.size]
+        r_steps = [{x: _block_step([(int(u[ax]), 0) for u, _ in r_obs], [w for _, w in r_obs], x) for x in range(2)
+                    if g[x] > 1} for ax in range(len(shape))]  # the reference's own step per block, whole run
+        labels = [_index_label(ds, whos, b, rs, {x: v for x, v in st.items() if v is not None})
+                  for ds, rs, st in zip(per_axis, ref_axis, r_steps)]
         if raw and first_raw is None:
             t = diff[0]
             lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
@@ -379,6 +390,12 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} is this thread's index within its block (cuda.threadIdx.{x}) "
                     f"where the reference's is the block's, cuda.blockIdx.{x} (one {('row' if where else 'element')} "
                     f"per block, shared by its threads)", "tforb")
+        if lb[0] == "bswap" and len(lb) == 5:  # only blocks with blockIdx.y 0 seen: the reference's steps tell
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: in the reference solution's run {names[j]}'s index{where} moves by {lb[3]} per "
+                    f"cuda.blockIdx.{y} and not with cuda.blockIdx.{x}; yours moves by {lb[3]} per cuda.blockIdx.{x}: "
+                    f"the block's x and y are exchanged in this index (the grid's x counts along the columns, its y "
+                    f"along the rows)", "bswap")
         if lb[0] == "bswap":
             x, y = _AXIS[lb[1]], _AXIS[lb[2]]
             return (f"{seen}: {names[j]}'s index{where} is {lb[3]} * cuda.blockIdx.{x} where the reference's is "
@@ -393,82 +410,6 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     if first_raw is not None:
         return first_raw
     return ("", "same") if raw and all_same else None
-
-
-def _readers(counts, name) -> tuple:
-    """({flat index: {thread id: {line}}} of array ``name``'s elements that a thread loaded alone on a
-    line (the ``load_lines`` rows whose lowest and highest index agree), whether every row was one)."""
-    arrays = [a[0] for a in counts.get("arrays") or ()]
-    out: dict = {}
-    exact = True
-    for a, t, line, _c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
-        if 0 <= int(a) < len(arrays) and arrays[int(a)] == name:
-            if int(lo) != int(hi):
-                exact = False
-                continue
-            out.setdefault(int(lo), {}).setdefault(int(t), set()).add(int(line))
-    return out, exact
-
-
-def shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None,
-                      times=None) -> str | None:
-    """Several threads of the student's launch loaded one element of an input that one thread alone
-    loads in the reference solution's run of the same launch (the ``load_lines`` tables): their index
-    does not tell them apart. Named with ``times`` (every wrong value that many times the expected: the
-    element counted once per reader) where that many threads read it, else only where some element the
-    reference reads was read by no thread (what the repeats crowd out). Same lane of several warps of a
-    block: the index is the lane (threadIdx.x % 32) where it needs the thread's own index; the same
-    thread of several blocks: the block's offset is missing. None otherwise, or for other launches."""
-    from lab.core.blocks import ranges_text
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import quote
-
-    g, b = dims3(grid), dims3(block)
-    if g != dims3(r_grid) or b != dims3(r_block):
-        return None
-    nd = _ndims(grid)
-    for j, a in enumerate(case.args):
-        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
-            continue
-        S, _ = _readers(counts, names[j])
-        R, exact = _readers(rc, r_names[j])
-        if not exact or not R:
-            continue  # the reference's readers of an element are known only where each load row is one element
-        missed = sorted(f for f in R if f not in S and 0 <= f < a.size)
-        if times is None and not missed:
-            continue
-        for f in sorted(S):
-            ts = sorted(S[f])
-            if len(R.get(f, ())) != 1 or len(ts) < 2 or (times is not None and len(ts) != times):
-                continue
-            whos = [who_of(t, g, b) for t in ts]
-            blocks = {tuple(w[0]) for w in whos}
-            tidx = [tuple(w[1]) for w in whos]
-            lines = sorted({ln for t in ts for ln in S[f][t] if ln > 0})
-            at = ", ".join(quote(source, ln) for ln in lines[:2])
-            shape = tuple(a.shape)
-            el = index_text(names[j], np.unravel_index(f, shape) if len(shape) > 1 else (f,))
-            r_who = _fmt_who(who_of(next(iter(R[f])), g, b), nd)
-            if len(blocks) == 1:
-                f3 = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v[:nd])) + ")")
-                who = f"threads {', '.join(f3(v) for v in tidx[:6])}{', …' if len(tidx) > 6 else ''} of block " \
-                      f"{f3(next(iter(blocks)))}"
-            else:
-                who = ", ".join(_fmt_who(w, nd) for w in whos[:4]) + (", …" if len(whos) > 4 else "")
-            lanes = {t[0] % 32 for t in tidx}
-            warps = {(t[0] + b[0] * (t[1] + b[1] * t[2])) // 32 for t in tidx}
-            if len(blocks) == 1 and len(lanes) == 1 and len(warps) == len(tidx) and b[1] == b[2] == 1:
-                why = ("the index is the same in every warp: it is the lane (cuda.threadIdx.x % 32) where each "
-                       "thread needs its own element (its index in the block, cuda.threadIdx.x, plus the block's "
-                       "offset: cuda.grid(1)): every warp reads warp 0's elements")
-            elif len(set(tidx)) == 1 and len(blocks) == len(tidx):
-                why = "the index is the same in every block: the block's offset (cuda.blockIdx * cuda.blockDim) is missing"
-            else:
-                why = "the index does not tell these threads apart: each element needs one reader"
-            lost = f", and {names[j]}[{ranges_text(missed, most=3)}] by none" if missed and len(shape) == 1 else ""
-            return (f"{el} was read by {len(ts)} threads ({who}{f', at {at}' if at else ''}), in the reference "
-                    f"solution by {r_who} alone{lost}: {why}")
-    return None
 
 
 def _line_loads(counts, name) -> dict:
@@ -549,6 +490,8 @@ def repeated_reads_hint(ex, case, trace, grid, block, names, source, times) -> s
     if ref is None:
         return None
     rc = stats_counts(ref[1].stats, ref[3], ref[4])
+    from lab.teach.reference import shared_reads_fact
+
     fact = shared_reads_fact(case, counts, rc, grid, block, ref[3], ref[4], names, ref[5], source, times=times)
     return None if fact is None else f"every wrong element is {times} times the expected value, and {fact}"
 
@@ -571,6 +514,8 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
     if found is None:
+        from lab.teach.reference import shared_reads_fact
+
         shared = shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
         if shared:
             return "the reference solution, run on this case: " + shared

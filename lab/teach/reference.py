@@ -396,3 +396,79 @@ def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=No
         return (f"the reference solution's {bw} reads {names[j]}[{ranges_text(sorted(theirs), most=3)}]; "
                 + "; ".join(said) + f": {index_text(oname, first)} is made of other elements than the reference's")
     return None
+
+
+def _readers(counts, name) -> tuple:
+    """({flat index: {thread id: {line}}} of array ``name``'s elements that a thread loaded alone on a
+    line (the ``load_lines`` rows whose lowest and highest index agree), whether every row was one)."""
+    arrays = [a[0] for a in counts.get("arrays") or ()]
+    out: dict = {}
+    exact = True
+    for a, t, line, _c, lo, hi in (r for r in counts.get("load_lines") or () if len(r) == 6):
+        if 0 <= int(a) < len(arrays) and arrays[int(a)] == name:
+            if int(lo) != int(hi):
+                exact = False
+                continue
+            out.setdefault(int(lo), {}).setdefault(int(t), set()).add(int(line))
+    return out, exact
+
+
+def shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source=None,
+                      times=None) -> str | None:
+    """Several threads of the student's launch loaded one element of an input that one thread alone
+    loads in the reference solution's run of the same launch (the ``load_lines`` tables): their index
+    does not tell them apart. Named with ``times`` (every wrong value that many times the expected: the
+    element counted once per reader) where that many threads read it, else only where some element the
+    reference reads was read by no thread (what the repeats crowd out). Same lane of several warps of a
+    block: the index is the lane (threadIdx.x % 32) where it needs the thread's own index; the same
+    thread of several blocks: the block's offset is missing. None otherwise, or for other launches."""
+    from lab.core.blocks import ranges_text
+    from lab.teach.contained.counts import dims3, who_of
+    from lab.teach.messages import fmt_who, quote
+
+    g, b = dims3(grid), dims3(block)
+    if g != dims3(r_grid) or b != dims3(r_block):
+        return None
+    nd = 1 if isinstance(grid, (int, np.integer)) else len(tuple(grid))
+    for j, a in enumerate(case.args):
+        if not isinstance(a, np.ndarray) or j >= len(names) or j >= len(r_names) or a.size == 0:
+            continue
+        S, _ = _readers(counts, names[j])
+        R, exact = _readers(rc, r_names[j])
+        if not exact or not R:
+            continue  # the reference's readers of an element are known only where each load row is one element
+        missed = sorted(f for f in R if f not in S and 0 <= f < a.size)
+        if times is None and not missed:
+            continue
+        for f in sorted(S):
+            ts = sorted(S[f])
+            if len(R.get(f, ())) != 1 or len(ts) < 2 or (times is not None and len(ts) != times):
+                continue
+            whos = [who_of(t, g, b) for t in ts]
+            blocks = {tuple(w[0]) for w in whos}
+            tidx = [tuple(w[1]) for w in whos]
+            lines = sorted({ln for t in ts for ln in S[f][t] if ln > 0})
+            at = ", ".join(quote(source, ln) for ln in lines[:2])
+            shape = tuple(a.shape)
+            el = index_text(names[j], np.unravel_index(f, shape) if len(shape) > 1 else (f,))
+            r_who = fmt_who(who_of(next(iter(R[f])), g, b), nd)
+            if len(blocks) == 1:
+                f3 = (lambda v: str(v[0])) if nd == 1 else (lambda v: "(" + ", ".join(map(str, v[:nd])) + ")")
+                who = f"threads {', '.join(f3(v) for v in tidx[:6])}{', …' if len(tidx) > 6 else ''} of block " \
+                      f"{f3(next(iter(blocks)))}"
+            else:
+                who = ", ".join(fmt_who(w, nd) for w in whos[:4]) + (", …" if len(whos) > 4 else "")
+            lanes = {t[0] % 32 for t in tidx}
+            warps = {(t[0] + b[0] * (t[1] + b[1] * t[2])) // 32 for t in tidx}
+            if len(blocks) == 1 and len(lanes) == 1 and len(warps) == len(tidx) and b[1] == b[2] == 1:
+                why = ("the index is the same in every warp: it is the lane (cuda.threadIdx.x % 32) where each "
+                       "thread needs its own element (its index in the block, cuda.threadIdx.x, plus the block's "
+                       "offset: cuda.grid(1)): every warp reads warp 0's elements")
+            elif len(set(tidx)) == 1 and len(blocks) == len(tidx):
+                why = "the index is the same in every block: the block's offset (cuda.blockIdx * cuda.blockDim) is missing"
+            else:
+                why = "the index does not tell these threads apart: each element needs one reader"
+            lost = f", and {names[j]}[{ranges_text(missed, most=3)}] by none" if missed and len(shape) == 1 else ""
+            return (f"{el} was read by {len(ts)} threads ({who}{f', at {at}' if at else ''}), in the reference "
+                    f"solution by {r_who} alone{lost}: {why}")
+    return None
