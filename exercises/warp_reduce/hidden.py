@@ -2,7 +2,7 @@
 value at a random position past the first warp)."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, Hedge, randn
 
 THREADS = 128
 WARP = 32
@@ -38,8 +38,8 @@ def _diagnose(x64, blocks):
         for value, text in candidates:
             if abs(out[b] - value) <= 1e-4 * (1 + abs(value)):
                 return f"block {b}: {text}"
-        return (f"block {b}'s sum is {out[b]:.6g}, expected {ref[b]:.6g} (off by {ref[b] - out[b]:.4g}): a warp's or a "
-                f"lane's value missing, or one added more than once?")
+        return Hedge(f"block {b}'s sum is {out[b]:.6g}, expected {ref[b]:.6g} (off by {ref[b] - out[b]:.4g}): a warp's "
+                     f"or a lane's value missing, or one added more than once?")
     return diagnose
 
 

@@ -472,7 +472,7 @@ def judge_case_facts(ex, case, raw, backend):
                 again = repeated_store_words(_counts(trace), onames[k], writers[k].get(flat), grid, block,
                                              quote(source, store_line(trace, k, flat)))
                 extra = extra[:extra.index(LAST_TERM_RESET)] + again if again else extra
-            if extra and extra.rstrip().endswith("?") and trace is not None:  # a hedge: does the trace decide?
+            if getattr(extra, "hedge", False) and trace is not None:  # the values ask (exercises.Hedge): does the trace decide?
                 from lab.teach.reference import hedge_fact
 
                 extra = hedge_fact(ex, case, k, first, writers, trace, grid, block, list(raw.names), source) or extra

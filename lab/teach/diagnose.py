@@ -525,7 +525,8 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
         if reg is None:  # a shared cell filled from another element than the reference's
             from lab.teach.reference import store_target_fact
 
-            reg = store_target_fact(case, counts, rc, grid, block, names, r_names, source, getattr(ref[1], "lab_source", None))
+            reg = store_target_fact(case, counts, rc, grid, block, names, r_names, source, getattr(ref[1], "lab_source", None),
+                                    none_too=False)  # (a thread kept out of a load: the values' hints may say why)
         return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
 

@@ -242,14 +242,15 @@ def reference(ex, case):
     return case.lab_reference_run
 
 
-def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_source) -> str | None:
+def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_source, none_too=True) -> str | None:
     """An input's element stored into a shared cell other than the reference solution's: each line of the
     student's file that stores a load into a subscripted target (``tile[t + THREADS + R] = x[right] ...``)
     beside the reference's one line with the same target (its text, spaces aside), compared thread by
     thread over the launch (the ``load_lines`` tables: which element each thread loaded there). The first
     thread that loaded another element than the reference's same thread, else one that loaded none where
-    the reference's loads one: the thread, both elements, both lines. None where every such line loads
-    what the reference's does, or the launches differ."""
+    the reference's loads one (only with ``none_too``: a test that kept the thread out may be what
+    differs): the thread, both elements, both lines. None where every such line loads what the
+    reference's does, or the launches differ."""
     import re
 
     from lab.teach.contained.counts import dims3, who_of
@@ -289,7 +290,7 @@ def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_s
                 continue  # the student loads into that target at several lines: no one line stands for the reference's
             mine, theirs = S.get(ln, {}), R[lrs[0]]
             other = [t for t in sorted(theirs) if t in mine and mine[t] != theirs[t]]
-            none = [t for t in sorted(theirs) if t not in mine]
+            none = [t for t in sorted(theirs) if t not in mine] if none_too else []
             if not other and not none:
                 continue
             t = (other or none)[0]
@@ -334,6 +335,9 @@ def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=No
     if ref is None or dims3(ref[3]) != g or dims3(ref[4]) != b:
         return None
     rc = stats_counts(ref[1].stats, ref[3], ref[4])
+    cell = store_target_fact(case, counts, rc, grid, block, names, ref[5], source, getattr(ref[1], "lab_source", None))
+    if cell:
+        return "the reference solution, run on this case: " + cell
     nd = 1 if isinstance(grid, (int, np.integer)) else len(tuple(grid))
     shape = tuple(case.outputs[k][0])
     flat = int(np.ravel_multi_index(first, shape)) if shape else 0
@@ -389,10 +393,10 @@ def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=No
             ln = where[(extra[0], t)]
             said.append(f"{bw}'s threads read {names[j]}[{ranges_text(extra, most=3)}] ({fmt_who(who_of(t, g, b), nd)} "
                         f"read {names[j]}[{extra[0]}] at {quote(source, ln)}), which the reference solution's {bw} never "
-                        f"reads: elements of other blocks taken in")
+                        f"reads")
         if lost:
             said.append(f"{bw} never read {names[j]}[{ranges_text(lost, most=3)}], which the reference solution's {bw} "
-                        f"reads: its own elements left out")
+                        f"reads")
         return (f"the reference solution's {bw} reads {names[j]}[{ranges_text(sorted(theirs), most=3)}]; "
                 + "; ".join(said) + f": {index_text(oname, first)} is made of other elements than the reference's")
     return None

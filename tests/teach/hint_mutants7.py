@@ -21,7 +21,7 @@ CLASSES = {
     "block offset by the grid's size": ["multiplies blockIdx.x by", "not by the block's size"],
     "guard by equality": ["your guard at line", "tests equality", "`if i >= n: return`"],
     "halo cell from another element": ["into tile[t+THREADS+R]", "where the reference solution's same thread"],
-    "elements of the next block taken in": (["never reads: elements of other blocks taken in", "is made of other elements"],
+    "elements of the next block taken in": (["which the reference solution's block 0 never reads", "is made of other elements"],
                                             ["threads of block 0", "reads each of its elements once", "enters"]),
     "several lanes store the block's result": ["was stored by 4 threads", "stores each element of partials from one thread",
                                                "let one thread store it"],
