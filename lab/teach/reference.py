@@ -297,7 +297,7 @@ def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_s
             w3 = who_of(t, g, b)
             who = fmt_who(w3, nd)
             own = w3[0][0] * b[0] + w3[1][0] if nd == 1 else None
-            halo = (f" (a halo cell: {names[j]}[{theirs[t][0]}] is not the thread's own element {names[j]}[{own}])"
+            halo = (f" (one of the halo cells: {names[j]}[{theirs[t][0]}] is not the thread's own element {names[j]}[{own}])"
                     if own is not None and theirs[t][0] == theirs[t][1] != own else "")
             r_code = "`" + " ".join(str(r_source[lrs[0] - 1]).split()) + "`"
             want = f"{names[j]}[{theirs[t][0]}]" if theirs[t][0] == theirs[t][1] else \
@@ -395,8 +395,10 @@ def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=No
                         f"read {names[j]}[{extra[0]}] at {quote(source, ln)}), which the reference solution's {bw} never "
                         f"reads")
         if lost:
+            lo, hi = blk * math.prod(b), (blk + 1) * math.prod(b) - 1  # a 1-D launch's own elements of the block
+            outside = nd == 1 and all(f < lo or f > hi for f in lost)
             said.append(f"{bw} never read {names[j]}[{ranges_text(lost, most=3)}], which the reference solution's {bw} "
-                        f"reads")
+                        f"reads" + (f" (outside the block's own {names[j]}[{lo}..{hi}]: halo cells)" if outside else ""))
         return (f"the reference solution's {bw} reads {names[j]}[{ranges_text(sorted(theirs), most=3)}]; "
                 + "; ".join(said) + f": {index_text(oname, first)} is made of other elements than the reference's")
     return None

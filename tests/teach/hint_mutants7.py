@@ -23,7 +23,7 @@ CLASSES = {
     "halo cell from another element": ["into tile[t+THREADS+R]", "where the reference solution's same thread"],
     "elements of the next block taken in": (["which the reference solution's block 0 never reads", "is made of other elements"],
                                             ["threads of block 0", "reads each of its elements once", "enters"]),
-    "several lanes store the block's result": ["was stored by 4 threads", "stores each element of partials from one thread",
+    "several lanes store the block's result": ["was stored by 32 threads", "stores each element of partials from one thread",
                                                "let one thread store it"],
     "halo test leaves a thread out": ["was never stored before it was read", "is false for t = 2"],
 }
@@ -95,8 +95,8 @@ MUTANTS = [
        "    cache[t] = 0.0\n    if i < x.shape[0]:\n        cache[t] = x[i]\n    if i + 1 < x.shape[0]:\n"
        "        cache[t] = cache[t] + x[i + 1]\n")],
      "elements of the next block taken in"),
-    ("warp_reduce", "the lanes below the warp count store the result",
-     [("        if lane == 0:\n            partials[cuda.blockIdx.x] = v", "        if lane < WARPS:\n"
+    ("warp_reduce", "the threads below 32 store the result",
+     [("        if lane == 0:\n            partials[cuda.blockIdx.x] = v", "        if t < 32:\n"
        "            partials[cuda.blockIdx.x] = v")],
      "several lanes store the block's result"),
     ("conv1d", "right halo under its own test, one thread short",
