@@ -102,4 +102,7 @@ MUTANTS = [
     ("conv1d", "right halo under its own test, one thread short",
      [("        right = i + THREADS\n", "    if t <= R - 2:\n        right = i + THREADS\n")],
      "halo test leaves a thread out"),
+    ("map_guard", "block offset of half a block",
+     [("    i = cuda.grid(1)\n", "    i = cuda.threadIdx.x + 16 * cuda.blockIdx.x\n")],
+     "block offset by the grid's size"),
 ]
