@@ -39,7 +39,7 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.indices import RUNS_PAST
+from lab.teach.indices import GUARD_WORDS, RUNS_PAST
 from lab.teach.launches import zero_blocks_line
 from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
@@ -191,6 +191,10 @@ def judge_case_facts(ex, case, raw, backend):
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
+            if not lesson and name in list(raw.names) and any(g in msg for g in GUARD_WORDS):
+                from lab.teach.reference import reference_loads  # the reference's same thread loads there too?
+
+                lesson = RUNS_PAST if reference_loads(ex, case, list(raw.names).index(name), who, grid, block) else None
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)

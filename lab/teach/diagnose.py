@@ -255,6 +255,8 @@ def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
                 return ("bswap", a, next(b for b, v in steps.items() if b != a and v == k), k, "one-sided")
             if not any(w[0][a] == 0 for w in whos) and not steps:
                 continue  # block 0 never seen along a: no evidence of the index's form there
+            if not all(len({w[1][x] for w in whos if w[0][a]}) > 1 for x in range(3) if bd[x] > 1):
+                continue  # the moved blocks' threads not seen varied along each axis: a thread-index term unruled out
             step = _block_step(refs, whos, a) if refs is not None else None
             step = (steps or {}).get(a) if step is None else step
             step = bd[a] if step is None else step  # the reference's own step per block, else the block's size

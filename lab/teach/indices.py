@@ -59,6 +59,11 @@ def extra_thread(own, grid, block, out_shapes):
     return False
 
 
+# guard_dims' words: a guard that should have stopped the thread (the judge checks the reference's same thread
+# does not load that array, else the thread belongs there and the index is what differs)
+GUARD_WORDS = ("reached this access: nothing tested its", "and the guard let it through")
+
+
 def guard_dims(own, out_shapes) -> str | None:
     """Which test of a 2-D guard let a thread through, from where its own (x = column, y = row) sits
     beside a 2-D output's extent: past the rows (or the columns) along one axis only, and below the

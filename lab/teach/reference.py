@@ -155,6 +155,21 @@ def load_spans(counts, name) -> dict:
     return out
 
 
+def reference_loads(ex, case, arg: int, who, grid, block) -> bool:
+    """Whether the reference solution's run of ``case``, launched as the student's (``grid``, ``block``), has
+    thread ``who`` = (block, thread) load argument ``arg`` at all (a thread the reference puts to work on
+    that array: no guard should stop it there); False where the launches differ."""
+    from lab.teach.contained.counts import dims3, stats_counts, thread_id
+
+    if not getattr(ex, "has_solution", False) or arg < 0:
+        return False
+    ref = reference(ex, case)
+    if ref is None or arg >= len(ref[5]) or dims3(ref[3]) != dims3(grid) or dims3(ref[4]) != dims3(block):
+        return False
+    rc = stats_counts(ref[1].stats, ref[3], ref[4])
+    return thread_id(who, dims3(ref[3]), dims3(ref[4])) in load_spans(rc, ref[5][arg])
+
+
 def unread_cell(ex, case, arr, idx) -> str | None:
     """Where a shared cell ``arr[idx]`` that the student's kernel read before any thread stored it lies
     beside the reference solution's reads of that shared array on ``case`` (same name): None when the

@@ -26,6 +26,7 @@ CLASSES = {
     "several lanes store the block's result": ["was stored by 32 threads", "stores each element of partials from one thread",
                                                "let one thread store it"],
     "halo test leaves a thread out": ["was never stored before it was read", "is false for t = 2"],
+    "load column from threadIdx.y, no guard missing": ["x and y swapped in this index"],
 }
 
 # the words each class used to get, wrong for it
@@ -43,6 +44,7 @@ AVOID = {
     "elements of the next block taken in": ["or one added twice?"],
     "several lanes store the block's result": ["or one added more than once?"],
     "halo test leaves a thread out": ["or 0/0, inf/inf"],
+    "load column from threadIdx.y, no guard missing": ["nothing tested its", "and the guard let it through"],
 }
 
 MUTANTS = [
@@ -105,4 +107,9 @@ MUTANTS = [
     ("map_guard", "block offset of half a block",
      [("    i = cuda.grid(1)\n", "    i = cuda.threadIdx.x + 16 * cuda.blockIdx.x\n")],
      "block offset by the grid's size"),
+    ("tiled_matmul", "B's column from threadIdx.y, the guard on the right column",
+     [("        sB[ty, tx] = B[k_b, col] if k_b < K and col < N else float32(0.0)\n",
+       "        if k_b < K and col < N:\n            sB[ty, tx] = B[k_b, cuda.blockIdx.x * cuda.blockDim.x + ty]\n"
+       "        else:\n            sB[ty, tx] = 0.0\n")],
+     "load column from threadIdx.y, no guard missing"),
 ]

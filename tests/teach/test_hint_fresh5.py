@@ -40,9 +40,13 @@ def test_block_axis_from_the_references_own_steps():
         _index_label([16] * 4, whos, [32, 1, 1], steps={0: 0, 1: 8})[0] != "bswap"
     assert _index_label([16] * 4, whos, [32, 1, 1])[0] == "const"  # no stride of 48 guessed from block 1 alone
     # the reference's own step per block (by * 32) against the student's (by * 8): the stride said is 8, not 8 + 8
-    tw = [((0, b, 0), (0, t, 0)) for b in (0, 1) for t in range(2)]
-    refs = [(32 * b + t, 0) for b in (0, 1) for t in range(2)]
-    assert _index_label([0, 0, -24, -24], tw, [32, 8, 1], refs) == ("bstride", 1, 8, 32)
+    tw = [((0, b, 0), (x, t, 0)) for b in (0, 1) for x, t in ((0, 0), (1, 1), (2, 0))]
+    refs = [(32 * b + t, 0) for b in (0, 1) for _, t in ((0, 0), (1, 1), (2, 0))]
+    assert _index_label([0, 0, 0, -24, -24, -24], tw, [32, 8, 1], refs) == ("bstride", 1, 8, 32)
+    # the moved block's threads seen along one row only: a threadIdx.x term is not ruled out, no stride said
+    one_row = [((0, 1, 0), (x, 0, 0)) for x in range(3)] + [((0, 0, 0), (0, 0, 0))]
+    assert _index_label([-24, -24, -24, 0], one_row, [32, 8, 1]) is None or \
+        _index_label([-24, -24, -24, 0], one_row, [32, 8, 1])[0] != "bstride"
 
 
 def test_equality_guard_and_excluded_store_only_on_their_evidence():
