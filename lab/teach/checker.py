@@ -39,7 +39,7 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.indices import GUARD_WORDS, RUNS_PAST
+from lab.teach.indices import GUARD_WORDS, OFFSET_ASKED, RUNS_PAST
 from lab.teach.launches import zero_blocks_line
 from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
@@ -204,12 +204,15 @@ def judge_case_facts(ex, case, raw, backend):
             fact = tile_extent_fact(ex, case, last.oob[0][0], tuple(last.oob[0][2]))
             if fact:
                 msg = msg[:-len(TILE_CHOICE)] + fact
-        if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
-            from lab.teach.diagnose import load_index_hint
+        if msg.endswith(RUNS_PAST) or msg.endswith(OFFSET_ASKED):  # the launch's loads, the access, beside the reference
+            from lab.teach.diagnose import oob_index_rule
 
-            rule = load_index_hint(ex, case, last, grid, block, list(raw.names), source)
-            if rule:
+            rule = oob_index_rule(ex, case, last, grid, block, list(raw.names), source, loads=msg.endswith(RUNS_PAST))
+            if rule and msg.endswith(RUNS_PAST):
                 msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
+            elif rule:  # a loop bound, or an offset? the offset: the whole advice is the rule's
+                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo,
+                                           lesson="the index is wrong: " + rule)
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -459,7 +462,7 @@ def judge_case_facts(ex, case, raw, backend):
             from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
 
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        from lab.teach.values import LAST_TERM_RESET, repeated_store_words, whole_number_hint
+        from lab.teach.values import LAST_TERM_RESET, last_term_words, whole_number_hint
 
         whole = whole_number_hint(out64, ref, bad, out.dtype)
         if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
@@ -470,12 +473,10 @@ def judge_case_facts(ex, case, raw, backend):
             extra = whole
         elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
-            if extra and LAST_TERM_RESET in extra and writers is not None and writers[k].get(
-                    int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0) is not None:  # reset, or stored in the loop?
+            if extra and LAST_TERM_RESET in extra and writers is not None:  # a reset, or a store in the loop?
                 flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
-                again = repeated_store_words(_counts(trace), onames[k], writers[k].get(flat), grid, block,
-                                             quote(source, store_line(trace, k, flat)))
-                extra = extra[:extra.index(LAST_TERM_RESET)] + again if again else extra
+                extra = last_term_words(extra, _counts(trace), onames[k], writers[k].get(flat), grid, block,
+                                        quote(source, store_line(trace, k, flat)))
             if getattr(extra, "hedge", False) and trace is not None:  # the values ask (exercises.Hedge): does the trace decide?
                 from lab.teach.reference import hedge_fact
 

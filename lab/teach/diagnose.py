@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lab.teach.reference import DIFFERENTIAL_THREADS, index_text, load_spans, reference
+from lab.teach.reference import DIFFERENTIAL_THREADS, block_step, index_text, load_spans, reference
 
 
 class Mistake(NamedTuple):
@@ -213,22 +213,6 @@ def _span_text(name, span, shape) -> str:
 _AXIS = "xyz"
 
 
-def _block_step(refs, whos, a) -> int | None:
-    """How far the reference's index (``refs``: (index, which end of the thread's loads), one per
-    observation ``whos``) moves per block along block
-    axis ``a``: the one step that every pair of observations by the same thread of blocks differing only
-    along ``a`` shows; None when no pair shows one, or pairs disagree."""
-    seen: dict = {}
-    steps = set()
-    for (r, end), w in zip(refs, whos):  # (index, 0 for a thread's lowest or 1 for its highest)
-        key = (tuple(w[1]), tuple(v for k, v in enumerate(w[0]) if k != a), end)
-        for r2, b2 in seen.get(key, ()):
-            if b2 != w[0][a] and (r - r2) % (w[0][a] - b2) == 0:
-                steps.add((r - r2) // (w[0][a] - b2))
-        seen.setdefault(key, []).append((r, w[0][a]))
-    return steps.pop() if len(steps) == 1 else None
-
-
 def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
     """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
     one per observation) are, as a function of the thread that made each (``whos``: its block and
@@ -238,7 +222,7 @@ def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
     seen nonzero), ("tforb", a) (threadIdx.a - blockIdx.a: the thread's index where the block's belongs,
     seen in a block other than 0), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
     nonzero), ("const", c); None when none fits every observation. ``refs``: the reference's index of each
-    observation (:func:`_block_step`); ``steps``: {block axis: the reference's step per block along it},
+    observation (:func:`lab.teach.reference.block_step`); ``steps``: {block axis: the reference's step per block along it},
     from its whole run (a block axis seen in one value only is then told by the reference's own steps)."""
     if all(d == 0 for d in ds):
         return ("same",)
@@ -257,7 +241,7 @@ def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
                 continue  # block 0 never seen along a: no evidence of the index's form there
             if not all(len({w[1][x] for w in whos if w[0][a]}) > 1 for x in range(3) if bd[x] > 1):
                 continue  # the moved blocks' threads not seen varied along each axis: a thread-index term unruled out
-            step = _block_step(refs, whos, a) if refs is not None else None
+            step = block_step(refs, whos, a) if refs is not None else None
             step = (steps or {}).get(a) if step is None else step
             step = bd[a] if step is None else step  # the reference's own step per block, else the block's size
             if k and k + step > 0:
@@ -327,7 +311,7 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
                     per_axis[ax].append(int(us[ax]) - int(ur[ax]))
                     ref_axis[ax].append((int(ur[ax]), end))
         r_obs = [(np.unravel_index(v[1], shape), who_of(tr, g, b)) for tr, v in R.items() if 0 <= v[1] < a.size]
-        r_steps = [{x: _block_step([(int(u[ax]), 0) for u, _ in r_obs], [w for _, w in r_obs], x) for x in range(2)
+        r_steps = [{x: block_step([(int(u[ax]), 0) for u, _ in r_obs], [w for _, w in r_obs], x) for x in range(2)
                     if g[x] > 1} for ax in range(len(shape))]  # the reference's own step per block, whole run
         labels = [_index_label(ds, whos, b, rs, {x: v for x, v in st.items() if v is not None})
                   for ds, rs, st in zip(per_axis, ref_axis, r_steps)]
@@ -531,6 +515,18 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
                                     none_too=False)  # (a thread kept out of a load: the values' hints may say why)
         return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
+
+
+def oob_index_rule(ex, case, last, grid, block, names, source=None, loads=True) -> str | None:
+    """Why an out-of-bounds access's index is wrong where the access alone says nothing sure: the launch's
+    loads beside the reference solution's (:func:`load_index_hint`, with ``loads``), else the access itself
+    beside the reference's same thread (:func:`lab.teach.reference.oob_block_axis`); None when neither tells."""
+    rule = load_index_hint(ex, case, last, grid, block, names, source) if loads else None
+    if not rule and last is not None and last.oob and last.oob[0][0] in names:
+        from lab.teach.reference import oob_block_axis
+
+        rule = oob_block_axis(ex, case, names.index(last.oob[0][0]), last.oob[0][1], last.oob[0][3], grid, block)
+    return rule
 
 
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:

@@ -17,6 +17,7 @@ from lab.teach.shared_words import block_index_past, global_for_block, per_warp_
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
+OFFSET_ASKED = "or an offset in this index?"  # the first index past an axis: a loop bound's, or an offset's
 
 
 def ndims(d):
@@ -271,7 +272,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             return local
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
-                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
+                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, " + OFFSET_ASKED)
     local = within_block()
     if local:
         return local

@@ -155,6 +155,22 @@ def load_spans(counts, name) -> dict:
     return out
 
 
+def block_step(refs, whos, a) -> int | None:
+    """How far the reference's index (``refs``: (index, which end of the thread's loads), one per
+    observation ``whos``) moves per block along block
+    axis ``a``: the one step that every pair of observations by the same thread of blocks differing only
+    along ``a`` shows; None when no pair shows one, or pairs disagree."""
+    seen: dict = {}
+    steps = set()
+    for (r, end), w in zip(refs, whos):  # (index, 0 for a thread's lowest or 1 for its highest)
+        key = (tuple(w[1]), tuple(v for k, v in enumerate(w[0]) if k != a), end)
+        for r2, b2 in seen.get(key, ()):
+            if b2 != w[0][a] and (r - r2) % (w[0][a] - b2) == 0:
+                steps.add((r - r2) // (w[0][a] - b2))
+        seen.setdefault(key, []).append((r, w[0][a]))
+    return steps.pop() if len(steps) == 1 else None
+
+
 def reference_loads(ex, case, arg: int, who, grid, block) -> bool:
     """Whether the reference solution's run of ``case``, launched as the student's (``grid``, ``block``), has
     thread ``who`` = (block, thread) load argument ``arg`` at all (a thread the reference puts to work on
@@ -492,4 +508,43 @@ def shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_n
             lost = f", and {names[j]}[{ranges_text(missed, most=3)}] by none" if missed and len(shape) == 1 else ""
             return (f"{el} was read by {len(ts)} threads ({who}{f', at {at}' if at else ''}), in the reference "
                     f"solution by {r_who} alone{lost}: {why}")
+    return None
+
+
+def oob_block_axis(ex, case, arg: int, idx, who, grid, block) -> str | None:
+    """An out-of-bounds access ``idx`` of argument ``arg`` by ``who`` = (block, thread), beside the reference
+    solution's run of ``case`` launched as the student's: along one axis only it lies past the same thread's
+    lowest index in the reference by k * (blockIdx.a - blockIdx.b), where the reference's index (over its
+    whole run) does not move with blockIdx.a and moves by k per blockIdx.b: a and b exchanged in this index.
+    None otherwise (other launches, another offset, the reference's steps not that)."""
+    from lab.teach.contained.counts import dims3, stats_counts, thread_id, who_of
+
+    if not getattr(ex, "has_solution", False) or arg < 0 or arg >= len(case.args):
+        return None
+    ref = reference(ex, case)
+    g, b = dims3(grid), dims3(block)
+    if ref is None or arg >= len(ref[5]) or dims3(ref[3]) != g or dims3(ref[4]) != b:
+        return None
+    shape = tuple(np.shape(case.args[arg]))
+    spans = load_spans(stats_counts(ref[1].stats, ref[3], ref[4]), ref[5][arg])
+    tid = thread_id(who, g, b)
+    if tid not in spans or len(shape) != len(idx) or len(shape) < 2:
+        return None
+    obs = [(np.unravel_index(v[1], shape), who_of(t, g, b)) for t, v in spans.items()]
+    mine = np.unravel_index(spans[tid][1], shape)
+    d = [int(i) - int(r) for i, r in zip(idx, mine)]
+    if sum(v != 0 for v in d) != 1:
+        return None
+    ax = next(k for k, v in enumerate(d) if v)
+    steps = {x: block_step([(int(u[ax]), 0) for u, _ in obs], [w for _, w in obs], x) for x in range(2)}
+    blk = tuple(who[0]) + (0, 0)
+    for a, o in ((0, 1), (1, 0)):
+        k = steps.get(o)
+        if steps.get(a) == 0 and k and blk[a] != blk[o] and d[ax] == k * (blk[a] - blk[o]):
+            x, y = "xy"[a], "xy"[o]
+            return (f"index {int(idx[ax])} along axis {ax} is {d[ax]} = {k} * (cuda.blockIdx.{x} - cuda.blockIdx.{y}) = "
+                    f"{k} * ({blk[a]} - {blk[o]}) past the same thread's in the reference solution's run "
+                    f"({int(mine[ax])}), whose index along that axis moves "
+                    f"by {k} per cuda.blockIdx.{y} and not with cuda.blockIdx.{x}: the block's x and y are exchanged in "
+                    f"this index (the grid's x counts along the columns, its y along the rows)")
     return None

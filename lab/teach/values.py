@@ -73,6 +73,13 @@ def repeated_store_words(counts, oname: str, who, grid, block, at: str = "") -> 
             f"the loop (acc += ...) and store it once, after the loop")
 
 
+def last_term_words(extra: str, counts, oname: str, who, grid, block, at: str = "") -> str:
+    """``extra`` (exercises.sum_hints' "the last term only" words) with :func:`repeated_store_words` in place of
+    its accumulator-reset guess where the writer ``who`` stored the element many times; else ``extra``."""
+    again = repeated_store_words(counts, oname, who, grid, block, at) if who is not None else None
+    return extra[:extra.index(LAST_TERM_RESET)] + again if again and LAST_TERM_RESET in extra else extra
+
+
 def index_shift_hint(out64, ref, bad, most: int = 4) -> str | None:
     """'each value landed d elements below (above) its own' when a 1-D output is the reference moved by
     one constant d (1 <= |d| <= ``most``): out[k] = ref[k + d] wherever k + d is inside, and at least two

@@ -27,6 +27,7 @@ CLASSES = {
                                                "let one thread store it"],
     "halo test leaves a thread out": ["was never stored before it was read", "is false for t = 2"],
     "load column from threadIdx.y, no guard missing": ["x and y swapped in this index"],
+    "tile origins from the exchanged block axes": ["the block's x and y are exchanged in this index"],
 }
 
 # the words each class used to get, wrong for it
@@ -45,6 +46,8 @@ AVOID = {
     "several lanes store the block's result": ["or one added more than once?"],
     "halo test leaves a thread out": ["or 0/0, inf/inf"],
     "load column from threadIdx.y, no guard missing": ["nothing tested its", "and the guard let it through"],
+    "tile origins from the exchanged block axes": ["a loop bound, a stride or an offset runs past the end?",
+                                                   "multiplies cuda.blockIdx"],
 }
 
 MUTANTS = [
@@ -112,4 +115,8 @@ MUTANTS = [
        "        if k_b < K and col < N:\n            sB[ty, tx] = B[k_b, cuda.blockIdx.x * cuda.blockDim.x + ty]\n"
        "        else:\n            sB[ty, tx] = 0.0\n")],
      "load column from threadIdx.y, no guard missing"),
+    ("mma_fragment", "tile origins from the other block axis, spelled with blockDim",
+     [("    r0 = 16 * cuda.blockIdx.y\n    c0 = 8 * cuda.blockIdx.x\n",
+       "    bx, by = cuda.blockIdx.x, cuda.blockIdx.y\n    c0 = by * 8\n    r0 = bx * 16\n")],
+     "tile origins from the exchanged block axes"),
 ]
