@@ -281,6 +281,14 @@ def sum_hints(out, ref, terms, block=None, lanes=None, what="sum", unit="block")
     return None
 
 
+class Hedge(str):
+    """A ``diagnose`` hint that can only ask (the values fit several causes): the checker puts what the
+    student's trace and the reference solution's run decide in its place where they decide
+    (lab.teach.reference.hedge_fact)."""
+
+    hedge = True
+
+
 # the values alone: the last element missing from the result (the checker adds whether it was loaded at all)
 LAST_LEFT_OUT = "the last element is left out: off by one in the guard (`i < n`, not `i < n - 1`)?"
 

@@ -1,7 +1,7 @@
 """block_sum: hidden tests."""
 import numpy as np
 
-from exercises import Case, randn, sum_hints
+from exercises import Case, Hedge, randn, sum_hints
 from kernels.spec import plural
 
 THREADS = 64
@@ -25,8 +25,8 @@ def _diagnose(x64, blocks):
                     f"its way through the block (never stored into the shared array, read back from another cell, "
                     f"or stored into an integer cell that dropped its fraction)")
         if len(bad):
-            return (f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: a partial missing from its tree, "
-                    f"or one added twice?")
+            return Hedge(f"block {bad[0]}'s sum is off by {ref[bad[0]] - out[bad[0]]:.4g}: a partial missing from its "
+                         f"tree, or one added twice?")
         return None
     return diagnose
 

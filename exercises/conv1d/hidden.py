@@ -2,7 +2,7 @@
 asymmetric weights; large values right at the blocks' edges)."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, Hedge, randn
 
 THREADS, R = 64, 3
 K = 2 * R + 1
@@ -25,8 +25,8 @@ def _diagnose(x64, w64, n):
         if np.allclose(out, win @ w64[::-1], rtol=1e-4, atol=1e-4):
             return "y matches the flipped filter: y[i] = sum_k w[k] * x[i + k - R], with w not reversed"
         if (bad & ~edge).sum() == 0 and (~edge).any():  # some output away from the edges, and right
-            return (f"only outputs within {R} of a block's edge are wrong: are the halo cells loaded "
-                    f"(tile[t] = x[i - R] and tile[t + THREADS + R] = x[i + THREADS] for t < R)?")
+            return Hedge(f"only outputs within {R} of a block's edge are wrong: are the halo cells loaded "
+                         f"(tile[t] = x[i - R] and tile[t + THREADS + R] = x[i + THREADS] for t < R)?")
         return None
     return diagnose
 

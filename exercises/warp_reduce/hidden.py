@@ -2,7 +2,7 @@
 value at a random position past the first warp)."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, Hedge, randn
 
 THREADS = 128
 WARP = 32
@@ -38,8 +38,8 @@ def _diagnose(x64, blocks):
         for value, text in candidates:
             if abs(out[b] - value) <= 1e-4 * (1 + abs(value)):
                 return f"block {b}: {text}"
-        return (f"block {b}'s sum is {out[b]:.6g}, expected {ref[b]:.6g} (off by {ref[b] - out[b]:.4g}): a warp's or a "
-                f"lane's value missing, or one added more than once?")
+        return Hedge(f"block {b}'s sum is {out[b]:.6g}, expected {ref[b]:.6g} (off by {ref[b] - out[b]:.4g}): a warp's "
+                     f"or a lane's value missing, or one added more than once?")
     return diagnose
 
 
@@ -91,9 +91,22 @@ def _slot_of_warp0(case):
     return [(THREADS // WARP) * pad.reshape(case.grid, THREADS // WARP, WARP)[:, 0].sum(axis=1)]
 
 
+def _own_loads(case, counts) -> bool:
+    """Evidence that each thread loaded its own element of x (thread t of block b: x[b*THREADS + t], the
+    launch-wide thread id, and nothing else), from the tracer's ``load_lines`` rows ([array, thread id,
+    line, loads, lowest, highest flat index]); an input array of x's size, not an output."""
+    n = int(np.asarray(case.args[0]).size)
+    ins = [k for k, a in enumerate(counts.get("arrays") or ()) if not a[3] and int(a[1]) == n]
+    rows = [r for r in counts.get("load_lines") or () if len(r) == 6 and r[0] in ins]
+    return bool(rows) and all(int(r[4]) == int(r[5]) == int(r[1]) for r in rows)
+
+
 def _tree_steps(case, counts):
-    """Evidence that both shuffle loops ran the 5-step tree: the reference's count of warp collectives."""
-    return int(counts.get("warp_collectives", -1)) == case.grid * (THREADS + WARP) * (WARP.bit_length() - 1)
+    """Evidence that both shuffle loops ran the 5-step tree (the reference's count of warp collectives)
+    over the block's own elements (:func:`_own_loads`: warps that all loaded warp 0's elements give
+    the same partials)."""
+    return (int(counts.get("warp_collectives", -1)) == case.grid * (THREADS + WARP) * (WARP.bit_length() - 1)
+            and _own_loads(case, counts))
 
 
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message[, access, evidence])

@@ -39,11 +39,12 @@ from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
 from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
-from lab.teach.indices import RUNS_PAST
+from lab.teach.indices import GUARD_WORDS, OFFSET_ASKED, RUNS_PAST
 from lab.teach.launches import zero_blocks_line
 from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
-from lab.teach.messages import (DIAGNOSIS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line, fmt_idx, fmt_who,
+from lab.teach.messages import (DIAGNOSIS, EVERY_BLOCK_REPEATS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line,
+                                fmt_idx, fmt_who,
                                 kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
                                 own_partial_cause, poison_hint, quote, race_text, scaled_hint,
                                 store_and_atomic_message, store_in_source, store_line, transposed_hint,
@@ -190,6 +191,10 @@ def judge_case_facts(ex, case, raw, backend):
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
+            if not lesson and name in list(raw.names) and any(g in msg for g in GUARD_WORDS):
+                from lab.teach.reference import reference_loads  # the reference's same thread loads there too?
+
+                lesson = RUNS_PAST if reference_loads(ex, case, list(raw.names).index(name), who, grid, block) else None
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
@@ -199,12 +204,15 @@ def judge_case_facts(ex, case, raw, backend):
             fact = tile_extent_fact(ex, case, last.oob[0][0], tuple(last.oob[0][2]))
             if fact:
                 msg = msg[:-len(TILE_CHOICE)] + fact
-        if msg.endswith(RUNS_PAST):  # no reason in the access alone: the launch's loads beside the reference's
-            from lab.teach.diagnose import load_index_hint
+        if msg.endswith(RUNS_PAST) or msg.endswith(OFFSET_ASKED):  # the launch's loads, the access, beside the reference
+            from lab.teach.diagnose import oob_index_rule
 
-            rule = load_index_hint(ex, case, last, grid, block, list(raw.names), source)
-            if rule:
+            rule = oob_index_rule(ex, case, last, grid, block, list(raw.names), source, loads=msg.endswith(RUNS_PAST))
+            if rule and msg.endswith(RUNS_PAST):
                 msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
+            elif rule:  # a loop bound, or an offset? the offset: the whole advice is the rule's
+                msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo,
+                                           lesson="the index is wrong: " + rule)
         raise Failed(msg)
     if trace is not None:
         if trace.barrier_mismatch:
@@ -348,7 +356,9 @@ def judge_case_facts(ex, case, raw, backend):
                 stride = block_stride_hint(writers[k], case.outputs[k][0], grid, block)
                 text = many_writers_message(onames[k], case.outputs[k][0], writers[k], others, grid, block,
                                              at_store(k, min(others), trace), getattr(trace, "lab_counts", None))
-                raise Failed(f"{text}: {stride}" if stride and not getattr(text, "cause", False) else text)
+                if stride and not getattr(text, "cause", False):  # the writers' index names it: no loop guessed
+                    raise Failed(f"{text.replace(EVERY_BLOCK_REPEATS, '')}: {stride}")
+                raise Failed(text)
     second = runs[1][0] if len(runs) > 1 else None
     verdict_ = verdict(outs, case.refs, case.tols, out_specs=case.outputs, second=second)
     if verdict_.ok:
@@ -452,7 +462,7 @@ def judge_case_facts(ex, case, raw, backend):
             from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
 
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        from lab.teach.values import whole_number_hint
+        from lab.teach.values import LAST_TERM_RESET, last_term_words, whole_number_hint
 
         whole = whole_number_hint(out64, ref, bad, out.dtype)
         if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
@@ -463,6 +473,14 @@ def judge_case_facts(ex, case, raw, backend):
             extra = whole
         elif case.diagnose is not None and not (extra or "").startswith("the reference solution"):
             extra = case.diagnose(outs, case.refs) or extra
+            if extra and LAST_TERM_RESET in extra and writers is not None:  # a reset, or a store in the loop?
+                flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
+                extra = last_term_words(extra, _counts(trace), onames[k], writers[k].get(flat), grid, block,
+                                        quote(source, store_line(trace, k, flat)))
+            if getattr(extra, "hedge", False) and trace is not None:  # the values ask (exercises.Hedge): does the trace decide?
+                from lab.teach.reference import hedge_fact
+
+                extra = hedge_fact(ex, case, k, first, writers, trace, grid, block, list(raw.names), source) or extra
             if extra == LAST_LEFT_OUT:  # the values' guess; the trace says whether it was loaded
                 from lab.teach.values import last_loaded_words
 
@@ -479,6 +497,10 @@ def judge_case_facts(ex, case, raw, backend):
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
                                      quote(source, store_line(trace, k, flat))) or scaled
+            if scaled.endswith("instead of once?"):  # no atomic repeated: an element read by m threads?
+                from lab.teach.diagnose import repeated_reads_hint
+
+                scaled = repeated_reads_hint(ex, case, trace, grid, block, list(raw.names), source, m) or scaled
         poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
         if poisoned and poisoned.startswith("it is NaN") and trace is not None and trace.uninit:  # the read seen
             arr, uidx, uwho, uline = trace.uninit[0]

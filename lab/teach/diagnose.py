@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from lab.teach.reference import DIFFERENTIAL_THREADS, index_text, load_spans, reference
+from lab.teach.reference import DIFFERENTIAL_THREADS, block_step, index_text, load_spans, reference
 
 
 class Mistake(NamedTuple):
@@ -213,7 +213,7 @@ def _span_text(name, span, shape) -> str:
 _AXIS = "xyz"
 
 
-def _index_label(ds, whos, bd) -> tuple | None:
+def _index_label(ds, whos, bd, refs=None, steps=None) -> tuple | None:
     """What the differences ``ds`` (student's index minus the reference's, along one axis of an array,
     one per observation) are, as a function of the thread that made each (``whos``: its block and
     thread coordinates, 3 each; ``bd``: the block's size): ("same",), ("local", a) (minus blockIdx.a *
@@ -221,7 +221,9 @@ def _index_label(ds, whos, bd) -> tuple | None:
     and in another block), ("swap", a, b) (threadIdx.a - threadIdx.b: one thread axis for the other,
     seen nonzero), ("tforb", a) (threadIdx.a - blockIdx.a: the thread's index where the block's belongs,
     seen in a block other than 0), ("bswap", a, b, c) (c * (blockIdx.a - blockIdx.b): one block axis for the other, seen
-    nonzero), ("const", c); None when none fits every observation."""
+    nonzero), ("const", c); None when none fits every observation. ``refs``: the reference's index of each
+    observation (:func:`lab.teach.reference.block_step`); ``steps``: {block axis: the reference's step per block along it},
+    from its whole run (a block axis seen in one value only is then told by the reference's own steps)."""
     if all(d == 0 for d in ds):
         return ("same",)
     for a in range(3):
@@ -233,8 +235,17 @@ def _index_label(ds, whos, bd) -> tuple | None:
         if (len(ks) == 1 and all(d == 0 for d, w in zip(ds, whos) if not w[0][a])
                 and all(w[0][a] == 0 or d % w[0][a] == 0 for d, w in zip(ds, whos)) and any(w[0][a] for w in whos)):
             k = ks.pop()
-            if k and k + bd[a] > 0:
-                return ("bstride", a, k + bd[a])
+            if steps and steps.get(a) == 0 and k in [v for b, v in steps.items() if b != a]:  # another axis's step
+                return ("bswap", a, next(b for b, v in steps.items() if b != a and v == k), k, "one-sided")
+            if not any(w[0][a] == 0 for w in whos) and not steps:
+                continue  # block 0 never seen along a: no evidence of the index's form there
+            if not all(len({w[1][x] for w in whos if w[0][a]}) > 1 for x in range(3) if bd[x] > 1):
+                continue  # the moved blocks' threads not seen varied along each axis: a thread-index term unruled out
+            step = block_step(refs, whos, a) if refs is not None else None
+            step = (steps or {}).get(a) if step is None else step
+            step = bd[a] if step is None else step  # the reference's own step per block, else the block's size
+            if k and k + step > 0:
+                return ("bstride", a, k + step) if step == bd[a] else ("bstride", a, k + step, step)
     for a, b in ((0, 1), (1, 0)):  # (a block with threads along both axes: a 1-D block has no y to swap)
         want = [w[1][a] - w[1][b] for w in whos]
         if bd[a] > 1 and bd[b] > 1 and all(d == v for d, v in zip(ds, want)) and any(v != 0 for v in want):
@@ -247,7 +258,7 @@ def _index_label(ds, whos, bd) -> tuple | None:
     for a, b in ((0, 1), (1, 0)):  # c * (blockIdx.a - blockIdx.b): the block's a for its b
         moved = [(d, w[0][a] - w[0][b]) for d, w in zip(ds, whos)]
         ks = {d // m for d, m in moved if m and d % m == 0}
-        if (len(ks) == 1 and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
+        if (len(ks) == 1 and any(w[0][a] for w in whos) and any(w[0][b] for w in whos)  # both block axes seen and all(d == 0 for d, m in moved if not m) and all(not m or d % m == 0 for d, m in moved)
                 and any(m for _, m in moved) and any(not m for _, m in moved)):  # seen moved and unmoved
             k = ks.pop()
             if k > 0:
@@ -285,20 +296,25 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
         if not diff:
             continue
         shape = tuple(a.shape)
-        whos, per_axis = [], [[] for _ in shape]
+        whos, per_axis, ref_axis = [], [[] for _ in shape], [[] for _ in shape]
         counts_equal = all(S[t][0] == R[t][0] for t in common)  # a constant shift is an offset only then
         for t in common:
             who = who_of(t, g, b)
             # the lowest index each loaded; the highest too where both made as many loads (a guard that
             # skips a load in one run and not the other moves only the highest)
-            for fs, fr in zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:]):
+            for end, (fs, fr) in enumerate(zip(S[t][1:] if S[t][0] == R[t][0] else S[t][1:2], R[t][1:])):
                 if not (0 <= fs < a.size and 0 <= fr < a.size):
                     continue
                 us, ur = np.unravel_index(fs, shape), np.unravel_index(fr, shape)
                 whos.append(who)
                 for ax in range(len(shape)):
                     per_axis[ax].append(int(us[ax]) - int(ur[ax]))
-        labels = [_index_label(ds, whos, b) for ds in per_axis]
+                    ref_axis[ax].append((int(ur[ax]), end))
+        r_obs = [(np.unravel_index(v[1], shape), who_of(tr, g, b)) for tr, v in R.items() if 0 <= v[1] < a.size]
+        r_steps = [{x: block_step([(int(u[ax]), 0) for u, _ in r_obs], [w for _, w in r_obs], x) for x in range(2)
+                    if g[x] > 1} for ax in range(len(shape))]  # the reference's own step per block, whole run
+        labels = [_index_label(ds, whos, b, rs, {x: v for x, v in st.items() if v is not None})
+                  for ds, rs, st in zip(per_axis, ref_axis, r_steps)]
         if raw and first_raw is None:
             t = diff[0]
             lines = sorted({int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and int(r[1]) == t
@@ -339,6 +355,12 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} is the thread's index within its block (cuda.threadIdx.{x}), the "
                     f"same in every block, where it needs the global index cuda.blockIdx.{x} * cuda.blockDim.{x} + "
                     f"cuda.threadIdx.{x} (cuda.grid): every block reads block 0's elements", "local")
+        if lb[0] == "bstride" and len(lb) == 4:  # the reference steps by another number than the block's size
+            x = _AXIS[lb[1]]
+            return (f"{seen}: {names[j]}'s index{where} moves by {lb[2]} from one block to the next along {x} "
+                    f"(cuda.blockIdx.{x} * {lb[2]}), the reference's by {lb[3]} (cuda.blockIdx.{x} * {lb[3]}, the "
+                    f"extent each block covers, not the {b[lb[1]]} threads a block has along {x}): blocks overlap or "
+                    f"leave gaps", "bstride")
         if lb[0] == "bstride":
             x = _AXIS[lb[1]]
             return (f"{seen}: {names[j]}'s index{where} multiplies cuda.blockIdx.{x} by {lb[2]}, but your blocks have "
@@ -354,6 +376,12 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
             return (f"{seen}: {names[j]}'s index{where} is this thread's index within its block (cuda.threadIdx.{x}) "
                     f"where the reference's is the block's, cuda.blockIdx.{x} (one {('row' if where else 'element')} "
                     f"per block, shared by its threads)", "tforb")
+        if lb[0] == "bswap" and len(lb) == 5:  # only blocks with blockIdx.y 0 seen: the reference's steps tell
+            x, y = _AXIS[lb[1]], _AXIS[lb[2]]
+            return (f"{seen}: in the reference solution's run {names[j]}'s index{where} moves by {lb[3]} per "
+                    f"cuda.blockIdx.{y} and not with cuda.blockIdx.{x}; yours moves by {lb[3]} per cuda.blockIdx.{x}: "
+                    f"the block's x and y are exchanged in this index (the grid's x counts along the columns, its y "
+                    f"along the rows)", "bswap")
         if lb[0] == "bswap":
             x, y = _AXIS[lb[1]], _AXIS[lb[2]]
             return (f"{seen}: {names[j]}'s index{where} is {lb[3]} * cuda.blockIdx.{x} where the reference's is "
@@ -436,6 +464,24 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
     return None
 
 
+def repeated_reads_hint(ex, case, trace, grid, block, names, source, times) -> str | None:
+    """:func:`shared_reads_fact` for a value ``times`` times the expected one: an element read by that many
+    threads where the reference's launch has one reader (the reference solution's run of ``case``)."""
+    from lab.teach.contained.counts import dims3, stats_counts
+
+    counts = getattr(trace, "lab_counts", None) if trace is not None else None
+    if not counts or not ex.has_solution or math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
+        return None
+    ref = reference(ex, case)
+    if ref is None:
+        return None
+    rc = stats_counts(ref[1].stats, ref[3], ref[4])
+    from lab.teach.reference import shared_reads_fact
+
+    fact = shared_reads_fact(case, counts, rc, grid, block, ref[3], ref[4], names, ref[5], source, times=times)
+    return None if fact is None else f"every wrong element is {times} times the expected value, and {fact}"
+
+
 def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | None:
     """:func:`index_fact` for the student's launch ``trace`` beside the reference solution's run of
     ``case``, as a hint ("the reference solution, run on this case: ..."), or None (no trace, a launch
@@ -453,11 +499,34 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     _outs, r_trace, _writers, r_grid, r_block, r_names = ref
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+    if found is None:
+        from lab.teach.reference import shared_reads_fact
+
+        shared = shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
+        if shared:
+            return "the reference solution, run on this case: " + shared
     if found is None and dims3(grid) == dims3(r_grid) and dims3(block) == dims3(r_block):
         reg = register_fact(case, counts, rc, grid, block, names, r_names, source,
                             getattr(ref[1], "lab_source", None))
+        if reg is None:  # a shared cell filled from another element than the reference's
+            from lab.teach.reference import store_target_fact
+
+            reg = store_target_fact(case, counts, rc, grid, block, names, r_names, source, getattr(ref[1], "lab_source", None),
+                                    none_too=False)  # (a thread kept out of a load: the values' hints may say why)
         return None if reg is None else "the reference solution, run on this case: " + reg
     return None if found is None else "the reference solution, run on this case: " + found[0]
+
+
+def oob_index_rule(ex, case, last, grid, block, names, source=None, loads=True) -> str | None:
+    """Why an out-of-bounds access's index is wrong where the access alone says nothing sure: the launch's
+    loads beside the reference solution's (:func:`load_index_hint`, with ``loads``), else the access itself
+    beside the reference's same thread (:func:`lab.teach.reference.oob_block_axis`); None when neither tells."""
+    rule = load_index_hint(ex, case, last, grid, block, names, source) if loads else None
+    if not rule and last is not None and last.oob and last.oob[0][0] in names:
+        from lab.teach.reference import oob_block_axis
+
+        rule = oob_block_axis(ex, case, names.index(last.oob[0][0]), last.oob[0][1], last.oob[0][3], grid, block)
+    return rule
 
 
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:

@@ -17,6 +17,7 @@ from lab.teach.shared_words import block_index_past, global_for_block, per_warp_
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
+OFFSET_ASKED = "or an offset in this index?"  # the first index past an axis: a loop bound's, or an offset's
 
 
 def ndims(d):
@@ -57,6 +58,11 @@ def extra_thread(own, grid, block, out_shapes):
             if d >= 0 and shape[d] <= reach[a] < shape[d] + bd[a] and own[a] >= shape[d]:
                 return True
     return False
+
+
+# guard_dims' words: a guard that should have stopped the thread (the judge checks the reference's same thread
+# does not load that array, else the thread belongs there and the index is what differs)
+GUARD_WORDS = ("reached this access: nothing tested its", "and the guard let it through")
 
 
 def guard_dims(own, out_shapes) -> str | None:
@@ -266,7 +272,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
             return local
         return (f"index {int(idx[d])} is shape[{d}] itself, the first past the end along {where}, and is not this "
                 f"thread's own element{rel1}: a loop bound that lets this index run one past the last (the bound must "
-                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, or an offset in this index?")
+                f"be shape[{d}] = {int(shape[d])}, with `<`){which}, " + OFFSET_ASKED)
     local = within_block()
     if local:
         return local
@@ -274,3 +280,35 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     if per_block:
         return per_block
     return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"
+
+
+def equality_guard(source, line, quote) -> str | None:
+    """The words for an access past the end at ``line`` of the student's file (``source``: its lines) whose
+    kernel does test its index, but for equality: an ``if`` before that line compares a name the access's
+    index uses with ``==`` or ``!=`` (``if i == n: return``): it stops the one thread whose index is n, not
+    the threads past it. ``quote``: (lines, line) -> the quoted line. None when no such test is found (or
+    the file does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source or ())))
+        line = int(line)
+    except (SyntaxError, TypeError, ValueError):
+        return None
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.lineno <= line <= n.end_lineno), None)
+    if fn is None:
+        return None
+    used = {n.id for s in ast.walk(fn) if isinstance(s, ast.Subscript) and s.lineno <= line <= s.end_lineno
+            for n in ast.walk(s.slice) if isinstance(n, ast.Name)}
+    for st in ast.walk(fn):
+        if not (isinstance(st, (ast.If, ast.While)) and st.lineno < line):
+            continue
+        for c in (n for n in ast.walk(st.test) if isinstance(n, ast.Compare) and len(n.ops) == 1):
+            names = {n.id for side in (c.left, *c.comparators) for n in ast.walk(side) if isinstance(n, ast.Name)}
+            if isinstance(c.ops[0], (ast.Eq, ast.NotEq)) and names & used:
+                return (f"past the end (the last block's extra threads), and your guard at {quote(source, c.lineno)} tests "
+                        f"equality: it stops (or lets through) the one thread whose index is exactly the bound, while "
+                        f"the threads past it go on: compare with an order test, `if i >= n: return` (or do the work "
+                        f"under `if i < n:`)")
+    return None
+

@@ -64,21 +64,12 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
         elements = int(shape[k])
         if g[axis] * b[axis] >= elements:
             continue
-        sizes, blocks, threads = [], [], set()
-        base = int(args[k])
-        for s in sorted({1, 2, 3, 100, 1000, base} | {p + d for p in (32, 64, 128, 256, 512, 1024, 2048) for d in (-1, 0, 1)}):
-            a = list(args)
-            a[k] = s
-            try:
-                gg, bb = launch(*a)
-                gg, bb = dims(gg), dims(bb)
-            except Exception:  # noqa: BLE001
-                return None
-            if axis >= len(gg) or axis >= len(bb):
-                return None
-            sizes.append(s)
-            blocks.append(gg[axis])
-            threads.add(bb[axis])
+        swept = _sweep(launch, args, k, axis, dims)
+        if swept is None:
+            return None
+        sizes, blocks, threads = swept
+        if len(set(blocks)) == 1 and nd > 1:  # the blocks along this axis ignore its size: counted from another?
+            return _other_size(launch, name, args, shape, axis, k, dims, g, b)
         fit = _fit(sizes, blocks)
         if fit is None or len(threads) != 1:
             return None
@@ -99,6 +90,62 @@ def launch_mismatch(launch, name: str, args: tuple, shape: tuple) -> str | None:
                 f"your launch() divides n by {d}{where}, blocks = {how} for every n tried, but its blocks have {t} threads "
                 f"a block: {call} gives {plural(g[axis], 'block')} x {t} = {g[axis] * t} threads for {elements} elements; "
                 f"count the blocks with the block size you return: (n + threads - 1) // threads")
+    return None
+
+
+def _sweep(launch, args, k, axis, dims):
+    """(sizes, blocks along ``axis``, {threads a block along it}) of launch() with its ``k``-th argument
+    varied over sizes around powers of two (the others as in ``args``); None when a call fails."""
+    sizes, blocks, threads = [], [], set()
+    for s in sorted({1, 2, 3, 100, 1000, int(args[k])} | {p + d for p in (32, 64, 128, 256, 512, 1024, 2048)
+                                                         for d in (-1, 0, 1)}):
+        a = list(args)
+        a[k] = s
+        try:
+            gg, bb = launch(*a)
+            gg, bb = dims(gg), dims(bb)
+        except Exception:  # noqa: BLE001
+            return None
+        if axis >= len(gg) or axis >= len(bb):
+            return None
+        sizes.append(s)
+        blocks.append(gg[axis])
+        threads.add(bb[axis])
+    return sizes, blocks, threads
+
+
+def _other_size(launch, name, args, shape, axis, k, dims, g, b) -> str | None:
+    """The words for a launch whose blocks along ``axis`` (which must cover dimension ``k``) do not change
+    with that dimension's size but follow another dimension's, ceil(that size / D), for every size
+    tried; None when no other one fits."""
+    nd = len(shape)
+    words = ["rows", "cols"] if nd == 2 else [f"dimension {j}" for j in range(nd)]
+    for j in range(nd):
+        if j == k:
+            continue
+        swept = _sweep(launch, args, j, axis, dims)
+        if swept is None or len(set(swept[1])) == 1 or len(swept[2]) != 1:
+            continue
+        fit = _fit(swept[0], swept[1])
+        if fit is None:
+            continue
+        d, form = fit
+        how = f"ceil({words[j]} / {d})" if form == "ceil" else f"{words[j]} // {d} + 1"
+        where = launch_line(launch, j)
+        call = f"{name}({', '.join(str(v) for v in args)})"
+        back = _sweep(launch, args, k, 1 - axis, dims) if nd == 2 else None  # the other axis from this size?
+        if back is not None and len(set(back[1])) > 1:
+            return (f"your launch() counts the blocks along {_AXES[axis]} from {words[j]}"
+                    f"{f' at {where}' if where else ''} (blocks along {_AXES[axis]} = {how} for every size tried) and "
+                    f"those along {_AXES[1 - axis]} from {words[k]}: the grid's x and y swapped: {call} gives "
+                    f"{plural(g[axis], 'block')} x {b[axis]} = {g[axis] * b[axis]} threads along {_AXES[axis]} for "
+                    f"{int(shape[k])} {words[k]}; x = column (blocks from cols by block[0]), y = row (from rows by "
+                    f"block[1])")
+        return (f"your launch() counts the blocks along {_AXES[axis]} from {words[j]}{f' at {where}' if where else ''}: "
+                f"blocks along {_AXES[axis]} = {how} for every size tried, whatever the {words[k]}; but the grid's "
+                f"{_AXES[axis]} runs along the {words[k]}: {call} gives {plural(g[axis], 'block')} x {b[axis]} = "
+                f"{g[axis] * b[axis]} threads along {_AXES[axis]} for {int(shape[k])} {words[k]}: count them from "
+                f"{words[k]} (x = columns by block[0], y = rows by block[1])")
     return None
 
 

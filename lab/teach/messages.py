@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.indices import as_dims3, ndims, oob_advice, other_shape_advice
+from lab.teach.indices import as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -174,6 +174,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         advice = oob_advice(idx, shape, who, block, grid, [s for s, _ in case.outputs], shared=shared,
                              arrays=[(n, s) for n, s in arrays if n != name], halo=halo,
                              loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
+        if advice.endswith("guard it, e.g. `if i < n:`") and error.get("line"):  # is a guard there, testing equality?
+            advice = equality_guard(source, error.get("line"), quote) or advice
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
         if lesson:
@@ -339,6 +341,14 @@ def race_message(trace, k, grid, block, source=None):
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
                 "neighbour's element?)")
+    read_at = lines[1] if did == "wrote" else lines[0]
+    if wrote_at and read_at and "read" in (did, other_did):
+        from lab.teach.shared_words import fused_loop_race
+
+        unstored = any(u[0] == arr and u[3] == read_at for u in getattr(trace, "uninit", None) or ())  # read unstored
+        fused = fused_loop_race(source, int(wrote_at), int(read_at), arr, unstored)
+        if fused:
+            return f"{text} in the same phase: {fused}"
     return (text + " with no cuda.syncthreads() between the two accesses; add one between writing shared memory "
             "and reading what other threads wrote (and before overwriting what they still read)")
 
@@ -515,6 +525,11 @@ class _Cause(str):
     cause = True
 
 
+# the guess for an element written once by every block, where no writer evidence names the index's fault
+EVERY_BLOCK_REPEATS = (": every block repeats the whole loop; use the block's offset (cuda.blockIdx.x * cuda.blockDim.x, "
+                       "or cuda.grid(1)) so that each block does its own part")
+
+
 def _many_writers_text(name, shape, writer, others, grid, block):
     """'out[0] was written by 12 threads, one per block: ...' for the first element that more than
     one thread wrote (mapping exercises: each output element has exactly one writer)."""
@@ -527,8 +542,7 @@ def _many_writers_text(name, shape, writer, others, grid, block):
     n = len(who)
     text = f"{fmt_idx(name, idx)} was written by {n} threads"
     if len(blocks) == n and n == nblocks > 1:
-        return (text + ", one per block: every block repeats the whole loop; use the block's offset "
-                "(cuda.blockIdx.x * cuda.blockDim.x, or cuda.grid(1)) so that each block does its own part")
+        return text + ", one per block" + EVERY_BLOCK_REPEATS
     if len(blocks) == 1:
         return (text + f" of {fmt_who(who[0], nd).split(' of ')[1]} ({fmt_who(who[0], nd).split(' of ')[0]}, "
                 f"{fmt_who(who[1], nd).split(' of ')[0]}, ...): each output element must be written by exactly "

@@ -163,3 +163,135 @@ def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None)
     also = f"the reference solution reads {cell} too, so it must hold a value: " if reference_reads else ""
     return (f"{cell} was never stored before it was read: each store filling {arr} ({where}) runs {runs}, and none "
             f"stored this cell; {also}{', or '.join(fixes)}")
+
+
+def _is_barrier(st) -> bool:
+    import ast
+
+    return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+            and ast.unparse(st.value.func).endswith("syncthreads"))
+
+
+def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored: bool = True) -> str | None:
+    """Why a shared cell is read and stored in one barrier phase where a barrier stands between the
+    store's line and the read's line: both are statements of one loop's body (``source``: the lines of the
+    student's file, parsed with :mod:`ast`), the store before a cuda.syncthreads() of that body and the
+    read after it. Each pass's barrier orders that pass's stores before that pass's reads only: a read
+    that takes a cell stored at a later pass of the loop meets no barrier between the two. ``unstored``:
+    the read found the cell not yet stored (the tracer's uninitialised read): the reads need cells of later
+    passes, so the loop must be split; else the next pass's store overwrites a cell still being read: a
+    barrier must close the body. None when the lines are not so (another loop, no barrier in the body
+    between them, a file that does not parse)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source or ())))
+    except SyntaxError:
+        return None
+    for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))):
+        body = loop.body
+
+        def at(line, body=body):
+            return next((k for k, st in enumerate(body) if st.lineno <= line <= st.end_lineno), None)
+
+        w, r = at(int(write_line)), at(int(read_line))
+        bars = [k for k, st in enumerate(body) if _is_barrier(st)]
+        if w is None or r is None or not any(w < k < r for k in bars):
+            continue
+        if any(n.lineno <= min(write_line, read_line) and n.end_lineno >= max(write_line, read_line)
+               for st in body[w:r + 1] for n in ast.walk(st) if isinstance(n, (ast.For, ast.While))):
+            continue  # an inner loop holds them: the innermost loop answers
+        bar = body[next(k for k in bars if w < k < r)]
+        if not unstored:
+            return (f"the cuda.syncthreads() at line {bar.lineno} inside the loop at line {loop.lineno} orders each "
+                    f"pass's stores before its reads, but nothing orders one pass's reads of {arr} before the next "
+                    f"pass's stores: another thread stored this cell for the next pass while it was still being read: "
+                    f"end the loop's body with a second cuda.syncthreads() (after the reads, before the next pass "
+                    f"stores)")
+        return (f"the cuda.syncthreads() at line {bar.lineno} is inside the loop at line {loop.lineno} that both "
+                f"stores {arr} and reads it: each pass's barrier orders that pass's stores before that pass's reads "
+                f"only, and this read takes a cell that another thread stores at a later pass of the loop (no "
+                f"barrier between the two): store every cell the reads need first: one loop that fills {arr}, then "
+                f"one cuda.syncthreads(), then a second loop that reads it")
+    return None
+
+
+def _value(node, env):
+    """The int (or bool) value of expression ``node`` over the names of ``env`` (+ - * // % and
+    comparisons, and/or/not); None for anything else. The judge reads the student's text, runs none of it."""
+    import ast
+    import operator as op
+
+    bins = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod}
+    cmps = {ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge, ast.Eq: op.eq, ast.NotEq: op.ne}
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name):
+        return env.get(node.id)
+    if isinstance(node, ast.BinOp) and type(node.op) in bins:
+        a, b = _value(node.left, env), _value(node.right, env)
+        if a is None or b is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
+            return None
+        return bins[type(node.op)](a, b)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
+        a = _value(node.operand, env)
+        return None if a is None else (-a if isinstance(node.op, ast.USub) else not a)
+    if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmps:
+        a, b = _value(node.left, env), _value(node.comparators[0], env)
+        return None if a is None or b is None else cmps[type(node.ops[0])](a, b)
+    if isinstance(node, ast.BoolOp):
+        vals = [_value(v, env) for v in node.values]
+        return None if any(v is None for v in vals) else (all(vals) if isinstance(node.op, ast.And) else any(vals))
+    return None
+
+
+def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str | None:
+    """Why shared cell ``arr[idx]`` (1-D) held no value when read, where a store of the file ``text`` would
+    fill it from one thread but that thread's own test keeps it out: a store ``arr[t + c] = ...`` under one
+    ``if`` whose test reads only the thread's index ``t`` (a name bound to cuda.threadIdx.x) and module
+    constants; thread idx - c fails the test. A test that compares with ``>`` (``<``) exactly that thread's
+    index is the off-by-one of ``>=`` (``<=``). ``threads``: the block's threads along x, where known (a
+    thread index past them stores nothing). None otherwise."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    if len(idx) != 1:
+        return None
+    env = {}
+    for st in tree.body:  # module constants, in order
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            v = _value(st.value, env)
+            if isinstance(v, int) and not isinstance(v, bool):
+                env[st.targets[0].id] = v
+    alias = {st.targets[0].id for st in ast.walk(tree) if isinstance(st, ast.Assign) and len(st.targets) == 1
+             and isinstance(st.targets[0], ast.Name) and ast.unparse(st.value) == "cuda.threadIdx.x"}
+    lines = text.splitlines()
+    for ln, chain in _store_controls(text, arr) or ():
+        if len(chain) != 1 or chain[0][0] != "if" or chain[0][1].startswith("not ("):
+            continue
+        node = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == ln), None)
+        test = ast.parse(chain[0][1], mode="eval").body
+        sub = node.targets[0] if node is not None and isinstance(node.targets[0], ast.Subscript) else None
+        names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+        if sub is None or not names or not names <= alias | set(env):
+            continue
+        for t in alias:
+            a, b = _value(sub.slice, {**env, t: 0}), _value(sub.slice, {**env, t: 1})
+            if a is None or b is None or b - a != 1 or t not in names:
+                continue
+            who = int(idx[0]) - a
+            if who < 0 or (threads is not None and who >= threads) or _value(test, {**env, t: who}) is not False:
+                continue
+            edge = ""
+            if isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Gt, ast.Lt)) and \
+                    ast.unparse(test.left) == t and _value(test.comparators[0], env) == who:
+                edge = (f": `{'>' if isinstance(test.ops[0], ast.Gt) else '<'}` leaves out {t} = {who} itself "
+                        f"(`{'>=' if isinstance(test.ops[0], ast.Gt) else '<='}` lets it through)")
+            code = " ".join(lines[ln - 1].split()) if ln <= len(lines) else ""
+            return (f"{arr}[{int(idx[0])}] was never stored before it was read: the store that fills it, line {ln}: "
+                    f"`{code}`, would be made by thread {t} = {who}, but its test `{chain[0][1]}` is false for "
+                    f"{t} = {who}{edge}: the block leaves this cell empty")
+    return None

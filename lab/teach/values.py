@@ -47,6 +47,39 @@ def output_read_first(counts, oname: str, who, flat: int, grid, block, source=No
             f"starts at 0.0 and store the result once (or store 0 before adding)")
 
 
+LAST_TERM_RESET = ": the accumulator is reset inside the loop"  # exercises.sum_hints' words for "the last term only"
+
+
+def repeated_store_words(counts, oname: str, who, grid, block, at: str = "") -> str | None:
+    """Why an output element is its sum's last term only, where its writer stored it many times (the
+    tracer's per-thread stores and distinct elements stored: one element, ``m`` > 1 stores): the store
+    sits inside the loop, each step's term replacing the one before, and no running sum was kept.
+    ``at``: the store's quoted line. None when the writer stored the element once (an accumulator reset
+    in the loop then)."""
+    if not counts:
+        return None
+    from lab.teach.contained.counts import dims3, thread_id
+
+    names = [a[0] for a in counts.get("arrays") or ()]
+    if oname not in names:
+        return None
+    k, tid = names.index(oname), thread_id(who, dims3(grid), dims3(block))
+    stores = sum(int(c) for kd, a, t, c in counts.get("per_thread") or () if int(kd) == 1 and int(a) == k and int(t) == tid)
+    distinct = [int(n) for a, t, n in counts.get("stored") or () if int(a) == k and int(t) == tid]
+    if stores < 2 or distinct != [1]:
+        return None
+    return (f": its writer stored it {stores} times{f' at {at}' if at else ''}, once at every step of the loop, each "
+            f"store replacing the one before: the terms are never added up: add them into a local accumulator inside "
+            f"the loop (acc += ...) and store it once, after the loop")
+
+
+def last_term_words(extra: str, counts, oname: str, who, grid, block, at: str = "") -> str:
+    """``extra`` (exercises.sum_hints' "the last term only" words) with :func:`repeated_store_words` in place of
+    its accumulator-reset guess where the writer ``who`` stored the element many times; else ``extra``."""
+    again = repeated_store_words(counts, oname, who, grid, block, at) if who is not None else None
+    return extra[:extra.index(LAST_TERM_RESET)] + again if again and LAST_TERM_RESET in extra else extra
+
+
 def index_shift_hint(out64, ref, bad, most: int = 4) -> str | None:
     """'each value landed d elements below (above) its own' when a 1-D output is the reference moved by
     one constant d (1 <= |d| <= ``most``): out[k] = ref[k + d] wherever k + d is inside, and at least two
@@ -82,21 +115,27 @@ def blocks_without_atomic(counts, oname: str, grid, block) -> str | None:
     if oname not in names or nblocks < 2:
         return None
     k = names.index(oname)
-    atomic_blocks, loading = set(), set()
+    atomic_blocks, loading, threads = set(), set(), set()
     for kind, a, tid, c in counts.get("per_thread") or ():
         if int(c) <= 0:
             continue
         if int(kind) == 2 and int(a) == k:
             atomic_blocks.add(int(tid) // per)
+            threads.add(int(tid))
         elif int(kind) == 0 and not arrays[int(a)][3]:
             loading.add(int(tid) // per)
     if not atomic_blocks or len(loading) < nblocks or len(atomic_blocks) >= nblocks:
         return None
     ran = sorted(atomic_blocks)
     which = f"block {ran[0]}" if len(ran) == 1 else f"blocks {', '.join(map(str, ran[:4]))}"
-    return (f"only {which} of the {nblocks} blocks ran the atomic into {oname}, though every block loaded its data: "
-            f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} "
-            f"only (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
+    head = (f"only {which} of the {nblocks} blocks ran the atomic into {oname}, though every block loaded its data: "
+            f"the test around the atomic lets through threads of {'one block' if len(ran) == 1 else 'some blocks'} only")
+    each = len(threads) // len(ran)
+    if each > 1:  # several threads a block merge (one per bin, say): every block must run that merge
+        return (f"{head} ({each} threads a block in {'that block' if len(ran) == 1 else 'those blocks'}, none in the "
+                f"others): each block's result is lost unless the block adds it: every block runs the same merge "
+                f"of its own partials into {oname} (no test on the block's index)")
+    return (f"{head} (a global index such as i == 0?): each block's thread 0 adds its block's partial, "
             f"`if cuda.threadIdx.x == 0:`")
 
 
