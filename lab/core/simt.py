@@ -180,7 +180,7 @@ class Traced(np.ndarray):
         if tr is None or "_lab_tracker" in self.__dict__ or not hasattr(threading.current_thread(), "blockIdx"):
             return  # (outside a kernel's threads: the lab's own views, plain data as before)
         self._lab_tracker, self._lab_flat = tr, _LAZY  # mapped at its first access: numpy sets a view's
-        # shape and strides after this call (a transpose permutes them in place)
+        # shape and strides after this call (A.T permutes them in place)
 
     def _lab_traced(self):
         """This array's tracker, its view's map made first where still to make (None: not traced)."""

@@ -207,7 +207,7 @@ def judge_case_facts(ex, case, raw, backend):
         if msg.endswith(RUNS_PAST) or msg.endswith(OFFSET_ASKED):  # the launch's loads, the access, beside the reference
             from lab.teach.diagnose import oob_index_rule
 
-            rule = oob_index_rule(ex, case, last, grid, block, list(raw.names), source, loads=msg.endswith(RUNS_PAST))
+            rule = oob_index_rule(ex, case, last, grid, block, list(raw.names), source)
             if rule and msg.endswith(RUNS_PAST):
                 msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
             elif rule:  # a loop bound, or an offset? the offset: the whole advice is the rule's
