@@ -1,8 +1,8 @@
 """async_pipeline: hidden tests (one tile, ragged sizes, long K: many trips round the two buffers)."""
 import numpy as np
 
-from exercises import Case, randn, sum_hints, swapped_tile_product
-from kernels.spec import dot_tolerance
+from exercises import Case, and_drawn, randn, sum_hints, swapped_tile_product
+from kernels.spec import dot_tolerance, plural
 
 TILE = 8
 
@@ -21,11 +21,12 @@ def _diagnose(A, B, terms):
 
 def cases(rng):
     out = []
-    for m, n, k in ((1, 1, 1), (13, 19, 11), (8, 16, 24), (9, 7, 61)):
+    for m, n, k in and_drawn(((1, 1, 1), (13, 19, 11), (8, 16, 24), (9, 7, 61)),
+                             lambda: (int(rng.integers(2, 20)), int(rng.integers(2, 20)), int(rng.integers(2, 70)))):
         A, B = randn(rng, (m, k)), randn(rng, (k, n))
         ref = A.astype(np.float64) @ B.astype(np.float64)
         terms = A.astype(np.float64)[:, None, :] * B.astype(np.float64).T[None, :, :]
-        out.append(Case(f"M={m} N={n} K={k} ({(k + TILE - 1) // TILE} tiles along K)", [A, B],
+        out.append(Case(f"M={m} N={n} K={k} ({plural((k + TILE - 1) // TILE, 'tile')} along K)", [A, B],
                         [((m, n), np.float32)], [ref], [dot_tolerance(A, B, np.float32)],
                         grid=((n + TILE - 1) // TILE, (m + TILE - 1) // TILE), block=(TILE, TILE),
                         diagnose=_diagnose(A, B, terms)))

@@ -1,7 +1,7 @@
 """block_sum: hidden tests."""
 import numpy as np
 
-from exercises import Case, Hedge, randn, sum_hints
+from exercises import Case, Hedge, and_drawn, randn, sum_hints
 from kernels.spec import plural
 
 THREADS = 64
@@ -33,7 +33,7 @@ def _diagnose(x64, blocks):
 
 def cases(rng):
     out = []
-    for n in (1, THREADS, THREADS + 1, 3 * THREADS + 5, 130):
+    for n in and_drawn((1, THREADS, THREADS + 1, 3 * THREADS + 5, 130), lambda: int(rng.integers(2, 4 * THREADS))):
         x = randn(rng, n, offset=0.5)
         blocks = (n + THREADS - 1) // THREADS
         starts = np.arange(blocks) * THREADS

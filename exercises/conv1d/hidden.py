@@ -2,7 +2,7 @@
 asymmetric weights; large values right at the blocks' edges)."""
 import numpy as np
 
-from exercises import Case, Hedge, randn
+from exercises import Case, Hedge, and_drawn, randn
 
 THREADS, R = 64, 3
 K = 2 * R + 1
@@ -33,7 +33,9 @@ def _diagnose(x64, w64, n):
 
 def cases(rng):
     out = []
-    for n in (1, 2, 31, THREADS + 1, 2 * THREADS + 17, 3 * THREADS + 2):  # n % THREADS < R: a right halo cell at n
+    # n % THREADS < R: a right halo cell at n
+    for n in and_drawn((1, 2, 31, THREADS + 1, 2 * THREADS + 17, 3 * THREADS + 2),
+                       lambda: int(rng.integers(3, 4 * THREADS))):
         x = randn(rng, n)
         if n > THREADS:  # large values at the blocks' edges, where the halo cells are needed
             edges = [j for j in range(n) if j % THREADS in (0, THREADS - 1)]

@@ -1,7 +1,7 @@
 """dot: hidden tests."""
 import numpy as np
 
-from exercises import Case, missing_partial, randn, sum_hints
+from exercises import Case, and_drawn, missing_partial, randn, sum_hints
 from kernels.spec import plural
 
 THREADS = 64
@@ -9,7 +9,7 @@ THREADS = 64
 
 def cases(rng):
     out = []
-    for n in (1, THREADS + 1, 3 * THREADS + 11, 260):
+    for n in and_drawn((1, THREADS + 1, 3 * THREADS + 11, 260), lambda: int(rng.integers(2, 4 * THREADS))):
         a, b = randn(rng, n, offset=0.3), randn(rng, n, offset=0.7)
         prod = a.astype(np.float64) * b
         blocks = (n + THREADS - 1) // THREADS

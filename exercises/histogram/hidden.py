@@ -2,7 +2,7 @@
 with one hot bin, both extreme values 0 and 255, values only in the upper bins)."""
 import numpy as np
 
-from exercises import Case
+from exercises import Case, and_drawn
 
 THREADS, BINS, MAX_BLOCKS = 128, 256, 3
 
@@ -36,7 +36,8 @@ def _diagnose(n, launched):
 
 def cases(rng):
     out = []
-    for n, kind in ((1, "uniform"), (31, "upper bins"), (THREADS + 1, "uniform"), (2501, "hot bin")):
+    for n, kind in and_drawn(((1, "uniform"), (31, "upper bins"), (THREADS + 1, "uniform"), (2501, "hot bin")),
+                             lambda: (int(rng.integers(2, 3000)), "uniform")):
         x = _data(rng, n, kind)
         blocks = min((n + THREADS - 1) // THREADS, MAX_BLOCKS)
         ref = np.bincount(x, minlength=BINS).astype(np.float64)

@@ -2,7 +2,7 @@
 and beyond the first block's reach)."""
 import numpy as np
 
-from exercises import Case, dropped_block_hint, randn
+from exercises import Case, and_drawn, dropped_block_hint, randn
 
 THREADS = 64
 
@@ -18,7 +18,7 @@ def cases(rng):
     out = []
     # each identity mistake fails two cases: 0 for the min's identity the one positive element and all
     # positive, 0 for the max's the two all-negative ones
-    for name, n, offset, place in (("one positive element", 1, 10.0, None), ("mixed signs", 3 * THREADS + 9, 0.2, None),
+    for name, n, offset, place in and_drawn((("one positive element", 1, 10.0, None), ("mixed signs", 3 * THREADS + 9, 0.2, None),
                                    ("all positive", 100, 10.0, None), ("all negative", 70, -10.0, None),
                                    ("all negative, a block + 1", THREADS + 1, -10.0, None),
                                    ("the minimum at the last element", THREADS + 1, -0.3, "min last"),
@@ -26,7 +26,8 @@ def cases(rng):
                                    # part of one block, not a power of two: a tree sized by n (or started
                                    # below the block's half) leaves cells out here
                                    ("a few elements, the minimum last", 5, 0.0, "min last"),
-                                   ("part of a block, the minimum last", 37, 0.3, "min last")):
+                                   ("part of a block, the minimum last", 37, 0.3, "min last")),
+                                  lambda: ("mixed signs", int(rng.integers(2, 4 * THREADS)), 0.1, None)):
         x = randn(rng, n, offset=offset)
         if place == "min last":  # and the maximum somewhere in the first block
             x = _place_extremes(rng, x, n - 1, int(rng.integers(0, n - 1)))

@@ -2,7 +2,7 @@
 inputs, and a hint naming the fragment register whose elements landed in the wrong place."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, and_drawn, randn
 from kernels.gemm.mma import c_index, rounded_inputs_tolerance
 
 
@@ -41,7 +41,8 @@ def _diagnose(A, B):
 
 def cases(rng):
     out = []
-    for m, n, k in ((16, 8, 8), (32, 24, 16), (48, 16, 40)):
+    for m, n, k in and_drawn(((16, 8, 8), (32, 24, 16), (48, 16, 40)),
+                             lambda: (16 * int(rng.integers(1, 4)), 8 * int(rng.integers(1, 4)), 8 * int(rng.integers(1, 6)))):
         A, B = randn(rng, (m, k)), randn(rng, (k, n))
         ref = A.astype(np.float64) @ B.astype(np.float64)
         out.append(Case(f"M={m} N={n} K={k} ({(m // 16) * (n // 8)} warp tiles)", [A, B],

@@ -3,7 +3,7 @@ all positive, and large values whose sums pass 2**24: a float32 shared buffer or
 them)."""
 import numpy as np
 
-from exercises import Case
+from exercises import Case, and_drawn
 
 THREADS = 64
 
@@ -77,8 +77,9 @@ def cases(rng):
     out = []
     # two cases of three blocks or more: an offset that takes only the previous block's total (or any
     # rule that is right for two blocks) fails at more than one size
-    for n, kind in ((1, "one element"), (31, "mixed signs"), (33, "all positive"), (THREADS + 1, "mixed signs"),
-                    (2 * THREADS + 19, "large values"), (3 * THREADS + 7, "mixed signs")):
+    for n, kind in and_drawn(((1, "one element"), (31, "mixed signs"), (33, "all positive"), (THREADS + 1, "mixed signs"),
+                              (2 * THREADS + 19, "large values"), (3 * THREADS + 7, "mixed signs")),
+                             lambda: (int(rng.integers(2, 4 * THREADS)), "mixed signs")):
         if kind == "all positive":
             x = rng.integers(1, 1000, n)
         else:

@@ -1,7 +1,7 @@
 """softmax_fused: hidden tests (inputs and tolerance from kernels/softmax.py)."""
 import numpy as np
 
-from exercises import Case
+from exercises import Case, and_drawn
 
 
 THREADS = 32
@@ -55,8 +55,10 @@ def cases(rng):
     # past the first THREADS columns, in a column of one of the block's last 8 lanes (a max tree that
     # starts too small, or one that stops at the first THREADS columns, misses it)
     upper = lambda r, cols: THREADS + int(rng.integers(THREADS - 8, THREADS))  # noqa: E731
-    for rows, cols, where in ((1, 1, None), (4, 37, None), (6, 100, None), (3, 5, None), (2, THREADS - 1, None),
-                              (3, THREADS + 1, last), (4, 3 * THREADS + 7, beyond), (2, 2 * THREADS + 5, upper)):
+    for rows, cols, where in and_drawn(((1, 1, None), (4, 37, None), (6, 100, None), (3, 5, None), (2, THREADS - 1, None),
+                                        (3, THREADS + 1, last), (4, 3 * THREADS + 7, beyond), (2, 2 * THREADS + 5, upper)),
+                                       lambda: (int(rng.integers(1, 6)), int(rng.integers(2, 3 * THREADS)), None),
+                                       key=lambda c: c[1]):
         (x,) = make_inputs((rows, cols), np.dtype(np.float32), rng)
         if where is not None:
             x = _spike(rng, x, where)

@@ -25,7 +25,20 @@ def cases(rng):
         _case("sliced view M[2:11, 1::3]", storage, M[2:11, 1::3]),
         _case("transposed slice M[3:, 5:9].T", storage, M[3:, 5:9].T),
         _case("one element M[4:5, 7:8]", storage, M[4:5, 7:8]),
+        _drawn(rng, storage, M),
     ]
+
+
+def _drawn(rng, storage, M):
+    """A view drawn from the seed (start, step and extent of each axis, transposed or not): the views above
+    ship with the lab; this one a submission cannot know (exercises.and_drawn)."""
+    r0, c0 = int(rng.integers(0, 6)), int(rng.integers(0, 8))
+    rs, cs = int(rng.integers(1, 3)), int(rng.integers(1, 4))
+    r1, c1 = int(rng.integers(r0 + 1, M.shape[0] + 1)), int(rng.integers(c0 + 1, M.shape[1] + 1))
+    view, name = M[r0:r1:rs, c0:c1:cs], f"M[{r0}:{r1}:{rs}, {c0}:{c1}:{cs}]"
+    if rng.integers(2):
+        view, name = view.T, name + ".T"
+    return _case(f"view {name}", storage, view)
 
 
 def _indices(case, row_step, col_step=None, base=None):

@@ -1,7 +1,7 @@
 """tiled_matmul: hidden tests."""
 import numpy as np
 
-from exercises import Case, randn, sum_hints, swapped_tile_product
+from exercises import Case, and_drawn, randn, sum_hints, swapped_tile_product
 from kernels.spec import dot_tolerance
 
 TILE = 8  # the solution's tile (the hints name tiles of this size)
@@ -9,7 +9,8 @@ TILE = 8  # the solution's tile (the hints name tiles of this size)
 
 def cases(rng):
     out = []
-    for m, n, k in ((1, 1, 1), (13, 19, 11), (19, 9, 21), (8, 16, 24)):
+    for m, n, k in and_drawn(((1, 1, 1), (13, 19, 11), (19, 9, 21), (8, 16, 24)),
+                             lambda: tuple(int(v) for v in rng.integers(2, 25, size=3))):
         A, B = randn(rng, (m, k)), randn(rng, (k, n))
         ref = A.astype(np.float64) @ B.astype(np.float64)
         terms = A.astype(np.float64)[:, None, :] * B.astype(np.float64).T[None, :, :]  # [m, n, k]

@@ -2,14 +2,15 @@
 tile, one past a tile and a warp -1)."""
 import numpy as np
 
-from exercises import Case, randn
+from exercises import Case, and_drawn, randn
 
 TILE, BLOCK_ROWS = 32, 8
 
 
 def cases(rng):
     out = []
-    for rows, cols in ((1, 1), (1, 33), (31, 33), (40, 9)):
+    for rows, cols in and_drawn(((1, 1), (1, 33), (31, 33), (40, 9)),
+                                lambda: (int(rng.integers(2, 50)), int(rng.integers(2, 50)))):
         A = randn(rng, (rows, cols))
         grid = ((cols + TILE - 1) // TILE, (rows + TILE - 1) // TILE)
         out.append(Case(f"{rows}x{cols}", [A], [((cols, rows), np.float32)], [A.astype(np.float64).T],

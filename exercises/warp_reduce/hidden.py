@@ -2,7 +2,7 @@
 value at a random position past the first warp)."""
 import numpy as np
 
-from exercises import Case, Hedge, randn
+from exercises import Case, Hedge, and_drawn, randn
 
 THREADS = 128
 WARP = 32
@@ -45,7 +45,7 @@ def _diagnose(x64, blocks):
 
 def cases(rng):
     out = []
-    for n in (1, WARP - 1, WARP + 1, THREADS + 1, 2 * THREADS + 1):
+    for n in and_drawn((1, WARP - 1, WARP + 1, THREADS + 1, 2 * THREADS + 1), lambda: int(rng.integers(2, 3 * THREADS))):
         x = randn(rng, n, offset=0.5)
         if n > WARP:  # one large value where a lane past the first warp (or past lane 15) holds it
             x[rng.integers(WARP // 2, n)] = np.float32(rng.choice([-1, 1]) * rng.uniform(500, 1000))
