@@ -285,20 +285,23 @@ def and_drawn(fixed, draw, key=None):
     """The hidden tests' sizes: the ``fixed`` ones (public: this file ships with the lab), then one that
     ``draw()`` picks from the seed's generator, called after the fixed cases drew their inputs (those stay
     what they were for a seed). A kernel right only at the public sizes (it tests ``n`` against them)
-    fails the drawn one: a grade's seed is fresh and unknown to the submission. The drawn size's ``key``
-    (default: its first integer, the length a kernel would test) is none of the fixed ones' (redrawn, 64
-    times at most)."""
+    fails the drawn one: a grade's seed is fresh and unknown to the submission. The drawn size is none of
+    the fixed ones, and its ``key`` (default: its first integer, the length a kernel would test) none of
+    theirs where 64 draws find one."""
     def first_int(v):
         return next((x for x in v if isinstance(x, int)), None) if isinstance(v, tuple) else v
 
     key = key or first_int
     yield from fixed
     taken = {key(f) for f in fixed}
+    drawn = None
     for _ in range(64):
-        drawn = draw()
-        if key(drawn) not in taken:
-            break
-    yield drawn
+        d = draw()
+        if d not in fixed:  # (never a fixed case again, whatever its key)
+            drawn = d
+            if key(d) not in taken:
+                break
+    yield drawn if drawn is not None else d
 
 
 class Hedge(str):

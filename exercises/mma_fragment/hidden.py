@@ -42,7 +42,8 @@ def _diagnose(A, B):
 def cases(rng):
     out = []
     for m, n, k in and_drawn(((16, 8, 8), (32, 24, 16), (48, 16, 40)),
-                             lambda: (16 * int(rng.integers(1, 4)), 8 * int(rng.integers(1, 4)), 8 * int(rng.integers(1, 6)))):
+                             lambda: (16 * int(rng.integers(1, 5)), 8 * int(rng.integers(1, 5)), 8 * int(rng.integers(1, 7))),
+                             key=lambda mnk: mnk):
         A, B = randn(rng, (m, k)), randn(rng, (k, n))
         ref = A.astype(np.float64) @ B.astype(np.float64)
         out.append(Case(f"M={m} N={n} K={k} ({(m // 16) * (n // 8)} warp tiles)", [A, B],
