@@ -80,3 +80,11 @@ def bad_inputs(table: str) -> list:
 
     rows = [line.split(" | ", 1) for line in table.strip().splitlines()]
     return [pytest.param(shlex.split(args), needle.strip(), id=args.strip()) for args, needle in rows]
+
+
+def shown(obj) -> str:
+    """``obj`` (a gradebook row, a check's document) as one string for an assertion's message: pytest cuts a
+    dict's repr to one line ('...'), a string it shows whole, so a failure on CI says its reason."""
+    import json
+
+    return json.dumps(obj, default=str)[:6000]

@@ -10,7 +10,7 @@ import pytest
 
 import exercises
 from tests.conftest import SIMULATOR, run_lab
-from tests.helpers import mutated_solution, one_line_exit_2
+from tests.helpers import mutated_solution, one_line_exit_2, shown
 
 VECADD_RIGHT = exercises.load("vecadd").solution.read_text()
 KERNEL_AND_LAUNCH = '''
@@ -217,7 +217,7 @@ def test_grade_with_bench_on_a_gpu(tmp_path):
     code, out, err = run_lab("exercise", "grade", tmp_path / "c", "--gpu", "--bench", "--json", "--jobs", "1")
     assert code == 0, err
     row = json.loads(out)["rows"][0]
-    assert row["status"] == "passed" and row["bench"]["student_ms"] > 0, row
+    assert row["status"] == "passed" and row["bench"]["student_ms"] > 0, shown(row)
 
 
 def test_meta_keys_have_defaults():

@@ -18,7 +18,7 @@ from lab.teach.contained import gpu_compile
 from lab.teach.inprocess import run_all
 
 from tests.conftest import BACKEND, SIMULATOR
-from tests.helpers import mutated_solution
+from tests.helpers import mutated_solution, shown
 
 RECOMMENDED = [
     ("mma_fragment", "hint 1", "lane = cuda.threadIdx.x; g = lane // 4; q = lane % 4; r0 = 16 * cuda.blockIdx.y; c0 = 8 * cuda.blockIdx.x", []),
@@ -257,7 +257,7 @@ def test_recommended_code_passes_lab_exercise_check(tmp_path, monkeypatch, name,
     monkeypatch.setenv("LAB_GPU_COMPILE", "0")
     subs = next(r[3] for r in RECOMMENDED if r[:2] == (name, where))
     result = check(name, file=str(mutated_solution(tmp_path, name, subs)), backend="sim", bench=True)
-    assert result["passed"] and result["bench"]["passed"], result
+    assert result["passed"] and result["bench"]["passed"], shown(result)
 
 
 # --- what the statement rules out fails, on both backends ---------------------------------------------
