@@ -264,7 +264,8 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
     """``argv`` run under bubblewrap (see the module's docstring). ``private``: the working folder
     (a fresh tmpfs of :data:`TMPFS_MB` MiB at that path); ``files``: the host files of it that the
     child reads (the submission's copy), ``rw_files`` those it writes (its progress file; bound, so
-    they cannot be replaced by a link or a FIFO); ``hide``: files shown empty (/dev/null);
+    they cannot be replaced by a link or a FIFO); ``hide``: files shown empty (/dev/null; a compiled
+    file's whole ``__pycache__`` folder shown empty);
     ``uid``: for a root grader, the uid the child changes to (it owns the tmpfs)."""
     exe = bwrap_path()
     args = [exe, *_namespace_args(), "--die-with-parent", "--new-session", "--dev", "/dev", "--proc", "/proc",
@@ -301,8 +302,15 @@ def bwrap_command(argv: list[str], private: str, files: list[str], rw_files: lis
         args += ["--ro-bind", f, f]
     for f in rw_files:
         args += ["--bind", f, f]
+    # a compiled file (__pycache__/solution.*.pyc) comes and goes with other processes' imports and tests: its
+    # whole folder is masked by an empty tmpfs, never the file itself, which may be gone by the time bubblewrap
+    # binds over it ("Can't create file ... Read-only file system": the child never started, an honest 0 of N)
+    caches = sorted({os.path.dirname(f) for f in hide if os.path.basename(os.path.dirname(f)) == "__pycache__"})
+    for d in caches:
+        args += ["--tmpfs", d]
     for f in hide:
-        args += ["--ro-bind", "/dev/null", f]
+        if os.path.dirname(f) not in caches:
+            args += ["--ro-bind", "/dev/null", f]
     args += ["--chdir", private, "--", *argv]
     return args
 
