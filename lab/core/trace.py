@@ -395,7 +395,7 @@ _LAST = [None, 0]  # the last code object asked and its id: a kernel's accesses 
 
 def site(code, lasti: int) -> tuple:
     """The site ``(id(code), offset)`` of the instruction that ``lasti`` of ``code`` is in
-    (:func:`instruction_offset`); :func:`site_code` gives its code back."""
+    (:func:`instruction_offset`); :func:`site_line` gives its line."""
     if code is _LAST[0]:
         cid = _LAST[1]
     else:
@@ -416,11 +416,6 @@ def trim_sites(most: int = 200_000) -> None:
         _CODES.clear()
         _LINES.clear()
         _LAST[0], _LAST[1] = None, 0
-
-
-def site_code(s: tuple):
-    """The code object of site ``s`` (:func:`site`)."""
-    return _CODES[s[0]]
 
 
 _OFFSETS: dict = {}

@@ -42,10 +42,8 @@ def stop_all() -> None:
 
 
 # an exited child's process group may take this long to empty by itself: bubblewrap's init (pid 1 of the
-# sandbox's namespace, in the child's group) ends after bubblewrap. 2 s before: a loaded 2-core CI run once
-# failed an honest submission with no test passed (its reason not recorded), and an init later than 2 s, read
-# as "it forked", is the load-dependent path to that verdict found in the code. Waited
-# only while a process of the group still runs (normally milliseconds); a process that stays is killed after it.
+# sandbox's namespace, in the child's group) ends after bubblewrap, later under load. Waited only while a
+# process of the group still runs (normally milliseconds); a process that stays is killed after it.
 LEFTOVER_GRACE_S = 10.0
 
 
