@@ -438,9 +438,14 @@ def judge_case_facts(ex, case, raw, backend):
             if writers is not None and len(writers[k]) == ref.size:
                 line = one_store_line(trace, k)
                 where = f" (stored at {quote(source, line)})" if line else ""
+                nz = tuple(int(v) for v in np.argwhere(ref != 0)[0])
+                why = "check the formula (a clamp, a scale)"
+                if trace is not None:  # several stores to an element (the last one's 0 wins)? the trace decides
+                    from lab.teach.reference import hedge_fact
+
+                    why = hedge_fact(ex, case, k, nz, writers, trace, grid, block, list(raw.names), source) or why
                 raise Failed(f"{onames[k]} is all zeros, though every element was written{where}: the value stored is 0 "
-                             f"(expected e.g. {fmt_idx(onames[k], tuple(int(v) for v in np.argwhere(ref != 0)[0]))} = "
-                             f"{ref[tuple(np.argwhere(ref != 0)[0])]:.6g}): check the formula (a clamp, a scale)", kind=VALUES)
+                             f"(expected e.g. {fmt_idx(onames[k], nz)} = {ref[nz]:.6g}): {why}", kind=VALUES)
             raise Failed(f"{onames[k]} is all zeros: is anything written? (a kernel that writes 0.0 "
                          f"cannot pass)", kind=VALUES)
         first = tuple(int(v) for v in np.argwhere(bad)[0])

@@ -519,14 +519,15 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
 
 def oob_index_rule(ex, case, last, grid, block, names, source=None, loads=True) -> str | None:
     """Why an out-of-bounds access's index is wrong where the access alone says nothing sure: the launch's
-    loads beside the reference solution's (:func:`load_index_hint`, with ``loads``), else the access itself
-    beside the reference's same thread (:func:`lab.teach.reference.oob_block_axis`); None when neither tells."""
-    rule = load_index_hint(ex, case, last, grid, block, names, source) if loads else None
-    if not rule and last is not None and last.oob and last.oob[0][0] in names:
+    access itself beside the reference's same thread where it shows the block's axes exchanged
+    (:func:`lab.teach.reference.oob_block_axis`, a sure rule), else the launch's loads beside the reference
+    solution's (:func:`load_index_hint`, with ``loads``); None when neither tells."""
+    rule = None
+    if last is not None and last.oob and last.oob[0][0] in names:  # the access's own sure rule first
         from lab.teach.reference import oob_block_axis
 
         rule = oob_block_axis(ex, case, names.index(last.oob[0][0]), last.oob[0][1], last.oob[0][3], grid, block)
-    return rule
+    return rule or (load_index_hint(ex, case, last, grid, block, names, source) if loads else None)
 
 
 def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, names, source=None) -> str | None:

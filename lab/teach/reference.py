@@ -503,6 +503,9 @@ def shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_n
                        "offset: cuda.grid(1)): every warp reads warp 0's elements")
             elif len(set(tidx)) == 1 and len(blocks) == len(tidx):
                 why = "the index is the same in every block: the block's offset (cuda.blockIdx * cuda.blockDim) is missing"
+            elif len({frozenset(S[f][t]) for t in ts}) > 1:  # different loads reach it: they overlap
+                why = ("the threads reach it through different loads, whose elements overlap: each element needs "
+                       "one reader")
             else:
                 why = "the index does not tell these threads apart: each element needs one reader"
             lost = f", and {names[j]}[{ranges_text(missed, most=3)}] by none" if missed and len(shape) == 1 else ""

@@ -22,7 +22,10 @@ CLASSES = {
     "guard by equality": ["your guard at line", "tests equality", "`if i >= n: return`"],
     "halo cell from another element": ["into tile[t+THREADS+R]", "where the reference solution's same thread"],
     "elements of the next block taken in": (["which the reference solution's block 0 never reads", "is made of other elements"],
-                                            ["threads of block 0", "reads each of its elements once", "enters"]),
+                                            ["threads of block 0", "reads each of its elements once", "enters"],
+                                            # a case of one block (n=64): no next block, the overlap of two loads
+                                            ["was read by 2 threads", "through different loads",
+                                             "each element needs one reader"]),
     "several lanes store the block's result": ["was stored by 32 threads", "stores each element of partials from one thread",
                                                "let one thread store it"],
     "halo test leaves a thread out": ["was never stored before it was read", "is false for t = 2"],
