@@ -69,20 +69,21 @@ def test_wrong_kernels_fail_with_the_hint_that_names_the_bug(tmp_path):
     entries = C.WRONG + _mutant_entries()
     passed, missed, per = [], [], {}
     for k, e in enumerate(entries):
-        r = C.run_entry(e, _write(tmp_path, k, e), _seed())
+        seed = _seed()
+        r = C.run_entry(e, _write(tmp_path, k, e), seed)
         row = per.setdefault(e.exercise, Counter())
         if e.pending:
             row["pending"] += 1
             continue
         row["kernels"] += 1
         if not r["failed"]:
-            passed.append(f"{e.exercise} / {e.label}")
+            passed.append(f"{e.exercise} / {e.label} (seed {seed})")
             continue
         row["failed"] += 1
         if r["hint_ok"]:
             row["hint"] += 1
         else:
-            missed.append(f"{e.exercise} / {e.label}: want {e.want}, avoid {e.avoid}; got {r['messages'][:2]}")
+            missed.append(f"{e.exercise} / {e.label} (seed {seed}): want {e.want}, avoid {e.avoid}; got {r['messages'][:2]}")
     total = sum(r["kernels"] for r in per.values())
     hits = sum(r["hint"] for r in per.values())
     share = hits / total
@@ -99,9 +100,10 @@ def test_correct_variants_pass(tmp_path):
     block sizes: no false alarm (the mapping lessons included)."""
     bad = []
     for k, e in enumerate(C.RIGHT):
-        r = C.run_entry(e, _write(tmp_path, k, e), _seed())
+        seed = _seed()
+        r = C.run_entry(e, _write(tmp_path, k, e), seed)
         if r["failed"]:
-            bad.append(f"{e.exercise} / {e.label}: {r['messages'][:1]}")
+            bad.append(f"{e.exercise} / {e.label} (seed {seed}): {r['messages'][:1]}")
     assert not bad, bad
 
 
