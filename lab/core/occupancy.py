@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from kernels.spec import plural
-from lab.core import archs
+from lab.core import archs, resources
 from lab.core.archs import Arch
 from lab.core.errors import LabError
 
@@ -145,6 +145,7 @@ def sweep(arch: Arch, registers: int, shared_bytes: int, step: int = 32) -> list
 def current_cc() -> tuple[int, int]:
     """The compute capability (major, minor) of the current GPU (a GPU process only: numba.cuda's
     device; CUDA Programming Guide, "Compute Capabilities")."""
+    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
     from kernels.compiler import cuda
 
     return tuple(cuda.get_current_device().compute_capability)
@@ -163,8 +164,6 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, r
     if simulator:
         return keys
     try:
-        from lab.core import resources
-
         cc = current_cc()
         arch = archs.for_cc(cc)
         worst = None
