@@ -20,7 +20,6 @@ from kernels.backend import driver_version
 from kernels.device_limits import current
 from kernels.tuning import cache_dir
 from lab.core.clocks import nvml_device
-from lab.core.compilers import compilers_status
 from lab.core.errors import SCHEMA_VERSION
 from lab.core.timing import Timer
 
@@ -232,6 +231,9 @@ def measured_when(bw: dict) -> str:
 def device_info(simulator: bool, measure: bool = False) -> dict:
     """``lab device``: :func:`describe`, which compilers are usable, and (``measure``) the measured
     copy bandwidth, or why it was not measured."""
+    # lazy: lab.core.compilers loads importlib.metadata (slow stdlib), not loaded by this module's import
+    from lab.core.compilers import compilers_status
+
     info = {"schema_version": SCHEMA_VERSION, **describe(simulator)}
     info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
                          for n, st in compilers_status(simulator).items()}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from kernels.spec import plural
-from lab.core import archs, resources
+from lab.core import archs
 from lab.core.archs import Arch
 from lab.core.errors import LabError
 
@@ -164,6 +164,9 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, r
     if simulator:
         return keys
     try:
+        # lazy: lab.core.resources loads importlib.metadata (slow stdlib), not loaded by this module's import
+        from lab.core import resources
+
         cc = current_cc()
         arch = archs.for_cc(cc)
         worst = None
