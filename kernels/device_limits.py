@@ -119,7 +119,7 @@ def current() -> DeviceLimits:
     if described_now is not None:
         return described_now
     if not _DEVICE:
-        # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import SIMULATOR, cuda
 
         limits = H100

@@ -83,7 +83,7 @@ def device() -> tuple[str, str]:
     """(name, compute capability "9.0") of the current device; the simulator is ("Numba CUDA
     simulator", "sim")."""
     if not _device:
-        # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import SIMULATOR, cuda
 
         if SIMULATOR:
@@ -99,7 +99,7 @@ def device() -> tuple[str, str]:
 
 
 def compiler() -> str:
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER
 
     return COMPILER

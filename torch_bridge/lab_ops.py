@@ -114,7 +114,7 @@ def _view(t: torch.Tensor):
     """A Numba array over ``t``'s memory: a device view on a GPU, a simulator array over the CPU
     tensor's memory in the simulator (no copy either way; kernels.arrays.device_arg)."""
     if SIMULATOR:
-        # lazy: kernels.arrays loads numpy (heavy), not loaded by this module's import
+        # lazy: numpy: heavy, not loaded at this module's import; via kernels.arrays
         from kernels.arrays import device_arg
 
         return device_arg(t.detach())
@@ -268,7 +268,7 @@ def _spec_outputs(spec, names):
     """The ``outputs(tensors)`` of an op built from ``spec`` alone: the shape check (the inputs are the
     shapes ``in_shapes(size)`` of the size ``size_of(*shapes)``) and the outputs allocated from
     ``out_specs``; returns (size, outputs)."""
-    # lazy: numpy (heavy), not loaded by this module's import
+    # lazy: numpy: heavy, not loaded at this module's import
     import numpy as np
 
     op, name = spec.torch_op, spec.name

@@ -81,7 +81,7 @@ class Calls:
 
     def profile(self, calls: int) -> object:
         """A cProfile.Profile of ``calls`` calls of the op (the bridge row), the device synchronized after."""
-        # lazy: cProfile (slow stdlib), not loaded by this module's import
+        # lazy: cProfile: heavy, not loaded at this module's import
         import cProfile
 
         op, inputs = self.op, self.tensors

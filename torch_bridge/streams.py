@@ -39,7 +39,7 @@ def current_stream_handle(device=None) -> int:
 def numba_stream(device=None):
     """torch's current stream as a Numba stream (``cuda.external_stream``), cached by handle;
     the legacy default stream is Numba's 0."""
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     handle = current_stream_handle(device)
@@ -52,7 +52,7 @@ def numba_stream(device=None):
 
 
 def _install() -> None:
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba.cuda.cudadrv import driver
     from numba.cuda.dispatcher import CUDADispatcher
 
@@ -82,7 +82,7 @@ def on_torch_stream(device=None):
     if is_simulator() or current_stream_handle(device) == 0:
         yield
         return
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER, MLIR
 
     if COMPILER == MLIR:

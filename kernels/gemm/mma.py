@@ -467,7 +467,7 @@ def for_numba_cuda(value):
         return None
     for name in HELPERS:
         if value is globals()[name]:
-            # lazy: kernels.gemm.mma_numba_cuda loads numba.cuda: after the backend choice (kernels.backend)
+            # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.gemm.mma_numba_cuda
             from kernels.gemm import mma_numba_cuda
 
             return getattr(mma_numba_cuda, name)
@@ -534,7 +534,7 @@ STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may have; pas
 def _allow_dynamic_shared(kernel, nbytes: int) -> None:
     """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
     kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
-    # lazy: cuda (optional)
+    # lazy: optional cuda
     from cuda.bindings import driver
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES

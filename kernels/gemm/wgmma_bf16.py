@@ -529,7 +529,7 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
     memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
-    # lazy: kernels.gemm.mma loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.gemm.mma
     from kernels.gemm.mma import with_shared
 
     kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
@@ -599,7 +599,7 @@ def prepare(cfg, inputs, outputs, build: dict = BUILD, make=None, pad: int = 8):
     every copy a 16-byte cp.async), 64 for the TMA rung (rows of whole 128-byte lines); then one launch a call
     of ``make(m, n, k, grid=..., **build)`` (default :func:`launcher`; the TMA rung passes its own); C keeps
     its N columns. float32 only (ValueError otherwise)."""
-    # lazy: kernels.gemm.tensor_core_bf16 loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.gemm.tensor_core_bf16
     from kernels.gemm.tensor_core_bf16 import device_bf16
 
     A, B = inputs

@@ -478,7 +478,7 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
     if (k % 4 if tf32 else (k % 8 or n % 8)):
         raise ValueError(f"{m}x{n}x{k}: a TMA build copies 16-byte rows (K{'' if tf32 else ' and N'} a multiple "
                          f"of {4 if tf32 else 8}; the rungs' prepare pads)")
-    # lazy: kernels.gemm.mma loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.gemm.mma
     from kernels.gemm.mma import with_shared
 
     if grid is not None and len(grid) > 2:

@@ -29,7 +29,7 @@ def quiet(done: int, total: int, label: str) -> None:
 
 
 def _session(sim, compiler=None, allow_both: bool = False):
-    # lazy: lab.core.session loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import start
 
     return start(A.backend(sim), compiler, allow_both)
@@ -37,7 +37,7 @@ def _session(sim, compiler=None, allow_both: bool = False):
 
 def _backend(sim) -> str:
     """The backend alone (no compiler is involved): "gpu" or "simulator", chosen before numba.cuda loads."""
-    # lazy: lab.core.simulator loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
     from lab.core.simulator import select
 
     return select(A.backend(sim))
@@ -86,14 +86,14 @@ def run(kernel: str, *, threads: int | None, size: str | None, dtype: str, varia
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
     if session.compiler == "both":
-        # lazy: lab.bench.compilers loads importlib.metadata (slow stdlib), not loaded by this module's import
+        # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.compilers
         from lab.bench.compilers import run_both
 
         return run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
                              contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays,
                              precision=precision),
                         session.backend)
-    # lazy: lab.core.runner loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.runner
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=A.csv(variant),
@@ -112,7 +112,7 @@ def sweep(kernel: str, *, threads: str | list | None, sizes: str | list | None, 
     and/or size, each checked and timed. Returns docs/schemas/sweep.json's document; LabError on bad
     input, and (before anything runs) for a simulation estimated above 10 minutes in all without
     ``yes``."""
-    # lazy: lab.bench.sweep loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.sweep
     from lab.bench import sweep as S
 
     threads_list, size_list = S.parse_threads(threads), S.parse_sizes(sizes)
@@ -138,18 +138,18 @@ def bench(kernel_names, *, kernels: str | list | None, out: str | None, quick: b
     dict); its markdown is :func:`lab.bench.suite.render_markdown`. LabError on bad input, and (before
     any work) when ``out`` holds a GPU's results and this run is in the simulator, unless ``force``
     (:func:`lab.core.files.check_results`)."""
-    # lazy: lab.bench.suite loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.suite
     from lab.bench import suite as B
 
     if from_json is not None:
         return B.load(from_json)
     backend = _session(sim, compiler).backend
-    # lazy: kept off `lab --help`'s start (lab.core.files)
+    # lazy: off `lab --help`'s start; via lab.core.files
     from lab.core.files import check_results
 
     check_results(out, backend == "simulator", force)
     names = _kernels(list(kernel_names) + (A.csv(kernels) or []))
-    # lazy: lab.core.runner loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.runner
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))
@@ -164,13 +164,13 @@ def roofline(*, kernels: str | list | None, contenders: str | list | None, repea
     """``lab roofline``: every variant placed on this GPU's roofline (run now, or read from saved
     ``lab run/bench --json`` files: ``from_json``, one path or several). Returns
     docs/schemas/roofline.json's document; LabError on bad input."""
-    # lazy: lab.bench.roofline loads importlib.metadata (slow stdlib), not loaded by this module's import; kept off `lab --help`'s start (lab.bench.compare)
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; off `lab --help`'s start; via lab.bench.compare, lab.bench.roofline
     from lab.bench import roofline as R
     from lab.bench.compare import load_reports, reading
 
     backend = _backend(sim)
     names = _kernels(A.csv(kernels) or [])
-    # lazy: lab.core.runner loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.runner
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
@@ -190,7 +190,7 @@ def profile(kernel: str, *, size: str | None, threads: int | None, variant: str 
     NVTX-named; ``trace``: also a Chrome/Perfetto trace file. Returns the profile document (tables
     as rows); LabError on bad input, without torch, or for a simulation estimated above 10 minutes
     without ``yes``."""
-    # lazy: kept off `lab --help`'s start (lab.bench.profiling ...); kept off `lab --help`'s start (lab.core.files)
+    # lazy: off `lab --help`'s start; via lab.bench.profiling, lab.core.files
     from lab.bench.profiling import profile as run_profile
     from lab.core.files import check_writable
 
@@ -207,7 +207,7 @@ def compare(a: str, b: str) -> dict:
     """``lab compare A B``: B's speedup over A per (kernel, contender, variant) row of two ``lab
     run/bench/sweep --json`` files, and whether it is beyond the noise. Returns the comparison
     document; LabError when a file cannot be read or they share no row."""
-    # lazy: kept off `lab --help`'s start (lab.bench.compare)
+    # lazy: off `lab --help`'s start; via lab.bench.compare
     from lab.bench import compare as K
 
     reports_a, reports_b = K.load_reports(a), K.load_reports(b)
@@ -231,7 +231,7 @@ def tune(kernel: str, *, shapes: str | list | None, budget: float | None, dtype:
     ``no_cache``; a simulator search is shown, never cached), and with ``out`` to a shipped table for
     devices named like ``match``. Returns docs/schemas/tune.json's document; LabError on bad input, or
     for a simulator search estimated above 10 minutes without ``yes``."""
-    # lazy: lab.bench.sweep loads importlib.metadata, lab.bench.tune loads importlib.metadata (slow stdlib), not loaded by this module's import; kept off `lab --help`'s start (lab.core.files)
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; off `lab --help`'s start; via lab.bench.sweep, lab.bench.tune ...
     from lab.bench import sweep as S
     from lab.bench import tune as T
     from lab.core.files import check_writable

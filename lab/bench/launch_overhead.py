@@ -33,7 +33,7 @@ from lab.core.timing import Timer
 
 def default_kernel() -> str:
     """The kernel timed when none is named: the first with a torch op in lesson order (kernels.NAMES)."""
-    # lazy: torch_bridge.lab_ops loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.lab_ops
     import torch_bridge.lab_ops as L
 
     return L.OPS[0]
@@ -53,7 +53,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
     results [{call, median_us, min_us, samples, noise, stop}] (stop: lab.core.stopping.Stop.as_dict)
     and, with ``profile``, profile (text). LabError for an unknown kernel, one without a torch op, a
     bad size, or outputs that fail the check."""
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER, SIMULATOR
 
     kernel = kernel or default_kernel()
@@ -64,7 +64,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
         dims = spec.parse_size(str(size))
     except ValueError as e:
         raise LabError(f"--size: {e}") from None
-    # lazy: torch_bridge.overhead loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.overhead
     from torch_bridge import overhead
 
     try:
@@ -90,7 +90,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
            "rows": [[r["call"], r["median_us"], r["min_us"]] for r in results],
            "results": [{k: v for k, v in r.items() if k != "method"} for r in results]}
     if profile:
-        # lazy: pstats (slow stdlib), not loaded by this module's import
+        # lazy: pstats: heavy, not loaded at this module's import
         import pstats
 
         text = io.StringIO()

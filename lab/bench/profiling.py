@@ -52,10 +52,10 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     profile estimated above 10 minutes without ``yes`` (lab.core.simcost; the estimate and a
     quicker --size).
     """
-    # lazy: numpy (heavy), not loaded by this module's import
+    # lazy: numpy: heavy, not loaded at this module's import
     import numpy as np
 
-    # lazy: lab.core.catalog loads numpy, lab.core.contenders loads numpy (heavy), not loaded by this module's import
+    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.catalog, lab.core.contenders
     from lab.core import catalog
     from lab.core import contenders as C
 
@@ -82,7 +82,7 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     if repeats < 1:
         raise LabError("--repeats must be >= 1")
     if simulator and "numba" in who and not yes:  # before any input is made: hours do not start unless asked
-        # lazy: lab.core.simulator loads importlib.metadata (slow stdlib), not loaded by this module's import
+        # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
         from lab.core.simulator import quick_options, refuse_long, simulator_seconds
 
         names, calls = list(variants or spec.variants), 1 + repeats  # one call outside the profile, then repeats

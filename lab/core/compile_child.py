@@ -387,7 +387,7 @@ def main() -> None:
                 if prepared is not None:
                     prepared.release()
     if not simulator:  # the timer's own kernels (the blocking kernel, the L2 flush): the run's next compiles
-        # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import cuda
 
         timing.blocking_kernel()

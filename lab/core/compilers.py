@@ -189,7 +189,7 @@ def unsupported(kernel: str, variant: str) -> str:
     ``kernels.compiler.UNSUPPORTED`` lists the known incompatibilities of numba-cuda-mlir."""
     if current() != MLIR:
         return ""
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import UNSUPPORTED
 
     why = UNSUPPORTED.get((kernel, variant), "")
@@ -219,13 +219,13 @@ def log_spills(log: str) -> int | None:
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
-    # lazy: cuda (optional)
+    # lazy: optional cuda
     from cuda.bindings import nvjitlink
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
     # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
-    # lazy: unittest (slow stdlib), not loaded by this module's import
+    # lazy: unittest: heavy, not loaded at this module's import
     from unittest import mock
 
     with mock.patch.dict(os.environ, CUDA_CACHE_DISABLE="1"):  # for the whole link: complete() compiles

@@ -68,7 +68,7 @@ def describe(simulator: bool) -> dict:
     Units: bytes, kHz, bits; ``peak_bandwidth_gbps`` in GB/s (2 transfers a memory clock over the
     bus, i.e. DDR), ``peak_fp32_gflops`` in GFLOP/s (FMA = 2 FLOPs a lane a clock).
     """
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     if simulator:
@@ -116,7 +116,7 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
     0, 1, 2, ... (float32): a copy's speed does not depend on the values, and a ramp is made in a
     fraction of the time 1 GiB of random numbers takes on the CPU.
     """
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     n = nbytes // 4
@@ -151,7 +151,7 @@ def bandwidth_key(info: dict) -> str | None:
 
 def _device_identity() -> dict:
     """describe(False)'s clocks and name plus the UUID and driver versions: bandwidth_key's input."""
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     info = dict(describe(False))
@@ -231,7 +231,7 @@ def measured_when(bw: dict) -> str:
 def device_info(simulator: bool, measure: bool = False) -> dict:
     """``lab device``: :func:`describe`, which compilers are usable, and (``measure``) the measured
     copy bandwidth, or why it was not measured."""
-    # lazy: lab.core.compilers loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.compilers
     from lab.core.compilers import compilers_status
 
     info = {"schema_version": SCHEMA_VERSION, **describe(simulator)}

@@ -126,13 +126,13 @@ def launch_hook(callback):
     """Call ``callback(kernel, grid, block, dynamic_shared, args)`` before every kernel launch in this
     process (the simulator's FakeCUDAKernel, numba-cuda's or numba-cuda-mlir's configured launch)."""
     if is_simulator():
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.kernel import FakeCUDAKernel as cls
 
         orig = cls.__call__
 
         def call(self, *args):
-            # lazy: numba.cuda: after the backend choice (kernels.backend)
+            # lazy: numba.cuda after the backend choice (kernels.backend)
             from numba.cuda.simulator.kernel import _kernel_context
 
             if not self._device and not _kernel_context:
@@ -140,7 +140,7 @@ def launch_hook(callback):
             return orig(self, *args)
     elif _mlir():
         # numba-cuda-mlir 0.6: kernel[grid, block] returns an _ArgMarshaller holding the configuration
-        # lazy: numba_cuda_mlir (optional)
+        # lazy: optional numba_cuda_mlir
         from numba_cuda_mlir.descriptor import _ArgMarshaller as cls
 
         orig = cls.__call__
@@ -152,7 +152,7 @@ def launch_hook(callback):
                      shared if isinstance(shared, int) and shared > 0 else 0, args)
             return orig(self, *args)
     else:
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.dispatcher import _LaunchConfiguration as cls
 
         orig = cls.__call__
@@ -173,7 +173,7 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
     on_launch(kernel, grid, block, dynamic_shared, args): called before each launch;
     on_outputs(device_outputs): called with the output arrays before the run.
     """
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     variant = spec.variants[variant_name]
@@ -260,7 +260,7 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
     core = getattr(cufunc, "kernel", None)
     if core is not None and hasattr(core, "occupancy"):
         return int(core.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic_shared))
-    # lazy: cuda (optional)
+    # lazy: optional cuda
     from cuda.bindings import driver
 
     err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(cufunc.handle, threads, dynamic_shared)
@@ -271,7 +271,7 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
 
 # --- Without a GPU: numba-cuda LTO-IR (or PTX) + nvJitLink-----------------------------------------------
 def _numba_type(t):
-    # lazy: numba: after the backend choice (kernels.backend)
+    # lazy: numba after the backend choice (kernels.backend)
     from numba import types
     from numba.np.numpy_support import from_dtype
 
@@ -282,10 +282,10 @@ def _numba_type(t):
 
 def _child_main(request: dict) -> list[dict]:
     """In the child (NUMBA_ENABLE_CUDASIM=0): compile each kernel to PTX and read its usage."""
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba import cuda
 
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     import numba.cuda.dispatcher as dispatcher
 
     arch = request["arch"]

@@ -493,7 +493,7 @@ class _Shared:
         self.trace, self.lock, self.arrays = trace, lock, {}
 
     def array(self, shape, dtype, alignment=None):
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda import types
         from numba.cuda.np import numpy_support
 
@@ -572,7 +572,7 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     thread raised (an out-of-bounds access included: see ``Trace.oob``), ValueError on a bad
     launch configuration.
     """
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba.cuda.simulator import kernel as simkernel
     from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAModule, swapped_cuda_module
 

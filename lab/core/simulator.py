@@ -127,7 +127,7 @@ def run_blocks_on_greenlets() -> bool:
     runs the same threads as greenlets (one OS thread, switched where a thread waits: the same
     semantics, in a legal schedule of the block) with numba-cuda's thread attributes and errors."""
     try:
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator import kernel as simkernel
     except ImportError:  # not the simulator (or another compiler): nothing to patch
         return False
@@ -160,7 +160,7 @@ def serialize_shared_arrays() -> bool:
     read from its frame (the original's traceback.extract_stack, without reading source lines).
     """
     try:
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator import kernelapi
     except ImportError:  # not the simulator (or another compiler): nothing to fix
         return False

@@ -93,7 +93,7 @@ class Instruction:
 
 
 def _sim_dir() -> str:
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     import numba.cuda.simulator as sim
 
     return os.path.dirname(os.path.abspath(sim.__file__))
@@ -140,7 +140,7 @@ class SectorTracer:
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self):
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         self._cls = FakeCUDAArray
@@ -169,7 +169,7 @@ class SectorTracer:
     def _patch_atomics(self) -> None:
         """Count every ``cuda.atomic.*`` call on a global array (a fake device array; shared
         memory is a plain ndarray) in ``atomic_ops``."""
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
         from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
 
@@ -238,7 +238,7 @@ class SectorTracer:
         instr = site(code, f.f_lasti)
         if atomic:
             kind = "atomic"
-        # lazy: numba.cuda: after the backend choice (kernels.backend)
+        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator import kernel as simkernel
 
         ctx = simkernel._kernel_context

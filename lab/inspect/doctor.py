@@ -40,7 +40,7 @@ class Check:
 def find_library(lib: str) -> str | None:
     """Path of an NVIDIA library (nvvm, nvrtc, nvJitLink) as cuda-pathfinder finds it, else None."""
     try:
-        # lazy: cuda (optional)
+        # lazy: optional cuda
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
         return load_nvidia_dynamic_lib(lib).abs_path
@@ -60,7 +60,7 @@ def torch_info() -> dict | None:
     """{"version", "cuda" (torch.version.cuda or None), "available", "device"} or None if not installed."""
     if installed_version("torch") is None:
         return None
-    # lazy: torch (optional)
+    # lazy: optional torch
     import torch
 
     available = torch.cuda.is_available()
@@ -86,7 +86,7 @@ print("simulator" if is_simulator() else "gpu")
 
 
 def run_tiny_kernel() -> tuple[bool, str]:
-    # lazy: lab.core.session loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import child_env
 
     env = child_env()
@@ -221,7 +221,7 @@ def check_compilers() -> list[Check]:
     """Which compiler kernels use by default and why (numba-cuda-mlir on a CUDA 13 GPU where it is
     installed, else numba-cuda), which of the two can compile here and why not; and the
     compiled-kernel cache (where, how big, how to turn it off)."""
-    # lazy: lab.core.compilers loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.compilers
     from lab.core.compilers import cache_check, doctor_check
 
     ok, text = doctor_check()

@@ -35,10 +35,10 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=Non
     launches: [(grid, block)] of each kernel launch. tracer: a lab.core.trace.SectorTracer that also
     records every global load and store of the run (``lab grid --warp``), or None.
     """
-    # lazy: numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-    # lazy: lab.core.resources loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.resources
     from lab.core import resources
 
     target = {}
@@ -90,7 +90,7 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=Non
 def _gpu_sms():
     """(SM count, (major, minor)) of GPU 0 through the driver API (works beside the simulator), or None."""
     try:
-        # lazy: cuda (optional)
+        # lazy: optional cuda
         from cuda.bindings import driver as d
 
         if d.cuInit(0)[0] != d.CUresult.CUDA_SUCCESS:

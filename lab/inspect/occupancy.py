@@ -39,7 +39,7 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     ``arch_name`` (default sm_90) through nvJitLink. The top-level keys are those of
     :func:`calculate` for the variant's lowest-occupancy kernel; ``kernels`` lists each.
     """
-    # lazy: lab.core.resources loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.resources
     from lab.core import resources
 
     device_cc = current_cc() if backend == "gpu" else None

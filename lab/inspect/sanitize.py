@@ -67,7 +67,7 @@ def sanitize(kernel: str, backend: str, variants: list[str] | None = None, tools
     if backend != "gpu":
         raise LabError("compute-sanitizer checks kernels on a CUDA GPU, and this run uses the CUDA simulator; "
                        "in the simulator lab exercise check diagnoses races and out-of-bounds accesses")
-    # lazy: lab.core.catalog loads numpy (heavy), not loaded by this module's import
+    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.catalog
     from lab.core import catalog
 
     spec = catalog.load(kernel)
@@ -113,7 +113,7 @@ def run_tool(exe: str, tool: str, kernel: str, variants: list[str], shape, threa
     for the variants after one that broke the context). Returns {"reports": [Report],
     "launched": {variant: kernel keys}, "skipped": {variant: why}, "failed": {variant: why},
     "notes": [...], "output": the sanitizer's text}."""
-    # lazy: lab.core.session loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import child_env
 
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1",
@@ -180,11 +180,11 @@ def _child_main(request_path: str, result_path: str) -> None:
     the result file is rewritten after every variant so a crash keeps what was done."""
     with open(request_path) as f:
         req = json.load(f)
-    # lazy: lab.core.simulator loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
     from lab.core.simulator import select
 
     select("gpu")
-    # lazy: lab.core.resources loads importlib.metadata (slow stdlib), not loaded by this module's import
+    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.resources
     from lab.core import resources
 
     spec = K.load(req["kernel"])

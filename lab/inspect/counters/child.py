@@ -16,7 +16,7 @@ from lab.core.simulator import select
 
 
 def marker_kernel():
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     @cuda.jit
@@ -30,12 +30,12 @@ def marker_kernel():
 
 def profiler():
     """(start, stop): cuProfilerStart/Stop through Numba (numba-cuda), else cuda-bindings."""
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     if hasattr(cuda, "profile_start"):
         return cuda.profile_start, cuda.profile_stop
-    # lazy: cuda (optional)
+    # lazy: optional cuda
     from cuda.bindings import driver
 
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
@@ -100,7 +100,7 @@ def child_main(request_path: str, result_path: str) -> None:
     with open(request_path) as f:
         req = json.load(f)
     entries, warm = prepare_child(req)
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     mark = marker_kernel()

@@ -110,7 +110,7 @@ def choose_cupti_groups(fits, optional=()) -> tuple[list, list[str]]:
 def _cupti_one_pass(chip: str):
     """fits(metrics) for :func:`choose_cupti_groups`, asked of CUPTI's Profiler Host alone (config images
     and their pass count; no GPU state: a refused configure of the collector broke the calls after it)."""
-    # lazy: cupti (optional)
+    # lazy: optional cupti
     from cupti import profiler_host as ph
     from cupti.cupti import cuptiError
 
@@ -128,7 +128,7 @@ def _cupti_one_pass(chip: str):
 
 def _cupti_chip(collector) -> str:
     """The chip name CUPTI knows the device by (e.g. GH100), once ``collector`` is enabled."""
-    # lazy: cupti (optional)
+    # lazy: optional cupti
     from cupti import cupti as C
 
     p = C.DeviceGetChipNameParams()
@@ -159,7 +159,7 @@ def cupti_child_main(request_path: str, result_path: str) -> None:
     except (ImportError, OSError) as e:
         return fail(f"cupti-python cannot be imported ({e}): {CUPTI_FIX}")
     entries, warm = prepare_child(req)
-    # lazy: kernels.compiler loads numba.cuda: after the backend choice (kernels.backend)
+    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     max_warps = describe(False)["max_threads_per_sm"] // 32
