@@ -534,7 +534,7 @@ STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may have; pas
 def _allow_dynamic_shared(kernel, nbytes: int) -> None:
     """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
     kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
-    # lazy: optional cuda
+    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import driver
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES

@@ -41,7 +41,7 @@ def nvml_device(device=None, bus_id: str | None = None):
     """``with nvml_device() as (pynvml, handle):`` NVML initialised, and the handle of the CUDA
     device ``device`` (default: the current one), or of ``bus_id``, found by PCI bus id; NVML is
     shut down on exit. ImportError without nvidia-ml-py; NVML's own errors otherwise."""
-    # lazy: optional pynvml
+    # lazy: optional nvidia-ml-py (pynvml)
     import pynvml
 
     bus_id = bus_id or pci_bus_id(device)

@@ -219,7 +219,7 @@ def log_spills(log: str) -> int | None:
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
-    # lazy: optional cuda
+    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import nvjitlink
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged

@@ -260,7 +260,7 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
     core = getattr(cufunc, "kernel", None)
     if core is not None and hasattr(core, "occupancy"):
         return int(core.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic_shared))
-    # lazy: optional cuda
+    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import driver
 
     err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(cufunc.handle, threads, dynamic_shared)

@@ -40,7 +40,7 @@ class Check:
 def find_library(lib: str) -> str | None:
     """Path of an NVIDIA library (nvvm, nvrtc, nvJitLink) as cuda-pathfinder finds it, else None."""
     try:
-        # lazy: optional cuda
+        # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
         return load_nvidia_dynamic_lib(lib).abs_path

@@ -90,7 +90,7 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=Non
 def _gpu_sms():
     """(SM count, (major, minor)) of GPU 0 through the driver API (works beside the simulator), or None."""
     try:
-        # lazy: optional cuda
+        # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
         from cuda.bindings import driver as d
 
         if d.cuInit(0)[0] != d.CUresult.CUDA_SUCCESS:

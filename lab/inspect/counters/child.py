@@ -35,7 +35,7 @@ def profiler():
 
     if hasattr(cuda, "profile_start"):
         return cuda.profile_start, cuda.profile_stop
-    # lazy: optional cuda
+    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import driver
 
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())

@@ -110,7 +110,7 @@ def choose_cupti_groups(fits, optional=()) -> tuple[list, list[str]]:
 def _cupti_one_pass(chip: str):
     """fits(metrics) for :func:`choose_cupti_groups`, asked of CUPTI's Profiler Host alone (config images
     and their pass count; no GPU state: a refused configure of the collector broke the calls after it)."""
-    # lazy: optional cupti
+    # lazy: optional cupti-python
     from cupti import profiler_host as ph
     from cupti.cupti import cuptiError
 
@@ -128,7 +128,7 @@ def _cupti_one_pass(chip: str):
 
 def _cupti_chip(collector) -> str:
     """The chip name CUPTI knows the device by (e.g. GH100), once ``collector`` is enabled."""
-    # lazy: optional cupti
+    # lazy: optional cupti-python
     from cupti import cupti as C
 
     p = C.DeviceGetChipNameParams()
