@@ -116,7 +116,7 @@ def installed_version(dist: str) -> str | None:
     """The installed version of distribution ``dist`` (its metadata: ``importlib.metadata.version``),
     or None when it is not installed. One helper for ``lab doctor``, the kernel cache's key and the
     benchmarks' version lines."""
-    # lazy: importlib.metadata: heavy, not loaded at this module's import
+    # lazy: importlib.metadata: heavy, kept off `lab exercise list`'s start
     import importlib.metadata as md
 
     try:

@@ -27,7 +27,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     if as_json:
         O.emit_json(doc)
         return
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.hardware
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.hardware
     from lab.cli.views.hardware import print_counters
 
     print_counters(doc, wide=wide)
@@ -47,7 +47,7 @@ def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     if as_json:
         O.emit_json(doc)
     else:
-        # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.hardware
+        # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.hardware
         from lab.cli.views.hardware import print_sanitize
 
         print_sanitize(doc)

@@ -84,7 +84,7 @@ def session(sim, compiler_=None, allow_both: bool = False):
     """--sim/--gpu and --compiler fixed once for this process (:func:`lab.core.session.start`), before
     anything compiles; LabError (exit 2) when either cannot be had here. ``compiler_`` None:
     LAB_COMPILER or numba-cuda; "both" only where ``allow_both`` (lab run)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.session
     from lab.core.session import start
 
     return start("auto" if sim is None else ("sim" if sim else "gpu"), compiler_, allow_both)
@@ -120,7 +120,7 @@ def counters_engine(counters: bool, sim, compiler=None):
     chosen = session(sim, compiler, allow_both=True)
     if chosen.compiler == "both" or chosen.backend == "simulator":
         return None
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.inspect.counters
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.inspect.counters
     from lab.inspect import counters as K
 
     K.find_engine("auto")

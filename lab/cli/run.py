@@ -19,7 +19,7 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.command(L.run, D.JSON, D.WIDE)
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
         compiler, arrays, precision):
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.report
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views import report
 
     engine = O.counters_engine(counters, sim, compiler)
@@ -57,7 +57,7 @@ def list_(as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.report
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views.report import print_list
 
     print_list(info)
@@ -71,7 +71,7 @@ def device(measure, as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.report
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views.report import print_device
 
     print_device(info)

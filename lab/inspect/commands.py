@@ -13,7 +13,7 @@ from lab.core.options import declares
 
 
 def _backend(sim) -> str:
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     return select(A.backend(sim))
@@ -30,11 +30,11 @@ def grid(kernel: str, *, variant: str | None, size: str | None, threads: int, ar
     sectors. Recorded in Numba's CUDA simulator, so this process must be (or become) a simulator
     process: LabError where numba.cuda already runs on a GPU (the notebook API then asks a child
     process). Returns docs/schemas/grid.json's document."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.inspect.grid
+    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.inspect.grid
     from lab.inspect import grid as G
 
     return G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
@@ -48,7 +48,7 @@ def occupancy(kernel: str | None, *, variant: str | None, threads: int, arch: st
     GPU's, else sm_90), or the calculator (``registers`` per thread, ``shared`` bytes a block, no
     kernel); ``sweep``: also 32..1024 threads per block. Returns docs/schemas/occupancy.json's
     document; LabError on bad input."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.inspect.occupancy
+    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.inspect.occupancy
     from lab.inspect import occupancy as Occ
 
     return Occ.occupancy(kernel, variant, threads, arch, registers, shared,
@@ -64,7 +64,7 @@ def counters(kernel: str, *, variant: str | list | None, size: str | None, threa
     ``tool``) with a verdict; in the simulator sectors per request from the recorded addresses.
     Returns docs/schemas/counters.json's document; LabError on bad input or when no engine is
     usable on a GPU."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.inspect.counters
+    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.inspect.counters
     from lab.inspect import counters as K
 
     backend = _backend(sim)
