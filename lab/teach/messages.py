@@ -338,6 +338,11 @@ def race_message(trace, k, grid, block, source=None):
         if lane:
             return f"{text} in the same phase: {lane}"
     if did == "wrote" and other_did == "also wrote":
+        from lab.teach.store_words import same_cell_words  # the text says why both stored one cell
+
+        why = same_cell_words("\n".join(map(str, source or ())), arr, lines, who, (who[0], other), block)
+        if why:
+            return f"{text} in the same phase: {why}"
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
                 "neighbour's element?)")
