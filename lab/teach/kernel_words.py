@@ -59,9 +59,15 @@ def refined(ex, case, raw, text: str) -> str | None:
     """``text`` (a failing test's message) with the one difference of the student's kernel from the
     reference solution's (:func:`one_difference_words`) in place of its generic words or added to it;
     None when there is no one difference, or the message says it already."""
+    from lab.teach.pipeline_words import IN_FLIGHT, async_order_words
+
+    source = getattr(raw, "source", None)
+    order = async_order_words("\n".join(map(str, source))) if source and IN_FLIGHT in text else None
+    if order:  # the text shows which rule of the pipeline it breaks: that, for the rule's whole list
+        text = text[:text.index(IN_FLIGHT)] + order
     diff = one_difference_words(ex, case, raw)
     if not diff or diff in text:
-        return None
+        return text if order else None
     for g in _GENERIC:
         if g in text:
             at = text.index(g)
