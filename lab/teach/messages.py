@@ -331,16 +331,10 @@ def race_message(trace, k, grid, block, source=None):
                 f"{bd[1]}, and stored one cell at one line: a loop that adds j to threadIdx.y steps by less than the "
                 f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
                 f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
-    if did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1]:
-        from lab.teach.shared_words import warp_slot_store
-
-        lane = warp_slot_store(me[0], them[0], idx, arr, (bd + [1, 1])[:3])
-        if lane:
-            return f"{text} in the same phase: {lane}"
     if did == "wrote" and other_did == "also wrote":
-        from lab.teach.store_words import same_cell_words  # the text says why both stored one cell
+        from lab.teach.store_words import store_race_words  # the text (or the warp's slot) says why
 
-        why = same_cell_words("\n".join(map(str, source or ())), arr, lines, who, (who[0], other), block)
+        why = store_race_words("\n".join(map(str, source or ())), arr, idx, lines, who, (who[0], other), block)
         if why:
             return f"{text} in the same phase: {why}"
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "

@@ -95,6 +95,23 @@ def _parts(node):
     return list(node.elts) if isinstance(node, ast.Tuple) else [node]
 
 
+def store_race_words(text: str, arr: str, idx, lines: tuple, me, them, block) -> str | None:
+    """:func:`same_cell_words`, where a store's index that does not depend on the thread comes first, then
+    every lane of a warp storing its warp's slot (:func:`lab.teach.shared_words.warp_slot_store`, one line),
+    then the rest of :func:`same_cell_words`."""
+    from lab.teach.shared_words import warp_slot_store
+
+    words = same_cell_words(text, arr, lines, me, them, block)
+    if words and "does not depend on the thread" in words:
+        return words
+    bd = (list(block) if isinstance(block, (tuple, list)) else [int(block)]) + [1, 1]
+    if lines[0] and lines[0] == lines[1]:
+        lane = warp_slot_store(int(tuple(me[1])[0]), int(tuple(them[1])[0]), idx, arr, bd[:3])
+        if lane:
+            return lane
+    return words
+
+
 def same_cell_words(text: str, arr: str, lines: tuple, me, them, block) -> str | None:
     """Why threads ``me`` and ``them`` (each (block index, thread index)) both stored shared ``arr``'s one
     cell in one phase, at ``lines`` (this store's, the other's), from the file ``text``; None where the text
@@ -119,7 +136,8 @@ def same_cell_words(text: str, arr: str, lines: tuple, me, them, block) -> str |
         return None
     env_a, tainted = _thread_env(tree, me, block)
     env_b, _ = _thread_env(tree, them, block)
-    names = {ast.unparse(n) for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute))}
+    inner = {id(n.value) for n in ast.walk(a) if isinstance(n, ast.Attribute)}  # cuda, cuda.threadIdx
+    names = {ast.unparse(n) for n in ast.walk(a) if isinstance(n, (ast.Name, ast.Attribute)) and id(n) not in inner}
     if any(n not in env_a for n in names):
         return None  # a loop variable or a name bound twice: the index's value is not the text's alone
     code = ast.unparse(a)
