@@ -17,7 +17,7 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.indices import as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
+from lab.teach.indices import GUARD_WORDS, as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -176,8 +176,10 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
                              loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
         if advice.endswith("guard it, e.g. `if i < n:`") and error.get("line"):  # is a guard there, testing equality?
             advice = equality_guard(source, error.get("line"), quote) or advice
+        elif any(g in advice for g in GUARD_WORDS) and error.get("line"):  # a 2-D guard: `>` for `>=` in the text?
+            advice = equality_guard(source, error.get("line"), quote, order=True) or advice
         if not shared and "swapped" not in advice:
-            advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
+            advice = other_shape_advice(name, idx, shape, kind, case, names, source, error.get("line")) or advice
         if lesson:
             advice = lesson
         at = quote(source, error.get("line"))
