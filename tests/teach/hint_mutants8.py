@@ -17,6 +17,10 @@ CLASSES = {
     "first tile's copies not committed": ["are not committed before it", "call cp_async_commit() right after"],
     "wait leaving two groups in flight": ["groups are still in flight", "cp_async_wait(1) (only the next tile's"],
     "max sent to the min's slot": ["where the reference has `1`: that is the bug"],
+    # (a thread past both edges reads at an offset from its own index: the guard's `<` not `<=` said without the line)
+    "2-D early return on > for >=": (["lets through the index equal to the bound", "`>=` (return when the index"],
+                                     ["past the output, and still made this access", "it lets it through"]),
+    "fragment row past B, no guard anywhere": ["read B[", "outside its shape (8, 8)"],
 }
 
 # the words each class used to get, wrong for it
@@ -27,6 +31,8 @@ AVOID = {
     "first tile's copies not committed": ["then cuda.syncthreads(), then the products; and a barrier"],
     "wait leaving two groups in flight": ["then cuda.syncthreads(), then the products; and a barrier"],
     "max sent to the min's slot": ["the max's tree combines with min"],
+    "2-D early return on > for >=": ["nothing tested its", "the strides are swapped"],
+    "fragment row past B, no guard anywhere": ["must test B's shape", "not A's"],
 }
 
 MUTANTS = [
@@ -74,4 +80,18 @@ MUTANTS = [
     ("minmax", "max into slot 0 through a name",
      [("        cuda.atomic.max(out, 1, hi[0])", "        slot = 0\n        cuda.atomic.max(out, slot, hi[0])")],
      "max sent to the min's slot"),
+    ("matrix_add_2d", "two early returns, the row's on >",
+     [("    if y < C.shape[0] and x < C.shape[1]:\n        C[y, x] = A[y, x] + 2 * B[y, x]",
+       "    if x >= C.shape[1]:\n        return\n    if y > C.shape[0]:\n        return\n    C[y, x] = A[y, x] + 2 * B[y, x]")],
+     "2-D early return on > for >="),
+    ("strided_index", "one early return on > for both",
+     [("    if r < out.shape[0] and c < out.shape[1]:\n        out[r, c] = storage[offset + r * stride0 + c * stride1]",
+       "    nr, nc = out.shape\n    if r > nr or c > nc:\n        return\n    out[r, c] = storage[offset + r * stride0 + c * stride1]")],
+     "2-D early return on > for >="),
+    ("mma_fragment", "b1 eight rows down",
+     [("        b1 = B[k0 + q + 4, c0 + g]", "        b1 = B[k0 + q + 8, c0 + g]")],
+     "fragment row past B, no guard anywhere"),
+    ("mma_fragment", "b0 from the row of the next step",
+     [("        b0 = B[k0 + q, c0 + g]", "        kb = k0 + 8\n        b0 = B[kb + q, c0 + g]")],
+     "fragment row past B, no guard anywhere"),
 ]
