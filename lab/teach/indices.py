@@ -350,3 +350,19 @@ def equality_guard(source, line, quote, order=False) -> str | None:
                         f"under `if i < n:`)")
     return None
 
+
+def blocks_count_words(blocks: int, tpb: int, total: int) -> str:
+    """What a 1-D launch of ``blocks`` blocks of ``tpb`` threads, fewer threads than ``total`` elements, is
+    evidence of: the count rounded down (``total // tpb``, or fewer blocks by one), or a count that is no
+    rounding of total / tpb at all (a division of something else)."""
+    from kernels.spec import plural
+
+    launched = blocks * tpb
+    head = f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}"
+    if blocks >= total // tpb - 1:
+        return head + ": round the number of blocks up (ceiling division)"
+    return (head + f" ({plural(blocks, 'block')} of {tpb}), fewer than even {total} // {tpb} = {total // tpb}, the "
+            f"count rounded down: the block count divides something else than the elements by the threads a block: "
+            f"divide n by the threads a block and round the number of blocks up: ({total} + {tpb} - 1) // {tpb} = "
+            f"{-(-total // tpb)}")
+

@@ -17,7 +17,8 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.indices import GUARD_WORDS, as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
+from lab.teach.indices import (GUARD_WORDS, as_dims3, blocks_count_words, equality_guard, ndims, oob_advice,
+                               other_shape_advice)
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -387,8 +388,7 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_a
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
         if tail and u >= launched and not checker_grid:
-            return text + f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}: round the number " \
-                          f"of blocks up (ceiling division)"
+            return text + blocks_count_words(launched // tpb, tpb, total)
         if tail and u >= launched:
             return text + (f": the checker's grid has {plural(launched, 'thread')} for {plural(total, 'element')}: "
                            f"does each thread write more than its one element, or is the index scaled?")

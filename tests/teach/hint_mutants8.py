@@ -21,6 +21,8 @@ CLASSES = {
     "2-D early return on > for >=": (["lets through the index equal to the bound", "`>=` (return when the index"],
                                      ["past the output, and still made this access", "it lets it through"]),
     "fragment row past B, no guard anywhere": ["read B[", "outside its shape (8, 8)"],
+    "block count from another division": ["fewer than even", "divides something else than the elements",
+                                          "round the number of blocks up: ("],
 }
 
 # the words each class used to get, wrong for it
@@ -33,6 +35,7 @@ AVOID = {
     "max sent to the min's slot": ["the max's tree combines with min"],
     "2-D early return on > for >=": ["nothing tested its", "the strides are swapped"],
     "fragment row past B, no guard anywhere": ["must test B's shape", "not A's"],
+    "block count from another division": [],
 }
 
 MUTANTS = [
@@ -94,4 +97,10 @@ MUTANTS = [
     ("mma_fragment", "b0 from the row of the next step",
      [("        b0 = B[k0 + q, c0 + g]", "        kb = k0 + 8\n        b0 = B[kb + q, c0 + g]")],
      "fragment row past B, no guard anywhere"),
+    ("vecadd", "blocks from the threads over n",
+     [("    blocks = (n + threads - 1) // threads\n", "    blocks = -(-threads // n)\n")],
+     "block count from another division"),
+    ("vecadd", "blocks from the square root of n",
+     [("    blocks = (n + threads - 1) // threads\n", "    blocks = max(1, int(n ** 0.5) // threads)\n")],
+     "block count from another division"),
 ]

@@ -3,6 +3,7 @@ tests/teach/hint_mutants8.py names its bug and says none of the wrong words it u
 rules behind them, each beside the look-alike evidence it must stay silent on."""
 import os
 
+import numpy as np
 import pytest
 
 from tests.conftest import BACKEND
@@ -84,3 +85,51 @@ def test_minmax_operator_mistake_needs_both_slots_updated():
     assert evidence(None, counts)
     counts["atomic_elements"] = [0, 1, 0]
     assert not evidence(None, counts)
+
+
+def test_guard_order_and_other_shape_only_on_their_evidence():
+    """A 2-D guard's `>` quoted where it lets the bound itself through (a `>` against `shape - 1` is not);
+    the other array's shape advised only where a guard around the access tests it (a loop whose variable is
+    not the index is no guard); the launch's block count said to divide something else only below n // tpb - 1."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from lab.teach.indices import blocks_count_words, equality_guard, other_shape_advice
+    from lab.teach.messages import quote
+
+    src = ["def k(A, C):", "    x, y = cuda.grid(2)", "    if y > C.shape[0] or x >= C.shape[1]:", "        return",
+           "    C[y, x] = A[y, x]"]
+    assert "tests `y > C.shape[0]`" in equality_guard(src, 5, quote, order=True)
+    assert equality_guard(src, 5, quote) is None  # the 1-D words' caller: equality only
+    src[2] = "    if y > C.shape[0] - 1 or x >= C.shape[1]:"
+    assert equality_guard(src, 5, quote, order=True) is None
+    case = SimpleNamespace(args=[np.zeros((16, 8)), np.zeros((8, 8))], outputs=[((16, 8), np.float32)])
+    names = ["A", "B", "C"]
+    loop = ["def k(A, B, C):", "    for k0 in range(0, A.shape[1], 8):", "        b = B[k0 + 8, 0]"]
+    assert other_shape_advice("B", (9, 0), (8, 8), "read", case, names, loop, 3) is None
+    guarded = ["def k(A, B, C):", "    r = 9", "    if r < A.shape[0]:", "        b = B[r, 0]"]
+    assert "must test B's shape" in other_shape_advice("B", (9, 0), (8, 8), "read", case, names, guarded, 4)
+    assert "must test B's shape" in other_shape_advice("B", (9, 0), (8, 8), "read", case, names)  # no text: as before
+    assert "divides something else" in blocks_count_words(1, 1024, 5466)
+    assert "divides something else" not in blocks_count_words(5, 1024, 5466)  # rounded down
+    assert "divides something else" not in blocks_count_words(4, 1024, 5466)  # (n - 1) // threads - 1: one short
+
+
+def test_stride_mistake_access_not_for_a_thread_past_out():
+    """strided_index's stride mistakes claim an access only for a thread with an element of out: a thread
+    past out's rows whose read coincides with swapped strides (r == c) is the guard's."""
+    import exercises
+    from lab.teach.diagnose import Mistake
+
+    hidden = exercises.load("strided_index").hidden()
+    case = hidden.cases(np.random.default_rng(0))[0]
+    rows, cols = case.outputs[0][0]
+    swapped = Mistake(*hidden.MISTAKES[2]).access
+    assert swapped(case, ((0, 0, 0), (0, 0, 0)))[0] == "storage"  # thread (0, 0): out[0, 0]
+    for who in (((0, 0, 0), (cols, 0, 0)), ((0, 0, 0), (0, rows, 0))):  # one column, one row past out
+        if who[1][0] < 8 * 8 and who[1][1] < 8 * 8:
+            bx, tx = divmod(who[1][0], 8)
+            by, ty = divmod(who[1][1], 8)
+            with pytest.raises(ValueError):
+                swapped(case, ((bx, by, 0), (tx, ty, 0)))
