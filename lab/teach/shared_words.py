@@ -295,3 +295,31 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
                     f"`{code}`, would be made by thread {t} = {who}, but its test `{chain[0][1]}` is false for "
                     f"{t} = {who}{edge}: the block leaves this cell empty")
     return None
+
+
+def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
+    """Why shared ``arr`` was accessed at ``i``, past its end ``n``, at ``line`` of the file ``source`` (its
+    lines), where the text shows a loop and no tree step: the subscript is the bare variable of a ``for ...
+    in range(start, stop, step)`` around the line, whose bound lets it reach ``i``. None otherwise (a
+    subscript with an offset, ``s[t + s]``, is a tree's partner)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source or ())))
+        line = int(line)
+    except (SyntaxError, TypeError, ValueError, RecursionError):
+        return None
+    subs = [s for s in ast.walk(tree) if isinstance(s, ast.Subscript) and ast.unparse(s.value) == arr
+            and s.lineno == line and isinstance(s.slice, ast.Name)]
+    for s in subs:
+        var = s.slice.id
+        for loop in ast.walk(tree):
+            if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == var
+                    and loop.lineno < line <= loop.end_lineno and isinstance(loop.iter, ast.Call)
+                    and ast.unparse(loop.iter.func) == "range" and len(loop.iter.args) >= 2):
+                continue
+            stop = ast.unparse(loop.iter.args[1])
+            return (f"index {i} is past the end ({n}) of this shared array, and {arr}[{var}] takes {var} from the loop "
+                    f"at line {loop.lineno}, `for {var} in {ast.unparse(loop.iter)}`: its bound {stop} lets {var} reach "
+                    f"{i}: the loop over {arr}'s cells stops below its size, {n}")
+    return None

@@ -23,6 +23,8 @@ CLASSES = {
     "fragment row past B, no guard anywhere": ["read B[", "outside its shape (8, 8)"],
     "block count from another division": ["fewer than even", "divides something else than the elements",
                                           "round the number of blocks up: ("],
+    "loop over a shared array past its size": ["takes b from the loop at line", "lets b reach",
+                                               "stops below its size, 256"],
 }
 
 # the words each class used to get, wrong for it
@@ -36,6 +38,7 @@ AVOID = {
     "2-D early return on > for >=": ["nothing tested its", "the strides are swapped"],
     "fragment row past B, no guard anywhere": ["must test B's shape", "not A's"],
     "block count from another division": [],
+    "loop over a shared array past its size": ["a tree step with s ="],
 }
 
 MUTANTS = [
@@ -103,4 +106,11 @@ MUTANTS = [
     ("vecadd", "blocks from the square root of n",
      [("    blocks = (n + threads - 1) // threads\n", "    blocks = max(1, int(n ** 0.5) // threads)\n")],
      "block count from another division"),
+    ("histogram", "zeroing loop one bin long",
+     [("    for b in range(t, BINS, THREADS):\n        local[b] = 0\n", "    for b in range(t, BINS + 1, THREADS):\n        local[b] = 0\n")],
+     "loop over a shared array past its size"),
+    ("histogram", "merge loop a block long",
+     [("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
+       "    for b in range(t, BINS + THREADS, THREADS):\n        cuda.atomic.add(hist, b, local[b])")],
+     "loop over a shared array past its size"),
 ]

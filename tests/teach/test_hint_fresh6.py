@@ -133,3 +133,15 @@ def test_stride_mistake_access_not_for_a_thread_past_out():
             by, ty = divmod(who[1][1], 8)
             with pytest.raises(ValueError):
                 swapped(case, ((bx, by, 0), (tx, ty, 0)))
+
+
+def test_loop_bound_words_only_for_a_loop_variable_index():
+    """A shared array indexed by a for-range's bare variable past its size: the loop's bound; a subscript
+    with an offset (a tree's partner s[t + s]) or no loop around the line says nothing."""
+    from lab.teach.shared_words import loop_bound_words
+
+    src = ["def k(h):", "    t = cuda.threadIdx.x", "    for b in range(t, 257, 128):", "        h[0] += s[b]"]
+    assert "its bound 257 lets b reach 256" in loop_bound_words(src, 4, "s", 256, 256)
+    src[3] = "        h[0] += s[b + 128]"
+    assert loop_bound_words(src, 4, "s", 256, 256) is None
+    assert loop_bound_words(["def k(h):", "    b = 256", "    h[0] = s[b]"], 3, "s", 256, 256) is None
