@@ -180,8 +180,8 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
             advice = equality_guard(source, error.get("line"), quote) or advice
         elif any(g in advice for g in GUARD_WORDS) and error.get("line"):  # a 2-D guard: `>` for `>=` in the text?
             advice = equality_guard(source, error.get("line"), quote, order=True) or advice
-        if shared and "a tree step with s =" in advice:  # the text: a loop's bound, not a tree's partner?
-            advice = loop_bound_words(source, error.get("line"), name, max(idx), shape[0]) or advice
+        if (shared and "a tree step with s =" in advice) or (len(idx) == 1 and min(idx) < 0):  # a loop's bound?
+            advice = loop_bound_words(source, error.get("line"), name, int(idx[0]), shape[0]) or advice
         if not shared and "swapped" not in advice:
             advice = other_shape_advice(name, idx, shape, kind, case, names, source, error.get("line")) or advice
         if lesson:

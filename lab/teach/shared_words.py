@@ -300,8 +300,9 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
 def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
     """Why shared ``arr`` was accessed at ``i``, past its end ``n``, at ``line`` of the file ``source`` (its
     lines), where the text shows a loop and no tree step: the subscript is the bare variable of a ``for ...
-    in range(start, stop, step)`` around the line, whose bound lets it reach ``i``. None otherwise (a
-    subscript with an offset, ``s[t + s]``, is a tree's partner)."""
+    in range(start, stop, step)`` around the line, whose bound lets it reach ``i`` (or, for ``i`` < 0, whose
+    start is negative). None otherwise (a subscript with an offset, ``s[t + s]``, is a tree's partner).
+    Used for any array: a shared one past its size, any one below 0."""
     import ast
 
     try:
@@ -318,6 +319,15 @@ def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
                     and loop.lineno < line <= loop.end_lineno and isinstance(loop.iter, ast.Call)
                     and ast.unparse(loop.iter.func) == "range" and len(loop.iter.args) >= 2):
                 continue
+            start = ast.unparse(loop.iter.args[0])
+            if i < 0 and not start.startswith("-"):
+                continue  # a negative index that the loop's start does not explain
+            if i < 0:  # a loop from a negative start: the index counts from the end (Python) or before the array
+                shifted = f"{var} + {start[1:]}" if start.startswith("-") else f"{var} - ({start})"
+                return (f"a negative index: {arr}[{var}] takes {var} from the loop at line {loop.lineno}, `for {var} in "
+                        f"{ast.unparse(loop.iter)}`, which starts at {start} ({i} here): an index below 0 is outside "
+                        f"the array on a GPU (Python counts it from the end): shift the index by the start, "
+                        f"{arr}[{shifted}], or loop from 0")
             stop = ast.unparse(loop.iter.args[1])
             return (f"index {i} is past the end ({n}) of this shared array, and {arr}[{var}] takes {var} from the loop "
                     f"at line {loop.lineno}, `for {var} in {ast.unparse(loop.iter)}`: its bound {stop} lets {var} reach "

@@ -25,6 +25,7 @@ CLASSES = {
                                           "round the number of blocks up: ("],
     "loop over a shared array past its size": ["takes b from the loop at line", "lets b reach",
                                                "stops below its size, 256"],
+    "taps from a loop starting at -R": ["takes d from the loop at line", "which starts at -R", "w[d + R]"],
 }
 
 # the words each class used to get, wrong for it
@@ -39,6 +40,7 @@ AVOID = {
     "fragment row past B, no guard anywhere": ["must test B's shape", "not A's"],
     "block count from another division": [],
     "loop over a shared array past its size": ["a tree step with s ="],
+    "taps from a loop starting at -R": ["a neighbour 3 to its left"],
 }
 
 MUTANTS = [
@@ -113,4 +115,12 @@ MUTANTS = [
      [("    for b in range(t, BINS, THREADS):\n        cuda.atomic.add(hist, b, local[b])",
        "    for b in range(t, BINS + THREADS, THREADS):\n        cuda.atomic.add(hist, b, local[b])")],
      "loop over a shared array past its size"),
+    ("conv1d", "taps from -R to R, w indexed by the offset",
+     [("        for k in range(K):\n            acc += w[k] * tile[t + k]",
+       "        for d in range(-R, R + 1):\n            acc += tile[t + R + d] * w[d]")],
+     "taps from a loop starting at -R"),
+    ("conv1d", "taps from -R, the weight read first",
+     [("        for k in range(K):\n            acc += w[k] * tile[t + k]",
+       "        for d in range(-R, K - R):\n            wk = w[d]\n            acc += wk * tile[t + d + R]")],
+     "taps from a loop starting at -R"),
 ]

@@ -145,3 +145,7 @@ def test_loop_bound_words_only_for_a_loop_variable_index():
     src[3] = "        h[0] += s[b + 128]"
     assert loop_bound_words(src, 4, "s", 256, 256) is None
     assert loop_bound_words(["def k(h):", "    b = 256", "    h[0] = s[b]"], 3, "s", 256, 256) is None
+    neg = ["def k(w, y):", "    for d in range(-3, 4):", "        y[0] += w[d]"]
+    assert "which starts at -3" in loop_bound_words(neg, 3, "w", -3, 7) and "w[d + 3]" in loop_bound_words(neg, 3, "w", -3, 7)
+    neg[1] = "    for d in range(0, 7):"
+    assert loop_bound_words(neg, 3, "w", -3, 7) is None
