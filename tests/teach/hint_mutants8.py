@@ -26,6 +26,7 @@ CLASSES = {
     "loop over a shared array past its size": ["takes b from the loop at line", "lets b reach",
                                                "stops below its size, 256"],
     "taps from a loop starting at -R": ["takes d from the loop at line", "which starts at -R", "w[d + R]"],
+    "load inside the tree's loop": ["loaded the same element of x", "inside the loop at line", "load once, before the loop"],
 }
 
 # the words each class used to get, wrong for it
@@ -41,6 +42,7 @@ AVOID = {
     "block count from another division": [],
     "loop over a shared array past its size": ["a tree step with s ="],
     "taps from a loop starting at -R": ["a neighbour 3 to its left"],
+    "load inside the tree's loop": ["does the tree start at half the block"],
 }
 
 MUTANTS = [
@@ -123,4 +125,17 @@ MUTANTS = [
      [("        for k in range(K):\n            acc += w[k] * tile[t + k]",
        "        for d in range(-R, K - R):\n            wk = w[d]\n            acc += wk * tile[t + d + R]")],
      "taps from a loop starting at -R"),
+    ("block_sum", "the load repeated at each step of the tree",
+     [("    cache[t] = x[i] if i < x.shape[0] else float32(0.0)\n    cuda.syncthreads()  # all loads land before the tree reads them\n"
+       "    s = THREADS // 2\n    while s > 0:\n",
+       "    s = THREADS // 2\n    while s > 0:\n        cache[t] = x[i] if i < x.shape[0] else float32(0.0)\n"
+       "        cuda.syncthreads()\n")],
+     "load inside the tree's loop"),
+    ("block_sum", "the load under an if at the top of a for-loop tree",
+     [("    cache[t] = x[i] if i < x.shape[0] else float32(0.0)\n    cuda.syncthreads()  # all loads land before the tree reads them\n"
+       "    s = THREADS // 2\n    while s > 0:\n",
+       "    s = THREADS // 2\n    for _ in range(6):\n        if i < x.shape[0]:\n            cache[t] = x[i]\n"
+       "        else:\n            cache[t] = 0.0\n        cuda.syncthreads()\n"),
+      ("        s //= 2\n", "        s = s // 2\n")],
+     "load inside the tree's loop"),
 ]

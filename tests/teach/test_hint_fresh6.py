@@ -149,3 +149,20 @@ def test_loop_bound_words_only_for_a_loop_variable_index():
     assert "which starts at -3" in loop_bound_words(neg, 3, "w", -3, 7) and "w[d + 3]" in loop_bound_words(neg, 3, "w", -3, 7)
     neg[1] = "    for d in range(0, 7):"
     assert loop_bound_words(neg, 3, "w", -3, 7) is None
+
+
+def test_reloaded_words_only_for_an_input_loaded_again_in_a_loop():
+    """One element of an input loaded 6 times at a line inside a loop: said; a shared cell read again and
+    again (a tree's own cell), an input loaded once, or a repeat at a line outside any loop: not."""
+    from lab.teach.load_words import reloaded_words
+
+    src = ["def k(x, p):", "    s = 32", "    while s > 0:", "        c[t] = x[i]", "        s //= 2", "    v = x[i]"]
+    counts = {"arrays": [["x", 64, 4, False], ["p", 1, 4, True], ["c", 64, 4, False]],
+              "load_lines": [[0, 0, 4, 6, 0, 0]]}
+    assert "loaded the same element of x 6 times at line 4" in reloaded_words(counts, src, ["x", "p"])
+    counts["load_lines"] = [[2, 0, 4, 6, 0, 0]]  # the shared cell c: not an input
+    assert reloaded_words(counts, src, ["x", "p"]) is None
+    counts["load_lines"] = [[0, 0, 4, 1, 0, 0], [0, 0, 6, 2, 0, 0]]  # once in the loop; twice outside any loop
+    assert reloaded_words(counts, src, ["x", "p"]) is None
+    counts["load_lines"] = [[0, 0, 4, 6, 0, 5]]  # six different elements: a strided loop
+    assert reloaded_words(counts, src, ["x", "p"]) is None
