@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from lab.teach.shared_words import block_index_past, global_for_block, per_warp_slot, shared_below, shared_tile_past
+from lab.teach.shared_words import (block_index_past, global_for_block, global_warp_slot, per_warp_slot, shared_below,
+                                   shared_tile_past)
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -197,7 +198,8 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         off = i - mine
         if len(idx) == 2:  # a tile: the tree templates are 1-D
             return shared_tile_past(i, n, d, tuple(int(v) for v in shape), mine)
-        warps = per_warp_slot(i, n, mine, bd) if kind in (None, "write") else None  # a read by lane: its guard
+        warps = (per_warp_slot(i, n, mine, bd) or global_warp_slot(i, n, b, mine, bd)) if kind in (None, "write") \
+            else None  # a read by lane: its guard
         if warps:
             return warps
         if off == 0:

@@ -65,14 +65,15 @@ def refined(ex, case, raw, text: str) -> str | None:
     order = async_order_words("\n".join(map(str, source))) if source and IN_FLIGHT in text else None
     if order:  # the text shows which rule of the pipeline it breaks: that, for the rule's whole list
         text = text[:text.index(IN_FLIGHT)] + order
-    from lab.teach.load_words import TREE_QUESTION, reloaded_words
+    from lab.teach.load_words import VALUE_GUESSES, reloaded_words
 
     runs = getattr(raw, "runs", None) or []
     trace = runs[0][1] if runs and len(runs[0]) > 1 else None
+    guess = next((g for g in VALUE_GUESSES if g in text), None)
     again = reloaded_words(getattr(trace, "lab_counts", None), source, list(getattr(raw, "names", ()) or ())) \
-        if TREE_QUESTION in text and trace is not None else None
-    if again:  # the trace shows the load repeated inside the loop: that, for the tree's question
-        text = text[:text.index(TREE_QUESTION)] + again
+        if guess and trace is not None else None
+    if again:  # the trace shows the load repeated inside the loop: that, for the values' guess
+        text = text[:text.index(guess)] + again
         order = order or again
     diff = one_difference_words(ex, case, raw)
     if not diff or diff in text:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import ast
 
-# the values' question (exercises.sum_hints) that this evidence answers
-TREE_QUESTION = "does the tree start at half the block"
+# the values' guesses (exercises.sum_hints) that this evidence answers: a tree that starts too low, an
+# accumulator reset in a loop (a reload can leave the last term's value too)
+VALUE_GUESSES = ("does the tree start at half the block", "the accumulator is reset inside the loop")
 
 
 def reloaded_words(counts, source, inputs) -> str | None:

@@ -38,6 +38,20 @@ def per_warp_slot(i: int, n: int, mine: int, bd) -> str | None:
             f"t // 32 (here {mine // WARP}) and the lane is t % 32: are warp and lane swapped?")
 
 
+def global_warp_slot(i: int, n: int, b, mine: int, bd) -> str | None:
+    """A 1-D shared array with one slot per warp of the block (``n`` = threads / 32) indexed ``i`` by the
+    thread's warp counted across the grid ((block * threads + slot) // 32) in a block past the first: a
+    per-warp array belongs to one block, its slots are the block's warps, slot // 32."""
+    threads = math.prod(bd)
+    b0 = int(tuple(b)[0]) if b is not None else 0
+    if n < 1 or n * WARP != threads or b0 < 1 or i != (b0 * threads + mine) // WARP or i < n:
+        return None
+    return (f"index {i} is thread {mine}'s warp counted across the whole grid ((blockIdx.x * {threads} + {mine}) // 32, "
+            f"in block {b0}), past the end ({n}) of this shared array, which has one slot per warp of the block: each "
+            f"block has its own copy, and its slots are the block's warps, the thread's index in the block // 32 "
+            f"(here {mine // WARP}): number the warp from cuda.threadIdx.x, not from cuda.grid(1)")
+
+
 def shared_below(i: int, off: int, mine: int, bd, shape) -> str | None:
     """A 1-D shared array with a cell per thread of the block (no halo cells: its size is the block's)
     read ``-off`` cells below the thread's own slot, past slot 0: a step's partner t - s that only the

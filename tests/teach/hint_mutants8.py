@@ -27,6 +27,7 @@ CLASSES = {
                                                "stops below its size, 256"],
     "taps from a loop starting at -R": ["takes d from the loop at line", "which starts at -R", "w[d + R]"],
     "load inside the tree's loop": ["loaded the same element of x", "inside the loop at line", "load once, before the loop"],
+    "warp number from the grid's index": ["warp counted across the whole grid", "number the warp from cuda.threadIdx.x"],
 }
 
 # the words each class used to get, wrong for it
@@ -42,7 +43,8 @@ AVOID = {
     "block count from another division": [],
     "loop over a shared array past its size": ["a tree step with s ="],
     "taps from a loop starting at -R": ["a neighbour 3 to its left"],
-    "load inside the tree's loop": ["does the tree start at half the block"],
+    "load inside the tree's loop": ["does the tree start at half the block", "the accumulator is reset"],
+    "warp number from the grid's index": ["a halo cell"],
 }
 
 MUTANTS = [
@@ -138,4 +140,10 @@ MUTANTS = [
        "        else:\n            cache[t] = 0.0\n        cuda.syncthreads()\n"),
       ("        s //= 2\n", "        s = s // 2\n")],
      "load inside the tree's loop"),
+    ("warp_reduce", "warp number from cuda.grid(1)",
+     [("    warp = t // 32\n", "    warp = cuda.grid(1) // 32\n")],
+     "warp number from the grid's index"),
+    ("warp_reduce", "warp number from the block offset plus t, by a shift",
+     [("    warp = t // 32\n", "    warp = (cuda.blockIdx.x * cuda.blockDim.x + t) >> 5\n")],
+     "warp number from the grid's index"),
 ]

@@ -166,3 +166,14 @@ def test_reloaded_words_only_for_an_input_loaded_again_in_a_loop():
     assert reloaded_words(counts, src, ["x", "p"]) is None
     counts["load_lines"] = [[0, 0, 4, 6, 0, 5]]  # six different elements: a strided loop
     assert reloaded_words(counts, src, ["x", "p"]) is None
+
+
+def test_global_warp_slot_only_past_block_0():
+    """A per-warp shared array indexed by the grid-wide warp number: said in block 1 (slot 7 of 4); a lane
+    (per_warp_slot's), block 0 (the grid's warp is the block's), or an array of another size: not."""
+    from lab.teach.shared_words import global_warp_slot
+
+    assert "counted across the whole grid" in global_warp_slot(7, 4, (1, 0, 0), 96, (128, 1, 1))
+    assert global_warp_slot(3, 4, (0, 0, 0), 96, (128, 1, 1)) is None  # block 0: inside the array anyway
+    assert global_warp_slot(7, 8, (1, 0, 0), 96, (128, 1, 1)) is None  # not one slot per warp
+    assert global_warp_slot(6, 4, (1, 0, 0), 96, (128, 1, 1)) is None  # not this thread's grid-wide warp
