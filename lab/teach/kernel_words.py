@@ -5,6 +5,8 @@ those words; elsewhere it is added after them. The student's launch must be the 
 case (else the launch may be what differs, and the kernel's one difference a harmless rewrite)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from lab.teach.indices import RUNS_PAST
@@ -86,4 +88,19 @@ def refined(ex, case, raw, text: str) -> str | None:
     for h in _HEDGES:
         if h in text:
             return text.replace(h, diff)
-    return f"{text.rstrip('. ')}; {diff}"
+    return f"{_guard_claim_dropped(text, diff).rstrip('. ')}; {diff}"
+
+
+# indices.other_shape_advice's claim about the access's guard: where the one differing statement is the access
+# itself (the index, not the guard), the claim is dropped (a guard by the other array's shape can be right)
+_GUARD_CLAIM = re.compile(r"; the index is inside \w+'s shape \([^)]*\) but outside \w+'s: the guard of this (?:store|"
+                          r"load) \(or the loop's range that makes this index\) must test \w+'s shape \([^)]*\), not \w+'s")
+
+
+def _guard_claim_dropped(text: str, diff: str) -> str:
+    """``text`` without the other-shape guard claim where ``diff`` is at the access's own line."""
+    m = _GUARD_CLAIM.search(text)
+    at = re.search(r"outside its shape \([^)]*\), at line (\d+):", text)
+    if not m or not at or f"at line {at.group(1)}: " not in diff:
+        return text
+    return text[:m.start()] + text[m.end():]

@@ -28,6 +28,8 @@ CLASSES = {
     "taps from a loop starting at -R": ["takes d from the loop at line", "which starts at -R", "w[d + R]"],
     "load inside the tree's loop": ["loaded the same element of x", "inside the loop at line", "load once, before the loop"],
     "warp number from the grid's index": ["warp counted across the whole grid", "number the warp from cuda.threadIdx.x"],
+    # (a thread past both edges: the transposed-shape question, or the guard's words, then the same one difference)
+    "store index swapped under a right guard": ["where the reference has `(y + j, x)`: that is the bug"],
 }
 
 # the words each class used to get, wrong for it
@@ -45,6 +47,7 @@ AVOID = {
     "taps from a loop starting at -R": ["a neighbour 3 to its left"],
     "load inside the tree's loop": ["does the tree start at half the block", "the accumulator is reset"],
     "warp number from the grid's index": ["a halo cell"],
+    "store index swapped under a right guard": ["must test out's shape"],
 }
 
 MUTANTS = [
@@ -146,4 +149,10 @@ MUTANTS = [
     ("warp_reduce", "warp number from the block offset plus t, by a shift",
      [("    warp = t // 32\n", "    warp = (cuda.blockIdx.x * cuda.blockDim.x + t) >> 5\n")],
      "warp number from the grid's index"),
+    ("transpose_shared", "store with the index pair swapped",
+     [("            out[y + j, x] = tile[tx, ty + j]", "            out[x, y + j] = tile[tx, ty + j]")],
+     "store index swapped under a right guard"),
+    ("transpose_shared", "store with the index pair swapped, the value first",
+     [("            out[y + j, x] = tile[tx, ty + j]", "            v = tile[tx, ty + j]\n            out[x, j + y] = v")],
+     "store index swapped under a right guard"),
 ]

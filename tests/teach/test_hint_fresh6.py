@@ -177,3 +177,19 @@ def test_global_warp_slot_only_past_block_0():
     assert global_warp_slot(3, 4, (0, 0, 0), 96, (128, 1, 1)) is None  # block 0: inside the array anyway
     assert global_warp_slot(7, 8, (1, 0, 0), 96, (128, 1, 1)) is None  # not one slot per warp
     assert global_warp_slot(6, 4, (1, 0, 0), 96, (128, 1, 1)) is None  # not this thread's grid-wide warp
+
+
+def test_guard_claim_dropped_only_where_the_difference_is_the_access():
+    """The other-shape guard claim is dropped where kernel_diff's one difference is at the access's own
+    line; kept where it is elsewhere (the guard's line), or where there is no such claim."""
+    from lab.teach.kernel_words import _guard_claim_dropped
+
+    text = ("out of bounds: thread (0, 0) of block (1, 0) wrote out[0, 32], outside its shape (33, 1), at line 24: "
+            "`out[x, y + j] = t`; the index is inside A's shape (1, 33) but outside out's: the guard of this store (or "
+            "the loop's range that makes this index) must test out's shape (33, 1), not A's")
+    at_access = "your kernel is ... but one: at line 24: `out[x, y + j] = t`, `(x, y + j)` where ..."
+    assert "must test" not in _guard_claim_dropped(text, at_access)
+    at_guard = "your kernel is ... but one: at line 23: `if y + j < rows and x < cols:`, ..."
+    assert _guard_claim_dropped(text, at_guard) == text
+    plain = text.split("; the index is inside")[0]
+    assert _guard_claim_dropped(plain, at_access) == plain
