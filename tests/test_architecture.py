@@ -123,7 +123,8 @@ CONTAINED = "lab.teach.contained"  # what runs in the student's contained child 
 # (messages), the hidden tests' names and signatures the channel carries (cases), the children's
 # process registry (procs); none of them decides a verdict
 CHILD_MAY_IMPORT = {"lab.teach", "lab.teach.messages", "lab.teach.indices", "lab.teach.cases", "lab.teach.procs",
-                    "lab.teach.shared_words", "lab.teach.writers"}  # indices, shared_words, writers: messages' words
+                    "lab.teach.shared_words", "lab.teach.store_words", "lab.teach.writers"}  # indices, shared_words,
+# store_words, writers: messages' words
 
 
 def test_the_contained_child_imports_only_what_it_needs_of_lab_teach():

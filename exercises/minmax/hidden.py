@@ -63,14 +63,24 @@ def _wrong_operator(case, which):
     return [np.array([lo, per.min(axis=1).max()])]
 
 
+def _both_slots_updated(case, counts) -> bool:
+    """Evidence (lab.teach.diagnose.Mistake.evidence) for a tree that combines with the wrong operator: the
+    launch's atomics reached both elements of out (a max sent to out[0], with out[1] never updated, leaves
+    out[1] at -inf too, and is no operator's mistake)."""
+    outs = [k for k, a in enumerate(counts.get("arrays") or ()) if a[3] and int(a[1]) == 2]
+    return bool(outs) and all(int(counts["atomic_elements"][k]) == 2 for k in outs)
+
+
 # the mistakes this lesson is about (lab.teach.diagnose): (concept, outputs on a case, message)
 MISTAKES = [
     ("operator", lambda c: _wrong_operator(c, 1),
      "out[1] is the largest of the blocks' MINIMA (-inf for a block with threads past the end): the max's tree "
-     "combines with min: each step of the max tree keeps the larger value, hi[t] = max(hi[t], hi[t + s])"),
+     "combines with min: each step of the max tree keeps the larger value, hi[t] = max(hi[t], hi[t + s])", None,
+     _both_slots_updated),
     ("operator", lambda c: _wrong_operator(c, 0),
      "out[0] is the smallest of the blocks' MAXIMA (+inf for a block with threads past the end): the min's tree "
-     "combines with max: each step of the min tree keeps the smaller value, lo[t] = min(lo[t], lo[t + s])"),
+     "combines with max: each step of the min tree keeps the smaller value, lo[t] = min(lo[t], lo[t + s])", None,
+     _both_slots_updated),
     ("identity", lambda c: _identities(c, -np.inf, np.inf),
      "out is [-inf, inf]: the threads past the end loaded -inf into the min's tree and +inf into the max's: the "
      "identities are swapped: the identity of min is +inf (it never wins a min), of max -inf"),

@@ -60,10 +60,13 @@ def _values(case, row_step, col_step=None, base=None):
 
 def _access(case, who, row_step, col_step=None, base=None):
     """("storage", (index,)) that thread ``who`` (block, thread) reads with the row step ``row_step``
-    (and the column step and start of :func:`_indices`)."""
+    (and the column step and start of :func:`_indices`); ValueError for a thread past out (no element)."""
     (bx, by, *_), (tx, ty, *_) = (tuple(who[0]) + (0, 0))[:2], (tuple(who[1]) + (0, 0))[:2]
     bdx, bdy = case.block
     c, r = bx * bdx + tx, by * bdy + ty
+    rows, cols = case.outputs[0][0]
+    if r >= rows or c >= cols:  # a thread past out has no element: what let it access is the guard, not a stride
+        raise ValueError("no element of out")
     start = case.args[1] if base is None else base(case)
     return "storage", (start + r * row_step(case) + c * (case.args[3] if col_step is None else col_step(case)),)
 

@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from lab.teach.shared_words import block_index_past, global_for_block, per_warp_slot, shared_below, shared_tile_past
+from lab.teach.shared_words import (block_index_past, global_for_block, global_warp_slot, per_warp_slot, shared_below,
+                                   shared_tile_past)
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -29,14 +30,48 @@ def as_dims3(d):
     return d + (1,) * (3 - len(d))
 
 
-def other_shape_advice(name, idx, shape, kind, case, names) -> str | None:
+def _bare_index(source, line, var) -> bool:
+    """Whether ``var`` is a whole index of a subscript at ``line`` of ``source`` (``a[var, ...]``)."""
+    import re
+
+    text = str(source[int(line) - 1]) if 0 < int(line) <= len(source) else ""
+    return bool(re.search(rf"[\[,]\s*{re.escape(var)}\s*[\],]", text))
+
+
+def _tested_by(source, line, other) -> bool:
+    """Whether an ``if``, ``while`` or ``for`` around ``line`` of the file ``source`` (its lines) tests
+    array ``other``'s shape (``other.shape``, ``len(other)``, or a name bound from them); True where the text
+    cannot be read (no source: the old, unchecked words)."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source)))
+    except (SyntaxError, ValueError, RecursionError, TypeError):
+        return True
+    marks = (f"{other}.shape", f"len({other})", f"{other}.size")
+    bound = {n.id for st in ast.walk(tree) if isinstance(st, ast.Assign) and any(m in ast.unparse(st.value) for m in marks)
+             for tg in st.targets for n in ast.walk(tg) if isinstance(n, ast.Name)}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.If, ast.While, ast.For)) and node.lineno < int(line) <= (node.end_lineno or 0):
+            if isinstance(node, ast.For) and not _bare_index(source, line, ast.unparse(node.target)):
+                continue  # a loop whose variable is not itself an index of the access: its range is no guard
+            test = ast.unparse(node.iter if isinstance(node, ast.For) else node.test)
+            if any(m in test for m in marks) or {n.id for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Name)} & bound:
+                return True
+    return False
+
+
+def other_shape_advice(name, idx, shape, kind, case, names, source=None, line=None) -> str | None:
     """When an out-of-bounds index of array ``name`` lies inside another argument's shape (same number
-    of dimensions, two or more; another shape): the evidence of a guard or loop bound that tests that array's
-    shape (transpose_shared's store guarded by A's rows and columns)."""
+    of dimensions, two or more; another shape), and a guard or loop bound around the access (``line`` of
+    ``source``, where given) tests that array's shape: that test is the evidence (transpose_shared's store
+    guarded by A's rows and columns); with no such test around the access, nothing is said."""
     arrays = [(n, tuple(a.shape)) for n, a in zip(names, case.args) if isinstance(a, np.ndarray)]
     arrays += [(n, tuple(s)) for n, (s, _) in zip(names[len(case.args):], case.outputs)]
     for other, oshape in arrays:
         if other == name or len(oshape) != len(idx) or len(idx) < 2 or oshape == tuple(shape):
+            continue
+        if source and line and not _tested_by(source, line, other):
             continue
         if all(0 <= int(i) < n for i, n in zip(idx, oshape)):
             return (f"the index is inside {other}'s shape {oshape} but outside {name}'s: the guard of this "
@@ -163,7 +198,8 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
         off = i - mine
         if len(idx) == 2:  # a tile: the tree templates are 1-D
             return shared_tile_past(i, n, d, tuple(int(v) for v in shape), mine)
-        warps = per_warp_slot(i, n, mine, bd) if kind in (None, "write") else None  # a read by lane: its guard
+        warps = (per_warp_slot(i, n, mine, bd) or global_warp_slot(i, n, b, mine, bd)) if kind in (None, "write") \
+            else None  # a read by lane: its guard
         if warps:
             return warps
         if off == 0:
@@ -282,7 +318,7 @@ def oob_advice(idx, shape, who, block, grid=None, out_shapes=(), shared=False, a
     return f"index {int(idx[d])} is past the end ({int(shape[d])}) and is not this thread's own element{rel}: {RUNS_PAST}"
 
 
-def equality_guard(source, line, quote) -> str | None:
+def equality_guard(source, line, quote, order=False) -> str | None:
     """The words for an access past the end at ``line`` of the student's file (``source``: its lines) whose
     kernel does test its index, but for equality: an ``if`` before that line compares a name the access's
     index uses with ``==`` or ``!=`` (``if i == n: return``): it stops the one thread whose index is n, not
@@ -305,10 +341,30 @@ def equality_guard(source, line, quote) -> str | None:
             continue
         for c in (n for n in ast.walk(st.test) if isinstance(n, ast.Compare) and len(n.ops) == 1):
             names = {n.id for side in (c.left, *c.comparators) for n in ast.walk(side) if isinstance(n, ast.Name)}
+            if order and isinstance(c.ops[0], (ast.Gt, ast.LtE)) and names & used and "- 1" not in ast.unparse(c):
+                keep = ">" if isinstance(c.ops[0], ast.Gt) else "<="
+                return (f"your guard at {quote(source, c.lineno)} tests `{ast.unparse(c)}`: `{keep}` lets through the "
+                        f"index equal to the bound, the first one past the end: {'`>=` (return when the index is at or past the bound)' if keep == '>' else '`<` (work only below the bound)'}")
             if isinstance(c.ops[0], (ast.Eq, ast.NotEq)) and names & used:
                 return (f"past the end (the last block's extra threads), and your guard at {quote(source, c.lineno)} tests "
                         f"equality: it stops (or lets through) the one thread whose index is exactly the bound, while "
                         f"the threads past it go on: compare with an order test, `if i >= n: return` (or do the work "
                         f"under `if i < n:`)")
     return None
+
+
+def blocks_count_words(blocks: int, tpb: int, total: int) -> str:
+    """What a 1-D launch of ``blocks`` blocks of ``tpb`` threads, fewer threads than ``total`` elements, is
+    evidence of: the count rounded down (``total // tpb``, or fewer blocks by one), or a count that is no
+    rounding of total / tpb at all (a division of something else)."""
+    from kernels.spec import plural
+
+    launched = blocks * tpb
+    head = f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}"
+    if blocks >= total // tpb - 1:
+        return head + ": round the number of blocks up (ceiling division)"
+    return (head + f" ({plural(blocks, 'block')} of {tpb}), fewer than even {total} // {tpb} = {total // tpb}, the "
+            f"count rounded down: the block count divides something else than the elements by the threads a block: "
+            f"divide n by the threads a block and round the number of blocks up: ({total} + {tpb} - 1) // {tpb} = "
+            f"{-(-total // tpb)}")
 

@@ -5,6 +5,8 @@ those words; elsewhere it is added after them. The student's launch must be the 
 case (else the launch may be what differs, and the kernel's one difference a harmless rewrite)."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from lab.teach.indices import RUNS_PAST
@@ -59,9 +61,25 @@ def refined(ex, case, raw, text: str) -> str | None:
     """``text`` (a failing test's message) with the one difference of the student's kernel from the
     reference solution's (:func:`one_difference_words`) in place of its generic words or added to it;
     None when there is no one difference, or the message says it already."""
+    from lab.teach.pipeline_words import IN_FLIGHT, async_order_words
+
+    source = getattr(raw, "source", None)
+    order = async_order_words("\n".join(map(str, source))) if source and IN_FLIGHT in text else None
+    if order:  # the text shows which rule of the pipeline it breaks: that, for the rule's whole list
+        text = text[:text.index(IN_FLIGHT)] + order
+    from lab.teach.load_words import VALUE_GUESSES, reloaded_words
+
+    runs = getattr(raw, "runs", None) or []
+    trace = runs[0][1] if runs and len(runs[0]) > 1 else None
+    guess = next((g for g in VALUE_GUESSES if g in text), None)
+    again = reloaded_words(getattr(trace, "lab_counts", None), source, list(getattr(raw, "names", ()) or ())) \
+        if guess and trace is not None else None
+    if again:  # the trace shows the load repeated inside the loop: that, for the values' guess
+        text = text[:text.index(guess)] + again
+        order = order or again
     diff = one_difference_words(ex, case, raw)
     if not diff or diff in text:
-        return None
+        return text if order else None
     for g in _GENERIC:
         if g in text:
             at = text.index(g)
@@ -70,4 +88,19 @@ def refined(ex, case, raw, text: str) -> str | None:
     for h in _HEDGES:
         if h in text:
             return text.replace(h, diff)
-    return f"{text.rstrip('. ')}; {diff}"
+    return f"{_guard_claim_dropped(text, diff).rstrip('. ')}; {diff}"
+
+
+# indices.other_shape_advice's claim about the access's guard: where the one differing statement is the access
+# itself (the index, not the guard), the claim is dropped (a guard by the other array's shape can be right)
+_GUARD_CLAIM = re.compile(r"; the index is inside \w+'s shape \([^)]*\) but outside \w+'s: the guard of this (?:store|"
+                          r"load) \(or the loop's range that makes this index\) must test \w+'s shape \([^)]*\), not \w+'s")
+
+
+def _guard_claim_dropped(text: str, diff: str) -> str:
+    """``text`` without the other-shape guard claim where ``diff`` is at the access's own line."""
+    m = _GUARD_CLAIM.search(text)
+    at = re.search(r"outside its shape \([^)]*\), at line (\d+):", text)
+    if not m or not at or f"at line {at.group(1)}: " not in diff:
+        return text
+    return text[:m.start()] + text[m.end():]

@@ -17,7 +17,9 @@ import traceback
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.indices import as_dims3, equality_guard, ndims, oob_advice, other_shape_advice
+from lab.teach.shared_words import loop_bound_words
+from lab.teach.indices import (GUARD_WORDS, as_dims3, blocks_count_words, equality_guard, ndims, oob_advice,
+                               other_shape_advice)
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -176,8 +178,12 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
                              loaded=_loaded_at(trace, name, who, grid, block, error.get("line")), kind=kind)
         if advice.endswith("guard it, e.g. `if i < n:`") and error.get("line"):  # is a guard there, testing equality?
             advice = equality_guard(source, error.get("line"), quote) or advice
+        elif any(g in advice for g in GUARD_WORDS) and error.get("line"):  # a 2-D guard: `>` for `>=` in the text?
+            advice = equality_guard(source, error.get("line"), quote, order=True) or advice
+        if (shared and "a tree step with s =" in advice) or (len(idx) == 1 and min(idx) < 0):  # a loop's bound?
+            advice = loop_bound_words(source, error.get("line"), name, int(idx[0]), shape[0]) or advice
         if not shared and "swapped" not in advice:
-            advice = other_shape_advice(name, idx, shape, kind, case, names) or advice
+            advice = other_shape_advice(name, idx, shape, kind, case, names, source, error.get("line")) or advice
         if lesson:
             advice = lesson
         at = quote(source, error.get("line"))
@@ -331,13 +337,12 @@ def race_message(trace, k, grid, block, source=None):
                 f"{bd[1]}, and stored one cell at one line: a loop that adds j to threadIdx.y steps by less than the "
                 f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
                 f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
-    if did == "wrote" and other_did == "also wrote" and lines[0] and lines[0] == lines[1]:
-        from lab.teach.shared_words import warp_slot_store
-
-        lane = warp_slot_store(me[0], them[0], idx, arr, (bd + [1, 1])[:3])
-        if lane:
-            return f"{text} in the same phase: {lane}"
     if did == "wrote" and other_did == "also wrote":
+        from lab.teach.store_words import store_race_words  # the text (or the warp's slot) says why
+
+        why = store_race_words("\n".join(map(str, source or ())), arr, idx, lines, who, (who[0], other), block)
+        if why:
+            return f"{text} in the same phase: {why}"
         return (text + " in the same phase (no cuda.syncthreads() between): two threads store to one element; if each "
                 "element should have one writer, an index is wrong (a halo cell or an offset that lands on a "
                 "neighbour's element?)")
@@ -386,8 +391,7 @@ def unwritten_message(name, unwritten, grid, block, checker_grid=False, stored_a
         if tail and u == tpb and launched > u:
             return text + ": is blockIdx.x * blockDim.x in your index?"
         if tail and u >= launched and not checker_grid:
-            return text + f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}: round the number " \
-                          f"of blocks up (ceiling division)"
+            return text + blocks_count_words(launched // tpb, tpb, total)
         if tail and u >= launched:
             return text + (f": the checker's grid has {plural(launched, 'thread')} for {plural(total, 'element')}: "
                            f"does each thread write more than its one element, or is the index scaled?")

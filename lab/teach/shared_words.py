@@ -38,6 +38,20 @@ def per_warp_slot(i: int, n: int, mine: int, bd) -> str | None:
             f"t // 32 (here {mine // WARP}) and the lane is t % 32: are warp and lane swapped?")
 
 
+def global_warp_slot(i: int, n: int, b, mine: int, bd) -> str | None:
+    """A 1-D shared array with one slot per warp of the block (``n`` = threads / 32) indexed ``i`` by the
+    thread's warp counted across the grid ((block * threads + slot) // 32) in a block past the first: a
+    per-warp array belongs to one block, its slots are the block's warps, slot // 32."""
+    threads = math.prod(bd)
+    b0 = int(tuple(b)[0]) if b is not None else 0
+    if n < 1 or n * WARP != threads or b0 < 1 or i != (b0 * threads + mine) // WARP or i < n:
+        return None
+    return (f"index {i} is thread {mine}'s warp counted across the whole grid ((blockIdx.x * {threads} + {mine}) // 32, "
+            f"in block {b0}), past the end ({n}) of this shared array, which has one slot per warp of the block: each "
+            f"block has its own copy, and its slots are the block's warps, the thread's index in the block // 32 "
+            f"(here {mine // WARP}): number the warp from cuda.threadIdx.x, not from cuda.grid(1)")
+
+
 def shared_below(i: int, off: int, mine: int, bd, shape) -> str | None:
     """A 1-D shared array with a cell per thread of the block (no halo cells: its size is the block's)
     read ``-off`` cells below the thread's own slot, past slot 0: a step's partner t - s that only the
@@ -294,4 +308,42 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
             return (f"{arr}[{int(idx[0])}] was never stored before it was read: the store that fills it, line {ln}: "
                     f"`{code}`, would be made by thread {t} = {who}, but its test `{chain[0][1]}` is false for "
                     f"{t} = {who}{edge}: the block leaves this cell empty")
+    return None
+
+
+def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
+    """Why shared ``arr`` was accessed at ``i``, past its end ``n``, at ``line`` of the file ``source`` (its
+    lines), where the text shows a loop and no tree step: the subscript is the bare variable of a ``for ...
+    in range(start, stop, step)`` around the line, whose bound lets it reach ``i`` (or, for ``i`` < 0, whose
+    start is negative). None otherwise (a subscript with an offset, ``s[t + s]``, is a tree's partner).
+    Used for any array: a shared one past its size, any one below 0."""
+    import ast
+
+    try:
+        tree = ast.parse("\n".join(map(str, source or ())))
+        line = int(line)
+    except (SyntaxError, TypeError, ValueError, RecursionError):
+        return None
+    subs = [s for s in ast.walk(tree) if isinstance(s, ast.Subscript) and ast.unparse(s.value) == arr
+            and s.lineno == line and isinstance(s.slice, ast.Name)]
+    for s in subs:
+        var = s.slice.id
+        for loop in ast.walk(tree):
+            if not (isinstance(loop, ast.For) and isinstance(loop.target, ast.Name) and loop.target.id == var
+                    and loop.lineno < line <= loop.end_lineno and isinstance(loop.iter, ast.Call)
+                    and ast.unparse(loop.iter.func) == "range" and len(loop.iter.args) >= 2):
+                continue
+            start = ast.unparse(loop.iter.args[0])
+            if i < 0 and not start.startswith("-"):
+                continue  # a negative index that the loop's start does not explain
+            if i < 0:  # a loop from a negative start: the index counts from the end (Python) or before the array
+                shifted = f"{var} + {start[1:]}" if start.startswith("-") else f"{var} - ({start})"
+                return (f"a negative index: {arr}[{var}] takes {var} from the loop at line {loop.lineno}, `for {var} in "
+                        f"{ast.unparse(loop.iter)}`, which starts at {start} ({i} here): an index below 0 is outside "
+                        f"the array on a GPU (Python counts it from the end): shift the index by the start, "
+                        f"{arr}[{shifted}], or loop from 0")
+            stop = ast.unparse(loop.iter.args[1])
+            return (f"index {i} is past the end ({n}) of this shared array, and {arr}[{var}] takes {var} from the loop "
+                    f"at line {loop.lineno}, `for {var} in {ast.unparse(loop.iter)}`: its bound {stop} lets {var} reach "
+                    f"{i}: the loop over {arr}'s cells stops below its size, {n}")
     return None
