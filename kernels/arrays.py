@@ -68,14 +68,12 @@ def device_arg(x):
     if k == "torch" and x.requires_grad:
         raise ValueError("the tensor requires grad (a kernel would bypass autograd): pass t.detach()")
     if k == "torch" and is_simulator():  # the simulator's device memory is host memory: a CPU tensor's
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         return _keep(FakeCUDAArray(x.numpy()), x)
     if k == "torch":
         if not x.is_cuda:
             raise ValueError(f"a kernel takes CUDA tensors; this one is on {x.device} (no implicit copies)")
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     if k == "torch":
@@ -113,7 +111,6 @@ _DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "
 
 def _torch_dtype(dtype):
     """The torch dtype of NumPy ``dtype`` (same name; KeyError for one torch lacks)."""
-    # lazy: optional torch
     import torch
 
     return getattr(torch, {n: n for n in _DTYPES}[np.dtype(dtype).name])
@@ -137,16 +134,13 @@ def empty(shape, dtype, arrays: str = "numba", device=None):
     device) or ``cupy.empty``."""
     shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
     if arrays == "torch":
-        # lazy: optional torch
         import torch
 
         return torch.empty(shape, dtype=_torch_dtype(dtype), device=device if device is not None else "cuda")
     if arrays == "cupy":
-        # lazy: optional cupy
         import cupy as cp
 
         return cp.empty(shape, np.dtype(dtype))
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     return cuda.device_array(shape, np.dtype(dtype))
@@ -156,7 +150,6 @@ def from_host(host: np.ndarray, arrays: str = "numba", device=None):
     """A device copy of NumPy ``host`` (C-contiguous) owned by ``arrays``."""
     host = np.ascontiguousarray(host)
     if arrays == "torch":
-        # lazy: optional torch
         import torch
 
         device = device if device is not None else "cuda"
@@ -164,11 +157,9 @@ def from_host(host: np.ndarray, arrays: str = "numba", device=None):
             return torch.from_numpy(host.view(np.int16)).to(device).view(torch.uint16)
         return torch.from_numpy(host).to(device)
     if arrays == "cupy":
-        # lazy: optional cupy
         import cupy as cp
 
         return cp.asarray(host)
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     return cuda.to_device(host)
@@ -217,7 +208,6 @@ def copy_from_host(dst, host: np.ndarray) -> None:
     host = np.ascontiguousarray(host)
     k = kind(dst)
     if k == "torch":
-        # lazy: optional torch
         import torch
 
         dst.copy_(torch.from_numpy(host))

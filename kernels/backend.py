@@ -13,7 +13,6 @@ device names for ``lab doctor``, and the ``cuLaunchKernel`` of ``torch_bridge.la
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import sys
 import warnings
@@ -116,7 +115,6 @@ def installed_version(dist: str) -> str | None:
     """The installed version of distribution ``dist`` (its metadata: ``importlib.metadata.version``),
     or None when it is not installed. One helper for ``lab doctor``, the kernel cache's key and the
     benchmarks' version lines."""
-    # lazy: importlib.metadata: heavy, kept off `lab exercise list`'s start
     import importlib.metadata as md
 
     try:
@@ -160,6 +158,8 @@ def default_compiler(simulator: bool | None = None) -> tuple[str, str]:
     a CUDA 12 driver, or numba-cuda-mlir not installed. ``simulator`` None: :func:`is_simulator`
     when a backend was chosen, else whether the driver reports no GPU. Nothing is imported.
     """
+    import importlib.util
+
     if simulator is None:
         simulator = is_simulator() if SIM_ENV in os.environ else gpu_count()[0] == 0
     if simulator:

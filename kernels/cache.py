@@ -39,7 +39,6 @@ and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports
 """
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import hashlib
@@ -48,7 +47,6 @@ import linecache
 import os
 import shutil
 import socket
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -66,6 +64,8 @@ STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr
 
 
 def _report_stats() -> None:
+    import sys
+
     sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
 
 
@@ -86,7 +86,6 @@ def root() -> Path:
     if env:
         return Path(env) / "kernels"
     try:
-        # lazy: optional: its ImportError is handled here
         import platformdirs
     except ImportError:  # a declared dependency; the fallback is its Linux answer
         return Path.home() / ".cache" / "numba-gpu-lab" / "kernels"
@@ -389,6 +388,7 @@ def _mark(facts: dict) -> None:
     except OSError:
         return
     if not _ATEXIT[0]:  # a compile that raised leaves no marker behind at a normal exit
+        import atexit
 
         atexit.register(clear_marker)
         _ATEXIT[0] = True

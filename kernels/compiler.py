@@ -165,7 +165,6 @@ def _cached_launch(configured, args: tuple):
     """The launch of ``configured(*args)`` with the argument types its last call cached (see :func:`bound`),
     or None where that is not certain."""
     try:
-        # lazy: optional numba_cuda_mlir
         from numba_cuda_mlir import descriptor as D
 
         if (type(configured) is not D._ArgMarshaller or configured._extensions or configured._callbacks
@@ -218,7 +217,6 @@ def native_launcher(configured):
     if COMPILER != MLIR or _UNHOOKED is None:
         return None
     try:
-        # lazy: optional numba_cuda_mlir
         from numba_cuda_mlir import descriptor as D
 
         disp = configured._dispatcher

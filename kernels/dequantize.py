@@ -23,12 +23,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from kernels.arrays import device_arg
 from kernels.compiler import cuda, float64, uint64
+
+from kernels.quantize import (block_partials_prepare, grid_stride_launch, quant_code,
+                              quant_params, reference as quantize_reference)
 from kernels.device_limits import current
-from kernels.quantize import (block_partials_prepare, grid_stride_launch, quant_code, quant_params,
-                              reference as quantize_reference)
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
 from kernels.torch_op import op_error
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
@@ -161,6 +160,8 @@ def dequantize_per_channel_reference(q, params, dtype=np.float64):
 # --- Library functions: device arrays in, device arrays out ---------------------------------------------
 def _device(a):
     """A NumPy array copied to the device; a torch tensor or CuPy array viewed (kernels.arrays.device_arg)."""
+    from kernels.arrays import device_arg
+
     return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else device_arg(a)
 
 

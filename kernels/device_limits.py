@@ -119,7 +119,6 @@ def current() -> DeviceLimits:
     if described_now is not None:
         return described_now
     if not _DEVICE:
-        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import SIMULATOR, cuda
 
         limits = H100

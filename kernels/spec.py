@@ -222,7 +222,6 @@ def launch_once(kernel, kernel_f64=None):
     ``kernel[grid, block](*inputs, *outputs)`` (torch_bridge.lab_ops launches it itself)."""
     def prepare(cfg, inputs, outputs):
         k = kernel_f64 if kernel_f64 is not None and inputs[0].dtype == np.float64 else kernel
-        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import bound
 
         return bound(k[cfg.grid, cfg.block], (*inputs, *outputs))

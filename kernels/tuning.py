@@ -57,7 +57,6 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     try:
-        # lazy: optional: its ImportError is handled here
         import platformdirs
     except ImportError:  # a declared dependency; the fallback is its Linux answer
         return Path.home() / ".cache" / "numba-gpu-lab"
@@ -83,7 +82,6 @@ def device() -> tuple[str, str]:
     """(name, compute capability "9.0") of the current device; the simulator is ("Numba CUDA
     simulator", "sim")."""
     if not _device:
-        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import SIMULATOR, cuda
 
         if SIMULATOR:
@@ -99,7 +97,6 @@ def device() -> tuple[str, str]:
 
 
 def compiler() -> str:
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER
 
     return COMPILER

@@ -16,7 +16,6 @@ from kernels.spec import poison_value
 
 # --- the lab's own kernels as torch ops: what the bridge costs next to a direct launch ---
 def _lab(name):
-    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.lab_ops
     import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)
 
     return getattr(torch.ops.lab, name)

@@ -49,7 +49,6 @@ def to_numba(t: torch.Tensor, sync: bool = False):
     (torch_bridge.streams.numba_stream). Raises ValueError if ``t`` is not on a CUDA device or
     requires grad (a kernel writing through the view would bypass autograd: pass ``t.detach()``).
     """
-    # lazy: numba.cuda after the backend choice (kernels.backend); numpy: heavy, not loaded at this module's import; via kernels.arrays, kernels.compiler
     from kernels.arrays import device_arg
     from kernels.compiler import cuda
 
@@ -78,7 +77,6 @@ def to_torch(array) -> torch.Tensor:
 
 def to_cupy(x):
     """A CuPy array viewing the same GPU memory as a CUDA tensor (DLPack) or a Numba device array (CAI)."""
-    # lazy: optional cupy
     import cupy as cp
 
     _need_device(x, "to_cupy")

@@ -80,7 +80,6 @@ class FastKernel:
         return e
 
     def _build(self, grid, block, tensors) -> _Entry:
-        # lazy: optional torch; via torch_bridge.interop
         from torch_bridge.interop import to_numba
 
         views = [to_numba(t.detach()) for t in tensors]
@@ -136,10 +135,8 @@ def tensor_launcher(kernel, grid, block, tensors):
 
     ``launch.path`` says which of these it takes (after its first call).
     """
-    # lazy: optional torch
     import torch
 
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER, MLIR, SIMULATOR, launch_hooked
 
     if SIMULATOR:
@@ -165,7 +162,6 @@ def tensor_launcher(kernel, grid, block, tensors):
 
 
 def _mlir_launcher(kernel, grid, block, launch_hooked):
-    # lazy: numba.cuda after the backend choice (kernels.backend); optional torch; via kernels.compiler, torch_bridge.interop ...
     from kernels.compiler import native_launcher
     from torch_bridge.interop import to_numba
     from torch_bridge.streams import on_torch_stream
@@ -212,10 +208,8 @@ def vecadd(a, b, out=None):
     ones torch.ops.lab.vecadd runs: kernels/vecadd.py's ``auto`` (its ``choose()`` for the element
     count, or ``lab tune``'s winner), configured once per (n, dtype, device). ValueError for anything
     else (no copies, no broadcasting). GPU only."""
-    # lazy: optional torch
     import torch
 
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler, kernels.vecadd
     from kernels import vecadd as V
     from kernels.compiler import SIMULATOR
 
@@ -243,7 +237,6 @@ def vecadd(a, b, out=None):
     flat = (a, b, out) if a.dim() == 1 else (a.view(-1), b.view(-1), out.view(-1))
     kernel, grid, block, launch = plan
     if not launch(flat):  # a launch hook is installed: the ordinary launch, which the hook sees
-        # lazy: optional torch; via torch_bridge.interop, torch_bridge.streams
         from torch_bridge.interop import to_numba
         from torch_bridge.streams import numba_stream
 

@@ -81,7 +81,6 @@ class Calls:
 
     def profile(self, calls: int) -> object:
         """A cProfile.Profile of ``calls`` calls of the op (the bridge row), the device synchronized after."""
-        # lazy: cProfile: heavy, not loaded at this module's import
         import cProfile
 
         op, inputs = self.op, self.tensors
@@ -170,7 +169,6 @@ def calls(kernel: str, size: tuple, seed: int = 0) -> Calls:
                                 "as lab's, returning its fake outputs, no kernel", lambda: floor(*tensors), sync))
 
     try:
-        # lazy: optional: its ImportError is handled here
         import cupy as cp
     except ImportError:
         cp = None

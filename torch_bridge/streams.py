@@ -25,8 +25,6 @@ import threading
 
 import torch
 
-from kernels.backend import is_simulator
-
 _tls = threading.local()
 _numba_streams: dict[int, object] = {}
 
@@ -39,7 +37,6 @@ def current_stream_handle(device=None) -> int:
 def numba_stream(device=None):
     """torch's current stream as a Numba stream (``cuda.external_stream``), cached by handle;
     the legacy default stream is Numba's 0."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     handle = current_stream_handle(device)
@@ -52,7 +49,6 @@ def numba_stream(device=None):
 
 
 def _install() -> None:
-    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba.cuda.cudadrv import driver
     from numba.cuda.dispatcher import CUDADispatcher
 
@@ -79,10 +75,11 @@ def _install() -> None:
 def on_torch_stream(device=None):
     """Inside the block, Numba launches configured for the default stream go to torch's current
     stream (a no-op when that is the legacy default stream, or in the simulator)."""
+    from kernels.backend import is_simulator
+
     if is_simulator() or current_stream_handle(device) == 0:
         yield
         return
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import COMPILER, MLIR
 
     if COMPILER == MLIR:

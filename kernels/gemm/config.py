@@ -6,7 +6,6 @@ Source: S. Boehm, "How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performa
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,6 +102,8 @@ class GemmConfig:
     @classmethod
     def parse(cls, key: str) -> GemmConfig:
         """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
+        import re
+
         match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)(_direct)?",
                              key)
         if not match:

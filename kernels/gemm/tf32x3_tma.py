@@ -24,7 +24,10 @@ Programming Guide, "Tensor Memory Access"; docs/tensor-cores.md, "3xTF32 on the 
 from __future__ import annotations
 
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, int32
-from kernels.gemm import mma, tensor_core_3xtf32 as X, wgmma_bf16 as W, wgmma_tma as T
+from kernels.gemm import mma
+from kernels.gemm import tensor_core_3xtf32 as X
+from kernels.gemm import wgmma_bf16 as W
+from kernels.gemm import wgmma_tma as T
 from kernels.gemm.tensor_core_3xtf32 import BM, BN, THREADS, WG_REGS, issue_ptx
 
 # the TMA builds (:func:`make_tma_kernel`, kernels/gemm/wgmma_tma.py's pipeline): stages of one 16-k group (A2's
@@ -95,6 +98,8 @@ if COMPILER == MLIR and not SIMULATOR:
         kt - 1's stage and add its staging set to the sums (round to nearest). ``sets=1``: one staging set (64
         registers fewer: under the 168 a thread of 384 gets), each slab's wgmmas waited for (``wait_group 0``)
         and added before the next slab's are issued -- the other warpgroup's keep the tensor cores busy."""
+        from kernels.gemm import wgmma_tma as T
+
         T.check_build(stages, 2, BN, ws, maxnreg)
         threads = THREADS + (W.WARPGROUP if ws else 0)
         sbytes, a_bytes = T.stage_bytes(2, BN), 64 * 2 * T.SLAB_BYTES

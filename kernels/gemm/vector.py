@@ -6,10 +6,9 @@ Source: CUDA C++ Programming Guide, "Device Memory Accesses" (coalescing along a
 from __future__ import annotations
 
 import numpy as np
-
-from kernels import matvec as MV
 from kernels.arrays import empty_like, to_device_like
 from kernels.compiler import cuda, threadfence, uint64
+
 from kernels.device_limits import current
 from kernels.spec import Launch, blocks_for, plural, sm_count
 from kernels.warp import MAX_WARPS, WARP
@@ -177,6 +176,8 @@ def vector_launch(size, threads, params=None):
     adds the partials (columns_split_kernel).
     Tunable (``lab tune``): ``splits``, K ranges (0: columns_plan's choice), and
     threads (the warps a block splits its K range among)."""
+    from kernels import matvec as MV
+
     m, n, k = size
     params = dict(params or {})
     want = params.get("splits", 0)
@@ -204,6 +205,8 @@ def vector_launch(size, threads, params=None):
 
 def vector_prepare(cfg, inputs, outputs):
     """N = 1: matvec auto on (A, B as a K-vector, C as an M-vector); else the column kernel."""
+    from kernels import matvec as MV
+
     A, B = inputs
     (C,) = outputs
     (m, k), n = A.shape, B.shape[1]

@@ -12,11 +12,11 @@ fixed for the process by the first call that compiles, as for one ``lab`` comman
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-import kernels
-from lab.core import args as A, options as D
+from lab.core import args as A
+from lab.core import options as D
 from lab.core.errors import LabError
 from lab.core.options import declares
 
@@ -29,7 +29,6 @@ def quiet(done: int, total: int, label: str) -> None:
 
 
 def _session(sim, compiler=None, allow_both: bool = False):
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.session
     from lab.core.session import start
 
     return start(A.backend(sim), compiler, allow_both)
@@ -37,7 +36,6 @@ def _session(sim, compiler=None, allow_both: bool = False):
 
 def _backend(sim) -> str:
     """The backend alone (no compiler is involved): "gpu" or "simulator", chosen before numba.cuda loads."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     return select(A.backend(sim))
@@ -45,6 +43,8 @@ def _backend(sim) -> str:
 
 def _kernels(names) -> list[str]:
     """Kernel names checked against the registry (LabError with a suggestion); all when none given."""
+    import kernels
+
     for n in names:
         if n not in kernels.NAMES:  # checked by name: no kernel module (numba.cuda) is imported here
             try:
@@ -86,14 +86,12 @@ def run(kernel: str, *, threads: int | None, size: str | None, dtype: str, varia
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
     if session.compiler == "both":
-        # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.compilers
         from lab.bench.compilers import run_both
 
         return run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
                              contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays,
                              precision=precision),
                         session.backend)
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.runner
     from lab.core.runner import Options, run as run_kernel
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=A.csv(variant),
@@ -112,7 +110,6 @@ def sweep(kernel: str, *, threads: str | list | None, sizes: str | list | None, 
     and/or size, each checked and timed. Returns docs/schemas/sweep.json's document; LabError on bad
     input, and (before anything runs) for a simulation estimated above 10 minutes in all without
     ``yes``."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.sweep
     from lab.bench import sweep as S
 
     threads_list, size_list = S.parse_threads(threads), S.parse_sizes(sizes)
@@ -138,18 +135,15 @@ def bench(kernel_names, *, kernels: str | list | None, out: str | None, quick: b
     dict); its markdown is :func:`lab.bench.suite.render_markdown`. LabError on bad input, and (before
     any work) when ``out`` holds a GPU's results and this run is in the simulator, unless ``force``
     (:func:`lab.core.files.check_results`)."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.suite
     from lab.bench import suite as B
 
     if from_json is not None:
         return B.load(from_json)
     backend = _session(sim, compiler).backend
-    # lazy: off `lab --help`'s start; via lab.core.files
     from lab.core.files import check_results
 
     check_results(out, backend == "simulator", force)
     names = _kernels(list(kernel_names) + (A.csv(kernels) or []))
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.runner
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))
@@ -164,13 +158,11 @@ def roofline(*, kernels: str | list | None, contenders: str | list | None, repea
     """``lab roofline``: every variant placed on this GPU's roofline (run now, or read from saved
     ``lab run/bench --json`` files: ``from_json``, one path or several). Returns
     docs/schemas/roofline.json's document; LabError on bad input."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.compare, lab.bench.roofline
     from lab.bench import roofline as R
     from lab.bench.compare import load_reports, reading
 
     backend = _backend(sim)
     names = _kernels(A.csv(kernels) or [])
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.runner
     from lab.core.runner import check_contenders
 
     check_contenders(A.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
@@ -190,7 +182,6 @@ def profile(kernel: str, *, size: str | None, threads: int | None, variant: str 
     NVTX-named; ``trace``: also a Chrome/Perfetto trace file. Returns the profile document (tables
     as rows); LabError on bad input, without torch, or for a simulation estimated above 10 minutes
     without ``yes``."""
-    # lazy: off `lab --help`'s start; via lab.bench.profiling, lab.core.files
     from lab.bench.profiling import profile as run_profile
     from lab.core.files import check_writable
 
@@ -207,7 +198,6 @@ def compare(a: str, b: str) -> dict:
     """``lab compare A B``: B's speedup over A per (kernel, contender, variant) row of two ``lab
     run/bench/sweep --json`` files, and whether it is beyond the noise. Returns the comparison
     document; LabError when a file cannot be read or they share no row."""
-    # lazy: off `lab --help`'s start; via lab.bench.compare
     from lab.bench import compare as K
 
     reports_a, reports_b = K.load_reports(a), K.load_reports(b)
@@ -231,7 +221,6 @@ def tune(kernel: str, *, shapes: str | list | None, budget: float | None, dtype:
     ``no_cache``; a simulator search is shown, never cached), and with ``out`` to a shipped table for
     devices named like ``match``. Returns docs/schemas/tune.json's document; LabError on bad input, or
     for a simulator search estimated above 10 minutes without ``yes``."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.sweep, lab.bench.tune ...
     from lab.bench import sweep as S
     from lab.bench import tune as T
     from lab.core.files import check_writable

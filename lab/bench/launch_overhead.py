@@ -18,12 +18,10 @@ Source: NVIDIA nvbench (stopping criteria); PyTorch docs, "torch.library" (the o
 from __future__ import annotations
 
 import datetime
-import io
 import platform
 
 import numpy as np
 
-import kernels
 from kernels.backend import installed_version
 from lab.core.check import check_outputs
 from lab.core.errors import LabError
@@ -33,7 +31,6 @@ from lab.core.timing import Timer
 
 def default_kernel() -> str:
     """The kernel timed when none is named: the first with a torch op in lesson order (kernels.NAMES)."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.lab_ops
     import torch_bridge.lab_ops as L
 
     return L.OPS[0]
@@ -53,7 +50,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
     results [{call, median_us, min_us, samples, noise, stop}] (stop: lab.core.stopping.Stop.as_dict)
     and, with ``profile``, profile (text). LabError for an unknown kernel, one without a torch op, a
     bad size, or outputs that fail the check."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
+    import kernels
     from kernels.compiler import COMPILER, SIMULATOR
 
     kernel = kernel or default_kernel()
@@ -64,7 +61,6 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
         dims = spec.parse_size(str(size))
     except ValueError as e:
         raise LabError(f"--size: {e}") from None
-    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.overhead
     from torch_bridge import overhead
 
     try:
@@ -90,7 +86,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
            "rows": [[r["call"], r["median_us"], r["min_us"]] for r in results],
            "results": [{k: v for k, v in r.items() if k != "method"} for r in results]}
     if profile:
-        # lazy: pstats: heavy, not loaded at this module's import
+        import io
         import pstats
 
         text = io.StringIO()

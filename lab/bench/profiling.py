@@ -25,12 +25,10 @@ import tempfile
 import warnings
 
 from lab.core.errors import LabError
-from lab.core.files import atomic_path
 
 
 def _torch():
     try:
-        # lazy: optional: its ImportError is handled here
         import torch
         from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
     except ImportError:
@@ -52,10 +50,8 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     profile estimated above 10 minutes without ``yes`` (lab.core.simcost; the estimate and a
     quicker --size).
     """
-    # lazy: numpy: heavy, not loaded at this module's import
     import numpy as np
 
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.catalog, lab.core.contenders
     from lab.core import catalog
     from lab.core import contenders as C
 
@@ -82,7 +78,6 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     if repeats < 1:
         raise LabError("--repeats must be >= 1")
     if simulator and "numba" in who and not yes:  # before any input is made: hours do not start unless asked
-        # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
         from lab.core.simulator import quick_options, refuse_long, simulator_seconds
 
         names, calls = list(variants or spec.variants), 1 + repeats  # one call outside the profile, then repeats
@@ -151,6 +146,8 @@ def _rows(averages, sort_by: str, row_limit: int, gpu: bool) -> list[dict]:
 def _export_trace(prof, trace: str) -> None:
     """The Chrome/Perfetto trace, written atomically; LabError when torch wrote nothing (or failed):
     the caller then never says it was written."""
+    from lab.core.files import atomic_path
+
     with atomic_path(trace, "trace") as tmp:
         try:
             prof.export_chrome_trace(tmp)

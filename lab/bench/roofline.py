@@ -17,14 +17,9 @@ intensities on empty axes with that note. Nothing here prints.
 """
 from __future__ import annotations
 
-import numpy as np
-
-import kernels
-from lab.bench.compare import row_name
-from lab.bench.suite import standard
-from lab.core.device import describe
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.runner import Options, Steps, quiet, run
+from lab.bench.compare import row_name
+from lab.core.runner import Steps, quiet
 
 SIM_NOTE = ("CUDA simulator: no GPU, so no copy bandwidth, no FP32 peak and no achieved FLOP/s; "
             "only each kernel's arithmetic intensity (at its standard GPU size) is meaningful")
@@ -52,6 +47,13 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
     "kernels": [{"kernel", "size", "intensity"}], "points": [{"kernel", "size", "contender", "name",
     "intensity" (FLOP/byte), "gflops", "roof_gflops", "pct_of_roof", "bound"}]}.
     """
+    import numpy as np
+
+    import kernels
+    from lab.bench.suite import standard
+    from lab.core.device import describe
+    from lab.core.runner import Options, run
+
     simulator = backend == "simulator"
     STANDARD = standard()
     names = list(kernel_names or kernels.NAMES)

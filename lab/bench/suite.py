@@ -16,23 +16,11 @@ from __future__ import annotations
 
 import datetime
 import importlib.metadata as md
-import json
 import platform
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 
-import kernels
-from lab.bench import shapes as shape_sweep
-from lab.bench.compare import check_report
-from lab.bench.shapes import SweepRow, render
-from lab.core.compilers import dispatchers, kernel_attr
-from lab.core.device import describe, measure_copy_bandwidth
-from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.registry import specs
-from lab.core.runner import Options, Steps, quiet, run
-from lab.core.simcost import PER_FLOP_MS
-from lab.core.simulator import select
+from lab.core.runner import Steps, quiet
 
 # --quick (and the simulator): each kernel's small simulator size, one simulated warp a block.
 QUICK_THREADS = 32
@@ -40,12 +28,16 @@ QUICK_THREADS = 32
 
 def standard() -> dict[str, list[tuple[str, int]]]:
     """kernel -> [(size, threads)]: the standard GPU sizes of each kernel's spec (``bench_sizes``)."""
+    from lab.core.registry import specs
+
     return {s.name: list(s.bench_sizes) for s in specs()}
 
 
 def targets() -> list[tuple]:
     """(kernel, size as run, library row to beat (None: an absolute time), ratio or ms bound, kind):
     each kernel's spec's ``targets``, in kernels.NAMES order."""
+    from lab.core.registry import specs
+
     return [(s.name, list(t.size), t.against, t.bound, t.kind) for s in specs() for t in s.targets]
 
 
@@ -69,6 +61,9 @@ RESOURCE_ATTRS = {"registers_per_thread": "regs_per_thread", "shared_bytes_per_b
 def resource_report() -> list[dict]:
     """Registers / shared / local memory of every compiled Numba kernel (the compiler's resource
     report; CUDA C++ Programming Guide, "Occupancy Calculator"). One dict a compiled overload."""
+    import kernels
+    from lab.core.compilers import dispatchers, kernel_attr
+
     compiled = {id(d) for d in dispatchers()}
     rows = []
     for name in kernels.NAMES:
@@ -90,6 +85,10 @@ def resource_report() -> list[dict]:
 
 def load(path: str) -> dict:
     """A saved ``lab bench --json`` document; LabError (one line) when the file is not one."""
+    import json
+
+    from lab.core.errors import LabError
+
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -97,9 +96,11 @@ def load(path: str) -> dict:
         raise LabError(f"{path}: not a `lab bench --json` document ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("reports"), list):
         raise LabError(f"{path}: not a `lab bench --json` document (no 'reports' list)")
+    from lab.core.errors import SCHEMA_VERSION
 
     for d in [doc, *(r for r in doc["reports"] if isinstance(r, dict))]:
         d.setdefault("schema_version", SCHEMA_VERSION)  # saved before versioning: version 1's keys
+    from lab.bench.compare import check_report
 
     for rep in doc["reports"]:
         check_report(rep, path)
@@ -108,6 +109,8 @@ def load(path: str) -> dict:
 
 def configurations(kernel_names, quick: bool) -> list[tuple[str, str | None, int]]:
     """(kernel, --size or None for the simulator default, --threads) for each run of the bench."""
+    import kernels
+
     out = []
     for k in kernel_names:
         out += [(k, None, QUICK_THREADS)] if quick else [(k, s, t) for s, t in kernels.load(k).bench_sizes]
@@ -125,6 +128,10 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
     only) adds the public shape sweep (:mod:`lab.bench.shapes`) under ``shape_sweep``: one dict a
     (kernel, shape), the fields of ``SweepRow``.
     """
+    from lab.core.device import describe, measure_copy_bandwidth
+    from lab.core.errors import SCHEMA_VERSION, LabError
+    from lab.core.runner import Options, run
+
     simulator = backend == "simulator"
     quick = quick or simulator
     configs = configurations(kernel_names, quick)
@@ -141,6 +148,10 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
             continue
         doc["reports"].append(rep.to_dict())
     if shapes and not simulator:
+        from dataclasses import asdict
+
+        from lab.bench import shapes as shape_sweep
+
         total = sum(len(v) for v in shape_sweep.sweep_shapes().values())
         done = iter(range(total))
         rows = shape_sweep.sweep(backend, progress=lambda text: progress(next(done, total), total, f"shape sweep: {text}"))
@@ -277,6 +288,7 @@ def shape_sweep_section(doc: dict) -> list[str]:
     """The public shape sweep, when the document has one (``lab bench`` on a GPU)."""
     if not doc.get("shape_sweep"):
         return []
+    from lab.bench.shapes import SweepRow, render
 
     return render([SweepRow(**r) for r in doc["shape_sweep"]]).splitlines() + [""]
 
@@ -296,7 +308,12 @@ def render_markdown(doc: dict, sections=None) -> str:
 def measure_simcost(threads: int = 32) -> dict:
     """Re-measure each kernel's ``KernelSpec.sim_cost`` (lab.core.simcost) in the simulator (each kernel at its default
     simulator size): (median call ms - FLOPs * PER_FLOP_MS) / threads launched, per (kernel, variant)."""
+    from lab.core.simulator import select
+
     select("sim")
+    import kernels
+    from lab.core.runner import Options, run
+    from lab.core.simcost import PER_FLOP_MS
 
     out = {}
     for name in kernels.NAMES:

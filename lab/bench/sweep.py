@@ -9,15 +9,9 @@ Guide, "Execution Configuration Optimizations") or the shape change each rung's 
 """
 from __future__ import annotations
 
-import numpy as np
-
-from lab.bench.compare import row_name
-from lab.core import catalog
-from lab.core import options as D  # each option's one declaration and message, as click and the library's
-from lab.core.device import describe
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.runner import REFUSE_SIMULATION_S, Options, Steps, check_contenders, quiet, run, validate
-from lab.core.simulator import minutes
+from lab.bench.compare import row_name
+from lab.core.runner import Steps, quiet
 
 METRICS = {"ms": ("median_ms", "median time per call (ms)"), "gbps": ("gbps", "achieved GB/s (minimum traffic)"),
            "gflops": ("gflops", "achieved GFLOP/s")}
@@ -60,6 +54,12 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
     Returns {"schema_version", "kernel", "backend", "threads", "sizes", "seed", "reports": [lab run --json dicts]};
     one seed for all configurations, so every configuration sees the same inputs for a size.
     """
+    import numpy as np
+
+    from lab.core import catalog
+    from lab.core.device import describe
+    from lab.core.runner import Options, check_contenders, run
+
     if not threads and not sizes:
         raise LabError("lab sweep needs --threads A,B,... and/or --sizes A,B,...")
     spec = catalog.load(kernel)
@@ -69,6 +69,8 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
+    from lab.core import options as D  # each option's one declaration and message, as click and the library's
+
     for option, value in ((D.REPEATS, repeats), (D.WARMUP, warmup)):
         option.check(value)
     limit = describe(backend == "simulator").get("max_threads_per_block") or 1024
@@ -84,6 +86,8 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
     configs = [(s, t) for s in (sizes or [None]) for t in (threads or [None])]
     estimate = ""
     if backend == "simulator":  # the whole sweep's estimate, before anything runs (each run's own is lifted)
+        from lab.core.runner import REFUSE_SIMULATION_S, validate
+        from lab.core.simulator import minutes
 
         plans = [validate(Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,
                                   contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, yes=True), backend)

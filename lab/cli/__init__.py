@@ -20,11 +20,8 @@ modules are imported inside the commands. The process entry points (the ``lab`` 
 """
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import sys
-import threading
 
 import click
 
@@ -56,7 +53,6 @@ def main(argv=None) -> None:
     _sane_columns()
     try:
         if not _help_only(argv):  # a bad setting still lets --help, --version and lab doctor (which lists it) through
-            # lazy: off `lab --help`'s start; via lab.core.settings
             from lab.core.settings import validate
 
             validate()
@@ -80,7 +76,6 @@ def main(argv=None) -> None:
     except SystemExit:
         raise
     except Exception as e:
-        # lazy: off `lab --help`'s start; via lab.core.settings
         from lab.core.settings import on
 
         if on("LAB_DEBUG"):
@@ -126,6 +121,8 @@ def _sane_columns() -> None:
     every command renders something readable and a verdict is never squeezed out of its line."""
     value = os.environ.get("COLUMNS")
     if value is None:
+        import shutil
+
         width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
     else:
         try:
@@ -151,6 +148,8 @@ def exit_now(code=0) -> None:
     2-core host). The usual ``sys.exit`` instead where a thread that is not a daemon is still
     running (the interpreter would wait for it), or a profiler or sanitizer library is injected
     (``INJECTED``: it may write its results at teardown)."""
+    import threading
+
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("text"): the text on stderr, exit code 1
@@ -159,6 +158,7 @@ def exit_now(code=0) -> None:
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if others or any(os.environ.get(name) for name in INJECTED):
         sys.exit(code)
+    import atexit
 
     atexit._run_exitfuncs()
     try:

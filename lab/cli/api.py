@@ -32,7 +32,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import html
-import importlib.util
 import inspect
 import io
 import json
@@ -41,14 +40,9 @@ import subprocess
 import sys
 import tempfile
 
-from rich.console import Console
-from rich.markup import escape
 
-from kernels.backend import is_simulator
 from lab import library as L
 from lab.cli import options as O
-from lab.cli.views.progress import bar
-from lab.cli.views.table import print_tables
 from lab.core import options as D
 from lab.core.errors import LabError
 
@@ -87,7 +81,6 @@ class Result:
         configuration and contender; counters: per rung and op; grid: per output element).
         LabError when pandas is not installed."""
         try:
-            # lazy: optional: its ImportError is handled here
             import pandas as pd
         except ImportError:
             raise LabError("to_pandas() needs pandas, which is not installed: pip install pandas") from None
@@ -119,6 +112,8 @@ class Result:
 def _record(render) -> tuple[str, str]:
     """Run ``render(console)`` on a recording rich Console (never a terminal or a notebook display);
     return its text and HTML."""
+    from rich.console import Console
+
     out = Console(record=True, file=io.StringIO(), width=WIDTH, force_terminal=True, force_jupyter=False,
                   color_system="truecolor", highlight=False, legacy_windows=False)
     render(out)
@@ -176,10 +171,11 @@ def progress_bar(description: str):
     """A ``progress(done, total, label)`` callback: in a notebook an HTML progress bar that updates in
     place and disappears when done; elsewhere the CLI's (:func:`lab.cli.views.progress.bar`)."""
     if _kernel_shell() is None:
+        from lab.cli.views.progress import bar
+
         with bar(description) as update:
             yield update
         return
-    # lazy: optional IPython
     from IPython.display import HTML, display
 
     handle = display(HTML(""), display_id=True)
@@ -210,7 +206,6 @@ def _keep_matplotlib_backend():
     """The views draw with matplotlib's Agg backend (lab.cli.views.plot.pyplot); a notebook's own
     (inline) backend comes back afterwards."""
     try:
-        # lazy: optional: its ImportError is handled here
         import matplotlib
     except ImportError:
         yield
@@ -226,6 +221,8 @@ def _keep_matplotlib_backend():
 def picture(draw) -> bytes | None:
     """PNG bytes of a view's picture: ``draw(path)`` writes it (lab.cli.views.*, atomically); None
     without matplotlib (the tables still show)."""
+    import importlib.util
+
     if importlib.util.find_spec("matplotlib") is None:
         return None
     with _keep_matplotlib_backend(), tempfile.TemporaryDirectory(prefix="lab-api-") as d:
@@ -248,7 +245,6 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     ("highest", "high" or "medium": what a float32 matmul's auto may run, kernels/gemm/precision.py).
     ``to_dict()``: docs/schemas/run.json (or run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.report
     from lab.cli.views import report as V
 
     work = L.run
@@ -275,9 +271,9 @@ def grid(kernel: str, **options) -> Result:
     The map always comes from the simulator: in a process already on a GPU it is recorded in a child
     process (``lab grid --json``). ``to_dict()``: docs/schemas/grid.json; ``to_pandas()``: one row per
     output element (block, thread, writers). Raises LabError on bad input (the CLI's message)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.inspect, lab.core.simulator
     from lab.cli.views import inspect as V
     from lab.core.simulator import choose
+    from kernels.backend import is_simulator
 
     work = L.grid
     png, svg = options.pop("png", None), options.pop("svg", None)
@@ -298,7 +294,6 @@ def grid(kernel: str, **options) -> Result:
 
 
 def _grid_rows(info: dict) -> list[dict]:
-    # lazy: numpy: heavy, not loaded at this module's import
     import numpy as np
 
     block, thread, writers = (np.asarray(info["map"][k]) for k in ("block_of", "thread_of", "writers"))
@@ -327,7 +322,6 @@ def _cli_args(options: dict) -> list[str]:
 def _child_json(args: list[str]) -> dict:
     """``python -m lab ARGS`` (a ``--json`` command) in a child process: its document, or LabError
     with its one-line error."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import child_env
 
     proc = subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True,
@@ -346,7 +340,6 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
     Options as the CLI's: variant, threads (default 256), arch, registers, shared, sweep (32..1024
     threads per block, with its plot inline), png, sim. ``to_dict()``: docs/schemas/occupancy.json.
     Raises LabError on bad input (the CLI's message)."""
-    # lazy: numpy: heavy, not loaded at this module's import; via kernels.spec, lab.cli.views.inspect
     from kernels.spec import plural
     from lab.cli.views import inspect as V
 
@@ -383,7 +376,6 @@ def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     the recorded addresses. Options as the CLI's: variant, size, threads, dtype, contenders, seed,
     tool, sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when no
     counters engine is usable on a GPU (the CLI's message)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.hardware
     from lab.cli.views.hardware import print_counters
 
     work = L.counters
@@ -402,9 +394,11 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
     ("32,64,128" or a list), sizes, variant, contenders, dtype, repeats, warmup, seed, png (also write
     the plot to a file), metric, sim, compiler. ``to_dict()``: docs/schemas/sweep.json. Raises
     LabError on bad input (the CLI's message)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.sweep, lab.cli.views.bench
+    from rich.markup import escape
+
     from lab.bench import sweep as S
     from lab.cli.views import bench as V
+    from lab.cli.views.table import print_tables
 
     work = L.sweep
     _check(work, "sweep", dict(kernel=kernel, **options))
@@ -427,7 +421,6 @@ def device(**options) -> Result:
     """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
     usable; ``measure=True`` adds the measured device-to-device copy bandwidth (GB/s).
     ``to_dict()``: docs/schemas/device.json."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.cli.views.report
     from lab.cli.views.report import print_device
 
     _check(L.device, "device", options)

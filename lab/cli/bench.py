@@ -18,7 +18,6 @@ def _quiet(done, total, label) -> None:
 
 
 def _print(*renderables, wide: bool = False) -> None:
-    # lazy: off `lab --help`'s start; via lab.cli.views.table
     from lab.cli.views.table import console, print_tables
 
     print_tables(console(), list(renderables), wide)
@@ -28,7 +27,6 @@ def _print(*renderables, wide: bool = False) -> None:
 @O.command(L.bench, D.JSON.but(help="Print the bench document (every run's --json dict) instead of markdown."))
 def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json, from_json, shapes, force, sim, compiler):
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via kernels.spec, lab.bench.suite ...
     from kernels.spec import plural
     from lab.bench import suite as B
     from lab.cli.views.progress import bar
@@ -39,7 +37,6 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
         doc = L.bench(kernel_names, kernels=kernels, quick=quick, repeats=repeats, contenders=contenders, seed=seed,
                         from_json=from_json, shapes=shapes, sim=sim, compiler=compiler, progress=progress or _quiet,
                         out=out, force=force)
-    # lazy: off `lab --help`'s start; via lab.bench.compare
     from lab.bench.compare import reading
 
     with reading(from_json) if from_json else contextlib.nullcontext():
@@ -62,7 +59,6 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
 def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
           yes, sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.sweep, lab.cli.views.bench ...
     from lab.bench import sweep as S
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar
@@ -87,7 +83,6 @@ def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, s
 @O.command(L.roofline, D.PNG_FILE.but(help="Draw the roofline to FILE (needs matplotlib)."), D.JSON, D.WIDE)
 def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
     """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.bench, lab.cli.views.progress
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar
 
@@ -111,7 +106,6 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
     doc = L.profile(kernel, size=size, threads=threads, variant=variant, contenders=contenders, dtype=dtype,
                       repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim, yes=yes)
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.bench
     from lab.cli.views.bench import print_profile
 
     print_profile(doc, wide=wide)
@@ -121,7 +115,6 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
 @O.command(L.compare, D.JSON, D.WIDE)
 def compare(a, b, as_json, wide):
     """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.bench.compare, lab.cli.views.bench
     from lab.bench import compare as K
     from lab.cli.views import bench as V
 
@@ -143,7 +136,6 @@ def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, yes, as_json
     """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
     against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
     which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.bench, lab.cli.views.progress
     from lab.cli.views import bench as V
     from lab.cli.views.progress import bar_unless
 

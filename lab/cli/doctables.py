@@ -17,11 +17,6 @@ from pathlib import Path
 
 import click
 
-from kernels import NAMES
-from lab.cli import cli
-from lab.cli.run import run
-from lab.core.files import write_atomic
-
 ROOT = Path(__file__).resolve().parents[2]
 REGION = re.compile(r"(?P<open><!-- generated:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- /generated:(?P=name) -->)",
                     re.DOTALL)
@@ -36,11 +31,9 @@ def _cell(text: str) -> str:
 def kernels_table() -> str:
     """README.md's table: every kernel (kernels.NAMES order), its rungs, whether it has ``auto`` and
     the libraries it is run against (``lab list`` names each contender; lab.core.catalog)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
     from lab.core.simulator import select
 
     select("auto")
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.catalog
     from lab.core.catalog import catalog
 
     rows = ["| kernel | rungs (`--variant`, textbook first) | `auto` | contenders |", "|---|---|---|---|"]
@@ -95,6 +88,9 @@ def options_table(command: click.Command, arguments: dict[str, str] | None = Non
 
 def run_options_table() -> str:
     """docs/running.md's table: every argument and option of ``lab run``."""
+    from kernels import NAMES
+    from lab.cli.run import run
+
     return options_table(run, {"KERNEL": f"The kernel, one of: {', '.join(NAMES)}."})
 
 
@@ -102,6 +98,8 @@ def every_command_options() -> str:
     """docs/commands.md's reference: for every ``lab`` command and subcommand (the click group walked in
     name order), its one-line help and its options table (:func:`options_table`), as ``lab CMD --help``
     declares them (each option made from its one declaration, lab.core.options)."""
+    from lab.cli import cli
+
     out = []
 
     def walk(group: click.Group, prefix: str) -> None:
@@ -123,10 +121,8 @@ def every_command_options() -> str:
 def torch_ops_table() -> str:
     """docs/torch.md's table: every op of torch_bridge.lab_ops, its schema (as torch registered it),
     whether it has a backward, and the kernel module it runs."""
-    # lazy: optional torch
     import torch
 
-    # lazy: numba.cuda after the backend choice (kernels.backend); via torch_bridge.lab_ops
     from torch_bridge import lab_ops
 
     rows = ["| op | schema | gradient | what it computes |", "|---|---|---|---|"]
@@ -140,7 +136,6 @@ def exercises_table() -> str:
     """exercises/README.md's table: every exercise in ``lab exercise list`` order (exercises.names),
     numbered as it numbers them, with its title, difficulty, the kernels/ module it mirrors and its
     ``--bench`` pass line."""
-    # lazy: numpy: heavy, not loaded at this module's import; via exercises
     import exercises
 
     rows = ["| # | name | title | difficulty | mirrors | `--bench`: pass line, peak |", "|---|---|---|---|---|---|"]
@@ -203,6 +198,8 @@ def stale(root: Path = ROOT) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Rewrite the generated lists of the docs (each file written whole, atomically); ``--check``:
     write nothing, exit 1 when a list differs from the code."""
+    from lab.core.files import write_atomic
+
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
     try:

@@ -23,7 +23,6 @@ INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C (128 + SIG
 @O.command(L.exercise_list, D.JSON.but(help="Print one JSON list."))
 def exercise_list(as_json, directory):
     """Every exercise, in order: name, title, difficulty, status."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.exercise
     from lab.cli.views import exercise as V
 
     rows = L.exercise_list(directory=directory)
@@ -34,7 +33,6 @@ def exercise_list(as_json, directory):
 @O.command(L.exercise_start)
 def exercise_start(name, directory):
     """Copy NAME's scaffold (DIR/NAME.py) and visible test; prints the path."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.exercise
     from lab.cli.views import exercise as V
 
     path, kept, statement = L.exercise_start(name, directory=directory)
@@ -48,7 +46,6 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 
     On a GPU the tests also run in the CUDA simulator (its traced diagnostics) and a test fails
     when either backend fails it. In a terminal a line shows which test is running."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.exercise, lab.cli.views.progress
     from lab.cli.views import exercise as V
     from lab.cli.views.progress import status_line
 
@@ -75,7 +72,6 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
     does not load, hangs at load or does not compile for a GPU). Exit 0 when the gradebook is
     complete (whatever the grades), 2 on bad input, 130 after Ctrl-C (the rows finished so far are
     printed, and written with --csv)."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.exercise, lab.cli.views.progress
     from lab.cli.views import exercise as V
     from lab.cli.views.progress import bar_unless
 
@@ -100,7 +96,6 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
 def exercise_hint(name, number, directory):
     """Show NAME's next hint (remembered in the workspace), or hint NUMBER (the same one every time;
     the next hint then comes after it)."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.exercise
     from lab.cli.views import exercise as V
 
     V.print_hint(name, *L.exercise_hint(name, number, directory=directory))
@@ -129,7 +124,6 @@ def exercise_notebook(names, out, force):
     """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
     the scaffold in a %%exercise cell, hints, solution, and what the hardware did. A notebook whose
     cells you edited (or a file the lab did not generate) is kept, one line each, unless --force."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.teach.notebooks
     from lab.teach import notebooks as N
 
     for p, st, written in L.exercise_notebook(names, out=out, force=force):

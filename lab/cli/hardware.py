@@ -18,7 +18,6 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     """Hardware counters of one call of each rung and library op (Nsight Compute, else CUPTI), with a
     verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
     addresses."""
-    # lazy: off `lab --help`'s start; via lab.cli.views.progress
     from lab.cli.views.progress import bar_unless
 
     with bar_unless(as_json, "counters") as progress:
@@ -27,7 +26,6 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     if as_json:
         O.emit_json(doc)
         return
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.hardware
     from lab.cli.views.hardware import print_counters
 
     print_counters(doc, wide=wide)
@@ -38,7 +36,6 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
 def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     """Run each rung of KERNEL once under NVIDIA compute-sanitizer (kernels built with line info):
     clean, or how many errors and the first, by file and line. Exit 1 when anything was found."""
-    # lazy: off `lab --help`'s start; via lab.cli.views.progress
     from lab.cli.views.progress import bar_unless
 
     with bar_unless(as_json, "sanitize") as progress:
@@ -47,7 +44,6 @@ def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     if as_json:
         O.emit_json(doc)
     else:
-        # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.hardware
         from lab.cli.views.hardware import print_sanitize
 
         print_sanitize(doc)

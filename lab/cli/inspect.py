@@ -17,7 +17,6 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, wa
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
     O.needs_plot(png, svg)
     info = L.grid(kernel, variant=variant, size=size, threads=threads, arch=arch, sms=sms, waves=waves, warp=warp)
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.inspect
     from lab.cli.views import inspect as V
 
     for path, fmt in ((png, "png"), (svg, "svg")):
@@ -37,7 +36,6 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, wa
            D.WIDE)
 def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, wide, sim):
     """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via kernels.spec, lab.cli.views.inspect
     from kernels.spec import plural
     from lab.cli.views import inspect as V
 
@@ -63,14 +61,12 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
 @O.command(L.doctor, D.JSON)
 def doctor(as_json):
     """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
-    # lazy: off `lab --help`'s start; via lab.inspect.doctor
     from lab.inspect import doctor
 
     results = L.doctor()
     if as_json:
         O.emit_json(doctor.to_dict(results))
     else:
-        # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.inspect
         from lab.cli.views.inspect import print_results
 
         print_results(results)

@@ -22,18 +22,15 @@ from __future__ import annotations
 import builtins
 import contextlib
 import inspect
-import math
 import os
 import shlex
 
 import click
 
 from lab import library as L
-from lab.cli import one_line, options as O
-from lab.cli.api import Result, picture
+from lab.cli import options as O
 from lab.core import options as D
 from lab.core.errors import LabError
-from lab.core.files import write_atomic
 
 
 @click.command("%%exercise")
@@ -56,6 +53,8 @@ def _solution_line(**kw):
 
 
 def _parse(command: click.Command, line: str) -> dict:
+    from lab.cli import one_line
+
     try:
         return command.make_context(command.name, shlex.split(line)).params
     except click.ClickException as e:
@@ -68,7 +67,6 @@ def _parse(command: click.Command, line: str) -> dict:
 
 def bench_supported() -> bool:
     """Whether this lab's exercise check can time the kernel (``lab exercise check --bench``)."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.teach.workspace
     from lab.teach import workspace as E
 
     return "bench" in inspect.signature(E.check).parameters
@@ -77,7 +75,7 @@ def bench_supported() -> bool:
 def exercise(line: str, cell: str):
     """``%%exercise NAME ...``: check the cell's code with NAME's hidden tests; returns the check's
     :class:`lab.cli.api.Result` (``to_dict()``: the ``lab exercise check --json`` document)."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.cli.views.exercise, lab.teach.workspace
+    from lab.cli.api import Result
     from lab.cli.views import exercise as V
     from lab.teach import workspace as E
 
@@ -109,7 +107,6 @@ MAX_MAPS = 2  # pictures under a check: the first failing tests with an indexing
 def _maps_asked():
     """The checker's child process adds the simulator's who-wrote-what map to a failing test's entry
     (lab.teach.messages.MAP_ENV) for this call only."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.teach.messages
     from lab.teach.messages import MAP_ENV
 
     before = os.environ.get(MAP_ENV)
@@ -126,7 +123,9 @@ def _maps_asked():
 def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
     """The map picture of lab grid (lab.cli.views.inspect.plot_map) for your kernel in one test:
     which block (colour) and thread wrote each element of the output, grey where none did."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.cli.views.inspect
+    import math
+
+    from lab.cli.api import picture
     from lab.cli.views.inspect import plot_map
 
     total = math.prod(m["grid"]) * math.prod(m["block"])
@@ -142,6 +141,8 @@ def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
 def _write_cell(path, cell: str) -> None:
     """The cell as the student's file DIR/NAME.py (atomically); a different file there is kept as
     NAME.py~ first."""
+    from lab.core.files import write_atomic
+
     text = cell if cell.endswith("\n") else cell + "\n"
     try:
         old = path.read_text()
@@ -155,7 +156,7 @@ def _write_cell(path, cell: str) -> None:
 def exercise_hint(line: str):
     """``%exercise_hint NAME [K]``: hint K (the same one each time the cell runs; remembered as
     shown), or the next hint, as ``lab exercise hint NAME [K]``; then the line for the next one."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.cli.views.exercise, lab.teach.workspace
+    from lab.cli.api import Result
     from lab.cli.views import exercise as V
     from lab.teach import workspace as E
 
@@ -180,7 +181,6 @@ def exercise_solution(line: str, ask=None):
     Where there is no input box to ask in (an unattended run: ``jupyter execute``, nbclient,
     papermill), the solution is not shown and nothing raises: one line says so and names ``--yes``,
     so that the run goes on and no solution lands in its outputs unasked."""
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.teach.workspace
     from lab.teach import workspace as E
 
     p = _parse(_solution_line, line)
@@ -204,6 +204,8 @@ def exercise_solution(line: str, ask=None):
 
 def _lab_error(shell, etype, value, tb, tb_offset=None):
     """A LabError in a cell: its one line (as the CLI prints it), no traceback."""
+    from lab.cli import one_line
+
     lines = [f"error: {one_line(value)}"]
     shell._showtraceback(etype, value, lines)
     return lines

@@ -84,7 +84,6 @@ def session(sim, compiler_=None, allow_both: bool = False):
     """--sim/--gpu and --compiler fixed once for this process (:func:`lab.core.session.start`), before
     anything compiles; LabError (exit 2) when either cannot be had here. ``compiler_`` None:
     LAB_COMPILER or numba-cuda; "both" only where ``allow_both`` (lab run)."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.session
     from lab.core.session import start
 
     return start("auto" if sim is None else ("sim" if sim else "gpu"), compiler_, allow_both)
@@ -93,13 +92,11 @@ def session(sim, compiler_=None, allow_both: bool = False):
 def needs_plot(*paths) -> None:
     """Fail before any work when a picture is asked for and matplotlib is missing, or a path cannot
     be written (exit 2)."""
-    # lazy: off `lab --help`'s start; via lab.core.files
     from lab.core.files import check_writable
 
     for p in paths:
         check_writable(p, "picture")
     if any(paths):
-        # lazy: off `lab --help`'s start; via lab.cli.views.plot
         from lab.cli.views.plot import pyplot
 
         pyplot()
@@ -120,7 +117,6 @@ def counters_engine(counters: bool, sim, compiler=None):
     chosen = session(sim, compiler, allow_both=True)
     if chosen.compiler == "both" or chosen.backend == "simulator":
         return None
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.inspect.counters
     from lab.inspect import counters as K
 
     K.find_engine("auto")

@@ -8,7 +8,7 @@ import click
 
 from kernels import NAMES
 from lab import library as L
-from lab.cli import interrupt, options as O
+from lab.cli import options as O
 from lab.core import options as D
 
 
@@ -19,7 +19,6 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.command(L.run, D.JSON, D.WIDE)
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
         compiler, arrays, precision):
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views import report
 
     engine = O.counters_engine(counters, sim, compiler)
@@ -30,6 +29,8 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
                             compiler=compiler, arrays=arrays, precision=precision, counters_engine=engine,
                             progress=progress)
     except KeyboardInterrupt:
+        from lab.cli import interrupt
+
         done = progress.interrupted()
         click.echo(interrupt.message(f"{done} row{'s' if done != 1 else ''} finished (shown above)"), err=True)
         sys.exit(interrupt.EXIT)
@@ -57,7 +58,6 @@ def list_(as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views.report import print_list
 
     print_list(info)
@@ -71,7 +71,6 @@ def device(measure, as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.cli.views.report
     from lab.cli.views.report import print_device
 
     print_device(info)

@@ -13,20 +13,19 @@ They live in the CLI layer because they print; the work is in ``lab.bench`` and 
 from __future__ import annotations
 
 import datetime
-import functools
-import json
 import sys
 
 import click
 
-from lab.cli import main, one_line, options as O
+from lab.cli import options as O
 from lab.core import options as D
 from lab.core.errors import LabError
-from lab.core.files import check_writable, write_atomic
 
 
 def _write(path: str, text: str) -> None:
     if path != "-":
+        from lab.core.files import write_atomic
+
         write_atomic(path, text, "report")
 
 
@@ -34,8 +33,12 @@ def _script(command: click.Command):
     """A script's entry point ``fn(argv=None) -> exit code`` running the click ``command`` as the
     ``lab`` command runs: bad input (LabError, a click usage error) is one line on stderr ("error:
     ...") and exit code 2, never a traceback; ``--help`` prints the help, exit 0."""
+    import functools
+
     @functools.wraps(command.callback)
     def run(argv=None) -> int:
+        from lab.cli import one_line
+
         try:
             code = command.main(args=sys.argv[1:] if argv is None else list(argv), prog_name=command.name,
                                 standalone_mode=False)
@@ -68,12 +71,11 @@ def _kernels(given: str | None, known: dict) -> list[str]:
            D.SCRIPT_REPEATS)
 def shape_sweep_command(out, kernels, repeats) -> int:
     """Every kernel over the public shapes (lab.bench.shapes) against its torch op: markdown (GPU)."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.shapes
     from lab.bench import shapes
+    from lab.core.files import check_writable
 
     check_writable(out, "report")  # before the sweep, not after it
     kernels_ = _kernels(kernels, shapes.sweep_shapes())
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
     from lab.core.simulator import select
 
     backend = select("auto")
@@ -81,7 +83,6 @@ def shape_sweep_command(out, kernels, repeats) -> int:
         print("error: the shape sweep times real shapes and needs a CUDA GPU (the simulator would take days)",
               file=sys.stderr)
         return 2
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.device
     from lab.core.device import describe
 
     dev = describe(False)
@@ -106,6 +107,8 @@ shape_sweep = _script(shape_sweep_command)
 
 def bench_alias(argv=None) -> None:
     """``python -m lab.bench [options]``: an alias of ``lab bench``."""
+    from lab.cli import main
+
     main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
@@ -123,10 +126,10 @@ def bench_alias_command(args) -> int:
            D.SCRIPT_REPEATS, D.DTYPE)
 def compiler_table_command(out, kernels, repeats, dtype) -> int:
     """Every rung of every kernel through numba-cuda and numba-cuda-mlir; markdown for docs/benchmarks.md."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.compilers, lab.bench.suite ...
     from lab.bench import compilers as CT
     from lab.bench.suite import standard
     from lab.core import compilers
+    from lab.core.files import check_writable
     from lab.core.simulator import select
 
     STANDARD = standard()
@@ -167,7 +170,6 @@ compiler_table = _script(compiler_table_command)
 @click.command("simcost")
 def simcost_command() -> int:
     """Re-measure ``lab.core.simcost.PER_THREAD_MS``; prints one dict line per rung."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.bench.suite
     from lab.bench.suite import measure_simcost
 
     for (kernel, variant), ms in measure_simcost().items():
@@ -184,19 +186,20 @@ simcost = _script(simcost_command)
 def launch_overhead_command(kernel, n, size, calls, rounds, json_path, profile) -> int:
     """Host time a call of a small op through the torch bridge beside a direct Numba launch, the fast
     launch path, torch's floor, CuPy and torch: a Markdown table (GPU; lab.bench.launch_overhead)."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import SIMULATOR
+    from lab.core.files import check_writable
 
     check_writable(json_path, "results")  # before the timing, not after it
     if SIMULATOR:
         print("error: the simulator is active: launch overhead needs a GPU", file=sys.stderr)
         return 2
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.bench.launch_overhead
     from lab.bench.launch_overhead import measure, render
 
     doc = measure(kernel, size or str(n), calls, rounds or None, profile)
     print(render(doc))
     if json_path:
+        import json
+
         _write(json_path, json.dumps(doc, indent=1) + "\n")
     return 0
 

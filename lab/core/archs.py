@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernels.device_limits import DeviceLimits
-
 KB = 1024
 
 
@@ -56,6 +54,8 @@ class Arch:
     def device_limits(self, sms: int | None = None):
         """This row as the described device launch math reads (kernels.device_limits.DeviceLimits),
         with ``sms`` SMs (default: the example product's)."""
+        from kernels.device_limits import DeviceLimits
+
         return DeviceLimits(f"{self.example_gpu} ({self.name}, described)", sms or self.sms,
                             max_threads_per_sm=self.max_threads_per_sm, max_threads_per_block=self.max_threads_per_block,
                             max_blocks_per_sm=self.max_blocks_per_sm, shared_per_block=self.shared_per_block_static,

@@ -199,7 +199,6 @@ class CudaThread:
     SWAP, MUTABLE = SWAP, MUTABLE
 
     def __init__(self, fn, args, block_idx, thread_idx, block_dim, block, stats):
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.kernelapi import Dim3
 
         self.fn, self.args, self.barrier, self.lab_stats = fn, args, block, stats

@@ -25,7 +25,6 @@ DROP = 0.05  # a drop of the SM clock by more than this fraction between before 
 def pci_bus_id(device=None) -> str:
     """NVML's form of the current CUDA device's PCI address: "DDDDDDDD:BB:DD.0" (hex)."""
     if device is None:
-        # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
         from kernels.compiler import cuda
 
         device = cuda.get_current_device()
@@ -41,7 +40,6 @@ def nvml_device(device=None, bus_id: str | None = None):
     """``with nvml_device() as (pynvml, handle):`` NVML initialised, and the handle of the CUDA
     device ``device`` (default: the current one), or of ``bus_id``, found by PCI bus id; NVML is
     shut down on exit. ImportError without nvidia-ml-py; NVML's own errors otherwise."""
-    # lazy: optional nvidia-ml-py (pynvml)
     import pynvml
 
     bus_id = bus_id or pci_bus_id(device)

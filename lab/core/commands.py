@@ -13,11 +13,9 @@ from lab.core.options import declares
 def list_kernels(*, sim: bool | None) -> list[dict]:
     """``lab list``: every kernel with its variants (the ladder's rungs), contenders, dtypes and
     default sizes per backend (docs/schemas/list.json)."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     select(A.backend(sim))
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.core.catalog
     from lab.core.catalog import catalog
 
     return catalog()
@@ -28,11 +26,9 @@ def device(*, measure: bool, sim: bool | None) -> dict:
     """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
     usable; ``measure``: also the measured device-to-device copy bandwidth (GB/s).
     docs/schemas/device.json's document. LAB_COMPILER is checked as ``--compiler`` would be."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.session
     from lab.core.session import start
 
     backend = start(A.backend(sim)).backend
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.core.device
     from lab.core.device import device_info
 
     return device_info(backend == "simulator", measure)

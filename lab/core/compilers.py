@@ -24,7 +24,6 @@ import os
 import re
 import sys
 
-from kernels import cache
 from kernels.backend import default_compiler, gpu_count
 from lab.core.errors import LabError
 
@@ -131,6 +130,8 @@ def doctor_check() -> tuple[bool, str]:
 
 def run_header(name: str) -> str:
     """``lab run``'s header line: the compiler of the Numba rows, why, and the kernel cache."""
+    from kernels import cache
+
     sim = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
     tail = "" if sim else " · kernel cache " + ("on" if cache.location() else f"off ({cache.ENV}=0)")
     return f"Numba compiler: {name} ({why(name)}){tail}"
@@ -139,6 +140,8 @@ def run_header(name: str) -> str:
 def cache_check() -> str:
     """For ``lab doctor``: one line on the compiled-kernel cache (kernels.cache): on or off, where,
     how much it holds."""
+    from kernels import cache
+
     base, size, files = cache.usage()
     if not cache.enabled():
         return f"off ({cache.ENV}=0); {base}: {size / 2**20:.1f} MiB in {files} files"
@@ -189,7 +192,6 @@ def unsupported(kernel: str, variant: str) -> str:
     ``kernels.compiler.UNSUPPORTED`` lists the known incompatibilities of numba-cuda-mlir."""
     if current() != MLIR:
         return ""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import UNSUPPORTED
 
     why = UNSUPPORTED.get((kernel, variant), "")
@@ -219,13 +221,11 @@ def log_spills(log: str) -> int | None:
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
-    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import nvjitlink
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
     # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
-    # lazy: unittest: heavy, not loaded at this module's import
     from unittest import mock
 
     with mock.patch.dict(os.environ, CUDA_CACHE_DISABLE="1"):  # for the whole link: complete() compiles
@@ -281,6 +281,8 @@ def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
     when nvJitLink is not available. A known answer is read from the kernel cache (kernels.cache:
     ``spills/<sha256 of the PTX and arch>``): ptxas runs with its own cache off, once per kernel."""
+    from kernels import cache
+
     code = ptx.encode() if isinstance(ptx, str) else ptx
     arch = f"sm_{cc[0]}{cc[1]}"
     memo = cache.root() / "spills" / (hashlib.sha256(code + arch.encode()).hexdigest()[:32] + ".txt") if cache.enabled() else None

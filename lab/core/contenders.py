@@ -82,7 +82,6 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool, arrays: 
     "numba" (``cuda.to_device``/``cuda.device_array``), "torch" (CUDA tensors) or "cupy"; the rung's
     prepare takes them as they are (kernels.arrays.agnostic), and allocates its scratch from the
     same library. Poisoning, the canary check and the copy back work alike for all three."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda  # the backend is chosen by now (the spec's module imported it)
 
     d_in = [K.from_host(a, arrays) for a in inputs]
@@ -157,7 +156,6 @@ def prepare_numpy(spec, inputs) -> Prepared:
 
 # --- CuPy -----------------------------------------------------------------------------------------
 def prepare_cupy(spec, size, label, inputs) -> Prepared:
-    # lazy: optional cupy
     import cupy as cp
 
     fn = registry.function("cupy", spec.name, label)
@@ -192,7 +190,6 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
     if simulator:
         return "needs a CUDA GPU; --sim (the CUDA simulator) is active"
     if contender == "torch":
-        # lazy: optional torch
         import torch
 
         if not torch.cuda.is_available():
@@ -224,10 +221,8 @@ def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
         call, poison, read, sync, mode, release = triton_ops.prepare(
             registry.function("triton", spec.name, label), inputs, spec.out_specs(size, inputs[0].dtype))
         return Prepared(call, poison, read, sync, mode, release)
-    # lazy: optional torch
     import torch  # optional, as CuPy: only when a torch row runs
 
-    # lazy: optional torch; via torch_bridge.contenders
     from torch_bridge import contenders as ops
 
     fn = registry.function("torch", spec.name, label)

@@ -145,7 +145,6 @@ def sweep(arch: Arch, registers: int, shared_bytes: int, step: int = 32) -> list
 def current_cc() -> tuple[int, int]:
     """The compute capability (major, minor) of the current GPU (a GPU process only: numba.cuda's
     device; CUDA Programming Guide, "Compute Capabilities")."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     return tuple(cuda.get_current_device().compute_capability)
@@ -164,7 +163,6 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, r
     if simulator:
         return keys
     try:
-        # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.resources
         from lab.core import resources
 
         cc = current_cc()

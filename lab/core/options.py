@@ -21,7 +21,6 @@ import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kernels import size_forms
 from lab.core import args as A
 
 # Kinds of value, and the check (lab.core.args) each is given by
@@ -116,6 +115,8 @@ COUNTER_TOOLS = ("auto", "ncu", "cupti")
 
 
 def _size_help() -> str:
+    from kernels import size_forms
+
     return f"The problem size: {size_forms()} (default: per backend; `lab list` gives each kernel's)."
 
 

@@ -54,7 +54,6 @@ def _lab_op(kernel: str) -> Callable:
 
     def fn(torch, *inputs, out):
         if not made:  # torch_bridge imports torch: only when the row runs
-            # lazy: optional torch; via torch_bridge.contenders
             from torch_bridge.contenders import lab_op
 
             made.append(lab_op(kernel))

@@ -19,24 +19,18 @@ run of the variant (:func:`record_launches`), so multi-kernel variants report ev
 """
 from __future__ import annotations
 
-import ast
 import contextlib
-import importlib
 import json
 import re
 import subprocess
 import sys
 import threading
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.backend import is_simulator
-from kernels.spec import poison_value
 from lab.core import compilers
 from lab.core.errors import LabError
-from lab.core.session import child_env
 
 EXTRA_HINT = "pip install 'numba-gpu-lab[occupancy]' (numba-cuda[cu13]: NVVM, NVRTC and nvJitLink)"
 
@@ -108,6 +102,8 @@ def _resolve(module, name: str):
     """The kernel ``name`` (:func:`_global_name`'s) names in ``module``: a global, or a factory's call."""
     m = re.fullmatch(r"(\w+)\((.*)\)", name)
     if m:
+        import ast
+
         args = ast.literal_eval(f"({m.group(2)},)") if m.group(2).strip() else ()
         return getattr(module, m.group(1))(*args)
     return getattr(module, name)
@@ -125,14 +121,14 @@ def _dims(d) -> tuple:
 def launch_hook(callback):
     """Call ``callback(kernel, grid, block, dynamic_shared, args)`` before every kernel launch in this
     process (the simulator's FakeCUDAKernel, numba-cuda's or numba-cuda-mlir's configured launch)."""
+    from kernels.backend import is_simulator
+
     if is_simulator():
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.kernel import FakeCUDAKernel as cls
 
         orig = cls.__call__
 
         def call(self, *args):
-            # lazy: numba.cuda after the backend choice (kernels.backend)
             from numba.cuda.simulator.kernel import _kernel_context
 
             if not self._device and not _kernel_context:
@@ -140,7 +136,6 @@ def launch_hook(callback):
             return orig(self, *args)
     elif _mlir():
         # numba-cuda-mlir 0.6: kernel[grid, block] returns an _ArgMarshaller holding the configuration
-        # lazy: optional numba_cuda_mlir
         from numba_cuda_mlir.descriptor import _ArgMarshaller as cls
 
         orig = cls.__call__
@@ -152,7 +147,6 @@ def launch_hook(callback):
                      shared if isinstance(shared, int) and shared > 0 else 0, args)
             return orig(self, *args)
     else:
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.dispatcher import _LaunchConfiguration as cls
 
         orig = cls.__call__
@@ -173,8 +167,8 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
     on_launch(kernel, grid, block, dynamic_shared, args): called before each launch;
     on_outputs(device_outputs): called with the output arrays before the run.
     """
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
+    from kernels.spec import poison_value
 
     variant = spec.variants[variant_name]
     rng = np.random.default_rng(seed)
@@ -185,6 +179,7 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
         on_outputs(outs)
     cfg = variant.launch(size, threads)
     call = variant.prepare(cfg, d_in, outs)
+    import warnings
 
     with launch_hook(on_launch or (lambda *a: None)), warnings.catch_warnings():
         # a small internal run: Numba's low-occupancy warning (either compiler's NumbaPerformanceWarning)
@@ -260,7 +255,6 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
     core = getattr(cufunc, "kernel", None)
     if core is not None and hasattr(core, "occupancy"):
         return int(core.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic_shared))
-    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import driver
 
     err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(cufunc.handle, threads, dynamic_shared)
@@ -271,7 +265,6 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
 
 # --- Without a GPU: numba-cuda LTO-IR (or PTX) + nvJitLink-----------------------------------------------
 def _numba_type(t):
-    # lazy: numba after the backend choice (kernels.backend)
     from numba import types
     from numba.np.numpy_support import from_dtype
 
@@ -282,10 +275,10 @@ def _numba_type(t):
 
 def _child_main(request: dict) -> list[dict]:
     """In the child (NUMBA_ENABLE_CUDASIM=0): compile each kernel to PTX and read its usage."""
-    # lazy: numba.cuda after the backend choice (kernels.backend)
+    import importlib
+
     from numba import cuda
 
-    # lazy: numba.cuda after the backend choice (kernels.backend)
     import numba.cuda.dispatcher as dispatcher
 
     arch = request["arch"]
@@ -322,6 +315,7 @@ def offline_resources(records: list[LaunchRecord], arch: str, timeout: float = 3
         raise LabError(f"kernel {missing[0].module}.? is not a module-level global: it cannot be compiled offline")
     request = {"arch": arch, "kernels": [{"module": r.module, "name": r.name, "argtypes": r.argtypes} for r in records]}
     # numba-cuda compiles offline (numba-cuda-mlir has no offline path here), whatever this process runs
+    from lab.core.session import child_env
 
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", LAB_COMPILER="numba-cuda",
                     CUDA_CACHE_DISABLE="1")
@@ -336,7 +330,6 @@ def offline_resources(records: list[LaunchRecord], arch: str, timeout: float = 3
 def offline_unavailable() -> str | None:
     """None when nvJitLink, NVVM and NVRTC load here, else what is missing."""
     try:
-        # lazy: optional: its ImportError is handled here
         from cuda.pathfinder import load_nvidia_dynamic_lib
     except ImportError:
         return "cuda-bindings / cuda-pathfinder"

@@ -10,7 +10,6 @@ refuses to fall back to the simulator under it. Nothing here prints.
 """
 from __future__ import annotations
 
-import difflib
 import os
 import shutil
 from dataclasses import dataclass
@@ -125,6 +124,7 @@ def validate(environ=None) -> None:
         if setting is None:
             if name in INTERNAL:
                 continue
+            import difflib
 
             close = difflib.get_close_matches(name, BY_NAME, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""

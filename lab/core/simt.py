@@ -30,17 +30,12 @@ memory is checked only for non-atomic read-modify-writes by several threads.
 """
 from __future__ import annotations
 
-import inspect
-import linecache
-import re
 import sys
 import threading
-import unicodedata
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)
 from lab.core import simulator as simulation
 from lab.core.blocks import SWAP, Block, CudaThread, identity_kept
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
@@ -493,7 +488,7 @@ class _Shared:
         self.trace, self.lock, self.arrays = trace, lock, {}
 
     def array(self, shape, dtype, alignment=None):
-        # lazy: numba.cuda after the backend choice (kernels.backend)
+        import sys
         from numba.cuda import types
         from numba.cuda.np import numpy_support
 
@@ -514,6 +509,9 @@ class _Shared:
 def _shared_name(frame):
     """'cache': the variable a ``cuda.shared.array`` call is assigned to (the race and out-of-bounds
     messages name the lines of the accesses), else 'shared array (line 13)', its declaration's line."""
+    import linecache
+    import re
+
     src = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     m = re.match(r"\s*([A-Za-z_]\w*)\s*=\s*cuda\.shared\.array", src)
     return m.group(1) if m else f"shared array (line {frame.f_lineno})"
@@ -531,6 +529,8 @@ def poisoned(shape, dtype, which=0):
         return np.full(shape, FLOAT_SENTINEL if which == 2 else np.nan, dtype)
     if dtype.kind == "b":
         return np.zeros(shape, dtype)
+    from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)
+
     return np.full(shape, poison_value(dtype, which), dtype)
 
 
@@ -572,7 +572,6 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     thread raised (an out-of-bounds access included: see ``Trace.oob``), ValueError on a bad
     launch configuration.
     """
-    # lazy: numba.cuda after the backend choice (kernels.backend)
     from numba.cuda.simulator import kernel as simkernel
     from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAModule, swapped_cuda_module
 
@@ -581,11 +580,14 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     trace = trace if trace is not None else Trace()
     lock = lock if lock is not None else threading.RLock()
     if uses_barriers is None:
+        import inspect
+        import linecache
         try:
             src = inspect.getsource(inspect.getmodule(fn))
         except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
             code = getattr(fn, "__code__", None)
             src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
+        import unicodedata
 
         src = unicodedata.normalize("NFKC", src)  # the names Python reads (cuda.ｓyncthreads is cuda.syncthreads)
         uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)

@@ -10,14 +10,13 @@ import threading
 
 import numpy as np
 
-from kernels.spec import poison_value
-
 
 def _undefined(value):
     """What a shuffle returns from a lane that did not take part (undefined in CUDA): a poison."""
     if isinstance(value, (float, np.floating)):
         return type(value)(np.nan)
     if isinstance(value, np.integer):  # lab.core.simt.poisoned's first integer poison
+        from kernels.spec import poison_value
 
         return np.full((), poison_value(value.dtype, 0), value.dtype)[()]
     if isinstance(value, (bool, np.bool_)):

@@ -25,9 +25,6 @@ Nothing here prints; the simulator must be the active backend.
 """
 from __future__ import annotations
 
-import bisect
-import dis
-import linecache
 import math
 import os
 import sys
@@ -93,7 +90,6 @@ class Instruction:
 
 
 def _sim_dir() -> str:
-    # lazy: numba.cuda after the backend choice (kernels.backend)
     import numba.cuda.simulator as sim
 
     return os.path.dirname(os.path.abspath(sim.__file__))
@@ -140,7 +136,6 @@ class SectorTracer:
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self):
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
         self._cls = FakeCUDAArray
@@ -169,7 +164,6 @@ class SectorTracer:
     def _patch_atomics(self) -> None:
         """Count every ``cuda.atomic.*`` call on a global array (a fake device array; shared
         memory is a plain ndarray) in ``atomic_ops``."""
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
         from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
 
@@ -238,7 +232,6 @@ class SectorTracer:
         instr = site(code, f.f_lasti)
         if atomic:
             kind = "atomic"
-        # lazy: numba.cuda after the backend choice (kernels.backend)
         from numba.cuda.simulator import kernel as simkernel
 
         ctx = simkernel._kernel_context
@@ -297,6 +290,8 @@ class SectorTracer:
     # --- results --------------------------------------------------------------------------------
     def instructions(self) -> list[Instruction]:
         """Every traced site, in source order, with its requests' statistics."""
+        import linecache
+
         sites: dict = {}
         for (kind, _b, _w, instr, _n), addrs in self._requests.items():
             site = sites.get((kind, instr))
@@ -320,6 +315,7 @@ class SectorTracer:
         mine.sort(key=lambda kv: self._order[kv[0]])
         roots = {base: root for root, base in self._roots.values()}
         out, arrays = [], {}
+        import linecache
 
         for (kind, _b, _w, instr, n), addrs in mine[:limit]:
             fname, line, name = self._code[instr]
@@ -431,7 +427,10 @@ def instruction_offset(code, lasti: int) -> int:
     start, so the same load would otherwise look like two instructions."""
     offs = _OFFSETS.get(code)
     if offs is None:
+        import dis
+
         offs = _OFFSETS[code] = [i.offset for i in dis.get_instructions(code)]
+    import bisect
 
     k = bisect.bisect_right(offs, lasti) - 1
     return offs[k] if k >= 0 else lasti

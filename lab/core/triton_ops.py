@@ -42,7 +42,6 @@ def interpreted() -> bool:
         return True
     if backend.gpu_count()[0] == 0:
         return True
-    # lazy: optional torch
     import torch
 
     return not torch.cuda.is_available()
@@ -75,7 +74,6 @@ def namespace() -> SimpleNamespace:
         interp = interpreted()
         if interp:
             os.environ[INTERPRET_ENV] = "1"  # read by @triton.jit when an op defines its kernel
-        # lazy: optional torch, triton
         import torch
         import triton
         import triton.language as tl
@@ -88,7 +86,6 @@ def prepare(fn, inputs, out_specs):
     """``fn``'s inputs and poisonable outputs as torch tensors on the GPU (on the CPU when
     interpreted); returns (call, poison, read, sync, timer_mode, release), the parts of a
     lab.core.contenders.Prepared. Timed with CUDA events on the GPU, perf_counter interpreted."""
-    # lazy: optional torch
     import torch
 
     dev = "cpu" if interpreted() else "cuda"

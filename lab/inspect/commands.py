@@ -6,14 +6,13 @@ here prints: the ``lab`` commands and the notebook API (:mod:`lab.cli`) are view
 """
 from __future__ import annotations
 
-import kernels
-from lab.core import args as A, options as D
+from lab.core import args as A
+from lab.core import options as D
 from lab.core.errors import LabError
 from lab.core.options import declares
 
 
 def _backend(sim) -> str:
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     return select(A.backend(sim))
@@ -30,11 +29,9 @@ def grid(kernel: str, *, variant: str | None, size: str | None, threads: int, ar
     sectors. Recorded in Numba's CUDA simulator, so this process must be (or become) a simulator
     process: LabError where numba.cuda already runs on a GPU (the notebook API then asks a child
     process). Returns docs/schemas/grid.json's document."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.core.simulator
     from lab.core.simulator import select
 
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.inspect.grid
     from lab.inspect import grid as G
 
     return G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
@@ -48,7 +45,6 @@ def occupancy(kernel: str | None, *, variant: str | None, threads: int, arch: st
     GPU's, else sm_90), or the calculator (``registers`` per thread, ``shared`` bytes a block, no
     kernel); ``sweep``: also 32..1024 threads per block. Returns docs/schemas/occupancy.json's
     document; LabError on bad input."""
-    # lazy: numpy: heavy, kept off `lab --help`'s start; via lab.inspect.occupancy
     from lab.inspect import occupancy as Occ
 
     return Occ.occupancy(kernel, variant, threads, arch, registers, shared,
@@ -64,7 +60,6 @@ def counters(kernel: str, *, variant: str | list | None, size: str | None, threa
     ``tool``) with a verdict; in the simulator sectors per request from the recorded addresses.
     Returns docs/schemas/counters.json's document; LabError on bad input or when no engine is
     usable on a GPU."""
-    # lazy: importlib.metadata, numpy: heavy, kept off `lab --help`'s start; via lab.inspect.counters
     from lab.inspect import counters as K
 
     backend = _backend(sim)
@@ -81,9 +76,10 @@ def sanitize(kernel: str, *, variant: str | list | None, tools: str | list, size
     racecheck, synccheck, initcheck; comma-separated or a list): clean, or how many errors and the
     first, by file and line. Returns docs/schemas/sanitize.json's document; LabError when
     compute-sanitizer or a GPU is missing, or on bad input."""
-    # lazy: off `lab --help`'s start; via lab.core.sanitizer, lab.inspect.sanitize
     from lab.core import sanitizer as San
     from lab.inspect import sanitize as S
+
+    import kernels
 
     if kernel not in kernels.NAMES:  # the name first: a typo is the user's first problem, not the toolkit
         try:
@@ -102,7 +98,6 @@ def doctor() -> list:
     """``lab doctor``: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel. Returns the
     checks in order (:class:`lab.inspect.doctor.Check`: ok, warn or fail, with detail and fix);
     :func:`lab.inspect.doctor.to_dict` makes docs/schemas/doctor.json's document of them."""
-    # lazy: off `lab --help`'s start; via lab.inspect.doctor
     from lab.inspect import doctor as D
 
     return D.run_checks()

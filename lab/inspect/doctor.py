@@ -15,15 +15,7 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
-from kernels.backend import (  # probes: the tests monkeypatch them here
-    device_name,
-    driver_version,
-    gpu_count,
-    installed_version,
-)
-from lab.core.errors import SCHEMA_VERSION
-from lab.core.isolation import protections
-from lab.core.settings import doctor_lines
+from kernels.backend import device_name, driver_version, gpu_count, installed_version  # probes: the tests monkeypatch them here
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -40,7 +32,6 @@ class Check:
 def find_library(lib: str) -> str | None:
     """Path of an NVIDIA library (nvvm, nvrtc, nvJitLink) as cuda-pathfinder finds it, else None."""
     try:
-        # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
         from cuda.pathfinder import load_nvidia_dynamic_lib
 
         return load_nvidia_dynamic_lib(lib).abs_path
@@ -60,7 +51,6 @@ def torch_info() -> dict | None:
     """{"version", "cuda" (torch.version.cuda or None), "available", "device"} or None if not installed."""
     if installed_version("torch") is None:
         return None
-    # lazy: optional torch
     import torch
 
     available = torch.cuda.is_available()
@@ -86,7 +76,6 @@ print("simulator" if is_simulator() else "gpu")
 
 
 def run_tiny_kernel() -> tuple[bool, str]:
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import child_env
 
     env = child_env()
@@ -221,7 +210,6 @@ def check_compilers() -> list[Check]:
     """Which compiler kernels use by default and why (numba-cuda-mlir on a CUDA 13 GPU where it is
     installed, else numba-cuda), which of the two can compile here and why not; and the
     compiled-kernel cache (where, how big, how to turn it off)."""
-    # lazy: importlib.metadata: heavy, not loaded at this module's import; via lab.core.compilers
     from lab.core.compilers import cache_check, doctor_check
 
     ok, text = doctor_check()
@@ -234,12 +222,16 @@ def check_sandbox() -> list[Check]:
     """Which of the OS's protections a student's submission gets here under ``lab exercise check``
     and ``grade`` (:mod:`lab.core.isolation`): bubblewrap's namespaces, seccomp, Landlock, the
     per-submission thread limit; each ok, or warn with the fix."""
+    from lab.core.isolation import protections
+
     return [Check(p["name"], OK if p["status"] == "ok" else WARN, p["message"], p["fix"]) for p in protections()]
 
 
 def check_settings() -> Check:
     """The lab's environment variables that are set (lab.core.settings), each with its value; fail
     when one holds a value it does not take (every command then refuses to start)."""
+    from lab.core.settings import doctor_lines
+
     lines = doctor_lines()
     if not lines:
         return Check("settings", OK, "no LAB_* variable set: every default (docs/settings.md)")
@@ -278,6 +270,7 @@ def run_checks(checks=None) -> list[Check]:
 
 def to_dict(results: list[Check]) -> dict:
     status = FAIL if any(r.status == FAIL for r in results) else WARN if any(r.status == WARN for r in results) else OK
+    from lab.core.errors import SCHEMA_VERSION
 
     return {"schema_version": SCHEMA_VERSION, "status": status, "checks": [asdict(r) for r in results]}
 

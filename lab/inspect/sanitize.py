@@ -20,10 +20,9 @@ import sys
 import tempfile
 from dataclasses import asdict
 
-import kernels as K
 from lab.core.errors import SCHEMA_VERSION, LabError
-from lab.core.sanitizer import (PREFIX, TOOLS, Report, command, find_sanitizer, kernel_key, lineinfo_on, parse_report,
-                                unavailable_reason)
+from lab.core.sanitizer import (PREFIX, TOOLS, Report, command, find_sanitizer, kernel_key, lineinfo_on,
+                                parse_report, unavailable_reason)
 
 
 def attribute(reports: list[Report], launched: dict[str, list[str]]) -> tuple[dict, list[Report]]:
@@ -67,7 +66,6 @@ def sanitize(kernel: str, backend: str, variants: list[str] | None = None, tools
     if backend != "gpu":
         raise LabError("compute-sanitizer checks kernels on a CUDA GPU, and this run uses the CUDA simulator; "
                        "in the simulator lab exercise check diagnoses races and out-of-bounds accesses")
-    # lazy: numpy: heavy, not loaded at this module's import; via lab.core.catalog
     from lab.core import catalog
 
     spec = catalog.load(kernel)
@@ -113,7 +111,6 @@ def run_tool(exe: str, tool: str, kernel: str, variants: list[str], shape, threa
     for the variants after one that broke the context). Returns {"reports": [Report],
     "launched": {variant: kernel keys}, "skipped": {variant: why}, "failed": {variant: why},
     "notes": [...], "output": the sanitizer's text}."""
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.session
     from lab.core.session import child_env
 
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1",
@@ -180,11 +177,10 @@ def _child_main(request_path: str, result_path: str) -> None:
     the result file is rewritten after every variant so a crash keeps what was done."""
     with open(request_path) as f:
         req = json.load(f)
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.simulator
     from lab.core.simulator import select
 
     select("gpu")
-    # lazy: importlib.metadata, numpy: heavy, not loaded at this module's import; via lab.core.resources
+    import kernels as K
     from lab.core import resources
 
     spec = K.load(req["kernel"])

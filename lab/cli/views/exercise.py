@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from kernels.spec import plural
-from lab.cli.views.table import Col, console, explain, fit, print_tables, show, wide_adds
+from lab.cli.views.table import Col, console, show
 
 
 def _console() -> Console:
@@ -66,6 +65,7 @@ def print_check(result, out: Console | None = None) -> None:
     if "simulator" in result.get("verdict_from", []) and result["backend"] == "gpu":
         where = "the GPU and in the CUDA simulator's trace"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
+    from rich.table import Table
 
     grid = Table.grid(padding=(0, 1), pad_edge=True)  # a long message wraps under itself, not under PASS
     grid.add_column(no_wrap=True)
@@ -78,7 +78,6 @@ def print_check(result, out: Console | None = None) -> None:
         _out.print(f"  [dim]{escape(note)}[/dim]")
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
     if "tests_total" in result:
-        # lazy: off `lab exercise list`'s start; via lab.teach.union
         from lab.teach.union import hidden_of
 
         hidden = set(hidden_of(result["tests"]))
@@ -128,6 +127,8 @@ def print_grade(doc, csv_path=None, wide: bool = False) -> None:
     """The gradebook: one row per (student, exercise), the reason wrapped; when the reason does not
     fit the terminal, each failed row's reason under the table (student/exercise: reason); then
     the summary. ``wide``: every column at its natural width."""
+    from lab.cli.views.table import explain, fit, print_tables, wide_adds
+
     _out = _console()
     mark = {"passed": "green", "failed": "red", "missing": "dim"}
     cols = [Col("student", lambda r: r["student"], 100, left=True, wrap=True),

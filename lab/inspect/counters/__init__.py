@@ -54,7 +54,6 @@ every other name from the module that defines it.
 """
 from __future__ import annotations
 
-from lab.core import catalog, simulator as S
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.inspect.counters.bound import bound as limit_of  # not `bound`: that name is the module
 from lab.inspect.counters.cupti import profile_cupti
@@ -84,6 +83,8 @@ def find_engine(tool: str = "auto") -> tuple[str, str | None]:
 
 # --- the command ---------------------------------------------------------------------------------------
 def _resolve(kernel, variants, size, threads, dtype, simulator):
+    from lab.core import catalog
+
     spec = catalog.load(kernel)
     for v in variants or []:
         if v not in spec.variants:
@@ -123,6 +124,7 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
             raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
                            "run on a GPU for the CuPy and torch ops")
         if not yes:  # before any input is made: hours do not start unless asked
+            from lab.core import simulator as S
 
             calls = S.TRACE_FACTOR  # one traced call costs about this many plain ones
             S.refuse_long(S.simulator_seconds(spec, shape, names, threads, calls),

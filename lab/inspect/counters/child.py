@@ -8,15 +8,8 @@ import json
 
 import numpy as np
 
-import kernels as K
-from lab.core import contenders as C, timing
-from lab.core.device import describe
-from lab.core.occupancy import launch_usage
-from lab.core.simulator import select
-
 
 def marker_kernel():
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     @cuda.jit
@@ -30,12 +23,10 @@ def marker_kernel():
 
 def profiler():
     """(start, stop): cuProfilerStart/Stop through Numba (numba-cuda), else cuda-bindings."""
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
 
     if hasattr(cuda, "profile_start"):
         return cuda.profile_start, cuda.profile_stop
-    # lazy: optional cuda-python (cuda.bindings, cuda.pathfinder)
     from cuda.bindings import driver
 
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
@@ -44,7 +35,12 @@ def profiler():
 def prepare_child(req: dict):
     """In a profiled child: every contender of ``req`` prepared and warmed up as lab run does.
     Returns (entries of those that could not be, [(meta, prepared)] of those that can)."""
+    from lab.core.simulator import select
+
     select("gpu")
+    import kernels as K
+    from lab.core import contenders as C
+    from lab.core.occupancy import launch_usage
 
     spec = K.load(req["kernel"])
     size, dtype, threads = tuple(req["size"]), np.dtype(req["dtype"]), req["threads"]
@@ -88,6 +84,8 @@ def prepare_child(req: dict):
 
 
 def finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
+    from lab.core.device import describe
+
     order = {v: n for n, v in enumerate(req["variants"])}
     entries.sort(key=lambda e: (("numba", "cupy", "torch").index(e["contender"]), order.get(e["variant"], 0)))
     with open(result_path, "w") as f:
@@ -100,8 +98,8 @@ def child_main(request_path: str, result_path: str) -> None:
     with open(request_path) as f:
         req = json.load(f)
     entries, warm = prepare_child(req)
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
+    from lab.core import timing
 
     mark = marker_kernel()
     mark[1, 1](0)  # compile + load outside any profiled range

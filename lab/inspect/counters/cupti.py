@@ -16,17 +16,10 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import traceback
-from importlib import metadata
-from importlib.metadata import version
 
 import numpy as np
 
-from lab.core import timing
-from lab.core.device import describe
 from lab.core.errors import LabError
-from lab.core.session import child_env
 from lab.inspect.counters.child import finish_child, prepare_child
 from lab.inspect.counters.engine import CUPTI_FIX, NCU_FIX, PERM_FIX
 from lab.inspect.counters.metrics import (BANK, CUPTI_CYCLES, CUPTI_GROUPS, CUPTI_L1_SECTORS, CUPTI_L2_HIT,
@@ -49,12 +42,13 @@ def cupti_preload() -> list[str]:
     With libcupti 13.5 loaded first, PM sampling worked; cuda-pathfinder returns a library
     that is already loaded. Raises LabError (one line, with the fix) where that package is older than
     cupti-python requires."""
+    from importlib import metadata
+
     try:
         dist = metadata.distribution("nvidia-cuda-cupti")
     except metadata.PackageNotFoundError:
         return []
     try:
-        # lazy: optional: its ImportError is handled here
         from packaging.requirements import Requirement
 
         wants = [r for r in map(Requirement, metadata.requires("cupti-python") or [])
@@ -110,7 +104,6 @@ def choose_cupti_groups(fits, optional=()) -> tuple[list, list[str]]:
 def _cupti_one_pass(chip: str):
     """fits(metrics) for :func:`choose_cupti_groups`, asked of CUPTI's Profiler Host alone (config images
     and their pass count; no GPU state: a refused configure of the collector broke the calls after it)."""
-    # lazy: optional cupti-python
     from cupti import profiler_host as ph
     from cupti.cupti import cuptiError
 
@@ -128,7 +121,6 @@ def _cupti_one_pass(chip: str):
 
 def _cupti_chip(collector) -> str:
     """The chip name CUPTI knows the device by (e.g. GH100), once ``collector`` is enabled."""
-    # lazy: optional cupti-python
     from cupti import cupti as C
 
     p = C.DeviceGetChipNameParams()
@@ -144,6 +136,9 @@ def cupti_child_main(request_path: str, result_path: str) -> None:
     call, stop, decode, disable) and reduce every metric over the completed samples
     (:func:`reduce_samples`). Writes {"device", "entries", "metrics", "notes", "libcupti"}, or
     {"error": one line} when CUPTI cannot sample here."""
+    import time
+    import traceback
+
     with open(request_path) as f:
         req = json.load(f)
 
@@ -154,13 +149,13 @@ def cupti_child_main(request_path: str, result_path: str) -> None:
 
     libcupti = next((lib for lib in os.environ.get("LD_PRELOAD", "").split() if "libcupti" in lib), None)
     try:
-        # lazy: optional: its ImportError is handled here
         from cupti import pm_sampling
     except (ImportError, OSError) as e:
         return fail(f"cupti-python cannot be imported ({e}): {CUPTI_FIX}")
     entries, warm = prepare_child(req)
-    # lazy: numba.cuda after the backend choice (kernels.backend); via kernels.compiler
     from kernels.compiler import cuda
+    from lab.core import timing
+    from lab.core.device import describe
 
     max_warps = describe(False)["max_threads_per_sm"] // 32
     timing._flush_l2()
@@ -245,6 +240,8 @@ def cupti_row(entry: dict, min_bytes: int, optional=()) -> dict:
 
 
 def profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional=()) -> dict:
+    from lab.core.session import child_env
+
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
                "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
@@ -291,6 +288,8 @@ def profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optio
 
 def _cupti_version() -> str:
     try:
+        from importlib.metadata import version
+
         return version("cupti-python")
     except Exception:  # noqa: BLE001
         return ""

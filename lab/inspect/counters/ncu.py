@@ -22,11 +22,11 @@ import tempfile
 import numpy as np
 
 from lab.core.errors import LabError
-from lab.core.session import child_env
 from lab.inspect.counters.engine import PERM_FIX
-from lab.inspect.counters.metrics import (BANK, BY_NAME as M, DURATION, LD_REQUESTS, LD_SECTORS, LDGSTS_SECTORS, PHASES,
-                                          SHARED, ST_REQUESTS, ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS,
-                                          WAVEFRONTS, unit_scale)
+from lab.inspect.counters.metrics import (BANK, DURATION, LD_REQUESTS, LD_SECTORS, LDGSTS_SECTORS, PHASES, SHARED,
+                                          ST_REQUESTS, ST_SECTORS, STALL_PREFIX, STALL_SUFFIX, STALLS, WAVEFRONTS,
+                                          unit_scale)
+from lab.inspect.counters.metrics import BY_NAME as M
 from lab.inspect.counters.row import CounterRow
 
 MARKER = "lab_counters_mark"
@@ -277,6 +277,8 @@ def passes(log: str) -> int:
 def profile_ncu(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES, optional=()) -> dict:
     """Run ncu over the profiled child once a phase; the document's device, tool, engine, rows (CounterRow)
     and notes. LabError (one line) when ncu or the child fails."""
+    from lab.core.session import child_env
+
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
                "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
