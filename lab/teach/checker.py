@@ -44,11 +44,11 @@ from lab.teach.launches import zero_blocks_line
 from lab.teach.reference import unstored_words
 from lab.teach.shared_words import TILE_CHOICE
 from lab.teach.messages import (DIAGNOSIS, EVERY_BLOCK_REPEATS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line,
-                                fmt_idx, fmt_who,
-                                kernel_error_message, many_writers_message, ndims, offset_hint, one_store_line,
-                                own_partial_cause, poison_hint, quote, race_text, scaled_hint,
+                                fmt_idx, fmt_who, kernel_error_message, many_writers_message, ndims, offset_hint,
+                                one_store_line, own_partial_cause, poison_hint, quote, race_text, scaled_hint,
                                 store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
+from lab.teach.contained import syntax
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -111,7 +111,7 @@ def threads_param(ex) -> int | None:
             import ast
 
             with open(ex.scaffold, encoding="utf-8") as f:
-                tree = ast.parse(f.read())
+                tree = syntax.parse(f.read())
             fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ex.launch)
             names = [a.arg for a in fn.args.posonlyargs + fn.args.args]
             hits = [i for i, n in enumerate(names) if "thread" in n.lower()]

@@ -15,6 +15,7 @@ import numpy as np
 
 from lab.teach.shared_words import (block_index_past, global_for_block, global_warp_slot, per_warp_slot, shared_below,
                                    shared_tile_past)
+from lab.teach.contained import syntax
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -45,7 +46,7 @@ def _tested_by(source, line, other) -> bool:
     import ast
 
     try:
-        tree = ast.parse("\n".join(map(str, source)))
+        tree = syntax.parse("\n".join(map(str, source)))
     except (SyntaxError, ValueError, RecursionError, TypeError):
         return True
     marks = (f"{other}.shape", f"len({other})", f"{other}.size")
@@ -56,7 +57,7 @@ def _tested_by(source, line, other) -> bool:
             if isinstance(node, ast.For) and not _bare_index(source, line, ast.unparse(node.target)):
                 continue  # a loop whose variable is not itself an index of the access: its range is no guard
             test = ast.unparse(node.iter if isinstance(node, ast.For) else node.test)
-            if any(m in test for m in marks) or {n.id for n in ast.walk(ast.parse(test)) if isinstance(n, ast.Name)} & bound:
+            if any(m in test for m in marks) or {n.id for n in ast.walk(syntax.parse(test)) if isinstance(n, ast.Name)} & bound:
                 return True
     return False
 
@@ -327,7 +328,7 @@ def equality_guard(source, line, quote, order=False) -> str | None:
     import ast
 
     try:
-        tree = ast.parse("\n".join(map(str, source or ())))
+        tree = syntax.parse("\n".join(map(str, source or ())))
         line = int(line)
     except (SyntaxError, TypeError, ValueError):
         return None

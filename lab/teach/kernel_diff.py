@@ -10,18 +10,16 @@ it fails. :func:`one_difference` finds it:
   names bound once to an expression (``i = cuda.grid(1)``, ``ty = cuda.threadIdx.y``) replaced by
   that expression (and their statements dropped), other locals numbered in order of first binding
   (``acc``, a loop variable, a shared array: the first, second, ...), parameters by position,
-  ``float32(e)`` as ``e``, ``-math.inf``/``float("-inf")``/``-np.inf`` as one constant, ``a * b`` as
-  ``b * a``;
+  ``float32(e)`` as ``e``, ``-math.inf``/``float("-inf")``/``-np.inf`` as one constant, ``a * b`` as ``b * a``;
 * the two sequences are aligned (:mod:`difflib`); the kernels differ in one place when exactly one
   statement stands against one (a replace of one by one), or one statement of the reference is one
   of the student's at another place (a statement moved: into a loop, out of a branch);
 * in a replaced statement, the smallest expression that holds every difference (``x[i] ** 2`` for
-  ``2 * x[i]``; ``1.0`` for ``0.0``; ``min`` for ``max``), followed into a name's one binding where
-  the difference lies there (``i = cuda.grid(1) + 1``).
+  ``2 * x[i]``; ``1.0`` for ``0.0``; ``min`` for ``max``), followed into a name's one binding where the difference
+  lies there (``i = cuda.grid(1) + 1``).
 
-Anything else (two differences, a statement missing, kernels written otherwise): None, and the
-judge's other evidence speaks. The reference's code is quoted: the student sees the one expression
-that differs, not the solution.
+Anything else (two differences, a statement missing, kernels written otherwise): None, and the judge's other
+evidence speaks. The reference's code is quoted: the student sees the one expression that differs, not the solution.
 """
 from __future__ import annotations
 
@@ -29,6 +27,8 @@ import ast
 import difflib
 import functools
 import math
+
+from lab.teach.contained import syntax
 
 _CONST_ATTRS = {("math", "inf"): math.inf, ("np", "inf"): math.inf, ("numpy", "inf"): math.inf,
                 ("math", "pi"): math.pi, ("np", "pi"): math.pi, ("numpy", "pi"): math.pi,
@@ -120,7 +120,7 @@ class _Kernel:
     """One file's kernel ``name``: its module constants, parameters, names bound once, locals."""
 
     def __init__(self, text: str, name: str):
-        self.tree = ast.parse(text)
+        self.tree = syntax.parse(text)
         self.lines = text.splitlines()
         self.consts: dict = {}
         self.fn = None

@@ -9,6 +9,7 @@ tree combines the cells).
 from __future__ import annotations
 
 import ast
+from lab.teach.contained import syntax
 
 # the values' guesses (exercises.sum_hints) that this evidence answers: a tree that starts too low, an
 # accumulator reset in a loop (a reload can leave the last term's value too)
@@ -23,7 +24,7 @@ def reloaded_words(counts, source, inputs) -> str | None:
         return None
     arrays = counts.get("arrays") or []
     try:
-        tree = ast.parse("\n".join(map(str, source)))
+        tree = syntax.parse("\n".join(map(str, source)))
     except (SyntaxError, ValueError, RecursionError):
         return None
     for a, _tid, line, loads, lo, hi in sorted(counts.get("load_lines") or (), key=lambda r: (r[1], r[2])):

@@ -11,6 +11,7 @@ Source: CUDA C++ Programming Guide, "Asynchronous Data Copies" (the two-stage pi
 from __future__ import annotations
 
 import ast
+from lab.teach.contained import syntax
 
 # the exercise's words for NaN read from a buffer in flight (exercises/async_pipeline/hidden.py): what the
 # text's own evidence replaces
@@ -24,7 +25,7 @@ def _calls(node, name):
 def async_order_words(text: str) -> str | None:
     """Which pipeline rule the kernel of ``text`` breaks (see the module's doc), or None."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
     for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):

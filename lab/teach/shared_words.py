@@ -10,6 +10,7 @@ threads: warp t // 32, lane t % 32).
 from __future__ import annotations
 
 import math
+from lab.teach.contained import syntax
 
 WARP = 32
 
@@ -121,7 +122,7 @@ def _store_controls(text: str, arr: str) -> list | None:
     import ast
 
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
     found = []
@@ -199,7 +200,7 @@ def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored:
     import ast
 
     try:
-        tree = ast.parse("\n".join(map(str, source or ())))
+        tree = syntax.parse("\n".join(map(str, source or ())))
     except SyntaxError:
         return None
     for loop in (n for n in ast.walk(tree) if isinstance(n, (ast.For, ast.While))):
@@ -269,7 +270,7 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
     import ast
 
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
     if len(idx) != 1:
@@ -287,7 +288,7 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
         if len(chain) != 1 or chain[0][0] != "if" or chain[0][1].startswith("not ("):
             continue
         node = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == ln), None)
-        test = ast.parse(chain[0][1], mode="eval").body
+        test = syntax.parse(chain[0][1], mode="eval").body
         sub = node.targets[0] if node is not None and isinstance(node.targets[0], ast.Subscript) else None
         names = {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
         if sub is None or not names or not names <= alias | set(env):
@@ -320,7 +321,7 @@ def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
     import ast
 
     try:
-        tree = ast.parse("\n".join(map(str, source or ())))
+        tree = syntax.parse("\n".join(map(str, source or ())))
         line = int(line)
     except (SyntaxError, TypeError, ValueError, RecursionError):
         return None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 import operator as op
+from lab.teach.contained import syntax
 
 _BINS = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod,
          ast.BitAnd: op.and_, ast.RShift: op.rshift, ast.LShift: op.lshift}
@@ -117,7 +118,7 @@ def same_cell_words(text: str, arr: str, lines: tuple, me, them, block) -> str |
     cell in one phase, at ``lines`` (this store's, the other's), from the file ``text``; None where the text
     does not say (a store in a loop, an index through names bound more than once)."""
     try:
-        tree = ast.parse(text)
+        tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
     if not lines[0] or not lines[1]:

@@ -52,6 +52,7 @@ from lab.teach.contained.allowlist import (ALLOWED_IMPORTS, CUDA_JIT_OPTIONS, BU
 from lab.teach.messages import Failed
 from lab.teach.contained.source_eval import Launch, LaunchRules, constant
 from lab.teach.contained.source_rules import reach
+from lab.teach.contained import syntax
 
 
 # --- Reading ---------------------------------------------------------------------------------------------
@@ -77,7 +78,7 @@ def extract(text: str, path, kernel: str, launch: str | None = None) -> Program:
     function, and a function a kernel reaches that breaks the device rules."""
     base = os.path.basename(str(path))
     try:
-        tree = ast.parse(text, filename=str(path))
+        tree = syntax.parse(text, filename=str(path))
     except SyntaxError as e:
         where = f" line {e.lineno}" if e.lineno else ""  # a file with null bytes has no line to name
         raise Failed(f"{base}{where}: SyntaxError: {e.msg}") from None
@@ -284,7 +285,7 @@ def _signature_ok(sig: str) -> bool:
     if len(sig) > 500:
         return False
     try:
-        tree = ast.parse(sig, mode="eval")
+        tree = syntax.parse(sig, mode="eval")
     except (SyntaxError, ValueError, RecursionError):
         return False
     for n in ast.walk(tree):
@@ -438,7 +439,7 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
         checks = _Int64Checks()
         body = [ast.fix_missing_locations(checks.visit(fn)) for fn in body]
         g.update(checks.literals)
-    code = compile(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
+    code = syntax.compile_tree(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
     exec(code, g)  # noqa: S102 - def statements of checked syntax trees only: functions are defined, none runs
     import inspect
 
