@@ -1,6 +1,6 @@
 """lab.teach.contained.syntax: the lab's syntax trees are made one thread at a time. CPython 3.11 keeps the
 AST conversion's recursion depth per interpreter, so two grader threads parsing at once failed an honest
-submission ("SystemError: AST constructor recursion depth mismatch", a fresh clone's run, 2026-11-30)."""
+submission ("SystemError: AST constructor recursion depth mismatch", seen in a fresh clone's run)."""
 import ast
 import pathlib
 import threading

@@ -5,8 +5,8 @@ CPython 3.11's conversion between its C syntax tree and ``ast`` objects keeps it
 per-interpreter state, not per thread: two threads converting at once (the grader checks a class's
 submissions in threads, each reading its student's file) can fail one of them with "SystemError: AST
 constructor recursion depth mismatch (before=27, after=25)", which graded an honest submission 0
-("the grader could not run it"). Sources: python/cpython issues 106905 and 95185 (the depth tracking);
-Python's ``ast`` module documentation. Every ``ast.parse`` of the lab's judge and contained code goes
+("the grader could not run it"). Sources: CPython's bug tracker, "Error in AST recursion depth tracking"
+(python/cpython on GitHub); Python's ``ast`` module documentation. Every ``ast.parse`` of the lab's judge and contained code goes
 through here.
 """
 from __future__ import annotations
