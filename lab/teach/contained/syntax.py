@@ -6,8 +6,8 @@ per-interpreter state, not per thread: two threads converting at once (the grade
 submissions in threads, each reading its student's file) can fail one of them with "SystemError: AST
 constructor recursion depth mismatch (before=27, after=25)", which graded an honest submission 0
 ("the grader could not run it"). Sources: CPython's bug tracker, "Error in AST recursion depth tracking"
-(python/cpython on GitHub); Python's ``ast`` module documentation. Every ``ast.parse`` of the lab's judge and contained code goes
-through here.
+(python/cpython on GitHub); Python's ``ast`` module documentation. Every ``ast.parse`` of the lab's judge
+and contained code goes through here.
 """
 from __future__ import annotations
 
