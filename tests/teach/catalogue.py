@@ -908,3 +908,23 @@ def first_failures(exercise: str, path, seed: int, most: int = 2, enough=None,
         if (enough(bad) if enough is not None else len(bad) >= most):
             break
     return bad
+
+
+def check_first_message(mutant, classes, avoid, tmp_path) -> None:
+    """A fresh-set mutant (exercise, label, substitutions, class) fails, and its first failing message on a
+    fresh seed has every phrase of one of ``classes[class]``'s lists (a tuple: any one list names it) and
+    none of ``avoid[class]`` (tests/teach/test_hint_fresh5.py, test_hint_fresh6.py)."""
+    import os
+
+    ex, label, subs, cls = mutant
+    path = tmp_path / f"{ex}.py"
+    path.write_text(source(Wrong(ex, label, subs, [], [], cls)))
+    seed = int.from_bytes(os.urandom(4), "little")
+    bad = first_failures(ex, path, seed, most=1)
+    assert bad, f"{ex} / {label} passed (seed {seed})"
+    first = bad[0]["message"]
+    phrases = classes[cls]
+    alternatives = list(phrases) if isinstance(phrases, tuple) else [phrases]
+    missing = min(([p for p in ps if p not in first] for ps in alternatives), key=len)
+    wrong = [p for p in avoid.get(cls, ()) if p in first]
+    assert not missing and not wrong, f"{ex} / {label} (seed {seed}): missing {missing}, wrong {wrong}: {first}"
