@@ -52,3 +52,81 @@ def async_order_words(text: str) -> str | None:
                         f"it is tile t's own, which the products then read before it lands: cp_async_wait(1) (only "
                         f"the next tile's group may stay in flight)")
     return None
+
+
+
+# reference.unread_cell's closing words: a shared read at cells the reference never reads on the case
+UNREAD_BASE = "(which part of {arr} it reads: a buffer's or a tile's base)"
+
+
+def _has_mod2(node) -> bool:
+    return any(isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod) and isinstance(n.right, ast.Constant)
+               and n.right.value == 2 for n in ast.walk(node))
+
+
+def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
+    """Why shared cell ``arr[idx]`` (1-D), read at ``line`` before any store, held nothing, where the file
+    ``text`` shows it: the read's index, its names replaced by what they are assigned (those whose value
+    picks a buffer, ``... % 2``), is in the second half of ``arr`` for the first tile and thread (0, 0)
+    (every other name 0) while the cell lies in that half too: the products read the other buffer than
+    the one the first tile was copied into. None otherwise."""
+    from lab.teach.messages import quote
+    from lab.teach.shared_words import _value
+
+    try:
+        tree = syntax.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    env, size = {}, None
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            v = _value(st.value, env)
+            if isinstance(v, int) and not isinstance(v, bool):
+                env[st.targets[0].id] = v
+    for st in ast.walk(tree):
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
+                and st.targets[0].id == arr and isinstance(st.value, ast.Call) and st.value.args):
+            size = _value(st.value.args[0], env)
+    if not isinstance(size, int) or len(idx) != 1 or not size // 2 <= int(idx[0]) < size:
+        return None
+    fn = next((f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+               and f.lineno <= line <= getattr(f, "end_lineno", line)), None)
+    read = next((n for n in ast.walk(fn) if isinstance(n, ast.Subscript) and getattr(n, "lineno", 0) == line
+                 and isinstance(n.value, ast.Name) and n.value.id == arr), None) if fn is not None else None
+    if read is None:
+        return None
+    assigns: dict = {}
+    for st in ast.walk(fn):
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            assigns.setdefault(st.targets[0].id, []).append(st)
+    picked = []  # the assignments that pick the buffer (their value has % 2)
+
+    class Expand(ast.NodeTransformer):
+        def __init__(self, depth):
+            self.depth = depth
+
+        def visit_Name(self, node):
+            got = assigns.get(node.id)
+            if self.depth > 2 or got is None or len(got) != 1 or node.id in env:
+                return node
+            value = Expand(self.depth + 1).visit(ast.parse(ast.unparse(got[0].value), mode="eval").body)
+            if not _has_mod2(value):
+                return node
+            if _has_mod2(got[0].value):
+                picked.append(got[0])
+            return value
+
+    expr = Expand(0).visit(ast.parse(ast.unparse(read.slice), mode="eval").body)
+    if not _has_mod2(expr):
+        return None
+    free = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(env)
+    first = _value(expr, {**env, **{n: 0 for n in free}})
+    half = size // 2
+    if not isinstance(first, int) or not half <= first < size:
+        return None
+    lines = text.splitlines()
+    at = quote(lines, picked[0].lineno) if picked else quote(lines, line)
+    return (f"{arr}[{int(idx[0])}] lies in buffer 1 ({arr}[{half}..{size - 1}]), which nothing filled: the products "
+            f"read the buffer picked at {at}: buffer 1 for the first tile, but the first tile was copied into "
+            f"buffer 0: tile t lands in buffer t % 2 and tile t + 1 in the other; read buffer t % 2, the one whose "
+            f"copy was waited for")

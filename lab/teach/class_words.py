@@ -1,0 +1,91 @@
+"""A failing test's message with the bug's class named where the judge's words only showed a symptom, each
+rule on its own evidence (judge side; called by :func:`lab.teach.kernel_words.refined` before the one-difference
+words):
+
+* threads that passed different numbers of barriers: the early return or the branched barrier of the file
+  (:func:`lab.teach.barrier_words.barrier_words`);
+* integer poison or a NaN from a shared cell nobody stored, where the cells are filled one a thread and the
+  array has more cells than the block has threads (:func:`lab.teach.cover_words.cells_per_thread_words`);
+* columns from the block's thread count on never written by a store in no loop
+  (:func:`lab.teach.cover_words.one_column_words`);
+* a lesson's mistake named from the values alone (the exercise's ``MISTAKES``) where the trace shows an atomic
+  function other than the reference solution's at an element (:func:`lab.teach.reference.atomic_op_fact`):
+  that atomic is the bug, the values are only what it left.
+"""
+from __future__ import annotations
+
+from lab.teach.pipeline_words import UNREAD_BASE
+
+POISON_GUESS = "shared memory never zeroed (set every element, then cuda.syncthreads(), before adding to it)?"
+UNSTORED_SEEN = "before any thread of its block wrote it"
+
+
+def _trace(raw):
+    runs = getattr(raw, "runs", None) or []
+    return runs[0][1] if runs and len(runs[0]) > 1 else None
+
+
+def _threads(block) -> int:
+    import math
+
+    return int(block) if isinstance(block, int) else int(math.prod(tuple(block)))
+
+
+def class_words(ex, case, raw, text: str) -> str | None:
+    """``text`` with the class of the bug named by the first rule whose evidence holds; None where none does."""
+    from lab.teach.barrier_words import barrier_words
+
+    source = getattr(raw, "source", None)
+    said = barrier_words(text, source)
+    if said:
+        return said
+    trace = _trace(raw)
+    if trace is None or not source:
+        return None
+    counts = getattr(trace, "lab_counts", None) or {}
+    uninit = list(getattr(trace, "uninit", None) or [])
+    if uninit and (POISON_GUESS in text or UNSTORED_SEEN in text) and "Hint: " in text:
+        from lab.teach.cover_words import cells_per_thread_words
+
+        arr, idx = uninit[0][0], tuple(uninit[0][1])
+        size = next((int(a[1]) for a in counts.get("arrays") or () if a[0] == arr), None)
+        words = cells_per_thread_words("\n".join(map(str, source)), arr, idx, _threads(raw.block), size)
+        if words:
+            return text[:text.index("Hint: ") + 6] + words
+    if uninit and UNREAD_BASE.format(arr=uninit[0][0]) in text and "Hint: " in text:
+        from lab.teach.pipeline_words import other_buffer_words
+
+        arr, idx, _who, line = uninit[0]
+        words = other_buffer_words("\n".join(map(str, source)), arr, tuple(idx), int(line or 0))
+        if words:
+            return text[:text.index("Hint: ") + 6] + words
+    onames = list(getattr(raw, "onames", None) or ())
+    if "all unwritten although" in text and onames:
+        from lab.teach.cover_words import one_column_words
+        from lab.teach.messages import one_store_line
+
+        for k, name in enumerate(onames):
+            words = one_column_words(text, source, counts, name, k, one_store_line(trace, k),
+                                     tuple(case.outputs[k][0]), raw.block)
+            if words:
+                return words
+    if "Hint: " in text and case.init is not None:
+        return _atomic_first(ex, case, raw, trace, text, source, onames)
+    return None
+
+
+def _atomic_first(ex, case, raw, trace, text, source, onames) -> str | None:
+    """``text`` whose hint is one of the exercise's value mistakes, the hint replaced by the atomic function
+    that differs from the reference's at an element (:func:`lab.teach.reference.atomic_op_fact`)."""
+    from lab.teach.diagnose import Mistake, exercise_mistakes
+
+    hint = text[text.index("Hint: ") + 6:]
+    if not any(Mistake(*m).message == hint for m in exercise_mistakes(ex) or ()):
+        return None
+    from lab.teach.reference import atomic_op_fact
+
+    for k, name in enumerate(onames):
+        fact = atomic_op_fact(ex, case, k, trace, name, source)
+        if fact:
+            return text[:text.index("Hint: ") + 6] + fact
+    return None
