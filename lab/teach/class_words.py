@@ -16,8 +16,13 @@ from __future__ import annotations
 
 from lab.teach.pipeline_words import UNREAD_BASE
 
-POISON_GUESS = "shared memory never zeroed (set every element, then cuda.syncthreads(), before adding to it)?"
-UNSTORED_SEEN = "before any thread of its block wrote it"
+# the judge's words for a value read from shared memory nobody stored, where they name no cause: the integer
+# poison's question, the NaN's hedge, the NaN's general advice (an exercise's own reading, a halo's, stays)
+UNSTORED_GUESSES = ("shared memory never zeroed (set every element, then cuda.syncthreads(), before adding to it)?",
+                    "read before initialised (an accumulator not set to 0 before +=, shared memory read before it was "
+                    "filled)? or 0/0, inf/inf (an overflow)?",
+                    "every cell the block reads must be stored first (threads past the end store 0, the identity, into "
+                    "their own cell)")
 
 
 def _trace(raw):
@@ -44,14 +49,15 @@ def class_words(ex, case, raw, text: str) -> str | None:
         return None
     counts = getattr(trace, "lab_counts", None) or {}
     uninit = list(getattr(trace, "uninit", None) or [])
-    if uninit and (POISON_GUESS in text or UNSTORED_SEEN in text) and "Hint: " in text:
+    guess = next((g for g in UNSTORED_GUESSES if g in text), None)
+    if uninit and guess:
         from lab.teach.cover_words import cells_per_thread_words
 
         arr, idx = uninit[0][0], tuple(uninit[0][1])
         size = next((int(a[1]) for a in counts.get("arrays") or () if a[0] == arr), None)
         words = cells_per_thread_words("\n".join(map(str, source)), arr, idx, _threads(raw.block), size)
         if words:
-            return text[:text.index("Hint: ") + 6] + words
+            return text.replace(guess, words)
     if uninit and UNREAD_BASE.format(arr=uninit[0][0]) in text and "Hint: " in text:
         from lab.teach.pipeline_words import other_buffer_words
 

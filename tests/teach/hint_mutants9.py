@@ -19,6 +19,7 @@ CLASSES = {
     "another atomic than the reference's": ["was updated with cuda.atomic.", "the reference's with cuda.atomic."],
     "min tree combined with max": ["the min's tree combines with max"],
     "products read the other buffer": ["lies in buffer 1", "read buffer t % 2, the one whose copy was waited for"],
+    "no halo cells (the exercise's words kept)": ["the halo cells of the tile were never stored"],
 }
 
 # the words each class used to get, wrong or only general for it
@@ -31,6 +32,7 @@ AVOID = {
     "another atomic than the reference's": ["tree combines with"],
     "min tree combined with max": ["was updated with cuda.atomic."],
     "products read the other buffer": ["which part of sA it reads"],
+    "no halo cells (the exercise's words kept)": ["store one cell a thread"],
 }
 
 _HARMLESS = ("    s = THREADS // 2\n    while s > 0:\n", "    s = THREADS >> 1\n    while s >= 1:\n")  # two statements
@@ -91,4 +93,7 @@ MUTANTS = [
     ("async_pipeline", "next buffer's number through a name",
      [("        base = (t % 2) * TILE * TILE\n", "        which = (t + 1) % 2\n        base = which * TILE * TILE\n")],
      "products read the other buffer"),
+    ("conv1d", "no halo loads, the tile's cell through a name",
+     [("    tile[t + R] = x[i] if i < n else float32(0.0)\n    if t < R:", "    me = t + R\n    tile[me] = x[i] if i < n else 0.0\n    if t < 0:")],
+     "no halo cells (the exercise's words kept)"),
 ]
