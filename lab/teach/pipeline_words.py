@@ -1,7 +1,8 @@
 """Words for a two-buffer cp.async pipeline whose products read a buffer before its copy landed, where
 the student's text shows which of the pipeline's rules it breaks: copies issued before the loop but not
 committed before it (they join the first iteration's group, which ``cp_async_wait(1)`` may leave in flight),
-or a wait that leaves more than one group in flight (with a group committed per tile, tile t's own group is
+a ``cp_async_wait(1)`` before the loop's commit of the next tile's copies (tile t's group is then the
+newest, the one it lets stay in flight), or a wait that leaves more than one group in flight (with a group committed per tile, tile t's own group is
 then among those still in flight). Pure functions of the file's text; None where the text does not say. The
 judge reads the student's text and runs none of it.
 
@@ -44,7 +45,20 @@ def async_order_words(text: str) -> str | None:
                     f"they join the loop's first group with the next tile's copies, and cp_async_wait(1), which lets "
                     f"the newest group stay in flight, does not wait for them: call cp_async_commit() right after "
                     f"the copies of the first tile, before the loop (line {body[loop].lineno})")
-        for w in _calls(body[loop], "cp_async_wait"):
+        waits, inner = _calls(body[loop], "cp_async_wait"), _calls(body[loop], "cp_async_commit")
+        helpers = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f is not fn
+                   and (_calls(f, "cp_async4") or _calls(f, "cp_async16"))}
+        copies = [c for c in ast.walk(body[loop]) if isinstance(c, ast.Call)
+                  and ast.unparse(c.func).split(".")[-1] in {"cp_async4", "cp_async16", *helpers}]
+        n0 = waits[0].args[0] if waits and waits[0].args else None
+        if (copies and inner and waits and isinstance(n0, ast.Constant) and n0.value == 1
+                and waits[0].lineno < min(c.lineno for c in inner)):
+            return (f"cp_async_wait(1) at line {waits[0].lineno} comes before the loop's commit (line "
+                    f"{min(c.lineno for c in inner)}) of the next tile's copies: at that wait tile t's group is the "
+                    f"newest one committed, and wait(1) lets the newest group stay in flight, so the products read tile "
+                    f"t before it lands: issue tile t + 1's copies and commit them first, then cp_async_wait(1), then "
+                    f"cuda.syncthreads()")
+        for w in waits:
             n = w.args[0] if w.args else None
             if isinstance(n, ast.Constant) and isinstance(n.value, int) and n.value >= 2:
                 return (f"cp_async_wait({n.value}) at line {w.lineno} returns while {n.value} groups are still in "

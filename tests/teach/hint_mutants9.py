@@ -20,6 +20,8 @@ CLASSES = {
     "min tree combined with max": ["the min's tree combines with max"],
     "products read the other buffer": ["lies in buffer 1", "read buffer t % 2, the one whose copy was waited for"],
     "no halo cells (the exercise's words kept)": ["the halo cells of the tile were never stored"],
+    "wait before the next tile's commit": ["comes before the loop's commit (line",
+                                          "commit them first, then cp_async_wait(1)"],
 }
 
 # the words each class used to get, wrong or only general for it
@@ -33,6 +35,7 @@ AVOID = {
     "min tree combined with max": ["was updated with cuda.atomic."],
     "products read the other buffer": ["which part of sA it reads"],
     "no halo cells (the exercise's words kept)": ["store one cell a thread"],
+    "wait before the next tile's commit": ["then cuda.syncthreads(), then the products; and a barrier"],
 }
 
 _HARMLESS = ("    s = THREADS // 2\n    while s > 0:\n", "    s = THREADS >> 1\n    while s >= 1:\n")  # two statements
@@ -96,4 +99,13 @@ MUTANTS = [
     ("conv1d", "no halo loads, the tile's cell through a name",
      [("    tile[t + R] = x[i] if i < n else float32(0.0)\n    if t < R:", "    me = t + R\n    tile[me] = x[i] if i < n else 0.0\n    if t < 0:")],
      "no halo cells (the exercise's words kept)"),
+    ("async_pipeline", "the wait at the top of the loop",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n", ""),
+      ("        if t + 1 < ntiles:  # tile t + 1", "        cp_async_wait(1)\n        if t + 1 < ntiles:  # tile t + 1")],
+     "wait before the next tile's commit"),
+    ("async_pipeline", "the wait between the copies and their commit",
+     [("        cp_async_wait(1)  # tile t has landed; tile t + 1's group may still be in flight\n", ""),
+      ("        cp_async_commit()  # one group an iteration (an empty one at the end)\n",
+       "        cp_async_wait(1)\n        cp_async_commit()\n")],
+     "wait before the next tile's commit"),
 ]

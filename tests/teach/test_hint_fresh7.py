@@ -125,3 +125,19 @@ def test_float_blocks_only_for_a_float_from_a_true_division():
     mult = launch_of("def launch(n, threads):\n    return n * 0.5, threads\n")
     assert float_blocks_words(mult, case, text) is None
     assert float_blocks_words(ints, case, "your launch(100, 32) raised ZeroDivisionError") is None
+
+
+def test_wait_before_commit_only_for_wait_one_ahead_of_the_loops_commit():
+    """cp_async_wait(1) ahead of the loop's commit (the copies through a helper or inline): said; the reference's
+    order (copies, commit, wait(1)), or a wait(0) ahead of the commit (no overlap: another lesson): nothing."""
+    from lab.teach.pipeline_words import async_order_words
+
+    helper = "def issue(s, a, t):\n    cp_async4(s, 0, a, 0, t, 1)\n"
+    head = "def k(s, a, n):\n    issue(s, a, 0)\n    cp_async_commit()\n    for t in range(n):\n"
+    wrong = helper + head + ("        cp_async_wait(1)\n        issue(s, a, t + 1)\n        cp_async_commit()\n"
+                             "        cuda.syncthreads()\n")
+    assert "cp_async_wait(1) at line 7 comes before the loop's commit (line 9)" in async_order_words(wrong)
+    right = helper + head + ("        issue(s, a, t + 1)\n        cp_async_commit()\n        cp_async_wait(1)\n"
+                             "        cuda.syncthreads()\n")
+    assert async_order_words(right) is None
+    assert async_order_words(wrong.replace("cp_async_wait(1)", "cp_async_wait(0)")) is None
