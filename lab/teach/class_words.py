@@ -8,6 +8,8 @@ words):
   array has more cells than the block has threads (:func:`lab.teach.cover_words.cells_per_thread_words`);
 * columns from the block's thread count on never written by a store in no loop
   (:func:`lab.teach.cover_words.one_column_words`);
+* an output that is the reference minus an input's own elements, where the storing line subtracts that input or
+  reads the cell before the thread's own (:func:`lab.teach.cover_words.own_element_words`): the exclusive scan;
 * a lesson's mistake named from the values alone (the exercise's ``MISTAKES``) where the trace shows an atomic
   function other than the reference solution's at an element (:func:`lab.teach.reference.atomic_op_fact`):
   that atomic is the bug, the values are only what it left.
@@ -77,6 +79,32 @@ def class_words(ex, case, raw, text: str) -> str | None:
                 return words
     if "Hint: " in text and case.init is not None:
         return _atomic_first(ex, case, raw, trace, text, source, onames)
+    if onames and not text.startswith(("race", "out of bounds", "not every thread")):
+        return _own_element(case, raw, trace, text, source, onames)
+    return None
+
+
+def _own_element(case, raw, trace, text, source, onames) -> str | None:
+    """``text`` with :func:`lab.teach.cover_words.own_element_words` for the first output that is the reference
+    minus an input's own elements, the line that stores it saying why."""
+    import numpy as np
+
+    from lab.teach.cover_words import own_element_words
+    from lab.teach.messages import store_line
+
+    inputs = dict(zip(list(getattr(raw, "names", ()) or ())[:len(case.args)], case.args))
+    for k, name in enumerate(onames):
+        out = np.asarray(raw.runs[0][0][k], np.float64)
+        ref = np.asarray(case.refs[k], np.float64)
+        for xname, x in inputs.items():
+            if not isinstance(x, np.ndarray) or x.shape != out.shape or not np.any(x) or np.array_equal(out, ref):
+                continue
+            if not np.array_equal(out, ref - np.asarray(x, np.float64)):
+                continue
+            words = own_element_words(source, store_line(trace, k, 0), name, xname)
+            if words:
+                at = text.index("Hint: ") if "Hint: " in text else len(text)
+                return text[:at].rstrip(". ") + ". Hint: " + words
     return None
 
 

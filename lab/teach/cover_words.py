@@ -135,3 +135,37 @@ def one_column_words(text: str, source, counts, oname: str, k: int, line: int, s
         f"{quote(lines, line)}, which stands in no loop: {oname} has {cols} columns for a block of {bx} threads, so "
         f"thread t must take columns t, t + {bx}, t + {2 * bx}, ...: put the store (and what it computes) in a loop, "
         f"e.g. `for j in range(t, {oname}.shape[1], {bx}):`)") + text[m.end():]
+
+
+def own_element_words(source, line: int, oname: str, xname: str) -> str | None:
+    """Why each element of output ``oname`` misses input ``xname``'s own element (the values showed it), from
+    the line ``line`` that stored them: its value subtracts ``xname[...]``, or reads a cell at ``name - 1``
+    (the one before the thread's own). None where the line shows neither."""
+    from lab.teach.messages import quote
+
+    lines = [str(v) for v in source or ()]
+    if not 0 < line <= len(lines):
+        return None
+    try:
+        tree = syntax.parse("\n".join(lines))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    st = next((n for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AugAssign)) and n.lineno == line), None)
+    if st is None:
+        return None
+    how = None
+    for n in ast.walk(st.value):
+        if (isinstance(n, ast.BinOp) and isinstance(n.op, ast.Sub) and isinstance(n.right, ast.Subscript)
+                and isinstance(n.right.value, ast.Name) and n.right.value.id == xname):
+            how = f"subtracts {ast.unparse(n.right)}"
+        elif (isinstance(n, ast.Subscript) and isinstance(n.slice, ast.BinOp) and isinstance(n.slice.op, ast.Sub)
+              and isinstance(n.slice.left, ast.Name) and isinstance(n.slice.right, ast.Constant)
+              and n.slice.right.value == 1):
+            how = f"reads {ast.unparse(n)}, the cell before the thread's own"
+        if how:
+            break
+    if how is None:
+        return None
+    return (f"every element of {oname} is the expected value minus {xname}'s own element: the store at "
+            f"{quote(lines, line)} {how}: that is the exclusive scan (element i holds the elements before i only); "
+            f"the inclusive scan keeps element i's own value: store the scan's own cell (plus the block's offset)")

@@ -22,6 +22,7 @@ CLASSES = {
     "no halo cells (the exercise's words kept)": ["the halo cells of the tile were never stored"],
     "wait before the next tile's commit": ["comes before the loop's commit (line",
                                           "commit them first, then cp_async_wait(1)"],
+    "exclusive scan": ["is the expected value minus x's own element", "that is the exclusive scan"],
 }
 
 # the words each class used to get, wrong or only general for it
@@ -36,6 +37,7 @@ AVOID = {
     "products read the other buffer": ["which part of sA it reads"],
     "no halo cells (the exercise's words kept)": ["store one cell a thread"],
     "wait before the next tile's commit": ["then cuda.syncthreads(), then the products; and a barrier"],
+    "exclusive scan": ["the first wrong element is"],
 }
 
 _HARMLESS = ("    s = THREADS // 2\n    while s > 0:\n", "    s = THREADS >> 1\n    while s >= 1:\n")  # two statements
@@ -108,4 +110,10 @@ MUTANTS = [
       ("        cp_async_commit()  # one group an iteration (an empty one at the end)\n",
        "        cp_async_wait(1)\n        cp_async_commit()\n")],
      "wait before the next tile's commit"),
+    ("prefix_sum", "x[i] taken off after the offset",
+     [("        out[i] = temp[t] + offset[0]", "        out[i] = temp[t] + offset[0] - x[i]")],
+     "exclusive scan"),
+    ("prefix_sum", "the neighbour's cell stored",
+     [("        out[i] = temp[t] + offset[0]", "        out[i] = (temp[t - 1] if t > 0 else 0) + offset[0]")],
+     "exclusive scan"),
 ]

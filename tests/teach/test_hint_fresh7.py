@@ -141,3 +141,19 @@ def test_wait_before_commit_only_for_wait_one_ahead_of_the_loops_commit():
                              "        cuda.syncthreads()\n")
     assert async_order_words(right) is None
     assert async_order_words(wrong.replace("cp_async_wait(1)", "cp_async_wait(0)")) is None
+
+
+def test_own_element_words_only_where_the_store_leaves_it_out():
+    """The storing line subtracting the input's element, or reading the cell before the thread's own: said; a
+    line that subtracts another array, reads its own cell, or a line that is no statement: nothing."""
+    from lab.teach.cover_words import own_element_words
+
+    src = ["def k(x, out):", "    t = cuda.threadIdx.x", "    out[t] = temp[t] - x[t] + off[0]"]
+    assert "subtracts x[t]: that is the exclusive scan" in own_element_words(src, 3, "out", "x")
+    src[2] = "    out[t] = (temp[t - 1] if t > 0 else 0) + off[0]"
+    assert "reads temp[t - 1], the cell before the thread's own" in own_element_words(src, 3, "out", "x")
+    src[2] = "    out[t] = temp[t] - off[0]"
+    assert own_element_words(src, 3, "out", "x") is None
+    src[2] = "    out[t] = temp[t] + off[0]"
+    assert own_element_words(src, 3, "out", "x") is None
+    assert own_element_words(src, 9, "out", "x") is None
