@@ -17,7 +17,7 @@ import ast
 import re
 
 from lab.teach.contained import syntax
-from lab.teach.shared_words import _store_controls, _value
+from lab.teach.shared_words import store_controls, int_value
 
 
 def _thread_aliases(tree) -> set:
@@ -37,7 +37,7 @@ def _constants(tree) -> dict:
     env = {}
     for st in tree.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = _value(st.value, env)
+            v = int_value(st.value, env)
             if isinstance(v, int) and not isinstance(v, bool):
                 env[st.targets[0].id] = v
     return env
@@ -49,7 +49,7 @@ def _declared_size(tree, arr: str, env: dict) -> int | None:
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id == arr and isinstance(st.value, ast.Call) and st.value.args
                 and ast.unparse(st.value.func).endswith("shared.array")):
-            v = _value(st.value.args[0], env)
+            v = int_value(st.value.args[0], env)
             return v if isinstance(v, int) and not isinstance(v, bool) else None
     return None
 
@@ -67,7 +67,7 @@ def cells_per_thread_words(text: str, arr: str, idx, threads: int, size: int | N
         tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    stores = _store_controls(text, arr) or []
+    stores = store_controls(text, arr) or []
     if not stores or any(chain for _, chain in stores):
         return None
     alias, env = _thread_aliases(tree), _constants(tree)
@@ -80,13 +80,13 @@ def cells_per_thread_words(text: str, arr: str, idx, threads: int, size: int | N
         sub = node.targets[0] if node is not None and isinstance(node.targets[0], ast.Subscript) else None
         if sub is None:
             return None
-        index = ast.parse(ast.unparse(sub.slice).replace("cuda.threadIdx.x", "threadIdx_x"), mode="eval").body
+        index = syntax.parse(ast.unparse(sub.slice).replace("cuda.threadIdx.x", "threadIdx_x"), mode="eval").body
         names = {n.id for n in ast.walk(index) if isinstance(n, ast.Name)}
         own = names & (alias | {"threadIdx_x"})
         t = next(iter(own), None) if len(own) == 1 else None
         if t is None or not names <= own | set(env):
             return None
-        a, b = _value(index, {**env, t: 0}), _value(index, {**env, t: 1})
+        a, b = int_value(index, {**env, t: 0}), int_value(index, {**env, t: 1})
         if a is None or b is None or b - a != 1:
             return None
         spans.append((a, ln))
@@ -127,7 +127,7 @@ def one_column_words(text: str, source, counts, oname: str, k: int, line: int, s
     if not stored or max(stored) != 1:
         return None
     lines = [str(v) for v in source]
-    chains = [chain for ln, chain in (_store_controls("\n".join(lines), oname) or ()) if ln == line]
+    chains = [chain for ln, chain in (store_controls("\n".join(lines), oname) or ()) if ln == line]
     if not chains or any(c[0] == "loop" for c in chains[0]):
         return None
     return text[:m.start()] + (

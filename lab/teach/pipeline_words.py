@@ -85,7 +85,7 @@ def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
     (every other name 0) while the cell lies in that half too: the products read the other buffer than
     the one the first tile was copied into. None otherwise."""
     from lab.teach.messages import quote
-    from lab.teach.shared_words import _value
+    from lab.teach.shared_words import int_value
 
     try:
         tree = syntax.parse(text)
@@ -94,13 +94,13 @@ def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
     env, size = {}, None
     for st in tree.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = _value(st.value, env)
+            v = int_value(st.value, env)
             if isinstance(v, int) and not isinstance(v, bool):
                 env[st.targets[0].id] = v
     for st in ast.walk(tree):
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id == arr and isinstance(st.value, ast.Call) and st.value.args):
-            size = _value(st.value.args[0], env)
+            size = int_value(st.value.args[0], env)
     if not isinstance(size, int) or len(idx) != 1 or not size // 2 <= int(idx[0]) < size:
         return None
     fn = next((f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
@@ -123,18 +123,18 @@ def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
             got = assigns.get(node.id)
             if self.depth > 2 or got is None or len(got) != 1 or node.id in env:
                 return node
-            value = Expand(self.depth + 1).visit(ast.parse(ast.unparse(got[0].value), mode="eval").body)
+            value = Expand(self.depth + 1).visit(syntax.parse(ast.unparse(got[0].value), mode="eval").body)
             if not _has_mod2(value):
                 return node
             if _has_mod2(got[0].value):
                 picked.append(got[0])
             return value
 
-    expr = Expand(0).visit(ast.parse(ast.unparse(read.slice), mode="eval").body)
+    expr = Expand(0).visit(syntax.parse(ast.unparse(read.slice), mode="eval").body)
     if not _has_mod2(expr):
         return None
     free = {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)} - set(env)
-    first = _value(expr, {**env, **{n: 0 for n in free}})
+    first = int_value(expr, {**env, **{n: 0 for n in free}})
     half = size // 2
     if not isinstance(first, int) or not half <= first < size:
         return None
