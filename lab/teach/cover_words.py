@@ -130,11 +130,14 @@ def one_column_words(text: str, source, counts, oname: str, k: int, line: int, s
     chains = [chain for ln, chain in (store_controls("\n".join(lines), oname) or ()) if ln == line]
     if not chains or any(c[0] == "loop" for c in chains[0]):
         return None
+    rest = text[m.end():]
+    said = f" (every element of {oname} was stored at "  # the checker's own quote of this line: said here already
+    rest = rest[:rest.index(said)] if said in rest else rest
     return text[:m.start()] + (
         f"(columns {start}.. all unwritten: each thread stored one element of {oname}, thread t column t, at "
         f"{quote(lines, line)}, which stands in no loop: {oname} has {cols} columns for a block of {bx} threads, so "
         f"thread t must take columns t, t + {bx}, t + {2 * bx}, ...: put the store (and what it computes) in a loop, "
-        f"e.g. `for j in range(t, {oname}.shape[1], {bx}):`)") + text[m.end():]
+        f"e.g. `for j in range(t, {oname}.shape[1], {bx}):`)") + rest
 
 
 def own_element_words(source, line: int, oname: str, xname: str) -> str | None:
