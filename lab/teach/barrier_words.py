@@ -69,8 +69,8 @@ def barrier_words(text: str, source) -> str | None:
     returns, branched = _causes(tree)
     said = []
     for ln, if_ln, test in returns[:1]:
-        barrier = next((n.lineno for n in ast.walk(tree) if isinstance(n, ast.Expr) and _is_barrier_call(n.value)
-                        and n.lineno > ln), None)
+        barrier = min((n.lineno for n in ast.walk(tree) if isinstance(n, ast.Expr) and _is_barrier_call(n.value)
+                       and n.lineno > ln), default=None)  # the first barrier after the return
         said.append(f"the early return at {quote(lines, ln)} (under `if {test}:` at line {if_ln}) ends the threads it "
                     f"holds before the barrier at {quote(lines, barrier)}: they never reach it while the others wait "
                     f"there (undefined behaviour, a hang on a GPU): do not return before a barrier: let those threads "
