@@ -61,9 +61,12 @@ def refined(ex, case, raw, text: str) -> str | None:
     """``text`` (a failing test's message) with the one difference of the student's kernel from the
     reference solution's (:func:`one_difference_words`) in place of its generic words or added to it;
     None when there is no one difference, or the message says it already."""
+    from lab.teach.class_words import class_words
     from lab.teach.pipeline_words import IN_FLIGHT, async_order_words
 
     source = getattr(raw, "source", None)
+    named = class_words(ex, case, raw, text)  # the bug's class, on its own evidence, where the words showed a symptom
+    text = named or text
     order = async_order_words("\n".join(map(str, source))) if source and IN_FLIGHT in text else None
     if order:  # the text shows which rule of the pipeline it breaks: that, for the rule's whole list
         text = text[:text.index(IN_FLIGHT)] + order
@@ -79,7 +82,7 @@ def refined(ex, case, raw, text: str) -> str | None:
         order = order or again
     diff = one_difference_words(ex, case, raw)
     if not diff or diff in text:
-        return text if order else None
+        return text if order or named else None
     for g in _GENERIC:
         if g in text:
             at = text.index(g)

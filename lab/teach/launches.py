@@ -149,6 +149,38 @@ def _other_size(launch, name, args, shape, axis, k, dims, g, b) -> str | None:
     return None
 
 
+FLOAT_SHAPE = "return (blocks per grid, threads per block), each an int or a tuple of 1-3 ints"
+
+
+def float_blocks_words(launch, case, text: str) -> str | None:
+    """``text`` (launch_config's Failed for a launch() that returned something else than ints) with the cause
+    where launch() itself shows it: a float in what it returned for ``case``, and the true divisions (``/``)
+    of launch()'s text, quoted: Python's ``/`` gives a float even where the sizes divide. None otherwise."""
+    import ast
+
+    from lab.teach.messages import quote
+
+    if FLOAT_SHAPE not in text:
+        return None
+    try:
+        got = launch(*case.launch_args)
+        flat = [v for part in got for v in (part if isinstance(part, (tuple, list)) else (part,))]
+    except Exception:  # noqa: BLE001 - already judged: the words stay as they are
+        return None
+    floats = [v for v in flat if isinstance(v, (float, np.floating))]
+    prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
+    fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
+    if not floats or fn is None:
+        return None
+    lines = sorted({n.lineno for n in ast.walk(fn) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)})
+    if not lines:
+        return None
+    src = str(prog.text).splitlines()
+    return (f"{text}: {floats[0]!r} is a float: `/` is Python's true division, a float even where the sizes divide "
+            f"(at {'; '.join(quote(src, ln) for ln in lines[:2])}); a number of blocks is an int: count them with "
+            f"floor division, rounding up: (n + threads - 1) // threads")
+
+
 def zero_blocks_line(launch, case, text: str) -> str:
     """``text`` (:func:`lab.teach.contained.executor.launch_config`'s Failed for a grid with a 0) with
     the line of launch() that counts the blocks along the axis that got none (:func:`launch_line`: the
@@ -157,7 +189,7 @@ def zero_blocks_line(launch, case, text: str) -> str:
     from lab.teach.contained.executor import ROUNDED_DOWN
 
     if ROUNDED_DOWN not in text:
-        return text
+        return float_blocks_words(launch, case, text) or text
     try:
         grid, _ = launch(*case.launch_args)
         g = [int(grid)] if isinstance(grid, (int, np.integer)) else [int(v) for v in grid]

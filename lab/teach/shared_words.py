@@ -114,7 +114,7 @@ def global_for_block(i: int, n: int, b, t, bd, grid) -> str | None:
             f"the block's, cuda.blockIdx.x (= {b0} here), and the threads of the block share its work")
 
 
-def _store_controls(text: str, arr: str) -> list | None:
+def store_controls(text: str, arr: str) -> list | None:
     """Each statement of the file ``text`` that fills ``arr[...]`` (a plain or annotated store: an
     update such as ``+=`` needs a value there already): (its line, the ``if`` and loop headers around
     it in its function, innermost first: ("if", the test's source, negated in the else branch) or
@@ -155,7 +155,7 @@ def _store_controls(text: str, arr: str) -> list | None:
 
 def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None) -> str | None:
     """Why shared cell ``arr[idx]``, read by a thread of the block before any thread stored it, held no
-    value, from the student's file ``text``: every statement filling ``arr`` (:func:`_store_controls`)
+    value, from the student's file ``text``: every statement filling ``arr`` (:func:`store_controls`)
     runs under an ``if`` (the cell's thread did not meet it) or in a loop (no step reached the cell);
     the conditions and loops are quoted. None where a fill runs unconditionally, or there is none, or
     the file does not parse. ``reference_reads``: whether the reference solution reads that cell too
@@ -163,7 +163,7 @@ def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None)
 
     Source: CUDA C++ Programming Guide, "Shared Memory": shared memory is not initialised; a block
     reads only what its threads stored."""
-    stores = _store_controls(text, arr)
+    stores = store_controls(text, arr)
     if not stores or any(not chain for _, chain in stores):
         return None
     tests = list(dict.fromkeys(c[1] for _, chain in stores for c in chain[:1] if c[0] == "if"))
@@ -231,7 +231,7 @@ def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored:
     return None
 
 
-def _value(node, env):
+def int_value(node, env):
     """The int (or bool) value of expression ``node`` over the names of ``env`` (+ - * // % and
     comparisons, and/or/not); None for anything else. The judge reads the student's text, runs none of it."""
     import ast
@@ -244,18 +244,18 @@ def _value(node, env):
     if isinstance(node, ast.Name):
         return env.get(node.id)
     if isinstance(node, ast.BinOp) and type(node.op) in bins:
-        a, b = _value(node.left, env), _value(node.right, env)
+        a, b = int_value(node.left, env), int_value(node.right, env)
         if a is None or b is None or (isinstance(node.op, (ast.FloorDiv, ast.Mod)) and b == 0):
             return None
         return bins[type(node.op)](a, b)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.Not)):
-        a = _value(node.operand, env)
+        a = int_value(node.operand, env)
         return None if a is None else (-a if isinstance(node.op, ast.USub) else not a)
     if isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in cmps:
-        a, b = _value(node.left, env), _value(node.comparators[0], env)
+        a, b = int_value(node.left, env), int_value(node.comparators[0], env)
         return None if a is None or b is None else cmps[type(node.ops[0])](a, b)
     if isinstance(node, ast.BoolOp):
-        vals = [_value(v, env) for v in node.values]
+        vals = [int_value(v, env) for v in node.values]
         return None if any(v is None for v in vals) else (all(vals) if isinstance(node.op, ast.And) else any(vals))
     return None
 
@@ -278,13 +278,13 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
     env = {}
     for st in tree.body:  # module constants, in order
         if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = _value(st.value, env)
+            v = int_value(st.value, env)
             if isinstance(v, int) and not isinstance(v, bool):
                 env[st.targets[0].id] = v
     alias = {st.targets[0].id for st in ast.walk(tree) if isinstance(st, ast.Assign) and len(st.targets) == 1
              and isinstance(st.targets[0], ast.Name) and ast.unparse(st.value) == "cuda.threadIdx.x"}
     lines = text.splitlines()
-    for ln, chain in _store_controls(text, arr) or ():
+    for ln, chain in store_controls(text, arr) or ():
         if len(chain) != 1 or chain[0][0] != "if" or chain[0][1].startswith("not ("):
             continue
         node = next((n for n in ast.walk(tree) if isinstance(n, ast.Assign) and n.lineno == ln), None)
@@ -294,15 +294,15 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
         if sub is None or not names or not names <= alias | set(env):
             continue
         for t in alias:
-            a, b = _value(sub.slice, {**env, t: 0}), _value(sub.slice, {**env, t: 1})
+            a, b = int_value(sub.slice, {**env, t: 0}), int_value(sub.slice, {**env, t: 1})
             if a is None or b is None or b - a != 1 or t not in names:
                 continue
             who = int(idx[0]) - a
-            if who < 0 or (threads is not None and who >= threads) or _value(test, {**env, t: who}) is not False:
+            if who < 0 or (threads is not None and who >= threads) or int_value(test, {**env, t: who}) is not False:
                 continue
             edge = ""
             if isinstance(test, ast.Compare) and isinstance(test.ops[0], (ast.Gt, ast.Lt)) and \
-                    ast.unparse(test.left) == t and _value(test.comparators[0], env) == who:
+                    ast.unparse(test.left) == t and int_value(test.comparators[0], env) == who:
                 edge = (f": `{'>' if isinstance(test.ops[0], ast.Gt) else '<'}` leaves out {t} = {who} itself "
                         f"(`{'>=' if isinstance(test.ops[0], ast.Gt) else '<='}` lets it through)")
             code = " ".join(lines[ln - 1].split()) if ln <= len(lines) else ""
