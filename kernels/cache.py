@@ -50,6 +50,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+import sys
 
 ENV = "LAB_KERNEL_CACHE"  # "0" / "off" / "no" / "false": no kernel cache
 NUMBA_ENV = "NUMBA_CACHE_DIR"
@@ -64,8 +65,6 @@ STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr
 
 
 def _report_stats() -> None:
-    import sys
-
     sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
 
 
@@ -86,7 +85,7 @@ def root() -> Path:
     if env:
         return Path(env) / "kernels"
     try:
-        import platformdirs
+        import platformdirs  # lazy: optional (platformdirs: the fallback when it is missing)
     except ImportError:  # a declared dependency; the fallback is its Linux answer
         return Path.home() / ".cache" / "numba-gpu-lab" / "kernels"
     return Path(platformdirs.user_cache_dir("numba-gpu-lab")) / "kernels"
@@ -388,8 +387,6 @@ def _mark(facts: dict) -> None:
     except OSError:
         return
     if not _ATEXIT[0]:  # a compile that raised leaves no marker behind at a normal exit
-        import atexit
-
         atexit.register(clear_marker)
         _ATEXIT[0] = True
 
