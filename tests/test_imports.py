@@ -66,14 +66,8 @@ def test_unmarked_finds_a_planted_function_level_import():
     assert unmarked(text) == [5, 10]
 
 
-# lab/teach is not moved yet: its contained child (lab.teach.contained) imports what it needs before the
-# sandbox locks, on purpose, and is reviewed on its own
-NOT_YET = ("lab/teach/",)
-
-
 def test_every_function_level_import_says_why_it_is_there():
-    offenders = [f"{path.relative_to(ROOT)}:{line}" for path, text in _sources() for line in unmarked(text)
-                 if not str(path.relative_to(ROOT)).startswith(NOT_YET)]
+    offenders = [f"{path.relative_to(ROOT)}:{line}" for path, text in _sources() for line in unmarked(text)]
     assert not offenders, ("function-level imports without a `# lazy: backend|optional|heavy|cycle (...)` "
                            "reason (move them to the module's top):\n" + "\n".join(offenders))
 
