@@ -39,6 +39,7 @@ and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -69,8 +70,6 @@ def _report_stats() -> None:
 
 
 if os.environ.get(STATS_ENV, "0").strip().lower() not in ("", "0", "off", "no", "false"):
-    import atexit
-
     atexit.register(_report_stats)
 
 
