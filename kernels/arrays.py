@@ -68,13 +68,13 @@ def device_arg(x):
     if k == "torch" and x.requires_grad:
         raise ValueError("the tensor requires grad (a kernel would bypass autograd): pass t.detach()")
     if k == "torch" and is_simulator():  # the simulator's device memory is host memory: a CPU tensor's
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # lazy: backend chosen first (numba)
 
         return _keep(FakeCUDAArray(x.numpy()), x)
     if k == "torch":
         if not x.is_cuda:
             raise ValueError(f"a kernel takes CUDA tensors; this one is on {x.device} (no implicit copies)")
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     if k == "torch":
         cai = _torch_interface(x)
@@ -111,7 +111,7 @@ _DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "
 
 def _torch_dtype(dtype):
     """The torch dtype of NumPy ``dtype`` (same name; KeyError for one torch lacks)."""
-    import torch
+    import torch  # lazy: optional (torch)
 
     return getattr(torch, {n: n for n in _DTYPES}[np.dtype(dtype).name])
 
@@ -134,14 +134,14 @@ def empty(shape, dtype, arrays: str = "numba", device=None):
     device) or ``cupy.empty``."""
     shape = tuple(int(s) for s in (shape if isinstance(shape, (tuple, list)) else (shape,)))
     if arrays == "torch":
-        import torch
+        import torch  # lazy: optional (torch)
 
         return torch.empty(shape, dtype=_torch_dtype(dtype), device=device if device is not None else "cuda")
     if arrays == "cupy":
-        import cupy as cp
+        import cupy as cp  # lazy: optional (cupy)
 
         return cp.empty(shape, np.dtype(dtype))
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     return cuda.device_array(shape, np.dtype(dtype))
 
@@ -150,17 +150,17 @@ def from_host(host: np.ndarray, arrays: str = "numba", device=None):
     """A device copy of NumPy ``host`` (C-contiguous) owned by ``arrays``."""
     host = np.ascontiguousarray(host)
     if arrays == "torch":
-        import torch
+        import torch  # lazy: optional (torch)
 
         device = device if device is not None else "cuda"
         if host.dtype == np.uint16:  # copied as int16 (the same bits), then viewed as uint16
             return torch.from_numpy(host.view(np.int16)).to(device).view(torch.uint16)
         return torch.from_numpy(host).to(device)
     if arrays == "cupy":
-        import cupy as cp
+        import cupy as cp  # lazy: optional (cupy)
 
         return cp.asarray(host)
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     return cuda.to_device(host)
 
@@ -208,7 +208,7 @@ def copy_from_host(dst, host: np.ndarray) -> None:
     host = np.ascontiguousarray(host)
     k = kind(dst)
     if k == "torch":
-        import torch
+        import torch  # lazy: optional (torch)
 
         dst.copy_(torch.from_numpy(host))
     elif k == "cupy":

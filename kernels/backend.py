@@ -16,6 +16,7 @@ import ctypes
 import os
 import sys
 import warnings
+import importlib.util
 
 SIM_ENV = "NUMBA_ENABLE_CUDASIM"
 
@@ -115,7 +116,7 @@ def installed_version(dist: str) -> str | None:
     """The installed version of distribution ``dist`` (its metadata: ``importlib.metadata.version``),
     or None when it is not installed. One helper for ``lab doctor``, the kernel cache's key and the
     benchmarks' version lines."""
-    import importlib.metadata as md
+    import importlib.metadata as md  # lazy: heavy for lab exercise list's start (importlib.metadata)
 
     try:
         return md.version(dist)
@@ -158,8 +159,6 @@ def default_compiler(simulator: bool | None = None) -> tuple[str, str]:
     a CUDA 12 driver, or numba-cuda-mlir not installed. ``simulator`` None: :func:`is_simulator`
     when a backend was chosen, else whether the driver reports no GPU. Nothing is imported.
     """
-    import importlib.util
-
     if simulator is None:
         simulator = is_simulator() if SIM_ENV in os.environ else gpu_count()[0] == 0
     if simulator:

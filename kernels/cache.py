@@ -39,6 +39,7 @@ and numba-cuda-mlir 0.6.0's ``numba_cuda_mlir/caching.py``. Nothing here imports
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -50,6 +51,7 @@ import socket
 import tempfile
 import time
 from pathlib import Path
+import sys
 
 ENV = "LAB_KERNEL_CACHE"  # "0" / "off" / "no" / "false": no kernel cache
 NUMBA_ENV = "NUMBA_CACHE_DIR"
@@ -64,14 +66,10 @@ STATS_ENV = "LAB_KERNEL_CACHE_STATS"  # set: this process writes STATS to stderr
 
 
 def _report_stats() -> None:
-    import sys
-
     sys.stderr.write(f"kernel cache ({os.environ.get(NUMBA_ENV)}): {STATS}\n")
 
 
 if os.environ.get(STATS_ENV, "0").strip().lower() not in ("", "0", "off", "no", "false"):
-    import atexit
-
     atexit.register(_report_stats)
 
 
@@ -86,7 +84,7 @@ def root() -> Path:
     if env:
         return Path(env) / "kernels"
     try:
-        import platformdirs
+        import platformdirs  # lazy: optional (platformdirs: the fallback when it is missing)
     except ImportError:  # a declared dependency; the fallback is its Linux answer
         return Path.home() / ".cache" / "numba-gpu-lab" / "kernels"
     return Path(platformdirs.user_cache_dir("numba-gpu-lab")) / "kernels"
@@ -388,8 +386,6 @@ def _mark(facts: dict) -> None:
     except OSError:
         return
     if not _ATEXIT[0]:  # a compile that raised leaves no marker behind at a normal exit
-        import atexit
-
         atexit.register(clear_marker)
         _ATEXIT[0] = True
 

@@ -165,7 +165,7 @@ def _cached_launch(configured, args: tuple):
     """The launch of ``configured(*args)`` with the argument types its last call cached (see :func:`bound`),
     or None where that is not certain."""
     try:
-        from numba_cuda_mlir import descriptor as D
+        from numba_cuda_mlir import descriptor as D  # lazy: backend chosen first (numba_cuda_mlir)
 
         if (type(configured) is not D._ArgMarshaller or configured._extensions or configured._callbacks
                 or getattr(configured._dispatcher, "_launch_lock", None) is not None
@@ -217,7 +217,7 @@ def native_launcher(configured):
     if COMPILER != MLIR or _UNHOOKED is None:
         return None
     try:
-        from numba_cuda_mlir import descriptor as D
+        from numba_cuda_mlir import descriptor as D  # lazy: backend chosen first (numba_cuda_mlir)
 
         disp = configured._dispatcher
         if (type(configured) is not D._ArgMarshaller or configured._extensions or configured._callbacks

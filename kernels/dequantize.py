@@ -31,6 +31,7 @@ from kernels.device_limits import current
 from kernels.spec import KernelSpec, Launch, Variant, auto_variant, blocks_for, launch_once
 from kernels.torch_op import op_error
 from kernels.warp import MAX_WARPS, SCRATCH, WARP, block_minmax
+from kernels import arrays
 
 # --- Per row (per channel): one block per row, one launch ------------------------------------------
 @cuda.jit
@@ -160,9 +161,7 @@ def dequantize_per_channel_reference(q, params, dtype=np.float64):
 # --- Library functions: device arrays in, device arrays out ---------------------------------------------
 def _device(a):
     """A NumPy array copied to the device; a torch tensor or CuPy array viewed (kernels.arrays.device_arg)."""
-    from kernels.arrays import device_arg
-
-    return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else device_arg(a)
+    return cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else arrays.device_arg(a)
 
 
 def _check_threads(threads):

@@ -119,7 +119,7 @@ def current() -> DeviceLimits:
     if described_now is not None:
         return described_now
     if not _DEVICE:
-        from kernels.compiler import SIMULATOR, cuda
+        from kernels.compiler import SIMULATOR, cuda  # lazy: backend chosen first (numba)
 
         limits = H100
         if not SIMULATOR:

@@ -222,7 +222,7 @@ def launch_once(kernel, kernel_f64=None):
     ``kernel[grid, block](*inputs, *outputs)`` (torch_bridge.lab_ops launches it itself)."""
     def prepare(cfg, inputs, outputs):
         k = kernel_f64 if kernel_f64 is not None and inputs[0].dtype == np.float64 else kernel
-        from kernels.compiler import bound
+        from kernels.compiler import bound  # lazy: backend chosen first (numba)
 
         return bound(k[cfg.grid, cfg.block], (*inputs, *outputs))
     prepare.single_launch = (kernel, kernel_f64)

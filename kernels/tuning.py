@@ -57,7 +57,7 @@ def cache_dir() -> Path:
     if env:
         return Path(env)
     try:
-        import platformdirs
+        import platformdirs  # lazy: optional (platformdirs: the fallback when it is missing)
     except ImportError:  # a declared dependency; the fallback is its Linux answer
         return Path.home() / ".cache" / "numba-gpu-lab"
     return Path(platformdirs.user_cache_dir("numba-gpu-lab"))
@@ -82,7 +82,7 @@ def device() -> tuple[str, str]:
     """(name, compute capability "9.0") of the current device; the simulator is ("Numba CUDA
     simulator", "sim")."""
     if not _device:
-        from kernels.compiler import SIMULATOR, cuda
+        from kernels.compiler import SIMULATOR, cuda  # lazy: backend chosen first (numba)
 
         if SIMULATOR:
             _device.append(("Numba CUDA simulator", "sim"))
@@ -97,7 +97,7 @@ def device() -> tuple[str, str]:
 
 
 def compiler() -> str:
-    from kernels.compiler import COMPILER
+    from kernels.compiler import COMPILER  # lazy: backend chosen first (numba)
 
     return COMPILER
 

@@ -8,6 +8,8 @@ does the work and returns the plain result (a Report, the ``--json`` document), 
 the commands and the notebook API are views over it. They load on first use: ``import lab`` itself
 imports nothing heavy.
 """
+
+import importlib
 __version__ = "0.1.0"
 
 _API = {"run": "lab.cli.api", "grid": "lab.cli.api", "occupancy": "lab.cli.api", "counters": "lab.cli.api",
@@ -17,8 +19,6 @@ _MODULES = {"library": "lab.library"}
 
 
 def __getattr__(name):
-    import importlib
-
     if name in _MODULES:
         return importlib.import_module(_MODULES[name])
     module = _API.get(name)

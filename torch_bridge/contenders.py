@@ -16,7 +16,7 @@ from kernels.spec import poison_value
 
 # --- the lab's own kernels as torch ops: what the bridge costs next to a direct launch ---
 def _lab(name):
-    import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)
+    import torch_bridge.lab_ops  # noqa: F401  (registers torch.ops.lab.*)  # lazy: backend chosen first (numba)
 
     return getattr(torch.ops.lab, name)
 

@@ -21,6 +21,7 @@ CuPy docs, "Interoperability".
 from __future__ import annotations
 
 import torch
+from kernels import arrays
 
 
 def _kind(x) -> str:
@@ -49,14 +50,13 @@ def to_numba(t: torch.Tensor, sync: bool = False):
     (torch_bridge.streams.numba_stream). Raises ValueError if ``t`` is not on a CUDA device or
     requires grad (a kernel writing through the view would bypass autograd: pass ``t.detach()``).
     """
-    from kernels.arrays import device_arg
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     _need_device(t, "to_numba")
     if t.requires_grad:
         raise ValueError("to_numba: tensor requires grad (a Numba kernel would bypass autograd): pass t.detach()")
     if not sync:  # the view every lab kernel's launch takes (kernels.arrays: byte strides, uint16 too)
-        return device_arg(t)
+        return arrays.device_arg(t)
     return cuda.from_cuda_array_interface(t.__cuda_array_interface__, owner=t, sync=True)
 
 
@@ -77,7 +77,7 @@ def to_torch(array) -> torch.Tensor:
 
 def to_cupy(x):
     """A CuPy array viewing the same GPU memory as a CUDA tensor (DLPack) or a Numba device array (CAI)."""
-    import cupy as cp
+    import cupy as cp  # lazy: optional (cupy)
 
     _need_device(x, "to_cupy")
     kind = _kind(x)

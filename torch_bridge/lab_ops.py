@@ -51,8 +51,14 @@ from __future__ import annotations
 import os
 import time
 from functools import partial
+from types import SimpleNamespace
 
 import torch
+import numpy as np
+from kernels import arrays
+from torch_bridge.interop import to_numba
+from torch_bridge.launch import tensor_launcher
+from torch_bridge.streams import on_torch_stream, numba_stream
 
 # The ops launch small grids on purpose for small tensors: no low-occupancy warning for each (as lab does)
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
@@ -110,11 +116,7 @@ def _view(t: torch.Tensor):
     """A Numba array over ``t``'s memory: a device view on a GPU, a simulator array over the CPU
     tensor's memory in the simulator (no copy either way; kernels.arrays.device_arg)."""
     if SIMULATOR:
-        from kernels.arrays import device_arg
-
-        return device_arg(t.detach())
-    from torch_bridge.interop import to_numba
-
+        return arrays.device_arg(t.detach())
     return to_numba(t.detach())
 
 
@@ -169,8 +171,6 @@ def _plan(key, kernel: str, size: tuple, threads: int, tensors, old, now) -> _Pl
             kernel_fn, kernel_f64 = single
             if kernel_f64 is not None and tensors[0].dtype == torch.float64:
                 kernel_fn = kernel_f64
-            from torch_bridge.launch import tensor_launcher
-
             fast = tensor_launcher(kernel_fn, cfg.grid, cfg.block, tensors)
     if len(_plans) >= PLAN_LIMIT:
         _plans.clear()
@@ -206,8 +206,6 @@ def _run(kernel: str, size, inputs, outputs, threads: int = THREADS) -> None:
         plan.limits = limits  # held: its id in the key cannot be another object's while the plan lives
     if plan.fast is not None and plan.fast([t.detach() if t.requires_grad else t for t in tensors]):
         return
-    from torch_bridge.streams import on_torch_stream
-
     with on_torch_stream():
         plan.variant.prepare(plan.cfg, [_view(t) for t in inputs], [_view(t) for t in outputs])()
 
@@ -219,15 +217,11 @@ def _launch(kernel_fn, grid, block, *tensors) -> None:
         key = (kernel_fn, tuple(grid), tuple(block), tensors[0].device, *[(t.dtype, t.shape) for t in tensors])
         fast = _launchers.get(key)
         if fast is None:
-            from torch_bridge.launch import tensor_launcher
-
             if len(_launchers) >= PLAN_LIMIT:
                 _launchers.clear()
             fast = _launchers[key] = tensor_launcher(kernel_fn, grid, block, tensors)
         if fast([t.detach() if t.requires_grad else t for t in tensors]):
             return
-        from torch_bridge.streams import numba_stream
-
         kernel_fn[grid, block, numba_stream()](*[_view(t) for t in tensors])
         return
     kernel_fn[grid, block](*[_view(t) for t in tensors])
@@ -269,8 +263,6 @@ def _spec_outputs(spec, names):
     """The ``outputs(tensors)`` of an op built from ``spec`` alone: the shape check (the inputs are the
     shapes ``in_shapes(size)`` of the size ``size_of(*shapes)``) and the outputs allocated from
     ``out_specs``; returns (size, outputs)."""
-    import numpy as np
-
     op, name = spec.torch_op, spec.name
 
     def outputs(tensors):
@@ -296,8 +288,6 @@ def _spec_op(spec, name: str, op) -> None:
     ``in_shapes`` made contiguous and outputs allocated from ``out_specs`` (the rung: the kernel's
     ``auto`` or ``torch_op.rungs``). Its ``backward`` and ``setup_context`` make it differentiable;
     without them an input that requires grad is a RuntimeError naming ``no_grad``."""
-    from types import SimpleNamespace
-
     names = op.inputs
     ndims, fixed, own = op.ndims or None, op.fixed_dtypes or None, op.check
 

@@ -80,7 +80,7 @@ class FastKernel:
         return e
 
     def _build(self, grid, block, tensors) -> _Entry:
-        from torch_bridge.interop import to_numba
+        from torch_bridge.interop import to_numba  # lazy: optional (torch)
 
         views = [to_numba(t.detach()) for t in tensors]
         argtypes = tuple(self.dispatcher.typeof_pyval(v) for v in views)
@@ -135,9 +135,9 @@ def tensor_launcher(kernel, grid, block, tensors):
 
     ``launch.path`` says which of these it takes (after its first call).
     """
-    import torch
+    import torch  # lazy: optional (torch)
 
-    from kernels.compiler import COMPILER, MLIR, SIMULATOR, launch_hooked
+    from kernels.compiler import COMPILER, MLIR, SIMULATOR, launch_hooked  # lazy: backend chosen first (numba)
 
     if SIMULATOR:
         return None
@@ -162,9 +162,9 @@ def tensor_launcher(kernel, grid, block, tensors):
 
 
 def _mlir_launcher(kernel, grid, block, launch_hooked):
-    from kernels.compiler import native_launcher
-    from torch_bridge.interop import to_numba
-    from torch_bridge.streams import on_torch_stream
+    from kernels.compiler import native_launcher  # lazy: backend chosen first (numba)
+    from torch_bridge.interop import to_numba  # lazy: optional (torch)
+    from torch_bridge.streams import on_torch_stream  # lazy: optional (torch)
 
     configured = kernel[grid, block]
     native = []  # [] before the first call, then [the native launcher or None]
@@ -208,10 +208,10 @@ def vecadd(a, b, out=None):
     ones torch.ops.lab.vecadd runs: kernels/vecadd.py's ``auto`` (its ``choose()`` for the element
     count, or ``lab tune``'s winner), configured once per (n, dtype, device). ValueError for anything
     else (no copies, no broadcasting). GPU only."""
-    import torch
+    import torch  # lazy: optional (torch)
 
-    from kernels import vecadd as V
-    from kernels.compiler import SIMULATOR
+    from kernels import vecadd as V  # lazy: backend chosen first (numba)
+    from kernels.compiler import SIMULATOR  # lazy: backend chosen first (numba)
 
     if SIMULATOR:
         raise ValueError("torch_bridge.launch.vecadd: the fast launch path needs a GPU (the simulator has no "
@@ -237,8 +237,8 @@ def vecadd(a, b, out=None):
     flat = (a, b, out) if a.dim() == 1 else (a.view(-1), b.view(-1), out.view(-1))
     kernel, grid, block, launch = plan
     if not launch(flat):  # a launch hook is installed: the ordinary launch, which the hook sees
-        from torch_bridge.interop import to_numba
-        from torch_bridge.streams import numba_stream
+        from torch_bridge.interop import to_numba  # lazy: optional (torch)
+        from torch_bridge.streams import numba_stream  # lazy: optional (torch)
 
         kernel[grid, block, numba_stream(a.device)](*[to_numba(t) for t in flat])
     return out

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+import cProfile
 
 import numpy as np
 import torch
@@ -81,8 +82,6 @@ class Calls:
 
     def profile(self, calls: int) -> object:
         """A cProfile.Profile of ``calls`` calls of the op (the bridge row), the device synchronized after."""
-        import cProfile
-
         op, inputs = self.op, self.tensors
         prof = cProfile.Profile()
         prof.enable()
@@ -169,7 +168,7 @@ def calls(kernel: str, size: tuple, seed: int = 0) -> Calls:
                                 "as lab's, returning its fake outputs, no kernel", lambda: floor(*tensors), sync))
 
     try:
-        import cupy as cp
+        import cupy as cp  # lazy: optional (cupy)
     except ImportError:
         cp = None
     result.versions["cupy"] = cp.__version__ if cp is not None else "not installed"

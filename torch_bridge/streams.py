@@ -24,6 +24,7 @@ import contextlib
 import threading
 
 import torch
+from kernels.backend import is_simulator
 
 _tls = threading.local()
 _numba_streams: dict[int, object] = {}
@@ -37,7 +38,7 @@ def current_stream_handle(device=None) -> int:
 def numba_stream(device=None):
     """torch's current stream as a Numba stream (``cuda.external_stream``), cached by handle;
     the legacy default stream is Numba's 0."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     handle = current_stream_handle(device)
     if handle == 0:
@@ -49,8 +50,8 @@ def numba_stream(device=None):
 
 
 def _install() -> None:
-    from numba.cuda.cudadrv import driver
-    from numba.cuda.dispatcher import CUDADispatcher
+    from numba.cuda.cudadrv import driver  # lazy: backend chosen first (numba)
+    from numba.cuda.dispatcher import CUDADispatcher  # lazy: backend chosen first (numba)
 
     original = CUDADispatcher.call
     if getattr(original, "_lab_stream_aware", False):
@@ -75,12 +76,10 @@ def _install() -> None:
 def on_torch_stream(device=None):
     """Inside the block, Numba launches configured for the default stream go to torch's current
     stream (a no-op when that is the legacy default stream, or in the simulator)."""
-    from kernels.backend import is_simulator
-
     if is_simulator() or current_stream_handle(device) == 0:
         yield
         return
-    from kernels.compiler import COMPILER, MLIR
+    from kernels.compiler import COMPILER, MLIR  # lazy: backend chosen first (numba)
 
     if COMPILER == MLIR:
         mine, legacy = torch.cuda.current_stream(device), torch.cuda.default_stream(device)

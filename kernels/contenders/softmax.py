@@ -18,7 +18,7 @@ _K: dict = {}  # the @triton.jit kernel and the compiled naive softmax, made at 
 def cupy_softmax(cp, x, out):
     """cupyx.scipy.special.softmax takes no out=, so it returns a new array (CuPy runs the max,
     subtract-exp, sum and divide as separate kernels)."""
-    import cupyx.scipy.special  # CuPy's own submodule; cp is CuPy itself
+    import cupyx.scipy.special  # lazy: optional (cupyx); CuPy's own submodule; cp is CuPy itself
 
     return (cupyx.scipy.special.softmax(x, axis=1),)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+import re
 
 import numpy as np
 
@@ -102,8 +103,6 @@ class GemmConfig:
     @classmethod
     def parse(cls, key: str) -> GemmConfig:
         """The config whose :attr:`key` is ``key``; ValueError if it is not one."""
-        import re
-
         match = re.fullmatch(r"(\d+)x(\d+)x(\d+)_w(\d+)x(\d+)n(\d+)_t(\d+)x(\d+)_(\d+)t_pad(\d+)_(db|sb)_(x1|x2)_lb(\d+)(_direct)?",
                              key)
         if not match:

@@ -56,10 +56,12 @@ copy_sm80.hpp (SM80_CP_ASYNC_CACHEGLOBAL).
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 import numpy as np
 
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, float32, int32
+from kernels.spec import DOT_SIGMAS, dot_tolerance, Variant, plural
 
 WARP = 32
 MMA_M, MMA_N, MMA_K = 16, 8, 8  # m16n8k8: A is 16 x 8, B is 8 x 8, C and D are 16 x 8
@@ -465,7 +467,7 @@ def for_numba_cuda(value):
         return None
     for name in HELPERS:
         if value is globals()[name]:
-            from kernels.gemm import mma_numba_cuda
+            from kernels.gemm import mma_numba_cuda  # lazy: backend chosen first (numba)
 
             return getattr(mma_numba_cuda, name)
     return None
@@ -487,8 +489,6 @@ def rounded_inputs_tolerance(A, B, mantissa: int) -> np.ndarray:
     bound for the sums (dot_tolerance). TF32-rounded products pass; the same products rounded to
     bfloat16 (8x the error) fail it (tests/kernels/test_tensor_cores.py).
     """
-    from kernels.spec import DOT_SIGMAS, dot_tolerance
-
     A64 = np.asarray(A, np.float64)
     B64 = np.asarray(B, np.float64)
     u = 2.0 ** -mantissa
@@ -510,10 +510,6 @@ def pipeline_variant(name: str, doc: str, launch, prepare, unavailable, precisio
     """A matmul :class:`~kernels.spec.Variant` for a rung of this package: skipped (``accepts``)
     where its instructions cannot run (:data:`UNAVAILABLE`), checked with the tolerance of its
     ``precision`` (``tolerance``), and with ``unavailable(dtype)`` for the dtypes it does not take."""
-    from dataclasses import dataclass
-
-    from kernels.spec import Variant
-
     @dataclass(frozen=True)
     class PipelineVariant(Variant):
         precision: str = "fp32"
@@ -537,7 +533,7 @@ STATIC_SHARED = 48 * 1024  # bytes of static shared memory a block may have; pas
 def _allow_dynamic_shared(kernel, nbytes: int) -> None:
     """Let each compiled overload of ``kernel`` take ``nbytes`` of dynamic shared memory (past 48 KB a
     kernel must opt in: cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES)."""
-    from cuda.bindings import driver
+    from cuda.bindings import driver  # lazy: optional (cuda)
 
     attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     compiled = list(kernel.overloads.values())
@@ -583,8 +579,6 @@ def choose_block_tile(size, tiles, sms: int, share: float = 1.0) -> tuple[str, s
     m, n, _ = size
     blocks = [((m + bm - 1) // bm) * ((n + bn - 1) // bn) for _, bm, bn in tiles]
     pick = next((i for i, b in enumerate(blocks) if b >= sms * share), len(tiles) - 1)
-    from kernels.spec import plural
-
     name, bm, bn = tiles[pick]
     if pick == 0:
         return name, f"{bm}x{bn} block tiles: {plural(blocks[0], 'block')} for {plural(sms, 'SM')}"

@@ -102,6 +102,8 @@ from kernels.gemm import tensor_core_tf32 as TC
 from kernels.gemm import wgmma_bf16 as W
 from kernels.gemm import wgmma_tf32 as WT
 from kernels.spec import Launch, blocks_for, plural, sm_count
+from kernels.device_limits import current
+from kernels.gemm.split_k import reduce_launch, split_k_reduce_kernel
 
 NAME = "tensor_core_3xtf32"
 WORDS = "3xTF32 on tensor cores, FP32-accurate"  # what a row that ran it says
@@ -129,8 +131,6 @@ def wgmma_here() -> bool:
     """Whether the wgmma build runs here: numba-cuda-mlir on a GPU of compute capability 9.0 (sm_90a)."""
     if W.UNAVAILABLE or SIMULATOR:
         return False
-    from kernels.device_limits import current
-
     cc = current().cc
     return cc is not None and tuple(cc) == (9, 0)
 
@@ -447,8 +447,6 @@ def wgmma_prepare(A, B, C, splits: int, per: int, build: str = WG_DEFAULT, launc
     (grid z = ``splits`` K ranges of ``per`` 32-k slabs, a ``split`` build when over 1), and with several ranges
     the reduction of their partial C's (kernels.gemm.split_k.split_k_reduce_kernel). ``launcher(A2, BT2, grid)``:
     another kernel's f(A2, BT2, C) on that grid instead (kernels.gemm.tf32x3_tma's builds)."""
-    from kernels.gemm.split_k import reduce_launch, split_k_reduce_kernel
-
     m, k = A.shape
     n = B.shape[1]
     A2 = empty_like(A, (splits * m, 2 * SLAB * per), np.int32)
@@ -581,8 +579,6 @@ def auto_route(size):
         return None
     if SIMULATOR or mma.UNAVAILABLE or m * n < AUTO_MIN_MN_RATIO * (m + n) or 2 * m * n * k < AUTO_MIN_FLOPS:
         return None
-    from kernels.device_limits import current
-
     cc = current().cc
     cc = tuple(cc) if cc is not None else None
     if cc not in TENSOR_CC:

@@ -113,8 +113,8 @@ import numpy as np
 from kernels.arrays import empty_like
 from kernels.compiler import SIMULATOR, bound, cuda, float32
 from kernels.gemm.build_options import ALIGN, FORCEINLINE
-from kernels.gemm import mma
-from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, cp_async_commit, cp_async_wait, mma_tf32
+from kernels.gemm import mma, async_copy, tensor_core_bf16 as bf16, wgmma_bf16 as wg, wgmma_tf32 as wt, wgmma_tma as tm
+from kernels.gemm.mma import EMULATED, FRAGMENT, STATIC_SHARED, cp_async_commit, cp_async_wait, mma_tf32, pipeline_variant
 from kernels.gemm.shared_vec import ROUNDINGS, cp_async4_at, cp_async16_at, global_base, ld4_tf32, shared_base
 from kernels.spec import Launch, blocks_for, sm_count
 
@@ -518,13 +518,6 @@ unavailable = mma.float32_gate("tensor_core_tf32", "TF32")
 
 
 def _rungs():
-    from kernels.gemm import async_copy
-    from kernels.gemm import tensor_core_bf16 as bf16
-    from kernels.gemm import wgmma_bf16 as wg
-    from kernels.gemm import wgmma_tf32 as wt
-    from kernels.gemm import wgmma_tma as tm
-    from kernels.gemm.mma import pipeline_variant
-
     wbm, wbn, wthreads = wg.block_shape(tm.BUILD)
     tbm, tbn, tthreads = wg.block_shape(wt.BUILDS[wt.DEFAULT])
 

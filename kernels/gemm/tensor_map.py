@@ -20,6 +20,8 @@ Accelerator (TMA)"; PTX ISA 8.x, "cp.async.bulk.tensor", "Tensor-map".
 """
 from __future__ import annotations
 
+import numpy as np
+
 SWIZZLE_NONE, SWIZZLE_32B, SWIZZLE_64B, SWIZZLE_128B = 0, 1, 2, 3  # CUtensorMapSwizzle
 SWIZZLE_BYTES = {SWIZZLE_NONE: 0, SWIZZLE_32B: 32, SWIZZLE_64B: 64, SWIZZLE_128B: 128}
 MAP_BYTES, MAP_ALIGN = 128, 64
@@ -49,7 +51,7 @@ def encode_2d(address: int, itemsize: int, rows: int, cols: int, row_bytes: int,
     box_rows x box_cols (the copy's coordinates are {column, row}, in elements), written to shared memory
     with ``swizzle``, zeros past the edges, L2 promotion of 256 bytes. ValueError if :func:`check_2d` refuses
     or itemsize is not 2 or 4; RuntimeError naming the CUresult if the driver refuses."""
-    from cuda.bindings import driver as D
+    from cuda.bindings import driver as D  # lazy: optional (cuda)
 
     check_2d(rows, cols, row_bytes, itemsize, box_rows, box_cols, swizzle)
     types = {2: D.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT16,
@@ -64,8 +66,6 @@ def encode_2d(address: int, itemsize: int, rows: int, cols: int, row_bytes: int,
         D.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != D.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled: {err}")
-    import numpy as np
-
     return np.array([int(w) for w in tmap.opaque], np.uint64).tobytes()  # the 16 64-bit words of the opaque map, little-endian
 
 
@@ -74,8 +74,6 @@ def swizzled_offset(r, c, itemsize: int):
     (rows of 128 bytes; the destination 1,024-byte aligned): row r at 128 r, its 16-byte chunk j at chunk
     j ^ (r % 8) (CUDA C++ Programming Guide, TMA swizzle patterns). Arrays or ints (numpy); the simulator's
     tests compare it with the layouts the wgmma descriptors read (kernels.gemm.wgmma_bf16)."""
-    import numpy as np
-
     r, c = np.asarray(r), np.asarray(c)
     byte = c * itemsize
     return r * 128 + (((byte // 16) ^ (r % 8)) * 16) + byte % 16

@@ -98,8 +98,6 @@ if COMPILER == MLIR and not SIMULATOR:
         kt - 1's stage and add its staging set to the sums (round to nearest). ``sets=1``: one staging set (64
         registers fewer: under the 168 a thread of 384 gets), each slab's wgmmas waited for (``wait_group 0``)
         and added before the next slab's are issued -- the other warpgroup's keep the tensor cores busy."""
-        from kernels.gemm import wgmma_tma as T
-
         T.check_build(stages, 2, BN, ws, maxnreg)
         threads = THREADS + (W.WARPGROUP if ws else 0)
         sbytes, a_bytes = T.stage_bytes(2, BN), 64 * 2 * T.SLAB_BYTES

@@ -12,6 +12,7 @@ from kernels.compiler import cuda, threadfence, uint64
 from kernels.device_limits import current
 from kernels.spec import Launch, blocks_for, plural, sm_count
 from kernels.warp import MAX_WARPS, WARP
+from kernels import matvec as MV
 
 
 # --- Columns: Y = X @ B for the matmuls with one row (M = 1) ------------------------------------------
@@ -176,8 +177,6 @@ def vector_launch(size, threads, params=None):
     adds the partials (columns_split_kernel).
     Tunable (``lab tune``): ``splits``, K ranges (0: columns_plan's choice), and
     threads (the warps a block splits its K range among)."""
-    from kernels import matvec as MV
-
     m, n, k = size
     params = dict(params or {})
     want = params.get("splits", 0)
@@ -205,8 +204,6 @@ def vector_launch(size, threads, params=None):
 
 def vector_prepare(cfg, inputs, outputs):
     """N = 1: matvec auto on (A, B as a K-vector, C as an M-vector); else the column kernel."""
-    from kernels import matvec as MV
-
     A, B = inputs
     (C,) = outputs
     (m, k), n = A.shape, B.shape[1]

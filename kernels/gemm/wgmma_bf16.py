@@ -124,6 +124,8 @@ import functools
 import numpy as np
 
 from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda
+from kernels.device_limits import current
+from kernels.spec import Launch, blocks_for
 
 CHIP = "sm_90a"  # wgmma is architecture-specific: sm_90a, not sm_90
 WARPGROUP = 128
@@ -527,7 +529,7 @@ def launcher(m: int, n: int, k: int, stages: int = STAGES, bn: int = BN, grid=No
     memory (opted in past 48 KB after the first, compiling call is refused)."""
     if UNAVAILABLE:
         raise RuntimeError(f"wgmma_bf16 {UNAVAILABLE}")
-    from kernels.gemm.mma import with_shared
+    from kernels.gemm.mma import with_shared  # lazy: backend chosen first (numba)
 
     kernel = make_wgmma_kernel(stages, k % 8 == 0 and n % 8 == 0, bn=bn, wgs=wgs, **build)
     nbytes = shared_bytes(stages, bn, wgs)
@@ -578,8 +580,6 @@ def launch(size, threads, build: dict = BUILD, name: str | None = None):
     """Block fixed at the build's warpgroups (:func:`block_shape`: 256 threads, a 128 x 128 tile of C by
     default), one tile a block. ``build`` and its ``name`` (default :data:`BUILD`, :func:`build_name`): the
     TMA rung (kernels/gemm/wgmma_tma.py) passes its own."""
-    from kernels.spec import Launch, blocks_for
-
     m, n, _ = size
     bm, bn, block = block_shape(build)
     notes = []
@@ -598,7 +598,7 @@ def prepare(cfg, inputs, outputs, build: dict = BUILD, make=None, pad: int = 8):
     every copy a 16-byte cp.async), 64 for the TMA rung (rows of whole 128-byte lines); then one launch a call
     of ``make(m, n, k, grid=..., **build)`` (default :func:`launcher`; the TMA rung passes its own); C keeps
     its N columns. float32 only (ValueError otherwise)."""
-    from kernels.gemm.tensor_core_bf16 import device_bf16
+    from kernels.gemm.tensor_core_bf16 import device_bf16  # lazy: backend chosen first (numba)
 
     A, B = inputs
     if np.dtype(A.dtype) != np.float32:
@@ -623,8 +623,6 @@ def unavailable(dtype, name: str = NAME, lesson: str = "tensor_core_bf16", round
         return f"{name}: wgmma has no emulation in the simulator; the {lesson} rung is the emulated lesson"
     if UNAVAILABLE:
         return f"{name} {UNAVAILABLE}"
-    from kernels.device_limits import current
-
     cc = current().cc
     if cc is not None and tuple(cc) != (9, 0):
         return (f"{name} needs a compute-capability 9.0 GPU (Hopper: sm_90a code loads only there); "

@@ -50,7 +50,7 @@ from kernels.compiler import COMPILER, MLIR, SIMULATOR, bound, cuda, int32
 from kernels.gemm import mma
 from kernels.gemm import wgmma_bf16 as W
 from kernels.gemm import wgmma_tma as TMA
-from kernels.spec import blocks_for, sm_count
+from kernels.spec import blocks_for, sm_count, Launch
 
 NAME = "tensor_core_wgmma_tf32"
 UNAVAILABLE = W.UNAVAILABLE
@@ -202,8 +202,6 @@ def choose_tile(size) -> tuple[str, str]:
 def launch(size, threads):
     """The build and K ranges :func:`plan` picks (named in the note), block fixed at its warpgroups' threads,
     one tile of C a block (grid z: the K ranges, where there are several)."""
-    from kernels.spec import Launch
-
     m, n, k = size
     name, splits, why = plan(size)
     bm, bn, block = W.block_shape(BUILDS[name])

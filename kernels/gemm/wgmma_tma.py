@@ -59,9 +59,13 @@ import functools
 
 import numpy as np
 
-from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda
+from kernels.compiler import COMPILER, MLIR, SIMULATOR, cuda, bound
 from kernels.gemm import tensor_map as TM
 from kernels.gemm import wgmma_bf16 as W
+from kernels.arrays import empty_like
+from kernels.gemm.mma import with_shared
+from kernels.gemm.split_k import reduce_launch, split_k_reduce_kernel
+from kernels.spec import blocks_for, sm_count, Launch
 
 UNAVAILABLE = W.UNAVAILABLE
 WARPGROUP = W.WARPGROUP
@@ -476,8 +480,6 @@ def launcher(m: int, n: int, k: int, stages: int = 4, wgs: int = 2, bn: int = 12
     if (k % 4 if tf32 else (k % 8 or n % 8)):
         raise ValueError(f"{m}x{n}x{k}: a TMA build copies 16-byte rows (K{'' if tf32 else ' and N'} a multiple "
                          f"of {4 if tf32 else 8}; the rungs' prepare pads)")
-    from kernels.gemm.mma import with_shared
-
     if grid is not None and len(grid) > 2:
         splits = grid[2]
     kernel = make_tma_kernel(stages, wgs, bn, ws, tuple(maxnreg) if maxnreg else None, tf32, group,
@@ -575,15 +577,9 @@ def k_ranges_call(f, C, splits: int, atomic: int = ATOMIC):
     (deterministic: the same order every call). C: (m, n) float32, C-contiguous."""
     if splits == 1:
         return lambda A, B: f(A, B, C)
-    from kernels.arrays import empty_like
-    from kernels.compiler import bound
-    from kernels.gemm.split_k import reduce_launch, split_k_reduce_kernel
-
     m, n = C.shape
     C1 = C.reshape(m * n)
     if atomic:
-        from kernels.spec import blocks_for, sm_count
-
         zero = bound(zero_kernel[min(blocks_for(m * n, 256), 8 * sm_count()), 256], (C1,))
 
         def call(A, B):
@@ -612,8 +608,6 @@ def build_name(build: dict) -> str:
 def launch(size, threads):
     """kernels.gemm.wgmma_bf16.launch with :data:`BUILD`: block fixed at its 3 warpgroups (384 threads), one
     128 x 256 tile of C a block, K in :func:`k_splits`'s ranges over grid z (a 2-D grid for one range)."""
-    from kernels.spec import Launch, sm_count
-
     m, n, k = size
     cfg = W.launch(size, threads, BUILD, build_name(BUILD))
     bm, bn, _ = block_shape(BUILD)

@@ -19,6 +19,7 @@ from lab.core import args as A
 from lab.core import options as D
 from lab.core.errors import LabError
 from lab.core.options import declares
+import kernels
 
 if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: only once the backend is chosen
     from lab.core.runner import Events, Steps
@@ -29,22 +30,20 @@ def quiet(done: int, total: int, label: str) -> None:
 
 
 def _session(sim, compiler=None, allow_both: bool = False):
-    from lab.core.session import start
+    from lab.core.session import start  # lazy: heavy for lab --help's start (ctypes)
 
     return start(A.backend(sim), compiler, allow_both)
 
 
 def _backend(sim) -> str:
     """The backend alone (no compiler is involved): "gpu" or "simulator", chosen before numba.cuda loads."""
-    from lab.core.simulator import select
+    from lab.core.simulator import select  # lazy: heavy for lab --help's start (ctypes)
 
     return select(A.backend(sim))
 
 
 def _kernels(names) -> list[str]:
     """Kernel names checked against the registry (LabError with a suggestion); all when none given."""
-    import kernels
-
     for n in names:
         if n not in kernels.NAMES:  # checked by name: no kernel module (numba.cuda) is imported here
             try:
@@ -86,13 +85,13 @@ def run(kernel: str, *, threads: int | None, size: str | None, dtype: str, varia
     if counters and session.compiler == "both":
         raise LabError("--counters counts one compiler's kernels: drop --compiler both, or run each compiler")
     if session.compiler == "both":
-        from lab.bench.compilers import run_both
+        from lab.bench.compilers import run_both  # lazy: heavy for lab --help's start (ctypes)
 
         return run_both(dict(kernel=kernel, threads=threads, size=size, dtype=dtype, variant=variant,
                              contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, arrays=arrays,
                              precision=precision),
                         session.backend)
-    from lab.core.runner import Options, run as run_kernel
+    from lab.core.runner import Options, run as run_kernel  # lazy: heavy for lab --help's start (concurrent)
 
     opts = Options(kernel=kernel, threads=threads, size=size, dtype=dtype, variants=A.csv(variant),
                    contenders=A.csv(contenders), repeats=repeats, warmup=warmup, seed=seed, yes=yes,
@@ -110,7 +109,7 @@ def sweep(kernel: str, *, threads: str | list | None, sizes: str | list | None, 
     and/or size, each checked and timed. Returns docs/schemas/sweep.json's document; LabError on bad
     input, and (before anything runs) for a simulation estimated above 10 minutes in all without
     ``yes``."""
-    from lab.bench import sweep as S
+    from lab.bench import sweep as S  # lazy: heavy for lab --help's start (concurrent)
 
     threads_list, size_list = S.parse_threads(threads), S.parse_sizes(sizes)
     backend = _session(sim, compiler).backend
@@ -135,16 +134,16 @@ def bench(kernel_names, *, kernels: str | list | None, out: str | None, quick: b
     dict); its markdown is :func:`lab.bench.suite.render_markdown`. LabError on bad input, and (before
     any work) when ``out`` holds a GPU's results and this run is in the simulator, unless ``force``
     (:func:`lab.core.files.check_results`)."""
-    from lab.bench import suite as B
+    from lab.bench import suite as B  # lazy: heavy for lab --help's start (concurrent)
 
     if from_json is not None:
         return B.load(from_json)
     backend = _session(sim, compiler).backend
-    from lab.core.files import check_results
+    from lab.core.files import check_results  # lazy: heavy for lab --help's start (lab.core.files)
 
     check_results(out, backend == "simulator", force)
     names = _kernels(list(kernel_names) + (A.csv(kernels) or []))
-    from lab.core.runner import check_contenders
+    from lab.core.runner import check_contenders  # lazy: heavy for lab --help's start (concurrent)
 
     check_contenders(A.csv(contenders))
     return B.run_bench(names, backend, repeats=repeats, quick=quick, contenders=A.csv(contenders), seed=seed,
@@ -158,12 +157,12 @@ def roofline(*, kernels: str | list | None, contenders: str | list | None, repea
     """``lab roofline``: every variant placed on this GPU's roofline (run now, or read from saved
     ``lab run/bench --json`` files: ``from_json``, one path or several). Returns
     docs/schemas/roofline.json's document; LabError on bad input."""
-    from lab.bench import roofline as R
-    from lab.bench.compare import load_reports, reading
+    from lab.bench import roofline as R  # lazy: heavy for lab --help's start (concurrent)
+    from lab.bench.compare import load_reports, reading  # lazy: heavy for lab --help's start (lab.bench.compare)
 
     backend = _backend(sim)
     names = _kernels(A.csv(kernels) or [])
-    from lab.core.runner import check_contenders
+    from lab.core.runner import check_contenders  # lazy: heavy for lab --help's start (concurrent)
 
     check_contenders(A.csv(contenders))  # before minutes of runs (and in the simulator, which runs none)
     reports = [r for p in from_json for r in load_reports(p)] if from_json else None
@@ -182,8 +181,8 @@ def profile(kernel: str, *, size: str | None, threads: int | None, variant: str 
     NVTX-named; ``trace``: also a Chrome/Perfetto trace file. Returns the profile document (tables
     as rows); LabError on bad input, without torch, or for a simulation estimated above 10 minutes
     without ``yes``."""
-    from lab.bench.profiling import profile as run_profile
-    from lab.core.files import check_writable
+    from lab.bench.profiling import profile as run_profile  # lazy: heavy for lab --help's start (lab.bench.profiling)
+    from lab.core.files import check_writable  # lazy: heavy for lab --help's start (lab.core.files)
 
     _kernels([kernel])  # an unknown kernel is named before anything about torch
     check_writable(trace, "trace")
@@ -198,7 +197,7 @@ def compare(a: str, b: str) -> dict:
     """``lab compare A B``: B's speedup over A per (kernel, contender, variant) row of two ``lab
     run/bench/sweep --json`` files, and whether it is beyond the noise. Returns the comparison
     document; LabError when a file cannot be read or they share no row."""
-    from lab.bench import compare as K
+    from lab.bench import compare as K  # lazy: heavy for lab --help's start (lab.bench.compare)
 
     reports_a, reports_b = K.load_reports(a), K.load_reports(b)
     with K.reading(a, b):
@@ -221,9 +220,9 @@ def tune(kernel: str, *, shapes: str | list | None, budget: float | None, dtype:
     ``no_cache``; a simulator search is shown, never cached), and with ``out`` to a shipped table for
     devices named like ``match``. Returns docs/schemas/tune.json's document; LabError on bad input, or
     for a simulator search estimated above 10 minutes without ``yes``."""
-    from lab.bench import sweep as S
-    from lab.bench import tune as T
-    from lab.core.files import check_writable
+    from lab.bench import sweep as S  # lazy: heavy for lab --help's start (concurrent)
+    from lab.bench import tune as T  # lazy: heavy for lab --help's start (concurrent)
+    from lab.core.files import check_writable  # lazy: heavy for lab --help's start (lab.core.files)
 
     _kernels([kernel])
     check_writable(out, "tuned table")  # before minutes of tuning

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import platform
+import io
+import pstats
 
 import numpy as np
 
@@ -27,11 +29,12 @@ from lab.core.check import check_outputs
 from lab.core.errors import LabError
 from lab.core.stopping import StopRule
 from lab.core.timing import Timer
+import kernels
 
 
 def default_kernel() -> str:
     """The kernel timed when none is named: the first with a torch op in lesson order (kernels.NAMES)."""
-    import torch_bridge.lab_ops as L
+    import torch_bridge.lab_ops as L  # lazy: backend chosen first (numba)
 
     return L.OPS[0]
 
@@ -50,8 +53,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
     results [{call, median_us, min_us, samples, noise, stop}] (stop: lab.core.stopping.Stop.as_dict)
     and, with ``profile``, profile (text). LabError for an unknown kernel, one without a torch op, a
     bad size, or outputs that fail the check."""
-    import kernels
-    from kernels.compiler import COMPILER, SIMULATOR
+    from kernels.compiler import COMPILER, SIMULATOR  # lazy: backend chosen first (numba)
 
     kernel = kernel or default_kernel()
     if kernel not in kernels.NAMES:
@@ -61,7 +63,7 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
         dims = spec.parse_size(str(size))
     except ValueError as e:
         raise LabError(f"--size: {e}") from None
-    from torch_bridge import overhead
+    from torch_bridge import overhead  # lazy: backend chosen first (numba)
 
     try:
         made = overhead.calls(kernel, dims)
@@ -86,9 +88,6 @@ def measure(kernel: str | None = None, size: str = "1024", calls: int = 2000, ro
            "rows": [[r["call"], r["median_us"], r["min_us"]] for r in results],
            "results": [{k: v for k, v in r.items() if k != "method"} for r in results]}
     if profile:
-        import io
-        import pstats
-
         text = io.StringIO()
         pstats.Stats(made.profile(calls), stream=text).sort_stats("tottime").print_stats(profile)
         doc["profile"] = "\n".join(line for line in text.getvalue().splitlines() if line.strip())[-6000:]

@@ -25,12 +25,16 @@ import tempfile
 import warnings
 
 from lab.core.errors import LabError
+import numpy as np
+from lab.core import catalog, contenders as C
+from lab.core.files import atomic_path
+from lab.core.simulator import quick_options, refuse_long, simulator_seconds
 
 
 def _torch():
     try:
-        import torch
-        from torch.profiler import ProfilerActivity, profile as torch_profile, record_function
+        import torch  # lazy: optional (torch)
+        from torch.profiler import ProfilerActivity, profile as torch_profile, record_function  # lazy: optional (torch)
     except ImportError:
         raise LabError("lab profile needs torch (torch.profiler), which is not installed: on a GPU machine "
                        "pip install 'numba-gpu-lab[torch]'; on a CPU-only machine pip install torch==2.13.0") from None
@@ -50,11 +54,6 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     profile estimated above 10 minutes without ``yes`` (lab.core.simcost; the estimate and a
     quicker --size).
     """
-    import numpy as np
-
-    from lab.core import catalog
-    from lab.core import contenders as C
-
     torch, Activity, torch_profile, record_function = _torch()
     simulator = backend == "simulator"
     if not simulator and not torch.cuda.is_available():
@@ -78,8 +77,6 @@ def profile(kernel: str, backend: str, size: str | None = None, threads: int | N
     if repeats < 1:
         raise LabError("--repeats must be >= 1")
     if simulator and "numba" in who and not yes:  # before any input is made: hours do not start unless asked
-        from lab.core.simulator import quick_options, refuse_long, simulator_seconds
-
         names, calls = list(variants or spec.variants), 1 + repeats  # one call outside the profile, then repeats
         refuse_long(simulator_seconds(spec, shape, names, threads, calls),
                     f"lab profile {kernel} {'x'.join(map(str, shape))}",
@@ -146,8 +143,6 @@ def _rows(averages, sort_by: str, row_limit: int, gpu: bool) -> list[dict]:
 def _export_trace(prof, trace: str) -> None:
     """The Chrome/Perfetto trace, written atomically; LabError when torch wrote nothing (or failed):
     the caller then never says it was written."""
-    from lab.core.files import atomic_path
-
     with atomic_path(trace, "trace") as tmp:
         try:
             prof.export_chrome_trace(tmp)

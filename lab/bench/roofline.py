@@ -19,7 +19,11 @@ from __future__ import annotations
 
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.bench.compare import row_name
-from lab.core.runner import Steps, quiet
+from lab.core.runner import Steps, quiet, Options
+import kernels
+import numpy as np
+from lab.bench.suite import standard
+from lab.core import device as core_device, runner
 
 SIM_NOTE = ("CUDA simulator: no GPU, so no copy bandwidth, no FP32 peak and no achieved FLOP/s; "
             "only each kernel's arithmetic intensity (at its standard GPU size) is meaningful")
@@ -47,17 +51,10 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
     "kernels": [{"kernel", "size", "intensity"}], "points": [{"kernel", "size", "contender", "name",
     "intensity" (FLOP/byte), "gflops", "roof_gflops", "pct_of_roof", "bound"}]}.
     """
-    import numpy as np
-
-    import kernels
-    from lab.bench.suite import standard
-    from lab.core.device import describe
-    from lab.core.runner import Options, run
-
     simulator = backend == "simulator"
     STANDARD = standard()
     names = list(kernel_names or kernels.NAMES)
-    device = describe(simulator)
+    device = core_device.describe(simulator)
     doc = {"schema_version": SCHEMA_VERSION, "backend": backend, "device": device, "copy_gbps": None,
            "peak_gflops": device.get("peak_fp32_gflops"), "ridge_intensity": None,
            "note": SIM_NOTE if simulator and not reports else "", "kernels": [], "points": []}
@@ -82,7 +79,7 @@ def roofline(backend: str, kernel_names=None, contenders=None, repeats: int | No
             progress(i, len(names), f"{k} {size} --threads {threads}")
             opts = Options(kernel=k, size=size, threads=threads, repeats=repeats,
                            contenders=contenders or ["numba", "cupy", "torch"])
-            reports.append(run(opts, backend).to_dict())
+            reports.append(runner.run(opts, backend).to_dict())
         progress(len(names), len(names), "done")
     for rep in reports or []:
         doc["points"] += _points(rep)

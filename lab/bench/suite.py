@@ -19,8 +19,19 @@ import importlib.metadata as md
 import platform
 import sys
 from collections.abc import Callable
+import json
+from dataclasses import asdict
 
-from lab.core.runner import Steps, quiet
+from lab.core.runner import Steps, quiet, Options
+import kernels
+from lab.bench import shapes as shape_sweep
+from lab.bench.compare import check_report
+from lab.bench.shapes import SweepRow, render
+from lab.core import device, runner, simulator as core_simulator
+from lab.core.compilers import dispatchers, kernel_attr
+from lab.core.errors import LabError, SCHEMA_VERSION
+from lab.core.registry import specs
+from lab.core.simcost import PER_FLOP_MS
 
 # --quick (and the simulator): each kernel's small simulator size, one simulated warp a block.
 QUICK_THREADS = 32
@@ -28,16 +39,12 @@ QUICK_THREADS = 32
 
 def standard() -> dict[str, list[tuple[str, int]]]:
     """kernel -> [(size, threads)]: the standard GPU sizes of each kernel's spec (``bench_sizes``)."""
-    from lab.core.registry import specs
-
     return {s.name: list(s.bench_sizes) for s in specs()}
 
 
 def targets() -> list[tuple]:
     """(kernel, size as run, library row to beat (None: an absolute time), ratio or ms bound, kind):
     each kernel's spec's ``targets``, in kernels.NAMES order."""
-    from lab.core.registry import specs
-
     return [(s.name, list(t.size), t.against, t.bound, t.kind) for s in specs() for t in s.targets]
 
 
@@ -61,9 +68,6 @@ RESOURCE_ATTRS = {"registers_per_thread": "regs_per_thread", "shared_bytes_per_b
 def resource_report() -> list[dict]:
     """Registers / shared / local memory of every compiled Numba kernel (the compiler's resource
     report; CUDA C++ Programming Guide, "Occupancy Calculator"). One dict a compiled overload."""
-    import kernels
-    from lab.core.compilers import dispatchers, kernel_attr
-
     compiled = {id(d) for d in dispatchers()}
     rows = []
     for name in kernels.NAMES:
@@ -85,10 +89,6 @@ def resource_report() -> list[dict]:
 
 def load(path: str) -> dict:
     """A saved ``lab bench --json`` document; LabError (one line) when the file is not one."""
-    import json
-
-    from lab.core.errors import LabError
-
     try:
         with open(path) as f:
             doc = json.load(f)
@@ -96,12 +96,8 @@ def load(path: str) -> dict:
         raise LabError(f"{path}: not a `lab bench --json` document ({type(e).__name__}: {str(e).splitlines()[0][:80]})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("reports"), list):
         raise LabError(f"{path}: not a `lab bench --json` document (no 'reports' list)")
-    from lab.core.errors import SCHEMA_VERSION
-
     for d in [doc, *(r for r in doc["reports"] if isinstance(r, dict))]:
         d.setdefault("schema_version", SCHEMA_VERSION)  # saved before versioning: version 1's keys
-    from lab.bench.compare import check_report
-
     for rep in doc["reports"]:
         check_report(rep, path)
     return doc
@@ -109,8 +105,6 @@ def load(path: str) -> dict:
 
 def configurations(kernel_names, quick: bool) -> list[tuple[str, str | None, int]]:
     """(kernel, --size or None for the simulator default, --threads) for each run of the bench."""
-    import kernels
-
     out = []
     for k in kernel_names:
         out += [(k, None, QUICK_THREADS)] if quick else [(k, s, t) for s, t in kernels.load(k).bench_sizes]
@@ -128,30 +122,22 @@ def run_bench(kernel_names, backend: str, repeats: int | None = None, quick: boo
     only) adds the public shape sweep (:mod:`lab.bench.shapes`) under ``shape_sweep``: one dict a
     (kernel, shape), the fields of ``SweepRow``.
     """
-    from lab.core.device import describe, measure_copy_bandwidth
-    from lab.core.errors import SCHEMA_VERSION, LabError
-    from lab.core.runner import Options, run
-
     simulator = backend == "simulator"
     quick = quick or simulator
     configs = configurations(kernel_names, quick)
     doc = {"schema_version": SCHEMA_VERSION, "date": datetime.date.today().isoformat(), "backend": backend,
-           "device": describe(simulator), "copy_bandwidth": None if simulator else measure_copy_bandwidth(),
+           "device": device.describe(simulator), "copy_bandwidth": None if simulator else device.measure_copy_bandwidth(),
            "versions": versions(), "repeats": repeats, "quick": quick, "reports": [], "errors": []}
     for i, (kernel, size, threads) in enumerate(configs):
         progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {threads}")
         try:
-            rep = run(Options(kernel=kernel, size=size, threads=threads, repeats=repeats, seed=seed,
+            rep = runner.run(Options(kernel=kernel, size=size, threads=threads, repeats=repeats, seed=seed,
                               contenders=contenders), backend)
         except LabError as e:
             doc["errors"].append({"kernel": kernel, "size": size, "threads": threads, "error": str(e)})
             continue
         doc["reports"].append(rep.to_dict())
     if shapes and not simulator:
-        from dataclasses import asdict
-
-        from lab.bench import shapes as shape_sweep
-
         total = sum(len(v) for v in shape_sweep.sweep_shapes().values())
         done = iter(range(total))
         rows = shape_sweep.sweep(backend, progress=lambda text: progress(next(done, total), total, f"shape sweep: {text}"))
@@ -288,8 +274,6 @@ def shape_sweep_section(doc: dict) -> list[str]:
     """The public shape sweep, when the document has one (``lab bench`` on a GPU)."""
     if not doc.get("shape_sweep"):
         return []
-    from lab.bench.shapes import SweepRow, render
-
     return render([SweepRow(**r) for r in doc["shape_sweep"]]).splitlines() + [""]
 
 
@@ -308,16 +292,10 @@ def render_markdown(doc: dict, sections=None) -> str:
 def measure_simcost(threads: int = 32) -> dict:
     """Re-measure each kernel's ``KernelSpec.sim_cost`` (lab.core.simcost) in the simulator (each kernel at its default
     simulator size): (median call ms - FLOPs * PER_FLOP_MS) / threads launched, per (kernel, variant)."""
-    from lab.core.simulator import select
-
-    select("sim")
-    import kernels
-    from lab.core.runner import Options, run
-    from lab.core.simcost import PER_FLOP_MS
-
+    core_simulator.select("sim")
     out = {}
     for name in kernels.NAMES:
-        report = run(Options(name, threads=threads, repeats=2, warmup=0, contenders=["numba"]), "simulator")
+        report = runner.run(Options(name, threads=threads, repeats=2, warmup=0, contenders=["numba"]), "simulator")
         for row in report.rows:
             if row.measurement and row.launch:
                 per = (row.measurement.median_ms - report.flops * PER_FLOP_MS) / row.launch["threads_total"]

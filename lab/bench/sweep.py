@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.bench.compare import row_name
-from lab.core.runner import Steps, quiet
+from lab.core.runner import Steps, quiet, Options, check_contenders, REFUSE_SIMULATION_S, validate
+import numpy as np
+from lab.core import catalog, device, runner, options as D
+from lab.core.simulator import minutes
 
 METRICS = {"ms": ("median_ms", "median time per call (ms)"), "gbps": ("gbps", "achieved GB/s (minimum traffic)"),
            "gflops": ("gflops", "achieved GFLOP/s")}
@@ -54,12 +57,6 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
     Returns {"schema_version", "kernel", "backend", "threads", "sizes", "seed", "reports": [lab run --json dicts]};
     one seed for all configurations, so every configuration sees the same inputs for a size.
     """
-    import numpy as np
-
-    from lab.core import catalog
-    from lab.core.device import describe
-    from lab.core.runner import Options, check_contenders, run
-
     if not threads and not sizes:
         raise LabError("lab sweep needs --threads A,B,... and/or --sizes A,B,...")
     spec = catalog.load(kernel)
@@ -69,11 +66,9 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
             raise LabError(f"unknown variant of {spec.name} {v!r}; choose from: {', '.join(spec.variants)}")
     if dtype not in spec.dtypes:
         raise LabError(f"--dtype {dtype}: {spec.name} supports {', '.join(spec.dtypes)}")
-    from lab.core import options as D  # each option's one declaration and message, as click and the library's
-
     for option, value in ((D.REPEATS, repeats), (D.WARMUP, warmup)):
         option.check(value)
-    limit = describe(backend == "simulator").get("max_threads_per_block") or 1024
+    limit = device.describe(backend == "simulator").get("max_threads_per_block") or 1024
     for t in threads or []:
         if not 1 <= t <= limit:
             raise LabError(f"--threads {t}: threads per block must be 1..{limit}")
@@ -86,9 +81,6 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
     configs = [(s, t) for s in (sizes or [None]) for t in (threads or [None])]
     estimate = ""
     if backend == "simulator":  # the whole sweep's estimate, before anything runs (each run's own is lifted)
-        from lab.core.runner import REFUSE_SIMULATION_S, validate
-        from lab.core.simulator import minutes
-
         plans = [validate(Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,
                                   contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, yes=True), backend)
                  for size, t in configs]
@@ -106,7 +98,7 @@ def sweep(kernel: str, backend: str, threads: list[int] | None = None, sizes: li
         progress(i, len(configs), f"{kernel} {size or 'default size'} --threads {t or 'default'}{estimate}")
         opts = Options(kernel=kernel, threads=t, size=size, dtype=dtype, variants=variants,
                        contenders=contenders, repeats=repeats, warmup=warmup, seed=seed, yes=True)
-        doc["reports"].append(run(opts, backend).to_dict())
+        doc["reports"].append(runner.run(opts, backend).to_dict())
     progress(len(configs), len(configs), "done")
     return doc
 

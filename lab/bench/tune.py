@@ -31,10 +31,19 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, field
+import dataclasses
+import json
 
 from kernels import tuning
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.runner import Steps, quiet
+import numpy as np
+from lab.bench.shapes import skipped
+from lab.core import contenders as C, catalog, device, simcost
+from lab.core.check import check_prepared
+from lab.core.files import check_writable, write_atomic
+from lab.core.simulator import refuse_long, check_calls
+from lab.core.timing import Timer
 
 THREADS = (64, 128, 256, 512, 1024)  # the threads-per-block axis
 SIM_THREADS = (32, 64, 128)  # in the simulator (each simulated thread is a Python thread)
@@ -76,8 +85,6 @@ def candidates(spec, size, max_threads: int = 1024, threads_axis=THREADS) -> lis
     contributes one per parameter combination, not one per threads value. Lesson rungs slow by design
     (lab.bench.shapes.skipped) and rungs that do not suit the shape (``Variant.suits``) are left out;
     the heuristic's rung comes right after the heuristic's own choice."""
-    from lab.bench.shapes import skipped
-
     auto = spec.variants.get("auto")
     first = None
     if auto is not None and auto.choose is not None:
@@ -126,12 +133,6 @@ def _first_line(e: BaseException) -> str:
 
 def measure(spec, size, dtype, cand: Candidate, inputs, refs, tols, simulator: bool) -> Candidate:
     """Run one candidate: prepare, first call checked against the reference, then timed (GPU)."""
-    import dataclasses
-
-    from lab.core import contenders as C
-    from lab.core.check import check_prepared
-    from lab.core.timing import Timer
-
     variant = spec.variants[cand.rung]
     try:
         cfg = variant.configure(size, cand.threads, cand.params)
@@ -183,11 +184,6 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
     search (default 120 on a GPU, 30 in the simulator). LabError (one line) for bad input, or for a
     simulator search estimated above 10 minutes without ``yes``.
     """
-    import numpy as np
-
-    from lab.core import catalog
-    from lab.core.device import describe
-
     simulator = backend == "simulator"
     spec = catalog.load(kernel)
     if dtype not in spec.dtypes:
@@ -204,23 +200,19 @@ def tune(kernel: str, backend: str, shapes: list[str] | None = None, budget_s: f
             raise LabError(str(e)) from None
     write = write and not simulator  # simulated times say nothing of a GPU: auto never reads them
     if write:
-        from lab.core.files import check_writable
-
         path = tuning.cache_path()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise LabError(f"cannot write the tuned cache {path}: {e.strerror or e}") from None
         check_writable(path, "tuned cache")
-    info = describe(simulator)
+    info = device.describe(simulator)
     dev = tuning.device()
     np_dtype = np.dtype(dtype)
     max_t = info.get("max_threads_per_block") or 1024
     axis = SIM_THREADS if simulator else THREADS
     spaces = [candidates(spec, size, max_t, axis) for size in sizes]  # launch math only: before the clock starts
     if simulator and not yes:
-        from lab.core.simulator import refuse_long
-
         refuse_long(_simulator_seconds(spec, sizes, spaces, np.dtype(dtype), budget), f"lab tune {kernel}",
                     "smaller --shapes (or leave --shapes out: a few tiny shapes), a smaller --budget", yes)
     start = time.monotonic()
@@ -280,9 +272,6 @@ def _simulator_seconds(spec, sizes, spaces, dtype, budget: float) -> float:
     """Rough wall seconds of a simulator search (lab.core.simcost): each shape's heuristic candidate
     (always run), the others up to the budget, and the costliest one's overrun (a candidate started
     before the budget ran out runs to its end)."""
-    from lab.core import simcost
-    from lab.core.simulator import check_calls
-
     def cost(size, cand) -> float:
         try:
             cfg = spec.variants[cand.rung].configure(size, cand.threads, cand.params)
@@ -353,10 +342,6 @@ def document(entries: list[dict], match: str | None = None) -> dict:
 def save(entries: list[dict], path=None, match: str | None = None) -> str:
     """Merge ``entries`` into the tuned-configs file at ``path`` (default: the user's cache), over
     what it held for the same keys; a file that cannot be read is replaced. Written atomically."""
-    import json
-
-    from lab.core.files import write_atomic
-
     path = path or tuning.cache_path()
     held = {}
     try:

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import os
 import sys
+import atexit
+import shutil
+import threading
 
 import click
 
@@ -53,7 +56,7 @@ def main(argv=None) -> None:
     _sane_columns()
     try:
         if not _help_only(argv):  # a bad setting still lets --help, --version and lab doctor (which lists it) through
-            from lab.core.settings import validate
+            from lab.core.settings import validate  # lazy: heavy for lab --help's start (lab.core.settings)
 
             validate()
         cli.main(args=argv, prog_name="lab", standalone_mode=False)
@@ -76,7 +79,7 @@ def main(argv=None) -> None:
     except SystemExit:
         raise
     except Exception as e:
-        from lab.core.settings import on
+        from lab.core.settings import on  # lazy: heavy for lab --help's start (lab.core.settings)
 
         if on("LAB_DEBUG"):
             raise
@@ -121,8 +124,6 @@ def _sane_columns() -> None:
     every command renders something readable and a verdict is never squeezed out of its line."""
     value = os.environ.get("COLUMNS")
     if value is None:
-        import shutil
-
         width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
     else:
         try:
@@ -148,8 +149,6 @@ def exit_now(code=0) -> None:
     2-core host). The usual ``sys.exit`` instead where a thread that is not a daemon is still
     running (the interpreter would wait for it), or a profiler or sanitizer library is injected
     (``INJECTED``: it may write its results at teardown)."""
-    import threading
-
     if code is None:
         code = 0
     elif not isinstance(code, int):  # sys.exit("text"): the text on stderr, exit code 1
@@ -158,8 +157,6 @@ def exit_now(code=0) -> None:
     others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon]
     if others or any(os.environ.get(name) for name in INJECTED):
         sys.exit(code)
-    import atexit
-
     atexit._run_exitfuncs()
     try:
         sys.stdout.flush()

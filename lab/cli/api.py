@@ -39,12 +39,25 @@ import os
 import subprocess
 import sys
 import tempfile
+import importlib.util
 
 
 from lab import library as L
 from lab.cli import options as O
-from lab.core import options as D
+from lab.core import options as D, simulator
 from lab.core.errors import LabError
+import numpy as np
+from kernels.backend import is_simulator
+from kernels.spec import plural
+from lab.bench import sweep as S
+from lab.cli.views import report as V, inspect as views_inspect, bench
+from lab.cli.views.hardware import print_counters
+from lab.cli.views.progress import bar
+from lab.cli.views.report import print_device
+from lab.cli.views.table import print_tables
+from lab.core.session import child_env
+from rich.console import Console
+from rich.markup import escape
 
 WIDTH = 100  # columns of the recorded tables (a terminal's COLUMNS; a notebook has none)
 WIDE_WIDTH = 400  # wide=True: every column fits
@@ -81,7 +94,7 @@ class Result:
         configuration and contender; counters: per rung and op; grid: per output element).
         LabError when pandas is not installed."""
         try:
-            import pandas as pd
+            import pandas as pd  # lazy: optional (pandas)
         except ImportError:
             raise LabError("to_pandas() needs pandas, which is not installed: pip install pandas") from None
         return pd.DataFrame(self.rows())
@@ -112,8 +125,6 @@ class Result:
 def _record(render) -> tuple[str, str]:
     """Run ``render(console)`` on a recording rich Console (never a terminal or a notebook display);
     return its text and HTML."""
-    from rich.console import Console
-
     out = Console(record=True, file=io.StringIO(), width=WIDTH, force_terminal=True, force_jupyter=False,
                   color_system="truecolor", highlight=False, legacy_windows=False)
     render(out)
@@ -171,12 +182,10 @@ def progress_bar(description: str):
     """A ``progress(done, total, label)`` callback: in a notebook an HTML progress bar that updates in
     place and disappears when done; elsewhere the CLI's (:func:`lab.cli.views.progress.bar`)."""
     if _kernel_shell() is None:
-        from lab.cli.views.progress import bar
-
         with bar(description) as update:
             yield update
         return
-    from IPython.display import HTML, display
+    from IPython.display import HTML, display  # lazy: optional (IPython)
 
     handle = display(HTML(""), display_id=True)
 
@@ -206,7 +215,7 @@ def _keep_matplotlib_backend():
     """The views draw with matplotlib's Agg backend (lab.cli.views.plot.pyplot); a notebook's own
     (inline) backend comes back afterwards."""
     try:
-        import matplotlib
+        import matplotlib  # lazy: optional (matplotlib)
     except ImportError:
         yield
         return
@@ -221,8 +230,6 @@ def _keep_matplotlib_backend():
 def picture(draw) -> bytes | None:
     """PNG bytes of a view's picture: ``draw(path)`` writes it (lab.cli.views.*, atomically); None
     without matplotlib (the tables still show)."""
-    import importlib.util
-
     if importlib.util.find_spec("matplotlib") is None:
         return None
     with _keep_matplotlib_backend(), tempfile.TemporaryDirectory(prefix="lab-api-") as d:
@@ -245,8 +252,6 @@ def run(kernel: str, *, wide: bool = False, variants=None, **options) -> Result:
     ("highest", "high" or "medium": what a float32 matmul's auto may run, kernels/gemm/precision.py).
     ``to_dict()``: docs/schemas/run.json (or run-both.json with ``compiler="both"``). A FAIL row is in the result, not an exception.
     Raises LabError on bad input (the CLI's message)."""
-    from lab.cli.views import report as V
-
     work = L.run
     if variants is not None:
         options.setdefault("variant", variants)
@@ -271,16 +276,12 @@ def grid(kernel: str, **options) -> Result:
     The map always comes from the simulator: in a process already on a GPU it is recorded in a child
     process (``lab grid --json``). ``to_dict()``: docs/schemas/grid.json; ``to_pandas()``: one row per
     output element (block, thread, writers). Raises LabError on bad input (the CLI's message)."""
-    from lab.cli.views import inspect as V
-    from lab.core.simulator import choose
-    from kernels.backend import is_simulator
-
     work = L.grid
     png, svg = options.pop("png", None), options.pop("svg", None)
     _check(work, "grid", dict(kernel=kernel, **options))
     png, svg = D.PNG.check(png), D.SVG.check(svg)
     O.needs_plot(png, svg)
-    if "numba.cuda" in sys.modules and not is_simulator() or "numba.cuda" not in sys.modules and choose() == "gpu":
+    if "numba.cuda" in sys.modules and not is_simulator() or "numba.cuda" not in sys.modules and simulator.choose() == "gpu":
         # this process runs kernels on a GPU: the map is recorded in a simulator process of its own
         info = _child_json(["grid", kernel, *_cli_args(options), "--json"])
     else:
@@ -288,14 +289,12 @@ def grid(kernel: str, **options) -> Result:
     for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
             with _keep_matplotlib_backend():
-                V.plot_map(info, path, fmt)
-    image = picture(lambda path: V.plot_map(info, path, "png"))
-    return Result("grid", info, lambda out: V.print_grid(info, out), [image], rows=_grid_rows)
+                views_inspect.plot_map(info, path, fmt)
+    image = picture(lambda path: views_inspect.plot_map(info, path, "png"))
+    return Result("grid", info, lambda out: views_inspect.print_grid(info, out), [image], rows=_grid_rows)
 
 
 def _grid_rows(info: dict) -> list[dict]:
-    import numpy as np
-
     block, thread, writers = (np.asarray(info["map"][k]) for k in ("block_of", "thread_of", "writers"))
     rows = []
     for idx in np.ndindex(block.shape):
@@ -322,8 +321,6 @@ def _cli_args(options: dict) -> list[str]:
 def _child_json(args: list[str]) -> dict:
     """``python -m lab ARGS`` (a ``--json`` command) in a child process: its document, or LabError
     with its one-line error."""
-    from lab.core.session import child_env
-
     proc = subprocess.run([sys.executable, "-m", "lab", *args], capture_output=True, text=True,
                           env=child_env(NUMBA_ENABLE_CUDASIM="1"), stdin=subprocess.DEVNULL)
     if proc.returncode not in (0, 1):
@@ -340,9 +337,6 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
     Options as the CLI's: variant, threads (default 256), arch, registers, shared, sweep (32..1024
     threads per block, with its plot inline), png, sim. ``to_dict()``: docs/schemas/occupancy.json.
     Raises LabError on bad input (the CLI's message)."""
-    from kernels.spec import plural
-    from lab.cli.views import inspect as V
-
     work = L.occupancy
     _check(work, "occupancy", dict(kernel=kernel, **options))
     wide, png = D.WIDE.check(wide), D.PNG.check(png)
@@ -355,16 +349,16 @@ def occupancy(kernel: str | None = None, *, wide: bool = False, png: str | None 
         name = f"{kernel} / {result.get('variant')}" if kernel else "calculator"
         title = (f"{name} on {result['arch']}: {plural(result['registers'], 'register')}, "
                  f"{result['shared_bytes']} B shared a block")
-        draw = lambda path: V.plot_sweep(result["sweep"], result["threads"], path, title)  # noqa: E731
+        draw = lambda path: views_inspect.plot_sweep(result["sweep"], result["threads"], path, title)  # noqa: E731
         if png:
             with _keep_matplotlib_backend():
                 draw(png)
         images.append(picture(draw))
 
     def render(out):
-        V.print_result(result, out, wide)
+        views_inspect.print_result(result, out, wide)
         if result.get("sweep"):
-            V.print_sweep(result["sweep"], result["threads"], out, wide)
+            views_inspect.print_sweep(result["sweep"], result["threads"], out, wide)
     return Result("occupancy", result, _with_width(render, wide), images,
                   rows=lambda d: d.get("sweep") or [{k: v for k, v in d.items() if not isinstance(v, (dict, list))}])
 
@@ -376,8 +370,6 @@ def counters(kernel: str, *, wide: bool = False, **options) -> Result:
     the recorded addresses. Options as the CLI's: variant, size, threads, dtype, contenders, seed,
     tool, sim. ``to_dict()``: docs/schemas/counters.json. Raises LabError on bad input or when no
     counters engine is usable on a GPU (the CLI's message)."""
-    from lab.cli.views.hardware import print_counters
-
     work = L.counters
     _check(work, "counters", dict(kernel=kernel, **options))
     wide = D.WIDE.check(wide)
@@ -394,12 +386,6 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
     ("32,64,128" or a list), sizes, variant, contenders, dtype, repeats, warmup, seed, png (also write
     the plot to a file), metric, sim, compiler. ``to_dict()``: docs/schemas/sweep.json. Raises
     LabError on bad input (the CLI's message)."""
-    from rich.markup import escape
-
-    from lab.bench import sweep as S
-    from lab.cli.views import bench as V
-    from lab.cli.views.table import print_tables
-
     work = L.sweep
     _check(work, "sweep", dict(kernel=kernel, **options))
     wide, png, metric = D.WIDE.check(wide), D.PNG_FILE.check(png), D.METRIC.check(metric)
@@ -408,11 +394,11 @@ def sweep(kernel: str, *, wide: bool = False, png: str | None = None, metric: st
         doc = work(kernel, progress=update, **options)
     if png:
         with _keep_matplotlib_backend():
-            V.sweep_plot(doc, png, metric)
-    images = [picture(lambda path: V.sweep_plot(doc, path, metric))] if S.rows(doc) else []
+            bench.sweep_plot(doc, png, metric)
+    images = [picture(lambda path: bench.sweep_plot(doc, path, metric))] if S.rows(doc) else []
 
     def render(out):
-        print_tables(out, [*V.sweep_table(doc, out, wide=False), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)]])
+        print_tables(out, [*bench.sweep_table(doc, out, wide=False), *[f"[dim]{escape(n)}[/]" for n in S.notes(doc)]])
     return Result("sweep", doc, _with_width(render, wide), images, rows=S.rows)
 
 
@@ -421,8 +407,6 @@ def device(**options) -> Result:
     """``lab device``: the GPU's attributes (or what the simulator reports) and which compilers are
     usable; ``measure=True`` adds the measured device-to-device copy bandwidth (GB/s).
     ``to_dict()``: docs/schemas/device.json."""
-    from lab.cli.views.report import print_device
-
     _check(L.device, "device", options)
     info = L.device(**options)
     return Result("device", info, lambda out: print_device(info, out),

@@ -18,7 +18,7 @@ def _quiet(done, total, label) -> None:
 
 
 def _print(*renderables, wide: bool = False) -> None:
-    from lab.cli.views.table import console, print_tables
+    from lab.cli.views.table import console, print_tables  # lazy: heavy for lab --help's start (lab.cli.views)
 
     print_tables(console(), list(renderables), wide)
 
@@ -27,17 +27,17 @@ def _print(*renderables, wide: bool = False) -> None:
 @O.command(L.bench, D.JSON.but(help="Print the bench document (every run's --json dict) instead of markdown."))
 def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json, from_json, shapes, force, sim, compiler):
     """Benchmark every kernel x variant x contender at the standard sizes; markdown for docs/benchmarks.md."""
-    from kernels.spec import plural
-    from lab.bench import suite as B
-    from lab.cli.views.progress import bar
-    from lab.core.files import check_writable, write_atomic
+    from kernels.spec import plural  # lazy: heavy for lab --help's start (concurrent)
+    from lab.bench import suite as B  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import bar  # lazy: heavy for lab --help's start (lab.cli.views)
+    from lab.core.files import check_writable, write_atomic  # lazy: heavy for lab --help's start (lab.core.files)
 
     check_writable(out, "report")  # before minutes of benchmarks, not after
     with bar("bench") if not from_json else contextlib.nullcontext() as progress:
         doc = L.bench(kernel_names, kernels=kernels, quick=quick, repeats=repeats, contenders=contenders, seed=seed,
                         from_json=from_json, shapes=shapes, sim=sim, compiler=compiler, progress=progress or _quiet,
                         out=out, force=force)
-    from lab.bench.compare import reading
+    from lab.bench.compare import reading  # lazy: heavy for lab --help's start (lab.bench.compare)
 
     with reading(from_json) if from_json else contextlib.nullcontext():
         text = B.render_markdown(doc)
@@ -59,9 +59,9 @@ def bench(kernel_names, kernels, out, quick, repeats, contenders, seed, as_json,
 def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, seed, as_json, png, metric, wide,
           yes, sim, compiler):
     """Run KERNEL at every --threads and/or --sizes value: each checked and timed, as a table or a plot."""
-    from lab.bench import sweep as S
-    from lab.cli.views import bench as V
-    from lab.cli.views.progress import bar
+    from lab.bench import sweep as S  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views import bench as V  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import bar  # lazy: heavy for lab --help's start (lab.cli.views)
 
     O.needs_plot(png)
     with bar("sweep") as progress:
@@ -83,8 +83,8 @@ def sweep(kernel, threads, sizes, variant, contenders, dtype, repeats, warmup, s
 @O.command(L.roofline, D.PNG_FILE.but(help="Draw the roofline to FILE (needs matplotlib)."), D.JSON, D.WIDE)
 def roofline(kernels, contenders, repeats, from_json, png, as_json, wide, sim):
     """Place every kernel and variant by FLOP/byte against achieved FLOP/s, under this GPU's ceilings."""
-    from lab.cli.views import bench as V
-    from lab.cli.views.progress import bar
+    from lab.cli.views import bench as V  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import bar  # lazy: heavy for lab --help's start (lab.cli.views)
 
     O.needs_plot(png)
     with bar("roofline") as progress:
@@ -106,7 +106,7 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
     """Profile KERNEL's Numba variants and torch ops with torch.profiler (CPU + CUDA), NVTX-named."""
     doc = L.profile(kernel, size=size, threads=threads, variant=variant, contenders=contenders, dtype=dtype,
                       repeats=repeats, seed=seed, trace=trace, row_limit=row_limit, sim=sim, yes=yes)
-    from lab.cli.views.bench import print_profile
+    from lab.cli.views.bench import print_profile  # lazy: heavy for lab --help's start (concurrent)
 
     print_profile(doc, wide=wide)
 
@@ -115,8 +115,8 @@ def profile(kernel, size, threads, variant, contenders, dtype, repeats, seed, tr
 @O.command(L.compare, D.JSON, D.WIDE)
 def compare(a, b, as_json, wide):
     """Compare two lab run/bench/sweep --json files: B's speedup over A per row, and whether it is beyond the noise."""
-    from lab.bench import compare as K
-    from lab.cli.views import bench as V
+    from lab.bench import compare as K  # lazy: heavy for lab --help's start (lab.bench.compare)
+    from lab.cli.views import bench as V  # lazy: heavy for lab --help's start (concurrent)
 
     result = L.compare(a, b)
     if as_json:
@@ -136,8 +136,8 @@ def tune(kernel, shapes, budget, dtype, seed, out, match, no_cache, yes, as_json
     """Tune KERNEL: every rung x threads per block x tunable parameter at each shape, each checked
     against the float64 reference, then timed; the fastest per shape class goes to the tuned cache,
     which `auto` reads (lab run's launch note says "tuned (cache)" or "heuristic")."""
-    from lab.cli.views import bench as V
-    from lab.cli.views.progress import bar_unless
+    from lab.cli.views import bench as V  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import bar_unless  # lazy: heavy for lab --help's start (lab.cli.views)
 
     with bar_unless(as_json, "tune") as progress:
         doc = L.tune(kernel, shapes=shapes, budget=budget, dtype=dtype, seed=seed, out=out, match=match,

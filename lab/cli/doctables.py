@@ -16,6 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
+import exercises
+import kernels
+from lab.cli import cli
+from lab.cli.run import run
+from lab.core import simulator
+from lab.core.catalog import catalog
+from lab.core.files import write_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 REGION = re.compile(r"(?P<open><!-- generated:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(?P<close><!-- /generated:(?P=name) -->)",
@@ -31,11 +38,7 @@ def _cell(text: str) -> str:
 def kernels_table() -> str:
     """README.md's table: every kernel (kernels.NAMES order), its rungs, whether it has ``auto`` and
     the libraries it is run against (``lab list`` names each contender; lab.core.catalog)."""
-    from lab.core.simulator import select
-
-    select("auto")
-    from lab.core.catalog import catalog
-
+    simulator.select("auto")
     rows = ["| kernel | rungs (`--variant`, textbook first) | `auto` | contenders |", "|---|---|---|---|"]
     for k in catalog():
         rungs = [r["name"] for r in k["rungs"] if r["name"] != "auto"]
@@ -88,18 +91,13 @@ def options_table(command: click.Command, arguments: dict[str, str] | None = Non
 
 def run_options_table() -> str:
     """docs/running.md's table: every argument and option of ``lab run``."""
-    from kernels import NAMES
-    from lab.cli.run import run
-
-    return options_table(run, {"KERNEL": f"The kernel, one of: {', '.join(NAMES)}."})
+    return options_table(run, {"KERNEL": f"The kernel, one of: {', '.join(kernels.NAMES)}."})
 
 
 def every_command_options() -> str:
     """docs/commands.md's reference: for every ``lab`` command and subcommand (the click group walked in
     name order), its one-line help and its options table (:func:`options_table`), as ``lab CMD --help``
     declares them (each option made from its one declaration, lab.core.options)."""
-    from lab.cli import cli
-
     out = []
 
     def walk(group: click.Group, prefix: str) -> None:
@@ -121,9 +119,9 @@ def every_command_options() -> str:
 def torch_ops_table() -> str:
     """docs/torch.md's table: every op of torch_bridge.lab_ops, its schema (as torch registered it),
     whether it has a backward, and the kernel module it runs."""
-    import torch
+    import torch  # lazy: optional (torch)
 
-    from torch_bridge import lab_ops
+    from torch_bridge import lab_ops  # lazy: backend chosen first (numba)
 
     rows = ["| op | schema | gradient | what it computes |", "|---|---|---|---|"]
     for name, (doc, backward) in lab_ops.DECLARED.items():
@@ -136,8 +134,6 @@ def exercises_table() -> str:
     """exercises/README.md's table: every exercise in ``lab exercise list`` order (exercises.names),
     numbered as it numbers them, with its title, difficulty, the kernels/ module it mirrors and its
     ``--bench`` pass line."""
-    import exercises
-
     rows = ["| # | name | title | difficulty | mirrors | `--bench`: pass line, peak |", "|---|---|---|---|---|---|"]
     for k, name in enumerate(exercises.names(), 1):
         ex = exercises.load(name)
@@ -198,8 +194,6 @@ def stale(root: Path = ROOT) -> dict[str, str]:
 def main(argv: list[str] | None = None) -> int:
     """Rewrite the generated lists of the docs (each file written whole, atomically); ``--check``:
     write nothing, exit 1 when a list differs from the code."""
-    from lab.core.files import write_atomic
-
     argv = sys.argv[1:] if argv is None else argv
     check = "--check" in argv
     try:

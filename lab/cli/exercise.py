@@ -23,7 +23,7 @@ INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C (128 + SIG
 @O.command(L.exercise_list, D.JSON.but(help="Print one JSON list."))
 def exercise_list(as_json, directory):
     """Every exercise, in order: name, title, difficulty, status."""
-    from lab.cli.views import exercise as V
+    from lab.cli.views import exercise as V  # lazy: heavy for lab --help's start (concurrent)
 
     rows = L.exercise_list(directory=directory)
     O.emit_json(rows) if as_json else V.print_list(rows)
@@ -33,7 +33,7 @@ def exercise_list(as_json, directory):
 @O.command(L.exercise_start)
 def exercise_start(name, directory):
     """Copy NAME's scaffold (DIR/NAME.py) and visible test; prints the path."""
-    from lab.cli.views import exercise as V
+    from lab.cli.views import exercise as V  # lazy: heavy for lab --help's start (concurrent)
 
     path, kept, statement = L.exercise_start(name, directory=directory)
     V.print_started(path, statement, kept)
@@ -46,8 +46,8 @@ def exercise_check(name, file, as_json, timeout, seed, bench, directory, sim):
 
     On a GPU the tests also run in the CUDA simulator (its traced diagnostics) and a test fails
     when either backend fails it. In a terminal a line shows which test is running."""
-    from lab.cli.views import exercise as V
-    from lab.cli.views.progress import status_line
+    from lab.cli.views import exercise as V  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import status_line  # lazy: heavy for lab --help's start (lab.cli.views)
 
     try:
         with status_line(as_json, f"checking {name}") as progress:
@@ -72,8 +72,8 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
     does not load, hangs at load or does not compile for a GPU). Exit 0 when the gradebook is
     complete (whatever the grades), 2 on bad input, 130 after Ctrl-C (the rows finished so far are
     printed, and written with --csv)."""
-    from lab.cli.views import exercise as V
-    from lab.cli.views.progress import bar_unless
+    from lab.cli.views import exercise as V  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views.progress import bar_unless  # lazy: heavy for lab --help's start (lab.cli.views)
 
     try:
         with bar_unless(as_json, "grading", finished=True) as progress:
@@ -96,7 +96,7 @@ def exercise_grade(submissions, exercises, jobs, csv, as_json, wide, bench, time
 def exercise_hint(name, number, directory):
     """Show NAME's next hint (remembered in the workspace), or hint NUMBER (the same one every time;
     the next hint then comes after it)."""
-    from lab.cli.views import exercise as V
+    from lab.cli.views import exercise as V  # lazy: heavy for lab --help's start (concurrent)
 
     V.print_hint(name, *L.exercise_hint(name, number, directory=directory))
 
@@ -124,7 +124,7 @@ def exercise_notebook(names, out, force):
     """Write one Jupyter notebook per exercise (default: all) to OUT/NAME.ipynb: statement, setup,
     the scaffold in a %%exercise cell, hints, solution, and what the hardware did. A notebook whose
     cells you edited (or a file the lab did not generate) is kept, one line each, unless --force."""
-    from lab.teach import notebooks as N
+    from lab.teach import notebooks as N  # lazy: heavy for lab --help's start (exercises)
 
     for p, st, written in L.exercise_notebook(names, out=out, force=force):
         if st == N.SAME:

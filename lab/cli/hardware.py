@@ -18,7 +18,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     """Hardware counters of one call of each rung and library op (Nsight Compute, else CUPTI), with a
     verdict; --sim (the default without a GPU): sectors per request from the simulator's recorded
     addresses."""
-    from lab.cli.views.progress import bar_unless
+    from lab.cli.views.progress import bar_unless  # lazy: heavy for lab --help's start (lab.cli.views)
 
     with bar_unless(as_json, "counters") as progress:
         doc = L.counters(kernel, variant=variant, size=size, threads=threads, dtype=dtype, contenders=contenders, seed=seed,
@@ -26,7 +26,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
     if as_json:
         O.emit_json(doc)
         return
-    from lab.cli.views.hardware import print_counters
+    from lab.cli.views.hardware import print_counters  # lazy: heavy for lab --help's start (concurrent)
 
     print_counters(doc, wide=wide)
 
@@ -36,7 +36,7 @@ def counters(kernel, variant, size, threads, dtype, contenders, seed, as_json, w
 def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     """Run each rung of KERNEL once under NVIDIA compute-sanitizer (kernels built with line info):
     clean, or how many errors and the first, by file and line. Exit 1 when anything was found."""
-    from lab.cli.views.progress import bar_unless
+    from lab.cli.views.progress import bar_unless  # lazy: heavy for lab --help's start (lab.cli.views)
 
     with bar_unless(as_json, "sanitize") as progress:
         doc = L.sanitize(kernel, variant=variant, tools=tools, size=size, threads=threads, dtype=dtype, seed=seed,
@@ -44,7 +44,7 @@ def sanitize(kernel, variant, tools, size, threads, dtype, seed, as_json, sim):
     if as_json:
         O.emit_json(doc)
     else:
-        from lab.cli.views.hardware import print_sanitize
+        from lab.cli.views.hardware import print_sanitize  # lazy: heavy for lab --help's start (concurrent)
 
         print_sanitize(doc)
     sys.exit(1 if any(r["status"] in ("errors", "FAIL") for r in doc["rows"]) else 0)

@@ -17,7 +17,7 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, wa
     """Show how KERNEL's launch maps blocks and threads to output elements (recorded in the simulator)."""
     O.needs_plot(png, svg)
     info = L.grid(kernel, variant=variant, size=size, threads=threads, arch=arch, sms=sms, waves=waves, warp=warp)
-    from lab.cli.views import inspect as V
+    from lab.cli.views import inspect as V  # lazy: heavy for lab --help's start (concurrent)
 
     for path, fmt in ((png, "png"), (svg, "svg")):
         if path:
@@ -36,8 +36,8 @@ def grid(kernel, variant, size, threads, arch, sms, waves, as_json, png, svg, wa
            D.WIDE)
 def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_json, wide, sim):
     """Theoretical occupancy of KERNEL (or of --registers/--shared in calculator mode) on --arch."""
-    from kernels.spec import plural
-    from lab.cli.views import inspect as V
+    from kernels.spec import plural  # lazy: heavy for lab --help's start (concurrent)
+    from lab.cli.views import inspect as V  # lazy: heavy for lab --help's start (concurrent)
 
     O.needs_plot(png)
     result = L.occupancy(kernel, variant=variant, threads=threads, arch=arch, registers=registers, shared=shared,
@@ -61,13 +61,13 @@ def occupancy(kernel, variant, threads, arch, registers, shared, sweep, png, as_
 @O.command(L.doctor, D.JSON)
 def doctor(as_json):
     """Check the environment: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel."""
-    from lab.inspect import doctor
+    from lab.inspect import doctor  # lazy: heavy for lab --help's start (ctypes)
 
     results = L.doctor()
     if as_json:
         O.emit_json(doctor.to_dict(results))
     else:
-        from lab.cli.views.inspect import print_results
+        from lab.cli.views.inspect import print_results  # lazy: heavy for lab --help's start (concurrent)
 
         print_results(results)
     sys.exit(1 if any(r.status == "fail" for r in results) else 0)

@@ -24,13 +24,20 @@ import contextlib
 import inspect
 import os
 import shlex
+import math
 
 import click
 
 from lab import library as L
-from lab.cli import options as O
+from lab.cli import options as O, one_line
 from lab.core import options as D
 from lab.core.errors import LabError
+from lab.cli.api import Result, picture
+from lab.cli.views import exercise as V
+from lab.cli.views.inspect import plot_map
+from lab.core.files import write_atomic
+from lab.teach import workspace as E
+from lab.teach.messages import MAP_ENV
 
 
 @click.command("%%exercise")
@@ -53,8 +60,6 @@ def _solution_line(**kw):
 
 
 def _parse(command: click.Command, line: str) -> dict:
-    from lab.cli import one_line
-
     try:
         return command.make_context(command.name, shlex.split(line)).params
     except click.ClickException as e:
@@ -67,18 +72,12 @@ def _parse(command: click.Command, line: str) -> dict:
 
 def bench_supported() -> bool:
     """Whether this lab's exercise check can time the kernel (``lab exercise check --bench``)."""
-    from lab.teach import workspace as E
-
     return "bench" in inspect.signature(E.check).parameters
 
 
 def exercise(line: str, cell: str):
     """``%%exercise NAME ...``: check the cell's code with NAME's hidden tests; returns the check's
     :class:`lab.cli.api.Result` (``to_dict()``: the ``lab exercise check --json`` document)."""
-    from lab.cli.api import Result
-    from lab.cli.views import exercise as V
-    from lab.teach import workspace as E
-
     p = _parse(_exercise_line, line)
     name = p["name"]
     E.get(name)  # an unknown exercise, named before anything is written
@@ -107,8 +106,6 @@ MAX_MAPS = 2  # pictures under a check: the first failing tests with an indexing
 def _maps_asked():
     """The checker's child process adds the simulator's who-wrote-what map to a failing test's entry
     (lab.teach.messages.MAP_ENV) for this call only."""
-    from lab.teach.messages import MAP_ENV
-
     before = os.environ.get(MAP_ENV)
     os.environ[MAP_ENV] = "1"
     try:
@@ -123,11 +120,6 @@ def _maps_asked():
 def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
     """The map picture of lab grid (lab.cli.views.inspect.plot_map) for your kernel in one test:
     which block (colour) and thread wrote each element of the output, grey where none did."""
-    import math
-
-    from lab.cli.api import picture
-    from lab.cli.views.inspect import plot_map
-
     total = math.prod(m["grid"]) * math.prod(m["block"])
     n = math.prod(m["shape"])
     d = {"map": {"block_of": m["block_of"], "thread_of": m["thread_of"]}, "threads_total": total,
@@ -141,8 +133,6 @@ def _map_picture(exercise: str, test: str, m: dict) -> bytes | None:
 def _write_cell(path, cell: str) -> None:
     """The cell as the student's file DIR/NAME.py (atomically); a different file there is kept as
     NAME.py~ first."""
-    from lab.core.files import write_atomic
-
     text = cell if cell.endswith("\n") else cell + "\n"
     try:
         old = path.read_text()
@@ -156,10 +146,6 @@ def _write_cell(path, cell: str) -> None:
 def exercise_hint(line: str):
     """``%exercise_hint NAME [K]``: hint K (the same one each time the cell runs; remembered as
     shown), or the next hint, as ``lab exercise hint NAME [K]``; then the line for the next one."""
-    from lab.cli.api import Result
-    from lab.cli.views import exercise as V
-    from lab.teach import workspace as E
-
     p = _parse(_hint_line, line)
     name = p["name"]
     hint = E.hint(name, p["directory"], p["number"])
@@ -181,8 +167,6 @@ def exercise_solution(line: str, ask=None):
     Where there is no input box to ask in (an unattended run: ``jupyter execute``, nbclient,
     papermill), the solution is not shown and nothing raises: one line says so and names ``--yes``,
     so that the run goes on and no solution lands in its outputs unasked."""
-    from lab.teach import workspace as E
-
     p = _parse(_solution_line, line)
     name = p["name"]
     E.get(name)
@@ -204,8 +188,6 @@ def exercise_solution(line: str, ask=None):
 
 def _lab_error(shell, etype, value, tb, tb_offset=None):
     """A LabError in a cell: its one line (as the CLI prints it), no traceback."""
-    from lab.cli import one_line
-
     lines = [f"error: {one_line(value)}"]
     shell._showtraceback(etype, value, lines)
     return lines

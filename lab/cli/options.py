@@ -84,7 +84,7 @@ def session(sim, compiler_=None, allow_both: bool = False):
     """--sim/--gpu and --compiler fixed once for this process (:func:`lab.core.session.start`), before
     anything compiles; LabError (exit 2) when either cannot be had here. ``compiler_`` None:
     LAB_COMPILER or numba-cuda; "both" only where ``allow_both`` (lab run)."""
-    from lab.core.session import start
+    from lab.core.session import start  # lazy: heavy for lab --help's start (ctypes)
 
     return start("auto" if sim is None else ("sim" if sim else "gpu"), compiler_, allow_both)
 
@@ -92,12 +92,12 @@ def session(sim, compiler_=None, allow_both: bool = False):
 def needs_plot(*paths) -> None:
     """Fail before any work when a picture is asked for and matplotlib is missing, or a path cannot
     be written (exit 2)."""
-    from lab.core.files import check_writable
+    from lab.core.files import check_writable  # lazy: heavy for lab --help's start (lab.core.files)
 
     for p in paths:
         check_writable(p, "picture")
     if any(paths):
-        from lab.cli.views.plot import pyplot
+        from lab.cli.views.plot import pyplot  # lazy: heavy for lab --help's start (lab.cli.views)
 
         pyplot()
 
@@ -117,7 +117,7 @@ def counters_engine(counters: bool, sim, compiler=None):
     chosen = session(sim, compiler, allow_both=True)
     if chosen.compiler == "both" or chosen.backend == "simulator":
         return None
-    from lab.inspect import counters as K
+    from lab.inspect import counters as K  # lazy: heavy for lab --help's start (csv)
 
     K.find_engine("auto")
     return K.for_run

@@ -8,7 +8,7 @@ import click
 
 from kernels import NAMES
 from lab import library as L
-from lab.cli import options as O
+from lab.cli import options as O, interrupt
 from lab.core import options as D
 
 
@@ -19,7 +19,7 @@ KERNEL is one of: {', '.join(NAMES)}. `lab list` shows their variants, contender
 @O.command(L.run, D.JSON, D.WIDE)
 def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed, as_json, wide, yes, counters, sim,
         compiler, arrays, precision):
-    from lab.cli.views import report
+    from lab.cli.views import report  # lazy: heavy for lab --help's start (concurrent)
 
     engine = O.counters_engine(counters, sim, compiler)
     progress = report.LiveProgress(wide=wide, json=as_json)
@@ -29,8 +29,6 @@ def run(kernel, threads, size, dtype, variant, contenders, repeats, warmup, seed
                             compiler=compiler, arrays=arrays, precision=precision, counters_engine=engine,
                             progress=progress)
     except KeyboardInterrupt:
-        from lab.cli import interrupt
-
         done = progress.interrupted()
         click.echo(interrupt.message(f"{done} row{'s' if done != 1 else ''} finished (shown above)"), err=True)
         sys.exit(interrupt.EXIT)
@@ -58,7 +56,7 @@ def list_(as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    from lab.cli.views.report import print_list
+    from lab.cli.views.report import print_list  # lazy: heavy for lab --help's start (concurrent)
 
     print_list(info)
 
@@ -71,6 +69,6 @@ def device(measure, as_json, sim):
     if as_json:
         O.emit_json(info)
         return
-    from lab.cli.views.report import print_device
+    from lab.cli.views.report import print_device  # lazy: heavy for lab --help's start (concurrent)
 
     print_device(info)

@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import datetime
 import sys
+import functools
+import json
 
 import click
 
-from lab.cli import options as O
-from lab.core import options as D
+from lab.cli import options as O, one_line, main
+from lab.core import options as D, simulator, device, compilers
 from lab.core.errors import LabError
+from lab.bench import shapes, compilers as CT
+from lab.bench.launch_overhead import measure, render
+from lab.bench.suite import standard, measure_simcost
+from lab.core.files import write_atomic, check_writable
 
 
 def _write(path: str, text: str) -> None:
     if path != "-":
-        from lab.core.files import write_atomic
-
         write_atomic(path, text, "report")
 
 
@@ -33,12 +37,8 @@ def _script(command: click.Command):
     """A script's entry point ``fn(argv=None) -> exit code`` running the click ``command`` as the
     ``lab`` command runs: bad input (LabError, a click usage error) is one line on stderr ("error:
     ...") and exit code 2, never a traceback; ``--help`` prints the help, exit 0."""
-    import functools
-
     @functools.wraps(command.callback)
     def run(argv=None) -> int:
-        from lab.cli import one_line
-
         try:
             code = command.main(args=sys.argv[1:] if argv is None else list(argv), prog_name=command.name,
                                 standalone_mode=False)
@@ -71,21 +71,14 @@ def _kernels(given: str | None, known: dict) -> list[str]:
            D.SCRIPT_REPEATS)
 def shape_sweep_command(out, kernels, repeats) -> int:
     """Every kernel over the public shapes (lab.bench.shapes) against its torch op: markdown (GPU)."""
-    from lab.bench import shapes
-    from lab.core.files import check_writable
-
     check_writable(out, "report")  # before the sweep, not after it
     kernels_ = _kernels(kernels, shapes.sweep_shapes())
-    from lab.core.simulator import select
-
-    backend = select("auto")
+    backend = simulator.select("auto")
     if backend == "simulator":
         print("error: the shape sweep times real shapes and needs a CUDA GPU (the simulator would take days)",
               file=sys.stderr)
         return 2
-    from lab.core.device import describe
-
-    dev = describe(False)
+    dev = device.describe(False)
     header = f"- device: {dev['name']}; backend: {backend}\n\n"
     total = sum(len(shapes.sweep_shapes()[k]) for k in kernels_)
 
@@ -107,8 +100,6 @@ shape_sweep = _script(shape_sweep_command)
 
 def bench_alias(argv=None) -> None:
     """``python -m lab.bench [options]``: an alias of ``lab bench``."""
-    from lab.cli import main
-
     main(["bench", *(sys.argv[1:] if argv is None else argv)])
 
 
@@ -126,16 +117,10 @@ def bench_alias_command(args) -> int:
            D.SCRIPT_REPEATS, D.DTYPE)
 def compiler_table_command(out, kernels, repeats, dtype) -> int:
     """Every rung of every kernel through numba-cuda and numba-cuda-mlir; markdown for docs/benchmarks.md."""
-    from lab.bench import compilers as CT
-    from lab.bench.suite import standard
-    from lab.core import compilers
-    from lab.core.files import check_writable
-    from lab.core.simulator import select
-
     STANDARD = standard()
     check_writable(out, "report")  # before any compile, not after the first kernel
     names = _kernels(kernels, STANDARD)
-    backend = select("auto")
+    backend = simulator.select("auto")
     status = compilers.compilers_status(backend == "simulator")
     lines = ["## Compilers: numba-cuda and numba-cuda-mlir, every rung", "",
              f"- date: {datetime.date.today().isoformat()}; backend: {backend}; dtype {dtype}; "
@@ -170,8 +155,6 @@ compiler_table = _script(compiler_table_command)
 @click.command("simcost")
 def simcost_command() -> int:
     """Re-measure ``lab.core.simcost.PER_THREAD_MS``; prints one dict line per rung."""
-    from lab.bench.suite import measure_simcost
-
     for (kernel, variant), ms in measure_simcost().items():
         print(f"    ({kernel!r}, {variant!r}): {ms},", flush=True)
     return 0
@@ -186,20 +169,14 @@ simcost = _script(simcost_command)
 def launch_overhead_command(kernel, n, size, calls, rounds, json_path, profile) -> int:
     """Host time a call of a small op through the torch bridge beside a direct Numba launch, the fast
     launch path, torch's floor, CuPy and torch: a Markdown table (GPU; lab.bench.launch_overhead)."""
-    from kernels.compiler import SIMULATOR
-    from lab.core.files import check_writable
-
+    from kernels.compiler import SIMULATOR  # lazy: backend chosen first (numba)
     check_writable(json_path, "results")  # before the timing, not after it
     if SIMULATOR:
         print("error: the simulator is active: launch overhead needs a GPU", file=sys.stderr)
         return 2
-    from lab.bench.launch_overhead import measure, render
-
     doc = measure(kernel, size or str(n), calls, rounds or None, profile)
     print(render(doc))
     if json_path:
-        import json
-
         _write(json_path, json.dumps(doc, indent=1) + "\n")
     return 0
 

@@ -17,6 +17,7 @@ present; a real GPU's own count always wins): [PG] lists none, so the product's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from kernels.device_limits import DeviceLimits
 
 KB = 1024
 
@@ -54,8 +55,6 @@ class Arch:
     def device_limits(self, sms: int | None = None):
         """This row as the described device launch math reads (kernels.device_limits.DeviceLimits),
         with ``sms`` SMs (default: the example product's)."""
-        from kernels.device_limits import DeviceLimits
-
         return DeviceLimits(f"{self.example_gpu} ({self.name}, described)", sms or self.sms,
                             max_threads_per_sm=self.max_threads_per_sm, max_threads_per_block=self.max_threads_per_block,
                             max_blocks_per_sm=self.max_blocks_per_sm, shared_per_block=self.shared_per_block_static,

@@ -199,7 +199,7 @@ class CudaThread:
     SWAP, MUTABLE = SWAP, MUTABLE
 
     def __init__(self, fn, args, block_idx, thread_idx, block_dim, block, stats):
-        from numba.cuda.simulator.kernelapi import Dim3
+        from numba.cuda.simulator.kernelapi import Dim3  # lazy: backend chosen first (numba)
 
         self.fn, self.args, self.barrier, self.lab_stats = fn, args, block, stats
         self.blockIdx, self.threadIdx = Dim3(*block_idx), Dim3(*thread_idx)

@@ -3,15 +3,13 @@ summaries, the contenders it is run against, and its sizes. Data only; lab.cli.v
 from __future__ import annotations
 
 import kernels
-from lab.core import contenders as C
-from lab.core.errors import SCHEMA_VERSION
+from lab.core import contenders as C, registry
+from lab.core.errors import SCHEMA_VERSION, LabError
 
 
 def _missing(kernel: str) -> dict:
     """Per library (cupy, torch) why ``kernel`` has no row of it, or None when it has: the library
     is not installed, or it has no op for this kernel (the registry says why)."""
-    from lab.core import registry
-
     out = {}
     for lib in ("cupy", "torch"):
         if not C.library_labels(lib, kernel):
@@ -52,8 +50,6 @@ def catalog() -> list[dict]:
 
 def load(kernel: str):
     """The kernel's spec (``kernels.load``), an unknown name raised as a LabError."""
-    from lab.core.errors import LabError
-
     try:
         return kernels.load(kernel)
     except KeyError as e:
@@ -63,8 +59,6 @@ def load(kernel: str):
 def problem_shape(spec, size: str | None, default):
     """``size`` parsed by the spec, or ``default`` (a shape, or a callable giving one) when no size was
     given; a size the spec cannot read raised as a LabError."""
-    from lab.core.errors import LabError
-
     try:
         return spec.parse_size(size) if size else (default() if callable(default) else default)
     except ValueError as e:

@@ -25,7 +25,7 @@ DROP = 0.05  # a drop of the SM clock by more than this fraction between before 
 def pci_bus_id(device=None) -> str:
     """NVML's form of the current CUDA device's PCI address: "DDDDDDDD:BB:DD.0" (hex)."""
     if device is None:
-        from kernels.compiler import cuda
+        from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
         device = cuda.get_current_device()
     return f"{device.PCI_DOMAIN_ID:08X}:{device.PCI_BUS_ID:02X}:{device.PCI_DEVICE_ID:02X}.0"
@@ -40,7 +40,7 @@ def nvml_device(device=None, bus_id: str | None = None):
     """``with nvml_device() as (pynvml, handle):`` NVML initialised, and the handle of the CUDA
     device ``device`` (default: the current one), or of ``bus_id``, found by PCI bus id; NVML is
     shut down on exit. ImportError without nvidia-ml-py; NVML's own errors otherwise."""
-    import pynvml
+    import pynvml  # lazy: optional (pynvml)
 
     bus_id = bus_id or pci_bus_id(device)
     pynvml.nvmlInit()

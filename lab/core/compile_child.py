@@ -52,11 +52,14 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+import pickle
 
 from kernels import cache
-from lab.core import compilers
+from lab.core import compilers, contenders as C, timing
 from lab.core.rows import Check, Row
-from lab.core.session import child_env
+from lab.core.session import child_env, start
+import kernels
+import numpy as np
 
 CHILD_ENV = "LAB_COMPILE_CHILD"  # "1" in a compile or fallback child: it compiles in its own process
 ABORT_ENV = "LAB_TEST_COMPILE_ABORT"  # test only, read by the compile child: "kernel/variant,..."
@@ -185,8 +188,6 @@ class Guard:
         the other compiler in a child process (``lab.core.runner.child_row``: the same seed, so the
         same inputs), the crash said in its reason and in :attr:`warnings`; a FAIL row when the other
         compiler cannot run here or fails too."""
-        import pickle
-
         to, p = other(crash.compiler), self.problem
         status = compilers.compilers_status(simulator=p.backend == "simulator")[to]
         if not status["usable"]:
@@ -348,16 +349,9 @@ def main() -> None:
     """The compile child: make each listed rung's first call on the job's inputs, writing
     ``start``/``ok``/``error`` lines to the job's progress file as it goes (a crash leaves a
     ``start`` alone). Run by :meth:`Guard.compile`, never by hand."""
-    import numpy as np
-
     job = json.loads(Path(sys.argv[1]).read_text())
-    from lab.core.session import start
-
     simulator = job["backend"] == "simulator"
     start("sim" if simulator else "gpu")
-    import kernels
-    from lab.core import contenders as C
-
     spec = kernels.load(job["kernel"])
     size, dtype = tuple(job["size"]), np.dtype(job["dtype"])
     inputs = spec.make_inputs(size, dtype, np.random.default_rng(job["seed"]))
@@ -390,9 +384,7 @@ def main() -> None:
                 if prepared is not None:
                     prepared.release()
     if not simulator:  # the timer's own kernels (the blocking kernel, the L2 flush): the run's next compiles
-        from kernels.compiler import cuda
-        from lab.core import timing
-
+        from kernels.compiler import cuda  # lazy: backend chosen first (numba)
         timing.blocking_kernel()
         timing._flush_l2()
         cuda.synchronize()

@@ -23,9 +23,11 @@ import importlib.util
 import os
 import re
 import sys
+from unittest import mock
 
 from kernels.backend import default_compiler, gpu_count
 from lab.core.errors import LabError
+from kernels import cache
 
 NUMBA_CUDA = "numba-cuda"
 MLIR = "numba-cuda-mlir"
@@ -130,8 +132,6 @@ def doctor_check() -> tuple[bool, str]:
 
 def run_header(name: str) -> str:
     """``lab run``'s header line: the compiler of the Numba rows, why, and the kernel cache."""
-    from kernels import cache
-
     sim = os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
     tail = "" if sim else " · kernel cache " + ("on" if cache.location() else f"off ({cache.ENV}=0)")
     return f"Numba compiler: {name} ({why(name)}){tail}"
@@ -140,8 +140,6 @@ def run_header(name: str) -> str:
 def cache_check() -> str:
     """For ``lab doctor``: one line on the compiled-kernel cache (kernels.cache): on or off, where,
     how much it holds."""
-    from kernels import cache
-
     base, size, files = cache.usage()
     if not cache.enabled():
         return f"off ({cache.ENV}=0); {base}: {size / 2**20:.1f} MiB in {files} files"
@@ -192,7 +190,7 @@ def unsupported(kernel: str, variant: str) -> str:
     ``kernels.compiler.UNSUPPORTED`` lists the known incompatibilities of numba-cuda-mlir."""
     if current() != MLIR:
         return ""
-    from kernels.compiler import UNSUPPORTED
+    from kernels.compiler import UNSUPPORTED  # lazy: backend chosen first (numba)
 
     why = UNSUPPORTED.get((kernel, variant), "")
     return f"{MLIR}: {why}" if why else ""
@@ -221,13 +219,11 @@ def log_spills(log: str) -> int | None:
 def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
-    from cuda.bindings import nvjitlink
+    from cuda.bindings import nvjitlink  # lazy: optional (cuda)
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.
     # CUDA_CACHE_DISABLE=1 makes "-v" always print (NVIDIA/cuda-python issue 1124, the same cache).
-    from unittest import mock
-
     with mock.patch.dict(os.environ, CUDA_CACHE_DISABLE="1"):  # for the whole link: complete() compiles
         h = nvjitlink.create(3 if lto else 2, [f"-arch={arch}", "-verbose", *(["-lto"] if lto else [])])
         try:
@@ -281,8 +277,6 @@ def _ptxas_spills(ptx: str, cc: tuple[int, int]) -> int | None:
     """Spill-store plus spill-load bytes that ptxas reports for ``ptx`` (nvJitLink -verbose), or None
     when nvJitLink is not available. A known answer is read from the kernel cache (kernels.cache:
     ``spills/<sha256 of the PTX and arch>``): ptxas runs with its own cache off, once per kernel."""
-    from kernels import cache
-
     code = ptx.encode() if isinstance(ptx, str) else ptx
     arch = f"sm_{cc[0]}{cc[1]}"
     memo = cache.root() / "spills" / (hashlib.sha256(code + arch.encode()).hexdigest()[:32] + ".txt") if cache.enabled() else None

@@ -82,7 +82,7 @@ def prepare_numba(spec, size, variant, launch, inputs, simulator: bool, arrays: 
     "numba" (``cuda.to_device``/``cuda.device_array``), "torch" (CUDA tensors) or "cupy"; the rung's
     prepare takes them as they are (kernels.arrays.agnostic), and allocates its scratch from the
     same library. Poisoning, the canary check and the copy back work alike for all three."""
-    from kernels.compiler import cuda  # the backend is chosen by now (the spec's module imported it)
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba); the backend is chosen by now (the spec's module imported it)
 
     d_in = [K.from_host(a, arrays) for a in inputs]
     specs = spec.out_specs(size, inputs[0].dtype)
@@ -156,7 +156,7 @@ def prepare_numpy(spec, inputs) -> Prepared:
 
 # --- CuPy -----------------------------------------------------------------------------------------
 def prepare_cupy(spec, size, label, inputs) -> Prepared:
-    import cupy as cp
+    import cupy as cp  # lazy: optional (cupy)
 
     fn = registry.function("cupy", spec.name, label)
     d_in = [cp.asarray(a) for a in inputs]
@@ -190,7 +190,7 @@ def why_unavailable(contender: str, simulator: bool) -> str | None:
     if simulator:
         return "needs a CUDA GPU; --sim (the CUDA simulator) is active"
     if contender == "torch":
-        import torch
+        import torch  # lazy: optional (torch)
 
         if not torch.cuda.is_available():
             return (f"torch {torch.__version__} has no CUDA support here "
@@ -221,9 +221,9 @@ def prepare_library(contender: str, spec, size, label: str, inputs) -> Prepared:
         call, poison, read, sync, mode, release = triton_ops.prepare(
             registry.function("triton", spec.name, label), inputs, spec.out_specs(size, inputs[0].dtype))
         return Prepared(call, poison, read, sync, mode, release)
-    import torch  # optional, as CuPy: only when a torch row runs
+    import torch  # lazy: optional (torch); optional, as CuPy: only when a torch row runs
 
-    from torch_bridge import contenders as ops
+    from torch_bridge import contenders as ops  # lazy: optional (torch)
 
     fn = registry.function("torch", spec.name, label)
     call, poison, read, release = ops.prepare(fn, inputs, spec.out_specs(size, inputs[0].dtype))

@@ -8,8 +8,20 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+import datetime
+import json
+import os
+import tempfile
+import time
 
 import numpy as np
+from kernels import backend
+from kernels.device_limits import current
+from kernels.tuning import cache_dir
+from lab.core.clocks import nvml_device
+from lab.core.compilers import compilers_status
+from lab.core.errors import SCHEMA_VERSION
+from lab.core.timing import Timer
 
 # FP32 lanes ("CUDA cores") per SM by compute capability (Programming Guide, "Arithmetic Instructions").
 FP32_LANES_PER_SM = {(6, 0): 64, (7, 0): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
@@ -41,8 +53,6 @@ ATTRIBUTES = {  # our key: Numba device attribute (CUdevice_attribute without th
 def _nvml_clocks(dev=None) -> dict:
     """Max SM and memory clocks (kHz) from NVML, or {} when nvidia-ml-py is missing or fails.
     The NVML device is the CUDA device ``dev``, found by PCI bus id (lab.core.clocks), not by index."""
-    from lab.core.clocks import nvml_device
-
     try:
         with nvml_device(dev) as (nvml, h):
             return {"sm_clock_khz": nvml.nvmlDeviceGetMaxClockInfo(h, nvml.NVML_CLOCK_SM) * 1000,
@@ -58,7 +68,7 @@ def describe(simulator: bool) -> dict:
     Units: bytes, kHz, bits; ``peak_bandwidth_gbps`` in GB/s (2 transfers a memory clock over the
     bus, i.e. DDR), ``peak_fp32_gflops`` in GFLOP/s (FMA = 2 FLOPs a lane a clock).
     """
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     if simulator:
         dev = cuda.get_current_device()
@@ -67,8 +77,6 @@ def describe(simulator: bool) -> dict:
                 "note": "CUDA simulator: correctness only, timings are not meaningful; "
                         "the limits shown are CUDA's, the simulator reports none of them"}
         info.update(SIMULATOR_LIMITS)
-        from kernels.device_limits import current
-
         limits = current()  # the device launch math sizes grids for here: a described one (an H100 SXM5)
         info["launch_device"] = {"name": limits.name, "sm_count": limits.sm_count,
                                  "max_threads_per_sm": limits.max_threads_per_sm,
@@ -106,9 +114,7 @@ def measure_copy_bandwidth(nbytes: int = 1 << 30, repeats: int = 20) -> dict:
     0, 1, 2, ... (float32): a copy's speed does not depend on the values, and a ramp is made in a
     fraction of the time 1 GiB of random numbers takes on the CPU.
     """
-    from kernels.compiler import cuda
-
-    from lab.core.timing import Timer
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     n = nbytes // 4
     src = cuda.to_device(np.arange(n, dtype=np.float32))
@@ -126,8 +132,6 @@ BANDWIDTH_METHOD = 2  # bump when measure_copy_bandwidth measures differently: o
 
 def bandwidth_cache_file() -> Path:
     """``bandwidth.json`` in the user's cache folder ($LAB_CACHE_DIR, else platformdirs')."""
-    from kernels.tuning import cache_dir
-
     return cache_dir() / "bandwidth.json"
 
 
@@ -144,16 +148,13 @@ def bandwidth_key(info: dict) -> str | None:
 
 def _device_identity() -> dict:
     """describe(False)'s clocks and name plus the UUID and driver versions: bandwidth_key's input."""
-    from kernels.backend import driver_version
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     info = dict(describe(False))
     dev = cuda.get_current_device()
     info["uuid"] = getattr(dev, "uuid", None)
-    info["driver"] = driver_version()
+    info["driver"] = backend.driver_version()
     try:
-        from lab.core.clocks import nvml_device
-
         with nvml_device(dev) as (nvml, _):
             v = nvml.nvmlSystemGetDriverVersion()
             info["driver_version"] = v.decode() if isinstance(v, bytes) else str(v)
@@ -172,9 +173,6 @@ def copy_bandwidth(max_age_s: float = BANDWIDTH_MAX_AGE_S, fresh: bool = False, 
     Returns measure_copy_bandwidth's dict plus "measured_at" (ISO 8601 UTC, when it was measured),
     "age_s" (seconds since) and "cached" (True when remembered from an earlier run).
     """
-    import os
-    import time
-
     now = time.time() if now is None else now
     use = os.environ.get(BANDWIDTH_CACHE_ENV, "1").strip().lower() not in ("0", "off", "no", "false")
     key = (key or bandwidth_key(_device_identity())) if use else None
@@ -193,14 +191,10 @@ def copy_bandwidth(max_age_s: float = BANDWIDTH_MAX_AGE_S, fresh: bool = False, 
 
 
 def _iso(unix: float) -> str:
-    import datetime
-
     return datetime.datetime.fromtimestamp(unix, datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def _read_entries(path: Path) -> dict:
-    import json
-
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):  # none yet, or unreadable: measure
@@ -212,10 +206,6 @@ def _read_entries(path: Path) -> dict:
 def _write_entries(path: Path, entries: dict) -> None:
     """Written whole to a temporary file, then renamed (a reader never sees half a file). A cache
     that cannot be written is no error: the next run measures again."""
-    import json
-    import os
-    import tempfile
-
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".bandwidth-", suffix=".json")
@@ -237,9 +227,6 @@ def measured_when(bw: dict) -> str:
 def device_info(simulator: bool, measure: bool = False) -> dict:
     """``lab device``: :func:`describe`, which compilers are usable, and (``measure``) the measured
     copy bandwidth, or why it was not measured."""
-    from lab.core.compilers import compilers_status
-    from lab.core.errors import SCHEMA_VERSION
-
     info = {"schema_version": SCHEMA_VERSION, **describe(simulator)}
     info["compilers"] = {n: (f"usable ({st['version']})" if st["usable"] else st["why"])
                          for n, st in compilers_status(simulator).items()}

@@ -43,6 +43,7 @@ import os
 import shutil
 import subprocess
 import sys
+from lab.core.settings import on
 
 THREADS_MAX = 2048  # RLIMIT_NPROC in the child: a 1024-thread block in the simulator, Numba's, some room
 TMPFS_MB = 512  # the private working folder under bubblewrap: a tmpfs this large (the disk limit)
@@ -426,8 +427,6 @@ def lockdown() -> str | None:
     why = seccomp_problem()
     if why:
         return why
-    from lab.core.settings import on
-
     if not on("LAB_SANDBOX_SECCOMP"):  # the grader's switch (never the student's: set before it runs)
         return "turned off (LAB_SANDBOX_SECCOMP=0)"
     lib = _libseccomp()

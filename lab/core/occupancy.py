@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 
 from kernels.spec import plural
-from lab.core import archs
+from lab.core import archs, resources
 from lab.core.archs import Arch
 from lab.core.errors import LabError
 
@@ -145,7 +145,7 @@ def sweep(arch: Arch, registers: int, shared_bytes: int, step: int = 32) -> list
 def current_cc() -> tuple[int, int]:
     """The compute capability (major, minor) of the current GPU (a GPU process only: numba.cuda's
     device; CUDA Programming Guide, "Compute Capabilities")."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     return tuple(cuda.get_current_device().compute_capability)
 
@@ -163,8 +163,6 @@ def launch_usage(spec, variant: str, threads: int, simulator: bool, size=None, r
     if simulator:
         return keys
     try:
-        from lab.core import resources
-
         cc = current_cc()
         arch = archs.for_cc(cc)
         worst = None

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from lab.core import args as A
+from kernels import size_forms
 
 # Kinds of value, and the check (lab.core.args) each is given by
 KINDS = ("text", "int", "float", "choice", "flag", "backend", "file", "folder", "path")
@@ -115,8 +116,6 @@ COUNTER_TOOLS = ("auto", "ncu", "cupti")
 
 
 def _size_help() -> str:
-    from kernels import size_forms
-
     return f"The problem size: {size_forms()} (default: per backend; `lab list` gives each kernel's)."
 
 

@@ -54,7 +54,7 @@ def _lab_op(kernel: str) -> Callable:
 
     def fn(torch, *inputs, out):
         if not made:  # torch_bridge imports torch: only when the row runs
-            from torch_bridge.contenders import lab_op
+            from torch_bridge.contenders import lab_op  # lazy: optional (torch)
 
             made.append(lab_op(kernel))
         return made[0](torch, *inputs, out=out)

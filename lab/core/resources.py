@@ -26,11 +26,17 @@ import subprocess
 import sys
 import threading
 from dataclasses import dataclass, field
+import ast
+import importlib
+import warnings
 
 import numpy as np
 
 from lab.core import compilers
 from lab.core.errors import LabError
+from kernels.backend import is_simulator
+from kernels.spec import poison_value
+from lab.core.session import child_env
 
 EXTRA_HINT = "pip install 'numba-gpu-lab[occupancy]' (numba-cuda[cu13]: NVVM, NVRTC and nvJitLink)"
 
@@ -102,8 +108,6 @@ def _resolve(module, name: str):
     """The kernel ``name`` (:func:`_global_name`'s) names in ``module``: a global, or a factory's call."""
     m = re.fullmatch(r"(\w+)\((.*)\)", name)
     if m:
-        import ast
-
         args = ast.literal_eval(f"({m.group(2)},)") if m.group(2).strip() else ()
         return getattr(module, m.group(1))(*args)
     return getattr(module, name)
@@ -121,22 +125,20 @@ def _dims(d) -> tuple:
 def launch_hook(callback):
     """Call ``callback(kernel, grid, block, dynamic_shared, args)`` before every kernel launch in this
     process (the simulator's FakeCUDAKernel, numba-cuda's or numba-cuda-mlir's configured launch)."""
-    from kernels.backend import is_simulator
-
     if is_simulator():
-        from numba.cuda.simulator.kernel import FakeCUDAKernel as cls
+        from numba.cuda.simulator.kernel import FakeCUDAKernel as cls  # lazy: backend chosen first (numba)
 
         orig = cls.__call__
 
         def call(self, *args):
-            from numba.cuda.simulator.kernel import _kernel_context
+            from numba.cuda.simulator.kernel import _kernel_context  # lazy: backend chosen first (numba)
 
             if not self._device and not _kernel_context:
                 callback(self, tuple(self.grid_dim), tuple(self.block_dim), self.dynshared_size, args)
             return orig(self, *args)
     elif _mlir():
         # numba-cuda-mlir 0.6: kernel[grid, block] returns an _ArgMarshaller holding the configuration
-        from numba_cuda_mlir.descriptor import _ArgMarshaller as cls
+        from numba_cuda_mlir.descriptor import _ArgMarshaller as cls  # lazy: backend chosen first (numba_cuda_mlir)
 
         orig = cls.__call__
 
@@ -147,7 +149,7 @@ def launch_hook(callback):
                      shared if isinstance(shared, int) and shared > 0 else 0, args)
             return orig(self, *args)
     else:
-        from numba.cuda.dispatcher import _LaunchConfiguration as cls
+        from numba.cuda.dispatcher import _LaunchConfiguration as cls  # lazy: backend chosen first (numba)
 
         orig = cls.__call__
 
@@ -167,9 +169,7 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
     on_launch(kernel, grid, block, dynamic_shared, args): called before each launch;
     on_outputs(device_outputs): called with the output arrays before the run.
     """
-    from kernels.compiler import cuda
-    from kernels.spec import poison_value
-
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
     variant = spec.variants[variant_name]
     rng = np.random.default_rng(seed)
     inputs = spec.make_inputs(size, np.dtype(dtype), rng)
@@ -179,8 +179,6 @@ def run_variant(spec, variant_name, size, threads, dtype="float32", seed=0, on_l
         on_outputs(outs)
     cfg = variant.launch(size, threads)
     call = variant.prepare(cfg, d_in, outs)
-    import warnings
-
     with launch_hook(on_launch or (lambda *a: None)), warnings.catch_warnings():
         # a small internal run: Numba's low-occupancy warning (either compiler's NumbaPerformanceWarning)
         # would be about our size, not the user's
@@ -255,7 +253,7 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
     core = getattr(cufunc, "kernel", None)
     if core is not None and hasattr(core, "occupancy"):
         return int(core.occupancy.max_active_blocks_per_multiprocessor(threads, dynamic_shared))
-    from cuda.bindings import driver
+    from cuda.bindings import driver  # lazy: optional (cuda)
 
     err, n = driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(cufunc.handle, threads, dynamic_shared)
     if err != driver.CUresult.CUDA_SUCCESS:
@@ -265,8 +263,8 @@ def driver_blocks_per_sm(rec: LaunchRecord, threads: int, dynamic_shared: int = 
 
 # --- Without a GPU: numba-cuda LTO-IR (or PTX) + nvJitLink-----------------------------------------------
 def _numba_type(t):
-    from numba import types
-    from numba.np.numpy_support import from_dtype
+    from numba import types  # lazy: backend chosen first (numba)
+    from numba.np.numpy_support import from_dtype  # lazy: backend chosen first (numba)
 
     if t[0] == "array":
         return types.Array(from_dtype(np.dtype(t[1])), t[2], t[3])
@@ -275,11 +273,9 @@ def _numba_type(t):
 
 def _child_main(request: dict) -> list[dict]:
     """In the child (NUMBA_ENABLE_CUDASIM=0): compile each kernel to PTX and read its usage."""
-    import importlib
+    from numba import cuda  # lazy: backend chosen first (numba)
 
-    from numba import cuda
-
-    import numba.cuda.dispatcher as dispatcher
+    import numba.cuda.dispatcher as dispatcher  # lazy: backend chosen first (numba)
 
     arch = request["arch"]
     cc = (int(arch[3:-1]), int(arch[-1]))
@@ -315,8 +311,6 @@ def offline_resources(records: list[LaunchRecord], arch: str, timeout: float = 3
         raise LabError(f"kernel {missing[0].module}.? is not a module-level global: it cannot be compiled offline")
     request = {"arch": arch, "kernels": [{"module": r.module, "name": r.name, "argtypes": r.argtypes} for r in records]}
     # numba-cuda compiles offline (numba-cuda-mlir has no offline path here), whatever this process runs
-    from lab.core.session import child_env
-
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", LAB_COMPILER="numba-cuda",
                     CUDA_CACHE_DISABLE="1")
     proc = subprocess.run([sys.executable, "-c", "import json,sys; from lab.core.resources import _child_main; "
@@ -330,7 +324,7 @@ def offline_resources(records: list[LaunchRecord], arch: str, timeout: float = 3
 def offline_unavailable() -> str | None:
     """None when nvJitLink, NVVM and NVRTC load here, else what is missing."""
     try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # lazy: optional (cuda)
     except ImportError:
         return "cuda-bindings / cuda-pathfinder"
     missing = []

@@ -20,6 +20,11 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+import json
+import os
+import pickle
+import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -27,7 +32,7 @@ import kernels.gemm.precision  # (binds kernels too)
 from kernels.cache import WouldCompile, would_have_compiled
 from lab.core import collect, compile_child, compilers, registry, resources
 from lab.core import simulator as simulation
-from lab.core import contenders as C
+from lab.core import contenders as C, device as core_device, options as D, clocks
 from lab.core.check import check_prepared
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes,  # the simulator's estimates
@@ -35,6 +40,11 @@ from lab.core.simulator import (check_calls as _check_calls, minutes as _minutes
 from lab.core.rows import Check, Rates, Row, Task
 from lab.core.stopping import StopRule
 from lab.core.timing import Timer
+from kernels import tuning
+from lab.core.device import copy_bandwidth
+from lab.core.occupancy import launch_usage
+from lab.core.session import start
+from lab.core.trace import SIM_LABEL
 
 HOST_BUDGET_MS = 3000.0  # time budget for timing one CPU contender
 FLOAT32_INSIDE = ("float32 inside: the op computes in float32, so it is checked against the reference of the "
@@ -177,8 +187,6 @@ def _threads_check(threads: int, device: dict) -> list[str]:
 def _memory_check(spec, size, dtype, device: dict, simulator: bool) -> None:
     """LabError when one contender's inputs + outputs do not fit the device, or the host's copies
     (native, float64 reference inputs and outputs: ~3x the footprint) do not fit host memory."""
-    import os
-
     need = spec.footprint_bytes(size, dtype)
     host = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     checks = [(3 * need, host, "host memory")]
@@ -254,8 +262,6 @@ def validate(opts: Options, backend: str) -> Plan:
     LabError (one line, the CLI's exit 2) for an unknown kernel, dtype, variant or contender, a size
     the kernel cannot parse or the device cannot hold, threads per block out of range, bad counts or
     seed, or a simulation estimated above REFUSE_SIMULATION_S without ``opts.yes``."""
-    from lab.core.device import describe
-
     simulator = backend == "simulator"
     try:
         spec = kernels.load(opts.kernel)
@@ -268,15 +274,13 @@ def validate(opts: Options, backend: str) -> Plan:
         size = spec.parse_size(opts.size) if opts.size else spec.default_size(simulator)
     except ValueError as e:
         raise LabError(str(e)) from None
-    device = describe(simulator)
+    device = core_device.describe(simulator)
     variant_names = _pick(opts.variants, spec.variants, f"variant of {spec.name}")
     contender_names = _pick(opts.contenders, C.CONTENDERS, "contender", C.DEFAULT_CONTENDERS)
     threads = opts.threads if opts.threads is not None else (32 if simulator else 256)
     warnings = _threads_check(threads, device)
     _memory_check(spec, size, dtype, device, simulator)
     C.check_arrays(opts.arrays, simulator, numba="numba" in contender_names)
-    from lab.core import options as D  # each option's one declaration and message, as click and the library's
-
     for option, value in ((D.REPEATS, opts.repeats), (D.WARMUP, opts.warmup), (D.SEED, opts.seed)):
         option.check(value)
     # the simulator checks each row once and times nothing unless --repeats asks (repeats 0)
@@ -378,9 +382,6 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
                         f"{p.repeats} timed calls a row after {p.warmup} warm-up" if p.repeats is not None else
                         rule.describe(p.warmup))
     if not simulator:
-        from lab.core import clocks
-        from lab.core.device import copy_bandwidth
-
         report.copy_bandwidth = copy_bandwidth()  # remembered per device for a day: "measured_at" says when
         report.clocks["before"] = clocks.read()  # after the copy test: the GPU is awake, at its clock
     report.numpy_threads = _numpy_threads()
@@ -426,8 +427,6 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             report.warnings += [w for w in guard.warnings if w not in report.warnings]
             add(row_)
             if launched is not None:  # None: the rung ran in another process (a compiler crash's fallback)
-                from lab.core.occupancy import launch_usage  # registers, shared/local bytes, occupancy
-
                 # the checked call's kernels, not a second run of the rung on inputs of its own
                 task.launch.update(launch_usage(spec, task.variant, p.threads, simulator, size, records=launched))
         elif task.contender == "numpy":
@@ -444,8 +443,6 @@ def execute(p: Plan, steps: list[Step], progress: Events | None = None) -> Repor
             add(replace(r, check=replace(r.check, reason=why + (f"; {r.reason}" if r.reason else ""))) if why else r)
     if contender is not None:
         collect.between()
-    from kernels import tuning
-
     report.warnings += [w for w in tuning.problems() if "auto" in report.launches and w not in report.warnings]
     if not simulator:
         report.clocks["after"] = clocks.read()
@@ -482,13 +479,6 @@ class _Reference:
 def child_row() -> None:
     """The fallback child (lab.core.compile_child.Guard.fallback): one Numba rung run, checked and
     timed under the compiler the job names; its Row pickled to the job's result file. Never by hand."""
-    import json
-    import pickle
-    import sys
-    from pathlib import Path
-
-    from lab.core.session import start
-
     job = json.loads(Path(sys.argv[1]).read_text())
     backend = start("sim" if job["backend"] == "simulator" else "gpu", job["compiler"]).backend
     report = run(Options(job["kernel"], threads=job["threads"], size="x".join(map(str, job["size"])),
@@ -591,8 +581,6 @@ def _traced(summary: dict, min_bytes: int) -> dict:
 def _counters(report: Report, opts: Options, emit) -> None:
     """--counters once every row ran: the simulator's traced rows are done already; on a GPU the
     engine profiles the rows that passed in a process of its own (never while anything is timed)."""
-    from lab.core.trace import SIM_LABEL
-
     if report.backend == "simulator":
         report.counters = {"tool": "simulator", "engine": SIM_LABEL, "notes": [
             f"DRAM×, sec/req {SIM_LABEL} of the Numba rows' checked calls (DRAM×: distinct 32-byte sectors "
@@ -623,7 +611,7 @@ def _first_line(e: Exception) -> str:
 
 def _numpy_threads() -> str:
     try:
-        from threadpoolctl import threadpool_info
+        from threadpoolctl import threadpool_info  # lazy: optional (threadpoolctl: the fallback when it is missing)
     except ImportError:
         return "thread count unknown (threadpoolctl not installed)"
 

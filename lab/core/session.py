@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+import sys
 
 from kernels.backend import SIM_ENV
 from lab.core.errors import LabError
 from lab.core.simulator import select
+from lab.core import compilers
 
 
 @dataclass(frozen=True)
@@ -32,8 +34,6 @@ def start(prefer: str = "auto", compiler: str | None = None, allow_both: bool = 
     """Fix the backend (:func:`select`) and the compiler (:func:`lab.core.compilers.select`) for this
     process, in that order, before anything compiles. ``compiler``: None means LAB_COMPILER or
     numba-cuda; "both" only where ``allow_both``. Raises LabError (one line) when either cannot be had."""
-    from lab.core import compilers
-
     backend = select(prefer)
     if compiler == "both":
         if not allow_both:
@@ -49,8 +49,6 @@ def child_env(**overrides: str) -> dict:
     (``NUMBA_ENABLE_CUDASIM=1``) compiles with numba-cuda, the simulator's only compiler, unless the
     overrides name one: this process's ``LAB_COMPILER`` (numba-cuda-mlir on a GPU, chosen or the
     default) is not inherited there."""
-    from lab.core import compilers
-
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env = dict(os.environ, **overrides)
     if env.get(SIM_ENV, "0") not in ("", "0") and compilers.ENV not in overrides:
@@ -74,8 +72,6 @@ def python_module(module: str) -> list[str]:
     the script's) on ``sys.path``: ``-P`` (Python >= 3.11), else a bootstrap that drops it. A
     folder's ``json.py`` or ``numpy.py`` (a student's, where a teacher runs the lab) never shadows
     a module the child imports. Source: the Python docs, "Command line and environment", -P."""
-    import sys
-
     if sys.version_info >= (3, 11):
         return [sys.executable, "-P", "-m", module]
     return [sys.executable, "-c", _BOOT, module]

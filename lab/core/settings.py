@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 from dataclasses import dataclass
+import difflib
 
 from lab.core.errors import LabError
 
@@ -124,8 +125,6 @@ def validate(environ=None) -> None:
         if setting is None:
             if name in INTERNAL:
                 continue
-            import difflib
-
             close = difflib.get_close_matches(name, BY_NAME, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise LabError(f"{name}: not a setting of the lab{hint}; docs/settings.md lists them")

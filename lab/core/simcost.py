@@ -25,6 +25,8 @@ was estimated at 10 s and took 6-7 s including imports on the idle machine, 13-1
 """
 from __future__ import annotations
 
+import kernels
+
 # ms per simulated thread launched, per variant: each kernel's ``KernelSpec.sim_cost`` (measured by
 # lab.bench.suite.measure_simcost); per_thread_ms(kernel, variant) reads them.
 DEFAULT_PER_THREAD_MS = 1.0  # a rung not measured yet
@@ -34,8 +36,6 @@ PER_FLOP_MS = 0.017
 def per_thread_ms(kernel: str, variant: str) -> float:
     """ms per simulated thread of ``kernel``'s ``variant`` (its spec's sim_cost; DEFAULT_PER_THREAD_MS
     for a rung not measured yet)."""
-    import kernels
-
     return kernels.load(kernel).sim_cost.get(variant, DEFAULT_PER_THREAD_MS)
 
 

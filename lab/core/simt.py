@@ -33,6 +33,10 @@ from __future__ import annotations
 import sys
 import threading
 from dataclasses import dataclass, field
+import inspect
+import linecache
+import re
+import unicodedata
 
 import numpy as np
 
@@ -41,6 +45,7 @@ from lab.core.blocks import SWAP, Block, CudaThread, identity_kept
 from lab.core.simt_warp import WARP_OPS, install_warp_ops
 from lab.core.trace import site as _instruction_site  # a load or store site: (id(code), bytecode offset), as the sector tracer's
 from lab.core.trace import trim_sites
+from kernels.spec import poison_value
 
 
 @dataclass
@@ -488,9 +493,8 @@ class _Shared:
         self.trace, self.lock, self.arrays = trace, lock, {}
 
     def array(self, shape, dtype, alignment=None):
-        import sys
-        from numba.cuda import types
-        from numba.cuda.np import numpy_support
+        from numba.cuda import types  # lazy: backend chosen first (numba)
+        from numba.cuda.np import numpy_support  # lazy: backend chosen first (numba)
 
         if isinstance(dtype, types.Type):
             dtype = numpy_support.as_dtype(dtype)
@@ -509,9 +513,6 @@ class _Shared:
 def _shared_name(frame):
     """'cache': the variable a ``cuda.shared.array`` call is assigned to (the race and out-of-bounds
     messages name the lines of the accesses), else 'shared array (line 13)', its declaration's line."""
-    import linecache
-    import re
-
     src = linecache.getline(frame.f_code.co_filename, frame.f_lineno)
     m = re.match(r"\s*([A-Za-z_]\w*)\s*=\s*cuda\.shared\.array", src)
     return m.group(1) if m else f"shared array (line {frame.f_lineno})"
@@ -529,8 +530,6 @@ def poisoned(shape, dtype, which=0):
         return np.full(shape, FLOAT_SENTINEL if which == 2 else np.nan, dtype)
     if dtype.kind == "b":
         return np.zeros(shape, dtype)
-    from kernels.spec import poison_value  # the lab's poisons (0xAB-like, then a second value)
-
     return np.full(shape, poison_value(dtype, which), dtype)
 
 
@@ -572,23 +571,19 @@ def run(kernel, grid, block, args, rng, uses_barriers=None, trace=None, lock=Non
     thread raised (an out-of-bounds access included: see ``Trace.oob``), ValueError on a bad
     launch configuration.
     """
-    from numba.cuda.simulator import kernel as simkernel
-    from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAModule, swapped_cuda_module
+    from numba.cuda.simulator import kernel as simkernel  # lazy: backend chosen first (numba)
+    from numba.cuda.simulator.kernelapi import Dim3, FakeCUDAModule, swapped_cuda_module  # lazy: backend chosen first (numba)
 
     fn = getattr(kernel, "py_func", None) or getattr(kernel, "fn", None) or kernel
     grid3, block3 = _dims(grid), _dims(block)
     trace = trace if trace is not None else Trace()
     lock = lock if lock is not None else threading.RLock()
     if uses_barriers is None:
-        import inspect
-        import linecache
         try:
             src = inspect.getsource(inspect.getmodule(fn))
         except (OSError, TypeError):  # a module loaded from a file path is not in sys.modules: read its file
             code = getattr(fn, "__code__", None)
             src = "".join(linecache.getlines(code.co_filename)) if code is not None else ""
-        import unicodedata
-
         src = unicodedata.normalize("NFKC", src)  # the names Python reads (cuda.ｓyncthreads is cuda.syncthreads)
         uses_barriers = not src or any(w in src for w in ("syncthreads",) + WARP_OPS)
     trace.threaded = uses_barriers

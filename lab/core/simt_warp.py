@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import numpy as np
+from kernels.spec import poison_value
 
 
 def _undefined(value):
@@ -16,8 +17,6 @@ def _undefined(value):
     if isinstance(value, (float, np.floating)):
         return type(value)(np.nan)
     if isinstance(value, np.integer):  # lab.core.simt.poisoned's first integer poison
-        from kernels.spec import poison_value
-
         return np.full((), poison_value(value.dtype, 0), value.dtype)[()]
     if isinstance(value, (bool, np.bool_)):
         return value

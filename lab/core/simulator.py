@@ -54,9 +54,11 @@ import threading
 
 from kernels.backend import SIM_ENV as _SIM_ENV
 from kernels.backend import gpu_count, is_simulator
-from lab.core import compilers
+from lab.core import compilers, simcost
 from lab.core.blocks import run_numba_block
 from lab.core.errors import LabError
+import numpy as np
+from lab.core.trace import SectorTracer
 
 SWITCH_INTERVAL_S = 2e-4  # seconds: Python's thread switch interval while kernels are simulated
 
@@ -125,7 +127,7 @@ def run_blocks_on_greenlets() -> bool:
     runs the same threads as greenlets (one OS thread, switched where a thread waits: the same
     semantics, in a legal schedule of the block) with numba-cuda's thread attributes and errors."""
     try:
-        from numba.cuda.simulator import kernel as simkernel
+        from numba.cuda.simulator import kernel as simkernel  # lazy: backend chosen first (numba)
     except ImportError:  # not the simulator (or another compiler): nothing to patch
         return False
     manager = getattr(simkernel, "BlockManager", None)
@@ -157,7 +159,7 @@ def serialize_shared_arrays() -> bool:
     read from its frame (the original's traceback.extract_stack, without reading source lines).
     """
     try:
-        from numba.cuda.simulator import kernelapi
+        from numba.cuda.simulator import kernelapi  # lazy: backend chosen first (numba)
     except ImportError:  # not the simulator (or another compiler): nothing to fix
         return False
     types, numpy_support = getattr(kernelapi, "types", None), getattr(kernelapi, "numpy_support", None)
@@ -223,8 +225,6 @@ def simulator_calls(repeats: int, warmup: int, check_calls: int = 1) -> int:
 
 def check_calls(spec, size, dtype) -> int:
     """1, or 2 when an output is an integer array (lab.core.check's two-poison check)."""
-    import numpy as np
-
     return 2 if any(np.issubdtype(dt, np.integer) for _, dt in spec.out_specs(size, dtype)) else 1
 
 
@@ -249,8 +249,6 @@ def refuse_long(estimate_s: float, what: str, advice: str, yes: bool = False) ->
 
 def simulator_seconds(spec, size, variant_names, threads: int, calls: int) -> float:
     """Rough wall seconds of a simulator run of ``variant_names`` (``calls`` calls each; lab.core.simcost)."""
-    from lab.core import simcost
-
     launched = {}
     for v in variant_names:
         variant = spec.variants[v]
@@ -287,7 +285,5 @@ def tracing(active: bool = True):
     if not active:
         yield None
         return
-    from lab.core.trace import SectorTracer
-
     with SectorTracer() as tracer:
         yield tracer

@@ -52,10 +52,13 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 from collections.abc import Callable
+import warnings
 
 import numpy as np
 
 from lab.core.stopping import Stop, StopRule
+from kernels.backend import launcher, param_block
+from kernels.cache import compile_allowed
 
 DEVICE_EVENTS = ("CUDA events, one pair a call, calls queued behind a blocked GPU (no host launch gaps), "
                  "L2 flushed before each call")
@@ -216,15 +219,13 @@ _blocker = {}  # "kernel", "flag", "status", "works" (bool), "why" (str)
 def _spin(us: int) -> None:
     """Enqueue one GPU thread that sleeps ~``us`` microseconds (nanosleep of 1 us, repeated)."""
     global _spin_kernel
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     if _spin_kernel is None:
         @cuda.jit
         def spin(n):
             for _ in range(n):
                 cuda.nanosleep(1000)
-
-        import warnings
 
         with warnings.catch_warnings():  # one thread on purpose: not the low occupancy it warns of
             warnings.filterwarnings("ignore", message=".*Grid size")  # either compiler's warning class
@@ -237,12 +238,12 @@ def _volatile_load():
     time, never hoisted out of a loop nor served from L1 (CUDA has no volatile in Numba). One line of
     inline PTX under either compiler: numba-cuda's through an llvmlite intrinsic, numba-cuda-mlir's
     through ``inline_ptx`` (the array's address: ``arr.ctypes.data``, as kernels/gemm/mma.py takes it)."""
-    from kernels.compiler import COMPILER, MLIR
+    from kernels.compiler import COMPILER, MLIR  # lazy: backend chosen first (numba)
 
     if COMPILER == MLIR:
-        import numba_cuda_mlir.cuda.experimental as X
+        import numba_cuda_mlir.cuda.experimental as X  # lazy: backend chosen first (numba_cuda_mlir)
 
-        from kernels.compiler import cuda
+        from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
         @cuda.jit(device=True, forceinline=True)
         def volatile_load0_mlir(arr):
@@ -250,9 +251,9 @@ def _volatile_load():
 
         return volatile_load0_mlir
 
-    from llvmlite import ir
-    from numba import types
-    from numba.cuda.extending import intrinsic
+    from llvmlite import ir  # lazy: backend chosen first (llvmlite)
+    from numba import types  # lazy: backend chosen first (numba)
+    from numba.cuda.extending import intrinsic  # lazy: backend chosen first (numba)
 
     @intrinsic
     def volatile_load0(typingctx, arr):
@@ -271,7 +272,7 @@ def _volatile_load():
 def _blocking_kernel_function():
     """The blocking kernel (not launched): one thread naps 1 us at a time until the host sets
     flag[0] (mapped memory, read with :func:`_volatile_load`) or max_sleeps naps have passed."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     load = _volatile_load()
 
@@ -297,8 +298,7 @@ def blocking_kernel() -> dict:
     """
     if _blocker:
         return _blocker
-    from kernels.cache import compile_allowed
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     try:
         with compile_allowed("the timer's blocking kernel"):  # also inside a rung's no-compile probe
@@ -342,11 +342,9 @@ _flush_buffer = None
 def _flush_l2() -> None:
     """Enqueue a kernel that reads a buffer of twice the L2 size (evicting the last call's data)."""
     global _flush_kernel
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     if _flush_kernel is None:
-        from kernels.cache import compile_allowed
-
         with compile_allowed("the timer's L2 flush"):  # also inside a rung's no-compile probe
             _flush_kernel = _build_flush(cuda)
     if FLUSH_L2:
@@ -370,7 +368,7 @@ def _build_flush(cuda):
 
     l2 = int(getattr(cuda.get_current_device(), "L2_CACHE_SIZE", 0) or 64 << 20)
     _flush_buffer = (cuda.to_device(np.zeros(2 * l2 // 4, np.int32)), cuda.device_array(1, np.int32))
-    from kernels.compiler import bound
+    from kernels.compiler import bound  # lazy: backend chosen first (numba)
 
     fast = _direct_launch(flush, (1024, 256), _flush_buffer)  # numba-cuda; numba-cuda-mlir: bound()
     return fast or bound(flush[1024, 256], _flush_buffer)
@@ -383,13 +381,11 @@ def _direct_launch(dispatcher, config: tuple[int, int], arrays):
     1-D int32 arrays (the L2 flush before every timed call). Checked once: the kernel must find a
     marker planted in the first array (it writes it to the second). None where this is not
     numba-cuda on a GPU or the check fails: the dispatcher launches it then."""
-    from kernels.compiler import COMPILER, cuda
+    from kernels.compiler import COMPILER, cuda  # lazy: backend chosen first (numba)
 
     if COMPILER != "numba-cuda":
         return None
     try:
-        from kernels.backend import launcher, param_block
-
         kernel = dispatcher.compile(tuple(dispatcher.typeof_pyval(a) for a in arrays))
         cufunc = kernel._codelibrary.get_cufunc()
         kernel.bind()
@@ -431,7 +427,7 @@ def _events(n: int) -> tuple[list, list]:
     """``n`` (start, end) pairs of timing events of the current context, made once and reused by every
     batch (a batch reads its events' times before the next one records them again): creating them
     anew cost ~19 us an event on the H100 (cProfile of ``lab run matvec``: 1.3 s of a 37 s run)."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     pool, context = _event_pool, cuda.current_context()
     if pool["context"] is not context:  # a new context (or the first batch): its own events
@@ -446,7 +442,7 @@ def _device_batch(fn, n: int, enqueue_s: float, flush: bool, hold: str):
     """Time ``n`` calls queued behind one hold ("flag": the blocking kernel; "sleep": a spin;
     "none"): returns (samples ms, covered). covered: the GPU was still held when the last call had
     been enqueued, so no call waited for the host."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     starts, ends = _events(n)
     b = _blocker
@@ -574,7 +570,7 @@ def _enqueue_held(fn, n: int, enqueue_s: float, flush: bool, slot: int, starts, 
 def _read_batch(slot: int, n: int, starts, ends):
     """Wait for the batch of ``n`` calls enqueued behind blocker ``slot`` and read its event pairs;
     returns (samples ms, whether the blocker was released rather than giving up)."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     first = slot * BATCH_MAX
     ends[first + n - 1].synchronize()

@@ -30,6 +30,9 @@ import os
 import sys
 import threading
 from dataclasses import dataclass, field
+import bisect
+import dis
+import linecache
 
 import numpy as np
 
@@ -90,7 +93,7 @@ class Instruction:
 
 
 def _sim_dir() -> str:
-    import numba.cuda.simulator as sim
+    import numba.cuda.simulator as sim  # lazy: backend chosen first (numba)
 
     return os.path.dirname(os.path.abspath(sim.__file__))
 
@@ -136,7 +139,7 @@ class SectorTracer:
 
     # --- recording ------------------------------------------------------------------------------
     def __enter__(self):
-        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # lazy: backend chosen first (numba)
 
         self._cls = FakeCUDAArray
         self._orig = (FakeCUDAArray.__getitem__, FakeCUDAArray.__setitem__)
@@ -164,8 +167,8 @@ class SectorTracer:
     def _patch_atomics(self) -> None:
         """Count every ``cuda.atomic.*`` call on a global array (a fake device array; shared
         memory is a plain ndarray) in ``atomic_ops``."""
-        from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray
-        from numba.cuda.simulator.kernelapi import FakeCUDAAtomic
+        from numba.cuda.simulator.cudadrv.devicearray import FakeWithinKernelCUDAArray  # lazy: backend chosen first (numba)
+        from numba.cuda.simulator.kernelapi import FakeCUDAAtomic  # lazy: backend chosen first (numba)
 
         self._atomic_cls = FakeCUDAAtomic
         self._atomics = {n: getattr(FakeCUDAAtomic, n) for n in sorted(_ATOMIC_NAMES) if hasattr(FakeCUDAAtomic, n)}
@@ -232,7 +235,7 @@ class SectorTracer:
         instr = site(code, f.f_lasti)
         if atomic:
             kind = "atomic"
-        from numba.cuda.simulator import kernel as simkernel
+        from numba.cuda.simulator import kernel as simkernel  # lazy: backend chosen first (numba)
 
         ctx = simkernel._kernel_context
         gd, bd = (ctx.gridDim, ctx.blockDim) if ctx is not None else ((1, 1, 1), (WARP, 1, 1))
@@ -290,8 +293,6 @@ class SectorTracer:
     # --- results --------------------------------------------------------------------------------
     def instructions(self) -> list[Instruction]:
         """Every traced site, in source order, with its requests' statistics."""
-        import linecache
-
         sites: dict = {}
         for (kind, _b, _w, instr, _n), addrs in self._requests.items():
             site = sites.get((kind, instr))
@@ -315,8 +316,6 @@ class SectorTracer:
         mine.sort(key=lambda kv: self._order[kv[0]])
         roots = {base: root for root, base in self._roots.values()}
         out, arrays = [], {}
-        import linecache
-
         for (kind, _b, _w, instr, n), addrs in mine[:limit]:
             fname, line, name = self._code[instr]
             first = min(addrs)
@@ -427,11 +426,7 @@ def instruction_offset(code, lasti: int) -> int:
     start, so the same load would otherwise look like two instructions."""
     offs = _OFFSETS.get(code)
     if offs is None:
-        import dis
-
         offs = _OFFSETS[code] = [i.offset for i in dis.get_instructions(code)]
-    import bisect
-
     k = bisect.bisect_right(offs, lasti) - 1
     return offs[k] if k >= 0 else lasti
 

@@ -42,7 +42,7 @@ def interpreted() -> bool:
         return True
     if backend.gpu_count()[0] == 0:
         return True
-    import torch
+    import torch  # lazy: optional (torch)
 
     return not torch.cuda.is_available()
 
@@ -74,9 +74,9 @@ def namespace() -> SimpleNamespace:
         interp = interpreted()
         if interp:
             os.environ[INTERPRET_ENV] = "1"  # read by @triton.jit when an op defines its kernel
-        import torch
-        import triton
-        import triton.language as tl
+        import torch  # lazy: optional (torch)
+        import triton  # lazy: optional (triton)
+        import triton.language as tl  # lazy: optional (triton)
 
         _NS["ns"] = SimpleNamespace(triton=triton, tl=tl, torch=torch, interpreted=interp)
     return _NS["ns"]
@@ -86,7 +86,7 @@ def prepare(fn, inputs, out_specs):
     """``fn``'s inputs and poisonable outputs as torch tensors on the GPU (on the CPU when
     interpreted); returns (call, poison, read, sync, timer_mode, release), the parts of a
     lab.core.contenders.Prepared. Timed with CUDA events on the GPU, perf_counter interpreted."""
-    import torch
+    import torch  # lazy: optional (torch)
 
     dev = "cpu" if interpreted() else "cuda"
     if dev == "cuda" and torch.cuda.current_stream().cuda_stream != 0:

@@ -10,10 +10,11 @@ from lab.core import args as A
 from lab.core import options as D
 from lab.core.errors import LabError
 from lab.core.options import declares
+import kernels
 
 
 def _backend(sim) -> str:
-    from lab.core.simulator import select
+    from lab.core.simulator import select  # lazy: heavy for lab --help's start (ctypes)
 
     return select(A.backend(sim))
 
@@ -29,10 +30,10 @@ def grid(kernel: str, *, variant: str | None, size: str | None, threads: int, ar
     sectors. Recorded in Numba's CUDA simulator, so this process must be (or become) a simulator
     process: LabError where numba.cuda already runs on a GPU (the notebook API then asks a child
     process). Returns docs/schemas/grid.json's document."""
-    from lab.core.simulator import select
+    from lab.core.simulator import select  # lazy: heavy for lab --help's start (ctypes)
 
     select("sim")  # writes are tagged per simulated thread: the map always comes from the simulator
-    from lab.inspect import grid as G
+    from lab.inspect import grid as G  # lazy: heavy for lab --help's start (lab.inspect.grid)
 
     return G.describe(kernel, variant, size, threads, arch, sms, waves, warp)
 
@@ -45,7 +46,7 @@ def occupancy(kernel: str | None, *, variant: str | None, threads: int, arch: st
     GPU's, else sm_90), or the calculator (``registers`` per thread, ``shared`` bytes a block, no
     kernel); ``sweep``: also 32..1024 threads per block. Returns docs/schemas/occupancy.json's
     document; LabError on bad input."""
-    from lab.inspect import occupancy as Occ
+    from lab.inspect import occupancy as Occ  # lazy: heavy for lab --help's start (concurrent)
 
     return Occ.occupancy(kernel, variant, threads, arch, registers, shared,
                          None if kernel is None else _backend(sim), with_sweep=sweep)
@@ -60,7 +61,7 @@ def counters(kernel: str, *, variant: str | list | None, size: str | None, threa
     ``tool``) with a verdict; in the simulator sectors per request from the recorded addresses.
     Returns docs/schemas/counters.json's document; LabError on bad input or when no engine is
     usable on a GPU."""
-    from lab.inspect import counters as K
+    from lab.inspect import counters as K  # lazy: heavy for lab --help's start (csv)
 
     backend = _backend(sim)
     return K.counters(kernel, backend, A.csv(variant), size, threads, dtype, A.csv(contenders),
@@ -76,10 +77,8 @@ def sanitize(kernel: str, *, variant: str | list | None, tools: str | list, size
     racecheck, synccheck, initcheck; comma-separated or a list): clean, or how many errors and the
     first, by file and line. Returns docs/schemas/sanitize.json's document; LabError when
     compute-sanitizer or a GPU is missing, or on bad input."""
-    from lab.core import sanitizer as San
-    from lab.inspect import sanitize as S
-
-    import kernels
+    from lab.core import sanitizer as San  # lazy: heavy for lab --help's start (glob)
+    from lab.inspect import sanitize as S  # lazy: heavy for lab --help's start (glob)
 
     if kernel not in kernels.NAMES:  # the name first: a typo is the user's first problem, not the toolkit
         try:
@@ -98,6 +97,6 @@ def doctor() -> list:
     """``lab doctor``: versions, CUDA driver, compilers, GPUs, CuPy, torch, a tiny kernel. Returns the
     checks in order (:class:`lab.inspect.doctor.Check`: ok, warn or fail, with detail and fix);
     :func:`lab.inspect.doctor.to_dict` makes docs/schemas/doctor.json's document of them."""
-    from lab.inspect import doctor as D
+    from lab.inspect import doctor as D  # lazy: heavy for lab --help's start (ctypes)
 
     return D.run_checks()

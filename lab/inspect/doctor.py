@@ -16,6 +16,11 @@ import sys
 from dataclasses import asdict, dataclass
 
 from kernels.backend import device_name, driver_version, gpu_count, installed_version  # probes: the tests monkeypatch them here
+from lab.core.compilers import cache_check, doctor_check
+from lab.core.errors import SCHEMA_VERSION
+from lab.core.isolation import protections
+from lab.core.session import child_env
+from lab.core.settings import doctor_lines
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -32,7 +37,7 @@ class Check:
 def find_library(lib: str) -> str | None:
     """Path of an NVIDIA library (nvvm, nvrtc, nvJitLink) as cuda-pathfinder finds it, else None."""
     try:
-        from cuda.pathfinder import load_nvidia_dynamic_lib
+        from cuda.pathfinder import load_nvidia_dynamic_lib  # lazy: optional (cuda)
 
         return load_nvidia_dynamic_lib(lib).abs_path
     except Exception:
@@ -51,7 +56,7 @@ def torch_info() -> dict | None:
     """{"version", "cuda" (torch.version.cuda or None), "available", "device"} or None if not installed."""
     if installed_version("torch") is None:
         return None
-    import torch
+    import torch  # lazy: optional (torch)
 
     available = torch.cuda.is_available()
     return {"version": torch.__version__, "cuda": torch.version.cuda, "available": available,
@@ -76,8 +81,6 @@ print("simulator" if is_simulator() else "gpu")
 
 
 def run_tiny_kernel() -> tuple[bool, str]:
-    from lab.core.session import child_env
-
     env = child_env()
     try:
         p = subprocess.run([sys.executable, "-W", "ignore", "-c", TINY], capture_output=True, text=True,
@@ -210,8 +213,6 @@ def check_compilers() -> list[Check]:
     """Which compiler kernels use by default and why (numba-cuda-mlir on a CUDA 13 GPU where it is
     installed, else numba-cuda), which of the two can compile here and why not; and the
     compiled-kernel cache (where, how big, how to turn it off)."""
-    from lab.core.compilers import cache_check, doctor_check
-
     ok, text = doctor_check()
     return [Check("compilers", OK if ok else FAIL, text,
                   "" if ok else "pip install -e . (numba-cuda, with numpy<2.5); numba-cuda-mlir: pip install -e '.[cuda13]'"),
@@ -222,16 +223,12 @@ def check_sandbox() -> list[Check]:
     """Which of the OS's protections a student's submission gets here under ``lab exercise check``
     and ``grade`` (:mod:`lab.core.isolation`): bubblewrap's namespaces, seccomp, Landlock, the
     per-submission thread limit; each ok, or warn with the fix."""
-    from lab.core.isolation import protections
-
     return [Check(p["name"], OK if p["status"] == "ok" else WARN, p["message"], p["fix"]) for p in protections()]
 
 
 def check_settings() -> Check:
     """The lab's environment variables that are set (lab.core.settings), each with its value; fail
     when one holds a value it does not take (every command then refuses to start)."""
-    from lab.core.settings import doctor_lines
-
     lines = doctor_lines()
     if not lines:
         return Check("settings", OK, "no LAB_* variable set: every default (docs/settings.md)")
@@ -270,8 +267,6 @@ def run_checks(checks=None) -> list[Check]:
 
 def to_dict(results: list[Check]) -> dict:
     status = FAIL if any(r.status == FAIL for r in results) else WARN if any(r.status == WARN for r in results) else OK
-    from lab.core.errors import SCHEMA_VERSION
-
     return {"schema_version": SCHEMA_VERSION, "status": status, "checks": [asdict(r) for r in results]}
 
 

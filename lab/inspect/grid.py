@@ -17,10 +17,14 @@ from __future__ import annotations
 
 import math
 import threading
+import contextlib
 
 import numpy as np
 
 from lab.core.errors import SCHEMA_VERSION, LabError
+from lab.core import resources
+from lab.core.trace import SectorTracer, SIM_LABEL
+from lab.inspect import occupancy
 
 
 def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=None):
@@ -32,10 +36,7 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=Non
     launches: [(grid, block)] of each kernel launch. tracer: a lab.core.trace.SectorTracer that also
     records every global load and store of the run (``lab grid --warp``), or None.
     """
-    import contextlib
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
-
-    from lab.core import resources
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray  # lazy: backend chosen first (numba)
 
     target = {}
     lock = threading.Lock()
@@ -86,7 +87,7 @@ def record_map(spec, variant: str, size, threads: int, seed: int = 0, tracer=Non
 def _gpu_sms():
     """(SM count, (major, minor)) of GPU 0 through the driver API (works beside the simulator), or None."""
     try:
-        from cuda.bindings import driver as d
+        from cuda.bindings import driver as d  # lazy: optional (cuda)
 
         if d.cuInit(0)[0] != d.CUresult.CUDA_SUCCESS:
             return None
@@ -111,8 +112,6 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     Raises LabError on an unknown kernel/variant/arch, threads over the limit, a grid larger than
     CUDA allows (grid x < 2**31, y and z <= 65535), or a warp id outside the grid.
     """
-    from lab.inspect import occupancy
-
     gpu = _gpu_sms()
     spec, variant, arch = occupancy.resolve(kernel, variant, threads, arch_name, gpu[1] if gpu else None)
     v = spec.variants[variant]
@@ -133,8 +132,6 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     warps = -(-tpb // 32)
     tracer = None
     if warp is not None:
-        from lab.core.trace import SectorTracer
-
         total = math.prod(cfg.grid) * warps
         if not 0 <= warp < total:
             raise LabError(f"--warp {warp}: this launch has warps 0..{total - 1} ({math.prod(cfg.grid)} blocks of "
@@ -156,8 +153,6 @@ def describe(kernel: str, variant: str | None, size_text: str | None, threads: i
     out["elements_written_twice"] = int((writers > 1).sum())
     out["launches"] = [{"grid": list(g), "block": list(b)} for g, b in launches]
     if tracer is not None:
-        from lab.core.trace import SIM_LABEL
-
         b, w = divmod(warp, warps)
         out["warp"] = {"id": warp, "block": b, "warp_in_block": w, "threads": [32 * w, min(tpb, 32 * w + 32) - 1],
                        **tracer.warp_requests(b, w), "label": SIM_LABEL}

@@ -6,19 +6,17 @@ from __future__ import annotations
 import math
 
 from kernels.spec import plural
-from lab.core import archs
+from lab.core import archs, resources
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.occupancy import current_cc, calculate, sweep, validate
+import kernels as K
+from kernels.device_limits import described
 
 def resolve(kernel: str, variant: str | None, threads: int, arch_name: str | None, cc: tuple | None):
     """(spec, variant name, Arch) of a ``lab occupancy`` or ``lab grid`` call; ``arch_name`` defaults
     to the sm_XX of ``cc`` (the GPU's compute capability, None without one), else sm_90. LabError
     for an unknown kernel, variant or arch, and for threads the arch cannot launch or the variant
     does not accept (``Variant.accepts``)."""
-    import kernels as K
-
-    from lab.core import archs
-
     try:
         spec, variant = K.load_variant(kernel, variant)
         arch = archs.get(arch_name or (f"sm_{cc[0]}{cc[1]}" if cc else "sm_90"))
@@ -41,8 +39,6 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     ``arch_name`` (default sm_90) through nvJitLink. The top-level keys are those of
     :func:`calculate` for the variant's lowest-occupancy kernel; ``kernels`` lists each.
     """
-    from lab.core import resources
-
     device_cc = current_cc() if backend == "gpu" else None
     spec, variant, arch = resolve(kernel, variant, threads, arch_name, device_cc)
     run_size = spec.parse_size(size) if size else spec.default_size(True)
@@ -50,8 +46,6 @@ def kernel_occupancy(kernel: str, variant: str | None, threads: int, arch_name: 
     if on_device:
         records = resources.record_launches(spec, variant, run_size, threads)
     else:  # the launch math sizes grids and picks tiles for the arch compiled for, not this machine
-        from kernels.device_limits import described
-
         with described(arch.device_limits()):
             records = resources.record_launches(spec, variant, run_size, threads)
     usage = [resources.device_resources(r) for r in records] if on_device else resources.offline_resources(records, arch.name)

@@ -23,6 +23,9 @@ from dataclasses import asdict
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.sanitizer import (PREFIX, TOOLS, Report, command, find_sanitizer, kernel_key, lineinfo_on,
                                 parse_report, unavailable_reason)
+import kernels as K
+from lab.core import catalog, simulator, resources
+from lab.core.session import child_env
 
 
 def attribute(reports: list[Report], launched: dict[str, list[str]]) -> tuple[dict, list[Report]]:
@@ -66,8 +69,6 @@ def sanitize(kernel: str, backend: str, variants: list[str] | None = None, tools
     if backend != "gpu":
         raise LabError("compute-sanitizer checks kernels on a CUDA GPU, and this run uses the CUDA simulator; "
                        "in the simulator lab exercise check diagnoses races and out-of-bounds accesses")
-    from lab.core import catalog
-
     spec = catalog.load(kernel)
     names = list(variants or spec.variants)
     for v in names:
@@ -111,8 +112,6 @@ def run_tool(exe: str, tool: str, kernel: str, variants: list[str], shape, threa
     for the variants after one that broke the context). Returns {"reports": [Report],
     "launched": {variant: kernel keys}, "skipped": {variant: why}, "failed": {variant: why},
     "notes": [...], "output": the sanitizer's text}."""
-    from lab.core.session import child_env
-
     env = child_env(NUMBA_ENABLE_CUDASIM="0", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0", PYTHONUNBUFFERED="1",
                     CUDA_CACHE_DISABLE="1")
     todo = list(variants)
@@ -177,12 +176,7 @@ def _child_main(request_path: str, result_path: str) -> None:
     the result file is rewritten after every variant so a crash keeps what was done."""
     with open(request_path) as f:
         req = json.load(f)
-    from lab.core.simulator import select
-
-    select("gpu")
-    import kernels as K
-    from lab.core import resources
-
+    simulator.select("gpu")
     spec = K.load(req["kernel"])
     lineinfo_everywhere()
     result = {"launched": {}, "skipped": {}, "broken": None}

@@ -48,10 +48,20 @@ import json
 import math
 import os
 import sys
+import subprocess
+import tempfile
 
 import numpy as np
 
 from lab.teach.contained.measure import failure_text, measure, time_launch
+import exercises
+import kernels
+from kernels.spec import plural
+from lab.core import session, device, contenders as C, simulator as core_simulator
+from lab.core.session import child_env
+from lab.teach.contained.executor import load_student
+from lab.teach.messages import quote
+from lab.teach.procs import kill_group, track, untrack
 
 SIM_MAX_ELEMENTS = 20_000  # simulator: the largest hidden test up to this many elements (seconds, not minutes)
 KEYS = ("backend", "case", "passed", "message", "pass_line", "student_ms", "reference_ms", "pct_of_reference",
@@ -115,9 +125,6 @@ def plan(ex, seed: int, simulator: bool):
 def run(name: str, path: str, backend: str, seed: int) -> dict:
     """The bench document of ``path`` (the student's file) for exercise ``name`` (keys: KEYS), every
     side in this process (for the lab's own tests: the student's kernel runs here)."""
-    import exercises
-    from lab.teach.contained.executor import load_student
-
     ex = exercises.load(name)
     case, note = plan(ex, seed, backend == "simulator")
     try:
@@ -137,25 +144,18 @@ def reference(name: str, backend: str, seed: int) -> dict:
     :func:`measure`'s, on a GPU with "peak_value", "peak_source" and "rung_ms"), made by a child
     process that runs only the lab's own code (``python -m lab.teach.bench --reference``), once
     per (exercise, backend, seed) in this process. {"error": why} when it failed."""
-    import subprocess
-
-    import tempfile
-
     key = (name, backend, int(seed))
     missing = _no_solution(name)
     if missing:  # no process to start for it
         return missing
     if key not in _REFERENCE:
-        from lab.core.session import child_env, python_module
-        from lab.teach.procs import kill_group, track, untrack
-
         # the lab's own code only: from an empty folder, with no folder of the caller's on sys.path
         # (a student's json.py beside the file checked once ran here, as the teacher), no bytecode
         # written next to the solution it imports, its own session (no terminal; killed as a group)
         env = child_env(NUMBA_ENABLE_CUDASIM="1" if backend == "simulator" else "0", PYTHONDONTWRITEBYTECODE="1")
         try:
             with tempfile.TemporaryDirectory(prefix="lab-reference-") as empty:
-                proc = subprocess.Popen([*python_module("lab.teach.bench"), "--reference", name, backend,
+                proc = subprocess.Popen([*session.python_module("lab.teach.bench"), "--reference", name, backend,
                                          str(int(seed))], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         stdin=subprocess.DEVNULL, text=True, env=env, cwd=empty,
                                         start_new_session=True)
@@ -178,8 +178,6 @@ def reference(name: str, backend: str, seed: int) -> dict:
 def _no_solution(name: str) -> dict | None:
     """{"error": why} where this install has no reference solution of ``name`` (a course that ships
     the solutions to teachers only: :attr:`exercises.Exercise.solution`), else None."""
-    import exercises
-
     if exercises.load(name).has_solution:
         return None
     return {"error": f"the reference solution of {name} is not installed here, so there is nothing to time against "
@@ -188,8 +186,6 @@ def _no_solution(name: str) -> dict | None:
 
 def _reference_here(ex, case, backend: str) -> dict:
     """:func:`reference`'s numbers, made in this process."""
-    from lab.teach.contained.executor import load_student
-
     missing = _no_solution(ex.name)
     if missing:
         return missing
@@ -254,9 +250,6 @@ def _uncounted(mine: dict, source=None) -> list:
     """Notes for the loads the pass line left out (:func:`trace_launch`): re-loads of a value the
     thread already held (the compiler keeps it in a register), named at their line; the loads of
     blocks that stored nothing (a spare block row or column of a rounded-up grid)."""
-    from kernels.spec import plural
-    from lab.teach.messages import quote
-
     lines = str(source).splitlines() if source else None
     notes = []
     repeats = _count(mine.get("repeat_loads"))
@@ -366,15 +359,13 @@ def _why(kind, m, r, f) -> tuple:
 
 def _peak(ex) -> dict:
     """The device's peak for ``ex.peak`` (the reference's trusted child measures it)."""
-    from lab.core.device import describe, measure_copy_bandwidth
-
     if ex.peak == "fp32":
-        return {"peak_value": describe(False).get("peak_fp32_gflops"),
+        return {"peak_value": device.describe(False).get("peak_fp32_gflops"),
                 "peak_source": "nominal FP32 peak (lab.core.device.describe)"}
     try:
-        return {"peak_value": measure_copy_bandwidth()["gbps"], "peak_source": "measured device-to-device copy"}
+        return {"peak_value": device.measure_copy_bandwidth()["gbps"], "peak_source": "measured device-to-device copy"}
     except Exception:  # noqa: BLE001 - too little free memory for the 1 GiB copy: the nominal figure
-        return {"peak_value": describe(False).get("peak_bandwidth_gbps"), "peak_source": "nominal DRAM bandwidth"}
+        return {"peak_value": device.describe(False).get("peak_bandwidth_gbps"), "peak_source": "nominal DRAM bandwidth"}
 
 
 def _timed(ex, case, mine, ref, doc) -> None:
@@ -413,9 +404,6 @@ def _rung(ex, case):
     mod = ex.bench()
     if not ex.rung or mod is None or not hasattr(mod, "rung_size"):
         return None
-    import kernels
-    from lab.core import contenders as C
-
     kernel, variant = ex.rung.split(":")
     spec = kernels.load(kernel)
     size = tuple(mod.rung_size(case))
@@ -431,10 +419,7 @@ def _reference_main(name: str, backend: str, seed: str) -> None:
     """``python -m lab.teach.bench --reference NAME BACKEND SEED``: the reference's numbers
     (:func:`reference`) as the last line of stdout. Runs the lab's own code only."""
     sys.dont_write_bytecode = True  # no __pycache__/solution.*.pyc beside the hidden solution
-    import exercises
-    from lab.core.simulator import select
-
-    select("sim" if backend == "simulator" else "gpu")
+    core_simulator.select("sim" if backend == "simulator" else "gpu")
     ex = exercises.load(name)
     case, _ = plan(ex, int(seed), backend == "simulator")
     sys.stdout.write("\n" + json.dumps(_reference_here(ex, case, backend)) + "\n")

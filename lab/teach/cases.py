@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import threading
+import warnings
 
 import numpy as np
+from kernels.backend import SimulatorFallback
+from lab.teach.contained import gpu_compile
 
 
 COMPILE_TEST = "compiles for a GPU"
@@ -32,10 +35,6 @@ def hidden_cases(ex, rng):
     """The hidden tests of exercise ``ex`` drawn from ``rng`` (``np.random.default_rng(seed)``), each
     with a distinct name. (The judge's process makes them: an exercise's hidden.py may import the
     lab's kernels, whose backend note is no news here.)"""
-    import warnings
-
-    from kernels.backend import SimulatorFallback
-
     with _QUIET, warnings.catch_warnings():  # (catch_warnings is process-wide: one grader thread at a time)
         warnings.simplefilter("ignore", SimulatorFallback)
         return unique_names(ex.hidden().cases(rng))
@@ -52,16 +51,12 @@ def compile_sigs(cases) -> list:
     """The argument types the GPU-compile test compiles the kernel for: each hidden case's
     (:func:`lab.teach.contained.gpu_compile.arg_types`), each once. The contained compile child
     (:mod:`lab.teach.contained.compile_sandbox`) uses these too."""
-    from lab.teach.contained import gpu_compile
-
     return [json.loads(t) for t in dict.fromkeys(json.dumps(gpu_compile.arg_types(c)) for c in cases)]
 
 
 def compile_entry(r: dict, backend: str):
     """The GPU-compile test's entry from the executor's raw result (:func:`lab.teach.contained.executor.compile_raw`),
     or a note (str) when it was skipped."""
-    from lab.teach.contained import gpu_compile
-
     if not isinstance(r, dict):
         raise ValueError("not a compile result")
     if "skipped" in r:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import json
 import os
+import ast
+import math
 
 import numpy as np
 
@@ -38,17 +40,25 @@ from kernels.spec import plural
 from lab.teach.cases import COMPILE_TEST, compile_entry, compile_sigs
 from lab.teach.contained.channel import JSON_CAP, ResultError, raw_result, read_child_file, result_cap, result_name
 from lab.teach.contained.executor import launch_config
-from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message
+from lab.teach.diagnose import exercise_mistakes, mistake_for_access, mistake_message, oob_index_rule, load_index_hint, repeated_atomic, repeated_reads_hint, differential
 from lab.teach.indices import GUARD_WORDS, OFFSET_ASKED, RUNS_PAST
-from lab.teach.launches import zero_blocks_line
-from lab.teach.reference import unstored_words
+from lab.teach.launches import zero_blocks_line, launch_line, launch_mismatch
+from lab.teach.reference import unstored_words, reference_reads_left, reference_loads, unread_cell, atomic_op_fact, hedge_fact
 from lab.teach.shared_words import TILE_CHOICE
 from lab.teach.messages import (DIAGNOSIS, EVERY_BLOCK_REPEATS, MAP_ENV, VALUES, Failed, block_stride_hint, error_line,
                                 fmt_idx, fmt_who, kernel_error_message, many_writers_message, ndims, offset_hint,
                                 one_store_line, own_partial_cause, poison_hint, quote, race_text, scaled_hint,
                                 store_and_atomic_message, store_in_source, store_line, transposed_hint,
                                 unwritten_message, writers_map)
-from lab.teach.contained import syntax
+from lab.teach.contained import syntax, gpu_compile
+from lab.core.blocks import ranges_text
+from lab.core.check import check_outputs
+from lab.core.simt import poisoned, FLOAT_SENTINEL
+from lab.teach.contained.source import Launch
+from lab.teach.kernel_words import refined
+from lab.teach.lessons import facts_from_counts, lesson_message
+from lab.teach.tree_lesson import atomic_combine_message
+from lab.teach.values import tile_extent_fact, output_read_first, LAST_TERM_RESET, last_term_words, whole_number_hint, blocks_without_atomic, last_loaded_words, index_shift_hint
 
 
 def verdict(outs, refs, tols, out_specs=None, second=None):
@@ -58,8 +68,6 @@ def verdict(outs, refs, tols, out_specs=None, second=None):
 
     The only call to it in the exercise checker, so a change to the lab's check lands here too.
     """
-    from lab.core.check import check_outputs
-
     return check_outputs(outs, refs, tols, out_specs=out_specs, second=second)
 
 
@@ -81,8 +89,6 @@ def judged_launch_config(launch, ex, case):
     has one parameter named like ``threads``: :func:`threads_param`), the blocks must have that many
     threads (a launch() that ignores it passes tests that name a block size it never used). Failed
     naming the test's block size and the one returned."""
-    import math
-
     try:
         grid, block = launch_config(launch, ex, case)
     except Failed as e:
@@ -108,8 +114,6 @@ def threads_param(ex) -> int | None:
     if key not in _THREADS_PARAM:
         found = None
         try:
-            import ast
-
             with open(ex.scaffold, encoding="utf-8") as f:
                 tree = syntax.parse(f.read())
             fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == ex.launch)
@@ -126,8 +130,6 @@ def launch_plan(ex, prog, cases) -> list:
     """Per case of ``cases``: (grid, block), the test's own or what the file's launch() gives
     (:func:`launch_config`, from the :class:`lab.teach.contained.source.Program` ``prog``), or the Failed
     message (a str) when launch() failed for that test."""
-    from lab.teach.contained.source import Launch
-
     launch = Launch(prog, ex.launch) if ex.launch else None
     out = []
     for c in cases:
@@ -139,8 +141,6 @@ def launch_plan(ex, prog, cases) -> list:
         except Failed as e:
             out.append(str(e))
             continue
-        from lab.teach.launches import launch_line, launch_mismatch
-
         shape = tuple(c.outputs[0][0]) if c.outputs else ()
         # the launch's own evidence, for the never-written message (the judge's data, not the child's)
         c.launch_hint = launch_mismatch(launch, ex.launch, tuple(c.launch_args), shape)
@@ -155,8 +155,6 @@ def judge_case(ex, case, raw, backend):
     try:
         return judge_case_facts(ex, case, raw, backend)
     except Failed as e:
-        from lab.teach.kernel_words import refined
-
         text = refined(ex, case, raw, str(e))
         if text is None:
             raise
@@ -184,29 +182,21 @@ def judge_case_facts(ex, case, raw, backend):
         last = runs[-1][1]
         halo = None
         if last is not None and last.oob and min(last.oob[0][1]) < 0 and last.oob[0][0] in list(raw.names):
-            from lab.teach.reference import reference_reads_left  # a left halo cell, or an index that is off?
-
             halo = reference_reads_left(ex, case, list(raw.names).index(last.oob[0][0]))
         msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, halo=halo)  # the run that raised
         if last is not None and last.oob and not (last.races or last.shared_rmw) and msg.startswith("out of bounds"):
             name, idx, _, who, _ = last.oob[0]
             lesson = mistake_for_access(exercise_mistakes(ex), case, name, idx, who)
             if not lesson and name in list(raw.names) and any(g in msg for g in GUARD_WORDS):
-                from lab.teach.reference import reference_loads  # the reference's same thread loads there too?
-
                 lesson = RUNS_PAST if reference_loads(ex, case, list(raw.names).index(name), who, grid, block) else None
             if lesson:  # the lesson's mistake made exactly this access: it says why
                 msg = kernel_error_message(raw.error, last, grid, block, case, raw.names, source, lesson=lesson,
                                            halo=halo)
         if last is not None and last.oob and msg.endswith(TILE_CHOICE):  # a tile too small, or an index past it?
-            from lab.teach.values import tile_extent_fact
-
             fact = tile_extent_fact(ex, case, last.oob[0][0], tuple(last.oob[0][2]))
             if fact:
                 msg = msg[:-len(TILE_CHOICE)] + fact
         if msg.endswith(RUNS_PAST) or msg.endswith(OFFSET_ASKED):  # the launch's loads, the access, beside the reference
-            from lab.teach.diagnose import oob_index_rule
-
             rule = oob_index_rule(ex, case, last, grid, block, list(raw.names), source)
             if rule and msg.endswith(RUNS_PAST):
                 msg = msg[:-len(RUNS_PAST)] + "the index is wrong: " + rule
@@ -242,8 +232,6 @@ def judge_case_facts(ex, case, raw, backend):
     # raw_result refused a simulator's result without them: a lesson is never skipped for want of facts)
     facts = None
     if trace is not None and getattr(ex, "lesson", None):
-        from lab.teach.lessons import facts_from_counts
-
         facts = facts_from_counts(trace.lab_counts, writers, grid, block, onames)
     # never-written elements: NaN in a float output, or a value that changed with the poison; the
     # simulator's tracer tells those apart from elements that were written with NaN (or garbage)
@@ -282,15 +270,11 @@ def judge_case_facts(ex, case, raw, backend):
                 if lesson:
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {lesson}", kind=VALUES)
-                from lab.teach.values import output_read_first
-
                 own = output_read_first(_counts(trace), onames[k], writers[k][flat], flat, grid, block, source)
                 if own:  # the writer read the output element it adds into: garbage in, NaN out
                     raise Failed(f"{fmt_idx(onames[k], first)} was written by {fmt_who(writers[k][flat], nd)}"
                                  f"{at_store(k, flat, trace)}, but it is {what}{seen}. Hint: {own}", kind=VALUES)
                 if trace is not None and trace.uninit:  # a cell the reference never reads: the read's index
-                    from lab.teach.reference import unread_cell
-
                     arr, uidx, _uwho, _uline = trace.uninit[0]
                     where = unread_cell(ex, case, arr, tuple(uidx))
                     if where:
@@ -370,13 +354,9 @@ def judge_case_facts(ex, case, raw, backend):
                          f"simulator fills it with NaN or 0xAB.., which this result happened to ignore); store every "
                          f"element before it is read (e.g. 0 or the identity for threads past the end)")
         if facts is not None:
-            from lab.teach.lessons import lesson_message
-
             lesson = lesson_message(ex.lesson, facts, launch=ex.launch if case.grid is None else None,
                                     output=onames[0] if onames else "the output")
             if not lesson and trace is not None:
-                from lab.teach.tree_lesson import atomic_combine_message
-
                 lesson = atomic_combine_message(ex, case, facts)
             if lesson:
                 raise Failed(lesson)
@@ -401,8 +381,6 @@ def judge_case_facts(ex, case, raw, backend):
             want = np.flatnonzero(np.asarray(ref).ravel() != np.asarray(case.init[k], np.float64).ravel())
             if touched and len(want) and not touched & set(int(f) for f in want):  # updates only where nothing changes
                 first = tuple(int(v) for v in np.unravel_index(int(want[0]), ref.shape))
-                from lab.core.blocks import ranges_text
-
                 raise Failed(f"{onames[k]} still holds its initial values: the updates reached only {len(touched)} of "
                              f"its {plural(ref.size, 'element')} ({onames[k]}[{ranges_text(sorted(touched), most=3)}]), "
                              f"and none of the ones that should change: {fmt_idx(onames[k], first)} should be "
@@ -410,8 +388,6 @@ def judge_case_facts(ex, case, raw, backend):
                              f"over {onames[k]}'s elements covers only part of them (each thread must take every "
                              f"element t, t + blockDim.x, ... up to the last)", kind=VALUES)
             if updates:
-                from lab.teach.reference import atomic_op_fact
-
                 fact = atomic_op_fact(ex, case, k, trace, onames[k], source)
                 if fact:
                     raise Failed(f"{onames[k]} still holds its initial values ({', '.join(map(str, first))}, ...) "
@@ -441,8 +417,6 @@ def judge_case_facts(ex, case, raw, backend):
                 nz = tuple(int(v) for v in np.argwhere(ref != 0)[0])
                 why = "check the formula (a clamp, a scale)"
                 if trace is not None:  # several stores to an element (the last one's 0 wins)? the trace decides
-                    from lab.teach.reference import hedge_fact
-
                     why = hedge_fact(ex, case, k, nz, writers, trace, grid, block, list(raw.names), source) or why
                 raise Failed(f"{onames[k]} is all zeros, though every element was written{where}: the value stored is 0 "
                              f"(expected e.g. {fmt_idx(onames[k], nz)} = {ref[nz]:.6g}): {why}", kind=VALUES)
@@ -464,15 +438,9 @@ def judge_case_facts(ex, case, raw, backend):
                 msg += f"; written by {fmt_who(who, nd)}{at_store(k, flat, trace)}"
         extra = transposed_hint(out64, ref, bad)
         if trace is not None and not scaled_hint(out64, ref, bad) and not poison_hint(out64, ref, bad, out.dtype):
-            from lab.teach.diagnose import load_index_hint  # the launch's load indices beside the reference's
-
             extra = load_index_hint(ex, case, trace, grid, block, list(raw.names), source) or extra
-        from lab.teach.values import LAST_TERM_RESET, last_term_words, whole_number_hint
-
         whole = whole_number_hint(out64, ref, bad, out.dtype)
         if not whole and case.init is not None and trace is not None:  # an accumulator: which blocks added
-            from lab.teach.values import blocks_without_atomic
-
             whole = blocks_without_atomic(_counts(trace), onames[k], grid, block)
         if whole:
             extra = whole
@@ -483,12 +451,8 @@ def judge_case_facts(ex, case, raw, backend):
                 extra = last_term_words(extra, _counts(trace), onames[k], writers[k].get(flat), grid, block,
                                         quote(source, store_line(trace, k, flat)))
             if getattr(extra, "hedge", False) and trace is not None:  # the values ask (exercises.Hedge): does the trace decide?
-                from lab.teach.reference import hedge_fact
-
                 extra = hedge_fact(ex, case, k, first, writers, trace, grid, block, list(raw.names), source) or extra
             if extra == LAST_LEFT_OUT:  # the values' guess; the trace says whether it was loaded
-                from lab.teach.values import last_loaded_words
-
                 extra = last_loaded_words(_counts(trace), case, grid, block, source) or extra
             # exercises.sum_hints' words (OWN_PARTIAL) for thread 0's partial alone: why, from the line that stored it
             if extra and "threads' partials reached the value stored" in extra and writers is not None:
@@ -496,15 +460,11 @@ def judge_case_facts(ex, case, raw, backend):
                                                               if ref.shape else 0))
         scaled = scaled_hint(out64, ref, bad)
         if scaled and trace is not None:  # the trace's atomics say why: every thread of a block added
-            from lab.teach.diagnose import repeated_atomic
-
             m = int(round(float(out64[first] / ref[first])))
             flat = int(np.ravel_multi_index(first, ref.shape)) if ref.shape else 0
             scaled = repeated_atomic(getattr(trace, "lab_counts", None), onames[k], grid, block, m,
                                      quote(source, store_line(trace, k, flat))) or scaled
             if scaled.endswith("instead of once?"):  # no atomic repeated: an element read by m threads?
-                from lab.teach.diagnose import repeated_reads_hint
-
                 scaled = repeated_reads_hint(ex, case, trace, grid, block, list(raw.names), source, m) or scaled
         poisoned = None if scaled else poison_hint(out64, ref, bad, out.dtype)
         if poisoned and poisoned.startswith("it is NaN") and trace is not None and trace.uninit:  # the read seen
@@ -516,12 +476,8 @@ def judge_case_facts(ex, case, raw, backend):
                            "(threads past the end store 0, the identity, into their own cell)"))
         extra = scaled or poisoned or extra
         if not extra:  # the reference moved by a constant index: the index is off by it
-            from lab.teach.values import index_shift_hint
-
             extra = index_shift_hint(out64, ref, bad)
         if not extra and trace is not None:  # no hint fits: what differs from the reference's own trace
-            from lab.teach.diagnose import differential
-
             extra = differential(ex, case, k, first, writers, trace, grid, block, list(raw.names), source)
             shift = offset_hint(out64, ref, bad) if extra else None
             extra = f"{extra}; {shift}" if shift else extra
@@ -542,8 +498,6 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
     a traced thread (the tracer follows views and slices too; ``touched``, the executor's record of
     an output indexed at all, no longer excuses one). Such values were not computed by the kernel's
     threads."""
-    from lab.core.simt import poisoned
-
     for k, out in enumerate(outs):
         out = np.asarray(out)
         if writers[k] is None:
@@ -570,8 +524,6 @@ def _untraced_values(case, outs, writers, onames, touched=None) -> None:
 
 
 def simt_poison(dtype):
-    from lab.core.simt import FLOAT_SENTINEL
-
     return np.dtype(dtype).type(FLOAT_SENTINEL)
 
 
@@ -643,8 +595,6 @@ class Judge:
             if not isinstance(rec, dict):
                 raise ResultError("a compile record that is not one")
             if "skipped" not in rec:  # an "ok" is believed only with the PTX this process checks
-                from lab.teach.contained import gpu_compile
-
                 cc = tuple(int(v) for v in (rec.get("cc") or gpu_compile.CC))[:2]
                 rec = dict(gpu_compile.verified(rec, self.ex.kernel, len(compile_sigs(self.cases)), cc), cc=list(cc))
             r = compile_entry(rec, self.backend)

@@ -17,10 +17,13 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from concurrent.futures import Future, TimeoutError as Timeout
 
 import exercises
 from lab.core.text import printable
 from lab.teach.procs import STOP, kill_group, track, untrack
+import numpy as np
+from lab.teach.contained.childio import UnsafeChildFile, read_child_file
 
 
 BENCH_TIMEOUT_S = 120.0  # the benchmark's own limit, whatever the per-test timeout
@@ -78,9 +81,9 @@ def run_child(name, path, backend, seed, timeout, wrap=(), env=None, bench=False
     give a verdict (no NVVM, its process failed) fails the gate instead of being a note;
     ``report_compile`` False (the simulator's leg beside a GPU, whose child reports the compile): the
     compile only gates the tests, its entry is left out (a kernel that does not compile: no tests)."""
-    from lab.teach.contained import source as SRC
-    from lab.teach.checker import launch_plan
-    from lab.teach.messages import Failed
+    from lab.teach.contained import source as SRC  # lazy: heavy for lab exercise list's start (lab.teach.contained.allowlist)
+    from lab.teach.checker import launch_plan  # lazy: heavy for lab exercise list's start (lab.teach.cases)
+    from lab.teach.messages import Failed  # lazy: heavy for lab exercise list's start (lab.teach.contained.syntax)
 
     ex = exercises.load(name)
     try:
@@ -160,15 +163,13 @@ def _start_compile(name, path, backend, seed, env, sandbox, skip, compiled, text
     """The contained offline compile of ``path`` (its source ``text``) for the simulator's contained
     check (None when it does not apply): an object whose ``result()`` is
     :func:`lab.teach.contained.compile_sandbox.run`'s result; ``timeout``: :func:`compile_files`'s."""
-    from lab.teach.contained import gpu_compile
+    from lab.teach.contained import gpu_compile  # lazy: heavy for lab exercise list's start (lab.teach.contained.gpu_compile)
 
     on = (env or {}).get(gpu_compile.ENV, os.environ.get(gpu_compile.ENV, "1")) not in ("0", "", "no", "off")
     if sandbox is None or backend != "simulator" or not on or COMPILE_TEST in skip:
         return None
     if compiled is not None:
         return compiled
-    from concurrent.futures import Future
-
     fut: Future = Future()
 
     def work():
@@ -186,8 +187,8 @@ def compile_files(pairs, seed, sandbox, timeout=None) -> list[dict]:
     file[, its source text]) of ``pairs`` in one child, with the argument types of the exercise's
     hidden tests; ``timeout``: the per-test timeout (--timeout), also each file's compile limit (the
     child's start-up aside); the whole compile ends by a start-up and ``timeout`` per file, plus one."""
-    from lab.teach.cases import compile_sigs
-    from lab.teach.contained import compile_sandbox
+    from lab.teach.cases import compile_sigs  # lazy: heavy for lab exercise list's start (lab.teach.cases)
+    from lab.teach.contained import compile_sandbox  # lazy: heavy for lab exercise list's start (lab.teach.contained.compile_sandbox)
 
     items = [(str(p[1]), exercises.load(p[0]).kernel, compile_sigs(cached_cases(p[0], seed)[0]),
               p[2] if len(p) > 2 else None) for p in pairs]
@@ -206,9 +207,7 @@ def _compile_gate(pre, notes, extra, required: bool, deadline=None) -> dict | No
     """The compile's entry (waited for until ``deadline``, ``time.monotonic()``: then a failure): a
     dict, or None when it was skipped (no NVVM, its process failed: a note then, or with
     ``required`` a failing entry saying why)."""
-    from concurrent.futures import TimeoutError as Timeout
-
-    from lab.teach.cases import compile_entry
+    from lab.teach.cases import compile_entry  # lazy: heavy for lab exercise list's start (lab.teach.cases)
 
     try:
         r = pre.result(timeout=None if deadline is None else max(deadline - time.monotonic(), 0.0))
@@ -246,9 +245,7 @@ def cached_cases(name: str, seed: int):
     """(the hidden cases of exercise ``name`` for ``seed``, the state of the seed's generator after
     them), made once per process: every student of a grade gets the same inputs (one seed), so the
     float64 references are computed once per exercise, not once per submission."""
-    import numpy as np
-
-    from lab.teach.cases import hidden_cases
+    from lab.teach.cases import hidden_cases  # lazy: heavy for lab exercise list's start (lab.teach.cases)
 
     key = (name, int(seed))
     with _CASES_LOCK:
@@ -277,18 +274,16 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     :class:`lab.teach.contained.source.Program`, the launch plan), as :func:`run_child` read them (default:
     read and checked here); ``deadline`` (``time.monotonic()``): the submission's own limit
     (:func:`submission_limit`), over its retries."""
-    import numpy as np
-
-    from lab.core.session import child_env, python_module
-    from lab.teach import checker
-    from lab.teach.contained.channel import BENCH_GO, ResultError, add_bench, make_request, write_request
-    from lab.teach.contained import gpu_compile
+    from lab.core.session import child_env, python_module  # lazy: heavy for lab exercise list's start (greenlet)
+    from lab.teach import checker  # lazy: heavy for lab exercise list's start (lab.teach.cases)
+    from lab.teach.contained.channel import BENCH_GO, ResultError, add_bench, make_request, write_request  # lazy: heavy for lab exercise list's start (lab.teach.cases)
+    from lab.teach.contained import gpu_compile  # lazy: heavy for lab exercise list's start (lab.teach.contained.gpu_compile)
 
     env = child_env(PYTHONUNBUFFERED="1", PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     ex = exercises.load(name)
     cases, state = cached_cases(name, seed)
     if source is None:
-        from lab.teach.contained import source as SRC
+        from lab.teach.contained import source as SRC  # lazy: heavy for lab exercise list's start (lab.teach.contained.allowlist)
 
         text = SRC.read(path)
         prog = SRC.extract(text, str(path), ex.kernel, ex.launch)  # Failed: the caller's load failure
@@ -300,7 +295,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
     request, inputs = make_request(ex, cases, backend, do_compile, rng, launches=launches, source=text)
     bench_doc = None
     if bench:  # the bench's problem, picked here: the child reads no hidden test and no solution
-        from lab.teach import bench as B
+        from lab.teach import bench as B  # lazy: heavy for lab exercise list's start (lab.teach.bench)
 
         bench_case, bench_note = B.plan(ex, request["bench_seed"], backend == "simulator")
         bench_launch = checker.launch_plan(ex, prog, [bench_case])[0]
@@ -309,7 +304,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         else:
             add_bench(request, inputs, bench_case, backend, bench_launch)
     if sandbox is not None:
-        from lab.teach.contained import sandbox as S
+        from lab.teach.contained import sandbox as S  # lazy: heavy for lab exercise list's start (lab.teach.contained.sandbox)
 
         private, path, env = S.prepare(path, env)
         module = ["lab.teach.contained.sandbox", sandbox.to_arg()]
@@ -425,7 +420,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
                 # submission ran, but the submission writes to this file too ("plagiarism check: ...");
                 # what the sandbox lacks is said by this process (lab.teach.contained.sandbox.layer_notes)
             if time.monotonic() - measured > FOLDER_CHECK_S:  # a disk filled without bubblewrap's tmpfs
-                from lab.teach.contained.sandbox import folder_problem
+                from lab.teach.contained.sandbox import folder_problem  # lazy: heavy for lab exercise list's start (lab.teach.contained.sandbox)
 
                 measured = time.monotonic()
                 full = folder_problem(private)
@@ -506,7 +501,7 @@ def _run_child_once(name, path, backend, seed, timeout, wrap, env, bench, sandbo
         shutil.rmtree(private, ignore_errors=True)
     planned = [n for n in todo if n not in skipped] if loaded else []
     if bench_raw is not None and bench_doc is None:  # the pass line from the raw numbers, here
-        from lab.teach import bench as B
+        from lab.teach import bench as B  # lazy: heavy for lab exercise list's start (lab.teach.bench)
 
         bench_doc = B.judge(ex, bench_case, backend, bench_raw,
                             lambda: B.reference(name, backend, request["bench_seed"]), bench_note, source=text)
@@ -543,11 +538,9 @@ def _stderr_tail(errf) -> list[str]:
 def read_progress(private: str, start: int, dir_fd) -> bytes:
     """The child's progress file from byte ``start`` on (a regular file, no link, at most
     :data:`PROGRESS_CAP` bytes in all: :func:`lab.teach.contained.childio.read_child_file`); ResultError else."""
-    from lab.teach.contained.channel import ResultError
+    from lab.teach.contained.channel import ResultError  # lazy: heavy for lab exercise list's start (lab.teach.cases)
 
     try:
-        from lab.teach.contained.childio import UnsafeChildFile, read_child_file
-
         return read_child_file(private, ".lab-progress.jsonl", PROGRESS_CAP, dir_fd, start=start) or b""
     except UnsafeChildFile as e:
         raise ResultError(str(e)) from None
@@ -557,7 +550,7 @@ def write_child_file(dir_fd, name: str, data: bytes) -> str | None:
     """Write ``data`` into the child's file ``name`` (relative to ``dir_fd``, its folder) in place,
     only while it is a regular file (:func:`lab.core.files.write_in_place`: no link followed, no
     FIFO waited on). None when written, else what it is."""
-    from lab.core.files import write_in_place
+    from lab.core.files import write_in_place  # lazy: heavy for lab exercise list's start (lab.core.files)
 
     return write_in_place(dir_fd, name, data)
 

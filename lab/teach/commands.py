@@ -7,6 +7,8 @@ question and the notebooks' one line each are the views').
 """
 from __future__ import annotations
 
+import os
+
 from lab.core import args as A
 from lab.core import options as D
 from lab.core.errors import LabError
@@ -21,7 +23,7 @@ def _backend(sim) -> str:
 def exercise_list(*, directory: str | None) -> list[dict]:
     """``lab exercise list``: every exercise in order, with its status in the workspace ``directory``
     (default ./lab-exercises or $LAB_EXERCISES_DIR): docs/schemas/exercise-list.json."""
-    from lab.teach import workspace as E
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     return E.listing(directory)
 
@@ -30,7 +32,7 @@ def exercise_list(*, directory: str | None) -> list[dict]:
 def exercise_start(name: str, *, directory: str | None) -> tuple:
     """``lab exercise start NAME``: the scaffold (DIR/NAME.py) and the visible test copied into the
     workspace. Returns (the scaffold's path, whether an existing file was kept, the statement)."""
-    from lab.teach import workspace as E
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     path, kept = E.start(name, directory)
     return path, kept, E.statement(name)
@@ -43,7 +45,7 @@ def exercise_check(name: str, *, file: str | None, timeout: float | None, seed: 
     """``lab exercise check NAME``: NAME's hidden tests on ``file`` (default DIR/NAME.py), in contained
     child processes; ``timeout`` seconds a test; ``bench``: once all pass, against the reference.
     Returns docs/schemas/exercise-check.json's document (``passed``)."""
-    from lab.teach import workspace as E
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     return E.check(name, file, directory, _backend(sim), timeout, seed, bench=bench, progress=progress)
 
@@ -61,9 +63,9 @@ def exercise_grade(submissions: str, *, exercises: str | list | None, jobs: int 
     none), ``file_limit`` MiB a file, Landlock unless ``no_landlock``; ``csv``: also the gradebook as
     CSV; ``no_gpu_compile``: grade without the offline GPU compile (where NVVM is missing; else a
     simulator's grade refuses to start). Returns docs/schemas/exercise-grade.json's document."""
-    from lab.core.files import check_writable, write_atomic
-    from lab.teach import grade as G
-    from lab.teach.contained.sandbox import Limits
+    from lab.core.files import check_writable, write_atomic  # lazy: heavy for lab --help's start (lab.core.files)
+    from lab.teach import grade as G  # lazy: heavy for lab --help's start (concurrent)
+    from lab.teach.contained.sandbox import Limits  # lazy: heavy for lab --help's start (lab.teach.contained)
 
     only = exercises
     check_writable(csv, "gradebook CSV")
@@ -83,7 +85,7 @@ def exercise_grade(submissions: str, *, exercises: str | list | None, jobs: int 
 def exercise_hint(name: str, number: int | None, *, directory: str | None) -> tuple:
     """``lab exercise hint NAME [NUMBER]``: the next hint (remembered in the workspace), or hint
     NUMBER. Returns (number, of how many, text, new)."""
-    from lab.teach import workspace as E
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     return E.hint(name, directory, number)
 
@@ -91,7 +93,7 @@ def exercise_hint(name: str, number: int | None, *, directory: str | None) -> tu
 @declares(D.NAME)
 def exercise_solution(name: str) -> str:
     """``lab exercise solution NAME``: the reference solution's source (the command asks first)."""
-    from lab.teach import workspace as E
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     return E.solution(name)
 
@@ -99,7 +101,7 @@ def exercise_solution(name: str) -> str:
 @declares(D.NAME, D.TITLE)
 def exercise_new(name: str, *, title: str):
     """``lab exercise new NAME``: scaffold exercises/NAME/ for an instructor; returns its folder."""
-    from lab.teach.authoring import new
+    from lab.teach.authoring import new  # lazy: heavy for lab --help's start (exercises)
 
     return new(name, title)
 
@@ -110,12 +112,10 @@ def exercise_notebook(names, *, out: str, force: bool) -> list[tuple]:
     folder ``out`` (made when missing; its parent must exist). A notebook whose cells were edited (or
     a file the lab did not generate) is kept unless ``force``. Every name and path is checked before
     anything is written. Returns [(path, state, written)] (lab.teach.notebooks' states)."""
-    import os
-
-    import exercises
-    from lab.core.files import check_writable, write_atomic
-    from lab.teach import notebooks as N
-    from lab.teach import workspace as E
+    import exercises  # lazy: heavy for lab --help's start (exercises)
+    from lab.core.files import check_writable, write_atomic  # lazy: heavy for lab --help's start (lab.core.files)
+    from lab.teach import notebooks as N  # lazy: heavy for lab --help's start (exercises)
+    from lab.teach import workspace as E  # lazy: heavy for lab --help's start (exercises)
 
     chosen = list(dict.fromkeys(names)) or exercises.names()
     for n in chosen:  # every name and the folder are checked before anything is written

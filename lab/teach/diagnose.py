@@ -24,10 +24,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from typing import NamedTuple
+import re
 
 import numpy as np
 
-from lab.teach.reference import DIFFERENTIAL_THREADS, block_step, index_text, load_spans, reference
+from lab.teach.reference import DIFFERENTIAL_THREADS, block_step, index_text, load_spans, reference, shared_reads_fact, store_target_fact, oob_block_axis
+from lab.teach.contained.counts import dims3, who_of, stats_counts, thread_id
+from lab.teach.messages import quote, store_line
 
 
 class Mistake(NamedTuple):
@@ -131,8 +134,6 @@ def repeated_atomic(counts, oname, grid, block, m, at="") -> str | None:
     updated ``oname`` atomically, exactly ``m`` threads did, once each (the block's one value added by
     each of its threads), or one thread did, ``m`` times (the atomic inside a loop). ``at``: the
     atomic's quoted line. None when the counts show no such thing."""
-    from lab.teach.contained.counts import dims3
-
     if not counts or m < 2:
         return None
     arrays = [a[0] for a in counts.get("arrays") or ()]
@@ -278,9 +279,6 @@ def index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, s
     no thread loads differently, or the differences follow no such rule). ``raw``: without a rule, the
     first thread whose loads differ, in words (kind "raw"); ("", "same") when every thread of the launch
     loaded the same elements of every input as the reference's."""
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import quote
-
     g, b = dims3(grid), dims3(block)
     if g != dims3(r_grid) or b != dims3(r_block):
         return None
@@ -417,11 +415,6 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
     each thread loaded there); where they differ, the thread, both elements, and which register of
     the reference's loads this line's elements (two registers swapped). None when the launches differ
     or every such line loads what the reference's does."""
-    import re
-
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import quote
-
     g, b = dims3(grid), dims3(block)
     if not source or not r_source:
         return None
@@ -467,8 +460,6 @@ def register_fact(case, counts, rc, grid, block, names, r_names, source, r_sourc
 def repeated_reads_hint(ex, case, trace, grid, block, names, source, times) -> str | None:
     """:func:`shared_reads_fact` for a value ``times`` times the expected one: an element read by that many
     threads where the reference's launch has one reader (the reference solution's run of ``case``)."""
-    from lab.teach.contained.counts import dims3, stats_counts
-
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or not ex.has_solution or math.prod(dims3(grid)) * math.prod(dims3(block)) > DIFFERENTIAL_THREADS:
         return None
@@ -476,8 +467,6 @@ def repeated_reads_hint(ex, case, trace, grid, block, names, source, times) -> s
     if ref is None:
         return None
     rc = stats_counts(ref[1].stats, ref[3], ref[4])
-    from lab.teach.reference import shared_reads_fact
-
     fact = shared_reads_fact(case, counts, rc, grid, block, ref[3], ref[4], names, ref[5], source, times=times)
     return None if fact is None else f"every wrong element is {times} times the expected value, and {fact}"
 
@@ -486,8 +475,6 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     """:func:`index_fact` for the student's launch ``trace`` beside the reference solution's run of
     ``case``, as a hint ("the reference solution, run on this case: ..."), or None (no trace, a launch
     too large to re-run, no solution, no rule)."""
-    from lab.teach.contained.counts import dims3, stats_counts
-
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or not ex.has_solution:
         return None
@@ -500,8 +487,6 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
     rc = stats_counts(r_trace.stats, r_grid, r_block)
     found = index_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
     if found is None:
-        from lab.teach.reference import shared_reads_fact
-
         shared = shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_names, source)
         if shared:
             return "the reference solution, run on this case: " + shared
@@ -509,8 +494,6 @@ def load_index_hint(ex, case, trace, grid, block, names, source=None) -> str | N
         reg = register_fact(case, counts, rc, grid, block, names, r_names, source,
                             getattr(ref[1], "lab_source", None))
         if reg is None:  # a shared cell filled from another element than the reference's
-            from lab.teach.reference import store_target_fact
-
             reg = store_target_fact(case, counts, rc, grid, block, names, r_names, source, getattr(ref[1], "lab_source", None),
                                     none_too=False)  # (a thread kept out of a load: the values' hints may say why)
         return None if reg is None else "the reference solution, run on this case: " + reg
@@ -524,8 +507,6 @@ def oob_index_rule(ex, case, last, grid, block, names, source=None, loads=True) 
     solution's (:func:`load_index_hint`, with ``loads``); None when neither tells."""
     rule = None
     if last is not None and last.oob and last.oob[0][0] in names:  # the access's own sure rule first
-        from lab.teach.reference import oob_block_axis
-
         rule = oob_block_axis(ex, case, names.index(last.oob[0][0]), last.oob[0][1], last.oob[0][3], grid, block)
     return rule or (load_index_hint(ex, case, last, grid, block, names, source) if loads else None)
 
@@ -537,9 +518,6 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
     shuffles; only facts that differ are named, each load quoted at the student's line that made it
     (``source``: the lines of the student's file). None without a trace or a reference run.
     ``writers``/``trace``/``grid``/``block``/``names``: the student's (the judge's checked data)."""
-    from lab.teach.contained.counts import dims3, stats_counts, thread_id
-    from lab.teach.messages import quote
-
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None:
         return None
@@ -611,8 +589,6 @@ def differential(ex, case, k: int, first: tuple, writers, trace, grid, block, na
         if v_s != v_r:
             facts.append(f"{v_s} {what} in all, the reference {v_r}")
     if not facts:
-        from lab.teach.messages import store_line
-
         loads = sorted({ln for d in lines_s.values() for ln in d})
         look = [quote(source, ln) for ln in loads[:3]]
         st = quote(source, store_line(trace, k, flat))

@@ -27,13 +27,20 @@ import os
 import stat
 import signal
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor, as_completed, TimeoutError as Timeout
 from pathlib import Path
 
 import exercises
 from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.core.text import printable_line, printable_tree, spreadsheet_cell
-from lab.teach.contained.sandbox import Limits
+from lab.teach.contained.sandbox import Limits, refusal
+from lab.core import simulator, resources
+from lab.core.isolation import protections
+from lab.teach import union, workspace, workspace as W, child
+from lab.teach.contained import gpu_compile as GC, gpu_compile
+from lab.teach.procs import STOP, stop_all
+from lab.teach.submission import SubmissionError, snapshot
+from lab.teach.workspace import Progress, hidden_names
 
 DEFAULT_TIMEOUT_S = 10.0  # per hidden test; a right solution takes well under a second in the simulator
 PASSED, FAILED, MISSING = "passed", "failed", "missing"
@@ -195,9 +202,6 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     offline GPU compile's result for this file, made already (an object with ``result()``);
     ``gpu_compile``: the compile gates the tests and must give a verdict (a compile that could not run
     fails the row); False: no compile, the kernel checked from its source alone."""
-    from lab.teach import union
-    from lab.teach.workspace import Progress, hidden_names, run_child, with_simulator
-
     if hidden is None:
         hidden = hidden_names([name], seed)[name]
     row = {"student": student, "exercise": name, "status": MISSING, "tests_passed": 0, "tests_total": len(hidden),
@@ -211,12 +215,12 @@ def grade_one(student: str, name: str, path: Path | None, backend: str, seed: in
     extra: dict = {}
     sim_extra: dict = {}
     if backend == "gpu":
-        tests, sim_notes, _ = with_simulator(name, path, seed, timeout, bench, extra, None, Progress(None),
+        tests, sim_notes, _ = workspace.with_simulator(name, path, seed, timeout, bench, extra, None, Progress(None),
                                               sandbox=limits, sim_extra=sim_extra)
         extra["notes"] = list(extra.get("notes") or []) + [n for n in sim_notes + list(sim_extra.get("notes") or [])
                                                            if n not in (extra.get("notes") or [])]
     else:
-        tests = run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
+        tests = workspace.run_child(name, path, backend, seed, timeout, bench=bench, sandbox=limits, extra=extra,
                            compiled=compiled, require_compile=gpu_compile,
                            env=None if gpu_compile else {"LAB_GPU_COMPILE": "0"})
     row["seconds"] = round(time.monotonic() - t0, 3)
@@ -272,23 +276,15 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     it holds only device code): where that compiler (NVVM) is missing, LabError (one line) unless
     ``gpu_compile`` is False (``--no-gpu-compile``; also ``LAB_GPU_COMPILE=0``), which grades
     without it and says so in the notes."""
-    from lab.core.simulator import choose
-    from lab.teach.contained import gpu_compile as GC
-    from lab.teach import workspace as W
-    from lab.teach.procs import STOP, stop_all
-    from lab.teach.contained.sandbox import refusal
-
     limits = limits or Limits()
     students, names, files, notes = discover(folder, only)
     why = refusal(limits)
     if why:
         raise LabError(f"lab exercise grade: {why}")
-    chosen = choose(backend)
+    chosen = simulator.choose(backend)
     gpu_compile = bool(gpu_compile) and GC.enabled()
     if chosen == "simulator":
-        from lab.core.resources import offline_unavailable
-
-        why = offline_unavailable() if gpu_compile else None
+        why = resources.offline_unavailable() if gpu_compile else None
         if why:
             raise LabError(f"lab exercise grade needs the offline GPU compile, which proves each kernel holds only "
                            f"device code before it runs, and it cannot run here ({why}): {GC.ENABLE_HINT}; or grade "
@@ -359,8 +355,6 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
                  "elsewhere and sockets",
                  ("Landlock: writes only to the private folder, reads only system, Python and lab folders"
                   if limits.landlock else "Landlock off")]
-    from lab.core.isolation import protections
-
     isolation += [p["name"].removeprefix("sandbox: ") + (" in force" if p["status"] == "ok" else
                                                           f" NOT in force ({p['message'].split(':')[0]})")
                   for p in protections() if p["name"] != "sandbox: Landlock"]
@@ -381,8 +375,6 @@ def _read_once(files: dict, snaps: list) -> dict:
     copy's path, a :class:`Refused`, or None}; the snapshots into ``snaps`` (removed by the caller).
     What the tests, the compile and the benchmark check is those bytes, whatever the file becomes (a
     file swapped for a link or a hard link after :func:`discover` is refused here)."""
-    from lab.teach.submission import SubmissionError, snapshot
-
     out = {}
     for pair, path in files.items():
         if path is None or isinstance(path, Refused):
@@ -405,8 +397,6 @@ class _Item:
         self.fut, self.k = fut, k
 
     def result(self, timeout=None):
-        from concurrent.futures import TimeoutError as Timeout
-
         try:
             return self.fut.result(timeout)[self.k]
         except Timeout:  # the row's own limit ran out first (lab.teach.child._add_compile)
@@ -420,16 +410,13 @@ def _compile_students(pool, students, names, files, backend, seed, limits, timeo
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
     (:func:`lab.teach.workspace.compile_files`)."""
-    from lab.teach.contained import gpu_compile
-    from lab.teach.child import compile_files
-
     if backend != "simulator" or not gpu_compile.enabled():
         return {}
     out = {}
     for s in students:
         mine = [(n, files[(s, n)]) for n in names if isinstance(files.get((s, n)), Path)]
         if mine:
-            fut = pool.submit(compile_files, mine, seed, limits, timeout)
+            fut = pool.submit(child.compile_files, mine, seed, limits, timeout)
             out.update({(s, n): _Item(fut, k) for k, (n, _) in enumerate(mine)})
     return out
 

@@ -10,12 +10,15 @@ covers an array).
 from __future__ import annotations
 
 import math
+import ast
+import re
 
 import numpy as np
 
 from lab.teach.shared_words import (block_index_past, global_for_block, global_warp_slot, per_warp_slot, shared_below,
                                    shared_tile_past)
 from lab.teach.contained import syntax
+from kernels.spec import plural
 
 
 RUNS_PAST = "a loop bound, a stride or an offset runs past the end?"  # an index past the end, no reason seen
@@ -33,8 +36,6 @@ def as_dims3(d):
 
 def _bare_index(source, line, var) -> bool:
     """Whether ``var`` is a whole index of a subscript at ``line`` of ``source`` (``a[var, ...]``)."""
-    import re
-
     text = str(source[int(line) - 1]) if 0 < int(line) <= len(source) else ""
     return bool(re.search(rf"[\[,]\s*{re.escape(var)}\s*[\],]", text))
 
@@ -43,8 +44,6 @@ def _tested_by(source, line, other) -> bool:
     """Whether an ``if``, ``while`` or ``for`` around ``line`` of the file ``source`` (its lines) tests
     array ``other``'s shape (``other.shape``, ``len(other)``, or a name bound from them); True where the text
     cannot be read (no source: the old, unchecked words)."""
-    import ast
-
     try:
         tree = syntax.parse("\n".join(map(str, source)))
     except (SyntaxError, ValueError, RecursionError, TypeError):
@@ -325,8 +324,6 @@ def equality_guard(source, line, quote, order=False) -> str | None:
     index uses with ``==`` or ``!=`` (``if i == n: return``): it stops the one thread whose index is n, not
     the threads past it. ``quote``: (lines, line) -> the quoted line. None when no such test is found (or
     the file does not parse)."""
-    import ast
-
     try:
         tree = syntax.parse("\n".join(map(str, source or ())))
         line = int(line)
@@ -358,8 +355,6 @@ def blocks_count_words(blocks: int, tpb: int, total: int) -> str:
     """What a 1-D launch of ``blocks`` blocks of ``tpb`` threads, fewer threads than ``total`` elements, is
     evidence of: the count rounded down (``total // tpb``, or fewer blocks by one), or a count that is no
     rounding of total / tpb at all (a division of something else)."""
-    from kernels.spec import plural
-
     launched = blocks * tpb
     head = f": your launch has {plural(launched, 'thread')} for {plural(total, 'element')}"
     if blocks >= total // tpb - 1:

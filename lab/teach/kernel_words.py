@@ -10,6 +10,12 @@ import re
 import numpy as np
 
 from lab.teach.indices import RUNS_PAST
+from lab.teach.contained import source, source as src
+from lab.teach.contained.counts import dims3
+from lab.teach.kernel_diff import one_difference
+from lab.teach.load_words import VALUE_GUESSES, reloaded_words
+from lab.teach.pipeline_words import IN_FLIGHT, async_order_words
+from lab.teach.class_words import class_words
 
 # the judge's words that say what differs without naming why: where the kernel is the reference's
 # but one statement (lab.teach.kernel_diff), that statement replaces them
@@ -25,8 +31,6 @@ def _reference_launch(ex, case):
     if case.grid is not None:
         return case.grid, case.block
     try:
-        from lab.teach.contained import source
-
         path = str(ex.solution)
         mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_launch_{ex.name}")
         return getattr(mod, ex.launch)(*case.launch_args)
@@ -37,9 +41,6 @@ def _reference_launch(ex, case):
 def one_difference_words(ex, case, raw) -> str | None:
     """:func:`lab.teach.kernel_diff.one_difference` of the student's kernel and the reference solution's,
     where the student's launch is the reference's on ``case`` (else the launch may be what differs)."""
-    from lab.teach.contained.counts import dims3
-    from lab.teach.kernel_diff import one_difference
-
     source = getattr(raw, "source", None)
     if not source or not ex.has_solution:
         return None
@@ -47,8 +48,6 @@ def one_difference_words(ex, case, raw) -> str | None:
     try:
         if ref is None or dims3(ref[0]) != dims3(raw.grid) or dims3(ref[1]) != dims3(raw.block):
             return None
-        from lab.teach.contained import source as src
-
         shapes = [np.shape(a) for a in case.args] + [tuple(o[0]) for o in case.outputs]
         return one_difference("\n".join(map(str, source)), src.read(str(ex.solution)), ex.kernel,
                               tuple(tuple(int(v) for v in sh) for sh in shapes), tuple(dims3(raw.block)))
@@ -61,17 +60,12 @@ def refined(ex, case, raw, text: str) -> str | None:
     """``text`` (a failing test's message) with the one difference of the student's kernel from the
     reference solution's (:func:`one_difference_words`) in place of its generic words or added to it;
     None when there is no one difference, or the message says it already."""
-    from lab.teach.class_words import class_words
-    from lab.teach.pipeline_words import IN_FLIGHT, async_order_words
-
     source = getattr(raw, "source", None)
     named = class_words(ex, case, raw, text)  # the bug's class, on its own evidence, where the words showed a symptom
     text = named or text
     order = async_order_words("\n".join(map(str, source))) if source and IN_FLIGHT in text else None
     if order:  # the text shows which rule of the pipeline it breaks: that, for the rule's whole list
         text = text[:text.index(IN_FLIGHT)] + order
-    from lab.teach.load_words import VALUE_GUESSES, reloaded_words
-
     runs = getattr(raw, "runs", None) or []
     trace = runs[0][1] if runs and len(runs[0]) > 1 else None
     guess = next((g for g in VALUE_GUESSES if g in text), None)

@@ -5,9 +5,13 @@ that divides a size. Judge side: nothing here runs student code.
 """
 from __future__ import annotations
 
+import ast
+
 import numpy as np
 
 from kernels.spec import plural
+from lab.teach.contained.executor import ROUNDED_DOWN
+from lab.teach.messages import quote
 
 _AXES = ("x", "y", "z")
 
@@ -27,10 +31,6 @@ def _fit(sizes, blocks) -> tuple[int, str] | None:
 def launch_line(launch, k: int) -> str:
     """'line N: `code`': the one line of the interpreted launch() (:class:`lab.teach.source_eval.Launch`)
     that divides its ``k``-th parameter (a floor or true division whose dividend uses it), or ''."""
-    import ast
-
-    from lab.teach.messages import quote
-
     prog, name = getattr(launch, "prog", None), getattr(launch, "name", None)
     fn = getattr(prog, "functions", {}).get(name) if prog is not None else None
     if fn is None:
@@ -186,8 +186,6 @@ def zero_blocks_line(launch, case, text: str) -> str:
     the line of launch() that counts the blocks along the axis that got none (:func:`launch_line`: the
     one line dividing that size), where that line is found; else ``text``. launch()'s first parameters
     are the output's extents, rows first: grid x counts the last one."""
-    from lab.teach.contained.executor import ROUNDED_DOWN
-
     if ROUNDED_DOWN not in text:
         return float_blocks_words(launch, case, text) or text
     try:

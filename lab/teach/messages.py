@@ -13,13 +13,19 @@ from __future__ import annotations
 import math
 import os
 import traceback
+import re
 
 import numpy as np
 
 from kernels.spec import plural
-from lab.teach.shared_words import loop_bound_words
+from lab.teach.shared_words import loop_bound_words, fused_loop_race
 from lab.teach.indices import (GUARD_WORDS, as_dims3, blocks_count_words, equality_guard, ndims, oob_advice,
                                other_shape_advice)
+from lab.core import simt
+from lab.core.blocks import ranges_text
+from lab.teach.contained.counts import dims3, thread_id
+from lab.teach.store_words import store_race_words
+from lab.teach.writers import many_writers_cause
 
 
 VALUES, DIAGNOSIS = "values", "diagnosis"  # a failure's kind (a test entry's "kind")
@@ -92,8 +98,6 @@ def store_in_source(lines, name) -> int:
     """The first line of the student's file (its text ``lines``, as the judge read it) that stores into
     array ``name`` (``name[...] =``, ``+=`` and the like, or a cuda.atomic call on it); 0 for none. The
     judge's reading of the text, for a kernel that stored nothing: whether a store is there at all."""
-    import re
-
     pat = re.compile(rf"(?<![\w.]){re.escape(name)}\s*\[[^\]]*\]\s*(?:[-+*/]|//)?=(?!=)|"
                      rf"cuda\.atomic\.\w+\(\s*{re.escape(name)}\s*,")
     for n, text in enumerate(lines or (), 1):
@@ -143,8 +147,6 @@ def fmt_idx(name, idx):
 
 def _ranges(flat_idx):
     """'1024..5465' style text for sorted flat indices (at most 3 runs)."""
-    from lab.core.blocks import ranges_text
-
     return ranges_text(flat_idx, most=3)
 
 
@@ -194,8 +196,6 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
         advice = ": a float overflowed (exp of a large number? subtract the maximum first)"
     elif kind == "OverflowError" and "out of bounds for" in text:
         advice = ": the value does not fit the output's dtype (clamp before converting?)"
-        import re
-
         m = re.search(r"integer (-?\d+) out of bounds for (u?int\d+)", text)
         if m:
             v, info = int(m.group(1)), np.iinfo(np.dtype(m.group(2)))
@@ -213,8 +213,6 @@ def kernel_error_message(error: dict, trace, grid, block, case, names=(), source
 
 def _loads_at(trace, who, grid, block, line) -> int:
     """The global loads thread ``who`` made at ``line`` (the tracer's load_lines; 0 without them)."""
-    from lab.teach.contained.counts import dims3, thread_id
-
     counts = getattr(trace, "lab_counts", None)
     if not counts or not line:
         return 0
@@ -226,8 +224,6 @@ def _loads_at(trace, who, grid, block, line) -> int:
 def _loaded_at(trace, name, who, grid, block, line):
     """(loads, lowest, highest flat index) that thread ``who`` made of array ``name`` at ``line`` before
     the access that raised there (the tracer's load_lines), or None."""
-    from lab.teach.contained.counts import dims3, thread_id
-
     counts = getattr(trace, "lab_counts", None)
     if not counts or not line:
         return None
@@ -338,8 +334,6 @@ def race_message(trace, k, grid, block, source=None):
                 f"block's height, so the rows of one thread overlap the next thread's (and rows past the last j are "
                 f"never stored): step j by the block's height, j = 0, {bd[1]}, {2 * bd[1]}, ... (`range(0, TILE, {bd[1]})`)")
     if did == "wrote" and other_did == "also wrote":
-        from lab.teach.store_words import store_race_words  # the text (or the warp's slot) says why
-
         why = store_race_words("\n".join(map(str, source or ())), arr, idx, lines, who, (who[0], other), block)
         if why:
             return f"{text} in the same phase: {why}"
@@ -348,8 +342,6 @@ def race_message(trace, k, grid, block, source=None):
                 "neighbour's element?)")
     read_at = lines[1] if did == "wrote" else lines[0]
     if wrote_at and read_at and "read" in (did, other_did):
-        from lab.teach.shared_words import fused_loop_race
-
         unstored = any(u[0] == arr and u[3] == read_at for u in getattr(trace, "uninit", None) or ())  # read unstored
         fused = fused_loop_race(source, int(wrote_at), int(read_at), arr, unstored)
         if fused:
@@ -515,8 +507,6 @@ def _block_stride_2d(writer: dict, shape, grid, block) -> str | None:
 def many_writers_message(name, shape, writer, others, grid, block, at="", counts=None):
     """:func:`lab.teach.writers.many_writers_cause` where the evidence names the cause, else
     :func:`_many_writers_text`; then the store's line ``at`` (' at line N: `code`') when known."""
-    from lab.teach.writers import many_writers_cause
-
     cause = many_writers_cause(name, shape, writer, others, grid, block, counts)
     text = cause or _many_writers_text(name, shape, writer, others, grid, block)
     text += f" (the store: {at.strip().removeprefix('at ')})" if at else ""
@@ -613,8 +603,6 @@ def own_partial_cause(source, line) -> str:
     """Why a reduction's stored value is thread 0's own partial alone, from the store's line (``line`` of the
     student's file, the tracer's record): a bare name stored (the thread's own accumulator) or a cell
     stored that the tree never added the others' partials into."""
-    import re
-
     text = str(source[line - 1]).split("#", 1)[0] if source and 0 < line <= len(source) else ""
     m = re.match(r"\s*[A-Za-z_]\w*\s*\[[^\]]*\]\s*=\s*([A-Za-z_]\w*)\s*$", text)
     if m:
@@ -655,8 +643,6 @@ def poison_hint(out64, ref, bad, dtype):
             return ("it is NaN: a value read before it was written? (shared memory not filled for every "
                     "element the block reads, e.g. threads past the end not storing 0; an accumulator not set)")
         return None
-    from lab.core import simt
-
     poison = float(np.asarray(simt.poisoned((), dtype))[()])
     if poison == 0:
         return None

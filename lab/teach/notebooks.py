@@ -47,7 +47,7 @@ import lab
 
 def _nbformat():
     try:
-        import nbformat
+        import nbformat  # lazy: optional (nbformat)
     except ImportError:
         raise LabError("lab exercise notebook needs nbformat, which is not installed: "
                        "pip install 'numba-gpu-lab[notebook]'") from None

@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from lab.core.errors import LabError
+from lab.teach.contained.childio import read_child_file
+from platformdirs import user_data_dir
 
 
 STATE = ".lab-state.json"
@@ -29,8 +31,6 @@ def read_state(ws: Path) -> dict:
     """The workspace's state; a missing or damaged state file counts as a fresh workspace, and so does
     one that is not a regular file or is larger than :data:`STATE_CAP` (a link to /dev/zero or a FIFO
     in a student's workspace that a teacher lists: read without following, without waiting)."""
-    from lab.teach.contained.childio import read_child_file
-
     try:
         data = read_child_file(ws, STATE, STATE_CAP)
         state = json.loads(data) if data is not None else None
@@ -49,7 +49,7 @@ def save_state(ws: Path, state: dict) -> None:
     if not ws.is_dir():
         raise LabError(f"workspace {ws} does not exist (`lab exercise start NAME` makes it)")
     with writing(ws):
-        from lab.core.files import write_atomic
+        from lab.core.files import write_atomic  # lazy: heavy for lab exercise list's start (lab.core.files)
 
         write_atomic(ws / STATE, json.dumps(state, indent=1, sort_keys=True), "workspace state")
 
@@ -74,8 +74,6 @@ def record_key(create: bool = True) -> bytes | None:
     made (then no record verifies and no exercise is listed as passed)."""
     base = os.environ.get("LAB_DATA_DIR")
     if not base:
-        from platformdirs import user_data_dir
-
         base = user_data_dir("numba-gpu-lab", appauthor=False)
     path = Path(base) / KEY_FILE
     with contextlib.suppress(OSError):
@@ -120,8 +118,7 @@ def check_status(ws: Path, name: str, state: dict, key: bytes | None) -> tuple[s
     if not isinstance(rec, dict):
         return (IN_PROGRESS if started else NOT_STARTED), None
     verified = bool(key) and isinstance(rec.get("mac"), str) and hmac.compare_digest(rec["mac"], _mac(key, name, rec))
-    from lab.teach.contained.childio import read_child_file
-    from lab.teach.submission import MAX_BYTES
+    from lab.teach.submission import MAX_BYTES  # lazy: heavy for lab exercise list's start (lab.teach.submission)
 
     try:  # the file as a submission is read: a regular file, never through a link, never waiting on a FIFO
         data = read_child_file(ws, f"{name}.py", MAX_BYTES)

@@ -15,8 +15,18 @@ The differential diagnosis built on these runs is :mod:`lab.teach.diagnose`.
 from __future__ import annotations
 
 import math
+import hashlib
+import inspect
+import re
+import threading
 
 import numpy as np
+from lab.core import simt, simulator
+from lab.core.blocks import ranges_text
+from lab.teach.contained import source
+from lab.teach.contained.counts import dims3, stats_counts, who_of, thread_id
+from lab.teach.messages import quote, store_line, fmt_who
+from lab.teach.shared_words import unstored_cell, excluded_store
 
 
 def atomic_op_fact(ex, case, k, trace, oname, source=None) -> str | None:
@@ -24,10 +34,6 @@ def atomic_op_fact(ex, case, k, trace, oname, source=None) -> str | None:
     update: the student's trace beside the reference solution's run of ``case``), where the two differ:
     e.g. cuda.atomic.max into the slot the reference updates with cuda.atomic.min (an update that
     never changes an element holding the other's identity). None when no element's differs."""
-    import re
-
-    from lab.teach.messages import quote, store_line
-
     if trace is None or not ex.has_solution:
         return None
     ref = reference(ex, case)
@@ -67,8 +73,6 @@ def index_text(name, idx) -> str:
 
 
 def _param_names(kernel) -> list:
-    import inspect
-
     try:
         return list(inspect.signature(getattr(kernel, "py_func", kernel)).parameters)
     except (TypeError, ValueError):
@@ -81,15 +85,8 @@ def reference_run(ex, case):
     the student's first run: the lab's own code, built from its source (:func:`lab.teach.contained.source.load`)
     and run by the judge, with no student code involved. None when the run fails. Called only for
     a simulator check (the student's trace is there to compare with)."""
-    import threading
-
-    from lab.core import simt
-    from lab.teach.contained import source
-
     try:
-        from lab.core.simulator import select
-
-        select("sim")  # (the lab's emulated helpers, kernels.gemm.mma's copies and mma, are the simulator's)
+        simulator.select("sim")  # (the lab's emulated helpers, kernels.gemm.mma's copies and mma, are the simulator's)
         path = str(ex.solution)
         mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_{ex.name}")
         kernel = getattr(mod, ex.kernel)
@@ -121,8 +118,6 @@ def reference_reads_left(ex, case, arg: int) -> bool | None:
     launch read 1-D argument ``arg`` below its own global index (a left neighbour, a halo cell): the
     evidence that a negative index is a halo cell to guard, not an index that is off. None when
     it cannot be told (no solution, no run, another shape or launch)."""
-    from lab.teach.contained.counts import dims3, stats_counts, who_of
-
     a = case.args[arg] if arg < len(case.args) else None
     if not isinstance(a, np.ndarray) or a.ndim != 1 or not ex.has_solution:
         return None
@@ -175,8 +170,6 @@ def reference_loads(ex, case, arg: int, who, grid, block) -> bool:
     """Whether the reference solution's run of ``case``, launched as the student's (``grid``, ``block``), has
     thread ``who`` = (block, thread) load argument ``arg`` at all (a thread the reference puts to work on
     that array: no guard should stop it there); False where the launches differ."""
-    from lab.teach.contained.counts import dims3, stats_counts, thread_id
-
     if not getattr(ex, "has_solution", False) or arg < 0:
         return False
     ref = reference(ex, case)
@@ -197,8 +190,6 @@ def unread_cell(ex, case, arr, idx) -> str | None:
     flat = int(idx[0]) if len(idx) == 1 else None
     if flat is None or flat in cells:
         return None
-    from lab.core.blocks import ranges_text
-
     return (f"the reference solution, run on this case, never reads {arr}[{flat}]: it reads {arr}"
             f"[{ranges_text(sorted(cells), most=3)}] only, the cells this case fills: this read's index points at "
             f"cells that nothing stores on this case (which part of {arr} it reads: a buffer's or a tile's base)")
@@ -226,15 +217,11 @@ def unstored_words(ex, case, trace, source) -> str | None:
     ``source``, with whether the reference solution reads that cell too (:func:`reads_cell`)."""
     if trace is None or not trace.uninit or not source:
         return None
-    from lab.teach.shared_words import unstored_cell
-
     arr, idx, _who, _line = trace.uninit[0]
     try:
         reads = reads_cell(ex, case, arr, tuple(idx))
     except Exception:  # noqa: BLE001 - the reference's run is extra evidence, not the verdict
         reads = None
-    from lab.teach.shared_words import excluded_store
-
     text = "\n".join(map(str, source))
     bx = case.block if isinstance(case.block, (int, np.integer)) else (tuple(case.block)[0] if case.block else None)
     return unstored_cell(text, arr, tuple(idx), reads) or excluded_store(text, arr, tuple(idx), bx)
@@ -248,8 +235,6 @@ _REFERENCE_KEEP = 16
 
 def _case_key(ex, case) -> tuple:
     """What decides a reference run of ``case``: the exercise, the case's name, launch and inputs (a digest)."""
-    import hashlib
-
     h = hashlib.blake2b(digest_size=16)
     for a in list(case.args) + list(case.init or ()):
         v = np.ascontiguousarray(a) if isinstance(a, np.ndarray) else np.asarray(a)
@@ -282,11 +267,6 @@ def store_target_fact(case, counts, rc, grid, block, names, r_names, source, r_s
     the reference's loads one (only with ``none_too``: a test that kept the thread out may be what
     differs): the thread, both elements, both lines. None where every such line loads what the
     reference's does, or the launches differ."""
-    import re
-
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import fmt_who, quote
-
     g, b = dims3(grid), dims3(block)
     if not source or not r_source:
         return None
@@ -352,10 +332,6 @@ def hedge_fact(ex, case, k, first, writers, trace, grid, block, names, source=No
     each element (the later stores overwrite the finished value), else the elements its writer's block
     read beside those the reference's same block reads (another block's elements taken in, or its own
     left out). None where neither differs, or the launches or loads cannot be compared."""
-    from lab.core.blocks import ranges_text
-    from lab.teach.contained.counts import dims3, stats_counts, thread_id, who_of
-    from lab.teach.messages import fmt_who, quote, store_line
-
     counts = getattr(trace, "lab_counts", None) if trace is not None else None
     if not counts or writers is None or not ex.has_solution:
         return None
@@ -459,10 +435,6 @@ def shared_reads_fact(case, counts, rc, grid, block, r_grid, r_block, names, r_n
     reference reads was read by no thread (what the repeats crowd out). Same lane of several warps of a
     block: the index is the lane (threadIdx.x % 32) where it needs the thread's own index; the same
     thread of several blocks: the block's offset is missing. None otherwise, or for other launches."""
-    from lab.core.blocks import ranges_text
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import fmt_who, quote
-
     g, b = dims3(grid), dims3(block)
     if g != dims3(r_grid) or b != dims3(r_block):
         return None
@@ -520,8 +492,6 @@ def oob_block_axis(ex, case, arg: int, idx, who, grid, block) -> str | None:
     lowest index in the reference by k * (blockIdx.a - blockIdx.b), where the reference's index (over its
     whole run) does not move with blockIdx.a and moves by k per blockIdx.b: a and b exchanged in this index.
     None otherwise (other launches, another offset, the reference's steps not that)."""
-    from lab.teach.contained.counts import dims3, stats_counts, thread_id, who_of
-
     if not getattr(ex, "has_solution", False) or arg < 0 or arg >= len(case.args):
         return None
     ref = reference(ex, case)

@@ -10,6 +10,8 @@ threads: warp t // 32, lane t % 32).
 from __future__ import annotations
 
 import math
+import ast
+import operator as op
 from lab.teach.contained import syntax
 
 WARP = 32
@@ -119,8 +121,6 @@ def store_controls(text: str, arr: str) -> list | None:
     update such as ``+=`` needs a value there already): (its line, the ``if`` and loop headers around
     it in its function, innermost first: ("if", the test's source, negated in the else branch) or
     ("loop", "for ... in ..." / "while ...")). None when the file does not parse."""
-    import ast
-
     try:
         tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -181,8 +181,6 @@ def unstored_cell(text: str, arr: str, idx, reference_reads: bool | None = None)
 
 
 def _is_barrier(st) -> bool:
-    import ast
-
     return (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
             and ast.unparse(st.value.func).endswith("syncthreads"))
 
@@ -197,8 +195,6 @@ def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored:
     passes, so the loop must be split; else the next pass's store overwrites a cell still being read: a
     barrier must close the body. None when the lines are not so (another loop, no barrier in the body
     between them, a file that does not parse)."""
-    import ast
-
     try:
         tree = syntax.parse("\n".join(map(str, source or ())))
     except SyntaxError:
@@ -234,9 +230,6 @@ def fused_loop_race(source, write_line: int, read_line: int, arr: str, unstored:
 def int_value(node, env):
     """The int (or bool) value of expression ``node`` over the names of ``env`` (+ - * // % and
     comparisons, and/or/not); None for anything else. The judge reads the student's text, runs none of it."""
-    import ast
-    import operator as op
-
     bins = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod}
     cmps = {ast.Lt: op.lt, ast.LtE: op.le, ast.Gt: op.gt, ast.GtE: op.ge, ast.Eq: op.eq, ast.NotEq: op.ne}
     if isinstance(node, ast.Constant) and isinstance(node.value, int):
@@ -267,8 +260,6 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
     constants; thread idx - c fails the test. A test that compares with ``>`` (``<``) exactly that thread's
     index is the off-by-one of ``>=`` (``<=``). ``threads``: the block's threads along x, where known (a
     thread index past them stores nothing). None otherwise."""
-    import ast
-
     try:
         tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
@@ -318,8 +309,6 @@ def loop_bound_words(source, line, arr: str, i: int, n: int) -> str | None:
     in range(start, stop, step)`` around the line, whose bound lets it reach ``i`` (or, for ``i`` < 0, whose
     start is negative). None otherwise (a subscript with an offset, ``s[t + s]``, is a tree's partner).
     Used for any array: a shared one past its size, any one below 0."""
-    import ast
-
     try:
         tree = syntax.parse("\n".join(map(str, source or ())))
         line = int(line)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import operator as op
 from lab.teach.contained import syntax
+from lab.teach.shared_words import warp_slot_store
 
 _BINS = {ast.Add: op.add, ast.Sub: op.sub, ast.Mult: op.mul, ast.FloorDiv: op.floordiv, ast.Mod: op.mod,
          ast.BitAnd: op.and_, ast.RShift: op.rshift, ast.LShift: op.lshift}
@@ -100,8 +101,6 @@ def store_race_words(text: str, arr: str, idx, lines: tuple, me, them, block) ->
     """:func:`same_cell_words`, where a store's index that does not depend on the thread comes first, then
     every lane of a warp storing its warp's slot (:func:`lab.teach.shared_words.warp_slot_store`, one line),
     then the rest of :func:`same_cell_words`."""
-    from lab.teach.shared_words import warp_slot_store
-
     words = same_cell_words(text, arr, lines, me, them, block)
     if words and "does not depend on the thread" in words:
         return words

@@ -30,6 +30,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from lab.core.files import write_new
 
 MAX_BYTES = 1 << 20  # a kernel's source file: 1 MiB is far more than any exercise needs
 HARD_LINKS = 1  # names a submitted file may have (st_nlink): only its own
@@ -139,7 +140,5 @@ def snapshot(path, root: str | None = None, folder: bool = False) -> Snapshot:
     data = read(path, folder=folder)
     folder = tempfile.mkdtemp(prefix="lab-submission-", dir=root)
     copy = Path(folder) / Path(path).name
-    from lab.core.files import write_new
-
     write_new(copy, data)
     return Snapshot(copy, Path(path), hashlib.sha256(data).hexdigest())

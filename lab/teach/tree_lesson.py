@@ -10,6 +10,8 @@ CUDA" (NVIDIA, 2007): the tree of barrier-separated steps.
 """
 from __future__ import annotations
 
+from lab.teach.reference import reference
+
 LESSONS = {"block_reduction": "a block reduction", "block_scan": "a block scan"}
 
 
@@ -28,8 +30,6 @@ def atomic_combine_message(ex, case, facts: dict) -> str | None:
         return None
     if not getattr(ex, "has_solution", False):
         return None
-    from lab.teach.reference import reference
-
     ref = reference(ex, case)
     if ref is None:
         return None

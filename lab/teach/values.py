@@ -8,6 +8,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from lab.teach.contained.counts import dims3, thread_id, who_of
+from lab.teach.messages import quote, fmt_who
+from lab.teach.reference import reference
 
 
 def whole_number_hint(out64, ref, bad, dtype) -> str | None:
@@ -32,9 +35,6 @@ def output_read_first(counts, oname: str, who, flat: int, grid, block, source=No
     starts as garbage, NaN in the simulator); None when the writer did not read it."""
     if not counts:
         return None
-    from lab.teach.contained.counts import dims3, thread_id
-    from lab.teach.messages import quote
-
     arrays = counts.get("arrays") or []
     tid = thread_id(who, dims3(grid), dims3(block))
     lines = sorted(int(r[2]) for r in counts.get("load_lines") or () if len(r) == 6 and 0 <= int(r[0]) < len(arrays)
@@ -58,8 +58,6 @@ def repeated_store_words(counts, oname: str, who, grid, block, at: str = "") -> 
     in the loop then)."""
     if not counts:
         return None
-    from lab.teach.contained.counts import dims3, thread_id
-
     names = [a[0] for a in counts.get("arrays") or ()]
     if oname not in names:
         return None
@@ -105,8 +103,6 @@ def blocks_without_atomic(counts, oname: str, grid, block) -> str | None:
     its work); None otherwise."""
     if not counts:
         return None
-    from lab.teach.contained.counts import dims3
-
     g, b = dims3(grid), dims3(block)
     per = math.prod(b)
     nblocks = math.prod(g)
@@ -146,8 +142,6 @@ def tile_extent_fact(ex, case, name: str, shape) -> str | None:
     (the index runs past the tile); None when the reference has no tile of that name or cannot run."""
     if not getattr(ex, "has_solution", False):
         return None
-    from lab.teach.reference import reference
-
     ref = reference(ex, case)
     cells = getattr(getattr(ref[1], "stats", None), "shared_cells", {}).get(name) if ref is not None else None
     if not cells:
@@ -169,9 +163,6 @@ def last_loaded_words(counts, case, grid, block, source=None) -> str | None:
     guard's guess stands) or the input is not found (the kernel's first input of the case's size)."""
     if not counts or not case.args:
         return None
-    from lab.teach.contained.counts import dims3, who_of
-    from lab.teach.messages import fmt_who, quote
-
     n = int(np.size(case.args[0]))
     arrays = counts.get("arrays") or []
     inputs = [k for k, a in enumerate(arrays) if not a[3] and int(a[1]) == n]

@@ -40,6 +40,7 @@ from lab.core.errors import SCHEMA_VERSION, LabError
 from lab.teach.child import cached_cases, run_child
 from lab.teach.procs import STOP, stop_all
 from lab.teach.records import IN_PROGRESS, PASSED, record_key, record_check, save_state, read_state, check_status, writing
+from lab.core.text import printable_tree
 
 DEFAULT_DIR = "lab-exercises"
 DEFAULT_TIMEOUT_S = 30.0
@@ -166,7 +167,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     LabError for an unknown exercise, a bad file (missing, a folder, not .py), a bad timeout (also
     LAB_EXERCISE_TIMEOUT) or an unusable backend.
     """
-    from lab.core.simulator import choose
+    from lab.core.simulator import choose  # lazy: heavy for lab exercise list's start (greenlet)
 
     ex = get(name)
     ws = workspace(directory)
@@ -174,8 +175,8 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
     timeout = timeout_s(timeout)
     chosen = choose(backend)  # the child process selects it (lab.teach.contained.executor.main)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
-    from lab.teach import submission
-    from lab.teach.contained.sandbox import Limits, refusal
+    from lab.teach import submission  # lazy: heavy for lab exercise list's start (lab.teach.submission)
+    from lab.teach.contained.sandbox import Limits, refusal  # lazy: heavy for lab exercise list's start (lab.teach.contained.sandbox)
 
     contained = Limits()  # contained like a graded submission (lab.teach.contained.sandbox): its own copy, namespaces, seccomp, limits
     why = refusal(contained)
@@ -193,7 +194,7 @@ def check(name: str, file=None, directory=None, backend: str = "auto", timeout: 
 
 def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, progress, contained) -> dict:
     """:func:`check` on the submission read once (``snap``: :class:`lab.teach.submission.Snapshot`)."""
-    from lab.teach import union
+    from lab.teach import union  # lazy: heavy for lab exercise list's start (lab.teach.union)
 
     path, digest = snap.path, snap.sha256  # the content this check is about (the record's hash)
     extra: dict = {}
@@ -264,8 +265,6 @@ def _check(ex, name, given, snap, ws, chosen, backend, timeout, seed, bench, pro
         result["notes"] = notes
     if bench:  # nothing is benchmarked before every test passed, on both backends
         result["bench"] = extra.get("bench") if passed else None
-    from lab.core.text import printable_tree
-
     return printable_tree(result)  # the child's messages shown, never obeyed by a terminal
 
 
@@ -279,7 +278,7 @@ def with_simulator(name, path, seed, timeout, bench, extra, notes, shown, sandbo
     (a second child, ``SIM_LEG_ENV``; the same ``sandbox``): (merged tests, the simulator's notes,
     the GPU's own tests).
     ``sim_extra`` (a dict) receives the simulator child's ``extra`` (violations, exit code)."""
-    from lab.teach import union
+    from lab.teach import union  # lazy: heavy for lab exercise list's start (lab.teach.union)
 
     sim: dict = {}
     sim_notes: list[str] = []
@@ -397,8 +396,8 @@ def _gpu_diagnoses(name, path, seed, timeout, skip=(), progress=None) -> tuple[l
     diagnoses were not available. ``skip``: tests not to run again (they timed out without the
     sanitizer: under it each would cost ``SANITIZER_SLOWDOWN`` timeouts); ``progress``: as
     :func:`run_child`'s, the tool named in the label."""
-    from lab.core import sanitizer as san
-    from lab.teach.messages import sanitizer_message
+    from lab.core import sanitizer as san  # lazy: heavy for lab exercise list's start (glob)
+    from lab.teach.messages import sanitizer_message  # lazy: heavy for lab exercise list's start (lab.teach.contained.syntax)
 
     exe = san.find_sanitizer()
     if exe is None:

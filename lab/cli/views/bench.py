@@ -4,16 +4,16 @@ from __future__ import annotations
 from lab.bench.compare import row_name
 from lab.bench.sweep import METRICS, rows
 from lab.cli.views.plot import pyplot, save
+import numpy as np
+from kernels.spec import plural
+from lab.cli.views.report import sig, duration
+from lab.cli.views.table import CHECK_STYLE, Col, console as stdout, explain, fit, wide_adds, show
+from rich.markup import escape
 
 
 def sweep_table(doc: dict, console=None, wide: bool = False) -> list:
     """The sweep as renderables (a table that fits the console, its explanations and the --wide
     line); long reasons go below it via :func:`lab.bench.sweep.notes`."""
-    from rich.markup import escape
-
-    from lab.cli.views.report import sig
-    from lab.cli.views.table import CHECK_STYLE, Col, console as stdout, explain, fit, wide_adds
-
     out = console or stdout()
     sim = doc["backend"] == "simulator"
     data = rows(doc)
@@ -89,11 +89,6 @@ def sweep_plot(doc: dict, path: str, metric: str = "auto") -> str:
 
 def roofline_table(doc: dict, console=None, wide: bool = False) -> list:
     """Renderables: one row per placed point, or per kernel (intensity only) when nothing was timed."""
-    from rich.markup import escape
-
-    from lab.cli.views.report import sig
-    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
-
     out = console or stdout()
     title = "roofline" + (f" (ridge at {doc['ridge_intensity']:.1f} FLOP/B)" if doc["ridge_intensity"] else "")
     if not doc["points"]:
@@ -117,9 +112,6 @@ def roofline_plot(doc: dict, path: str) -> None:
     """Write the roofline PNG: log-log FLOP/byte vs GFLOP/s, the memory and FP32 ceilings, one marker
     per point (one colour per kernel; filled: Numba rungs, hollow: libraries), named in the legend.
     With no points (the simulator) each kernel's intensity is a dashed line, with the note."""
-    import numpy as np
-
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(12, 6.5))
     ais = [k["intensity"] for k in doc["kernels"]] + [p["intensity"] for p in doc["points"]]
@@ -164,11 +156,6 @@ def roofline_plot(doc: dict, path: str) -> None:
 
 def compare_table(result: dict, console=None, wide: bool = False) -> list:
     """Renderables: kernel, contender (variant), A ms, B ms, A/B speedup, noise, verdict."""
-    from rich.markup import escape
-
-    from lab.cli.views.report import sig
-    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
-
     out = console or stdout()
     one_kernel = len({r["kernel"] for r in result["rows"]}) == 1
     ms = lambda x: None if not x else sig(x)  # noqa: E731
@@ -190,12 +177,6 @@ def compare_table(result: dict, console=None, wide: bool = False) -> list:
 def print_profile(doc: dict, console=None, wide: bool = False) -> None:
     """``lab profile``: what was profiled, then the key_averages rows as a table that fits (the
     times with their units), then the notes."""
-    from rich.markup import escape
-
-    from kernels.spec import plural
-    from lab.cli.views.report import duration
-    from lab.cli.views.table import Col, console as stdout, show
-
     out = console or stdout()
     out.print(f"[bold]{escape(doc['kernel'])}[/] {'x'.join(map(str, doc['size']))} · --threads {doc['threads']} · "
               f"{plural(doc['repeats'], 'call')} each · activities {'+'.join(doc['activities'])} · "
@@ -215,12 +196,6 @@ def tune_table(doc: dict, console=None, wide: bool = False) -> list:
     """``lab tune``: a row per shape (its class, the heuristic's choice and time, the winner and its
     time, the speedup, candidates ok / tried), then where the winners went and the failed candidates
     (each reason once), as renderables."""
-    from rich.markup import escape
-
-    from kernels.spec import plural
-    from lab.cli.views.report import sig
-    from lab.cli.views.table import Col, console as stdout, explain, fit, wide_adds
-
     out = console or stdout()
     sim = doc["simulated"]
     unit = "sim ms" if sim else "ms"

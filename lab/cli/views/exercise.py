@@ -5,7 +5,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from kernels.spec import plural
-from lab.cli.views.table import Col, console, show
+from lab.cli.views.table import Col, console, show, explain, fit, print_tables, wide_adds
+from rich.table import Table
 
 
 def _console() -> Console:
@@ -65,8 +66,6 @@ def print_check(result, out: Console | None = None) -> None:
     if "simulator" in result.get("verdict_from", []) and result["backend"] == "gpu":
         where = "the GPU and in the CUDA simulator's trace"
     _out.print(f"{result['exercise']}: hidden tests on {where} (seed {result['seed']})")
-    from rich.table import Table
-
     grid = Table.grid(padding=(0, 1), pad_edge=True)  # a long message wraps under itself, not under PASS
     grid.add_column(no_wrap=True)
     grid.add_column(overflow="fold")
@@ -78,7 +77,7 @@ def print_check(result, out: Console | None = None) -> None:
         _out.print(f"  [dim]{escape(note)}[/dim]")
     verdict = "[green]passed[/green]" if result["passed"] else "[red]not yet[/red]"
     if "tests_total" in result:
-        from lab.teach.union import hidden_of
+        from lab.teach.union import hidden_of  # lazy: heavy for lab exercise list's start (lab.teach.union)
 
         hidden = set(hidden_of(result["tests"]))
         gates = [t["name"] for t in result["tests"] if t["name"] not in hidden and not t["passed"]]
@@ -127,8 +126,6 @@ def print_grade(doc, csv_path=None, wide: bool = False) -> None:
     """The gradebook: one row per (student, exercise), the reason wrapped; when the reason does not
     fit the terminal, each failed row's reason under the table (student/exercise: reason); then
     the summary. ``wide``: every column at its natural width."""
-    from lab.cli.views.table import explain, fit, print_tables, wide_adds
-
     _out = _console()
     mark = {"passed": "green", "failed": "red", "missing": "dim"}
     cols = [Col("student", lambda r: r["student"], 100, left=True, wrap=True),

@@ -5,9 +5,12 @@ import numpy as np
 
 from kernels.spec import plural
 from lab.cli.views.plot import pyplot, save
-from lab.cli.views.table import Col, show
+from lab.cli.views.table import Col, show, console
 from lab.inspect.doctor import FAIL, OK, WARN
 from lab.core.occupancy import LIMITERS
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
 
 
 PALETTE = ["red", "green", "yellow", "blue", "magenta", "cyan", "bright_red", "bright_green", "bright_yellow",
@@ -22,9 +25,6 @@ MAX_ROWS = 24
 
 def print_grid(d: dict, console=None) -> None:
     """Summary lines, then the map: one cell an element (or a folded run of elements), coloured by block."""
-    from rich.markup import escape
-    from rich.text import Text
-
     console = console or _console()
     size = "x".join(map(str, d["size"]))
     console.print(f"[bold]{escape(d['kernel'])}[/] / {escape(d['variant'])}, size {size}: "
@@ -94,7 +94,7 @@ def plot_map(d: dict, path: str, fmt: str = "png", title: str | None = None) -> 
     block, idle marked; ``title`` replaces lab grid's (the exercise checker's map of your kernel)."""
 
     plt = pyplot()
-    from matplotlib.colors import ListedColormap
+    from matplotlib.colors import ListedColormap  # lazy: optional (matplotlib)
 
     block_of = np.array(d["map"]["block_of"], dtype=float)
     thread_of = np.array(d["map"]["thread_of"], dtype=float)
@@ -172,7 +172,7 @@ def _plot_warp_array(ax, warp: dict, name: str) -> None:
         ax.text(hi + 1.3, y, f"{len(r['sectors'])}", fontsize=6, va="center")
     ax.set_xlim(lo - 0.5, hi + 2.5 + 0.04 * (hi - lo))
     ax.set_ylim(len(shown) - 0.5, -0.5)
-    from matplotlib.ticker import MaxNLocator
+    from matplotlib.ticker import MaxNLocator  # lazy: optional (matplotlib)
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("request", fontsize=8)
@@ -189,8 +189,6 @@ def _plot_warp_array(ax, warp: dict, name: str) -> None:
 
 def _console():
     """stdout at the terminal's width (COLUMNS, or 80 when piped), as every command's."""
-    from lab.cli.views.table import console
-
     return console()
 
 
@@ -221,8 +219,6 @@ def occupancy_columns(rows: list[dict]) -> list[Col]:
 
 def print_result(r: dict, console=None, wide: bool = False) -> None:
     """``lab occupancy``: the calculation (and each kernel of a variant) as a table that fits."""
-    from rich.markup import escape
-
     console = console or _console()
     title = f"{r.get('kernel', 'calculator')}{' / ' + r['variant'] if r.get('variant') else ''} on {r['arch']}"
     rows = r.get("kernels") or [r]
@@ -277,10 +273,6 @@ def plot_sweep(points: list[dict], current: int, path: str, title: str) -> None:
 
 def print_results(results: list, console=None) -> None:
     """``lab doctor``: one line (wrapped under its text) a check, and its fix when it is not ok."""
-    from rich.markup import escape
-
-    from rich.table import Table
-
     console = console or _console()
     colour = {OK: "green", WARN: "yellow", FAIL: "red"}
     grid = Table.grid(padding=(0, 1))  # wrapped lines stay under their text, not under the status

@@ -10,6 +10,9 @@ import contextlib
 import sys
 from typing import TYPE_CHECKING
 from collections.abc import Iterator
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
+from rich.text import Text
 
 if TYPE_CHECKING:  # lab.core.runner imports numba.cuda: a bar may start before the backend is chosen
     from lab.core.runner import Steps
@@ -20,9 +23,6 @@ def bar(description: str, finished: bool = False) -> Iterator[Steps]:
     """Yield a ``progress(done, total, label)`` callback that draws on stderr. ``label`` names the
     step about to run (``done`` finished before it), or with ``finished`` the step just finished
     (``done`` counting it: 1 .. total), e.g. a graded submission."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress, TextColumn, TimeElapsedColumn
-
     console = Console(stderr=True)
     if not console.is_terminal:
         def line(done, total, label):
@@ -52,9 +52,6 @@ def status_line(quiet: bool, description: str) -> Iterator[Steps | None]:
     """A ``progress(done, total, label)`` callback that shows ``description: label`` as one line on
     stderr that updates in place (a spinner, transient), only on a terminal; None when ``quiet`` or
     piped (a log gets the result, not the churn). ``lab exercise check``: which test is running."""
-    from rich.console import Console
-    from rich.text import Text
-
     console = Console(stderr=True)
     if quiet or not console.is_terminal:
         yield None

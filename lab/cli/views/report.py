@@ -17,6 +17,10 @@ from lab.cli.views.table import CHECK_STYLE, Col, console, explain, fit, print_t
 from lab.core.registry import spec
 from lab.core.runner import Report
 from lab.core.timing import SIMULATOR_CLOCK
+from lab.cli import interrupt
+from lab.core.clocks import describe
+from lab.core.compilers import run_header
+from lab.core.device import measured_when
 
 
 def _num(x, fmt="{:.3f}"):
@@ -78,20 +82,14 @@ def header_lines(report: Report) -> list[str]:
     if report.backend == "simulator":
         lines.append("[yellow]CUDA simulator: correctness only, timings are not meaningful[/]")
     else:
-        from lab.core.device import measured_when
-
         bw = report.copy_bandwidth or {}
         peak = d.get("peak_bandwidth_gbps")
         lines.append(f"{escape(str(d['name']))} · compute capability {d['compute_capability']} · "
                      f"{d.get('sm_count')} SMs · copy bandwidth {_num(bw.get('gbps'), '{:,.0f}')} GB/s "
                      + escape(measured_when(bw)) + (f" (theoretical peak {peak:,.0f})" if peak else ""))
         if report.clocks:  # NVML: SM clock, its limit and throttle reasons, before (and after) the run
-            from lab.core.clocks import describe
-
             lines.append(escape(describe(report.clocks.get("before", {}), report.clocks.get("after"))))
     if report.compiler:
-        from lab.core.compilers import run_header
-
         lines.append(escape(run_header(report.compiler)))
     if getattr(report, "arrays", "numba") != "numba":  # lab run --arrays torch|cupy
         lines.append(escape(f"Numba rows' device arrays: {report.arrays} (zero-copy views at each launch)"))
@@ -320,8 +318,6 @@ class LiveProgress:
         self.spinner = _Status(self)
 
     def __call__(self, event: str, report: Report, **info) -> None:
-        from lab.cli import interrupt
-
         interrupt.check()  # a Ctrl-C that Python swallowed stops the run here
         self.report = report
         getattr(self, f"on_{event}")(report, **info)

@@ -62,6 +62,7 @@ from lab.inspect.counters.metrics import RUN_PHASES, declared, phases_for
 from lab.inspect.counters.ncu import profile_ncu
 from lab.inspect.counters.row import UNSET, dram_ratio, verdict
 from lab.inspect.counters.simulator import simulate
+from lab.core import catalog, simulator as S
 
 
 def find_engine(tool: str = "auto") -> tuple[str, str | None]:
@@ -83,8 +84,6 @@ def find_engine(tool: str = "auto") -> tuple[str, str | None]:
 
 # --- the command ---------------------------------------------------------------------------------------
 def _resolve(kernel, variants, size, threads, dtype, simulator):
-    from lab.core import catalog
-
     spec = catalog.load(kernel)
     for v in variants or []:
         if v not in spec.variants:
@@ -124,8 +123,6 @@ def counters(kernel: str, backend: str, variants: list[str] | None = None, size:
             raise LabError("in the simulator only the Numba rungs can be counted: add numba to --contenders, or "
                            "run on a GPU for the CuPy and torch ops")
         if not yes:  # before any input is made: hours do not start unless asked
-            from lab.core import simulator as S
-
             calls = S.TRACE_FACTOR  # one traced call costs about this many plain ones
             S.refuse_long(S.simulator_seconds(spec, shape, names, threads, calls),
                           f"lab counters {spec.name} {'x'.join(map(str, shape))} (every load and store traced)",

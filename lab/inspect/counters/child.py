@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import kernels as K
+from lab.core import simulator, contenders as C, device, timing
+from lab.core.occupancy import launch_usage
 
 
 def marker_kernel():
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     @cuda.jit
     def lab_counters_mark(index):
@@ -23,11 +26,11 @@ def marker_kernel():
 
 def profiler():
     """(start, stop): cuProfilerStart/Stop through Numba (numba-cuda), else cuda-bindings."""
-    from kernels.compiler import cuda
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
 
     if hasattr(cuda, "profile_start"):
         return cuda.profile_start, cuda.profile_stop
-    from cuda.bindings import driver
+    from cuda.bindings import driver  # lazy: optional (cuda)
 
     return (lambda: driver.cuProfilerStart()), (lambda: driver.cuProfilerStop())
 
@@ -35,13 +38,7 @@ def profiler():
 def prepare_child(req: dict):
     """In a profiled child: every contender of ``req`` prepared and warmed up as lab run does.
     Returns (entries of those that could not be, [(meta, prepared)] of those that can)."""
-    from lab.core.simulator import select
-
-    select("gpu")
-    import kernels as K
-    from lab.core import contenders as C
-    from lab.core.occupancy import launch_usage
-
+    simulator.select("gpu")
     spec = K.load(req["kernel"])
     size, dtype, threads = tuple(req["size"]), np.dtype(req["dtype"]), req["threads"]
     inputs = spec.make_inputs(size, dtype, np.random.default_rng(req["seed"]))
@@ -84,12 +81,10 @@ def prepare_child(req: dict):
 
 
 def finish_child(req: dict, entries: list, result_path: str, **extra) -> None:
-    from lab.core.device import describe
-
     order = {v: n for n, v in enumerate(req["variants"])}
     entries.sort(key=lambda e: (("numba", "cupy", "torch").index(e["contender"]), order.get(e["variant"], 0)))
     with open(result_path, "w") as f:
-        json.dump({"device": describe(False), "entries": entries, **extra}, f)
+        json.dump({"device": device.describe(False), "entries": entries, **extra}, f)
 
 
 def child_main(request_path: str, result_path: str) -> None:
@@ -98,9 +93,7 @@ def child_main(request_path: str, result_path: str) -> None:
     with open(request_path) as f:
         req = json.load(f)
     entries, warm = prepare_child(req)
-    from kernels.compiler import cuda
-    from lab.core import timing
-
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
     mark = marker_kernel()
     mark[1, 1](0)  # compile + load outside any profiled range
     timing._flush_l2()  # the timer's flush: compiled and run outside any range

@@ -16,6 +16,9 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
+import traceback
+from importlib import metadata, metadata as importlib_metadata
 
 import numpy as np
 
@@ -26,6 +29,8 @@ from lab.inspect.counters.metrics import (BANK, CUPTI_CYCLES, CUPTI_GROUPS, CUPT
                                           CUPTI_LOAD_REQUESTS, CUPTI_LOAD_SHARE, CUPTI_OPTIONAL_GROUPS, CUPTI_WARPS,
                                           CUPTI_WEIGHT, TENSOR)
 from lab.inspect.counters.row import CounterRow, dram_ratio
+from lab.core import timing, device
+from lab.core.session import child_env
 
 CUPTI_INTERVAL_NS = 10000  # the shortest PM sampling period, ns of GPU time (cupti-python sample's default)
 CUPTI_SAMPLES = 2000  # samples a call aims at (the period grows with the call's wall time)
@@ -42,14 +47,12 @@ def cupti_preload() -> list[str]:
     With libcupti 13.5 loaded first, PM sampling worked; cuda-pathfinder returns a library
     that is already loaded. Raises LabError (one line, with the fix) where that package is older than
     cupti-python requires."""
-    from importlib import metadata
-
     try:
         dist = metadata.distribution("nvidia-cuda-cupti")
     except metadata.PackageNotFoundError:
         return []
     try:
-        from packaging.requirements import Requirement
+        from packaging.requirements import Requirement  # lazy: optional (packaging)
 
         wants = [r for r in map(Requirement, metadata.requires("cupti-python") or [])
                  if r.name == "nvidia-cuda-cupti" and r.marker is None]
@@ -104,8 +107,8 @@ def choose_cupti_groups(fits, optional=()) -> tuple[list, list[str]]:
 def _cupti_one_pass(chip: str):
     """fits(metrics) for :func:`choose_cupti_groups`, asked of CUPTI's Profiler Host alone (config images
     and their pass count; no GPU state: a refused configure of the collector broke the calls after it)."""
-    from cupti import profiler_host as ph
-    from cupti.cupti import cuptiError
+    from cupti import profiler_host as ph  # lazy: optional (cupti)
+    from cupti.cupti import cuptiError  # lazy: optional (cupti)
 
     def fits(metrics):
         host = ph.ProfilerHost(chip, ph.ProfilerType.PM_SAMPLING)
@@ -121,7 +124,7 @@ def _cupti_one_pass(chip: str):
 
 def _cupti_chip(collector) -> str:
     """The chip name CUPTI knows the device by (e.g. GH100), once ``collector`` is enabled."""
-    from cupti import cupti as C
+    from cupti import cupti as C  # lazy: optional (cupti)
 
     p = C.DeviceGetChipNameParams()
     p.struct_size = C.DEVICE_GET_CHIP_NAME_PARAMS_STRUCT_SIZE
@@ -136,9 +139,6 @@ def cupti_child_main(request_path: str, result_path: str) -> None:
     call, stop, decode, disable) and reduce every metric over the completed samples
     (:func:`reduce_samples`). Writes {"device", "entries", "metrics", "notes", "libcupti"}, or
     {"error": one line} when CUPTI cannot sample here."""
-    import time
-    import traceback
-
     with open(request_path) as f:
         req = json.load(f)
 
@@ -149,15 +149,12 @@ def cupti_child_main(request_path: str, result_path: str) -> None:
 
     libcupti = next((lib for lib in os.environ.get("LD_PRELOAD", "").split() if "libcupti" in lib), None)
     try:
-        from cupti import pm_sampling
+        from cupti import pm_sampling  # lazy: optional (cupti)
     except (ImportError, OSError) as e:
         return fail(f"cupti-python cannot be imported ({e}): {CUPTI_FIX}")
     entries, warm = prepare_child(req)
-    from kernels.compiler import cuda
-    from lab.core import timing
-    from lab.core.device import describe
-
-    max_warps = describe(False)["max_threads_per_sm"] // 32
+    from kernels.compiler import cuda  # lazy: backend chosen first (numba)
+    max_warps = device.describe(False)["max_threads_per_sm"] // 32
     timing._flush_l2()
     try:
         collector = pm_sampling.Collector(device_index=0)
@@ -240,8 +237,6 @@ def cupti_row(entry: dict, min_bytes: int, optional=()) -> dict:
 
 
 def profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optional=()) -> dict:
-    from lab.core.session import child_env
-
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
                "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],
@@ -288,9 +283,7 @@ def profile_cupti(spec, shape, threads, dtype, names, who, seed, progress, optio
 
 def _cupti_version() -> str:
     try:
-        from importlib.metadata import version
-
-        return version("cupti-python")
+        return importlib_metadata.version("cupti-python")
     except Exception:  # noqa: BLE001
         return ""
 

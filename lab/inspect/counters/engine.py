@@ -3,6 +3,8 @@ PATH, under /usr/local/cuda/bin or $CUDA_HOME/bin) or CUPTI through the ``cupti-
 from __future__ import annotations
 
 import glob
+import importlib.util
+from lab.core.sanitizer import find_tool
 
 NCU_FIX = ("install Nsight Compute (the CUDA toolkit's ncu, e.g. /usr/local/cuda/bin/ncu) or put ncu on PATH; "
            "without a GPU, lab counters KERNEL --sim counts sectors in the simulator")
@@ -17,15 +19,11 @@ TOOLS = ("auto", "ncu", "cupti")
 
 def find_ncu() -> str | None:
     """The ncu executable: $LAB_NCU, PATH, $CUDA_HOME/bin, /usr/local/cuda/bin, /opt/nvidia/nsight-compute."""
-    from lab.core.sanitizer import find_tool
-
     return find_tool("ncu", "LAB_NCU", sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu"), reverse=True))
 
 
 def cupti_available() -> bool:
     """Whether the cupti-python package (``import cupti``) is installed here."""
-    import importlib.util
-
     try:
         return importlib.util.find_spec("cupti") is not None
     except (ImportError, ValueError):

@@ -28,6 +28,7 @@ from lab.inspect.counters.metrics import (BANK, DURATION, LD_REQUESTS, LD_SECTOR
                                           unit_scale)
 from lab.inspect.counters.metrics import BY_NAME as M
 from lab.inspect.counters.row import CounterRow
+from lab.core.session import child_env
 
 MARKER = "lab_counters_mark"
 TIMER_KERNELS = re.compile(r"block_until_released|_flush_l2|timing\W+\w*(flush|spin)|\bspin\b")
@@ -277,8 +278,6 @@ def passes(log: str) -> int:
 def profile_ncu(ncu, spec, shape, threads, dtype, names, who, seed, progress, phases=PHASES, optional=()) -> dict:
     """Run ncu over the profiled child once a phase; the document's device, tool, engine, rows (CounterRow)
     and notes. LabError (one line) when ncu or the child fails."""
-    from lab.core.session import child_env
-
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     request = {"kernel": spec.name, "size": list(shape), "dtype": dtype, "threads": threads, "seed": seed,
                "variants": names if "numba" in who else [], "contenders": [c for c in who if c in ("cupy", "torch")],

@@ -4,11 +4,11 @@ kernel's small ``KernelSpec.counter_size``. DRAM, L2, occupancy and stalls are `
 (nothing measures them)."""
 from __future__ import annotations
 
-from lab.core import simulator
+from lab.core import simulator, resources, device
 
 import numpy as np
 
-from lab.core.trace import SIM_LABEL
+from lab.core.trace import SIM_LABEL, SectorTracer
 from lab.inspect.counters.row import CounterRow
 
 # the simulator set up for counting: the lab's one set-up (switch interval, shared-array lock), restored after
@@ -17,10 +17,6 @@ simulator_threads = simulator.threads
 
 def simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
     """Trace each rung of ``names`` once at ``shape``; the document's device, tool, engine, rows and notes."""
-    from lab.core import resources
-    from lab.core.device import describe
-    from lab.core.trace import SectorTracer
-
     min_bytes = int(spec.bytes_moved(shape, np.dtype(dtype)))
     rows, notes = [], [f"{SIM_LABEL}: every warp's global loads and stores in Numba's CUDA simulator, "
                        "32-byte sectors per request; DRAM, L2, occupancy and stalls need a GPU (null)"]
@@ -41,7 +37,7 @@ def simulate(spec, shape, threads, dtype, names, seed, progress) -> dict:
             rows.append(_sim_row(v, tr.summary(), min_bytes))
     if progress:
         progress(len(names), len(names), "done")
-    return {"device": describe(True), "tool": "simulator", "engine": SIM_LABEL, "rows": rows, "notes": notes}
+    return {"device": device.describe(True), "tool": "simulator", "engine": SIM_LABEL, "rows": rows, "notes": notes}
 
 
 def _sim_row(variant: str, s: dict, min_bytes: int) -> CounterRow:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import math
 from dataclasses import dataclass, field
+import inspect
 
 import numpy as np
 
@@ -77,8 +78,6 @@ def _positional_before_out(fn) -> int | None:
     most that many, and no ``out=``: numpy would write a whole array past the tracer."""
     if isinstance(fn, np.ufunc):
         return fn.nin
-    import inspect
-
     try:
         params = list(inspect.signature(fn).parameters.values())
     except (TypeError, ValueError):

@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 import math
 import os
+import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 
 from lab.teach.cases import compile_sigs, runs_of
 from lab.teach.indices import as_dims3
 from lab.teach.messages import Failed
+from lab.core import simt
+from lab.teach.contained.childio import UnsafeChildFile, read_child_file as read, read_npz
 
 
 REQUEST, INPUTS = "request.json", "request.npz"  # the parent's request to the executor, in its folder
@@ -188,9 +192,6 @@ class ResultError(Exception):
 def read_child_file(folder, name: str, cap: int, dir_fd=None) -> bytes | None:
     """:func:`lab.teach.contained.childio.read_child_file` (a regular file only, no link followed, never
     blocking, at most ``cap`` bytes; None when missing), its refusals a ResultError."""
-    from lab.teach.contained.childio import UnsafeChildFile
-    from lab.teach.contained.childio import read_child_file as read
-
     try:
         return read(folder, name, cap, dir_fd)
     except UnsafeChildFile as e:
@@ -221,10 +222,6 @@ def _others(rows) -> dict:
 def _trace(facts: dict, others: list):
     """A trace object with every fact of :class:`lab.core.simt.Trace` the executor sent (defaults for
     a missing field), for the message functions."""
-    import dataclasses
-    from types import SimpleNamespace
-
-    from lab.core import simt
     values = {f.name: (f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default)
               for f in dataclasses.fields(simt.Trace)}
     if not isinstance(facts, dict):
@@ -296,8 +293,6 @@ def _arrays(case, npz: bytes, nruns: int, grid, block) -> dict:
     dtypes checked against the case's outputs, and the tracer's count tables against the bytes
     :func:`result_cap` allows them for the launch (grid, block), before anything is allocated);
     ResultError else."""
-    from lab.teach.contained.childio import UnsafeChildFile, read_npz
-
     threads = math.prod(as_dims3(grid)) * math.prod(as_dims3(block))
     expected = {}
     for k, (shape, dt) in enumerate(case.outputs):
@@ -323,8 +318,6 @@ def raw_result(case, record, npz: bytes | None, backend: str, path: str, launch=
     the (grid, block) the judge evaluated; in the simulator the tracer's facts and raw counts of every
     run), as the object :func:`judge_case` takes. Failed for what the executor reported as a failure
     (the launch); ResultError for data that is not a result."""
-    from types import SimpleNamespace
-
     if not isinstance(record, dict) or not {"failed", "kernel_file", "runs", "param_names"} <= set(record):
         raise ResultError("a record that is not the executor's")
     if record.get("failed") is not None:

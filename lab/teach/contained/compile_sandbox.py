@@ -28,6 +28,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from lab.core import resources
+from lab.core.session import child_env
+from lab.teach import procs as W
+from lab.teach.contained import gpu_compile, source, sandbox as S
+from lab.teach.contained.childio import UnsafeChildFile, read_child_file
 
 REQUEST = "compile-request.json"
 STARTUP_S = 60.0  # Python, Numba and NVVM loading, before the first file's own time
@@ -53,9 +58,6 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
     signatures, ``cc``, the compile's code and numba-cuda's version
     (:func:`lab.teach.contained.gpu_compile.cache_key`, apart from the uncontained compile's verdicts);
     a file checked again unchanged starts no child."""
-    from lab.teach.contained import gpu_compile
-    from lab.teach.contained import source
-
     cc = tuple(cc or gpu_compile.CC)
     results: list = [None] * len(items)
     keys: list = [None] * len(items)
@@ -87,10 +89,6 @@ def run(items, limits, env=None, cc=None, timeout: float = 50.0, deadline: float
 def _compile(items, limits, env, cc, timeout, deadline) -> list[tuple[dict, bool]]:
     """:func:`run` for ``items`` with no cached verdict: per item (its result, whether it is the compiler's
     verdict, read from the child and checked, that may be kept)."""
-    from lab.core.session import child_env
-    from lab.teach.contained import sandbox as S
-    from lab.teach.contained import source
-
     items = list(items)
     private = tempfile.mkdtemp(prefix="lab-compile-")
     copies, seen, texts = [], set(), []
@@ -162,9 +160,6 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
     it when an item takes longer than ``timeout`` s (the first longer: :data:`STARTUP_S` more), or
     at ``deadline``, or when its private folder grows past the disk limit
     (:func:`lab.teach.contained.sandbox.folder_problem`). Returns why it stopped early, or None."""
-    from lab.teach.contained import sandbox as S
-    from lab.teach import procs as W
-
     with open(os.path.join(private, REQUEST), "w") as f:
         json.dump({"items": [dict(request["items"][k], out=k) for k in todo]}, f)
     cmd = [*S.python("lab.teach.contained.compile_sandbox"), limits.to_arg(), private]
@@ -207,9 +202,6 @@ def _one_child(private, copies, outs, request, todo, limits, env, timeout, deadl
 
 def _take(private, k, item, cc) -> dict:
     """The parent's reading of result ``k``: a regular file, size-capped, its "ok" checked."""
-    from lab.teach.contained import gpu_compile
-    from lab.teach.contained.childio import UnsafeChildFile, read_child_file
-
     path, kernel, sigs = item[:3]
     if len(item) > 4:  # the file could not be read as source
         return {"ok": False, "line": None, "message": str(item[4])[:300]}
@@ -229,8 +221,6 @@ def _take(private, k, item, cc) -> dict:
 # --- The child ---------------------------------------------------------------------------------------------
 def _warm(cc) -> None:
     """Compile a tiny kernel before the lockdown: NVVM and the libraries Numba looks for load now."""
-    from lab.teach.contained import gpu_compile
-
     def lab_compile_warm(x):
         x[0] = 1
 
@@ -243,24 +233,18 @@ def _write(private: str, k: int, record: dict) -> None:
 
 
 def main(argv) -> None:
-    from lab.teach.contained import sandbox as S
-
     S.contain_process()
     limits, private = S.Limits.from_arg(argv[0]), os.path.realpath(argv[1])
     S.set_limits(limits, True)  # an address-space limit too: no GPU context here
     with open(os.path.join(private, REQUEST)) as f:
         items = json.load(f)["items"]
     outs = [int(item["out"]) for item in items]
-    from lab.core.resources import offline_unavailable
-
-    why = offline_unavailable()
+    why = resources.offline_unavailable()
     if why:
         for k in outs:
             _write(private, k, {"skipped": f"needs {why}"})
         return
-    from numba import cuda  # noqa: F401 - the real one (NUMBA_ENABLE_CUDASIM=0), loaded before the lockdown
-
-    from lab.teach.contained import gpu_compile
+    from numba import cuda  # noqa: F401 - the real one (NUMBA_ENABLE_CUDASIM=0), loaded before the lockdown  # lazy: backend chosen first (numba)
 
     _warm(tuple(items[0]["cc"]) if items else gpu_compile.CC)
     S.confine(private, limits)

@@ -5,6 +5,8 @@ linear id, block x fastest, then the thread's (CUDA C++ Programming Guide, "Thre
 32-byte sectors per warp request (CUDA C++ Best Practices Guide, "Coalesced Access to Global Memory")."""
 from __future__ import annotations
 
+from lab.core.trace import site_line
+
 SECTOR = 32  # bytes of a global memory sector
 
 
@@ -56,8 +58,6 @@ def stats_counts(stats, grid, block) -> dict:
                   for (name, kind), d in stats.per_thread.items() if name in index for who, c in d.items()]
     stored = [[index[name], tid(who), len(flats)]
               for name, d in stats.stored.items() if name in index for who, flats in d.items()]
-    from lab.core.trace import site_line
-
     load_lines: dict = {}  # (array, thread id, line) -> [loads, lowest flat, highest flat]
     for key0, c in stats._seen.items():
         kind, name, blk, thread, site = key0

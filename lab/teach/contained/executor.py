@@ -41,6 +41,7 @@ import os
 import sys
 import threading
 from types import SimpleNamespace
+import reprlib
 
 import numpy as np
 
@@ -48,6 +49,9 @@ from lab.teach.cases import COMPILE_TEST
 from lab.teach.contained.channel import INPUTS, OTHERS_ROWS, REQUEST, decode, encode, result_name
 from lab.teach.contained.counts import stats_counts
 from lab.teach.messages import Failed, error_line, where_raised
+from lab.core import simt, simulator
+from lab.core.sanitizer import lineinfo_on
+from lab.teach.contained import source, gpu_compile
 
 LOAD, COMPILE = "load", "compile"
 
@@ -122,8 +126,6 @@ def launch_config(launch, ex, case):
 def _short_repr(value) -> str:
     """At most 80 characters of ``value``'s repr, its nesting cut at 4 levels (a tuple nested thousands
     deep, which launch() may build, has no plain repr: Python's recursion stops first)."""
-    import reprlib
-
     r = reprlib.Repr()
     r.maxlevel, r.maxtuple, r.maxlist, r.maxstring, r.maxother = 4, 8, 8, 40, 40
     return r.repr(value)[:80]
@@ -163,8 +165,6 @@ def store_and_atomic(trackers) -> list:
 
 def _lineinfo(mod):
     """Line info for every kernel and device function of the student's module, before they compile."""
-    from lab.core.sanitizer import lineinfo_on
-
     for v in vars(mod).values():
         if hasattr(v, "targetoptions") and hasattr(v, "py_func"):
             lineinfo_on(v)
@@ -178,8 +178,6 @@ def load_student(path, ex, text: str | None = None):
     (default: read ``path`` now). Failed with the line for a file the checker refuses. ``ex``: any
     object with ``name``, ``kernel`` and ``launch`` (an exercise, or the request); ``launch`` on the
     module is :class:`lab.teach.contained.source.Launch` (interpreted, never run)."""
-    from lab.teach.contained import source
-
     if text is None:
         try:
             text = source.read(path)
@@ -218,8 +216,6 @@ def _launch_sim(mod, ex, kernel, case, grid, block, which, rng, path):
     """(outputs, trace, writers, error): the kernel run in the simulator with every output poisoned
     (``which``); ``error`` is None or the raw facts of what it raised ({"kind": "kernel" | "launch",
     ...}): the judge words them (:func:`lab.teach.messages.kernel_error_message`)."""
-    from lab.core import simt
-
     trace, lock = simt.Trace(), threading.RLock()
     names = param_names(kernel)
     args = []
@@ -271,9 +267,7 @@ def _touched(tracker) -> list:
 
 
 def _launch_gpu(kernel, case, grid, block, which):
-    from numba import cuda
-
-    from lab.core import simt
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     guard = guard_elements()
 
@@ -316,9 +310,7 @@ def _in_band(shape, dtype, guard, which, values=None):
     poisoned elements on each side (:func:`lab.core.simt.poisoned`: NaN for floats, or the finite
     sentinel with ``which=2``); the view holds ``values`` when given, else the poison. A read or a
     write past either end of the view lands in the band, not in whatever memory follows."""
-    from numba import cuda
-
-    from lab.core import simt
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     n = math.prod(shape)
     host = simt.poisoned((n + 2 * guard,), dtype, which)
@@ -329,8 +321,6 @@ def _in_band(shape, dtype, guard, which, values=None):
 
 
 def _initial(case, which):
-    from lab.core import simt
-
     if case.init is not None:
         return [np.array(v, dtype=dt).reshape(shape) for v, (shape, dt) in zip(case.init, case.outputs)]
     return [simt.poisoned(shape, dt, which) for shape, dt in case.outputs]
@@ -510,13 +500,11 @@ def compile_raw(mod, ex, sigs, backend, path, text=None) -> dict:
     {"skipped": why}) and the compute capability it compiled for ("cc"): in the simulator from the
     file's source ``text`` in a process of its own (:func:`lab.teach.contained.gpu_compile.check`), on a GPU
     here, of the module built from the source (:func:`load_student`)."""
-    from lab.teach.contained import gpu_compile
-
     if backend == "simulator":
         r = dict(gpu_compile.check(path, ex.kernel, sigs, text=text))
         r["cc"] = list(gpu_compile.CC)
         return r
-    from numba import cuda  # the real one here: compile in this process for this GPU
+    from numba import cuda  # lazy: backend chosen first (numba); the real one here: compile in this process for this GPU
 
     cc = tuple(cuda.get_current_device().compute_capability)
     fn = getattr(getattr(mod, ex.kernel), "py_func", None)
@@ -533,9 +521,7 @@ def main(argv) -> None:
     folder = os.path.dirname(os.path.abspath(progress))
     with open(os.path.join(folder, REQUEST)) as f:
         request = json.load(f)
-    from lab.core.simulator import select
-
-    select("sim" if backend == "simulator" else "gpu")
+    simulator.select("sim" if backend == "simulator" else "gpu")
     with np.load(os.path.join(folder, INPUTS), allow_pickle=False) as inputs, \
             open(progress, "a", buffering=1) as out:
         warm(backend, out)
@@ -546,11 +532,9 @@ def warm(backend, out) -> None:
     """Import what every test needs (Numba, the tracer; on a GPU the CUDA context) and say
     ``{"ready": true}``: the parent's start-up allowance ends here, so from now on a file that hangs
     while it loads gets the per-test timeout, as any test does (lab.teach.contained.sandbox does the same)."""
-    import numba.cuda
+    import numba.cuda  # lazy: backend chosen first (numba)
 
-    if backend == "simulator":
-        import lab.core.simt  # noqa: F401
-    else:  # the CUDA context now, not in the first test's time (a retry's first test has a short limit)
+    if backend != "simulator":  # the CUDA context now, not in the first test's time (a retry's first test has a short limit)
         try:
             numba.cuda.current_context()
         except Exception:  # noqa: BLE001 - no usable GPU: the first launch says so, as a test's failure

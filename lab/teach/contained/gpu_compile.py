@@ -26,8 +26,19 @@ import re
 import subprocess
 import sys
 import tempfile
+import linecache
+from importlib import metadata
+from importlib.metadata import PackageNotFoundError
 
 import numpy as np
+from kernels.tuning import cache_dir
+from lab.core import resources, session
+from lab.core.files import write_atomic
+from lab.core.isolation import lockdown
+from lab.core.session import child_env
+from lab.teach.contained import source
+from lab.teach.contained.source import read
+from lab.teach.messages import Failed
 
 CC = (7, 5)  # Turing (Colab's T4): the oldest target the lab's students meet
 ENABLE_HINT = "pip install 'numba-gpu-lab[occupancy]' (numba-cuda[cu13]: NVVM and NVRTC)"
@@ -62,8 +73,8 @@ def arg_types(case) -> list:
 
 
 def _numba_sig(desc):
-    from numba import types
-    from numba.np.numpy_support import from_dtype
+    from numba import types  # lazy: backend chosen first (numba)
+    from numba.np.numpy_support import from_dtype  # lazy: backend chosen first (numba)
 
     return tuple(types.Array(from_dtype(np.dtype(d[1])), d[2], d[3]) if d[0] == "array" else getattr(types, d[1])
                  for d in desc)
@@ -80,8 +91,6 @@ _LINE = re.compile(r'File "([^"]+)", line (\d+)')
 def _source_line(path, line):
     """Line ``line`` of the student's source: the text the checker read (:mod:`linecache`, filled by
     :func:`lab.teach.contained.source.build`), else the file."""
-    import linecache
-
     try:
         return linecache.getline(path, int(line)).rstrip("\n")
     except (TypeError, ValueError):
@@ -133,9 +142,9 @@ def explain(text: str, path: str, line: int | None) -> str:
 def compile_here(py_func, sigs: list, path: str, cc) -> dict:
     """In a process whose ``numba.cuda`` is the real one: compile ``py_func`` for each signature.
     Returns {"ok": True, "ptx": [the PTX of each signature]} or {"ok": False, "message", "line"}."""
-    from numba import cuda
+    from numba import cuda  # lazy: backend chosen first (numba)
 
-    import numba.cuda.dispatcher as dispatcher
+    import numba.cuda.dispatcher as dispatcher  # lazy: backend chosen first (numba)
 
     class _Target:  # device functions ask the current device for its cc: answer the target's
         compute_capability = tuple(cc)
@@ -215,7 +224,7 @@ def _environment_error(e: BaseException) -> bool:
     failing, not a verdict on the code: NVVM, NVRTC or the CUDA driver missing or failing to load
     (numba-cuda's ``*SupportError`` are ImportErrors), the driver's errors, an unsupported compute
     capability, out of memory, a file the toolchain needs unreadable (OSError)."""
-    from numba.cuda.cudadrv import error as cuda_errors
+    from numba.cuda.cudadrv import error as cuda_errors  # lazy: backend chosen first (numba)
 
     driver = ("CudaDriverError", "CudaRuntimeError", "CCSupportError")  # (the simulator's module has fewer)
     transient = (ImportError, MemoryError, OSError,
@@ -259,9 +268,6 @@ def compile_source(text: str, path: str, kernel: str, sigs: list, cc) -> dict:
     """:func:`compile_here` of ``kernel`` built from the file's source ``text`` (:func:`lab.teach.contained.source.load`:
     its syntax tree checked, nothing of the file run), in a process whose ``numba.cuda`` is the real one.
     A file the checker refuses is a failure with the reason (the judge refused it first)."""
-    from lab.teach.contained import source
-    from lab.teach.messages import Failed
-
     try:
         mod = source.load(text, path, kernel)
     except Failed as e:
@@ -275,14 +281,10 @@ def compile_source(text: str, path: str, kernel: str, sigs: list, cc) -> dict:
 def _child(request: dict) -> list[dict]:
     """In the child (no simulator): compile each item {"path", "text", "kernel", "sigs", "cc"} of the
     request from its source text (the student's file is never imported)."""
-    from lab.core.resources import offline_unavailable
-
-    why = offline_unavailable()
+    why = resources.offline_unavailable()
     if why:
         return [{"skipped": f"needs {why}"} for _ in request["items"]]
-    from numba import cuda  # noqa: F401 - loaded before seccomp, like the checker's child
-
-    from lab.core.isolation import lockdown
+    from numba import cuda  # noqa: F401 - loaded before seccomp, like the checker's child  # lazy: backend chosen first (numba)
 
     lockdown()  # (where libseccomp is missing the parent's notes say so already)
     return [compile_source(item["text"], item["path"], item["kernel"], item["sigs"], item["cc"])
@@ -292,8 +294,6 @@ def _child(request: dict) -> list[dict]:
 def _cache_file(key: str):
     """The verdict's file in the lab's cache folder ($LAB_CACHE_DIR, else platformdirs' user cache
     folder; kernels.tuning.cache_dir): written by the judge only, never by a child."""
-    from kernels.tuning import cache_dir
-
     return os.path.join(cache_dir(), "gpu-compile", key + ".json")
 
 
@@ -302,10 +302,8 @@ def cache_key(path: str, kernel: str, sigs: list, cc, text: str, where: str = ""
     (this module and the source rules, whose messages a verdict carries), the file's name, ``kernel``,
     ``sigs``, ``cc``, the numba-cuda version and ``where`` ("contained": a verdict of the contained
     compile, :mod:`lab.teach.contained.compile_sandbox`, kept apart from this module's own)."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
-        nv = version("numba-cuda")
+        nv = metadata.version("numba-cuda")
     except PackageNotFoundError:
         nv = "?"
     h = hashlib.sha256(text.encode())  # the student's source, this module and the source rules (their messages)
@@ -343,8 +341,6 @@ def remember(key: str, result: dict) -> None:
         return
     _MEMO[key] = result
     try:
-        from lab.core.files import write_atomic
-
         path = _cache_file(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_atomic(path, json.dumps(result), "GPU compile cache")
@@ -386,8 +382,6 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
         text = rest[0] if rest and rest[0] is not None else None
         try:
             if text is None:
-                from lab.teach.contained.source import read
-
                 text = read(path)
             keys[k] = cache_key(path, kernel, sigs, cc, text)
         except OSError:
@@ -407,15 +401,11 @@ def check_many(items, cc=CC, timeout: float = 50.0) -> list[dict]:
                          "cc": list(cc)}))
     if not todo:
         return results
-    from lab.core.session import child_env
-
     env = child_env(NUMBA_ENABLE_CUDASIM="0", LAB_COMPILER="numba-cuda", NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS="0")
     request = {"items": [item for _, item in todo]}
-    from lab.core.session import python_module
-
     try:  # from an empty folder, the student's folder not on sys.path (its json.py shadows nothing)
         with tempfile.TemporaryDirectory(prefix="lab-compile-") as empty:
-            proc = subprocess.run(python_module("lab.teach.contained.gpu_compile"), input=json.dumps(request),
+            proc = subprocess.run(session.python_module("lab.teach.contained.gpu_compile"), input=json.dumps(request),
                                   capture_output=True, text=True, env=env, timeout=timeout * len(todo), cwd=empty)
         got = json.loads(proc.stdout.strip().splitlines()[-1])
         got = got if isinstance(got, list) else []

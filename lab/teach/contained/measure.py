@@ -24,6 +24,10 @@ import numpy as np
 from lab.teach.contained import executor
 from lab.teach.contained.channel import BENCH_GO
 from lab.teach.messages import Failed
+from lab.core import simt
+from lab.core.runner import simulator_threads
+from lab.core.timing import Timer
+from lab.core.trace import SectorTracer
 
 
 def failure_text(e) -> str:
@@ -43,7 +47,7 @@ def measure(mod, ex, case, backend: str) -> dict:
         return {"load": traffic(s, "load"), "store": traffic(s, "store"), "atomic_ops": int(s["atomic_ops"]),
                 "repeat_loads": int(s["repeat_loads"]), "repeat_lines": s["repeat_lines"],
                 "idle_blocks": int(s["idle_blocks"]), "idle_load_sectors": int(s["idle_load_sectors"])}
-    from numba import cuda
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     ms, timing = time_launch(device_call(mod, ex, case), cuda.synchronize)
     return {"ms": float(ms), "timing": str(timing)}
@@ -67,11 +71,8 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
     The kernel runs in the lab's executor (:func:`lab.core.simt.run`: warp shuffles, votes and
     ``syncwarp`` included), its array arguments wrapped as the simulator's device arrays so that
     the tracer sees every access. Raises what the kernel raised (a thread's exception)."""
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray  # lazy: backend chosen first (numba)
 
-    from lab.core import simt
-    from lab.core.runner import simulator_threads
-    from lab.core.trace import SectorTracer
     grid, block = executor.case_launch(mod, ex, case)
     args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
     outs = [np.zeros(s, dt) for s, dt in case.outputs] if case.init is None else \
@@ -92,14 +93,12 @@ def trace_launch(mod, ex, case, seed: int = 0) -> dict:
 
 
 def time_launch(fn, sync):
-    from lab.core.timing import Timer
-
     m = Timer(fn, "device", sync).measure()
     return m.median_ms, m.timing
 
 
 def device_call(mod, ex, case):
-    from numba import cuda
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     grid, block = executor.case_launch(mod, ex, case)
     args = [cuda.to_device(np.ascontiguousarray(a)) if isinstance(a, np.ndarray) else a for a in case.args]

@@ -36,6 +36,12 @@ import sys
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+import resource
+import threading
+import lab.teach.contained.executor as executor
+import numpy as np
+from lab.core import isolation, session, isolation as I
+from lab.core.isolation import drop_capabilities, lockdown
 
 # Measured with the default 8 MiB thread stacks: the simulator child (Python, NumPy, Numba's simulator,
 # the lab) fails some of the twelve reference solutions at 1.5 GiB of address space ("can't start new
@@ -103,9 +109,7 @@ def folder_problem(folder: str, mb: int | None = None) -> str | None:
     child writes into a size-capped tmpfs; without it, into the grader's disk: the parent measures
     (every :data:`FOLDER_CHECK_S` s) and stops a child past the limit (``RLIMIT_FSIZE`` caps one
     file only). No link is followed."""
-    from lab.core.isolation import TMPFS_MB
-
-    cap = (TMPFS_MB if mb is None else mb) << 20
+    cap = (isolation.TMPFS_MB if mb is None else mb) << 20
     used, entries, stack = 0, 0, [folder]
     while stack:
         try:
@@ -130,9 +134,7 @@ def folder_problem(folder: str, mb: int | None = None) -> str | None:
 
 def python(module: str) -> list[str]:
     """``python -m MODULE`` without the working folder on sys.path (:func:`lab.core.session.python_module`)."""
-    from lab.core.session import python_module
-
-    return python_module(module)
+    return session.python_module(module)
 
 
 def prepare(path: Path, env: dict) -> tuple[str, Path, dict]:
@@ -162,8 +164,6 @@ def layer_notes(landlock: bool = True) -> list[str]:
     """What this machine's sandbox lacks, as the grader's notes (made here, in the parent: a child
     writes no note the grader shows; a layer that should be in force and fails in the child stops
     the child instead, :func:`main`)."""
-    from lab.core import isolation as I
-
     notes = []
     why = I.bwrap_problem()
     if why:
@@ -178,8 +178,6 @@ def layer_notes(landlock: bool = True) -> list[str]:
 
 
 def _seccomp_off() -> str | None:
-    from lab.core import isolation as I
-
     if os.environ.get("LAB_SANDBOX_SECCOMP") == "0":
         return "turned off (LAB_SANDBOX_SECCOMP=0)"
     return I.seccomp_problem()
@@ -193,8 +191,6 @@ def refusal(limits: Limits) -> str | None:
     """Why this grader must not run submissions here, or None: a root grader without bubblewrap
     runs its children as uid 0 without capabilities (:func:`contain_process`), which only Landlock
     keeps out of root's own files; without Landlock (or with ``--no-landlock``) it refuses."""
-    from lab.core import isolation as I
-
     if os.geteuid() != 0 or I.bwrap_problem() is None:
         return None
     if limits.landlock and I.landlock_abi():
@@ -210,8 +206,6 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
     in force, :func:`layer_notes`). ``channel_in``/``channel_out``: the judge's request files the child reads and the
     result files it writes (:func:`lab.teach.contained.channel.write_request`), bound into its folder."""
-    from lab.core import isolation as I
-
     why = I.bwrap_problem()
     if why:
         return cmd, layer_notes(landlock)
@@ -230,8 +224,6 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
 
 # --- 1. resource limits ------------------------------------------------------------------------------------
 def set_limits(limits: Limits, simulator: bool) -> None:
-    import resource
-
     def cap(which, value):
         soft, hard = resource.getrlimit(which)
         if hard != resource.RLIM_INFINITY:
@@ -268,8 +260,6 @@ def _read_roots() -> list[str]:
     """What the checker must read: the system's library folders, Python's, the site-packages, the
     lab's packages (not the folder around them: a class or a gradebook may lie there),
     the loader's /etc files, /proc, /sys, /dev, CUDA's folders (:func:`lab.core.isolation.read_paths`)."""
-    from lab.core import isolation as I
-
     roots, _ = I.read_paths(_LAB_ROOT)
     roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys"]
     # /dev's devices, not its shared memory: /dev/shm and /dev/mqueue hold other processes' data (the
@@ -289,8 +279,6 @@ def _read_roots() -> list[str]:
 def landlock(private: str, hide: list[str] = ()) -> str | None:
     """Confine this process: write only under ``private`` and to the devices; read only
     :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
-    from lab.core import isolation as I
-
     # /dev listed (its names, as before; what it holds read only device by device, _read_roots)
     return I.landlock(private, _read_roots(), hide, [*I.read_paths(_LAB_ROOT)[1], "/dev"])
 
@@ -352,8 +340,7 @@ def install_hook(private: str, report) -> None:
 def _warm_gpu() -> None:
     """Create the CUDA context and compile one kernel before the hook: the driver, NVVM and the
     libraries Numba finds on the way (it may run ldconfig to find them) load now, not refused later."""
-    import numpy as np
-    from numba import cuda
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     @cuda.jit
     def lab_sandbox_warm(x):
@@ -379,8 +366,6 @@ def contain_process() -> None:
     (:func:`drop_uid`), and no capability left (:func:`lab.core.isolation.drop_capabilities`; a
     root grader's child without bubblewrap keeps uid 0 but no capability). A child that cannot drop
     its capabilities stops here (exit code 3, the reason on stderr): it never runs a submission."""
-    from lab.core.isolation import drop_capabilities
-
     if os.getsid(0) != os.getpid():
         try:
             os.setsid()
@@ -412,8 +397,6 @@ def confine(private: str, limits: Limits) -> None:
     """Landlock (:func:`landlock`, the solutions hidden) where ``limits`` asks for it. Where the
     kernel has Landlock and it still fails, the child stops (exit code 3): the grader said it is in
     force (:func:`layer_notes` says only what this machine lacks)."""
-    from lab.core import isolation as I
-
     if limits.landlock:
         why = landlock(private, I.exercise_files())
         if why and I.landlock_abi():
@@ -423,8 +406,6 @@ def confine(private: str, limits: Limits) -> None:
 def lock() -> None:
     """seccomp (:func:`lab.core.isolation.lockdown`); where libseccomp is there and the grader did
     not turn it off, a failure stops the child (exit code 3)."""
-    from lab.core.isolation import lockdown
-
     why = lockdown()
     if why and not _seccomp_off():
         _stop(f"seccomp: {why}")
@@ -437,8 +418,6 @@ def main(argv) -> None:
     private = os.path.dirname(os.path.abspath(progress))
     simulator = backend == "simulator"
     set_limits(limits, simulator)
-    import threading
-
     threading.stack_size(THREAD_STACK)  # a student's threads (the simulator's blocks run on greenlets): small stacks
     log = open(progress, "a", buffering=1)
 
@@ -446,23 +425,23 @@ def main(argv) -> None:
         log.write(json.dumps({"violation": text}) + "\n")
 
     # what the checker needs, loaded before the hook (Numba may look for tools as it starts)
-    from lab.core.simulator import select
+    from lab.core.simulator import select  # lazy: backend chosen first (the contained child's warm-up, after select)
 
     select("sim" if simulator else "gpu")
-    import numba.cuda  # noqa: F401
+    import numba.cuda  # noqa: F401  # lazy: backend chosen first (numba)
 
-    import lab.core.simt  # noqa: F401
-    import lab.teach.contained.executor  # noqa: F401 - its channel, counts and messages too
-    import lab.teach.contained.measure  # noqa: F401
-    import lab.teach.contained.source  # noqa: F401 - the kernel is built from the source (lab.teach.contained.executor.load_student)
+    import lab.core.simt  # noqa: F401  # lazy: backend chosen first (the contained child's warm-up, after select)
+    import lab.teach.contained.executor  # noqa: F401 - its channel, counts and messages too  # lazy: backend chosen first (the contained child's warm-up, after select)
+    import lab.teach.contained.measure  # noqa: F401  # lazy: backend chosen first (the contained child's warm-up, after select)
+    import lab.teach.contained.source  # noqa: F401 - the kernel is built from the source (lab.teach.contained.executor.load_student)  # lazy: backend chosen first (the contained child's warm-up, after select)
 
     if simulator:
-        import lab.core.runner  # noqa: F401
-        import lab.core.trace  # noqa: F401
+        import lab.core.runner  # noqa: F401  # lazy: backend chosen first (the contained child's warm-up, after select)
+        import lab.core.trace  # noqa: F401  # lazy: backend chosen first (the contained child's warm-up, after select)
     else:
         _warm_gpu()
     confine(private, limits)
-    from lab.teach.contained import gpu_compile
+    from lab.teach.contained import gpu_compile  # lazy: backend chosen first (the contained child's warm-up, after select)
 
     # the offline compile runs in a contained child of its own (lab.teach.contained.compile_sandbox), started by
     # the parent; none from here (the hook would refuse its process)
@@ -470,8 +449,6 @@ def main(argv) -> None:
     lock()  # seccomp: no process, socket, signal elsewhere or executable memory from here on
     install_hook(private, report)
     log.write(json.dumps({"ready": True}) + "\n")
-    import lab.teach.contained.executor as executor  # the only module that imports the student's file: raw results, no verdict
-
     (lab.teach.contained.measure.main if "--bench" in rest[5:] else executor.main)(rest)
 
 

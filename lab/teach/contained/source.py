@@ -43,6 +43,8 @@ import linecache
 import math
 import os
 import types
+import inspect
+import pickle
 
 import numpy as np
 
@@ -309,8 +311,6 @@ def _strip(fn: ast.FunctionDef) -> ast.FunctionDef:
     ``def`` runs but the constant defaults the device rules allowed). The copy is a pickle round trip of the
     checked tree (bytes made here from its own nodes, never read from anywhere): the same nodes and line
     numbers as ``copy.deepcopy`` gives, about six times faster (every check builds its module)."""
-    import pickle
-
     fn = pickle.loads(pickle.dumps(fn, protocol=pickle.HIGHEST_PROTOCOL))  # noqa: S301 - our own bytes
     fn.decorator_list = []
     fn.returns = None
@@ -388,7 +388,7 @@ class _Int64Checks(ast.NodeTransformer):
 
 
 def _helpers():
-    from kernels.gemm import mma
+    from kernels.gemm import mma  # lazy: backend chosen first (numba)
 
     out = {}
     for name in HELPERS:
@@ -405,8 +405,8 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
     the constants and these functions; its builtins :data:`BUILTINS`. The file's line numbers stay
     (its text is what :mod:`linecache` gives for ``prog.path``). Nothing of the file runs: its
     ``def`` statements define functions."""
-    import numba
-    from numba import cuda
+    import numba  # lazy: backend chosen first (numba)
+    from numba import cuda  # lazy: backend chosen first (numba)
 
     base = os.path.basename(prog.path)
     name = module_name or f"student_{os.path.splitext(base)[0]}"
@@ -441,8 +441,6 @@ def build(prog: Program, module_name: str | None = None) -> types.ModuleType:
         g.update(checks.literals)
     code = syntax.compile_tree(ast.Module(body=body, type_ignores=[]), prog.path, "exec", dont_inherit=True)
     exec(code, g)  # noqa: S102 - def statements of checked syntax trees only: functions are defined, none runs
-    import inspect
-
     params = inspect.signature(cuda.jit).parameters
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     for n in prog.device_code:
