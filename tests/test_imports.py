@@ -5,7 +5,8 @@ why on its line (``# lazy: <reason>``):
   CUDA simulator (``NUMBA_ENABLE_CUDASIM``), is chosen at run time first (lab.core.simulator,
   kernels.compiler);
 * ``optional``: an optional package (torch, cupy, matplotlib, triton, nbformat, cuda.bindings, cupti ...);
-* ``heavy``: a module that a light command's start (``lab --help``, ``lab exercise list``) does not load;
+* ``heavy``: a module that a light command's start (``lab --help``, ``lab exercise list``) does not load, or
+  that the contained tests child (started for every check) does not need;
 * ``cycle``: a top-level import would make an import cycle.
 
 And a name that the tests patch (``monkeypatch.setattr(runner, "run", fake)``), or that the lab rebinds

@@ -23,7 +23,6 @@ import importlib.util
 import os
 import re
 import sys
-from unittest import mock
 
 from kernels.backend import default_compiler, gpu_count
 from lab.core.errors import LabError
@@ -220,6 +219,7 @@ def nvjitlink_log(code: bytes, arch: str, lto: bool = False) -> str:
     """nvJitLink's info log (ptxas's "Used N registers ..." lines) for PTX or LTO-IR ``code`` linked
     for ``arch`` (e.g. "sm_90") with ``-verbose``. Raises ImportError without cuda-bindings."""
     from cuda.bindings import nvjitlink  # lazy: optional (cuda)
+    from unittest import mock  # lazy: heavy for the contained tests child's start (unittest, asyncio)
 
     # ptxas reports only when it runs: a cached compile (CUDA 13's nvJitLink on the H100 logged
     # nothing, or only the linker's one-line summary, for kernels linked before) hides the spills.

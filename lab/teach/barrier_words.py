@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from lab.teach.contained import syntax
+from lab.teach.messages import quote
 
 GENERIC = ("a barrier inside a branch or after an early return is undefined behaviour and can hang on a GPU; let all "
            "threads reach every barrier")
@@ -59,7 +60,6 @@ def barrier_words(text: str, source) -> str | None:
     the file shows neither."""
     if GENERIC not in text or not source:
         return None
-    from lab.teach.messages import quote
 
     lines = [str(v) for v in source]
     try:

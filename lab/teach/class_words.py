@@ -16,7 +16,16 @@ words):
 """
 from __future__ import annotations
 
-from lab.teach.pipeline_words import UNREAD_BASE
+import math
+
+import numpy as np
+
+from lab.teach.barrier_words import barrier_words
+from lab.teach.cover_words import cells_per_thread_words, one_column_words, own_element_words
+from lab.teach.diagnose import Mistake, exercise_mistakes
+from lab.teach.messages import one_store_line, store_line
+from lab.teach.pipeline_words import UNREAD_BASE, other_buffer_words
+from lab.teach.reference import atomic_op_fact
 
 # the judge's words for a value read from shared memory nobody stored, where they name no cause: the integer
 # poison's question, the NaN's hedge, the NaN's general advice (an exercise's own reading, a halo's, stays)
@@ -33,15 +42,11 @@ def _trace(raw):
 
 
 def _threads(block) -> int:
-    import math
-
     return int(block) if isinstance(block, int) else int(math.prod(tuple(block)))
 
 
 def class_words(ex, case, raw, text: str) -> str | None:
     """``text`` with the class of the bug named by the first rule whose evidence holds; None where none does."""
-    from lab.teach.barrier_words import barrier_words
-
     source = getattr(raw, "source", None)
     said = barrier_words(text, source)
     if said:
@@ -53,25 +58,18 @@ def class_words(ex, case, raw, text: str) -> str | None:
     uninit = list(getattr(trace, "uninit", None) or [])
     guess = next((g for g in UNSTORED_GUESSES if g in text), None)
     if uninit and guess:
-        from lab.teach.cover_words import cells_per_thread_words
-
         arr, idx = uninit[0][0], tuple(uninit[0][1])
         size = next((int(a[1]) for a in counts.get("arrays") or () if a[0] == arr), None)
         words = cells_per_thread_words("\n".join(map(str, source)), arr, idx, _threads(raw.block), size)
         if words:
             return text.replace(guess, words)
     if uninit and UNREAD_BASE.format(arr=uninit[0][0]) in text and "Hint: " in text:
-        from lab.teach.pipeline_words import other_buffer_words
-
         arr, idx, _who, line = uninit[0]
         words = other_buffer_words("\n".join(map(str, source)), arr, tuple(idx), int(line or 0))
         if words:
             return text[:text.index("Hint: ") + 6] + words
     onames = list(getattr(raw, "onames", None) or ())
     if "all unwritten although" in text and onames:
-        from lab.teach.cover_words import one_column_words
-        from lab.teach.messages import one_store_line
-
         for k, name in enumerate(onames):
             words = one_column_words(text, source, counts, name, k, one_store_line(trace, k),
                                      tuple(case.outputs[k][0]), raw.block)
@@ -87,10 +85,6 @@ def class_words(ex, case, raw, text: str) -> str | None:
 def _own_element(case, raw, trace, text, source, onames) -> str | None:
     """``text`` with :func:`lab.teach.cover_words.own_element_words` for the first output that is the reference
     minus an input's own elements, the line that stores it saying why."""
-    import numpy as np
-
-    from lab.teach.cover_words import own_element_words
-    from lab.teach.messages import store_line
 
     inputs = dict(zip(list(getattr(raw, "names", ()) or ())[:len(case.args)], case.args))
     for k, name in enumerate(onames):
@@ -111,12 +105,9 @@ def _own_element(case, raw, trace, text, source, onames) -> str | None:
 def _atomic_first(ex, case, raw, trace, text, source, onames) -> str | None:
     """``text`` whose hint is one of the exercise's value mistakes, the hint replaced by the atomic function
     that differs from the reference's at an element (:func:`lab.teach.reference.atomic_op_fact`)."""
-    from lab.teach.diagnose import Mistake, exercise_mistakes
-
     hint = text[text.index("Hint: ") + 6:]
     if not any(Mistake(*m).message == hint for m in exercise_mistakes(ex) or ()):
         return None
-    from lab.teach.reference import atomic_op_fact
 
     for k, name in enumerate(onames):
         fact = atomic_op_fact(ex, case, k, trace, name, source)

@@ -18,6 +18,7 @@ import re
 
 from lab.teach.contained import syntax
 from lab.teach.shared_words import store_controls, int_value
+from lab.teach.messages import quote
 
 
 def _thread_aliases(tree) -> set:
@@ -59,8 +60,6 @@ def cells_per_thread_words(text: str, arr: str, idx, threads: int, size: int | N
     fills ``arr`` is ``arr[t + c] = ...`` (t bound to cuda.threadIdx.x, c a constant) in no loop and under no
     test, so the ``threads`` threads of the block fill ``threads`` cells from c on, and ``idx`` is not one of
     them (``size``: the array's cells, where known, more than the threads). None otherwise."""
-    from lab.teach.messages import quote
-
     if len(idx) != 1 or not threads or (size is not None and size <= threads):
         return None
     try:
@@ -112,8 +111,6 @@ def one_column_words(text: str, source, counts, oname: str, k: int, line: int, s
     element of output ``oname`` (the ``stored`` table of ``counts``), the unwritten columns start at the
     block's threads along x, and the store (``line``) is in no loop of the file: thread t takes column t
     only. None where any of that does not hold."""
-    from lab.teach.messages import quote
-
     m = _UNWRITTEN.search(text)
     if not m or m.group(1) != "column" or not counts or not source or not line or len(shape) != 2:
         return None
@@ -144,8 +141,6 @@ def own_element_words(source, line: int, oname: str, xname: str) -> str | None:
     """Why each element of output ``oname`` misses input ``xname``'s own element (the values showed it), from
     the line ``line`` that stored them: its value subtracts ``xname[...]``, or reads a cell at ``name - 1``
     (the one before the thread's own). None where the line shows neither."""
-    from lab.teach.messages import quote
-
     lines = [str(v) for v in source or ()]
     if not 0 < line <= len(lines):
         return None

@@ -156,10 +156,6 @@ def float_blocks_words(launch, case, text: str) -> str | None:
     """``text`` (launch_config's Failed for a launch() that returned something else than ints) with the cause
     where launch() itself shows it: a float in what it returned for ``case``, and the true divisions (``/``)
     of launch()'s text, quoted: Python's ``/`` gives a float even where the sizes divide. None otherwise."""
-    import ast
-
-    from lab.teach.messages import quote
-
     if FLOAT_SHAPE not in text:
         return None
     try:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import ast
 from lab.teach.contained import syntax
+from lab.teach.messages import quote
+from lab.teach.shared_words import int_value
 
 # the exercise's words for NaN read from a buffer in flight (exercises/async_pipeline/hidden.py): what the
 # text's own evidence replaces
@@ -84,9 +86,6 @@ def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
     picks a buffer, ``... % 2``), is in the second half of ``arr`` for the first tile and thread (0, 0)
     (every other name 0) while the cell lies in that half too: the products read the other buffer than
     the one the first tile was copied into. None otherwise."""
-    from lab.teach.messages import quote
-    from lab.teach.shared_words import int_value
-
     try:
         tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):

@@ -32,7 +32,7 @@ from importlib.metadata import PackageNotFoundError
 
 import numpy as np
 from kernels.tuning import cache_dir
-from lab.core import resources, session
+from lab.core import session
 from lab.core.files import write_atomic
 from lab.core.isolation import lockdown
 from lab.core.session import child_env
@@ -281,6 +281,8 @@ def compile_source(text: str, path: str, kernel: str, sigs: list, cc) -> dict:
 def _child(request: dict) -> list[dict]:
     """In the child (no simulator): compile each item {"path", "text", "kernel", "sigs", "cc"} of the
     request from its source text (the student's file is never imported)."""
+    from lab.core import resources  # lazy: heavy for the contained tests child's start (the compilers, unittest.mock)
+
     why = resources.offline_unavailable()
     if why:
         return [{"skipped": f"needs {why}"} for _ in request["items"]]
