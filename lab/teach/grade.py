@@ -36,8 +36,8 @@ from lab.core.text import printable_line, printable_tree, spreadsheet_cell
 from lab.teach.contained.sandbox import Limits, refusal
 from lab.core import simulator, resources
 from lab.core.isolation import protections
-from lab.teach import union, workspace, workspace as W, child
-from lab.teach.contained import gpu_compile as GC, gpu_compile
+from lab.teach import union, workspace, child
+from lab.teach.contained import gpu_compile as GC
 from lab.teach.procs import STOP, stop_all
 from lab.teach.submission import SubmissionError, snapshot
 from lab.teach.workspace import Progress, hidden_names
@@ -299,7 +299,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
         notes.append(f"--bench on a GPU: one submission at a time (--jobs {jobs} -> 1), so that no timing "
                      f"shares the GPU with another submission")
         jobs = 1
-    timeout = W.timeout_s(timeout, DEFAULT_TIMEOUT_S, env=None)
+    timeout = workspace.timeout_s(timeout, DEFAULT_TIMEOUT_S, env=None)
     seed = int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
     pairs = [(s, n) for s in students for n in names]
     rows: dict = {}
@@ -307,7 +307,7 @@ def grade(folder, only: list[str] | None = None, jobs: int | None = None, backen
     snaps: list = []
     files = _read_once({p: files.get(p) for p in pairs}, snaps)
     STOP.clear()
-    hidden = W.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
+    hidden = workspace.hidden_names(names, seed)  # every row's denominator, whatever happens to the file
     interrupted = False
     pool = ThreadPoolExecutor(max_workers=jobs)
     try:
@@ -410,7 +410,7 @@ def _compile_students(pool, students, names, files, backend, seed, limits, timeo
     compile on, a task per student on ``pool`` (submitted before any row: no row waits for a task
     that has not started) compiling all their files in one contained child
     (:func:`lab.teach.workspace.compile_files`)."""
-    if backend != "simulator" or not gpu_compile.enabled():
+    if backend != "simulator" or not GC.enabled():
         return {}
     out = {}
     for s in students:

@@ -10,7 +10,7 @@ import re
 import numpy as np
 
 from lab.teach.indices import RUNS_PAST
-from lab.teach.contained import source, source as src
+from lab.teach.contained import source as src
 from lab.teach.contained.counts import dims3
 from lab.teach.kernel_diff import one_difference
 from lab.teach.load_words import VALUE_GUESSES, reloaded_words
@@ -32,7 +32,7 @@ def _reference_launch(ex, case):
         return case.grid, case.block
     try:
         path = str(ex.solution)
-        mod = source.load(source.read(path), path, ex.kernel, ex.launch, module_name=f"reference_launch_{ex.name}")
+        mod = src.load(src.read(path), path, ex.kernel, ex.launch, module_name=f"reference_launch_{ex.name}")
         return getattr(mod, ex.launch)(*case.launch_args)
     except Exception:  # noqa: BLE001
         return None

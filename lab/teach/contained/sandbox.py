@@ -40,7 +40,7 @@ import resource
 import threading
 import lab.teach.contained.executor as executor
 import numpy as np
-from lab.core import isolation, session, isolation as I
+from lab.core import isolation, session
 from lab.core.isolation import drop_capabilities, lockdown
 
 # Measured with the default 8 MiB thread stacks: the simulator child (Python, NumPy, Numba's simulator,
@@ -165,11 +165,11 @@ def layer_notes(landlock: bool = True) -> list[str]:
     writes no note the grader shows; a layer that should be in force and fails in the child stops
     the child instead, :func:`main`)."""
     notes = []
-    why = I.bwrap_problem()
+    why = isolation.bwrap_problem()
     if why:
-        notes.append(f"bubblewrap not in force: {why}; {I.FIX_BWRAP}" if "installed" in why
+        notes.append(f"bubblewrap not in force: {why}; {isolation.FIX_BWRAP}" if "installed" in why
                      else f"bubblewrap not in force: {why}")
-    if landlock and not I.landlock_abi():
+    if landlock and not isolation.landlock_abi():
         notes.append("Landlock not in force: the kernel has no Landlock (Linux >= 5.13 with landlock in its LSM list)")
     why = _seccomp_off()
     if why:
@@ -180,7 +180,7 @@ def layer_notes(landlock: bool = True) -> list[str]:
 def _seccomp_off() -> str | None:
     if os.environ.get("LAB_SANDBOX_SECCOMP") == "0":
         return "turned off (LAB_SANDBOX_SECCOMP=0)"
-    return I.seccomp_problem()
+    return isolation.seccomp_problem()
 
 
 ROOT_NEEDS = ("grading as root without bubblewrap needs Landlock to keep the submissions' processes (uid 0, "
@@ -191,12 +191,12 @@ def refusal(limits: Limits) -> str | None:
     """Why this grader must not run submissions here, or None: a root grader without bubblewrap
     runs its children as uid 0 without capabilities (:func:`contain_process`), which only Landlock
     keeps out of root's own files; without Landlock (or with ``--no-landlock``) it refuses."""
-    if os.geteuid() != 0 or I.bwrap_problem() is None:
+    if os.geteuid() != 0 or isolation.bwrap_problem() is None:
         return None
-    if limits.landlock and I.landlock_abi():
+    if limits.landlock and isolation.landlock_abi():
         return None
     why = "Landlock is turned off (--no-landlock)" if not limits.landlock else "this kernel has no Landlock"
-    return f"{ROOT_NEEDS}, and {why}: {I.FIX_BWRAP}, or grade as an unprivileged user"
+    return f"{ROOT_NEEDS}, and {why}: {isolation.FIX_BWRAP}, or grade as an unprivileged user"
 
 
 def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, bench: bool,
@@ -206,19 +206,19 @@ def wrap(cmd: list[str], private: str, copy: Path, progress: str, backend: str, 
     ``progress``; LAB_SANDBOX_THREADS, the thread limit). Returns (command, notes: the layers not
     in force, :func:`layer_notes`). ``channel_in``/``channel_out``: the judge's request files the child reads and the
     result files it writes (:func:`lab.teach.contained.channel.write_request`), bound into its folder."""
-    why = I.bwrap_problem()
+    why = isolation.bwrap_problem()
     if why:
         return cmd, layer_notes(landlock)
-    uid = I.child_uid()
+    uid = isolation.child_uid()
     if uid is not None:
         for f in (progress, *channel_out):
             os.chown(f, uid, uid)
         env["LAB_SANDBOX_UID"] = str(uid)
-    if I.thread_limit_applies():
-        env["LAB_SANDBOX_THREADS"] = str(I.THREADS_MAX)
+    if isolation.thread_limit_applies():
+        env["LAB_SANDBOX_THREADS"] = str(isolation.THREADS_MAX)
     root = str(Path(__file__).resolve().parents[3])  # the folder holding lab/, kernels/, exercises/
-    hide = I.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
-    return (I.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator",
+    hide = isolation.exercise_files()  # (a --bench child too: the judge sends its problem, the reference runs elsewhere)
+    return (isolation.bwrap_command(cmd, private, [str(copy), *channel_in], [progress, *channel_out], backend != "simulator",
                             hide, root, uid), layer_notes(landlock))
 
 
@@ -260,8 +260,8 @@ def _read_roots() -> list[str]:
     """What the checker must read: the system's library folders, Python's, the site-packages, the
     lab's packages (not the folder around them: a class or a gradebook may lie there),
     the loader's /etc files, /proc, /sys, /dev, CUDA's folders (:func:`lab.core.isolation.read_paths`)."""
-    roots, _ = I.read_paths(_LAB_ROOT)
-    roots += [f"/etc/{e}" for e in I.ETC_FILES] + ["/sys"]
+    roots, _ = isolation.read_paths(_LAB_ROOT)
+    roots += [f"/etc/{e}" for e in isolation.ETC_FILES] + ["/sys"]
     # /dev's devices, not its shared memory: /dev/shm and /dev/mqueue hold other processes' data (the
     # grader's, another program's; without bubblewrap the child shares the machine's /dev); not its
     # links either (/dev/core -> /proc/kcore: what a link names is granted, or not, where it lies)
@@ -280,7 +280,7 @@ def landlock(private: str, hide: list[str] = ()) -> str | None:
     """Confine this process: write only under ``private`` and to the devices; read only
     :func:`_read_roots` (not ``hide``) and ``private``. Returns None when in force, else why not."""
     # /dev listed (its names, as before; what it holds read only device by device, _read_roots)
-    return I.landlock(private, _read_roots(), hide, [*I.read_paths(_LAB_ROOT)[1], "/dev"])
+    return isolation.landlock(private, _read_roots(), hide, [*isolation.read_paths(_LAB_ROOT)[1], "/dev"])
 
 
 # --- 3. the audit hook --------------------------------------------------------------------------------------
@@ -398,8 +398,8 @@ def confine(private: str, limits: Limits) -> None:
     kernel has Landlock and it still fails, the child stops (exit code 3): the grader said it is in
     force (:func:`layer_notes` says only what this machine lacks)."""
     if limits.landlock:
-        why = landlock(private, I.exercise_files())
-        if why and I.landlock_abi():
+        why = landlock(private, isolation.exercise_files())
+        if why and isolation.landlock_abi():
             _stop(f"Landlock: {why}")
 
 
