@@ -60,7 +60,6 @@ def barrier_words(text: str, source) -> str | None:
     the file shows neither."""
     if GENERIC not in text or not source:
         return None
-
     lines = [str(v) for v in source]
     try:
         tree = syntax.parse("\n".join(lines))

@@ -17,7 +17,7 @@ import ast
 import re
 
 from lab.teach.contained import syntax
-from lab.teach.shared_words import store_controls, int_value
+from lab.teach.shared_words import int_value, module_constants, store_controls
 from lab.teach.messages import quote
 
 
@@ -32,16 +32,6 @@ def _thread_aliases(tree) -> set:
                  and len(tg.elts) == len(v.elts) else [(tg, v)])
         names |= {a.id for a, b in pairs if isinstance(a, ast.Name) and ast.unparse(b) == "cuda.threadIdx.x"}
     return names
-
-
-def _constants(tree) -> dict:
-    env = {}
-    for st in tree.body:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = int_value(st.value, env)
-            if isinstance(v, int) and not isinstance(v, bool):
-                env[st.targets[0].id] = v
-    return env
 
 
 def _declared_size(tree, arr: str, env: dict) -> int | None:
@@ -69,7 +59,7 @@ def cells_per_thread_words(text: str, arr: str, idx, threads: int, size: int | N
     stores = store_controls(text, arr) or []
     if not stores or any(chain for _, chain in stores):
         return None
-    alias, env = _thread_aliases(tree), _constants(tree)
+    alias, env = _thread_aliases(tree), module_constants(tree)
     size = size if size is not None else _declared_size(tree, arr, env)
     if size is not None and size <= threads:
         return None

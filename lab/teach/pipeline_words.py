@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from lab.teach.contained import syntax
 from lab.teach.messages import quote
-from lab.teach.shared_words import int_value
+from lab.teach.shared_words import int_value, module_constants
 
 # the exercise's words for NaN read from a buffer in flight (exercises/async_pipeline/hidden.py): what the
 # text's own evidence replaces
@@ -90,12 +90,7 @@ def other_buffer_words(text: str, arr: str, idx, line: int) -> str | None:
         tree = syntax.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return None
-    env, size = {}, None
-    for st in tree.body:
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = int_value(st.value, env)
-            if isinstance(v, int) and not isinstance(v, bool):
-                env[st.targets[0].id] = v
+    env, size = module_constants(tree), None
     for st in ast.walk(tree):
         if (isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name)
                 and st.targets[0].id == arr and isinstance(st.value, ast.Call) and st.value.args):

@@ -253,6 +253,18 @@ def int_value(node, env):
     return None
 
 
+def module_constants(tree) -> dict:
+    """{name: int} of the module's top-level ``NAME = <int expression>`` assignments, in order, each over the
+    ones before it (:func:`int_value`): ``THREADS = 128``, ``BINS = 2 * THREADS``."""
+    env = {}
+    for st in tree.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            v = int_value(st.value, env)
+            if isinstance(v, int) and not isinstance(v, bool):
+                env[st.targets[0].id] = v
+    return env
+
+
 def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str | None:
     """Why shared cell ``arr[idx]`` (1-D) held no value when read, where a store of the file ``text`` would
     fill it from one thread but that thread's own test keeps it out: a store ``arr[t + c] = ...`` under one
@@ -266,12 +278,7 @@ def excluded_store(text: str, arr: str, idx, threads: int | None = None) -> str 
         return None
     if len(idx) != 1:
         return None
-    env = {}
-    for st in tree.body:  # module constants, in order
-        if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-            v = int_value(st.value, env)
-            if isinstance(v, int) and not isinstance(v, bool):
-                env[st.targets[0].id] = v
+    env = module_constants(tree)
     alias = {st.targets[0].id for st in ast.walk(tree) if isinstance(st, ast.Assign) and len(st.targets) == 1
              and isinstance(st.targets[0], ast.Name) and ast.unparse(st.value) == "cuda.threadIdx.x"}
     lines = text.splitlines()
